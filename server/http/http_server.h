@@ -1,0 +1,85 @@
+// HttpServer: the HTTP door (civetweb). Routes are exact paths mapped to
+// handlers; a handler reads an HttpRequest and answers through an
+// HttpResponseWriter (a whole body, or a chunked stream for server-sent
+// events). Thread-safe: civetweb runs handlers on its worker threads.
+#ifndef ATTNSERVE_SERVER_HTTP_HTTP_SERVER_H_
+#define ATTNSERVE_SERVER_HTTP_HTTP_SERVER_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+struct mg_context;
+struct mg_connection;
+
+namespace attnserve {
+
+struct HttpRequest {
+  std::string method;  // "GET", "POST", ...
+  std::string path;    // without the query string
+  std::string query;   // after '?', undecoded
+  std::map<std::string, std::string> headers;  // names lower-cased
+  std::string body;
+};
+
+// Writes one response. Either Send() once, or StartStream() then Write()*.
+class HttpResponseWriter {
+ public:
+  explicit HttpResponseWriter(mg_connection* conn) : conn_(conn) {}
+
+  // A complete response with Content-Length.
+  void Send(int status, const std::string& content_type, const std::string& body,
+            const std::vector<std::pair<std::string, std::string>>& extra_headers = {});
+  // Starts a chunked response (for text/event-stream). Returns false when the
+  // client is gone.
+  bool StartStream(int status, const std::string& content_type);
+  // Writes one chunk; false when the client is gone.
+  bool Write(const std::string& data);
+
+ private:
+  mg_connection* conn_;
+  bool streaming_ = false;
+};
+
+using HttpHandler = std::function<void(const HttpRequest&, HttpResponseWriter&)>;
+
+struct HttpServerOptions {
+  std::string listen_address = "0.0.0.0";
+  int port = 8080;  // 0 = a free port
+  int threads = 8;
+  int64_t max_body_bytes = 8 << 20;
+};
+
+class HttpServer {
+ public:
+  // Binds and starts serving `routes` (exact path -> handler). Fails with the
+  // address and civetweb's reason when the port cannot be bound.
+  static absl::StatusOr<std::unique_ptr<HttpServer>> Start(const HttpServerOptions& options,
+                                                           std::map<std::string, HttpHandler> routes);
+  ~HttpServer();  // stops the server, waiting for handlers to return
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  int port() const { return port_; }
+
+ private:
+  HttpServer() = default;
+  static int Dispatch(mg_connection* conn, void* self);
+
+  mg_context* ctx_ = nullptr;
+  int port_ = 0;
+  int64_t max_body_bytes_ = 0;
+  std::map<std::string, HttpHandler> routes_;
+};
+
+// The JSON error body every HTTP error uses: {"error":{"code":..,"message":..}}.
+std::string JsonError(const std::string& code, const std::string& message);
+
+}  // namespace attnserve
+
+#endif  // ATTNSERVE_SERVER_HTTP_HTTP_SERVER_H_

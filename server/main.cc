@@ -1,0 +1,156 @@
+// attnserve: flags -> Server::Create -> wait for SIGTERM/SIGINT -> drain -> exit 0.
+//
+//   attnserve [--flags...]              serve
+//   attnserve healthcheck [--flags...]  probe a running server's /healthz (exit 0 = healthy)
+//
+// Flags are written with dashes (--grpc-port) or underscores (--grpc_port).
+#include <csignal>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/reflection.h"
+#include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/log/initialize.h"
+#include "absl/log/log.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_replace.h"
+#include "absl/time/time.h"
+#include "server/health_probe.h"
+#include "server/server.h"
+#include "server/version.h"
+
+ABSL_FLAG(int, grpc_port, 50051, "gRPC port (attnserve.v1.Inference, grpc.health.v1.Health, reflection). 0 = a free port.");
+ABSL_FLAG(int, http_port, 8080, "HTTP port (/healthz, /readyz, /metrics, JSON API). 0 = a free port.");
+ABSL_FLAG(std::string, listen_address, "0.0.0.0", "Address both ports bind to.");
+ABSL_FLAG(std::string, encoder_model, "", "Encoder model directory (Hugging Face layout: config.json, model.safetensors, tokenizer.json). Empty = no encoder.");
+ABSL_FLAG(std::string, decoder_model, "", "Decoder model: a Hugging Face directory or a .gguf file. Empty = no decoder.");
+ABSL_FLAG(int, threads, 0, "Engine compute threads (OpenMP/oneDNN). 0 = all cores.");
+ABSL_FLAG(int64_t, kv_cache_bytes, int64_t{1} << 30, "Bytes of the KV cache block pool.");
+ABSL_FLAG(int, max_queue, 256, "Requests that may wait in the queue; beyond it requests get RESOURCE_EXHAUSTED (HTTP 429).");
+ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(30), "On SIGTERM, how long in-flight requests may take to finish, e.g. 30s.");
+ABSL_FLAG(int, http_threads, 8, "HTTP worker threads.");
+ABSL_FLAG(int64_t, http_max_body_bytes, 8 << 20, "Largest accepted HTTP request body; larger gets 413.");
+// healthcheck mode only:
+ABSL_FLAG(std::string, probe_host, "127.0.0.1", "healthcheck: host to probe.");
+ABSL_FLAG(std::string, probe_path, "/healthz", "healthcheck: HTTP path to probe (/healthz or /readyz).");
+ABSL_FLAG(absl::Duration, probe_timeout, absl::Seconds(3), "healthcheck: time limit.");
+
+namespace {
+
+// Rewrites --foo-bar[=v] to --foo_bar[=v] and refuses flags absl does not
+// know, naming them as the user wrote them.
+bool NormalizeFlags(int argc, char** argv, std::vector<std::string>* storage) {
+  storage->clear();
+  for (int i = 0; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (i > 0 && arg.rfind("--", 0) == 0 && arg.size() > 2) {
+      const size_t eq = arg.find('=');
+      std::string name = arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+      const std::string original = name;
+      name = absl::StrReplaceAll(name, {{"-", "_"}});
+      const bool builtin = name == "help" || name == "helpfull" || name == "version" || name == "helpshort" ||
+                           name == "flagfile" || name == "fromenv" || name == "tryfromenv" ||
+                           name == "undefok" || name == "helpon" || name == "helpmatch" ||
+                           name == "only_check_args" || name == "helppackage";
+      std::string base = name;
+      if (base.rfind("no", 0) == 0 && absl::FindCommandLineFlag(base) == nullptr) base = base.substr(2);
+      if (!builtin && absl::FindCommandLineFlag(base) == nullptr) {
+        std::cerr << "attnserve: unknown flag '--" << original << "' (see --help)\n";
+        return false;
+      }
+      arg = "--" + name + (eq == std::string::npos ? "" : arg.substr(eq));
+    }
+    storage->push_back(arg);
+  }
+  return true;
+}
+
+attnserve::ServerOptions OptionsFromFlags() {
+  attnserve::ServerOptions o;
+  o.network.grpc_port = absl::GetFlag(FLAGS_grpc_port);
+  o.network.http_port = absl::GetFlag(FLAGS_http_port);
+  o.network.listen_address = absl::GetFlag(FLAGS_listen_address);
+  o.network.http_threads = absl::GetFlag(FLAGS_http_threads);
+  o.network.http_max_body_bytes = absl::GetFlag(FLAGS_http_max_body_bytes);
+  o.models.encoder_model = absl::GetFlag(FLAGS_encoder_model);
+  o.models.decoder_model = absl::GetFlag(FLAGS_decoder_model);
+  o.engine.threads = absl::GetFlag(FLAGS_threads);
+  o.engine.kv_cache_bytes = absl::GetFlag(FLAGS_kv_cache_bytes);
+  o.queue.max_queue = absl::GetFlag(FLAGS_max_queue);
+  o.queue.drain_timeout = absl::GetFlag(FLAGS_drain_timeout);
+  return o;
+}
+
+int RunHealthcheck() {
+  const absl::Status status =
+      attnserve::ProbeHttp(absl::GetFlag(FLAGS_probe_host), absl::GetFlag(FLAGS_http_port),
+                           absl::GetFlag(FLAGS_probe_path), absl::GetFlag(FLAGS_probe_timeout));
+  if (!status.ok()) {
+    std::cerr << "attnserve healthcheck: unhealthy: " << status.message() << "\n";
+    return 1;
+  }
+  std::cout << "attnserve healthcheck: healthy\n";
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "attnserve: transformer inference service (gRPC + HTTP/JSON).\n"
+      "  attnserve [flags]              serve\n"
+      "  attnserve healthcheck [flags]  probe a running server (--http-port, --probe-path)");
+  absl::FlagsUsageConfig usage;
+  // --help lists the flags defined in this file (all of attnserve's own).
+  usage.contains_help_flags = [](absl::string_view file) { return absl::EndsWith(file, "server/main.cc"); };
+  usage.contains_helpshort_flags = usage.contains_help_flags;
+  usage.version_string = [] { return std::string("attnserve ") + attnserve::kVersion + "\n"; };
+  absl::SetFlagsUsageConfig(usage);
+
+  bool healthcheck = false;
+  std::vector<char*> args;
+  for (int i = 0; i < argc; ++i) {
+    if (i == 1 && std::strcmp(argv[i], "healthcheck") == 0) {
+      healthcheck = true;
+      continue;
+    }
+    args.push_back(argv[i]);
+  }
+  std::vector<std::string> normalized;
+  if (!NormalizeFlags(static_cast<int>(args.size()), args.data(), &normalized)) return 2;
+  std::vector<char*> argv2;
+  for (std::string& s : normalized) argv2.push_back(s.data());
+  std::vector<char*> positional = absl::ParseCommandLine(static_cast<int>(argv2.size()), argv2.data());
+  if (positional.size() > 1) {
+    std::cerr << "attnserve: unexpected argument '" << positional[1] << "' (see --help)\n";
+    return 2;
+  }
+  if (healthcheck) return RunHealthcheck();
+
+  absl::InitializeLog();
+  // Block the termination signals in every thread (they inherit the mask) and
+  // take them synchronously below, so no handler runs in signal context.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  absl::StatusOr<std::unique_ptr<attnserve::Server>> server = attnserve::Server::Create(OptionsFromFlags());
+  if (!server.ok()) {
+    std::cerr << "attnserve: failed to start: " << server.status().message() << "\n";
+    return 1;
+  }
+  int sig = 0;
+  sigwait(&signals, &sig);
+  LOG(INFO) << "received " << (sig == SIGTERM ? "SIGTERM" : "SIGINT") << "; draining";
+  (*server)->Drain();
+  server->reset();
+  return 0;
+}

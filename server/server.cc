@@ -1,0 +1,98 @@
+#include "server/server.h"
+
+#include "absl/log/log.h"
+#include "absl/strings/str_cat.h"
+#include "engine/core/build_info.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/server_builder.h"
+#include "server/version.h"
+
+namespace attnserve {
+
+Server::Server(const ServerOptions& options) : options_(options) {}
+
+Server::~Server() { Drain(); }
+
+absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
+  if (absl::Status s = ValidateOptions(options); !s.ok()) return s;
+  SetEngineThreads(options.engine.threads);
+  std::unique_ptr<Server> server(new Server(options));
+
+  const EngineInfo engine = GetEngineInfo();
+  server->metrics_ = std::make_unique<ServerMetrics>(
+      BuildLabels{kVersion, engine.onednn_version, engine.cpu_isa, engine.threads});
+  server->inference_ = std::make_unique<InferenceService>(server->metrics_.get());
+
+  // gRPC: health + reflection + Inference. SO_REUSEPORT is off so that a port
+  // already in use is an error instead of two servers sharing it silently.
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  const std::string grpc_address = absl::StrCat(options.network.listen_address, ":", options.network.grpc_port);
+  builder.AddListeningPort(grpc_address, grpc::InsecureServerCredentials(), &server->grpc_port_);
+  builder.RegisterService(server->inference_.get());
+  server->grpc_ = builder.BuildAndStart();
+  if (server->grpc_ == nullptr || server->grpc_port_ == 0) {
+    return absl::UnavailableError(
+        absl::StrCat("--grpc-port: cannot listen on ", grpc_address, " (port in use or address not available)"));
+  }
+
+  HttpServerOptions http;
+  http.listen_address = options.network.listen_address;
+  http.port = options.network.http_port;
+  http.threads = options.network.http_threads;
+  http.max_body_bytes = options.network.http_max_body_bytes;
+  absl::StatusOr<std::unique_ptr<HttpServer>> http_server = HttpServer::Start(http, server->HttpRoutes());
+  if (!http_server.ok()) {
+    server->grpc_->Shutdown();
+    return http_server.status();
+  }
+  server->http_ = std::move(*http_server);
+
+  server->grpc_->GetHealthCheckService()->SetServingStatus(true);
+  server->metrics_->SetReady(true);
+  LOG(INFO) << "attnserve " << kVersion << " serving gRPC on " << options.network.listen_address << ":"
+            << server->grpc_port_ << ", HTTP on " << options.network.listen_address << ":"
+            << server->http_->port() << " (oneDNN " << engine.onednn_version << ", ISA " << engine.cpu_isa
+            << ", " << engine.threads << " threads)";
+  return server;
+}
+
+std::map<std::string, HttpHandler> Server::HttpRoutes() {
+  std::map<std::string, HttpHandler> routes;
+  routes["/healthz"] = [](const HttpRequest&, HttpResponseWriter& w) {
+    w.Send(200, "text/plain; charset=utf-8", "ok\n");
+  };
+  routes["/readyz"] = [this](const HttpRequest&, HttpResponseWriter& w) {
+    if (ready()) {
+      w.Send(200, "text/plain; charset=utf-8", "ready\n");
+    } else {
+      w.Send(503, "text/plain; charset=utf-8", "draining\n");
+    }
+  };
+  routes["/metrics"] = [this](const HttpRequest&, HttpResponseWriter& w) {
+    w.Send(200, "text/plain; version=0.0.4; charset=utf-8", metrics_->Scrape());
+  };
+  return routes;
+}
+
+void Server::Drain() {
+  State expected = State::kServing;
+  if (!state_.compare_exchange_strong(expected, State::kDraining)) return;
+  LOG(INFO) << "draining: readiness off, waiting up to " << options_.queue.drain_timeout
+            << " for in-flight requests";
+  metrics_->SetReady(false);
+  grpc_->GetHealthCheckService()->SetServingStatus(false);
+  // Shutdown refuses new calls at once and waits for in-flight ones until the
+  // deadline, after which they are cancelled.
+  grpc_->Shutdown(std::chrono::system_clock::now() +
+                  absl::ToChronoMilliseconds(options_.queue.drain_timeout));
+  grpc_->Wait();
+  http_.reset();
+  state_.store(State::kStopped);
+  LOG(INFO) << "drained; stopped";
+}
+
+}  // namespace attnserve
