@@ -1,0 +1,70 @@
+// DecoderWeights: every tensor of a decoder-only model in one canonical
+// in-memory form, whatever the file format was.
+//
+// Layout: every matrix is [out_features, in_features] row-major (PyTorch
+// nn.Linear layout; y = x W^T), so engine/ops/linear.h takes it as is.
+// GPT-2's Conv1D weights ([in, out]) are TRANSPOSED at load, and its fused
+// c_attn is split into q/k/v. GGUF matrices (ne = [in, out]) are already this
+// memory layout.
+// Storage dtype: matrices (embeddings, lm_head, q/k/v/o, gate/up/down) are in
+// the weight dtype asked of the loader (f32 or bf16; F16/BF16/Q8_0 in the file
+// are converted at load). 1-D tensors (norm weights/biases, linear biases)
+// are always f32.
+// Optional tensors (biases, gate for GPT-2, position_embedding for rope
+// models, lm_head when tied) are empty Tensors (Tensor::empty()).
+// Q/K rows are as stored in the file: see DecoderConfig::rope_pairing.
+#ifndef ATTNSERVE_ENGINE_FORMATS_DECODER_WEIGHTS_H_
+#define ATTNSERVE_ENGINE_FORMATS_DECODER_WEIGHTS_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "engine/core/tensor.h"
+#include "engine/formats/decoder_config.h"
+
+namespace attnserve {
+
+struct DecoderLayerWeights {
+  Tensor attn_norm_weight;  // [hidden] f32
+  Tensor attn_norm_bias;    // [hidden] f32, LayerNorm only
+  Tensor q_weight;          // [num_heads * head_dim, hidden]
+  Tensor k_weight;          // [num_kv_heads * head_dim, hidden]
+  Tensor v_weight;          // [num_kv_heads * head_dim, hidden]
+  Tensor q_bias;            // [num_heads * head_dim] f32, if qkv_bias
+  Tensor k_bias;            // [num_kv_heads * head_dim] f32, if qkv_bias
+  Tensor v_bias;            // [num_kv_heads * head_dim] f32, if qkv_bias
+  Tensor o_weight;          // [hidden, num_heads * head_dim]
+  Tensor o_bias;            // [hidden] f32, if attn_out_bias
+  Tensor mlp_norm_weight;   // [hidden] f32
+  Tensor mlp_norm_bias;     // [hidden] f32, LayerNorm only
+  Tensor gate_weight;       // [intermediate, hidden], SwiGLU only
+  Tensor up_weight;         // [intermediate, hidden] (GPT-2: c_fc)
+  Tensor up_bias;           // [intermediate] f32, if mlp_bias
+  Tensor down_weight;       // [hidden, intermediate] (GPT-2: mlp.c_proj)
+  Tensor down_bias;         // [hidden] f32, if mlp_bias
+};
+
+struct DecoderWeights {
+  Tensor token_embedding;     // [vocab, hidden]
+  Tensor position_embedding;  // [max_positions, hidden], learned positions only
+  std::vector<DecoderLayerWeights> layers;
+  Tensor final_norm_weight;  // [hidden] f32
+  Tensor final_norm_bias;    // [hidden] f32, LayerNorm only
+  Tensor lm_head;            // [vocab, hidden]; empty when tie_word_embeddings
+
+  // The lm head to use: lm_head, or token_embedding when tied.
+  const Tensor& LmHead() const { return lm_head.empty() ? token_embedding : lm_head; }
+  // Bytes of all tensors held.
+  int64_t TotalBytes() const;
+};
+
+// Checks every tensor's presence, shape and dtype against the config; the
+// error names the tensor (e.g. "layers.3.k_weight: shape [64, 64], want
+// [32, 64]").
+absl::Status ValidateDecoderWeights(const DecoderConfig& config, const DecoderWeights& weights,
+                                    DType matrix_dtype);
+
+}  // namespace attnserve
+
+#endif  // ATTNSERVE_ENGINE_FORMATS_DECODER_WEIGHTS_H_
