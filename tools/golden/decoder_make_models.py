@@ -1,0 +1,300 @@
+#!/usr/bin/env python3
+"""Tiny reference decoder models for the decoder tests (issue 5).
+
+Makes, with a fixed seed, under tests/golden/decoder_models/<name>/:
+  llama_tiny   LlamaForCausalLM, GQA 4 q heads over 2 kv heads, hidden 64, 2 layers,
+               rope_theta 50000, untied embeddings, no attention bias;
+               byte-level BPE tokenizer with the Llama-3 pre-tokenisation regex.
+  qwen2_tiny   Qwen2ForCausalLM (same sizes; QKV bias ON), Qwen2 regex tokenizer.
+  gpt2_tiny    GPT2LMHeadModel, 4 heads, hidden 64, 2 layers, GPT-2 regex tokenizer.
+Each as an HF directory (config.json, model.safetensors, tokenizer.json) plus
+GGUF v3 files written with gguf.GGUFWriter in llama.cpp's conventions
+(convert_hf_to_gguf.py): model.gguf (F32) for each; for llama_tiny also
+model-f16.gguf and model-q8_0.gguf (BF16 GGUF is covered by
+synthetic files in the C++ tests, to keep the fixtures small). Llama Q/K rows are
+permuted for llama.cpp's adjacent-pair rope, exactly as convert_hf_to_gguf.py
+does; Qwen2 and GPT-2 are not permuted. Versions go to versions.json.
+
+Run on the host: .cache/venv/bin/python tools/golden/decoder_make_models.py
+"""
+import json
+import os
+import pathlib
+import sys
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import numpy as np
+import torch
+import transformers
+import tokenizers
+import gguf
+from tokenizers import Tokenizer, Regex, models, pre_tokenizers, decoders, trainers, processors
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+OUT = ROOT / "tests" / "golden" / "decoder_models"
+SEED = 1234
+
+# The HF pre-tokenisation regexes (as in the published tokenizer.json files).
+LLAMA3_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+                r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+QWEN2_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+               r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+
+CORPUS = """Once upon a time, there was a little girl named Lily. She loved to play outside in the park.
+One day, she saw a big, red ball. "Can I play?" she asked.   Her mom said: "Yes!"
+The year 2024 had 366 days; 3.14159 is pi and 1,000,000 is a million. Call 555-0123 now!!
+Ünïcödé façade naïve café résumé — “quotes” and ‘single’ ... Ελληνικά русский текст.
+日本語のテキストと中文文本。 한국어 텍스트. Emoji: 😀🎉👍🏽 and ❤️ hearts.
+def main():\n    return x + y  # code with    spaces\n\n\tTabs\there.
+I'm you're they've we'll it'd HE'S SHE'LL don't.  Multiple   spaces   and\n\n\nnewlines.
+The quick brown fox jumps over the lazy dog. THE QUICK BROWN FOX! the end.
+"""
+
+
+def train_tokenizer(kind):
+    """Byte-level BPE, vocab ~400. kind: gpt2 | llama3 | qwen2."""
+    tok = Tokenizer(models.BPE())
+    if kind == "gpt2":
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+        specials = ["<|endoftext|>"]
+    else:
+        regex = LLAMA3_REGEX if kind == "llama3" else QWEN2_REGEX
+        tok.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(regex), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ])
+        specials = (["<|begin_of_text|>", "<|end_of_text|>"] if kind == "llama3"
+                    else ["<|endoftext|>", "<|im_start|>", "<|im_end|>"])
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=320, min_frequency=1, special_tokens=specials,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  show_progress=False)
+    tok.train_from_iterator([CORPUS] * 4, trainer=trainer)
+    if kind == "llama3":
+        bos = tok.token_to_id("<|begin_of_text|>")
+        tok.post_processor = processors.TemplateProcessing(
+            single="<|begin_of_text|> $A", pair="<|begin_of_text|> $A <|begin_of_text|> $B",
+            special_tokens=[("<|begin_of_text|>", bos)])
+    else:
+        tok.post_processor = processors.ByteLevel(trim_offsets=False)
+    # A non-special added token, to exercise added_tokens handling.
+    tok.add_tokens(["<|custom|>"])
+    return tok
+
+
+def permute_qk(w, n_head, n_head_kv):
+    # convert_hf_to_gguf.py LlamaModel.permute: rows of each head go from the
+    # HF half-split order to llama.cpp's adjacent-pair order.
+    if n_head_kv is not None and n_head != n_head_kv:
+        n_head = n_head_kv
+    return (w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:])
+            .swapaxes(1, 2).reshape(w.shape))
+
+
+def gguf_tokenizer(writer, tok, pre, bos_name, eos_name, add_bos):
+    vocab = tok.get_vocab(with_added_tokens=True)
+    n = max(vocab.values()) + 1
+    tokens = [""] * n
+    for piece, i in vocab.items():
+        tokens[i] = piece
+    added = tok.get_added_tokens_decoder()
+    types = []
+    for i in range(n):
+        if i in added:
+            types.append(gguf.TokenType.CONTROL if added[i].special else gguf.TokenType.USER_DEFINED)
+        else:
+            types.append(gguf.TokenType.NORMAL)
+    merges = json.loads(tok.to_str())["model"]["merges"]
+    merges = [m if isinstance(m, str) else " ".join(m) for m in merges]
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre(pre)
+    writer.add_token_list(tokens)
+    writer.add_token_types(types)
+    writer.add_token_merges(merges)
+    writer.add_bos_token_id(vocab[bos_name])
+    writer.add_eos_token_id(vocab[eos_name])
+    writer.add_add_bos_token(add_bos)
+
+
+def add_matrix(writer, name, arr, qtype):
+    arr = np.ascontiguousarray(arr.astype(np.float32))
+    if arr.ndim == 1 or qtype == gguf.GGMLQuantizationType.F32:
+        writer.add_tensor(name, arr)
+    elif qtype == gguf.GGMLQuantizationType.F16:
+        writer.add_tensor(name, arr.astype(np.float16))
+    else:
+        q = gguf.quants.quantize(arr, qtype)
+        writer.add_tensor(name, q, raw_shape=q.shape, raw_dtype=qtype)
+
+
+def write_llama_gguf(path, model, cfg, tok, arch, qtype):
+    sd = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
+    w = gguf.GGUFWriter(str(path), arch)
+    w.add_name(path.parent.name)
+    w.add_block_count(cfg.num_hidden_layers)
+    w.add_context_length(cfg.max_position_embeddings)
+    w.add_embedding_length(cfg.hidden_size)
+    w.add_feed_forward_length(cfg.intermediate_size)
+    w.add_head_count(cfg.num_attention_heads)
+    w.add_head_count_kv(cfg.num_key_value_heads)
+    w.add_rope_freq_base(cfg.rope_parameters["rope_theta"] if hasattr(cfg, "rope_parameters") and cfg.rope_parameters else cfg.rope_theta)
+    w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
+    w.add_vocab_size(cfg.vocab_size)
+    w.add_rope_dimension_count(cfg.hidden_size // cfg.num_attention_heads)
+    ftype = {gguf.GGMLQuantizationType.F32: gguf.LlamaFileType.ALL_F32,
+             gguf.GGMLQuantizationType.F16: gguf.LlamaFileType.MOSTLY_F16,
+             gguf.GGMLQuantizationType.BF16: gguf.LlamaFileType.MOSTLY_BF16,
+             gguf.GGMLQuantizationType.Q8_0: gguf.LlamaFileType.MOSTLY_Q8_0}[qtype]
+    w.add_file_type(ftype)
+    if arch == "llama":
+        gguf_tokenizer(w, tok, "llama-bpe", "<|begin_of_text|>", "<|end_of_text|>", True)
+    else:
+        gguf_tokenizer(w, tok, "qwen2", "<|endoftext|>", "<|endoftext|>", False)
+    nh, nkv = cfg.num_attention_heads, cfg.num_key_value_heads
+    add_matrix(w, "token_embd.weight", sd["model.embed_tokens.weight"], qtype)
+    for i in range(cfg.num_hidden_layers):
+        p = f"model.layers.{i}."
+        q, k = sd[p + "self_attn.q_proj.weight"], sd[p + "self_attn.k_proj.weight"]
+        if arch == "llama":
+            q, k = permute_qk(q, nh, nh), permute_qk(k, nh, nkv)
+        add_matrix(w, f"blk.{i}.attn_norm.weight", sd[p + "input_layernorm.weight"], qtype)
+        add_matrix(w, f"blk.{i}.attn_q.weight", q, qtype)
+        add_matrix(w, f"blk.{i}.attn_k.weight", k, qtype)
+        add_matrix(w, f"blk.{i}.attn_v.weight", sd[p + "self_attn.v_proj.weight"], qtype)
+        for b, nm in (("q", "attn_q"), ("k", "attn_k"), ("v", "attn_v")):
+            key = p + f"self_attn.{b}_proj.bias"
+            if key in sd:
+                add_matrix(w, f"blk.{i}.{nm}.bias", sd[key], qtype)
+        add_matrix(w, f"blk.{i}.attn_output.weight", sd[p + "self_attn.o_proj.weight"], qtype)
+        add_matrix(w, f"blk.{i}.ffn_norm.weight", sd[p + "post_attention_layernorm.weight"], qtype)
+        add_matrix(w, f"blk.{i}.ffn_gate.weight", sd[p + "mlp.gate_proj.weight"], qtype)
+        add_matrix(w, f"blk.{i}.ffn_up.weight", sd[p + "mlp.up_proj.weight"], qtype)
+        add_matrix(w, f"blk.{i}.ffn_down.weight", sd[p + "mlp.down_proj.weight"], qtype)
+    add_matrix(w, "output_norm.weight", sd["model.norm.weight"], qtype)
+    if not cfg.tie_word_embeddings:
+        add_matrix(w, "output.weight", sd["lm_head.weight"], qtype)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def write_gpt2_gguf(path, model, cfg, tok):
+    sd = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
+    w = gguf.GGUFWriter(str(path), "gpt2")
+    w.add_name(path.parent.name)
+    w.add_block_count(cfg.n_layer)
+    w.add_context_length(cfg.n_positions)
+    w.add_embedding_length(cfg.n_embd)
+    w.add_feed_forward_length(cfg.n_inner or 4 * cfg.n_embd)
+    w.add_head_count(cfg.n_head)
+    w.add_layer_norm_eps(cfg.layer_norm_epsilon)
+    w.add_file_type(gguf.LlamaFileType.ALL_F32)
+    gguf_tokenizer(w, tok, "gpt-2", "<|endoftext|>", "<|endoftext|>", False)
+    f32 = gguf.GGMLQuantizationType.F32
+    add_matrix(w, "token_embd.weight", sd["transformer.wte.weight"], f32)
+    add_matrix(w, "position_embd.weight", sd["transformer.wpe.weight"], f32)
+    for i in range(cfg.n_layer):
+        p = f"transformer.h.{i}."
+        # HF Conv1D stores [in, out]; llama.cpp's converter transposes to [out, in].
+        add_matrix(w, f"blk.{i}.attn_norm.weight", sd[p + "ln_1.weight"], f32)
+        add_matrix(w, f"blk.{i}.attn_norm.bias", sd[p + "ln_1.bias"], f32)
+        add_matrix(w, f"blk.{i}.attn_qkv.weight", sd[p + "attn.c_attn.weight"].T, f32)
+        add_matrix(w, f"blk.{i}.attn_qkv.bias", sd[p + "attn.c_attn.bias"], f32)
+        add_matrix(w, f"blk.{i}.attn_output.weight", sd[p + "attn.c_proj.weight"].T, f32)
+        add_matrix(w, f"blk.{i}.attn_output.bias", sd[p + "attn.c_proj.bias"], f32)
+        add_matrix(w, f"blk.{i}.ffn_norm.weight", sd[p + "ln_2.weight"], f32)
+        add_matrix(w, f"blk.{i}.ffn_norm.bias", sd[p + "ln_2.bias"], f32)
+        add_matrix(w, f"blk.{i}.ffn_up.weight", sd[p + "mlp.c_fc.weight"].T, f32)
+        add_matrix(w, f"blk.{i}.ffn_up.bias", sd[p + "mlp.c_fc.bias"], f32)
+        add_matrix(w, f"blk.{i}.ffn_down.weight", sd[p + "mlp.c_proj.weight"].T, f32)
+        add_matrix(w, f"blk.{i}.ffn_down.bias", sd[p + "mlp.c_proj.bias"], f32)
+    add_matrix(w, "output_norm.weight", sd["transformer.ln_f.weight"], f32)
+    add_matrix(w, "output_norm.bias", sd["transformer.ln_f.bias"], f32)
+    # Tied in HF; llama.cpp's GPT-2 graph falls back to token_embd when output is absent.
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def init_random(model):
+    # HF's default init has std 0.02, which makes a 2-layer model's logits
+    # almost flat; a larger std gives logits that really test the maths.
+    g = torch.Generator().manual_seed(SEED)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight") or ".ln_" in name or name.endswith("ln_f.weight"):
+                p.copy_(1.0 + 0.1 * torch.randn(p.shape, generator=g))
+            else:
+                p.copy_(0.15 * torch.randn(p.shape, generator=g))
+
+
+def save_hf(model, tok, d):
+    d.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(str(d), safe_serialization=True)
+    tok.save(str(d / "tokenizer.json"))
+
+
+def main():
+    torch.manual_seed(SEED)
+    OUT.mkdir(parents=True, exist_ok=True)
+    made = {}
+
+    # --- llama_tiny: GQA 4/2, rope_theta 50000, untied, no bias, Llama-3 regex tokenizer.
+    tok = train_tokenizer("llama3")
+    vocab = tok.get_vocab_size(with_added_tokens=True)
+    cfg = transformers.LlamaConfig(
+        vocab_size=vocab, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+        rms_norm_eps=1e-5, rope_theta=50000.0, tie_word_embeddings=False, attention_bias=False,
+        bos_token_id=tok.token_to_id("<|begin_of_text|>"), eos_token_id=tok.token_to_id("<|end_of_text|>"))
+    model = transformers.LlamaForCausalLM(cfg).eval()
+    init_random(model)
+    d = OUT / "llama_tiny"
+    save_hf(model, tok, d)
+    for qt, fname in ((gguf.GGMLQuantizationType.F32, "model.gguf"),
+                      (gguf.GGMLQuantizationType.F16, "model-f16.gguf"),
+                      (gguf.GGMLQuantizationType.Q8_0, "model-q8_0.gguf")):
+        write_llama_gguf(d / fname, model, cfg, tok, "llama", qt)
+    made["llama_tiny"] = {"class": "LlamaForCausalLM", "vocab": vocab}
+
+    # --- qwen2_tiny: same sizes, QKV bias on (Qwen2), Qwen2 regex tokenizer.
+    tok = train_tokenizer("qwen2")
+    vocab = tok.get_vocab_size(with_added_tokens=True)
+    cfg = transformers.Qwen2Config(
+        vocab_size=vocab, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+        rms_norm_eps=1e-6, rope_theta=50000.0, tie_word_embeddings=False,
+        bos_token_id=tok.token_to_id("<|endoftext|>"), eos_token_id=tok.token_to_id("<|endoftext|>"))
+    model = transformers.Qwen2ForCausalLM(cfg).eval()
+    init_random(model)
+    d = OUT / "qwen2_tiny"
+    save_hf(model, tok, d)
+    write_llama_gguf(d / "model.gguf", model, cfg, tok, "qwen2", gguf.GGMLQuantizationType.F32)
+    made["qwen2_tiny"] = {"class": "Qwen2ForCausalLM", "vocab": vocab}
+
+    # --- gpt2_tiny: MHA 4 heads, hidden 64, 2 layers, GPT-2 regex tokenizer.
+    tok = train_tokenizer("gpt2")
+    vocab = tok.get_vocab_size(with_added_tokens=True)
+    eot = tok.token_to_id("<|endoftext|>")
+    cfg = transformers.GPT2Config(vocab_size=vocab, n_positions=128, n_embd=64, n_layer=2, n_head=4, n_inner=128,
+                                  bos_token_id=eot, eos_token_id=eot, layer_norm_epsilon=1e-5)
+    model = transformers.GPT2LMHeadModel(cfg).eval()
+    init_random(model)
+    d = OUT / "gpt2_tiny"
+    save_hf(model, tok, d)
+    write_gpt2_gguf(d / "model.gguf", model, cfg, tok)
+    made["gpt2_tiny"] = {"class": "GPT2LMHeadModel", "vocab": vocab}
+
+    versions = {"seed": SEED, "python": sys.version.split()[0], "torch": torch.__version__,
+                "transformers": transformers.__version__, "tokenizers": tokenizers.__version__,
+                "numpy": np.__version__, "gguf": getattr(gguf, "__version__", "0.19 (no __version__)"),
+                "models": made}
+    (OUT / "versions.json").write_text(json.dumps(versions, indent=2) + "\n")
+    print(json.dumps(versions, indent=2))
+
+
+if __name__ == "__main__":
+    main()
