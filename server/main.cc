@@ -16,6 +16,7 @@
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
 #include "absl/log/initialize.h"
+#include "absl/log/globals.h"
 #include "absl/log/log.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
@@ -134,6 +135,8 @@ int main(int argc, char** argv) {
   if (healthcheck) return RunHealthcheck();
 
   absl::InitializeLog();
+  // Containers collect stderr: every log line goes there.
+  absl::SetStderrThreshold(absl::LogSeverityAtLeast::kInfo);
   // Block the termination signals in every thread (they inherit the mask) and
   // take them synchronously below, so no handler runs in signal context.
   sigset_t signals;

@@ -35,6 +35,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   builder.RegisterService(server->inference_.get());
   server->grpc_ = builder.BuildAndStart();
   if (server->grpc_ == nullptr || server->grpc_port_ == 0) {
+    server->StopDoors();
     return absl::UnavailableError(
         absl::StrCat("--grpc-port: cannot listen on ", grpc_address, " (port in use or address not available)"));
   }
@@ -46,13 +47,14 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   http.max_body_bytes = options.network.http_max_body_bytes;
   absl::StatusOr<std::unique_ptr<HttpServer>> http_server = HttpServer::Start(http, server->HttpRoutes());
   if (!http_server.ok()) {
-    server->grpc_->Shutdown();
+    server->StopDoors();
     return http_server.status();
   }
   server->http_ = std::move(*http_server);
 
   server->grpc_->GetHealthCheckService()->SetServingStatus(true);
   server->metrics_->SetReady(true);
+  server->state_.store(State::kServing);
   LOG(INFO) << "attnserve " << kVersion << " serving gRPC on " << options.network.listen_address << ":"
             << server->grpc_port_ << ", HTTP on " << options.network.listen_address << ":"
             << server->http_->port() << " (oneDNN " << engine.onednn_version << ", ISA " << engine.cpu_isa
@@ -76,6 +78,14 @@ std::map<std::string, HttpHandler> Server::HttpRoutes() {
     w.Send(200, "text/plain; version=0.0.4; charset=utf-8", metrics_->Scrape());
   };
   return routes;
+}
+
+void Server::StopDoors() {
+  if (grpc_ != nullptr) {
+    grpc_->Shutdown(std::chrono::system_clock::now());
+    grpc_->Wait();
+  }
+  http_.reset();
 }
 
 void Server::Drain() {

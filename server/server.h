@@ -38,12 +38,13 @@ class Server {
 
  private:
   enum class State { kServing, kDraining, kStopped };
+  void StopDoors();  // shuts both doors down at once (start-up failure)
 
   explicit Server(const ServerOptions& options);
   std::map<std::string, HttpHandler> HttpRoutes();
 
   ServerOptions options_;
-  std::atomic<State> state_{State::kServing};
+  std::atomic<State> state_{State::kStopped};  // kServing once Create() succeeds
   std::unique_ptr<ServerMetrics> metrics_;
   std::unique_ptr<InferenceService> inference_;
   std::unique_ptr<grpc::Server> grpc_;

@@ -1,0 +1,118 @@
+"""Shared pytest fixtures: the repo, the built binary, and a running server.
+
+The server binary links Debian 13 libraries, so it is started through
+`./dev exec` (inside the build root on a Debian 12 host, directly on Debian 13).
+`./dev exec` replaces itself with the binary, so the Popen's PID is the
+server's own and signals reach it.
+"""
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+import pytest
+
+REPO = pathlib.Path(os.environ.get("ATTNSERVE_REPO", pathlib.Path(__file__).resolve().parents[1]))
+BIN = pathlib.Path(os.environ.get("ATTNSERVE_BIN", REPO / "build" / "release" / "attnserve"))
+DEV = REPO / "dev"
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_get(url: str, timeout: float = 5.0):
+    """(status, body) of a GET; HTTP errors are returned, not raised."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+class ServerProcess:
+    """A running attnserve on free loopback ports; stopped on close()."""
+
+    def __init__(self, *flags: str, ready_timeout: float = 120.0):
+        self.grpc_port = free_port()
+        self.http_port = free_port()
+        self.log = tempfile.NamedTemporaryFile(prefix="attnserve-", suffix=".log", delete=False)
+        cmd = [str(DEV), "exec", str(BIN), f"--grpc-port={self.grpc_port}", f"--http-port={self.http_port}",
+               "--listen-address=127.0.0.1", *flags]
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, cwd=REPO,
+                                     stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + ready_timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.output()}")
+            try:
+                status, _ = http_get(self.url("/readyz"), timeout=1.0)
+                if status == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.1)
+        self.close()
+        raise RuntimeError(f"server not ready after {ready_timeout}s:\n{self.output()}")
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.http_port}{path}"
+
+    @property
+    def grpc_target(self) -> str:
+        return f"127.0.0.1:{self.grpc_port}"
+
+    def output(self) -> str:
+        self.log.flush()
+        return pathlib.Path(self.log.name).read_text(errors="replace")
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+        os.unlink(self.log.name)
+
+
+@pytest.fixture
+def server_factory():
+    servers = []
+
+    def start(*flags, **kwargs):
+        s = ServerProcess(*flags, **kwargs)
+        servers.append(s)
+        return s
+
+    yield start
+    for s in servers:
+        s.close()
+
+
+@pytest.fixture(scope="session")
+def proto_modules(tmp_path_factory):
+    """Python stubs for attnserve.v1, generated from the proto with grpcio-tools."""
+    from grpc_tools import protoc
+
+    out = tmp_path_factory.mktemp("proto_py")
+    rc = protoc.main(["protoc", f"-I{REPO / 'proto'}", f"--python_out={out}", f"--grpc_python_out={out}",
+                      str(REPO / "proto" / "attnserve" / "v1" / "inference.proto")])
+    assert rc == 0, "protoc failed"
+    sys.path.insert(0, str(out))
+    from attnserve.v1 import inference_pb2, inference_pb2_grpc  # noqa: E402
+    return inference_pb2, inference_pb2_grpc
+
+
+def run_in_root(*args, input_bytes=None, timeout=120):
+    """Runs a program inside the build environment (e.g. promtool)."""
+    return subprocess.run([str(DEV), "exec", *args], input=input_bytes, capture_output=True, timeout=timeout,
+                          cwd=REPO)

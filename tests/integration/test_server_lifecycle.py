@@ -1,0 +1,103 @@
+"""The real binary: gRPC health + reflection, HTTP health and metrics, drain on
+SIGTERM, start-up failures that name the culprit, and the healthcheck mode."""
+import signal
+import socket
+import subprocess
+import time
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+from conftest import BIN, DEV, REPO, free_port, http_get, run_in_root
+
+
+def test_grpc_health_is_serving(server_factory):
+    server = server_factory()
+    with grpc.insecure_channel(server.grpc_target) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        response = stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=10)
+        assert response.status == health_pb2.HealthCheckResponse.SERVING
+
+
+def test_reflection_lists_inference_service(server_factory):
+    server = server_factory()
+    with grpc.insecure_channel(server.grpc_target) as channel:
+        stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+        responses = stub.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(list_services="")]),
+                                              timeout=10)
+        names = [s.name for r in responses for s in r.list_services_response.service]
+    assert "attnserve.v1.Inference" in names
+    assert "grpc.health.v1.Health" in names
+
+
+def test_http_health_ready_and_metrics_pass_promtool(server_factory):
+    server = server_factory()
+    assert http_get(server.url("/healthz"))[0] == 200
+    assert http_get(server.url("/readyz"))[0] == 200
+    status, body = http_get(server.url("/metrics"))
+    assert status == 200
+    text = body.decode()
+    for name in ("attnserve_process_resident_memory_bytes", "attnserve_process_start_time_seconds",
+                 "attnserve_build_info"):
+        assert f"\n{name}" in "\n" + text, f"{name} missing from /metrics"
+    rss = [float(l.split()[-1]) for l in text.splitlines() if l.startswith("attnserve_process_resident_memory_bytes")]
+    assert rss and rss[0] > 1e6
+    check = run_in_root("promtool", "check", "metrics", input_bytes=body)
+    assert check.returncode == 0, check.stdout.decode() + check.stderr.decode()
+    assert http_get(server.url("/nope"))[0] == 404
+
+
+def test_sigterm_drains_and_exits_zero(server_factory):
+    server = server_factory("--drain-timeout=5s")
+    server.proc.send_signal(signal.SIGTERM)
+    started = time.monotonic()
+    rc = server.proc.wait(timeout=30)
+    assert rc == 0, server.output()
+    assert time.monotonic() - started < 20  # the 5 s drain deadline plus start-up slack; never a hang
+    assert "draining" in server.output()
+
+
+def test_healthcheck_mode(server_factory):
+    server = server_factory()
+    ok = subprocess.run([str(DEV), "exec", str(BIN), "healthcheck", f"--http-port={server.http_port}"],
+                        capture_output=True, timeout=60, cwd=REPO)
+    assert ok.returncode == 0, ok.stderr
+    port = free_port()  # nothing listens there
+    bad = subprocess.run([str(DEV), "exec", str(BIN), "healthcheck", f"--http-port={port}", "--probe-timeout=2s"],
+                         capture_output=True, timeout=60, cwd=REPO)
+    assert bad.returncode != 0
+    assert str(port).encode() in bad.stderr
+
+
+def start_failure(*flags):
+    result = subprocess.run([str(DEV), "exec", str(BIN), *flags], capture_output=True, timeout=60, cwd=REPO,
+                            stdin=subprocess.DEVNULL)
+    return result.returncode, result.stderr.decode(errors="replace") + result.stdout.decode(errors="replace")
+
+
+def test_unknown_flag_fails_naming_it():
+    rc, out = start_failure("--grpc-port=0", "--http-port=0", "--no-such-flag=3")
+    assert rc != 0
+    assert "--no-such-flag" in out
+
+
+def test_missing_model_path_fails_naming_flag_and_path():
+    rc, out = start_failure("--grpc-port=0", "--http-port=0", "--encoder-model=/does/not/exist")
+    assert rc != 0
+    assert "--encoder-model" in out and "/does/not/exist" in out
+
+
+@pytest.mark.parametrize("which", ["grpc", "http"])
+def test_port_in_use_fails_naming_port(which):
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        other = free_port()
+        ports = (port, other) if which == "grpc" else (other, port)
+        rc, out = start_failure(f"--grpc-port={ports[0]}", f"--http-port={ports[1]}", "--listen-address=127.0.0.1")
+    assert rc != 0
+    assert str(port) in out
+    assert f"--{which}-port" in out
