@@ -1,0 +1,146 @@
+#include "engine/ops/linear.h"
+
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "engine/core/half.h"
+#include "engine/core/tensor.h"
+#include "gtest/gtest.h"
+
+namespace attnserve {
+namespace {
+
+Tensor RandomTensor(std::vector<int64_t> shape, std::mt19937& rng) {
+  Tensor t = Tensor::Empty(std::move(shape));
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = u(rng);
+  return t;
+}
+
+double Act(double v, Activation act) {
+  switch (act) {
+    case Activation::kNone: return v;
+    case Activation::kGeluErf: return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
+    case Activation::kGeluTanh:
+      return 0.5 * v * (1 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
+    case Activation::kSilu: return v / (1 + std::exp(-v));
+    case Activation::kRelu: return v > 0 ? v : 0;
+  }
+  return v;
+}
+
+// y = act(x Wᵀ + b), double accumulation.
+std::vector<float> Reference(const float* x, int64_t m, const Tensor& w, const Tensor* b,
+                             Activation act) {
+  int64_t n = w.dim(0), k = w.dim(1);
+  std::vector<float> y(m * n);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double acc = b ? b->f32()[j] : 0.0;
+      for (int64_t p = 0; p < k; ++p) acc += double(x[i * k + p]) * w.f32()[j * k + p];
+      y[i * n + j] = static_cast<float>(Act(acc, act));
+    }
+  return y;
+}
+
+void ExpectNear(const std::vector<float>& got, const std::vector<float>& want, float tol) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], tol * (1 + std::fabs(want[i]))) << "at " << i;
+}
+
+struct Case {
+  int64_t m, k, n;
+  bool bias;
+  Activation act;
+};
+
+TEST(LinearTest, MatchesReferenceF32) {
+  std::mt19937 rng(1);
+  for (const Case& c : {Case{1, 16, 8, true, Activation::kNone}, Case{7, 33, 65, false, Activation::kNone},
+                        Case{64, 128, 384, true, Activation::kNone},
+                        Case{5, 64, 96, true, Activation::kGeluErf},
+                        Case{5, 64, 96, true, Activation::kGeluTanh},
+                        Case{3, 40, 24, false, Activation::kSilu},
+                        Case{3, 40, 24, true, Activation::kRelu}}) {
+    Tensor w = RandomTensor({c.n, c.k}, rng);
+    Tensor b = RandomTensor({c.n}, rng);
+    auto lin = Linear::Create(w, c.bias ? &b : nullptr, DType::kF32, c.act);
+    ASSERT_TRUE(lin.ok()) << lin.status();
+    EXPECT_EQ(lin->in_features(), c.k);
+    EXPECT_EQ(lin->out_features(), c.n);
+    EXPECT_GE(lin->weight_bytes(), c.k * c.n * 4);
+    // The same Linear serves several M (run-time M, one primitive).
+    for (int64_t m : {c.m, c.m + 3, int64_t{1}}) {
+      Tensor x = RandomTensor({m, c.k}, rng);
+      std::vector<float> y(m * c.n, -7.f);
+      ASSERT_TRUE(lin->Forward(x.f32(), m, y.data()).ok());
+      ExpectNear(y, Reference(x.f32(), m, w, c.bias ? &b : nullptr, c.act), 1e-4f);
+    }
+  }
+}
+
+TEST(LinearTest, Bf16StorageMatchesBf16RoundedWeights) {
+  std::mt19937 rng(2);
+  Tensor w = RandomTensor({48, 80}, rng);
+  Tensor b = RandomTensor({48}, rng);
+  Tensor w_bf16 = Tensor::Empty({48, 80}, DType::kBF16);
+  ConvertF32ToBf16(w.f32(), w_bf16.u16(), w.numel());
+  Tensor w_rounded = Tensor::Empty({48, 80});
+  ConvertBf16ToF32(w_bf16.u16(), w_rounded.f32(), w.numel());
+  for (const Tensor* src : {&w, &w_bf16}) {
+    auto lin = Linear::Create(*src, &b, DType::kBF16);
+    ASSERT_TRUE(lin.ok()) << lin.status();
+    Tensor x = RandomTensor({9, 80}, rng);
+    std::vector<float> y(9 * 48);
+    ASSERT_TRUE(lin->Forward(x.f32(), 9, y.data()).ok());
+    // Weights are bf16-exact; oneDNN may also round src to bf16 (fpmath bf16),
+    // hence the bf16-level tolerance.
+    ExpectNear(y, Reference(x.f32(), 9, w_rounded, &b, Activation::kNone), 2e-2f);
+    if (lin->storage() == DType::kBF16) {
+      EXPECT_LT(lin->weight_bytes(), 48 * 80 * 4);
+    }
+    std::printf("bf16 storage request -> %s\n", DTypeName(lin->storage()));
+  }
+}
+
+TEST(LinearTest, RejectsBadShapes) {
+  Tensor w3 = Tensor::Zeros({2, 3, 4});
+  EXPECT_EQ(Linear::Create(w3, nullptr).status().code(), absl::StatusCode::kInvalidArgument);
+  Tensor w = Tensor::Zeros({4, 3});
+  Tensor b = Tensor::Zeros({3});
+  auto st = Linear::Create(w, &b).status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("bias"), std::string::npos);
+  Tensor empty = Tensor::Zeros({0, 3});
+  EXPECT_FALSE(Linear::Create(empty, nullptr).ok());
+}
+
+TEST(LinearTest, ConcurrentForwardFromTwoThreads) {
+  std::mt19937 rng(3);
+  Tensor w = RandomTensor({256, 192}, rng);
+  auto lin = Linear::Create(w, nullptr);
+  ASSERT_TRUE(lin.ok());
+  Tensor x1 = RandomTensor({33, 192}, rng), x2 = RandomTensor({17, 192}, rng);
+  auto want1 = Reference(x1.f32(), 33, w, nullptr, Activation::kNone);
+  auto want2 = Reference(x2.f32(), 17, w, nullptr, Activation::kNone);
+  std::vector<float> y1(33 * 256), y2(17 * 256);
+  bool ok1 = true, ok2 = true;
+  std::thread t1([&] {
+    for (int r = 0; r < 20; ++r) ok1 &= lin->Forward(x1.f32(), 33, y1.data()).ok();
+  });
+  std::thread t2([&] {
+    for (int r = 0; r < 20; ++r) ok2 &= lin->Forward(x2.f32(), 17, y2.data()).ok();
+  });
+  t1.join();
+  t2.join();
+  EXPECT_TRUE(ok1 && ok2);
+  ExpectNear(y1, want1, 1e-4f);
+  ExpectNear(y2, want2, 1e-4f);
+}
+
+}  // namespace
+}  // namespace attnserve
