@@ -1,0 +1,104 @@
+#include "engine/formats/model_dir.h"
+
+#include <filesystem>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "engine/core/status_macros.h"
+#include "engine/formats/json_util.h"
+
+namespace attnserve {
+namespace fs = std::filesystem;
+
+namespace {
+
+absl::StatusOr<std::string> ReadPooling(const std::string& path) {
+  ASSIGN_OR_RETURN(nlohmann::json j, ReadJsonFile(path));
+  if (!j.is_object()) return absl::InvalidArgumentError(absl::StrCat(path, ": not a JSON object"));
+  // Newer sentence-transformers write "pooling_mode": "mean"; older ones one
+  // boolean per mode. Exactly one mode must be on: combined poolings
+  // (concatenated vectors) are not supported.
+  ASSIGN_OR_RETURN(std::optional<std::string> mode, JsonOptionalString(j, "pooling_mode", path));
+  if (mode.has_value()) {
+    if (*mode == "mean" || *mode == "cls" || *mode == "max" || *mode == "lasttoken" ||
+        *mode == "mean_sqrt_len_tokens" || *mode == "weightedmean") {
+      return *mode;
+    }
+    return absl::InvalidArgumentError(absl::StrCat(path, ": unsupported pooling_mode \"", *mode, "\""));
+  }
+  const std::pair<const char*, const char*> kFlags[] = {
+      {"pooling_mode_mean_tokens", "mean"},       {"pooling_mode_cls_token", "cls"},
+      {"pooling_mode_max_tokens", "max"},         {"pooling_mode_lasttoken", "lasttoken"},
+      {"pooling_mode_mean_sqrt_len_tokens", "mean_sqrt_len_tokens"},
+      {"pooling_mode_weightedmean_tokens", "weightedmean"},
+  };
+  std::string found;
+  for (const auto& [key, name] : kFlags) {
+    ASSIGN_OR_RETURN(std::optional<bool> on, JsonOptionalBool(j, key, path));
+    if (on.value_or(false)) {
+      if (!found.empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(path, ": more than one pooling mode (", found, ", ", name, ") is not supported"));
+      }
+      found = name;
+    }
+  }
+  if (found.empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": no pooling mode enabled"));
+  return found;
+}
+
+}  // namespace
+
+absl::StatusOr<SentenceTransformersConfig> ReadSentenceTransformersConfig(const std::string& dir) {
+  SentenceTransformersConfig st;
+  std::error_code ec;
+  const std::string modules_path = (fs::path(dir) / "modules.json").string();
+  if (fs::exists(modules_path, ec)) {
+    st.present = true;
+    ASSIGN_OR_RETURN(nlohmann::json modules, ReadJsonFile(modules_path));
+    if (!modules.is_array()) return absl::InvalidArgumentError(absl::StrCat(modules_path, ": not a JSON array"));
+    for (const nlohmann::json& m : modules) {
+      ASSIGN_OR_RETURN(std::optional<std::string> type, JsonOptionalString(m, "type", modules_path));
+      ASSIGN_OR_RETURN(std::optional<std::string> sub, JsonOptionalString(m, "path", modules_path));
+      if (!type.has_value()) return absl::InvalidArgumentError(absl::StrCat(modules_path, ": module without \"type\""));
+      if (type->ends_with(".Pooling")) {
+        if (!sub.has_value() || sub->find("..") != std::string::npos) {
+          return absl::InvalidArgumentError(absl::StrCat(modules_path, ": Pooling module without a valid \"path\""));
+        }
+        ASSIGN_OR_RETURN(st.pooling, ReadPooling((fs::path(dir) / *sub / "config.json").string()));
+      } else if (type->ends_with(".Normalize")) {
+        st.normalize = true;
+      }
+    }
+  }
+  const std::string sbert_path = (fs::path(dir) / "sentence_bert_config.json").string();
+  if (fs::exists(sbert_path, ec)) {
+    ASSIGN_OR_RETURN(nlohmann::json j, ReadJsonFile(sbert_path));
+    ASSIGN_OR_RETURN(std::optional<int64_t> max_len, JsonOptionalInt(j, "max_seq_length", sbert_path));
+    if (max_len.has_value()) {
+      if (*max_len < 1 || *max_len > (1 << 20)) {
+        return absl::InvalidArgumentError(absl::StrCat(sbert_path, ": max_seq_length ", *max_len, " out of range"));
+      }
+      st.max_seq_length = static_cast<int>(*max_len);
+    }
+  }
+  return st;
+}
+
+absl::StatusOr<ModelDir> OpenModelDir(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return absl::NotFoundError(absl::StrCat(dir, ": not a directory"));
+  ModelDir m;
+  m.dir = dir;
+  m.name = fs::path(dir).lexically_normal().filename().string();
+  if (m.name.empty()) m.name = fs::path(dir).lexically_normal().parent_path().filename().string();
+  ASSIGN_OR_RETURN(m.config, HfConfig::Read(dir));
+  ASSIGN_OR_RETURN(m.weights, SafetensorsArchive::OpenDirectory(dir));
+  const std::string tok = (fs::path(dir) / "tokenizer.json").string();
+  if (fs::exists(tok, ec)) m.tokenizer_json = tok;
+  ASSIGN_OR_RETURN(m.sentence_transformers, ReadSentenceTransformersConfig(dir));
+  return m;
+}
+
+}  // namespace attnserve

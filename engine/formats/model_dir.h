@@ -1,0 +1,45 @@
+// A Hugging Face model directory opened for loading: config.json, the
+// safetensors weights (single or sharded, memory-mapped), the path of
+// tokenizer.json, and the sentence-transformers extras when present
+// (modules.json -> pooling config and a Normalize module,
+// sentence_bert_config.json -> max_seq_length).
+#ifndef ATTNSERVE_ENGINE_FORMATS_MODEL_DIR_H_
+#define ATTNSERVE_ENGINE_FORMATS_MODEL_DIR_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "engine/formats/hf_config.h"
+#include "engine/formats/safetensors.h"
+
+namespace attnserve {
+
+// What sentence-transformers adds on top of the transformer.
+struct SentenceTransformersConfig {
+  bool present = false;             // modules.json exists
+  // Pooling from 1_Pooling/config.json: "mean", "cls", "max", "lasttoken",
+  // "mean_sqrt_len_tokens", "weightedmean"; empty when there is no Pooling module.
+  std::string pooling;
+  bool normalize = false;           // a sentence_transformers.models.Normalize module follows
+  std::optional<int> max_seq_length;  // sentence_bert_config.json
+};
+
+struct ModelDir {
+  std::string dir;
+  std::string name;                 // the directory's base name
+  HfConfig config;
+  std::unique_ptr<SafetensorsArchive> weights;
+  std::string tokenizer_json;       // path; empty when the directory has none
+  SentenceTransformersConfig sentence_transformers;
+};
+
+// Opens DIR. Every failure names the file and the reason.
+absl::StatusOr<ModelDir> OpenModelDir(const std::string& dir);
+// Just the sentence-transformers part (exposed for tests).
+absl::StatusOr<SentenceTransformersConfig> ReadSentenceTransformersConfig(const std::string& dir);
+
+}  // namespace attnserve
+
+#endif  // ATTNSERVE_ENGINE_FORMATS_MODEL_DIR_H_

@@ -1,0 +1,32 @@
+// ModelDescription: what a loaded model is, for logs, metrics and the API's
+// model listing. Shared by the encoder and the decoders. Plain data.
+#ifndef ATTNSERVE_ENGINE_MODELS_MODEL_DESCRIPTION_H_
+#define ATTNSERVE_ENGINE_MODELS_MODEL_DESCRIPTION_H_
+
+#include <cstdint>
+#include <string>
+
+#include "engine/core/tensor.h"
+
+namespace attnserve {
+
+struct ModelDescription {
+  std::string name;          // directory or file name
+  std::string architecture;  // "bert", "llama", "gpt2", "qwen2"
+  std::string source;        // path loaded from
+  int num_layers = 0;
+  int num_heads = 0;
+  int num_kv_heads = 0;
+  int head_dim = 0;
+  int hidden_size = 0;
+  int vocab_size = 0;
+  int max_positions = 0;
+  DType weight_dtype = DType::kF32;
+  DType kv_dtype = DType::kF32;      // decoders only
+  int64_t weight_bytes = 0;          // bytes of weights held in memory
+  int64_t kv_bytes_per_token = 0;    // 2 * layers * kv_heads * head_dim * dtype bytes; 0 for encoders
+};
+
+}  // namespace attnserve
+
+#endif  // ATTNSERVE_ENGINE_MODELS_MODEL_DESCRIPTION_H_
