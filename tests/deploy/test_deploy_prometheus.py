@@ -2,6 +2,7 @@
 build environment) checks the configs and rules and runs the rule unit tests;
 every rule has a unit test."""
 import re
+import shutil
 import uuid
 
 import pytest
@@ -89,5 +90,8 @@ def test_a_wrong_expectation_fails():
     (tmp / "rules").symlink_to(PROM / "rules")
     (tmp / "tests").mkdir()
     (tmp / "tests" / "t.yml").write_text(mutated)
-    rc, out = promtool("test", "rules", tmp / "tests" / "t.yml")
+    try:
+        rc, out = promtool("test", "rules", tmp / "tests" / "t.yml")
+    finally:
+        shutil.rmtree(tmp)
     assert rc != 0 and "9.50001E+05" in out, out
