@@ -1,0 +1,180 @@
+#include "engine/sampling/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+
+namespace attnserve {
+namespace {
+
+uint64_t SplitMix64(uint64_t& x) {
+  uint64_t z = (x += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+uint64_t Rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+int32_t Argmax(absl::Span<const float> v) {
+  int32_t best = 0;
+  for (size_t i = 1; i < v.size(); ++i) {
+    if (v[i] > v[best]) best = static_cast<int32_t>(i);
+  }
+  return best;
+}
+
+// log-sum-exp of the raw logits, in double for a stable normaliser.
+double LogSumExp(absl::Span<const float> v) {
+  float mx = -std::numeric_limits<float>::infinity();
+  for (float x : v) mx = std::max(mx, x);
+  if (!std::isfinite(mx)) return mx;
+  double sum = 0.0;
+  for (float x : v) sum += std::exp(static_cast<double>(x) - mx);
+  return mx + std::log(sum);
+}
+
+}  // namespace
+
+absl::Status ValidateSamplingParams(const SamplingParams& p) {
+  if (!(p.temperature >= 0.0f) || !std::isfinite(p.temperature)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("temperature must be finite and >= 0, got ", p.temperature));
+  }
+  if (p.top_k < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("top_k must be >= 0, got ", p.top_k));
+  }
+  if (!(p.top_p > 0.0f && p.top_p <= 1.0f)) {
+    return absl::InvalidArgumentError(absl::StrCat("top_p must be in (0, 1], got ", p.top_p));
+  }
+  if (!(p.repetition_penalty > 0.0f) || !std::isfinite(p.repetition_penalty)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "repetition_penalty must be finite and > 0, got ", p.repetition_penalty));
+  }
+  if (p.top_logprobs < 0 || p.top_logprobs > kMaxTopLogprobs) {
+    return absl::InvalidArgumentError(absl::StrCat("top_logprobs must be in [0, ", kMaxTopLogprobs,
+                                                   "], got ", p.top_logprobs));
+  }
+  return absl::OkStatus();
+}
+
+SamplingRng::SamplingRng(uint64_t seed) {
+  uint64_t x = seed;
+  for (uint64_t& s : s_) s = SplitMix64(x);
+}
+
+uint64_t SamplingRng::Next() {
+  const uint64_t result = Rotl(s_[1] * 5, 7) * 9;
+  const uint64_t t = s_[1] << 17;
+  s_[2] ^= s_[0];
+  s_[3] ^= s_[1];
+  s_[1] ^= s_[2];
+  s_[0] ^= s_[3];
+  s_[2] ^= t;
+  s_[3] = Rotl(s_[3], 45);
+  return result;
+}
+
+double SamplingRng::Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
+
+SampledToken SampleToken(absl::Span<const float> logits, const SamplingParams& params,
+                         absl::Span<const int32_t> history, SamplingRng& rng,
+                         std::vector<float>& scratch) {
+  const int vocab = static_cast<int>(logits.size());
+  SampledToken out;
+  std::vector<float>& s = scratch;
+  s.assign(logits.begin(), logits.end());
+
+  if (params.repetition_penalty != 1.0f) {
+    // Each seen id once (HF gathers/scatters over unique positions the same way).
+    for (int32_t id : history) {
+      if (id < 0 || id >= vocab) continue;
+      const float x = logits[id];
+      s[id] = x < 0 ? x * params.repetition_penalty : x / params.repetition_penalty;
+    }
+  }
+
+  if (params.temperature == 0.0f) {
+    out.id = Argmax(s);
+  } else {
+    const float inv_t = 1.0f / params.temperature;
+    for (float& x : s) x *= inv_t;
+    const float neg_inf = -std::numeric_limits<float>::infinity();
+    if (params.top_k > 0 && params.top_k < vocab) {
+      // Keep every logit >= the k-th largest (HF keeps ties with the k-th too).
+      std::vector<float> tmp(s);
+      std::nth_element(tmp.begin(), tmp.begin() + (params.top_k - 1), tmp.end(),
+                       std::greater<float>());
+      const float kth = tmp[params.top_k - 1];
+      for (float& x : s) {
+        if (x < kth) x = neg_inf;
+      }
+    }
+    // Softmax over the survivors, in double.
+    float mx = neg_inf;
+    for (float x : s) mx = std::max(mx, x);
+    std::vector<double> prob(vocab);
+    double sum = 0.0;
+    for (int i = 0; i < vocab; ++i) {
+      prob[i] = s[i] == neg_inf ? 0.0 : std::exp(static_cast<double>(s[i]) - mx);
+      sum += prob[i];
+    }
+    for (double& p : prob) p /= sum;
+    if (params.top_p < 1.0f) {
+      // HF: sort ascending, drop tokens whose cumulative mass is <= 1 - top_p,
+      // always keep the most probable one. Equal probabilities sort by id.
+      std::vector<int32_t> order(vocab);
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(),
+                       [&](int32_t a, int32_t b) { return prob[a] < prob[b]; });
+      double cum = 0.0;
+      const double cut = 1.0 - static_cast<double>(params.top_p);
+      double kept = 0.0;
+      for (int i = 0; i < vocab; ++i) {
+        cum += prob[order[i]];
+        if (cum <= cut && i != vocab - 1) {
+          prob[order[i]] = 0.0;
+        } else {
+          kept += prob[order[i]];
+        }
+      }
+      for (double& p : prob) p /= kept;
+    }
+    // Inverse CDF over ids in order.
+    const double u = rng.Uniform();
+    double cum = 0.0;
+    out.id = -1;
+    int32_t last_nonzero = 0;
+    for (int i = 0; i < vocab; ++i) {
+      if (prob[i] <= 0.0) continue;
+      last_nonzero = i;
+      cum += prob[i];
+      if (u < cum) {
+        out.id = i;
+        break;
+      }
+    }
+    if (out.id < 0) out.id = last_nonzero;  // rounding left u above the total
+  }
+
+  const double lse = LogSumExp(logits);
+  out.logprob = static_cast<float>(logits[out.id] - lse);
+  if (params.top_logprobs > 0) {
+    const int n = std::min(params.top_logprobs, vocab);
+    std::vector<int32_t> ids(vocab);
+    std::iota(ids.begin(), ids.end(), 0);
+    std::partial_sort(ids.begin(), ids.begin() + n, ids.end(), [&](int32_t a, int32_t b) {
+      return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+    });
+    out.top.reserve(n);
+    for (int i = 0; i < n; ++i) {
+      out.top.push_back({ids[i], static_cast<float>(logits[ids[i]] - lse)});
+    }
+  }
+  return out;
+}
+
+}  // namespace attnserve

@@ -1,0 +1,72 @@
+// Token sampling from one row of logits: greedy, temperature, top-k, top-p,
+// repetition penalty (Hugging Face semantics and order), a per-request seeded
+// RNG, and log-probabilities of the chosen token and the top-n.
+//
+// Batch invariance: a request's choice depends only on its own logits row,
+// its own token history and its own RNG, so the same seed gives the same
+// tokens whatever else is in the batch.
+//
+// Order, as transformers' LogitsProcessorList applies them:
+//   repetition penalty -> temperature -> top-k -> top-p -> softmax -> draw.
+// temperature == 0 means greedy (argmax, lowest id on ties, like torch.argmax).
+// Log-probabilities are those of the model: log_softmax of the raw logits,
+// before penalty, temperature and truncation (as vLLM and OpenAI report them).
+//
+// Thread-compatible: a Sampler is per request; SampleToken is a pure function.
+#ifndef ATTNSERVE_ENGINE_SAMPLING_SAMPLER_H_
+#define ATTNSERVE_ENGINE_SAMPLING_SAMPLER_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+
+namespace attnserve {
+
+struct SamplingParams {
+  float temperature = 1.0f;         // 0: greedy
+  int top_k = 0;                    // 0: off
+  float top_p = 1.0f;               // 1: off
+  float repetition_penalty = 1.0f;  // 1: off; HF: logit<0 ? logit*p : logit/p for seen ids
+  uint64_t seed = 0;
+  int top_logprobs = 0;             // how many top alternatives to report (0: none)
+};
+
+inline constexpr int kMaxTopLogprobs = 20;
+
+// INVALID_ARGUMENT naming the field and its limit.
+absl::Status ValidateSamplingParams(const SamplingParams& params);
+
+// A small counter-free PRNG (xoshiro256**, seeded by splitmix64): fixed
+// across platforms and library versions, unlike std:: distributions.
+class SamplingRng {
+ public:
+  explicit SamplingRng(uint64_t seed);
+  uint64_t Next();
+  double Uniform();  // [0, 1), 53 bits
+ private:
+  uint64_t s_[4];
+};
+
+struct TokenLogprob {
+  int32_t id = 0;
+  float logprob = 0.0f;
+};
+
+struct SampledToken {
+  int32_t id = 0;
+  float logprob = 0.0f;               // model log-probability of `id`
+  std::vector<TokenLogprob> top;      // top_logprobs best, by descending logprob
+};
+
+// Chooses the next token from `logits` ([vocab]). `history` holds the ids the
+// repetition penalty looks at (prompt + generated, as HF's input_ids).
+// `scratch` is reused between calls to avoid allocation.
+SampledToken SampleToken(absl::Span<const float> logits, const SamplingParams& params,
+                         absl::Span<const int32_t> history, SamplingRng& rng,
+                         std::vector<float>& scratch);
+
+}  // namespace attnserve
+
+#endif  // ATTNSERVE_ENGINE_SAMPLING_SAMPLER_H_
