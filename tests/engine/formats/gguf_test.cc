@@ -1,0 +1,340 @@
+#include "engine/formats/gguf_file.h"
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "engine/core/half.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/fuzz/gguf_test_writer.h"
+
+namespace attnserve {
+namespace {
+
+using ::attnserve::testing::GgufTestWriter;
+using ::testing::HasSubstr;
+
+const std::string kStories = std::string(ATTNSERVE_SHARED_DIR) + "/models/stories260K/stories260K.gguf";
+const std::string kTiny = std::string(ATTNSERVE_SOURCE_DIR) + "/tests/golden/decoder_models/llama_tiny/";
+
+absl::Span<const std::byte> Span(const std::vector<std::byte>& v) { return {v.data(), v.size()}; }
+
+std::vector<float> Iota(int n, float scale) {
+  std::vector<float> v(n);
+  for (int i = 0; i < n; ++i) v[i] = scale * static_cast<float>(i - n / 2);
+  return v;
+}
+
+// A small valid image with every metadata value type and two tensors.
+std::vector<std::byte> SmallImage() {
+  GgufTestWriter w;
+  w.KvStr("general.architecture", "llama");
+  w.KvU8("t.u8", 200);
+  w.KvI8("t.i8", -5);
+  w.KvU16("t.u16", 60000);
+  w.KvI16("t.i16", -30000);
+  w.KvU32("t.u32", 4000000000u);
+  w.KvI32("t.i32", -7);
+  w.KvF32("t.f32", 1.5f);
+  w.KvBool("t.bool", true);
+  w.KvU64("t.u64", 1ull << 40);
+  w.KvI64("t.i64", -(1ll << 40));
+  w.KvF64("t.f64", 0.25);
+  w.KvStrArray("t.strs", {"a", "", "▁b"});
+  w.KvF32Array("t.floats", {0.5f, -1.0f});
+  w.KvI32Array("t.ints", {1, -2, 3});
+  w.TensorF32("a", {4, 2}, Iota(8, 0.5f));
+  w.TensorF32("b", {3}, {1, 2, 3});
+  return w.Build();
+}
+
+TEST(GgufTest, ParsesEveryValueType) {
+  std::vector<std::byte> img = SmallImage();
+  auto f = GgufFile::Parse(Span(img), "small");
+  ASSERT_TRUE(f.ok()) << f.status();
+  const GgufFile& g = **f;
+  EXPECT_EQ(g.version(), 3u);
+  EXPECT_EQ(*g.GetString("general.architecture"), "llama");
+  EXPECT_EQ(*g.GetInt("t.u8"), 200);
+  EXPECT_EQ(*g.GetInt("t.i8"), -5);
+  EXPECT_EQ(*g.GetInt("t.u16"), 60000);
+  EXPECT_EQ(*g.GetInt("t.i16"), -30000);
+  EXPECT_EQ(*g.GetInt("t.u32"), 4000000000ll);
+  EXPECT_EQ(*g.GetInt("t.i32"), -7);
+  EXPECT_EQ(*g.GetFloatOr("t.f32", 0), 1.5);
+  EXPECT_TRUE(*g.GetBoolOr("t.bool", false));
+  EXPECT_EQ(*g.GetInt("t.u64"), 1ll << 40);
+  EXPECT_EQ(*g.GetInt("t.i64"), -(1ll << 40));
+  EXPECT_EQ(*g.GetFloatOr("t.f64", 0), 0.25);
+  EXPECT_THAT(**g.GetStringArray("t.strs"), ::testing::ElementsAre("a", "", "▁b"));
+  EXPECT_THAT(**g.GetFloatArray("t.floats"), ::testing::ElementsAre(0.5, -1.0));
+  EXPECT_THAT(**g.GetIntArray("t.ints"), ::testing::ElementsAre(1, -2, 3));
+  // Wrong types and missing keys are errors naming the key.
+  EXPECT_THAT(std::string(g.GetInt("t.f32").status().message()), HasSubstr("t.f32"));
+  EXPECT_EQ(g.GetString("nope").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(*g.GetIntOr("nope", 9), 9);
+  EXPECT_FALSE(g.GetStringArray("t.ints").ok());
+  ASSERT_EQ(g.tensors().size(), 2u);
+  const GgufTensorInfo* a = g.FindTensor("a");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->shape, (std::vector<int64_t>{2, 4}));
+  auto t = g.LoadTensor("a", DType::kF32);
+  ASSERT_TRUE(t.ok());
+  std::vector<float> want = Iota(8, 0.5f);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(t->f32()[i], want[i]);
+  EXPECT_FALSE(g.LoadTensorWithShape("a", {4, 2}, DType::kF32).ok());
+}
+
+TEST(GgufTest, CustomAlignmentAndHalfTypes) {
+  GgufTestWriter w;
+  w.set_alignment(64);
+  w.KvU32("general.alignment", 64);
+  std::vector<float> vals = Iota(64, 0.125f);
+  std::vector<std::byte> f16(128), bf16(128);
+  for (int i = 0; i < 64; ++i) {
+    uint16_t h = FloatToF16(vals[i]), b = FloatToBf16(vals[i]);
+    std::memcpy(f16.data() + 2 * i, &h, 2);
+    std::memcpy(bf16.data() + 2 * i, &b, 2);
+  }
+  w.TensorF32("pad", {3}, {1, 2, 3});
+  w.Tensor("h", {32, 2}, 1, f16);
+  w.Tensor("b", {32, 2}, 30, bf16);
+  std::vector<std::byte> img = w.Build();
+  auto f = GgufFile::Parse(Span(img), "aligned");
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ((*f)->alignment(), 64u);
+  EXPECT_EQ((*f)->FindTensor("h")->offset % 64, 0u);
+  for (const char* name : {"h", "b"}) {
+    auto t = (*f)->LoadTensor(name, DType::kF32);
+    ASSERT_TRUE(t.ok());
+    for (int i = 0; i < 64; ++i) EXPECT_EQ(t->f32()[i], vals[i]) << name << i;  // exactly representable
+    auto tb = (*f)->LoadTensor(name, DType::kBF16);
+    ASSERT_TRUE(tb.ok());
+    for (int i = 0; i < 64; ++i) EXPECT_EQ(Bf16ToFloat(tb->u16()[i]), vals[i]);
+  }
+}
+
+TEST(GgufTest, Q8_0Dequantisation) {
+  // One block: scale 0.5 (f16), quants -128..127 pattern.
+  std::vector<std::byte> blk(34);
+  uint16_t d = FloatToF16(0.5f);
+  std::memcpy(blk.data(), &d, 2);
+  for (int k = 0; k < 32; ++k) blk[2 + k] = static_cast<std::byte>(static_cast<int8_t>(k * 8 - 128));
+  GgufTestWriter w;
+  w.Tensor("q", {32}, 8, blk);
+  std::vector<std::byte> img = w.Build();
+  auto f = GgufFile::Parse(Span(img), "q8");
+  ASSERT_TRUE(f.ok()) << f.status();
+  auto t = (*f)->LoadTensor("q", DType::kF32);
+  ASSERT_TRUE(t.ok());
+  for (int k = 0; k < 32; ++k) EXPECT_EQ(t->f32()[k], 0.5f * static_cast<float>(k * 8 - 128));
+}
+
+TEST(GgufTest, Stories260K) {
+  auto f = GgufFile::Open(kStories);
+  ASSERT_TRUE(f.ok()) << f.status();
+  const GgufFile& g = **f;
+  EXPECT_EQ(g.version(), 3u);
+  EXPECT_EQ(*g.GetString("general.architecture"), "llama");
+  EXPECT_EQ(*g.GetString("tokenizer.ggml.model"), "llama");
+  EXPECT_EQ(*g.GetInt("llama.context_length"), 128);
+  EXPECT_EQ((*g.GetStringArray("tokenizer.ggml.tokens"))->size(), 512u);
+  EXPECT_EQ(g.tensors().size(), 48u);
+  auto emb = g.LoadTensorWithShape("token_embd.weight", {512, 64}, DType::kF32);
+  ASSERT_TRUE(emb.ok()) << emb.status();
+  auto out = g.LoadTensorWithShape("output.weight", {512, 64}, DType::kF32);
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(std::memcmp(emb->raw(), out->raw(), emb->bytes()), 0);  // README: output is a copy
+  EXPECT_EQ(g.FindTensor("blk.0.attn_k.weight")->shape, (std::vector<int64_t>{32, 64}));
+  EXPECT_EQ(g.FindTensor("blk.0.ffn_down.weight")->shape, (std::vector<int64_t>{64, 172}));
+}
+
+TEST(GgufTest, F16AndQ8VariantsMatchF32) {
+  auto f32 = GgufFile::Open(kTiny + "model.gguf");
+  auto f16 = GgufFile::Open(kTiny + "model-f16.gguf");
+  auto q8 = GgufFile::Open(kTiny + "model-q8_0.gguf");
+  ASSERT_TRUE(f32.ok() && f16.ok() && q8.ok()) << f32.status() << f16.status() << q8.status();
+  EXPECT_EQ((*f16)->FindTensor("blk.0.attn_q.weight")->type, GgmlType::kF16);
+  EXPECT_EQ((*q8)->FindTensor("blk.0.attn_q.weight")->type, GgmlType::kQ8_0);
+  for (const GgufTensorInfo& info : (*f32)->tensors()) {
+    auto a = (*f32)->LoadTensor(info.name, DType::kF32);
+    auto b = (*f16)->LoadTensor(info.name, DType::kF32);
+    auto c = (*q8)->LoadTensor(info.name, DType::kF32);
+    ASSERT_TRUE(a.ok() && b.ok() && c.ok()) << info.name;
+    ASSERT_EQ(a->shape(), c->shape());
+    float amax = 0;
+    for (int64_t i = 0; i < a->numel(); ++i) amax = std::max(amax, std::fabs(a->f32()[i]));
+    for (int64_t i = 0; i < a->numel(); ++i) {
+      ASSERT_NEAR(b->f32()[i], a->f32()[i], 1e-3f * std::fabs(a->f32()[i]) + 1e-7f) << info.name;
+      // Q8_0: per-block scale amax/127, so the error is at most half a step.
+      ASSERT_NEAR(c->f32()[i], a->f32()[i], amax / 127.0f) << info.name;
+    }
+  }
+}
+
+// ---- malformed files: each fails with a reason, never a crash ----
+
+absl::Status ParseStatus(const std::vector<std::byte>& img) { return GgufFile::Parse(Span(img), "bad.gguf").status(); }
+
+void ExpectInvalid(const std::vector<std::byte>& img, const std::string& reason) {
+  absl::Status s = ParseStatus(img);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("bad.gguf"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr(reason));
+}
+
+TEST(GgufMalformedTest, EveryTruncationFails) {
+  std::vector<std::byte> img = SmallImage();
+  for (size_t n = 0; n < img.size(); ++n) {
+    std::vector<std::byte> cut(img.begin(), img.begin() + n);
+    EXPECT_FALSE(ParseStatus(cut).ok()) << "prefix of " << n << " bytes parsed";
+  }
+}
+
+TEST(GgufMalformedTest, HeaderErrors) {
+  std::vector<std::byte> img = SmallImage();
+  auto bad_magic = img;
+  bad_magic[0] = std::byte{'X'};
+  ExpectInvalid(bad_magic, "bad magic");
+  GgufTestWriter v1;
+  v1.set_version(1);
+  ExpectInvalid(v1.Build(), "version 1");
+  // Counts far beyond the file size.
+  std::vector<std::byte> b;
+  GgufTestWriter::PutU32(b, 0x46554747u);
+  GgufTestWriter::PutU32(b, 3);
+  GgufTestWriter::PutU64(b, 0);
+  GgufTestWriter::PutU64(b, 1ull << 60);
+  ExpectInvalid(b, "metadata count");
+  b.clear();
+  GgufTestWriter::PutU32(b, 0x46554747u);
+  GgufTestWriter::PutU32(b, 3);
+  GgufTestWriter::PutU64(b, ~0ull);
+  GgufTestWriter::PutU64(b, 0);
+  ExpectInvalid(b, "tensor count");
+}
+
+std::vector<std::byte> WithRawKv(const std::vector<std::byte>& raw) {
+  GgufTestWriter w;
+  w.KvRaw(raw);
+  return w.Build();
+}
+
+TEST(GgufMalformedTest, MetadataErrors) {
+  std::vector<std::byte> r;
+  GgufTestWriter::PutU64(r, 1ull << 40);  // key length
+  r.resize(r.size() + 16);
+  ExpectInvalid(WithRawKv(r), "string length");
+  r.clear();
+  GgufTestWriter::PutStr(r, "k");
+  GgufTestWriter::PutU32(r, 13);  // unknown type
+  ExpectInvalid(WithRawKv(r), "unknown value type 13");
+  r.clear();
+  GgufTestWriter::PutStr(r, "k");
+  GgufTestWriter::PutU32(r, 9);
+  GgufTestWriter::PutU32(r, 9);  // array of arrays
+  GgufTestWriter::PutU64(r, 1);
+  ExpectInvalid(WithRawKv(r), "nested arrays");
+  r.clear();
+  GgufTestWriter::PutStr(r, "k");
+  GgufTestWriter::PutU32(r, 9);
+  GgufTestWriter::PutU32(r, 6);
+  GgufTestWriter::PutU64(r, 1ull << 61);  // huge array
+  ExpectInvalid(WithRawKv(r), "cannot fit");
+  r.clear();
+  GgufTestWriter::PutStr(r, "k");
+  GgufTestWriter::PutU32(r, 7);
+  r.push_back(std::byte{2});  // bool 2
+  ExpectInvalid(WithRawKv(r), "bool value 2");
+
+  GgufTestWriter dup;
+  dup.KvU32("a", 1);
+  dup.KvU32("a", 2);
+  ExpectInvalid(dup.Build(), "duplicate metadata key 'a'");
+  GgufTestWriter align;
+  align.KvU32("general.alignment", 48);
+  ExpectInvalid(align.Build(), "not a power of two");
+  GgufTestWriter align_type;
+  align_type.KvU64("general.alignment", 32);
+  ExpectInvalid(align_type.Build(), "general.alignment must be uint32");
+}
+
+TEST(GgufMalformedTest, TensorErrors) {
+  std::vector<std::byte> four(16);
+  {
+    GgufTestWriter w;
+    w.Tensor("t", {}, 0, {});
+    ExpectInvalid(w.Build(), "0 dimensions");
+  }
+  {
+    GgufTestWriter w;
+    w.Tensor("t", {1, 1, 1, 1, 1}, 0, four);
+    ExpectInvalid(w.Build(), "5 dimensions");
+  }
+  {
+    GgufTestWriter w;
+    w.Tensor("t", {-4}, 0, four);
+    ExpectInvalid(w.Build(), "negative dimension");
+  }
+  {
+    GgufTestWriter w;
+    w.Tensor("t", {1ll << 40, 1ll << 40}, 0, four);
+    ExpectInvalid(w.Build(), "overflows");
+  }
+  {
+    GgufTestWriter w;
+    w.Tensor("t", {4}, 77, four);
+    ExpectInvalid(w.Build(), "unknown ggml type 77");
+  }
+  {
+    GgufTestWriter w;
+    w.Tensor("t", {16}, 8, four);
+    ExpectInvalid(w.Build(), "block size 32");
+  }
+  {
+    GgufTestWriter w;
+    w.Tensor("t", {4}, 0, four, /*offset=*/4);
+    ExpectInvalid(w.Build(), "not a multiple of the alignment");
+  }
+  {
+    GgufTestWriter w;
+    w.Tensor("t", {4}, 0, four);
+    w.Tensor("u", {1000}, 0, four);
+    ExpectInvalid(w.Build(), "runs past the end");
+  }
+  {
+    GgufTestWriter w;
+    w.Tensor("t", {8}, 0, std::vector<std::byte>(32));
+    w.Tensor("u", {8}, 0, std::vector<std::byte>(32), /*offset=*/0);
+    ExpectInvalid(w.Build(), "overlap");
+  }
+  {
+    GgufTestWriter w;
+    w.Tensor("t", {4}, 0, four);
+    w.Tensor("t", {4}, 0, four);
+    ExpectInvalid(w.Build(), "duplicate tensor name 't'");
+  }
+  {
+    // Parses, but a quantisation this reader does not dequantise is refused at load.
+    GgufTestWriter w;
+    w.Tensor("t", {32}, 2, std::vector<std::byte>(18));
+    std::vector<std::byte> img = w.Build();
+    auto f = GgufFile::Parse(Span(img), "q4.gguf");
+    ASSERT_TRUE(f.ok()) << f.status();
+    absl::Status s = (*f)->LoadTensor("t", DType::kF32).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
+    EXPECT_THAT(std::string(s.message()), HasSubstr("Q4_0"));
+  }
+}
+
+TEST(GgufMalformedTest, MissingFileNamesThePath) {
+  absl::Status s = GgufFile::Open("/nonexistent/x.gguf").status();
+  EXPECT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.message()), HasSubstr("/nonexistent/x.gguf"));
+}
+
+}  // namespace
+}  // namespace attnserve
