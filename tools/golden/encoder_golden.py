@@ -104,6 +104,8 @@ SENTENCES = [
     "combining e\u0301 and a\u0308 marks",
     "full-width ＡＢＣ１２３ and half-width ｶﾀｶﾅ",
     "ligatures ﬁ ﬂ and roman Ⅻ",
+    "special tokens in text: [MASK] and [SEP]x[unk] [CLS]",
+    "Greek ΣΑΣ final sigma and Turkish İ dotted",
     "x" * 99 + " " + "y" * 100 + " " + "z" * 101,
     "word " * 5 + "antidisestablishmentarianism" * 4,
     # long texts, over the 256 and 512 token limits (truncated)

@@ -1,0 +1,49 @@
+// Unicode helpers shared by the tokenizers: validating UTF-8 decoding with
+// byte offsets, encoding, and the character classes tokenizers use (backed by
+// ICU so that categories follow a current Unicode version). Stateless and
+// thread-safe.
+#ifndef ATTNSERVE_ENGINE_TOKENIZERS_UNICODE_UTIL_H_
+#define ATTNSERVE_ENGINE_TOKENIZERS_UNICODE_UTIL_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+
+namespace attnserve {
+
+// Decodes UTF-8. On success `codepoints[i]` starts at byte `byte_offsets[i]`
+// and byte_offsets has one extra entry (the total length). Invalid UTF-8
+// (bad lead/continuation bytes, overlongs, surrogates, > U+10FFFF, a
+// truncated sequence) is INVALID_ARGUMENT naming the byte offset.
+absl::Status DecodeUtf8(absl::string_view text, std::vector<char32_t>* codepoints,
+                        std::vector<uint32_t>* byte_offsets);
+// True if `text` is valid UTF-8.
+bool IsValidUtf8(absl::string_view text);
+// Appends the UTF-8 encoding of `c` (which must be a valid scalar value).
+void AppendUtf8(char32_t c, std::string* out);
+std::string ToUtf8(const std::u32string& s);
+
+// Unicode White_Space property (what Rust's char::is_whitespace tests).
+bool IsUnicodeWhitespace(char32_t c);
+// General category C*: Cc, Cf, Cn (unassigned), Co, Cs.
+bool IsOtherCategory(char32_t c);
+// General category P*: Pc, Pd, Pe, Pf, Pi, Po, Ps.
+bool IsPunctuationCategory(char32_t c);
+// General category Mn (non-spacing mark).
+bool IsNonspacingMark(char32_t c);
+// CJK Unified Ideographs and their extensions / compatibility blocks, the
+// ranges BERT isolates as single-character words (the Hugging Face ranges,
+// which start the Extension E block at U+2B920).
+bool IsCjkIdeograph(char32_t c);
+// Appends the canonical (NFD) decomposition of `c` (c itself if none).
+void AppendNfd(char32_t c, std::u32string* out);
+// Appends the full, context-free lowercase mapping of `c` (may be several
+// code points, e.g. U+0130 -> "i\u0307").
+void AppendLower(char32_t c, std::u32string* out);
+
+}  // namespace attnserve
+
+#endif  // ATTNSERVE_ENGINE_TOKENIZERS_UNICODE_UTIL_H_

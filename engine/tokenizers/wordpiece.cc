@@ -1,0 +1,323 @@
+#include "engine/tokenizers/wordpiece.h"
+
+#include <algorithm>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "engine/core/status_macros.h"
+#include "engine/formats/json_util.h"
+#include "engine/tokenizers/unicode_util.h"
+
+namespace attnserve {
+namespace {
+
+absl::Status Unsupported(const std::string& path, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat(path, ": ", what));
+}
+
+// Rust's char::is_ascii_punctuation: !"#$%&'()*+,-./ :;<=>?@ [\]^_` {|}~
+bool IsAsciiPunctuation(char32_t c) {
+  return (c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) || (c >= 123 && c <= 126);
+}
+
+bool IsBertPunctuation(char32_t c) { return IsAsciiPunctuation(c) || IsPunctuationCategory(c); }
+
+// Reads the special token id named in a post-processor's special_tokens map.
+absl::StatusOr<int32_t> SpecialFromPostProcessor(const nlohmann::json& pp, const std::string& name,
+                                                 const std::string& path) {
+  auto st = pp.find("special_tokens");
+  if (st == pp.end() || !st->is_object() || !st->contains(name)) {
+    return Unsupported(path, absl::StrCat("post_processor has no special token ", name));
+  }
+  const nlohmann::json& ids = (*st)[name]["ids"];
+  if (!ids.is_array() || ids.size() != 1 || !ids[0].is_number_integer()) {
+    return Unsupported(path, absl::StrCat("post_processor special token ", name, " must have exactly one id"));
+  }
+  return ids[0].get<int32_t>();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<WordPieceTokenizer>> WordPieceTokenizer::FromFile(const std::string& path) {
+  ASSIGN_OR_RETURN(nlohmann::json j, ReadJsonFile(path));
+  return FromJson(j, path);
+}
+
+absl::StatusOr<std::unique_ptr<WordPieceTokenizer>> WordPieceTokenizer::FromJson(const nlohmann::json& j,
+                                                                                 const std::string& path) {
+  if (!j.is_object()) return Unsupported(path, "not a JSON object");
+  std::unique_ptr<WordPieceTokenizer> t(new WordPieceTokenizer());
+  const nlohmann::json& model = j.contains("model") ? j["model"] : nlohmann::json();
+  ASSIGN_OR_RETURN(std::optional<std::string> type, JsonOptionalString(model, "type", path));
+  if (type.value_or("") != "WordPiece") {
+    return Unsupported(path, absl::StrCat("model.type is \"", type.value_or(""), "\"; only WordPiece is supported"));
+  }
+  ASSIGN_OR_RETURN(std::optional<std::string> prefix, JsonOptionalString(model, "continuing_subword_prefix", path));
+  if (prefix.has_value()) t->continuing_prefix_ = *prefix;
+  ASSIGN_OR_RETURN(std::optional<int64_t> max_chars, JsonOptionalInt(model, "max_input_chars_per_word", path));
+  if (max_chars.has_value()) t->max_input_chars_per_word_ = static_cast<int>(std::clamp<int64_t>(*max_chars, 1, 1 << 20));
+
+  auto vocab = model.find("vocab");
+  if (vocab == model.end() || !vocab->is_object() || vocab->empty()) {
+    return Unsupported(path, "model.vocab must be a non-empty object");
+  }
+  int64_t max_id = -1;
+  for (auto it = vocab->begin(); it != vocab->end(); ++it) {
+    if (!it.value().is_number_integer() || it.value().get<int64_t>() < 0 || it.value().get<int64_t>() > (1 << 24)) {
+      return Unsupported(path, absl::StrCat("model.vocab[\"", it.key(), "\"] is not a valid id"));
+    }
+    int32_t id = it.value().get<int32_t>();
+    t->vocab_[it.key()] = id;
+    max_id = std::max<int64_t>(max_id, id);
+  }
+  auto added = j.find("added_tokens");
+  if (added != j.end() && added->is_array()) {
+    for (const nlohmann::json& a : *added) {
+      ASSIGN_OR_RETURN(std::optional<std::string> content, JsonOptionalString(a, "content", path));
+      ASSIGN_OR_RETURN(std::optional<int64_t> id, JsonOptionalInt(a, "id", path));
+      ASSIGN_OR_RETURN(std::optional<bool> special, JsonOptionalBool(a, "special", path));
+      ASSIGN_OR_RETURN(std::optional<bool> normalized, JsonOptionalBool(a, "normalized", path));
+      if (!content.has_value() || content->empty() || !id.has_value() || *id < 0 || *id > (1 << 24)) {
+        return Unsupported(path, "added_tokens entries need a non-empty content and a valid id");
+      }
+      max_id = std::max<int64_t>(max_id, *id);
+      // Added tokens that are matched after normalization are not used by
+      // BERT checkpoints; only raw-text (normalized: false) ones are split out.
+      if (!normalized.value_or(false)) {
+        t->added_tokens_.push_back({*content, static_cast<int32_t>(*id), special.value_or(false)});
+      }
+    }
+  }
+  std::sort(t->added_tokens_.begin(), t->added_tokens_.end(),
+            [](const AddedToken& a, const AddedToken& b) { return a.content.size() > b.content.size(); });
+  t->id_to_token_.resize(static_cast<size_t>(max_id + 1));
+  t->special_.assign(static_cast<size_t>(max_id + 1), false);
+  for (const auto& [token, id] : t->vocab_) t->id_to_token_[id] = token;
+  for (const AddedToken& a : t->added_tokens_) {
+    t->id_to_token_[a.id] = a.content;
+    t->special_[a.id] = a.special;
+  }
+
+  ASSIGN_OR_RETURN(std::optional<std::string> unk, JsonOptionalString(model, "unk_token", path));
+  auto unk_it = t->vocab_.find(unk.value_or("[UNK]"));
+  if (unk_it == t->vocab_.end()) return Unsupported(path, "model.unk_token is not in the vocabulary");
+  t->unk_id_ = unk_it->second;
+
+  const nlohmann::json& norm = j.contains("normalizer") ? j["normalizer"] : nlohmann::json();
+  if (norm.is_null()) {
+    t->has_normalizer_ = false;
+  } else {
+    ASSIGN_OR_RETURN(std::optional<std::string> ntype, JsonOptionalString(norm, "type", path));
+    if (ntype.value_or("") != "BertNormalizer") {
+      return Unsupported(path, absl::StrCat("normalizer.type \"", ntype.value_or(""), "\" is not supported (BertNormalizer only)"));
+    }
+    ASSIGN_OR_RETURN(std::optional<bool> clean, JsonOptionalBool(norm, "clean_text", path));
+    ASSIGN_OR_RETURN(std::optional<bool> chinese, JsonOptionalBool(norm, "handle_chinese_chars", path));
+    ASSIGN_OR_RETURN(std::optional<bool> strip, JsonOptionalBool(norm, "strip_accents", path));
+    ASSIGN_OR_RETURN(std::optional<bool> lower, JsonOptionalBool(norm, "lowercase", path));
+    t->normalizer_.clean_text = clean.value_or(true);
+    t->normalizer_.handle_chinese_chars = chinese.value_or(true);
+    t->normalizer_.strip_accents = strip;
+    t->normalizer_.lowercase = lower.value_or(true);
+  }
+  const nlohmann::json& pre = j.contains("pre_tokenizer") ? j["pre_tokenizer"] : nlohmann::json();
+  ASSIGN_OR_RETURN(std::optional<std::string> ptype, JsonOptionalString(pre, "type", path));
+  if (ptype.value_or("") != "BertPreTokenizer") {
+    return Unsupported(path, absl::StrCat("pre_tokenizer.type \"", ptype.value_or(""), "\" is not supported (BertPreTokenizer only)"));
+  }
+  const nlohmann::json& pp = j.contains("post_processor") ? j["post_processor"] : nlohmann::json();
+  ASSIGN_OR_RETURN(std::optional<std::string> pptype, JsonOptionalString(pp, "type", path));
+  if (pptype == "TemplateProcessing") {
+    ASSIGN_OR_RETURN(t->cls_id_, SpecialFromPostProcessor(pp, "[CLS]", path));
+    ASSIGN_OR_RETURN(t->sep_id_, SpecialFromPostProcessor(pp, "[SEP]", path));
+  } else if (pptype == "BertProcessing") {
+    if (!pp["cls"].is_array() || pp["cls"].size() != 2 || !pp["cls"][1].is_number_integer() ||
+        !pp["sep"].is_array() || pp["sep"].size() != 2 || !pp["sep"][1].is_number_integer()) {
+      return Unsupported(path, "post_processor cls/sep must be [token, id]");
+    }
+    t->cls_id_ = pp["cls"][1].get<int32_t>();
+    t->sep_id_ = pp["sep"][1].get<int32_t>();
+  } else {
+    return Unsupported(path, absl::StrCat("post_processor.type \"", pptype.value_or(""),
+                                          "\" is not supported (TemplateProcessing or BertProcessing)"));
+  }
+  if (t->cls_id_ < 0 || t->cls_id_ > max_id || t->sep_id_ < 0 || t->sep_id_ > max_id) {
+    return Unsupported(path, "post_processor [CLS]/[SEP] ids are outside the vocabulary");
+  }
+  auto pad_it = t->vocab_.find("[PAD]");
+  t->pad_id_ = pad_it == t->vocab_.end() ? 0 : pad_it->second;
+  const nlohmann::json& dec = j.contains("decoder") ? j["decoder"] : nlohmann::json();
+  ASSIGN_OR_RETURN(std::optional<bool> cleanup, JsonOptionalBool(dec, "cleanup", path));
+  t->decoder_cleanup_ = cleanup.value_or(true);
+  return t;
+}
+
+bool WordPieceTokenizer::IsSpecial(int32_t id) const {
+  return id >= 0 && static_cast<size_t>(id) < special_.size() && special_[id];
+}
+
+absl::StatusOr<WordPieceEncoding> WordPieceTokenizer::Encode(absl::string_view text, bool add_special_tokens,
+                                                             int max_length) const {
+  if (!IsValidUtf8(text)) {
+    std::vector<char32_t> cps;
+    std::vector<uint32_t> offs;
+    return DecodeUtf8(text, &cps, &offs);  // the error with its byte offset
+  }
+  WordPieceEncoding enc;
+  // Split out added tokens (leftmost, longest first), tokenizing the text
+  // between them.
+  size_t segment_start = 0;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const AddedToken* match = nullptr;
+    for (const AddedToken& a : added_tokens_) {  // a handful; longest first
+      if (text.substr(pos, a.content.size()) == a.content) {
+        match = &a;
+        break;
+      }
+    }
+    if (match == nullptr) {
+      ++pos;
+      continue;
+    }
+    RETURN_IF_ERROR(EncodeSegment(text.substr(segment_start, pos - segment_start),
+                                  static_cast<uint32_t>(segment_start), &enc));
+    enc.ids.push_back(match->id);
+    enc.offsets.emplace_back(static_cast<uint32_t>(pos), static_cast<uint32_t>(pos + match->content.size()));
+    pos += match->content.size();
+    segment_start = pos;
+  }
+  RETURN_IF_ERROR(EncodeSegment(text.substr(segment_start), static_cast<uint32_t>(segment_start), &enc));
+
+  const int specials = add_special_tokens ? 2 : 0;
+  enc.untruncated_length = static_cast<int64_t>(enc.ids.size()) + specials;
+  if (max_length > 0 && enc.untruncated_length > max_length) {
+    size_t keep = static_cast<size_t>(std::max(0, max_length - specials));
+    enc.ids.resize(keep);
+    enc.offsets.resize(keep);
+    enc.truncated = true;
+  }
+  if (add_special_tokens) {
+    enc.ids.insert(enc.ids.begin(), cls_id_);
+    enc.offsets.insert(enc.offsets.begin(), {0, 0});
+    enc.ids.push_back(sep_id_);
+    enc.offsets.emplace_back(0, 0);
+  }
+  return enc;
+}
+
+absl::Status WordPieceTokenizer::EncodeSegment(absl::string_view segment, uint32_t base,
+                                               WordPieceEncoding* out) const {
+  if (segment.empty()) return absl::OkStatus();
+  std::vector<char32_t> cps;
+  std::vector<uint32_t> offsets;
+  RETURN_IF_ERROR(DecodeUtf8(segment, &cps, &offsets));
+  for (uint32_t& o : offsets) o += base;
+  std::vector<NormalizedChar> chars;
+  chars.reserve(cps.size());
+  if (has_normalizer_) {
+    BertNormalize(normalizer_, cps, offsets, &chars);
+  } else {
+    for (size_t i = 0; i < cps.size(); ++i) chars.push_back({cps[i], offsets[i], offsets[i + 1]});
+  }
+  // BertPreTokenizer: whitespace separates words and is dropped; each
+  // punctuation character is a word of its own.
+  size_t word_start = 0;
+  for (size_t i = 0; i <= chars.size(); ++i) {
+    const bool at_end = i == chars.size();
+    const bool space = !at_end && IsUnicodeWhitespace(chars[i].c);
+    const bool punct = !at_end && !space && IsBertPunctuation(chars[i].c);
+    if (at_end || space || punct) {
+      if (i > word_start) EncodeWord(chars, word_start, i, out);
+      if (punct) EncodeWord(chars, i, i + 1, out);
+      word_start = i + 1;
+    }
+  }
+  return absl::OkStatus();
+}
+
+void WordPieceTokenizer::EncodeWord(const std::vector<NormalizedChar>& chars, size_t begin, size_t end,
+                                    WordPieceEncoding* out) const {
+  const size_t n = end - begin;
+  if (n > static_cast<size_t>(max_input_chars_per_word_)) {
+    out->ids.push_back(unk_id_);
+    out->offsets.emplace_back(chars[begin].begin, chars[end - 1].end);
+    return;
+  }
+  // UTF-8 of the word and the byte position of each character in it.
+  std::string word;
+  std::vector<size_t> char_pos;
+  char_pos.reserve(n + 1);
+  for (size_t i = begin; i < end; ++i) {
+    char_pos.push_back(word.size());
+    AppendUtf8(chars[i].c, &word);
+  }
+  char_pos.push_back(word.size());
+  const size_t ids_before = out->ids.size();
+  std::string candidate;
+  size_t start = 0;
+  while (start < n) {
+    size_t stop = n;
+    int32_t found = -1;
+    while (stop > start) {
+      candidate.clear();
+      if (start > 0) candidate = continuing_prefix_;
+      candidate.append(word, char_pos[start], char_pos[stop] - char_pos[start]);
+      auto it = vocab_.find(candidate);
+      if (it != vocab_.end()) {
+        found = it->second;
+        break;
+      }
+      --stop;
+    }
+    if (found < 0) {
+      // One unsplittable piece makes the whole word unknown.
+      out->ids.resize(ids_before);
+      out->offsets.resize(ids_before);
+      out->ids.push_back(unk_id_);
+      out->offsets.emplace_back(chars[begin].begin, chars[end - 1].end);
+      return;
+    }
+    out->ids.push_back(found);
+    out->offsets.emplace_back(chars[begin + start].begin, chars[begin + stop - 1].end);
+    start = stop;
+  }
+}
+
+std::string WordPieceTokenizer::IdToToken(int32_t id) const {
+  if (id < 0 || static_cast<size_t>(id) >= id_to_token_.size()) return absl::StrCat("<invalid id ", id, ">");
+  return id_to_token_[id];
+}
+
+absl::StatusOr<std::string> WordPieceTokenizer::Decode(absl::Span<const int32_t> ids,
+                                                       bool skip_special_tokens) const {
+  std::string text;
+  bool first = true;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const int32_t id = ids[i];
+    if (id < 0 || static_cast<size_t>(id) >= id_to_token_.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("token id ", id, " at index ", i, " is outside the vocabulary [0, ", id_to_token_.size(), ")"));
+    }
+    if (skip_special_tokens && special_[id]) continue;
+    std::string token = id_to_token_[id];
+    if (!first) {
+      if (token.starts_with(continuing_prefix_)) {
+        token.erase(0, continuing_prefix_.size());
+      } else {
+        token.insert(0, " ");
+      }
+    }
+    first = false;
+    if (decoder_cleanup_) {
+      token = absl::StrReplaceAll(token, {{" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"},
+                                          {" n't", "n't"}, {" 'm", "'m"}, {" do not", " don't"}, {" 's", "'s"},
+                                          {" 've", "'ve"}, {" 're", "'re"}});
+    }
+    text += token;
+  }
+  return text;
+}
+
+}  // namespace attnserve
