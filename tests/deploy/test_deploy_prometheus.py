@@ -95,3 +95,15 @@ def test_a_wrong_expectation_fails():
     finally:
         shutil.rmtree(tmp)
     assert rc != 0 and "9.50001E+05" in out, out
+
+
+def test_every_alert_has_a_runbook_section():
+    """runbook_url points at docs/operations.md#<alert>: that heading exists."""
+    doc = (REPO / "docs" / "operations.md").read_text()
+    headings = {re.sub(r"[^a-z0-9 -]", "", h.strip().lower()).replace(" ", "-")
+                for h in re.findall(r"^#+ (.*)$", doc, re.M)}
+    for r in rules():
+        if "alert" in r:
+            path, anchor = r["annotations"]["runbook_url"].split("#")
+            assert path == "docs/operations.md"
+            assert anchor in headings, f"docs/operations.md has no section for {r['alert']}"
