@@ -1,42 +1,145 @@
 #include "server/metrics/metrics.h"
 
+#include <vector>
+
 #include "prometheus/text_serializer.h"
 #include "server/metrics/process_stats.h"
 #include "server/status_util.h"
 
 namespace attnserve {
+namespace {
+
+using prometheus::Counter;
+using prometheus::Gauge;
+using prometheus::Histogram;
+using prometheus::Labels;
+using prometheus::Registry;
+
+// Latency: 1 ms to 60 s.
+const Histogram::BucketBoundaries& LatencyBuckets() {
+  static const auto* b = new Histogram::BucketBoundaries{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                                                         0.5,   1.0,    2.5,   5.0,  10.0,  30.0, 60.0};
+  return *b;
+}
+// Token counts per request or step: 1 to 16k.
+const Histogram::BucketBoundaries& TokenBuckets() {
+  static const auto* b = new Histogram::BucketBoundaries{1,   2,   4,    8,    16,   32,   64,  128,
+                                                         256, 512, 1024, 2048, 4096, 8192, 16384};
+  return *b;
+}
+const Histogram::BucketBoundaries& BatchBuckets() {
+  static const auto* b = new Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64, 128, 256};
+  return *b;
+}
+const Histogram::BucketBoundaries& RatioBuckets() {
+  static const auto* b = new Histogram::BucketBoundaries{0.0, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0};
+  return *b;
+}
+
+Gauge& NewGauge(Registry& r, const std::string& name, const std::string& help, const Labels& labels = {}) {
+  return prometheus::BuildGauge().Name(name).Help(help).Register(r).Add(labels);
+}
+Counter& NewCounter(Registry& r, const std::string& name, const std::string& help, const Labels& labels = {}) {
+  return prometheus::BuildCounter().Name(name).Help(help).Register(r).Add(labels);
+}
+Histogram& NewHistogram(Registry& r, const std::string& name, const std::string& help,
+                        const Histogram::BucketBoundaries& buckets, const Labels& labels = {}) {
+  return prometheus::BuildHistogram().Name(name).Help(help).Register(r).Add(labels, buckets);
+}
+
+}  // namespace
 
 ServerMetrics::ServerMetrics(const BuildLabels& build)
-    : registry_(std::make_shared<prometheus::Registry>()),
+    : registry_(std::make_shared<Registry>()),
       requests_(prometheus::BuildCounter()
                     .Name("attnserve_requests_total")
                     .Help("Finished requests by RPC (or HTTP route) and status code.")
                     .Register(*registry_)),
-      resident_bytes_(prometheus::BuildGauge()
-                          .Name("attnserve_process_resident_memory_bytes")
-                          .Help("Resident set size of the server process, from /proc/self/statm.")
-                          .Register(*registry_)
-                          .Add({})),
-      virtual_bytes_(prometheus::BuildGauge()
-                         .Name("attnserve_process_virtual_memory_bytes")
-                         .Help("Virtual memory size of the server process, from /proc/self/statm.")
-                         .Register(*registry_)
-                         .Add({})),
-      start_time_(prometheus::BuildGauge()
-                      .Name("attnserve_process_start_time_seconds")
-                      .Help("Start time of the process since the Unix epoch, seconds.")
-                      .Register(*registry_)
-                      .Add({})),
-      ready_(prometheus::BuildGauge()
-                 .Name("attnserve_ready")
-                 .Help("1 when the server is ready for traffic (models loaded, not draining), else 0.")
-                 .Register(*registry_)
-                 .Add({})) {
-  prometheus::BuildGauge()
-      .Name("attnserve_build_info")
-      .Help("Build and engine information; the value is always 1.")
-      .Register(*registry_)
-      .Add({{"version", build.version},
+      queue_encode_(NewHistogram(*registry_, "attnserve_queue_time_seconds",
+                                 "Time from arrival to the first engine step that ran the request.",
+                                 LatencyBuckets(), {{"rpc", "Encode"}})),
+      queue_generate_(NewHistogram(*registry_, "attnserve_queue_time_seconds", "", LatencyBuckets(),
+                                   {{"rpc", "Generate"}})),
+      duration_encode_(NewHistogram(*registry_, "attnserve_request_duration_seconds",
+                                    "End-to-end request latency, arrival to last byte.", LatencyBuckets(),
+                                    {{"rpc", "Encode"}})),
+      duration_generate_(NewHistogram(*registry_, "attnserve_request_duration_seconds", "", LatencyBuckets(),
+                                      {{"rpc", "Generate"}})),
+      prompt_tokens_encode_(NewHistogram(*registry_, "attnserve_prompt_tokens", "Input tokens per request.",
+                                         TokenBuckets(), {{"rpc", "Encode"}})),
+      prompt_tokens_generate_(NewHistogram(*registry_, "attnserve_prompt_tokens", "", TokenBuckets(),
+                                           {{"rpc", "Generate"}})),
+      batch_encode_(NewHistogram(*registry_, "attnserve_batch_size",
+                                 "Sequences per engine step (encode batch or generate step).", BatchBuckets(),
+                                 {{"kind", "encode"}})),
+      batch_generate_(NewHistogram(*registry_, "attnserve_batch_size", "", BatchBuckets(), {{"kind", "generate"}})),
+      step_encode_(NewHistogram(*registry_, "attnserve_engine_step_duration_seconds",
+                                "Wall time of one engine step.", LatencyBuckets(), {{"kind", "encode"}})),
+      step_generate_(NewHistogram(*registry_, "attnserve_engine_step_duration_seconds", "", LatencyBuckets(),
+                                  {{"kind", "generate"}})),
+      ttft_(NewHistogram(*registry_, "attnserve_time_to_first_token_seconds",
+                         "Generate: arrival to the first generated token.", LatencyBuckets())),
+      itl_(NewHistogram(*registry_, "attnserve_inter_token_latency_seconds",
+                        "Generate: time between consecutive generated tokens of a stream.", LatencyBuckets())),
+      generated_tokens_(NewHistogram(*registry_, "attnserve_generated_tokens", "Generated tokens per request.",
+                                     TokenBuckets())),
+      step_tokens_(NewHistogram(*registry_, "attnserve_step_tokens",
+                                "Tokens processed per generate step (prefill chunks + decode tokens).",
+                                TokenBuckets())),
+      padding_ratio_(NewHistogram(*registry_, "attnserve_encode_padding_ratio",
+                                  "Padding tokens / all tokens of each encode batch.", RatioBuckets())),
+      prefill_duration_(NewHistogram(*registry_, "attnserve_prefill_duration_seconds",
+                                     "Generate: time a request spent in prefill (first to last prompt chunk).",
+                                     LatencyBuckets())),
+      decode_duration_(NewHistogram(*registry_, "attnserve_decode_duration_seconds",
+                                    "Generate: time a request spent decoding (first to last token).",
+                                    LatencyBuckets())),
+      tokens_prompt_(NewCounter(*registry_, "attnserve_tokens_processed_total",
+                                "Tokens processed by the engine, by kind.", {{"kind", "prompt"}})),
+      tokens_generated_(NewCounter(*registry_, "attnserve_tokens_processed_total", "", {{"kind", "generated"}})),
+      tokens_encoded_(NewCounter(*registry_, "attnserve_tokens_processed_total", "", {{"kind", "encode"}})),
+      preemptions_(NewCounter(*registry_, "attnserve_preemptions_total",
+                              "Running sequences preempted (KV freed, recomputed later) for lack of KV blocks.")),
+      reject_queue_full_(NewCounter(*registry_, "attnserve_rejections_total",
+                                    "Requests refused before running, by reason.", {{"reason", "queue_full"}})),
+      reject_kv_budget_(NewCounter(*registry_, "attnserve_rejections_total", "", {{"reason", "kv_budget"}})),
+      reject_invalid_(NewCounter(*registry_, "attnserve_rejections_total", "", {{"reason", "invalid_argument"}})),
+      reject_draining_(NewCounter(*registry_, "attnserve_rejections_total", "", {{"reason", "draining"}})),
+      cancel_queued_(NewCounter(*registry_, "attnserve_cancellations_total",
+                                "Requests cancelled (client cancel, disconnect or deadline), by phase.",
+                                {{"phase", "queued"}})),
+      cancel_prefill_(NewCounter(*registry_, "attnserve_cancellations_total", "", {{"phase", "prefill"}})),
+      cancel_decode_(NewCounter(*registry_, "attnserve_cancellations_total", "", {{"phase", "decode"}})),
+      cancel_kv_bytes_(NewCounter(*registry_, "attnserve_cancelled_kv_bytes_reclaimed_total",
+                                  "KV cache bytes freed by cancellations.")),
+      cancel_tokens_(NewCounter(*registry_, "attnserve_cancelled_tokens_wasted_total",
+                                "Tokens computed for requests that were then cancelled.")),
+      queued_encode_(NewGauge(*registry_, "attnserve_queued_requests", "Requests waiting in the queue.",
+                              {{"kind", "encode"}})),
+      queued_generate_(NewGauge(*registry_, "attnserve_queued_requests", "", {{"kind", "generate"}})),
+      running_sequences_(NewGauge(*registry_, "attnserve_running_sequences",
+                                  "Generate sequences holding KV blocks (prefilling or decoding).")),
+      kv_blocks_used_(NewGauge(*registry_, "attnserve_kv_cache_blocks_used", "KV cache blocks in use.")),
+      kv_blocks_total_(NewGauge(*registry_, "attnserve_kv_cache_capacity_blocks", "KV cache blocks in the pool.")),
+      kv_used_bytes_(NewGauge(*registry_, "attnserve_kv_cache_used_bytes", "KV cache bytes in use (whole blocks).")),
+      kv_capacity_bytes_(NewGauge(*registry_, "attnserve_kv_cache_capacity_bytes", "KV cache pool size, bytes.")),
+      weights_encoder_(NewGauge(*registry_, "attnserve_weight_bytes", "Bytes of model weights held in memory.",
+                                {{"model", "encoder"}})),
+      weights_decoder_(NewGauge(*registry_, "attnserve_weight_bytes", "", {{"model", "decoder"}})),
+      scratch_bytes_(NewGauge(*registry_, "attnserve_engine_scratch_bytes",
+                              "Engine scratch (activation) bytes of the largest step so far.")),
+      saturation_(NewGauge(*registry_, "attnserve_saturation",
+                           "Load signal for autoscaling: max(KV used / capacity, queued tokens / step budget).")),
+      resident_bytes_(NewGauge(*registry_, "attnserve_process_resident_memory_bytes",
+                               "Resident set size of the server process, from /proc/self/statm.")),
+      virtual_bytes_(NewGauge(*registry_, "attnserve_process_virtual_memory_bytes",
+                              "Virtual memory size of the server process, from /proc/self/statm.")),
+      start_time_(NewGauge(*registry_, "attnserve_process_start_time_seconds",
+                           "Start time of the process since the Unix epoch, seconds.")),
+      ready_(NewGauge(*registry_, "attnserve_ready",
+                      "1 when the server is ready for traffic (models loaded, not draining), else 0.")) {
+  NewGauge(*registry_, "attnserve_build_info", "Build and engine information; the value is always 1.",
+           {{"version", build.version},
             {"onednn_version", build.onednn_version},
             {"cpu_isa", build.cpu_isa},
             {"threads", std::to_string(build.threads)}})
@@ -46,6 +149,25 @@ ServerMetrics::ServerMetrics(const BuildLabels& build)
 
 void ServerMetrics::RecordRequest(const std::string& rpc, absl::StatusCode code) {
   requests_.Add({{"rpc", rpc}, {"code", StatusCodeName(code)}}).Increment();
+}
+
+void ServerMetrics::RecordRejection(RejectReason reason) {
+  switch (reason) {
+    case RejectReason::kQueueFull: reject_queue_full_.Increment(); break;
+    case RejectReason::kKvBudget: reject_kv_budget_.Increment(); break;
+    case RejectReason::kInvalidArgument: reject_invalid_.Increment(); break;
+    case RejectReason::kDraining: reject_draining_.Increment(); break;
+  }
+}
+
+void ServerMetrics::RecordCancellation(RequestPhase phase, int64_t kv_bytes_reclaimed, int64_t tokens_wasted) {
+  switch (phase) {
+    case RequestPhase::kQueued: cancel_queued_.Increment(); break;
+    case RequestPhase::kPrefill: cancel_prefill_.Increment(); break;
+    case RequestPhase::kDecode: cancel_decode_.Increment(); break;
+  }
+  cancel_kv_bytes_.Increment(static_cast<double>(kv_bytes_reclaimed));
+  cancel_tokens_.Increment(static_cast<double>(tokens_wasted));
 }
 
 void ServerMetrics::SetReady(bool ready) { ready_.Set(ready ? 1 : 0); }

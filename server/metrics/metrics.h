@@ -1,6 +1,8 @@
 // ServerMetrics: every Prometheus metric family the server exports, defined
 // once, owned by one registry, and injected into the components that record.
-// Thread-safe (prometheus-cpp metrics are).
+// Every family is visible from start-up: the label values it can take are
+// created eagerly, so dashboards and alerts never query a missing series.
+// Thread-safe (prometheus-cpp metrics are). README.md documents each metric.
 #ifndef ATTNSERVE_SERVER_METRICS_METRICS_H_
 #define ATTNSERVE_SERVER_METRICS_METRICS_H_
 
@@ -11,6 +13,7 @@
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
 #include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
 #include "prometheus/registry.h"
 
 namespace attnserve {
@@ -22,29 +25,76 @@ struct BuildLabels {
   int threads = 0;
 };
 
+// The two kinds of work the scheduler runs.
+enum class WorkKind { kEncode, kGenerate };
+// Where a cancelled request was when it was cancelled.
+enum class RequestPhase { kQueued, kPrefill, kDecode };
+// Why a request was refused before running.
+enum class RejectReason { kQueueFull, kKvBudget, kInvalidArgument, kDraining };
+
 class ServerMetrics {
  public:
   explicit ServerMetrics(const BuildLabels& build);
 
   // Counts a finished RPC or HTTP request: attnserve_requests_total{rpc,code}.
   void RecordRequest(const std::string& rpc, absl::StatusCode code);
+  void RecordRejection(RejectReason reason);
+  void RecordCancellation(RequestPhase phase, int64_t kv_bytes_reclaimed, int64_t tokens_wasted);
 
-  // Sets the readiness gauge (1 ready, 0 not).
   void SetReady(bool ready);
 
   // The Prometheus text exposition of every family; refreshes the process
   // gauges first.
   std::string Scrape();
 
+  // Direct handles for the scheduler and adapters.
+  prometheus::Histogram& queue_time(WorkKind kind) { return kind == WorkKind::kEncode ? queue_encode_ : queue_generate_; }
+  prometheus::Histogram& request_duration(WorkKind kind) {
+    return kind == WorkKind::kEncode ? duration_encode_ : duration_generate_;
+  }
+  prometheus::Histogram& prompt_tokens(WorkKind kind) {
+    return kind == WorkKind::kEncode ? prompt_tokens_encode_ : prompt_tokens_generate_;
+  }
+  prometheus::Histogram& batch_size(WorkKind kind) { return kind == WorkKind::kEncode ? batch_encode_ : batch_generate_; }
+  prometheus::Histogram& step_duration(WorkKind kind) {
+    return kind == WorkKind::kEncode ? step_encode_ : step_generate_;
+  }
+  prometheus::Gauge& queued_requests(WorkKind kind) { return kind == WorkKind::kEncode ? queued_encode_ : queued_generate_; }
+  prometheus::Histogram& time_to_first_token() { return ttft_; }
+  prometheus::Histogram& inter_token_latency() { return itl_; }
+  prometheus::Histogram& generated_tokens() { return generated_tokens_; }
+  prometheus::Histogram& step_tokens() { return step_tokens_; }
+  prometheus::Histogram& encode_padding_ratio() { return padding_ratio_; }
+  prometheus::Histogram& prefill_duration() { return prefill_duration_; }
+  prometheus::Histogram& decode_duration() { return decode_duration_; }
+  prometheus::Counter& tokens_prompt() { return tokens_prompt_; }
+  prometheus::Counter& tokens_generated() { return tokens_generated_; }
+  prometheus::Counter& tokens_encoded() { return tokens_encoded_; }
+  prometheus::Counter& preemptions() { return preemptions_; }
+  prometheus::Gauge& running_sequences() { return running_sequences_; }
+  prometheus::Gauge& kv_blocks_used() { return kv_blocks_used_; }
+  prometheus::Gauge& kv_blocks_total() { return kv_blocks_total_; }
+  prometheus::Gauge& kv_used_bytes() { return kv_used_bytes_; }
+  prometheus::Gauge& kv_capacity_bytes() { return kv_capacity_bytes_; }
+  prometheus::Gauge& weight_bytes(WorkKind kind) { return kind == WorkKind::kEncode ? weights_encoder_ : weights_decoder_; }
+  prometheus::Gauge& scratch_bytes() { return scratch_bytes_; }
+  prometheus::Gauge& saturation() { return saturation_; }
+
   prometheus::Registry& registry() { return *registry_; }
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Family<prometheus::Counter>& requests_;
-  prometheus::Gauge& resident_bytes_;
-  prometheus::Gauge& virtual_bytes_;
-  prometheus::Gauge& start_time_;
-  prometheus::Gauge& ready_;
+  prometheus::Histogram &queue_encode_, &queue_generate_, &duration_encode_, &duration_generate_;
+  prometheus::Histogram &prompt_tokens_encode_, &prompt_tokens_generate_, &batch_encode_, &batch_generate_;
+  prometheus::Histogram &step_encode_, &step_generate_, &ttft_, &itl_, &generated_tokens_, &step_tokens_;
+  prometheus::Histogram &padding_ratio_, &prefill_duration_, &decode_duration_;
+  prometheus::Counter &tokens_prompt_, &tokens_generated_, &tokens_encoded_, &preemptions_;
+  prometheus::Counter &reject_queue_full_, &reject_kv_budget_, &reject_invalid_, &reject_draining_;
+  prometheus::Counter &cancel_queued_, &cancel_prefill_, &cancel_decode_, &cancel_kv_bytes_, &cancel_tokens_;
+  prometheus::Gauge &queued_encode_, &queued_generate_, &running_sequences_, &kv_blocks_used_, &kv_blocks_total_;
+  prometheus::Gauge &kv_used_bytes_, &kv_capacity_bytes_, &weights_encoder_, &weights_decoder_, &scratch_bytes_;
+  prometheus::Gauge &saturation_, &resident_bytes_, &virtual_bytes_, &start_time_, &ready_;
 };
 
 }  // namespace attnserve
