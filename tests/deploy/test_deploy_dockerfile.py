@@ -168,3 +168,22 @@ def test_runtime_packages_cover_every_library_the_binary_loads():
         if pkg not in closure and pkg not in required:
             missing[path] = pkg
     assert not missing, f"libraries not provided by the runtime packages: {missing}"
+
+
+def test_the_healthcheck_command_works_against_a_real_server(stages, server_factory):
+    """The image's HEALTHCHECK CMD, run as written (port and binary path
+    mapped to this machine): 0 against a serving server, non-zero when
+    nothing answers."""
+    from conftest import DEV, free_port
+    hc = stages[-1].all("HEALTHCHECK")[0]
+    cmd = json.loads(hc[hc.index("CMD") + 3:].strip())
+    server = server_factory()
+
+    def run(port):
+        argv = [str(BIN) if a == "/usr/local/bin/attnserve" else (str(port) if a == "8080" else a) for a in cmd]
+        return subprocess.run([str(DEV), "exec", *argv], capture_output=True, timeout=60, cwd=REPO)
+
+    ok = run(server.http_port)
+    assert ok.returncode == 0, ok.stderr.decode()
+    bad = run(free_port())
+    assert bad.returncode != 0

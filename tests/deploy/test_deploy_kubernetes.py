@@ -72,6 +72,8 @@ def test_every_manifest_validates_in_the_rendered_base(base):
     for d in docs:
         validate(d)
         assert d["metadata"]["labels"]["app.kubernetes.io/part-of"] == "attnserve"
+    _, c = container(docs)
+    assert c["image"] == "attnserve:0.1.0"  # the kustomization's images entry applied
 
 
 def test_the_queue_depth_variant_renders_and_validates(variant):
@@ -244,6 +246,10 @@ def test_memory_limit_covers_measured_rss_plus_weights_kv_and_scratch(base, serv
     passthrough = [a for a in c["args"] if not a.startswith(("--grpc-port", "--http-port", "--listen-address",
                                                             "--encoder-model", "--decoder-model"))]
     loaded = server_factory(*passthrough, f"--encoder-model={enc_local}", f"--decoder-model={dec_local}")
+    # The probes the manifest declares answer 200 on the running server.
+    from conftest import http_get
+    for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+        assert http_get(loaded.url(c[probe]["httpGet"]["path"]))[0] == 200, probe
     rss = scrape_gauges(loaded)["attnserve_process_resident_memory_bytes"]
     assert rss + SCRATCH_ALLOWANCE <= limit, (f"RSS with the manifest's flags {rss / MIB:.0f} MiB + scratch "
                                               f"{SCRATCH_ALLOWANCE / MIB:.0f} MiB exceeds the limit {limit / MIB:.0f} MiB")
