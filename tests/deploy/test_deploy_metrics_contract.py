@@ -15,7 +15,9 @@ DASHBOARD = REPO / "deploy" / "grafana" / "attnserve-dashboard.json"
 RULE_FILES = sorted((REPO / "deploy" / "prometheus" / "rules").glob("*.yml"))
 ADAPTER = REPO / "deploy" / "kubernetes" / "autoscaling-queue-depth" / "prometheus-adapter-rules.yaml"
 
-# The metrics contract (docs/operations.md lists what each is for).
+# The metrics contract (docs/operations.md lists what each is for). The
+# contract's attnserve_kv_cache_blocks_total is exported as
+# attnserve_kv_cache_capacity_blocks: `_total` is for counters (promtool check metrics).
 CONTRACT = {
     "counter": ["attnserve_requests_total", "attnserve_tokens_processed_total", "attnserve_preemptions_total",
                 "attnserve_rejections_total", "attnserve_cancellations_total",
@@ -26,7 +28,7 @@ CONTRACT = {
                   "attnserve_engine_step_duration_seconds", "attnserve_prompt_tokens", "attnserve_generated_tokens",
                   "attnserve_batch_size", "attnserve_step_tokens", "attnserve_encode_padding_ratio"],
     "gauge": ["attnserve_queued_requests", "attnserve_running_sequences", "attnserve_kv_cache_blocks_used",
-              "attnserve_kv_cache_blocks_total", "attnserve_kv_cache_used_bytes", "attnserve_kv_cache_capacity_bytes",
+              "attnserve_kv_cache_capacity_blocks", "attnserve_kv_cache_used_bytes", "attnserve_kv_cache_capacity_bytes",
               "attnserve_weight_bytes", "attnserve_engine_scratch_bytes", "attnserve_process_resident_memory_bytes",
               "attnserve_process_virtual_memory_bytes", "attnserve_process_start_time_seconds", "attnserve_saturation",
               "attnserve_ready", "attnserve_build_info"],
