@@ -1,0 +1,435 @@
+#include "engine/attention/flash_kernel.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+#include "absl/log/check.h"
+#include "engine/core/half.h"
+
+namespace attnserve::attention_internal {
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+int RoundUp(int x, int m) { return (x + m - 1) / m * m; }
+
+// ---------------------------------------------------------------------------
+// Micro-kernels. Shapes: Qp [rows_pad, d] (pre-scaled), Kt [d, kKeyTile]
+// (K tile transposed, zero-padded to cols), S/P [rows_pad, kKeyTile],
+// V rows at v + j * v_stride, O [rows_pad, d]. rows_pad % 4 == 0.
+struct MicroKernels {
+  void (*qk)(const float* qp, int rows_pad, const float* kt, int cols, int d, float* s);
+  void (*pv)(const float* p, int rows_pad, const float* v, int64_t v_stride, int count, int d,
+             float* o);
+  // s[j] = exp(s[j] - m) for j < n (exp(-inf) = 0); returns the sum.
+  float (*exp_sum)(float* s, int n, float m);
+  float (*max)(const float* s, int n);
+};
+
+void QkScalar(const float* qp, int rows_pad, const float* kt, int cols, int d, float* s) {
+  for (int r = 0; r < rows_pad; ++r) {
+    float* srow = s + r * kKeyTile;
+    for (int j = 0; j < cols; ++j) srow[j] = 0.0f;
+    for (int p = 0; p < d; ++p) {
+      float a = qp[r * d + p];
+      const float* krow = kt + p * kKeyTile;
+      for (int j = 0; j < cols; ++j) srow[j] += a * krow[j];
+    }
+  }
+}
+
+void PvScalar(const float* p, int rows_pad, const float* v, int64_t v_stride, int count, int d,
+              float* o) {
+  for (int r = 0; r < rows_pad; ++r) {
+    float* orow = o + r * d;
+    for (int j = 0; j < count; ++j) {
+      float a = p[r * kKeyTile + j];
+      if (a == 0.0f) continue;
+      const float* vrow = v + j * v_stride;
+      for (int c = 0; c < d; ++c) orow[c] += a * vrow[c];
+    }
+  }
+}
+
+float ExpSumScalar(float* s, int n, float m) {
+  float sum = 0.0f;
+  for (int j = 0; j < n; ++j) {
+    s[j] = std::exp(s[j] - m);
+    sum += s[j];
+  }
+  return sum;
+}
+
+float MaxScalar(const float* s, int n) {
+  float mx = kNegInf;
+  for (int j = 0; j < n; ++j) mx = std::max(mx, s[j]);
+  return mx;
+}
+
+// --- AVX2 + FMA ---------------------------------------------------------------
+
+__attribute__((target("avx2,fma"))) void QkAvx2(const float* qp, int rows_pad, const float* kt,
+                                                 int cols, int d, float* s) {
+  for (int r = 0; r < rows_pad; r += 4) {
+    const float* q0 = qp + (r + 0) * d;
+    const float* q1 = qp + (r + 1) * d;
+    const float* q2 = qp + (r + 2) * d;
+    const float* q3 = qp + (r + 3) * d;
+    for (int c = 0; c < cols; c += 16) {
+      __m256 a00 = _mm256_setzero_ps(), a01 = _mm256_setzero_ps();
+      __m256 a10 = _mm256_setzero_ps(), a11 = _mm256_setzero_ps();
+      __m256 a20 = _mm256_setzero_ps(), a21 = _mm256_setzero_ps();
+      __m256 a30 = _mm256_setzero_ps(), a31 = _mm256_setzero_ps();
+      const float* kp = kt + c;
+      for (int p = 0; p < d; ++p, kp += kKeyTile) {
+        __m256 b0 = _mm256_load_ps(kp);
+        __m256 b1 = _mm256_load_ps(kp + 8);
+        __m256 x = _mm256_broadcast_ss(q0 + p);
+        a00 = _mm256_fmadd_ps(x, b0, a00);
+        a01 = _mm256_fmadd_ps(x, b1, a01);
+        x = _mm256_broadcast_ss(q1 + p);
+        a10 = _mm256_fmadd_ps(x, b0, a10);
+        a11 = _mm256_fmadd_ps(x, b1, a11);
+        x = _mm256_broadcast_ss(q2 + p);
+        a20 = _mm256_fmadd_ps(x, b0, a20);
+        a21 = _mm256_fmadd_ps(x, b1, a21);
+        x = _mm256_broadcast_ss(q3 + p);
+        a30 = _mm256_fmadd_ps(x, b0, a30);
+        a31 = _mm256_fmadd_ps(x, b1, a31);
+      }
+      float* s0 = s + (r + 0) * kKeyTile + c;
+      _mm256_store_ps(s0, a00);
+      _mm256_store_ps(s0 + 8, a01);
+      _mm256_store_ps(s0 + kKeyTile, a10);
+      _mm256_store_ps(s0 + kKeyTile + 8, a11);
+      _mm256_store_ps(s0 + 2 * kKeyTile, a20);
+      _mm256_store_ps(s0 + 2 * kKeyTile + 8, a21);
+      _mm256_store_ps(s0 + 3 * kKeyTile, a30);
+      _mm256_store_ps(s0 + 3 * kKeyTile + 8, a31);
+    }
+  }
+}
+
+__attribute__((target("avx2,fma"))) void PvAvx2(const float* p, int rows_pad, const float* v,
+                                                 int64_t v_stride, int count, int d, float* o) {
+  for (int r = 0; r < rows_pad; r += 4) {
+    const float* p0 = p + (r + 0) * kKeyTile;
+    const float* p1 = p0 + kKeyTile;
+    const float* p2 = p1 + kKeyTile;
+    const float* p3 = p2 + kKeyTile;
+    float* o0 = o + (r + 0) * d;
+    float* o1 = o0 + d;
+    float* o2 = o1 + d;
+    float* o3 = o2 + d;
+    int c = 0;
+    for (; c + 16 <= d; c += 16) {
+      __m256 a00 = _mm256_loadu_ps(o0 + c), a01 = _mm256_loadu_ps(o0 + c + 8);
+      __m256 a10 = _mm256_loadu_ps(o1 + c), a11 = _mm256_loadu_ps(o1 + c + 8);
+      __m256 a20 = _mm256_loadu_ps(o2 + c), a21 = _mm256_loadu_ps(o2 + c + 8);
+      __m256 a30 = _mm256_loadu_ps(o3 + c), a31 = _mm256_loadu_ps(o3 + c + 8);
+      const float* vp = v + c;
+      for (int j = 0; j < count; ++j, vp += v_stride) {
+        __m256 b0 = _mm256_loadu_ps(vp);
+        __m256 b1 = _mm256_loadu_ps(vp + 8);
+        __m256 x = _mm256_broadcast_ss(p0 + j);
+        a00 = _mm256_fmadd_ps(x, b0, a00);
+        a01 = _mm256_fmadd_ps(x, b1, a01);
+        x = _mm256_broadcast_ss(p1 + j);
+        a10 = _mm256_fmadd_ps(x, b0, a10);
+        a11 = _mm256_fmadd_ps(x, b1, a11);
+        x = _mm256_broadcast_ss(p2 + j);
+        a20 = _mm256_fmadd_ps(x, b0, a20);
+        a21 = _mm256_fmadd_ps(x, b1, a21);
+        x = _mm256_broadcast_ss(p3 + j);
+        a30 = _mm256_fmadd_ps(x, b0, a30);
+        a31 = _mm256_fmadd_ps(x, b1, a31);
+      }
+      _mm256_storeu_ps(o0 + c, a00);
+      _mm256_storeu_ps(o0 + c + 8, a01);
+      _mm256_storeu_ps(o1 + c, a10);
+      _mm256_storeu_ps(o1 + c + 8, a11);
+      _mm256_storeu_ps(o2 + c, a20);
+      _mm256_storeu_ps(o2 + c + 8, a21);
+      _mm256_storeu_ps(o3 + c, a30);
+      _mm256_storeu_ps(o3 + c + 8, a31);
+    }
+    for (; c < d; c += 8) {  // d % 8 == 0 on this path
+      __m256 a0 = _mm256_loadu_ps(o0 + c), a1 = _mm256_loadu_ps(o1 + c);
+      __m256 a2 = _mm256_loadu_ps(o2 + c), a3 = _mm256_loadu_ps(o3 + c);
+      const float* vp = v + c;
+      for (int j = 0; j < count; ++j, vp += v_stride) {
+        __m256 b = _mm256_loadu_ps(vp);
+        a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(p0 + j), b, a0);
+        a1 = _mm256_fmadd_ps(_mm256_broadcast_ss(p1 + j), b, a1);
+        a2 = _mm256_fmadd_ps(_mm256_broadcast_ss(p2 + j), b, a2);
+        a3 = _mm256_fmadd_ps(_mm256_broadcast_ss(p3 + j), b, a3);
+      }
+      _mm256_storeu_ps(o0 + c, a0);
+      _mm256_storeu_ps(o1 + c, a1);
+      _mm256_storeu_ps(o2 + c, a2);
+      _mm256_storeu_ps(o3 + c, a3);
+    }
+  }
+}
+
+// exp(x) for 8 lanes, Cephes-style range reduction + degree-5 polynomial;
+// relative error ~1e-7. Inputs below the smallest normal's log give exactly 0
+// (so exp(-inf) = 0 and masked keys contribute nothing).
+__attribute__((target("avx2,fma"))) inline __m256 Exp8(__m256 x) {
+  const __m256 lo = _mm256_set1_ps(-87.3f);
+  __m256 keep = _mm256_cmp_ps(x, lo, _CMP_GE_OQ);
+  x = _mm256_min_ps(x, _mm256_set1_ps(88.3762626647949f));
+  x = _mm256_max_ps(x, lo);
+  __m256 fx = _mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f));
+  fx = _mm256_floor_ps(fx);
+  x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693359375f), x);
+  x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(-2.12194440e-4f), x);
+  __m256 y = _mm256_set1_ps(1.9875691500E-4f);
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.3981999507E-3f));
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(8.3334519073E-3f));
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(4.1665795894E-2f));
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.6666665459E-1f));
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(5.0000001201E-1f));
+  __m256 x2 = _mm256_mul_ps(x, x);
+  y = _mm256_fmadd_ps(y, x2, _mm256_add_ps(x, _mm256_set1_ps(1.0f)));
+  __m256i e = _mm256_add_epi32(_mm256_cvttps_epi32(fx), _mm256_set1_epi32(127));
+  e = _mm256_slli_epi32(e, 23);
+  y = _mm256_mul_ps(y, _mm256_castsi256_ps(e));
+  return _mm256_and_ps(y, keep);
+}
+
+__attribute__((target("avx2,fma"))) float ExpSumAvx2(float* s, int n, float m) {
+  __m256 vm = _mm256_set1_ps(m);
+  __m256 acc = _mm256_setzero_ps();
+  int j = 0;
+  for (; j + 8 <= n; j += 8) {
+    __m256 e = Exp8(_mm256_sub_ps(_mm256_loadu_ps(s + j), vm));
+    _mm256_storeu_ps(s + j, e);
+    acc = _mm256_add_ps(acc, e);
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, acc);
+  float sum = lanes[0] + lanes[1] + lanes[2] + lanes[3] + lanes[4] + lanes[5] + lanes[6] + lanes[7];
+  if (j < n) {
+    alignas(32) float tail[8];
+    for (int t = 0; t < 8; ++t) tail[t] = j + t < n ? s[j + t] - m : kNegInf;
+    _mm256_store_ps(tail, Exp8(_mm256_load_ps(tail)));
+    for (int t = 0; j + t < n; ++t) {
+      s[j + t] = tail[t];
+      sum += tail[t];
+    }
+  }
+  return sum;
+}
+
+__attribute__((target("avx2,fma"))) float MaxAvx2(const float* s, int n) {
+  __m256 acc = _mm256_set1_ps(kNegInf);
+  int j = 0;
+  for (; j + 8 <= n; j += 8) acc = _mm256_max_ps(acc, _mm256_loadu_ps(s + j));
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, acc);
+  float mx = lanes[0];
+  for (int t = 1; t < 8; ++t) mx = std::max(mx, lanes[t]);
+  for (; j < n; ++j) mx = std::max(mx, s[j]);
+  return mx;
+}
+
+constexpr MicroKernels kScalar{QkScalar, PvScalar, ExpSumScalar, MaxScalar};
+constexpr MicroKernels kAvx2{QkAvx2, PvAvx2, ExpSumAvx2, MaxAvx2};
+
+std::atomic<bool> force_scalar{false};
+
+bool HasAvx2() {
+  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return has;
+}
+
+const MicroKernels& Select(int head_dim) {
+  if (!force_scalar.load(std::memory_order_relaxed) && HasAvx2() && head_dim % 8 == 0) return kAvx2;
+  return kScalar;
+}
+
+// A tile of K/V rows: `count` rows starting at key position `start`.
+struct Tile {
+  const std::byte* k;
+  const std::byte* v;
+  int64_t k_stride;  // elements
+  int64_t v_stride;
+  int count;
+};
+
+Tile GetTile(const KvSource& src, int start, int limit) {
+  size_t es = DTypeSize(src.dtype);
+  if (src.layout == nullptr) {
+    int count = std::min(kKeyTile, limit - start);
+    return {src.k + start * src.k_row_stride * es, src.v + start * src.v_row_stride * es,
+            src.k_row_stride, src.v_row_stride, count};
+  }
+  const KvLayout& L = *src.layout;
+  int block = start / L.block_size;
+  int row = start % L.block_size;
+  int count = std::min({kKeyTile, L.block_size - row, limit - start});
+  const std::byte* base = src.layer_base + int64_t{src.block_table[block]} * L.BlockBytes();
+  return {base + L.KOffset(src.kv_head, row) * es, base + L.VOffset(src.kv_head, row) * es,
+          L.head_dim, L.head_dim, count};
+}
+
+// Kt[p][j] = K[j][p] for j < count; zero for count <= j < cols.
+void PackKt(const Tile& t, DType dtype, int d, int cols, float* kt) {
+  if (dtype == DType::kF32) {
+    const float* k = reinterpret_cast<const float*>(t.k);
+    for (int j = 0; j < t.count; ++j) {
+      const float* krow = k + j * t.k_stride;
+      for (int p = 0; p < d; ++p) kt[p * kKeyTile + j] = krow[p];
+    }
+  } else {
+    const uint16_t* k = reinterpret_cast<const uint16_t*>(t.k);
+    for (int j = 0; j < t.count; ++j) {
+      const uint16_t* krow = k + j * t.k_stride;
+      for (int p = 0; p < d; ++p) kt[p * kKeyTile + j] = Bf16ToFloat(krow[p]);
+    }
+  }
+  for (int p = 0; p < d; ++p)
+    for (int j = t.count; j < cols; ++j) kt[p * kKeyTile + j] = 0.0f;
+}
+
+}  // namespace
+
+void FlashScratch::Reserve(int max_rows, int head_dim) {
+  int rows_pad = RoundUp(std::max(max_rows, 1), 4);
+  q_elems_ = int64_t{rows_pad} * head_dim;
+  s_elems_ = int64_t{rows_pad} * kKeyTile;
+  kt_elems_ = int64_t{head_dim} * kKeyTile;
+  vf_elems_ = int64_t{kKeyTile} * head_dim;
+  o_elems_ = int64_t{rows_pad} * head_dim;
+  ml_elems_ = rows_pad;
+  // Each part starts 32-byte aligned when every count is a multiple of 8.
+  auto r8 = [](int64_t x) { return (x + 7) / 8 * 8; };
+  q_elems_ = r8(q_elems_);
+  o_elems_ = r8(o_elems_);
+  ml_elems_ = r8(ml_elems_);
+  int64_t total = q_elems_ + s_elems_ + kt_elems_ + vf_elems_ + o_elems_ + 2 * ml_elems_ + 8;
+  if (capacity_ < total) {
+    size_t bytes = static_cast<size_t>(total) * sizeof(float);
+    bytes = (bytes + 63) / 64 * 64;
+    float* p = static_cast<float*>(std::aligned_alloc(64, bytes));
+    CHECK(p != nullptr) << "out of memory for attention scratch (" << bytes << " bytes)";
+    buf_.reset(p);
+    capacity_ = total;
+    bytes_ = static_cast<int64_t>(bytes);
+  }
+}
+
+void FlashScratch::Free::operator()(float* p) const { std::free(p); }
+
+void RunFlashJob(const FlashRow* rows, int num_rows, const KvSource& src, int d, float scale,
+                 FlashScratch& scratch) {
+  const MicroKernels& mk = Select(d);
+  const int rows_pad = RoundUp(num_rows, 4);
+  float* qp = scratch.qp();
+  float* s = scratch.s();
+  float* kt = scratch.kt();
+  float* vf = scratch.vf();
+  float* o = scratch.o();
+  float* m = scratch.m();
+  float* l = scratch.l();
+  // S and Kt are 32-byte aligned (64-aligned base, part sizes multiples of 8
+  // floats), as QkAvx2's aligned loads and stores need.
+  const MicroKernels& k = mk;
+
+  int max_limit = 0;
+  for (int r = 0; r < num_rows; ++r) {
+    const float* q = rows[r].q;
+    for (int p = 0; p < d; ++p) qp[r * d + p] = q[p] * scale;
+    max_limit = std::max(max_limit, rows[r].key_limit);
+    m[r] = kNegInf;
+    l[r] = 0.0f;
+  }
+  std::memset(qp + num_rows * d, 0, sizeof(float) * (rows_pad - num_rows) * d);
+  std::memset(o, 0, sizeof(float) * rows_pad * d);
+
+  for (int start = 0; start < max_limit;) {
+    Tile t = GetTile(src, start, max_limit);
+    const int count = t.count;
+    const int cols = RoundUp(count, 16);
+    PackKt(t, src.dtype, d, cols, kt);
+    const float* v;
+    int64_t v_stride;
+    if (src.dtype == DType::kF32) {
+      v = reinterpret_cast<const float*>(t.v);
+      v_stride = t.v_stride;
+    } else {
+      const uint16_t* vb = reinterpret_cast<const uint16_t*>(t.v);
+      for (int j = 0; j < count; ++j) ConvertBf16ToF32(vb + j * t.v_stride, vf + j * d, d);
+      v = vf;
+      v_stride = d;
+    }
+    k.qk(qp, rows_pad, kt, cols, d, s);
+    bool any_live = false;
+    for (int r = 0; r < rows_pad; ++r) {
+      float* srow = s + r * kKeyTile;
+      if (r >= num_rows) {
+        std::memset(srow, 0, sizeof(float) * count);
+        continue;
+      }
+      const FlashRow& row = rows[r];
+      const int lim = std::clamp(row.key_limit - start, 0, count);
+      for (int j = lim; j < count; ++j) srow[j] = kNegInf;
+      if (row.allow_row != nullptr) {
+        const uint8_t* a = row.allow_row + start;
+        for (int j = 0; j < lim; ++j)
+          if (!a[j]) srow[j] = kNegInf;
+      }
+      if (row.key_allow != nullptr) {
+        const uint8_t* a = row.key_allow + start;
+        for (int j = 0; j < lim; ++j)
+          if (!a[j]) srow[j] = kNegInf;
+      }
+      if (row.add_row != nullptr) {
+        const float* a = row.add_row + start;
+        for (int j = 0; j < lim; ++j) srow[j] += a[j];
+      }
+      const float tile_max = k.max(srow, count);
+      if (tile_max == kNegInf) {  // nothing visible in this tile for this row
+        std::memset(srow, 0, sizeof(float) * count);
+        continue;
+      }
+      any_live = true;
+      const float m_new = std::max(m[r], tile_max);
+      const float alpha = m[r] == kNegInf ? 0.0f : std::exp(m[r] - m_new);
+      const float sum = k.exp_sum(srow, count, m_new);
+      l[r] = l[r] * alpha + sum;
+      if (alpha != 1.0f) {
+        float* orow = o + r * d;
+        for (int c = 0; c < d; ++c) orow[c] *= alpha;
+      }
+      m[r] = m_new;
+    }
+    if (any_live) k.pv(s, rows_pad, v, v_stride, count, d, o);
+    start += count;
+  }
+
+  for (int r = 0; r < num_rows; ++r) {
+    float* out = rows[r].out;
+    if (l[r] > 0.0f) {
+      const float inv = 1.0f / l[r];
+      for (int c = 0; c < d; ++c) out[c] = o[r * d + c] * inv;
+    } else {
+      for (int c = 0; c < d; ++c) out[c] = 0.0f;
+    }
+  }
+}
+
+const char* FlashKernelIsa() {
+  return (!force_scalar.load(std::memory_order_relaxed) && HasAvx2()) ? "avx2" : "scalar";
+}
+
+void ForceScalarFlashKernel(bool force) { force_scalar.store(force, std::memory_order_relaxed); }
+
+}  // namespace attnserve::attention_internal
