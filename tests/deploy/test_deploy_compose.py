@@ -63,7 +63,7 @@ def test_grafana_reads_prometheus_and_the_dashboard():
 
 def test_server_runs_as_in_kubernetes():
     svc = compose()["services"]["attnserve"]
-    dep = yaml.safe_load((DEPLOY / "kubernetes" / "deployment.yaml").read_text())
+    dep = yaml.safe_load((DEPLOY / "kubernetes" / "base" / "deployment.yaml").read_text())
     (container,) = dep["spec"]["template"]["spec"]["containers"]
     assert svc["command"] == container["args"]
     assert svc["read_only"] is True and svc["cap_drop"] == ["ALL"]

