@@ -21,6 +21,8 @@ ARG DEBIAN_IMAGE=debian:trixie-slim
 
 # ------------------------------------------------------------------ build --
 FROM ${DEBIAN_IMAGE} AS build
+# pipefail: a failing awk must fail the install, not install nothing.
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 COPY deploy/debian-packages.txt /tmp/debian-packages.txt
 RUN apt-get update \
  && awk '!/^#/ && NF >= 2 && $1 == "build" { print $2 }' /tmp/debian-packages.txt \
@@ -34,6 +36,10 @@ RUN cmake --preset release -B build/release \
 
 # ---------------------------------------------------------------- runtime --
 FROM ${DEBIAN_IMAGE} AS runtime
+LABEL org.opencontainers.image.title="attnserve" \
+      org.opencontainers.image.description="Transformer inference service (gRPC + HTTP) on oneDNN" \
+      org.opencontainers.image.documentation="docs/operations.md"
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 COPY deploy/debian-packages.txt /tmp/debian-packages.txt
 RUN apt-get update \
  && awk '!/^#/ && NF >= 2 && $1 == "runtime" { print $2 }' /tmp/debian-packages.txt \
@@ -41,8 +47,8 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/* /tmp/debian-packages.txt
 # A fixed numeric UID/GID so Kubernetes' runAsNonRoot can verify it and
 # mounted volumes can be chowned to it (fsGroup 10001).
-RUN groupadd --system --gid 10001 attnserve \
- && useradd --system --uid 10001 --gid 10001 --home-dir /var/lib/attnserve --no-create-home \
+RUN groupadd --gid 10001 attnserve \
+ && useradd --uid 10001 --gid 10001 --home-dir /var/lib/attnserve --no-create-home \
       --shell /usr/sbin/nologin attnserve \
  && mkdir -p /models /var/lib/attnserve \
  && chown 10001:10001 /var/lib/attnserve

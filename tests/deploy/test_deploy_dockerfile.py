@@ -187,3 +187,12 @@ def test_the_healthcheck_command_works_against_a_real_server(stages, server_fact
     assert ok.returncode == 0, ok.stderr.decode()
     bad = run(free_port())
     assert bad.returncode != 0
+
+
+def test_every_run_is_valid_shell(stages):
+    """Each RUN (shell form, under the stage's SHELL bash) parses: `bash -n`."""
+    for s in stages:
+        assert s.all("SHELL") == ['["/bin/bash", "-o", "pipefail", "-c"]'], f"stage {s.name}: no pipefail shell"
+        for run in s.all("RUN"):
+            check = subprocess.run(["bash", "-n", "-c", run], capture_output=True, text=True)
+            assert check.returncode == 0, f"stage {s.name}: {run}\n{check.stderr}"
