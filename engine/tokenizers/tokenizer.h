@@ -21,13 +21,14 @@ struct SpecialTokens {
   int32_t eos = -1;
   int32_t unk = -1;
   int32_t pad = -1;
-  // What Encode does when EncodeOptions leaves it to the model
+  // What Encode does when TokenizeOptions leaves it to the model
   // (GGUF tokenizer.ggml.add_bos_token, HF post-processor).
   bool add_bos_by_default = false;
   bool add_eos_by_default = false;
 };
 
-struct EncodeOptions {
+// (Named TokenizeOptions, not EncodeOptions: the encoder model owns that name.)
+struct TokenizeOptions {
   // Prepend BOS / append EOS: nullopt = the model's default.
   std::optional<bool> add_bos;
   std::optional<bool> add_eos;
@@ -41,7 +42,7 @@ class Tokenizer {
   virtual ~Tokenizer() = default;
 
   virtual absl::StatusOr<std::vector<int32_t>> Encode(std::string_view text,
-                                                      const EncodeOptions& options = {}) const = 0;
+                                                      const TokenizeOptions& options = {}) const = 0;
 
   // The bytes token `id` contributes to the output text: byte-fallback
   // "<0xNN>" -> that one byte, "▁" -> ' ', byte-level map reversed. May be
