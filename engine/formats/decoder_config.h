@@ -96,6 +96,9 @@ struct DecoderConfig {
   int rope_dim = 0;  // rotated dims per head (== head_dim unless partial rotary)
   RopePairing rope_pairing = RopePairing::kHalfSplit;
   RopeScaling rope_scaling;
+  // Per-frequency divisors (GGUF `rope_freqs.weight`, how llama.cpp stores
+  // llama3 scaling): inv_freq[i] /= rope_freq_factors[i]. Empty: none.
+  std::vector<float> rope_freq_factors;
 
   bool qkv_bias = false;       // Qwen2, GPT-2, Llama attention_bias=true
   bool attn_out_bias = false;  // GPT-2 (and Llama attention_bias=true)
@@ -116,9 +119,18 @@ struct DecoderConfig {
   std::string DebugString() const;
 };
 
+class GgufFile;
+class HfConfig;
+
+// From GGUF metadata (general.architecture llama / qwen2 / gpt2 and its
+// keys) plus tensor presence (biases, output.weight, rope_freqs.weight).
+absl::StatusOr<DecoderConfig> DecoderConfigFromGguf(const GgufFile& gguf);
+// From a Hugging Face config.json (model_type llama, mistral, qwen2, gpt2).
+absl::StatusOr<DecoderConfig> DecoderConfigFromHf(const HfConfig& hf);
+
 // Inverse rotary frequencies, rope_dim/2 of them, frequency index i for pair
 // i (pairing per rope_pairing), with rope_scaling applied (none, linear,
-// llama3). Unimplemented for dynamic NTK and yarn.
+// llama3, rope_freq_factors). Unimplemented for dynamic NTK and yarn.
 absl::StatusOr<std::vector<float>> RopeInvFreq(const DecoderConfig& config);
 
 }  // namespace attnserve

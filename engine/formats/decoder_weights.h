@@ -39,6 +39,7 @@ struct DecoderLayerWeights {
   Tensor mlp_norm_weight;   // [hidden] f32
   Tensor mlp_norm_bias;     // [hidden] f32, LayerNorm only
   Tensor gate_weight;       // [intermediate, hidden], SwiGLU only
+  Tensor gate_bias;         // [intermediate] f32, SwiGLU with mlp_bias
   Tensor up_weight;         // [intermediate, hidden] (GPT-2: c_fc)
   Tensor up_bias;           // [intermediate] f32, if mlp_bias
   Tensor down_weight;       // [hidden, intermediate] (GPT-2: mlp.c_proj)
@@ -64,6 +65,18 @@ struct DecoderWeights {
 // [32, 64]").
 absl::Status ValidateDecoderWeights(const DecoderConfig& config, const DecoderWeights& weights,
                                     DType matrix_dtype);
+
+class GgufFile;
+class SafetensorsArchive;
+
+// Reads every tensor the config calls for from a GGUF file (llama.cpp tensor
+// names: token_embd, blk.N.attn_q, ..., output) and validates it.
+absl::StatusOr<DecoderWeights> LoadDecoderWeightsFromGguf(const GgufFile& gguf, const DecoderConfig& config,
+                                                          DType matrix_dtype);
+// Same from Hugging Face safetensors (model.embed_tokens..., or GPT-2's
+// transformer.wte..., with or without the "transformer." prefix).
+absl::StatusOr<DecoderWeights> LoadDecoderWeightsFromHf(const SafetensorsArchive& archive,
+                                                        const DecoderConfig& config, DType matrix_dtype);
 
 }  // namespace attnserve
 

@@ -1,0 +1,383 @@
+#include "engine/formats/decoder_config.h"
+
+#include <cmath>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "engine/core/status_macros.h"
+#include "engine/formats/gguf_file.h"
+#include "engine/formats/hf_config.h"
+
+namespace attnserve {
+
+const char* RopeScalingKindName(RopeScalingKind kind) {
+  switch (kind) {
+    case RopeScalingKind::kNone: return "none";
+    case RopeScalingKind::kLinear: return "linear";
+    case RopeScalingKind::kDynamicNtk: return "dynamic";
+    case RopeScalingKind::kLlama3: return "llama3";
+    case RopeScalingKind::kYarn: return "yarn";
+  }
+  return "unknown";
+}
+
+const char* RopePairingName(RopePairing pairing) {
+  return pairing == RopePairing::kHalfSplit ? "half_split" : "adjacent";
+}
+
+absl::Status DecoderConfig::Validate() const {
+  auto bad = [&](const std::string& why) {
+    return absl::InvalidArgumentError(absl::StrCat("decoder config (", architecture, "): ", why));
+  };
+  if (hidden_size <= 0 || num_layers <= 0 || num_heads <= 0 || num_kv_heads <= 0 || head_dim <= 0 ||
+      vocab_size <= 0 || intermediate_size <= 0) {
+    return bad(absl::StrCat("sizes must be positive: hidden ", hidden_size, ", layers ", num_layers, ", heads ",
+                            num_heads, ", kv heads ", num_kv_heads, ", head_dim ", head_dim, ", vocab ", vocab_size,
+                            ", intermediate ", intermediate_size));
+  }
+  if (num_heads % num_kv_heads != 0) {
+    return bad(absl::StrCat("num_heads ", num_heads, " is not a multiple of num_kv_heads ", num_kv_heads));
+  }
+  if (max_positions <= 0) return bad(absl::StrCat("max_positions ", max_positions, " must be positive"));
+  if (!(norm_eps > 0) || !std::isfinite(norm_eps)) return bad(absl::StrCat("norm epsilon ", norm_eps, " must be > 0"));
+  if (positions == PositionKind::kRope) {
+    if (rope_dim <= 0 || rope_dim > head_dim || rope_dim % 2 != 0) {
+      return bad(absl::StrCat("rope_dim ", rope_dim, " must be even and in (0, head_dim ", head_dim, "]"));
+    }
+    if (!(rope_theta > 0) || !std::isfinite(rope_theta)) return bad(absl::StrCat("rope_theta ", rope_theta));
+    if (!rope_freq_factors.empty() && static_cast<int>(rope_freq_factors.size()) != rope_dim / 2) {
+      return bad(absl::StrCat("rope_freq_factors has ", rope_freq_factors.size(), " entries, want ", rope_dim / 2));
+    }
+    if (rope_scaling.kind != RopeScalingKind::kNone && !(rope_scaling.factor > 0)) {
+      return bad(absl::StrCat("rope_scaling factor ", rope_scaling.factor, " must be > 0"));
+    }
+    if (rope_scaling.kind == RopeScalingKind::kLlama3 &&
+        (rope_scaling.original_max_positions <= 0 || !(rope_scaling.high_freq_factor > rope_scaling.low_freq_factor))) {
+      return bad("llama3 rope_scaling needs original_max_position_embeddings > 0 and high_freq_factor > "
+                 "low_freq_factor");
+    }
+  }
+  return absl::OkStatus();
+}
+
+int64_t DecoderConfig::KvBytesPerToken(DType kv_dtype) const {
+  return int64_t{2} * num_layers * num_kv_heads * head_dim * static_cast<int64_t>(DTypeSize(kv_dtype));
+}
+
+std::string DecoderConfig::DebugString() const {
+  return absl::StrCat(architecture, ": hidden ", hidden_size, ", ffn ", intermediate_size, ", layers ", num_layers,
+                      ", heads ", num_heads, "/", num_kv_heads, " x ", head_dim, ", vocab ", vocab_size,
+                      ", positions ", max_positions,
+                      positions == PositionKind::kRope
+                          ? absl::StrCat(" (rope theta ", rope_theta, ", dim ", rope_dim, ", ",
+                                         RopePairingName(rope_pairing), ", scaling ",
+                                         RopeScalingKindName(rope_scaling.kind), ")")
+                          : std::string(" (learned)"),
+                      qkv_bias ? ", qkv bias" : "", tie_word_embeddings ? ", tied embeddings" : "");
+}
+
+absl::StatusOr<std::vector<float>> RopeInvFreq(const DecoderConfig& c) {
+  if (c.positions != PositionKind::kRope) return absl::FailedPreconditionError("model has no rotary embeddings");
+  const int half = c.rope_dim / 2;
+  std::vector<float> inv(half);
+  // As HF: 1 / theta^(2i / dim), computed in float32.
+  for (int i = 0; i < half; ++i) {
+    float expo = static_cast<float>(2 * i) / static_cast<float>(c.rope_dim);
+    inv[i] = 1.0f / std::pow(c.rope_theta, expo);
+  }
+  const RopeScaling& s = c.rope_scaling;
+  switch (s.kind) {
+    case RopeScalingKind::kNone:
+      break;
+    case RopeScalingKind::kLinear:
+      for (float& f : inv) f /= s.factor;
+      break;
+    case RopeScalingKind::kLlama3: {
+      // transformers' _compute_llama3_parameters.
+      const float old_ctx = static_cast<float>(s.original_max_positions);
+      const float low_wavelen = old_ctx / s.low_freq_factor;
+      const float high_wavelen = old_ctx / s.high_freq_factor;
+      for (float& f : inv) {
+        const float wavelen = 2.0f * static_cast<float>(M_PI) / f;
+        if (wavelen > low_wavelen) {
+          f = f / s.factor;
+        } else if (wavelen >= high_wavelen) {
+          const float smooth = (old_ctx / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
+          f = (1.0f - smooth) * f / s.factor + smooth * f;
+        }
+      }
+      break;
+    }
+    case RopeScalingKind::kDynamicNtk:
+    case RopeScalingKind::kYarn:
+      return absl::UnimplementedError(absl::StrCat("rope scaling '", RopeScalingKindName(s.kind),
+                                                   "' is parsed but not implemented"));
+  }
+  for (size_t i = 0; i < c.rope_freq_factors.size() && i < inv.size(); ++i) inv[i] /= c.rope_freq_factors[i];
+  return inv;
+}
+
+// ---------------------------------------------------------------- GGUF
+
+namespace {
+
+absl::StatusOr<int> GgufPositiveInt(const GgufFile& g, const std::string& key) {
+  ASSIGN_OR_RETURN(int64_t v, g.GetInt(key));
+  if (v <= 0 || v > (int64_t{1} << 30)) {
+    return absl::InvalidArgumentError(absl::StrCat(g.where(), ": ", key, " = ", v, " is out of range"));
+  }
+  return static_cast<int>(v);
+}
+
+absl::StatusOr<int> GgufIntOr(const GgufFile& g, const std::string& key, int def) {
+  if (g.Find(key) == nullptr) return def;
+  return GgufPositiveInt(g, key);
+}
+
+absl::StatusOr<RopeScalingKind> ParseScalingType(const std::string& type, const std::string& where) {
+  if (type.empty() || type == "none" || type == "default") return RopeScalingKind::kNone;
+  if (type == "linear") return RopeScalingKind::kLinear;
+  if (type == "dynamic") return RopeScalingKind::kDynamicNtk;
+  if (type == "llama3") return RopeScalingKind::kLlama3;
+  if (type == "yarn") return RopeScalingKind::kYarn;
+  return absl::InvalidArgumentError(absl::StrCat(where, ": unknown rope scaling type '", type, "'"));
+}
+
+}  // namespace
+
+absl::StatusOr<DecoderConfig> DecoderConfigFromGguf(const GgufFile& g) {
+  DecoderConfig c;
+  ASSIGN_OR_RETURN(c.architecture, g.GetString("general.architecture"));
+  ASSIGN_OR_RETURN(c.name, g.GetStringOr("general.name", ""));
+  const std::string& a = c.architecture;
+  if (a == "llama" || a == "mistral" || a == "qwen2") {
+    c.arch = DecoderArch::kLlama;
+  } else if (a == "gpt2") {
+    c.arch = DecoderArch::kGpt2;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(g.where(), ": general.architecture '", a,
+                                                   "' is not supported (llama, mistral, qwen2, gpt2)"));
+  }
+  const std::string p = a + ".";
+  ASSIGN_OR_RETURN(c.num_layers, GgufPositiveInt(g, p + "block_count"));
+  ASSIGN_OR_RETURN(c.hidden_size, GgufPositiveInt(g, p + "embedding_length"));
+  ASSIGN_OR_RETURN(c.intermediate_size, GgufPositiveInt(g, p + "feed_forward_length"));
+  ASSIGN_OR_RETURN(c.num_heads, GgufPositiveInt(g, p + "attention.head_count"));
+  ASSIGN_OR_RETURN(c.num_kv_heads, GgufIntOr(g, p + "attention.head_count_kv", c.num_heads));
+  ASSIGN_OR_RETURN(c.max_positions, GgufPositiveInt(g, p + "context_length"));
+  c.trained_max_positions = c.max_positions;
+  ASSIGN_OR_RETURN(c.head_dim, GgufIntOr(g, p + "attention.key_length", c.hidden_size / c.num_heads));
+
+  // vocab: explicit key, else the token list, else the embedding rows.
+  const GgufTensorInfo* emb = g.FindTensor("token_embd.weight");
+  if (emb == nullptr || emb->shape.size() != 2) {
+    return absl::InvalidArgumentError(absl::StrCat(g.where(), ": tensor 'token_embd.weight' is missing or not 2-D"));
+  }
+  c.vocab_size = static_cast<int>(emb->shape[0]);
+  if (g.Find(p + "vocab_size") != nullptr) {
+    ASSIGN_OR_RETURN(int v, GgufPositiveInt(g, p + "vocab_size"));
+    if (v != c.vocab_size) {
+      return absl::InvalidArgumentError(absl::StrCat(g.where(), ": ", p, "vocab_size ", v,
+                                                     " disagrees with token_embd.weight rows ", c.vocab_size));
+    }
+  }
+  c.tie_word_embeddings = g.FindTensor("output.weight") == nullptr;
+
+  ASSIGN_OR_RETURN(int64_t bos, g.GetIntOr("tokenizer.ggml.bos_token_id", -1));
+  ASSIGN_OR_RETURN(int64_t eos, g.GetIntOr("tokenizer.ggml.eos_token_id", -1));
+  c.bos_token_id = bos >= 0 && bos < c.vocab_size ? static_cast<int>(bos) : -1;
+  c.eos_token_id = eos >= 0 && eos < c.vocab_size ? static_cast<int>(eos) : -1;
+  if (c.eos_token_id >= 0) c.eos_token_ids.push_back(c.eos_token_id);
+  ASSIGN_OR_RETURN(int64_t eot, g.GetIntOr("tokenizer.ggml.eot_token_id", -1));
+  if (eot >= 0 && eot < c.vocab_size && eot != c.eos_token_id) c.eos_token_ids.push_back(static_cast<int>(eot));
+
+  if (c.arch == DecoderArch::kGpt2) {
+    c.norm = NormKind::kLayerNorm;
+    c.norm_bias = true;
+    c.mlp = MlpKind::kGeluTanh;
+    c.positions = PositionKind::kLearned;
+    c.qkv_bias = c.attn_out_bias = c.mlp_bias = true;
+    ASSIGN_OR_RETURN(double eps, g.GetFloatOr(p + "attention.layer_norm_epsilon", 1e-5));
+    c.norm_eps = static_cast<float>(eps);
+  } else {
+    ASSIGN_OR_RETURN(double eps, g.GetFloatOr(p + "attention.layer_norm_rms_epsilon", 1e-5));
+    c.norm_eps = static_cast<float>(eps);
+    ASSIGN_OR_RETURN(double theta, g.GetFloatOr(p + "rope.freq_base", 10000.0));
+    c.rope_theta = static_cast<float>(theta);
+    ASSIGN_OR_RETURN(c.rope_dim, GgufIntOr(g, p + "rope.dimension_count", c.head_dim));
+    // See the header: llama.cpp permutes Q/K of `llama` so adjacent pairs apply;
+    // qwen2 is converted unpermuted and run with NEOX (half-split) rope.
+    c.rope_pairing = a == "qwen2" ? RopePairing::kHalfSplit : RopePairing::kAdjacent;
+    ASSIGN_OR_RETURN(std::string scaling, g.GetStringOr(p + "rope.scaling.type", ""));
+    ASSIGN_OR_RETURN(c.rope_scaling.kind, ParseScalingType(scaling, g.where()));
+    ASSIGN_OR_RETURN(double factor, g.GetFloatOr(p + "rope.scaling.factor", 1.0));
+    c.rope_scaling.factor = static_cast<float>(factor);
+    ASSIGN_OR_RETURN(c.rope_scaling.original_max_positions,
+                     GgufIntOr(g, p + "rope.scaling.original_context_length", c.max_positions));
+    if (c.rope_scaling.kind == RopeScalingKind::kNone) c.rope_scaling.factor = 1.0f;
+    if (g.FindTensor("rope_freqs.weight") != nullptr) {
+      ASSIGN_OR_RETURN(Tensor f, g.LoadTensorWithShape("rope_freqs.weight", {c.rope_dim / 2}, DType::kF32));
+      c.rope_freq_factors.assign(f.f32(), f.f32() + f.numel());
+    }
+    c.qkv_bias = g.FindTensor("blk.0.attn_q.bias") != nullptr;
+    c.attn_out_bias = g.FindTensor("blk.0.attn_output.bias") != nullptr;
+  }
+  if (c.name.empty()) c.name = a;
+  RETURN_IF_ERROR(c.Validate());
+  return c;
+}
+
+// ---------------------------------------------------------------- HF
+
+namespace {
+
+absl::Status ReadHfRope(const HfConfig& hf, DecoderConfig& c) {
+  const nlohmann::json& j = hf.json();
+  // transformers >= 5 writes rope_parameters {rope_theta, rope_type, ...};
+  // older files write rope_theta and rope_scaling {type|rope_type, ...}.
+  const nlohmann::json* params = nullptr;
+  if (j.contains("rope_parameters") && j["rope_parameters"].is_object()) params = &j["rope_parameters"];
+  else if (j.contains("rope_scaling") && j["rope_scaling"].is_object()) params = &j["rope_scaling"];
+  ASSIGN_OR_RETURN(double theta, hf.DoubleOr("rope_theta", 10000.0));
+  c.rope_theta = static_cast<float>(theta);
+  if (params == nullptr) return absl::OkStatus();
+  auto num = [&](const char* key, double def) -> absl::StatusOr<double> {
+    if (!params->contains(key) || (*params)[key].is_null()) return def;
+    if (!(*params)[key].is_number()) {
+      return absl::InvalidArgumentError(absl::StrCat(hf.path(), ": rope parameter '", key, "' must be a number"));
+    }
+    return (*params)[key].get<double>();
+  };
+  ASSIGN_OR_RETURN(double t2, num("rope_theta", c.rope_theta));
+  c.rope_theta = static_cast<float>(t2);
+  std::string type;
+  for (const char* key : {"rope_type", "type"}) {
+    if (params->contains(key) && (*params)[key].is_string()) {
+      type = (*params)[key].get<std::string>();
+      break;
+    }
+  }
+  ASSIGN_OR_RETURN(c.rope_scaling.kind, ParseScalingType(type, hf.path()));
+  RopeScaling& s = c.rope_scaling;
+  ASSIGN_OR_RETURN(double factor, num("factor", 1.0));
+  ASSIGN_OR_RETURN(double orig, num("original_max_position_embeddings", c.max_positions));
+  ASSIGN_OR_RETURN(double low, num("low_freq_factor", 1.0));
+  ASSIGN_OR_RETURN(double high, num("high_freq_factor", 4.0));
+  ASSIGN_OR_RETURN(double bf, num("beta_fast", 32.0));
+  ASSIGN_OR_RETURN(double bs, num("beta_slow", 1.0));
+  ASSIGN_OR_RETURN(double af, num("attention_factor", 1.0));
+  s.factor = static_cast<float>(factor);
+  s.original_max_positions = static_cast<int>(orig);
+  s.low_freq_factor = static_cast<float>(low);
+  s.high_freq_factor = static_cast<float>(high);
+  s.beta_fast = static_cast<float>(bf);
+  s.beta_slow = static_cast<float>(bs);
+  s.attn_factor = static_cast<float>(af);
+  if (s.kind == RopeScalingKind::kNone) s.factor = 1.0f;
+  return absl::OkStatus();
+}
+
+absl::Status ReadHfSpecialIds(const HfConfig& hf, DecoderConfig& c) {
+  const nlohmann::json& j = hf.json();
+  auto id_or = [&](const char* key) -> int {
+    if (j.contains(key) && j[key].is_number_integer()) return j[key].get<int>();
+    return -1;
+  };
+  c.bos_token_id = id_or("bos_token_id");
+  if (j.contains("eos_token_id") && j["eos_token_id"].is_array()) {
+    for (const auto& e : j["eos_token_id"]) {
+      if (!e.is_number_integer()) {
+        return absl::InvalidArgumentError(absl::StrCat(hf.path(), ": eos_token_id list must hold integers"));
+      }
+      c.eos_token_ids.push_back(e.get<int>());
+    }
+    if (!c.eos_token_ids.empty()) c.eos_token_id = c.eos_token_ids[0];
+  } else {
+    c.eos_token_id = id_or("eos_token_id");
+    if (c.eos_token_id >= 0) c.eos_token_ids.push_back(c.eos_token_id);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<DecoderConfig> DecoderConfigFromHf(const HfConfig& hf) {
+  DecoderConfig c;
+  c.architecture = hf.model_type();
+  const std::string& t = c.architecture;
+  constexpr int64_t kMax = int64_t{1} << 30;
+  if (t == "gpt2") {
+    c.arch = DecoderArch::kGpt2;
+    ASSIGN_OR_RETURN(int64_t hidden, hf.Int("n_embd", 1, kMax));
+    ASSIGN_OR_RETURN(int64_t layers, hf.Int("n_layer", 1, kMax));
+    ASSIGN_OR_RETURN(int64_t heads, hf.Int("n_head", 1, kMax));
+    ASSIGN_OR_RETURN(int64_t positions, hf.Int("n_positions", 1, kMax));
+    ASSIGN_OR_RETURN(int64_t inner, hf.IntOr("n_inner", 4 * hidden, 1, kMax));
+    ASSIGN_OR_RETURN(int64_t vocab, hf.Int("vocab_size", 1, kMax));
+    ASSIGN_OR_RETURN(double eps, hf.DoubleOr("layer_norm_epsilon", 1e-5));
+    ASSIGN_OR_RETURN(std::string act, hf.StringOr("activation_function", "gelu_new"));
+    if (act != "gelu_new" && act != "gelu_pytorch_tanh") {
+      return absl::InvalidArgumentError(
+          absl::StrCat(hf.path(), ": activation_function '", act, "' is not supported (gelu_new)"));
+    }
+    ASSIGN_OR_RETURN(c.tie_word_embeddings, hf.BoolOr("tie_word_embeddings", true));
+    c.hidden_size = static_cast<int>(hidden);
+    c.num_layers = static_cast<int>(layers);
+    c.num_heads = c.num_kv_heads = static_cast<int>(heads);
+    c.head_dim = c.hidden_size / c.num_heads;
+    c.max_positions = c.trained_max_positions = static_cast<int>(positions);
+    c.intermediate_size = static_cast<int>(inner);
+    c.vocab_size = static_cast<int>(vocab);
+    c.norm = NormKind::kLayerNorm;
+    c.norm_bias = true;
+    c.norm_eps = static_cast<float>(eps);
+    c.mlp = MlpKind::kGeluTanh;
+    c.positions = PositionKind::kLearned;
+    c.qkv_bias = c.attn_out_bias = c.mlp_bias = true;
+  } else if (t == "llama" || t == "mistral" || t == "qwen2") {
+    c.arch = DecoderArch::kLlama;
+    ASSIGN_OR_RETURN(int64_t hidden, hf.Int("hidden_size", 1, kMax));
+    ASSIGN_OR_RETURN(int64_t layers, hf.Int("num_hidden_layers", 1, kMax));
+    ASSIGN_OR_RETURN(int64_t heads, hf.Int("num_attention_heads", 1, kMax));
+    ASSIGN_OR_RETURN(int64_t kv_heads, hf.IntOr("num_key_value_heads", heads, 1, kMax));
+    ASSIGN_OR_RETURN(int64_t head_dim, hf.IntOr("head_dim", hidden / heads, 1, kMax));
+    ASSIGN_OR_RETURN(int64_t inter, hf.Int("intermediate_size", 1, kMax));
+    ASSIGN_OR_RETURN(int64_t vocab, hf.Int("vocab_size", 1, kMax));
+    ASSIGN_OR_RETURN(int64_t positions, hf.IntOr("max_position_embeddings", 2048, 1, kMax));
+    ASSIGN_OR_RETURN(double eps, hf.DoubleOr("rms_norm_eps", 1e-6));
+    ASSIGN_OR_RETURN(std::string act, hf.StringOr("hidden_act", "silu"));
+    if (act != "silu") {
+      return absl::InvalidArgumentError(absl::StrCat(hf.path(), ": hidden_act '", act, "' is not supported (silu)"));
+    }
+    ASSIGN_OR_RETURN(c.tie_word_embeddings, hf.BoolOr("tie_word_embeddings", false));
+    if (t == "qwen2") {
+      c.qkv_bias = true;  // Qwen2Attention: bias on q/k/v, none on o
+    } else {
+      ASSIGN_OR_RETURN(bool attention_bias, hf.BoolOr("attention_bias", false));
+      c.qkv_bias = c.attn_out_bias = attention_bias;
+      ASSIGN_OR_RETURN(c.mlp_bias, hf.BoolOr("mlp_bias", false));
+    }
+    c.hidden_size = static_cast<int>(hidden);
+    c.num_layers = static_cast<int>(layers);
+    c.num_heads = static_cast<int>(heads);
+    c.num_kv_heads = static_cast<int>(kv_heads);
+    c.head_dim = static_cast<int>(head_dim);
+    c.intermediate_size = static_cast<int>(inter);
+    c.vocab_size = static_cast<int>(vocab);
+    c.max_positions = c.trained_max_positions = static_cast<int>(positions);
+    c.norm_eps = static_cast<float>(eps);
+    c.rope_dim = c.head_dim;
+    c.rope_pairing = RopePairing::kHalfSplit;
+    RETURN_IF_ERROR(ReadHfRope(hf, c));
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(hf.path(), ": model_type '", t,
+                                                   "' is not a supported decoder (llama, mistral, qwen2, gpt2)"));
+  }
+  RETURN_IF_ERROR(ReadHfSpecialIds(hf, c));
+  c.name = t;
+  RETURN_IF_ERROR(c.Validate());
+  return c;
+}
+
+}  // namespace attnserve

@@ -1,0 +1,169 @@
+#include "engine/formats/decoder_config.h"
+
+#include <cmath>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "engine/formats/gguf_file.h"
+#include "engine/formats/hf_config.h"
+#include "engine/formats/json_util.h"
+
+namespace attnserve {
+namespace {
+
+using ::testing::HasSubstr;
+
+const std::string kModels = std::string(ATTNSERVE_SOURCE_DIR) + "/tests/golden/decoder_models/";
+const std::string kStories = std::string(ATTNSERVE_SHARED_DIR) + "/models/stories260K/stories260K.gguf";
+
+DecoderConfig FromGgufFile(const std::string& path) {
+  auto g = GgufFile::Open(path);
+  EXPECT_TRUE(g.ok()) << g.status();
+  auto c = DecoderConfigFromGguf(**g);
+  EXPECT_TRUE(c.ok()) << c.status();
+  return *c;
+}
+
+DecoderConfig FromHfDir(const std::string& dir) {
+  auto hf = HfConfig::Read(dir);
+  EXPECT_TRUE(hf.ok()) << hf.status();
+  auto c = DecoderConfigFromHf(*hf);
+  EXPECT_TRUE(c.ok()) << c.status();
+  return *c;
+}
+
+TEST(DecoderConfigTest, Stories260KFromGguf) {
+  DecoderConfig c = FromGgufFile(kStories);
+  // Values from the models README's hyper-parameter table.
+  EXPECT_EQ(c.arch, DecoderArch::kLlama);
+  EXPECT_EQ(c.hidden_size, 64);
+  EXPECT_EQ(c.intermediate_size, 172);
+  EXPECT_EQ(c.num_layers, 5);
+  EXPECT_EQ(c.num_heads, 8);
+  EXPECT_EQ(c.num_kv_heads, 4);
+  EXPECT_EQ(c.head_dim, 8);
+  EXPECT_EQ(c.vocab_size, 512);
+  EXPECT_EQ(c.max_positions, 128);
+  EXPECT_EQ(c.rope_dim, 8);
+  EXPECT_FLOAT_EQ(c.rope_theta, 10000.0f);
+  EXPECT_EQ(c.rope_pairing, RopePairing::kAdjacent);
+  EXPECT_FLOAT_EQ(c.norm_eps, 1e-5f);
+  EXPECT_FALSE(c.tie_word_embeddings);  // the converter wrote output.weight
+  EXPECT_FALSE(c.qkv_bias);
+  EXPECT_EQ(c.bos_token_id, 1);
+  EXPECT_EQ(c.eos_token_id, 2);
+  EXPECT_EQ(c.KvBytesPerToken(DType::kF32), 2 * 5 * 4 * 8 * 4);
+  EXPECT_EQ(c.KvBytesPerToken(DType::kBF16), 2 * 5 * 4 * 8 * 2);
+}
+
+TEST(DecoderConfigTest, LlamaHfAndGgufAgreeExceptPairing) {
+  DecoderConfig hf = FromHfDir(kModels + "llama_tiny");
+  DecoderConfig gg = FromGgufFile(kModels + "llama_tiny/model.gguf");
+  for (const DecoderConfig* c : {&hf, &gg}) {
+    EXPECT_EQ(c->hidden_size, 64);
+    EXPECT_EQ(c->num_heads, 4);
+    EXPECT_EQ(c->num_kv_heads, 2);
+    EXPECT_EQ(c->head_dim, 16);
+    EXPECT_EQ(c->num_layers, 2);
+    EXPECT_EQ(c->intermediate_size, 96);
+    EXPECT_FLOAT_EQ(c->rope_theta, 50000.0f);
+    EXPECT_FALSE(c->tie_word_embeddings);
+    EXPECT_FALSE(c->qkv_bias);
+    EXPECT_EQ(c->max_positions, 256);
+  }
+  EXPECT_EQ(hf.vocab_size, gg.vocab_size);
+  EXPECT_EQ(hf.bos_token_id, gg.bos_token_id);
+  EXPECT_EQ(hf.eos_token_id, gg.eos_token_id);
+  EXPECT_EQ(hf.rope_pairing, RopePairing::kHalfSplit);
+  EXPECT_EQ(gg.rope_pairing, RopePairing::kAdjacent);
+}
+
+TEST(DecoderConfigTest, Qwen2HasQkvBiasAndHalfSplitInBothFormats) {
+  DecoderConfig hf = FromHfDir(kModels + "qwen2_tiny");
+  DecoderConfig gg = FromGgufFile(kModels + "qwen2_tiny/model.gguf");
+  for (const DecoderConfig* c : {&hf, &gg}) {
+    EXPECT_TRUE(c->qkv_bias);
+    EXPECT_FALSE(c->attn_out_bias);
+    EXPECT_EQ(c->rope_pairing, RopePairing::kHalfSplit);
+    EXPECT_NEAR(c->norm_eps, 1e-6f, 1e-12f);
+  }
+}
+
+TEST(DecoderConfigTest, Gpt2) {
+  DecoderConfig hf = FromHfDir(kModels + "gpt2_tiny");
+  DecoderConfig gg = FromGgufFile(kModels + "gpt2_tiny/model.gguf");
+  for (const DecoderConfig* c : {&hf, &gg}) {
+    EXPECT_EQ(c->arch, DecoderArch::kGpt2);
+    EXPECT_EQ(c->positions, PositionKind::kLearned);
+    EXPECT_EQ(c->norm, NormKind::kLayerNorm);
+    EXPECT_EQ(c->mlp, MlpKind::kGeluTanh);
+    EXPECT_EQ(c->num_heads, c->num_kv_heads);
+    EXPECT_EQ(c->intermediate_size, 128);
+    EXPECT_EQ(c->max_positions, 128);
+    EXPECT_TRUE(c->qkv_bias && c->attn_out_bias && c->mlp_bias);
+    EXPECT_TRUE(c->tie_word_embeddings);
+  }
+}
+
+absl::StatusOr<DecoderConfig> FromJsonText(const std::string& text) {
+  auto j = ParseJson(text, "config.json");
+  if (!j.ok()) return j.status();
+  auto hf = HfConfig::FromJson(*j, "test/config.json");
+  if (!hf.ok()) return hf.status();
+  return DecoderConfigFromHf(*hf);
+}
+
+constexpr char kLlamaBase[] = R"({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,
+  "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 96, "vocab_size": 100,
+  "max_position_embeddings": 256, "rms_norm_eps": 1e-5, "rope_theta": 500000.0, "eos_token_id": [5, 7])";
+
+TEST(DecoderConfigTest, HfRopeScalingKinds) {
+  auto c = FromJsonText(std::string(kLlamaBase) +
+                        R"(, "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                        "high_freq_factor": 4.0, "original_max_position_embeddings": 64}})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->rope_scaling.kind, RopeScalingKind::kLlama3);
+  EXPECT_THAT(c->eos_token_ids, ::testing::ElementsAre(5, 7));
+  auto inv = RopeInvFreq(*c);
+  ASSERT_TRUE(inv.ok());
+  DecoderConfig plain = *c;
+  plain.rope_scaling = RopeScaling();
+  auto base = RopeInvFreq(plain);
+  ASSERT_TRUE(base.ok());
+  // llama3: wavelengths shorter than orig/high_freq_factor keep their
+  // frequency, those longer than orig/low_freq_factor are divided by factor,
+  // the ones between are interpolated.
+  for (size_t i = 0; i < inv->size(); ++i) {
+    float wavelen = 2 * static_cast<float>(M_PI) / (*base)[i];
+    if (wavelen < 64.0f / 4.0f) EXPECT_FLOAT_EQ((*inv)[i], (*base)[i]) << i;
+    else if (wavelen > 64.0f) EXPECT_FLOAT_EQ((*inv)[i], (*base)[i] / 8.0f) << i;
+    else EXPECT_TRUE((*inv)[i] < (*base)[i] && (*inv)[i] > (*base)[i] / 8.0f) << i;
+  }
+  auto lin = FromJsonText(std::string(kLlamaBase) + R"(, "rope_scaling": {"type": "linear", "factor": 2.0}})");
+  ASSERT_TRUE(lin.ok());
+  auto linv = RopeInvFreq(*lin);
+  for (size_t i = 0; i < linv->size(); ++i) EXPECT_FLOAT_EQ((*linv)[i], (*base)[i] / 2.0f);
+  EXPECT_FLOAT_EQ((*base)[1], 1.0f / std::pow(500000.0f, 2.0f / 16.0f));
+  auto yarn = FromJsonText(std::string(kLlamaBase) + R"(, "rope_scaling": {"rope_type": "yarn", "factor": 4.0}})");
+  ASSERT_TRUE(yarn.ok()) << yarn.status();  // parse-able
+  EXPECT_EQ(RopeInvFreq(*yarn).status().code(), absl::StatusCode::kUnimplemented);
+  auto bad = FromJsonText(std::string(kLlamaBase) + R"(, "rope_scaling": {"rope_type": "weird"}})");
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("weird"));
+}
+
+TEST(DecoderConfigTest, HfErrorsNameTheProblem) {
+  auto gqa = FromJsonText(R"({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "num_key_value_heads": 3, "intermediate_size": 96, "vocab_size": 100})");
+  EXPECT_THAT(std::string(gqa.status().message()), HasSubstr("not a multiple of num_kv_heads"));
+  auto type = FromJsonText(R"({"model_type": "bert", "hidden_size": 64})");
+  EXPECT_THAT(std::string(type.status().message()), HasSubstr("'bert'"));
+  auto missing = FromJsonText(R"({"model_type": "llama", "hidden_size": 64})");
+  EXPECT_FALSE(missing.ok());
+  EXPECT_THAT(std::string(missing.status().message()), HasSubstr("test/config.json"));
+  auto act = FromJsonText(std::string(kLlamaBase) + R"(, "hidden_act": "relu"})");
+  EXPECT_THAT(std::string(act.status().message()), HasSubstr("relu"));
+}
+
+}  // namespace
+}  // namespace attnserve
