@@ -46,9 +46,12 @@ def validate(doc):
 
 
 def validate_service_monitor(doc):
-    """The Prometheus Operator CRD has no schema in kubernetes-validate: the
+    """The Prometheus Operator CRDs have no schema in kubernetes-validate: the
     fields we use, checked by hand."""
     assert doc["apiVersion"] == "monitoring.coreos.com/v1"
+    if doc["kind"] == "PrometheusRule":
+        validate_prometheus_rule(doc)
+        return
     assert doc["kind"] in ("ServiceMonitor", "PodMonitor")
     assert re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", doc["metadata"]["name"])
     spec = doc["spec"]
@@ -64,11 +67,32 @@ def validate_service_monitor(doc):
         assert e.get("scheme", "http") in ("http", "https")
 
 
+def validate_prometheus_rule(doc):
+    assert set(doc["spec"]) == {"groups"}
+    for group in doc["spec"]["groups"]:
+        assert set(group) <= {"name", "interval", "rules"} and group["rules"]
+        for rule in group["rules"]:
+            assert ("record" in rule) != ("alert" in rule)
+            allowed = {"record", "expr", "labels"} if "record" in rule else {
+                "alert", "expr", "for", "labels", "annotations"}
+            assert set(rule) <= allowed and isinstance(rule["expr"], str), rule
+
+
+def test_prometheus_rule_carries_the_rules_files(base):
+    """The PrometheusRule holds exactly the groups of deploy/prometheus/rules
+    (which promtool checks and unit-tests)."""
+    docs, _ = base
+    groups = []
+    for f in sorted((REPO / "deploy" / "prometheus" / "rules").glob("*.yml")):
+        groups += yaml.safe_load(f.read_text())["groups"]
+    assert by_kind(docs, "PrometheusRule")["spec"]["groups"] == groups
+
+
 def test_every_manifest_validates_in_the_rendered_base(base):
     docs, _ = base
     kinds = sorted(d["kind"] for d in docs)
     assert kinds == sorted(["ServiceAccount", "PersistentVolumeClaim", "Deployment", "Service", "Service",
-                            "HorizontalPodAutoscaler", "PodDisruptionBudget", "ServiceMonitor"])
+                            "HorizontalPodAutoscaler", "PodDisruptionBudget", "ServiceMonitor", "PrometheusRule"])
     for d in docs:
         validate(d)
         assert d["metadata"]["labels"]["app.kubernetes.io/part-of"] == "attnserve"
