@@ -66,6 +66,9 @@ struct PagedKvSequence {
 struct PagedKvView {
   const KvLayout* layout = nullptr;
   const std::byte* layer_base = nullptr;
+  // Blocks in the layer's array, for bounds-checking block tables; 0 = unknown
+  // (tables are then trusted).
+  int32_t num_pool_blocks = 0;
 };
 
 }  // namespace attnserve

@@ -1,0 +1,192 @@
+#include "engine/attention/paged_attention.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "engine/attention/attention_ref.h"
+#include "engine/core/half.h"
+#include "gtest/gtest.h"
+#include "tests/engine/attention/attention_test_util.h"
+
+namespace attnserve {
+namespace {
+
+using testing_util::AllClose;
+using testing_util::RandomVec;
+
+// A block pool written in the KvLayout format, plus each sequence's dense
+// K/V ([Hkv, L, d]) for the reference.
+struct PagedFixture {
+  KvLayout layout;
+  int num_heads = 0;
+  std::vector<std::byte> pool;
+  int32_t pool_blocks = 0;
+  std::vector<std::vector<int32_t>> tables;
+  std::vector<PagedKvSequence> seqs;
+  std::vector<int32_t> query_start;
+  std::vector<std::vector<float>> dense_k, dense_v;  // bf16-rounded when dtype is bf16
+  std::vector<float> q;
+
+  void Write(int32_t block, int kv_head, int row, bool is_v, const float* src) {
+    const int64_t off = (is_v ? layout.VOffset(kv_head, row) : layout.KOffset(kv_head, row));
+    std::byte* base = pool.data() + int64_t{block} * layout.BlockBytes();
+    if (layout.dtype == DType::kF32) {
+      std::memcpy(base + off * 4, src, layout.head_dim * 4);
+    } else {
+      auto* dst = reinterpret_cast<uint16_t*>(base) + off;
+      ConvertF32ToBf16(src, dst, layout.head_dim);
+    }
+  }
+};
+
+PagedFixture MakeFixture(std::mt19937& rng, int hq, int hkv, int d, int block_size, DType dtype,
+                         const std::vector<int>& lens, const std::vector<int>& new_tokens) {
+  PagedFixture f;
+  f.layout = {hkv, d, block_size, dtype};
+  f.num_heads = hq;
+  const int num_seqs = static_cast<int>(lens.size());
+  int total_blocks = 0;
+  for (int L : lens) total_blocks += (L + block_size - 1) / block_size + 1;  // + a spare
+  f.pool_blocks = total_blocks + 3;
+  f.pool.assign(f.pool_blocks * f.layout.BlockBytes(), std::byte{0x7f});  // garbage-ish fill
+  // Shuffled block ids: tables are neither contiguous nor in order.
+  std::vector<int32_t> ids(f.pool_blocks);
+  std::iota(ids.begin(), ids.end(), 0);
+  std::shuffle(ids.begin(), ids.end(), rng);
+  int next = 0;
+  f.query_start.push_back(0);
+  for (int s = 0; s < num_seqs; ++s) {
+    const int L = lens[s];
+    const int nb = (L + block_size - 1) / block_size + 1;
+    f.tables.emplace_back(ids.begin() + next, ids.begin() + next + nb);
+    next += nb;
+    std::vector<float> k = RandomVec(int64_t{hkv} * L * d, rng, -2, 2);
+    std::vector<float> v = RandomVec(int64_t{hkv} * L * d, rng);
+    for (int h = 0; h < hkv; ++h)
+      for (int p = 0; p < L; ++p) {
+        const int32_t block = f.tables[s][p / block_size];
+        f.Write(block, h, p % block_size, false, &k[(int64_t{h} * L + p) * d]);
+        f.Write(block, h, p % block_size, true, &v[(int64_t{h} * L + p) * d]);
+      }
+    if (dtype == DType::kBF16) {
+      for (auto& x : k) x = Bf16ToFloat(FloatToBf16(x));
+      for (auto& x : v) x = Bf16ToFloat(FloatToBf16(x));
+    }
+    f.dense_k.push_back(std::move(k));
+    f.dense_v.push_back(std::move(v));
+    f.query_start.push_back(f.query_start.back() + new_tokens[s]);
+  }
+  for (int s = 0; s < num_seqs; ++s)
+    f.seqs.push_back({f.tables[s].data(), static_cast<int>(f.tables[s].size()), lens[s]});
+  f.q = RandomVec(int64_t{f.query_start.back()} * hq * d, rng, -2, 2);
+  return f;
+}
+
+// Reference: for each sequence, dense causal SDPA with Nq = n new tokens and
+// Nk = num_tokens (the same offset rule), Q/out read as [n, Hq, d].
+std::vector<float> Reference(const PagedFixture& f) {
+  const int d = f.layout.head_dim, hq = f.num_heads, hkv = f.layout.num_kv_heads;
+  std::vector<float> out(f.q.size());
+  for (size_t s = 0; s < f.seqs.size(); ++s) {
+    const int n = f.query_start[s + 1] - f.query_start[s];
+    if (n == 0) continue;
+    const int L = f.seqs[s].num_tokens;
+    SdpaArgs a;
+    a.shape = {1, hq, hkv, n, L, d};
+    const int64_t off = int64_t{f.query_start[s]} * hq * d;
+    a.q = ConstAttnView::Interleaved(f.q.data() + off, hq, n, d);
+    a.k = ConstAttnView::Contiguous(f.dense_k[s].data(), hkv, L, d);
+    a.v = ConstAttnView::Contiguous(f.dense_v[s].data(), hkv, L, d);
+    a.masks.causal = true;
+    a.out = AttnView::Interleaved(out.data() + off, hq, n, d);
+    EXPECT_TRUE(ScaledDotProductAttentionRef(a).ok());
+  }
+  return out;
+}
+
+PagedAttentionArgs ArgsFor(const PagedFixture& f, std::vector<float>& out) {
+  out.assign(f.q.size(), -99.f);
+  PagedAttentionArgs a;
+  a.num_heads = f.num_heads;
+  a.q = f.q.data();
+  a.out = out.data();
+  a.kv = {&f.layout, f.pool.data(), f.pool_blocks};
+  a.seqs = f.seqs.data();
+  a.query_start = f.query_start.data();
+  a.num_seqs = static_cast<int>(f.seqs.size());
+  return a;
+}
+
+TEST(PagedAttentionTest, RaggedBatchMatchesDenseReference) {
+  std::mt19937 rng(11);
+  struct Cfg {
+    int hq, hkv, d, block;
+  };
+  for (Cfg c : {Cfg{4, 4, 32, 16}, Cfg{8, 2, 64, 16}, Cfg{8, 1, 128, 32}, Cfg{12, 4, 80, 8},
+                Cfg{16, 8, 64, 128}, Cfg{2, 1, 32, 5}}) {
+    for (DType dtype : {DType::kF32, DType::kBF16}) {
+      const int num_seqs = 1 + rng() % 5;
+      std::vector<int> lens, news;
+      for (int s = 0; s < num_seqs; ++s) {
+        int L = 1 + rng() % 300;
+        lens.push_back(L);
+        news.push_back(std::min<int>(L, rng() % 3 == 0 ? 1 + rng() % 7 : 1));  // decode or chunk
+      }
+      PagedFixture f = MakeFixture(rng, c.hq, c.hkv, c.d, c.block, dtype, lens, news);
+      std::vector<float> out;
+      ASSERT_TRUE(PagedAttention(ArgsFor(f, out)).ok());
+      EXPECT_TRUE(AllClose(out, Reference(f), 2e-5, 1e-4))
+          << "Hq=" << c.hq << " Hkv=" << c.hkv << " d=" << c.d << " block=" << c.block << " "
+          << DTypeName(dtype);
+    }
+  }
+}
+
+TEST(PagedAttentionTest, SequenceWithNoNewTokensIsSkipped) {
+  std::mt19937 rng(12);
+  PagedFixture f = MakeFixture(rng, 4, 2, 32, 16, DType::kF32, {20, 33, 7}, {1, 0, 3});
+  std::vector<float> out;
+  ASSERT_TRUE(PagedAttention(ArgsFor(f, out)).ok());
+  EXPECT_TRUE(AllClose(out, Reference(f), 2e-5, 1e-4));
+}
+
+TEST(PagedAttentionTest, RejectsInconsistentBatches) {
+  std::mt19937 rng(13);
+  PagedFixture f = MakeFixture(rng, 4, 2, 32, 16, DType::kF32, {20, 33}, {1, 2});
+  std::vector<float> out;
+  PagedAttentionArgs a = ArgsFor(f, out);
+  a.num_heads = 3;
+  EXPECT_EQ(PagedAttention(a).code(), absl::StatusCode::kInvalidArgument);
+  a = ArgsFor(f, out);
+  f.tables[1][0] = f.pool_blocks + 5;
+  absl::Status st = PagedAttention(a);
+  EXPECT_NE(st.message().find("block_table[0]"), std::string::npos) << st;
+  f.tables[1][0] = 0;
+  f.seqs[0].num_tokens = 1000;  // more than its blocks hold
+  st = PagedAttention(a);
+  EXPECT_NE(st.message().find("cannot hold"), std::string::npos) << st;
+  f.seqs[0].num_tokens = 20;
+  f.query_start[1] = 25;  // 25 new tokens > 20 cached
+  st = PagedAttention(a);
+  EXPECT_NE(st.message().find("new queries"), std::string::npos) << st;
+}
+
+TEST(KvLayoutTest, OffsetsAndSizes) {
+  KvLayout L{8, 128, 16, DType::kBF16};
+  EXPECT_EQ(L.BlockElems(), 2 * 8 * 16 * 128);
+  EXPECT_EQ(L.BlockBytes(), 2 * 8 * 16 * 128 * 2);
+  EXPECT_EQ(L.KOffset(1, 2), (16 + 2) * 128);
+  EXPECT_EQ(L.VOffset(0, 0), 8 * 16 * 128);
+  EXPECT_TRUE(L.Validate().ok());
+  EXPECT_FALSE((KvLayout{0, 128, 16, DType::kF32}).Validate().ok());
+  EXPECT_FALSE((KvLayout{8, 128, 16, DType::kF16}).Validate().ok());
+}
+
+}  // namespace
+}  // namespace attnserve
