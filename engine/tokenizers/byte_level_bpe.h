@@ -1,0 +1,70 @@
+// Byte-level BPE (GPT-2, Llama 3, Qwen2, SmolLM...): the text is split at
+// added/special tokens, pre-tokenised (pretokenizer.h), each piece's bytes
+// are mapped to printable characters with GPT-2's byte<->unicode table, and
+// merges are applied by rank. Vocabulary entries are in that mapped form
+// ("Ġthe"); added tokens are literal text. Decoding maps characters back to
+// bytes (so a token may end inside a UTF-8 character); special added tokens
+// decode to "". Immutable after Create; thread-safe.
+#ifndef ATTNSERVE_ENGINE_TOKENIZERS_BYTE_LEVEL_BPE_H_
+#define ATTNSERVE_ENGINE_TOKENIZERS_BYTE_LEVEL_BPE_H_
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "engine/tokenizers/pretokenizer.h"
+#include "engine/tokenizers/tokenizer.h"
+
+namespace attnserve {
+
+struct ByteLevelVocab {
+  std::vector<std::string> pieces;  // id -> piece (mapped form, or literal for added tokens)
+  std::vector<std::pair<std::string, std::string>> merges;  // in rank order
+  // Added tokens (matched in raw text before pre-tokenisation).
+  struct Added {
+    std::string content;
+    int32_t id;
+    bool special;  // special: decodes to "", matched only with parse_special
+  };
+  std::vector<Added> added;
+  PretokenizerKind pretokenizer = PretokenizerKind::kGpt2;
+  SpecialTokens special;
+};
+
+class ByteLevelBpe : public Tokenizer {
+ public:
+  static absl::StatusOr<std::unique_ptr<ByteLevelBpe>> Create(ByteLevelVocab vocab, const std::string& where);
+
+  absl::StatusOr<std::vector<int32_t>> Encode(std::string_view text,
+                                              const TokenizeOptions& options = {}) const override;
+  std::string TokenBytes(int32_t id, int32_t prev_id) const override;
+  std::string IdToPiece(int32_t id) const override;
+  std::optional<int32_t> PieceToId(std::string_view piece) const override;
+  int32_t vocab_size() const override { return static_cast<int32_t>(vocab_.pieces.size()); }
+  bool IsControl(int32_t id) const override;
+  const SpecialTokens& special() const override { return vocab_.special; }
+  std::string_view kind() const override { return "byte_level_bpe"; }
+  PretokenizerKind pretokenizer() const { return vocab_.pretokenizer; }
+
+ private:
+  explicit ByteLevelBpe(ByteLevelVocab vocab) : vocab_(std::move(vocab)) {}
+  absl::Status EncodePiece(absl::string_view piece, std::vector<int32_t>* out) const;
+
+  ByteLevelVocab vocab_;
+  absl::flat_hash_map<std::string, int32_t> piece_to_id_;
+  absl::flat_hash_map<std::string, int32_t> merge_rank_;  // "a b" -> rank
+  std::vector<std::string> decoded_;                      // id -> bytes
+  std::vector<uint8_t> kind_;                             // 0 normal, 1 added, 2 special
+  std::vector<AddedToken> all_added_, nonspecial_added_;
+  std::string where_;
+};
+
+// GPT-2's bytes_to_unicode: byte -> UTF-8 of its printable stand-in.
+const std::string& ByteToUnicode(uint8_t b);
+
+}  // namespace attnserve
+
+#endif  // ATTNSERVE_ENGINE_TOKENIZERS_BYTE_LEVEL_BPE_H_

@@ -1,0 +1,205 @@
+#include "engine/tokenizers/pretokenizer.h"
+
+#include <unicode/uchar.h>
+
+#include "engine/tokenizers/bpe_merge.h"
+
+namespace attnserve {
+namespace {
+
+enum class Cls { kLetter, kNumber, kSpace, kOther };
+
+struct Char {
+  size_t begin;
+  size_t end;
+  char32_t cp;  // 0xFFFFFFFF for an invalid byte
+  Cls cls;
+};
+
+Cls Classify(char32_t cp) {
+  if (cp == 0xFFFFFFFFu) return Cls::kOther;
+  UChar32 c = static_cast<UChar32>(cp);
+  if (u_isUWhiteSpace(c)) return Cls::kSpace;
+  switch (u_charType(c)) {
+    case U_UPPERCASE_LETTER: case U_LOWERCASE_LETTER: case U_TITLECASE_LETTER:
+    case U_MODIFIER_LETTER: case U_OTHER_LETTER:
+      return Cls::kLetter;
+    case U_DECIMAL_DIGIT_NUMBER: case U_LETTER_NUMBER: case U_OTHER_NUMBER:
+      return Cls::kNumber;
+    default:
+      return Cls::kOther;
+  }
+}
+
+std::vector<Char> Decode(absl::string_view s) {
+  std::vector<Char> out;
+  for (size_t i = 0; i < s.size();) {
+    int n = Utf8CharLen(s, i);
+    const unsigned char c0 = static_cast<unsigned char>(s[i]);
+    char32_t cp;
+    if (n == 1) {
+      cp = c0 < 0x80 ? c0 : 0xFFFFFFFFu;
+    } else {
+      cp = c0 & (0xFF >> (n + 1));
+      for (int k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+    }
+    out.push_back({i, i + n, cp, Classify(cp)});
+    i += n;
+  }
+  return out;
+}
+
+bool IsNewline(char32_t c) { return c == '\r' || c == '\n'; }
+
+// Length in chars of a contraction match at i ('s 't 're 've 'm 'll 'd), 0 if none.
+int Contraction(const std::vector<Char>& c, size_t i, bool ignore_case) {
+  if (c[i].cp != '\'' || i + 1 >= c.size()) return 0;
+  auto lower = [&](size_t k) -> char32_t {
+    if (k >= c.size()) return 0;
+    char32_t x = c[k].cp;
+    if (ignore_case && x >= 'A' && x <= 'Z') x += 32;
+    return x;
+  };
+  char32_t a = lower(i + 1), b = lower(i + 2);
+  if (a == 's' || a == 't' || a == 'm' || a == 'd') return 2;
+  if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l')) return 3;
+  return 0;
+}
+
+size_t RunOf(const std::vector<Char>& c, size_t i, Cls cls) {
+  size_t j = i;
+  while (j < c.size() && c[j].cls == cls) ++j;
+  return j;
+}
+
+// \s+(?!\S) then \s+ at i (c[i] is whitespace): returns the end.
+size_t Whitespace(const std::vector<Char>& c, size_t i) {
+  size_t j = RunOf(c, i, Cls::kSpace);
+  if (j == c.size()) return j;       // run reaches the end: (?!\S) holds
+  if (j - i >= 2) return j - 1;      // leave the last space to the next word
+  return j;                          // \s+
+}
+
+// Match length (end index) at i for the GPT-2 regex.
+size_t MatchGpt2(const std::vector<Char>& c, size_t i) {
+  if (int n = Contraction(c, i, false)) return i + n;
+  const bool sp = c[i].cp == ' ' && i + 1 < c.size();
+  const size_t k = sp ? i + 1 : i;
+  for (Cls cls : {Cls::kLetter, Cls::kNumber}) {
+    if (c[i].cls == cls) return RunOf(c, i, cls);
+    if (sp && c[k].cls == cls) return RunOf(c, k, cls);
+  }
+  if (c[i].cls == Cls::kOther) return RunOf(c, i, Cls::kOther);
+  if (sp && c[k].cls == Cls::kOther) return RunOf(c, k, Cls::kOther);
+  return Whitespace(c, i);
+}
+
+// Llama-3 / Qwen2 (max_digits 3 or 1).
+size_t MatchLlama3(const std::vector<Char>& c, size_t i, size_t max_digits) {
+  if (int n = Contraction(c, i, true)) return i + n;
+  // [^\r\n\p{L}\p{N}]?\p{L}+
+  if (c[i].cls == Cls::kLetter) return RunOf(c, i, Cls::kLetter);
+  if (!IsNewline(c[i].cp) && c[i].cls != Cls::kNumber && i + 1 < c.size() && c[i + 1].cls == Cls::kLetter) {
+    return RunOf(c, i + 1, Cls::kLetter);
+  }
+  // \p{N}{1,max}
+  if (c[i].cls == Cls::kNumber) {
+    size_t j = i;
+    while (j < c.size() && j - i < max_digits && c[j].cls == Cls::kNumber) ++j;
+    return j;
+  }
+  //  ?[^\s\p{L}\p{N}]+[\r\n]*
+  size_t k = (c[i].cp == ' ' && i + 1 < c.size()) ? i + 1 : i;
+  if (c[k].cls == Cls::kOther) {
+    size_t j = RunOf(c, k, Cls::kOther);
+    while (j < c.size() && IsNewline(c[j].cp)) ++j;
+    return j;
+  }
+  if (c[i].cls == Cls::kOther) return RunOf(c, i, Cls::kOther);
+  // \s*[\r\n]+ : up to and including the last newline of the whitespace run.
+  size_t run_end = RunOf(c, i, Cls::kSpace);
+  for (size_t j = run_end; j > i; --j) {
+    if (IsNewline(c[j - 1].cp)) return j;
+  }
+  return Whitespace(c, i);
+}
+
+}  // namespace
+
+const char* PretokenizerKindName(PretokenizerKind kind) {
+  switch (kind) {
+    case PretokenizerKind::kGpt2: return "gpt2";
+    case PretokenizerKind::kLlama3: return "llama3";
+    case PretokenizerKind::kQwen2: return "qwen2";
+  }
+  return "unknown";
+}
+
+const std::string& PretokenizerRegex(PretokenizerKind kind) {
+  static const std::string kGpt2 = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+  static const std::string kLlama3 =
+      R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+  static const std::string kQwen2 =
+      R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+  switch (kind) {
+    case PretokenizerKind::kGpt2: return kGpt2;
+    case PretokenizerKind::kLlama3: return kLlama3;
+    case PretokenizerKind::kQwen2: return kQwen2;
+  }
+  return kGpt2;
+}
+
+std::optional<PretokenizerKind> PretokenizerFromRegex(absl::string_view regex) {
+  for (PretokenizerKind k : {PretokenizerKind::kGpt2, PretokenizerKind::kLlama3, PretokenizerKind::kQwen2}) {
+    if (regex == PretokenizerRegex(k)) return k;
+  }
+  return std::nullopt;
+}
+
+std::optional<PretokenizerKind> PretokenizerFromGgufPre(absl::string_view pre) {
+  if (pre == "gpt-2" || pre == "gpt2" || pre == "default") return PretokenizerKind::kGpt2;
+  if (pre == "llama-bpe" || pre == "llama3" || pre == "llama-v3" || pre == "smaug-bpe") {
+    return PretokenizerKind::kLlama3;
+  }
+  if (pre == "qwen2") return PretokenizerKind::kQwen2;
+  return std::nullopt;
+}
+
+std::vector<absl::string_view> Pretokenize(absl::string_view text, PretokenizerKind kind) {
+  std::vector<Char> c = Decode(text);
+  std::vector<absl::string_view> out;
+  for (size_t i = 0; i < c.size();) {
+    size_t j = kind == PretokenizerKind::kGpt2 ? MatchGpt2(c, i)
+                                                : MatchLlama3(c, i, kind == PretokenizerKind::kLlama3 ? 3 : 1);
+    if (j <= i) j = i + 1;  // cannot happen (alternatives cover all); guards progress
+    out.push_back(text.substr(c[i].begin, c[j - 1].end - c[i].begin));
+    i = j;
+  }
+  return out;
+}
+
+std::vector<TextSegment> SplitOnAddedTokens(absl::string_view text, const std::vector<AddedToken>& tokens) {
+  std::vector<TextSegment> out;
+  size_t start = 0, i = 0;
+  while (i < text.size()) {
+    const AddedToken* best = nullptr;
+    for (const AddedToken& t : tokens) {
+      if (!t.content.empty() && text.substr(i, t.content.size()) == t.content &&
+          (best == nullptr || t.content.size() > best->content.size())) {
+        best = &t;
+      }
+    }
+    if (best == nullptr) {
+      ++i;
+      continue;
+    }
+    if (i > start) out.push_back({text.substr(start, i - start), -1});
+    out.push_back({text.substr(i, best->content.size()), best->id});
+    i += best->content.size();
+    start = i;
+  }
+  if (start < text.size()) out.push_back({text.substr(start), -1});
+  return out;
+}
+
+}  // namespace attnserve

@@ -1,0 +1,138 @@
+#include "engine/tokenizers/byte_level_bpe.h"
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/formats/decoder_config.h"
+#include "engine/formats/gguf_file.h"
+#include "engine/formats/hf_config.h"
+#include "engine/tokenizers/pretokenizer.h"
+#include "engine/tokenizers/tokenizer_factory.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace attnserve {
+namespace {
+
+using ::testing::ElementsAre;
+
+const std::string kModels = std::string(ATTNSERVE_SOURCE_DIR) + "/tests/golden/decoder_models/";
+const std::string kGolden = std::string(ATTNSERVE_SOURCE_DIR) + "/tests/golden/decoder_tokenizers/";
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::unique_ptr<Tokenizer> FromHf(const std::string& name) {
+  auto hf = HfConfig::Read(kModels + name);
+  EXPECT_TRUE(hf.ok()) << hf.status();
+  auto c = DecoderConfigFromHf(*hf);
+  EXPECT_TRUE(c.ok()) << c.status();
+  auto t = TokenizerFromHfJson(kModels + name + "/tokenizer.json", c->bos_token_id, c->eos_token_id);
+  EXPECT_TRUE(t.ok()) << t.status();
+  return std::move(*t);
+}
+
+std::unique_ptr<Tokenizer> FromGguf(const std::string& name) {
+  auto g = GgufFile::Open(kModels + name + "/model.gguf");
+  EXPECT_TRUE(g.ok()) << g.status();
+  auto t = TokenizerFromGguf(**g);
+  EXPECT_TRUE(t.ok()) << t.status();
+  return std::move(*t);
+}
+
+class ByteLevelGoldenTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ByteLevelGoldenTest, IdsAndTextMatchHfTokenizers) {
+  const std::string name = GetParam();
+  nlohmann::json golden = nlohmann::json::parse(ReadFile(kGolden + name + ".json"));
+  ASSERT_GE(golden["cases"].size(), 20u);
+  for (const auto& tok : {FromHf(name), FromGguf(name)}) {
+    ASSERT_EQ(tok->kind(), "byte_level_bpe");
+    for (const auto& c : golden["cases"]) {
+      const std::string text = c["text"];
+      TokenizeOptions plain;
+      plain.add_bos = false;
+      plain.add_eos = false;
+      auto ids = tok->Encode(text, plain);
+      ASSERT_TRUE(ids.ok()) << ids.status();
+      EXPECT_EQ(*ids, c["ids"].get<std::vector<int32_t>>()) << name << ": '" << text << "'";
+      auto with = tok->Encode(text);
+      ASSERT_TRUE(with.ok());
+      EXPECT_EQ(*with, c["ids_with_special"].get<std::vector<int32_t>>()) << name << " (special): '" << text << "'";
+      auto back = tok->Decode(*ids);
+      ASSERT_TRUE(back.ok());
+      EXPECT_EQ(*back, c["decoded"].get<std::string>()) << name;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(TinyModels, ByteLevelGoldenTest, ::testing::Values("llama_tiny", "qwen2_tiny", "gpt2_tiny"));
+
+TEST(PretokenizerTest, RegexAlternativesByHand) {
+  auto split = [](const std::string& s, PretokenizerKind k) {
+    std::vector<std::string> out;
+    for (absl::string_view p : Pretokenize(s, k)) out.emplace_back(p);
+    return out;
+  };
+  // \s+(?!\S): the last space of a run goes with the next word.
+  EXPECT_THAT(split("a   b", PretokenizerKind::kGpt2), ElementsAre("a", "  ", " b"));
+  EXPECT_THAT(split("a   ", PretokenizerKind::kGpt2), ElementsAre("a", "   "));
+  EXPECT_THAT(split("I'm 12345", PretokenizerKind::kGpt2), ElementsAre("I", "'m", " 12345"));
+  EXPECT_THAT(split("I'M 12345", PretokenizerKind::kGpt2), ElementsAre("I", "'", "M", " 12345"));
+  // Llama 3: case-insensitive contractions, digits in threes, \s*[\r\n]+.
+  EXPECT_THAT(split("I'M 12345", PretokenizerKind::kLlama3), ElementsAre("I", "'M", " ", "123", "45"));
+  EXPECT_THAT(split("x \n\n y", PretokenizerKind::kLlama3), ElementsAre("x", " \n\n", " y"));
+  EXPECT_THAT(split("12345", PretokenizerKind::kQwen2), ElementsAre("1", "2", "3", "4", "5"));
+  EXPECT_THAT(split("(hi)", PretokenizerKind::kLlama3), ElementsAre("(hi", ")"));
+  EXPECT_EQ(PretokenizerFromRegex(PretokenizerRegex(PretokenizerKind::kQwen2)), PretokenizerKind::kQwen2);
+  EXPECT_EQ(PretokenizerFromGgufPre("llama-bpe"), PretokenizerKind::kLlama3);
+  EXPECT_FALSE(PretokenizerFromGgufPre("deepseek-coder").has_value());
+  // Invalid UTF-8 is kept, byte for byte.
+  std::string bad = "a\xff\xfe b";
+  std::string joined;
+  for (const std::string& p : split(bad, PretokenizerKind::kLlama3)) joined += p;
+  EXPECT_EQ(joined, bad);
+}
+
+TEST(ByteLevelBpeTest, ByteMapAndPartialUtf8Tokens) {
+  EXPECT_EQ(ByteToUnicode(' '), "Ġ");
+  EXPECT_EQ(ByteToUnicode('\n'), "Ċ");
+  EXPECT_EQ(ByteToUnicode('a'), "a");
+  auto tok = FromHf("gpt2_tiny");
+  // An emoji not in the merges splits into byte tokens whose bytes only make
+  // sense together: each token alone is not valid UTF-8.
+  auto ids = tok->Encode("😀", TokenizeOptions{false, false, true});
+  ASSERT_TRUE(ids.ok());
+  std::string joined;
+  for (int32_t id : *ids) joined += tok->TokenBytes(id, -1);
+  EXPECT_EQ(joined, "😀");
+  EXPECT_TRUE(tok->IsControl(*tok->PieceToId("<|endoftext|>")));
+  EXPECT_EQ(tok->TokenBytes(*tok->PieceToId("<|endoftext|>"), -1), "");
+  EXPECT_EQ(tok->TokenBytes(*tok->PieceToId("<|custom|>"), -1), "<|custom|>");
+}
+
+TEST(ByteLevelBpeTest, UnsupportedTokenizerJsonFailsWithReason) {
+  const std::string dir = ::testing::TempDir();
+  const std::string path = dir + "/tok.json";
+  std::ofstream(path) << R"({"model": {"type": "WordPiece", "vocab": {}}})";
+  auto s = TokenizerFromHfJson(path).status();
+  EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("WordPiece"));
+  std::ofstream(path, std::ios::trunc) << R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []},
+    "pre_tokenizer": {"type": "Sequence", "pretokenizers": [{"type": "Split", "pattern": {"Regex": "\\d+"},
+    "behavior": "Isolated"}, {"type": "ByteLevel"}]}})";
+  s = TokenizerFromHfJson(path).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("\\d+"));
+  std::ofstream(path, std::ios::trunc) << "{not json";
+  EXPECT_FALSE(TokenizerFromHfJson(path).ok());
+}
+
+}  // namespace
+}  // namespace attnserve

@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""Tokenizer goldens for the decoder tokenizers (issue 5).
+
+For each tiny byte-level BPE tokenizer in tests/golden/decoder_models/<name>/
+tokenizer.json, records HF `tokenizers` ids for a varied text set (spaces,
+multiple spaces, newlines, tabs, digits, punctuation, unicode, emoji, CJK,
+special tokens in text), with and without special tokens, and the decoded
+text. For stories260K (SentencePiece-style, llama2.c tok512.bin) there is no
+SentencePiece package in the venv, so the ids come from a small independent
+re-implementation of llama2.c run.c's encode() over tok512.bin (not the GGUF),
+checked first against the README's reference ids.
+
+Writes tests/golden/decoder_tokenizers/<name>.json and versions.json.
+Run on the host: .cache/venv/bin/python tools/golden/decoder_tokenizer_golden.py
+"""
+import json
+import os
+import pathlib
+import struct
+import sys
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+import tokenizers
+from tokenizers import Tokenizer
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+MODELS = ROOT / "tests" / "golden" / "decoder_models"
+OUT = ROOT / "tests" / "golden" / "decoder_tokenizers"
+SHARED = ROOT.parent / "shared" / "models" / "stories260K"
+
+TEXTS = [
+    "Hello world",
+    "Once upon a time, there was a little girl named Lily.",
+    " leading space",
+    "trailing space ",
+    "multiple   spaces   between",
+    "     five leading",
+    "line one\nline two\n\nline four\n",
+    "tabs\tand\r\nwindows newlines\r\n",
+    "  \n  mixed \t whitespace \n\n ",
+    "digits 1 12 123 1234 12345 3.14159 1,000,000",
+    "I'm you're they've we'll it'd HE'S SHE'LL don't",
+    "punctuation!!! ... ?!? (parens) [brackets] {braces} \"quotes\"",
+    "Ünïcödé façade naïve café résumé — “quotes”",
+    "Ελληνικά русский текст",
+    "日本語のテキストと中文文本。",
+    "한국어 텍스트",
+    "Emoji: 😀🎉👍🏽 and ❤️ hearts",
+    "def main():\n    return x + y  # code",
+    "",
+    " ",
+    "a",
+    "The quick brown fox jumps over the lazy dog. THE END",
+]
+SPECIAL_TEXTS = {
+    "llama_tiny": ["<|begin_of_text|>Hello<|end_of_text|>", "a <|custom|> b"],
+    "qwen2_tiny": ["<|im_start|>user\nHi<|im_end|>", "x<|endoftext|>y", "a <|custom|> b"],
+    "gpt2_tiny": ["Hello<|endoftext|>World", "a <|custom|> b"],
+}
+
+
+def hf_golden(name):
+    tok = Tokenizer.from_file(str(MODELS / name / "tokenizer.json"))
+    cases = []
+    for text in TEXTS + SPECIAL_TEXTS[name]:
+        plain = tok.encode(text, add_special_tokens=False).ids
+        with_special = tok.encode(text, add_special_tokens=True).ids
+        cases.append({"text": text, "ids": plain, "ids_with_special": with_special,
+                      "decoded": tok.decode(plain, skip_special_tokens=True)})
+    return {"tokenizer": f"decoder_models/{name}/tokenizer.json", "reference": "HF tokenizers", "cases": cases}
+
+
+# --- llama2.c run.c encode(), re-implemented from its source description.
+def load_tok512(path):
+    data = path.read_bytes()
+    (max_len,) = struct.unpack_from("<i", data, 0)
+    off = 4
+    vocab, scores = [], []
+    for _ in range(512):
+        score, n = struct.unpack_from("<fi", data, off)
+        off += 8
+        vocab.append(data[off:off + n])
+        off += n
+        scores.append(score)
+    return vocab, scores
+
+
+def runc_encode(text, vocab, scores, bos):
+    lookup = {}
+    for i, v in enumerate(vocab):
+        lookup.setdefault(v, i)
+    tokens = [1] if bos else []
+    if text:
+        tokens.append(lookup[b" "])  # dummy prefix
+    raw = text.encode("utf-8")
+    i = 0
+    while i < len(raw):
+        # One UTF-8 code point (run.c groups continuation bytes, at most 4).
+        j = i + 1
+        while j < len(raw) and (raw[j] & 0xC0) == 0x80 and j - i < 4:
+            j += 1
+        cp = raw[i:j]
+        if cp in lookup:
+            tokens.append(lookup[cp])
+        else:
+            tokens.extend(b + 3 for b in cp)
+        i = j
+    while True:
+        best, best_id, best_idx = -1e10, -1, -1
+        for k in range(len(tokens) - 1):
+            merged = vocab[tokens[k]] + vocab[tokens[k + 1]]
+            if merged in lookup and scores[lookup[merged]] > best:
+                best, best_id, best_idx = scores[lookup[merged]], lookup[merged], k
+        if best_idx == -1:
+            break
+        tokens[best_idx:best_idx + 2] = [best_id]
+    return tokens
+
+
+def stories_golden():
+    vocab, scores = load_tok512(SHARED / "tok512.bin")
+    ref = json.loads((SHARED / "expected" / "greedy_reference.json").read_text())
+    assert runc_encode("Once upon a time", vocab, scores, True) == [1, 403, 407, 261, 378]
+    assert runc_encode("The cat", vocab, scores, True) == [1, 291, 280, 294]
+    cases = []
+    for text in TEXTS:
+        cases.append({"text": text, "ids_with_bos": runc_encode(text, vocab, scores, True)})
+    return {"tokenizer": "shared/models/stories260K (tok512.bin)",
+            "reference": "independent Python re-implementation of llama2.c run.c encode() on tok512.bin; "
+                         "checked against the README ids for 'Once upon a time' and 'The cat'",
+            "readme_reference_keys": sorted(ref.keys()) if isinstance(ref, dict) else None,
+            "cases": cases}
+
+
+def main():
+    OUT.mkdir(parents=True, exist_ok=True)
+    for name in ("llama_tiny", "qwen2_tiny", "gpt2_tiny"):
+        (OUT / f"{name}.json").write_text(json.dumps(hf_golden(name), ensure_ascii=False, indent=1) + "\n")
+    (OUT / "stories260K.json").write_text(json.dumps(stories_golden(), ensure_ascii=False, indent=1) + "\n")
+    (OUT / "versions.json").write_text(json.dumps({"python": sys.version.split()[0],
+                                                   "tokenizers": tokenizers.__version__}, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
