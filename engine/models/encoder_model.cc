@@ -1,0 +1,185 @@
+#include "engine/models/encoder_model.h"
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "engine/core/status_macros.h"
+#include "engine/formats/model_dir.h"
+#include "engine/models/bert_config.h"
+
+namespace attnserve {
+
+absl::StatusOr<std::unique_ptr<EncoderModel>> EncoderModel::Load(const std::string& dir,
+                                                                 const EncoderLoadOptions& options) {
+  ASSIGN_OR_RETURN(ModelDir md, OpenModelDir(dir));
+  ASSIGN_OR_RETURN(BertConfig config, ParseBertConfig(md.config));
+  if (md.tokenizer_json.empty()) {
+    return absl::NotFoundError(absl::StrCat(dir, ": no tokenizer.json (the encoder needs a WordPiece tokenizer.json)"));
+  }
+  std::unique_ptr<EncoderModel> m(new EncoderModel());
+  ASSIGN_OR_RETURN(m->tokenizer_, WordPieceTokenizer::FromFile(md.tokenizer_json));
+  if (m->tokenizer_->vocab_size() > config.vocab_size) {
+    return absl::InvalidArgumentError(absl::StrCat(md.tokenizer_json, ": tokenizer has ", m->tokenizer_->vocab_size(),
+                                                   " tokens but config.json vocab_size is ", config.vocab_size));
+  }
+  ASSIGN_OR_RETURN(m->bert_, BertEncoder::Load(*md.weights, config, options.weight_dtype));
+
+  const SentenceTransformersConfig& st = md.sentence_transformers;
+  if (!st.pooling.empty()) {
+    absl::StatusOr<PoolingMode> mode = PoolingModeFromName(st.pooling);
+    if (!mode.ok()) return absl::InvalidArgumentError(absl::StrCat(dir, ": 1_Pooling: ", mode.status().message()));
+    m->default_pooling_ = *mode;
+  }
+  m->default_normalize_ = st.normalize;
+  m->max_tokens_ = std::min(st.max_seq_length.value_or(config.max_positions), config.max_positions);
+
+  ModelDescription& d = m->description_;
+  // Packaged models often live in ".../<package>/model": the parent names it.
+  std::filesystem::path p = std::filesystem::path(dir).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();
+  d.name = p.filename() == "model" && p.has_parent_path() ? p.parent_path().filename().string()
+                                                          : p.filename().string();
+  d.architecture = "bert";
+  d.source = dir;
+  d.num_layers = config.num_layers;
+  d.num_heads = config.num_heads;
+  d.num_kv_heads = config.num_heads;
+  d.head_dim = config.head_dim();
+  d.hidden_size = config.hidden_size;
+  d.vocab_size = config.vocab_size;
+  d.max_positions = config.max_positions;
+  d.weight_dtype = options.weight_dtype;
+  d.kv_dtype = DType::kF32;
+  d.weight_bytes = m->bert_->weight_bytes();
+  d.kv_bytes_per_token = 0;
+  return m;
+}
+
+absl::StatusOr<std::vector<EncodeResult>> EncoderModel::Encode(absl::Span<const EncoderInput> inputs,
+                                                               const EncodeOptions& options) const {
+  if (inputs.empty()) return absl::InvalidArgumentError("Encode: empty batch (no inputs)");
+  const BertConfig& config = bert_->config();
+  for (int layer : options.attention_layers) {
+    if (layer < 0 || layer >= config.num_layers) {
+      return absl::InvalidArgumentError(absl::StrCat("Encode: attention layer ", layer, " is outside [0, ",
+                                                     config.num_layers, ")"));
+    }
+  }
+  // Tokenize and validate everything before any compute.
+  std::vector<EncodeResult> results(inputs.size());
+  std::vector<int32_t> packed;
+  std::vector<int32_t> lengths;
+  lengths.reserve(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const EncoderInput& in = inputs[i];
+    EncodeResult& r = results[i];
+    if (in.is_text) {
+      absl::StatusOr<WordPieceEncoding> enc =
+          tokenizer_->Encode(in.text, /*add_special_tokens=*/true, options.truncate ? max_tokens_ : 0);
+      if (!enc.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("Encode: input ", i, ": ", enc.status().message()));
+      }
+      r.token_ids = std::move(enc->ids);
+      r.truncated = enc->truncated;
+    } else {
+      if (in.token_ids.empty()) {
+        return absl::InvalidArgumentError(absl::StrCat("Encode: input ", i, ": no token ids"));
+      }
+      for (size_t k = 0; k < in.token_ids.size(); ++k) {
+        if (in.token_ids[k] < 0 || in.token_ids[k] >= config.vocab_size) {
+          return absl::InvalidArgumentError(absl::StrCat("Encode: input ", i, ": token id ", in.token_ids[k],
+                                                         " at position ", k, " is outside [0, ", config.vocab_size,
+                                                         ")"));
+        }
+      }
+      r.token_ids = in.token_ids;
+      if (options.truncate && static_cast<int>(r.token_ids.size()) > max_tokens_) {
+        r.token_ids.resize(max_tokens_);
+        r.truncated = true;
+      }
+    }
+    if (static_cast<int>(r.token_ids.size()) > max_tokens_) {
+      return absl::InvalidArgumentError(absl::StrCat("Encode: input ", i, " has ", r.token_ids.size(),
+                                                     " tokens; the model's limit is ", max_tokens_,
+                                                     " and truncation is off"));
+    }
+    lengths.push_back(static_cast<int32_t>(r.token_ids.size()));
+    packed.insert(packed.end(), r.token_ids.begin(), r.token_ids.end());
+  }
+
+  BertForwardRequest request;
+  request.hidden_states = options.return_hidden_states;
+  request.attention_layers = options.attention_layers;
+  request.average_heads = options.attention_average_heads;
+  BertForwardResult forward;
+  RETURN_IF_ERROR(bert_->Forward(packed, lengths, request, &forward));
+
+  const PoolingMode pooling = options.pooling == PoolingMode::kModelDefault ? default_pooling_ : options.pooling;
+  const bool normalize = options.normalize.value_or(default_normalize_);
+  const int d = config.hidden_size;
+  const int heads = config.num_heads;
+  const float* hidden = forward.last_hidden.f32();
+  int64_t start = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    EncodeResult& r = results[i];
+    const int n = lengths[i];
+    const float* rows = hidden + start * d;
+    if (pooling == PoolingMode::kNone) {
+      r.embedding = Tensor::Empty({n, d});
+      std::memcpy(r.embedding.f32(), rows, sizeof(float) * n * d);
+      if (normalize) {
+        for (int t = 0; t < n; ++t) L2Normalize(r.embedding.f32() + int64_t{t} * d, d);
+      }
+    } else {
+      r.embedding = Tensor::Empty({d});
+      PoolTokens(pooling, rows, n, d, r.embedding.f32());
+      if (normalize) L2Normalize(r.embedding.f32(), d);
+    }
+    for (const Tensor& h : forward.hidden_states) {
+      Tensor slice = Tensor::Empty({n, d});
+      std::memcpy(slice.f32(), h.f32() + start * d, sizeof(float) * n * d);
+      r.hidden_states.push_back(std::move(slice));
+    }
+    for (const auto& [layer, w] : forward.attentions) {
+      // w: [B, H, Nmax, Nmax] or [B, Nmax, Nmax]; keep this sequence's n x n block.
+      const int h_count = options.attention_average_heads ? 1 : heads;
+      const int64_t nmax = w.dim(-1);
+      Tensor slice = options.attention_average_heads ? Tensor::Empty({n, n}) : Tensor::Empty({heads, n, n});
+      for (int h = 0; h < h_count; ++h) {
+        const float* src = w.f32() + (static_cast<int64_t>(i) * h_count + h) * nmax * nmax;
+        for (int q = 0; q < n; ++q) {
+          std::memcpy(slice.f32() + (int64_t{h} * n + q) * n, src + q * nmax, sizeof(float) * n);
+        }
+      }
+      r.attentions.emplace_back(layer, std::move(slice));
+    }
+    start += n;
+  }
+  return results;
+}
+
+absl::StatusOr<std::vector<int32_t>> EncoderModel::Tokenize(std::string_view text, bool add_special_tokens) const {
+  ASSIGN_OR_RETURN(WordPieceEncoding enc,
+                   tokenizer_->Encode(absl::string_view(text.data(), text.size()), add_special_tokens));
+  return std::move(enc.ids);
+}
+
+std::vector<std::string> EncoderModel::TokenStrings(absl::Span<const int32_t> ids) const {
+  std::vector<std::string> out;
+  out.reserve(ids.size());
+  for (int32_t id : ids) out.push_back(tokenizer_->IdToToken(id));
+  return out;
+}
+
+absl::StatusOr<std::string> EncoderModel::Detokenize(absl::Span<const int32_t> ids, bool skip_special_tokens) const {
+  return tokenizer_->Decode(ids, skip_special_tokens);
+}
+
+int64_t EncoderModel::ScratchBytes(int batch_size, int seq_len) const {
+  return bert_->ScratchBytes(batch_size, seq_len);
+}
+
+}  // namespace attnserve

@@ -1,0 +1,94 @@
+// EncoderModel: a BERT-family sentence encoder loaded from a Hugging Face /
+// sentence-transformers directory: tokenizer + BertEncoder + pooling +
+// optional L2 normalisation. What the Encode RPC serves.
+//
+// Immutable after Load; Encode is const and thread-safe.
+#ifndef ATTNSERVE_ENGINE_MODELS_ENCODER_MODEL_H_
+#define ATTNSERVE_ENGINE_MODELS_ENCODER_MODEL_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "engine/core/tensor.h"
+#include "engine/models/bert.h"
+#include "engine/models/model_description.h"
+#include "engine/models/pooling.h"
+#include "engine/tokenizers/wordpiece.h"
+
+namespace attnserve {
+
+struct EncoderLoadOptions {
+  DType weight_dtype = DType::kF32;  // kF32 or kBF16 storage; compute is f32
+};
+
+struct EncoderInput {
+  bool is_text = true;
+  std::string text;               // when is_text
+  std::vector<int32_t> token_ids; // otherwise: exactly what the model sees (no [CLS]/[SEP] added)
+};
+
+struct EncodeOptions {
+  PoolingMode pooling = PoolingMode::kModelDefault;
+  std::optional<bool> normalize;          // unset: the model's own (sentence-transformers Normalize module)
+  bool truncate = true;                   // false: over-long input -> INVALID_ARGUMENT naming the limit
+  bool return_hidden_states = false;
+  std::vector<int> attention_layers;      // layers whose attention weights to return
+  bool attention_average_heads = false;   // [N,N] instead of [H,N,N]
+};
+
+struct EncodeResult {
+  Tensor embedding;                        // [D] pooled, or [N, D] with kNone
+  std::vector<int32_t> token_ids;          // what the model saw
+  bool truncated = false;
+  std::vector<Tensor> hidden_states;       // L+1 x [N, D] when asked
+  std::vector<std::pair<int, Tensor>> attentions;  // (layer, [H,N,N] or [N,N]) when asked
+};
+
+class EncoderModel {
+ public:
+  static absl::StatusOr<std::unique_ptr<EncoderModel>> Load(const std::string& dir,
+                                                            const EncoderLoadOptions& options);
+  const ModelDescription& description() const { return description_; }
+
+  // Validates every input (empty batch, invalid UTF-8, token ids out of
+  // [0, vocab), empty token-id input, over-long with truncate=false, attention
+  // layers out of range) BEFORE computing; errors are INVALID_ARGUMENT naming
+  // the input index and the limit. The span runs as one padded batch; results
+  // are in input order.
+  absl::StatusOr<std::vector<EncodeResult>> Encode(absl::Span<const EncoderInput> inputs,
+                                                   const EncodeOptions& options) const;
+  // Token ids of `text` (no truncation).
+  absl::StatusOr<std::vector<int32_t>> Tokenize(std::string_view text, bool add_special_tokens) const;
+  std::vector<std::string> TokenStrings(absl::Span<const int32_t> ids) const;
+  absl::StatusOr<std::string> Detokenize(absl::Span<const int32_t> ids, bool skip_special_tokens) const;
+  // The model's maximum sequence length: sentence-transformers max_seq_length
+  // if present, else max_position_embeddings.
+  int max_tokens() const { return max_tokens_; }
+  // Activation/scratch bytes a forward of that shape uses.
+  int64_t ScratchBytes(int batch_size, int seq_len) const;
+  // The pooling and normalisation the model directory asks for.
+  PoolingMode default_pooling() const { return default_pooling_; }
+  bool default_normalize() const { return default_normalize_; }
+  const WordPieceTokenizer& tokenizer() const { return *tokenizer_; }
+
+ private:
+  EncoderModel() = default;
+
+  ModelDescription description_;
+  std::unique_ptr<WordPieceTokenizer> tokenizer_;
+  std::unique_ptr<BertEncoder> bert_;
+  PoolingMode default_pooling_ = PoolingMode::kMean;
+  bool default_normalize_ = false;
+  int max_tokens_ = 0;
+};
+
+}  // namespace attnserve
+
+#endif  // ATTNSERVE_ENGINE_MODELS_ENCODER_MODEL_H_
