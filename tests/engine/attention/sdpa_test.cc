@@ -367,3 +367,24 @@ TEST(SdpaTest, RejectsBadArguments) {
 
 }  // namespace
 }  // namespace attnserve
+
+namespace attnserve {
+namespace {
+
+TEST(SdpaTest, KeyPaddingIsNotCausal) {
+  // Catches padding and causal masks confused: 3 valid keys of 5, query 0.
+  Problem p = Fixed(1, 1, 1, 5, 5, 32);
+  std::fill(p.q.begin(), p.q.end(), 0.0f);
+  std::fill(p.v.begin(), p.v.end(), 0.0f);
+  for (int j = 0; j < 5; ++j) p.v[j * 32 + j] = 1.0f;
+  p.key_lengths = {3};
+  p.masks.key_lengths = p.key_lengths.data();
+  std::vector<float> out, w;
+  SdpaArgs a = p.Args(out, w);
+  ASSERT_TRUE(ScaledDotProductAttention(a).ok());
+  for (int i = 0; i < 5; ++i)
+    for (int j = 0; j < 5; ++j) EXPECT_NEAR(out[i * 32 + j], j < 3 ? 1.0f / 3 : 0.0f, 1e-6);
+}
+
+}  // namespace
+}  // namespace attnserve
