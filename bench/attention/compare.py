@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""Prints the attention benchmark table and ratios from one run.
+
+Usage: compare.py GBENCH_JSON TORCH_JSONL
+"""
+import json
+import sys
+
+
+def main():
+    gb = json.load(open(sys.argv[1]))
+    torch_rows = {}
+    for line in open(sys.argv[2]):
+        line = line.strip()
+        if line.startswith("{"):
+            r = json.loads(line)
+            torch_rows[r["name"]] = r
+    ms, gflops, gbps = {}, {}, {}
+    for b in gb["benchmarks"]:
+        name = b["name"].replace("/real_time", "")
+        if b.get("error_occurred"):
+            print(f"{name}: ERROR {b.get('error_message')}")
+            continue
+        ms[name] = b["real_time"]  # unit: ms (set in the benchmark)
+        gflops[name] = b.get("GFLOP/s")
+        gbps[name] = b.get("GB/s")
+    matmul = gflops.get("BM_MatmulF32")
+    stream = gbps.get("BM_StreamRead")
+    print(f"f32 matmul (oneDNN, 1024^3): {matmul:.1f} GFLOP/s; STREAM-like read: {stream:.2f} GB/s")
+    print()
+    print(f"{'shape':44} {'ours ms':>9} {'GFLOP/s':>8} {'GB/s':>6} {'oneDNN ms':>10} {'torch ms':>9} "
+          f"{'vs oneDNN':>9} {'vs torch':>9} {'%matmul':>8} {'%stream':>8}")
+    shapes = ["minilm_b32_h12_n128_d32", "bert_b8_h12_n512_d64", "causal_b1_hq32_hkv8_n2048_d128",
+              "decode_b32_hq32_hkv8_nk1024_d128_f32", "decode_b32_hq32_hkv8_nk1024_d128_bf16"]
+    for s in shapes:
+        if s.startswith("decode"):
+            ours = "BM_OursDecodePaged/" + s
+            graph = "BM_OnednnGraph/decode_b32_hq32_hkv8_nk1024_d128"
+        else:
+            ours, graph = "BM_Ours/" + s, "BM_OnednnGraph/" + s
+        if ours not in ms:
+            continue
+        t = torch_rows.get(s, {}).get("ms")
+        g = ms.get(graph)
+        row = f"{s:44} {ms[ours]:9.2f} {gflops[ours] or 0:8.1f} {gbps.get(ours) or 0:6.2f} "
+        row += f"{g:10.2f} " if g else f"{'n/a':>10} "
+        row += f"{t:9.2f} " if t else f"{'n/a':>9} "
+        row += f"{g / ms[ours]:8.2f}x " if g else f"{'':>9} "
+        row += f"{t / ms[ours]:8.2f}x " if t else f"{'':>9} "
+        row += f"{100 * gflops[ours] / matmul:7.0f}% " if not s.startswith("decode") else f"{'':>8} "
+        row += f"{100 * gbps[ours] / stream:7.0f}%" if s.startswith("decode") else ""
+        print(row)
+    full, causal = ms.get("BM_Ours/full_b1_hq32_hkv8_n2048_d128"), ms.get("BM_Ours/causal_b1_hq32_hkv8_n2048_d128")
+    if full and causal:
+        print(f"\ncausal skip: full square {full:.1f} ms / causal {causal:.1f} ms = {full / causal:.2f}x (target >= 1.6x)")
+    dense = ms.get("BM_Ours/decode_dense_b32_hq32_hkv8_nk1024_d128")
+    if dense:
+        print(f"decode through dense SDPA (contiguous f32 K/V): {dense:.2f} ms, {gbps.get('BM_Ours/decode_dense_b32_hq32_hkv8_nk1024_d128') or 0:.2f} GB/s")
+
+
+if __name__ == "__main__":
+    main()
