@@ -240,6 +240,53 @@ __attribute__((target("avx2,fma"))) float MaxAvx2(const float* s, int n) {
   return mx;
 }
 
+
+// Sums of four 8-lane accumulators: {sum(a0), sum(a1), sum(a2), sum(a3)}.
+__attribute__((target("avx2,fma"))) inline __m128 Hsum4(__m256 a0, __m256 a1, __m256 a2,
+                                                          __m256 a3) {
+  __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
+  return _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
+}
+
+__attribute__((target("avx2,fma"))) inline __m256 LoadBf16x8(const uint16_t* p) {
+  __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+// S for at most 4 query rows, reading K rows in place (no transpose): the
+// decode case, where packing K would cost more than the 4-row product itself.
+template <bool kBf16>
+__attribute__((target("avx2,fma"))) void QkDirectAvx2(const float* qp, const std::byte* k,
+                                                       int64_t k_stride, int count, int d,
+                                                       float* s) {
+  const float* q0 = qp;
+  const float* q1 = qp + d;
+  const float* q2 = qp + 2 * d;
+  const float* q3 = qp + 3 * d;
+  for (int j = 0; j < count; ++j) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+    __m256 a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+    for (int p = 0; p < d; p += 8) {
+      __m256 kv;
+      if constexpr (kBf16) {
+        kv = LoadBf16x8(reinterpret_cast<const uint16_t*>(k) + j * k_stride + p);
+      } else {
+        kv = _mm256_loadu_ps(reinterpret_cast<const float*>(k) + j * k_stride + p);
+      }
+      a0 = _mm256_fmadd_ps(_mm256_load_ps(q0 + p), kv, a0);
+      a1 = _mm256_fmadd_ps(_mm256_load_ps(q1 + p), kv, a1);
+      a2 = _mm256_fmadd_ps(_mm256_load_ps(q2 + p), kv, a2);
+      a3 = _mm256_fmadd_ps(_mm256_load_ps(q3 + p), kv, a3);
+    }
+    alignas(16) float r[4];
+    _mm_store_ps(r, Hsum4(a0, a1, a2, a3));
+    s[j] = r[0];
+    s[kKeyTile + j] = r[1];
+    s[2 * kKeyTile + j] = r[2];
+    s[3 * kKeyTile + j] = r[3];
+  }
+}
+
 constexpr MicroKernels kScalar{QkScalar, PvScalar, ExpSumScalar, MaxScalar};
 constexpr MicroKernels kAvx2{QkAvx2, PvAvx2, ExpSumAvx2, MaxAvx2};
 
@@ -342,6 +389,7 @@ void RunFlashJob(const FlashRow* rows, int num_rows, const KvSource& src, int d,
   // S and Kt are 32-byte aligned (64-aligned base, part sizes multiples of 8
   // floats), as QkAvx2's aligned loads and stores need.
   const MicroKernels& k = mk;
+  const bool use_direct = rows_pad == 4 && &mk == &kAvx2;
 
   int max_limit = 0;
   for (int r = 0; r < num_rows; ++r) {
@@ -358,7 +406,10 @@ void RunFlashJob(const FlashRow* rows, int num_rows, const KvSource& src, int d,
     Tile t = GetTile(src, start, max_limit);
     const int count = t.count;
     const int cols = RoundUp(count, 16);
-    PackKt(t, src.dtype, d, cols, kt);
+    // Few rows (decode): dot products straight from the K rows. Otherwise
+    // pack Kᵀ once per tile and run the 4x16 outer-product kernel.
+    const bool direct = use_direct;
+    if (!direct) PackKt(t, src.dtype, d, cols, kt);
     const float* v;
     int64_t v_stride;
     if (src.dtype == DType::kF32) {
@@ -370,7 +421,13 @@ void RunFlashJob(const FlashRow* rows, int num_rows, const KvSource& src, int d,
       v = vf;
       v_stride = d;
     }
-    k.qk(qp, rows_pad, kt, cols, d, s);
+    if (!direct) {
+      k.qk(qp, rows_pad, kt, cols, d, s);
+    } else if (src.dtype == DType::kF32) {
+      QkDirectAvx2<false>(qp, t.k, t.k_stride, count, d, s);
+    } else {
+      QkDirectAvx2<true>(qp, t.k, t.k_stride, count, d, s);
+    }
     bool any_live = false;
     for (int r = 0; r < rows_pad; ++r) {
       float* srow = s + r * kKeyTile;
