@@ -65,6 +65,10 @@ void BM_Ours(benchmark::State& state, Shape s) {
     benchmark::DoNotOptimize(out.data());
   }
   state.counters["GFLOP/s"] = benchmark::Counter(Flops(s) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  if (s.nq == 1) {
+    double bytes = 2.0 * s.b * s.hkv * s.nk * s.d * 4;
+    state.counters["GB/s"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  }
 }
 
 void BM_OnednnGraph(benchmark::State& state, Shape s) {

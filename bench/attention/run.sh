@@ -7,8 +7,9 @@ set -euo pipefail
 REPO="$1"; VENV="$2"; BUILD="$3"
 THREADS="${OMP_NUM_THREADS:-2}"
 MIN_TIME="${ATTN_BENCH_MIN_TIME:-1}"
-OUT="$(mktemp -d)"
-trap 'rm -rf "$OUT"' EXIT
+# Inside the build tree: the build environment sees the repository, not the host's /tmp.
+OUT="$BUILD/bench/attention/last_run"
+mkdir -p "$OUT"
 echo "attention benchmark: $(lscpu | sed -n 's/^Model name:[[:space:]]*//p'), $(nproc) cores, OMP_NUM_THREADS=$THREADS, $(date -u +%FT%TZ)"
 BIN="$BUILD/bench/attention/attention_benchmark"
 [[ -x "$BIN" ]] || { echo "missing $BIN (build the release preset first)"; exit 1; }
