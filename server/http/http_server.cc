@@ -51,6 +51,20 @@ std::string JsonEscape(const std::string& s) {
   return out;
 }
 
+// Reads and drops what is left of a refused body (up to `cap` bytes), so the
+// client, which sends the whole body before reading, gets the 413 instead of a
+// connection reset.
+void DiscardBody(mg_connection* conn, int64_t cap) {
+  char buf[16384];
+  for (int64_t total = 0; total < cap;) {
+    const int r = mg_read(conn, buf, sizeof(buf));
+    if (r <= 0) return;
+    total += r;
+  }
+}
+
+constexpr int64_t kMaxDiscardBytes = int64_t{256} << 20;
+
 }  // namespace
 
 std::string JsonError(const std::string& code, const std::string& message) {
@@ -79,6 +93,13 @@ bool HttpResponseWriter::StartStream(int status, const std::string& content_type
 bool HttpResponseWriter::Write(const std::string& data) {
   if (data.empty()) return true;
   return mg_send_chunk(conn_, data.data(), static_cast<unsigned int>(data.size())) > 0;
+}
+
+void HttpResponseWriter::EndStream() {
+  if (!streaming_ || ended_) return;
+  ended_ = true;
+  static constexpr char kLastChunk[] = "0\r\n\r\n";
+  mg_write(conn_, kLastChunk, sizeof(kLastChunk) - 1);
 }
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& options,
@@ -150,6 +171,7 @@ int HttpServer::Dispatch(mg_connection* conn, void* self_ptr) {
                                                             " bytes; the limit is ", self->max_body_bytes_,
                                                             " bytes (--http-max-body-bytes)")),
                 {{"Connection", "close"}});
+    DiscardBody(conn, kMaxDiscardBytes);
     return 413;
   }
   // Read the body (Content-Length or chunked), bounded by the limit.
@@ -163,10 +185,12 @@ int HttpServer::Dispatch(mg_connection* conn, void* self_ptr) {
                   JsonError("payload_too_large", absl::StrCat("request body exceeds the limit of ",
                                                               self->max_body_bytes_, " bytes (--http-max-body-bytes)")),
                   {{"Connection", "close"}});
+      DiscardBody(conn, kMaxDiscardBytes);
       return 413;
     }
   }
   route->second(request, writer);
+  writer.EndStream();
   return 200;
 }
 

@@ -40,10 +40,14 @@ class HttpResponseWriter {
   bool StartStream(int status, const std::string& content_type);
   // Writes one chunk; false when the client is gone.
   bool Write(const std::string& data);
+  // Ends a chunked response (the zero-length chunk). The server calls it
+  // after the handler returns if the handler did not.
+  void EndStream();
 
  private:
   mg_connection* conn_;
   bool streaming_ = false;
+  bool ended_ = false;
 };
 
 using HttpHandler = std::function<void(const HttpRequest&, HttpResponseWriter&)>;

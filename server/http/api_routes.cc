@@ -1,0 +1,295 @@
+#include "server/http/api_routes.h"
+
+#include <atomic>
+#include <deque>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "server/http/gateway_util.h"
+#include "server/http/json_body.h"
+#include "server/http/native_api.h"
+#include "server/http/openai_api.h"
+#include "server/status_util.h"
+
+namespace attnserve {
+namespace {
+
+using nlohmann::json;
+
+constexpr char kJson[] = "application/json";
+constexpr char kEventStream[] = "text/event-stream";
+
+std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+// Hands the result of one Encode from the scheduler thread to the HTTP thread.
+class EncodeSlot {
+ public:
+  void Set(absl::StatusOr<v1::EncodeResponse> result) {
+    absl::MutexLock lock(&mu_);
+    result_ = std::move(result);
+    done_ = true;
+  }
+  absl::StatusOr<v1::EncodeResponse> Wait() {
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(&done_));
+    return std::move(result_);
+  }
+
+ private:
+  absl::Mutex mu_;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  absl::StatusOr<v1::EncodeResponse> result_ ABSL_GUARDED_BY(mu_) = absl::UnknownError("no result");
+};
+
+// Hands the chunks of one Generate from the scheduler thread to the HTTP
+// thread. The sink only queues, so the scheduler never waits on a socket.
+class GenerateChannel {
+ public:
+  static GenerateSink SinkFor(const std::shared_ptr<GenerateChannel>& channel) {
+    GenerateSink sink;
+    sink.on_chunk = [channel](v1::GenerateResponse chunk) {
+      absl::MutexLock lock(&channel->mu_);
+      channel->chunks_.push_back(std::move(chunk));
+    };
+    sink.on_done = [channel](const absl::Status& status) {
+      absl::MutexLock lock(&channel->mu_);
+      channel->status_ = status;
+      channel->done_ = true;
+    };
+    return sink;
+  }
+
+  // Blocks for the next chunk. False once the stream is over; then `*final`
+  // holds how it ended.
+  bool Next(v1::GenerateResponse* chunk, absl::Status* final) {
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(this, &GenerateChannel::Ready));
+    if (!chunks_.empty()) {
+      *chunk = std::move(chunks_.front());
+      chunks_.pop_front();
+      return true;
+    }
+    *final = status_;
+    return false;
+  }
+
+ private:
+  bool Ready() const ABSL_SHARED_LOCKS_REQUIRED(mu_) { return done_ || !chunks_.empty(); }
+
+  absl::Mutex mu_;
+  std::deque<v1::GenerateResponse> chunks_ ABSL_GUARDED_BY(mu_);
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+};
+
+class Gateway {
+ public:
+  Gateway(GatewayBackend backend, ServerMetrics* metrics, const GatewayOptions& options)
+      : backend_(std::move(backend)), metrics_(metrics), options_(options), started_(absl::ToUnixSeconds(absl::Now())) {}
+
+  void Encode(const HttpRequest& request, HttpResponseWriter& w) {
+    absl::StatusOr<v1::EncodeRequest> parsed = ParseEncodeRequest(request.body);
+    if (!parsed.ok()) return Refuse(w, "Encode", parsed.status());
+    auto control = NewControl(request, w, "Encode");
+    if (control == nullptr) return;
+    absl::StatusOr<v1::EncodeResponse> response = RunEncode(*parsed, control);
+    if (!response.ok()) return Fail(w, "Encode", response.status());
+    Finish("Encode", absl::OkStatus());
+    w.Send(200, kJson, ProtoToJson(*response));
+  }
+
+  void Embeddings(const HttpRequest& request, HttpResponseWriter& w) {
+    absl::StatusOr<EmbeddingsCall> call = ParseEmbeddingsRequest(request.body);
+    if (!call.ok()) return Refuse(w, "Encode", call.status());
+    auto control = NewControl(request, w, "Encode");
+    if (control == nullptr) return;
+    absl::StatusOr<v1::EncodeResponse> response = RunEncode(call->request, control);
+    if (!response.ok()) return Fail(w, "Encode", WithOpenAiFieldNames(response.status()));
+    Finish("Encode", absl::OkStatus());
+    const std::string model = response->model().empty() ? backend_.encoder_name : response->model();
+    w.Send(200, kJson, Dump(EmbeddingsResponse(*response, model, call->base64)));
+  }
+
+  void Generate(const HttpRequest& request, HttpResponseWriter& w) {
+    absl::StatusOr<v1::GenerateRequest> parsed = ParseGenerateRequest(request.body);
+    if (!parsed.ok()) return Refuse(w, "Generate", parsed.status());
+    auto control = NewControl(request, w, "Generate");
+    if (control == nullptr) return;
+    auto channel = StartGenerate(*parsed, control);
+    v1::GenerateResponse total, chunk;
+    absl::Status final;
+    while (channel->Next(&chunk, &final)) AppendGenerateChunk(chunk, &total);
+    if (!final.ok()) return Fail(w, "Generate", final);
+    Finish("Generate", absl::OkStatus());
+    w.Send(200, kJson, ProtoToJson(total));
+  }
+
+  void GenerateStream(const HttpRequest& request, HttpResponseWriter& w) {
+    absl::StatusOr<v1::GenerateRequest> parsed = ParseGenerateRequest(request.body);
+    if (!parsed.ok()) return Refuse(w, "Generate", parsed.status());
+    auto control = NewControl(request, w, "Generate");
+    if (control == nullptr) return;
+    Stream(w, *parsed, control, "Generate", [](const v1::GenerateResponse& chunk) {
+      return SseEvent(ProtoToJson(chunk));
+    }, [](const absl::Status& status) { return SseEvent(StatusJson(status), "error"); }, /*done_event=*/"");
+  }
+
+  void Completions(const HttpRequest& request, HttpResponseWriter& w) {
+    absl::StatusOr<CompletionCall> call = ParseCompletionRequest(request.body);
+    if (!call.ok()) return Refuse(w, "Generate", call.status());
+    auto control = NewControl(request, w, "Generate");
+    if (control == nullptr) return;
+    const CompletionIdentity id{absl::StrFormat("cmpl-%x%06x", started_, next_id_.fetch_add(1)),
+                                absl::ToUnixSeconds(absl::Now()), backend_.decoder_name};
+    if (call->stream) {
+      int64_t offset = 0;
+      const bool logprobs = call->logprobs;
+      Stream(w, call->request, control, "Generate", [&](const v1::GenerateResponse& chunk) {
+        std::string event = SseEvent(Dump(CompletionChunk(chunk, id, logprobs, offset)));
+        offset += static_cast<int64_t>(chunk.text().size());
+        return event;
+      }, [](const absl::Status& status) {
+        // OpenAI clients look for an "error" object in a data event.
+        return SseEvent(StatusJson(WithOpenAiFieldNames(status)));
+      }, "[DONE]");
+      return;
+    }
+    auto channel = StartGenerate(call->request, control);
+    std::vector<v1::GenerateResponse> chunks;
+    v1::GenerateResponse chunk;
+    absl::Status final;
+    while (channel->Next(&chunk, &final)) chunks.push_back(std::move(chunk));
+    if (!final.ok()) return Fail(w, "Generate", WithOpenAiFieldNames(final));
+    Finish("Generate", absl::OkStatus());
+    w.Send(200, kJson, Dump(CompletionResponse(chunks, id, call->logprobs)));
+  }
+
+  void Models(const HttpRequest&, HttpResponseWriter& w) {
+    w.Send(200, kJson, Dump(ModelsResponse({backend_.decoder_name, backend_.encoder_name}, started_)));
+  }
+
+ private:
+  // Streams a Generate as server-sent events. The HTTP status is chosen when
+  // the first chunk or the end arrives, so a refusal before any token (queue
+  // full, invalid argument) is a plain 4xx/5xx JSON answer, not a 200 stream.
+  template <typename ChunkEvent, typename ErrorEvent>
+  void Stream(HttpResponseWriter& w, const v1::GenerateRequest& request, const std::shared_ptr<RequestControl>& control,
+              const char* rpc, ChunkEvent chunk_event, ErrorEvent error_event, const char* done_event) {
+    auto channel = StartGenerate(request, control);
+    bool started = false;
+    v1::GenerateResponse chunk;
+    absl::Status final;
+    while (channel->Next(&chunk, &final)) {
+      if (!started) {
+        started = true;
+        if (!w.StartStream(200, kEventStream)) return ClientGone(control, rpc);
+      }
+      if (!w.Write(chunk_event(chunk))) return ClientGone(control, rpc);
+    }
+    if (!started) {
+      if (!final.ok()) return Fail(w, rpc, final);
+      if (!w.StartStream(200, kEventStream)) return ClientGone(control, rpc);
+    }
+    Finish(rpc, final);
+    if (!final.ok()) {
+      w.Write(error_event(final));
+    } else if (done_event[0] != '\0') {
+      w.Write(SseEvent(done_event));
+    }
+    w.EndStream();
+  }
+
+  std::shared_ptr<GenerateChannel> StartGenerate(const v1::GenerateRequest& request,
+                                                 const std::shared_ptr<RequestControl>& control) {
+    auto channel = std::make_shared<GenerateChannel>();
+    backend_.generate(request, control, GenerateChannel::SinkFor(channel));
+    return channel;
+  }
+
+  absl::StatusOr<v1::EncodeResponse> RunEncode(const v1::EncodeRequest& request,
+                                               const std::shared_ptr<RequestControl>& control) {
+    auto slot = std::make_shared<EncodeSlot>();
+    backend_.encode(request, control, [slot](absl::StatusOr<v1::EncodeResponse> r) { slot->Set(std::move(r)); });
+    return slot->Wait();
+  }
+
+  // The request's control with its deadline, or null after answering 400 for
+  // a malformed deadline header.
+  std::shared_ptr<RequestControl> NewControl(const HttpRequest& request, HttpResponseWriter& w, const char* rpc) {
+    absl::StatusOr<absl::Time> deadline = RequestDeadline(request.headers, absl::Now());
+    if (!deadline.ok()) {
+      Refuse(w, rpc, deadline.status());
+      return nullptr;
+    }
+    auto control = std::make_shared<RequestControl>();
+    control->deadline = *deadline;
+    return control;
+  }
+
+  // The client went away mid-stream: cancel so the scheduler frees the
+  // request's KV blocks; the channel outlives this handler.
+  void ClientGone(const std::shared_ptr<RequestControl>& control, const char* rpc) {
+    control->cancelled.store(true);
+    Finish(rpc, absl::CancelledError("client disconnected"));
+  }
+
+  // A JSON-shape error found by the gateway itself.
+  void Refuse(HttpResponseWriter& w, const char* rpc, const absl::Status& status) {
+    if (metrics_ != nullptr) metrics_->RecordRejection(RejectReason::kInvalidArgument);
+    Fail(w, rpc, status);
+  }
+
+  void Fail(HttpResponseWriter& w, const char* rpc, const absl::Status& status) {
+    Finish(rpc, status);
+    w.Send(ToHttpStatus(status.code()), kJson, StatusJson(status),
+           ErrorHeaders(status, options_.retry_after_seconds));
+  }
+
+  void Finish(const char* rpc, const absl::Status& status) {
+    if (metrics_ != nullptr) metrics_->RecordRequest(rpc, status.code());
+  }
+
+  const GatewayBackend backend_;
+  ServerMetrics* const metrics_;
+  const GatewayOptions options_;
+  const int64_t started_;
+  std::atomic<uint32_t> next_id_{0};
+};
+
+// Wraps `handler` so that other methods get 405 naming the allowed one.
+HttpHandler OnlyMethod(const char* method, std::shared_ptr<Gateway> gateway,
+                       void (Gateway::*handler)(const HttpRequest&, HttpResponseWriter&)) {
+  return [method, gateway, handler](const HttpRequest& request, HttpResponseWriter& w) {
+    if (request.method != method) {
+      w.Send(405, kJson,
+             JsonError("method_not_allowed",
+                       absl::StrCat(request.path, " accepts ", method, ", not ", SanitizeUtf8(request.method))),
+             {{"Allow", method}});
+      return;
+    }
+    ((*gateway).*handler)(request, w);
+  };
+}
+
+}  // namespace
+
+std::map<std::string, HttpHandler> ApiRoutes(GatewayBackend backend, ServerMetrics* metrics,
+                                             const GatewayOptions& options) {
+  auto gateway = std::make_shared<Gateway>(std::move(backend), metrics, options);
+  std::map<std::string, HttpHandler> routes;
+  routes["/v1/encode"] = OnlyMethod("POST", gateway, &Gateway::Encode);
+  routes["/v1/generate"] = OnlyMethod("POST", gateway, &Gateway::Generate);
+  routes["/v1/generate_stream"] = OnlyMethod("POST", gateway, &Gateway::GenerateStream);
+  routes["/v1/embeddings"] = OnlyMethod("POST", gateway, &Gateway::Embeddings);
+  routes["/v1/completions"] = OnlyMethod("POST", gateway, &Gateway::Completions);
+  routes["/v1/models"] = OnlyMethod("GET", gateway, &Gateway::Models);
+  return routes;
+}
+
+}  // namespace attnserve

@@ -1,0 +1,62 @@
+// The API routes of the HTTP door: native JSON endpoints over the
+// attnserve.v1 messages and the OpenAI-compatible ones.
+//
+//   POST /v1/encode            EncodeRequest JSON   -> EncodeResponse JSON
+//   POST /v1/generate          GenerateRequest JSON -> one GenerateResponse JSON
+//                              (all tokens and text, finish_reason, usage)
+//   POST /v1/generate_stream   GenerateRequest JSON -> text/event-stream, one
+//                              `data: {GenerateResponse}` per chunk; the last
+//                              carries finish_reason and usage; a failure
+//                              after the stream started is `event: error`
+//   POST /v1/embeddings        OpenAI embeddings
+//   POST /v1/completions       OpenAI completions ("stream": true: SSE chunks,
+//                              then `data: [DONE]`)
+//   GET  /v1/models            OpenAI model list
+//
+// Handlers run on civetweb worker threads and block there until the core's
+// callbacks (which only queue results and return) deliver the answer. A
+// client that disconnects during a stream is noticed at the next write and
+// the request is cancelled, which frees its KV blocks within one step.
+// README.md in this folder documents the endpoints.
+#ifndef ATTNSERVE_SERVER_HTTP_API_ROUTES_H_
+#define ATTNSERVE_SERVER_HTTP_API_ROUTES_H_
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "server/core/inference_core.h"
+#include "server/http/http_server.h"
+#include "server/metrics/metrics.h"
+
+namespace attnserve {
+
+struct GatewayOptions {
+  // Retry-After (seconds) sent with 429 answers.
+  int retry_after_seconds = 1;
+};
+
+// What the gateway needs from the inference core. A seam so the routes can be
+// tested against a fake without a model; ApiRoutes(InferenceCore*) fills it
+// from the real core.
+struct GatewayBackend {
+  std::function<void(const v1::EncodeRequest&, std::shared_ptr<RequestControl>, EncodeDone)> encode;
+  std::function<void(const v1::GenerateRequest&, std::shared_ptr<RequestControl>, GenerateSink)> generate;
+  std::string encoder_name;  // "" when no encoder is loaded
+  std::string decoder_name;  // "" when no decoder is loaded
+};
+
+// The routes over `backend`. `metrics` may be null (tests); otherwise each
+// request is counted in attnserve_requests_total{rpc="Encode"|"Generate"} and
+// the gateway's own JSON-shape refusals in the rejections counter.
+std::map<std::string, HttpHandler> ApiRoutes(GatewayBackend backend, ServerMetrics* metrics,
+                                             const GatewayOptions& options);
+
+// The routes over the real core (not owned; must outlive the HTTP server).
+std::map<std::string, HttpHandler> ApiRoutes(InferenceCore* core, ServerMetrics* metrics,
+                                             const GatewayOptions& options);
+
+}  // namespace attnserve
+
+#endif  // ATTNSERVE_SERVER_HTTP_API_ROUTES_H_

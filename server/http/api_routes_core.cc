@@ -1,0 +1,19 @@
+// ApiRoutes over the real InferenceCore. Apart from api_routes.cc so that the
+// gateway's tests, which use a fake backend, link without the core.
+#include "server/http/api_routes.h"
+
+namespace attnserve {
+
+std::map<std::string, HttpHandler> ApiRoutes(InferenceCore* core, ServerMetrics* metrics,
+                                             const GatewayOptions& options) {
+  GatewayBackend backend;
+  backend.encode = [core](const v1::EncodeRequest& request, std::shared_ptr<RequestControl> control,
+                          EncodeDone done) { core->Encode(request, std::move(control), std::move(done)); };
+  backend.generate = [core](const v1::GenerateRequest& request, std::shared_ptr<RequestControl> control,
+                            GenerateSink sink) { core->Generate(request, std::move(control), std::move(sink)); };
+  backend.encoder_name = core->has_encoder() ? core->encoder_name() : "";
+  backend.decoder_name = core->has_decoder() ? core->decoder_name() : "";
+  return ApiRoutes(std::move(backend), metrics, options);
+}
+
+}  // namespace attnserve

@@ -1,0 +1,27 @@
+#include "server/http/native_api.h"
+
+#include "server/http/json_body.h"
+
+namespace attnserve {
+
+absl::StatusOr<v1::EncodeRequest> ParseEncodeRequest(absl::string_view body) {
+  v1::EncodeRequest request;
+  if (absl::Status s = JsonToProto(body, &request); !s.ok()) return s;
+  return request;
+}
+
+absl::StatusOr<v1::GenerateRequest> ParseGenerateRequest(absl::string_view body) {
+  v1::GenerateRequest request;
+  if (absl::Status s = JsonToProto(body, &request); !s.ok()) return s;
+  return request;
+}
+
+void AppendGenerateChunk(const v1::GenerateResponse& chunk, v1::GenerateResponse* total) {
+  total->mutable_token_ids()->MergeFrom(chunk.token_ids());
+  total->mutable_text()->append(chunk.text());
+  total->mutable_logprobs()->MergeFrom(chunk.logprobs());
+  if (chunk.finish_reason() != v1::FINISH_REASON_UNSPECIFIED) total->set_finish_reason(chunk.finish_reason());
+  if (chunk.has_usage()) *total->mutable_usage() = chunk.usage();
+}
+
+}  // namespace attnserve

@@ -1,0 +1,25 @@
+// JSON <-> proto for the native endpoints (/v1/encode, /v1/generate,
+// /v1/generate_stream). Bodies are the attnserve.v1 request messages in
+// proto3 JSON; answers are the response messages. Pure functions, so they are
+// tested without a model.
+#ifndef ATTNSERVE_SERVER_HTTP_NATIVE_API_H_
+#define ATTNSERVE_SERVER_HTTP_NATIVE_API_H_
+
+#include "absl/strings/string_view.h"
+
+#include "absl/status/statusor.h"
+#include "attnserve/v1/inference.pb.h"
+
+namespace attnserve {
+
+absl::StatusOr<v1::EncodeRequest> ParseEncodeRequest(absl::string_view body);
+absl::StatusOr<v1::GenerateRequest> ParseGenerateRequest(absl::string_view body);
+
+// Folds one stream chunk into the single answer of non-streaming
+// /v1/generate: token ids, text and logprobs are concatenated; the final
+// chunk's finish_reason and usage are kept.
+void AppendGenerateChunk(const v1::GenerateResponse& chunk, v1::GenerateResponse* total);
+
+}  // namespace attnserve
+
+#endif  // ATTNSERVE_SERVER_HTTP_NATIVE_API_H_

@@ -1,0 +1,388 @@
+#include "server/http/openai_api.h"
+
+#include <cstring>
+#include <limits>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "engine/core/status_macros.h"
+#include "server/http/json_body.h"
+
+namespace attnserve {
+namespace {
+
+using nlohmann::json;
+
+// The field, or nullptr when absent or null (OpenAI clients send null for
+// "not given").
+const json* Field(const json& object, const char* name) {
+  auto it = object.find(name);
+  if (it == object.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+absl::Status TypeError(absl::string_view field, absl::string_view expected, const json& got) {
+  return absl::InvalidArgumentError(absl::StrCat(field, ": must be ", expected, ", got ", got.type_name()));
+}
+
+absl::Status Unsupported(absl::string_view field, absl::string_view why) {
+  return absl::InvalidArgumentError(absl::StrCat(field, ": not supported (", why, ")"));
+}
+
+absl::StatusOr<int32_t> Int32Field(const json& value, absl::string_view field) {
+  if (!value.is_number_integer()) return TypeError(field, "an integer", value);
+  if (value.is_number_unsigned()) {
+    const uint64_t v = value.get<uint64_t>();
+    if (v > static_cast<uint64_t>(std::numeric_limits<int32_t>::max())) {
+      return absl::InvalidArgumentError(absl::StrCat(field, ": ", v, " is out of range for a 32-bit integer"));
+    }
+    return static_cast<int32_t>(v);
+  }
+  const int64_t v = value.get<int64_t>();
+  if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max()) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": ", v, " is out of range for a 32-bit integer"));
+  }
+  return static_cast<int32_t>(v);
+}
+
+absl::StatusOr<float> FloatField(const json& value, absl::string_view field) {
+  if (!value.is_number()) return TypeError(field, "a number", value);
+  return value.get<float>();
+}
+
+absl::StatusOr<bool> BoolField(const json& value, absl::string_view field) {
+  if (!value.is_boolean()) return TypeError(field, "a boolean", value);
+  return value.get<bool>();
+}
+
+absl::Status CheckModel(const json& body) {
+  if (const json* model = Field(body, "model"); model != nullptr && !model->is_string()) {
+    return TypeError("model", "a string", *model);
+  }
+  if (const json* user = Field(body, "user"); user != nullptr && !user->is_string()) {
+    return TypeError("user", "a string", *user);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::TokenIds> TokenIdsField(const json& array, absl::string_view field) {
+  v1::TokenIds ids;
+  for (size_t i = 0; i < array.size(); ++i) {
+    absl::StatusOr<int32_t> id = Int32Field(array[i], absl::StrCat(field, "[", i, "]"));
+    if (!id.ok()) return id.status();
+    ids.add_ids(*id);
+  }
+  return ids;
+}
+
+// Applies the optional `field` of `body` with `set` when present.
+template <typename T, typename Parse, typename Set>
+absl::Status Optional(const json& body, const char* field, Parse parse, Set set) {
+  const json* value = Field(body, field);
+  if (value == nullptr) return absl::OkStatus();
+  absl::StatusOr<T> parsed = parse(*value, field);
+  if (!parsed.ok()) return parsed.status();
+  set(*parsed);
+  return absl::OkStatus();
+}
+
+absl::Status ParsePrompt(const json& body, v1::GenerateRequest* request) {
+  const json* prompt = Field(body, "prompt");
+  if (prompt == nullptr) return absl::InvalidArgumentError("prompt: required");
+  if (prompt->is_string()) {
+    request->set_text(prompt->get<std::string>());
+    return absl::OkStatus();
+  }
+  if (!prompt->is_array()) return TypeError("prompt", "a string or an array of token ids", *prompt);
+  // One prompt in a list ([str] or [[int]]) is accepted; several would need n
+  // completions in one response, which this server does not batch per request.
+  if (!prompt->empty() && ((*prompt)[0].is_string() || (*prompt)[0].is_array())) {
+    if (prompt->size() != 1) {
+      return Unsupported("prompt", absl::StrCat("a batch of ", prompt->size(), " prompts; send one prompt per request"));
+    }
+    const json& only = (*prompt)[0];
+    if (only.is_string()) {
+      request->set_text(only.get<std::string>());
+      return absl::OkStatus();
+    }
+    absl::StatusOr<v1::TokenIds> ids = TokenIdsField(only, "prompt[0]");
+    if (!ids.ok()) return ids.status();
+    *request->mutable_token_ids() = *ids;
+    return absl::OkStatus();
+  }
+  absl::StatusOr<v1::TokenIds> ids = TokenIdsField(*prompt, "prompt");
+  if (!ids.ok()) return ids.status();
+  *request->mutable_token_ids() = *ids;
+  return absl::OkStatus();
+}
+
+absl::Status ParseStop(const json& body, v1::SamplingParams* sampling) {
+  const json* stop = Field(body, "stop");
+  if (stop == nullptr) return absl::OkStatus();
+  if (stop->is_string()) {
+    sampling->add_stop(stop->get<std::string>());
+    return absl::OkStatus();
+  }
+  if (!stop->is_array()) return TypeError("stop", "a string or an array of strings", *stop);
+  for (size_t i = 0; i < stop->size(); ++i) {
+    if (!(*stop)[i].is_string()) return TypeError(absl::StrCat("stop[", i, "]"), "a string", (*stop)[i]);
+    sampling->add_stop((*stop)[i].get<std::string>());
+  }
+  return absl::OkStatus();
+}
+
+// Options whose only supported value is the default.
+absl::Status RefuseNonDefaults(const json& body) {
+  if (const json* n = Field(body, "n"); n != nullptr && !(n->is_number_integer() && n->get<int64_t>() == 1)) {
+    return Unsupported("n", "only n = 1; send one request per completion");
+  }
+  if (const json* b = Field(body, "best_of"); b != nullptr && !(b->is_number_integer() && b->get<int64_t>() == 1)) {
+    return Unsupported("best_of", "only best_of = 1");
+  }
+  if (const json* echo = Field(body, "echo"); echo != nullptr && !(echo->is_boolean() && !echo->get<bool>())) {
+    return Unsupported("echo", "only echo = false");
+  }
+  if (const json* suffix = Field(body, "suffix");
+      suffix != nullptr && !(suffix->is_string() && suffix->get<std::string>().empty())) {
+    return Unsupported("suffix", "insertion is not implemented");
+  }
+  for (const char* penalty : {"presence_penalty", "frequency_penalty"}) {
+    if (const json* p = Field(body, penalty); p != nullptr && !(p->is_number() && p->get<double>() == 0.0)) {
+      return Unsupported(penalty, "only 0; use repetition_penalty");
+    }
+  }
+  if (const json* bias = Field(body, "logit_bias"); bias != nullptr && !(bias->is_object() && bias->empty())) {
+    return Unsupported("logit_bias", "logit biases are not implemented");
+  }
+  return absl::OkStatus();
+}
+
+json LogprobsJson(const v1::GenerateResponse& chunk, int64_t text_offset) {
+  json tokens = json::array(), token_logprobs = json::array(), top = json::array(), offsets = json::array();
+  for (int i = 0; i < chunk.token_ids_size(); ++i) {
+    std::string text;
+    json alternatives = json::object();
+    if (i < chunk.logprobs_size()) {
+      for (const v1::TokenLogprob& alt : chunk.logprobs(i).top()) {
+        if (alt.token_id() == chunk.token_ids(i)) text = alt.text();
+        alternatives[SanitizeUtf8(alt.text())] = alt.logprob();
+      }
+    }
+    // A chunk usually holds one token and its text is that token's text.
+    if (text.empty() && chunk.token_ids_size() == 1) text = chunk.text();
+    tokens.push_back(SanitizeUtf8(text));
+    token_logprobs.push_back(i < chunk.logprobs_size() ? json(chunk.logprobs(i).logprob()) : json());
+    top.push_back(std::move(alternatives));
+    offsets.push_back(text_offset);
+    text_offset += static_cast<int64_t>(text.size());
+  }
+  return json{{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top}, {"text_offset", offsets}};
+}
+
+void AppendLogprobs(const json& part, json* all) {
+  for (const char* key : {"tokens", "token_logprobs", "top_logprobs", "text_offset"}) {
+    for (const json& v : part[key]) (*all)[key].push_back(v);
+  }
+}
+
+json CompletionUsage(const v1::GenerateUsage& usage) {
+  return json{{"prompt_tokens", usage.prompt_tokens()},
+              {"completion_tokens", usage.generated_tokens()},
+              {"total_tokens", usage.prompt_tokens() + usage.generated_tokens()},
+              {"peak_kv_cache_bytes", usage.peak_kv_cache_bytes()}};
+}
+
+}  // namespace
+
+absl::StatusOr<EmbeddingsCall> ParseEmbeddingsRequest(absl::string_view body) {
+  absl::StatusOr<json> parsed = ParseJsonObject(body);
+  if (!parsed.ok()) return parsed.status();
+  const json& root = *parsed;
+  RETURN_IF_ERROR(CheckModel(root));
+  EmbeddingsCall call;
+  if (const json* format = Field(root, "encoding_format"); format != nullptr) {
+    if (!format->is_string()) return TypeError("encoding_format", "\"float\" or \"base64\"", *format);
+    const std::string f = format->get<std::string>();
+    if (f != "float" && f != "base64") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("encoding_format: '", SanitizeUtf8(f), "' is not one of \"float\", \"base64\""));
+    }
+    call.base64 = f == "base64";
+  }
+  if (Field(root, "dimensions") != nullptr) {
+    return Unsupported("dimensions", "the embedding size is fixed by the model");
+  }
+  const json* input = Field(root, "input");
+  if (input == nullptr) return absl::InvalidArgumentError("input: required");
+  v1::EncodeRequest& request = call.request;
+  if (input->is_string()) {
+    request.add_inputs()->set_text(input->get<std::string>());
+  } else if (!input->is_array()) {
+    return TypeError("input", "a string, an array of strings or an array of token id arrays", *input);
+  } else if (!input->empty() && (*input)[0].is_number()) {
+    // One input given as token ids.
+    absl::StatusOr<v1::TokenIds> ids = TokenIdsField(*input, "input");
+    if (!ids.ok()) return ids.status();
+    *request.add_inputs()->mutable_token_ids() = *ids;
+  } else {
+    for (size_t i = 0; i < input->size(); ++i) {
+      const json& item = (*input)[i];
+      const std::string field = absl::StrCat("input[", i, "]");
+      if (item.is_string()) {
+        request.add_inputs()->set_text(item.get<std::string>());
+      } else if (item.is_array()) {
+        absl::StatusOr<v1::TokenIds> ids = TokenIdsField(item, field);
+        if (!ids.ok()) return ids.status();
+        *request.add_inputs()->mutable_token_ids() = *ids;
+      } else {
+        return TypeError(field, "a string or an array of token ids", item);
+      }
+    }
+  }
+  return call;
+}
+
+json EmbeddingsResponse(const v1::EncodeResponse& response, const std::string& model, bool base64) {
+  json data = json::array();
+  for (int i = 0; i < response.results_size(); ++i) {
+    const auto& values = response.results(i).embedding().values();
+    json embedding;
+    if (base64) {
+      // OpenAI's base64 is the raw little-endian float32 array (x86 is little-endian).
+      std::string bytes(values.size() * sizeof(float), '\0');
+      if (!values.empty()) std::memcpy(bytes.data(), values.data(), bytes.size());
+      embedding = absl::Base64Escape(bytes);
+    } else {
+      embedding = json(std::vector<float>(values.begin(), values.end()));
+    }
+    data.push_back(json{{"object", "embedding"}, {"index", i}, {"embedding", std::move(embedding)}});
+  }
+  const int64_t tokens = response.usage().prompt_tokens();
+  return json{{"object", "list"},
+              {"data", std::move(data)},
+              {"model", model},
+              {"usage", {{"prompt_tokens", tokens}, {"total_tokens", tokens}}}};
+}
+
+absl::StatusOr<CompletionCall> ParseCompletionRequest(absl::string_view body) {
+  absl::StatusOr<json> parsed = ParseJsonObject(body);
+  if (!parsed.ok()) return parsed.status();
+  const json& root = *parsed;
+  RETURN_IF_ERROR(CheckModel(root));
+  RETURN_IF_ERROR(RefuseNonDefaults(root));
+  CompletionCall call;
+  v1::GenerateRequest& request = call.request;
+  RETURN_IF_ERROR(ParsePrompt(root, &request));
+  v1::SamplingParams* sampling = request.mutable_sampling();
+  sampling->set_max_new_tokens(kOpenAiDefaultMaxTokens);
+  RETURN_IF_ERROR(Optional<int32_t>(root, "max_tokens", Int32Field,
+                                                   [&](int32_t v) { sampling->set_max_new_tokens(v); }));
+  RETURN_IF_ERROR(
+      Optional<float>(root, "temperature", FloatField, [&](float v) { sampling->set_temperature(v); }));
+  RETURN_IF_ERROR(Optional<float>(root, "top_p", FloatField, [&](float v) { sampling->set_top_p(v); }));
+  RETURN_IF_ERROR(Optional<int32_t>(root, "top_k", Int32Field, [&](int32_t v) { sampling->set_top_k(v); }));
+  RETURN_IF_ERROR(Optional<float>(root, "repetition_penalty", FloatField,
+                                                 [&](float v) { sampling->set_repetition_penalty(v); }));
+  RETURN_IF_ERROR(
+      Optional<bool>(root, "ignore_eos", BoolField, [&](bool v) { sampling->set_ignore_eos(v); }));
+  RETURN_IF_ERROR(Optional<bool>(root, "stream", BoolField, [&](bool v) { call.stream = v; }));
+  RETURN_IF_ERROR(ParseStop(root, sampling));
+  if (const json* seed = Field(root, "seed"); seed != nullptr) {
+    if (!seed->is_number_integer()) return TypeError("seed", "an integer", *seed);
+    if (!seed->is_number_unsigned()) return absl::InvalidArgumentError("seed: must be a non-negative integer");
+    sampling->set_seed(seed->get<uint64_t>());
+  }
+  if (const json* logprobs = Field(root, "logprobs"); logprobs != nullptr) {
+    absl::StatusOr<int32_t> n = Int32Field(*logprobs, "logprobs");
+    if (!n.ok()) return n.status();
+    call.logprobs = true;
+    sampling->set_logprobs(true);
+    sampling->set_top_logprobs(*n);
+  }
+  if (const json* ids = Field(root, "stop_token_ids"); ids != nullptr) {
+    if (!ids->is_array()) return TypeError("stop_token_ids", "an array of token ids", *ids);
+    absl::StatusOr<v1::TokenIds> parsed_ids = TokenIdsField(*ids, "stop_token_ids");
+    if (!parsed_ids.ok()) return parsed_ids.status();
+    sampling->mutable_stop_token_ids()->Add(parsed_ids->ids().begin(), parsed_ids->ids().end());
+  }
+  return call;
+}
+
+const char* OpenAiFinishReason(v1::FinishReason reason) {
+  switch (reason) {
+    case v1::FINISH_REASON_LENGTH:
+    case v1::FINISH_REASON_CONTEXT_LENGTH: return "length";
+    case v1::FINISH_REASON_EOS:
+    case v1::FINISH_REASON_STOP_STRING:
+    case v1::FINISH_REASON_STOP_TOKEN: return "stop";
+    default: return "stop";
+  }
+}
+
+json CompletionResponse(const std::vector<v1::GenerateResponse>& chunks, const CompletionIdentity& id,
+                        bool logprobs) {
+  std::string text;
+  json all_logprobs = json{{"tokens", json::array()},
+                           {"token_logprobs", json::array()},
+                           {"top_logprobs", json::array()},
+                           {"text_offset", json::array()}};
+  v1::FinishReason finish = v1::FINISH_REASON_UNSPECIFIED;
+  v1::GenerateUsage usage;
+  for (const v1::GenerateResponse& chunk : chunks) {
+    if (logprobs) AppendLogprobs(LogprobsJson(chunk, static_cast<int64_t>(text.size())), &all_logprobs);
+    text += chunk.text();
+    if (chunk.finish_reason() != v1::FINISH_REASON_UNSPECIFIED) finish = chunk.finish_reason();
+    if (chunk.has_usage()) usage = chunk.usage();
+  }
+  json choice{{"index", 0},
+              {"text", SanitizeUtf8(text)},
+              {"logprobs", logprobs ? all_logprobs : json()},
+              {"finish_reason", OpenAiFinishReason(finish)}};
+  return json{{"id", id.id},
+              {"object", "text_completion"},
+              {"created", id.created},
+              {"model", id.model},
+              {"choices", json::array({std::move(choice)})},
+              {"usage", CompletionUsage(usage)}};
+}
+
+json CompletionChunk(const v1::GenerateResponse& chunk, const CompletionIdentity& id, bool logprobs,
+                     int64_t text_offset) {
+  const bool last = chunk.finish_reason() != v1::FINISH_REASON_UNSPECIFIED;
+  json choice{{"index", 0},
+              {"text", SanitizeUtf8(chunk.text())},
+              {"logprobs", logprobs ? LogprobsJson(chunk, text_offset) : json()},
+              {"finish_reason", last ? json(OpenAiFinishReason(chunk.finish_reason())) : json()}};
+  json out{{"id", id.id},
+           {"object", "text_completion"},
+           {"created", id.created},
+           {"model", id.model},
+           {"choices", json::array({std::move(choice)})}};
+  if (last && chunk.has_usage()) out["usage"] = CompletionUsage(chunk.usage());
+  return out;
+}
+
+json ModelsResponse(const std::vector<std::string>& names, int64_t created) {
+  json data = json::array();
+  for (const std::string& name : names) {
+    if (name.empty()) continue;
+    data.push_back(json{{"id", name}, {"object", "model"}, {"created", created}, {"owned_by", "attnserve"}});
+  }
+  return json{{"object", "list"}, {"data", std::move(data)}};
+}
+
+absl::Status WithOpenAiFieldNames(const absl::Status& status) {
+  if (status.code() != absl::StatusCode::kInvalidArgument) return status;
+  static constexpr std::pair<const char*, const char*> kNames[] = {
+      {"max_new_tokens", "max_tokens"}, {"top_logprobs", "logprobs"}, {"token_ids", "prompt/input"},
+      {"inputs", "input"}};
+  const absl::string_view message = status.message();
+  for (const auto& [proto_name, openai_name] : kNames) {
+    if (message.find(proto_name) != absl::string_view::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(message, " (OpenAI field '", openai_name, "')"));
+    }
+  }
+  return status;
+}
+
+}  // namespace attnserve

@@ -1,0 +1,260 @@
+#include "server/http/openai_api.h"
+
+#include <cstring>
+
+#include "absl/strings/escaping.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace attnserve {
+namespace {
+
+using ::nlohmann::json;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+TEST(OpenAiEmbeddingsTest, InputShapesMapOntoEncodeInputs) {
+  absl::StatusOr<EmbeddingsCall> c = ParseEmbeddingsRequest(R"({"input": "one", "model": "m"})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->request.inputs_size(), 1);
+  EXPECT_EQ(c->request.inputs(0).text(), "one");
+  EXPECT_FALSE(c->base64);
+
+  c = ParseEmbeddingsRequest(R"({"input": ["a", "b"], "model": "m", "encoding_format": "base64"})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->request.inputs_size(), 2);
+  EXPECT_EQ(c->request.inputs(1).text(), "b");
+  EXPECT_TRUE(c->base64);
+
+  c = ParseEmbeddingsRequest(R"({"input": [101, 102], "model": "m"})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->request.inputs_size(), 1);
+  EXPECT_THAT(c->request.inputs(0).token_ids().ids(), ElementsAre(101, 102));
+
+  c = ParseEmbeddingsRequest(R"({"input": [[1, 2], [3]], "model": "m"})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->request.inputs_size(), 2);
+  EXPECT_THAT(c->request.inputs(1).token_ids().ids(), ElementsAre(3));
+
+  // An empty batch maps to an empty request: the core refuses it (one
+  // validation path for both doors).
+  c = ParseEmbeddingsRequest(R"({"input": [], "model": "m"})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->request.inputs_size(), 0);
+}
+
+TEST(OpenAiEmbeddingsTest, BadShapesNameTheField) {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"model": "m"})", "input: required"},
+      {R"({"input": 5, "model": "m"})", "input: must be"},
+      {R"({"input": ["a", 5], "model": "m"})", "input[1]"},
+      {R"({"input": [[1, "x"]], "model": "m"})", "input[0][1]"},
+      {R"({"input": [1, 2.5], "model": "m"})", "input[1]"},
+      {R"({"input": [1, 4294967296], "model": "m"})", "input[1]"},
+      {R"({"input": "a", "model": 3})", "model: must be a string"},
+      {R"({"input": "a", "model": "m", "encoding_format": "int8"})", "encoding_format"},
+      {R"({"input": "a", "model": "m", "dimensions": 64})", "dimensions: not supported"},
+  };
+  for (const auto& [body, expected] : cases) {
+    absl::StatusOr<EmbeddingsCall> c = ParseEmbeddingsRequest(body);
+    ASSERT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument) << body;
+    EXPECT_THAT(c.status().message(), HasSubstr(expected)) << body;
+  }
+}
+
+v1::EncodeResponse TwoEmbeddings() {
+  v1::EncodeResponse r;
+  for (float base : {1.0f, -2.0f}) {
+    v1::Tensor* t = r.add_results()->mutable_embedding();
+    t->add_shape(3);
+    for (int i = 0; i < 3; ++i) t->add_values(base + 0.25f * i);
+  }
+  r.mutable_usage()->set_prompt_tokens(7);
+  return r;
+}
+
+TEST(OpenAiEmbeddingsTest, ResponseFloatAndBase64) {
+  json j = EmbeddingsResponse(TwoEmbeddings(), "minilm", /*base64=*/false);
+  EXPECT_EQ(j["object"], "list");
+  EXPECT_EQ(j["model"], "minilm");
+  ASSERT_EQ(j["data"].size(), 2u);
+  EXPECT_EQ(j["data"][1]["object"], "embedding");
+  EXPECT_EQ(j["data"][1]["index"], 1);
+  EXPECT_EQ(j["data"][1]["embedding"], json({-2.0f, -1.75f, -1.5f}));
+  EXPECT_EQ(j["usage"]["prompt_tokens"], 7);
+  EXPECT_EQ(j["usage"]["total_tokens"], 7);
+
+  j = EmbeddingsResponse(TwoEmbeddings(), "minilm", /*base64=*/true);
+  std::string bytes;
+  ASSERT_TRUE(absl::Base64Unescape(j["data"][0]["embedding"].get<std::string>(), &bytes));
+  ASSERT_EQ(bytes.size(), 3 * sizeof(float));
+  float values[3];
+  std::memcpy(values, bytes.data(), bytes.size());
+  EXPECT_EQ(values[0], 1.0f);
+  EXPECT_EQ(values[2], 1.5f);
+}
+
+TEST(OpenAiCompletionsTest, RequestMapsOntoGenerateRequest) {
+  absl::StatusOr<CompletionCall> c = ParseCompletionRequest(
+      R"({"model": "m", "prompt": "Once", "max_tokens": 5, "temperature": 0, "top_p": 0.9, "stop": ["\n", "."],
+          "seed": 7, "logprobs": 2, "stream": true, "n": 1, "echo": false, "presence_penalty": 0,
+          "top_k": 3, "repetition_penalty": 1.1, "user": "u", "some_future_option": {"x": 1}})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->stream);
+  EXPECT_TRUE(c->logprobs);
+  const v1::GenerateRequest& r = c->request;
+  EXPECT_EQ(r.text(), "Once");
+  EXPECT_EQ(r.sampling().max_new_tokens(), 5);
+  EXPECT_TRUE(r.sampling().has_temperature());
+  EXPECT_EQ(r.sampling().temperature(), 0.0f);
+  EXPECT_FLOAT_EQ(r.sampling().top_p(), 0.9f);
+  EXPECT_THAT(r.sampling().stop(), ElementsAre("\n", "."));
+  EXPECT_EQ(r.sampling().seed(), 7u);
+  EXPECT_TRUE(r.sampling().logprobs());
+  EXPECT_EQ(r.sampling().top_logprobs(), 2);
+  EXPECT_EQ(r.sampling().top_k(), 3);
+  EXPECT_FLOAT_EQ(r.sampling().repetition_penalty(), 1.1f);
+}
+
+TEST(OpenAiCompletionsTest, DefaultsAndPromptForms) {
+  absl::StatusOr<CompletionCall> c = ParseCompletionRequest(R"({"model": "m", "prompt": [1, 2, 3]})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_THAT(c->request.token_ids().ids(), ElementsAre(1, 2, 3));
+  EXPECT_EQ(c->request.sampling().max_new_tokens(), kOpenAiDefaultMaxTokens);
+  EXPECT_FALSE(c->request.sampling().has_temperature());
+  EXPECT_FALSE(c->request.sampling().has_seed());
+  EXPECT_FALSE(c->stream);
+  EXPECT_FALSE(c->logprobs);
+
+  c = ParseCompletionRequest(R"({"model": "m", "prompt": ["only"], "max_tokens": null, "stop": "\n"})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->request.text(), "only");
+  EXPECT_THAT(c->request.sampling().stop(), ElementsAre("\n"));
+
+  c = ParseCompletionRequest(R"({"model": "m", "prompt": [[4, 5]]})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_THAT(c->request.token_ids().ids(), ElementsAre(4, 5));
+
+  // Range checks of values the proto can hold are the core's, not ours.
+  c = ParseCompletionRequest(R"({"model": "m", "prompt": "x", "max_tokens": -3, "temperature": -1})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->request.sampling().max_new_tokens(), -3);
+}
+
+TEST(OpenAiCompletionsTest, BadShapesAndUnsupportedOptionsNameTheField) {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"model": "m"})", "prompt: required"},
+      {R"({"model": "m", "prompt": 5})", "prompt: must be"},
+      {R"({"model": "m", "prompt": ["a", "b"]})", "prompt: not supported"},
+      {R"({"model": "m", "prompt": [1, "b"]})", "prompt[1]"},
+      {R"({"model": "m", "prompt": "x", "max_tokens": "ten"})", "max_tokens: must be an integer"},
+      {R"({"model": "m", "prompt": "x", "max_tokens": 1.5})", "max_tokens: must be an integer"},
+      {R"({"model": "m", "prompt": "x", "max_tokens": 99999999999})", "max_tokens"},
+      {R"({"model": "m", "prompt": "x", "temperature": "hot"})", "temperature: must be a number"},
+      {R"({"model": "m", "prompt": "x", "top_p": []})", "top_p"},
+      {R"({"model": "m", "prompt": "x", "stop": [1]})", "stop[0]"},
+      {R"({"model": "m", "prompt": "x", "seed": -1})", "seed"},
+      {R"({"model": "m", "prompt": "x", "stream": "yes"})", "stream: must be a boolean"},
+      {R"({"model": "m", "prompt": "x", "logprobs": true})", "logprobs"},
+      {R"({"model": "m", "prompt": "x", "n": 2})", "n: not supported"},
+      {R"({"model": "m", "prompt": "x", "best_of": 3})", "best_of"},
+      {R"({"model": "m", "prompt": "x", "echo": true})", "echo"},
+      {R"({"model": "m", "prompt": "x", "suffix": "end"})", "suffix"},
+      {R"({"model": "m", "prompt": "x", "frequency_penalty": 0.5})", "frequency_penalty"},
+      {R"({"model": "m", "prompt": "x", "logit_bias": {"5": 10}})", "logit_bias"},
+      {R"({"model": ["m"], "prompt": "x"})", "model"},
+  };
+  for (const auto& [body, expected] : cases) {
+    absl::StatusOr<CompletionCall> c = ParseCompletionRequest(body);
+    ASSERT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument) << body;
+    EXPECT_THAT(c.status().message(), HasSubstr(expected)) << body;
+  }
+}
+
+std::vector<v1::GenerateResponse> ThreeChunks() {
+  std::vector<v1::GenerateResponse> chunks(3);
+  const char* texts[] = {"Once", " upon", " a"};
+  for (int i = 0; i < 3; ++i) {
+    chunks[i].add_token_ids(10 + i);
+    chunks[i].set_text(texts[i]);
+    v1::PositionLogprobs* lp = chunks[i].add_logprobs();
+    lp->set_logprob(-0.5f * (i + 1));
+    v1::TokenLogprob* top = lp->add_top();
+    top->set_token_id(10 + i);
+    top->set_text(texts[i]);
+    top->set_logprob(-0.5f * (i + 1));
+  }
+  chunks[2].set_finish_reason(v1::FINISH_REASON_LENGTH);
+  v1::GenerateUsage* usage = chunks[2].mutable_usage();
+  usage->set_prompt_tokens(4);
+  usage->set_generated_tokens(3);
+  usage->set_peak_kv_cache_bytes(8192);
+  return chunks;
+}
+
+TEST(OpenAiCompletionsTest, ResponseObject) {
+  const CompletionIdentity id{"cmpl-1", 1700000000, "stories260K"};
+  json j = CompletionResponse(ThreeChunks(), id, /*logprobs=*/false);
+  EXPECT_EQ(j["id"], "cmpl-1");
+  EXPECT_EQ(j["object"], "text_completion");
+  EXPECT_EQ(j["created"], 1700000000);
+  EXPECT_EQ(j["model"], "stories260K");
+  ASSERT_EQ(j["choices"].size(), 1u);
+  EXPECT_EQ(j["choices"][0]["text"], "Once upon a");
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
+  EXPECT_TRUE(j["choices"][0]["logprobs"].is_null());
+  EXPECT_EQ(j["usage"]["prompt_tokens"], 4);
+  EXPECT_EQ(j["usage"]["completion_tokens"], 3);
+  EXPECT_EQ(j["usage"]["total_tokens"], 7);
+  EXPECT_EQ(j["usage"]["peak_kv_cache_bytes"], 8192);
+
+  j = CompletionResponse(ThreeChunks(), id, /*logprobs=*/true);
+  const json& lp = j["choices"][0]["logprobs"];
+  EXPECT_EQ(lp["tokens"], json({"Once", " upon", " a"}));
+  EXPECT_EQ(lp["token_logprobs"], json({-0.5f, -1.0f, -1.5f}));
+  EXPECT_EQ(lp["text_offset"], json({0, 4, 9}));
+  EXPECT_EQ(lp["top_logprobs"][1][" upon"], -1.0f);
+}
+
+TEST(OpenAiCompletionsTest, StreamChunks) {
+  const CompletionIdentity id{"cmpl-2", 5, "m"};
+  const std::vector<v1::GenerateResponse> chunks = ThreeChunks();
+  json first = CompletionChunk(chunks[0], id, false, 0);
+  EXPECT_EQ(first["choices"][0]["text"], "Once");
+  EXPECT_TRUE(first["choices"][0]["finish_reason"].is_null());
+  EXPECT_FALSE(first.contains("usage"));
+  json last = CompletionChunk(chunks[2], id, true, 9);
+  EXPECT_EQ(last["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(last["choices"][0]["logprobs"]["text_offset"], json({9}));
+  EXPECT_EQ(last["usage"]["peak_kv_cache_bytes"], 8192);
+}
+
+TEST(OpenAiCompletionsTest, FinishReasons) {
+  EXPECT_STREQ(OpenAiFinishReason(v1::FINISH_REASON_LENGTH), "length");
+  EXPECT_STREQ(OpenAiFinishReason(v1::FINISH_REASON_CONTEXT_LENGTH), "length");
+  EXPECT_STREQ(OpenAiFinishReason(v1::FINISH_REASON_EOS), "stop");
+  EXPECT_STREQ(OpenAiFinishReason(v1::FINISH_REASON_STOP_STRING), "stop");
+  EXPECT_STREQ(OpenAiFinishReason(v1::FINISH_REASON_STOP_TOKEN), "stop");
+}
+
+TEST(OpenAiModelsTest, ListsLoadedModels) {
+  json j = ModelsResponse({"stories260K", "", "all-MiniLM-L6-v2"}, 42);
+  EXPECT_EQ(j["object"], "list");
+  ASSERT_EQ(j["data"].size(), 2u);
+  EXPECT_EQ(j["data"][0]["id"], "stories260K");
+  EXPECT_EQ(j["data"][0]["object"], "model");
+  EXPECT_EQ(j["data"][0]["owned_by"], "attnserve");
+  EXPECT_EQ(j["data"][1]["id"], "all-MiniLM-L6-v2");
+}
+
+TEST(OpenAiErrorsTest, CoreMessagesGainTheOpenAiFieldName) {
+  absl::Status s = WithOpenAiFieldNames(
+      absl::InvalidArgumentError("sampling.max_new_tokens: -3 is outside [1, 256]"));
+  EXPECT_THAT(s.message(), HasSubstr("sampling.max_new_tokens"));
+  EXPECT_THAT(s.message(), HasSubstr("'max_tokens'"));
+  const absl::Status other = absl::ResourceExhaustedError("max_new_tokens queue");
+  EXPECT_EQ(WithOpenAiFieldNames(other), other);
+}
+
+}  // namespace
+}  // namespace attnserve

@@ -1,0 +1,385 @@
+// The gateway's routes served by a real HttpServer over a fake backend: HTTP
+// status codes, SSE framing, Retry-After, deadlines and cancellation on
+// client disconnect, without a model.
+#include "server/http/api_routes.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <thread>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace attnserve {
+namespace {
+
+using ::nlohmann::json;
+using ::testing::HasSubstr;
+
+// A stand-in for InferenceCore. Encode embeds each input as [len, 1, 2];
+// Generate streams "t0 ", "t1 ", ... on its own thread (as the scheduler
+// would), max_new_tokens of them, honouring cancellation between tokens.
+class FakeCore {
+ public:
+  ~FakeCore() {
+    for (std::thread& t : threads_) t.join();
+  }
+
+  GatewayBackend Backend() {
+    GatewayBackend b;
+    b.encoder_name = "fake-encoder";
+    b.decoder_name = "fake-decoder";
+    b.encode = [this](const v1::EncodeRequest& r, std::shared_ptr<RequestControl> c, EncodeDone done) {
+      Record(c);
+      if (r.inputs_size() == 0) return done(absl::InvalidArgumentError("inputs: at least one input is required"));
+      if (r.inputs(0).text() == "full") return done(absl::ResourceExhaustedError("queue is full (--max-queue=1)"));
+      v1::EncodeResponse response;
+      for (const v1::EncodeInput& in : r.inputs()) {
+        v1::Tensor* t = response.add_results()->mutable_embedding();
+        t->add_shape(3);
+        t->add_values(static_cast<float>(in.text().size()));
+        t->add_values(1);
+        t->add_values(2);
+      }
+      response.mutable_usage()->set_prompt_tokens(r.inputs_size() * 2);
+      response.set_model("fake-encoder");
+      done(std::move(response));
+    };
+    b.generate = [this](const v1::GenerateRequest& r, std::shared_ptr<RequestControl> c, GenerateSink sink) {
+      Record(c);
+      const int n = r.sampling().has_max_new_tokens() ? r.sampling().max_new_tokens() : 4;
+      if (n <= 0) return sink.on_done(absl::InvalidArgumentError("sampling.max_new_tokens: must be >= 1"));
+      const bool fail_midway = r.text() == "fail";
+      absl::MutexLock lock(&mu_);
+      threads_.emplace_back([this, n, fail_midway, c, sink = std::move(sink)] {
+        for (int i = 0; i < n; ++i) {
+          if (c->cancelled.load()) {
+            cancelled_.Notify();
+            return sink.on_done(absl::CancelledError("cancelled"));
+          }
+          if (fail_midway && i == 2) return sink.on_done(absl::DeadlineExceededError("deadline passed"));
+          v1::GenerateResponse chunk;
+          chunk.add_token_ids(i);
+          chunk.set_text(absl::StrCat("t", i, " "));
+          if (i == n - 1) {
+            chunk.set_finish_reason(v1::FINISH_REASON_LENGTH);
+            chunk.mutable_usage()->set_prompt_tokens(2);
+            chunk.mutable_usage()->set_generated_tokens(n);
+            chunk.mutable_usage()->set_peak_kv_cache_bytes(1024);
+          }
+          sink.on_chunk(std::move(chunk));
+          if (n > 100) absl::SleepFor(absl::Microseconds(200));
+        }
+        sink.on_done(absl::OkStatus());
+      });
+    };
+    return b;
+  }
+
+  int calls() {
+    absl::MutexLock lock(&mu_);
+    return calls_;
+  }
+  absl::Time last_deadline() {
+    absl::MutexLock lock(&mu_);
+    return last_deadline_;
+  }
+  absl::Notification& cancelled() { return cancelled_; }
+
+ private:
+  void Record(const std::shared_ptr<RequestControl>& c) {
+    absl::MutexLock lock(&mu_);
+    ++calls_;
+    last_deadline_ = c->deadline;
+  }
+
+  absl::Mutex mu_;
+  int calls_ = 0;
+  absl::Time last_deadline_;
+  std::vector<std::thread> threads_;
+  absl::Notification cancelled_;
+};
+
+struct Reply {
+  int status = 0;
+  std::map<std::string, std::string> headers;  // lower-cased names
+  std::string body;                            // de-chunked
+};
+
+int Connect(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+std::string RawRequest(const std::string& method, const std::string& path, const std::string& body,
+                       const std::string& extra_headers = "") {
+  return absl::StrCat(method, " ", path, " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n",
+                      "Content-Type: application/json\r\nContent-Length: ", body.size(), "\r\n", extra_headers,
+                      "\r\n", body);
+}
+
+std::string Dechunk(const std::string& raw) {
+  std::string out;
+  size_t pos = 0;
+  while (pos < raw.size()) {
+    const size_t eol = raw.find("\r\n", pos);
+    if (eol == std::string::npos) break;
+    size_t size = 0;
+    if (!absl::SimpleHexAtoi(raw.substr(pos, eol - pos), &size) || size == 0) break;
+    out += raw.substr(eol + 2, size);
+    pos = eol + 2 + size + 2;
+  }
+  return out;
+}
+
+Reply Call(int port, const std::string& method, const std::string& path, const std::string& body,
+           const std::string& extra_headers = "") {
+  Reply reply;
+  const int fd = Connect(port);
+  if (fd < 0) return reply;
+  const std::string request = RawRequest(method, path, body, extra_headers);
+  size_t sent = 0;
+  while (sent < request.size()) {
+    const ssize_t n = send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) break;
+    sent += n;
+  }
+  std::string raw;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = recv(fd, buf, sizeof(buf), 0);
+    if (n <= 0) break;
+    raw.append(buf, n);
+  }
+  close(fd);
+  const size_t head_end = raw.find("\r\n\r\n");
+  if (head_end == std::string::npos) return reply;
+  std::vector<std::string> lines = absl::StrSplit(raw.substr(0, head_end), "\r\n");
+  std::vector<std::string> status_line = absl::StrSplit(lines[0], ' ');
+  if (status_line.size() < 2 || !absl::SimpleAtoi(status_line[1], &reply.status)) return reply;
+  for (size_t i = 1; i < lines.size(); ++i) {
+    const size_t colon = lines[i].find(':');
+    std::string name = lines[i].substr(0, colon);
+    for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    reply.headers[name] = std::string(absl::StripLeadingAsciiWhitespace(lines[i].substr(colon + 1)));
+  }
+  reply.body = raw.substr(head_end + 4);
+  if (reply.headers["transfer-encoding"] == "chunked") reply.body = Dechunk(reply.body);
+  return reply;
+}
+
+// The `data:` payloads of an SSE body, with the event name of each ("" if none).
+std::vector<std::pair<std::string, std::string>> SseEvents(const std::string& body) {
+  std::vector<std::pair<std::string, std::string>> events;
+  for (absl::string_view block : absl::StrSplit(body, "\n\n", absl::SkipEmpty())) {
+    std::string event, data;
+    for (absl::string_view line : absl::StrSplit(block, '\n')) {
+      if (absl::ConsumePrefix(&line, "event: ")) event = std::string(line);
+      if (absl::ConsumePrefix(&line, "data: ")) data = std::string(line);
+    }
+    events.emplace_back(event, data);
+  }
+  return events;
+}
+
+class HttpRoutesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    HttpServerOptions options;
+    options.listen_address = "127.0.0.1";
+    options.port = 0;
+    options.max_body_bytes = 1 << 16;
+    absl::StatusOr<std::unique_ptr<HttpServer>> server =
+        HttpServer::Start(options, ApiRoutes(core_.Backend(), nullptr, GatewayOptions{}));
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(*server);
+  }
+  void TearDown() override { server_.reset(); }
+
+  Reply Post(const std::string& path, const std::string& body, const std::string& headers = "") {
+    return Call(server_->port(), "POST", path, body, headers);
+  }
+
+  FakeCore core_;  // outlives the server (declared first, destroyed last)
+  std::unique_ptr<HttpServer> server_;
+};
+
+TEST_F(HttpRoutesTest, EncodeAnswersTheResponseProtoAsJson) {
+  Reply r = Post("/v1/encode", R"({"inputs": [{"text": "abcd"}, {"text": "xy"}]})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_THAT(r.headers["content-type"], HasSubstr("application/json"));
+  json j = json::parse(r.body);
+  ASSERT_EQ(j["results"].size(), 2u);
+  EXPECT_EQ(j["results"][1]["embedding"]["values"], json({2.0, 1.0, 2.0}));
+  EXPECT_EQ(j["model"], "fake-encoder");
+}
+
+TEST_F(HttpRoutesTest, ShapeErrorsAre400NamingTheFieldAndNeverReachTheCore) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"{\"inputs\": [", "not valid JSON"},
+      {R"({"inputs": [{"txt": "a"}]})", "txt"},
+      {R"({"inputs": [{"text": 3}]})", "text"},
+      {"{\"inputs\": [{\"text\": \"\xFF\"}]}", "inputs[0].text"},
+  };
+  for (const auto& [body, expected] : cases) {
+    Reply r = Post("/v1/encode", body);
+    ASSERT_EQ(r.status, 400) << body;
+    json j = json::parse(r.body);
+    EXPECT_EQ(j["error"]["code"], "invalid_argument") << body;
+    EXPECT_THAT(j["error"]["message"].get<std::string>(), HasSubstr(expected)) << body;
+  }
+  EXPECT_EQ(core_.calls(), 0);
+}
+
+TEST_F(HttpRoutesTest, CoreErrorsKeepTheirCodeAnd429CarriesRetryAfter) {
+  Reply r = Post("/v1/encode", R"({"inputs": []})");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_THAT(r.body, HasSubstr("inputs: at least one input"));
+  r = Post("/v1/encode", R"({"inputs": [{"text": "full"}]})");
+  EXPECT_EQ(r.status, 429);
+  EXPECT_EQ(r.headers["retry-after"], "1");
+  EXPECT_EQ(json::parse(r.body)["error"]["code"], "resource_exhausted");
+  r = Post("/v1/embeddings", R"({"input": "full", "model": "x"})");
+  EXPECT_EQ(r.status, 429);
+  EXPECT_EQ(r.headers["retry-after"], "1");
+}
+
+TEST_F(HttpRoutesTest, BodyOverTheLimitIs413) {
+  Reply r = Post("/v1/encode", absl::StrCat(R"({"inputs": [{"text": ")", std::string(70000, 'a'), "\"}]}"));
+  EXPECT_EQ(r.status, 413);
+  EXPECT_THAT(r.body, HasSubstr("payload_too_large"));
+  EXPECT_EQ(core_.calls(), 0);
+}
+
+TEST_F(HttpRoutesTest, WrongMethodIs405) {
+  Reply r = Call(server_->port(), "GET", "/v1/encode", "");
+  EXPECT_EQ(r.status, 405);
+  EXPECT_EQ(r.headers["allow"], "POST");
+  r = Post("/v1/models", "{}");
+  EXPECT_EQ(r.status, 405);
+  EXPECT_EQ(r.headers["allow"], "GET");
+}
+
+TEST_F(HttpRoutesTest, GenerateConcatenatesTheStream) {
+  Reply r = Post("/v1/generate", R"({"text": "hi", "sampling": {"max_new_tokens": 3}})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  json j = json::parse(r.body);
+  EXPECT_EQ(j["text"], "t0 t1 t2 ");
+  EXPECT_EQ(j["token_ids"], json({0, 1, 2}));
+  EXPECT_EQ(j["finish_reason"], "FINISH_REASON_LENGTH");
+  EXPECT_EQ(j["usage"]["peak_kv_cache_bytes"], "1024");
+}
+
+TEST_F(HttpRoutesTest, GenerateStreamIsOneEventPerChunk) {
+  Reply r = Post("/v1/generate_stream", R"({"text": "hi", "sampling": {"max_new_tokens": 3}})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.headers["content-type"], "text/event-stream");
+  auto events = SseEvents(r.body);
+  ASSERT_EQ(events.size(), 3u) << r.body;
+  EXPECT_EQ(json::parse(events[0].second)["text"], "t0 ");
+  json last = json::parse(events[2].second);
+  EXPECT_EQ(last["finish_reason"], "FINISH_REASON_LENGTH");
+  EXPECT_EQ(last["usage"]["generated_tokens"], 3);
+}
+
+TEST_F(HttpRoutesTest, StreamRefusedBeforeAnyTokenIsAPlainError) {
+  Reply r = Post("/v1/generate_stream", R"({"text": "hi", "sampling": {"max_new_tokens": 0}})");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_THAT(r.body, HasSubstr("max_new_tokens"));
+}
+
+TEST_F(HttpRoutesTest, StreamFailureAfterTokensIsAnErrorEvent) {
+  Reply r = Post("/v1/generate_stream", R"({"text": "fail", "sampling": {"max_new_tokens": 5}})");
+  ASSERT_EQ(r.status, 200);
+  auto events = SseEvents(r.body);
+  ASSERT_EQ(events.size(), 3u) << r.body;
+  EXPECT_EQ(events[2].first, "error");
+  EXPECT_EQ(json::parse(events[2].second)["error"]["code"], "deadline_exceeded");
+}
+
+TEST_F(HttpRoutesTest, CompletionsAndTheirStream) {
+  Reply r = Post("/v1/completions", R"({"model": "x", "prompt": "hi", "max_tokens": 2})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  json j = json::parse(r.body);
+  EXPECT_EQ(j["object"], "text_completion");
+  EXPECT_EQ(j["model"], "fake-decoder");
+  EXPECT_EQ(j["choices"][0]["text"], "t0 t1 ");
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(j["usage"]["completion_tokens"], 2);
+  EXPECT_EQ(j["usage"]["peak_kv_cache_bytes"], 1024);
+
+  r = Post("/v1/completions", R"({"model": "x", "prompt": "hi", "max_tokens": 2, "stream": true})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto events = SseEvents(r.body);
+  ASSERT_EQ(events.size(), 3u) << r.body;
+  EXPECT_EQ(json::parse(events[0].second)["choices"][0]["text"], "t0 ");
+  EXPECT_EQ(json::parse(events[1].second)["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(json::parse(events[0].second)["id"], json::parse(events[1].second)["id"]);
+  EXPECT_EQ(events[2].second, "[DONE]");
+
+  r = Post("/v1/completions", R"({"model": "x", "prompt": "hi", "max_tokens": 0})");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_THAT(r.body, HasSubstr("max_tokens"));
+}
+
+TEST_F(HttpRoutesTest, EmbeddingsAndModels) {
+  Reply r = Post("/v1/embeddings", R"({"model": "x", "input": ["abc", "de"]})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  json j = json::parse(r.body);
+  EXPECT_EQ(j["data"][0]["embedding"], json({3.0, 1.0, 2.0}));
+  EXPECT_EQ(j["usage"]["prompt_tokens"], 4);
+  EXPECT_EQ(j["model"], "fake-encoder");
+
+  r = Call(server_->port(), "GET", "/v1/models", "");
+  ASSERT_EQ(r.status, 200);
+  j = json::parse(r.body);
+  ASSERT_EQ(j["data"].size(), 2u);
+  EXPECT_EQ(j["data"][0]["id"], "fake-decoder");
+  EXPECT_EQ(j["data"][1]["id"], "fake-encoder");
+}
+
+TEST_F(HttpRoutesTest, TimeoutHeaderBecomesTheDeadline) {
+  const absl::Time before = absl::Now();
+  Reply r = Post("/v1/encode", R"({"inputs": [{"text": "a"}]})", "X-Request-Timeout: 30\r\n");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_GE(core_.last_deadline(), before + absl::Seconds(30));
+  EXPECT_LT(core_.last_deadline(), absl::InfiniteFuture());
+  r = Post("/v1/generate", R"({"text": "a"})", "X-Request-Timeout: soon\r\n");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_THAT(r.body, HasSubstr("X-Request-Timeout"));
+}
+
+TEST_F(HttpRoutesTest, ClientDisconnectMidStreamCancelsTheRequest) {
+  const int fd = Connect(server_->port());
+  ASSERT_GE(fd, 0);
+  const std::string request =
+      RawRequest("POST", "/v1/generate_stream", R"({"text": "hi", "sampling": {"max_new_tokens": 1000000}})");
+  ASSERT_EQ(send(fd, request.data(), request.size(), MSG_NOSIGNAL), static_cast<ssize_t>(request.size()));
+  char buf[256];
+  ASSERT_GT(recv(fd, buf, sizeof(buf), 0), 0);  // the stream has started
+  close(fd);
+  // The generator runs until it sees the cancellation. The bound only keeps
+  // a broken build from hanging the suite; it is not a latency requirement.
+  EXPECT_TRUE(core_.cancelled().WaitForNotificationWithTimeout(absl::Seconds(60)));
+}
+
+}  // namespace
+}  // namespace attnserve
