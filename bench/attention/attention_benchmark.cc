@@ -71,6 +71,14 @@ void BM_Ours(benchmark::State& state, Shape s) {
   }
 }
 
+// The losing variant, kept measured: the same tiled kernel with the scalar
+// (compiler-vectorised, SSE) micro-kernels instead of the AVX2+FMA ones.
+void BM_OursScalar(benchmark::State& state, Shape s) {
+  attention_internal::ForceScalarFlashKernel(true);
+  BM_Ours(state, s);
+  attention_internal::ForceScalarFlashKernel(false);
+}
+
 void BM_OnednnGraph(benchmark::State& state, Shape s) {
   std::string why;
   auto g = bench::GraphSdpa::Create(s.b, s.hq, s.hkv, s.nq, s.nk, s.d, s.causal, &why);
@@ -193,6 +201,7 @@ BENCHMARK(BM_MatmulF32)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Ours, minilm_b32_h12_n128_d32, kMiniLm)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_OnednnGraph, minilm_b32_h12_n128_d32, kMiniLm)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Ours, bert_b8_h12_n512_d64, kBert512)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_OursScalar, bert_b8_h12_n512_d64, kBert512)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_OnednnGraph, bert_b8_h12_n512_d64, kBert512)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Ours, causal_b1_hq32_hkv8_n2048_d128, kCausal)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Ours, full_b1_hq32_hkv8_n2048_d128, kCausalFull)->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -57,6 +57,10 @@ def main():
     full, causal = ms.get("BM_Ours/full_b1_hq32_hkv8_n2048_d128"), ms.get("BM_Ours/causal_b1_hq32_hkv8_n2048_d128")
     if full and causal:
         print(f"\ncausal skip: full square {full:.1f} ms / causal {causal:.1f} ms = {full / causal:.2f}x (target >= 1.6x)")
+    scalar = ms.get("BM_OursScalar/bert_b8_h12_n512_d64")
+    if scalar:
+        print(f"losing variant, scalar micro-kernels on bert_b8_h12_n512_d64: {scalar:.1f} ms, "
+              f"{gflops.get('BM_OursScalar/bert_b8_h12_n512_d64') or 0:.1f} GFLOP/s")
     dense = ms.get("BM_Ours/decode_dense_b32_hq32_hkv8_nk1024_d128")
     if dense:
         print(f"decode through dense SDPA (contiguous f32 K/V): {dense:.2f} ms, {gbps.get('BM_Ours/decode_dense_b32_hq32_hkv8_nk1024_d128') or 0:.2f} GB/s")

@@ -253,6 +253,25 @@ __attribute__((target("avx2,fma"))) inline __m256 LoadBf16x8(const uint16_t* p) 
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 
+template <bool kBf16>
+__attribute__((target("avx2,fma"))) inline __m256 LoadK(const std::byte* k, int64_t off) {
+  if constexpr (kBf16) {
+    return LoadBf16x8(reinterpret_cast<const uint16_t*>(k) + off);
+  } else {
+    return _mm256_loadu_ps(reinterpret_cast<const float*>(k) + off);
+  }
+}
+
+// Writes 4 row sums into column j of the S tile.
+__attribute__((target("avx2,fma"))) inline void StoreCol(float* s, int j, __m128 sums) {
+  alignas(16) float r[4];
+  _mm_store_ps(r, sums);
+  s[j] = r[0];
+  s[kKeyTile + j] = r[1];
+  s[2 * kKeyTile + j] = r[2];
+  s[3 * kKeyTile + j] = r[3];
+}
+
 // S for at most 4 query rows, reading K rows in place (no transpose): the
 // decode case, where packing K would cost more than the 4-row product itself.
 template <bool kBf16>
@@ -263,27 +282,42 @@ __attribute__((target("avx2,fma"))) void QkDirectAvx2(const float* qp, const std
   const float* q1 = qp + d;
   const float* q2 = qp + 2 * d;
   const float* q3 = qp + 3 * d;
-  for (int j = 0; j < count; ++j) {
+  int j = 0;
+  // Two keys per pass: each Q load feeds two FMAs.
+  for (; j + 2 <= count; j += 2) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+    __m256 a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+    __m256 b0 = _mm256_setzero_ps(), b1 = _mm256_setzero_ps();
+    __m256 b2 = _mm256_setzero_ps(), b3 = _mm256_setzero_ps();
+    for (int p = 0; p < d; p += 8) {
+      const __m256 ka = LoadK<kBf16>(k, j * k_stride + p), kb = LoadK<kBf16>(k, (j + 1) * k_stride + p);
+      __m256 x = _mm256_load_ps(q0 + p);
+      a0 = _mm256_fmadd_ps(x, ka, a0);
+      b0 = _mm256_fmadd_ps(x, kb, b0);
+      x = _mm256_load_ps(q1 + p);
+      a1 = _mm256_fmadd_ps(x, ka, a1);
+      b1 = _mm256_fmadd_ps(x, kb, b1);
+      x = _mm256_load_ps(q2 + p);
+      a2 = _mm256_fmadd_ps(x, ka, a2);
+      b2 = _mm256_fmadd_ps(x, kb, b2);
+      x = _mm256_load_ps(q3 + p);
+      a3 = _mm256_fmadd_ps(x, ka, a3);
+      b3 = _mm256_fmadd_ps(x, kb, b3);
+    }
+    StoreCol(s, j, Hsum4(a0, a1, a2, a3));
+    StoreCol(s, j + 1, Hsum4(b0, b1, b2, b3));
+  }
+  for (; j < count; ++j) {
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
     __m256 a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
     for (int p = 0; p < d; p += 8) {
-      __m256 kv;
-      if constexpr (kBf16) {
-        kv = LoadBf16x8(reinterpret_cast<const uint16_t*>(k) + j * k_stride + p);
-      } else {
-        kv = _mm256_loadu_ps(reinterpret_cast<const float*>(k) + j * k_stride + p);
-      }
+      const __m256 kv = LoadK<kBf16>(k, j * k_stride + p);
       a0 = _mm256_fmadd_ps(_mm256_load_ps(q0 + p), kv, a0);
       a1 = _mm256_fmadd_ps(_mm256_load_ps(q1 + p), kv, a1);
       a2 = _mm256_fmadd_ps(_mm256_load_ps(q2 + p), kv, a2);
       a3 = _mm256_fmadd_ps(_mm256_load_ps(q3 + p), kv, a3);
     }
-    alignas(16) float r[4];
-    _mm_store_ps(r, Hsum4(a0, a1, a2, a3));
-    s[j] = r[0];
-    s[kKeyTile + j] = r[1];
-    s[2 * kKeyTile + j] = r[2];
-    s[3 * kKeyTile + j] = r[3];
+    StoreCol(s, j, Hsum4(a0, a1, a2, a3));
   }
 }
 
