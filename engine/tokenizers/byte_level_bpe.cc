@@ -26,7 +26,7 @@ std::string Utf8(char32_t cp) {
 
 struct ByteMap {
   std::array<std::string, 256> to_unicode;
-  absl::flat_hash_map<std::string, uint8_t> to_byte;
+  std::unordered_map<std::string, uint8_t> to_byte;
   ByteMap() {
     // Printable Latin-1 bytes map to themselves; the rest to 256, 257, ...
     int n = 0;
@@ -153,7 +153,7 @@ std::string ByteLevelBpe::IdToPiece(int32_t id) const {
 }
 
 std::optional<int32_t> ByteLevelBpe::PieceToId(std::string_view piece) const {
-  auto it = piece_to_id_.find(absl::string_view(piece.data(), piece.size()));
+  auto it = piece_to_id_.find(std::string(piece));
   if (it == piece_to_id_.end()) return std::nullopt;
   return it->second;
 }

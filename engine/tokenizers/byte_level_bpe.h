@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
+#include <unordered_map>
 #include "absl/status/statusor.h"
 #include "engine/tokenizers/pretokenizer.h"
 #include "engine/tokenizers/tokenizer.h"
@@ -54,8 +54,8 @@ class ByteLevelBpe : public Tokenizer {
   absl::Status EncodePiece(absl::string_view piece, std::vector<int32_t>* out) const;
 
   ByteLevelVocab vocab_;
-  absl::flat_hash_map<std::string, int32_t> piece_to_id_;
-  absl::flat_hash_map<std::string, int32_t> merge_rank_;  // "a b" -> rank
+  std::unordered_map<std::string, int32_t> piece_to_id_;
+  std::unordered_map<std::string, int32_t> merge_rank_;  // "a b" -> rank
   std::vector<std::string> decoded_;                      // id -> bytes
   std::vector<uint8_t> kind_;                             // 0 normal, 1 added, 2 special
   std::vector<AddedToken> all_added_, nonspecial_added_;

@@ -136,7 +136,7 @@ std::string SentencePieceBpe::IdToPiece(int32_t id) const {
 }
 
 std::optional<int32_t> SentencePieceBpe::PieceToId(std::string_view piece) const {
-  auto it = piece_to_id_.find(absl::string_view(piece.data(), piece.size()));
+  auto it = piece_to_id_.find(std::string(piece));
   if (it == piece_to_id_.end()) return std::nullopt;
   return it->second;
 }

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
+#include <unordered_map>
 #include "absl/status/statusor.h"
 #include "engine/tokenizers/pretokenizer.h"
 #include "engine/tokenizers/tokenizer.h"
@@ -57,7 +57,7 @@ class SentencePieceBpe : public Tokenizer {
   void EncodeText(absl::string_view text, bool add_prefix, std::vector<int32_t>* out) const;
 
   SentencePieceVocab vocab_;
-  absl::flat_hash_map<std::string, int32_t> piece_to_id_;
+  std::unordered_map<std::string, int32_t> piece_to_id_;
   int32_t byte_ids_[256];
   std::vector<AddedToken> specials_;  // control + user-defined texts
 };

@@ -64,7 +64,7 @@ class GgufTestWriter {
     PutU32(infos_, type);
     PutU64(infos_, off);
     if (data_.size() < off + data.size()) data_.resize(off + data.size());
-    std::memcpy(data_.data() + off, data.data(), data.size());
+    if (!data.empty()) std::memcpy(data_.data() + off, data.data(), data.size());
     ++n_tensors_;
   }
   void TensorF32(const std::string& name, const std::vector<int64_t>& ne, const std::vector<float>& v) {
