@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "engine/attention/sdpa.h"
+#include "engine/core/half.h"
 #include "engine/core/status_macros.h"
 #include "engine/models/bert_kernels.h"
 
@@ -21,11 +22,30 @@ std::string DetectPrefix(const SafetensorsArchive& w) {
   return "";
 }
 
+// oneDNN's f32 x bf16-weights matmul is only fast with native bf16 support
+// (AVX512-BF16 / AMX); elsewhere (AVX2) it falls back to a reference kernel
+// about 1000x slower. There, bf16 storage means bf16-rounded weights computed
+// as f32: the numerics of bf16 weights, without the GEMM memory saving (the
+// embedding tables are still held in bf16).
+bool NativeBf16Gemm() {
+  static const bool native = __builtin_cpu_supports("avx512bf16");
+  return native;
+}
+
+absl::StatusOr<Linear> MakeLinear(Tensor& weight, const Tensor& bias, DType storage, Activation act) {
+  if (storage == DType::kBF16 && !NativeBf16Gemm()) {
+    float* w = weight.f32();
+    for (int64_t i = 0; i < weight.numel(); ++i) w[i] = Bf16ToFloat(FloatToBf16(w[i]));
+    storage = DType::kF32;
+  }
+  return Linear::Create(weight, &bias, storage, act);
+}
+
 absl::StatusOr<Linear> LoadLinear(const SafetensorsArchive& w, const std::string& name, int64_t out, int64_t in,
                                   DType storage, Activation act = Activation::kNone) {
   ASSIGN_OR_RETURN(Tensor weight, w.LoadWithShape(name + ".weight", {out, in}, DType::kF32));
   ASSIGN_OR_RETURN(Tensor bias, w.LoadWithShape(name + ".bias", {out}, DType::kF32));
-  return Linear::Create(weight, &bias, storage, act);
+  return MakeLinear(weight, bias, storage, act);
 }
 
 // Q, K and V projections concatenated into one [3D, D] GEMM.
@@ -41,7 +61,7 @@ absl::StatusOr<Linear> LoadQkv(const SafetensorsArchive& w, const std::string& p
     std::memcpy(bias.f32() + part * d, pb.f32(), pb.bytes());
     ++part;
   }
-  return Linear::Create(weight, &bias, storage, Activation::kNone);
+  return MakeLinear(weight, bias, storage, Activation::kNone);
 }
 
 }  // namespace
