@@ -337,43 +337,83 @@ const MicroKernels& Select(int head_dim) {
 }
 
 // A tile of K/V rows: `count` rows starting at key position `start`.
-struct Tile {
+// A tile of up to kKeyTile K/V rows starting at key position `start`, as
+// segments of rows contiguous in memory (one segment for a dense head; one
+// per block touched for a paged sequence, so small blocks still fill a tile).
+struct Segment {
   const std::byte* k;
   const std::byte* v;
-  int64_t k_stride;  // elements
-  int64_t v_stride;
-  int count;
+  int col;    // first column of the tile this segment fills
+  int count;  // rows
 };
 
-Tile GetTile(const KvSource& src, int start, int limit) {
-  size_t es = DTypeSize(src.dtype);
+struct Tile {
+  Segment seg[kKeyTile];
+  int num_segs = 0;
+  int64_t k_stride = 0;  // elements between consecutive rows of a segment
+  int64_t v_stride = 0;
+  int count = 0;
+};
+
+void GetTile(const KvSource& src, int start, int limit, Tile& t) {
+  const size_t es = DTypeSize(src.dtype);
+  t.num_segs = 0;
   if (src.layout == nullptr) {
-    int count = std::min(kKeyTile, limit - start);
-    return {src.k + start * src.k_row_stride * es, src.v + start * src.v_row_stride * es,
-            src.k_row_stride, src.v_row_stride, count};
+    t.count = std::min(kKeyTile, limit - start);
+    t.k_stride = src.k_row_stride;
+    t.v_stride = src.v_row_stride;
+    t.seg[t.num_segs++] = {src.k + start * src.k_row_stride * es,
+                           src.v + start * src.v_row_stride * es, 0, t.count};
+    return;
   }
   const KvLayout& L = *src.layout;
-  int block = start / L.block_size;
-  int row = start % L.block_size;
-  int count = std::min({kKeyTile, L.block_size - row, limit - start});
-  const std::byte* base = src.layer_base + int64_t{src.block_table[block]} * L.BlockBytes();
-  return {base + L.KOffset(src.kv_head, row) * es, base + L.VOffset(src.kv_head, row) * es,
-          L.head_dim, L.head_dim, count};
+  t.k_stride = t.v_stride = L.head_dim;
+  const int end = std::min(limit, start + kKeyTile);
+  int pos = start;
+  while (pos < end) {
+    const int block = pos / L.block_size, row = pos % L.block_size;
+    const int n = std::min(L.block_size - row, end - pos);
+    const std::byte* base = src.layer_base + int64_t{src.block_table[block]} * L.BlockBytes();
+    t.seg[t.num_segs++] = {base + L.KOffset(src.kv_head, row) * es,
+                           base + L.VOffset(src.kv_head, row) * es, pos - start, n};
+    pos += n;
+  }
+  t.count = end - start;
+}
+
+// Asks the hardware to start loading a tile's K and V rows: paged blocks are
+// scattered, so the streaming prefetchers cannot guess the next one.
+void PrefetchTile(const Tile& t, DType dtype, int d) {
+  const int64_t row_bytes = static_cast<int64_t>(d) * DTypeSize(dtype);
+  const int64_t k_step = t.k_stride * DTypeSize(dtype), v_step = t.v_stride * DTypeSize(dtype);
+  for (int g = 0; g < t.num_segs; ++g) {
+    const Segment& sg = t.seg[g];
+    for (int j = 0; j < sg.count; ++j) {
+      for (int64_t b = 0; b < row_bytes; b += 64) {
+        __builtin_prefetch(sg.k + j * k_step + b);
+        __builtin_prefetch(sg.v + j * v_step + b);
+      }
+    }
+  }
 }
 
 // Kt[p][j] = K[j][p] for j < count; zero for count <= j < cols.
 void PackKt(const Tile& t, DType dtype, int d, int cols, float* kt) {
-  if (dtype == DType::kF32) {
-    const float* k = reinterpret_cast<const float*>(t.k);
-    for (int j = 0; j < t.count; ++j) {
-      const float* krow = k + j * t.k_stride;
-      for (int p = 0; p < d; ++p) kt[p * kKeyTile + j] = krow[p];
-    }
-  } else {
-    const uint16_t* k = reinterpret_cast<const uint16_t*>(t.k);
-    for (int j = 0; j < t.count; ++j) {
-      const uint16_t* krow = k + j * t.k_stride;
-      for (int p = 0; p < d; ++p) kt[p * kKeyTile + j] = Bf16ToFloat(krow[p]);
+  for (int g = 0; g < t.num_segs; ++g) {
+    const Segment& sg = t.seg[g];
+    float* dst = kt + sg.col;
+    if (dtype == DType::kF32) {
+      const float* k = reinterpret_cast<const float*>(sg.k);
+      for (int j = 0; j < sg.count; ++j) {
+        const float* krow = k + j * t.k_stride;
+        for (int p = 0; p < d; ++p) dst[p * kKeyTile + j] = krow[p];
+      }
+    } else {
+      const uint16_t* k = reinterpret_cast<const uint16_t*>(sg.k);
+      for (int j = 0; j < sg.count; ++j) {
+        const uint16_t* krow = k + j * t.k_stride;
+        for (int p = 0; p < d; ++p) dst[p * kKeyTile + j] = Bf16ToFloat(krow[p]);
+      }
     }
   }
   for (int p = 0; p < d; ++p)
@@ -436,31 +476,40 @@ void RunFlashJob(const FlashRow* rows, int num_rows, const KvSource& src, int d,
   std::memset(qp + num_rows * d, 0, sizeof(float) * (rows_pad - num_rows) * d);
   std::memset(o, 0, sizeof(float) * rows_pad * d);
 
+  Tile tiles[2];
+  int cur = 0;
+  if (max_limit > 0) GetTile(src, 0, max_limit, tiles[0]);
   for (int start = 0; start < max_limit;) {
-    Tile t = GetTile(src, start, max_limit);
+    const Tile& t = tiles[cur];
+    if (start + t.count < max_limit) {
+      GetTile(src, start + t.count, max_limit, tiles[cur ^ 1]);
+      PrefetchTile(tiles[cur ^ 1], src.dtype, d);
+    }
     const int count = t.count;
     const int cols = RoundUp(count, 16);
     // Few rows (decode): dot products straight from the K rows. Otherwise
     // pack Kᵀ once per tile and run the 4x16 outer-product kernel.
     const bool direct = use_direct;
-    if (!direct) PackKt(t, src.dtype, d, cols, kt);
-    const float* v;
-    int64_t v_stride;
-    if (src.dtype == DType::kF32) {
-      v = reinterpret_cast<const float*>(t.v);
-      v_stride = t.v_stride;
-    } else {
-      const uint16_t* vb = reinterpret_cast<const uint16_t*>(t.v);
-      for (int j = 0; j < count; ++j) ConvertBf16ToF32(vb + j * t.v_stride, vf + j * d, d);
-      v = vf;
-      v_stride = d;
-    }
     if (!direct) {
+      PackKt(t, src.dtype, d, cols, kt);
       k.qk(qp, rows_pad, kt, cols, d, s);
-    } else if (src.dtype == DType::kF32) {
-      QkDirectAvx2<false>(qp, t.k, t.k_stride, count, d, s);
     } else {
-      QkDirectAvx2<true>(qp, t.k, t.k_stride, count, d, s);
+      for (int g = 0; g < t.num_segs; ++g) {
+        const Segment& sg = t.seg[g];
+        if (src.dtype == DType::kF32) {
+          QkDirectAvx2<false>(qp, sg.k, t.k_stride, sg.count, d, s + sg.col);
+        } else {
+          QkDirectAvx2<true>(qp, sg.k, t.k_stride, sg.count, d, s + sg.col);
+        }
+      }
+    }
+    if (src.dtype == DType::kBF16) {
+      for (int g = 0; g < t.num_segs; ++g) {
+        const Segment& sg = t.seg[g];
+        const uint16_t* vb = reinterpret_cast<const uint16_t*>(sg.v);
+        for (int j = 0; j < sg.count; ++j)
+          ConvertBf16ToF32(vb + j * t.v_stride, vf + (sg.col + j) * d, d);
+      }
     }
     bool any_live = false;
     for (int r = 0; r < rows_pad; ++r) {
@@ -502,8 +551,19 @@ void RunFlashJob(const FlashRow* rows, int num_rows, const KvSource& src, int d,
       }
       m[r] = m_new;
     }
-    if (any_live) k.pv(s, rows_pad, v, v_stride, count, d, o);
+    if (any_live) {
+      if (src.dtype == DType::kBF16) {
+        k.pv(s, rows_pad, vf, d, count, d, o);
+      } else {
+        for (int g = 0; g < t.num_segs; ++g) {
+          const Segment& sg = t.seg[g];
+          k.pv(s + sg.col, rows_pad, reinterpret_cast<const float*>(sg.v), t.v_stride, sg.count,
+               d, o);
+        }
+      }
+    }
     start += count;
+    cur ^= 1;
   }
 
   for (int r = 0; r < num_rows; ++r) {

@@ -42,6 +42,9 @@ class MultiHeadAttention {
   // q_proj_weight [D, D], k_proj_weight [D, kdim], v_proj_weight [D, vdim];
   // in_proj_bias [3D] (optional); out_proj.weight [D, D]; out_proj.bias [D]
   // (optional). Errors name the missing or mis-shaped tensor.
+  // With in_proj_weight, both the fused [3D, D] projection (self-attention:
+  // one GEMM) and the separate Q/K/V projections (cross-attention) are kept:
+  // twice the in-projection memory, traded for one GEMM per call.
   static absl::StatusOr<MultiHeadAttention> FromStateDict(const MhaConfig& config,
                                                           const TensorMap& state,
                                                           absl::string_view prefix = "");
