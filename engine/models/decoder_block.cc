@@ -1,0 +1,230 @@
+#include "engine/models/decoder_block.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "engine/attention/paged_attention.h"
+#include "engine/core/half.h"
+#include "engine/core/status_macros.h"
+#include "engine/models/norms.h"
+
+namespace attnserve {
+namespace {
+
+// Rows of several [n_i, K] matrices of one dtype stacked into one [sum n_i, K].
+Tensor StackRows(std::initializer_list<const Tensor*> parts) {
+  int64_t rows = 0;
+  for (const Tensor* p : parts) rows += p->dim(0);
+  const Tensor& first = **parts.begin();
+  Tensor out = Tensor::Empty({rows, first.dim(1)}, first.dtype());
+  auto* dst = static_cast<std::byte*>(out.raw());
+  for (const Tensor* p : parts) {
+    std::memcpy(dst, p->raw(), p->bytes());
+    dst += p->bytes();
+  }
+  return out;
+}
+
+// Concatenated f32 biases; a missing (empty) part contributes `zeros` zeros.
+Tensor StackBias(std::initializer_list<std::pair<const Tensor*, int64_t>> parts) {
+  int64_t n = 0;
+  for (auto [t, len] : parts) n += len;
+  Tensor out = Tensor::Zeros({n});
+  float* dst = out.f32();
+  for (auto [t, len] : parts) {
+    if (!t->empty()) std::memcpy(dst, t->f32(), len * sizeof(float));
+    dst += len;
+  }
+  return out;
+}
+
+std::vector<float> ToVector(const Tensor& t) {
+  if (t.empty()) return {};
+  return std::vector<float>(t.f32(), t.f32() + t.numel());
+}
+
+}  // namespace
+
+absl::StatusOr<DecoderBlock> DecoderBlock::Create(const DecoderConfig& config,
+                                                  const DecoderLayerWeights& w, DType storage,
+                                                  int layer_index) {
+  DecoderBlock b;
+  b.config_ = &config;
+  b.layer_ = layer_index;
+  b.hidden_ = config.hidden_size;
+  b.heads_ = config.num_heads;
+  b.kv_heads_ = config.num_kv_heads;
+  b.head_dim_ = config.head_dim;
+  b.inter_ = config.intermediate_size;
+  b.attn_norm_w_ = ToVector(w.attn_norm_weight);
+  b.attn_norm_b_ = ToVector(w.attn_norm_bias);
+  b.mlp_norm_w_ = ToVector(w.mlp_norm_weight);
+  b.mlp_norm_b_ = ToVector(w.mlp_norm_bias);
+  const int64_t q_out = int64_t{b.heads_} * b.head_dim_;
+  const int64_t kv_out = int64_t{b.kv_heads_} * b.head_dim_;
+
+  Tensor qkv_w = StackRows({&w.q_weight, &w.k_weight, &w.v_weight});
+  Tensor qkv_b;
+  if (config.qkv_bias) qkv_b = StackBias({{&w.q_bias, q_out}, {&w.k_bias, kv_out}, {&w.v_bias, kv_out}});
+  const std::string where = absl::StrCat("layer ", layer_index, ": ");
+  auto wrap = [&](absl::StatusOr<Linear> l, const char* what) -> absl::StatusOr<Linear> {
+    if (!l.ok()) {
+      return absl::Status(l.status().code(), absl::StrCat(where, what, ": ", l.status().message()));
+    }
+    return l;
+  };
+  ASSIGN_OR_RETURN(Linear qkv, wrap(Linear::Create(qkv_w, qkv_b.empty() ? nullptr : &qkv_b, storage),
+                                    "qkv"));
+  b.qkv_.emplace(std::move(qkv));
+  ASSIGN_OR_RETURN(Linear out, wrap(Linear::Create(w.o_weight, w.o_bias.empty() ? nullptr : &w.o_bias,
+                                                   storage),
+                                    "o_proj"));
+  b.out_.emplace(std::move(out));
+  if (config.mlp == MlpKind::kSwiGlu) {
+    Tensor gate_up = StackRows({&w.gate_weight, &w.up_weight});
+    Tensor gate_up_b;
+    if (!w.up_bias.empty()) {
+      gate_up_b = StackBias({{&w.up_bias, 0}, {&w.up_bias, b.inter_}});  // gate has no bias
+      std::memset(gate_up_b.f32(), 0, sizeof(float) * b.inter_);
+    }
+    ASSIGN_OR_RETURN(Linear gu, wrap(Linear::Create(gate_up, gate_up_b.empty() ? nullptr : &gate_up_b,
+                                                    storage),
+                                     "gate_up"));
+    b.gate_up_.emplace(std::move(gu));
+  } else {
+    ASSIGN_OR_RETURN(Linear up, wrap(Linear::Create(w.up_weight, w.up_bias.empty() ? nullptr : &w.up_bias,
+                                                    storage, Activation::kGeluTanh),
+                                     "up"));
+    b.gate_up_.emplace(std::move(up));
+  }
+  ASSIGN_OR_RETURN(Linear down, wrap(Linear::Create(w.down_weight,
+                                                    w.down_bias.empty() ? nullptr : &w.down_bias,
+                                                    storage),
+                                     "down"));
+  b.down_.emplace(std::move(down));
+  return b;
+}
+
+int64_t DecoderBlock::weight_bytes() const {
+  return qkv_->weight_bytes() + out_->weight_bytes() + gate_up_->weight_bytes() +
+         down_->weight_bytes() +
+         static_cast<int64_t>(sizeof(float)) *
+             (attn_norm_w_.size() + attn_norm_b_.size() + mlp_norm_w_.size() + mlp_norm_b_.size());
+}
+
+void DecoderBlock::Norm(const float* x, const std::vector<float>& w, const std::vector<float>& b,
+                        int64_t rows, float* y) const {
+  if (config_->norm == NormKind::kRmsNorm) {
+    RmsNorm(x, w.data(), rows, hidden_, config_->norm_eps, y);
+  } else {
+    LayerNorm(x, w.data(), b.empty() ? nullptr : b.data(), rows, hidden_, config_->norm_eps, y);
+  }
+}
+
+void DecoderBlock::WriteKv(const ForwardBatch& batch, KvCache& kv, const float* qkv) const {
+  const KvLayout& layout = kv.layout();
+  const int bs = layout.block_size;
+  const int d = head_dim_;
+  const int64_t row = int64_t{heads_ + 2 * kv_heads_} * d;
+  std::byte* base = kv.LayerBase(layer_);
+  const bool bf16 = layout.dtype == DType::kBF16;
+  const size_t elem = DTypeSize(layout.dtype);
+  for (int s = 0; s < batch.num_seqs(); ++s) {
+    absl::Span<const int32_t> table = kv.BlockTable(batch.seq_ids[s]);
+    for (int t = batch.seq_start[s]; t < batch.seq_start[s + 1]; ++t) {
+      const int pos = batch.positions[t];
+      std::byte* block = base + static_cast<int64_t>(table[pos / bs]) * layout.BlockBytes();
+      const int off = pos % bs;
+      const float* k = qkv + t * row + int64_t{heads_} * d;
+      const float* v = k + int64_t{kv_heads_} * d;
+      for (int h = 0; h < kv_heads_; ++h) {
+        const int64_t kidx = layout.KOffset(h, off);
+        const int64_t vidx = layout.VOffset(h, off);
+        if (bf16) {
+          auto* kb = reinterpret_cast<uint16_t*>(block) + kidx;
+          auto* vb = reinterpret_cast<uint16_t*>(block) + vidx;
+          for (int i = 0; i < d; ++i) {
+            kb[i] = FloatToBf16(k[h * d + i]);
+            vb[i] = FloatToBf16(v[h * d + i]);
+          }
+        } else {
+          std::memcpy(block + kidx * elem, k + h * d, d * elem);
+          std::memcpy(block + vidx * elem, v + h * d, d * elem);
+        }
+      }
+    }
+  }
+}
+
+// Causal attention of every new token over its sequence's cached positions
+// (the K/V of this step already written), reading the blocks in place.
+absl::Status DecoderBlock::Attend(const ForwardBatch& batch, const KvCache& kv,
+                                  DecoderScratch& sc) const {
+  const int64_t T = batch.num_tokens();
+  const int S = batch.num_seqs();
+  const int64_t q_row = int64_t{heads_} * head_dim_;
+  const int64_t row = int64_t{heads_ + 2 * kv_heads_} * head_dim_;
+  for (int64_t t = 0; t < T; ++t) {
+    std::memcpy(sc.q.data() + t * q_row, sc.qkv.data() + t * row, sizeof(float) * q_row);
+  }
+  sc.kv_seqs.resize(S);
+  for (int s = 0; s < S; ++s) {
+    absl::Span<const int32_t> table = kv.BlockTable(batch.seq_ids[s]);
+    sc.kv_seqs[s] = PagedKvSequence{table.data(), static_cast<int>(table.size()),
+                                    batch.positions[batch.seq_start[s + 1] - 1] + 1};
+  }
+  PagedAttentionArgs args;
+  args.num_heads = heads_;
+  args.q = sc.q.data();
+  args.out = sc.attn.data();
+  args.kv = PagedKvView{&kv.layout(), kv.LayerBase(layer_)};
+  args.seqs = sc.kv_seqs.data();
+  args.query_start = batch.seq_start.data();
+  args.num_seqs = S;
+  return PagedAttention(args);
+}
+
+absl::Status DecoderBlock::Forward(const ForwardBatch& batch, KvCache& kv, const Rope* rope,
+                                   const float* rope_angles, DecoderScratch& sc) const {
+  const int64_t T = batch.num_tokens();
+  const int d = head_dim_;
+  const int64_t row = int64_t{heads_ + 2 * kv_heads_} * d;
+  float* h = sc.hidden.data();
+
+  Norm(h, attn_norm_w_, attn_norm_b_, T, sc.normed.data());
+  RETURN_IF_ERROR(qkv_->Forward(sc.normed.data(), T, sc.qkv.data()));
+  if (rope != nullptr) {
+    const int rd = rope->rope_dim();
+#pragma omp parallel for schedule(static) if (T > 1)
+    for (int64_t t = 0; t < T; ++t) {
+      // q and k heads are contiguous in the qkv row and rotate alike.
+      rope->Rotate(sc.qkv.data() + t * row, heads_ + kv_heads_, rope_angles + t * rd);
+    }
+  }
+  WriteKv(batch, kv, sc.qkv.data());
+  RETURN_IF_ERROR(Attend(batch, kv, sc));
+  RETURN_IF_ERROR(out_->Forward(sc.attn.data(), T, sc.proj.data()));
+  for (int64_t i = 0; i < T * hidden_; ++i) h[i] += sc.proj[i];
+
+  Norm(h, mlp_norm_w_, mlp_norm_b_, T, sc.normed.data());
+  if (config_->mlp == MlpKind::kSwiGlu) {
+    RETURN_IF_ERROR(gate_up_->Forward(sc.normed.data(), T, sc.mlp_in.data()));
+    const int I = inter_;
+#pragma omp parallel for schedule(static) if (T > 1)
+    for (int64_t t = 0; t < T; ++t) {
+      const float* g = sc.mlp_in.data() + t * 2 * I;
+      const float* u = g + I;
+      float* a = sc.mlp_act.data() + t * I;
+      for (int i = 0; i < I; ++i) a[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+    }
+  } else {
+    RETURN_IF_ERROR(gate_up_->Forward(sc.normed.data(), T, sc.mlp_act.data()));
+  }
+  RETURN_IF_ERROR(down_->Forward(sc.mlp_act.data(), T, sc.proj.data()));
+  for (int64_t i = 0; i < T * hidden_; ++i) h[i] += sc.proj[i];
+  return absl::OkStatus();
+}
+
+}  // namespace attnserve

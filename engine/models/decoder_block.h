@@ -1,0 +1,79 @@
+// DecoderBlock: the one pre-norm transformer decoder block behind every
+// supported family, configured by DecoderConfig options rather than copied
+// per family:
+//   norm      RMSNorm (Llama) | LayerNorm with bias (GPT-2)
+//   positions rotary, adjacent or half-split pairs, rope scaling (Llama) |
+//             none here (GPT-2 adds learned positions to the embeddings)
+//   attention GQA (Hkv divides Hq; MHA when equal), optional QKV bias
+//             (Qwen2, GPT-2), optional output bias; K/V go to the paged cache
+//   mlp       SwiGLU down(silu(gate x) * up x) | GELU-tanh down(gelu(up x))
+//
+// Projections are oneDNN matmuls (engine/ops/linear.h), Q/K/V fused into one
+// and gate/up fused into one so a step runs 4 GEMMs per block.
+// Immutable after Create; Forward is const and may run for different batches
+// from different threads only with different scratch and caches.
+#ifndef ATTNSERVE_ENGINE_MODELS_DECODER_BLOCK_H_
+#define ATTNSERVE_ENGINE_MODELS_DECODER_BLOCK_H_
+
+#include <optional>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "engine/attention/kv_layout.h"
+#include "engine/formats/decoder_config.h"
+#include "engine/formats/decoder_weights.h"
+#include "engine/kv/kv_cache.h"
+#include "engine/models/decoder_batch.h"
+#include "engine/models/rope.h"
+#include "engine/ops/linear.h"
+
+namespace attnserve {
+
+// Per-step working memory, grown on demand and reused across steps.
+struct DecoderScratch {
+  std::vector<float> hidden;   // [T, D] residual stream
+  std::vector<float> normed;   // [T, D]
+  std::vector<float> qkv;      // [T, (Hq + 2 Hkv) d]
+  std::vector<float> attn;     // [T, Hq d]
+  std::vector<float> proj;     // [T, D]
+  std::vector<float> mlp_in;   // [T, 2 I]
+  std::vector<float> mlp_act;  // [T, I]
+  std::vector<float> rope;     // [T, rope_dim] cos/sin per token
+  std::vector<float> q;        // [T, Hq d] queries, contiguous for paged attention
+  std::vector<PagedKvSequence> kv_seqs;  // [S] block tables for paged attention
+};
+
+class DecoderBlock {
+ public:
+  static absl::StatusOr<DecoderBlock> Create(const DecoderConfig& config,
+                                             const DecoderLayerWeights& weights, DType storage,
+                                             int layer_index);
+
+  // hidden [T, D] is updated in place: h += attn(norm(h)); h += mlp(norm(h)).
+  // Writes this layer's K/V of every token of `batch` into `kv` (blocks must
+  // be reserved), then attends over each sequence's cached positions.
+  // `rope_angles` holds [T, rope_dim] cos/sin from rope->Angles (both null
+  // for learned positions).
+  absl::Status Forward(const ForwardBatch& batch, KvCache& kv, const Rope* rope,
+                       const float* rope_angles, DecoderScratch& scratch) const;
+
+  int64_t weight_bytes() const;
+
+ private:
+  DecoderBlock() = default;
+  void Norm(const float* x, const std::vector<float>& w, const std::vector<float>& b, int64_t rows,
+            float* y) const;
+  void WriteKv(const ForwardBatch& batch, KvCache& kv, const float* qkv) const;
+  absl::Status Attend(const ForwardBatch& batch, const KvCache& kv, DecoderScratch& scratch) const;
+
+  const DecoderConfig* config_ = nullptr;  // owned by the model, outlives blocks
+  int layer_ = 0;
+  int hidden_ = 0, heads_ = 0, kv_heads_ = 0, head_dim_ = 0, inter_ = 0;
+  std::vector<float> attn_norm_w_, attn_norm_b_, mlp_norm_w_, mlp_norm_b_;
+  std::optional<Linear> qkv_, out_, gate_up_, down_;
+};
+
+}  // namespace attnserve
+
+#endif  // ATTNSERVE_ENGINE_MODELS_DECODER_BLOCK_H_

@@ -1,0 +1,210 @@
+#include "engine/models/decoder_model.h"
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "engine/core/half.h"
+#include "engine/core/status_macros.h"
+#include "engine/models/norms.h"
+
+namespace attnserve {
+namespace {
+
+std::vector<float> ToVector(const Tensor& t) {
+  if (t.empty()) return {};
+  return std::vector<float>(t.f32(), t.f32() + t.numel());
+}
+
+// Row `r` of a [rows, n] f32 or bf16 matrix, added to (or copied into) out.
+void ReadRow(const Tensor& m, int64_t r, bool add, float* out) {
+  const int64_t n = m.dim(1);
+  if (m.dtype() == DType::kF32) {
+    const float* src = m.f32() + r * n;
+    for (int64_t i = 0; i < n; ++i) out[i] = (add ? out[i] : 0.0f) + src[i];
+  } else if (m.dtype() == DType::kBF16) {
+    const uint16_t* src = m.u16() + r * n;
+    for (int64_t i = 0; i < n; ++i) out[i] = (add ? out[i] : 0.0f) + Bf16ToFloat(src[i]);
+  } else {
+    const uint16_t* src = m.u16() + r * n;
+    for (int64_t i = 0; i < n; ++i) out[i] = (add ? out[i] : 0.0f) + F16ToFloat(src[i]);
+  }
+}
+
+template <typename T>
+void Grow(std::vector<T>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<const DecoderModel>> DecoderModel::Load(
+    const std::string& path, const DecoderLoadOptions& options) {
+  if (options.weight_dtype != DType::kF32 && options.weight_dtype != DType::kBF16) {
+    return absl::InvalidArgumentError(absl::StrCat("decoder weight dtype must be f32 or bf16, got ",
+                                                   DTypeName(options.weight_dtype)));
+  }
+  ASSIGN_OR_RETURN(LoadedDecoder loaded, LoadDecoder(path, options.weight_dtype));
+  return FromLoaded(std::move(loaded), options);
+}
+
+absl::StatusOr<std::shared_ptr<const DecoderModel>> DecoderModel::FromLoaded(
+    LoadedDecoder loaded, const DecoderLoadOptions& options) {
+  if (options.kv_dtype != DType::kF32 && options.kv_dtype != DType::kBF16) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("decoder kv dtype must be f32 or bf16, got ", DTypeName(options.kv_dtype)));
+  }
+  std::shared_ptr<DecoderModel> model(new DecoderModel());
+  RETURN_IF_ERROR(model->Build(std::move(loaded), options));
+  return std::shared_ptr<const DecoderModel>(std::move(model));
+}
+
+absl::Status DecoderModel::Build(LoadedDecoder loaded, const DecoderLoadOptions& options) {
+  config_ = std::move(loaded.config);
+  RETURN_IF_ERROR(config_.Validate());
+  if (loaded.tokenizer == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(loaded.source, ": model has no tokenizer"));
+  }
+  tokenizer_ = std::move(loaded.tokenizer);
+  DecoderWeights& w = loaded.weights;
+  if (static_cast<int>(w.layers.size()) != config_.num_layers) {
+    return absl::InvalidArgumentError(absl::StrCat(loaded.source, ": ", w.layers.size(),
+                                                   " layers of weights, config says ",
+                                                   config_.num_layers));
+  }
+  if (config_.num_kv_heads <= 0 || config_.num_heads % config_.num_kv_heads != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(loaded.source, ": num_heads ", config_.num_heads,
+                                                   " not a multiple of num_kv_heads ",
+                                                   config_.num_kv_heads));
+  }
+  const DType storage = options.weight_dtype;
+  if (config_.positions == PositionKind::kRope) {
+    ASSIGN_OR_RETURN(Rope rope, Rope::Create(config_));
+    rope_.emplace(std::move(rope));
+  }
+  int64_t bytes = 0;
+  blocks_.reserve(config_.num_layers);
+  for (int l = 0; l < config_.num_layers; ++l) {
+    ASSIGN_OR_RETURN(DecoderBlock b, DecoderBlock::Create(config_, w.layers[l], storage, l));
+    bytes += b.weight_bytes();
+    blocks_.push_back(std::move(b));
+    w.layers[l] = DecoderLayerWeights();  // packed copies live in the Linears now
+  }
+  ASSIGN_OR_RETURN(Linear head, Linear::Create(w.LmHead(), nullptr, storage));
+  lm_head_.emplace(std::move(head));
+  final_norm_w_ = ToVector(w.final_norm_weight);
+  final_norm_b_ = ToVector(w.final_norm_bias);
+  token_embedding_ = std::move(w.token_embedding);
+  position_embedding_ = std::move(w.position_embedding);
+  bytes += static_cast<int64_t>(token_embedding_.bytes() + position_embedding_.bytes()) +
+           (w.lm_head.empty() ? 0 : lm_head_->weight_bytes()) +
+           static_cast<int64_t>(sizeof(float) * (final_norm_w_.size() + final_norm_b_.size()));
+
+  max_positions_ = config_.positions == PositionKind::kLearned
+                       ? config_.max_positions
+                       : std::max(config_.max_positions, config_.trained_max_positions);
+  if (options.context_length < 0 ||
+      (options.context_length > max_positions_ && config_.positions == PositionKind::kLearned)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "context_length ", options.context_length, " is not in [0, ", max_positions_,
+        "] (learned position table)"));
+  }
+  if (options.context_length > 0) max_positions_ = options.context_length;
+
+  ModelDescription& d = description_;
+  d.name = config_.name.empty() ? std::filesystem::path(loaded.source).filename().string()
+                                : config_.name;
+  d.architecture = config_.architecture;
+  d.source = loaded.source;
+  d.num_layers = config_.num_layers;
+  d.num_heads = config_.num_heads;
+  d.num_kv_heads = config_.num_kv_heads;
+  d.head_dim = config_.head_dim;
+  d.hidden_size = config_.hidden_size;
+  d.vocab_size = config_.vocab_size;
+  d.max_positions = max_positions_;
+  d.weight_dtype = storage;
+  d.kv_dtype = options.kv_dtype;
+  d.weight_bytes = bytes;
+  d.kv_bytes_per_token = config_.KvBytesPerToken(options.kv_dtype);
+  return absl::OkStatus();
+}
+
+KvCacheShape DecoderModel::kv_shape() const {
+  return KvCacheShape{config_.num_layers, config_.num_kv_heads, config_.head_dim};
+}
+
+void DecoderModel::Embed(const ForwardBatch& batch, float* hidden) const {
+  const int D = config_.hidden_size;
+  for (int t = 0; t < batch.num_tokens(); ++t) {
+    ReadRow(token_embedding_, batch.tokens[t], false, hidden + int64_t{t} * D);
+    if (config_.positions == PositionKind::kLearned) {
+      ReadRow(position_embedding_, batch.positions[t], true, hidden + int64_t{t} * D);
+    }
+  }
+}
+
+absl::Status DecoderModel::Forward(const ForwardBatch& batch, KvCache& kv, DecoderScratch& sc,
+                                   std::vector<float>& logits) const {
+  const int64_t T = batch.num_tokens();
+  const int S = batch.num_seqs();
+  const int D = config_.hidden_size;
+  if (T == 0) {
+    logits.clear();
+    return absl::OkStatus();
+  }
+  for (int64_t t = 0; t < T; ++t) {
+    if (batch.tokens[t] < 0 || batch.tokens[t] >= config_.vocab_size) {
+      return absl::InvalidArgumentError(absl::StrCat("token id ", batch.tokens[t],
+                                                     " out of range [0, ", config_.vocab_size, ")"));
+    }
+    if (batch.positions[t] < 0 || batch.positions[t] >= max_positions_) {
+      return absl::InvalidArgumentError(absl::StrCat("position ", batch.positions[t],
+                                                     " out of range [0, ", max_positions_, ")"));
+    }
+    const int s = batch.token_seq[t];
+    if (batch.positions[t] >= static_cast<int>(kv.BlockTable(batch.seq_ids[s]).size()) *
+                                  kv.block_size()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "sequence ", batch.seq_ids[s], ": no KV block reserved for position ", batch.positions[t]));
+    }
+  }
+  const int qkv_row = (config_.num_heads + 2 * config_.num_kv_heads) * config_.head_dim;
+  Grow(sc.hidden, T * D);
+  Grow(sc.normed, T * D);
+  Grow(sc.qkv, T * qkv_row);
+  Grow(sc.attn, T * config_.num_heads * config_.head_dim);
+  Grow(sc.q, T * config_.num_heads * config_.head_dim);
+  Grow(sc.proj, T * D);
+  Grow(sc.mlp_in, T * 2 * config_.intermediate_size);
+  Grow(sc.mlp_act, T * config_.intermediate_size);
+
+  Embed(batch, sc.hidden.data());
+  const float* angles = nullptr;
+  if (rope_.has_value()) {
+    const int rd = rope_->rope_dim();
+    Grow(sc.rope, T * rd);
+    for (int64_t t = 0; t < T; ++t) rope_->Angles(batch.positions[t], sc.rope.data() + t * rd);
+    angles = sc.rope.data();
+  }
+  for (const DecoderBlock& b : blocks_) {
+    RETURN_IF_ERROR(b.Forward(batch, kv, rope_.has_value() ? &*rope_ : nullptr, angles, sc));
+  }
+  // Final norm and lm head on each sequence's last token only.
+  for (int s = 0; s < S; ++s) {
+    std::memcpy(sc.normed.data() + int64_t{s} * D,
+                sc.hidden.data() + int64_t{batch.seq_start[s + 1] - 1} * D, sizeof(float) * D);
+  }
+  if (config_.norm == NormKind::kRmsNorm) {
+    RmsNorm(sc.normed.data(), final_norm_w_.data(), S, D, config_.norm_eps, sc.normed.data());
+  } else {
+    LayerNorm(sc.normed.data(), final_norm_w_.data(),
+              final_norm_b_.empty() ? nullptr : final_norm_b_.data(), S, D, config_.norm_eps,
+              sc.normed.data());
+  }
+  logits.resize(int64_t{S} * config_.vocab_size);
+  return lm_head_->Forward(sc.normed.data(), S, logits.data());
+}
+
+}  // namespace attnserve

@@ -1,0 +1,82 @@
+// DecoderModel: a loaded decoder-only model (Llama family or GPT-2), ready
+// to run ragged batched steps against a paged KV cache.
+//
+// Load() reads a Hugging Face directory or a GGUF file (engine/formats/
+// decoder_loader.h), builds one DecoderBlock per layer (oneDNN primitives and
+// packed weights made once), and keeps the tokenizer. Immutable and
+// thread-safe once built: share it as std::shared_ptr<const DecoderModel>;
+// each caller brings its own KvCache and DecoderScratch.
+#ifndef ATTNSERVE_ENGINE_MODELS_DECODER_MODEL_H_
+#define ATTNSERVE_ENGINE_MODELS_DECODER_MODEL_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "engine/formats/decoder_config.h"
+#include "engine/formats/decoder_loader.h"
+#include "engine/kv/kv_cache.h"
+#include "engine/models/decoder_batch.h"
+#include "engine/models/decoder_block.h"
+#include "engine/models/model_description.h"
+#include "engine/models/rope.h"
+#include "engine/ops/linear.h"
+#include "engine/tokenizers/tokenizer.h"
+
+namespace attnserve {
+
+struct DecoderLoadOptions {
+  DType weight_dtype = DType::kF32;  // kF32 or kBF16 storage of matrices
+  DType kv_dtype = DType::kF32;      // kF32 or kBF16 K/V in the cache (recorded in description)
+  // Positions a sequence may use. 0: the model's own (the larger of the
+  // declared and the trained context). Rotary models may be given more, as
+  // llama.cpp's n_ctx allows (stories260K's GGUF declares 128 but was trained
+  // with 512); learned-position models cannot exceed their table.
+  int context_length = 0;
+};
+
+class DecoderModel {
+ public:
+  static absl::StatusOr<std::shared_ptr<const DecoderModel>> Load(const std::string& path,
+                                                                  const DecoderLoadOptions& options);
+  // From an already loaded model (tests, converters).
+  static absl::StatusOr<std::shared_ptr<const DecoderModel>> FromLoaded(
+      LoadedDecoder loaded, const DecoderLoadOptions& options);
+
+  const ModelDescription& description() const { return description_; }
+  const DecoderConfig& config() const { return config_; }
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  // Positions a sequence may use (the trained context).
+  int max_positions() const { return max_positions_; }
+  KvCacheShape kv_shape() const;
+
+  // Runs one ragged step. The KV blocks for every token must be reserved in
+  // `kv` (positions are batch.positions). Writes K/V of all tokens, then the
+  // logits of the LAST token of each sequence: logits [S, vocab].
+  // INVALID_ARGUMENT for token ids or positions out of range.
+  absl::Status Forward(const ForwardBatch& batch, KvCache& kv, DecoderScratch& scratch,
+                       std::vector<float>& logits) const;
+
+ private:
+  DecoderModel() = default;
+  absl::Status Build(LoadedDecoder loaded, const DecoderLoadOptions& options);
+  void Embed(const ForwardBatch& batch, float* hidden) const;
+
+  DecoderConfig config_;
+  ModelDescription description_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  Tensor token_embedding_;     // [vocab, D], f32 or bf16
+  Tensor position_embedding_;  // [max_positions, D] (learned positions only)
+  std::vector<float> final_norm_w_, final_norm_b_;
+  std::vector<DecoderBlock> blocks_;
+  std::optional<Linear> lm_head_;
+  std::optional<Rope> rope_;
+  int max_positions_ = 0;
+};
+
+}  // namespace attnserve
+
+#endif  // ATTNSERVE_ENGINE_MODELS_DECODER_MODEL_H_

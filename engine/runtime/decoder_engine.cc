@@ -1,0 +1,300 @@
+#include "engine/runtime/decoder_engine.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "engine/core/status_macros.h"
+#include "engine/tokenizers/stop_strings.h"
+#include "engine/tokenizers/streaming_detokenizer.h"
+
+namespace attnserve {
+
+struct DecoderEngine::Sequence {
+  SeqId id = 0;
+  std::vector<int32_t> prompt;
+  GenerationParams params;
+  SamplingParams sampling;
+  SamplingRng rng{0};
+  int prompt_fed = 0;             // prompt positions in the cache
+  int cached_prompt = 0;          // of which taken from the prefix cache
+  std::vector<int32_t> history;   // prompt + generated (repetition penalty)
+  int generated = 0;
+  bool finished = false;
+  FinishReason reason = FinishReason::kNone;
+  int64_t peak_kv_bytes = 0;
+  StreamingDetokenizer detok;  // UTF-8-safe text of generated tokens
+  StopStringMatcher stops;     // holds back text that may start a stop string
+
+  Sequence(const Tokenizer& tokenizer, int32_t last_prompt_token, std::vector<std::string> stop)
+      : detok(tokenizer, last_prompt_token), stops(std::move(stop)) {}
+  bool in_prefill() const { return prompt_fed < static_cast<int>(prompt.size()); }
+};
+
+const char* FinishReasonName(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kNone: return "none";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kStopString: return "stop_string";
+    case FinishReason::kContext: return "context";
+  }
+  return "unknown";
+}
+
+absl::Status ValidateGenerationParams(const GenerationParams& p, const ModelDescription& model) {
+  if (p.max_new_tokens < 1 || p.max_new_tokens > model.max_positions) {
+    return absl::InvalidArgumentError(absl::StrCat("max_new_tokens must be in [1, ",
+                                                   model.max_positions, "], got ",
+                                                   p.max_new_tokens));
+  }
+  SamplingParams s;
+  s.temperature = p.temperature;
+  s.top_k = p.top_k;
+  s.top_p = p.top_p;
+  s.repetition_penalty = p.repetition_penalty;
+  s.top_logprobs = p.top_logprobs;
+  RETURN_IF_ERROR(ValidateSamplingParams(s));
+  if (p.top_logprobs > 0 && !p.logprobs) {
+    return absl::InvalidArgumentError("top_logprobs needs logprobs = true");
+  }
+  if (p.stop.size() > kMaxStopStrings) {
+    return absl::InvalidArgumentError(absl::StrCat("stop: at most ", kMaxStopStrings,
+                                                   " strings, got ", p.stop.size()));
+  }
+  for (size_t i = 0; i < p.stop.size(); ++i) {
+    if (p.stop[i].empty() || p.stop[i].size() > kMaxStopStringBytes) {
+      return absl::InvalidArgumentError(absl::StrCat("stop[", i, "] must be 1..",
+                                                     kMaxStopStringBytes, " bytes, got ",
+                                                     p.stop[i].size()));
+    }
+  }
+  for (size_t i = 0; i < p.stop_token_ids.size(); ++i) {
+    if (p.stop_token_ids[i] < 0 || p.stop_token_ids[i] >= model.vocab_size) {
+      return absl::InvalidArgumentError(absl::StrCat("stop_token_ids[", i, "] = ",
+                                                     p.stop_token_ids[i], " is not in [0, ",
+                                                     model.vocab_size, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<DecoderEngine>> DecoderEngine::Create(
+    std::shared_ptr<const DecoderModel> model, const KvCacheOptions& kv_options) {
+  if (model == nullptr) return absl::InvalidArgumentError("DecoderEngine: no model");
+  ASSIGN_OR_RETURN(std::unique_ptr<KvCache> kv, KvCache::Create(model->kv_shape(), kv_options));
+  return std::unique_ptr<DecoderEngine>(new DecoderEngine(std::move(model), std::move(kv)));
+}
+
+DecoderEngine::DecoderEngine(std::shared_ptr<const DecoderModel> model, std::unique_ptr<KvCache> kv)
+    : model_(std::move(model)), kv_(std::move(kv)) {
+  const DecoderConfig& c = model_->config();
+  for (int id : c.eos_token_ids) eos_ids_.push_back(id);
+  if (c.eos_token_id >= 0) eos_ids_.push_back(c.eos_token_id);
+  if (model_->tokenizer().special().eos >= 0) eos_ids_.push_back(model_->tokenizer().special().eos);
+  std::sort(eos_ids_.begin(), eos_ids_.end());
+  eos_ids_.erase(std::unique(eos_ids_.begin(), eos_ids_.end()), eos_ids_.end());
+}
+
+DecoderEngine::~DecoderEngine() = default;
+
+absl::StatusOr<SeqId> DecoderEngine::AddSequence(std::vector<int32_t> prompt,
+                                                 GenerationParams params) {
+  const ModelDescription& d = model_->description();
+  RETURN_IF_ERROR(ValidateGenerationParams(params, d));
+  if (prompt.empty()) return absl::InvalidArgumentError("prompt: no tokens");
+  if (static_cast<int>(prompt.size()) >= model_->max_positions()) {
+    return absl::InvalidArgumentError(absl::StrCat("prompt: ", prompt.size(),
+                                                   " tokens, the model's context is ",
+                                                   model_->max_positions()));
+  }
+  for (size_t i = 0; i < prompt.size(); ++i) {
+    if (prompt[i] < 0 || prompt[i] >= d.vocab_size) {
+      return absl::InvalidArgumentError(absl::StrCat("prompt[", i, "] = ", prompt[i],
+                                                     " is not a token id in [0, ", d.vocab_size,
+                                                     ")"));
+    }
+  }
+  const SeqId id = next_id_++;
+  auto s = std::make_unique<Sequence>(model_->tokenizer(), prompt.back(), params.stop);
+  s->id = id;
+  s->sampling.temperature = params.temperature;
+  s->sampling.top_k = params.top_k;
+  s->sampling.top_p = params.top_p;
+  s->sampling.repetition_penalty = params.repetition_penalty;
+  s->sampling.seed = params.seed;
+  s->sampling.top_logprobs = params.logprobs ? params.top_logprobs : 0;
+  s->rng = SamplingRng(params.seed);
+  s->params = std::move(params);
+  s->history = prompt;
+  s->prompt = std::move(prompt);
+  RETURN_IF_ERROR(kv_->AddSequence(id));
+  absl::StatusOr<int> cached = kv_->AttachPrefix(id, s->prompt);
+  if (!cached.ok()) {
+    kv_->Free(id);
+    return cached.status();
+  }
+  s->prompt_fed = s->cached_prompt = *cached;
+  s->peak_kv_bytes = kv_->SequenceStats(id).peak_bytes;
+  seqs_.emplace(id, std::move(s));
+  return id;
+}
+
+void DecoderEngine::Finish(Sequence& s, FinishReason reason) {
+  s.finished = true;
+  s.reason = reason;
+  s.peak_kv_bytes = std::max(s.peak_kv_bytes, kv_->SequenceStats(s.id).peak_bytes);
+  kv_->Free(s.id);
+}
+
+// Releases the text still held (incomplete UTF-8, possible stop prefixes).
+// Returns true when a stop string turned up in it.
+bool DecoderEngine::FlushText(Sequence& s, StepEvent& ev) {
+  StopStringMatcher::Result r = s.stops.Push(s.detok.Flush());
+  ev.text += r.text;
+  if (r.stopped) return true;
+  ev.text += s.stops.Flush();
+  return false;
+}
+
+void DecoderEngine::AppendToken(Sequence& s, const SampledToken& tok, StepEvent& ev) {
+  s.history.push_back(tok.id);
+  ++s.generated;
+  ev.token_ids.push_back(tok.id);
+  if (s.params.logprobs) ev.logprobs.push_back(tok);
+  const GenerationParams& p = s.params;
+  const bool is_eos = !p.ignore_eos && std::binary_search(eos_ids_.begin(), eos_ids_.end(), tok.id);
+  const bool is_stop_id =
+      std::find(p.stop_token_ids.begin(), p.stop_token_ids.end(), tok.id) != p.stop_token_ids.end();
+  if (is_eos || is_stop_id) {
+    // The stop token's own text is not part of the output.
+    Finish(s, FlushText(s, ev) ? FinishReason::kStopString : FinishReason::kStop);
+    return;
+  }
+  StopStringMatcher::Result r = s.stops.Push(s.detok.Push(tok.id));
+  ev.text += r.text;
+  if (r.stopped) {
+    Finish(s, FinishReason::kStopString);
+  } else if (s.generated >= p.max_new_tokens) {
+    Finish(s, FlushText(s, ev) ? FinishReason::kStopString : FinishReason::kLength);
+  } else if (static_cast<int>(s.history.size()) > model_->max_positions()) {
+    // The token just sampled would be fed at position history.size() - 1,
+    // past the context.
+    Finish(s, FlushText(s, ev) ? FinishReason::kStopString : FinishReason::kContext);
+  }
+}
+
+absl::StatusOr<std::vector<StepEvent>> DecoderEngine::Step(absl::Span<const StepItem> items) {
+  std::vector<Sequence*> batch_seqs;
+  std::vector<SeqId> ids;
+  std::vector<int> want;
+  batch_seqs.reserve(items.size());
+  for (const StepItem& item : items) {
+    auto it = seqs_.find(item.seq);
+    if (it == seqs_.end()) return absl::NotFoundError(absl::StrCat("no sequence ", item.seq));
+    Sequence& s = *it->second;
+    if (s.finished) {
+      return absl::FailedPreconditionError(absl::StrCat("sequence ", item.seq, " is finished"));
+    }
+    if (std::find(ids.begin(), ids.end(), s.id) != ids.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("sequence ", item.seq, " listed twice"));
+    }
+    if (s.in_prefill() && item.max_prompt_tokens < 1) {
+      return absl::InvalidArgumentError("max_prompt_tokens must be >= 1");
+    }
+    batch_seqs.push_back(&s);
+    ids.push_back(s.id);
+  }
+  // Plan the batch: prompt chunks or one decode token each.
+  batch_.Clear();
+  for (size_t i = 0; i < batch_seqs.size(); ++i) {
+    Sequence& s = *batch_seqs[i];
+    const int start = kv_->NumTokens(s.id);
+    if (s.in_prefill()) {
+      const int n = std::min<int>(items[i].max_prompt_tokens,
+                                  static_cast<int>(s.prompt.size()) - s.prompt_fed);
+      batch_.Add(s.id, s.prompt.data() + s.prompt_fed, n, start);
+      want.push_back(start + n);
+    } else {
+      batch_.Add(s.id, &s.history.back(), 1, start);
+      want.push_back(start + 1);
+    }
+  }
+  RETURN_IF_ERROR(kv_->Reserve(ids, want));
+  for (Sequence* s : batch_seqs) {
+    s->peak_kv_bytes = std::max(s->peak_kv_bytes, kv_->SequenceStats(s->id).peak_bytes);
+  }
+  absl::Status fwd = model_->Forward(batch_, *kv_, scratch_, logits_);
+  if (!fwd.ok()) return fwd;  // blocks stay reserved; the caller releases on error
+
+  std::vector<StepEvent> events(batch_seqs.size());
+  const int vocab = model_->config().vocab_size;
+  for (size_t i = 0; i < batch_seqs.size(); ++i) {
+    Sequence& s = *batch_seqs[i];
+    StepEvent& ev = events[i];
+    ev.seq = s.id;
+    const int begin = batch_.seq_start[i], end = batch_.seq_start[i + 1];
+    absl::Span<const int32_t> fed(batch_.tokens.data() + begin, end - begin);
+    const bool was_prefill = s.in_prefill();
+    RETURN_IF_ERROR(kv_->Commit(s.id, fed, /*publish=*/was_prefill));
+    if (was_prefill) {
+      s.prompt_fed += end - begin;
+      ev.prompt_tokens_fed = end - begin;
+      if (s.in_prefill()) continue;  // more prompt to go: no token yet
+    }
+    absl::Span<const float> row(logits_.data() + i * static_cast<size_t>(vocab), vocab);
+    SampledToken tok = SampleToken(row, s.sampling, s.history, s.rng, sample_scratch_);
+    AppendToken(s, tok, ev);
+    ev.finished = s.finished;
+    ev.finish_reason = s.reason;
+  }
+  return events;
+}
+
+void DecoderEngine::Release(SeqId seq) {
+  kv_->Free(seq);
+  seqs_.erase(seq);
+}
+
+bool DecoderEngine::IsFinished(SeqId seq) const {
+  auto it = seqs_.find(seq);
+  return it != seqs_.end() && it->second->finished;
+}
+
+bool DecoderEngine::InPrefill(SeqId seq) const {
+  auto it = seqs_.find(seq);
+  return it != seqs_.end() && it->second->in_prefill();
+}
+
+int64_t DecoderEngine::PeakKvBytes(SeqId seq) const {
+  auto it = seqs_.find(seq);
+  if (it == seqs_.end()) return 0;
+  return std::max(it->second->peak_kv_bytes, kv_->SequenceStats(seq).peak_bytes);
+}
+
+int DecoderEngine::CachedPromptTokens(SeqId seq) const {
+  auto it = seqs_.find(seq);
+  return it == seqs_.end() ? 0 : it->second->cached_prompt;
+}
+
+absl::Status GenerateOne(DecoderEngine& engine, std::vector<int32_t> prompt,
+                         const GenerationParams& params,
+                         const std::function<bool(const StepEvent&)>& on_event,
+                         int prefill_chunk) {
+  ASSIGN_OR_RETURN(SeqId id, engine.AddSequence(std::move(prompt), params));
+  absl::Status status;
+  while (!engine.IsFinished(id)) {
+    StepItem item{id, prefill_chunk};
+    absl::StatusOr<std::vector<StepEvent>> events = engine.Step({&item, 1});
+    if (!events.ok()) {
+      status = events.status();
+      break;
+    }
+    const StepEvent& ev = events->front();
+    if ((!ev.token_ids.empty() || ev.finished) && !on_event(ev)) break;  // cancelled
+  }
+  engine.Release(id);
+  return status;
+}
+
+}  // namespace attnserve

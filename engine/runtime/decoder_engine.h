@@ -1,0 +1,146 @@
+// DecoderEngine: the step-level engine the server's scheduler drives.
+//
+// It owns the sequences, the paged KV cache and each sequence's sampling
+// state. Each Step runs ONE batched forward over a ragged batch: sequences
+// still in their prompt feed a chunk of it (causal within the chunk,
+// attending to their cached past), the others feed their last sampled token;
+// then every sequence that has consumed its whole prompt samples one token.
+//
+// Sequence lifecycle:
+//   AddSequence -> [prefill chunks] -> [decode steps] -> finished -> Release
+// A finished sequence (length, stop token/string, context full) returns its
+// KV blocks to the pool at once; its record stays until Release so the
+// scheduler can still read PeakKvBytes. Release frees everything (also for
+// cancel, error and preemption) and is a no-op for unknown ids.
+//
+// Batch invariance: a sequence's tokens depend only on its own prompt,
+// parameters and seed. Per-row work (norms, rope, attention, sampling) never
+// mixes rows; the GEMMs are oneDNN's (see docs/benchmarks.md on invariance).
+//
+// Thread-compatible: one thread (the scheduler) owns a DecoderEngine.
+// The model is shared and immutable.
+#ifndef ATTNSERVE_ENGINE_RUNTIME_DECODER_ENGINE_H_
+#define ATTNSERVE_ENGINE_RUNTIME_DECODER_ENGINE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "engine/kv/kv_cache.h"
+#include "engine/models/decoder_model.h"
+#include "engine/sampling/sampler.h"
+
+namespace attnserve {
+
+struct GenerationParams {
+  int max_new_tokens = 64;          // >= 1
+  float temperature = 1.0f;         // 0: greedy
+  int top_k = 0;                    // 0: off
+  float top_p = 1.0f;               // 1: off
+  float repetition_penalty = 1.0f;  // 1: off
+  uint64_t seed = 0;
+  std::vector<std::string> stop;        // stop strings (not included in the text)
+  std::vector<int32_t> stop_token_ids;  // extra ids that end generation
+  bool ignore_eos = false;              // keep going past the model's EOS ids
+  bool logprobs = false;                // report logprob of each chosen token
+  int top_logprobs = 0;                 // and the top-n alternatives (needs logprobs)
+};
+
+inline constexpr int kMaxStopStrings = 16;
+inline constexpr int kMaxStopStringBytes = 256;
+
+// INVALID_ARGUMENT naming the field and its limit.
+absl::Status ValidateGenerationParams(const GenerationParams& params,
+                                      const ModelDescription& model);
+
+enum class FinishReason : uint8_t {
+  kNone,        // still running
+  kLength,      // max_new_tokens reached
+  kStop,        // EOS or a stop token id
+  kStopString,  // a stop string appeared in the text
+  kContext,     // the model's context is full
+};
+const char* FinishReasonName(FinishReason reason);
+
+// One sequence's share of a step.
+struct StepItem {
+  SeqId seq = 0;
+  int max_prompt_tokens = 512;  // prefill chunk limit; a decoding sequence feeds 1 token
+};
+
+struct StepEvent {
+  SeqId seq = 0;
+  int prompt_tokens_fed = 0;            // prompt positions computed this step
+  std::vector<int32_t> token_ids;       // sampled this step (0 or 1)
+  std::string text;                     // UTF-8-safe text delta (may be empty)
+  std::vector<SampledToken> logprobs;   // per token in token_ids when requested
+  bool finished = false;
+  FinishReason finish_reason = FinishReason::kNone;
+};
+
+class DecoderEngine {
+ public:
+  // INVALID_ARGUMENT when the KV options do not fit the model.
+  static absl::StatusOr<std::unique_ptr<DecoderEngine>> Create(
+      std::shared_ptr<const DecoderModel> model, const KvCacheOptions& kv_options);
+  ~DecoderEngine();
+  DecoderEngine(const DecoderEngine&) = delete;
+  DecoderEngine& operator=(const DecoderEngine&) = delete;
+
+  // Validates and registers a sequence; shares cached prefix blocks when it
+  // can. `prompt` holds token ids (BOS included if the model wants one) and
+  // must be non-empty and shorter than the model's context.
+  absl::StatusOr<SeqId> AddSequence(std::vector<int32_t> prompt, GenerationParams params);
+
+  // Runs one batched step over `items` (each sequence at most once, none
+  // finished). Reserves the KV blocks first: RESOURCE_EXHAUSTED with nothing
+  // changed when they do not fit (the scheduler may wait or preempt).
+  absl::StatusOr<std::vector<StepEvent>> Step(absl::Span<const StepItem> items);
+
+  void Release(SeqId seq);
+
+  bool IsFinished(SeqId seq) const;
+  bool InPrefill(SeqId seq) const;
+  KvStats kv_stats() const { return kv_->Stats(); }
+  KvSequenceStats kv_sequence_stats(SeqId seq) const { return kv_->SequenceStats(seq); }
+  int64_t PeakKvBytes(SeqId seq) const;
+  // Prompt positions taken from the prefix cache when the sequence was added.
+  int CachedPromptTokens(SeqId seq) const;
+  const DecoderModel& model() const { return *model_; }
+
+ private:
+  struct Sequence;
+  DecoderEngine(std::shared_ptr<const DecoderModel> model, std::unique_ptr<KvCache> kv);
+  void Finish(Sequence& s, FinishReason reason);
+  void AppendToken(Sequence& s, const SampledToken& tok, StepEvent& ev);
+  bool FlushText(Sequence& s, StepEvent& ev);
+
+  std::shared_ptr<const DecoderModel> model_;
+  std::unique_ptr<KvCache> kv_;
+  std::vector<int32_t> eos_ids_;
+  absl::flat_hash_map<SeqId, std::unique_ptr<Sequence>> seqs_;
+  SeqId next_id_ = 1;
+  // Reused across steps.
+  ForwardBatch batch_;
+  DecoderScratch scratch_;
+  std::vector<float> logits_;
+  std::vector<float> sample_scratch_;
+};
+
+// One request at a time: adds the sequence, runs Step until it finishes,
+// calling on_event after each step that produced something; on_event
+// returning false cancels. Releases the sequence on every path.
+absl::Status GenerateOne(DecoderEngine& engine, std::vector<int32_t> prompt,
+                         const GenerationParams& params,
+                         const std::function<bool(const StepEvent&)>& on_event,
+                         int prefill_chunk = 512);
+
+}  // namespace attnserve
+
+#endif  // ATTNSERVE_ENGINE_RUNTIME_DECODER_ENGINE_H_

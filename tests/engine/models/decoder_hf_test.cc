@@ -1,0 +1,145 @@
+// The decoder forward against Hugging Face transformers (fixtures from
+// tools/golden/decoder_logits.py): tiny random Llama (GQA, rope_theta 50000,
+// untied embeddings, no QKV bias), Qwen2 (QKV bias) and GPT-2 (LayerNorm,
+// learned positions, GELU-tanh, Conv1D), each from safetensors and GGUF.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "engine/models/decoder_model.h"
+#include "gtest/gtest.h"
+#include "tests/engine/models/decoder_test_util.h"
+
+namespace attnserve {
+namespace {
+
+using testing_util::GreedyOverModel;
+using testing_util::ReadJson;
+
+constexpr float kTol = 1e-4f;
+
+struct Case {
+  std::string model;
+  std::string file;  // "" for the HF directory
+};
+
+std::string CaseName(const ::testing::TestParamInfo<Case>& info) {
+  return info.param.model + (info.param.file.empty() ? "_hf" : "_gguf");
+}
+
+class DecoderHfTest : public ::testing::TestWithParam<Case> {
+ protected:
+  void SetUp() override {
+    const std::string dir = ATTNSERVE_SOURCE_DIR "/tests/golden/decoder_models/" + GetParam().model;
+    const std::string path = GetParam().file.empty() ? dir : dir + "/" + GetParam().file;
+    auto model = DecoderModel::Load(path, DecoderLoadOptions());
+    ASSERT_TRUE(model.ok()) << model.status();
+    model_ = *model;
+    ref_ = ReadJson(ATTNSERVE_SOURCE_DIR "/tests/golden/decoder_logits/" + GetParam().model +
+                    ".json");
+    ASSERT_FALSE(ref_.is_discarded());
+    ASSERT_EQ(ref_["vocab_size"].get<int>(), model_->config().vocab_size);
+  }
+
+  // Runs `prompt` through the model as one prefill; returns the last logits.
+  std::vector<float> LastLogits(const std::vector<int32_t>& prompt) {
+    KvCacheOptions opt;
+    opt.kv_cache_bytes = model_->description().kv_bytes_per_token * 256;
+    auto kv = *KvCache::Create(model_->kv_shape(), opt);
+    EXPECT_TRUE(kv->AddSequence(1).ok());
+    EXPECT_TRUE(kv->Reserve({1}, {static_cast<int>(prompt.size())}).ok());
+    ForwardBatch batch;
+    batch.Clear();
+    batch.Add(1, prompt.data(), static_cast<int>(prompt.size()), 0);
+    DecoderScratch scratch;
+    std::vector<float> logits;
+    absl::Status s = model_->Forward(batch, *kv, scratch, logits);
+    EXPECT_TRUE(s.ok()) << s;
+    return logits;
+  }
+
+  std::shared_ptr<const DecoderModel> model_;
+  nlohmann::json ref_;
+};
+
+TEST_P(DecoderHfTest, LastPositionLogitsWithin1e4) {
+  const auto prompts = ref_["prompts"].get<std::vector<std::vector<int32_t>>>();
+  const auto want = ref_["logits"].get<std::vector<std::vector<float>>>();
+  ASSERT_EQ(prompts.size(), 4u);
+  for (size_t p = 0; p < prompts.size(); ++p) {
+    std::vector<float> got = LastLogits(prompts[p]);
+    ASSERT_EQ(got.size(), want[p].size());
+    float worst = 0.0f;
+    for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(got[i] - want[p][i]));
+    EXPECT_LE(worst, kTol) << "prompt " << p << " (" << prompts[p].size() << " tokens)";
+  }
+}
+
+TEST_P(DecoderHfTest, TokenByTokenLogitsEqualFullPrompt) {
+  // Decode the longest prompt one token at a time through the paged cache:
+  // each step's logits are HF's logits at that position.
+  const auto prompt = ref_["prompts"].back().get<std::vector<int32_t>>();
+  const auto want = ref_["all_logits_last_prompt"].get<std::vector<std::vector<float>>>();
+  KvCacheOptions opt;
+  opt.block_size = 4;  // many blocks, to cross block boundaries often
+  opt.kv_cache_bytes = model_->description().kv_bytes_per_token * 128;
+  auto kv = *KvCache::Create(model_->kv_shape(), opt);
+  ASSERT_TRUE(kv->AddSequence(1).ok());
+  DecoderScratch scratch;
+  std::vector<float> logits;
+  ForwardBatch batch;
+  for (size_t t = 0; t < prompt.size(); ++t) {
+    batch.Clear();
+    batch.Add(1, &prompt[t], 1, static_cast<int>(t));
+    ASSERT_TRUE(kv->Reserve({1}, {static_cast<int>(t) + 1}).ok());
+    ASSERT_TRUE(model_->Forward(batch, *kv, scratch, logits).ok());
+    ASSERT_TRUE(kv->Commit(1, absl::MakeConstSpan(&prompt[t], 1), true).ok());
+    float worst = 0.0f;
+    for (size_t i = 0; i < logits.size(); ++i) {
+      worst = std::max(worst, std::abs(logits[i] - want[t][i]));
+    }
+    ASSERT_LE(worst, kTol) << "position " << t;
+  }
+}
+
+TEST_P(DecoderHfTest, Greedy64TokensIdentical) {
+  const auto prompts = ref_["prompts"].get<std::vector<std::vector<int32_t>>>();
+  const auto want = ref_["greedy"].get<std::vector<std::vector<int32_t>>>();
+  for (size_t p = 0; p < prompts.size(); ++p) {
+    auto got = GreedyOverModel(*model_, prompts[p], 64, /*chunk=*/7);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(*got, want[p]) << "prompt " << p;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(TinyModels, DecoderHfTest,
+                         ::testing::Values(Case{"llama_tiny", ""}, Case{"llama_tiny", "model.gguf"},
+                                           Case{"qwen2_tiny", ""}, Case{"qwen2_tiny", "model.gguf"},
+                                           Case{"gpt2_tiny", ""}, Case{"gpt2_tiny", "model.gguf"}),
+                         CaseName);
+
+TEST(DecoderModelTest, Bf16WeightsStayCloseToF32) {
+  const std::string dir = ATTNSERVE_SOURCE_DIR "/tests/golden/decoder_models/llama_tiny";
+  DecoderLoadOptions bf16;
+  bf16.weight_dtype = DType::kBF16;
+  auto model = DecoderModel::Load(dir, bf16);
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ((*model)->description().weight_dtype, DType::kBF16);
+  nlohmann::json ref = ReadJson(ATTNSERVE_SOURCE_DIR "/tests/golden/decoder_logits/llama_tiny.json");
+  const auto prompt = ref["prompts"][2].get<std::vector<int32_t>>();
+  auto got = GreedyOverModel(**model, prompt, 1);
+  ASSERT_TRUE(got.ok()) << got.status();
+  // bf16 keeps 8 mantissa bits; this prompt's top-2 logit gap is 0.46 of logits ~3.4.
+  EXPECT_EQ((*got)[0], ref["greedy"][2][0].get<int32_t>());
+}
+
+TEST(DecoderModelTest, BadPathFailsWithTheReason) {
+  auto model = DecoderModel::Load("/nonexistent/model.gguf", DecoderLoadOptions());
+  EXPECT_FALSE(model.ok());
+  DecoderLoadOptions f16;
+  f16.weight_dtype = DType::kF16;
+  EXPECT_EQ(DecoderModel::Load("/x", f16).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace attnserve

@@ -1,0 +1,74 @@
+// Helpers shared by the decoder model tests: JSON fixtures and a plain greedy
+// loop straight over DecoderModel::Forward (no engine, no sampling code).
+#ifndef ATTNSERVE_TESTS_ENGINE_MODELS_DECODER_TEST_UTIL_H_
+#define ATTNSERVE_TESTS_ENGINE_MODELS_DECODER_TEST_UTIL_H_
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/core/status_macros.h"
+#include "engine/kv/kv_cache.h"
+#include "engine/models/decoder_model.h"
+#include "nlohmann/json.hpp"
+
+namespace attnserve::testing_util {
+
+inline nlohmann::json ReadJson(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return nlohmann::json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
+}
+
+inline int32_t Argmax(const float* v, int n) {
+  return static_cast<int32_t>(std::max_element(v, v + n) - v);
+}
+
+// Feeds `prompt` in chunks of `chunk` tokens, then decodes `n` greedy tokens
+// one at a time. Returns the new tokens.
+inline absl::StatusOr<std::vector<int32_t>> GreedyOverModel(const DecoderModel& model,
+                                                           const std::vector<int32_t>& prompt,
+                                                           int n, int chunk = 1 << 20,
+                                                           DType kv_dtype = DType::kF32) {
+  KvCacheOptions opt;
+  opt.dtype = kv_dtype;
+  opt.kv_cache_bytes = model.description().kv_bytes_per_token * (prompt.size() + n + 64) *
+                       (kv_dtype == model.description().kv_dtype ? 1 : 2);
+  ASSIGN_OR_RETURN(std::unique_ptr<KvCache> kv, KvCache::Create(model.kv_shape(), opt));
+  RETURN_IF_ERROR(kv->AddSequence(1));
+  DecoderScratch scratch;
+  std::vector<float> logits;
+  ForwardBatch batch;
+  const int vocab = model.config().vocab_size;
+  int pos = 0;
+  std::vector<int32_t> out;
+  while (pos < static_cast<int>(prompt.size())) {
+    const int len = std::min<int>(chunk, static_cast<int>(prompt.size()) - pos);
+    batch.Clear();
+    batch.Add(1, prompt.data() + pos, len, pos);
+    RETURN_IF_ERROR(kv->Reserve({1}, {pos + len}));
+    RETURN_IF_ERROR(model.Forward(batch, *kv, scratch, logits));
+    RETURN_IF_ERROR(kv->Commit(1, absl::MakeConstSpan(prompt.data() + pos, len), true));
+    pos += len;
+  }
+  for (int i = 0; i < n; ++i) {
+    const int32_t tok = Argmax(logits.data(), vocab);
+    out.push_back(tok);
+    if (i + 1 == n) break;
+    batch.Clear();
+    batch.Add(1, &tok, 1, pos);
+    RETURN_IF_ERROR(kv->Reserve({1}, {pos + 1}));
+    RETURN_IF_ERROR(model.Forward(batch, *kv, scratch, logits));
+    RETURN_IF_ERROR(kv->Commit(1, absl::MakeConstSpan(&tok, 1), false));
+    ++pos;
+  }
+  return out;
+}
+
+}  // namespace attnserve::testing_util
+
+#endif  // ATTNSERVE_TESTS_ENGINE_MODELS_DECODER_TEST_UTIL_H_

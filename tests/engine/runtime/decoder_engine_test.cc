@@ -1,0 +1,327 @@
+// DecoderEngine on real models: stories260K (trained) and the tiny HF Llama.
+// Batch invariance, chunked prefill next to decodes, KV exhaustion and reuse,
+// prefix sharing, seeds, stop conditions, streaming text.
+#include "engine/runtime/decoder_engine.h"
+
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace attnserve {
+namespace {
+
+const std::string kStories = ATTNSERVE_SHARED_DIR "/models/stories260K";
+
+std::shared_ptr<const DecoderModel> Stories() {
+  static std::shared_ptr<const DecoderModel>* model = [] {
+    DecoderLoadOptions opt;
+    opt.context_length = 512;  // trained context (the GGUF header says 128)
+    auto m = DecoderModel::Load(kStories + "/stories260K.gguf", opt);
+    EXPECT_TRUE(m.ok()) << m.status();
+    return new std::shared_ptr<const DecoderModel>(m.ok() ? *m : nullptr);
+  }();
+  return *model;
+}
+
+std::unique_ptr<DecoderEngine> MakeEngine(int64_t kv_tokens, int block_size = 16,
+                                          bool sharing = true) {
+  KvCacheOptions kv;
+  kv.kv_cache_bytes = Stories()->description().kv_bytes_per_token * kv_tokens;
+  kv.block_size = block_size;
+  kv.prefix_sharing = sharing;
+  auto e = DecoderEngine::Create(Stories(), kv);
+  EXPECT_TRUE(e.ok()) << e.status();
+  return *std::move(e);
+}
+
+GenerationParams Greedy(int n) {
+  GenerationParams p;
+  p.temperature = 0.0f;
+  p.max_new_tokens = n;
+  p.ignore_eos = true;
+  return p;
+}
+
+struct Result {
+  std::vector<int32_t> ids;
+  std::string text;
+  FinishReason reason = FinishReason::kNone;
+};
+
+Result RunAlone(DecoderEngine& engine, std::vector<int32_t> prompt, const GenerationParams& p,
+                int chunk = 512) {
+  Result r;
+  absl::Status s = GenerateOne(
+      engine, std::move(prompt), p,
+      [&](const StepEvent& ev) {
+        r.ids.insert(r.ids.end(), ev.token_ids.begin(), ev.token_ids.end());
+        r.text += ev.text;
+        if (ev.finished) r.reason = ev.finish_reason;
+        return true;
+      },
+      chunk);
+  EXPECT_TRUE(s.ok()) << s;
+  return r;
+}
+
+// Runs several sequences together, each joining at step `join[i]`, prefill
+// chunks of `chunk`, until all finish.
+std::vector<Result> RunBatched(DecoderEngine& engine, const std::vector<std::vector<int32_t>>& prompts,
+                               const std::vector<GenerationParams>& params,
+                               const std::vector<int>& join, int chunk) {
+  std::vector<Result> out(prompts.size());
+  std::vector<SeqId> ids(prompts.size(), -1);
+  std::map<SeqId, size_t> index;
+  for (int step = 0;; ++step) {
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      if (join[i] == step) {
+        auto id = engine.AddSequence(prompts[i], params[i]);
+        EXPECT_TRUE(id.ok()) << id.status();
+        ids[i] = *id;
+        index[*id] = i;
+      }
+    }
+    std::vector<StepItem> items;
+    bool pending = false;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      if (join[i] > step) pending = true;
+      if (ids[i] >= 0 && !engine.IsFinished(ids[i])) items.push_back({ids[i], chunk});
+    }
+    if (items.empty() && !pending) break;
+    if (items.empty()) continue;
+    auto events = engine.Step(items);
+    EXPECT_TRUE(events.ok()) << events.status();
+    if (!events.ok()) break;
+    for (const StepEvent& ev : *events) {
+      Result& r = out[index[ev.seq]];
+      r.ids.insert(r.ids.end(), ev.token_ids.begin(), ev.token_ids.end());
+      r.text += ev.text;
+      if (ev.finished) r.reason = ev.finish_reason;
+    }
+  }
+  for (SeqId id : ids) engine.Release(id);
+  return out;
+}
+
+std::vector<int32_t> RefIds(int runc_case) {
+  std::ifstream in(kStories + "/expected/greedy_reference.json");
+  nlohmann::json ref = nlohmann::json::parse(in);
+  return ref["runc_cases"][runc_case]["generated_ids"].get<std::vector<int32_t>>();
+}
+
+TEST(DecoderEngineTest, GreedyGenerationMatchesRunCWithStreamedText) {
+  auto engine = MakeEngine(2048);
+  const std::vector<int32_t> prompt = {1, 403, 407, 261, 378};
+  std::vector<int32_t> want = RefIds(1);
+  Result r = RunAlone(*engine, prompt, Greedy(static_cast<int>(want.size())), /*chunk=*/3);
+  EXPECT_EQ(r.ids, want);
+  EXPECT_EQ(r.reason, FinishReason::kLength);
+  std::string expected_text;
+  int32_t prev = prompt.back();
+  for (int32_t id : want) {
+    expected_text += Stories()->tokenizer().TokenBytes(id, prev);
+    prev = id;
+  }
+  EXPECT_EQ(r.text, expected_text);
+  EXPECT_THAT(r.text, testing::StartsWith(", there was a little girl named Lily."));
+  EXPECT_EQ(engine->kv_stats().blocks_used, 0);  // everything back in the pool
+}
+
+TEST(DecoderEngineTest, BatchInvarianceWithPrefillNextToDecodes) {
+  const std::vector<std::vector<int32_t>> prompts = {
+      {1, 403, 407, 261, 378},           // "Once upon a time"
+      {1, 291, 280, 294},                // "The cat"
+      {1},                               // no prompt
+      {1, 291, 280, 294, 269, 261, 268, 414, 422, 382, 276, 337, 300, 301, 302, 303, 304, 305,
+       306, 307, 308, 309, 310},         // long prompt, joins late, prefills in chunks
+  };
+  const std::vector<int> n = {40, 30, 50, 20};
+  std::vector<GenerationParams> params;
+  std::vector<Result> alone;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    params.push_back(Greedy(n[i]));
+    auto engine = MakeEngine(1024);
+    alone.push_back(RunAlone(*engine, prompts[i], params[i]));
+  }
+  // Staggered joins: sequence 3 prefills 5-token chunks while 0..2 decode.
+  auto engine = MakeEngine(2048);
+  std::vector<Result> together = RunBatched(*engine, prompts, params, {0, 2, 5, 9}, /*chunk=*/5);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_EQ(together[i].ids, alone[i].ids) << "sequence " << i;
+    EXPECT_EQ(together[i].text, alone[i].text) << "sequence " << i;
+  }
+  const std::vector<int32_t> ref = RefIds(1);
+  EXPECT_EQ(alone[0].ids, std::vector<int32_t>(ref.begin(), ref.begin() + 40));
+  EXPECT_EQ(engine->kv_stats().blocks_used, 0);
+}
+
+TEST(DecoderEngineTest, SeededSamplingIsTheSameInAnyBatch) {
+  GenerationParams p;
+  p.temperature = 0.9f;
+  p.top_k = 40;
+  p.top_p = 0.95f;
+  p.max_new_tokens = 24;
+  p.seed = 777;
+  const std::vector<int32_t> prompt = {1, 291, 280, 294};
+  auto e1 = MakeEngine(1024);
+  Result alone = RunAlone(*e1, prompt, p);
+  GenerationParams other = p;
+  other.seed = 1;
+  other.temperature = 1.3f;
+  auto e2 = MakeEngine(2048);
+  std::vector<Result> batch =
+      RunBatched(*e2, {{1, 403, 407}, prompt, {1}}, {other, p, Greedy(30)}, {0, 1, 3}, 2);
+  EXPECT_EQ(batch[1].ids, alone.ids);
+  // A different seed gives a different continuation (24 tokens at t=0.9).
+  GenerationParams p2 = p;
+  p2.seed = 778;
+  auto e3 = MakeEngine(1024);
+  EXPECT_NE(RunAlone(*e3, prompt, p2).ids, alone.ids);
+}
+
+TEST(DecoderEngineTest, KvExhaustionIsAStatusThenWorksAfterRelease) {
+  // 4 blocks of 16 tokens.
+  auto engine = MakeEngine(64, 16, /*sharing=*/false);
+  auto a = engine->AddSequence({1, 403, 407, 261, 378}, Greedy(200));
+  ASSERT_TRUE(a.ok());
+  // Run `a` until it holds all 4 blocks (positions 0..63), then one more step.
+  absl::Status last;
+  for (int i = 0; i < 200; ++i) {
+    StepItem item{*a, 512};
+    auto ev = engine->Step({&item, 1});
+    if (!ev.ok()) {
+      last = ev.status();
+      break;
+    }
+  }
+  EXPECT_EQ(last.code(), absl::StatusCode::kResourceExhausted) << last;
+  EXPECT_EQ(engine->kv_stats().blocks_used, 4);
+  EXPECT_EQ(engine->kv_sequence_stats(*a).num_tokens, 64);
+  EXPECT_EQ(engine->PeakKvBytes(*a), 64 * Stories()->description().kv_bytes_per_token);
+  // Another sequence cannot start either; nothing changes.
+  auto b = engine->AddSequence({1, 291}, Greedy(4));
+  ASSERT_TRUE(b.ok());
+  StepItem item_b{*b, 512};
+  EXPECT_EQ(engine->Step({&item_b, 1}).status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(engine->kv_stats().blocks_used, 4);
+  // Release (preemption) frees everything; b then runs to completion.
+  engine->Release(*a);
+  EXPECT_EQ(engine->kv_stats().blocks_used, 0);
+  Result rb;
+  while (!engine->IsFinished(*b)) {
+    auto ev = engine->Step({&item_b, 1});
+    ASSERT_TRUE(ev.ok()) << ev.status();
+    rb.ids.insert(rb.ids.end(), (*ev)[0].token_ids.begin(), (*ev)[0].token_ids.end());
+  }
+  EXPECT_EQ(rb.ids.size(), 4u);
+  engine->Release(*b);
+  EXPECT_EQ(engine->kv_stats().blocks_used, 0);
+  EXPECT_EQ(engine->kv_stats().num_sequences, 0);
+}
+
+TEST(DecoderEngineTest, PrefixSharingUsesFewerBlocksAndSameTokens) {
+  // 40-token common prefix (2 full blocks of 16), different tails.
+  std::vector<int32_t> common = {1};
+  std::vector<int32_t> story = RefIds(0);
+  common.insert(common.end(), story.begin(), story.begin() + 39);
+  std::vector<int32_t> p1 = common, p2 = common;
+  p1.push_back(300);
+  p2.push_back(301);
+  p2.push_back(302);
+
+  auto run_pair = [&](bool sharing, int64_t* blocks_after_prefill, int* cached) {
+    auto engine = MakeEngine(1024, 16, sharing);
+    auto a = *engine->AddSequence(p1, Greedy(10));
+    StepItem ia{a, 512};
+    EXPECT_TRUE(engine->Step({&ia, 1}).ok());  // a's prompt is in the cache
+    auto b = *engine->AddSequence(p2, Greedy(10));
+    *cached = engine->CachedPromptTokens(b);
+    StepItem ib{b, 512};
+    EXPECT_TRUE(engine->Step({&ib, 1}).ok());
+    *blocks_after_prefill = engine->kv_stats().blocks_used;
+    std::vector<Result> r(2);
+    while (!engine->IsFinished(a) || !engine->IsFinished(b)) {
+      std::vector<StepItem> items;
+      if (!engine->IsFinished(a)) items.push_back(ia);
+      if (!engine->IsFinished(b)) items.push_back(ib);
+      auto ev = engine->Step(items);
+      EXPECT_TRUE(ev.ok()) << ev.status();
+      for (const auto& e : *ev) {
+        auto& dst = r[e.seq == a ? 0 : 1].ids;
+        dst.insert(dst.end(), e.token_ids.begin(), e.token_ids.end());
+      }
+    }
+    engine->Release(a);
+    engine->Release(b);
+    EXPECT_EQ(engine->kv_stats().blocks_used, 0);
+    return r;
+  };
+  int64_t shared_blocks = 0, unshared_blocks = 0;
+  int cached_shared = 0, cached_unshared = 0;
+  auto shared = run_pair(true, &shared_blocks, &cached_shared);
+  auto unshared = run_pair(false, &unshared_blocks, &cached_unshared);
+  EXPECT_EQ(cached_shared, 32);
+  EXPECT_EQ(cached_unshared, 0);
+  EXPECT_EQ(unshared_blocks, 6);  // 3 + 3
+  EXPECT_EQ(shared_blocks, 4);    // 3 + 1
+  EXPECT_EQ(shared[0].ids, unshared[0].ids);
+  EXPECT_EQ(shared[1].ids, unshared[1].ids);
+}
+
+TEST(DecoderEngineTest, StopTokenStopStringAndLogprobs) {
+  auto engine = MakeEngine(1024);
+  const std::vector<int32_t> prompt = {1, 403, 407, 261, 378};
+  std::vector<int32_t> want = RefIds(1);
+  // Stop on the id of the 6th generated token: 6 tokens, reason kStop.
+  GenerationParams p = Greedy(100);
+  p.stop_token_ids = {want[5]};
+  Result r = RunAlone(*engine, prompt, p);
+  EXPECT_EQ(r.reason, FinishReason::kStop);
+  EXPECT_EQ(r.ids, std::vector<int32_t>(want.begin(), want.begin() + 6));
+  // Stop string: the text ends right before "Lily".
+  GenerationParams q = Greedy(100);
+  q.stop = {"Lily"};
+  Result s = RunAlone(*engine, prompt, q);
+  EXPECT_EQ(s.reason, FinishReason::kStopString);
+  EXPECT_EQ(s.text, ", there was a little girl named ");
+  // Logprobs: normalised, chosen = top-1 under greedy.
+  GenerationParams l = Greedy(3);
+  l.logprobs = true;
+  l.top_logprobs = 5;
+  auto id = *engine->AddSequence(prompt, l);
+  StepItem item{id, 512};
+  auto ev = engine->Step({&item, 1});
+  ASSERT_TRUE(ev.ok());
+  ASSERT_EQ((*ev)[0].logprobs.size(), 1u);
+  const SampledToken& t = (*ev)[0].logprobs[0];
+  ASSERT_EQ(t.top.size(), 5u);
+  EXPECT_EQ(t.top[0].id, t.id);
+  EXPECT_LE(t.logprob, 0.0f);
+  engine->Release(id);
+}
+
+TEST(DecoderEngineTest, BadRequestsAreInvalidArgument) {
+  auto engine = MakeEngine(256);
+  GenerationParams p = Greedy(0);
+  EXPECT_THAT(engine->AddSequence({1}, p).status().message(), testing::HasSubstr("max_new_tokens"));
+  EXPECT_EQ(engine->AddSequence({}, Greedy(4)).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(engine->AddSequence({1, 9999}, Greedy(4)).status().message(),
+              testing::HasSubstr("prompt[1]"));
+  GenerationParams q = Greedy(4);
+  q.stop_token_ids = {-3};
+  EXPECT_THAT(engine->AddSequence({1}, q).status().message(), testing::HasSubstr("stop_token_ids"));
+  GenerationParams t = Greedy(4);
+  t.top_p = 2.0f;
+  EXPECT_THAT(engine->AddSequence({1}, t).status().message(), testing::HasSubstr("top_p"));
+  StepItem unknown{424242, 1};
+  EXPECT_EQ(engine->Step({&unknown, 1}).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(engine->kv_stats().num_sequences, 0);
+}
+
+}  // namespace
+}  // namespace attnserve
