@@ -37,6 +37,16 @@ ABSL_FLAG(int, max_queue, 256, "Requests that may wait in the queue; beyond it r
 ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(30), "On SIGTERM, how long in-flight requests may take to finish, e.g. 30s.");
 ABSL_FLAG(int, http_threads, 8, "HTTP worker threads.");
 ABSL_FLAG(int64_t, http_max_body_bytes, 8 << 20, "Largest accepted HTTP request body; larger gets 413.");
+ABSL_FLAG(std::string, weight_dtype, "f32", "Weight storage: f32 or bf16 (bf16 halves weight memory; compute stays f32).");
+ABSL_FLAG(std::string, kv_cache_dtype, "f32", "KV cache storage: f32 or bf16 (bf16 halves KV memory).");
+ABSL_FLAG(int, kv_block_size, 16, "Token positions per KV cache block.");
+ABSL_FLAG(int, encode_max_batch_size, 32, "Encode: inputs per batch.");
+ABSL_FLAG(int64_t, encode_max_batch_tokens, 8192, "Encode: padded tokens per batch (batch size x longest input).");
+ABSL_FLAG(absl::Duration, encode_max_wait, absl::Milliseconds(2), "Encode: how long a lone input waits for others to batch with.");
+ABSL_FLAG(int, encode_max_inputs_per_request, 1024, "Encode: inputs one request may carry.");
+ABSL_FLAG(int, max_step_tokens, 512, "Generate: tokens per engine step (decode tokens + prompt chunks).");
+ABSL_FLAG(int, max_running_sequences, 64, "Generate: sequences holding KV cache blocks at once.");
+ABSL_FLAG(int, max_new_tokens_limit, 4096, "Generate: the largest max_new_tokens a request may ask for.");
 // healthcheck mode only:
 ABSL_FLAG(std::string, probe_host, "127.0.0.1", "healthcheck: host to probe.");
 ABSL_FLAG(std::string, probe_path, "/healthz", "healthcheck: HTTP path to probe (/healthz or /readyz).");
@@ -85,6 +95,16 @@ attnserve::ServerOptions OptionsFromFlags() {
   o.engine.kv_cache_bytes = absl::GetFlag(FLAGS_kv_cache_bytes);
   o.queue.max_queue = absl::GetFlag(FLAGS_max_queue);
   o.queue.drain_timeout = absl::GetFlag(FLAGS_drain_timeout);
+  o.models.weight_dtype = absl::GetFlag(FLAGS_weight_dtype);
+  o.models.kv_cache_dtype = absl::GetFlag(FLAGS_kv_cache_dtype);
+  o.batching.kv_block_size = absl::GetFlag(FLAGS_kv_block_size);
+  o.batching.encode_max_batch_size = absl::GetFlag(FLAGS_encode_max_batch_size);
+  o.batching.encode_max_batch_tokens = absl::GetFlag(FLAGS_encode_max_batch_tokens);
+  o.batching.encode_max_wait = absl::GetFlag(FLAGS_encode_max_wait);
+  o.batching.encode_max_inputs_per_request = absl::GetFlag(FLAGS_encode_max_inputs_per_request);
+  o.batching.max_step_tokens = absl::GetFlag(FLAGS_max_step_tokens);
+  o.batching.max_running_sequences = absl::GetFlag(FLAGS_max_running_sequences);
+  o.batching.max_new_tokens_limit = absl::GetFlag(FLAGS_max_new_tokens_limit);
   return o;
 }
 

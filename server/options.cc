@@ -51,6 +51,26 @@ absl::Status ValidateOptions(const ServerOptions& o) {
   if (o.queue.drain_timeout < absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--drain-timeout: must be >= 0");
   }
+  const BatchingOptions& b = o.batching;
+  if (b.encode_max_batch_size < 1) return absl::InvalidArgumentError("--encode-max-batch-size: must be >= 1");
+  if (b.encode_max_batch_tokens < 1) return absl::InvalidArgumentError("--encode-max-batch-tokens: must be >= 1");
+  if (b.encode_max_wait < absl::ZeroDuration()) return absl::InvalidArgumentError("--encode-max-wait: must be >= 0");
+  if (b.encode_max_inputs_per_request < 1) {
+    return absl::InvalidArgumentError("--encode-max-inputs-per-request: must be >= 1");
+  }
+  if (b.max_step_tokens < 1) return absl::InvalidArgumentError("--max-step-tokens: must be >= 1");
+  if (b.max_running_sequences < 1) return absl::InvalidArgumentError("--max-running-sequences: must be >= 1");
+  if (b.max_new_tokens_limit < 1) return absl::InvalidArgumentError("--max-new-tokens-limit: must be >= 1");
+  if (b.kv_block_size < 1 || b.kv_block_size > 1024) {
+    return absl::InvalidArgumentError("--kv-block-size: must be in [1, 1024]");
+  }
+  if (o.models.weight_dtype != "f32" && o.models.weight_dtype != "bf16") {
+    return absl::InvalidArgumentError(absl::StrCat("--weight-dtype=", o.models.weight_dtype, ": must be f32 or bf16"));
+  }
+  if (o.models.kv_cache_dtype != "f32" && o.models.kv_cache_dtype != "bf16") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--kv-cache-dtype=", o.models.kv_cache_dtype, ": must be f32 or bf16"));
+  }
   if (absl::Status s = CheckModelPath("encoder-model", o.models.encoder_model); !s.ok()) return s;
   if (absl::Status s = CheckModelPath("decoder-model", o.models.decoder_model); !s.ok()) return s;
   return absl::OkStatus();

@@ -20,8 +20,10 @@ struct NetworkOptions {
 };
 
 struct ModelOptions {
-  std::string encoder_model;  // HF directory; empty = no encoder
-  std::string decoder_model;  // HF directory or .gguf; empty = no decoder
+  std::string encoder_model;       // HF directory; empty = no encoder
+  std::string decoder_model;       // HF directory or .gguf; empty = no decoder
+  std::string weight_dtype = "f32";  // "f32" or "bf16" weight storage (compute is f32)
+  std::string kv_cache_dtype = "f32";  // "f32" or "bf16" K/V storage
 };
 
 struct EngineOptions {
@@ -34,11 +36,23 @@ struct QueueOptions {
   absl::Duration drain_timeout = absl::Seconds(30);  // SIGTERM: in-flight work may finish this long
 };
 
+struct BatchingOptions {
+  int encode_max_batch_size = 32;          // inputs per encode batch
+  int64_t encode_max_batch_tokens = 8192;  // padded tokens per encode batch
+  absl::Duration encode_max_wait = absl::Milliseconds(2);  // a lone input waits this long for company
+  int encode_max_inputs_per_request = 1024;  // more is INVALID_ARGUMENT
+  int max_step_tokens = 512;               // tokens per generate step (decode + prefill chunks)
+  int max_running_sequences = 64;          // generate sequences holding KV at once
+  int max_new_tokens_limit = 4096;         // largest max_new_tokens a request may ask for
+  int kv_block_size = 16;                  // token positions per KV block
+};
+
 struct ServerOptions {
   NetworkOptions network;
   ModelOptions models;
   EngineOptions engine;
   QueueOptions queue;
+  BatchingOptions batching;
 };
 
 // Checks values and paths; the message names the flag and the limit.

@@ -6,6 +6,7 @@
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/server_builder.h"
+#include "server/http/api_routes.h"
 #include "server/version.h"
 
 namespace attnserve {
@@ -22,7 +23,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   const EngineInfo engine = GetEngineInfo();
   server->metrics_ = std::make_unique<ServerMetrics>(
       BuildLabels{kVersion, engine.onednn_version, engine.cpu_isa, engine.threads});
-  server->inference_ = std::make_unique<InferenceService>(server->metrics_.get());
+  absl::StatusOr<std::unique_ptr<InferenceCore>> core = InferenceCore::Create(options, server->metrics_.get());
+  if (!core.ok()) return core.status();
+  server->core_ = std::move(*core);
+  server->inference_ = std::make_unique<InferenceService>(server->core_.get(), server->metrics_.get());
 
   // gRPC: health + reflection + Inference. SO_REUSEPORT is off so that a port
   // already in use is an error instead of two servers sharing it silently.
@@ -63,7 +67,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
 }
 
 std::map<std::string, HttpHandler> Server::HttpRoutes() {
-  std::map<std::string, HttpHandler> routes;
+  std::map<std::string, HttpHandler> routes = ApiRoutes(core_.get(), metrics_.get(), GatewayOptions{});
   routes["/healthz"] = [](const HttpRequest&, HttpResponseWriter& w) {
     w.Send(200, "text/plain; charset=utf-8", "ok\n");
   };
@@ -81,6 +85,7 @@ std::map<std::string, HttpHandler> Server::HttpRoutes() {
 }
 
 void Server::StopDoors() {
+  if (core_ != nullptr) core_->Shutdown();
   if (grpc_ != nullptr) {
     grpc_->Shutdown(std::chrono::system_clock::now());
     grpc_->Wait();
@@ -95,10 +100,15 @@ void Server::Drain() {
             << " for in-flight requests";
   metrics_->SetReady(false);
   grpc_->GetHealthCheckService()->SetServingStatus(false);
-  // Shutdown refuses new calls at once and waits for in-flight ones until the
-  // deadline, after which they are cancelled.
-  grpc_->Shutdown(std::chrono::system_clock::now() +
-                  absl::ToChronoMilliseconds(options_.queue.drain_timeout));
+  core_->BeginDrain();
+  const absl::Time deadline = absl::Now() + options_.queue.drain_timeout;
+  if (!core_->WaitIdle(deadline)) {
+    LOG(WARNING) << "drain deadline reached with requests in flight; ending them with UNAVAILABLE";
+  }
+  core_->Shutdown();
+  // Every request has its final status now; give the doors a moment to send
+  // them, then close.
+  grpc_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   grpc_->Wait();
   http_.reset();
   state_.store(State::kStopped);

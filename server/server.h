@@ -4,7 +4,8 @@
 //   Create() --> SERVING --Drain()--> DRAINING --(in-flight done | deadline)--> STOPPED
 //
 // In DRAINING, /readyz answers 503, gRPC health NOT_SERVING, new work is
-// refused, and in-flight calls may finish until the drain deadline.
+// refused with UNAVAILABLE, and in-flight requests may finish until the drain
+// deadline; what is left then ends with UNAVAILABLE.
 // Thread-safe.
 #ifndef ATTNSERVE_SERVER_SERVER_H_
 #define ATTNSERVE_SERVER_SERVER_H_
@@ -14,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "grpcpp/server.h"
+#include "server/core/inference_core.h"
 #include "server/grpc/inference_service.h"
 #include "server/http/http_server.h"
 #include "server/metrics/metrics.h"
@@ -46,6 +48,7 @@ class Server {
   ServerOptions options_;
   std::atomic<State> state_{State::kStopped};  // kServing once Create() succeeds
   std::unique_ptr<ServerMetrics> metrics_;
+  std::unique_ptr<InferenceCore> core_;
   std::unique_ptr<InferenceService> inference_;
   std::unique_ptr<grpc::Server> grpc_;
   std::unique_ptr<HttpServer> http_;

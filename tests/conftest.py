@@ -112,6 +112,12 @@ def proto_modules(tmp_path_factory):
     return inference_pb2, inference_pb2_grpc
 
 
+@pytest.fixture(scope="session")
+def pb(proto_modules):
+    """The attnserve.v1 message module (stubs importable as attnserve.v1.inference_pb2_grpc)."""
+    return proto_modules[0]
+
+
 def run_in_root(*args, input_bytes=None, timeout=120):
     """Runs a program inside the build environment (e.g. promtool)."""
     return subprocess.run([str(DEV), "exec", *args], input=input_bytes, capture_output=True, timeout=timeout,

@@ -1,17 +1,20 @@
 // InferenceService: the gRPC adapter for attnserve.v1.Inference on the
-// callback API. Handlers are thin: validate, hand to core code, convert the
-// status once (status_util), record metrics. Thread-safe.
+// callback API (no thread per request). Handlers are thin: read the deadline,
+// hand the request to InferenceCore, convert the status once (status_util),
+// record metrics. Client cancellation and disconnects set the request's
+// RequestControl so the scheduler frees its resources. Thread-safe.
 #ifndef ATTNSERVE_SERVER_GRPC_INFERENCE_SERVICE_H_
 #define ATTNSERVE_SERVER_GRPC_INFERENCE_SERVICE_H_
 
 #include "attnserve/v1/inference.grpc.pb.h"
+#include "server/core/inference_core.h"
 #include "server/metrics/metrics.h"
 
 namespace attnserve {
 
 class InferenceService final : public attnserve::v1::Inference::CallbackService {
  public:
-  explicit InferenceService(ServerMetrics* metrics) : metrics_(metrics) {}
+  InferenceService(InferenceCore* core, ServerMetrics* metrics) : core_(core), metrics_(metrics) {}
 
   grpc::ServerUnaryReactor* Encode(grpc::CallbackServerContext* context, const v1::EncodeRequest* request,
                                    v1::EncodeResponse* response) override;
@@ -26,12 +29,15 @@ class InferenceService final : public attnserve::v1::Inference::CallbackService 
                                          v1::GetModelInfoResponse* response) override;
 
  private:
-  // Finishes a unary call with `status` and records it.
   grpc::ServerUnaryReactor* FinishUnary(grpc::CallbackServerContext* context, const char* rpc,
                                         const absl::Status& status);
 
-  ServerMetrics* metrics_;  // not owned
+  InferenceCore* core_;      // not owned
+  ServerMetrics* metrics_;   // not owned
 };
+
+// The request's deadline as absl::Time (InfiniteFuture when the client set none).
+absl::Time DeadlineOf(const grpc::CallbackServerContext& context);
 
 }  // namespace attnserve
 

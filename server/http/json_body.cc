@@ -141,15 +141,6 @@ absl::Status CheckRepeatedAreArrays(const json& object, const google::protobuf::
 
 }  // namespace
 
-bool IsValidUtf8(absl::string_view s) {
-  for (size_t i = 0; i < s.size();) {
-    const int n = Utf8SequenceLength(s, i);
-    if (n == 0) return false;
-    i += n;
-  }
-  return true;
-}
-
 std::string SanitizeUtf8(absl::string_view s) {
   std::string out;
   out.reserve(s.size());

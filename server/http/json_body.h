@@ -7,6 +7,7 @@
 
 #include <string>
 #include "absl/strings/string_view.h"
+#include "engine/tokenizers/unicode_util.h"
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -30,8 +31,7 @@ absl::Status JsonToProto(absl::string_view body, google::protobuf::Message* mess
 // fields are JSON strings, as proto3 JSON specifies).
 std::string ProtoToJson(const google::protobuf::Message& message);
 
-// True when `s` is well-formed UTF-8.
-bool IsValidUtf8(absl::string_view s);
+// IsValidUtf8 (well-formed UTF-8) comes from the engine's Unicode helpers.
 
 // `s` with every byte that is not part of well-formed UTF-8 written as
 // "\xNN", so error messages quoting client input stay valid JSON strings.

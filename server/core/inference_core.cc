@@ -1,0 +1,271 @@
+#include "server/core/inference_core.h"
+
+#include <filesystem>
+#include <utility>
+
+#include "absl/log/log.h"
+#include "absl/random/random.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "server/core/proto_convert.h"
+#include "server/scheduler/engine_backends.h"
+#include "server/scheduler/scheduler.h"
+
+namespace attnserve {
+
+// The models the server loaded at start, and the scheduler backends over them.
+class LoadedModels {
+ public:
+  std::unique_ptr<EncoderModel> encoder;
+  std::string encoder_name;
+  std::unique_ptr<EncoderBackend> encode_backend;
+  std::shared_ptr<const DecoderModel> decoder;
+  std::string decoder_name;
+  std::unique_ptr<DecoderBackend> generate_backend;
+  int max_new_tokens_limit = 0;
+  int encode_max_inputs = 0;
+};
+
+namespace {
+
+DType ParseDType(const std::string& name) { return name == "bf16" ? DType::kBF16 : DType::kF32; }
+
+std::string ShortName(const std::string& path) {
+  std::filesystem::path p(path);
+  while (!p.empty() && p.filename().empty()) p = p.parent_path();  // trailing '/'
+  std::string name = p.filename().string();
+  if (name == "model" && p.has_parent_path()) name = p.parent_path().filename().string();  // pkg/model
+  return name.empty() ? path : name;
+}
+
+absl::Status Prefixed(const char* flag, const absl::Status& s) {
+  return absl::Status(s.code(), absl::StrCat("--", flag, ": ", s.message()));
+}
+
+uint64_t RandomSeed() {
+  thread_local absl::BitGen gen;
+  return absl::Uniform<uint64_t>(gen);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<InferenceCore>> InferenceCore::Create(const ServerOptions& options,
+                                                                     ServerMetrics* metrics) {
+  std::unique_ptr<InferenceCore> core(new InferenceCore());
+  core->metrics_ = metrics;
+  core->models_ = std::make_unique<LoadedModels>();
+  LoadedModels& m = *core->models_;
+  m.max_new_tokens_limit = options.batching.max_new_tokens_limit;
+  m.encode_max_inputs = options.batching.encode_max_inputs_per_request;
+
+  if (!options.models.encoder_model.empty()) {
+    const absl::Time start = absl::Now();
+    EncoderLoadOptions load;
+    load.weight_dtype = ParseDType(options.models.weight_dtype);
+    absl::StatusOr<std::unique_ptr<EncoderModel>> encoder = EncoderModel::Load(options.models.encoder_model, load);
+    if (!encoder.ok()) return Prefixed("encoder-model", encoder.status());
+    m.encoder = std::move(*encoder);
+    m.encoder_name = ShortName(options.models.encoder_model);
+    m.encode_backend = std::make_unique<EncoderBackend>(m.encoder.get());
+    metrics->weight_bytes(WorkKind::kEncode).Set(static_cast<double>(m.encoder->description().weight_bytes));
+    LOG(INFO) << "encoder " << m.encoder_name << " loaded from " << options.models.encoder_model << " in "
+              << absl::Now() - start << ": " << m.encoder->description().architecture << ", "
+              << m.encoder->description().num_layers << " layers, " << m.encoder->description().weight_bytes
+              << " weight bytes";
+  }
+  if (!options.models.decoder_model.empty()) {
+    const absl::Time start = absl::Now();
+    DecoderLoadOptions load;
+    load.weight_dtype = ParseDType(options.models.weight_dtype);
+    load.kv_dtype = ParseDType(options.models.kv_cache_dtype);
+    absl::StatusOr<std::shared_ptr<const DecoderModel>> decoder = DecoderModel::Load(options.models.decoder_model, load);
+    if (!decoder.ok()) return Prefixed("decoder-model", decoder.status());
+    m.decoder = std::move(*decoder);
+    m.decoder_name = ShortName(options.models.decoder_model);
+    KvCacheOptions kv;
+    kv.kv_cache_bytes = options.engine.kv_cache_bytes;
+    kv.block_size = options.batching.kv_block_size;
+    kv.dtype = load.kv_dtype;
+    absl::StatusOr<std::unique_ptr<DecoderEngine>> engine = DecoderEngine::Create(m.decoder, kv);
+    if (!engine.ok()) return Prefixed("kv-cache-bytes", engine.status());
+    m.generate_backend = std::make_unique<DecoderBackend>(std::move(*engine));
+    m.generate_backend->set_block_size(kv.block_size);
+    metrics->weight_bytes(WorkKind::kGenerate).Set(static_cast<double>(m.decoder->description().weight_bytes));
+    const KvStats stats = m.generate_backend->kv_stats();
+    LOG(INFO) << "decoder " << m.decoder_name << " loaded from " << options.models.decoder_model << " in "
+              << absl::Now() - start << ": " << m.decoder->description().architecture << ", "
+              << m.decoder->description().num_layers << " layers, " << m.decoder->description().weight_bytes
+              << " weight bytes; KV cache " << stats.blocks_total << " blocks of " << kv.block_size << " tokens, "
+              << stats.bytes_capacity << " bytes (" << stats.bytes_per_token << " bytes per token)";
+  }
+
+  SchedulerOptions so;
+  so.max_queue = options.queue.max_queue;
+  so.encode_max_batch_size = options.batching.encode_max_batch_size;
+  so.encode_max_batch_tokens = options.batching.encode_max_batch_tokens;
+  so.encode_max_wait = options.batching.encode_max_wait;
+  so.max_step_tokens = options.batching.max_step_tokens;
+  so.max_running_sequences = options.batching.max_running_sequences;
+  core->scheduler_ = std::make_unique<Scheduler>(so, m.encode_backend.get(), m.generate_backend.get(), metrics);
+  return core;
+}
+
+InferenceCore::~InferenceCore() { Shutdown(); }
+
+bool InferenceCore::has_encoder() const { return models_->encoder != nullptr; }
+bool InferenceCore::has_decoder() const { return models_->decoder != nullptr; }
+std::string InferenceCore::encoder_name() const { return models_->encoder_name; }
+std::string InferenceCore::decoder_name() const { return models_->decoder_name; }
+
+void InferenceCore::Encode(const v1::EncodeRequest& request, std::shared_ptr<RequestControl> control,
+                           EncodeDone done) {
+  if (!has_encoder()) {
+    done(absl::FailedPreconditionError("no encoder model is loaded; start the server with --encoder-model DIR"));
+    return;
+  }
+  absl::StatusOr<EncodeCall> call = ToEncodeCall(request, models_->encoder->description(), models_->encode_max_inputs);
+  if (!call.ok()) {
+    metrics_->RecordRejection(RejectReason::kInvalidArgument);
+    done(call.status());
+    return;
+  }
+  EncodeTask task;
+  task.inputs = std::move(call->inputs);
+  task.options = std::move(call->options);
+  task.control = std::move(control);
+  const std::string name = models_->encoder_name;
+  task.done = [done, name](absl::StatusOr<std::vector<EncodeResult>> results, const v1::EncodeUsage& usage) {
+    if (!results.ok()) {
+      done(results.status());
+      return;
+    }
+    done(ToEncodeResponse(std::move(*results), usage, name));
+  };
+  if (absl::Status s = scheduler_->SubmitEncode(std::move(task)); !s.ok()) done(s);
+}
+
+void InferenceCore::Generate(const v1::GenerateRequest& request, std::shared_ptr<RequestControl> control,
+                             GenerateSink sink) {
+  if (!has_decoder()) {
+    sink.on_done(absl::FailedPreconditionError("no decoder model is loaded; start the server with --decoder-model PATH"));
+    return;
+  }
+  const DecoderModel& model = *models_->decoder;
+  absl::StatusOr<GenerationParams> params =
+      ToGenerationParams(request, model.description(), models_->max_new_tokens_limit, RandomSeed());
+  absl::StatusOr<std::vector<int32_t>> prompt =
+      params.ok() ? ToPromptIds(request, model.tokenizer(), model.max_positions()) : params.status();
+  if (!params.ok() || !prompt.ok()) {
+    metrics_->RecordRejection(RejectReason::kInvalidArgument);
+    sink.on_done(params.ok() ? prompt.status() : params.status());
+    return;
+  }
+  auto shared_sink = std::make_shared<GenerateSink>(std::move(sink));
+  auto last_token = std::make_shared<int32_t>(-1);
+  const Tokenizer* tokenizer = &model.tokenizer();
+  GenerateTask task;
+  task.prompt = std::move(*prompt);
+  task.params = *params;
+  task.control = std::move(control);
+  task.on_event = [shared_sink, last_token, tokenizer](const StepEvent& event) {
+    if (!event.token_ids.empty()) *last_token = event.token_ids.back();
+    shared_sink->on_chunk(ToGenerateChunk(event, *tokenizer));
+  };
+  const GenerationParams p = *params;
+  task.on_done = [shared_sink, last_token, p](const absl::Status& status, const GenerateSummary& summary) {
+    if (status.ok()) {
+      v1::GenerateResponse last;
+      last.set_finish_reason(ToProtoFinishReason(summary.finish_reason, *last_token, p));
+      v1::GenerateUsage* usage = last.mutable_usage();
+      usage->set_prompt_tokens(summary.prompt_tokens);
+      usage->set_generated_tokens(summary.generated_tokens);
+      usage->set_queue_time_us(absl::ToInt64Microseconds(summary.queue_time));
+      usage->set_time_to_first_token_us(absl::ToInt64Microseconds(summary.time_to_first_token));
+      usage->set_peak_kv_cache_bytes(summary.peak_kv_bytes);
+      usage->set_preemptions(summary.preemptions);
+      shared_sink->on_chunk(std::move(last));
+    }
+    shared_sink->on_done(status);
+  };
+  if (absl::Status s = scheduler_->SubmitGenerate(std::move(task)); !s.ok()) shared_sink->on_done(s);
+}
+
+absl::StatusOr<v1::TokenizeResponse> InferenceCore::Tokenize(const v1::TokenizeRequest& request) const {
+  const bool use_encoder =
+      request.model() == v1::MODEL_KIND_ENCODER || (request.model() == v1::MODEL_KIND_UNSPECIFIED && !has_decoder());
+  v1::TokenizeResponse response;
+  if (use_encoder) {
+    if (!has_encoder()) return absl::FailedPreconditionError("model: no encoder model is loaded");
+    absl::StatusOr<std::vector<int32_t>> ids = models_->encoder->Tokenize(request.text(), request.add_special_tokens());
+    if (!ids.ok()) return absl::InvalidArgumentError(absl::StrCat("text: ", ids.status().message()));
+    response.mutable_token_ids()->Assign(ids->begin(), ids->end());
+    for (std::string& piece : models_->encoder->TokenStrings(*ids)) response.add_tokens(std::move(piece));
+    return response;
+  }
+  if (!has_decoder()) return absl::FailedPreconditionError("model: no decoder model is loaded");
+  const Tokenizer& tokenizer = models_->decoder->tokenizer();
+  TokenizeOptions options;
+  if (!request.add_special_tokens()) {
+    options.add_bos = false;
+    options.add_eos = false;
+  }
+  absl::StatusOr<std::vector<int32_t>> ids = tokenizer.Encode(request.text(), options);
+  if (!ids.ok()) return absl::InvalidArgumentError(absl::StrCat("text: ", ids.status().message()));
+  response.mutable_token_ids()->Assign(ids->begin(), ids->end());
+  for (int32_t id : *ids) response.add_tokens(ReplaceInvalidUtf8(tokenizer.IdToPiece(id)));
+  return response;
+}
+
+absl::StatusOr<v1::DetokenizeResponse> InferenceCore::Detokenize(const v1::DetokenizeRequest& request) const {
+  const bool use_encoder =
+      request.model() == v1::MODEL_KIND_ENCODER || (request.model() == v1::MODEL_KIND_UNSPECIFIED && !has_decoder());
+  const std::vector<int32_t> ids(request.token_ids().begin(), request.token_ids().end());
+  v1::DetokenizeResponse response;
+  if (use_encoder) {
+    if (!has_encoder()) return absl::FailedPreconditionError("model: no encoder model is loaded");
+    absl::StatusOr<std::string> text = models_->encoder->Detokenize(ids, request.skip_special_tokens());
+    if (!text.ok()) return absl::InvalidArgumentError(absl::StrCat("token_ids: ", text.status().message()));
+    response.set_text(ReplaceInvalidUtf8(*text));
+    return response;
+  }
+  if (!has_decoder()) return absl::FailedPreconditionError("model: no decoder model is loaded");
+  const Tokenizer& tokenizer = models_->decoder->tokenizer();
+  std::string text;
+  int32_t prev = -1;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const int32_t id = ids[i];
+    if (id < 0 || id >= tokenizer.vocab_size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("token_ids[", i, "] = ", id, " is out of range [0, ", tokenizer.vocab_size(), ")"));
+    }
+    if (tokenizer.IsControl(id)) {
+      if (!request.skip_special_tokens()) text += tokenizer.IdToPiece(id);
+    } else {
+      text += tokenizer.TokenBytes(id, prev);
+    }
+    prev = id;
+  }
+  response.set_text(ReplaceInvalidUtf8(text));
+  return response;
+}
+
+v1::GetModelInfoResponse InferenceCore::GetModelInfo(const v1::GetModelInfoRequest& request) const {
+  v1::GetModelInfoResponse response;
+  const bool want_encoder = request.model() != v1::MODEL_KIND_DECODER;
+  const bool want_decoder = request.model() != v1::MODEL_KIND_ENCODER;
+  if (want_encoder && has_encoder()) {
+    *response.add_models() = ToModelInfo(models_->encoder->description(), v1::MODEL_KIND_ENCODER);
+  }
+  if (want_decoder && has_decoder()) {
+    *response.add_models() = ToModelInfo(models_->decoder->description(), v1::MODEL_KIND_DECODER);
+  }
+  return response;
+}
+
+void InferenceCore::BeginDrain() { scheduler_->BeginDrain(); }
+bool InferenceCore::WaitIdle(absl::Time deadline) { return scheduler_->WaitIdle(deadline); }
+void InferenceCore::Shutdown() {
+  if (scheduler_ != nullptr) scheduler_->Shutdown();
+}
+
+}  // namespace attnserve

