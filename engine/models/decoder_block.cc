@@ -197,7 +197,7 @@ absl::Status DecoderBlock::Forward(const ForwardBatch& batch, KvCache& kv, const
   RETURN_IF_ERROR(qkv_->Forward(sc.normed.data(), T, sc.qkv.data()));
   if (rope != nullptr) {
     const int rd = rope->rope_dim();
-#pragma omp parallel for schedule(static) if (T > 1)
+#pragma omp parallel for schedule(static) if (T * row >= (1 << 15))
     for (int64_t t = 0; t < T; ++t) {
       // q and k heads are contiguous in the qkv row and rotate alike.
       rope->Rotate(sc.qkv.data() + t * row, heads_ + kv_heads_, rope_angles + t * rd);
@@ -212,7 +212,7 @@ absl::Status DecoderBlock::Forward(const ForwardBatch& batch, KvCache& kv, const
   if (config_->mlp == MlpKind::kSwiGlu) {
     RETURN_IF_ERROR(gate_up_->Forward(sc.normed.data(), T, sc.mlp_in.data()));
     const int I = inter_;
-#pragma omp parallel for schedule(static) if (T > 1)
+#pragma omp parallel for schedule(static) if (T * I >= (1 << 15))
     for (int64_t t = 0; t < T; ++t) {
       const float* g = sc.mlp_in.data() + t * 2 * I;
       const float* u = g + I;

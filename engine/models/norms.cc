@@ -4,10 +4,14 @@
 
 namespace attnserve {
 
+// Below this much work a parallel region costs more than it saves (and on a
+// busy machine a descheduled OpenMP thread stalls every barrier).
+constexpr int64_t kParallelMinElems = 1 << 15;
+
 // Sums in double: the reference implementations (PyTorch) reduce in a
 // different order, and double keeps our result within float rounding of theirs.
 void RmsNorm(const float* x, const float* weight, int64_t rows, int dim, float eps, float* y) {
-#pragma omp parallel for schedule(static) if (rows > 1)
+#pragma omp parallel for schedule(static) if (rows * dim >= kParallelMinElems)
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * dim;
     float* yr = y + r * dim;
@@ -20,7 +24,7 @@ void RmsNorm(const float* x, const float* weight, int64_t rows, int dim, float e
 
 void LayerNorm(const float* x, const float* weight, const float* bias, int64_t rows, int dim,
                float eps, float* y) {
-#pragma omp parallel for schedule(static) if (rows > 1)
+#pragma omp parallel for schedule(static) if (rows * dim >= kParallelMinElems)
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * dim;
     float* yr = y + r * dim;

@@ -1,0 +1,139 @@
+// decoder_bench MODEL [--dtype f32|bf16] [--steps N]
+// Prints JSON lines: the STREAM-like read bandwidth, then decode tokens/s at
+// batch 1, 4, 8, 16 (each sequence: 16-token prompt prefilled, then N decode
+// steps timed, medians over 3 runs) and prefill tokens/s of one 512-token
+// prompt, all through DecoderEngine::Step, the call the server uses.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/core/build_info.h"
+#include "engine/runtime/decoder_engine.h"
+
+namespace attnserve {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Sum of a 1 GiB array, split over the OpenMP threads: read bandwidth GB/s.
+double StreamReadGbps() {
+  const size_t n = size_t{1} << 28;  // floats
+  std::vector<float> a(n, 1.0f);
+  std::vector<double> gbps;
+  for (int rep = 0; rep < 5; ++rep) {
+    double sum = 0.0;
+    const auto t0 = Clock::now();
+#pragma omp parallel for reduction(+ : sum) schedule(static)
+    for (size_t i = 0; i < n; ++i) sum += a[i];
+    const auto t1 = Clock::now();
+    if (sum < 0) std::printf("impossible\n");
+    gbps.push_back(n * sizeof(float) / Seconds(t0, t1) / 1e9);
+  }
+  return Median(gbps);
+}
+
+std::vector<int32_t> Prompt(int n, int vocab, int salt) {
+  std::vector<int32_t> p(n);
+  for (int i = 0; i < n; ++i) p[i] = 2 + (i * 7919 + salt * 104729) % (vocab - 2);
+  return p;
+}
+
+int Main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: decoder_bench MODEL [--dtype f32|bf16] [--steps N]\n");
+    return 2;
+  }
+  std::string path = argv[1];
+  DType dtype = DType::kF32;
+  int steps = 16;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "--dtype") == 0) dtype = std::strcmp(argv[i + 1], "bf16") == 0 ? DType::kBF16 : DType::kF32;
+    if (std::strcmp(argv[i], "--steps") == 0) steps = std::atoi(argv[i + 1]);
+  }
+  const EngineInfo info = GetEngineInfo();
+  const double gbps = StreamReadGbps();
+  std::printf("{\"bench\":\"stream_read\",\"gbps\":%.2f,\"threads\":%d,\"isa\":\"%s\"}\n", gbps,
+              info.threads, info.cpu_isa.c_str());
+  DecoderLoadOptions opt;
+  opt.weight_dtype = dtype;
+  const auto t_load = Clock::now();
+  auto model = DecoderModel::Load(path, opt);
+  if (!model.ok()) {
+    std::fprintf(stderr, "load: %s\n", std::string(model.status().message()).c_str());
+    return 1;
+  }
+  const ModelDescription& d = (*model)->description();
+  // Bytes read per decode step: every matrix once; the embedding table counts
+  // once (tied: it is the lm head; untied: only a row is read, plus lm_head).
+  const double weight_bytes = static_cast<double>(d.weight_bytes);
+  std::printf("{\"bench\":\"load\",\"dtype\":\"%s\",\"seconds\":%.2f,\"weight_bytes\":%lld,"
+              "\"bound_tok_s\":%.1f}\n",
+              DTypeName(dtype), Seconds(t_load, Clock::now()), static_cast<long long>(d.weight_bytes),
+              gbps * 1e9 / weight_bytes);
+  std::fflush(stdout);
+  KvCacheOptions kv;
+  kv.kv_cache_bytes = d.kv_bytes_per_token * 16 * 1024;
+  kv.prefix_sharing = false;
+  auto engine_or = DecoderEngine::Create(*model, kv);
+  if (!engine_or.ok()) return 1;
+  DecoderEngine& engine = **engine_or;
+  GenerationParams greedy;
+  greedy.temperature = 0.0f;
+  greedy.ignore_eos = true;
+  greedy.max_new_tokens = 1000;
+
+  for (int batch : {1, 4, 8, 16}) {
+    std::vector<double> rates;
+    for (int rep = 0; rep < 3; ++rep) {
+      std::vector<StepItem> items;
+      for (int b = 0; b < batch; ++b) {
+        auto id = engine.AddSequence(Prompt(16, d.vocab_size, b + 100 * rep), greedy);
+        if (!id.ok()) return 1;
+        items.push_back({*id, 512});
+      }
+      if (!engine.Step(items).ok()) return 1;  // prefill
+      const auto t0 = Clock::now();
+      for (int s = 0; s < steps; ++s) {
+        if (!engine.Step(items).ok()) return 1;
+      }
+      rates.push_back(batch * steps / Seconds(t0, Clock::now()));
+      for (const StepItem& it : items) engine.Release(it.seq);
+    }
+    std::printf("{\"bench\":\"decode\",\"dtype\":\"%s\",\"batch\":%d,\"tok_s\":%.1f,"
+                "\"bound_fraction\":%.3f}\n",
+                DTypeName(dtype), batch, Median(rates),
+                batch == 1 ? Median(rates) / (gbps * 1e9 / weight_bytes) : 0.0);
+    std::fflush(stdout);
+  }
+  std::vector<double> rates;
+  for (int rep = 0; rep < 3; ++rep) {
+    auto id = engine.AddSequence(Prompt(512, d.vocab_size, rep), greedy);
+    if (!id.ok()) return 1;
+    StepItem item{*id, 512};
+    const auto t0 = Clock::now();
+    if (!engine.Step({&item, 1}).ok()) return 1;
+    rates.push_back(512 / Seconds(t0, Clock::now()));
+    engine.Release(*id);
+  }
+  std::printf("{\"bench\":\"prefill\",\"dtype\":\"%s\",\"tokens\":512,\"tok_s\":%.1f}\n",
+              DTypeName(dtype), Median(rates));
+  return 0;
+}
+
+}  // namespace
+}  // namespace attnserve
+
+int main(int argc, char** argv) { return attnserve::Main(argc, argv); }
