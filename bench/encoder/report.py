@@ -5,7 +5,7 @@ import sys
 
 rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip().startswith("{")]
 meta = [r for r in rows if "peer_versions" in r]
-data = {(r["engine"], r["batch"], r["seq_len"]): r for r in rows if "engine" in r}
+data = {(r["engine"], r["batch"], r["seq_len"]): r for r in rows if "batch" in r}
 engines = [e for e in ("attnserve-f32", "attnserve-bf16", "sentence-transformers", "onnxruntime")
            if any(k[0] == e for k in data)]
 shapes = sorted({(k[1], k[2]) for k in data}, key=lambda s: (s[1], s[0]))
