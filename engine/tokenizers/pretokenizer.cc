@@ -131,6 +131,7 @@ const char* PretokenizerKindName(PretokenizerKind kind) {
     case PretokenizerKind::kGpt2: return "gpt2";
     case PretokenizerKind::kLlama3: return "llama3";
     case PretokenizerKind::kQwen2: return "qwen2";
+    case PretokenizerKind::kSmolLM: return "smollm";
   }
   return "unknown";
 }
@@ -145,6 +146,7 @@ const std::string& PretokenizerRegex(PretokenizerKind kind) {
     case PretokenizerKind::kGpt2: return kGpt2;
     case PretokenizerKind::kLlama3: return kLlama3;
     case PretokenizerKind::kQwen2: return kQwen2;
+    case PretokenizerKind::kSmolLM: return kGpt2;  // after the Digits split
   }
   return kGpt2;
 }
@@ -162,12 +164,32 @@ std::optional<PretokenizerKind> PretokenizerFromGgufPre(absl::string_view pre) {
     return PretokenizerKind::kLlama3;
   }
   if (pre == "qwen2") return PretokenizerKind::kQwen2;
+  if (pre == "smollm") return PretokenizerKind::kSmolLM;
   return std::nullopt;
 }
 
 std::vector<absl::string_view> Pretokenize(absl::string_view text, PretokenizerKind kind) {
   std::vector<Char> c = Decode(text);
   std::vector<absl::string_view> out;
+  if (kind == PretokenizerKind::kSmolLM) {
+    // Digits(individual_digits=true): every number character alone, then the
+    // GPT-2 regex inside each run between them.
+    size_t start = 0;
+    auto flush = [&](size_t end) {
+      if (end > start) {
+        absl::string_view run = text.substr(c[start].begin, c[end - 1].end - c[start].begin);
+        for (absl::string_view p : Pretokenize(run, PretokenizerKind::kGpt2)) out.push_back(p);
+      }
+    };
+    for (size_t i = 0; i < c.size(); ++i) {
+      if (c[i].cls != Cls::kNumber) continue;
+      flush(i);
+      out.push_back(text.substr(c[i].begin, c[i].end - c[i].begin));
+      start = i + 1;
+    }
+    flush(c.size());
+    return out;
+  }
   for (size_t i = 0; i < c.size();) {
     size_t j = kind == PretokenizerKind::kGpt2 ? MatchGpt2(c, i)
                                                 : MatchLlama3(c, i, kind == PretokenizerKind::kLlama3 ? 3 : 1);

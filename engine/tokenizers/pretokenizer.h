@@ -6,6 +6,8 @@
 //   Llama3: (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}
 //           | ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
 //   Qwen2:  as Llama3 with \p{N} (single digits) instead of \p{N}{1,3}
+//   SmolLM: HF Digits(individual_digits) then the GPT-2 regex on each
+//           non-digit run (so " 123" is " ", "1", "2", "3")
 //
 // Every alternative is tried in order at each position, as the regex engine
 // does, so the pieces are exactly the regex matches (the union of the
@@ -21,7 +23,7 @@
 
 namespace attnserve {
 
-enum class PretokenizerKind { kGpt2, kLlama3, kQwen2 };
+enum class PretokenizerKind { kGpt2, kLlama3, kQwen2, kSmolLM };
 
 const char* PretokenizerKindName(PretokenizerKind kind);
 // The HF regex string of each kind (as in tokenizer.json files).

@@ -70,6 +70,11 @@ absl::StatusOr<PretokenizerKind> HfPretokenizer(const nlohmann::json& pt, const 
   }
   if (type == "Sequence" && pt.contains("pretokenizers") && pt["pretokenizers"].is_array()) {
     const auto& seq = pt["pretokenizers"];
+    if (seq.size() == 2 && seq[0].value("type", "") == "Digits" && seq[0].value("individual_digits", false) &&
+        seq[1].value("type", "") == "ByteLevel" && seq[1].value("use_regex", true) &&
+        !seq[1].value("add_prefix_space", false)) {
+      return PretokenizerKind::kSmolLM;  // SmolLM / StarCoder style
+    }
     if (seq.size() == 2 && seq[0].value("type", "") == "Split" && seq[1].value("type", "") == "ByteLevel") {
       const auto& pattern = seq[0]["pattern"];
       std::string regex;

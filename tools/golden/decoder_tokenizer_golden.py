@@ -56,18 +56,36 @@ SPECIAL_TEXTS = {
     "llama_tiny": ["<|begin_of_text|>Hello<|end_of_text|>", "a <|custom|> b"],
     "qwen2_tiny": ["<|im_start|>user\nHi<|im_end|>", "x<|endoftext|>y", "a <|custom|> b"],
     "gpt2_tiny": ["Hello<|endoftext|>World", "a <|custom|> b"],
+    "smollm": ["<|im_start|>x 2024<|endoftext|>"],
 }
 
 
-def hf_golden(name):
-    tok = Tokenizer.from_file(str(MODELS / name / "tokenizer.json"))
+def train_smollm_style():
+    """A SmolLM-style byte-level BPE (Digits(individual) + ByteLevel regex),
+    trained like the model tokenizers in decoder_make_models.py."""
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+    from decoder_make_models import CORPUS
+    from tokenizers import models, pre_tokenizers, decoders, trainers
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Digits(individual_digits=True),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)])
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=320, min_frequency=1, special_tokens=["<|endoftext|>", "<|im_start|>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train_from_iterator([CORPUS] * 4, trainer=trainer)
+    return tok
+
+
+def hf_golden(name, path=None):
+    tok = Tokenizer.from_file(str(path or (MODELS / name / "tokenizer.json")))
     cases = []
     for text in TEXTS + SPECIAL_TEXTS[name]:
         plain = tok.encode(text, add_special_tokens=False).ids
         with_special = tok.encode(text, add_special_tokens=True).ids
         cases.append({"text": text, "ids": plain, "ids_with_special": with_special,
                       "decoded": tok.decode(plain, skip_special_tokens=True)})
-    return {"tokenizer": f"decoder_models/{name}/tokenizer.json", "reference": "HF tokenizers", "cases": cases}
+    return {"tokenizer": str(path.relative_to(ROOT / "tests" / "golden")) if path else f"decoder_models/{name}/tokenizer.json", "reference": "HF tokenizers", "cases": cases}
 
 
 # --- llama2.c run.c encode(), re-implemented from its source description.
@@ -136,6 +154,9 @@ def main():
     OUT.mkdir(parents=True, exist_ok=True)
     for name in ("llama_tiny", "qwen2_tiny", "gpt2_tiny"):
         (OUT / f"{name}.json").write_text(json.dumps(hf_golden(name), ensure_ascii=False, indent=1) + "\n")
+    smol = OUT / "smollm_tokenizer.json"
+    train_smollm_style().save(str(smol))
+    (OUT / "smollm.json").write_text(json.dumps(hf_golden("smollm", smol), ensure_ascii=False, indent=1) + "\n")
     (OUT / "stories260K.json").write_text(json.dumps(stories_golden(), ensure_ascii=False, indent=1) + "\n")
     (OUT / "versions.json").write_text(json.dumps({"python": sys.version.split()[0],
                                                    "tokenizers": tokenizers.__version__}, indent=2) + "\n")

@@ -75,6 +75,20 @@ TEST_P(ByteLevelGoldenTest, IdsAndTextMatchHfTokenizers) {
 
 INSTANTIATE_TEST_SUITE_P(TinyModels, ByteLevelGoldenTest, ::testing::Values("llama_tiny", "qwen2_tiny", "gpt2_tiny"));
 
+TEST(ByteLevelBpeTest, SmolLmStyleDigitsSplitMatchesHf) {
+  nlohmann::json golden = nlohmann::json::parse(ReadFile(kGolden + "smollm.json"));
+  auto tok = TokenizerFromHfJson(kGolden + "smollm_tokenizer.json");
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  ASSERT_GE(golden["cases"].size(), 20u);
+  for (const auto& c : golden["cases"]) {
+    const std::string text = c["text"];
+    auto ids = (*tok)->Encode(text, TokenizeOptions{false, false, true});
+    ASSERT_TRUE(ids.ok());
+    EXPECT_EQ(*ids, c["ids"].get<std::vector<int32_t>>()) << "'" << text << "'";
+    EXPECT_EQ(*(*tok)->Decode(*ids), c["decoded"].get<std::string>());
+  }
+}
+
 TEST(PretokenizerTest, RegexAlternativesByHand) {
   auto split = [](const std::string& s, PretokenizerKind k) {
     std::vector<std::string> out;
@@ -91,6 +105,7 @@ TEST(PretokenizerTest, RegexAlternativesByHand) {
   EXPECT_THAT(split("x \n\n y", PretokenizerKind::kLlama3), ElementsAre("x", " \n\n", " y"));
   EXPECT_THAT(split("12345", PretokenizerKind::kQwen2), ElementsAre("1", "2", "3", "4", "5"));
   EXPECT_THAT(split("(hi)", PretokenizerKind::kLlama3), ElementsAre("(hi", ")"));
+  EXPECT_THAT(split("ab 123x", PretokenizerKind::kSmolLM), ElementsAre("ab", " ", "1", "2", "3", "x"));
   EXPECT_EQ(PretokenizerFromRegex(PretokenizerRegex(PretokenizerKind::kQwen2)), PretokenizerKind::kQwen2);
   EXPECT_EQ(PretokenizerFromGgufPre("llama-bpe"), PretokenizerKind::kLlama3);
   EXPECT_FALSE(PretokenizerFromGgufPre("deepseek-coder").has_value());
