@@ -325,3 +325,33 @@ TEST(DecoderEngineTest, BadRequestsAreInvalidArgument) {
 
 }  // namespace
 }  // namespace attnserve
+
+namespace attnserve {
+namespace {
+
+TEST(DecoderEngineContextTest, FinishesWhenTheContextIsFull) {
+  DecoderLoadOptions opt;
+  opt.context_length = 16;
+  auto model = DecoderModel::Load(kStories + "/stories260K.gguf", opt);
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ((*model)->description().max_positions, 16);
+  KvCacheOptions kv;
+  kv.kv_cache_bytes = (*model)->description().kv_bytes_per_token * 64;
+  auto engine = *DecoderEngine::Create(*model, kv);
+  // 10 prompt positions + 6 fed generated tokens fill 16; the 7th sampled
+  // token would need position 16.
+  Result r = RunAlone(*engine, {1, 403, 407, 261, 378, 432, 383, 286, 261, 376}, Greedy(14));
+  EXPECT_EQ(r.reason, FinishReason::kContext);
+  EXPECT_EQ(r.ids.size(), 7u);
+  EXPECT_EQ(engine->kv_stats().blocks_used, 0);
+  // Learned-position models cannot be stretched.
+  DecoderLoadOptions big;
+  big.context_length = 4096;
+  EXPECT_EQ(DecoderModel::Load(ATTNSERVE_SOURCE_DIR "/tests/golden/decoder_models/gpt2_tiny", big)
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace attnserve
