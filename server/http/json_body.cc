@@ -108,32 +108,49 @@ int Utf8SequenceLength(absl::string_view s, size_t i) {
   return n;
 }
 
-// protobuf 3.21's JSON parser takes a lone value where a list is expected
-// ("inputs": {...} as a list of one); the API promises a list, so a
-// non-array there is a type error naming the field. Recurses into messages.
-absl::Status CheckRepeatedAreArrays(const json& object, const google::protobuf::Descriptor* descriptor,
-                                    const std::string& path) {
-  if (!object.is_object()) return absl::OkStatus();  // the proto parser reports the type
+// What JSON type `value` must have for a singular value of `field`, or ""
+// when it fits. protobuf 3.21's JSON parser is lenient (a string for a bool, a
+// lone value for a list); the API is not, so a mismatch is a type error
+// naming the field.
+const char* TypeMismatch(const google::protobuf::FieldDescriptor* field, const json& value) {
+  using FD = google::protobuf::FieldDescriptor;
+  switch (field->cpp_type()) {
+    case FD::CPPTYPE_BOOL: return value.is_boolean() ? "" : "a boolean";
+    case FD::CPPTYPE_STRING: return value.is_string() ? "" : "a string";
+    case FD::CPPTYPE_ENUM: return value.is_string() || value.is_number_integer() ? "" : "an enum name or number";
+    case FD::CPPTYPE_MESSAGE: return value.is_object() ? "" : "an object";
+    default:  // numbers; proto3 JSON also allows them as strings ("123", "NaN")
+      return value.is_number() || value.is_string() ? "" : "a number";
+  }
+}
+
+absl::Status CheckJsonShape(const json& object, const google::protobuf::Descriptor* descriptor,
+                            const std::string& path) {
   for (const auto& [key, value] : object.items()) {
     const google::protobuf::FieldDescriptor* field = descriptor->FindFieldByName(key);
     if (field == nullptr) field = descriptor->FindFieldByCamelcaseName(key);
-    if (field == nullptr || value.is_null()) continue;  // unknown: the proto parser names it
+    if (field == nullptr || value.is_null() || field->is_map()) continue;  // unknown: the proto parser names it
     const std::string field_path = path.empty() ? key : absl::StrCat(path, ".", key);
-    const bool is_message = field->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE;
-    if (field->is_map()) continue;
-    if (field->is_repeated()) {
-      if (!value.is_array()) {
+    const auto check = [&](const json& v, const std::string& where) -> absl::Status {
+      if (const char* expected = TypeMismatch(field, v); expected[0] != '\0') {
         return absl::InvalidArgumentError(
-            absl::StrCat(SanitizeUtf8(field_path), ": must be a JSON array, got ", value.type_name()));
+            absl::StrCat(SanitizeUtf8(where), ": must be ", expected, ", got ", v.type_name()));
       }
-      if (!is_message) continue;
-      for (size_t i = 0; i < value.size(); ++i) {
-        absl::Status s = CheckRepeatedAreArrays(value[i], field->message_type(), absl::StrCat(field_path, "[", i, "]"));
-        if (!s.ok()) return s;
+      if (field->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE) {
+        return CheckJsonShape(v, field->message_type(), where);
       }
-    } else if (is_message) {
-      absl::Status s = CheckRepeatedAreArrays(value, field->message_type(), field_path);
-      if (!s.ok()) return s;
+      return absl::OkStatus();
+    };
+    if (!field->is_repeated()) {
+      if (absl::Status s = check(value, field_path); !s.ok()) return s;
+      continue;
+    }
+    if (!value.is_array()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(SanitizeUtf8(field_path), ": must be a JSON array, got ", value.type_name()));
+    }
+    for (size_t i = 0; i < value.size(); ++i) {
+      if (absl::Status s = check(value[i], absl::StrCat(field_path, "[", i, "]")); !s.ok()) return s;
     }
   }
   return absl::OkStatus();
@@ -184,7 +201,7 @@ absl::Status JsonToProto(absl::string_view body, google::protobuf::Message* mess
   // protobuf's parser does not.
   absl::StatusOr<json> shape = ParseJsonObject(body);
   if (!shape.ok()) return shape.status();
-  if (absl::Status s = CheckRepeatedAreArrays(*shape, message->GetDescriptor(), ""); !s.ok()) {
+  if (absl::Status s = CheckJsonShape(*shape, message->GetDescriptor(), ""); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("invalid ", message->GetDescriptor()->name(), ": ", s.message()));
   }
   google::protobuf::util::JsonParseOptions options;

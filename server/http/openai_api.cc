@@ -160,16 +160,18 @@ absl::Status RefuseNonDefaults(const json& body) {
 json LogprobsJson(const v1::GenerateResponse& chunk, int64_t text_offset) {
   json tokens = json::array(), token_logprobs = json::array(), top = json::array(), offsets = json::array();
   for (int i = 0; i < chunk.token_ids_size(); ++i) {
-    std::string text;
+    // A chunk usually holds one token, and then its text is that token's text
+    // (so the tokens join to the completion's text); otherwise the token's
+    // text from the alternatives, when it is among them.
+    const bool single = chunk.token_ids_size() == 1;
+    std::string text = single ? chunk.text() : "";
     json alternatives = json::object();
     if (i < chunk.logprobs_size()) {
       for (const v1::TokenLogprob& alt : chunk.logprobs(i).top()) {
-        if (alt.token_id() == chunk.token_ids(i)) text = alt.text();
+        if (!single && alt.token_id() == chunk.token_ids(i)) text = alt.text();
         alternatives[SanitizeUtf8(alt.text())] = alt.logprob();
       }
     }
-    // A chunk usually holds one token and its text is that token's text.
-    if (text.empty() && chunk.token_ids_size() == 1) text = chunk.text();
     tokens.push_back(SanitizeUtf8(text));
     token_logprobs.push_back(i < chunk.logprobs_size() ? json(chunk.logprobs(i).logprob()) : json());
     top.push_back(std::move(alternatives));

