@@ -39,6 +39,7 @@ ABSL_FLAG(int, http_threads, 8, "HTTP worker threads.");
 ABSL_FLAG(int64_t, http_max_body_bytes, 8 << 20, "Largest accepted HTTP request body; larger gets 413.");
 ABSL_FLAG(std::string, weight_dtype, "f32", "Weight storage: f32 or bf16 (bf16 halves weight memory; compute stays f32).");
 ABSL_FLAG(std::string, kv_cache_dtype, "f32", "KV cache storage: f32 or bf16 (bf16 halves KV memory).");
+ABSL_FLAG(int, decoder_context_length, 0, "Decoder context in tokens; 0 = the model's declared context. Rope models may run longer than declared (stories260K's GGUF declares 128, it was trained with 512), as llama.cpp's -c does.");
 ABSL_FLAG(int, kv_block_size, 16, "Token positions per KV cache block.");
 ABSL_FLAG(int, encode_max_batch_size, 32, "Encode: inputs per batch.");
 ABSL_FLAG(int64_t, encode_max_batch_tokens, 8192, "Encode: padded tokens per batch (batch size x longest input).");
@@ -97,6 +98,7 @@ attnserve::ServerOptions OptionsFromFlags() {
   o.queue.drain_timeout = absl::GetFlag(FLAGS_drain_timeout);
   o.models.weight_dtype = absl::GetFlag(FLAGS_weight_dtype);
   o.models.kv_cache_dtype = absl::GetFlag(FLAGS_kv_cache_dtype);
+  o.models.decoder_context_length = absl::GetFlag(FLAGS_decoder_context_length);
   o.batching.kv_block_size = absl::GetFlag(FLAGS_kv_block_size);
   o.batching.encode_max_batch_size = absl::GetFlag(FLAGS_encode_max_batch_size);
   o.batching.encode_max_batch_tokens = absl::GetFlag(FLAGS_encode_max_batch_tokens);

@@ -71,6 +71,9 @@ absl::Status ValidateOptions(const ServerOptions& o) {
     return absl::InvalidArgumentError(
         absl::StrCat("--kv-cache-dtype=", o.models.kv_cache_dtype, ": must be f32 or bf16"));
   }
+  if (o.models.decoder_context_length < 0) {
+    return absl::InvalidArgumentError("--decoder-context-length: must be >= 0 (0 = the model's own)");
+  }
   if (absl::Status s = CheckModelPath("encoder-model", o.models.encoder_model); !s.ok()) return s;
   if (absl::Status s = CheckModelPath("decoder-model", o.models.decoder_model); !s.ok()) return s;
   return absl::OkStatus();

@@ -24,6 +24,7 @@ struct ModelOptions {
   std::string decoder_model;       // HF directory or .gguf; empty = no decoder
   std::string weight_dtype = "f32";  // "f32" or "bf16" weight storage (compute is f32)
   std::string kv_cache_dtype = "f32";  // "f32" or "bf16" K/V storage
+  int decoder_context_length = 0;      // 0 = the model's declared context; rope models may go longer
 };
 
 struct EngineOptions {

@@ -18,6 +18,8 @@ fi
 stories="$(cd "$REPO/.." && pwd)/shared/models/stories260K/stories260K.gguf"
 if [[ -f "$stories" ]]; then
   echo "--decoder-model=$stories"
+  # Its GGUF declares 128 positions (a converter default); the model was trained with 512.
+  echo "--decoder-context-length=512"
 else
   echo "attnserve: $stories not found; serving without a decoder (use ./dev run -- --decoder-model=PATH)" >&2
 fi

@@ -78,6 +78,7 @@ absl::StatusOr<std::unique_ptr<InferenceCore>> InferenceCore::Create(const Serve
     DecoderLoadOptions load;
     load.weight_dtype = ParseDType(options.models.weight_dtype);
     load.kv_dtype = ParseDType(options.models.kv_cache_dtype);
+    load.context_length = options.models.decoder_context_length;
     absl::StatusOr<std::shared_ptr<const DecoderModel>> decoder = DecoderModel::Load(options.models.decoder_model, load);
     if (!decoder.ok()) return Prefixed("decoder-model", decoder.status());
     m.decoder = std::move(*decoder);

@@ -34,7 +34,7 @@ def server():
     assert MINILM is not None and (MINILM / "model.safetensors").exists(), "all-MiniLM-L6-v2 not in the venv"
     assert GGUF.exists(), f"{GGUF} missing"
     s = ServerProcess(f"--encoder-model={MINILM}", f"--decoder-model={GGUF}", "--threads=2",
-                      "--kv-cache-bytes=4194304")
+                      "--kv-cache-bytes=4194304", "--decoder-context-length=512")
     yield s
     s.close()
 
@@ -149,6 +149,16 @@ def test_generate_reproduces_llama2c_greedy_reference(stub, pb):
     # 2 * layers 5 * kv heads 4 * head dim 8 * 4 bytes = 1280 bytes per token, whole 16-token blocks.
     positions = len(ref["prompt_ids_with_bos"]) + ref["n_generated"]
     assert last.usage.peak_kv_cache_bytes in (1280 * 16 * ((positions - 1 + 15) // 16), 1280 * 16 * ((positions + 15) // 16))
+
+
+def test_generate_256_tokens_past_the_declared_context(stub, pb):
+    """The GGUF declares 128 positions; with --decoder-context-length=512 the
+    whole 256-token no-prompt reference (BOS only) is reproduced."""
+    ref = case("noprompt_n256")
+    ids, _, last = collect(stub.Generate(greedy(pb, ids=ref["prompt_ids_with_bos"], max_new=ref["n_generated"]),
+                                         timeout=300))
+    assert ids == ref["generated_ids"]
+    assert last.usage.generated_tokens == 256
 
 
 def test_concurrent_generate_equals_one_at_a_time(stub, pb):
