@@ -14,12 +14,12 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
@@ -81,7 +81,9 @@ class WordPieceTokenizer {
 
   BertNormalizerOptions normalizer_;
   bool has_normalizer_ = true;
-  absl::flat_hash_map<std::string, int32_t> vocab_;
+  // std::unordered_map: absl::flat_hash_map<std::string, ...> does not compile
+  // under GCC 14 with UBSan (the asan preset).
+  std::unordered_map<std::string, int32_t> vocab_;
   std::vector<std::string> id_to_token_;
   std::vector<AddedToken> added_tokens_;  // matched in raw text, longest first
   std::vector<bool> special_;
