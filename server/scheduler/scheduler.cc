@@ -6,6 +6,7 @@
 #include "absl/log/log.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "engine/core/status_macros.h"
 #include "server/scheduler/encode_batching.h"
 
 namespace attnserve {
@@ -107,17 +108,7 @@ absl::Status Scheduler::SubmitEncode(EncodeTask task) {
   request->arrival = options_.clock();
   request->task = std::move(task);
   absl::MutexLock lock(&mu_);
-  if (draining_ || stopping_) {
-    metrics_->RecordRejection(RejectReason::kDraining);
-    return absl::UnavailableError("the server is draining and accepts no new requests");
-  }
-  if (queued_ >= options_.max_queue) {
-    metrics_->RecordRejection(RejectReason::kQueueFull);
-    return absl::ResourceExhaustedError(absl::StrCat("the queue is full: ", queued_, " requests waiting (--max-queue=",
-                                                     options_.max_queue, "); retry later"));
-  }
-  ++queued_;
-  ++in_flight_;
+  RETURN_IF_ERROR(TakeQueueSlotLocked());
   encode_inbox_.push_back(std::move(request));
   return absl::OkStatus();
 }
@@ -148,6 +139,12 @@ absl::Status Scheduler::SubmitGenerate(GenerateTask task) {
   request->arrival = options_.clock();
   request->task = std::move(task);
   absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(TakeQueueSlotLocked());
+  generate_inbox_.push_back(std::move(request));
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::TakeQueueSlotLocked() {
   if (draining_ || stopping_) {
     metrics_->RecordRejection(RejectReason::kDraining);
     return absl::UnavailableError("the server is draining and accepts no new requests");
@@ -159,7 +156,6 @@ absl::Status Scheduler::SubmitGenerate(GenerateTask task) {
   }
   ++queued_;
   ++in_flight_;
-  generate_inbox_.push_back(std::move(request));
   return absl::OkStatus();
 }
 

@@ -112,6 +112,8 @@ class Scheduler {
   struct EncodeItem;
   struct GenerateRequest;
 
+  // Refuses (draining, queue full) or counts a new request in.
+  absl::Status TakeQueueSlotLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Loop();
   // One pass of the loop; false when there was nothing to do.
   bool RunOnce();
