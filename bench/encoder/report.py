@@ -30,5 +30,6 @@ roof = [r for r in rows if r.get("engine") == "gemm-roofline"]
 ours = data.get(("attnserve-f32", 32, 128))
 if roof and ours:
     achieved = ours["tokens_per_s"] * 22e6 / 1e9  # ~22 MFLOP per token at 128 tokens
-    print(f"f32 GEMM roofline (oneDNN, [4096,384]x[384,1536], best run): {roof[0]['gflops']:.1f} GFLOP/s; "
-          f"attnserve f32 at 32 x 128: {achieved:.1f} GFLOP/s = {100 * achieved / roof[0]['gflops']:.0f}% of it")
+    best = max(r["gflops"] for r in roof)  # measured once per shape; the best is the ceiling
+    print(f"f32 GEMM roofline (oneDNN, [4096,384]x[384,1536], best run): {best:.1f} GFLOP/s; "
+          f"attnserve f32 at 32 x 128: {achieved:.1f} GFLOP/s = {100 * achieved / best:.0f}% of it")
