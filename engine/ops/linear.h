@@ -1,16 +1,18 @@
 // Linear: y[M, N] = act(x[M, K] · Wᵀ + b), the projection layer of every model.
 //
-// W is given [N, K] (PyTorch nn.Linear layout). Built once: one oneDNN matmul
-// primitive with a run-time M, and the weights reordered once into the
-// layout that primitive prefers. Bias and activation are oneDNN post-ops.
-// Thread-safe for concurrent Forward calls: the primitive is immutable and
-// each call takes its stream and scratchpad from the calling thread.
-//
-// Storage: kF32 weights go to oneDNN as f32. kBF16 storage asks oneDNN for an
-// f32-src × bf16-weights matmul (weights decompression); where oneDNN refuses
-// that combination (AVX2 machines without native bf16), the weights are
-// widened to f32 once at Create and storage() reports kF32 — correct, but
-// without the memory saving. weight_bytes() always reports what is held.
+// W is given [N, K] (PyTorch nn.Linear layout). Built once, by storage:
+//  - kF32: one oneDNN matmul primitive with a run-time M and the weights
+//    reordered once into the layout it prefers; bias and activation are
+//    post-ops.
+//  - kBF16: the weights packed once as bf16 into 16-column panels and run by
+//    the packed AVX2 kernel (engine/ops/packed_gemm.h) at every M: bf16 is
+//    widened in registers, so the weights really take half the memory and
+//    decode reads half the bytes. (oneDNN has no usable f32 × bf16 matmul on
+//    AVX2 CPUs: it falls back to a reference kernel ~1000× slower.)
+// Thread-safe for concurrent Forward calls: everything built at Create is
+// immutable and each call takes its stream and scratchpad from its thread.
+// weight_bytes() reports what is held (bf16: 2 bytes per weight, N padded to
+// a multiple of 16 and K to a multiple of 16; plus an f32 bias).
 #ifndef ATTNSERVE_ENGINE_OPS_LINEAR_H_
 #define ATTNSERVE_ENGINE_OPS_LINEAR_H_
 
@@ -20,14 +22,14 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "engine/core/tensor.h"
+#include "engine/ops/packed_gemm.h"
 
 namespace attnserve {
 
-enum class Activation { kNone, kGeluErf, kGeluTanh, kSilu, kRelu };
-
 class Linear {
  public:
-  // weight: [N, K], f32 or bf16. bias: [N] f32 (or bf16), or nullptr.
+  // weight: [N, K], f32, bf16 or f16. bias: [N] (any float dtype) or nullptr.
+  // storage: kF32 or kBF16.
   static absl::StatusOr<Linear> Create(const Tensor& weight, const Tensor* bias,
                                        DType storage = DType::kF32,
                                        Activation act = Activation::kNone);
@@ -43,7 +45,7 @@ class Linear {
   int64_t out_features() const;
   // Bytes of weights and bias held.
   int64_t weight_bytes() const;
-  // What the weights are stored as after Create (see the class comment).
+  // What the weights are stored as (the storage asked for).
   DType storage() const;
 
  private:

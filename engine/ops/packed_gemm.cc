@@ -1,0 +1,192 @@
+#include "engine/ops/packed_gemm.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/log/check.h"
+#include "engine/core/half.h"
+#include "engine/ops/packed_gemm_kernels.h"
+
+namespace attnserve {
+namespace {
+
+using packed_gemm_internal::kMaxRows;
+using packed_gemm_internal::TileKernel;
+
+std::atomic<bool> force_scalar{false};
+
+// Position of column j (0..15) inside a bf16 panel row (see packed_gemm.h).
+inline int Bf16Slot(int j) { return j < 8 ? 2 * j : 2 * (j - 8) + 1; }
+
+float SourceAt(const Tensor& w, int64_t i) {
+  switch (w.dtype()) {
+    case DType::kF32: return w.f32()[i];
+    case DType::kBF16: return Bf16ToFloat(w.u16()[i]);
+    case DType::kF16: return F16ToFloat(w.u16()[i]);
+  }
+  return 0.0f;
+}
+
+template <bool kBf16>
+void TileScalar(const float* x, int64_t ldx, int rows, const void* panel, int64_t k, float* tile) {
+  for (int i = 0; i < rows; ++i) {
+    float acc[16] = {};
+    for (int64_t kk = 0; kk < k; ++kk) {
+      const float xv = x[i * ldx + kk];
+      for (int j = 0; j < 16; ++j) {
+        float wv;
+        if constexpr (kBf16) {
+          wv = Bf16ToFloat(static_cast<const uint16_t*>(panel)[kk * 16 + Bf16Slot(j)]);
+        } else {
+          wv = static_cast<const float*>(panel)[kk * 16 + j];
+        }
+        acc[j] += xv * wv;
+      }
+    }
+    std::memcpy(tile + i * 16, acc, sizeof(acc));
+  }
+}
+
+inline float Apply(float v, Activation act) {
+  switch (act) {
+    case Activation::kNone: return v;
+    case Activation::kGeluErf: return 0.5f * v * (1.0f + std::erf(v * 0.70710678118654752f));
+    case Activation::kGeluTanh: {
+      const float c = 0.79788456080286536f;  // sqrt(2/pi)
+      return 0.5f * v * (1.0f + std::tanh(c * (v + 0.044715f * v * v * v)));
+    }
+    case Activation::kSilu: return v / (1.0f + std::exp(-v));
+    case Activation::kRelu: return v > 0.0f ? v : 0.0f;
+  }
+  return v;
+}
+
+// Tile (rows × 16) → y columns [col0, col0 + cols), with bias and activation.
+void Store(const float* tile, int rows, int cols, int64_t col0, const float* bias, Activation act,
+           float* y, int64_t ldy) {
+  for (int i = 0; i < rows; ++i) {
+    float* out = y + i * ldy + col0;
+    const float* t = tile + i * 16;
+    if (bias != nullptr) {
+      for (int j = 0; j < cols; ++j) out[j] = t[j] + bias[col0 + j];
+    } else {
+      for (int j = 0; j < cols; ++j) out[j] = t[j];
+    }
+    if (act != Activation::kNone) {
+      for (int j = 0; j < cols; ++j) out[j] = Apply(out[j], act);
+    }
+  }
+}
+
+TileKernel PickKernel(DType storage) {
+  const bool bf16 = storage == DType::kBF16;
+  if (!force_scalar.load(std::memory_order_relaxed) && packed_gemm_internal::HasAvx2Fma()) {
+    return bf16 ? packed_gemm_internal::TileAvx2Bf16 : packed_gemm_internal::TileAvx2F32;
+  }
+  return bf16 ? TileScalar<true> : TileScalar<false>;
+}
+
+// Rows of x processed per pass over a thread's panels: x rows stay in L2
+// (~192 KiB) while each weight panel is reused by every MR block of them.
+int64_t RowChunk(int64_t k) {
+  const int64_t rows = (192 * 1024) / (k * static_cast<int64_t>(sizeof(float)));
+  return std::max<int64_t>(kMaxRows, rows / kMaxRows * kMaxRows);
+}
+
+}  // namespace
+
+void PackedMatrix::FreeDeleter::operator()(void* p) const { std::free(p); }
+
+PackedMatrix PackedMatrix::Pack(const Tensor& w, DType storage) {
+  CHECK(w.rank() == 2) << "PackedMatrix::Pack needs [N, K]";
+  CHECK(storage == DType::kF32 || storage == DType::kBF16) << "storage f32 or bf16";
+  PackedMatrix p;
+  p.n_ = w.dim(0);
+  p.k_ = w.dim(1);
+  p.storage_ = storage;
+  const int64_t elems = p.panels() * p.k_padded() * kPanelWidth;
+  const int64_t raw = elems * static_cast<int64_t>(DTypeSize(storage));
+  p.bytes_ = (raw + 63) / 64 * 64;
+  void* mem = std::aligned_alloc(64, static_cast<size_t>(p.bytes_));
+  CHECK(mem != nullptr) << "out of memory packing a " << p.n_ << "x" << p.k_ << " matrix";
+  p.data_.reset(mem);
+  std::memset(mem, 0, static_cast<size_t>(p.bytes_));
+  const int64_t n = p.n_, k = p.k_, kp = p.k_padded(), panels = p.panels();
+#pragma omp parallel for schedule(static) if (elems >= (1 << 20))
+  for (int64_t pi = 0; pi < panels; ++pi) {
+    for (int j = 0; j < kPanelWidth; ++j) {
+      const int64_t col = pi * kPanelWidth + j;
+      for (int64_t kk = 0; kk < k; ++kk) {
+        const int64_t dst = (pi * kp + kk) * kPanelWidth;
+        if (storage == DType::kF32) {
+          static_cast<float*>(mem)[dst + j] = col < n ? SourceAt(w, col * k + kk) : 0.0f;
+        } else {
+          uint16_t v = 0;
+          if (col < n) v = w.dtype() == DType::kBF16 ? w.u16()[col * k + kk]
+                                                     : FloatToBf16(SourceAt(w, col * k + kk));
+          static_cast<uint16_t*>(mem)[dst + Bf16Slot(j)] = v;
+        }
+      }
+    }
+  }
+  return p;
+}
+
+void PackedMatrix::ReadRow(int64_t r, float* out) const {
+  const int64_t pi = r / kPanelWidth;
+  const int j = static_cast<int>(r % kPanelWidth);
+  if (storage_ == DType::kF32) {
+    const float* src = static_cast<const float*>(data_.get()) + pi * k_padded() * kPanelWidth + j;
+    for (int64_t kk = 0; kk < k_; ++kk) out[kk] = src[kk * kPanelWidth];
+  } else {
+    const uint16_t* src =
+        static_cast<const uint16_t*>(data_.get()) + pi * k_padded() * kPanelWidth + Bf16Slot(j);
+    for (int64_t kk = 0; kk < k_; ++kk) out[kk] = Bf16ToFloat(src[kk * kPanelWidth]);
+  }
+}
+
+void PackedGemm(const float* x, int64_t m, int64_t ldx, const PackedMatrix& w, const float* bias,
+                Activation act, float* y, int64_t ldy) {
+  if (m <= 0) return;
+  const TileKernel kernel = PickKernel(w.storage());
+  const int64_t k = w.k(), n = w.n(), panels = w.panels();
+  const int64_t panel_bytes = w.k_padded() * kPanelWidth * static_cast<int64_t>(DTypeSize(w.storage()));
+  const auto* base = static_cast<const std::byte*>(w.data());
+  const int64_t chunk = RowChunk(k);
+  // Below ~64k multiply-adds a parallel region costs more than it saves.
+  const bool parallel = m * n * k >= (int64_t{1} << 16) && panels > 1;
+#pragma omp parallel if (parallel)
+  {
+    const int threads = omp_get_num_threads();
+    const int tid = omp_get_thread_num();
+    const int64_t p0 = panels * tid / threads, p1 = panels * (tid + 1) / threads;
+    alignas(64) float tile[kMaxRows * 16];
+    for (int64_t r0 = 0; r0 < m; r0 += chunk) {
+      const int64_t r_end = std::min(m, r0 + chunk);
+      for (int64_t pi = p0; pi < p1; ++pi) {
+        const void* panel = base + pi * panel_bytes;
+        const int cols = static_cast<int>(std::min<int64_t>(kPanelWidth, n - pi * kPanelWidth));
+        for (int64_t r = r0; r < r_end; r += kMaxRows) {
+          const int rows = static_cast<int>(std::min<int64_t>(kMaxRows, r_end - r));
+          kernel(x + r * ldx, ldx, rows, panel, k, tile);
+          Store(tile, rows, cols, pi * kPanelWidth, bias, act, y + r * ldy, ldy);
+        }
+      }
+    }
+  }
+}
+
+const char* PackedGemmKernel() {
+  return (!force_scalar.load(std::memory_order_relaxed) && packed_gemm_internal::HasAvx2Fma())
+             ? "avx2"
+             : "scalar";
+}
+
+void PackedGemmForceScalarForTesting(bool force) { force_scalar.store(force); }
+
+}  // namespace attnserve

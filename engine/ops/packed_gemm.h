@@ -1,0 +1,77 @@
+// Packed weights and the small-M GEMM that reads them: y[M, N] = x[M, K] · Wᵀ.
+//
+// Why: at decode (M = 1..16 rows) a Linear is bound by reading its weights
+// once from memory, and oneDNN's run-time-M matmul adds per-call overhead and
+// has no f32 × bf16 path on AVX2 CPUs. Here the weights are packed once into
+// panels of 16 output columns, `[ceil(N/16)][Kp][16]` with Kp = K rounded up to
+// 16 (oneDNN's "BA16a16b" for the logical [K, N] matrix, zero padded), so every k step reads 16 contiguous
+// weights and the kernel keeps 2 × MR accumulators in registers; no horizontal
+// sums, one pass over the weights per 6 rows of x (rows are blocked so a
+// weight panel is reused from cache).
+//
+// bf16 panels are stored with the two 8-column halves interleaved (u16 index
+// 2i holds column i, 2i+1 column 8+i): one 32-byte load then gives columns
+// 0-7 by a 16-bit left shift of each 32-bit lane and 8-15 by masking the low
+// half — bf16 → f32 widening in registers, so bf16 weights really read half
+// the bytes. Arithmetic is f32 with f32 accumulation.
+//
+// Threads: OpenMP over contiguous ranges of panels (each thread streams its
+// own part of the weights). Safe to call concurrently from several threads.
+#ifndef ATTNSERVE_ENGINE_OPS_PACKED_GEMM_H_
+#define ATTNSERVE_ENGINE_OPS_PACKED_GEMM_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "engine/core/tensor.h"
+
+namespace attnserve {
+
+inline constexpr int kPanelWidth = 16;
+
+class PackedMatrix {
+ public:
+  PackedMatrix() = default;
+  // From W [N, K] in f32, bf16 or f16; `storage` kF32 or kBF16 (f32 → bf16
+  // rounds to nearest even). Caller validates shapes.
+  static PackedMatrix Pack(const Tensor& w, DType storage);
+
+  int64_t n() const { return n_; }
+  int64_t k() const { return k_; }
+  int64_t panels() const { return (n_ + kPanelWidth - 1) / kPanelWidth; }
+  // K rounded up to 16: the rows of one panel (the padding rows are zero).
+  int64_t k_padded() const { return (k_ + 15) / 16 * 16; }
+  DType storage() const { return storage_; }
+  // Bytes held (padding included).
+  int64_t bytes() const { return bytes_; }
+  const void* data() const { return data_.get(); }
+  void* mutable_data() { return data_.get(); }
+  // Row r of W (all K values) as f32: an embedding lookup on a tied table.
+  void ReadRow(int64_t r, float* out) const;
+
+ private:
+  struct FreeDeleter {
+    void operator()(void* p) const;
+  };
+  int64_t n_ = 0, k_ = 0, bytes_ = 0;
+  DType storage_ = DType::kF32;
+  std::unique_ptr<void, FreeDeleter> data_;
+};
+
+// Epilogue applied to each output element: y = act(acc + bias[n]).
+enum class Activation { kNone, kGeluErf, kGeluTanh, kSilu, kRelu };
+
+// y[M, N] (row stride ldy) = act(x[M, K] (row stride ldx) · Wᵀ + bias).
+// bias may be null. Parallel over panels when the work is large enough.
+void PackedGemm(const float* x, int64_t m, int64_t ldx, const PackedMatrix& w, const float* bias,
+                Activation act, float* y, int64_t ldy);
+
+// Which kernel PackedGemm uses on this CPU ("avx2" or "scalar").
+const char* PackedGemmKernel();
+// Tests: force the scalar kernel (true) or restore dispatch (false).
+void PackedGemmForceScalarForTesting(bool force);
+
+}  // namespace attnserve
+
+#endif  // ATTNSERVE_ENGINE_OPS_PACKED_GEMM_H_
