@@ -31,6 +31,12 @@ const Histogram::BucketBoundaries& BatchBuckets() {
   static const auto* b = new Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64, 128, 256};
   return *b;
 }
+// Scheduler bookkeeping per loop pass: 1 us to 100 ms.
+const Histogram::BucketBoundaries& OverheadBuckets() {
+  static const auto* b = new Histogram::BucketBoundaries{1e-6,   2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4,
+                                                         2.5e-4, 5e-4,   1e-3, 2.5e-3, 5e-3, 1e-2, 0.1};
+  return *b;
+}
 const Histogram::BucketBoundaries& RatioBuckets() {
   static const auto* b = new Histogram::BucketBoundaries{0.0, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0};
   return *b;
@@ -94,6 +100,13 @@ ServerMetrics::ServerMetrics(const BuildLabels& build)
       decode_duration_(NewHistogram(*registry_, "attnserve_decode_duration_seconds",
                                     "Generate: time a request spent decoding (first to last token).",
                                     LatencyBuckets())),
+      overhead_(NewHistogram(*registry_, "attnserve_scheduler_overhead_seconds",
+                             "Scheduler time per loop pass that ran engine work: the pass's wall time minus its "
+                             "engine calls (admission, batch planning, bookkeeping, callbacks, gauges).",
+                             OverheadBuckets())),
+      overhead_ratio_(NewHistogram(*registry_, "attnserve_scheduler_overhead_ratio",
+                                   "Scheduler overhead / wall time of each loop pass that ran engine work.",
+                                   RatioBuckets())),
       tokens_prompt_(NewCounter(*registry_, "attnserve_tokens_processed_total",
                                 "Tokens processed by the engine, by kind.", {{"kind", "prompt"}})),
       tokens_generated_(NewCounter(*registry_, "attnserve_tokens_processed_total", "", {{"kind", "generated"}})),

@@ -67,6 +67,8 @@ class ServerMetrics {
   prometheus::Histogram& encode_padding_ratio() { return padding_ratio_; }
   prometheus::Histogram& prefill_duration() { return prefill_duration_; }
   prometheus::Histogram& decode_duration() { return decode_duration_; }
+  prometheus::Histogram& scheduler_overhead() { return overhead_; }
+  prometheus::Histogram& scheduler_overhead_ratio() { return overhead_ratio_; }
   prometheus::Counter& tokens_prompt() { return tokens_prompt_; }
   prometheus::Counter& tokens_generated() { return tokens_generated_; }
   prometheus::Counter& tokens_encoded() { return tokens_encoded_; }
@@ -88,7 +90,7 @@ class ServerMetrics {
   prometheus::Histogram &queue_encode_, &queue_generate_, &duration_encode_, &duration_generate_;
   prometheus::Histogram &prompt_tokens_encode_, &prompt_tokens_generate_, &batch_encode_, &batch_generate_;
   prometheus::Histogram &step_encode_, &step_generate_, &ttft_, &itl_, &generated_tokens_, &step_tokens_;
-  prometheus::Histogram &padding_ratio_, &prefill_duration_, &decode_duration_;
+  prometheus::Histogram &padding_ratio_, &prefill_duration_, &decode_duration_, &overhead_, &overhead_ratio_;
   prometheus::Counter &tokens_prompt_, &tokens_generated_, &tokens_encoded_, &preemptions_;
   prometheus::Counter &reject_queue_full_, &reject_kv_budget_, &reject_invalid_, &reject_draining_;
   prometheus::Counter &cancel_queued_, &cancel_prefill_, &cancel_decode_, &cancel_kv_bytes_, &cancel_tokens_;

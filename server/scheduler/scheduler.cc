@@ -209,7 +209,17 @@ void Scheduler::Loop() {
       UpdateGauges();
       return;
     }
-    if (RunOnce()) continue;
+    // Scheduler overhead: the pass's wall time minus its engine calls, on the
+    // real clock (options_.clock may be a test's fake).
+    const absl::Time pass_start = absl::Now();
+    engine_time_ = absl::ZeroDuration();
+    if (RunOnce()) {
+      const absl::Duration pass = absl::Now() - pass_start;
+      const absl::Duration overhead = std::max(absl::ZeroDuration(), pass - engine_time_);
+      metrics_->scheduler_overhead().Observe(Seconds(overhead));
+      if (pass > absl::ZeroDuration()) metrics_->scheduler_overhead_ratio().Observe(absl::FDivDuration(overhead, pass));
+      continue;
+    }
     // Nothing ran: sleep until new work arrives, the oldest encode input's
     // wait ends, or a short poll for cancellations and deadlines of requests
     // that are waiting (e.g. for KV blocks).
@@ -325,7 +335,9 @@ bool Scheduler::RunGenerateStep() {
   if (items.empty()) return false;
 
   const absl::Time start = options_.clock();
+  const absl::Time engine_start = absl::Now();
   absl::StatusOr<std::vector<StepEvent>> events = generate_->Step(items);
+  engine_time_ += absl::Now() - engine_start;
   const absl::Time end = options_.clock();
   if (!events.ok()) {
     if (absl::IsResourceExhausted(events.status()) && running_.size() > 1) {
@@ -434,7 +446,9 @@ bool Scheduler::MaybeRunEncodeBatch(bool generate_running) {
     }
   }
   const absl::Time start = options_.clock();
+  const absl::Time engine_start = absl::Now();
   absl::StatusOr<std::vector<EncodeResult>> results = encode_->EncodeBatch(inputs, options);
+  engine_time_ += absl::Now() - engine_start;
   const absl::Duration took = options_.clock() - start;
   metrics_->step_duration(WorkKind::kEncode).Observe(Seconds(took));
   metrics_->batch_size(WorkKind::kEncode).Observe(static_cast<double>(batch.size()));

@@ -151,6 +151,7 @@ class Scheduler {
   std::deque<EncodeItem> encode_queue_;
   std::deque<std::shared_ptr<GenerateRequest>> waiting_;
   std::vector<std::shared_ptr<GenerateRequest>> running_;  // admission order, newest last
+  absl::Duration engine_time_;  // engine calls in the current loop pass (for the overhead metric)
 
   std::thread thread_;
 };

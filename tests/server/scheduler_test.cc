@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -61,6 +62,7 @@ class FakeGenerateBackend : public GenerateBackend {
     return next_++;
   }
   absl::StatusOr<std::vector<StepEvent>> Step(absl::Span<const StepItem> items) override {
+    if (step_sleep > absl::ZeroDuration()) absl::SleepFor(step_sleep);
     // All-or-nothing block reservation.
     int need = 0;
     for (const StepItem& item : items) {
@@ -129,6 +131,7 @@ class FakeGenerateBackend : public GenerateBackend {
   int block_size() const override { return 4; }
 
   static constexpr int64_t kBytesPerToken = 100;
+  absl::Duration step_sleep;  // stands in for the engine's compute time
 
  private:
   struct Seq {
@@ -414,6 +417,46 @@ TEST_F(SchedulerTest, DrainRefusesNewWorkAndShutdownEndsTheRestUnavailable) {
   endless.done.WaitForNotification();
   EXPECT_EQ(endless.status.code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(generate.kv_stats().blocks_used, 0);
+}
+
+}  // namespace
+}  // namespace attnserve
+
+namespace attnserve {
+namespace {
+
+// The overhead histogram counts what the loop does around the engine (here a
+// callback that sleeps on the engine thread) and not the engine call itself.
+TEST_F(SchedulerTest, OverheadMetricCountsBookkeepingButNotEngineTime) {
+  FakeGenerateBackend generate(/*blocks=*/1000);
+  generate.step_sleep = absl::Milliseconds(20);
+  Scheduler scheduler(SchedulerOptions{}, nullptr, &generate, &metrics_);
+  const prometheus::ClientMetric before = metrics_.scheduler_overhead().Collect();
+  EXPECT_EQ(before.histogram.sample_count, 0u);
+  GenerateOutcome out;
+  GenerateTask task = MakeGenerate({1, 2, 3}, /*max_new=*/6, &out);
+  auto record = task.on_event;
+  task.on_event = [record](const StepEvent& ev) {
+    record(ev);
+    absl::SleepFor(absl::Milliseconds(2));  // slow bookkeeping on the engine thread
+  };
+  ASSERT_TRUE(scheduler.SubmitGenerate(std::move(task)).ok());
+  out.done.WaitForNotification();
+  ASSERT_TRUE(out.status.ok()) << out.status;
+  ASSERT_TRUE(scheduler.WaitIdle(absl::Now() + absl::Seconds(10)));
+
+  const prometheus::ClientMetric overhead = metrics_.scheduler_overhead().Collect();
+  const prometheus::ClientMetric ratio = metrics_.scheduler_overhead_ratio().Collect();
+  // One observation per pass that ran a step: at least the 6 decode steps.
+  ASSERT_GE(overhead.histogram.sample_count, 6u);
+  EXPECT_EQ(ratio.histogram.sample_count, overhead.histogram.sample_count);
+  // Each of the 6 token callbacks slept 2 ms inside a pass.
+  EXPECT_GE(overhead.histogram.sample_sum, 6 * 0.002);
+  // The 20 ms engine sleeps are excluded: on average far less than a step.
+  EXPECT_LT(overhead.histogram.sample_sum / overhead.histogram.sample_count, 0.020);
+  const double mean_ratio = ratio.histogram.sample_sum / ratio.histogram.sample_count;
+  EXPECT_GT(mean_ratio, 0.0);
+  EXPECT_LT(mean_ratio, 0.5);
 }
 
 }  // namespace
