@@ -27,6 +27,11 @@ constexpr char kEventStream[] = "text/event-stream";
 
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
+// How often a handler waiting for the scheduler checks that its client is
+// still connected. A gone client is cancelled, and the scheduler frees its KV
+// blocks on its next pass.
+constexpr absl::Duration kClientPoll = absl::Milliseconds(10);
+
 // Hands the result of one Encode from the scheduler thread to the HTTP thread.
 class EncodeSlot {
  public:
@@ -35,10 +40,16 @@ class EncodeSlot {
     result_ = std::move(result);
     done_ = true;
   }
-  absl::StatusOr<v1::EncodeResponse> Wait() {
-    absl::MutexLock lock(&mu_);
-    mu_.Await(absl::Condition(&done_));
-    return std::move(result_);
+  // Blocks for the result; nullopt as soon as `client_gone` says the client
+  // left (polled every kClientPoll).
+  std::optional<absl::StatusOr<v1::EncodeResponse>> Wait(HttpResponseWriter& w) {
+    for (;;) {
+      {
+        absl::MutexLock lock(&mu_);
+        if (mu_.AwaitWithTimeout(absl::Condition(&done_), kClientPoll)) return std::move(result_);
+      }
+      if (w.ClientGone()) return std::nullopt;
+    }
   }
 
  private:
@@ -65,18 +76,26 @@ class GenerateChannel {
     return sink;
   }
 
-  // Blocks for the next chunk. False once the stream is over; then `*final`
-  // holds how it ended.
-  bool Next(v1::GenerateResponse* chunk, absl::Status* final) {
-    absl::MutexLock lock(&mu_);
-    mu_.Await(absl::Condition(this, &GenerateChannel::Ready));
-    if (!chunks_.empty()) {
-      *chunk = std::move(chunks_.front());
-      chunks_.pop_front();
-      return true;
+  enum class Got { kChunk, kEnd, kClientGone };
+  // Blocks for the next chunk (kChunk) or the end (kEnd, with `*final` saying
+  // how it ended); kClientGone as soon as the client has left (polled every
+  // kClientPoll while nothing arrives).
+  Got Next(HttpResponseWriter& w, v1::GenerateResponse* chunk, absl::Status* final) {
+    for (;;) {
+      {
+        absl::MutexLock lock(&mu_);
+        if (mu_.AwaitWithTimeout(absl::Condition(this, &GenerateChannel::Ready), kClientPoll)) {
+          if (!chunks_.empty()) {
+            *chunk = std::move(chunks_.front());
+            chunks_.pop_front();
+            return Got::kChunk;
+          }
+          *final = status_;
+          return Got::kEnd;
+        }
+      }
+      if (w.ClientGone()) return Got::kClientGone;
     }
-    *final = status_;
-    return false;
   }
 
  private:
@@ -98,7 +117,9 @@ class Gateway {
     if (!parsed.ok()) return Refuse(w, "Encode", parsed.status());
     auto control = NewControl(request, w, "Encode");
     if (control == nullptr) return;
-    absl::StatusOr<v1::EncodeResponse> response = RunEncode(*parsed, control);
+    std::optional<absl::StatusOr<v1::EncodeResponse>> waited = RunEncode(*parsed, control, w);
+    if (!waited.has_value()) return ClientGone(control, "Encode");
+    absl::StatusOr<v1::EncodeResponse>& response = *waited;
     if (!response.ok()) return Fail(w, "Encode", response.status());
     Finish("Encode", absl::OkStatus());
     w.Send(200, kJson, ProtoToJson(*response));
@@ -109,7 +130,9 @@ class Gateway {
     if (!call.ok()) return Refuse(w, "Encode", call.status());
     auto control = NewControl(request, w, "Encode");
     if (control == nullptr) return;
-    absl::StatusOr<v1::EncodeResponse> response = RunEncode(call->request, control);
+    std::optional<absl::StatusOr<v1::EncodeResponse>> waited = RunEncode(call->request, control, w);
+    if (!waited.has_value()) return ClientGone(control, "Encode");
+    absl::StatusOr<v1::EncodeResponse>& response = *waited;
     if (!response.ok()) return Fail(w, "Encode", WithOpenAiFieldNames(response.status()));
     Finish("Encode", absl::OkStatus());
     const std::string model = response->model().empty() ? backend_.encoder_name : response->model();
@@ -124,7 +147,12 @@ class Gateway {
     auto channel = StartGenerate(*parsed, control);
     v1::GenerateResponse total, chunk;
     absl::Status final;
-    while (channel->Next(&chunk, &final)) AppendGenerateChunk(chunk, &total);
+    for (;;) {
+      const GenerateChannel::Got got = channel->Next(w, &chunk, &final);
+      if (got == GenerateChannel::Got::kClientGone) return ClientGone(control, "Generate");
+      if (got == GenerateChannel::Got::kEnd) break;
+      AppendGenerateChunk(chunk, &total);
+    }
     if (!final.ok()) return Fail(w, "Generate", final);
     Finish("Generate", absl::OkStatus());
     w.Send(200, kJson, ProtoToJson(total));
@@ -164,7 +192,12 @@ class Gateway {
     std::vector<v1::GenerateResponse> chunks;
     v1::GenerateResponse chunk;
     absl::Status final;
-    while (channel->Next(&chunk, &final)) chunks.push_back(std::move(chunk));
+    for (;;) {
+      const GenerateChannel::Got got = channel->Next(w, &chunk, &final);
+      if (got == GenerateChannel::Got::kClientGone) return ClientGone(control, "Generate");
+      if (got == GenerateChannel::Got::kEnd) break;
+      chunks.push_back(std::move(chunk));
+    }
     if (!final.ok()) return Fail(w, "Generate", WithOpenAiFieldNames(final));
     Finish("Generate", absl::OkStatus());
     w.Send(200, kJson, Dump(CompletionResponse(chunks, id, call->logprobs)));
@@ -185,7 +218,10 @@ class Gateway {
     bool started = false;
     v1::GenerateResponse chunk;
     absl::Status final;
-    while (channel->Next(&chunk, &final)) {
+    for (;;) {
+      const GenerateChannel::Got got = channel->Next(w, &chunk, &final);
+      if (got == GenerateChannel::Got::kClientGone) return ClientGone(control, rpc);
+      if (got == GenerateChannel::Got::kEnd) break;
       if (!started) {
         started = true;
         if (!w.StartStream(200, kEventStream)) return ClientGone(control, rpc);
@@ -212,11 +248,14 @@ class Gateway {
     return channel;
   }
 
-  absl::StatusOr<v1::EncodeResponse> RunEncode(const v1::EncodeRequest& request,
-                                               const std::shared_ptr<RequestControl>& control) {
+  // The result, or nullopt when the client left first (then the request is
+  // still queued or running; the caller cancels it).
+  std::optional<absl::StatusOr<v1::EncodeResponse>> RunEncode(const v1::EncodeRequest& request,
+                                                              const std::shared_ptr<RequestControl>& control,
+                                                              HttpResponseWriter& w) {
     auto slot = std::make_shared<EncodeSlot>();
     backend_.encode(request, control, [slot](absl::StatusOr<v1::EncodeResponse> r) { slot->Set(std::move(r)); });
-    return slot->Wait();
+    return slot->Wait(w);
   }
 
   // The request's control with its deadline, or null after answering 400 for
@@ -232,8 +271,9 @@ class Gateway {
     return control;
   }
 
-  // The client went away mid-stream: cancel so the scheduler frees the
-  // request's KV blocks; the channel outlives this handler.
+  // The client went away (mid-stream, or while a non-streaming request
+  // waited): cancel so the scheduler frees the request's KV blocks; the
+  // channel (or slot) outlives this handler.
   void ClientGone(const std::shared_ptr<RequestControl>& control, const char* rpc) {
     control->cancelled.store(true);
     Finish(rpc, absl::CancelledError("client disconnected"));

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "server/http/peer_socket.h"
 
 namespace attnserve {
 namespace {
@@ -102,6 +103,17 @@ void HttpResponseWriter::EndStream() {
   mg_write(conn_, kLastChunk, sizeof(kLastChunk) - 1);
 }
 
+bool HttpResponseWriter::ClientGone() {
+  if (conn_ == nullptr) return false;
+  if (fd_ == -2) {
+    const mg_request_info* info = mg_get_request_info(conn_);
+    fd_ = info == nullptr ? -1
+                          : FindAcceptedSocket(local_port_ > 0 ? local_port_ : info->server_port, info->remote_addr,
+                                               info->remote_port);
+  }
+  return fd_ >= 0 && PeerClosed(fd_);
+}
+
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& options,
                                                               std::map<std::string, HttpHandler> routes) {
   mg_init_library(0);
@@ -149,7 +161,7 @@ HttpServer::~HttpServer() {
 int HttpServer::Dispatch(mg_connection* conn, void* self_ptr) {
   auto* self = static_cast<HttpServer*>(self_ptr);
   const mg_request_info* info = mg_get_request_info(conn);
-  HttpResponseWriter writer(conn);
+  HttpResponseWriter writer(conn, self->port_);
   HttpRequest request;
   request.method = info->request_method ? info->request_method : "";
   request.path = info->local_uri ? info->local_uri : "";

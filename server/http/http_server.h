@@ -30,7 +30,9 @@ struct HttpRequest {
 // Writes one response. Either Send() once, or StartStream() then Write()*.
 class HttpResponseWriter {
  public:
-  explicit HttpResponseWriter(mg_connection* conn) : conn_(conn) {}
+  // `local_port`: the server port the connection came in on (to find its
+  // socket for ClientGone).
+  explicit HttpResponseWriter(mg_connection* conn, int local_port = 0) : conn_(conn), local_port_(local_port) {}
 
   // A complete response with Content-Length.
   void Send(int status, const std::string& content_type, const std::string& body,
@@ -43,9 +45,15 @@ class HttpResponseWriter {
   // Ends a chunked response (the zero-length chunk). The server calls it
   // after the handler returns if the handler did not.
   void EndStream();
+  // True once the client has closed or reset the connection. Does not block
+  // or consume input; for handlers that wait before answering (see
+  // peer_socket.h). The first call looks up the connection's socket.
+  bool ClientGone();
 
  private:
   mg_connection* conn_;
+  int local_port_;
+  int fd_ = -2;  // the connection's socket; -2 not looked up yet, -1 not found
   bool streaming_ = false;
   bool ended_ = false;
 };
