@@ -17,6 +17,7 @@
 
 #include "benchmark/benchmark.h"
 #include "bench/attention/onednn_graph_sdpa.h"
+#include "engine/attention/decode_kernel.h"
 #include "engine/attention/flash_kernel.h"
 #include "engine/attention/paged_attention.h"
 #include "engine/attention/sdpa.h"
@@ -101,44 +102,56 @@ void BM_OnednnGraph(benchmark::State& state, Shape s) {
   }
 }
 
-// Decode through the paged path (block size 16, shuffled block ids), the way
-// the decoder runs it.
-void BM_OursDecodePaged(benchmark::State& state, DType dtype) {
-  const Shape s = kDecode;
-  const int block = 16;
-  KvLayout layout{s.hkv, s.d, block, dtype};
-  const int blocks_per_seq = s.nk / block;
-  const int pool_blocks = s.b * blocks_per_seq;
-  std::vector<std::byte> pool(int64_t{pool_blocks} * layout.BlockBytes());
-  {
-    auto vals = Random(static_cast<int64_t>(pool.size() / DTypeSize(dtype)), 4);
-    if (dtype == DType::kF32) {
-      std::copy_n(reinterpret_cast<const std::byte*>(vals.data()), pool.size(), pool.data());
-    } else {
-      ConvertF32ToBf16(vals.data(), reinterpret_cast<uint16_t*>(pool.data()), vals.size());
-    }
-  }
-  std::vector<int32_t> ids(pool_blocks);
-  std::iota(ids.begin(), ids.end(), 0);
-  std::shuffle(ids.begin(), ids.end(), std::mt19937(5));
+// A paged KV pool laid out the way engine/kv writes it: Nk positions per
+// sequence in blocks of `block` tokens, block ids shuffled over the pool.
+struct PagedPool {
+  KvLayout layout;
+  int pool_blocks = 0;
+  std::vector<std::byte> bytes;
+  std::vector<int32_t> ids;
   std::vector<PagedKvSequence> seqs;
   std::vector<int32_t> starts;
-  for (int i = 0; i <= s.b; ++i) starts.push_back(i);
-  for (int i = 0; i < s.b; ++i) seqs.push_back({ids.data() + i * blocks_per_seq, blocks_per_seq, s.nk});
+
+  PagedPool(const Shape& s, DType dtype, int block) : layout{s.hkv, s.d, block, dtype} {
+    const int blocks_per_seq = s.nk / block;
+    pool_blocks = s.b * blocks_per_seq;
+    bytes.resize(int64_t{pool_blocks} * layout.BlockBytes());
+    auto vals = Random(static_cast<int64_t>(bytes.size() / DTypeSize(dtype)), 4);
+    if (dtype == DType::kF32) {
+      std::copy_n(reinterpret_cast<const std::byte*>(vals.data()), bytes.size(), bytes.data());
+    } else {
+      ConvertF32ToBf16(vals.data(), reinterpret_cast<uint16_t*>(bytes.data()), vals.size());
+    }
+    ids.resize(pool_blocks);
+    std::iota(ids.begin(), ids.end(), 0);
+    std::shuffle(ids.begin(), ids.end(), std::mt19937(5));
+    for (int i = 0; i <= s.b; ++i) starts.push_back(i);
+    for (int i = 0; i < s.b; ++i) seqs.push_back({ids.data() + i * blocks_per_seq, blocks_per_seq, s.nk});
+  }
+};
+
+// Decode through the paged path (shuffled block ids), the way the decoder
+// runs it. `generic` turns the decode kernel off (the tiled prefill kernel
+// with a 4-row direct Q·K, the kernel before the decode path existed).
+void BM_OursDecodePaged(benchmark::State& state, DType dtype, int block, bool generic) {
+  const Shape s = kDecode;
+  PagedPool pool(s, dtype, block);
   auto q = Random(int64_t{s.b} * s.hq * s.d, 6);
   std::vector<float> out(q.size());
   PagedAttentionArgs a;
   a.num_heads = s.hq;
   a.q = q.data();
   a.out = out.data();
-  a.kv = {&layout, pool.data(), pool_blocks};
-  a.seqs = seqs.data();
-  a.query_start = starts.data();
+  a.kv = {&pool.layout, pool.bytes.data(), pool.pool_blocks};
+  a.seqs = pool.seqs.data();
+  a.query_start = pool.starts.data();
   a.num_seqs = s.b;
+  attention_internal::DisableDecodeKernel(generic);
   for (auto _ : state) {
     if (!PagedAttention(a).ok()) state.SkipWithError("paged attention failed");
     benchmark::DoNotOptimize(out.data());
   }
+  attention_internal::DisableDecodeKernel(false);
   double bytes = 2.0 * s.b * s.hkv * s.nk * s.d * DTypeSize(dtype);
   state.counters["GB/s"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["GFLOP/s"] = benchmark::Counter(Flops(s) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
@@ -196,6 +209,34 @@ void BM_StreamRead(benchmark::State& state) {
   state.counters["GB/s"] = benchmark::Counter(n * 4.0 * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// The read ceiling of the paged layout itself: the same pool and block
+// tables as the paged decode benchmark, every K and V byte summed once in
+// the same (sequence, KV head, block) order, 2 threads, no attention math.
+void BM_PagedRead(benchmark::State& state, DType dtype, int block) {
+  const Shape s = kDecode;
+  PagedPool pool(s, dtype, block);
+  const KvLayout& L = pool.layout;
+  const int64_t es = static_cast<int64_t>(DTypeSize(dtype));
+  const int64_t part_floats = int64_t{block} * s.d * es / 4;  // one head's K (or V) rows, as floats
+  const int blocks_per_seq = s.nk / block;
+  for (auto _ : state) {
+    float total = 0;
+#pragma omp parallel for schedule(dynamic) reduction(+ : total)
+    for (int job = 0; job < s.b * s.hkv; ++job) {
+      const PagedKvSequence& seq = pool.seqs[job / s.hkv];
+      const int h = job % s.hkv;
+      for (int blk = 0; blk < blocks_per_seq; ++blk) {
+        const std::byte* base = pool.bytes.data() + int64_t{seq.block_table[blk]} * L.BlockBytes();
+        total += SumAvx2(reinterpret_cast<const float*>(base + L.KOffset(h, 0) * es), part_floats);
+        total += SumAvx2(reinterpret_cast<const float*>(base + L.VOffset(h, 0) * es), part_floats);
+      }
+    }
+    benchmark::DoNotOptimize(total);
+  }
+  double bytes = 2.0 * s.b * s.hkv * s.nk * s.d * es;
+  state.counters["GB/s"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 BENCHMARK(BM_StreamRead)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_MatmulF32)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Ours, minilm_b32_h12_n128_d32, kMiniLm)->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -207,8 +248,14 @@ BENCHMARK_CAPTURE(BM_Ours, causal_b1_hq32_hkv8_n2048_d128, kCausal)->Unit(benchm
 BENCHMARK_CAPTURE(BM_Ours, full_b1_hq32_hkv8_n2048_d128, kCausalFull)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_OnednnGraph, causal_b1_hq32_hkv8_n2048_d128, kCausal)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Ours, decode_dense_b32_hq32_hkv8_nk1024_d128, kDecode)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_OursDecodePaged, decode_b32_hq32_hkv8_nk1024_d128_f32, DType::kF32)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_OursDecodePaged, decode_b32_hq32_hkv8_nk1024_d128_bf16, DType::kBF16)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_OursDecodePaged, decode_b32_hq32_hkv8_nk1024_d128_f32, DType::kF32, 16, false)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_OursDecodePaged, decode_b32_hq32_hkv8_nk1024_d128_bf16, DType::kBF16, 16, false)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_OursDecodePaged, decode_b32_hq32_hkv8_nk1024_d128_f32_blk64, DType::kF32, 64, false)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_OursDecodePaged, decode_b32_hq32_hkv8_nk1024_d128_bf16_blk64, DType::kBF16, 64, false)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_OursDecodePaged, generic_decode_b32_hq32_hkv8_nk1024_d128_f32, DType::kF32, 16, true)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_OursDecodePaged, generic_decode_b32_hq32_hkv8_nk1024_d128_bf16, DType::kBF16, 16, true)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_PagedRead, f32_blk16, DType::kF32, 16)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_PagedRead, bf16_blk16, DType::kBF16, 16)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_OnednnGraph, decode_b32_hq32_hkv8_nk1024_d128, kDecode)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace

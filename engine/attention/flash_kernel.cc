@@ -10,6 +10,8 @@
 #include <limits>
 
 #include "absl/log/check.h"
+#include "engine/attention/avx2_math.h"
+#include "engine/attention/decode_kernel.h"
 #include "engine/core/half.h"
 
 namespace attnserve::attention_internal {
@@ -178,32 +180,6 @@ __attribute__((target("avx2,fma"))) void PvAvx2(const float* p, int rows_pad, co
   }
 }
 
-// exp(x) for 8 lanes, Cephes-style range reduction + degree-5 polynomial;
-// relative error ~1e-7. Inputs below the smallest normal's log give exactly 0
-// (so exp(-inf) = 0 and masked keys contribute nothing).
-__attribute__((target("avx2,fma"))) inline __m256 Exp8(__m256 x) {
-  const __m256 lo = _mm256_set1_ps(-87.3f);
-  __m256 keep = _mm256_cmp_ps(x, lo, _CMP_GE_OQ);
-  x = _mm256_min_ps(x, _mm256_set1_ps(88.3762626647949f));
-  x = _mm256_max_ps(x, lo);
-  __m256 fx = _mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f));
-  fx = _mm256_floor_ps(fx);
-  x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693359375f), x);
-  x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(-2.12194440e-4f), x);
-  __m256 y = _mm256_set1_ps(1.9875691500E-4f);
-  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.3981999507E-3f));
-  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(8.3334519073E-3f));
-  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(4.1665795894E-2f));
-  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.6666665459E-1f));
-  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(5.0000001201E-1f));
-  __m256 x2 = _mm256_mul_ps(x, x);
-  y = _mm256_fmadd_ps(y, x2, _mm256_add_ps(x, _mm256_set1_ps(1.0f)));
-  __m256i e = _mm256_add_epi32(_mm256_cvttps_epi32(fx), _mm256_set1_epi32(127));
-  e = _mm256_slli_epi32(e, 23);
-  y = _mm256_mul_ps(y, _mm256_castsi256_ps(e));
-  return _mm256_and_ps(y, keep);
-}
-
 __attribute__((target("avx2,fma"))) float ExpSumAvx2(float* s, int n, float m) {
   __m256 vm = _mm256_set1_ps(m);
   __m256 acc = _mm256_setzero_ps();
@@ -246,11 +222,6 @@ __attribute__((target("avx2,fma"))) inline __m128 Hsum4(__m256 a0, __m256 a1, __
                                                           __m256 a3) {
   __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
   return _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
-}
-
-__attribute__((target("avx2,fma"))) inline __m256 LoadBf16x8(const uint16_t* p) {
-  __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 
 template <bool kBf16>
@@ -451,6 +422,11 @@ void FlashScratch::Free::operator()(float* p) const { std::free(p); }
 
 void RunFlashJob(const FlashRow* rows, int num_rows, const KvSource& src, int d, float scale,
                  FlashScratch& scratch) {
+  // Few rows (decode): the bandwidth-bound path, K/V read once in place.
+  if (DecodeJobSupported(rows, num_rows, d)) {
+    RunDecodeJob(rows, num_rows, src, d, scale);
+    return;
+  }
   const MicroKernels& mk = Select(d);
   const int rows_pad = RoundUp(num_rows, 4);
   float* qp = scratch.qp();
@@ -577,9 +553,9 @@ void RunFlashJob(const FlashRow* rows, int num_rows, const KvSource& src, int d,
   }
 }
 
-const char* FlashKernelIsa() {
-  return (!force_scalar.load(std::memory_order_relaxed) && HasAvx2()) ? "avx2" : "scalar";
-}
+bool Avx2KernelsEnabled() { return !force_scalar.load(std::memory_order_relaxed) && HasAvx2(); }
+
+const char* FlashKernelIsa() { return Avx2KernelsEnabled() ? "avx2" : "scalar"; }
 
 void ForceScalarFlashKernel(bool force) { force_scalar.store(force, std::memory_order_relaxed); }
 

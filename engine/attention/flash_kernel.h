@@ -73,6 +73,8 @@ void RunFlashJob(const FlashRow* rows, int num_rows, const KvSource& src, int he
 
 // Which micro-kernels RunFlashJob uses ("avx2" or "scalar"); for logs/bench.
 const char* FlashKernelIsa();
+// True when the AVX2+FMA micro-kernels are in use (CPU has them, not forced off).
+bool Avx2KernelsEnabled();
 // Forces the scalar micro-kernels (tests compare both). Not thread-safe: call
 // before any attention runs.
 void ForceScalarFlashKernel(bool force);

@@ -1,0 +1,360 @@
+#include "engine/attention/decode_kernel.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#include "engine/attention/avx2_math.h"
+
+namespace attnserve::attention_internal {
+namespace {
+
+#define ATTN_AVX2 __attribute__((target("avx2,fma")))
+
+std::atomic<bool> decode_disabled{false};
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+// Keys per online-softmax step: large enough to amortise the rescaling.
+constexpr int kChunk = 64;
+// Rows per piece: a piece's V rows (16 x 512 B for f32 d=128) stay in L1
+// across the column passes of the P·V kernel.
+constexpr int kPieceRows = 16;
+// How far ahead K/V rows are prefetched, in bytes per stream (K or V): far
+// enough to cover memory latency at full bandwidth, near enough that the
+// lines are still in L1/L2 when used (16 KiB = 32 rows of f32 d=128).
+constexpr int64_t kPrefetchBytes = 16 << 10;
+
+// Up to kPieceRows K/V rows contiguous in memory, filling score columns
+// [col, col + count) of the chunk.
+struct Piece {
+  const std::byte* k;
+  const std::byte* v;
+  int col;
+  int count;
+};
+
+// Addressing of one job's K/V rows, dense or paged.
+struct Rows {
+  const KvSource* src;
+  int64_t k_step;  // bytes between consecutive rows of a run
+  int64_t v_step;
+  int64_t row_bytes;
+
+  // Rows [pos, pos + n) that are contiguous in memory, n <= end - pos.
+  Piece RunAt(int pos, int end) const {
+    const KvSource& s = *src;
+    if (s.layout == nullptr) return {s.k + pos * k_step, s.v + pos * v_step, 0, end - pos};
+    const KvLayout& L = *s.layout;
+    const int block = pos / L.block_size, row = pos % L.block_size;
+    const std::byte* base = s.layer_base + int64_t{s.block_table[block]} * L.BlockBytes();
+    const int64_t es = static_cast<int64_t>(DTypeSize(s.dtype));
+    return {base + L.KOffset(s.kv_head, row) * es, base + L.VOffset(s.kv_head, row) * es, 0,
+            std::min(L.block_size - row, end - pos)};
+  }
+
+  void Prefetch(int begin, int end) const {
+    while (begin < end) {
+      const Piece r = RunAt(begin, end);
+      if (k_step == row_bytes && v_step == row_bytes) {
+        const int64_t bytes = r.count * row_bytes;
+        for (int64_t off = 0; off < bytes; off += 64) {
+          _mm_prefetch(reinterpret_cast<const char*>(r.k + off), _MM_HINT_T0);
+          _mm_prefetch(reinterpret_cast<const char*>(r.v + off), _MM_HINT_T0);
+        }
+      } else {
+        for (int j = 0; j < r.count; ++j)
+          for (int64_t off = 0; off < row_bytes; off += 64) {
+            _mm_prefetch(reinterpret_cast<const char*>(r.k + j * k_step + off), _MM_HINT_T0);
+            _mm_prefetch(reinterpret_cast<const char*>(r.v + j * v_step + off), _MM_HINT_T0);
+          }
+      }
+      begin += r.count;
+    }
+  }
+};
+
+// The rows a fixed distance ahead of a piece, prefetched a few lines at a
+// time as the piece is consumed, so prefetches interleave with the math
+// instead of queueing up in one burst.
+struct Ahead {
+  const std::byte* k = nullptr;
+  const std::byte* v = nullptr;
+  int64_t k_step = 0, v_step = 0, row_bytes = 0;
+  int count = 0;
+  // Rows [j, j + n) of `base` (k or v).
+  void Fetch(const std::byte* base, int j, int n) const {
+    const int64_t step = base == k ? k_step : v_step;
+    for (int t = j; t < j + n && t < count; ++t)
+      for (int64_t off = 0; off < row_bytes; off += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(base + t * step + off), _MM_HINT_T0);
+  }
+};
+
+template <bool kBf16>
+ATTN_AVX2 inline __m256 Load8(const std::byte* row, int p) {
+  if constexpr (kBf16) {
+    return LoadBf16x8(reinterpret_cast<const uint16_t*>(row) + p);
+  } else {
+    return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + p);
+  }
+}
+
+// Lane i of the result = sum of the 8 lanes of a[i].
+ATTN_AVX2 inline __m256 Reduce8(const __m256* a) {
+  const __m256 t0 = _mm256_hadd_ps(a[0], a[1]);
+  const __m256 t1 = _mm256_hadd_ps(a[2], a[3]);
+  const __m256 t2 = _mm256_hadd_ps(a[4], a[5]);
+  const __m256 t3 = _mm256_hadd_ps(a[6], a[7]);
+  const __m256 u0 = _mm256_hadd_ps(t0, t1);
+  const __m256 u1 = _mm256_hadd_ps(t2, t3);
+  return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
+}
+
+// Combines the lanes that hold the same row (lane l holds row l % R), so
+// every lane ends up with its row's max (kMax) or sum.
+template <bool kMax>
+ATTN_AVX2 inline __m256 Op(__m256 a, __m256 b) {
+  return kMax ? _mm256_max_ps(a, b) : _mm256_add_ps(a, b);
+}
+
+template <int R, bool kMax>
+ATTN_AVX2 inline __m256 Fold(__m256 x) {
+  if constexpr (R < 8) x = Op<kMax>(x, _mm256_permute2f128_ps(x, x, 0x01));
+  if constexpr (R < 4) x = Op<kMax>(x, _mm256_shuffle_ps(x, x, _MM_SHUFFLE(1, 0, 3, 2)));
+  if constexpr (R < 2) x = Op<kMax>(x, _mm256_shuffle_ps(x, x, _MM_SHUFFLE(2, 3, 0, 1)));
+  return x;
+}
+
+// Scores of R query rows against `count` contiguous K rows, key-major:
+// s[j * R + r] = qp[r] · k[j]. Keys go 8 / R at a time so every pass fills
+// 8 accumulators; a last partial group repeats the last key (its columns
+// are overwritten by the next piece or masked as beyond the chunk).
+template <int R, bool kBf16>
+ATTN_AVX2 void QkPiece(const float* qp, const std::byte* k, int64_t k_step, int count, int d,
+                       float* s, const Ahead& ahead) {
+  constexpr int KJ = 8 / R;
+  for (int j = 0; j < count; j += KJ) {
+    ahead.Fetch(ahead.k, j, KJ);
+    const std::byte* kr[KJ];
+#pragma GCC unroll 8
+    for (int t = 0; t < KJ; ++t) kr[t] = k + std::min(j + t, count - 1) * k_step;
+    __m256 acc[8];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) acc[i] = _mm256_setzero_ps();
+    for (int p = 0; p < d; p += 8) {
+      __m256 kv[KJ];
+#pragma GCC unroll 8
+      for (int t = 0; t < KJ; ++t) kv[t] = Load8<kBf16>(kr[t], p);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const __m256 q = _mm256_load_ps(qp + r * d + p);
+#pragma GCC unroll 8
+        for (int t = 0; t < KJ; ++t) acc[t * R + r] = _mm256_fmadd_ps(q, kv[t], acc[t * R + r]);
+      }
+    }
+    _mm256_storeu_ps(s + j * R, Reduce8(acc));
+  }
+}
+
+// o[r] += sum_j p[j * R + r] * v[j] for `count` contiguous V rows. V rows
+// are read front to back, 8 / R at a time (the order the hardware
+// prefetcher follows); o stays in L1 and each of its vectors is loaded and
+// stored once per 8 / R keys.
+template <int R, bool kBf16>
+ATTN_AVX2 void PvPiece(const float* p, const std::byte* v, int64_t v_step, int count, int d,
+                       float* o, const Ahead& ahead) {
+  constexpr int KJ = 8 / R;
+  int j = 0;
+  for (; j + KJ <= count; j += KJ) {
+    ahead.Fetch(ahead.v, j, KJ);
+    __m256 b[8];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) b[i] = _mm256_broadcast_ss(p + j * R + i);  // [key t][row r]
+    const std::byte* vr = v + j * v_step;
+    for (int c = 0; c < d; c += 8) {
+      __m256 vv[KJ];
+#pragma GCC unroll 8
+      for (int t = 0; t < KJ; ++t) vv[t] = Load8<kBf16>(vr + t * v_step, c);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        __m256 acc = _mm256_load_ps(o + r * d + c);
+#pragma GCC unroll 8
+        for (int t = 0; t < KJ; ++t) acc = _mm256_fmadd_ps(b[t * R + r], vv[t], acc);
+        _mm256_store_ps(o + r * d + c, acc);
+      }
+    }
+  }
+  for (; j < count; ++j) {  // the last count % KJ keys, one at a time
+    ahead.Fetch(ahead.v, j, 1);
+    __m256 b[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) b[r] = _mm256_broadcast_ss(p + j * R + r);
+    const std::byte* vr = v + j * v_step;
+    for (int c = 0; c < d; c += 8) {
+      const __m256 vv = Load8<kBf16>(vr, c);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r)
+        _mm256_store_ps(o + r * d + c, _mm256_fmadd_ps(b[r], vv, _mm256_load_ps(o + r * d + c)));
+    }
+  }
+}
+
+// R = num_rows rounded up to 1, 2, 4 or 8; rows >= num_rows are padding
+// (zero queries, no visible keys, never written out).
+template <int R, bool kBf16>
+ATTN_AVX2 void DecodeJob(const FlashRow* rows, int num_rows, const KvSource& src, int d,
+                         float scale) {
+  constexpr int KJ = 8 / R;
+  alignas(32) float qp[R * kDecodeMaxHeadDim];
+  alignas(32) float o[R * kDecodeMaxHeadDim];
+  alignas(32) float s[(kChunk + 8) * 8];
+  alignas(32) int32_t lane_limit[8];
+  alignas(32) int32_t lane_key[8];
+  int limit[R];
+  int max_limit = 0;
+  for (int r = 0; r < R; ++r) {
+    limit[r] = r < num_rows ? std::max(rows[r].key_limit, 0) : 0;
+    max_limit = std::max(max_limit, limit[r]);
+    for (int c = 0; c < d; ++c) qp[r * d + c] = r < num_rows ? rows[r].q[c] * scale : 0.0f;
+  }
+  std::memset(o, 0, sizeof(float) * R * d);
+  for (int l = 0; l < 8; ++l) lane_key[l] = l / R;
+
+  const int64_t es = kBf16 ? 2 : 4;
+  Rows kv{&src, 0, 0, d * es};
+  if (src.layout == nullptr) {
+    kv.k_step = src.k_row_stride * es;
+    kv.v_step = src.v_row_stride * es;
+  } else {
+    kv.k_step = kv.v_step = int64_t{src.layout->head_dim} * es;
+  }
+
+  __m256 m = _mm256_set1_ps(kNegInf);  // lane l: running max of row l % R
+  __m256 l_sum = _mm256_setzero_ps();  // lane l: running softmax denominator
+  const __m256i key0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(lane_key));
+  const __m256i key_step = _mm256_set1_epi32(KJ);
+  const __m256 neg_inf = _mm256_set1_ps(kNegInf);
+  Piece pieces[kChunk];
+  Ahead ahead[kChunk];
+
+  const int ahead_keys = static_cast<int>(std::max<int64_t>(1, kPrefetchBytes / kv.row_bytes));
+  kv.Prefetch(0, std::min(ahead_keys, max_limit));
+  for (int start = 0; start < max_limit; start += kChunk) {
+    const int end = std::min(start + kChunk, max_limit), count = end - start;
+    int num_pieces = 0;
+    for (int pos = start; pos < end;) {
+      Piece pc = kv.RunAt(pos, end);
+      pc.col = pos - start;
+      pc.count = std::min(pc.count, kPieceRows);
+      pieces[num_pieces++] = pc;
+      pos += pc.count;
+    }
+    for (int i = 0; i < num_pieces; ++i) {
+      const Piece& pc = pieces[i];
+      const int at = start + pc.col + ahead_keys;
+      ahead[i] = Ahead{};
+      if (at < max_limit) {
+        const Piece f = kv.RunAt(at, std::min(at + pc.count, max_limit));
+        ahead[i] = {f.k, f.v, kv.k_step, kv.v_step, kv.row_bytes, f.count};
+      }
+      QkPiece<R, kBf16>(qp, pc.k, kv.k_step, pc.count, d, s + pc.col * R, ahead[i]);
+    }
+
+    // Online softmax over the chunk, 8 / R keys per vector.
+    for (int l = 0; l < 8; ++l) lane_limit[l] = std::clamp(limit[l % R] - start, 0, count);
+    const __m256i lim = _mm256_load_si256(reinterpret_cast<const __m256i*>(lane_limit));
+    const int nv = (count + KJ - 1) / KJ;
+    __m256i key = key0;
+    __m256 vmax = neg_inf;
+    for (int v = 0; v < nv; ++v, key = _mm256_add_epi32(key, key_step)) {
+      const __m256 visible = _mm256_castsi256_ps(_mm256_cmpgt_epi32(lim, key));
+      const __m256 x = _mm256_blendv_ps(neg_inf, _mm256_load_ps(s + 8 * v), visible);
+      _mm256_store_ps(s + 8 * v, x);
+      vmax = _mm256_max_ps(vmax, x);
+    }
+    const __m256 m_new = _mm256_max_ps(m, Fold<R, true>(vmax));
+    // A row with nothing visible yet keeps m = -inf; subtract 0 instead so
+    // exp sees -inf (-> 0), never -inf - -inf (NaN).
+    const __m256 m_safe =
+        _mm256_blendv_ps(m_new, _mm256_setzero_ps(), _mm256_cmp_ps(m_new, neg_inf, _CMP_EQ_OQ));
+    const __m256 alpha = Exp8(_mm256_sub_ps(m, m_safe));
+    __m256 sum = _mm256_setzero_ps();
+    for (int v = 0; v < nv; ++v) {
+      const __m256 e = Exp8(_mm256_sub_ps(_mm256_load_ps(s + 8 * v), m_safe));
+      _mm256_store_ps(s + 8 * v, e);
+      sum = _mm256_add_ps(sum, e);
+    }
+    l_sum = _mm256_fmadd_ps(l_sum, alpha, Fold<R, false>(sum));
+    m = m_new;
+    const int changed = _mm256_movemask_ps(_mm256_cmp_ps(alpha, _mm256_set1_ps(1.0f), _CMP_NEQ_UQ));
+    if ((changed & ((1 << R) - 1)) != 0) {
+      alignas(32) float a[8];
+      _mm256_store_ps(a, alpha);
+      for (int r = 0; r < R; ++r) {
+        if (a[r] == 1.0f) continue;
+        const __m256 ar = _mm256_set1_ps(a[r]);
+        for (int c = 0; c < d; c += 8)
+          _mm256_store_ps(o + r * d + c, _mm256_mul_ps(ar, _mm256_load_ps(o + r * d + c)));
+      }
+    }
+
+    for (int i = 0; i < num_pieces; ++i) {
+      const Piece& pc = pieces[i];
+      PvPiece<R, kBf16>(s + pc.col * R, pc.v, kv.v_step, pc.count, d, o, ahead[i]);
+    }
+  }
+
+  alignas(32) float den[8];
+  _mm256_store_ps(den, l_sum);
+  for (int r = 0; r < num_rows; ++r) {
+    float* out = rows[r].out;
+    const float inv = den[r] > 0.0f ? 1.0f / den[r] : 0.0f;
+    for (int c = 0; c < d; ++c) out[c] = o[r * d + c] * inv;
+  }
+}
+
+template <bool kBf16>
+void Dispatch(const FlashRow* rows, int num_rows, const KvSource& src, int d, float scale) {
+  if (num_rows <= 1) {
+    DecodeJob<1, kBf16>(rows, num_rows, src, d, scale);
+  } else if (num_rows <= 2) {
+    DecodeJob<2, kBf16>(rows, num_rows, src, d, scale);
+  } else if (num_rows <= 4) {
+    DecodeJob<4, kBf16>(rows, num_rows, src, d, scale);
+  } else {
+    DecodeJob<8, kBf16>(rows, num_rows, src, d, scale);
+  }
+}
+
+}  // namespace
+
+bool DecodeJobSupported(const FlashRow* rows, int num_rows, int head_dim) {
+  if (decode_disabled.load(std::memory_order_relaxed) || !Avx2KernelsEnabled() || num_rows < 1 || num_rows > kDecodeMaxRows || head_dim % 8 != 0 ||
+      head_dim > kDecodeMaxHeadDim) {
+    return false;
+  }
+  for (int r = 0; r < num_rows; ++r) {
+    if (rows[r].allow_row || rows[r].key_allow || rows[r].add_row) return false;
+  }
+  return true;
+}
+
+void DisableDecodeKernel(bool disable) {
+  decode_disabled.store(disable, std::memory_order_relaxed);
+}
+
+void RunDecodeJob(const FlashRow* rows, int num_rows, const KvSource& src, int head_dim,
+                  float scale) {
+  if (src.dtype == DType::kBF16) {
+    Dispatch<true>(rows, num_rows, src, head_dim, scale);
+  } else {
+    Dispatch<false>(rows, num_rows, src, head_dim, scale);
+  }
+}
+
+}  // namespace attnserve::attention_internal

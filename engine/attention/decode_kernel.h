@@ -1,0 +1,40 @@
+// Internal to engine/attention: the few-rows (decode) path of the flash
+// kernel. A decode job has 1-8 query rows (the Hq/Hkv heads of one GQA group,
+// times one or two new tokens) and streams up to thousands of K/V rows once,
+// so it is bound by memory bandwidth, not FLOPs. It therefore
+//   - reads K and V rows in place (f32, or bf16 widened in registers), each
+//     exactly once for the whole group;
+//   - keeps scores key-major ([key][row]) so the online softmax runs on whole
+//     8-lane vectors: one vectorised exp per 8/rows keys, no per-row loops;
+//   - prefetches K/V rows a fixed distance ahead through the block table
+//     (paged blocks are scattered, so the hardware prefetchers cannot guess
+//     the next one).
+// Scratch is fixed-size on the stack, independent of Nk.
+#ifndef ATTNSERVE_ENGINE_ATTENTION_DECODE_KERNEL_H_
+#define ATTNSERVE_ENGINE_ATTENTION_DECODE_KERNEL_H_
+
+#include "engine/attention/flash_kernel.h"
+
+namespace attnserve::attention_internal {
+
+// Largest head_dim the decode path takes (its stack scratch is sized by it).
+inline constexpr int kDecodeMaxHeadDim = 256;
+inline constexpr int kDecodeMaxRows = 8;
+
+// True when RunDecodeJob can run this job: AVX2+FMA present and not forced
+// off, 1 <= num_rows <= kDecodeMaxRows, head_dim % 8 == 0 and <= 256, and no
+// row carries an allow / key-allow / additive mask (key_limit only).
+bool DecodeJobSupported(const FlashRow* rows, int num_rows, int head_dim);
+
+// Turns the decode path off (jobs go to the generic tiled kernel), so tests
+// and the benchmark can compare both. Not thread-safe: call before any
+// attention runs.
+void DisableDecodeKernel(bool disable);
+
+// Same contract as RunFlashJob; requires DecodeJobSupported().
+void RunDecodeJob(const FlashRow* rows, int num_rows, const KvSource& src, int head_dim,
+                  float scale);
+
+}  // namespace attnserve::attention_internal
+
+#endif  // ATTNSERVE_ENGINE_ATTENTION_DECODE_KERNEL_H_

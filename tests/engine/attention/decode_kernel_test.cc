@@ -1,0 +1,110 @@
+// The few-rows (decode) path of the flash kernel against the double-precision
+// reference, over every row-count template (1, 2, 4, 8 rows, and padded
+// counts in between), f32 and bf16 K/V, dense strided K/V, per-row key
+// limits (causal with Nq > 1, key lengths) and key counts that are not
+// multiples of any chunk or piece size.
+#include "engine/attention/decode_kernel.h"
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "engine/attention/attention_ref.h"
+#include "engine/attention/sdpa.h"
+#include "gtest/gtest.h"
+#include "tests/engine/attention/attention_test_util.h"
+
+namespace attnserve {
+namespace {
+
+using testing_util::AllClose;
+using testing_util::RandomVec;
+using testing_util::ToBf16;
+
+struct Case {
+  int batch, hq, hkv, nq, nk, d;
+  bool causal, lengths;
+  DType dtype;
+};
+
+// Runs one case through the fast path and the reference. Q and out are
+// [B, N, H, d] (interleaved, as the projections produce them), so K/V rows
+// are strided too when Hkv > 1.
+void Check(const Case& c, std::mt19937& rng) {
+  const std::string label =
+      absl::StrCat("B=", c.batch, " Hq=", c.hq, " Hkv=", c.hkv, " Nq=", c.nq, " Nk=", c.nk,
+                   " d=", c.d, c.causal ? " causal" : "", c.lengths ? " lengths" : "", " ",
+                   DTypeName(c.dtype));
+  auto q = RandomVec(int64_t{c.batch} * c.nq * c.hq * c.d, rng, -2, 2);
+  auto k = RandomVec(int64_t{c.batch} * c.nk * c.hkv * c.d, rng, -2, 2);
+  auto v = RandomVec(int64_t{c.batch} * c.nk * c.hkv * c.d, rng);
+  auto k16 = ToBf16(k), v16 = ToBf16(v);
+  std::vector<int32_t> lengths;
+  for (int b = 0; b < c.batch; ++b) lengths.push_back(1 + static_cast<int>(rng() % c.nk));
+  const bool bf16 = c.dtype == DType::kBF16;
+  auto args = [&](std::vector<float>& out) {
+    SdpaArgs a;
+    a.shape = {c.batch, c.hq, c.hkv, c.nq, c.nk, c.d};
+    a.q = ConstAttnView::Interleaved(q.data(), c.hq, c.nq, c.d);
+    a.k = ConstAttnView::Interleaved(bf16 ? static_cast<const void*>(k16.data()) : k.data(), c.hkv,
+                                     c.nk, c.d, c.dtype);
+    a.v = ConstAttnView::Interleaved(bf16 ? static_cast<const void*>(v16.data()) : v.data(), c.hkv,
+                                     c.nk, c.d, c.dtype);
+    out.assign(q.size(), -99.0f);
+    a.out = AttnView::Interleaved(out.data(), c.hq, c.nq, c.d);
+    a.masks.causal = c.causal;
+    if (c.lengths) a.masks.key_lengths = lengths.data();
+    return a;
+  };
+  std::vector<float> out, ref;
+  ASSERT_TRUE(ScaledDotProductAttention(args(out)).ok()) << label;
+  ASSERT_TRUE(ScaledDotProductAttentionRef(args(ref)).ok()) << label;
+  EXPECT_TRUE(AllClose(out, ref, 2e-5, 1e-4)) << label;
+}
+
+TEST(DecodeKernelTest, EveryRowCountMatchesReference) {
+  std::mt19937 rng(21);
+  // Rows per job = (Hq / Hkv) * Nq: 1..8 all reach the decode path.
+  for (int group : {1, 2, 3, 4, 5, 8}) {
+    for (int nq : {1, 2}) {
+      if (group * nq > attention_internal::kDecodeMaxRows) continue;
+      for (DType dtype : {DType::kF32, DType::kBF16}) {
+        for (int d : {32, 80, 128}) {
+          const int hkv = 1 + static_cast<int>(rng() % 2);
+          const int nk = 1 + static_cast<int>(rng() % 300);
+          Check({2, group * hkv, hkv, nq, nk, d, nq > 1, false, dtype}, rng);
+          Check({2, group * hkv, hkv, nq, nk, d, false, true, dtype}, rng);
+        }
+      }
+    }
+  }
+}
+
+TEST(DecodeKernelTest, LongCacheAcrossManyChunks) {
+  std::mt19937 rng(22);
+  for (DType dtype : {DType::kF32, DType::kBF16}) {
+    Check({1, 8, 2, 1, 1000, 128, false, false, dtype}, rng);
+    Check({1, 8, 1, 1, 777, 64, false, true, dtype}, rng);
+  }
+}
+
+// The decode path is chosen exactly when it applies: few rows, no masks
+// beyond key limits, supported head_dim.
+TEST(DecodeKernelTest, SupportedOnlyForFewUnmaskedRows) {
+  std::vector<float> q(256);
+  std::vector<attention_internal::FlashRow> rows(9);
+  for (auto& r : rows) r.q = q.data();
+  const bool avx2 = attention_internal::Avx2KernelsEnabled();
+  EXPECT_EQ(attention_internal::DecodeJobSupported(rows.data(), 4, 128), avx2);
+  EXPECT_EQ(attention_internal::DecodeJobSupported(rows.data(), 8, 256), avx2);
+  EXPECT_FALSE(attention_internal::DecodeJobSupported(rows.data(), 9, 128));
+  EXPECT_FALSE(attention_internal::DecodeJobSupported(rows.data(), 4, 36));
+  EXPECT_FALSE(attention_internal::DecodeJobSupported(rows.data(), 4, 264));
+  uint8_t allow[4] = {1, 1, 1, 1};
+  rows[2].key_allow = allow;
+  EXPECT_FALSE(attention_internal::DecodeJobSupported(rows.data(), 4, 128));
+}
+
+}  // namespace
+}  // namespace attnserve
