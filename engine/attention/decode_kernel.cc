@@ -282,10 +282,10 @@ ATTN_AVX2 void DecodeJob(const FlashRow* rows, int num_rows, const KvSource& src
     // exp sees -inf (-> 0), never -inf - -inf (NaN).
     const __m256 m_safe =
         _mm256_blendv_ps(m_new, _mm256_setzero_ps(), _mm256_cmp_ps(m_new, neg_inf, _CMP_EQ_OQ));
-    const __m256 alpha = Exp8(_mm256_sub_ps(m, m_safe));
+    const __m256 alpha = ExpNonPositive8(_mm256_sub_ps(m, m_safe));
     __m256 sum = _mm256_setzero_ps();
     for (int v = 0; v < nv; ++v) {
-      const __m256 e = Exp8(_mm256_sub_ps(_mm256_load_ps(s + 8 * v), m_safe));
+      const __m256 e = ExpNonPositive8(_mm256_sub_ps(_mm256_load_ps(s + 8 * v), m_safe));
       _mm256_store_ps(s + 8 * v, e);
       sum = _mm256_add_ps(sum, e);
     }

@@ -185,7 +185,7 @@ __attribute__((target("avx2,fma"))) float ExpSumAvx2(float* s, int n, float m) {
   __m256 acc = _mm256_setzero_ps();
   int j = 0;
   for (; j + 8 <= n; j += 8) {
-    __m256 e = Exp8(_mm256_sub_ps(_mm256_loadu_ps(s + j), vm));
+    __m256 e = ExpNonPositive8(_mm256_sub_ps(_mm256_loadu_ps(s + j), vm));
     _mm256_storeu_ps(s + j, e);
     acc = _mm256_add_ps(acc, e);
   }
@@ -195,7 +195,7 @@ __attribute__((target("avx2,fma"))) float ExpSumAvx2(float* s, int n, float m) {
   if (j < n) {
     alignas(32) float tail[8];
     for (int t = 0; t < 8; ++t) tail[t] = j + t < n ? s[j + t] - m : kNegInf;
-    _mm256_store_ps(tail, Exp8(_mm256_load_ps(tail)));
+    _mm256_store_ps(tail, ExpNonPositive8(_mm256_load_ps(tail)));
     for (int t = 0; j + t < n; ++t) {
       s[j + t] = tail[t];
       sum += tail[t];
@@ -307,6 +307,20 @@ const MicroKernels& Select(int head_dim) {
   return kScalar;
 }
 
+__attribute__((target("avx2,fma"))) void ScaleRowAvx2(float* row, int d, float alpha) {
+  const __m256 a = _mm256_set1_ps(alpha);
+  for (int c = 0; c < d; c += 8) _mm256_storeu_ps(row + c, _mm256_mul_ps(a, _mm256_loadu_ps(row + c)));
+}
+
+// row[c] *= alpha for c < d; `avx2` only when d % 8 == 0.
+void ScaleRow(float* row, int d, float alpha, bool avx2) {
+  if (avx2) {
+    ScaleRowAvx2(row, d, alpha);
+  } else {
+    for (int c = 0; c < d; ++c) row[c] *= alpha;
+  }
+}
+
 // A tile of K/V rows: `count` rows starting at key position `start`.
 // A tile of up to kKeyTile K/V rows starting at key position `start`, as
 // segments of rows contiguous in memory (one segment for a dense head; one
@@ -368,6 +382,39 @@ void PrefetchTile(const Tile& t, DType dtype, int d) {
   }
 }
 
+// dst[p * kKeyTile + j] = k[j * stride + p] for 8 keys j and p < d (d % 8
+// == 0): 8x8 in-register transposes, the packing cost of short-head prefill.
+__attribute__((target("avx2,fma"))) void Transpose8Avx2(const float* k, int64_t stride, int d,
+                                                         float* dst) {
+  for (int p = 0; p < d; p += 8) {
+    __m256 r0 = _mm256_loadu_ps(k + 0 * stride + p), r1 = _mm256_loadu_ps(k + 1 * stride + p);
+    __m256 r2 = _mm256_loadu_ps(k + 2 * stride + p), r3 = _mm256_loadu_ps(k + 3 * stride + p);
+    __m256 r4 = _mm256_loadu_ps(k + 4 * stride + p), r5 = _mm256_loadu_ps(k + 5 * stride + p);
+    __m256 r6 = _mm256_loadu_ps(k + 6 * stride + p), r7 = _mm256_loadu_ps(k + 7 * stride + p);
+    __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+    __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+    __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+    __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+    __m256 u0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
+    __m256 u1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
+    __m256 u2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
+    __m256 u3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
+    __m256 u4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0));
+    __m256 u5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
+    __m256 u6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0));
+    __m256 u7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
+    float* o = dst + p * kKeyTile;
+    _mm256_storeu_ps(o + 0 * kKeyTile, _mm256_permute2f128_ps(u0, u4, 0x20));
+    _mm256_storeu_ps(o + 1 * kKeyTile, _mm256_permute2f128_ps(u1, u5, 0x20));
+    _mm256_storeu_ps(o + 2 * kKeyTile, _mm256_permute2f128_ps(u2, u6, 0x20));
+    _mm256_storeu_ps(o + 3 * kKeyTile, _mm256_permute2f128_ps(u3, u7, 0x20));
+    _mm256_storeu_ps(o + 4 * kKeyTile, _mm256_permute2f128_ps(u0, u4, 0x31));
+    _mm256_storeu_ps(o + 5 * kKeyTile, _mm256_permute2f128_ps(u1, u5, 0x31));
+    _mm256_storeu_ps(o + 6 * kKeyTile, _mm256_permute2f128_ps(u2, u6, 0x31));
+    _mm256_storeu_ps(o + 7 * kKeyTile, _mm256_permute2f128_ps(u3, u7, 0x31));
+  }
+}
+
 // Kt[p][j] = K[j][p] for j < count; zero for count <= j < cols.
 void PackKt(const Tile& t, DType dtype, int d, int cols, float* kt) {
   for (int g = 0; g < t.num_segs; ++g) {
@@ -375,7 +422,11 @@ void PackKt(const Tile& t, DType dtype, int d, int cols, float* kt) {
     float* dst = kt + sg.col;
     if (dtype == DType::kF32) {
       const float* k = reinterpret_cast<const float*>(sg.k);
-      for (int j = 0; j < sg.count; ++j) {
+      int j = 0;
+      if (d % 8 == 0 && Avx2KernelsEnabled()) {
+        for (; j + 8 <= sg.count; j += 8) Transpose8Avx2(k + j * t.k_stride, t.k_stride, d, dst + j);
+      }
+      for (; j < sg.count; ++j) {
         const float* krow = k + j * t.k_stride;
         for (int p = 0; p < d; ++p) dst[p * kKeyTile + j] = krow[p];
       }
@@ -521,10 +572,8 @@ void RunFlashJob(const FlashRow* rows, int num_rows, const KvSource& src, int d,
       const float alpha = m[r] == kNegInf ? 0.0f : std::exp(m[r] - m_new);
       const float sum = k.exp_sum(srow, count, m_new);
       l[r] = l[r] * alpha + sum;
-      if (alpha != 1.0f) {
-        float* orow = o + r * d;
-        for (int c = 0; c < d; ++c) orow[c] *= alpha;
-      }
+      // A row's first live tile finds O still zero: nothing to rescale.
+      if (m[r] != kNegInf && alpha != 1.0f) ScaleRow(o + r * d, d, alpha, &mk == &kAvx2);
       m[r] = m_new;
     }
     if (any_live) {

@@ -22,7 +22,7 @@ using attention_internal::RunFlashJob;
 
 // Query rows per job, across the heads of one GQA group: enough rows to
 // amortise packing each K tile, few enough for many parallel jobs.
-constexpr int kRowsPerJob = 64;
+constexpr int kRowsPerJob = 128;
 
 absl::Status Validate(const SdpaArgs& a) {
   const SdpaShape& s = a.shape;
