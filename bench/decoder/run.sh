@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Decoder benchmark: SmolLM-135M-config random Llama (made by make_model.py
-# into .cache/), f32 and bf16 weights: decode tok/s at batch 1/4/8/16,
-# prefill 512, and the bandwidth bound (weight bytes per token / STREAM read).
-# The llama.cpp peer (llama-cpp-python) is not installed yet: see
-# docs/benchmarks.md "## Decoder".
+# Decoder benchmark, attnserve and llama.cpp back to back in the same run on
+# the same weights (SmolLM-135M-config random Llama made by make_model.py,
+# converted to GGUF by make_gguf.py), same thread count:
+#   attnserve f32 and bf16 weights (decoder_bench: STREAM read GB/s, the
+#   bandwidth bound, decode tok/s at 1/4/8/16 sequences, prefill 512), then
+#   llama.cpp F32, F16 and Q8_0 (llamacpp_peer.py, llama-cpp-python from
+#   tools/python/bench-requirements.txt), then the ratios (summarize.py).
 # Usage: bench/decoder/run.sh REPO VENV BUILD_DIR   (called by ./dev bench)
-# Env: DECODER_BENCH_THREADS (default: nproc), DECODER_BENCH_STEPS (16).
+# Env: DECODER_BENCH_THREADS (default: nproc), DECODER_BENCH_STEPS (16),
+#      DECODER_BENCH_PEER=0 to skip llama.cpp.
 set -euo pipefail
 REPO="$1"; VENV="$2"; BUILD="$3"
 THREADS="${DECODER_BENCH_THREADS:-$(nproc)}"
@@ -14,7 +17,22 @@ MODEL="$REPO/.cache/bench/smollm135m-random"
 OUT="$BUILD/bench/decoder"
 mkdir -p "$OUT"
 HF_HUB_OFFLINE=1 "$VENV/bin/python" "$REPO/bench/decoder/make_model.py" "$MODEL"
-for dtype in f32 bf16; do
-  "$REPO/dev" exec /usr/bin/env OMP_NUM_THREADS="$THREADS" \
-    "$BUILD/bench/decoder/decoder_bench" "$MODEL" --dtype "$dtype" --steps "$STEPS"
-done | tee "$OUT/results.jsonl"
+PEER="${DECODER_BENCH_PEER:-1}"
+if [[ "$PEER" == 1 ]]; then
+  "$VENV/bin/python" "$REPO/bench/decoder/make_gguf.py" "$MODEL" f32 f16 q8_0
+fi
+{
+  echo "{\"bench\":\"machine\",\"cpu\":\"$(lscpu | sed -n 's/^Model name:[[:space:]]*//p')\",\"cores\":$(nproc),\"threads\":$THREADS,\"date\":\"$(date -u +%FT%TZ)\",\"load\":\"$(cut -d' ' -f1-3 /proc/loadavg)\"}"
+  for dtype in f32 bf16; do
+    "$REPO/dev" exec /usr/bin/env OMP_NUM_THREADS="$THREADS" \
+      "$BUILD/bench/decoder/decoder_bench" "$MODEL" --dtype "$dtype" --steps "$STEPS"
+  done
+  if [[ "$PEER" == 1 ]]; then
+    for q in f32 f16 q8_0; do
+      "$VENV/bin/python" "$REPO/bench/decoder/llamacpp_peer.py" "$MODEL/model-$q.gguf" \
+        --threads "$THREADS" --steps "$STEPS" --label "$q" 2>"$OUT/llamacpp-$q.log"
+    done
+  fi
+  echo "{\"bench\":\"machine_end\",\"load\":\"$(cut -d' ' -f1-3 /proc/loadavg)\"}"
+} | tee "$OUT/results.jsonl"
+"$VENV/bin/python" "$REPO/bench/decoder/summarize.py" "$OUT/results.jsonl"

@@ -91,14 +91,21 @@ absl::Status DecoderModel::Build(LoadedDecoder loaded, const DecoderLoadOptions&
     blocks_.push_back(std::move(b));
     w.layers[l] = DecoderLayerWeights();  // packed copies live in the Linears now
   }
-  ASSIGN_OR_RETURN(Linear head, Linear::Create(w.LmHead(), nullptr, storage));
+  // The LM head only ever sees one row per sequence (the last token): the
+  // packed small-M kernel, also for f32 (oneDNN is slow at M = 2..16).
+  ASSIGN_OR_RETURN(Linear head, Linear::Create(w.LmHead(), nullptr, storage, Activation::kNone,
+                                               Linear::Kernel::kPacked));
   lm_head_.emplace(std::move(head));
   final_norm_w_ = ToVector(w.final_norm_weight);
   final_norm_b_ = ToVector(w.final_norm_bias);
-  token_embedding_ = std::move(w.token_embedding);
+  // Tied embeddings: the table is held once, as the LM head's packed
+  // weights, and Embed reads its rows from there.
+  tied_embedding_ = w.lm_head.empty();
+  if (!tied_embedding_) token_embedding_ = std::move(w.token_embedding);
+  w.token_embedding = Tensor();
   position_embedding_ = std::move(w.position_embedding);
   bytes += static_cast<int64_t>(token_embedding_.bytes() + position_embedding_.bytes()) +
-           (w.lm_head.empty() ? 0 : lm_head_->weight_bytes()) +
+           lm_head_->weight_bytes() +
            static_cast<int64_t>(sizeof(float) * (final_norm_w_.size() + final_norm_b_.size()));
 
   max_positions_ = config_.positions == PositionKind::kLearned
@@ -138,7 +145,11 @@ KvCacheShape DecoderModel::kv_shape() const {
 void DecoderModel::Embed(const ForwardBatch& batch, float* hidden) const {
   const int D = config_.hidden_size;
   for (int t = 0; t < batch.num_tokens(); ++t) {
-    ReadRow(token_embedding_, batch.tokens[t], false, hidden + int64_t{t} * D);
+    if (tied_embedding_) {
+      lm_head_->ReadRow(batch.tokens[t], hidden + int64_t{t} * D);
+    } else {
+      ReadRow(token_embedding_, batch.tokens[t], false, hidden + int64_t{t} * D);
+    }
     if (config_.positions == PositionKind::kLearned) {
       ReadRow(position_embedding_, batch.positions[t], true, hidden + int64_t{t} * D);
     }

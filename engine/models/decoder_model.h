@@ -68,7 +68,8 @@ class DecoderModel {
   DecoderConfig config_;
   ModelDescription description_;
   std::unique_ptr<Tokenizer> tokenizer_;
-  Tensor token_embedding_;     // [vocab, D], f32 or bf16
+  Tensor token_embedding_;     // [vocab, D], f32 or bf16; empty when tied
+  bool tied_embedding_ = false;  // rows come from lm_head_ (held once)
   Tensor position_embedding_;  // [max_positions, D] (learned positions only)
   std::vector<float> final_norm_w_, final_norm_b_;
   std::vector<DecoderBlock> blocks_;

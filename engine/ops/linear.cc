@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/log/check.h"
 #include "absl/strings/str_cat.h"
 #include "engine/core/half.h"
 #include "engine/core/status_macros.h"
@@ -31,8 +32,8 @@ struct Linear::Impl {
   int64_t n = 0;
   Activation act = Activation::kNone;
   DType storage = DType::kF32;
-  std::optional<PackedMatrix> packed;  // bf16 storage
-  std::optional<DnnlMatmul> dnnl;      // f32 storage
+  std::optional<PackedMatrix> packed;  // bf16 storage, or Kernel::kPacked
+  std::optional<DnnlMatmul> dnnl;      // f32 storage, Kernel::kAuto
   std::vector<float> bias;             // [N] or empty
   int64_t held_bytes = 0;
 };
@@ -91,7 +92,7 @@ Linear& Linear::operator=(Linear&&) noexcept = default;
 Linear::~Linear() = default;
 
 absl::StatusOr<Linear> Linear::Create(const Tensor& weight, const Tensor* bias, DType storage,
-                                      Activation act) {
+                                      Activation act, Kernel kernel) {
   if (weight.rank() != 2 || weight.dim(0) <= 0 || weight.dim(1) <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("Linear weight must be [N, K] with N, K > 0, got ", weight.DebugString()));
@@ -119,7 +120,7 @@ absl::StatusOr<Linear> Linear::Create(const Tensor& weight, const Tensor* bias, 
     }
   }
   impl->storage = storage;
-  if (storage == DType::kBF16) {
+  if (storage == DType::kBF16 || kernel == Kernel::kPacked) {
     impl->packed.emplace(PackedMatrix::Pack(weight, storage));
     impl->held_bytes = impl->packed->bytes();
   } else {
@@ -160,6 +161,11 @@ absl::Status Linear::Forward(const float* x, int64_t m, float* y) const {
     return DnnlErrorToStatus(e, "Linear::Forward");
   }
   return absl::OkStatus();
+}
+
+void Linear::ReadRow(int64_t r, float* out) const {
+  CHECK(impl_->packed.has_value()) << "Linear::ReadRow needs the packed kernel";
+  impl_->packed->ReadRow(r, out);
 }
 
 int64_t Linear::in_features() const { return impl_->k; }

@@ -30,9 +30,15 @@ class Linear {
  public:
   // weight: [N, K], f32, bf16 or f16. bias: [N] (any float dtype) or nullptr.
   // storage: kF32 or kBF16.
+  // kernel: kAuto as described above; kPacked runs f32 weights on the packed
+  // kernel too (no oneDNN primitive), for layers only ever fed a few rows —
+  // the LM head sees one row per sequence, where oneDNN's run-time-M matmul
+  // is slow for M = 2..16.
+  enum class Kernel { kAuto, kPacked };
   static absl::StatusOr<Linear> Create(const Tensor& weight, const Tensor* bias,
                                        DType storage = DType::kF32,
-                                       Activation act = Activation::kNone);
+                                       Activation act = Activation::kNone,
+                                       Kernel kernel = Kernel::kAuto);
 
   Linear(Linear&&) noexcept;
   Linear& operator=(Linear&&) noexcept;
@@ -47,6 +53,10 @@ class Linear {
   int64_t weight_bytes() const;
   // What the weights are stored as (the storage asked for).
   DType storage() const;
+  // Row r of W as f32 (K values) for a Linear on the packed kernel (bf16 or
+  // Kernel::kPacked): lets a tied embedding table be read from the LM head
+  // instead of being held twice. CHECK-fails on a oneDNN-backed Linear.
+  void ReadRow(int64_t r, float* out) const;
 
  private:
   struct Impl;

@@ -170,12 +170,18 @@ TEST(LinearBf16Test, HalvesBytesAndMatchesReference) {
   // bf16: 100 outputs pad to 112 (7 panels of 16), K = 72 pads to 80.
   EXPECT_GE(f32->weight_bytes(), 100 * 72 * 4 + 100 * 4);
   EXPECT_EQ(bf16->weight_bytes(), 112 * 80 * 2 + 100 * 4);
+  // f32 on the packed kernel (Kernel::kPacked, as the LM head uses it).
+  auto f32_packed = Linear::Create(w, &b, DType::kF32, Activation::kNone, Linear::Kernel::kPacked);
+  ASSERT_TRUE(f32_packed.ok());
+  EXPECT_EQ(f32_packed->weight_bytes(), 112 * 80 * 4 + 100 * 4);
   for (int64_t m : {1, 2, 5, 6, 7, 12, 13, 16, 17, 31, 32, 33, 70}) {
     Tensor x = Random({m, 72}, rng);
     std::vector<float> xv(x.f32(), x.f32() + x.numel()), y(m * 100);
     ASSERT_TRUE(bf16->Forward(xv.data(), m, y.data()).ok());
     Check(xv, m, 72, Effective(w, DType::kBF16), 100, &bias, Activation::kNone, y, 100);
     ASSERT_TRUE(f32->Forward(xv.data(), m, y.data()).ok());
+    Check(xv, m, 72, Effective(w, DType::kF32), 100, &bias, Activation::kNone, y, 100);
+    ASSERT_TRUE(f32_packed->Forward(xv.data(), m, y.data()).ok());
     Check(xv, m, 72, Effective(w, DType::kF32), 100, &bias, Activation::kNone, y, 100);
   }
 }
