@@ -1,5 +1,6 @@
 #include "engine/formats/decoder_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -57,6 +58,17 @@ absl::Status DecoderConfig::Validate() const {
       return bad("llama3 rope_scaling needs original_max_position_embeddings > 0 and high_freq_factor > "
                  "low_freq_factor");
     }
+    if (rope_scaling.kind == RopeScalingKind::kYarn &&
+        (rope_scaling.original_max_positions <= 0 || !(rope_scaling.beta_fast > 0) ||
+         !(rope_scaling.beta_slow > 0) || !(rope_scaling.attn_factor > 0))) {
+      return bad(absl::StrCat("yarn rope_scaling needs original_max_position_embeddings > 0 (got ",
+                              rope_scaling.original_max_positions, "), beta_fast > 0 (", rope_scaling.beta_fast,
+                              "), beta_slow > 0 (", rope_scaling.beta_slow, ") and attention_factor > 0 (",
+                              rope_scaling.attn_factor, ")"));
+    }
+    if (rope_scaling.kind == RopeScalingKind::kDynamicNtk && rope_dim <= 2) {
+      return bad(absl::StrCat("dynamic rope_scaling needs rope_dim > 2, got ", rope_dim));
+    }
   }
   return absl::OkStatus();
 }
@@ -77,18 +89,64 @@ std::string DecoderConfig::DebugString() const {
                       qkv_bias ? ", qkv bias" : "", tie_word_embeddings ? ", tied embeddings" : "");
 }
 
+namespace {
+
+// 1 / theta^(2i / dim), in float32 as HF computes it.
+std::vector<float> PlainInvFreq(float theta, int rope_dim) {
+  std::vector<float> inv(rope_dim / 2);
+  for (int i = 0; i < rope_dim / 2; ++i) {
+    const float expo = static_cast<float>(2 * i) / static_cast<float>(rope_dim);
+    inv[i] = 1.0f / std::pow(theta, expo);
+  }
+  return inv;
+}
+
+// transformers' _compute_yarn_parameters (the correction range in double, the
+// frequencies and the ramp in float32, like its python-float / torch mix).
+std::vector<float> YarnInvFreq(const DecoderConfig& c) {
+  const RopeScaling& s = c.rope_scaling;
+  const int dim = c.rope_dim;
+  const double base = c.rope_theta;
+  const double orig = s.original_max_positions;
+  auto correction_dim = [&](double rotations) {
+    return (dim * std::log(orig / (rotations * 2.0 * M_PI))) / (2.0 * std::log(base));
+  };
+  double low = correction_dim(s.beta_fast);
+  double high = correction_dim(s.beta_slow);
+  if (s.truncate) {
+    low = std::floor(low);
+    high = std::ceil(high);
+  }
+  low = std::max(low, 0.0);
+  high = std::min(high, static_cast<double>(dim - 1));
+  if (low == high) high += 0.001;  // HF: prevent a singular ramp
+  const float lo = static_cast<float>(low);
+  const float span = static_cast<float>(high - low);
+  std::vector<float> inv(dim / 2);
+  for (int i = 0; i < dim / 2; ++i) {
+    const float pos_freq = std::pow(c.rope_theta, static_cast<float>(2 * i) / static_cast<float>(dim));
+    const float extrapolation = 1.0f / pos_freq;
+    const float interpolation = 1.0f / (s.factor * pos_freq);
+    const float ramp = std::clamp((static_cast<float>(i) - lo) / span, 0.0f, 1.0f);
+    const float extrapolation_factor = 1.0f - ramp;
+    inv[i] = interpolation * (1.0f - extrapolation_factor) + extrapolation * extrapolation_factor;
+  }
+  return inv;
+}
+
+void ApplyFreqFactors(const DecoderConfig& c, std::vector<float>& inv) {
+  for (size_t i = 0; i < c.rope_freq_factors.size() && i < inv.size(); ++i) inv[i] /= c.rope_freq_factors[i];
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<float>> RopeInvFreq(const DecoderConfig& c) {
   if (c.positions != PositionKind::kRope) return absl::FailedPreconditionError("model has no rotary embeddings");
-  const int half = c.rope_dim / 2;
-  std::vector<float> inv(half);
-  // As HF: 1 / theta^(2i / dim), computed in float32.
-  for (int i = 0; i < half; ++i) {
-    float expo = static_cast<float>(2 * i) / static_cast<float>(c.rope_dim);
-    inv[i] = 1.0f / std::pow(c.rope_theta, expo);
-  }
+  std::vector<float> inv = PlainInvFreq(c.rope_theta, c.rope_dim);
   const RopeScaling& s = c.rope_scaling;
   switch (s.kind) {
     case RopeScalingKind::kNone:
+    case RopeScalingKind::kDynamicNtk:  // unscaled up to max_positions
       break;
     case RopeScalingKind::kLinear:
       for (float& f : inv) f /= s.factor;
@@ -109,13 +167,33 @@ absl::StatusOr<std::vector<float>> RopeInvFreq(const DecoderConfig& c) {
       }
       break;
     }
-    case RopeScalingKind::kDynamicNtk:
     case RopeScalingKind::kYarn:
-      return absl::UnimplementedError(absl::StrCat("rope scaling '", RopeScalingKindName(s.kind),
-                                                   "' is parsed but not implemented"));
+      inv = YarnInvFreq(c);
+      break;
   }
-  for (size_t i = 0; i < c.rope_freq_factors.size() && i < inv.size(); ++i) inv[i] /= c.rope_freq_factors[i];
+  ApplyFreqFactors(c, inv);
   return inv;
+}
+
+std::vector<float> RopeInvFreqForLength(const DecoderConfig& c, int seq_len) {
+  if (c.rope_scaling.kind != RopeScalingKind::kDynamicNtk || seq_len <= c.max_positions) {
+    auto inv = RopeInvFreq(c);
+    return inv.ok() ? *std::move(inv) : std::vector<float>();
+  }
+  // HF (seq_len a tensor): every step in float32.
+  const float factor = c.rope_scaling.factor;
+  const float dim = static_cast<float>(c.rope_dim);
+  const float ratio = factor * static_cast<float>(seq_len) / static_cast<float>(c.max_positions) - (factor - 1.0f);
+  const float base = c.rope_theta * std::pow(ratio, dim / (dim - 2.0f));
+  std::vector<float> inv = PlainInvFreq(base, c.rope_dim);
+  ApplyFreqFactors(c, inv);
+  return inv;
+}
+
+float RopeAttentionScaling(const DecoderConfig& c) {
+  return c.positions == PositionKind::kRope && c.rope_scaling.kind == RopeScalingKind::kYarn
+             ? c.rope_scaling.attn_factor
+             : 1.0f;
 }
 
 // ---------------------------------------------------------------- GGUF
@@ -216,6 +294,15 @@ absl::StatusOr<DecoderConfig> DecoderConfigFromGguf(const GgufFile& g) {
     ASSIGN_OR_RETURN(c.rope_scaling.original_max_positions,
                      GgufIntOr(g, p + "rope.scaling.original_context_length", c.max_positions));
     if (c.rope_scaling.kind == RopeScalingKind::kNone) c.rope_scaling.factor = 1.0f;
+    if (c.rope_scaling.kind == RopeScalingKind::kYarn) {
+      // llama.cpp's defaults, which equal HF's without mscale keys.
+      RopeScaling& s = c.rope_scaling;
+      ASSIGN_OR_RETURN(double bf, g.GetFloatOr(p + "rope.scaling.yarn_beta_fast", 32.0));
+      ASSIGN_OR_RETURN(double bs, g.GetFloatOr(p + "rope.scaling.yarn_beta_slow", 1.0));
+      s.beta_fast = static_cast<float>(bf);
+      s.beta_slow = static_cast<float>(bs);
+      s.attn_factor = s.factor > 1.0f ? 0.1f * std::log(s.factor) + 1.0f : 1.0f;
+    }
     if (g.FindTensor("rope_freqs.weight") != nullptr) {
       ASSIGN_OR_RETURN(Tensor f, g.LoadTensorWithShape("rope_freqs.weight", {c.rope_dim / 2}, DType::kF32));
       c.rope_freq_factors.assign(f.f32(), f.f32() + f.numel());
@@ -262,18 +349,40 @@ absl::Status ReadHfRope(const HfConfig& hf, DecoderConfig& c) {
   RopeScaling& s = c.rope_scaling;
   ASSIGN_OR_RETURN(double factor, num("factor", 1.0));
   ASSIGN_OR_RETURN(double orig, num("original_max_position_embeddings", c.max_positions));
+  // HF standardize_rope_params: a top-level original_max_position_embeddings wins.
+  ASSIGN_OR_RETURN(orig, hf.DoubleOr("original_max_position_embeddings", orig));
   ASSIGN_OR_RETURN(double low, num("low_freq_factor", 1.0));
   ASSIGN_OR_RETURN(double high, num("high_freq_factor", 4.0));
   ASSIGN_OR_RETURN(double bf, num("beta_fast", 32.0));
   ASSIGN_OR_RETURN(double bs, num("beta_slow", 1.0));
-  ASSIGN_OR_RETURN(double af, num("attention_factor", 1.0));
+  if (bf == 0) bf = 32.0;  // HF: `get("beta_fast") or 32`
+  if (bs == 0) bs = 1.0;
   s.factor = static_cast<float>(factor);
   s.original_max_positions = static_cast<int>(orig);
+  if (s.kind == RopeScalingKind::kYarn) {
+    // HF _compute_yarn_parameters: no factor -> max_position_embeddings /
+    // original; no attention_factor -> from mscale / mscale_all_dim or factor.
+    if (!params->contains("factor") || (*params)["factor"].is_null()) {
+      factor = static_cast<double>(c.max_positions) / orig;
+      s.factor = static_cast<float>(factor);
+    }
+    auto get_mscale = [](double scale, double mscale) {
+      return scale <= 1 ? 1.0 : 0.1 * mscale * std::log(scale) + 1.0;
+    };
+    ASSIGN_OR_RETURN(double mscale, num("mscale", 0.0));
+    ASSIGN_OR_RETURN(double mscale_all_dim, num("mscale_all_dim", 0.0));
+    double af = get_mscale(factor, 1.0);
+    if (mscale != 0 && mscale_all_dim != 0) af = get_mscale(factor, mscale) / get_mscale(factor, mscale_all_dim);
+    ASSIGN_OR_RETURN(af, num("attention_factor", af));
+    s.attn_factor = static_cast<float>(af);
+    if (params->contains("truncate") && (*params)["truncate"].is_boolean()) {
+      s.truncate = (*params)["truncate"].get<bool>();
+    }
+  }
   s.low_freq_factor = static_cast<float>(low);
   s.high_freq_factor = static_cast<float>(high);
   s.beta_fast = static_cast<float>(bf);
   s.beta_slow = static_cast<float>(bs);
-  s.attn_factor = static_cast<float>(af);
   if (s.kind == RopeScalingKind::kNone) s.factor = 1.0f;
   return absl::OkStatus();
 }

@@ -23,11 +23,18 @@
 // Pairing only decides which elements form a pair; the runtime must honour
 // `rope_pairing`, never guess from the architecture name.
 //
-// ROPE SCALING. kLinear and kLlama3 change the inverse frequencies and are
-// implemented by RopeInvFreq() below (the runtime should use it rather than
-// recomputing). kDynamicNtk and kYarn are parsed and validated; RopeInvFreq()
-// returns an Unimplemented status for them so a model needing them fails at
-// load with a clear reason instead of producing wrong text.
+// ROPE SCALING, as Hugging Face transformers 5.24 (modeling_rope_utils.py):
+//   kLinear, kLlama3: fixed inverse frequencies (RopeInvFreq).
+//   kYarn: fixed inverse frequencies (interpolation blended with
+//     extrapolation by a linear ramp over the correction range from
+//     beta_fast / beta_slow) plus an attention scaling that multiplies cos
+//     and sin (RopeAttentionScaling; so q.k grows by its square).
+//   kDynamicNtk: the base depends on the sequence length once it exceeds
+//     max_positions (HF's max_position_embeddings, not
+//     original_max_position_embeddings): RopeInvFreqForLength. How lengths
+//     map to forwards (whole prompt vs incremental decode) is described in
+//     engine/models/rope.h.
+// The runtime should use these functions rather than recomputing.
 #ifndef ATTNSERVE_ENGINE_FORMATS_DECODER_CONFIG_H_
 #define ATTNSERVE_ENGINE_FORMATS_DECODER_CONFIG_H_
 
@@ -62,6 +69,10 @@ struct RopeScaling {
   // yarn.
   float beta_fast = 32.0f;
   float beta_slow = 1.0f;
+  bool truncate = true;  // floor/ceil the correction range (HF `truncate`)
+  // The factor cos/sin are multiplied by: for yarn HF's attention_factor,
+  // resolved at parse time (explicit attention_factor, else the mscale /
+  // mscale_all_dim ratio, else 0.1 ln(factor) + 1); 1 for the other kinds.
   float attn_factor = 1.0f;
 };
 
@@ -130,8 +141,20 @@ absl::StatusOr<DecoderConfig> DecoderConfigFromHf(const HfConfig& hf);
 
 // Inverse rotary frequencies, rope_dim/2 of them, frequency index i for pair
 // i (pairing per rope_pairing), with rope_scaling applied (none, linear,
-// llama3, rope_freq_factors). Unimplemented for dynamic NTK and yarn.
+// llama3, yarn, rope_freq_factors). For dynamic NTK: the frequencies for
+// sequences up to max_positions (the unscaled ones, as HF at init).
 absl::StatusOr<std::vector<float>> RopeInvFreq(const DecoderConfig& config);
+
+// Dynamic NTK: the inverse frequencies for a forward whose longest sequence
+// is `seq_len` tokens (HF _compute_dynamic_ntk_parameters: base *=
+// (factor * L / max_positions - (factor - 1))^(dim / (dim - 2)) with
+// L = max(seq_len, max_positions), in float32 as HF computes it). Other kinds
+// ignore seq_len. `config` must be valid (Validate()) with rope positions.
+std::vector<float> RopeInvFreqForLength(const DecoderConfig& config, int seq_len);
+
+// The factor cos and sin are multiplied by (yarn's attention factor; 1 for
+// every other kind).
+float RopeAttentionScaling(const DecoderConfig& config);
 
 }  // namespace attnserve
 

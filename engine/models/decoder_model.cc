@@ -196,7 +196,7 @@ absl::Status DecoderModel::Forward(const ForwardBatch& batch, KvCache& kv, Decod
   if (rope_.has_value()) {
     const int rd = rope_->rope_dim();
     Grow(sc.rope, T * rd);
-    for (int64_t t = 0; t < T; ++t) rope_->Angles(batch.positions[t], sc.rope.data() + t * rd);
+    rope_->BatchAngles(batch, sc.rope.data());  // per-sequence base for dynamic NTK
     angles = sc.rope.data();
   }
   for (const DecoderBlock& b : blocks_) {

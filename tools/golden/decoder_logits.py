@@ -12,8 +12,24 @@ writes tests/golden/decoder_logits/<model>.json:
   margin:   the smallest top1 - top2 logit gap met during greedy decoding
             (how robust the token comparison is to float rounding)
 
-Usage: .cache/venv/bin/python tools/golden/decoder_logits.py
+Rope scaling (llama_yarn_tiny, llama_dynamic_tiny): prompts of 20, 48 and
+100 tokens (beyond the 32 original positions) and, instead of
+all_logits_last_prompt,
+  decode_logits_last_prompt: logits of the last prompt fed token by token
+      through HF's KV cache (for dynamic NTK these differ from
+      all_logits_last_prompt past 32 positions: each step rotates its token
+      with the base for its own length, see engine/models/rope.h).
+Every reference run starts from a freshly loaded model, because HF's dynamic
+rotary module keeps the longest length it has seen between calls.
+
+GGUF F16 / Q8_0 (llama_tiny_f16, llama_tiny_q8_0): an independent reference
+for our GGUF loading: llama_tiny's HF model with every weight replaced by the
+GGUF's values dequantised by gguf.quants.dequantize (Q/K rows un-permuted
+from llama.cpp's order), on llama_tiny's prompts. Same keys as above.
+
+Usage: .cache/venv/bin/python tools/golden/decoder_logits.py [--only NAME,...]
 """
+import argparse
 import json
 import os
 import pathlib
@@ -22,6 +38,7 @@ import sys
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np
+import gguf
 import torch
 import transformers
 
@@ -52,9 +69,113 @@ def greedy(model, prompt):
     return out, margin
 
 
+ROPE_SCALED = ["llama_yarn_tiny", "llama_dynamic_tiny"]
+ROPE_PROMPT_LENGTHS = [20, 48, 100]
+GGUF_QUANT = {"llama_tiny_f16": "model-f16.gguf", "llama_tiny_q8_0": "model-q8_0.gguf"}
+
+
+def load(name):
+    model = transformers.AutoModelForCausalLM.from_pretrained(str(MODELS / name), dtype=torch.float32)
+    return model.eval()
+
+
+def unpermute_qk(w, n_head):
+    # Inverse of decoder_make_models.permute_qk (llama.cpp's Q/K row order).
+    return (w.reshape(n_head, w.shape[0] // n_head // 2, 2, *w.shape[1:])
+            .swapaxes(1, 2).reshape(w.shape))
+
+
+def load_dequantised(gguf_path):
+    """llama_tiny's HF model with its weights replaced by the GGUF's, dequantised."""
+    model = load("llama_tiny")
+    cfg = model.config
+    reader = gguf.GGUFReader(str(gguf_path))
+    t = {x.name: np.array(gguf.quants.dequantize(x.data, x.tensor_type), dtype=np.float32)
+         for x in reader.tensors}
+    sd = {"model.embed_tokens.weight": t["token_embd.weight"], "model.norm.weight": t["output_norm.weight"],
+          "lm_head.weight": t["output.weight"]}
+    for i in range(cfg.num_hidden_layers):
+        p, b = f"model.layers.{i}.", f"blk.{i}."
+        sd[p + "input_layernorm.weight"] = t[b + "attn_norm.weight"]
+        sd[p + "self_attn.q_proj.weight"] = unpermute_qk(t[b + "attn_q.weight"], cfg.num_attention_heads)
+        sd[p + "self_attn.k_proj.weight"] = unpermute_qk(t[b + "attn_k.weight"], cfg.num_key_value_heads)
+        sd[p + "self_attn.v_proj.weight"] = t[b + "attn_v.weight"]
+        sd[p + "self_attn.o_proj.weight"] = t[b + "attn_output.weight"]
+        sd[p + "post_attention_layernorm.weight"] = t[b + "ffn_norm.weight"]
+        sd[p + "mlp.gate_proj.weight"] = t[b + "ffn_gate.weight"]
+        sd[p + "mlp.up_proj.weight"] = t[b + "ffn_up.weight"]
+        sd[p + "mlp.down_proj.weight"] = t[b + "ffn_down.weight"]
+    missing, unexpected = model.load_state_dict({k: torch.from_numpy(v) for k, v in sd.items()}, strict=False)
+    assert not unexpected and all("rotary" in k for k in missing), (missing, unexpected)
+    return model
+
+
+def decode_logits(model, prompt):
+    """Logits after each token of `prompt` fed one at a time through the cache."""
+    rows, past = [], None
+    with torch.no_grad():
+        for tok in prompt:
+            res = model(input_ids=torch.tensor([[tok]]), past_key_values=past, use_cache=True)
+            past = res.past_key_values
+            rows.append([float(x) for x in res.logits[0, -1]])
+    return rows
+
+
+def reference(name, make_model, prompts, extra_decode):
+    """The fixture document; make_model() gives a fresh model for every run."""
+    logits, conts, margins = [], [], []
+    with torch.no_grad():
+        for p in prompts:
+            logits.append([float(x) for x in make_model()(input_ids=torch.tensor([p])).logits[0, -1]])
+            g, m = greedy(make_model(), p)
+            conts.append(g)
+            margins.append(m)
+        all0 = None if extra_decode else make_model()(input_ids=torch.tensor([prompts[-1]])).logits[0]
+    doc = {
+        "model": name,
+        "generator": "tools/golden/decoder_logits.py",
+        "seed": SEED,
+        "versions": {
+            "python": sys.version.split()[0],
+            "torch": torch.__version__,
+            "transformers": transformers.__version__,
+            "numpy": np.__version__,
+            "gguf": getattr(gguf, "__version__", "0.19 (no __version__)"),
+        },
+        "vocab_size": int(make_model().config.vocab_size),
+        "prompts": prompts,
+        "logits": logits,
+        "greedy_new_tokens": NEW_TOKENS,
+        "greedy": conts,
+        "greedy_min_margin": margins,
+    }
+    if extra_decode:  # instead of all_logits_last_prompt, to keep the fixture small
+        doc["decode_logits_last_prompt"] = decode_logits(make_model(), prompts[-1])
+    else:
+        doc["all_logits_last_prompt"] = [[float(x) for x in row] for row in all0]
+    (OUT / f"{name}.json").write_text(json.dumps(doc))
+    print(name, "min margins", [f"{m:.2e}" for m in margins])
+
+
 def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", default="", help="comma-separated fixture names (default: all)")
+    only = set(filter(None, ap.parse_args().only.split(",")))
     torch.manual_seed(SEED)
     OUT.mkdir(parents=True, exist_ok=True)
+    for name in ROPE_SCALED:
+        if only and name not in only:
+            continue
+        rng = np.random.default_rng([SEED, ROPE_SCALED.index(name)])
+        vocab = load(name).config.vocab_size
+        prompts = [[int(x) for x in rng.integers(2, vocab, size=n)] for n in ROPE_PROMPT_LENGTHS]
+        reference(name, lambda: load(name), prompts, extra_decode=True)
+    for name, fname in GGUF_QUANT.items():
+        if only and name not in only:
+            continue
+        prompts = json.loads((OUT / "llama_tiny.json").read_text())["prompts"]
+        model = load_dequantised(MODELS / "llama_tiny" / fname)
+        reference(name, lambda: model, prompts, extra_decode=False)
     rng = np.random.default_rng(SEED)
     for name in ["llama_tiny", "qwen2_tiny", "gpt2_tiny"]:
         path = MODELS / name
@@ -62,6 +183,8 @@ def main():
         model.eval()
         vocab = model.config.vocab_size
         prompts = [[int(x) for x in rng.integers(2, vocab, size=n)] for n in PROMPT_LENGTHS]
+        if only and name not in only:
+            continue
         logits, conts, margins = [], [], []
         with torch.no_grad():
             for p in prompts:

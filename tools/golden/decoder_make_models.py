@@ -7,6 +7,13 @@ Makes, with a fixed seed, under tests/golden/decoder_models/<name>/:
                byte-level BPE tokenizer with the Llama-3 pre-tokenisation regex.
   qwen2_tiny   Qwen2ForCausalLM (same sizes; QKV bias ON), Qwen2 regex tokenizer.
   gpt2_tiny    GPT2LMHeadModel, 4 heads, hidden 64, 2 layers, GPT-2 regex tokenizer.
+  llama_yarn_tiny     LlamaForCausalLM as llama_tiny but head_dim 32 and
+               rope_parameters {rope_type yarn, factor 4, original_max_position_embeddings
+               32, beta_fast 8, beta_slow 0.5} (non-default betas widen the ramp).
+  llama_dynamic_tiny  LlamaForCausalLM as llama_tiny but max_position_embeddings 32
+               and rope_parameters {rope_type dynamic, factor 2} (dynamic NTK
+               changes the base once a forward passes 32 positions).
+               (HF directories only; same tokenizer as llama_tiny.)
 Each as an HF directory (config.json, model.safetensors, tokenizer.json) plus
 GGUF v3 files written with gguf.GGUFWriter in llama.cpp's conventions
 (convert_hf_to_gguf.py): model.gguf (F32) for each; for llama_tiny also
@@ -15,8 +22,11 @@ synthetic files in the C++ tests, to keep the fixtures small). Llama Q/K rows ar
 permuted for llama.cpp's adjacent-pair rope, exactly as convert_hf_to_gguf.py
 does; Qwen2 and GPT-2 are not permuted. Versions go to versions.json.
 
-Run on the host: .cache/venv/bin/python tools/golden/decoder_make_models.py
+Run on the host: .cache/venv/bin/python tools/golden/decoder_make_models.py [--only NAME,...]
+(--only remakes just those models; every model has its own seeded generator,
+so the others' files do not change.)
 """
+import argparse
 import json
 import os
 import pathlib
@@ -237,10 +247,55 @@ def save_hf(model, tok, d):
     tok.save(str(d / "tokenizer.json"))
 
 
+def make_rope_scaled(name, head_dim, max_positions, rope_parameters):
+    """A llama_tiny-sized LlamaForCausalLM with a rope_scaling kind (HF dir only)."""
+    torch.manual_seed(SEED)
+    tok = train_tokenizer("llama3")
+    vocab = tok.get_vocab_size(with_added_tokens=True)
+    cfg = transformers.LlamaConfig(
+        vocab_size=vocab, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=head_dim,
+        max_position_embeddings=max_positions, rms_norm_eps=1e-5,
+        rope_parameters=dict(rope_parameters, rope_theta=10000.0), tie_word_embeddings=False,
+        attention_bias=False, bos_token_id=tok.token_to_id("<|begin_of_text|>"),
+        eos_token_id=tok.token_to_id("<|end_of_text|>"))
+    model = transformers.LlamaForCausalLM(cfg).eval()
+    init_random(model)
+    save_hf(model, tok, OUT / name)
+    return {"class": "LlamaForCausalLM", "vocab": vocab, "rope_parameters": cfg.rope_parameters}
+
+
+ROPE_SCALED = {
+    "llama_yarn_tiny": dict(head_dim=32, max_positions=256,
+                            rope_parameters={"rope_type": "yarn", "factor": 4.0,
+                                             "original_max_position_embeddings": 32,
+                                             "beta_fast": 8.0, "beta_slow": 0.5}),
+    "llama_dynamic_tiny": dict(head_dim=16, max_positions=32,
+                               rope_parameters={"rope_type": "dynamic", "factor": 2.0}),
+}
+
+
 def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", default="", help="comma-separated model names (default: all)")
+    only = set(filter(None, ap.parse_args().only.split(",")))
     torch.manual_seed(SEED)
     OUT.mkdir(parents=True, exist_ok=True)
-    made = {}
+    versions_path = OUT / "versions.json"
+    old = json.loads(versions_path.read_text()) if versions_path.exists() else {}
+    made = dict(old.get("models", {})) if only else {}
+
+    def want(name):
+        return not only or name in only
+
+    for name, kw in ROPE_SCALED.items():
+        if want(name):
+            made[name] = make_rope_scaled(name, **kw)
+    if only and not only & {"llama_tiny", "qwen2_tiny", "gpt2_tiny"}:
+        write_versions(made)
+        return
+    if only:
+        sys.exit("--only supports the rope-scaled models; remake the others with no --only")
 
     # --- llama_tiny: GQA 4/2, rope_theta 50000, untied, no bias, Llama-3 regex tokenizer.
     tok = train_tokenizer("llama3")
@@ -288,6 +343,10 @@ def main():
     write_gpt2_gguf(d / "model.gguf", model, cfg, tok)
     made["gpt2_tiny"] = {"class": "GPT2LMHeadModel", "vocab": vocab}
 
+    write_versions(made)
+
+
+def write_versions(made):
     versions = {"seed": SEED, "python": sys.version.split()[0], "torch": torch.__version__,
                 "transformers": transformers.__version__, "tokenizers": tokenizers.__version__,
                 "numpy": np.__version__, "gguf": getattr(gguf, "__version__", "0.19 (no __version__)"),

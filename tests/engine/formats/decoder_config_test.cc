@@ -146,8 +146,28 @@ TEST(DecoderConfigTest, HfRopeScalingKinds) {
   for (size_t i = 0; i < linv->size(); ++i) EXPECT_FLOAT_EQ((*linv)[i], (*base)[i] / 2.0f);
   EXPECT_FLOAT_EQ((*base)[1], 1.0f / std::pow(500000.0f, 2.0f / 16.0f));
   auto yarn = FromJsonText(std::string(kLlamaBase) + R"(, "rope_scaling": {"rope_type": "yarn", "factor": 4.0}})");
-  ASSERT_TRUE(yarn.ok()) << yarn.status();  // parse-able
-  EXPECT_EQ(RopeInvFreq(*yarn).status().code(), absl::StatusCode::kUnimplemented);
+  ASSERT_TRUE(yarn.ok()) << yarn.status();
+  // Values against HF are in tests/engine/models/rope_scaling_test.cc; here
+  // the parse-time defaults: original = max_position_embeddings, attention
+  // factor 0.1 ln(4) + 1.
+  EXPECT_EQ(yarn->rope_scaling.original_max_positions, 256);
+  EXPECT_FLOAT_EQ(yarn->rope_scaling.attn_factor, static_cast<float>(0.1 * std::log(4.0) + 1.0));
+  EXPECT_TRUE(RopeInvFreq(*yarn).ok());
+  auto yarn_ms = FromJsonText(std::string(kLlamaBase) + R"(, "rope_scaling": {"rope_type": "yarn", "factor": 4.0,
+    "original_max_position_embeddings": 64, "mscale": 0.707, "mscale_all_dim": 0.707}})");
+  ASSERT_TRUE(yarn_ms.ok()) << yarn_ms.status();
+  EXPECT_FLOAT_EQ(yarn_ms->rope_scaling.attn_factor, 1.0f);  // DeepSeek style: equal mscales cancel
+  auto yarn_af = FromJsonText(std::string(kLlamaBase) + R"(, "rope_scaling": {"rope_type": "yarn", "factor": 4.0,
+    "original_max_position_embeddings": 64, "attention_factor": 0.5}})");
+  ASSERT_TRUE(yarn_af.ok()) << yarn_af.status();
+  EXPECT_FLOAT_EQ(yarn_af->rope_scaling.attn_factor, 0.5f);
+  auto dyn = FromJsonText(std::string(kLlamaBase) + R"(, "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}})");
+  ASSERT_TRUE(dyn.ok()) << dyn.status();
+  // Up to max_position_embeddings dynamic NTK is the plain rope.
+  EXPECT_EQ(*RopeInvFreq(*dyn), *base);
+  EXPECT_EQ(RopeInvFreqForLength(*dyn, 256), *base);
+  EXPECT_LT(RopeInvFreqForLength(*dyn, 512)[1], (*base)[1]);
+  EXPECT_FLOAT_EQ(RopeInvFreqForLength(*dyn, 512)[0], 1.0f);
   auto bad = FromJsonText(std::string(kLlamaBase) + R"(, "rope_scaling": {"rope_type": "weird"}})");
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("weird"));
 }
