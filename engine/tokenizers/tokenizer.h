@@ -1,5 +1,6 @@
 // Tokenizer: the small interface decoders use, implemented by
-// SentencePieceBpe (GGUF tokenizer.ggml.model = llama) and ByteLevelBpe
+// SentencePieceBpe (GGUF tokenizer.ggml.model = llama), HfSentencePieceBpe
+// (the same kind of vocabulary from an HF tokenizer.json) and ByteLevelBpe
 // (GPT-2 style; HF tokenizer.json or GGUF tokenizer.ggml.model = gpt2).
 // Implementations are immutable after construction and thread-safe.
 #ifndef ATTNSERVE_ENGINE_TOKENIZERS_TOKENIZER_H_
@@ -53,7 +54,8 @@ class Tokenizer {
 
   // Whole-sequence decode; ids out of range are an error. Control tokens are
   // skipped. The result may contain invalid UTF-8 only if the ids do.
-  absl::StatusOr<std::string> Decode(absl::Span<const int32_t> ids) const;
+  // Default: TokenBytes of each token in turn.
+  virtual absl::StatusOr<std::string> Decode(absl::Span<const int32_t> ids) const;
 
   // The vocabulary entry as stored ("▁the", "Ġthe", "<0x0A>").
   virtual std::string IdToPiece(int32_t id) const = 0;

@@ -11,6 +11,7 @@
 #include "engine/core/status_macros.h"
 #include "engine/formats/json_util.h"
 #include "engine/tokenizers/byte_level_bpe.h"
+#include "engine/tokenizers/hf_sentencepiece_bpe.h"
 #include "engine/tokenizers/sentencepiece_bpe.h"
 
 namespace attnserve {
@@ -115,6 +116,109 @@ void HfTemplate(const nlohmann::json& pp, std::string* first_special, std::strin
   if (single.size() > 1) *last_special = special_of(single.back());
 }
 
+constexpr char kMetaspace[] = "\xE2\x96\x81";  // "▁"
+
+bool IsSpaceToMetaspace(const nlohmann::json& n) {
+  return n.is_object() && n.value("type", "") == "Replace" && n.contains("pattern") && n["pattern"].is_object() &&
+         n["pattern"].value("String", "") == " " && n.value("content", "") == kMetaspace;
+}
+bool IsPrependMetaspace(const nlohmann::json& n) {
+  return n.is_object() && n.value("type", "") == "Prepend" && n.value("prepend", "") == kMetaspace;
+}
+
+// Whether tokenizer.json is SentencePiece-style ("▁" for spaces, usually
+// byte_fallback) rather than byte-level.
+bool IsSentencePieceStyle(const nlohmann::json& j) {
+  const nlohmann::json& model = j["model"];
+  if (model.value("byte_fallback", false)) return true;
+  const nlohmann::json pt = j.value("pre_tokenizer", nlohmann::json());
+  if (pt.is_object() && pt.value("type", "") == "Metaspace") return true;
+  const nlohmann::json norm = j.value("normalizer", nlohmann::json());
+  if (IsSpaceToMetaspace(norm) || IsPrependMetaspace(norm)) return true;
+  if (norm.is_object() && norm.contains("normalizers") && norm["normalizers"].is_array()) {
+    for (const auto& n : norm["normalizers"]) {
+      if (IsSpaceToMetaspace(n) || IsPrependMetaspace(n)) return true;
+    }
+  }
+  return false;
+}
+
+// The normalizer, pre-tokenizer and decoder of a SentencePiece-style file.
+absl::Status ReadSentencePiecePipeline(const nlohmann::json& j, const std::string& path, HfSentencePieceVocab* v) {
+  const nlohmann::json norm = j.value("normalizer", nlohmann::json());
+  if (!norm.is_null()) {
+    std::vector<nlohmann::json> steps;
+    if (norm.is_object() && norm.value("type", "") == "Sequence" && norm.contains("normalizers") &&
+        norm["normalizers"].is_array()) {
+      for (const auto& n : norm["normalizers"]) steps.push_back(n);
+    } else {
+      steps.push_back(norm);
+    }
+    for (const auto& n : steps) {
+      if (IsPrependMetaspace(n)) {
+        v->prepend_space = true;
+      } else if (IsSpaceToMetaspace(n)) {
+        v->replace_spaces = true;
+      } else {
+        return absl::UnimplementedError(absl::StrCat(
+            path, ": normalizer step '", n.is_object() ? n.value("type", "?") : "?",
+            "' is not supported for SentencePiece-style BPE (Prepend(\"\u2581\"), Replace(\" \", \"\u2581\"))"));
+      }
+    }
+  }
+  const nlohmann::json pt = j.value("pre_tokenizer", nlohmann::json());
+  if (!pt.is_null()) {
+    if (!pt.is_object() || pt.value("type", "") != "Metaspace") {
+      return absl::UnimplementedError(absl::StrCat(
+          path, ": pre_tokenizer '", pt.is_object() ? pt.value("type", "?") : "?",
+          "' is not supported for SentencePiece-style BPE (none or Metaspace)"));
+    }
+    if (pt.value("replacement", "") != kMetaspace) return JsonError(path, "Metaspace replacement must be \"\u2581\"");
+    v->metaspace = true;
+    v->metaspace_split = pt.value("split", true);
+    if (pt.contains("prepend_scheme") && pt["prepend_scheme"].is_string()) {
+      const std::string scheme = pt["prepend_scheme"].get<std::string>();
+      if (scheme == "always") v->metaspace_prepend = MetaspacePrepend::kAlways;
+      else if (scheme == "first") v->metaspace_prepend = MetaspacePrepend::kFirst;
+      else if (scheme == "never") v->metaspace_prepend = MetaspacePrepend::kNever;
+      else return JsonError(path, absl::StrCat("Metaspace prepend_scheme '", scheme, "' is unknown"));
+    } else {  // older files: add_prefix_space
+      v->metaspace_prepend = pt.value("add_prefix_space", true) ? MetaspacePrepend::kAlways : MetaspacePrepend::kNever;
+    }
+  }
+  // Decoder: Sequence of Replace("▁", " "), ByteFallback, Fuse, Strip(" ", 1, 0)
+  // (any subset in that spirit), or one Metaspace decoder.
+  const nlohmann::json dec = j.value("decoder", nlohmann::json());
+  v->strip_leading_space = false;
+  std::vector<nlohmann::json> steps;
+  if (dec.is_object() && dec.value("type", "") == "Sequence" && dec.contains("decoders") && dec["decoders"].is_array()) {
+    for (const auto& d : dec["decoders"]) steps.push_back(d);
+  } else if (!dec.is_null()) {
+    steps.push_back(dec);
+  }
+  bool replaces = false;
+  for (const auto& d : steps) {
+    const std::string type = d.is_object() ? d.value("type", "") : "";
+    if (type == "Replace" && d.contains("pattern") && d["pattern"].is_object() &&
+        d["pattern"].value("String", "") == kMetaspace && d.value("content", "") == " ") {
+      replaces = true;
+    } else if (type == "ByteFallback" || type == "Fuse") {
+      // Decode() always maps <0xNN> runs back to bytes and joins the pieces.
+    } else if (type == "Strip" && d.value("content", "") == " " && d.value("stop", 0) == 0 &&
+               d.value("start", 0) <= 1) {
+      v->strip_leading_space = d.value("start", 0) == 1;
+    } else if (type == "Metaspace" && d.value("replacement", "") == kMetaspace) {
+      replaces = true;
+      v->strip_leading_space = d.value("prepend_scheme", "always") != "never" && d.value("add_prefix_space", true);
+    } else {
+      return absl::UnimplementedError(absl::StrCat(path, ": decoder step '", type,
+                                                   "' is not supported for SentencePiece-style BPE"));
+    }
+  }
+  if (!replaces) return JsonError(path, "SentencePiece-style decoder must turn \"\u2581\" back into spaces");
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Tokenizer>> TokenizerFromGguf(const GgufFile& g) {
@@ -178,13 +282,12 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> TokenizerFromHfJson(const std::string
     return absl::UnimplementedError(absl::StrCat(path, ": model.type '", model.value("type", "?"),
                                                  "' is not supported by the decoder tokenizers (BPE)"));
   }
-  if (model.value("byte_fallback", false)) {
-    return absl::UnimplementedError(absl::StrCat(path, ": SentencePiece-style BPE with byte_fallback in "
-                                                       "tokenizer.json is not supported; use the GGUF file"));
-  }
   if (!model.contains("vocab") || !model["vocab"].is_object()) return JsonError(path, "model.vocab is missing");
+  const bool sentencepiece_style = IsSentencePieceStyle(j);
   ByteLevelVocab v;
-  ASSIGN_OR_RETURN(v.pretokenizer, HfPretokenizer(j.value("pre_tokenizer", nlohmann::json()), path));
+  if (!sentencepiece_style) {
+    ASSIGN_OR_RETURN(v.pretokenizer, HfPretokenizer(j.value("pre_tokenizer", nlohmann::json()), path));
+  }
   size_t n = 0;
   for (const auto& [piece, id] : model["vocab"].items()) {
     if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > (1 << 24)) {
@@ -209,6 +312,10 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> TokenizerFromHfJson(const std::string
     const int32_t id = a["id"].get<int32_t>();
     v.pieces[id] = a["content"].get<std::string>();
     v.added.push_back({v.pieces[id], id, a.value("special", false)});
+    if (a.value("lstrip", false) || a.value("rstrip", false) || a.value("single_word", false)) {
+      return absl::UnimplementedError(absl::StrCat(path, ": added token '", v.pieces[id],
+                                                   "' uses lstrip/rstrip/single_word, which is not supported"));
+    }
   }
   if (!model.contains("merges") || !model["merges"].is_array()) return JsonError(path, "model.merges is missing");
   for (const auto& m : model["merges"]) {
@@ -236,6 +343,21 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> TokenizerFromHfJson(const std::string
   v.special.add_bos_by_default = !first.empty();
   v.special.add_eos_by_default = !last.empty();
   if (model.contains("unk_token") && model["unk_token"].is_string()) v.special.unk = id_of(model["unk_token"]);
+  if (sentencepiece_style) {
+    HfSentencePieceVocab sp;
+    RETURN_IF_ERROR(ReadSentencePiecePipeline(j, path, &sp));
+    sp.pieces = std::move(v.pieces);
+    sp.merges = std::move(v.merges);
+    for (const auto& a : added) {
+      sp.added.push_back({a["content"].get<std::string>(), a["id"].get<int32_t>(), a.value("special", false),
+                          a.value("normalized", !a.value("special", false))});
+    }
+    sp.byte_fallback = model.value("byte_fallback", false);
+    sp.fuse_unk = model.value("fuse_unk", false);
+    sp.special = v.special;
+    ASSIGN_OR_RETURN(auto t, HfSentencePieceBpe::Create(std::move(sp), path));
+    return std::unique_ptr<Tokenizer>(std::move(t));
+  }
   ASSIGN_OR_RETURN(auto t, ByteLevelBpe::Create(std::move(v), path));
   return std::unique_ptr<Tokenizer>(std::move(t));
 }

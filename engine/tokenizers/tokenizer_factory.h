@@ -1,8 +1,11 @@
 // Builds the right Tokenizer for a decoder model: from GGUF metadata
 // (tokenizer.ggml.model "llama" -> SentencePieceBpe, "gpt2" -> ByteLevelBpe)
-// or from a Hugging Face tokenizer.json (model.type BPE with a ByteLevel
-// pre-tokenizer, optionally behind a Split regex; added_tokens; a
-// TemplateProcessing post-processor that adds BOS/EOS).
+// or from a Hugging Face tokenizer.json: model.type BPE, either byte-level
+// (a ByteLevel pre-tokenizer, optionally behind a Split regex) ->
+// ByteLevelBpe, or SentencePiece-style (byte_fallback, "▁" through a
+// Metaspace pre-tokenizer or a Prepend/Replace normalizer, as Llama-2,
+// Mistral, TinyLlama) -> HfSentencePieceBpe; added_tokens; a
+// TemplateProcessing post-processor that adds BOS/EOS.
 #ifndef ATTNSERVE_ENGINE_TOKENIZERS_TOKENIZER_FACTORY_H_
 #define ATTNSERVE_ENGINE_TOKENIZERS_TOKENIZER_FACTORY_H_
 

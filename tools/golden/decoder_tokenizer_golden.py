@@ -10,14 +10,32 @@ SentencePiece package in the venv, so the ids come from a small independent
 re-implementation of llama2.c run.c's encode() over tok512.bin (not the GGUF),
 checked first against the README's reference ids.
 
+HF tokenizer.json in SentencePiece style (Llama-2 / Mistral / TinyLlama kind:
+BPE with byte_fallback, "▁" for spaces): tok512.model (SentencePiece) is
+converted with transformers' converter (LlamaTokenizer.from_pretrained on a
+folder holding it as tokenizer.model, which runs SentencePieceExtractor; needs
+the sentencepiece package), given the BOS post-processor the published Llama-2
+files have and one non-special added token, and written in two forms:
+  tok512_metaspace_tokenizer.json  as transformers 5 writes it: Metaspace
+      pre-tokenizer (prepend_scheme "first", split false), no normalizer;
+  tok512_legacy_tokenizer.json     as Llama-2 / TinyLlama publish it:
+      normalizer Prepend("▁") + Replace(" ", "▁"), no pre-tokenizer.
+Both decode with Replace / ByteFallback / Fuse / Strip. Golden ids come from
+HF `tokenizers` on these files (tok512_metaspace.json, tok512_legacy.json).
+They differ from SentencePiece's own ids where tok512.model asks to remove
+extra whitespace, which HF's conversion does not do; the files are the
+reference, since we read tokenizer.json.
+
 Writes tests/golden/decoder_tokenizers/<name>.json and versions.json.
 Run on the host: .cache/venv/bin/python tools/golden/decoder_tokenizer_golden.py
 """
 import json
 import os
 import pathlib
+import shutil
 import struct
 import sys
+import tempfile
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import tokenizers
@@ -58,6 +76,10 @@ SPECIAL_TEXTS = {
     "gpt2_tiny": ["Hello<|endoftext|>World", "a <|custom|> b"],
     "smollm": ["<|im_start|>x 2024<|endoftext|>"],
 }
+# Added / special tokens and leading spaces, where the two "▁" styles differ.
+SP_SPECIAL_TEXTS = ["<s>Hello</s> x", "a <s> b", "<s> spaced", "x <|custom|>y z", "<|custom|>", " Hello",
+                    "  two", "unknown \u00ff\u0101 bytes \U0001F600", "</s>"]
+SP_SPECIAL_TEXTS_BY_NAME = {"tok512_metaspace": SP_SPECIAL_TEXTS, "tok512_legacy": SP_SPECIAL_TEXTS}
 
 
 def train_smollm_style():
@@ -77,10 +99,28 @@ def train_smollm_style():
     return tok
 
 
+def sentencepiece_style_tokenizers():
+    """tok512.model -> tokenizer.json with transformers' converter (see the module doc)."""
+    from tokenizers import AddedToken, normalizers, processors
+    from transformers import LlamaTokenizer
+    with tempfile.TemporaryDirectory() as d:
+        shutil.copy(SHARED / "tok512.model", pathlib.Path(d) / "tokenizer.model")
+        converted = LlamaTokenizer.from_pretrained(d)  # SentencePieceExtractor: vocab + score-ranked merges
+        tok = Tokenizer.from_str(converted.backend_tokenizer.to_str())
+    tok.post_processor = processors.TemplateProcessing(
+        single="<s> $A", pair="<s> $A <s> $B", special_tokens=[("<s>", tok.token_to_id("<s>"))])
+    tok.add_tokens([AddedToken("<|custom|>", special=False, normalized=True)])
+    metaspace = json.loads(tok.to_str())
+    tok.normalizer = normalizers.Sequence([normalizers.Prepend("\u2581"), normalizers.Replace(" ", "\u2581")])
+    legacy = json.loads(tok.to_str())
+    legacy["pre_tokenizer"] = None
+    return {"tok512_metaspace": metaspace, "tok512_legacy": legacy}
+
+
 def hf_golden(name, path=None):
     tok = Tokenizer.from_file(str(path or (MODELS / name / "tokenizer.json")))
     cases = []
-    for text in TEXTS + SPECIAL_TEXTS[name]:
+    for text in TEXTS + SPECIAL_TEXTS.get(name, []) + SP_SPECIAL_TEXTS_BY_NAME.get(name, []):
         plain = tok.encode(text, add_special_tokens=False).ids
         with_special = tok.encode(text, add_special_tokens=True).ids
         cases.append({"text": text, "ids": plain, "ids_with_special": with_special,
@@ -158,8 +198,16 @@ def main():
     train_smollm_style().save(str(smol))
     (OUT / "smollm.json").write_text(json.dumps(hf_golden("smollm", smol), ensure_ascii=False, indent=1) + "\n")
     (OUT / "stories260K.json").write_text(json.dumps(stories_golden(), ensure_ascii=False, indent=1) + "\n")
+    for name, doc in sentencepiece_style_tokenizers().items():
+        path = OUT / f"{name}_tokenizer.json"
+        path.write_text(json.dumps(doc, ensure_ascii=False, indent=1) + "\n")
+        (OUT / f"{name}.json").write_text(json.dumps(hf_golden(name, path), ensure_ascii=False, indent=1) + "\n")
+    import sentencepiece
+    import transformers
     (OUT / "versions.json").write_text(json.dumps({"python": sys.version.split()[0],
-                                                   "tokenizers": tokenizers.__version__}, indent=2) + "\n")
+                                                   "tokenizers": tokenizers.__version__,
+                                                   "transformers": transformers.__version__,
+                                                   "sentencepiece": sentencepiece.__version__}, indent=2) + "\n")
 
 
 if __name__ == "__main__":
