@@ -7,6 +7,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -17,6 +18,7 @@
 
 #include "benchmark/benchmark.h"
 #include "bench/attention/onednn_graph_sdpa.h"
+#include "bench/attention/onednn_matmul_sdpa.h"
 #include "engine/attention/decode_kernel.h"
 #include "engine/attention/flash_kernel.h"
 #include "engine/attention/paged_attention.h"
@@ -100,6 +102,43 @@ void BM_OnednnGraph(benchmark::State& state, Shape s) {
     double bytes = 2.0 * s.b * s.hkv * s.nk * s.d * 4;
     state.counters["GB/s"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   }
+}
+
+// The oneDNN-matmul inner-loop variant (bench/attention/onednn_matmul_sdpa.h),
+// checked once against our kernel before it is timed.
+void BM_OnednnMatmulInner(benchmark::State& state, Shape s) {
+  std::string why;
+  auto mm = bench::MatmulSdpa::Create(s.b, s.hq, s.hkv, s.nq, s.nk, s.d, &why);
+  if (!mm) {
+    state.SkipWithError(("oneDNN matmul variant unavailable: " + why).c_str());
+    return;
+  }
+  auto q = Random(int64_t{s.b} * s.hq * s.nq * s.d, 1);
+  auto k = Random(int64_t{s.b} * s.hkv * s.nk * s.d, 2);
+  auto v = Random(int64_t{s.b} * s.hkv * s.nk * s.d, 3);
+  std::vector<float> out(q.size()), ours(q.size());
+  SdpaArgs a;
+  a.shape = {s.b, s.hq, s.hkv, s.nq, s.nk, s.d};
+  a.q = ConstAttnView::Contiguous(q.data(), s.hq, s.nq, s.d);
+  a.k = ConstAttnView::Contiguous(k.data(), s.hkv, s.nk, s.d);
+  a.v = ConstAttnView::Contiguous(v.data(), s.hkv, s.nk, s.d);
+  a.out = AttnView::Contiguous(ours.data(), s.hq, s.nq, s.d);
+  mm->Run(q.data(), k.data(), v.data(), out.data());
+  if (!ScaledDotProductAttention(a).ok()) {
+    state.SkipWithError("attention failed");
+    return;
+  }
+  float worst = 0;
+  for (size_t i = 0; i < out.size(); ++i) worst = std::max(worst, std::abs(out[i] - ours[i]));
+  if (!(worst < 1e-4f)) {
+    state.SkipWithError(("oneDNN matmul variant disagrees with ours by " + std::to_string(worst)).c_str());
+    return;
+  }
+  for (auto _ : state) {
+    mm->Run(q.data(), k.data(), v.data(), out.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(Flops(s) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // A paged KV pool laid out the way engine/kv writes it: Nk positions per
@@ -241,9 +280,11 @@ BENCHMARK(BM_StreamRead)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_MatmulF32)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Ours, minilm_b32_h12_n128_d32, kMiniLm)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_OnednnGraph, minilm_b32_h12_n128_d32, kMiniLm)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_OnednnMatmulInner, minilm_b32_h12_n128_d32, kMiniLm)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Ours, bert_b8_h12_n512_d64, kBert512)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_OursScalar, bert_b8_h12_n512_d64, kBert512)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_OnednnGraph, bert_b8_h12_n512_d64, kBert512)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_OnednnMatmulInner, bert_b8_h12_n512_d64, kBert512)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Ours, causal_b1_hq32_hkv8_n2048_d128, kCausal)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Ours, full_b1_hq32_hkv8_n2048_d128, kCausalFull)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_OnednnGraph, causal_b1_hq32_hkv8_n2048_d128, kCausal)->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -61,6 +61,27 @@ def main():
     if scalar:
         print(f"losing variant, scalar micro-kernels on bert_b8_h12_n512_d64: {scalar:.1f} ms, "
               f"{gflops.get('BM_OursScalar/bert_b8_h12_n512_d64') or 0:.1f} GFLOP/s")
+    for s in ["minilm_b32_h12_n128_d32", "bert_b8_h12_n512_d64"]:
+        mm = ms.get("BM_OnednnMatmulInner/" + s)
+        if mm and ("BM_Ours/" + s) in ms:
+            print(f"oneDNN-matmul inner-loop variant on {s}: {mm:.2f} ms, "
+                  f"{gflops.get('BM_OnednnMatmulInner/' + s) or 0:.1f} GFLOP/s "
+                  f"(ours is {mm / ms['BM_Ours/' + s]:.2f}x its speed; "
+                  f"{100 * gflops['BM_OnednnMatmulInner/' + s] / matmul:.0f}% matmul)")
+    for dt in ["f32", "bf16"]:
+        ceiling = gbps.get(f"BM_PagedRead/{dt}_blk16")
+        ours = gbps.get(f"BM_OursDecodePaged/decode_b32_hq32_hkv8_nk1024_d128_{dt}")
+        generic = gbps.get(f"BM_OursDecodePaged/generic_decode_b32_hq32_hkv8_nk1024_d128_{dt}")
+        blk64 = gbps.get(f"BM_OursDecodePaged/decode_b32_hq32_hkv8_nk1024_d128_{dt}_blk64")
+        if ceiling and ours:
+            line = (f"decode {dt}: paged-read ceiling (same pool, block 16, no math) {ceiling:.2f} GB/s "
+                    f"= {100 * ceiling / stream:.0f}% STREAM; ours {ours:.2f} GB/s = "
+                    f"{100 * ours / ceiling:.0f}% of it")
+            if blk64:
+                line += f"; block 64: {blk64:.2f} GB/s ({100 * blk64 / stream:.0f}% STREAM)"
+            if generic:
+                line += f"; generic tiled kernel (before): {generic:.2f} GB/s ({100 * generic / stream:.0f}% STREAM)"
+            print(line)
     dense = ms.get("BM_Ours/decode_dense_b32_hq32_hkv8_nk1024_d128")
     if dense:
         print(f"decode through dense SDPA (contiguous f32 K/V): {dense:.2f} ms, {gbps.get('BM_Ours/decode_dense_b32_hq32_hkv8_nk1024_d128') or 0:.2f} GB/s")
