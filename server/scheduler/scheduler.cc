@@ -60,6 +60,13 @@ std::string OptionsKey(const EncodeOptions& o) {
 
 double Seconds(absl::Duration d) { return absl::ToDoubleSeconds(d); }
 
+// Weight of the newest sample in the running cost estimates: recent enough to
+// follow load changes, smooth enough that one odd step does not swing it.
+constexpr double kCostSmoothing = 0.25;
+double Smooth(double estimate, double sample) {
+  return estimate <= 0 ? sample : estimate + kCostSmoothing * (sample - estimate);
+}
+
 // CANCELLED or DEADLINE_EXCEEDED when the request should stop, else OK.
 absl::Status ControlStatus(const RequestControl* control, absl::Time now, const char* where) {
   if (control == nullptr) return absl::OkStatus();
@@ -356,6 +363,7 @@ bool Scheduler::RunGenerateStep() {
     return true;
   }
   metrics_->step_duration(WorkKind::kGenerate).Observe(Seconds(end - start));
+  generate_step_seconds_ = Smooth(generate_step_seconds_, Seconds(end - start));
   metrics_->batch_size(WorkKind::kGenerate).Observe(static_cast<double>(items.size()));
   metrics_->step_tokens().Observe(step_tokens);
 
@@ -415,7 +423,7 @@ bool Scheduler::MaybeRunEncodeBatch(bool generate_running) {
   if (!full && !draining && now < NextEncodeDeadline()) return false;
 
   BatchLimits limits{options_.encode_max_batch_size, options_.encode_max_batch_tokens};
-  if (generate_running) limits.max_batch_tokens = std::min<int64_t>(limits.max_batch_tokens, options_.max_step_tokens);
+  if (generate_running) limits.max_batch_tokens = std::min(limits.max_batch_tokens, EncodeTokensBesideGenerate());
   std::vector<QueuedInput> view;
   const size_t window = std::min<size_t>(encode_queue_.size(), static_cast<size_t>(limits.max_batch_size) * 8);
   view.reserve(window);
@@ -451,6 +459,8 @@ bool Scheduler::MaybeRunEncodeBatch(bool generate_running) {
   engine_time_ += absl::Now() - engine_start;
   const absl::Duration took = options_.clock() - start;
   metrics_->step_duration(WorkKind::kEncode).Observe(Seconds(took));
+  const int64_t padded = std::max<int64_t>(1, int64_t{longest} * static_cast<int64_t>(batch.size()));
+  encode_seconds_per_token_ = Smooth(encode_seconds_per_token_, Seconds(took) / static_cast<double>(padded));
   metrics_->batch_size(WorkKind::kEncode).Observe(static_cast<double>(batch.size()));
   metrics_->encode_padding_ratio().Observe(PaddingRatio(lengths));
   metrics_->scratch_bytes().Set(std::max<double>(
@@ -478,6 +488,12 @@ bool Scheduler::MaybeRunEncodeBatch(bool generate_running) {
                                      [](const EncodeItem& item) { return item.request->done; }),
                       encode_queue_.end());
   return true;
+}
+
+int64_t Scheduler::EncodeTokensBesideGenerate() const {
+  if (generate_step_seconds_ <= 0 || encode_seconds_per_token_ <= 0) return options_.max_step_tokens;
+  const double tokens = generate_step_seconds_ / encode_seconds_per_token_;
+  return std::max<int64_t>(1, static_cast<int64_t>(std::min(tokens, 1e9)));
 }
 
 void Scheduler::FinishEncode(EncodeRequest* request, const absl::Status& status) {

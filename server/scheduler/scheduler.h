@@ -22,10 +22,17 @@
 //
 // Interleaving policy (encode and generate share the cores): the loop
 // alternates one generate step and at most one encode batch. While generate
-// sequences are running, an encode batch is capped at `max_step_tokens`
-// padded tokens (or one input if a single input is longer), so an encode batch
-// costs about one generate step and inter-token latency stays within about 2x
-// of its unloaded value.
+// sequences are running, an encode batch is capped by time: at most the padded
+// tokens that the running estimates (smoothed over recent batches and steps)
+// say fit in one generate step, i.e. generate step seconds / encode seconds
+// per padded token; one input if a single input is longer. So the gap between
+// two tokens of a stream is at most about one step plus one step's worth of
+// encoding, and inter-token latency stays within about 2x of its unloaded
+// value whatever the relative sizes of the two models. (A fixed token cap
+// cannot do that: 512 encoder tokens cost many steps of a small decoder.)
+// Until both estimates exist the cap is `max_step_tokens` padded tokens. The
+// price is encode throughput while streams decode: encode gets about half the
+// engine time, and the batching of a burst is spread over several steps.
 //
 // Thread-safe: Submit*, BeginDrain, WaitIdle and Shutdown may be called from
 // any thread.
@@ -128,6 +135,8 @@ class Scheduler {
   void UpdateGauges();
   void FailEverything(const absl::Status& status);
   absl::Time NextEncodeDeadline() const;
+  // Padded encode tokens that fit in one generate step (the policy above).
+  int64_t EncodeTokensBesideGenerate() const;
 
   const SchedulerOptions options_;
   EncodeBackend* const encode_;      // not owned; may be null
@@ -152,6 +161,10 @@ class Scheduler {
   std::deque<std::shared_ptr<GenerateRequest>> waiting_;
   std::vector<std::shared_ptr<GenerateRequest>> running_;  // admission order, newest last
   absl::Duration engine_time_;  // engine calls in the current loop pass (for the overhead metric)
+  // Smoothed costs on options_.clock (0 until the first sample): one generate
+  // step, and one padded token of an encode batch.
+  double generate_step_seconds_ = 0;
+  double encode_seconds_per_token_ = 0;
 
   std::thread thread_;
 };

@@ -3,6 +3,8 @@
 // or a model.
 #include "server/scheduler/scheduler.h"
 
+#include <atomic>
+#include <functional>
 #include <map>
 #include <numeric>
 
@@ -26,6 +28,11 @@ class FakeEncodeBackend : public EncodeBackend {
   absl::StatusOr<std::vector<EncodeResult>> EncodeBatch(absl::Span<const EncoderInput> inputs,
                                                         const EncodeOptions&) override {
     batch_sizes.push_back(static_cast<int>(inputs.size()));
+    if (on_batch) {
+      int longest = 0;
+      for (const EncoderInput& in : inputs) longest = std::max(longest, *CountTokens(in, EncodeOptions{}));
+      on_batch(static_cast<int>(inputs.size()) * longest);
+    }
     if (fail_next) {
       fail_next = false;
       return absl::InternalError("engine failure");
@@ -43,6 +50,7 @@ class FakeEncodeBackend : public EncodeBackend {
   int64_t ScratchBytes(int batch_size, int seq_len) const override { return int64_t{batch_size} * seq_len * 4; }
 
   std::vector<int> batch_sizes;  // engine thread only; read after WaitIdle
+  std::function<void(int padded_tokens)> on_batch;  // e.g. advances a fake clock
   bool fail_next = false;
 };
 
@@ -63,6 +71,7 @@ class FakeGenerateBackend : public GenerateBackend {
   }
   absl::StatusOr<std::vector<StepEvent>> Step(absl::Span<const StepItem> items) override {
     if (step_sleep > absl::ZeroDuration()) absl::SleepFor(step_sleep);
+    if (on_step) on_step();
     // All-or-nothing block reservation.
     int need = 0;
     for (const StepItem& item : items) {
@@ -132,6 +141,7 @@ class FakeGenerateBackend : public GenerateBackend {
 
   static constexpr int64_t kBytesPerToken = 100;
   absl::Duration step_sleep;  // stands in for the engine's compute time
+  std::function<void()> on_step;  // e.g. advances a fake clock
 
  private:
   struct Seq {
@@ -457,6 +467,67 @@ TEST_F(SchedulerTest, OverheadMetricCountsBookkeepingButNotEngineTime) {
   const double mean_ratio = ratio.histogram.sample_sum / ratio.histogram.sample_count;
   EXPECT_GT(mean_ratio, 0.0);
   EXPECT_LT(mean_ratio, 0.5);
+}
+
+}  // namespace
+}  // namespace attnserve
+
+namespace attnserve {
+namespace {
+
+// Interleaving: while a stream decodes, each encode batch is cut to what fits
+// in one generate step by the measured costs. On a fake clock a generate step
+// costs 10 ms and an encode batch 1 ms per padded token, so once both costs
+// are known a batch beside decoding holds 10 padded tokens: two 5-token inputs.
+TEST_F(SchedulerTest, EncodeBesideGenerateIsCutToOneStepOfTime) {
+  std::atomic<int64_t> now_ns{absl::ToUnixNanos(absl::Now())};
+  FakeEncodeBackend encode;
+  encode.on_batch = [&](int padded) { now_ns += int64_t{padded} * 1'000'000; };
+  FakeGenerateBackend generate(/*blocks=*/1000);
+  generate.on_step = [&] { now_ns += 10'000'000; };
+  SchedulerOptions options;
+  options.clock = [&] { return absl::FromUnixNanos(now_ns.load()); };
+  options.encode_max_wait = absl::ZeroDuration();
+  Scheduler scheduler(options, &encode, &generate, &metrics_);
+
+  GenerateOutcome gen;
+  absl::Notification decoding;
+  GenerateTask task = MakeGenerate({1, 2, 3}, /*max_new=*/400, &gen);
+  auto record = task.on_event;
+  task.on_event = [record, &decoding](const StepEvent& ev) {
+    record(ev);
+    if (!decoding.HasBeenNotified()) decoding.Notify();
+  };
+  ASSERT_TRUE(scheduler.SubmitGenerate(std::move(task)).ok());
+  decoding.WaitForNotification();
+
+  EncodeTask enc;
+  EncoderInput five;
+  five.text = "abcde";
+  enc.inputs.assign(40, five);
+  enc.control = std::make_shared<RequestControl>();
+  absl::Notification encoded;
+  absl::Status enc_status;
+  int results = 0;
+  enc.done = [&](absl::StatusOr<std::vector<EncodeResult>> r, const v1::EncodeUsage&) {
+    enc_status = r.status();
+    if (r.ok()) results = static_cast<int>(r->size());
+    encoded.Notify();
+  };
+  ASSERT_TRUE(scheduler.SubmitEncode(std::move(enc)).ok());
+  encoded.WaitForNotification();
+  ASSERT_TRUE(enc_status.ok()) << enc_status;
+  EXPECT_EQ(results, 40);
+  EXPECT_FALSE(gen.done.HasBeenNotified()) << "the stream should still be decoding";
+  gen.done.WaitForNotification();
+  ASSERT_TRUE(scheduler.WaitIdle(absl::Now() + absl::Seconds(10)));
+
+  // The first batch, before any encode cost was known, used the static cap
+  // (max_step_tokens padded tokens: the 32-input batch limit); every later one
+  // fits one 10 ms step.
+  ASSERT_GE(encode.batch_sizes.size(), 2u);
+  EXPECT_EQ(encode.batch_sizes.front(), 32);
+  for (size_t i = 1; i < encode.batch_sizes.size(); ++i) EXPECT_EQ(encode.batch_sizes[i], 2) << "batch " << i;
 }
 
 }  // namespace
