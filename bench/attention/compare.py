@@ -16,7 +16,12 @@ def main():
             r = json.loads(line)
             torch_rows[r["name"]] = r
     ms, gflops, gbps = {}, {}, {}
-    for b in gb["benchmarks"]:
+    rows = gb["benchmarks"]
+    if any(b.get("run_type") == "aggregate" for b in rows):
+        # Repeated run (ATTN_BENCH_REPETITIONS): medians only.
+        rows = [dict(b, name=b["run_name"]) for b in rows if b.get("aggregate_name") == "median"]
+        print(f"medians of {gb['benchmarks'][0].get('repetitions', '?')} interleaved repetitions")
+    for b in rows:
         name = b["name"].replace("/real_time", "")
         if b.get("error_occurred"):
             print(f"{name}: ERROR {b.get('error_message')}")

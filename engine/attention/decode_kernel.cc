@@ -95,12 +95,35 @@ struct Ahead {
   }
 };
 
+// Columns are visited in steps of kStep<kBf16> = 8 (f32) or 16 (bf16), as
+// kStep / 8 vectors ("halves"). f32 rows load in natural order. bf16 rows
+// load 16 values with one 256-bit load and split them into the even
+// elements (shift left) and the odd ones (mask), two ops instead of a
+// widening convert per 8; the query and output rows are kept in the same
+// even/odd order within each 16 (see Permuted), which a dot product and a
+// column-wise accumulation do not notice.
 template <bool kBf16>
-ATTN_AVX2 inline __m256 Load8(const std::byte* row, int p) {
+inline constexpr int kStep = kBf16 ? 16 : 8;
+
+template <bool kBf16>
+ATTN_AVX2 inline __m256 LoadHalf(const std::byte* row, int p, int half) {
   if constexpr (kBf16) {
-    return LoadBf16x8(reinterpret_cast<const uint16_t*>(row) + p);
+    const __m256i x =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(reinterpret_cast<const uint16_t*>(row) + p));
+    return half == 0 ? _mm256_castsi256_ps(_mm256_slli_epi32(x, 16))
+                     : _mm256_castsi256_ps(_mm256_and_si256(x, _mm256_set1_epi32(static_cast<int>(0xFFFF0000u))));
   } else {
-    return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + p);
+    return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + p + 8 * half);
+  }
+}
+
+// Where column c of a row is stored in the kernel's Q / O rows.
+template <bool kBf16>
+inline int Permuted(int c) {
+  if constexpr (kBf16) {
+    return (c & ~15) + ((c & 1) << 3) + ((c & 15) >> 1);
+  } else {
+    return c;
   }
 }
 
@@ -146,15 +169,18 @@ ATTN_AVX2 void QkPiece(const float* qp, const std::byte* k, int64_t k_step, int 
     __m256 acc[8];
 #pragma GCC unroll 8
     for (int i = 0; i < 8; ++i) acc[i] = _mm256_setzero_ps();
-    for (int p = 0; p < d; p += 8) {
-      __m256 kv[KJ];
+    for (int p = 0; p < d; p += kStep<kBf16>) {
+#pragma GCC unroll 2
+      for (int h = 0; h < kStep<kBf16> / 8; ++h) {
+        __m256 kv[KJ];
 #pragma GCC unroll 8
-      for (int t = 0; t < KJ; ++t) kv[t] = Load8<kBf16>(kr[t], p);
+        for (int t = 0; t < KJ; ++t) kv[t] = LoadHalf<kBf16>(kr[t], p, h);
 #pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        const __m256 q = _mm256_load_ps(qp + r * d + p);
+        for (int r = 0; r < R; ++r) {
+          const __m256 q = _mm256_load_ps(qp + r * d + p + 8 * h);
 #pragma GCC unroll 8
-        for (int t = 0; t < KJ; ++t) acc[t * R + r] = _mm256_fmadd_ps(q, kv[t], acc[t * R + r]);
+          for (int t = 0; t < KJ; ++t) acc[t * R + r] = _mm256_fmadd_ps(q, kv[t], acc[t * R + r]);
+        }
       }
     }
     _mm256_storeu_ps(s + j * R, Reduce8(acc));
@@ -176,16 +202,20 @@ ATTN_AVX2 void PvPiece(const float* p, const std::byte* v, int64_t v_step, int c
 #pragma GCC unroll 8
     for (int i = 0; i < 8; ++i) b[i] = _mm256_broadcast_ss(p + j * R + i);  // [key t][row r]
     const std::byte* vr = v + j * v_step;
-    for (int c = 0; c < d; c += 8) {
-      __m256 vv[KJ];
+    for (int c0 = 0; c0 < d; c0 += kStep<kBf16>) {
+#pragma GCC unroll 2
+      for (int h = 0; h < kStep<kBf16> / 8; ++h) {
+        const int c = c0 + 8 * h;
+        __m256 vv[KJ];
 #pragma GCC unroll 8
-      for (int t = 0; t < KJ; ++t) vv[t] = Load8<kBf16>(vr + t * v_step, c);
+        for (int t = 0; t < KJ; ++t) vv[t] = LoadHalf<kBf16>(vr + t * v_step, c0, h);
 #pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        __m256 acc = _mm256_load_ps(o + r * d + c);
+        for (int r = 0; r < R; ++r) {
+          __m256 acc = _mm256_load_ps(o + r * d + c);
 #pragma GCC unroll 8
-        for (int t = 0; t < KJ; ++t) acc = _mm256_fmadd_ps(b[t * R + r], vv[t], acc);
-        _mm256_store_ps(o + r * d + c, acc);
+          for (int t = 0; t < KJ; ++t) acc = _mm256_fmadd_ps(b[t * R + r], vv[t], acc);
+          _mm256_store_ps(o + r * d + c, acc);
+        }
       }
     }
   }
@@ -195,11 +225,14 @@ ATTN_AVX2 void PvPiece(const float* p, const std::byte* v, int64_t v_step, int c
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) b[r] = _mm256_broadcast_ss(p + j * R + r);
     const std::byte* vr = v + j * v_step;
-    for (int c = 0; c < d; c += 8) {
-      const __m256 vv = Load8<kBf16>(vr, c);
+    for (int c0 = 0; c0 < d; c0 += kStep<kBf16>) {
+      for (int h = 0; h < kStep<kBf16> / 8; ++h) {
+        const int c = c0 + 8 * h;
+        const __m256 vv = LoadHalf<kBf16>(vr, c0, h);
 #pragma GCC unroll 8
-      for (int r = 0; r < R; ++r)
-        _mm256_store_ps(o + r * d + c, _mm256_fmadd_ps(b[r], vv, _mm256_load_ps(o + r * d + c)));
+        for (int r = 0; r < R; ++r)
+          _mm256_store_ps(o + r * d + c, _mm256_fmadd_ps(b[r], vv, _mm256_load_ps(o + r * d + c)));
+      }
     }
   }
 }
@@ -220,7 +253,8 @@ ATTN_AVX2 void DecodeJob(const FlashRow* rows, int num_rows, const KvSource& src
   for (int r = 0; r < R; ++r) {
     limit[r] = r < num_rows ? std::max(rows[r].key_limit, 0) : 0;
     max_limit = std::max(max_limit, limit[r]);
-    for (int c = 0; c < d; ++c) qp[r * d + c] = r < num_rows ? rows[r].q[c] * scale : 0.0f;
+    for (int c = 0; c < d; ++c)
+      qp[r * d + Permuted<kBf16>(c)] = r < num_rows ? rows[r].q[c] * scale : 0.0f;
   }
   std::memset(o, 0, sizeof(float) * R * d);
   for (int l = 0; l < 8; ++l) lane_key[l] = l / R;
@@ -314,7 +348,7 @@ ATTN_AVX2 void DecodeJob(const FlashRow* rows, int num_rows, const KvSource& src
   for (int r = 0; r < num_rows; ++r) {
     float* out = rows[r].out;
     const float inv = den[r] > 0.0f ? 1.0f / den[r] : 0.0f;
-    for (int c = 0; c < d; ++c) out[c] = o[r * d + c] * inv;
+    for (int c = 0; c < d; ++c) out[c] = o[r * d + Permuted<kBf16>(c)] * inv;
   }
 }
 
@@ -333,9 +367,9 @@ void Dispatch(const FlashRow* rows, int num_rows, const KvSource& src, int d, fl
 
 }  // namespace
 
-bool DecodeJobSupported(const FlashRow* rows, int num_rows, int head_dim) {
+bool DecodeJobSupported(const FlashRow* rows, int num_rows, int head_dim, DType kv_dtype) {
   if (decode_disabled.load(std::memory_order_relaxed) || !Avx2KernelsEnabled() || num_rows < 1 || num_rows > kDecodeMaxRows || head_dim % 8 != 0 ||
-      head_dim > kDecodeMaxHeadDim) {
+      head_dim > kDecodeMaxHeadDim || (kv_dtype == DType::kBF16 && head_dim % 16 != 0)) {
     return false;
   }
   for (int r = 0; r < num_rows; ++r) {

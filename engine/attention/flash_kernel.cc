@@ -474,7 +474,7 @@ void FlashScratch::Free::operator()(float* p) const { std::free(p); }
 void RunFlashJob(const FlashRow* rows, int num_rows, const KvSource& src, int d, float scale,
                  FlashScratch& scratch) {
   // Few rows (decode): the bandwidth-bound path, K/V read once in place.
-  if (DecodeJobSupported(rows, num_rows, d)) {
+  if (DecodeJobSupported(rows, num_rows, d, src.dtype)) {
     RunDecodeJob(rows, num_rows, src, d, scale);
     return;
   }

@@ -70,7 +70,7 @@ TEST(DecodeKernelTest, EveryRowCountMatchesReference) {
     for (int nq : {1, 2}) {
       if (group * nq > attention_internal::kDecodeMaxRows) continue;
       for (DType dtype : {DType::kF32, DType::kBF16}) {
-        for (int d : {32, 80, 128}) {
+        for (int d : {24, 32, 80, 128}) {
           const int hkv = 1 + static_cast<int>(rng() % 2);
           const int nk = 1 + static_cast<int>(rng() % 300);
           Check({2, group * hkv, hkv, nq, nk, d, nq > 1, false, dtype}, rng);
@@ -96,14 +96,17 @@ TEST(DecodeKernelTest, SupportedOnlyForFewUnmaskedRows) {
   std::vector<attention_internal::FlashRow> rows(9);
   for (auto& r : rows) r.q = q.data();
   const bool avx2 = attention_internal::Avx2KernelsEnabled();
-  EXPECT_EQ(attention_internal::DecodeJobSupported(rows.data(), 4, 128), avx2);
-  EXPECT_EQ(attention_internal::DecodeJobSupported(rows.data(), 8, 256), avx2);
-  EXPECT_FALSE(attention_internal::DecodeJobSupported(rows.data(), 9, 128));
-  EXPECT_FALSE(attention_internal::DecodeJobSupported(rows.data(), 4, 36));
-  EXPECT_FALSE(attention_internal::DecodeJobSupported(rows.data(), 4, 264));
+  using attention_internal::DecodeJobSupported;
+  EXPECT_EQ(DecodeJobSupported(rows.data(), 4, 128, DType::kF32), avx2);
+  EXPECT_EQ(DecodeJobSupported(rows.data(), 8, 256, DType::kBF16), avx2);
+  EXPECT_EQ(DecodeJobSupported(rows.data(), 1, 24, DType::kF32), avx2);
+  EXPECT_FALSE(DecodeJobSupported(rows.data(), 1, 24, DType::kBF16));  // bf16 pairs 16 columns
+  EXPECT_FALSE(DecodeJobSupported(rows.data(), 9, 128, DType::kF32));
+  EXPECT_FALSE(DecodeJobSupported(rows.data(), 4, 36, DType::kF32));
+  EXPECT_FALSE(DecodeJobSupported(rows.data(), 4, 264, DType::kF32));
   uint8_t allow[4] = {1, 1, 1, 1};
   rows[2].key_allow = allow;
-  EXPECT_FALSE(attention_internal::DecodeJobSupported(rows.data(), 4, 128));
+  EXPECT_FALSE(DecodeJobSupported(rows.data(), 4, 128, DType::kF32));
 }
 
 }  // namespace
