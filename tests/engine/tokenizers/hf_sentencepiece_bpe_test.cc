@@ -5,16 +5,21 @@
 // tools/golden/decoder_tokenizer_golden.py).
 #include "engine/tokenizers/hf_sentencepiece_bpe.h"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "engine/formats/decoder_loader.h"
 #include "engine/tokenizers/streaming_detokenizer.h"
 #include "engine/tokenizers/tokenizer_factory.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/engine/formats/safetensors_test_util.h"
 
 namespace attnserve {
 namespace {
@@ -131,6 +136,46 @@ TEST(HfSentencePieceTest, ByteFallbackAndSpecialTokens) {
   auto bad = tok.Decode({*tok.PieceToId("<0xC3>"), *tok.PieceToId("x")});
   ASSERT_TRUE(bad.ok());
   EXPECT_EQ(*bad, "\xEF\xBF\xBDx");
+}
+
+TEST(HfSentencePieceTest, HfModelDirectoryLoadsIt) {
+  // A minimal Llama directory (zero weights, vocabulary 513) with the
+  // Llama-2-style tokenizer.json: LoadDecoder picks this tokenizer, with BOS
+  // from config.json.
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "sp_llama_dir";
+  std::filesystem::create_directories(dir);
+  testing_util::WriteFile((dir / "config.json").string(), R"({"model_type": "llama", "hidden_size": 8,
+    "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 1, "intermediate_size": 8,
+    "vocab_size": 513, "max_position_embeddings": 64, "tie_word_embeddings": true, "bos_token_id": 1,
+    "eos_token_id": 2})");
+  const std::vector<std::pair<std::string, std::vector<int>>> tensors = {
+      {"model.embed_tokens.weight", {513, 8}}, {"model.norm.weight", {8}},
+      {"model.layers.0.input_layernorm.weight", {8}}, {"model.layers.0.post_attention_layernorm.weight", {8}},
+      {"model.layers.0.self_attn.q_proj.weight", {8, 8}}, {"model.layers.0.self_attn.k_proj.weight", {4, 8}},
+      {"model.layers.0.self_attn.v_proj.weight", {4, 8}}, {"model.layers.0.self_attn.o_proj.weight", {8, 8}},
+      {"model.layers.0.mlp.gate_proj.weight", {8, 8}}, {"model.layers.0.mlp.up_proj.weight", {8, 8}},
+      {"model.layers.0.mlp.down_proj.weight", {8, 8}}};
+  nlohmann::json header = nlohmann::json::object();
+  size_t offset = 0;
+  for (const auto& [name, shape] : tensors) {
+    size_t bytes = 4;
+    for (int d : shape) bytes *= d;
+    header[name] = {{"dtype", "F32"}, {"shape", shape}, {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+  }
+  testing_util::WriteFile((dir / "model.safetensors").string(),
+                          testing_util::SafetensorsImage(header.dump(), std::string(offset, '\0')));
+  std::filesystem::copy_file(kGolden + "tok512_legacy_tokenizer.json", dir / "tokenizer.json",
+                             std::filesystem::copy_options::overwrite_existing);
+  auto loaded = LoadDecoder(dir.string(), DType::kF32);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ASSERT_EQ(loaded->tokenizer->kind(), "hf_sentencepiece_bpe");
+  nlohmann::json golden = nlohmann::json::parse(ReadFile(kGolden + "tok512_legacy.json"));
+  const auto& c = golden["cases"][1];  // "Once upon a time, ..."
+  auto ids = loaded->tokenizer->Encode(c["text"].get<std::string>());
+  ASSERT_TRUE(ids.ok());
+  EXPECT_EQ(*ids, c["ids_with_special"].get<std::vector<int32_t>>());
+  EXPECT_EQ(loaded->tokenizer->special().eos, 2);
 }
 
 TEST(HfSentencePieceTest, UnsupportedPipelineFailsWithReason) {
