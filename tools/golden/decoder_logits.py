@@ -163,19 +163,6 @@ def main():
     only = set(filter(None, ap.parse_args().only.split(",")))
     torch.manual_seed(SEED)
     OUT.mkdir(parents=True, exist_ok=True)
-    for name in ROPE_SCALED:
-        if only and name not in only:
-            continue
-        rng = np.random.default_rng([SEED, ROPE_SCALED.index(name)])
-        vocab = load(name).config.vocab_size
-        prompts = [[int(x) for x in rng.integers(2, vocab, size=n)] for n in ROPE_PROMPT_LENGTHS]
-        reference(name, lambda: load(name), prompts, extra_decode=True)
-    for name, fname in GGUF_QUANT.items():
-        if only and name not in only:
-            continue
-        prompts = json.loads((OUT / "llama_tiny.json").read_text())["prompts"]
-        model = load_dequantised(MODELS / "llama_tiny" / fname)
-        reference(name, lambda: model, prompts, extra_decode=False)
     rng = np.random.default_rng(SEED)
     for name in ["llama_tiny", "qwen2_tiny", "gpt2_tiny"]:
         path = MODELS / name
@@ -213,6 +200,20 @@ def main():
         }
         (OUT / f"{name}.json").write_text(json.dumps(doc))
         print(name, "min margins", [f"{m:.2e}" for m in margins])
+    for name in ROPE_SCALED:
+        if only and name not in only:
+            continue
+        rng = np.random.default_rng([SEED, ROPE_SCALED.index(name)])
+        vocab = load(name).config.vocab_size
+        prompts = [[int(x) for x in rng.integers(2, vocab, size=n)] for n in ROPE_PROMPT_LENGTHS]
+        reference(name, lambda: load(name), prompts, extra_decode=True)
+    # After the loop above: the quantised references reuse llama_tiny.json's prompts.
+    for name, fname in GGUF_QUANT.items():
+        if only and name not in only:
+            continue
+        prompts = json.loads((OUT / "llama_tiny.json").read_text())["prompts"]
+        model = load_dequantised(MODELS / "llama_tiny" / fname)
+        reference(name, lambda: model, prompts, extra_decode=False)
 
 
 if __name__ == "__main__":
