@@ -8,6 +8,7 @@
 #include "engine/formats/gguf_file.h"
 #include "engine/formats/hf_config.h"
 #include "engine/formats/json_util.h"
+#include "tests/fuzz/gguf_test_writer.h"
 
 namespace attnserve {
 namespace {
@@ -170,6 +171,38 @@ TEST(DecoderConfigTest, HfRopeScalingKinds) {
   EXPECT_FLOAT_EQ(RopeInvFreqForLength(*dyn, 512)[0], 1.0f);
   auto bad = FromJsonText(std::string(kLlamaBase) + R"(, "rope_scaling": {"rope_type": "weird"}})");
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("weird"));
+}
+
+TEST(DecoderConfigTest, GgufYarnKeys) {
+  // llama.cpp's keys for yarn; the attention factor follows HF's default
+  // 0.1 ln(factor) + 1 (llama.cpp's mscale), the betas come from the file.
+  testing::GgufTestWriter w;
+  w.KvStr("general.architecture", "llama");
+  w.KvU32("llama.block_count", 1);
+  w.KvU32("llama.embedding_length", 8);
+  w.KvU32("llama.feed_forward_length", 8);
+  w.KvU32("llama.attention.head_count", 2);
+  w.KvU32("llama.context_length", 256);
+  w.KvStr("llama.rope.scaling.type", "yarn");
+  w.KvF32("llama.rope.scaling.factor", 4.0f);
+  w.KvU32("llama.rope.scaling.original_context_length", 64);
+  w.KvF32("llama.rope.scaling.yarn_beta_fast", 16.0f);
+  w.TensorF32("token_embd.weight", {8, 10}, std::vector<float>(80, 0.0f));
+  const std::vector<std::byte> image = w.Build();
+  auto g = GgufFile::Parse(image, "yarn.gguf");
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto c = DecoderConfigFromGguf(**g);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->rope_scaling.kind, RopeScalingKind::kYarn);
+  EXPECT_EQ(c->rope_scaling.original_max_positions, 64);
+  EXPECT_FLOAT_EQ(c->rope_scaling.beta_fast, 16.0f);
+  EXPECT_FLOAT_EQ(c->rope_scaling.beta_slow, 1.0f);
+  EXPECT_FLOAT_EQ(RopeAttentionScaling(*c), 0.1f * std::log(4.0f) + 1.0f);
+  auto inv = RopeInvFreq(*c);
+  ASSERT_TRUE(inv.ok()) << inv.status();
+  // Highest frequency extrapolated (unchanged), lowest interpolated (/ factor).
+  EXPECT_FLOAT_EQ(inv->front(), 1.0f);
+  EXPECT_FLOAT_EQ(inv->back(), 1.0f / std::pow(10000.0f, 2.0f / 4.0f) / 4.0f);
 }
 
 TEST(DecoderConfigTest, HfErrorsNameTheProblem) {
