@@ -14,13 +14,17 @@ from conftest import REPO, ServerProcess
 DECODER = REPO.parent / "shared/models/stories260K/stories260K.gguf"  # ../shared beside the checkout
 PROMPT = [1, 403, 407, 261, 378]  # BOS "Once upon a time" (any valid ids would do)
 # Long enough that the request is certainly still decoding when the client
-# leaves: 3500 tokens over a context of 4096 take seconds on one thread.
-MAX_NEW = 3500
+# leaves: 3,500 tokens took only ~2 s on one thread, short enough that a slow
+# poll of /metrics before the close let the request finish first (seen in a
+# full-suite run); 30,000 tokens over a context of 32,768 take ~20 s. The KV
+# cache this needs is 30,005 x 1,280 bytes = 38 MB, within the default budget.
+MAX_NEW = 30000
 
 
 @pytest.fixture(scope="module")
 def server():
-    s = ServerProcess(f"--decoder-model={DECODER}", "--decoder-context-length=4096", "--threads=1")
+    s = ServerProcess(f"--decoder-model={DECODER}", "--decoder-context-length=32768", "--max-new-tokens-limit=30000",
+                      "--threads=1")
     yield s
     s.close()
 
@@ -87,6 +91,7 @@ def test_disconnect_while_waiting_cancels_and_frees_kv_blocks(server, path, body
     # Decoding: it holds KV blocks beyond the idle value and has streamed tokens.
     wait_until(lambda: metric(server, "attnserve_running_sequences") == 1.0 and metric(server, blocks) > idle,
                "the request to start decoding")
+    assert metric(server, ok, default=0.0) == before_ok, "the request finished before the client left"
     sock.close()
 
     # Noticed while the answer was still being computed: the gateway counts
