@@ -22,22 +22,12 @@ std::string DetectPrefix(const SafetensorsArchive& w) {
   return "";
 }
 
-// oneDNN's f32 x bf16-weights matmul is only fast with native bf16 support
-// (AVX512-BF16 / AMX); elsewhere (AVX2) it falls back to a reference kernel
-// about 1000x slower. There, bf16 storage means bf16-rounded weights computed
-// as f32: the numerics of bf16 weights, without the GEMM memory saving (the
-// embedding tables are still held in bf16).
-bool NativeBf16Gemm() {
-  static const bool native = __builtin_cpu_supports("avx512bf16");
-  return native;
-}
-
+// bf16 storage: Linear keeps the weights as bf16 (its packed AVX2 kernel
+// widens them in registers), so the flag halves the GEMM weight bytes; the
+// compute stays f32. (oneDNN's own f32 x bf16 matmul is a reference kernel
+// ~1000x slower on CPUs without native bf16, which is why Linear does not use
+// it for bf16.)
 absl::StatusOr<Linear> MakeLinear(Tensor& weight, const Tensor& bias, DType storage, Activation act) {
-  if (storage == DType::kBF16 && !NativeBf16Gemm()) {
-    float* w = weight.f32();
-    for (int64_t i = 0; i < weight.numel(); ++i) w[i] = Bf16ToFloat(FloatToBf16(w[i]));
-    storage = DType::kF32;
-  }
   return Linear::Create(weight, &bias, storage, act);
 }
 

@@ -112,6 +112,12 @@ TEST_F(EncoderModelTest, GoldenEmbeddingsBf16Weights) {
   auto bf16 = EncoderModel::Load(testing_util::MiniLmDir(), {.weight_dtype = DType::kBF16});
   ASSERT_TRUE(bf16.ok()) << bf16.status();
   EXPECT_EQ((*bf16)->description().weight_dtype, DType::kBF16);
+  // bf16 really halves what is held (GEMM weights and embedding tables; the
+  // f32 biases and LayerNorm parameters are a rounding error of the total).
+  const double ratio = static_cast<double>((*bf16)->description().weight_bytes) /
+                       static_cast<double>(model_->description().weight_bytes);
+  EXPECT_GT(ratio, 0.45);
+  EXPECT_LT(ratio, 0.55);
   CheckGoldenEmbeddings(**bf16, 0.999, /*max_abs=*/0);
 }
 
