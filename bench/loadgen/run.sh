@@ -13,7 +13,9 @@
 #     load beside it;
 #   - scheduler overhead (from the server's /metrics) at each point.
 # Then, on the last server, an open-loop Encode sweep at rising Poisson rates
-# until saturation (achieved < 90% of offered, or p99 over 1 s).
+# until saturation (achieved < 80% of offered, or p99 over 1 s). 80%, not 90%:
+# a Poisson draw over a few seconds at 25 req/s misses 90% by chance (a quiet
+# run stopped the sweep at its first rate with 22.2 of 25).
 #
 # Knobs (environment): ATTNSERVE_BENCH_THREADS (engine threads, 2),
 # ATTNSERVE_BENCH_PROCESSES (load generator processes, 2),
@@ -87,7 +89,7 @@ done
 
 for rate in $SWEEP; do
   lg --rpc encode --rate "$rate" --duration "$SWEEP_S" > "$work/sweep_$rate.json"
-  if "$PY" -c "import json,sys; r=json.load(open(sys.argv[1])); sys.exit(0 if r['requests_per_s'] < 0.9*$rate or r['e2e_p99_ms'] > 1000 else 1)" \
+  if "$PY" -c "import json,sys; r=json.load(open(sys.argv[1])); sys.exit(0 if r['requests_per_s'] < 0.8*$rate or r['e2e_p99_ms'] > 1000 else 1)" \
        "$work/sweep_$rate.json"; then break; fi
 done
 stop_server
