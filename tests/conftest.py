@@ -36,6 +36,28 @@ def http_get(url: str, timeout: float = 5.0):
         return e.code, e.read()
 
 
+
+def metric(server, name, default=None):
+    """The value of a sample in the server's /metrics, named exactly as exposed
+    (labels included); `default` when the series does not exist (yet)."""
+    _, body = http_get(server.url("/metrics"), timeout=10)
+    for line in body.decode().splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    if default is not None:
+        return default
+    raise AssertionError(f"{name} not in /metrics")
+
+
+def wait_for_metric(server, name, value, timeout=30.0):
+    """Polls /metrics until the sample equals `value` (a missing one counts as 0)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if metric(server, name, default=0.0) == value:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"{name} stayed at {metric(server, name)}, expected {value}")
+
 class ServerProcess:
     """A running attnserve on free loopback ports; stopped on close()."""
 

