@@ -172,34 +172,7 @@ def main():
         prompts = [[int(x) for x in rng.integers(2, vocab, size=n)] for n in PROMPT_LENGTHS]
         if only and name not in only:
             continue
-        logits, conts, margins = [], [], []
-        with torch.no_grad():
-            for p in prompts:
-                logits.append([float(x) for x in model(input_ids=torch.tensor([p])).logits[0, -1]])
-                g, m = greedy(model, p)
-                conts.append(g)
-                margins.append(m)
-            all0 = model(input_ids=torch.tensor([prompts[-1]])).logits[0]
-        doc = {
-            "model": name,
-            "generator": "tools/golden/decoder_logits.py",
-            "seed": SEED,
-            "versions": {
-                "python": sys.version.split()[0],
-                "torch": torch.__version__,
-                "transformers": transformers.__version__,
-                "numpy": np.__version__,
-            },
-            "vocab_size": vocab,
-            "prompts": prompts,
-            "logits": logits,
-            "all_logits_last_prompt": [[float(x) for x in row] for row in all0],
-            "greedy_new_tokens": NEW_TOKENS,
-            "greedy": conts,
-            "greedy_min_margin": margins,
-        }
-        (OUT / f"{name}.json").write_text(json.dumps(doc))
-        print(name, "min margins", [f"{m:.2e}" for m in margins])
+        reference(name, lambda: model, prompts, extra_decode=False)
     for name in ROPE_SCALED:
         if only and name not in only:
             continue
