@@ -22,20 +22,11 @@ std::string DetectPrefix(const SafetensorsArchive& w) {
   return "";
 }
 
-// bf16 storage: Linear keeps the weights as bf16 (its packed AVX2 kernel
-// widens them in registers), so the flag halves the GEMM weight bytes; the
-// compute stays f32. (oneDNN's own f32 x bf16 matmul is a reference kernel
-// ~1000x slower on CPUs without native bf16, which is why Linear does not use
-// it for bf16.)
-absl::StatusOr<Linear> MakeLinear(Tensor& weight, const Tensor& bias, DType storage, Activation act) {
-  return Linear::Create(weight, &bias, storage, act);
-}
-
 absl::StatusOr<Linear> LoadLinear(const SafetensorsArchive& w, const std::string& name, int64_t out, int64_t in,
                                   DType storage, Activation act = Activation::kNone) {
   ASSIGN_OR_RETURN(Tensor weight, w.LoadWithShape(name + ".weight", {out, in}, DType::kF32));
   ASSIGN_OR_RETURN(Tensor bias, w.LoadWithShape(name + ".bias", {out}, DType::kF32));
-  return MakeLinear(weight, bias, storage, act);
+  return Linear::Create(weight, &bias, storage, act);
 }
 
 // Q, K and V projections concatenated into one [3D, D] GEMM.
@@ -51,7 +42,7 @@ absl::StatusOr<Linear> LoadQkv(const SafetensorsArchive& w, const std::string& p
     std::memcpy(bias.f32() + part * d, pb.f32(), pb.bytes());
     ++part;
   }
-  return MakeLinear(weight, bias, storage, Activation::kNone);
+  return Linear::Create(weight, &bias, storage, Activation::kNone);
 }
 
 }  // namespace
