@@ -484,7 +484,15 @@ TEST_F(SchedulerTest, EncodeBesideGenerateIsCutToOneStepOfTime) {
   FakeEncodeBackend encode;
   encode.on_batch = [&](int padded) { now_ns += int64_t{padded} * 1'000'000; };
   FakeGenerateBackend generate(/*blocks=*/1000);
-  generate.on_step = [&] { now_ns += 10'000'000; };
+  // The fake steps take no real time, so the stream could finish its 400
+  // steps before this thread even submits the encode (seen under a loaded
+  // ctest run). Its second step waits for the submission.
+  absl::Notification encode_submitted;
+  int steps = 0;  // engine thread only
+  generate.on_step = [&] {
+    now_ns += 10'000'000;
+    if (++steps == 2) encode_submitted.WaitForNotification();
+  };
   SchedulerOptions options;
   options.clock = [&] { return absl::FromUnixNanos(now_ns.load()); };
   options.encode_max_wait = absl::ZeroDuration();
@@ -509,16 +517,20 @@ TEST_F(SchedulerTest, EncodeBesideGenerateIsCutToOneStepOfTime) {
   absl::Notification encoded;
   absl::Status enc_status;
   int results = 0;
+  bool stream_done_when_encoded = false;
   enc.done = [&](absl::StatusOr<std::vector<EncodeResult>> r, const v1::EncodeUsage&) {
     enc_status = r.status();
     if (r.ok()) results = static_cast<int>(r->size());
+    // Read here, not after the wait below: the fake stream keeps stepping.
+    stream_done_when_encoded = gen.done.HasBeenNotified();
     encoded.Notify();
   };
   ASSERT_TRUE(scheduler.SubmitEncode(std::move(enc)).ok());
+  encode_submitted.Notify();
   encoded.WaitForNotification();
   ASSERT_TRUE(enc_status.ok()) << enc_status;
   EXPECT_EQ(results, 40);
-  EXPECT_FALSE(gen.done.HasBeenNotified()) << "the stream should still be decoding";
+  EXPECT_FALSE(stream_done_when_encoded) << "the stream should still be decoding";
   gen.done.WaitForNotification();
   ASSERT_TRUE(scheduler.WaitIdle(absl::Now() + absl::Seconds(10)));
 
