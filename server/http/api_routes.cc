@@ -78,10 +78,17 @@ class GenerateChannel {
 
   enum class Got { kChunk, kEnd, kClientGone };
   // Blocks for the next chunk (kChunk) or the end (kEnd, with `*final` saying
-  // how it ended); kClientGone as soon as the client has left (polled every
-  // kClientPoll while nothing arrives).
+  // how it ended); kClientGone as soon as the client has left. The client is
+  // checked every kClientPoll whether or not chunks arrive: a small model
+  // yields a token every millisecond, and a check made only when the queue
+  // runs dry would never come for a non-streaming answer of many tokens.
   Got Next(HttpResponseWriter& w, v1::GenerateResponse* chunk, absl::Status* final) {
     for (;;) {
+      const absl::Time now = absl::Now();
+      if (now >= next_client_check_) {
+        next_client_check_ = now + kClientPoll;
+        if (w.ClientGone()) return Got::kClientGone;
+      }
       {
         absl::MutexLock lock(&mu_);
         if (mu_.AwaitWithTimeout(absl::Condition(this, &GenerateChannel::Ready), kClientPoll)) {
@@ -94,7 +101,6 @@ class GenerateChannel {
           return Got::kEnd;
         }
       }
-      if (w.ClientGone()) return Got::kClientGone;
     }
   }
 
@@ -105,6 +111,7 @@ class GenerateChannel {
   std::deque<v1::GenerateResponse> chunks_ ABSL_GUARDED_BY(mu_);
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status status_ ABSL_GUARDED_BY(mu_);
+  absl::Time next_client_check_ = absl::InfinitePast();  // only the HTTP thread reads it
 };
 
 class Gateway {
