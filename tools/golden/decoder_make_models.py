@@ -41,6 +41,8 @@ import tokenizers
 import gguf
 from tokenizers import Tokenizer, Regex, models, pre_tokenizers, decoders, trainers, processors
 
+from gguf_llama_writer import add_hparams, add_matrix, add_tensors
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 OUT = ROOT / "tests" / "golden" / "decoder_models"
 SEED = 1234
@@ -93,15 +95,6 @@ def train_tokenizer(kind):
     return tok
 
 
-def permute_qk(w, n_head, n_head_kv):
-    # convert_hf_to_gguf.py LlamaModel.permute: rows of each head go from the
-    # HF half-split order to llama.cpp's adjacent-pair order.
-    if n_head_kv is not None and n_head != n_head_kv:
-        n_head = n_head_kv
-    return (w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:])
-            .swapaxes(1, 2).reshape(w.shape))
-
-
 def gguf_tokenizer(writer, tok, pre, bos_name, eos_name, add_bos):
     vocab = tok.get_vocab(with_added_tokens=True)
     n = max(vocab.values()) + 1
@@ -127,63 +120,21 @@ def gguf_tokenizer(writer, tok, pre, bos_name, eos_name, add_bos):
     writer.add_add_bos_token(add_bos)
 
 
-def add_matrix(writer, name, arr, qtype):
-    arr = np.ascontiguousarray(arr.astype(np.float32))
-    if arr.ndim == 1 or qtype == gguf.GGMLQuantizationType.F32:
-        writer.add_tensor(name, arr)
-    elif qtype == gguf.GGMLQuantizationType.F16:
-        writer.add_tensor(name, arr.astype(np.float16))
-    else:
-        q = gguf.quants.quantize(arr, qtype)
-        writer.add_tensor(name, q, raw_shape=q.shape, raw_dtype=qtype)
-
-
 def write_llama_gguf(path, model, cfg, tok, arch, qtype):
     sd = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
     w = gguf.GGUFWriter(str(path), arch)
-    w.add_name(path.parent.name)
-    w.add_block_count(cfg.num_hidden_layers)
-    w.add_context_length(cfg.max_position_embeddings)
-    w.add_embedding_length(cfg.hidden_size)
-    w.add_feed_forward_length(cfg.intermediate_size)
-    w.add_head_count(cfg.num_attention_heads)
-    w.add_head_count_kv(cfg.num_key_value_heads)
-    w.add_rope_freq_base(cfg.rope_parameters["rope_theta"] if hasattr(cfg, "rope_parameters") and cfg.rope_parameters else cfg.rope_theta)
-    w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
-    w.add_vocab_size(cfg.vocab_size)
-    w.add_rope_dimension_count(cfg.hidden_size // cfg.num_attention_heads)
-    ftype = {gguf.GGMLQuantizationType.F32: gguf.LlamaFileType.ALL_F32,
-             gguf.GGMLQuantizationType.F16: gguf.LlamaFileType.MOSTLY_F16,
-             gguf.GGMLQuantizationType.BF16: gguf.LlamaFileType.MOSTLY_BF16,
-             gguf.GGMLQuantizationType.Q8_0: gguf.LlamaFileType.MOSTLY_Q8_0}[qtype]
-    w.add_file_type(ftype)
+    theta = (cfg.rope_parameters["rope_theta"] if getattr(cfg, "rope_parameters", None) else cfg.rope_theta)
+    add_hparams(w, name=path.parent.name, n_layers=cfg.num_hidden_layers, context=cfg.max_position_embeddings,
+                hidden=cfg.hidden_size, ffn=cfg.intermediate_size, n_head=cfg.num_attention_heads,
+                n_head_kv=cfg.num_key_value_heads, rope_theta=theta, rms_eps=cfg.rms_norm_eps,
+                vocab=cfg.vocab_size, qtype=qtype)
     if arch == "llama":
         gguf_tokenizer(w, tok, "llama-bpe", "<|begin_of_text|>", "<|end_of_text|>", True)
     else:
         gguf_tokenizer(w, tok, "qwen2", "<|endoftext|>", "<|endoftext|>", False)
-    nh, nkv = cfg.num_attention_heads, cfg.num_key_value_heads
-    add_matrix(w, "token_embd.weight", sd["model.embed_tokens.weight"], qtype)
-    for i in range(cfg.num_hidden_layers):
-        p = f"model.layers.{i}."
-        q, k = sd[p + "self_attn.q_proj.weight"], sd[p + "self_attn.k_proj.weight"]
-        if arch == "llama":
-            q, k = permute_qk(q, nh, nh), permute_qk(k, nh, nkv)
-        add_matrix(w, f"blk.{i}.attn_norm.weight", sd[p + "input_layernorm.weight"], qtype)
-        add_matrix(w, f"blk.{i}.attn_q.weight", q, qtype)
-        add_matrix(w, f"blk.{i}.attn_k.weight", k, qtype)
-        add_matrix(w, f"blk.{i}.attn_v.weight", sd[p + "self_attn.v_proj.weight"], qtype)
-        for b, nm in (("q", "attn_q"), ("k", "attn_k"), ("v", "attn_v")):
-            key = p + f"self_attn.{b}_proj.bias"
-            if key in sd:
-                add_matrix(w, f"blk.{i}.{nm}.bias", sd[key], qtype)
-        add_matrix(w, f"blk.{i}.attn_output.weight", sd[p + "self_attn.o_proj.weight"], qtype)
-        add_matrix(w, f"blk.{i}.ffn_norm.weight", sd[p + "post_attention_layernorm.weight"], qtype)
-        add_matrix(w, f"blk.{i}.ffn_gate.weight", sd[p + "mlp.gate_proj.weight"], qtype)
-        add_matrix(w, f"blk.{i}.ffn_up.weight", sd[p + "mlp.up_proj.weight"], qtype)
-        add_matrix(w, f"blk.{i}.ffn_down.weight", sd[p + "mlp.down_proj.weight"], qtype)
-    add_matrix(w, "output_norm.weight", sd["model.norm.weight"], qtype)
-    if not cfg.tie_word_embeddings:
-        add_matrix(w, "output.weight", sd["lm_head.weight"], qtype)
+    add_tensors(w, sd, n_layers=cfg.num_hidden_layers, n_head=cfg.num_attention_heads,
+                n_head_kv=cfg.num_key_value_heads, qtype=qtype, permute=(arch == "llama"),
+                tied=cfg.tie_word_embeddings)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()

@@ -1,0 +1,81 @@
+"""Writes Llama-family (llama, qwen2) hyperparameters and tensors into a
+`gguf.GGUFWriter` in llama.cpp's conventions (its convert_hf_to_gguf.py):
+Q/K rows permuted to the adjacent-pair rope order for "llama", norms and
+biases kept f32, `output.weight` only when the embeddings are untied.
+
+Shared by the golden-model script (decoder_make_models.py) and the decoder
+benchmark's converter (bench/decoder/make_gguf.py), so that the models our
+tests load and the one llama.cpp is benchmarked on are written the same way.
+"""
+import gguf
+import numpy as np
+
+FILE_TYPE = {
+    gguf.GGMLQuantizationType.F32: gguf.LlamaFileType.ALL_F32,
+    gguf.GGMLQuantizationType.F16: gguf.LlamaFileType.MOSTLY_F16,
+    gguf.GGMLQuantizationType.BF16: gguf.LlamaFileType.MOSTLY_BF16,
+    gguf.GGMLQuantizationType.Q8_0: gguf.LlamaFileType.MOSTLY_Q8_0,
+}
+
+
+def permute_qk(w, n_head):
+    """convert_hf_to_gguf.py LlamaModel.permute: the rows of each head go from
+    the HF half-split order to llama.cpp's adjacent-pair order (n_head is the
+    number of heads of this projection: query heads for Q, KV heads for K)."""
+    return (w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:])
+            .swapaxes(1, 2).reshape(w.shape))
+
+
+def add_matrix(writer, name, arr, qtype):
+    """One tensor in `qtype`; 1-D tensors (norms, biases) always f32."""
+    arr = np.ascontiguousarray(arr.astype(np.float32))
+    if arr.ndim == 1 or qtype == gguf.GGMLQuantizationType.F32:
+        writer.add_tensor(name, arr)
+    elif qtype == gguf.GGMLQuantizationType.F16:
+        writer.add_tensor(name, arr.astype(np.float16))
+    else:
+        q = gguf.quants.quantize(arr, qtype)
+        writer.add_tensor(name, q, raw_shape=q.shape, raw_dtype=qtype)
+
+
+def add_hparams(writer, *, name, n_layers, context, hidden, ffn, n_head, n_head_kv, rope_theta, rms_eps,
+                vocab, qtype):
+    writer.add_name(name)
+    writer.add_block_count(n_layers)
+    writer.add_context_length(context)
+    writer.add_embedding_length(hidden)
+    writer.add_feed_forward_length(ffn)
+    writer.add_head_count(n_head)
+    writer.add_head_count_kv(n_head_kv)
+    writer.add_rope_freq_base(rope_theta)
+    writer.add_layer_norm_rms_eps(rms_eps)
+    writer.add_vocab_size(vocab)
+    writer.add_rope_dimension_count(hidden // n_head)
+    writer.add_file_type(FILE_TYPE[qtype])
+
+
+def add_tensors(writer, sd, *, n_layers, n_head, n_head_kv, qtype, permute, tied):
+    """The tensors of an HF Llama/Qwen2 state dict (numpy f32 arrays);
+    `permute` for the "llama" architecture (Qwen2's GGUF keeps HF's order)."""
+    add_matrix(writer, "token_embd.weight", sd["model.embed_tokens.weight"], qtype)
+    for i in range(n_layers):
+        p = f"model.layers.{i}."
+        q, k = sd[p + "self_attn.q_proj.weight"], sd[p + "self_attn.k_proj.weight"]
+        if permute:
+            q, k = permute_qk(q, n_head), permute_qk(k, n_head_kv)
+        add_matrix(writer, f"blk.{i}.attn_norm.weight", sd[p + "input_layernorm.weight"], qtype)
+        add_matrix(writer, f"blk.{i}.attn_q.weight", q, qtype)
+        add_matrix(writer, f"blk.{i}.attn_k.weight", k, qtype)
+        add_matrix(writer, f"blk.{i}.attn_v.weight", sd[p + "self_attn.v_proj.weight"], qtype)
+        for b, nm in (("q", "attn_q"), ("k", "attn_k"), ("v", "attn_v")):
+            key = p + f"self_attn.{b}_proj.bias"
+            if key in sd:
+                add_matrix(writer, f"blk.{i}.{nm}.bias", sd[key], qtype)
+        add_matrix(writer, f"blk.{i}.attn_output.weight", sd[p + "self_attn.o_proj.weight"], qtype)
+        add_matrix(writer, f"blk.{i}.ffn_norm.weight", sd[p + "post_attention_layernorm.weight"], qtype)
+        add_matrix(writer, f"blk.{i}.ffn_gate.weight", sd[p + "mlp.gate_proj.weight"], qtype)
+        add_matrix(writer, f"blk.{i}.ffn_up.weight", sd[p + "mlp.up_proj.weight"], qtype)
+        add_matrix(writer, f"blk.{i}.ffn_down.weight", sd[p + "mlp.down_proj.weight"], qtype)
+    add_matrix(writer, "output_norm.weight", sd["model.norm.weight"], qtype)
+    if not tied:
+        add_matrix(writer, "output.weight", sd["lm_head.weight"], qtype)
