@@ -226,7 +226,10 @@ def test_request_that_can_never_fit_the_kv_cache_is_refused(pb):
 
 def test_cancel_mid_stream_returns_kv_blocks(server, stub, pb):
     wait_for_metric(server, "attnserve_kv_cache_blocks_used", 0)
-    stream = stub.Generate(greedy(pb, text="Once upon a time", max_new=120), timeout=60)
+    # 500 tokens (ignore_eos) keep the stream busy for far longer than reading
+    # three messages and one /metrics takes: with 120 a fast machine could
+    # finish the whole answer before the client looked at the blocks.
+    stream = stub.Generate(greedy(pb, text="Once upon a time", max_new=500, ignore_eos=True), timeout=60)
     got = 0
     for msg in stream:
         got += len(msg.token_ids)
