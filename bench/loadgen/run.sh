@@ -22,6 +22,8 @@
 # ATTNSERVE_BENCH_MODELS ("stories big"), ATTNSERVE_BENCH_ENCODE_RATE (encode
 # load beside generate, req/s, 20), ATTNSERVE_BENCH_SWEEP ("25 50 100 200 400
 # 800 1600", empty to skip), ATTNSERVE_BENCH_SWEEP_SECONDS (6),
+# ATTNSERVE_BENCH_STREAMS ("1 4 16 64"; "16" with an empty sweep is the short
+# inter-token-latency-with-Encode check alone: 16 streams alone, then loaded),
 # ATTNSERVE_BENCH_OUT (a folder that keeps every point's JSON report).
 set -euo pipefail
 REPO="$1"; VENV="$2"; BUILD="$3"
@@ -32,6 +34,8 @@ MODELS="${ATTNSERVE_BENCH_MODELS:-stories big}"
 ENC_RATE="${ATTNSERVE_BENCH_ENCODE_RATE:-20}"
 SWEEP="${ATTNSERVE_BENCH_SWEEP-25 50 100 200 400 800 1600}"
 SWEEP_S="${ATTNSERVE_BENCH_SWEEP_SECONDS:-6}"
+STREAMS="${ATTNSERVE_BENCH_STREAMS:-1 4 16 64}"
+[[ " $STREAMS " == *" 16 "* ]] || { echo "ATTNSERVE_BENCH_STREAMS must include 16 (the loaded point)" >&2; exit 2; }
 work="$(mktemp -d)"
 server=""
 stop_server() { if [[ -n "$server" ]]; then kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; fi; server=""; }
@@ -68,7 +72,7 @@ for model in $MODELS; do
     *) echo "unknown model $model" >&2; exit 2 ;;
   esac
   lg --rpc generate "${gen[@]}" --concurrency 1 --requests 2 > /dev/null  # warm-up
-  for c in 1 4 16 64; do
+  for c in $STREAMS; do
     # stories260K points last well under a second with few requests: more.
     if [[ "$model" == stories ]]; then n=$(( c * 4 > 64 ? c * 4 : 64 )); else n=$(( c * 2 > 16 ? c * 2 : 16 )); fi
     lg --rpc generate "${gen[@]}" --concurrency "$c" --requests "$n" > "$work/${model}_gen_$c.json"
@@ -99,11 +103,12 @@ import json, sys, pathlib
 w, models, enc_rate = pathlib.Path(sys.argv[1]), sys.argv[2].split(), sys.argv[3]
 load = lambda name: json.loads((w / name).read_text())
 for m in models:
-    base = load(f"{m}_gen_1.json")["tokens_per_s"]
-    print(f"\n{m}: Generate, max_new_tokens 64 (ignore_eos), closed loop")
+    points = [c for c in (1, 4, 16, 64) if (w / f"{m}_gen_{c}.json").exists()]
+    base = load(f"{m}_gen_{points[0]}.json")["tokens_per_s"]
+    print(f"\n{m}: Generate, max_new_tokens 64 (ignore_eos), closed loop (ratios vs {points[0]} stream(s))")
     print("| streams | requests | tokens/s | vs one at a time | p50 TTFT ms | p50 ITL ms | p99 ITL ms | sched. overhead | overhead per pass µs | client CPU | errors |")
     print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
-    for c in (1, 4, 16, 64):
+    for c in points:
         r = load(f"{m}_gen_{c}.json")
         print(f"| {c} | {r['requests']} | {r['tokens_per_s']:.0f} | {r['tokens_per_s']/base:.2f}x | {r['ttft_p50_ms']:.1f} | "
               f"{r['itl_p50_ms']:.2f} | {r['itl_p99_ms']:.2f} | {100*r['server_sched_overhead_ratio']:.2f}% | "

@@ -103,6 +103,14 @@ int64_t BertEncoder::ScratchBytes(int batch_size, int seq_len) const {
 
 absl::Status BertEncoder::Forward(absl::Span<const int32_t> token_ids, absl::Span<const int32_t> lengths,
                                   const BertForwardRequest& request, BertForwardResult* result) const {
+  ASSIGN_OR_RETURN(std::unique_ptr<BertForwardJob> job, Begin(token_ids, lengths, request));
+  while (!job->done()) RETURN_IF_ERROR(job->RunSlice());
+  return job->Finish(result);
+}
+
+absl::StatusOr<std::unique_ptr<BertForwardJob>> BertEncoder::Begin(absl::Span<const int32_t> token_ids,
+                                                                   absl::Span<const int32_t> lengths,
+                                                                   const BertForwardRequest& request) const {
   const int batch = static_cast<int>(lengths.size());
   if (batch == 0) return absl::InvalidArgumentError("BertEncoder::Forward: empty batch");
   int64_t total = 0;
@@ -130,95 +138,155 @@ absl::Status BertEncoder::Forward(absl::Span<const int32_t> token_ids, absl::Spa
           absl::StrCat("attention layer ", layer, " outside [0, ", config_.num_layers, ")"));
     }
   }
-  const int d = config_.hidden_size;
-  const int heads = config_.num_heads;
-  const int head_dim = config_.head_dim();
-  const float eps = config_.layer_norm_eps;
-  std::vector<int64_t> starts(batch);
-  for (int b = 0, s = 0; b < batch; s += lengths[b], ++b) starts[b] = s;
-
-  // Embeddings. Token type is always 0 (single-sequence inputs).
-  Tensor x = Tensor::Empty({total, d});
-  float* xp = x.f32();
-#pragma omp parallel for schedule(static)
-  for (int b = 0; b < batch; ++b) {
-    for (int pos = 0; pos < lengths[b]; ++pos) {
-      const int64_t t = starts[b] + pos;
-      float* row = xp + t * d;
-      bert_internal::AddRow(word_, token_ids[t], row, /*first=*/true);
-      bert_internal::AddRow(position_, pos, row, false);
-      bert_internal::AddRow(token_type_, 0, row, false);
-    }
-  }
-  bert_internal::AddLayerNorm(xp, nullptr, emb_ln_g_.f32(), emb_ln_b_.f32(), total, d, eps);
-  if (request.hidden_states) result->hidden_states.push_back(x.Copy());
-
-  Tensor qkv = Tensor::Empty({total, 3 * d});
-  Tensor ctx = Tensor::Empty({total, d});
-  Tensor tmp = Tensor::Empty({total, d});
-  Tensor ff = Tensor::Empty({total, config_.intermediate_size});
+  std::unique_ptr<BertForwardJob> job(new BertForwardJob());
+  job->model_ = this;
+  job->request_ = request;
+  job->num_layers_ = config_.num_layers;
+  job->batch_ = batch;
+  job->max_len_ = max_len;
+  job->total_ = total;
+  job->token_ids_.assign(token_ids.begin(), token_ids.end());
+  job->lengths_.assign(lengths.begin(), lengths.end());
+  job->starts_.resize(batch);
+  for (int b = 0, s = 0; b < batch; s += lengths[b], ++b) job->starts_[b] = s;
+  const int64_t d = config_.hidden_size;
+  job->x_ = Tensor::Empty({total, d});
+  job->qkv_ = Tensor::Empty({total, 3 * d});
+  job->ctx_ = Tensor::Empty({total, d});
+  job->tmp_ = Tensor::Empty({total, d});
+  job->ff_ = Tensor::Empty({total, config_.intermediate_size});
   // Padded attention layout, used when the batch has more than one sequence.
   // Padding rows stay zero: they are never written.
-  const bool padded = batch > 1;
-  Tensor qkv_pad, ctx_pad;
-  if (padded) {
-    qkv_pad = Tensor::Zeros({batch, max_len, 3 * d});
-    ctx_pad = Tensor::Empty({batch, max_len, d});
+  if (batch > 1) {
+    job->qkv_pad_ = Tensor::Zeros({batch, max_len, 3 * d});
+    job->ctx_pad_ = Tensor::Empty({batch, max_len, d});
   }
-  std::vector<int32_t> key_lengths(lengths.begin(), lengths.end());
+  return job;
+}
 
-  for (int li = 0; li < config_.num_layers; ++li) {
-    const Layer& layer = layers_[li];
-    RETURN_IF_ERROR(layer.qkv.Forward(xp, total, qkv.f32()));
-    const float* qkv_src = qkv.f32();
-    float* ctx_dst = ctx.f32();
-    const int n = padded ? max_len : static_cast<int>(total);
-    if (padded) {
-#pragma omp parallel for schedule(static)
-      for (int b = 0; b < batch; ++b) {
-        std::memcpy(qkv_pad.f32() + int64_t{b} * max_len * 3 * d, qkv.f32() + starts[b] * 3 * d,
-                    sizeof(float) * lengths[b] * 3 * d);
-      }
-      qkv_src = qkv_pad.f32();
-      ctx_dst = ctx_pad.f32();
+absl::Status BertForwardJob::RunSlice() {
+  if (!error_.ok()) return error_;
+  if (done()) return absl::FailedPreconditionError("BertForwardJob::RunSlice: every slice has run");
+  const int slice = next_slice_;
+  if (slice == 0) {
+    Embed();
+  } else {
+    const int li = (slice - 1) / 3;
+    switch ((slice - 1) % 3) {
+      case 0: error_ = AttentionBlock(li); break;
+      case 1: error_ = FeedForwardUp(li); break;
+      default: error_ = FeedForwardDown(li); break;
     }
-    SdpaArgs args;
-    args.shape = {batch, heads, heads, n, n, head_dim};
-    const int64_t row3 = 3 * int64_t{d};
-    args.q = {qkv_src, DType::kF32, n * row3, head_dim, row3};
-    args.k = {qkv_src + d, DType::kF32, n * row3, head_dim, row3};
-    args.v = {qkv_src + 2 * d, DType::kF32, n * row3, head_dim, row3};
-    args.masks.key_lengths = key_lengths.data();
-    args.out = AttnView::Interleaved(ctx_dst, heads, n, head_dim);
-    Tensor weights;
-    if (std::find(request.attention_layers.begin(), request.attention_layers.end(), li) !=
-        request.attention_layers.end()) {
-      if (request.average_heads) {
-        weights = Tensor::Empty({batch, n, n});
-        args.options.weights = AttentionWeightsMode::kAveraged;
-      } else {
-        weights = Tensor::Empty({batch, heads, n, n});
-        args.options.weights = AttentionWeightsMode::kPerHead;
-      }
-      args.weights = weights.f32();
-    }
-    RETURN_IF_ERROR(ScaledDotProductAttention(args));
-    if (!weights.empty()) result->attentions.emplace_back(li, std::move(weights));
-    if (padded) {
-#pragma omp parallel for schedule(static)
-      for (int b = 0; b < batch; ++b) {
-        std::memcpy(ctx.f32() + starts[b] * d, ctx_pad.f32() + int64_t{b} * max_len * d,
-                    sizeof(float) * lengths[b] * d);
-      }
-    }
-    RETURN_IF_ERROR(layer.out.Forward(ctx.f32(), total, tmp.f32()));
-    bert_internal::AddLayerNorm(xp, tmp.f32(), layer.ln1_g.f32(), layer.ln1_b.f32(), total, d, eps);
-    RETURN_IF_ERROR(layer.ff1.Forward(xp, total, ff.f32()));
-    RETURN_IF_ERROR(layer.ff2.Forward(ff.f32(), total, tmp.f32()));
-    bert_internal::AddLayerNorm(xp, tmp.f32(), layer.ln2_g.f32(), layer.ln2_b.f32(), total, d, eps);
-    if (request.hidden_states) result->hidden_states.push_back(x.Copy());
   }
-  result->last_hidden = std::move(x);
+  if (!error_.ok()) return error_;
+  ++next_slice_;
+  return absl::OkStatus();
+}
+
+absl::Status BertForwardJob::Finish(BertForwardResult* result) {
+  if (!error_.ok()) return error_;
+  if (!done()) {
+    return absl::FailedPreconditionError(absl::StrCat("BertForwardJob::Finish: ", next_slice_, " of ",
+                                                      slices_total(), " slices have run"));
+  }
+  if (finished_) return absl::FailedPreconditionError("BertForwardJob::Finish: the result was already taken");
+  finished_ = true;
+  result_.last_hidden = std::move(x_);
+  *result = std::move(result_);
+  result_ = BertForwardResult();
+  return absl::OkStatus();
+}
+
+// Embeddings. Token type is always 0 (single-sequence inputs).
+void BertForwardJob::Embed() {
+  const BertConfig& config = model_->config_;
+  const int d = config.hidden_size;
+  float* xp = x_.f32();
+#pragma omp parallel for schedule(static)
+  for (int b = 0; b < batch_; ++b) {
+    for (int pos = 0; pos < lengths_[b]; ++pos) {
+      const int64_t t = starts_[b] + pos;
+      float* row = xp + t * d;
+      bert_internal::AddRow(model_->word_, token_ids_[t], row, /*first=*/true);
+      bert_internal::AddRow(model_->position_, pos, row, false);
+      bert_internal::AddRow(model_->token_type_, 0, row, false);
+    }
+  }
+  bert_internal::AddLayerNorm(xp, nullptr, model_->emb_ln_g_.f32(), model_->emb_ln_b_.f32(), total_, d,
+                              config.layer_norm_eps);
+  if (request_.hidden_states) result_.hidden_states.push_back(x_.Copy());
+}
+
+// x = LayerNorm(x + O(Attention(Q, K, V))).
+absl::Status BertForwardJob::AttentionBlock(int li) {
+  const BertConfig& config = model_->config_;
+  const BertEncoder::Layer& layer = model_->layers_[li];
+  const int d = config.hidden_size;
+  const int heads = config.num_heads;
+  const int head_dim = config.head_dim();
+  float* xp = x_.f32();
+  RETURN_IF_ERROR(layer.qkv.Forward(xp, total_, qkv_.f32()));
+  const bool padded = batch_ > 1;
+  const float* qkv_src = qkv_.f32();
+  float* ctx_dst = ctx_.f32();
+  const int n = padded ? max_len_ : static_cast<int>(total_);
+  if (padded) {
+#pragma omp parallel for schedule(static)
+    for (int b = 0; b < batch_; ++b) {
+      std::memcpy(qkv_pad_.f32() + int64_t{b} * max_len_ * 3 * d, qkv_.f32() + starts_[b] * 3 * d,
+                  sizeof(float) * lengths_[b] * 3 * d);
+    }
+    qkv_src = qkv_pad_.f32();
+    ctx_dst = ctx_pad_.f32();
+  }
+  SdpaArgs args;
+  args.shape = {batch_, heads, heads, n, n, head_dim};
+  const int64_t row3 = 3 * int64_t{d};
+  args.q = {qkv_src, DType::kF32, n * row3, head_dim, row3};
+  args.k = {qkv_src + d, DType::kF32, n * row3, head_dim, row3};
+  args.v = {qkv_src + 2 * d, DType::kF32, n * row3, head_dim, row3};
+  args.masks.key_lengths = lengths_.data();
+  args.out = AttnView::Interleaved(ctx_dst, heads, n, head_dim);
+  Tensor weights;
+  if (std::find(request_.attention_layers.begin(), request_.attention_layers.end(), li) !=
+      request_.attention_layers.end()) {
+    if (request_.average_heads) {
+      weights = Tensor::Empty({batch_, n, n});
+      args.options.weights = AttentionWeightsMode::kAveraged;
+    } else {
+      weights = Tensor::Empty({batch_, heads, n, n});
+      args.options.weights = AttentionWeightsMode::kPerHead;
+    }
+    args.weights = weights.f32();
+  }
+  RETURN_IF_ERROR(ScaledDotProductAttention(args));
+  if (!weights.empty()) result_.attentions.emplace_back(li, std::move(weights));
+  if (padded) {
+#pragma omp parallel for schedule(static)
+    for (int b = 0; b < batch_; ++b) {
+      std::memcpy(ctx_.f32() + starts_[b] * d, ctx_pad_.f32() + int64_t{b} * max_len_ * d,
+                  sizeof(float) * lengths_[b] * d);
+    }
+  }
+  RETURN_IF_ERROR(layer.out.Forward(ctx_.f32(), total_, tmp_.f32()));
+  bert_internal::AddLayerNorm(xp, tmp_.f32(), layer.ln1_g.f32(), layer.ln1_b.f32(), total_, d,
+                              config.layer_norm_eps);
+  return absl::OkStatus();
+}
+
+// ff = GELU_erf(W1 x).
+absl::Status BertForwardJob::FeedForwardUp(int li) {
+  return model_->layers_[li].ff1.Forward(x_.f32(), total_, ff_.f32());
+}
+
+// x = LayerNorm(x + W2 ff).
+absl::Status BertForwardJob::FeedForwardDown(int li) {
+  const BertConfig& config = model_->config_;
+  const BertEncoder::Layer& layer = model_->layers_[li];
+  RETURN_IF_ERROR(layer.ff2.Forward(ff_.f32(), total_, tmp_.f32()));
+  bert_internal::AddLayerNorm(x_.f32(), tmp_.f32(), layer.ln2_g.f32(), layer.ln2_b.f32(), total_,
+                              config.hidden_size, config.layer_norm_eps);
+  if (request_.hidden_states) result_.hidden_states.push_back(x_.Copy());
   return absl::OkStatus();
 }
 

@@ -10,7 +10,15 @@
 // [B, Nmax] layout with the attention engine's per-sequence key-length mask,
 // so padding never reaches a real token.
 //
-// Immutable after Load; Forward is const and thread-safe (buffers per call).
+// A forward can also run in slices (BertForwardJob), so that a caller (the
+// server's scheduler) can put other work between them and no slice takes
+// long: slice 0 is the embeddings, then three per layer of roughly equal cost
+// (attention block: QKV GEMM + attention + output GEMM + LayerNorm; FFN up
+// with GELU; FFN down + LayerNorm). Forward is Begin + every slice + Finish,
+// so a sliced run is bit-identical to a whole one.
+//
+// Immutable after Load; Forward and Begin are const and thread-safe (buffers
+// per call).
 #ifndef ATTNSERVE_ENGINE_MODELS_BERT_H_
 #define ATTNSERVE_ENGINE_MODELS_BERT_H_
 
@@ -43,6 +51,51 @@ struct BertForwardResult {
   std::vector<std::pair<int, Tensor>> attentions;
 };
 
+class BertEncoder;
+
+// One forward in flight: the batch's activations and the next slice to run.
+// Made by BertEncoder::Begin; must not outlive that encoder.
+// Thread-compatible: one thread at a time.
+class BertForwardJob {
+ public:
+  BertForwardJob(const BertForwardJob&) = delete;
+  BertForwardJob& operator=(const BertForwardJob&) = delete;
+
+  int slices_total() const { return 1 + 3 * num_layers_; }
+  int slices_done() const { return next_slice_; }
+  bool done() const { return next_slice_ == slices_total(); }
+  // Runs the next slice. After an error the job is spent: every later call
+  // returns the same error.
+  absl::Status RunSlice();
+  // After done(): moves the result out, once (FAILED_PRECONDITION before, or
+  // again).
+  absl::Status Finish(BertForwardResult* result);
+
+ private:
+  friend class BertEncoder;
+  BertForwardJob() = default;
+  void Embed();
+  absl::Status AttentionBlock(int li);
+  absl::Status FeedForwardUp(int li);
+  absl::Status FeedForwardDown(int li);
+
+  const BertEncoder* model_ = nullptr;
+  BertForwardRequest request_;
+  int num_layers_ = 0;
+  int batch_ = 0;
+  int max_len_ = 0;
+  int64_t total_ = 0;
+  std::vector<int32_t> token_ids_;  // [T] packed
+  std::vector<int32_t> lengths_;    // [B]; also the attention key lengths
+  std::vector<int64_t> starts_;     // [B] first packed row of each sequence
+  Tensor x_, qkv_, ctx_, tmp_, ff_;  // [T, D], [T, 3D], [T, D], [T, D], [T, I]
+  Tensor qkv_pad_, ctx_pad_;         // [B, Nmax, 3D], [B, Nmax, D] when B > 1 (padding rows stay zero)
+  BertForwardResult result_;
+  int next_slice_ = 0;
+  bool finished_ = false;
+  absl::Status error_;
+};
+
 class BertEncoder {
  public:
   // Reads every tensor (names with or without a "bert." prefix), checking
@@ -55,6 +108,11 @@ class BertEncoder {
   // [1, max_positions], summing to token_ids.size(); ids in [0, vocab).
   absl::Status Forward(absl::Span<const int32_t> token_ids, absl::Span<const int32_t> lengths,
                        const BertForwardRequest& request, BertForwardResult* result) const;
+  // The same forward, to be run slice by slice (see BertForwardJob). Checks
+  // the inputs as Forward does, before any compute.
+  absl::StatusOr<std::unique_ptr<BertForwardJob>> Begin(absl::Span<const int32_t> token_ids,
+                                                        absl::Span<const int32_t> lengths,
+                                                        const BertForwardRequest& request) const;
 
   const BertConfig& config() const { return config_; }
   DType storage() const { return storage_; }
@@ -71,6 +129,7 @@ class BertEncoder {
     Linear ff2;    // [D, I]
     Tensor ln1_g, ln1_b, ln2_g, ln2_b;
   };
+  friend class BertForwardJob;
   BertEncoder() = default;
 
   BertConfig config_;

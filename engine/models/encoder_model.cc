@@ -60,6 +60,13 @@ absl::StatusOr<std::unique_ptr<EncoderModel>> EncoderModel::Load(const std::stri
 
 absl::StatusOr<std::vector<EncodeResult>> EncoderModel::Encode(absl::Span<const EncoderInput> inputs,
                                                                const EncodeOptions& options) const {
+  ASSIGN_OR_RETURN(std::unique_ptr<EncodeJob> job, StartEncode(inputs, options));
+  while (!job->done()) RETURN_IF_ERROR(job->RunSlice());
+  return job->Finish();
+}
+
+absl::StatusOr<std::unique_ptr<EncodeJob>> EncoderModel::StartEncode(absl::Span<const EncoderInput> inputs,
+                                                                     const EncodeOptions& options) const {
   if (inputs.empty()) return absl::InvalidArgumentError("Encode: empty batch (no inputs)");
   const BertConfig& config = bert_->config();
   for (int layer : options.attention_layers) {
@@ -114,16 +121,30 @@ absl::StatusOr<std::vector<EncodeResult>> EncoderModel::Encode(absl::Span<const 
   request.hidden_states = options.return_hidden_states;
   request.attention_layers = options.attention_layers;
   request.average_heads = options.attention_average_heads;
-  BertForwardResult forward;
-  RETURN_IF_ERROR(bert_->Forward(packed, lengths, request, &forward));
+  std::unique_ptr<EncodeJob> job(new EncodeJob());
+  ASSIGN_OR_RETURN(job->forward_, bert_->Begin(packed, lengths, request));
+  job->model_ = this;
+  job->options_ = options;
+  job->results_ = std::move(results);
+  job->lengths_ = std::move(lengths);
+  return job;
+}
 
-  const PoolingMode pooling = options.pooling == PoolingMode::kModelDefault ? default_pooling_ : options.pooling;
-  const bool normalize = options.normalize.value_or(default_normalize_);
+absl::StatusOr<std::vector<EncodeResult>> EncodeJob::Finish() {
+  BertForwardResult forward;
+  RETURN_IF_ERROR(forward_->Finish(&forward));
+  const EncodeOptions& options = options_;
+  const std::vector<int32_t>& lengths = lengths_;
+  std::vector<EncodeResult> results = std::move(results_);
+  const BertConfig& config = model_->bert_->config();
+  const PoolingMode pooling =
+      options.pooling == PoolingMode::kModelDefault ? model_->default_pooling_ : options.pooling;
+  const bool normalize = options.normalize.value_or(model_->default_normalize_);
   const int d = config.hidden_size;
   const int heads = config.num_heads;
   const float* hidden = forward.last_hidden.f32();
   int64_t start = 0;
-  for (size_t i = 0; i < inputs.size(); ++i) {
+  for (size_t i = 0; i < results.size(); ++i) {
     EncodeResult& r = results[i];
     const int n = lengths[i];
     const float* rows = hidden + start * d;

@@ -2,7 +2,9 @@
 // sentence-transformers directory: tokenizer + BertEncoder + pooling +
 // optional L2 normalisation. What the Encode RPC serves.
 //
-// Immutable after Load; Encode is const and thread-safe.
+// Immutable after Load; Encode and StartEncode are const and thread-safe.
+// An EncodeJob (one batch in flight, run slice by slice) is thread-compatible
+// and must not outlive its model.
 #ifndef ATTNSERVE_ENGINE_MODELS_ENCODER_MODEL_H_
 #define ATTNSERVE_ENGINE_MODELS_ENCODER_MODEL_H_
 
@@ -51,6 +53,37 @@ struct EncodeResult {
   std::vector<std::pair<int, Tensor>> attentions;  // (layer, [H,N,N] or [N,N]) when asked
 };
 
+class EncoderModel;
+
+// One encode batch in flight: the forward's activations plus what pooling
+// needs. RunSlice runs a bounded part of the forward (BertForwardJob: the
+// embeddings or a third of a layer); Finish pools. The results are
+// bit-identical to EncoderModel::Encode on the same inputs, which is
+// StartEncode + every slice + Finish.
+class EncodeJob {
+ public:
+  EncodeJob(const EncodeJob&) = delete;
+  EncodeJob& operator=(const EncodeJob&) = delete;
+
+  int slices_total() const { return forward_->slices_total(); }
+  int slices_done() const { return forward_->slices_done(); }
+  bool done() const { return forward_->done(); }
+  absl::Status RunSlice() { return forward_->RunSlice(); }
+  // After done(): the results in input order (FAILED_PRECONDITION before).
+  // Once only.
+  absl::StatusOr<std::vector<EncodeResult>> Finish();
+
+ private:
+  friend class EncoderModel;
+  EncodeJob() = default;
+
+  const EncoderModel* model_ = nullptr;
+  EncodeOptions options_;
+  std::vector<EncodeResult> results_;  // token ids and truncation filled at start
+  std::vector<int32_t> lengths_;
+  std::unique_ptr<BertForwardJob> forward_;
+};
+
 class EncoderModel {
  public:
   static absl::StatusOr<std::unique_ptr<EncoderModel>> Load(const std::string& dir,
@@ -64,6 +97,10 @@ class EncoderModel {
   // are in input order.
   absl::StatusOr<std::vector<EncodeResult>> Encode(absl::Span<const EncoderInput> inputs,
                                                    const EncodeOptions& options) const;
+  // The same, as a job to run slice by slice; validation errors come here,
+  // before any compute.
+  absl::StatusOr<std::unique_ptr<EncodeJob>> StartEncode(absl::Span<const EncoderInput> inputs,
+                                                         const EncodeOptions& options) const;
   // Token ids of `text` (no truncation).
   absl::StatusOr<std::vector<int32_t>> Tokenize(std::string_view text, bool add_special_tokens) const;
   std::vector<std::string> TokenStrings(absl::Span<const int32_t> ids) const;
@@ -79,6 +116,7 @@ class EncoderModel {
   const WordPieceTokenizer& tokenizer() const { return *tokenizer_; }
 
  private:
+  friend class EncodeJob;
   EncoderModel() = default;
 
   ModelDescription description_;

@@ -6,6 +6,7 @@
 #define ATTNSERVE_SERVER_SCHEDULER_BACKENDS_H_
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -15,7 +16,22 @@
 
 namespace attnserve {
 
-// Thread-compatible: only the scheduler thread calls EncodeBatch; CountTokens
+// One encode batch in flight, divided into slices of bounded time so the
+// scheduler can run generate steps between them (the interleaving policy in
+// scheduler.h). Running every slice then Finish gives the results of running
+// the batch whole. Thread-compatible (the scheduler thread only).
+class EncodeBatchJob {
+ public:
+  virtual ~EncodeBatchJob() = default;
+  virtual int slices_total() const = 0;
+  virtual int slices_done() const = 0;
+  // Runs the next slice; an error fails the whole batch.
+  virtual absl::Status RunSlice() = 0;
+  // After every slice: results in input order.
+  virtual absl::StatusOr<std::vector<EncodeResult>> Finish() = 0;
+};
+
+// Thread-compatible: only the scheduler thread calls StartBatch; CountTokens
 // is const and called from request threads.
 class EncodeBackend {
  public:
@@ -23,9 +39,10 @@ class EncodeBackend {
   // Tokens the model will see for `input` (special tokens and truncation
   // applied); INVALID_ARGUMENT naming the problem for bad input.
   virtual absl::StatusOr<int> CountTokens(const EncoderInput& input, const EncodeOptions& options) const = 0;
-  // One padded forward over `inputs`; results in input order.
-  virtual absl::StatusOr<std::vector<EncodeResult>> EncodeBatch(absl::Span<const EncoderInput> inputs,
-                                                                const EncodeOptions& options) = 0;
+  // One padded forward over `inputs`, to be run slice by slice; an error
+  // here (bad input) fails the whole batch before any compute.
+  virtual absl::StatusOr<std::unique_ptr<EncodeBatchJob>> StartBatch(absl::Span<const EncoderInput> inputs,
+                                                                     const EncodeOptions& options) = 0;
   // Activation bytes of a batch of that shape.
   virtual int64_t ScratchBytes(int batch_size, int seq_len) const = 0;
 };

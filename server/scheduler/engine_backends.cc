@@ -33,9 +33,28 @@ absl::StatusOr<int> EncoderBackend::CountTokens(const EncoderInput& input, const
   return n;
 }
 
-absl::StatusOr<std::vector<EncodeResult>> EncoderBackend::EncodeBatch(absl::Span<const EncoderInput> inputs,
-                                                                      const EncodeOptions& options) {
-  return model_->Encode(inputs, options);
+namespace {
+
+// The engine's EncodeJob behind the scheduler's interface.
+class EncoderBatchJob final : public EncodeBatchJob {
+ public:
+  explicit EncoderBatchJob(std::unique_ptr<EncodeJob> job) : job_(std::move(job)) {}
+  int slices_total() const override { return job_->slices_total(); }
+  int slices_done() const override { return job_->slices_done(); }
+  absl::Status RunSlice() override { return job_->RunSlice(); }
+  absl::StatusOr<std::vector<EncodeResult>> Finish() override { return job_->Finish(); }
+
+ private:
+  std::unique_ptr<EncodeJob> job_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<EncodeBatchJob>> EncoderBackend::StartBatch(absl::Span<const EncoderInput> inputs,
+                                                                           const EncodeOptions& options) {
+  absl::StatusOr<std::unique_ptr<EncodeJob>> job = model_->StartEncode(inputs, options);
+  if (!job.ok()) return job.status();
+  return std::make_unique<EncoderBatchJob>(*std::move(job));
 }
 
 int64_t EncoderBackend::ScratchBytes(int batch_size, int seq_len) const {

@@ -14,8 +14,8 @@ class EncoderBackend final : public EncodeBackend {
  public:
   explicit EncoderBackend(const EncoderModel* model) : model_(model) {}
   absl::StatusOr<int> CountTokens(const EncoderInput& input, const EncodeOptions& options) const override;
-  absl::StatusOr<std::vector<EncodeResult>> EncodeBatch(absl::Span<const EncoderInput> inputs,
-                                                        const EncodeOptions& options) override;
+  absl::StatusOr<std::unique_ptr<EncodeBatchJob>> StartBatch(absl::Span<const EncoderInput> inputs,
+                                                             const EncodeOptions& options) override;
   int64_t ScratchBytes(int batch_size, int seq_len) const override;
 
  private:

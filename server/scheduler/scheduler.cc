@@ -29,6 +29,17 @@ struct Scheduler::EncodeItem {
   int index = 0;
 };
 
+struct Scheduler::EncodeBatch {
+  std::vector<EncodeItem> items;  // in the job's input order
+  std::vector<int> lengths;       // tokens per input
+  int longest = 0;
+  std::unique_ptr<EncodeBatchJob> job;
+  absl::Duration compute;        // its slices so far, on options_.clock
+  absl::Duration longest_slice;
+
+  int64_t padded_tokens() const { return std::max<int64_t>(1, int64_t{longest} * static_cast<int64_t>(items.size())); }
+};
+
 struct Scheduler::GenerateRequest {
   GenerateTask task;
   absl::Time arrival;
@@ -248,7 +259,7 @@ bool Scheduler::RunOnce() {
   AdmitWaiting();
   bool did = false;
   if (!running_.empty()) did = RunGenerateStep();
-  did = MaybeRunEncodeBatch(!running_.empty()) || did;
+  did = RunEncodeWork(!running_.empty()) || did;
   UpdateGauges();
   return did;
 }
@@ -267,9 +278,23 @@ void Scheduler::SweepCancelled() {
       FinishEncode(item.request.get(), s);
     }
   }
-  encode_queue_.erase(std::remove_if(encode_queue_.begin(), encode_queue_.end(),
-                                     [](const EncodeItem& item) { return item.request->done; }),
-                      encode_queue_.end());
+  DropDoneEncodeItems();
+  if (encode_batch_ != nullptr) {
+    // Mid-batch: answer at once; the row is dropped when the batch ends.
+    bool anyone_left = false;
+    for (const EncodeItem& item : encode_batch_->items) {
+      if (item.request->done) continue;
+      const absl::Status s = ControlStatus(item.request->task.control.get(), now, "while encoding");
+      if (s.ok()) {
+        anyone_left = true;
+        continue;
+      }
+      metrics_->RecordCancellation(RequestPhase::kPrefill, 0, 0);
+      FinishEncode(item.request.get(), s);
+    }
+    DropDoneEncodeItems();  // the cancelled requests' inputs still queued
+    if (!anyone_left) encode_batch_.reset();  // nobody wants its results: stop computing
+  }
   auto sweep = [&](auto& list, const char* where) {
     for (auto& request : list) {
       if (request->done) continue;
@@ -411,7 +436,37 @@ void Scheduler::Preempt(GenerateRequest* victim) {
   running_.erase(it);
 }
 
-bool Scheduler::MaybeRunEncodeBatch(bool generate_running) {
+bool Scheduler::RunEncodeWork(bool generate_running) {
+  if (encode_batch_ == nullptr) {
+    if (!StartEncodeBatch(generate_running)) return false;
+    if (encode_batch_ == nullptr) return true;  // it failed to start; its requests are answered
+  }
+  // The budget (the policy in scheduler.h): one generate step's time while
+  // streams decode, else one slice.
+  absl::Duration spent;
+  for (;;) {
+    EncodeBatch& batch = *encode_batch_;
+    const absl::Time start = options_.clock();
+    const absl::Time engine_start = absl::Now();
+    const absl::Status status = batch.job->RunSlice();
+    engine_time_ += absl::Now() - engine_start;
+    const absl::Duration took = options_.clock() - start;
+    batch.compute += took;
+    batch.longest_slice = std::max(batch.longest_slice, took);
+    spent += took;
+    if (!status.ok()) {
+      FailEncodeBatch(status);
+      return true;
+    }
+    if (batch.job->slices_done() >= batch.job->slices_total()) {
+      CompleteEncodeBatch();
+      return true;
+    }
+    if (!generate_running || Seconds(spent + batch.longest_slice) > generate_step_seconds_) return true;
+  }
+}
+
+bool Scheduler::StartEncodeBatch(bool generate_running) {
   if (encode_queue_.empty()) return false;
   const absl::Time now = options_.clock();
   bool draining;
@@ -433,19 +488,17 @@ bool Scheduler::MaybeRunEncodeBatch(bool generate_running) {
   }
   const std::vector<int> picked = PickEncodeBatch(view, limits);
 
-  std::vector<EncodeItem> batch;
+  auto batch = std::make_unique<EncodeBatch>();
   std::vector<EncoderInput> inputs;
-  std::vector<int> lengths;
   for (int i : picked) {
-    batch.push_back(encode_queue_[i]);
+    batch->items.push_back(encode_queue_[i]);
     inputs.push_back(encode_queue_[i].request->task.inputs[encode_queue_[i].index]);
-    lengths.push_back(view[i].num_tokens);
+    batch->lengths.push_back(view[i].num_tokens);
   }
   for (auto it = picked.rbegin(); it != picked.rend(); ++it) encode_queue_.erase(encode_queue_.begin() + *it);
-  const EncodeOptions options = batch.front().request->task.options;
-  const int longest = *std::max_element(lengths.begin(), lengths.end());
+  batch->longest = *std::max_element(batch->lengths.begin(), batch->lengths.end());
 
-  for (EncodeItem& item : batch) {
+  for (EncodeItem& item : batch->items) {
     if (!item.request->started) {
       item.request->started = true;
       metrics_->queue_time(WorkKind::kEncode).Observe(Seconds(now - item.request->arrival));
@@ -453,46 +506,69 @@ bool Scheduler::MaybeRunEncodeBatch(bool generate_running) {
       --queued_;
     }
   }
-  const absl::Time start = options_.clock();
-  const absl::Time engine_start = absl::Now();
-  absl::StatusOr<std::vector<EncodeResult>> results = encode_->EncodeBatch(inputs, options);
-  engine_time_ += absl::Now() - engine_start;
-  const absl::Duration took = options_.clock() - start;
-  metrics_->step_duration(WorkKind::kEncode).Observe(Seconds(took));
-  const int64_t padded = std::max<int64_t>(1, int64_t{longest} * static_cast<int64_t>(batch.size()));
-  encode_seconds_per_token_ = Smooth(encode_seconds_per_token_, Seconds(took) / static_cast<double>(padded));
-  metrics_->batch_size(WorkKind::kEncode).Observe(static_cast<double>(batch.size()));
-  metrics_->encode_padding_ratio().Observe(PaddingRatio(lengths));
+  metrics_->batch_size(WorkKind::kEncode).Observe(static_cast<double>(batch->items.size()));
+  metrics_->encode_padding_ratio().Observe(PaddingRatio(batch->lengths));
   metrics_->scratch_bytes().Set(std::max<double>(
       metrics_->scratch_bytes().Value(),
-      static_cast<double>(encode_->ScratchBytes(static_cast<int>(batch.size()), longest))));
-  if (!results.ok()) {
-    // A failed batch fails every request in it, explicitly.
-    LOG(WARNING) << "encode batch of " << batch.size() << " inputs failed: " << results.status();
-    for (EncodeItem& item : batch) FinishEncode(item.request.get(), results.status());
+      static_cast<double>(encode_->ScratchBytes(static_cast<int>(batch->items.size()), batch->longest))));
+
+  const absl::Time engine_start = absl::Now();
+  absl::StatusOr<std::unique_ptr<EncodeBatchJob>> job =
+      encode_->StartBatch(inputs, batch->items.front().request->task.options);
+  engine_time_ += absl::Now() - engine_start;
+  encode_batch_ = std::move(batch);
+  if (!job.ok()) {
+    FailEncodeBatch(job.status());
     return true;
   }
-  int64_t real_tokens = 0;
-  for (size_t i = 0; i < batch.size(); ++i) {
-    EncodeRequest* r = batch[i].request.get();
-    real_tokens += lengths[i];
-    if (r->done) continue;  // failed or cancelled meanwhile
-    r->results[batch[i].index] = std::move((*results)[i]);
-    r->padded_tokens += longest;
-    r->compute += took;
-    if (--r->remaining == 0) FinishEncode(r, absl::OkStatus());
-  }
-  metrics_->tokens_encoded().Increment(static_cast<double>(real_tokens));
-  // Requests cancelled or failed leave their other inputs behind.
-  encode_queue_.erase(std::remove_if(encode_queue_.begin(), encode_queue_.end(),
-                                     [](const EncodeItem& item) { return item.request->done; }),
-                      encode_queue_.end());
+  encode_batch_->job = *std::move(job);
   return true;
 }
 
+void Scheduler::CompleteEncodeBatch() {
+  std::unique_ptr<EncodeBatch> batch = std::move(encode_batch_);
+  const absl::Time engine_start = absl::Now();
+  absl::StatusOr<std::vector<EncodeResult>> results = batch->job->Finish();
+  engine_time_ += absl::Now() - engine_start;
+  if (!results.ok()) {
+    encode_batch_ = std::move(batch);
+    FailEncodeBatch(results.status());
+    return;
+  }
+  metrics_->step_duration(WorkKind::kEncode).Observe(Seconds(batch->compute));
+  encode_slice_seconds_per_token_ =
+      Smooth(encode_slice_seconds_per_token_,
+             Seconds(batch->longest_slice) / static_cast<double>(batch->padded_tokens()));
+  int64_t real_tokens = 0;
+  for (size_t i = 0; i < batch->items.size(); ++i) {
+    EncodeRequest* r = batch->items[i].request.get();
+    real_tokens += batch->lengths[i];
+    if (r->done) continue;  // cancelled or failed meanwhile: its row is dropped
+    r->results[batch->items[i].index] = std::move((*results)[i]);
+    r->padded_tokens += batch->longest;
+    r->compute += batch->compute;
+    if (--r->remaining == 0) FinishEncode(r, absl::OkStatus());
+  }
+  metrics_->tokens_encoded().Increment(static_cast<double>(real_tokens));
+}
+
+void Scheduler::FailEncodeBatch(const absl::Status& status) {
+  // A failed batch fails every request in it, explicitly.
+  std::unique_ptr<EncodeBatch> batch = std::move(encode_batch_);
+  LOG(WARNING) << "encode batch of " << batch->items.size() << " inputs failed: " << status;
+  for (EncodeItem& item : batch->items) FinishEncode(item.request.get(), status);
+  DropDoneEncodeItems();  // their other inputs, still queued
+}
+
+void Scheduler::DropDoneEncodeItems() {
+  encode_queue_.erase(std::remove_if(encode_queue_.begin(), encode_queue_.end(),
+                                     [](const EncodeItem& item) { return item.request->done; }),
+                      encode_queue_.end());
+}
+
 int64_t Scheduler::EncodeTokensBesideGenerate() const {
-  if (generate_step_seconds_ <= 0 || encode_seconds_per_token_ <= 0) return options_.max_step_tokens;
-  const double tokens = generate_step_seconds_ / encode_seconds_per_token_;
+  if (generate_step_seconds_ <= 0 || encode_slice_seconds_per_token_ <= 0) return options_.max_step_tokens;
+  const double tokens = generate_step_seconds_ / encode_slice_seconds_per_token_;
   return std::max<int64_t>(1, static_cast<int64_t>(std::min(tokens, 1e9)));
 }
 
@@ -567,6 +643,10 @@ void Scheduler::FinishGenerate(GenerateRequest* request, const absl::Status& sta
 }
 
 void Scheduler::FailEverything(const absl::Status& status) {
+  if (encode_batch_ != nullptr) {
+    for (EncodeItem& item : encode_batch_->items) FinishEncode(item.request.get(), status);
+    encode_batch_.reset();  // abandoned half-done
+  }
   for (EncodeItem& item : encode_queue_) FinishEncode(item.request.get(), status);
   encode_queue_.clear();
   for (auto& r : running_) FinishGenerate(r.get(), status);

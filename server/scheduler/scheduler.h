@@ -20,19 +20,39 @@
 //   any state --cancel / deadline--> done(CANCELLED / DEADLINE_EXCEEDED)        v
 //   Shutdown  --------------------> done(UNAVAILABLE)                       FINISHED
 //
-// Interleaving policy (encode and generate share the cores): the loop
-// alternates one generate step and at most one encode batch. While generate
-// sequences are running, an encode batch is capped by time: at most the padded
-// tokens that the running estimates (smoothed over recent batches and steps)
-// say fit in one generate step, i.e. generate step seconds / encode seconds
-// per padded token; one input if a single input is longer. So the gap between
-// two tokens of a stream is at most about one step plus one step's worth of
-// encoding, and inter-token latency stays within about 2x of its unloaded
-// value whatever the relative sizes of the two models. (A fixed token cap
-// cannot do that: 512 encoder tokens cost many steps of a small decoder.)
-// Until both estimates exist the cap is `max_step_tokens` padded tokens. The
-// price is encode throughput while streams decode: encode gets about half the
-// engine time, and the batching of a burst is spread over several steps.
+// Interleaving policy (encode and generate share the cores). An encode batch
+// is not run whole: it is a job (EncodeBatchJob) divided into slices of
+// bounded time (for BERT the embeddings, then a third of a layer each), and
+// the loop alternates one generate step with the encode slices that fit in a
+// time budget of one generate step:
+//
+//   step | slice slice slice | step | slice slice | step | ... | slice (batch done) | step
+//
+// The budget is the smoothed time of a generate step (on options_.clock); a
+// pass runs slices while the time spent plus the longest slice seen so far in
+// this batch stays within it, and always at least one slice, so encode never
+// starves. The gap between two tokens of a stream is therefore at most about
+// two steps (one step plus one step's worth of slices), i.e. inter-token
+// latency stays within about 2x of its unloaded value, as long as one slice
+// is no longer than a step. For that the batch is also capped when it starts
+// beside decoding streams: at most the padded tokens whose largest slice fits
+// one step (generate step seconds / seconds per padded token of a batch's
+// longest slice, smoothed over recent batches), one input if a single input
+// is longer (the one case a slice can exceed a step: one long input beside a
+// very small decoder). Until both estimates exist the cap is
+// `max_step_tokens` padded tokens. When no stream is decoding the budget is
+// one slice per pass, so a new stream, a cancellation or a shutdown is
+// noticed within one slice.
+//
+// An encode batch in flight keeps FIFO and batching semantics: its inputs
+// were taken from the queue when it started, results of split requests are
+// reassembled in input order when the batch finishes; a request cancelled or
+// past its deadline mid-batch is answered at once (CANCELLED /
+// DEADLINE_EXCEEDED) and its rows are dropped at the end, the others in the
+// batch are unaffected (if nobody is left the job is abandoned); a failed
+// slice fails every request in the batch; drain lets the batch finish;
+// shutdown abandons it and answers its requests UNAVAILABLE. The price is
+// encode latency while streams decode: encode gets about half the engine time.
 //
 // Thread-safe: Submit*, BeginDrain, WaitIdle and Shutdown may be called from
 // any thread.
@@ -117,6 +137,7 @@ class Scheduler {
  private:
   struct EncodeRequest;
   struct EncodeItem;
+  struct EncodeBatch;
   struct GenerateRequest;
 
   // Refuses (draining, queue full) or counts a new request in.
@@ -126,7 +147,14 @@ class Scheduler {
   bool RunOnce();
   void TakeInbox();
   void SweepCancelled();
-  bool MaybeRunEncodeBatch(bool generate_running);
+  // Starts an encode batch if one is due and runs the slices that fit the
+  // policy's budget; false when there was nothing to do.
+  bool RunEncodeWork(bool generate_running);
+  // Forms the next batch from the queue and starts its job (false: none due).
+  bool StartEncodeBatch(bool generate_running);
+  void CompleteEncodeBatch();
+  void FailEncodeBatch(const absl::Status& status);
+  void DropDoneEncodeItems();
   bool RunGenerateStep();
   void AdmitWaiting();
   void Preempt(GenerateRequest* victim);
@@ -158,13 +186,14 @@ class Scheduler {
 
   // Engine-thread state (no lock: only Loop() touches it).
   std::deque<EncodeItem> encode_queue_;
+  std::unique_ptr<EncodeBatch> encode_batch_;  // the batch in flight, or null
   std::deque<std::shared_ptr<GenerateRequest>> waiting_;
   std::vector<std::shared_ptr<GenerateRequest>> running_;  // admission order, newest last
   absl::Duration engine_time_;  // engine calls in the current loop pass (for the overhead metric)
   // Smoothed costs on options_.clock (0 until the first sample): one generate
-  // step, and one padded token of an encode batch.
+  // step, and the longest slice of an encode batch per padded token.
   double generate_step_seconds_ = 0;
-  double encode_seconds_per_token_ = 0;
+  double encode_slice_seconds_per_token_ = 0;
 
   std::thread thread_;
 };

@@ -19,39 +19,73 @@ namespace {
 using ::testing::HasSubstr;
 
 // Tokens = characters (text) or ids; the "embedding" is [length, sum of ids].
+// A batch is a job of `slices` slices; the results come from Finish.
 class FakeEncodeBackend : public EncodeBackend {
  public:
   absl::StatusOr<int> CountTokens(const EncoderInput& input, const EncodeOptions&) const override {
     if (input.is_text && input.text == "bad") return absl::InvalidArgumentError("bad text");
     return input.is_text ? static_cast<int>(input.text.size()) : static_cast<int>(input.token_ids.size());
   }
-  absl::StatusOr<std::vector<EncodeResult>> EncodeBatch(absl::Span<const EncoderInput> inputs,
-                                                        const EncodeOptions&) override {
+  absl::StatusOr<std::unique_ptr<EncodeBatchJob>> StartBatch(absl::Span<const EncoderInput> inputs,
+                                                             const EncodeOptions&) override {
     batch_sizes.push_back(static_cast<int>(inputs.size()));
-    if (on_batch) {
-      int longest = 0;
-      for (const EncoderInput& in : inputs) longest = std::max(longest, *CountTokens(in, EncodeOptions{}));
-      on_batch(static_cast<int>(inputs.size()) * longest);
-    }
-    if (fail_next) {
-      fail_next = false;
-      return absl::InternalError("engine failure");
-    }
-    std::vector<EncodeResult> out;
-    for (const EncoderInput& in : inputs) {
-      EncodeResult r;
-      r.embedding = Tensor::Zeros({2});
-      r.embedding.f32()[0] = static_cast<float>(in.is_text ? in.text.size() : in.token_ids.size());
-      r.embedding.f32()[1] = in.is_text ? 0.0f : static_cast<float>(std::accumulate(in.token_ids.begin(), in.token_ids.end(), 0));
-      out.push_back(std::move(r));
-    }
-    return out;
+    int longest = 0;
+    for (const EncoderInput& in : inputs) longest = std::max(longest, *CountTokens(in, EncodeOptions{}));
+    auto job = std::make_unique<Job>();
+    job->backend = this;
+    job->inputs.assign(inputs.begin(), inputs.end());
+    job->padded = static_cast<int>(inputs.size()) * longest;
+    return job;
   }
   int64_t ScratchBytes(int batch_size, int seq_len) const override { return int64_t{batch_size} * seq_len * 4; }
 
-  std::vector<int> batch_sizes;  // engine thread only; read after WaitIdle
-  std::function<void(int padded_tokens)> on_batch;  // e.g. advances a fake clock
-  bool fail_next = false;
+  // Engine thread only; read after WaitIdle (or from the callbacks).
+  std::vector<int> batch_sizes;
+  int slices = 1;                                    // per batch
+  std::function<void(int padded_tokens)> on_slice;   // e.g. advances a fake clock
+  bool fail_next = false;                            // the next batch fails in its first slice
+  int slices_run = 0;
+  int jobs_finished = 0;
+  int jobs_destroyed_unfinished = 0;
+
+ private:
+  struct Job : EncodeBatchJob {
+    FakeEncodeBackend* backend = nullptr;
+    std::vector<EncoderInput> inputs;
+    int padded = 0;
+    int done = 0;
+    bool finished = false;
+    ~Job() override {
+      if (!finished) ++backend->jobs_destroyed_unfinished;
+    }
+    int slices_total() const override { return backend->slices; }
+    int slices_done() const override { return done; }
+    absl::Status RunSlice() override {
+      ++backend->slices_run;
+      if (backend->on_slice) backend->on_slice(padded);
+      if (backend->fail_next) {
+        backend->fail_next = false;
+        return absl::InternalError("engine failure");
+      }
+      ++done;
+      return absl::OkStatus();
+    }
+    absl::StatusOr<std::vector<EncodeResult>> Finish() override {
+      EXPECT_EQ(done, backend->slices) << "Finish before every slice ran";
+      finished = true;
+      ++backend->jobs_finished;
+      std::vector<EncodeResult> out;
+      for (const EncoderInput& in : inputs) {
+        EncodeResult r;
+        r.embedding = Tensor::Zeros({2});
+        r.embedding.f32()[0] = static_cast<float>(in.is_text ? in.text.size() : in.token_ids.size());
+        r.embedding.f32()[1] =
+            in.is_text ? 0.0f : static_cast<float>(std::accumulate(in.token_ids.begin(), in.token_ids.end(), 0));
+        out.push_back(std::move(r));
+      }
+      return out;
+    }
+  };
 };
 
 // A KV pool of `blocks` blocks of 4 positions. The next token is a function
@@ -231,6 +265,7 @@ TEST_F(SchedulerTest, EncodeBatchesConcurrentRequestsAndKeepsOrder) {
 
 TEST_F(SchedulerTest, EncodeSplitsOversizeRequestAcrossBatchesAndReassembles) {
   FakeEncodeBackend encode;
+  encode.slices = 3;
   SchedulerOptions options;
   options.encode_max_batch_size = 4;
   Scheduler scheduler(options, &encode, nullptr, &metrics_);
@@ -475,14 +510,15 @@ TEST_F(SchedulerTest, OverheadMetricCountsBookkeepingButNotEngineTime) {
 namespace attnserve {
 namespace {
 
-// Interleaving: while a stream decodes, each encode batch is cut to what fits
-// in one generate step by the measured costs. On a fake clock a generate step
-// costs 10 ms and an encode batch 1 ms per padded token, so once both costs
-// are known a batch beside decoding holds 10 padded tokens: two 5-token inputs.
+// Interleaving: while a stream decodes, each encode batch is cut so that its
+// longest slice fits in one generate step by the measured costs. On a fake
+// clock a generate step costs 10 ms and an encode batch (one slice here) 1 ms
+// per padded token, so once both costs are known a batch beside decoding holds
+// 10 padded tokens: two 5-token inputs.
 TEST_F(SchedulerTest, EncodeBesideGenerateIsCutToOneStepOfTime) {
   std::atomic<int64_t> now_ns{absl::ToUnixNanos(absl::Now())};
   FakeEncodeBackend encode;
-  encode.on_batch = [&](int padded) { now_ns += int64_t{padded} * 1'000'000; };
+  encode.on_slice = [&](int padded) { now_ns += int64_t{padded} * 1'000'000; };
   FakeGenerateBackend generate(/*blocks=*/1000);
   // The fake steps take no real time, so the stream could finish its 400
   // steps before this thread even submits the encode (seen under a loaded
@@ -540,6 +576,197 @@ TEST_F(SchedulerTest, EncodeBesideGenerateIsCutToOneStepOfTime) {
   ASSERT_GE(encode.batch_sizes.size(), 2u);
   EXPECT_EQ(encode.batch_sizes.front(), 32);
   for (size_t i = 1; i < encode.batch_sizes.size(); ++i) EXPECT_EQ(encode.batch_sizes[i], 2) << "batch " << i;
+}
+
+}  // namespace
+}  // namespace attnserve
+
+namespace attnserve {
+namespace {
+
+// Encode slices between generate steps: a step costs 10 ms on a fake clock and
+// an encode slice 3 ms (batches of two 5-token inputs, 0.3 ms per padded
+// token, 8 slices each), so a step's budget holds three slices: never more
+// between two steps, the budget is used, and the encode still finishes (in
+// order) while the stream decodes.
+TEST_F(SchedulerTest, EncodeSlicesInterleaveWithGenerateStepsWithinOneStepOfTime) {
+  std::atomic<int64_t> now_ns{absl::ToUnixNanos(absl::Now())};
+  std::string log;  // engine thread only: 'G' per generate step, 'S' per encode slice
+  FakeEncodeBackend encode;
+  encode.slices = 8;
+  encode.on_slice = [&](int padded) {
+    log += 'S';
+    now_ns += int64_t{padded} * 300'000;
+  };
+  FakeGenerateBackend generate(/*blocks=*/1000);
+  absl::Notification encode_submitted;
+  int steps = 0;
+  generate.on_step = [&] {
+    log += 'G';
+    now_ns += 10'000'000;
+    if (++steps == 2) encode_submitted.WaitForNotification();
+  };
+  SchedulerOptions options;
+  options.clock = [&] { return absl::FromUnixNanos(now_ns.load()); };
+  options.encode_max_wait = absl::ZeroDuration();
+  options.encode_max_batch_size = 2;
+  Scheduler scheduler(options, &encode, &generate, &metrics_);
+
+  GenerateOutcome gen;
+  ASSERT_TRUE(scheduler.SubmitGenerate(MakeGenerate({1, 2, 3}, /*max_new=*/400, &gen)).ok());
+  EncodeTask enc;
+  for (int i = 0; i < 40; ++i) enc.inputs.push_back({false, "", std::vector<int32_t>(5, i)});
+  enc.control = std::make_shared<RequestControl>();
+  absl::Notification encoded;
+  std::vector<float> sums;
+  bool stream_done_when_encoded = true;
+  enc.done = [&](absl::StatusOr<std::vector<EncodeResult>> r, const v1::EncodeUsage&) {
+    if (r.ok()) {
+      for (const EncodeResult& e : *r) sums.push_back(e.embedding.f32()[1]);
+    }
+    stream_done_when_encoded = gen.done.HasBeenNotified();
+    encoded.Notify();
+  };
+  ASSERT_TRUE(scheduler.SubmitEncode(std::move(enc)).ok());
+  encode_submitted.Notify();
+  encoded.WaitForNotification();
+  gen.done.WaitForNotification();
+  ASSERT_TRUE(scheduler.WaitIdle(absl::Now() + absl::Seconds(10)));
+
+  ASSERT_EQ(sums.size(), 40u);
+  for (int i = 0; i < 40; ++i) EXPECT_EQ(sums[i], 5 * i) << "input " << i;
+  EXPECT_FALSE(stream_done_when_encoded) << "the stream should still be decoding";
+  EXPECT_EQ(encode.slices_run, 20 * 8);
+  EXPECT_EQ(encode.jobs_finished, 20);
+  // Runs of slices strictly between two generate steps.
+  const size_t first = log.find('G'), last = log.rfind('G');
+  ASSERT_NE(first, std::string::npos);
+  int longest_run = 0, run = 0;
+  for (size_t i = first; i <= last; ++i) {
+    if (log[i] == 'S') {
+      longest_run = std::max(longest_run, ++run);
+    } else {
+      run = 0;
+    }
+  }
+  EXPECT_EQ(longest_run, 3) << log.substr(first, 200);
+}
+
+// An encode cancelled, or past its deadline, while its batch is mid-flight is
+// answered at once; the other request in the batch gets its exact result.
+TEST_F(SchedulerTest, EncodeCancelledOrExpiredMidBatchLeavesTheOthersUnaffected) {
+  std::atomic<int64_t> now_ns{absl::ToUnixNanos(absl::Now())};
+  FakeEncodeBackend encode;
+  encode.slices = 6;
+  auto cancel_me = std::make_shared<RequestControl>();
+  auto expire_me = std::make_shared<RequestControl>();
+  expire_me->deadline = absl::FromUnixNanos(now_ns.load()) + absl::Microseconds(2500);
+  encode.on_slice = [&](int) {
+    now_ns += 1'000'000;  // 1 ms per slice: the deadline passes during the third
+    if (encode.slices_run == 2) cancel_me->cancelled.store(true);
+  };
+  SchedulerOptions options;
+  options.clock = [&] { return absl::FromUnixNanos(now_ns.load()); };
+  options.encode_max_batch_size = 3;  // the three requests fill one batch
+  options.encode_max_wait = absl::Seconds(30);
+  Scheduler scheduler(options, &encode, nullptr, &metrics_);
+  absl::Notification done[3];
+  absl::Status status[3];
+  float sum_kept = -1;
+  std::shared_ptr<RequestControl> controls[3] = {cancel_me, std::make_shared<RequestControl>(), expire_me};
+  for (int r = 0; r < 3; ++r) {
+    EncodeTask task;
+    task.inputs = {{false, "", {r + 1, r + 1}}};
+    task.control = controls[r];
+    task.done = [&, r](absl::StatusOr<std::vector<EncodeResult>> results, const v1::EncodeUsage&) {
+      status[r] = results.status();
+      if (results.ok()) sum_kept = (*results)[0].embedding.f32()[1];
+      done[r].Notify();
+    };
+    ASSERT_TRUE(scheduler.SubmitEncode(std::move(task)).ok());
+  }
+  for (auto& d : done) d.WaitForNotification();
+  ASSERT_TRUE(scheduler.WaitIdle(absl::Now() + absl::Seconds(10)));
+  EXPECT_EQ(status[0].code(), absl::StatusCode::kCancelled) << status[0];
+  EXPECT_THAT(status[0].message(), HasSubstr("while encoding"));
+  EXPECT_EQ(status[2].code(), absl::StatusCode::kDeadlineExceeded) << status[2];
+  ASSERT_TRUE(status[1].ok()) << status[1];
+  EXPECT_EQ(sum_kept, 4);
+  EXPECT_THAT(encode.batch_sizes, ::testing::ElementsAre(3));
+  EXPECT_EQ(encode.jobs_finished, 1);
+  EXPECT_EQ(encode.slices_run, 6);
+}
+
+// When every request of a batch in flight has gone, the rest of its slices
+// are not computed.
+TEST_F(SchedulerTest, EncodeBatchWithNobodyLeftIsAbandoned) {
+  FakeEncodeBackend encode;
+  encode.slices = 1000;
+  auto control = std::make_shared<RequestControl>();
+  encode.on_slice = [&](int) {
+    if (encode.slices_run == 3) control->cancelled.store(true);
+  };
+  Scheduler scheduler(SchedulerOptions{}, &encode, nullptr, &metrics_);
+  EncodeTask task;
+  task.inputs = {{true, "abc", {}}, {true, "abcd", {}}};
+  task.control = control;
+  absl::Notification done;
+  absl::Status status;
+  task.done = [&](absl::StatusOr<std::vector<EncodeResult>> results, const v1::EncodeUsage&) {
+    status = results.status();
+    done.Notify();
+  };
+  ASSERT_TRUE(scheduler.SubmitEncode(std::move(task)).ok());
+  done.WaitForNotification();
+  ASSERT_TRUE(scheduler.WaitIdle(absl::Now() + absl::Seconds(10)));
+  EXPECT_EQ(status.code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(encode.jobs_finished, 0);
+  EXPECT_EQ(encode.jobs_destroyed_unfinished, 1);
+  EXPECT_LT(encode.slices_run, 10);
+}
+
+// Drain lets a half-done encode batch finish; shutdown abandons one and
+// answers UNAVAILABLE, without waiting for its remaining slices.
+TEST_F(SchedulerTest, DrainFinishesAHalfDoneEncodeAndShutdownAbandonsOne) {
+  for (const bool shutdown : {false, true}) {
+    SCOPED_TRACE(shutdown ? "shutdown" : "drain");
+    FakeEncodeBackend encode;
+    encode.slices = shutdown ? 1'000'000 : 20;
+    absl::Notification first_slice;
+    encode.on_slice = [&](int) {
+      if (!first_slice.HasBeenNotified()) first_slice.Notify();
+      absl::SleepFor(absl::Milliseconds(1));
+    };
+    Scheduler scheduler(SchedulerOptions{}, &encode, nullptr, &metrics_);
+    EncodeTask task;
+    task.inputs = {{true, "abc", {}}};
+    task.control = std::make_shared<RequestControl>();
+    absl::Notification done;
+    absl::Status status;
+    task.done = [&](absl::StatusOr<std::vector<EncodeResult>> results, const v1::EncodeUsage&) {
+      status = results.status();
+      done.Notify();
+    };
+    ASSERT_TRUE(scheduler.SubmitEncode(std::move(task)).ok());
+    first_slice.WaitForNotification();
+    if (shutdown) {
+      scheduler.Shutdown();
+      ASSERT_TRUE(done.HasBeenNotified());
+      EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+      EXPECT_EQ(encode.jobs_destroyed_unfinished, 1);
+    } else {
+      scheduler.BeginDrain();
+      EncodeTask late;
+      late.inputs = {{true, "x", {}}};
+      late.done = [](absl::StatusOr<std::vector<EncodeResult>>, const v1::EncodeUsage&) { FAIL() << "refused"; };
+      EXPECT_EQ(scheduler.SubmitEncode(std::move(late)).code(), absl::StatusCode::kUnavailable);
+      ASSERT_TRUE(scheduler.WaitIdle(absl::Now() + absl::Seconds(10)));
+      ASSERT_TRUE(done.HasBeenNotified());
+      EXPECT_TRUE(status.ok()) << status;
+      EXPECT_EQ(encode.jobs_finished, 1);
+      EXPECT_EQ(encode.slices_run, 20);
+    }
+  }
 }
 
 }  // namespace
