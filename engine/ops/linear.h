@@ -1,23 +1,30 @@
 // Linear: y[M, N] = act(x[M, K] · Wᵀ + b), the projection layer of every model.
 //
-// W is given [N, K] (PyTorch nn.Linear layout). Built once, by storage:
-//  - kF32: one oneDNN matmul primitive with a run-time M and the weights
-//    reordered once into the layout it prefers; bias and activation are
-//    post-ops.
-//  - kBF16: the weights packed once as bf16 into 16-column panels and run by
-//    the packed AVX2 kernel (engine/ops/packed_gemm.h) at every M: bf16 is
-//    widened in registers, so the weights really take half the memory and
-//    decode reads half the bytes. (oneDNN has no usable f32 × bf16 matmul on
-//    AVX2 CPUs: it falls back to a reference kernel ~1000× slower.)
-// Thread-safe for concurrent Forward calls: everything built at Create is
-// immutable and each call takes its stream and scratchpad from its thread.
-// weight_bytes() reports what is held (bf16: 2 bytes per weight, N padded to
-// a multiple of 16 and K to a multiple of 16; plus an f32 bias).
+// W is given [N, K] (PyTorch nn.Linear layout) and held ONCE, packed into
+// column panels (engine/ops/packed_gemm.h): f32 in oneDNN's BA16a32b layout,
+// bf16 as bf16 (half the bytes, widened in registers). The kernel is chosen
+// per call by M (thresholds in engine/ops/linear_kernels.h, measured by
+// bench/decoder/linear_bench):
+//  - f32, M < kF32DnnlMinRows: the packed AVX2 kernel (bandwidth-bound GEMV
+//    and small GEMMs, where oneDNN's gemm:jit is slow);
+//  - f32, larger M: oneDNN fixed-M matmul primitives (brg_matmul), one per
+//    M bucket, created once and cached (engine/ops/fixed_matmul.h), reading
+//    the same packed weights in place; a tail of < 16 rows goes to the
+//    packed kernel. Bias and activation are post-ops.
+//  - bf16: the packed kernel at every M (oneDNN has no usable f32 × bf16
+//    matmul on AVX2 CPUs: it falls back to a reference kernel).
+// Thread-safe for concurrent Forward calls: the weights are immutable, the
+// primitive cache takes a mutex for its lookup, and each call takes its
+// stream and scratchpad from its thread.
+// weight_bytes() reports what is held: the packed panels (N padded to the
+// panel width — 32 for f32, 16 for bf16 — and K to a multiple of 16) plus an
+// f32 bias.
 #ifndef ATTNSERVE_ENGINE_OPS_LINEAR_H_
 #define ATTNSERVE_ENGINE_OPS_LINEAR_H_
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -30,10 +37,9 @@ class Linear {
  public:
   // weight: [N, K], f32, bf16 or f16. bias: [N] (any float dtype) or nullptr.
   // storage: kF32 or kBF16.
-  // kernel: kAuto as described above; kPacked runs f32 weights on the packed
-  // kernel too (no oneDNN primitive), for layers only ever fed a few rows —
-  // the LM head sees one row per sequence, where oneDNN's run-time-M matmul
-  // is slow for M = 2..16.
+  // kernel: kAuto as described above; kPacked runs the packed kernel at
+  // every M (no oneDNN primitive), for layers only ever fed a few rows (the
+  // LM head sees one row per sequence).
   enum class Kernel { kAuto, kPacked };
   static absl::StatusOr<Linear> Create(const Tensor& weight, const Tensor* bias,
                                        DType storage = DType::kF32,
@@ -53,10 +59,14 @@ class Linear {
   int64_t weight_bytes() const;
   // What the weights are stored as (the storage asked for).
   DType storage() const;
-  // Row r of W as f32 (K values) for a Linear on the packed kernel (bf16 or
-  // Kernel::kPacked): lets a tied embedding table be read from the LM head
-  // instead of being held twice. CHECK-fails on a oneDNN-backed Linear.
+  // Row r of W as f32 (K values): lets a tied embedding table be read from
+  // the LM head instead of being held twice.
   void ReadRow(int64_t r, float* out) const;
+  // oneDNN primitives created so far (at most one per M bucket, ever).
+  int64_t primitives_created() const;
+  // The kernel Forward uses for m rows, e.g. "packed_avx2_f32" or
+  // "onednn_fixed_m128:brg_matmul:avx2+packed_tail" (benchmarks, tests).
+  std::string KernelFor(int64_t m) const;
 
  private:
   struct Impl;

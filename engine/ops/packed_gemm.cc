@@ -15,7 +15,9 @@
 namespace attnserve {
 namespace {
 
-using packed_gemm_internal::kMaxRows;
+using packed_gemm_internal::kMaxRowsBf16;
+using packed_gemm_internal::kMaxRowsF32;
+using packed_gemm_internal::kMaxTileFloats;
 using packed_gemm_internal::TileKernel;
 
 std::atomic<bool> force_scalar{false};
@@ -34,21 +36,22 @@ float SourceAt(const Tensor& w, int64_t i) {
 
 template <bool kBf16>
 void TileScalar(const float* x, int64_t ldx, int rows, const void* panel, int64_t k, float* tile) {
+  constexpr int kWidth = kBf16 ? 16 : 32;
   for (int i = 0; i < rows; ++i) {
-    float acc[16] = {};
+    float acc[kWidth] = {};
     for (int64_t kk = 0; kk < k; ++kk) {
       const float xv = x[i * ldx + kk];
-      for (int j = 0; j < 16; ++j) {
+      for (int j = 0; j < kWidth; ++j) {
         float wv;
         if constexpr (kBf16) {
           wv = Bf16ToFloat(static_cast<const uint16_t*>(panel)[kk * 16 + Bf16Slot(j)]);
         } else {
-          wv = static_cast<const float*>(panel)[kk * 16 + j];
+          wv = static_cast<const float*>(panel)[kk * 32 + j];
         }
         acc[j] += xv * wv;
       }
     }
-    std::memcpy(tile + i * 16, acc, sizeof(acc));
+    std::memcpy(tile + i * kWidth, acc, sizeof(acc));
   }
 }
 
@@ -66,12 +69,12 @@ inline float Apply(float v, Activation act) {
   return v;
 }
 
-// Tile (rows × 16) → y columns [col0, col0 + cols), with bias and activation.
-void Store(const float* tile, int rows, int cols, int64_t col0, const float* bias, Activation act,
-           float* y, int64_t ldy) {
+// Tile (rows × width) → y columns [col0, col0 + cols), with bias and activation.
+void Store(const float* tile, int width, int rows, int cols, int64_t col0, const float* bias,
+           Activation act, float* y, int64_t ldy) {
   for (int i = 0; i < rows; ++i) {
     float* out = y + i * ldy + col0;
-    const float* t = tile + i * 16;
+    const float* t = tile + i * width;
     if (bias != nullptr) {
       for (int j = 0; j < cols; ++j) out[j] = t[j] + bias[col0 + j];
     } else {
@@ -93,9 +96,9 @@ TileKernel PickKernel(DType storage) {
 
 // Rows of x processed per pass over a thread's panels: x rows stay in L2
 // (~192 KiB) while each weight panel is reused by every MR block of them.
-int64_t RowChunk(int64_t k) {
+int64_t RowChunk(int64_t k, int max_rows) {
   const int64_t rows = (192 * 1024) / (k * static_cast<int64_t>(sizeof(float)));
-  return std::max<int64_t>(kMaxRows, rows / kMaxRows * kMaxRows);
+  return std::max<int64_t>(max_rows, rows / max_rows * max_rows);
 }
 
 }  // namespace
@@ -109,7 +112,8 @@ PackedMatrix PackedMatrix::Pack(const Tensor& w, DType storage) {
   p.n_ = w.dim(0);
   p.k_ = w.dim(1);
   p.storage_ = storage;
-  const int64_t elems = p.panels() * p.k_padded() * kPanelWidth;
+  const int width = p.panel_width();
+  const int64_t elems = p.panels() * p.k_padded() * width;
   const int64_t raw = elems * static_cast<int64_t>(DTypeSize(storage));
   p.bytes_ = (raw + 63) / 64 * 64;
   void* mem = std::aligned_alloc(64, static_cast<size_t>(p.bytes_));
@@ -119,10 +123,10 @@ PackedMatrix PackedMatrix::Pack(const Tensor& w, DType storage) {
   const int64_t n = p.n_, k = p.k_, kp = p.k_padded(), panels = p.panels();
 #pragma omp parallel for schedule(static) if (elems >= (1 << 20))
   for (int64_t pi = 0; pi < panels; ++pi) {
-    for (int j = 0; j < kPanelWidth; ++j) {
-      const int64_t col = pi * kPanelWidth + j;
+    for (int j = 0; j < width; ++j) {
+      const int64_t col = pi * width + j;
       for (int64_t kk = 0; kk < k; ++kk) {
-        const int64_t dst = (pi * kp + kk) * kPanelWidth;
+        const int64_t dst = (pi * kp + kk) * width;
         if (storage == DType::kF32) {
           static_cast<float*>(mem)[dst + j] = col < n ? SourceAt(w, col * k + kk) : 0.0f;
         } else {
@@ -138,15 +142,16 @@ PackedMatrix PackedMatrix::Pack(const Tensor& w, DType storage) {
 }
 
 void PackedMatrix::ReadRow(int64_t r, float* out) const {
-  const int64_t pi = r / kPanelWidth;
-  const int j = static_cast<int>(r % kPanelWidth);
+  const int width = panel_width();
+  const int64_t pi = r / width;
+  const int j = static_cast<int>(r % width);
   if (storage_ == DType::kF32) {
-    const float* src = static_cast<const float*>(data_.get()) + pi * k_padded() * kPanelWidth + j;
-    for (int64_t kk = 0; kk < k_; ++kk) out[kk] = src[kk * kPanelWidth];
+    const float* src = static_cast<const float*>(data_.get()) + pi * k_padded() * width + j;
+    for (int64_t kk = 0; kk < k_; ++kk) out[kk] = src[kk * width];
   } else {
     const uint16_t* src =
-        static_cast<const uint16_t*>(data_.get()) + pi * k_padded() * kPanelWidth + Bf16Slot(j);
-    for (int64_t kk = 0; kk < k_; ++kk) out[kk] = Bf16ToFloat(src[kk * kPanelWidth]);
+        static_cast<const uint16_t*>(data_.get()) + pi * k_padded() * width + Bf16Slot(j);
+    for (int64_t kk = 0; kk < k_; ++kk) out[kk] = Bf16ToFloat(src[kk * width]);
   }
 }
 
@@ -155,9 +160,11 @@ void PackedGemm(const float* x, int64_t m, int64_t ldx, const PackedMatrix& w, c
   if (m <= 0) return;
   const TileKernel kernel = PickKernel(w.storage());
   const int64_t k = w.k(), n = w.n(), panels = w.panels();
-  const int64_t panel_bytes = w.k_padded() * kPanelWidth * static_cast<int64_t>(DTypeSize(w.storage()));
+  const int width = w.panel_width();
+  const int max_rows = w.storage() == DType::kBF16 ? kMaxRowsBf16 : kMaxRowsF32;
+  const int64_t panel_bytes = w.k_padded() * width * static_cast<int64_t>(DTypeSize(w.storage()));
   const auto* base = static_cast<const std::byte*>(w.data());
-  const int64_t chunk = RowChunk(k);
+  const int64_t chunk = RowChunk(k, max_rows);
   // Below ~64k multiply-adds a parallel region costs more than it saves.
   const bool parallel = m * n * k >= (int64_t{1} << 16) && panels > 1;
 #pragma omp parallel if (parallel)
@@ -165,16 +172,16 @@ void PackedGemm(const float* x, int64_t m, int64_t ldx, const PackedMatrix& w, c
     const int threads = omp_get_num_threads();
     const int tid = omp_get_thread_num();
     const int64_t p0 = panels * tid / threads, p1 = panels * (tid + 1) / threads;
-    alignas(64) float tile[kMaxRows * 16];
+    alignas(64) float tile[kMaxTileFloats];
     for (int64_t r0 = 0; r0 < m; r0 += chunk) {
       const int64_t r_end = std::min(m, r0 + chunk);
       for (int64_t pi = p0; pi < p1; ++pi) {
         const void* panel = base + pi * panel_bytes;
-        const int cols = static_cast<int>(std::min<int64_t>(kPanelWidth, n - pi * kPanelWidth));
-        for (int64_t r = r0; r < r_end; r += kMaxRows) {
-          const int rows = static_cast<int>(std::min<int64_t>(kMaxRows, r_end - r));
+        const int cols = static_cast<int>(std::min<int64_t>(width, n - pi * width));
+        for (int64_t r = r0; r < r_end; r += max_rows) {
+          const int rows = static_cast<int>(std::min<int64_t>(max_rows, r_end - r));
           kernel(x + r * ldx, ldx, rows, panel, k, tile);
-          Store(tile, rows, cols, pi * kPanelWidth, bias, act, y + r * ldy, ldy);
+          Store(tile, width, rows, cols, pi * width, bias, act, y + r * ldy, ldy);
         }
       }
     }

@@ -3,13 +3,19 @@
 // Why: at decode (M = 1..16 rows) a Linear is bound by reading its weights
 // once from memory, and oneDNN's run-time-M matmul adds per-call overhead and
 // has no f32 × bf16 path on AVX2 CPUs. Here the weights are packed once into
-// panels of 16 output columns, `[ceil(N/16)][Kp][16]` with Kp = K rounded up to
-// 16 (oneDNN's "BA16a16b" for the logical [K, N] matrix, zero padded), so every k step reads 16 contiguous
-// weights and the kernel keeps 2 × MR accumulators in registers; no horizontal
-// sums, one pass over the weights per 6 rows of x (rows are blocked so a
-// weight panel is reused from cache).
+// panels of P output columns, `[ceil(N/P)][Kp][P]` with Kp = K rounded up to
+// 16, zero padded, so every k step reads P contiguous weights and the kernel
+// keeps MR × P/8 accumulators in registers; no horizontal sums, one pass over
+// the weights per MR rows of x (rows are blocked so a weight panel is reused
+// from cache).
 //
-// bf16 panels are stored with the two 8-column halves interleaved (u16 index
+// f32: P = 32, MR ≤ 3. This is exactly oneDNN's "BA16a32b" layout of the
+// logical [K, N] matrix, the one its AVX2 brgemm matmul accepts at full speed
+// for every fixed M (BA16a16b sends it to a reference kernel), so Linear
+// holds ONE f32 copy that both this kernel (small M) and oneDNN's fixed-M
+// primitives (large M) read.
+//
+// bf16: P = 16, MR ≤ 6. bf16 panels are stored with the two 8-column halves interleaved (u16 index
 // 2i holds column i, 2i+1 column 8+i): one 32-byte load then gives columns
 // 0-7 by a 16-bit left shift of each 32-bit lane and 8-15 by masking the low
 // half — bf16 → f32 widening in registers, so bf16 weights really read half
@@ -28,7 +34,8 @@
 
 namespace attnserve {
 
-inline constexpr int kPanelWidth = 16;
+// Output columns per panel for a storage type (f32 32, bf16 16).
+inline constexpr int PanelWidth(DType storage) { return storage == DType::kBF16 ? 16 : 32; }
 
 class PackedMatrix {
  public:
@@ -39,7 +46,8 @@ class PackedMatrix {
 
   int64_t n() const { return n_; }
   int64_t k() const { return k_; }
-  int64_t panels() const { return (n_ + kPanelWidth - 1) / kPanelWidth; }
+  int panel_width() const { return PanelWidth(storage_); }
+  int64_t panels() const { return (n_ + panel_width() - 1) / panel_width(); }
   // K rounded up to 16: the rows of one panel (the padding rows are zero).
   int64_t k_padded() const { return (k_ + 15) / 16 * 16; }
   DType storage() const { return storage_; }

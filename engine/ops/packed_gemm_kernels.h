@@ -1,6 +1,7 @@
 // Micro-kernels behind PackedGemm (internal to engine/ops). One call computes
-// an MR × 16 tile (MR = 1..6 rows of x, one panel of W) over the full K into
-// `tile` (row stride 16), raw accumulators without bias or activation.
+// an MR × P tile (one panel of W: P = 32 columns and MR = 1..3 rows of x for
+// f32, P = 16 and MR = 1..6 for bf16) over the full K into `tile` (row
+// stride P), raw accumulators without bias or activation.
 #ifndef ATTNSERVE_ENGINE_OPS_PACKED_GEMM_KERNELS_H_
 #define ATTNSERVE_ENGINE_OPS_PACKED_GEMM_KERNELS_H_
 
@@ -8,7 +9,11 @@
 
 namespace attnserve::packed_gemm_internal {
 
-inline constexpr int kMaxRows = 6;
+// Rows per tile call, by storage.
+inline constexpr int kMaxRowsF32 = 3;
+inline constexpr int kMaxRowsBf16 = 6;
+// Floats in the largest tile (MR × P).
+inline constexpr int kMaxTileFloats = 6 * 16;
 
 using TileKernel = void (*)(const float* x, int64_t ldx, int rows, const void* panel, int64_t k,
                             float* tile);

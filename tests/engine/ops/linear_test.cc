@@ -8,6 +8,8 @@
 
 #include "engine/core/half.h"
 #include "engine/core/tensor.h"
+#include "engine/ops/fixed_matmul.h"
+#include "engine/ops/linear_kernels.h"
 #include "gtest/gtest.h"
 
 namespace attnserve {
@@ -73,7 +75,7 @@ TEST(LinearTest, MatchesReferenceF32) {
     EXPECT_EQ(lin->in_features(), c.k);
     EXPECT_EQ(lin->out_features(), c.n);
     EXPECT_GE(lin->weight_bytes(), c.k * c.n * 4);
-    // The same Linear serves several M (run-time M, one primitive).
+    // The same Linear serves several M (packed kernel, or cached primitives).
     for (int64_t m : {c.m, c.m + 3, int64_t{1}}) {
       Tensor x = RandomTensor({m, c.k}, rng);
       std::vector<float> y(m * c.n, -7.f);
@@ -140,6 +142,88 @@ TEST(LinearTest, ConcurrentForwardFromTwoThreads) {
   EXPECT_TRUE(ok1 && ok2);
   ExpectNear(y1, want1, 1e-4f);
   ExpectNear(y2, want2, 1e-4f);
+}
+
+// Every kernel choice against the double reference, at M values straddling
+// every threshold: the f32 packed/oneDNN switch (kF32DnnlMinRows), the
+// 16-row bucket step (a packed tail after the oneDNN rows), the largest
+// bucket (512: several oneDNN blocks) — with bias and an activation post-op.
+TEST(LinearTest, EveryKernelChoiceMatchesReferenceAcrossThresholds) {
+  std::mt19937 rng(4);
+  const int64_t k = 72, n = 100;  // odd panel tails in both storages
+  Tensor w = RandomTensor({n, k}, rng);
+  Tensor b = RandomTensor({n}, rng);
+  Tensor w_rounded = Tensor::Empty({n, k});
+  for (int64_t i = 0; i < w.numel(); ++i) w_rounded.f32()[i] = Bf16ToFloat(FloatToBf16(w.f32()[i]));
+  const int64_t t = kF32DnnlMinRows;
+  for (DType storage : {DType::kF32, DType::kBF16}) {
+    auto lin = Linear::Create(w, &b, storage, Activation::kGeluErf);
+    ASSERT_TRUE(lin.ok()) << lin.status();
+    const Tensor& want_w = storage == DType::kF32 ? w : w_rounded;
+    for (int64_t m : {int64_t{1}, int64_t{15}, int64_t{16}, int64_t{17}, t - 1, t, t + 1, t + 15,
+                      t + 16, int64_t{511}, int64_t{512}, int64_t{513}, int64_t{1040}}) {
+      Tensor x = RandomTensor({m, k}, rng);
+      std::vector<float> y(m * n, -7.f);
+      ASSERT_TRUE(lin->Forward(x.f32(), m, y.data()).ok());
+      const std::string kernel = lin->KernelFor(m);
+      SCOPED_TRACE(std::string(DTypeName(storage)) + " m=" + std::to_string(m) + " " + kernel);
+      ExpectNear(y, Reference(x.f32(), m, want_w, &b, Activation::kGeluErf), 1e-4f);
+      const bool want_onednn = storage == DType::kF32 && m >= t;
+      EXPECT_EQ(kernel.rfind("onednn_fixed", 0) == 0, want_onednn);
+      if (want_onednn) {
+        EXPECT_EQ(kernel.find("ref") == std::string::npos, true) << "reference kernel chosen";
+        EXPECT_EQ(kernel.find("packed_tail") != std::string::npos, m % 16 != 0);
+      }
+    }
+  }
+}
+
+// Primitives are created once per M bucket and never per call: repeated
+// calls with the same M, and M values in the same bucket (a different
+// packed tail), create none; a new bucket creates exactly one.
+TEST(LinearTest, PrimitivesCreatedOncePerBucketNeverPerCall) {
+  std::mt19937 rng(6);
+  Tensor w = RandomTensor({64, 48}, rng);
+  auto lin = Linear::Create(w, nullptr);
+  ASSERT_TRUE(lin.ok());
+  const int64_t m = kF32DnnlMinRows + 16;
+  Tensor x = RandomTensor({m + 15, 48}, rng);
+  std::vector<float> y((m + 15) * 64);
+  ASSERT_TRUE(lin->Forward(x.f32(), m, y.data()).ok());
+  const int64_t after_first = lin->primitives_created();
+  EXPECT_GE(after_first, 1);
+  for (int r = 0; r < 10; ++r) ASSERT_TRUE(lin->Forward(x.f32(), m, y.data()).ok());
+  for (int64_t tail = 1; tail < 16; ++tail) ASSERT_TRUE(lin->Forward(x.f32(), m + tail, y.data()).ok());
+  EXPECT_EQ(lin->primitives_created(), after_first);
+  ASSERT_TRUE(lin->Forward(x.f32(), m - 16, y.data()).ok());  // another bucket
+  EXPECT_EQ(lin->primitives_created(), after_first + 1);
+  // Below the threshold the packed kernel runs: no primitive.
+  ASSERT_TRUE(lin->Forward(x.f32(), 1, y.data()).ok());
+  EXPECT_EQ(lin->primitives_created(), after_first + 1);
+  // Bounded: at most one per bucket whatever M is asked for.
+  EXPECT_LE(lin->primitives_created(), FixedMatmuls::kMaxRows / FixedMatmuls::kRowStep);
+}
+
+// Two threads asking for the same new bucket at once build it once.
+TEST(LinearTest, ConcurrentFirstUseCreatesOnePrimitive) {
+  std::mt19937 rng(7);
+  Tensor w = RandomTensor({96, 64}, rng);
+  auto lin = Linear::Create(w, nullptr);
+  ASSERT_TRUE(lin.ok());
+  const int64_t before = lin->primitives_created();
+  const int64_t m = kF32DnnlMinRows + 32;
+  Tensor x = RandomTensor({m, 64}, rng);
+  auto want = Reference(x.f32(), m, w, nullptr, Activation::kNone);
+  std::vector<float> y1(m * 96), y2(m * 96);
+  bool ok1 = true, ok2 = true;
+  std::thread t1([&] { ok1 = lin->Forward(x.f32(), m, y1.data()).ok(); });
+  std::thread t2([&] { ok2 = lin->Forward(x.f32(), m, y2.data()).ok(); });
+  t1.join();
+  t2.join();
+  EXPECT_TRUE(ok1 && ok2);
+  EXPECT_EQ(lin->primitives_created(), before + 1);
+  ExpectNear(y1, want, 1e-4f);
+  ExpectNear(y2, want, 1e-4f);
 }
 
 }  // namespace

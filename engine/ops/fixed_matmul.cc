@@ -1,0 +1,143 @@
+#include "engine/ops/fixed_matmul.h"
+
+#include <unordered_map>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "engine/core/status_macros.h"
+#include "engine/dnnl/context.h"
+
+namespace attnserve {
+
+using dnnl::memory;
+using Tag = dnnl::memory::format_tag;
+using Dt = dnnl::memory::data_type;
+
+struct FixedMatmuls::Bucket {
+  dnnl::matmul prim;
+  memory::desc scratchpad_md;
+  std::string impl;
+};
+
+namespace {
+
+dnnl::primitive_attr MakeAttr(Activation act) {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  dnnl::post_ops ops;
+  switch (act) {
+    case Activation::kNone: break;
+    case Activation::kGeluErf: ops.append_eltwise(dnnl::algorithm::eltwise_gelu_erf, 0.f, 0.f); break;
+    case Activation::kGeluTanh: ops.append_eltwise(dnnl::algorithm::eltwise_gelu_tanh, 0.f, 0.f); break;
+    case Activation::kSilu: ops.append_eltwise(dnnl::algorithm::eltwise_swish, 1.f, 0.f); break;
+    case Activation::kRelu: ops.append_eltwise(dnnl::algorithm::eltwise_relu, 0.f, 0.f); break;
+  }
+  attr.set_post_ops(ops);
+  return attr;
+}
+
+}  // namespace
+
+FixedMatmuls::FixedMatmuls(const PackedMatrix& w, const float* bias, Activation act)
+    : w_(w), bias_(bias), act_(act) {}
+
+absl::StatusOr<std::unique_ptr<FixedMatmuls>> FixedMatmuls::Create(const PackedMatrix& w,
+                                                                   const float* bias,
+                                                                   Activation act) {
+  if (w.storage() != DType::kF32 || w.panel_width() != 32) {
+    return absl::InvalidArgumentError("FixedMatmuls needs f32 weights in 32-column panels");
+  }
+  std::unique_ptr<FixedMatmuls> fm(new FixedMatmuls(w, bias, act));
+  const auto& eng = DnnlContext::Get().engine();
+  try {
+    fm->weights_ = memory(memory::desc({w.k(), w.n()}, Dt::f32, Tag::BA16a32b), eng,
+                          const_cast<void*>(w.data()));
+    if (static_cast<int64_t>(fm->weights_.get_desc().get_size()) > w.bytes()) {
+      return absl::InternalError("BA16a32b needs more bytes than the packed panels hold");
+    }
+    if (bias != nullptr) {
+      fm->bias_mem_ = memory(memory::desc({1, w.n()}, Dt::f32, Tag::ab), eng, const_cast<float*>(bias));
+    }
+  } catch (const dnnl::error& e) {
+    return DnnlErrorToStatus(e, "FixedMatmuls::Create");
+  }
+  // Probe the largest bucket: a reference kernel here means this CPU has no
+  // fast path for these weights, and the packed kernel is better at every M.
+  ASSIGN_OR_RETURN(std::string impl, fm->ImplName(kMaxRows));
+  if (absl::StartsWith(impl, "ref")) {
+    return absl::UnimplementedError(absl::StrCat("oneDNN runs BA16a32b weights with ", impl));
+  }
+  return fm;
+}
+
+absl::StatusOr<std::shared_ptr<const FixedMatmuls::Bucket>> FixedMatmuls::Make(int64_t m) const {
+  const auto& eng = DnnlContext::Get().engine();
+  const int64_t n = w_.n(), k = w_.k();
+  try {
+    memory::desc src_md({m, k}, Dt::f32, Tag::ab);
+    memory::desc dst_md({m, n}, Dt::f32, Tag::ab);
+    const dnnl::primitive_attr attr = MakeAttr(act_);
+    dnnl::matmul::primitive_desc pd =
+        bias_ != nullptr
+            ? dnnl::matmul::primitive_desc(eng, src_md, weights_.get_desc(),
+                                           bias_mem_.get_desc(), dst_md, attr)
+            : dnnl::matmul::primitive_desc(eng, src_md, weights_.get_desc(), dst_md, attr);
+    auto b = std::make_shared<Bucket>();
+    b->prim = dnnl::matmul(pd);
+    b->scratchpad_md = pd.scratchpad_desc();
+    b->impl = pd.impl_info_str();
+    return std::shared_ptr<const Bucket>(std::move(b));
+  } catch (const dnnl::error& e) {
+    return DnnlErrorToStatus(e, absl::StrCat("FixedMatmuls: creating M = ", m, " [", n, ", ", k, "]"));
+  }
+}
+
+absl::StatusOr<std::shared_ptr<const FixedMatmuls::Bucket>> FixedMatmuls::Get(int64_t m) const {
+  if (m <= 0 || m % kRowStep != 0 || m > kMaxRows) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "FixedMatmuls: m = ", m, " must be a positive multiple of ", kRowStep, " up to ", kMaxRows));
+  }
+  absl::MutexLock lock(&mu_);
+  std::shared_ptr<const Bucket>& slot = buckets_[m / kRowStep - 1];
+  if (slot == nullptr) {
+    // Once per bucket for the life of the Linear; holding the lock keeps a
+    // concurrent first call from building the same primitive twice.
+    ASSIGN_OR_RETURN(slot, Make(m));
+    ++created_;
+  }
+  return slot;
+}
+
+absl::Status FixedMatmuls::Run(const float* x, int64_t m, float* y) const {
+  ASSIGN_OR_RETURN(std::shared_ptr<const Bucket> b, Get(m));
+  const DnnlContext& ctx = DnnlContext::Get();
+  try {
+    memory src(memory::desc({m, w_.k()}, Dt::f32, Tag::ab), ctx.engine(), const_cast<float*>(x));
+    memory dst(memory::desc({m, w_.n()}, Dt::f32, Tag::ab), ctx.engine(), y);
+    memory scratch(b->scratchpad_md, ctx.engine(), ctx.ThreadScratch(b->scratchpad_md.get_size()));
+    dnnl::stream& stream = ctx.ThreadStream();
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src},
+                                         {DNNL_ARG_WEIGHTS, weights_},
+                                         {DNNL_ARG_DST, dst},
+                                         {DNNL_ARG_SCRATCHPAD, scratch}};
+    if (bias_ != nullptr) args.emplace(DNNL_ARG_BIAS, bias_mem_);
+    b->prim.execute(stream, args);
+    stream.wait();
+  } catch (const dnnl::error& e) {
+    return DnnlErrorToStatus(e, "FixedMatmuls::Run");
+  }
+  return absl::OkStatus();
+}
+
+int64_t FixedMatmuls::created() const {
+  absl::MutexLock lock(&mu_);
+  return created_;
+}
+
+absl::StatusOr<std::string> FixedMatmuls::ImplName(int64_t m) const {
+  ASSIGN_OR_RETURN(std::shared_ptr<const Bucket> b, Get(m));
+  return b->impl;
+}
+
+}  // namespace attnserve

@@ -1,0 +1,72 @@
+// FixedMatmuls: oneDNN matmul primitives with a FIXED row count M, one per M
+// bucket, created on first use and cached for the life of the Linear — never
+// rebuilt per call. They all read the same f32 weights in place: the packed
+// panels of PackedMatrix, which are oneDNN's "BA16a32b" layout (see
+// packed_gemm.h), so no primitive owns a weight copy.
+//
+// Why fixed M: with a run-time M (DNNL_RUNTIME_DIM_VAL) oneDNN 3.7 on AVX2
+// runs its gemm:jit kernel (~80 GFLOP/s at M = 128 here); with a fixed M and
+// BA16a32b weights it runs brg_matmul:avx2 (~130-150 GFLOP/s from M = 16).
+//
+// Buckets: M is a multiple of kRowStep up to kMaxRows (at most 32 primitives
+// per Linear, bounded by construction); Linear splits any other M into
+// bucket-sized row blocks plus a tail of < kRowStep rows for the packed
+// kernel. Thread-safe: the lookup takes a mutex (creation happens once per
+// bucket, under it); execution uses the calling thread's stream and
+// scratchpad.
+#ifndef ATTNSERVE_ENGINE_OPS_FIXED_MATMUL_H_
+#define ATTNSERVE_ENGINE_OPS_FIXED_MATMUL_H_
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "engine/ops/packed_gemm.h"
+#include "oneapi/dnnl/dnnl.hpp"
+
+namespace attnserve {
+
+class FixedMatmuls {
+ public:
+  static constexpr int64_t kRowStep = 16;
+  static constexpr int64_t kMaxRows = 512;
+
+  // w: f32 packed weights (must outlive this object); bias: [N] or null (must
+  // outlive this object). Fails if oneDNN would not run BA16a32b weights with
+  // an optimized kernel (then the caller keeps the packed kernel at every M).
+  static absl::StatusOr<std::unique_ptr<FixedMatmuls>> Create(const PackedMatrix& w,
+                                                              const float* bias, Activation act);
+
+  // y[m, N] = act(x[m, K] · Wᵀ + b); m a multiple of kRowStep, ≤ kMaxRows.
+  absl::Status Run(const float* x, int64_t m, float* y) const;
+
+  // Primitives created so far (tests: repeated M creates none).
+  int64_t created() const;
+  // oneDNN's implementation name for bucket m (creates it if needed).
+  absl::StatusOr<std::string> ImplName(int64_t m) const;
+
+ private:
+  struct Bucket;
+  FixedMatmuls(const PackedMatrix& w, const float* bias, Activation act);
+  absl::StatusOr<std::shared_ptr<const Bucket>> Get(int64_t m) const;
+  absl::StatusOr<std::shared_ptr<const Bucket>> Make(int64_t m) const;
+
+  const PackedMatrix& w_;
+  const float* bias_;
+  Activation act_;
+  dnnl::memory weights_;  // wraps w_'s panels, BA16a32b
+  dnnl::memory bias_mem_;
+  mutable absl::Mutex mu_;
+  mutable std::array<std::shared_ptr<const Bucket>, kMaxRows / kRowStep> buckets_
+      ABSL_GUARDED_BY(mu_);
+  mutable int64_t created_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace attnserve
+
+#endif  // ATTNSERVE_ENGINE_OPS_FIXED_MATMUL_H_
