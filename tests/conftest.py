@@ -58,6 +58,17 @@ def wait_for_metric(server, name, value, timeout=30.0):
         time.sleep(0.02)
     raise AssertionError(f"{name} stayed at {metric(server, name)}, expected {value}")
 
+# What AddressSanitizer, LeakSanitizer and UBSan print when they find something
+# (a sanitizer build, `./dev test asan`); never printed by a normal build.
+SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
+
+
+def assert_no_sanitizer_report(output: str):
+    for marker in SANITIZER_MARKERS:
+        if marker in output:
+            raise AssertionError(f"sanitizer report ({marker!r}) in the server's output:\n{output[-20000:]}")
+
+
 class ServerProcess:
     """A running attnserve on free loopback ports; stopped on close()."""
 
@@ -95,15 +106,25 @@ class ServerProcess:
         return pathlib.Path(self.log.name).read_text(errors="replace")
 
     def close(self):
-        if self.proc.poll() is None:
+        """Stops the server; fails (raises) if it wrote a sanitizer report, or
+        if SIGTERM's drain ended in a non-zero exit (an ASan/LSan abort at
+        shutdown shows up only there, after the test itself has passed)."""
+        terminated_here = self.proc.poll() is None
+        if terminated_here:
             self.proc.terminate()
             try:
                 self.proc.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+                terminated_here = False  # killed: its exit code says nothing
+        output = self.output()
+        rc = self.proc.returncode
         self.log.close()
         os.unlink(self.log.name)
+        assert_no_sanitizer_report(output)
+        if terminated_here and rc != 0:
+            raise AssertionError(f"server exited with {rc} after SIGTERM:\n{output[-20000:]}")
 
 
 @pytest.fixture

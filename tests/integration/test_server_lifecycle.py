@@ -10,7 +10,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from conftest import BIN, DEV, REPO, free_port, http_get, run_in_root
+from conftest import BIN, DEV, REPO, assert_no_sanitizer_report, free_port, http_get, run_in_root
 
 
 def test_grpc_health_is_serving(server_factory):
@@ -69,12 +69,16 @@ def test_healthcheck_mode(server_factory):
                          capture_output=True, timeout=60, cwd=REPO)
     assert bad.returncode != 0
     assert str(port).encode() in bad.stderr
+    for probe in (ok, bad):
+        assert_no_sanitizer_report(probe.stderr.decode(errors="replace"))
 
 
 def start_failure(*flags):
     result = subprocess.run([str(DEV), "exec", str(BIN), *flags], capture_output=True, timeout=60, cwd=REPO,
                             stdin=subprocess.DEVNULL)
-    return result.returncode, result.stderr.decode(errors="replace") + result.stdout.decode(errors="replace")
+    out = result.stderr.decode(errors="replace") + result.stdout.decode(errors="replace")
+    assert_no_sanitizer_report(out)  # a failed start must still exit cleanly, not by a sanitizer abort
+    return result.returncode, out
 
 
 def test_unknown_flag_fails_naming_it():
