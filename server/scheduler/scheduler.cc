@@ -35,7 +35,6 @@ struct Scheduler::EncodeBatch {
   int longest = 0;
   std::unique_ptr<EncodeBatchJob> job;
   absl::Duration compute;        // its slices so far, on options_.clock
-  absl::Duration longest_slice;
 
   int64_t padded_tokens() const { return std::max<int64_t>(1, int64_t{longest} * static_cast<int64_t>(items.size())); }
 };
@@ -452,7 +451,6 @@ bool Scheduler::RunEncodeWork(bool generate_running) {
     engine_time_ += absl::Now() - engine_start;
     const absl::Duration took = options_.clock() - start;
     batch.compute += took;
-    batch.longest_slice = std::max(batch.longest_slice, took);
     spent += took;
     if (!status.ok()) {
       FailEncodeBatch(status);
@@ -462,7 +460,11 @@ bool Scheduler::RunEncodeWork(bool generate_running) {
       CompleteEncodeBatch();
       return true;
     }
-    if (!generate_running || Seconds(spent + batch.longest_slice) > generate_step_seconds_) return true;
+    // The next slice is predicted by this batch's mean slice, not its
+    // longest: on a shared machine one preempted slice would otherwise hold
+    // the batch to one slice per step and encode would fall behind.
+    const absl::Duration mean_slice = batch.compute / batch.job->slices_done();
+    if (!generate_running || Seconds(spent + mean_slice) > generate_step_seconds_) return true;
   }
 }
 
@@ -536,9 +538,9 @@ void Scheduler::CompleteEncodeBatch() {
     return;
   }
   metrics_->step_duration(WorkKind::kEncode).Observe(Seconds(batch->compute));
+  const double mean_slice = Seconds(batch->compute) / std::max(1, batch->job->slices_total());
   encode_slice_seconds_per_token_ =
-      Smooth(encode_slice_seconds_per_token_,
-             Seconds(batch->longest_slice) / static_cast<double>(batch->padded_tokens()));
+      Smooth(encode_slice_seconds_per_token_, mean_slice / static_cast<double>(batch->padded_tokens()));
   int64_t real_tokens = 0;
   for (size_t i = 0; i < batch->items.size(); ++i) {
     EncodeRequest* r = batch->items[i].request.get();

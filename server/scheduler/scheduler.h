@@ -29,15 +29,18 @@
 //   step | slice slice slice | step | slice slice | step | ... | slice (batch done) | step
 //
 // The budget is the smoothed time of a generate step (on options_.clock); a
-// pass runs slices while the time spent plus the longest slice seen so far in
-// this batch stays within it, and always at least one slice, so encode never
-// starves. The gap between two tokens of a stream is therefore at most about
+// pass runs slices while the time spent plus this batch's mean slice so far
+// stays within it, and always at least one slice, so encode never starves.
+// (The mean, not the longest: on a shared machine one preempted slice would
+// otherwise hold a batch to one slice per step and encode would fall behind.) The gap between two tokens of a stream is therefore at most about
 // two steps (one step plus one step's worth of slices), i.e. inter-token
 // latency stays within about 2x of its unloaded value, as long as one slice
 // is no longer than a step. For that the batch is also capped when it starts
-// beside decoding streams: at most the padded tokens whose largest slice fits
-// one step (generate step seconds / seconds per padded token of a batch's
-// longest slice, smoothed over recent batches), one input if a single input
+// beside decoding streams: at most the padded tokens whose slices fit one step
+// (generate step seconds / seconds per padded token of a batch's mean slice,
+// smoothed over recent batches; the slices of a layer are of similar cost,
+// and per-slice fixed costs make this conservative for larger batches), one
+// input if a single input
 // is longer (the one case a slice can exceed a step: one long input beside a
 // very small decoder). Until both estimates exist the cap is
 // `max_step_tokens` padded tokens. When no stream is decoding the budget is
@@ -191,7 +194,7 @@ class Scheduler {
   std::vector<std::shared_ptr<GenerateRequest>> running_;  // admission order, newest last
   absl::Duration engine_time_;  // engine calls in the current loop pass (for the overhead metric)
   // Smoothed costs on options_.clock (0 until the first sample): one generate
-  // step, and the longest slice of an encode batch per padded token.
+  // step, and the mean slice of an encode batch per padded token.
   double generate_step_seconds_ = 0;
   double encode_slice_seconds_per_token_ = 0;
 
