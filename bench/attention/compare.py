@@ -30,7 +30,7 @@ def main():
         gflops[name] = b.get("GFLOP/s")
         gbps[name] = b.get("GB/s")
     matmul = gflops.get("BM_MatmulF32")
-    stream = gbps.get("BM_StreamRead")
+    stream = gbps.get("BM_StreamRead/4k_pages")
     print(f"f32 matmul (oneDNN, 1024^3): {matmul:.1f} GFLOP/s; STREAM-like read: {stream:.2f} GB/s")
     print()
     print("GFLOP/s counts the full square 4*B*Hq*Nq*Nk*d for every shape (causal included); "

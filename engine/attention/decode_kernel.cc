@@ -24,10 +24,29 @@ constexpr int kChunk = 64;
 // Rows per piece: a piece's V rows (16 x 512 B for f32 d=128) stay in L1
 // across the column passes of the P·V kernel.
 constexpr int kPieceRows = 16;
-// How far ahead K/V rows are prefetched, in bytes per stream (K or V): far
-// enough to cover memory latency at full bandwidth, near enough that the
-// lines are still in L1/L2 when used (16 KiB = 32 rows of f32 d=128).
-constexpr int64_t kPrefetchBytes = 16 << 10;
+// How far ahead K/V rows are prefetched, in bytes per stream (K or V), and
+// into which cache. 32 KiB into L2 (T1) rather than the earlier 16 KiB into
+// L1 (T0): two streams 16 KiB ahead fill the whole 32 KiB L1, so prefetched
+// rows can be evicted before use; L2 (512 KiB) holds them. On the loaded
+// 2-core machine the difference stayed within the noise (docs/benchmarks.md,
+// 2026-12-02 18:03: 2 threads 63 % vs 59 % of STREAM f32, 51 % vs 46 % bf16;
+// one thread by CPU time 56 % vs 65 % f32, 65 % vs 65 % bf16), so both stay
+// selectable for the benchmark's in-run comparison (SetDecodePrefetch).
+constexpr int64_t kDefaultPrefetchBytes = 32 << 10;
+std::atomic<int64_t> prefetch_bytes{kDefaultPrefetchBytes};
+std::atomic<bool> prefetch_into_l1{false};
+
+// One cache line, into L1 (T0) or L2 (T1) as chosen for this job.
+struct Prefetcher {
+  bool l1;
+  void operator()(const std::byte* p) const {
+    if (l1) {
+      _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
+    } else {
+      _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T1);
+    }
+  }
+};
 
 // Up to kPieceRows K/V rows contiguous in memory, filling score columns
 // [col, col + count) of the chunk.
@@ -57,20 +76,20 @@ struct Rows {
             std::min(L.block_size - row, end - pos)};
   }
 
-  void Prefetch(int begin, int end) const {
+  void Prefetch(int begin, int end, Prefetcher pf) const {
     while (begin < end) {
       const Piece r = RunAt(begin, end);
       if (k_step == row_bytes && v_step == row_bytes) {
         const int64_t bytes = r.count * row_bytes;
         for (int64_t off = 0; off < bytes; off += 64) {
-          _mm_prefetch(reinterpret_cast<const char*>(r.k + off), _MM_HINT_T0);
-          _mm_prefetch(reinterpret_cast<const char*>(r.v + off), _MM_HINT_T0);
+          pf(r.k + off);
+          pf(r.v + off);
         }
       } else {
         for (int j = 0; j < r.count; ++j)
           for (int64_t off = 0; off < row_bytes; off += 64) {
-            _mm_prefetch(reinterpret_cast<const char*>(r.k + j * k_step + off), _MM_HINT_T0);
-            _mm_prefetch(reinterpret_cast<const char*>(r.v + j * v_step + off), _MM_HINT_T0);
+            pf(r.k + j * k_step + off);
+            pf(r.v + j * v_step + off);
           }
       }
       begin += r.count;
@@ -86,12 +105,13 @@ struct Ahead {
   const std::byte* v = nullptr;
   int64_t k_step = 0, v_step = 0, row_bytes = 0;
   int count = 0;
+  Prefetcher pf{false};
   // Rows [j, j + n) of `base` (k or v).
   void Fetch(const std::byte* base, int j, int n) const {
     const int64_t step = base == k ? k_step : v_step;
     for (int t = j; t < j + n && t < count; ++t)
       for (int64_t off = 0; off < row_bytes; off += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(base + t * step + off), _MM_HINT_T0);
+        pf(base + t * step + off);
   }
 };
 
@@ -276,8 +296,12 @@ ATTN_AVX2 void DecodeJob(const FlashRow* rows, int num_rows, const KvSource& src
   Piece pieces[kChunk];
   Ahead ahead[kChunk];
 
-  const int ahead_keys = static_cast<int>(std::max<int64_t>(1, kPrefetchBytes / kv.row_bytes));
-  kv.Prefetch(0, std::min(ahead_keys, max_limit));
+  const Prefetcher pf{prefetch_into_l1.load(std::memory_order_relaxed)};
+  const int64_t distance = prefetch_bytes.load(std::memory_order_relaxed);
+  // distance 0: no software prefetch at all (the hardware prefetchers alone).
+  const int ahead_keys = distance <= 0 ? std::numeric_limits<int>::max() / 2
+                                       : static_cast<int>(std::max<int64_t>(1, distance / kv.row_bytes));
+  if (distance > 0) kv.Prefetch(0, std::min(ahead_keys, max_limit), pf);
   for (int start = 0; start < max_limit; start += kChunk) {
     const int end = std::min(start + kChunk, max_limit), count = end - start;
     int num_pieces = 0;
@@ -294,7 +318,7 @@ ATTN_AVX2 void DecodeJob(const FlashRow* rows, int num_rows, const KvSource& src
       ahead[i] = Ahead{};
       if (at < max_limit) {
         const Piece f = kv.RunAt(at, std::min(at + pc.count, max_limit));
-        ahead[i] = {f.k, f.v, kv.k_step, kv.v_step, kv.row_bytes, f.count};
+        ahead[i] = {f.k, f.v, kv.k_step, kv.v_step, kv.row_bytes, f.count, pf};
       }
       QkPiece<R, kBf16>(qp, pc.k, kv.k_step, pc.count, d, s + pc.col * R, ahead[i]);
     }
@@ -381,6 +405,13 @@ bool DecodeJobSupported(const FlashRow* rows, int num_rows, int head_dim, DType 
 void DisableDecodeKernel(bool disable) {
   decode_disabled.store(disable, std::memory_order_relaxed);
 }
+
+void SetDecodePrefetch(int64_t distance_bytes, bool into_l1) {
+  prefetch_bytes.store(distance_bytes, std::memory_order_relaxed);
+  prefetch_into_l1.store(into_l1, std::memory_order_relaxed);
+}
+
+void ResetDecodePrefetch() { SetDecodePrefetch(kDefaultPrefetchBytes, false); }
 
 void RunDecodeJob(const FlashRow* rows, int num_rows, const KvSource& src, int head_dim,
                   float scale) {

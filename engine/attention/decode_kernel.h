@@ -7,11 +7,13 @@
 //   - keeps scores key-major ([key][row]) so the online softmax runs on whole
 //     8-lane vectors: one vectorised exp per 8/rows keys, no per-row loops;
 //   - prefetches K/V rows a fixed distance ahead through the block table
-//     (paged blocks are scattered, so the hardware prefetchers cannot guess
-//     the next one).
+//     into L2 (paged blocks are scattered, so the hardware prefetchers cannot
+//     guess the next one).
 // Scratch is fixed-size on the stack, independent of Nk.
 #ifndef ATTNSERVE_ENGINE_ATTENTION_DECODE_KERNEL_H_
 #define ATTNSERVE_ENGINE_ATTENTION_DECODE_KERNEL_H_
+
+#include <cstdint>
 
 #include "engine/attention/flash_kernel.h"
 
@@ -31,6 +33,14 @@ bool DecodeJobSupported(const FlashRow* rows, int num_rows, int head_dim, DType 
 // and the benchmark can compare both. Not thread-safe: call before any
 // attention runs.
 void DisableDecodeKernel(bool disable);
+
+// Software prefetch of K/V rows: `distance_bytes` ahead per stream (0 = none,
+// the hardware prefetchers alone), into L1 (T0) or L2 (T1). The default (32
+// KiB into L2) is what the benchmark measured best; this exists so the
+// benchmark and tests can compare the alternatives in one run. Not
+// thread-safe: call before any attention runs.
+void SetDecodePrefetch(int64_t distance_bytes, bool into_l1);
+void ResetDecodePrefetch();
 
 // Same contract as RunFlashJob; requires DecodeJobSupported().
 void RunDecodeJob(const FlashRow* rows, int num_rows, const KvSource& src, int head_dim,

@@ -70,7 +70,8 @@ TEST(DecodeKernelTest, EveryRowCountMatchesReference) {
     for (int nq : {1, 2}) {
       if (group * nq > attention_internal::kDecodeMaxRows) continue;
       for (DType dtype : {DType::kF32, DType::kBF16}) {
-        for (int d : {24, 32, 80, 128}) {
+        // 64 and 128 run the kernels with d fixed at compile time, the others the generic ones.
+        for (int d : {24, 32, 64, 80, 128}) {
           const int hkv = 1 + static_cast<int>(rng() % 2);
           const int nk = 1 + static_cast<int>(rng() % 300);
           Check({2, group * hkv, hkv, nq, nk, d, nq > 1, false, dtype}, rng);
@@ -87,6 +88,26 @@ TEST(DecodeKernelTest, LongCacheAcrossManyChunks) {
     Check({1, 8, 2, 1, 1000, 128, false, false, dtype}, rng);
     Check({1, 8, 1, 1, 777, 64, false, true, dtype}, rng);
   }
+}
+
+// The software prefetch settings (none, 16 KiB into L1, the default 32 KiB
+// into L2) change only timing: every one matches the reference, also where
+// the prefetch distance runs past the end of a short cache.
+TEST(DecodeKernelTest, EveryPrefetchSettingMatchesReference) {
+  std::mt19937 rng(23);
+  struct Setting {
+    int64_t bytes;
+    bool l1;
+  };
+  for (Setting p : {Setting{0, false}, Setting{16 << 10, true}, Setting{512, false}}) {
+    attention_internal::SetDecodePrefetch(p.bytes, p.l1);
+    for (DType dtype : {DType::kF32, DType::kBF16}) {
+      Check({2, 8, 2, 1, 700, 128, false, true, dtype}, rng);
+      Check({1, 4, 1, 2, 40, 64, true, false, dtype}, rng);
+    }
+  }
+  attention_internal::ResetDecodePrefetch();
+  for (DType dtype : {DType::kF32, DType::kBF16}) Check({2, 8, 2, 1, 700, 128, false, true, dtype}, rng);
 }
 
 // The decode path is chosen exactly when it applies: few rows, no masks
