@@ -1,4 +1,4 @@
-// linear_bench [--rows 1,4,16,512]: the candidate kernels of ops/Linear at
+// linear_bench [--rows 1,4,16,512] [--shapes o,minilm_up]: the candidate kernels of ops/Linear at
 // the decoder's shapes (SmolLM-135M: o 576x576, qkv 960x576, up 1536x576,
 // gate_up 3072x576, down 576x1536, lm head 49152x576) and MiniLM's (384x384,
 // 1536x384, 384x1536), per M; prints one JSON line per (shape, M) with
@@ -84,15 +84,28 @@ DnnlResult TimeDnnl(const Tensor& w, int64_t m, bool runtime_m, dnnl::memory::fo
 
 int Main(int argc, char** argv) {
   std::vector<int64_t> rows = {1, 2, 4, 8, 16, 32, 64, 128, 512};
-  if (argc > 2 && std::string(argv[1]) == "--rows") {
-    rows.clear();
-    std::string s = argv[2];
+  std::vector<std::string> only;
+  auto split = [](const std::string& s) {
+    std::vector<std::string> out;
     size_t p = 0;
     while (p < s.size()) {
       size_t q = s.find(',', p);
       if (q == std::string::npos) q = s.size();
-      rows.push_back(std::stoll(s.substr(p, q - p)));
+      out.push_back(s.substr(p, q - p));
       p = q + 1;
+    }
+    return out;
+  };
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--rows") {
+      rows.clear();
+      for (const std::string& r : split(argv[i + 1])) rows.push_back(std::stoll(r));
+    } else if (flag == "--shapes") {
+      only = split(argv[i + 1]);
+    } else {
+      std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
+      return 2;
     }
   }
   struct Shape { const char* name; int64_t n, k; };
@@ -105,6 +118,7 @@ int Main(int argc, char** argv) {
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> u(-1.f, 1.f);
   for (const Shape& sh : shapes) {
+    if (!only.empty() && std::find(only.begin(), only.end(), sh.name) == only.end()) continue;
     Tensor w = Tensor::Empty({sh.n, sh.k});
     for (int64_t i = 0; i < w.numel(); ++i) w.f32()[i] = u(rng);
     auto f32 = Linear::Create(w, nullptr, DType::kF32);

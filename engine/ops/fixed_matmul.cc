@@ -1,7 +1,10 @@
 #include "engine/ops/fixed_matmul.h"
 
+#include <cmath>
+#include <cstdint>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -62,13 +65,44 @@ absl::StatusOr<std::unique_ptr<FixedMatmuls>> FixedMatmuls::Create(const PackedM
   } catch (const dnnl::error& e) {
     return DnnlErrorToStatus(e, "FixedMatmuls::Create");
   }
+  // oneDNN 3.7.2's brg_matmul:avx2 returns wrong results with user-blocked
+  // BA16a32b (or oneDNN's own reorder into it) once K > 1024 (max error ~40
+  // on [16..128, 1536] x [1536, 384] products; exact to 1e-5 up to K = 1024,
+  // checked against gemm:jit on plain weights): such layers stay on the
+  // packed kernel.
+  if (w.k() > kMaxK) {
+    return absl::UnimplementedError(absl::StrCat("K = ", w.k(), " > ", kMaxK));
+  }
   // Probe the largest bucket: a reference kernel here means this CPU has no
   // fast path for these weights, and the packed kernel is better at every M.
   ASSIGN_OR_RETURN(std::string impl, fm->ImplName(kMaxRows));
   if (absl::StartsWith(impl, "ref")) {
     return absl::UnimplementedError(absl::StrCat("oneDNN runs BA16a32b weights with ", impl));
   }
+  // And check the smallest bucket once against the packed kernel, so a
+  // oneDNN build that misreads these weights (as above) can never serve
+  // wrong results: it falls back to the packed kernel instead.
+  RETURN_IF_ERROR(fm->SelfCheck());
   return fm;
+}
+
+absl::Status FixedMatmuls::SelfCheck() const {
+  const int64_t m = kRowStep, n = w_.n(), k = w_.k();
+  std::vector<float> x(m * k), want(m * n), got(m * n);
+  uint32_t state = 12345;
+  for (float& v : x) {
+    state = state * 1664525u + 1013904223u;
+    v = static_cast<float>(state >> 8) / static_cast<float>(1 << 24) - 0.5f;
+  }
+  PackedGemm(x.data(), m, k, w_, bias_, act_, want.data(), n);
+  RETURN_IF_ERROR(Run(x.data(), m, got.data()));
+  for (int64_t i = 0; i < m * n; ++i) {
+    if (!(std::fabs(got[i] - want[i]) <= 1e-3f * (1.0f + std::fabs(want[i])))) {
+      return absl::UnimplementedError(absl::StrCat(
+          "oneDNN fixed-M matmul disagrees with the packed kernel at ", i, ": ", got[i], " vs ", want[i]));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::shared_ptr<const FixedMatmuls::Bucket>> FixedMatmuls::Make(int64_t m) const {

@@ -35,10 +35,14 @@ class FixedMatmuls {
  public:
   static constexpr int64_t kRowStep = 16;
   static constexpr int64_t kMaxRows = 512;
+  // Largest K oneDNN 3.7.2 computes correctly on these weights (see .cc).
+  static constexpr int64_t kMaxK = 1024;
 
   // w: f32 packed weights (must outlive this object); bias: [N] or null (must
-  // outlive this object). Fails if oneDNN would not run BA16a32b weights with
-  // an optimized kernel (then the caller keeps the packed kernel at every M).
+  // outlive this object). Fails with kUnimplemented if oneDNN would not run
+  // BA16a32b weights with an optimized kernel, K > kMaxK, or the M = 16
+  // bucket disagrees with the packed kernel (then the caller keeps the packed
+  // kernel at every M).
   static absl::StatusOr<std::unique_ptr<FixedMatmuls>> Create(const PackedMatrix& w,
                                                               const float* bias, Activation act);
 
@@ -55,6 +59,7 @@ class FixedMatmuls {
   FixedMatmuls(const PackedMatrix& w, const float* bias, Activation act);
   absl::StatusOr<std::shared_ptr<const Bucket>> Get(int64_t m) const;
   absl::StatusOr<std::shared_ptr<const Bucket>> Make(int64_t m) const;
+  absl::Status SelfCheck() const;
 
   const PackedMatrix& w_;
   const float* bias_;
