@@ -10,7 +10,10 @@
 //  - f32, larger M: oneDNN fixed-M matmul primitives (brg_matmul), one per
 //    M bucket, created once and cached (engine/ops/fixed_matmul.h), reading
 //    the same packed weights in place; a tail of < 16 rows goes to the
-//    packed kernel. Bias and activation are post-ops.
+//    packed kernel. Bias and activation are post-ops. Not for K > 1024
+//    (oneDNN 3.7.2 computes those wrongly on these weights: such layers stay
+//    on the packed kernel; each Linear also checks its oneDNN path once
+//    against the packed kernel at creation).
 //  - bf16: the packed kernel at every M (oneDNN has no usable f32 × bf16
 //    matmul on AVX2 CPUs: it falls back to a reference kernel).
 // Thread-safe for concurrent Forward calls: the weights are immutable, the
