@@ -289,9 +289,16 @@ void BM_MatmulF32(benchmark::State& state) {
   state.counters["GFLOP/s"] = benchmark::Counter(2.0 * m * n * k * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-__attribute__((target("avx2"))) float SumAvx2(const float* p, int64_t n) {
+// Sums n floats (a multiple of 32, 32-byte aligned) with AVX2 loads; when
+// `ahead` is set it also prefetches that run (the same number of bytes,
+// further on), two lines per 128 bytes summed, interleaved with the loads.
+__attribute__((target("avx2"))) float SumAvx2Prefetch(const float* p, int64_t n, const float* ahead) {
   __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
   for (int64_t i = 0; i + 32 <= n; i += 32) {
+    if (ahead != nullptr) {
+      _mm_prefetch(reinterpret_cast<const char*>(ahead + i), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(ahead + i + 16), _MM_HINT_T0);
+    }
     a0 = _mm256_add_ps(a0, _mm256_load_ps(p + i));
     a1 = _mm256_add_ps(a1, _mm256_load_ps(p + i + 8));
     a2 = _mm256_add_ps(a2, _mm256_load_ps(p + i + 16));
@@ -301,6 +308,8 @@ __attribute__((target("avx2"))) float SumAvx2(const float* p, int64_t n) {
   _mm256_store_ps(l, _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
   return l[0] + l[1] + l[2] + l[3] + l[4] + l[5] + l[6] + l[7];
 }
+
+inline float SumAvx2(const float* p, int64_t n) { return SumAvx2Prefetch(p, n, nullptr); }
 
 void BM_StreamRead(benchmark::State& state, bool huge) {
   const int64_t n = int64_t{64} << 20;  // 256 MiB of floats, far beyond the caches
@@ -334,25 +343,6 @@ void BM_StreamReadOneThread(benchmark::State& state) {
     at = (at + piece) % n;
   }
   state.counters["GB/s"] = benchmark::Counter(piece * 4.0 * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-}
-
-// SumAvx2 that also prefetches `ahead` (the same number of bytes, a run
-// further on) two lines per 128 bytes summed, interleaved with the loads.
-__attribute__((target("avx2"))) float SumAvx2Prefetch(const float* p, int64_t n, const float* ahead) {
-  __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
-  for (int64_t i = 0; i + 32 <= n; i += 32) {
-    if (ahead != nullptr) {
-      _mm_prefetch(reinterpret_cast<const char*>(ahead + i), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(ahead + i + 16), _MM_HINT_T0);
-    }
-    a0 = _mm256_add_ps(a0, _mm256_load_ps(p + i));
-    a1 = _mm256_add_ps(a1, _mm256_load_ps(p + i + 8));
-    a2 = _mm256_add_ps(a2, _mm256_load_ps(p + i + 16));
-    a3 = _mm256_add_ps(a3, _mm256_load_ps(p + i + 24));
-  }
-  alignas(32) float l[8];
-  _mm256_store_ps(l, _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
-  return l[0] + l[1] + l[2] + l[3] + l[4] + l[5] + l[6] + l[7];
 }
 
 // How BM_PagedRead walks the pool.
