@@ -220,6 +220,24 @@ GenerateTask MakeGenerate(std::vector<int32_t> prompt, int max_new, GenerateOutc
   return task;
 }
 
+// How one Encode ended.
+struct EncodeOutcome {
+  absl::Notification done;
+  absl::Status status;
+};
+
+EncodeTask MakeEncode(std::vector<EncoderInput> inputs, std::shared_ptr<RequestControl> control,
+                      EncodeOutcome* out) {
+  EncodeTask task;
+  task.inputs = std::move(inputs);
+  task.control = std::move(control);
+  task.done = [out](absl::StatusOr<std::vector<EncodeResult>> results, const v1::EncodeUsage&) {
+    out->status = results.status();
+    out->done.Notify();
+  };
+  return task;
+}
+
 // The tokens the fake produces for `prompt` run alone with plenty of KV.
 std::vector<int32_t> Expected(std::vector<int32_t> prompt, int max_new) {
   std::vector<int32_t> out;
@@ -707,19 +725,11 @@ TEST_F(SchedulerTest, EncodeBatchWithNobodyLeftIsAbandoned) {
     if (encode.slices_run == 3) control->cancelled.store(true);
   };
   Scheduler scheduler(SchedulerOptions{}, &encode, nullptr, &metrics_);
-  EncodeTask task;
-  task.inputs = {{true, "abc", {}}, {true, "abcd", {}}};
-  task.control = control;
-  absl::Notification done;
-  absl::Status status;
-  task.done = [&](absl::StatusOr<std::vector<EncodeResult>> results, const v1::EncodeUsage&) {
-    status = results.status();
-    done.Notify();
-  };
-  ASSERT_TRUE(scheduler.SubmitEncode(std::move(task)).ok());
-  done.WaitForNotification();
+  EncodeOutcome out;
+  ASSERT_TRUE(scheduler.SubmitEncode(MakeEncode({{true, "abc", {}}, {true, "abcd", {}}}, control, &out)).ok());
+  out.done.WaitForNotification();
   ASSERT_TRUE(scheduler.WaitIdle(absl::Now() + absl::Seconds(10)));
-  EXPECT_EQ(status.code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(out.status.code(), absl::StatusCode::kCancelled);
   EXPECT_EQ(encode.jobs_finished, 0);
   EXPECT_EQ(encode.jobs_destroyed_unfinished, 1);
   EXPECT_LT(encode.slices_run, 10);
@@ -738,21 +748,14 @@ TEST_F(SchedulerTest, DrainFinishesAHalfDoneEncodeAndShutdownAbandonsOne) {
       absl::SleepFor(absl::Milliseconds(1));
     };
     Scheduler scheduler(SchedulerOptions{}, &encode, nullptr, &metrics_);
-    EncodeTask task;
-    task.inputs = {{true, "abc", {}}};
-    task.control = std::make_shared<RequestControl>();
-    absl::Notification done;
-    absl::Status status;
-    task.done = [&](absl::StatusOr<std::vector<EncodeResult>> results, const v1::EncodeUsage&) {
-      status = results.status();
-      done.Notify();
-    };
-    ASSERT_TRUE(scheduler.SubmitEncode(std::move(task)).ok());
+    EncodeOutcome out;
+    ASSERT_TRUE(
+        scheduler.SubmitEncode(MakeEncode({{true, "abc", {}}}, std::make_shared<RequestControl>(), &out)).ok());
     first_slice.WaitForNotification();
     if (shutdown) {
       scheduler.Shutdown();
-      ASSERT_TRUE(done.HasBeenNotified());
-      EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+      ASSERT_TRUE(out.done.HasBeenNotified());
+      EXPECT_EQ(out.status.code(), absl::StatusCode::kUnavailable) << out.status;
       EXPECT_EQ(encode.jobs_destroyed_unfinished, 1);
     } else {
       scheduler.BeginDrain();
@@ -761,8 +764,8 @@ TEST_F(SchedulerTest, DrainFinishesAHalfDoneEncodeAndShutdownAbandonsOne) {
       late.done = [](absl::StatusOr<std::vector<EncodeResult>>, const v1::EncodeUsage&) { FAIL() << "refused"; };
       EXPECT_EQ(scheduler.SubmitEncode(std::move(late)).code(), absl::StatusCode::kUnavailable);
       ASSERT_TRUE(scheduler.WaitIdle(absl::Now() + absl::Seconds(10)));
-      ASSERT_TRUE(done.HasBeenNotified());
-      EXPECT_TRUE(status.ok()) << status;
+      ASSERT_TRUE(out.done.HasBeenNotified());
+      EXPECT_TRUE(out.status.ok()) << out.status;
       EXPECT_EQ(encode.jobs_finished, 1);
       EXPECT_EQ(encode.slices_run, 20);
     }
