@@ -349,6 +349,7 @@ bool Scheduler::RunGenerateStep() {
   int decoding = 0;
   for (const auto& r : running_) decoding += r->prefilling() ? 0 : 1;
   int budget = std::max(0, options_.max_step_tokens - decoding);
+  if (decoding > 0) budget = std::min(budget, PrefillTokensBesideDecode());
   std::vector<StepItem> items;
   int step_tokens = 0;
   for (const auto& r : running_) {
@@ -388,6 +389,7 @@ bool Scheduler::RunGenerateStep() {
   }
   metrics_->step_duration(WorkKind::kGenerate).Observe(Seconds(end - start));
   generate_step_seconds_ = Smooth(generate_step_seconds_, Seconds(end - start));
+  LearnStepCost(Seconds(end - start), decoding, step_tokens - decoding);
   metrics_->batch_size(WorkKind::kGenerate).Observe(static_cast<double>(items.size()));
   metrics_->step_tokens().Observe(step_tokens);
 
@@ -572,6 +574,29 @@ int64_t Scheduler::EncodeTokensBesideGenerate() const {
   if (generate_step_seconds_ <= 0 || encode_slice_seconds_per_token_ <= 0) return options_.max_step_tokens;
   const double tokens = generate_step_seconds_ / encode_slice_seconds_per_token_;
   return std::max<int64_t>(1, static_cast<int64_t>(std::min(tokens, 1e9)));
+}
+
+int Scheduler::PrefillTokensBesideDecode() const {
+  if (decode_step_seconds_ <= 0 || prefill_seconds_per_token_ <= 0) return options_.max_step_tokens;
+  const double tokens = decode_step_seconds_ / prefill_seconds_per_token_;
+  return std::max(options_.min_prefill_chunk, static_cast<int>(std::min(tokens, 1e9)));
+}
+
+void Scheduler::LearnStepCost(double seconds, int decode_tokens, int prefill_tokens) {
+  if (prefill_tokens == 0) {
+    decode_step_seconds_ = Smooth(decode_step_seconds_, seconds);
+    return;
+  }
+  if (decode_tokens > 0 && decode_step_seconds_ > 0) {
+    // A mixed step: what it took beyond a decode-only step, per prompt token.
+    // (A step no slower than a decode step says nothing about prompt cost.)
+    const double extra = seconds - decode_step_seconds_;
+    if (extra > 0) prefill_seconds_per_token_ = Smooth(prefill_seconds_per_token_, extra / prefill_tokens);
+  } else if (decode_tokens == 0 && prefill_seconds_per_token_ <= 0) {
+    // A first estimate from a prompt-only step: its fixed cost counted per
+    // token overestimates the cost, which only makes the first cap smaller.
+    prefill_seconds_per_token_ = seconds / prefill_tokens;
+  }
 }
 
 void Scheduler::FinishEncode(EncodeRequest* request, const absl::Status& status) {

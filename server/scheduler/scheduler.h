@@ -20,6 +20,21 @@
 //   any state --cancel / deadline--> done(CANCELLED / DEADLINE_EXCEEDED)        v
 //   Shutdown  --------------------> done(UNAVAILABLE)                       FINISHED
 //
+// Prefill beside decoding streams (chunked prefill with a time budget). A
+// step's time grows with its prompt tokens, and every decoding stream waits
+// for the whole step: a burst of new prompts in one step (16 prompts of 32
+// tokens at once, say) would stall every stream for many decode steps. So
+// while any sequence is decoding, the prompt tokens of one step are capped at
+// what fits in one decode-only step's time (smoothed decode-only step time /
+// smoothed seconds per prompt token of mixed steps), and at least
+// `min_prefill_chunk` tokens so prompts always progress: a mixed step takes at
+// most about twice a decode step. With no stream decoding, prompts take the
+// whole `max_step_tokens` (no one's inter-token latency to protect; time to
+// first token matters). Until both estimates exist the cap is
+// `max_step_tokens`. The price is time to first token under load: a burst of
+// prompts is spread over several steps (as in Sarathi-Serve's stall-free
+// batching).
+//
 // Interleaving policy (encode and generate share the cores). An encode batch
 // is not run whole: it is a job (EncodeBatchJob) divided into slices of
 // bounded time (for BERT the embeddings, then a third of a layer each), and
@@ -86,6 +101,9 @@ struct SchedulerOptions {
   absl::Duration encode_max_wait = absl::Milliseconds(2);  // how long a lone input waits for company
   int max_step_tokens = 512;            // tokens per generate step (decode tokens + prefill chunks)
   int max_running_sequences = 64;       // sequences holding KV blocks at once
+  // Fewest prompt tokens a step carries beside decoding streams (the prefill
+  // cap's floor, so prompts progress however slow a token is).
+  int min_prefill_chunk = 16;
   std::function<absl::Time()> clock = [] { return absl::Now(); };
 };
 
@@ -168,6 +186,10 @@ class Scheduler {
   absl::Time NextEncodeDeadline() const;
   // Padded encode tokens that fit in one generate step (the policy above).
   int64_t EncodeTokensBesideGenerate() const;
+  // Prompt tokens a step may carry while sequences decode (the policy above).
+  int PrefillTokensBesideDecode() const;
+  // Updates the step cost estimates from a step that took `seconds`.
+  void LearnStepCost(double seconds, int decode_tokens, int prefill_tokens);
 
   const SchedulerOptions options_;
   EncodeBackend* const encode_;      // not owned; may be null
@@ -197,6 +219,10 @@ class Scheduler {
   // step, and the mean slice of an encode batch per padded token.
   double generate_step_seconds_ = 0;
   double encode_slice_seconds_per_token_ = 0;
+  // Smoothed costs for the prefill cap: a step with no prompt tokens, and one
+  // prompt token in a step (a mixed step's time beyond a decode-only step).
+  double decode_step_seconds_ = 0;
+  double prefill_seconds_per_token_ = 0;
 
   std::thread thread_;
 };

@@ -143,6 +143,11 @@ class FakeGenerateBackend : public GenerateBackend {
       }
       events.push_back(ev);
     }
+    if (on_step_cost) {
+      int prompt_tokens = 0, decode_tokens = 0;
+      for (const StepEvent& ev : events) (ev.prompt_tokens_fed > 0 ? prompt_tokens : decode_tokens) += std::max(1, ev.prompt_tokens_fed);
+      on_step_cost(prompt_tokens, decode_tokens);
+    }
     return events;
   }
   void Release(SeqId seq) override {
@@ -176,6 +181,9 @@ class FakeGenerateBackend : public GenerateBackend {
   static constexpr int64_t kBytesPerToken = 100;
   absl::Duration step_sleep;  // stands in for the engine's compute time
   std::function<void()> on_step;  // e.g. advances a fake clock
+  // After a successful step: its prompt tokens and decoded tokens (e.g. a
+  // fake clock charging a cost per prompt token).
+  std::function<void(int prompt_tokens, int decode_tokens)> on_step_cost;
 
  private:
   struct Seq {
@@ -668,6 +676,72 @@ TEST_F(SchedulerTest, EncodeSlicesInterleaveWithGenerateStepsWithinOneStepOfTime
     }
   }
   EXPECT_EQ(longest_run, 3) << log.substr(first, 200);
+}
+
+// Prefill beside a decoding stream: a step costs 10 ms plus 1 ms per prompt
+// token on a fake clock. Four 100-token prompts arriving while a stream
+// decodes would, in one step, stall it for 410 ms; the prefill cap spreads
+// them so that the stream's inter-token gap stays within a decode step plus
+// the cap's floor (16 tokens: 26 ms). Every output stays exact. Alone, a
+// prompt still takes the whole step budget: 300 tokens in one step.
+TEST_F(SchedulerTest, PrefillBesideDecodingStreamsIsCappedToAboutOneDecodeStep) {
+  std::atomic<int64_t> now_ns{absl::ToUnixNanos(absl::Now())};
+  FakeGenerateBackend generate(/*blocks=*/1000);
+  absl::Notification stream_decoding, others_submitted;
+  int steps = 0;
+  int largest_mixed_prompt_tokens = 0;
+  generate.on_step_cost = [&](int prompt_tokens, int decode_tokens) {
+    now_ns += 10'000'000 + int64_t{prompt_tokens} * 1'000'000;
+    if (decode_tokens > 0) largest_mixed_prompt_tokens = std::max(largest_mixed_prompt_tokens, prompt_tokens);
+    if (++steps == 5) {
+      stream_decoding.Notify();
+      others_submitted.WaitForNotification();
+    }
+  };
+  SchedulerOptions options;
+  options.clock = [&] { return absl::FromUnixNanos(now_ns.load()); };
+  Scheduler scheduler(options, nullptr, &generate, &metrics_);
+
+  GenerateOutcome stream;
+  std::vector<int64_t> token_times;  // fake-clock ns of each of the stream's tokens
+  GenerateTask task = MakeGenerate({1, 2, 3}, /*max_new=*/120, &stream);
+  auto record = task.on_event;
+  task.on_event = [&, record](const StepEvent& ev) {
+    token_times.push_back(now_ns.load());
+    record(ev);
+  };
+  ASSERT_TRUE(scheduler.SubmitGenerate(std::move(task)).ok());
+  stream_decoding.WaitForNotification();
+  std::vector<std::unique_ptr<GenerateOutcome>> others;
+  for (int r = 0; r < 4; ++r) {
+    others.push_back(std::make_unique<GenerateOutcome>());
+    ASSERT_TRUE(
+        scheduler.SubmitGenerate(MakeGenerate(std::vector<int32_t>(100, r + 5), 5, others.back().get())).ok());
+  }
+  others_submitted.Notify();
+  stream.done.WaitForNotification();
+  for (int r = 0; r < 4; ++r) {
+    others[r]->done.WaitForNotification();
+    ASSERT_TRUE(others[r]->status.ok()) << others[r]->status;
+    EXPECT_EQ(others[r]->tokens, Expected(std::vector<int32_t>(100, r + 5), 5));
+  }
+  ASSERT_TRUE(stream.status.ok()) << stream.status;
+  EXPECT_EQ(stream.tokens, Expected({1, 2, 3}, 120));
+  int64_t largest_gap_ns = 0;
+  for (size_t i = 1; i < token_times.size(); ++i) {
+    largest_gap_ns = std::max(largest_gap_ns, token_times[i] - token_times[i - 1]);
+  }
+  EXPECT_LE(largest_gap_ns, 26'000'000) << "prompt tokens in the largest mixed step: " << largest_mixed_prompt_tokens;
+  EXPECT_GE(largest_mixed_prompt_tokens, options.min_prefill_chunk);  // the floor: prompts progress
+  EXPECT_LE(largest_mixed_prompt_tokens, options.min_prefill_chunk);
+
+  // Nothing decoding: the whole budget, one step of 10 + 300 ms.
+  ASSERT_TRUE(scheduler.WaitIdle(absl::Now() + absl::Seconds(10)));
+  GenerateOutcome alone;
+  ASSERT_TRUE(scheduler.SubmitGenerate(MakeGenerate(std::vector<int32_t>(300, 7), 2, &alone)).ok());
+  alone.done.WaitForNotification();
+  ASSERT_TRUE(alone.status.ok()) << alone.status;
+  EXPECT_EQ(alone.summary.time_to_first_token, absl::Milliseconds(310));
 }
 
 // An encode cancelled, or past its deadline, while its batch is mid-flight is
