@@ -7,6 +7,7 @@
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "server/core/delivery_queue.h"
 #include "server/core/proto_convert.h"
 #include "server/scheduler/engine_backends.h"
 #include "server/scheduler/scheduler.h"
@@ -41,6 +42,18 @@ std::string ShortName(const std::string& path) {
 absl::Status Prefixed(const char* flag, const absl::Status& s) {
   return absl::Status(s.code(), absl::StrCat("--", flag, ": ", s.message()));
 }
+
+// Delivery workers. One: handing a token to gRPC costs a few microseconds of
+// CPU, so one worker keeps up with the engine on these core counts, and each
+// extra thread would compete with the engine's own threads for the cores.
+constexpr int kDeliveryWorkers = 1;
+
+// What a Generate's delivery jobs share. Only touched on its delivery worker,
+// one job at a time (all jobs of a request have the same key).
+struct GenerateStream {
+  GenerateSink sink;
+  int32_t last_token = -1;  // for the finish reason (a stop token or the length)
+};
 
 uint64_t RandomSeed() {
   thread_local absl::BitGen gen;
@@ -100,6 +113,7 @@ absl::StatusOr<std::unique_ptr<InferenceCore>> InferenceCore::Create(const Serve
               << stats.bytes_capacity << " bytes (" << stats.bytes_per_token << " bytes per token)";
   }
 
+  core->delivery_ = std::make_unique<DeliveryQueue>(kDeliveryWorkers);
   SchedulerOptions so;
   so.max_queue = options.queue.max_queue;
   so.encode_max_batch_size = options.batching.encode_max_batch_size;
@@ -134,13 +148,20 @@ void InferenceCore::Encode(const v1::EncodeRequest& request, std::shared_ptr<Req
   task.inputs = std::move(call->inputs);
   task.options = std::move(call->options);
   task.control = std::move(control);
-  const std::string name = models_->encoder_name;
-  task.done = [done, name](absl::StatusOr<std::vector<EncodeResult>> results, const v1::EncodeUsage& usage) {
-    if (!results.ok()) {
-      done(results.status());
-      return;
-    }
-    done(ToEncodeResponse(std::move(*results), usage, name));
+  const std::string* name = &models_->encoder_name;
+  DeliveryQueue* delivery = delivery_.get();
+  const uint64_t key = next_request_key_.fetch_add(1, std::memory_order_relaxed);
+  // Scheduler thread: only a move into the delivery queue. The response (a
+  // copy of every embedding) is built and sent on the worker.
+  task.done = [done, name, delivery, key](absl::StatusOr<std::vector<EncodeResult>> results,
+                                          const v1::EncodeUsage& usage) {
+    delivery->Post(key, [done, name, results = std::move(results), usage]() mutable {
+      if (!results.ok()) {
+        done(results.status());
+        return;
+      }
+      done(ToEncodeResponse(std::move(*results), usage, *name));
+    });
   };
   if (absl::Status s = scheduler_->SubmitEncode(std::move(task)); !s.ok()) done(s);
 }
@@ -161,34 +182,44 @@ void InferenceCore::Generate(const v1::GenerateRequest& request, std::shared_ptr
     sink.on_done(params.ok() ? prompt.status() : params.status());
     return;
   }
-  auto shared_sink = std::make_shared<GenerateSink>(std::move(sink));
-  auto last_token = std::make_shared<int32_t>(-1);
+  auto stream = std::make_shared<GenerateStream>();
+  stream->sink = std::move(sink);
   const Tokenizer* tokenizer = &model.tokenizer();
+  DeliveryQueue* delivery = delivery_.get();
+  const uint64_t key = next_request_key_.fetch_add(1, std::memory_order_relaxed);
   GenerateTask task;
   task.prompt = std::move(*prompt);
   task.params = *params;
   task.control = std::move(control);
-  task.on_event = [shared_sink, last_token, tokenizer](const StepEvent& event) {
-    if (!event.token_ids.empty()) *last_token = event.token_ids.back();
-    shared_sink->on_chunk(ToGenerateChunk(event, *tokenizer));
+  // Both callbacks run on the scheduler thread and only copy the event (a
+  // token id and a few bytes of text) into the delivery queue; the message is
+  // built and written on the worker, in the order the scheduler made them.
+  task.on_event = [stream, tokenizer, delivery, key](const StepEvent& event) {
+    delivery->Post(key, [stream, tokenizer, event]() {
+      if (!event.token_ids.empty()) stream->last_token = event.token_ids.back();
+      stream->sink.on_chunk(ToGenerateChunk(event, *tokenizer));
+    });
   };
   const GenerationParams p = *params;
-  task.on_done = [shared_sink, last_token, p](const absl::Status& status, const GenerateSummary& summary) {
-    if (status.ok()) {
-      v1::GenerateResponse last;
-      last.set_finish_reason(ToProtoFinishReason(summary.finish_reason, *last_token, p));
-      v1::GenerateUsage* usage = last.mutable_usage();
-      usage->set_prompt_tokens(summary.prompt_tokens);
-      usage->set_generated_tokens(summary.generated_tokens);
-      usage->set_queue_time_us(absl::ToInt64Microseconds(summary.queue_time));
-      usage->set_time_to_first_token_us(absl::ToInt64Microseconds(summary.time_to_first_token));
-      usage->set_peak_kv_cache_bytes(summary.peak_kv_bytes);
-      usage->set_preemptions(summary.preemptions);
-      shared_sink->on_chunk(std::move(last));
-    }
-    shared_sink->on_done(status);
+  task.on_done = [stream, p, delivery, key](const absl::Status& status, const GenerateSummary& summary) {
+    delivery->Post(key, [stream, p, status, summary]() {
+      if (status.ok()) {
+        v1::GenerateResponse last;
+        last.set_finish_reason(ToProtoFinishReason(summary.finish_reason, stream->last_token, p));
+        v1::GenerateUsage* usage = last.mutable_usage();
+        usage->set_prompt_tokens(summary.prompt_tokens);
+        usage->set_generated_tokens(summary.generated_tokens);
+        usage->set_queue_time_us(absl::ToInt64Microseconds(summary.queue_time));
+        usage->set_time_to_first_token_us(absl::ToInt64Microseconds(summary.time_to_first_token));
+        usage->set_peak_kv_cache_bytes(summary.peak_kv_bytes);
+        usage->set_preemptions(summary.preemptions);
+        stream->sink.on_chunk(std::move(last));
+      }
+      stream->sink.on_done(status);
+    });
   };
-  if (absl::Status s = scheduler_->SubmitGenerate(std::move(task)); !s.ok()) shared_sink->on_done(s);
+  // Refused: the scheduler took nothing and no job of this key was posted.
+  if (absl::Status s = scheduler_->SubmitGenerate(std::move(task)); !s.ok()) stream->sink.on_done(s);
 }
 
 absl::StatusOr<v1::TokenizeResponse> InferenceCore::Tokenize(const v1::TokenizeRequest& request) const {
@@ -264,9 +295,16 @@ v1::GetModelInfoResponse InferenceCore::GetModelInfo(const v1::GetModelInfoReque
 }
 
 void InferenceCore::BeginDrain() { scheduler_->BeginDrain(); }
-bool InferenceCore::WaitIdle(absl::Time deadline) { return scheduler_->WaitIdle(deadline); }
+// The scheduler posts a request's final job before it counts the request
+// done, so once it is idle the delivery queue holds every job left to run.
+bool InferenceCore::WaitIdle(absl::Time deadline) {
+  return scheduler_->WaitIdle(deadline) && delivery_->WaitEmpty(deadline);
+}
 void InferenceCore::Shutdown() {
+  // Order matters: the scheduler's shutdown posts the UNAVAILABLE endings,
+  // which the delivery queue's shutdown then runs.
   if (scheduler_ != nullptr) scheduler_->Shutdown();
+  if (delivery_ != nullptr) delivery_->Shutdown();
 }
 
 }  // namespace attnserve

@@ -4,9 +4,11 @@
 // shared. It owns the loaded models and the scheduler (the single engine
 // thread that runs encode batches and generate steps).
 //
-// Thread-safe. Callbacks run on the scheduler thread (or on the caller's
-// thread for immediate refusals) and must not block: they hand the result to
-// the network layer and return.
+// Thread-safe. Result callbacks (GenerateSink, EncodeDone) run on a delivery
+// worker (delivery_queue.h), never on the scheduler thread, in order for each
+// request; immediate refusals run on the caller's thread. They should still
+// not block: they hand the result to the network layer and return, and a
+// slow one delays the other requests on its worker.
 #ifndef ATTNSERVE_SERVER_CORE_INFERENCE_CORE_H_
 #define ATTNSERVE_SERVER_CORE_INFERENCE_CORE_H_
 
@@ -44,6 +46,7 @@ using EncodeDone = std::function<void(absl::StatusOr<v1::EncodeResponse>)>;
 
 class Scheduler;
 class LoadedModels;
+class DeliveryQueue;
 
 class InferenceCore {
  public:
@@ -70,14 +73,20 @@ class InferenceCore {
 
   // Drain: new requests get UNAVAILABLE; queued and running ones continue.
   void BeginDrain();
-  // True once nothing is queued or running; false if `deadline` passes first.
+  // True once nothing is queued or running and every result has been handed
+  // to the doors; false if `deadline` passes first.
   bool WaitIdle(absl::Time deadline);
-  // Ends what is left with UNAVAILABLE and stops the scheduler. Idempotent.
+  // Ends what is left with UNAVAILABLE, stops the scheduler, then delivers
+  // every result still queued (each request's final status exactly once).
+  // Idempotent.
   void Shutdown();
 
  private:
   InferenceCore() = default;
   std::unique_ptr<LoadedModels> models_;
+  // Declared before the scheduler: the scheduler's callbacks post to it.
+  std::unique_ptr<DeliveryQueue> delivery_;
+  std::atomic<uint64_t> next_request_key_{0};  // delivery order key per request
   std::unique_ptr<Scheduler> scheduler_;
   ServerMetrics* metrics_ = nullptr;
 };

@@ -21,9 +21,9 @@ class CancellableUnaryReactor final : public grpc::ServerUnaryReactor {
   std::shared_ptr<RequestControl> control_;
 };
 
-// The Generate stream: messages from the scheduler thread are queued and
-// written one at a time (the next starts in OnWriteDone); Finish follows the
-// last write. State shared with the scheduler's callbacks outlives the
+// The Generate stream: messages from the core's delivery worker are queued
+// and written one at a time (the next starts in OnWriteDone); Finish follows
+// the last write. State shared with the core's callbacks outlives the
 // reactor, which deletes itself in OnDone.
 class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateResponse> {
  public:

@@ -1,0 +1,71 @@
+// DeliveryQueue: runs the work of handing results to the doors (building a
+// stream message, detokenising, writing it to the gRPC reactor or the HTTP
+// gateway's channel) on worker threads, so the scheduler thread only enqueues.
+//
+// Why: on stories260K at 16 streams, perf showed the scheduler thread spending
+// ~31% of its time in the Generate sink (gRPC StartWrite with an inline
+// sendmsg, and futex wake-ups of gRPC's threads): more than 90% of the
+// scheduler's per-pass overhead, growing with every stream. See the Service
+// section of docs/benchmarks.md.
+//
+// Order: jobs posted with the same key run one at a time in the order they
+// were posted, on the one worker the key maps to (key % num_workers). Jobs of
+// different keys may run concurrently and in any relative order.
+//
+// Unbounded on purpose: a job is one token's message or one request's end,
+// and refusing it would lose output the client is owed. What is outstanding is
+// bounded by the running sequences times the tokens they make while a worker
+// is behind (the gRPC reactor's own queue of messages is unbounded likewise).
+//
+// Shutdown (also the destructor): every job already posted runs, then the
+// workers are joined. A job posted after a worker has exited runs at once on
+// the caller's thread, so nothing (in particular no final status) is dropped.
+//
+// Thread-safe. Jobs must not call Shutdown or WaitEmpty (they would wait on
+// themselves).
+#ifndef ATTNSERVE_SERVER_CORE_DELIVERY_QUEUE_H_
+#define ATTNSERVE_SERVER_CORE_DELIVERY_QUEUE_H_
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/time/time.h"
+
+namespace attnserve {
+
+class DeliveryQueue {
+ public:
+  using Job = absl::AnyInvocable<void() &&>;
+
+  // Starts `num_workers` threads (at least 1).
+  explicit DeliveryQueue(int num_workers);
+  ~DeliveryQueue();  // Shutdown()
+  DeliveryQueue(const DeliveryQueue&) = delete;
+  DeliveryQueue& operator=(const DeliveryQueue&) = delete;
+
+  // Queues `job` behind every earlier job of `key`. Cheap: a move under the
+  // worker's mutex (and a wake-up when the worker was idle).
+  void Post(uint64_t key, Job job);
+
+  // True once every job posted before the call has run; false if `deadline`
+  // passes first.
+  bool WaitEmpty(absl::Time deadline);
+
+  // Runs what is queued, then joins the workers. Idempotent; a second
+  // caller returns once the first has finished.
+  void Shutdown();
+
+ private:
+  struct Worker;
+  static void Run(Worker* worker);
+
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::once_flag shutdown_once_;
+};
+
+}  // namespace attnserve
+
+#endif  // ATTNSERVE_SERVER_CORE_DELIVERY_QUEUE_H_

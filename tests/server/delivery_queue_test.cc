@@ -1,0 +1,143 @@
+// DeliveryQueue: per-key order under concurrent producers, every job run
+// exactly once, off the caller's thread, and the documented shutdown
+// behaviour (queued jobs run; later ones run inline).
+#include "server/core/delivery_queue.h"
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+
+namespace attnserve {
+namespace {
+
+// Producers post interleaved sequences for their own keys; each key's jobs
+// must run in the order posted, and every job exactly once.
+void CheckOrderAndOnce(int num_workers) {
+  static constexpr int kProducers = 6;
+  static constexpr int kKeysPerProducer = 5;
+  static constexpr int kJobsPerKey = 2000;
+  static constexpr int kKeys = kProducers * kKeysPerProducer;
+  std::vector<std::vector<int>> seen(kKeys);  // a key's jobs run one at a time
+  std::vector<std::atomic<int>> runs(kKeys * kJobsPerKey);
+  {
+    DeliveryQueue queue(num_workers);
+    std::vector<std::thread> producers;
+    for (int p = 0; p < kProducers; ++p) {
+      producers.emplace_back([&, p] {
+        for (int i = 0; i < kJobsPerKey; ++i) {
+          for (int k = 0; k < kKeysPerProducer; ++k) {
+            const int key = p * kKeysPerProducer + k;
+            queue.Post(key, [&seen, &runs, key, i] {
+              seen[key].push_back(i);
+              runs[key * kJobsPerKey + i].fetch_add(1);
+            });
+          }
+        }
+      });
+    }
+    for (std::thread& t : producers) t.join();
+  }  // the destructor runs whatever is still queued
+  for (int key = 0; key < kKeys; ++key) {
+    ASSERT_EQ(seen[key].size(), kJobsPerKey) << "key " << key;
+    for (int i = 0; i < kJobsPerKey; ++i) ASSERT_EQ(seen[key][i], i) << "key " << key;
+  }
+  for (size_t j = 0; j < runs.size(); ++j) ASSERT_EQ(runs[j].load(), 1) << "job " << j;
+}
+
+TEST(DeliveryQueueTest, OneWorkerKeepsOrderPerKeyAndRunsEachJobOnce) { CheckOrderAndOnce(1); }
+TEST(DeliveryQueueTest, SeveralWorkersKeepOrderPerKeyAndRunEachJobOnce) { CheckOrderAndOnce(3); }
+
+TEST(DeliveryQueueTest, JobsRunOffTheCallersThread) {
+  DeliveryQueue queue(1);
+  std::thread::id ran_on;
+  absl::Notification done;
+  queue.Post(7, [&] {
+    ran_on = std::this_thread::get_id();
+    done.Notify();
+  });
+  done.WaitForNotification();
+  EXPECT_NE(ran_on, std::this_thread::get_id());
+}
+
+TEST(DeliveryQueueTest, PostDoesNotWaitForARunningJob) {
+  DeliveryQueue queue(1);
+  absl::Notification release;
+  std::atomic<int> ran{0};
+  queue.Post(1, [&] {
+    release.WaitForNotification();
+    ran.fetch_add(1);
+  });
+  // The worker is blocked in the first job; posting more (same key and
+  // others) must still return, and nothing after it has run yet.
+  for (int i = 0; i < 100; ++i) queue.Post(i, [&] { ran.fetch_add(1); });
+  EXPECT_EQ(ran.load(), 0);
+  release.Notify();
+  ASSERT_TRUE(queue.WaitEmpty(absl::InfiniteFuture()));
+  EXPECT_EQ(ran.load(), 101);
+}
+
+TEST(DeliveryQueueTest, WaitEmptyIsFalseWhileAJobIsPendingAndTrueOnceItRan) {
+  DeliveryQueue queue(2);
+  absl::Notification release;
+  std::atomic<bool> ran{false};
+  queue.Post(3, [&] {
+    release.WaitForNotification();
+    ran.store(true);
+  });
+  // The job cannot finish before `release`, so this must time out.
+  EXPECT_FALSE(queue.WaitEmpty(absl::Now() + absl::Milliseconds(20)));
+  EXPECT_FALSE(ran.load());
+  release.Notify();
+  EXPECT_TRUE(queue.WaitEmpty(absl::InfiniteFuture()));
+  EXPECT_TRUE(ran.load());
+}
+
+TEST(DeliveryQueueTest, ShutdownRunsEveryQueuedJobBeforeReturning) {
+  DeliveryQueue queue(2);
+  absl::Notification release;
+  std::atomic<int> ran{0};
+  queue.Post(0, [&] {
+    release.WaitForNotification();
+    ran.fetch_add(1);
+  });
+  for (int i = 0; i < 50; ++i) queue.Post(i, [&] { ran.fetch_add(1); });
+  std::thread stopper([&] { queue.Shutdown(); });
+  release.Notify();
+  stopper.join();
+  EXPECT_EQ(ran.load(), 51);
+  queue.Shutdown();  // idempotent
+  EXPECT_EQ(ran.load(), 51);
+}
+
+TEST(DeliveryQueueTest, PostAfterShutdownRunsInlineSoNothingIsDropped) {
+  DeliveryQueue queue(2);
+  queue.Shutdown();
+  std::thread::id ran_on;
+  int runs = 0;
+  queue.Post(5, [&] {
+    ran_on = std::this_thread::get_id();
+    ++runs;
+  });
+  EXPECT_EQ(runs, 1);  // already ran when Post returned
+  EXPECT_EQ(ran_on, std::this_thread::get_id());
+  EXPECT_TRUE(queue.WaitEmpty(absl::InfiniteFuture()));
+}
+
+TEST(DeliveryQueueTest, JobsAreDestroyedOnTheWorkerAfterRunning) {
+  // What a job captures (a stream's state) is released once it has run, not
+  // kept until shutdown.
+  auto held = std::make_shared<int>(1);
+  std::weak_ptr<int> watch = held;
+  DeliveryQueue queue(1);
+  queue.Post(9, [held = std::move(held)] {});
+  ASSERT_TRUE(queue.WaitEmpty(absl::InfiniteFuture()));
+  EXPECT_TRUE(watch.expired());
+}
+
+}  // namespace
+}  // namespace attnserve
