@@ -202,8 +202,11 @@ void SetPrefetch(Prefetch p) {
   if (p == Prefetch::kNone) attention_internal::SetDecodePrefetch(0, false);
 }
 
+using attention_internal::DecodeVariant;
+
 void BM_OursDecodePaged(benchmark::State& state, DType dtype, int block, bool generic,
-                        bool huge = false, Prefetch prefetch = Prefetch::kDefault) {
+                        bool huge = false, Prefetch prefetch = Prefetch::kDefault,
+                        DecodeVariant variant = DecodeVariant::kChunk64WideQk) {
   const Shape s = kDecode;
   PagedPool pool(s, dtype, block, huge);
   auto q = Random(int64_t{s.b} * s.hq * s.d, 6);
@@ -218,10 +221,12 @@ void BM_OursDecodePaged(benchmark::State& state, DType dtype, int block, bool ge
   a.num_seqs = s.b;
   attention_internal::DisableDecodeKernel(generic);
   SetPrefetch(prefetch);
+  attention_internal::SetDecodeVariant(variant);
   for (auto _ : state) {
     if (!PagedAttention(a).ok()) state.SkipWithError("paged attention failed");
     benchmark::DoNotOptimize(out.data());
   }
+  attention_internal::SetDecodeVariant(DecodeVariant::kChunk64WideQk);
   attention_internal::ResetDecodePrefetch();
   attention_internal::DisableDecodeKernel(false);
   double bytes = 2.0 * s.b * s.hkv * s.nk * s.d * DTypeSize(dtype);
@@ -235,7 +240,8 @@ void BM_OursDecodePaged(benchmark::State& state, DType dtype, int block, bool ge
 // descheduling. `jobs` = 1 repeats one job: with nk = 128 its K/V (128 KiB
 // f32) stay in L2 and the time is the kernel's math alone.
 void BM_DecodeJobsOneThread(benchmark::State& state, DType dtype, int nk, int jobs,
-                            Prefetch prefetch = Prefetch::kDefault) {
+                            Prefetch prefetch = Prefetch::kDefault,
+                            DecodeVariant variant = DecodeVariant::kChunk64WideQk) {
   const Shape s = kDecode;
   PagedPool pool(s, dtype, 16);
   const int group = s.hq / s.hkv;
@@ -252,6 +258,7 @@ void BM_DecodeJobsOneThread(benchmark::State& state, DType dtype, int nk, int jo
   const float scale = 1.0f / std::sqrt(float(s.d));
   int64_t done = 0;
   SetPrefetch(prefetch);
+  attention_internal::SetDecodeVariant(variant);
   for (auto _ : state) {
     const int job = static_cast<int>(done++ % jobs);
     attention_internal::KvSource src;
@@ -263,6 +270,7 @@ void BM_DecodeJobsOneThread(benchmark::State& state, DType dtype, int nk, int jo
     attention_internal::RunFlashJob(rows.data(), group, src, s.d, scale, scratch);
     benchmark::DoNotOptimize(out.data());
   }
+  attention_internal::SetDecodeVariant(DecodeVariant::kChunk64WideQk);
   attention_internal::ResetDecodePrefetch();
   const double bytes = 2.0 * nk * s.d * DTypeSize(dtype);
   state.counters["GB/s"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
@@ -410,6 +418,10 @@ BENCHMARK_CAPTURE(BM_OnednnGraph, causal_b1_hq32_hkv8_n2048_d128, kCausal)->Unit
 BENCHMARK_CAPTURE(BM_Ours, decode_dense_b32_hq32_hkv8_nk1024_d128, kDecode)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_OursDecodePaged, decode_b32_hq32_hkv8_nk1024_d128_f32, DType::kF32, 16, false)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_OursDecodePaged, decode_b32_hq32_hkv8_nk1024_d128_bf16, DType::kBF16, 16, false)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_OursDecodePaged, chunk64_decode_b32_hq32_hkv8_nk1024_d128_f32, DType::kF32, 16, false, false, Prefetch::kDefault, DecodeVariant::kChunk64)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_OursDecodePaged, chunk64_decode_b32_hq32_hkv8_nk1024_d128_bf16, DType::kBF16, 16, false, false, Prefetch::kDefault, DecodeVariant::kChunk64)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_OursDecodePaged, tiled_decode_b32_hq32_hkv8_nk1024_d128_f32, DType::kF32, 16, false, false, Prefetch::kDefault, DecodeVariant::kBlockTiled)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_OursDecodePaged, tiled_decode_b32_hq32_hkv8_nk1024_d128_bf16, DType::kBF16, 16, false, false, Prefetch::kDefault, DecodeVariant::kBlockTiled)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_OursDecodePaged, decode_b32_hq32_hkv8_nk1024_d128_f32_huge, DType::kF32, 16, false, true)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_OursDecodePaged, decode_b32_hq32_hkv8_nk1024_d128_bf16_huge, DType::kBF16, 16, false, true)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_OursDecodePaged, old_prefetch_decode_b32_hq32_hkv8_nk1024_d128_f32, DType::kF32, 16, false, false, Prefetch::kOld16KiBIntoL1)->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -429,7 +441,13 @@ BENCHMARK_CAPTURE(BM_PagedRead, f32_blk16_huge_adjacent_prefetch, DType::kF32, 1
 BENCHMARK(BM_StreamReadOneThread)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_DecodeJobsOneThread, f32_l2_resident, DType::kF32, 128, 1)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_DecodeJobsOneThread, bf16_l2_resident, DType::kBF16, 128, 1)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_DecodeJobsOneThread, f32_l2_resident_chunk64, DType::kF32, 128, 1, Prefetch::kDefault, DecodeVariant::kChunk64)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_DecodeJobsOneThread, bf16_l2_resident_chunk64, DType::kBF16, 128, 1, Prefetch::kDefault, DecodeVariant::kChunk64)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_DecodeJobsOneThread, f32_dram, DType::kF32, 1024, 256)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_DecodeJobsOneThread, f32_dram_chunk64, DType::kF32, 1024, 256, Prefetch::kDefault, DecodeVariant::kChunk64)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_DecodeJobsOneThread, bf16_dram_chunk64, DType::kBF16, 1024, 256, Prefetch::kDefault, DecodeVariant::kChunk64)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_DecodeJobsOneThread, f32_dram_tiled, DType::kF32, 1024, 256, Prefetch::kDefault, DecodeVariant::kBlockTiled)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_DecodeJobsOneThread, bf16_dram_tiled, DType::kBF16, 1024, 256, Prefetch::kDefault, DecodeVariant::kBlockTiled)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_DecodeJobsOneThread, bf16_dram, DType::kBF16, 1024, 256)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_DecodeJobsOneThread, f32_dram_old_prefetch, DType::kF32, 1024, 256, Prefetch::kOld16KiBIntoL1)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_DecodeJobsOneThread, bf16_dram_old_prefetch, DType::kBF16, 1024, 256, Prefetch::kOld16KiBIntoL1)->Unit(benchmark::kMicrosecond);

@@ -17,10 +17,15 @@ namespace {
 #define ATTN_AVX2 __attribute__((target("avx2,fma")))
 
 std::atomic<bool> decode_disabled{false};
+std::atomic<DecodeVariant> decode_variant{DecodeVariant::kChunk64WideQk};
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-// Keys per online-softmax step: large enough to amortise the rescaling.
+// Keys per online-softmax step. kChunk64: large enough to amortise the
+// separate rescaling pass over o. kBlockTiled: one 16-token KV block, so its
+// V rows (8 KiB f32 at d = 128) stay in L1 across the column tiles of the
+// register-tiled P·V, which folds the rescale into loading its accumulators.
 constexpr int kChunk = 64;
+constexpr int kTiledChunk = 16;
 // Rows per piece: a piece's V rows (16 x 512 B for f32 d=128) stay in L1
 // across the column passes of the P·V kernel.
 constexpr int kPieceRows = 16;
@@ -173,22 +178,52 @@ ATTN_AVX2 inline __m256 Fold(__m256 x) {
   return x;
 }
 
+// Lanes 0-3 of the result = sums of the 8 lanes of a[0..3].
+ATTN_AVX2 inline __m128 Reduce4(const __m256* a) {
+  const __m256 u = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
+  return _mm_add_ps(_mm256_castps256_ps128(u), _mm256_extractf128_ps(u, 1));
+}
+
+// Keys per Q·K pass: KJ keys x R rows accumulators. 8 accumulators get one
+// FMA each per pass, so a pass waits on the FMA latency (4 cycles for 8
+// FMAs: the machine's whole FMA throughput, nothing to spare). With kWide,
+// f32 K and 4 rows take 3 keys (12 accumulators, 3 K vectors and a Q
+// operand: all 16 ymm). Not bf16: its widening needs 3 more registers and
+// the accumulators spill (measured slower).
+template <int R, bool kBf16, bool kWide>
+inline constexpr int kQkKeys = (kWide && !kBf16 && R == 4) ? 3 : 8 / R;
+
+// What each DecodeVariant compiles to: keys per online-softmax step,
+// register-tiled P·V (else PvPiece into o in L1), 12-accumulator Q·K.
+struct VariantConfig {
+  int chunk;
+  bool tiled_pv;
+  bool wide_qk;
+};
+inline constexpr VariantConfig kVariants[] = {
+    {kChunk, false, true},      // kChunk64WideQk
+    {kChunk, false, false},     // kChunk64
+    {kTiledChunk, true, true},  // kBlockTiled
+};
+
 // Scores of R query rows against `count` contiguous K rows, key-major:
-// s[j * R + r] = qp[r] · k[j]. Keys go 8 / R at a time so every pass fills
-// 8 accumulators; a last partial group repeats the last key (its columns
-// are overwritten by the next piece or masked as beyond the chunk).
-template <int R, bool kBf16>
+// s[j * R + r] = qp[r] · k[j]. Keys go KJ at a time so every pass fills
+// KJ * R (8 or 12) accumulators; a last partial group repeats the last key
+// (its columns are overwritten by the next piece or masked as beyond the
+// chunk).
+template <int R, bool kBf16, int KJ = 8 / R>
 ATTN_AVX2 void QkPiece(const float* qp, const std::byte* k, int64_t k_step, int count, int d,
                        float* s, const Ahead& ahead) {
-  constexpr int KJ = 8 / R;
+  constexpr int kAcc = KJ * R;
+  static_assert(kAcc == 8 || kAcc == 12);
   for (int j = 0; j < count; j += KJ) {
     ahead.Fetch(ahead.k, j, KJ);
     const std::byte* kr[KJ];
 #pragma GCC unroll 8
     for (int t = 0; t < KJ; ++t) kr[t] = k + std::min(j + t, count - 1) * k_step;
-    __m256 acc[8];
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; ++i) acc[i] = _mm256_setzero_ps();
+    __m256 acc[kAcc];
+#pragma GCC unroll 12
+    for (int i = 0; i < kAcc; ++i) acc[i] = _mm256_setzero_ps();
     for (int p = 0; p < d; p += kStep<kBf16>) {
 #pragma GCC unroll 2
       for (int h = 0; h < kStep<kBf16> / 8; ++h) {
@@ -204,6 +239,7 @@ ATTN_AVX2 void QkPiece(const float* qp, const std::byte* k, int64_t k_step, int 
       }
     }
     _mm256_storeu_ps(s + j * R, Reduce8(acc));
+    if constexpr (kAcc == 12) _mm_storeu_ps(s + j * R + 8, Reduce4(acc + 8));
   }
 }
 
@@ -257,12 +293,98 @@ ATTN_AVX2 void PvPiece(const float* p, const std::byte* v, int64_t v_step, int c
   }
 }
 
+// Half h (8 columns) of a row in the kernel's column order: f32 columns
+// [8h, 8h + 8); bf16 the even (h even) or odd (h odd) elements of the 16
+// columns [16 (h / 2), 16 (h / 2) + 16), matching Permuted().
+template <bool kBf16>
+ATTN_AVX2 inline __m256 LoadHalfIdx(const std::byte* row, int h) {
+  if constexpr (kBf16) {
+    return LoadHalf<true>(row, 16 * (h >> 1), h & 1);
+  } else {
+    return LoadHalf<false>(row, 8 * h, 0);
+  }
+}
+
+// Start of the byte range of a row assigned to the tile that begins at half
+// h: consecutive tiles get consecutive ranges that partition the row, so the
+// P·V prefetch touches each cache line once per row.
+template <bool kBf16>
+inline int64_t HalfBytes(int h) {
+  return kBf16 ? int64_t{(h + 1) >> 1} * 32 : int64_t{h} * 32;
+}
+
+// Register-tiled P·V over one chunk (its pieces), for halves [h0, h0 + TH)
+// of the R output rows: the R x TH accumulators start as alpha[r] * o (the
+// online-softmax rescale, folded in), take every key of the chunk, and are
+// stored once. Per key that is TH V loads and R broadcasts for R * TH FMAs,
+// with o touched once per chunk instead of once per 8 / R keys. V lines of
+// the rows a prefetch distance ahead are prefetched along, the lines of this
+// tile's columns only, so the prefetches spread over the whole chunk.
+template <int R, int TH, bool kBf16>
+ATTN_AVX2 inline void PvTile(const float* s, const Piece* pieces, const Ahead* ahead,
+                             int num_pieces, int64_t v_step, int h0, int d, float* o,
+                             const float* alpha) {
+  __m256 acc[R][TH];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    const __m256 a = _mm256_broadcast_ss(alpha + r);
+#pragma GCC unroll 8
+    for (int t = 0; t < TH; ++t) acc[r][t] = _mm256_mul_ps(a, _mm256_load_ps(o + r * d + 8 * (h0 + t)));
+  }
+  // Whole cache lines of this tile's byte range, for the prefetch.
+  const int64_t line0 = (HalfBytes<kBf16>(h0) + 63) & ~int64_t{63};
+  const int64_t line1 = HalfBytes<kBf16>(h0 + TH);
+  for (int i = 0; i < num_pieces; ++i) {
+    const Piece& pc = pieces[i];
+    const Ahead& ah = ahead[i];
+    const float* p = s + pc.col * R;
+    const std::byte* vr = pc.v;
+    for (int j = 0; j < pc.count; ++j, vr += v_step) {
+      if (j < ah.count)
+        for (int64_t off = line0; off < line1; off += 64) ah.pf(ah.v + j * ah.v_step + off);
+      __m256 vv[TH];
+#pragma GCC unroll 8
+      for (int t = 0; t < TH; ++t) vv[t] = LoadHalfIdx<kBf16>(vr, h0 + t);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const __m256 b = _mm256_broadcast_ss(p + j * R + r);
+#pragma GCC unroll 8
+        for (int t = 0; t < TH; ++t) acc[r][t] = _mm256_fmadd_ps(b, vv[t], acc[r][t]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int t = 0; t < TH; ++t) _mm256_store_ps(o + r * d + 8 * (h0 + t), acc[r][t]);
+}
+
+// Accumulators per tile: 8 (R x TH) with R <= 4, leaving registers for the
+// TH V vectors and a broadcast; 8 rows take one half at a time.
+template <int R>
+inline constexpr int kTileHalves = R >= 8 ? 1 : (R == 4 ? 2 : 4);
+
+template <int R, bool kBf16>
+ATTN_AVX2 void PvChunkTiled(const float* s, const Piece* pieces, const Ahead* ahead, int num_pieces,
+                            int64_t v_step, int d, float* o, const float* alpha) {
+  constexpr int TH = kTileHalves<R>;
+  const int halves = d / 8;
+  int h = 0;
+  for (; h + TH <= halves; h += TH)
+    PvTile<R, TH, kBf16>(s, pieces, ahead, num_pieces, v_step, h, d, o, alpha);
+  for (; h < halves; ++h) PvTile<R, 1, kBf16>(s, pieces, ahead, num_pieces, v_step, h, d, o, alpha);
+}
+
 // R = num_rows rounded up to 1, 2, 4 or 8; rows >= num_rows are padding
 // (zero queries, no visible keys, never written out).
-template <int R, bool kBf16>
+// kTiled selects the block-at-a-time variant (kTiledChunk keys per softmax
+// step, PvChunkTiled); otherwise kChunk keys, PvPiece and a separate rescale.
+template <int R, bool kBf16, int kVar>
 ATTN_AVX2 void DecodeJob(const FlashRow* rows, int num_rows, const KvSource& src, int d,
                          float scale) {
   constexpr int KJ = 8 / R;
+  constexpr bool kTiled = kVariants[kVar].tiled_pv;
+  constexpr int kStepKeys = kVariants[kVar].chunk;
   alignas(32) float qp[R * kDecodeMaxHeadDim];
   alignas(32) float o[R * kDecodeMaxHeadDim];
   alignas(32) float s[(kChunk + 8) * 8];
@@ -302,8 +424,8 @@ ATTN_AVX2 void DecodeJob(const FlashRow* rows, int num_rows, const KvSource& src
   const int ahead_keys = distance <= 0 ? std::numeric_limits<int>::max() / 2
                                        : static_cast<int>(std::max<int64_t>(1, distance / kv.row_bytes));
   if (distance > 0) kv.Prefetch(0, std::min(ahead_keys, max_limit), pf);
-  for (int start = 0; start < max_limit; start += kChunk) {
-    const int end = std::min(start + kChunk, max_limit), count = end - start;
+  for (int start = 0; start < max_limit; start += kStepKeys) {
+    const int end = std::min(start + kStepKeys, max_limit), count = end - start;
     int num_pieces = 0;
     for (int pos = start; pos < end;) {
       Piece pc = kv.RunAt(pos, end);
@@ -311,6 +433,16 @@ ATTN_AVX2 void DecodeJob(const FlashRow* rows, int num_rows, const KvSource& src
       pc.count = std::min(pc.count, kPieceRows);
       pieces[num_pieces++] = pc;
       pos += pc.count;
+    }
+    if constexpr (kTiled) {
+      // The tiled P·V walks V column tile by column tile, touching one line
+      // of every row per tile: a strided pattern the L1 prefetcher does not
+      // follow. So pull the chunk's V rows (already in L2, prefetched ahead)
+      // into L1 now, front to back, while Q·K runs on the K rows.
+      const Prefetcher to_l1{true};
+      for (int i = 0; i < num_pieces; ++i)
+        for (int j = 0; j < pieces[i].count; ++j)
+          for (int64_t off = 0; off < kv.row_bytes; off += 64) to_l1(pieces[i].v + j * kv.v_step + off);
     }
     for (int i = 0; i < num_pieces; ++i) {
       const Piece& pc = pieces[i];
@@ -320,7 +452,7 @@ ATTN_AVX2 void DecodeJob(const FlashRow* rows, int num_rows, const KvSource& src
         const Piece f = kv.RunAt(at, std::min(at + pc.count, max_limit));
         ahead[i] = {f.k, f.v, kv.k_step, kv.v_step, kv.row_bytes, f.count, pf};
       }
-      QkPiece<R, kBf16>(qp, pc.k, kv.k_step, pc.count, d, s + pc.col * R, ahead[i]);
+      QkPiece<R, kBf16, kQkKeys<R, kBf16, kVariants[kVar].wide_qk>>(qp, pc.k, kv.k_step, pc.count, d, s + pc.col * R, ahead[i]);
     }
 
     // Online softmax over the chunk, 8 / R keys per vector.
@@ -349,21 +481,27 @@ ATTN_AVX2 void DecodeJob(const FlashRow* rows, int num_rows, const KvSource& src
     }
     l_sum = _mm256_fmadd_ps(l_sum, alpha, Fold<R, false>(sum));
     m = m_new;
-    const int changed = _mm256_movemask_ps(_mm256_cmp_ps(alpha, _mm256_set1_ps(1.0f), _CMP_NEQ_UQ));
-    if ((changed & ((1 << R) - 1)) != 0) {
-      alignas(32) float a[8];
+    if constexpr (kTiled) {
+      alignas(32) float a[8];  // lane r < R: row r's rescale factor
       _mm256_store_ps(a, alpha);
-      for (int r = 0; r < R; ++r) {
-        if (a[r] == 1.0f) continue;
-        const __m256 ar = _mm256_set1_ps(a[r]);
-        for (int c = 0; c < d; c += 8)
-          _mm256_store_ps(o + r * d + c, _mm256_mul_ps(ar, _mm256_load_ps(o + r * d + c)));
+      PvChunkTiled<R, kBf16>(s, pieces, ahead, num_pieces, kv.v_step, d, o, a);
+    } else {
+      const int changed = _mm256_movemask_ps(_mm256_cmp_ps(alpha, _mm256_set1_ps(1.0f), _CMP_NEQ_UQ));
+      if ((changed & ((1 << R) - 1)) != 0) {
+        alignas(32) float a[8];
+        _mm256_store_ps(a, alpha);
+        for (int r = 0; r < R; ++r) {
+          if (a[r] == 1.0f) continue;
+          const __m256 ar = _mm256_set1_ps(a[r]);
+          for (int c = 0; c < d; c += 8)
+            _mm256_store_ps(o + r * d + c, _mm256_mul_ps(ar, _mm256_load_ps(o + r * d + c)));
+        }
       }
-    }
 
-    for (int i = 0; i < num_pieces; ++i) {
-      const Piece& pc = pieces[i];
-      PvPiece<R, kBf16>(s + pc.col * R, pc.v, kv.v_step, pc.count, d, o, ahead[i]);
+      for (int i = 0; i < num_pieces; ++i) {
+        const Piece& pc = pieces[i];
+        PvPiece<R, kBf16>(s + pc.col * R, pc.v, kv.v_step, pc.count, d, o, ahead[i]);
+      }
     }
   }
 
@@ -376,16 +514,16 @@ ATTN_AVX2 void DecodeJob(const FlashRow* rows, int num_rows, const KvSource& src
   }
 }
 
-template <bool kBf16>
+template <bool kBf16, int kVar>
 void Dispatch(const FlashRow* rows, int num_rows, const KvSource& src, int d, float scale) {
   if (num_rows <= 1) {
-    DecodeJob<1, kBf16>(rows, num_rows, src, d, scale);
+    DecodeJob<1, kBf16, kVar>(rows, num_rows, src, d, scale);
   } else if (num_rows <= 2) {
-    DecodeJob<2, kBf16>(rows, num_rows, src, d, scale);
+    DecodeJob<2, kBf16, kVar>(rows, num_rows, src, d, scale);
   } else if (num_rows <= 4) {
-    DecodeJob<4, kBf16>(rows, num_rows, src, d, scale);
+    DecodeJob<4, kBf16, kVar>(rows, num_rows, src, d, scale);
   } else {
-    DecodeJob<8, kBf16>(rows, num_rows, src, d, scale);
+    DecodeJob<8, kBf16, kVar>(rows, num_rows, src, d, scale);
   }
 }
 
@@ -411,14 +549,26 @@ void SetDecodePrefetch(int64_t distance_bytes, bool into_l1) {
   prefetch_into_l1.store(into_l1, std::memory_order_relaxed);
 }
 
+void SetDecodeVariant(DecodeVariant variant) {
+  decode_variant.store(variant, std::memory_order_relaxed);
+}
+
 void ResetDecodePrefetch() { SetDecodePrefetch(kDefaultPrefetchBytes, false); }
 
 void RunDecodeJob(const FlashRow* rows, int num_rows, const KvSource& src, int head_dim,
                   float scale) {
-  if (src.dtype == DType::kBF16) {
-    Dispatch<true>(rows, num_rows, src, head_dim, scale);
-  } else {
-    Dispatch<false>(rows, num_rows, src, head_dim, scale);
+  const auto variant = static_cast<int>(decode_variant.load(std::memory_order_relaxed));
+  const bool bf16 = src.dtype == DType::kBF16;
+  switch (variant) {
+    case 0:
+      return bf16 ? Dispatch<true, 0>(rows, num_rows, src, head_dim, scale)
+                  : Dispatch<false, 0>(rows, num_rows, src, head_dim, scale);
+    case 1:
+      return bf16 ? Dispatch<true, 1>(rows, num_rows, src, head_dim, scale)
+                  : Dispatch<false, 1>(rows, num_rows, src, head_dim, scale);
+    default:
+      return bf16 ? Dispatch<true, 2>(rows, num_rows, src, head_dim, scale)
+                  : Dispatch<false, 2>(rows, num_rows, src, head_dim, scale);
   }
 }
 

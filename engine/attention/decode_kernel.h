@@ -42,6 +42,20 @@ void DisableDecodeKernel(bool disable);
 void SetDecodePrefetch(int64_t distance_bytes, bool into_l1);
 void ResetDecodePrefetch();
 
+// The inner-loop organisation, selectable so the benchmark can compare them
+// in one run (docs/benchmarks.md, Attention). All read K/V once per group
+// and match the reference to f32 rounding.
+//   kChunk64WideQk (the default): one online-softmax step per 64 keys; P·V
+//     accumulates into o in L1 every 8 / rows keys; for f32 K and 4 rows the
+//     Q·K pass takes 3 keys (12 accumulators) instead of 2.
+//   kChunk64: the same with 8 / rows keys per Q·K pass (the kernel before).
+//   kBlockTiled: one step per 16 keys (one KV block) and a register-tiled
+//     P·V that keeps the output accumulators in registers across the block
+//     and folds the rescale into loading them (measured slower here).
+// Not thread-safe: call before any attention runs.
+enum class DecodeVariant { kChunk64WideQk, kChunk64, kBlockTiled };
+void SetDecodeVariant(DecodeVariant variant);
+
 // Same contract as RunFlashJob; requires DecodeJobSupported().
 void RunDecodeJob(const FlashRow* rows, int num_rows, const KvSource& src, int head_dim,
                   float scale);

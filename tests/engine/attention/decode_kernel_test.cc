@@ -112,6 +112,32 @@ TEST(DecodeKernelTest, EveryPrefetchSettingMatchesReference) {
 
 // The decode path is chosen exactly when it applies: few rows, no masks
 // beyond key limits, supported head_dim.
+// Every inner-loop variant (the default, the previous 64-key kernel, the
+// block-tiled one) over every row-count template, f32 and bf16,
+// head dims that leave a remainder after the column tiles (24, 40, 80), and
+// key counts around block and chunk boundaries (1, 15, 16, 17, 63, 65, ...).
+TEST(DecodeKernelTest, EveryVariantMatchesReference) {
+  std::mt19937 rng(24);
+  using attention_internal::DecodeVariant;
+  for (DecodeVariant variant :
+       {DecodeVariant::kChunk64WideQk, DecodeVariant::kChunk64, DecodeVariant::kBlockTiled}) {
+    attention_internal::SetDecodeVariant(variant);
+    for (int rows : {1, 2, 3, 4, 6, 8}) {
+      for (DType dtype : {DType::kF32, DType::kBF16}) {
+        for (int d : {24, 32, 40, 80, 128}) {
+          if (dtype == DType::kBF16 && d % 16 != 0) continue;
+          for (int nk : {1, 15, 16, 17, 63, 65, 129}) {
+            const int hkv = 1 + static_cast<int>(rng() % 2);
+            const int nq = rows % 2 == 0 && rng() % 2 == 0 ? 2 : 1;
+            Check({2, rows / nq * hkv, hkv, nq, nk, d, nq > 1, nk > 1, dtype}, rng);
+          }
+        }
+      }
+    }
+  }
+  attention_internal::SetDecodeVariant(DecodeVariant::kChunk64WideQk);
+}
+
 TEST(DecodeKernelTest, SupportedOnlyForFewUnmaskedRows) {
   std::vector<float> q(256);
   std::vector<attention_internal::FlashRow> rows(9);
