@@ -138,6 +138,49 @@ TEST(DecodeKernelTest, EveryVariantMatchesReference) {
   attention_internal::SetDecodeVariant(DecodeVariant::kChunk64WideQk);
 }
 
+// A batch whose key length is 0 has every key masked: each variant writes
+// exact zeros for its rows (never NaN), and the other batch still matches
+// the reference.
+TEST(DecodeKernelTest, FullyMaskedRowsGiveZerosInEveryVariant) {
+  std::mt19937 rng(25);
+  using attention_internal::DecodeVariant;
+  const int batch = 2, hq = 8, hkv = 2, nk = 40, d = 64;
+  for (DecodeVariant variant :
+       {DecodeVariant::kChunk64WideQk, DecodeVariant::kChunk64, DecodeVariant::kBlockTiled}) {
+    attention_internal::SetDecodeVariant(variant);
+    for (DType dtype : {DType::kF32, DType::kBF16}) {
+      auto q = RandomVec(int64_t{batch} * hq * d, rng, -2, 2);
+      auto k = RandomVec(int64_t{batch} * nk * hkv * d, rng, -2, 2);
+      auto v = RandomVec(int64_t{batch} * nk * hkv * d, rng);
+      auto k16 = ToBf16(k), v16 = ToBf16(v);
+      const bool bf16 = dtype == DType::kBF16;
+      const int32_t lengths[2] = {0, 23};
+      auto args = [&](std::vector<float>& out) {
+        SdpaArgs a;
+        a.shape = {batch, hq, hkv, 1, nk, d};
+        a.q = ConstAttnView::Interleaved(q.data(), hq, 1, d);
+        a.k = ConstAttnView::Interleaved(bf16 ? static_cast<const void*>(k16.data()) : k.data(), hkv,
+                                         nk, d, dtype);
+        a.v = ConstAttnView::Interleaved(bf16 ? static_cast<const void*>(v16.data()) : v.data(), hkv,
+                                         nk, d, dtype);
+        out.assign(q.size(), -99.0f);
+        a.out = AttnView::Interleaved(out.data(), hq, 1, d);
+        a.masks.key_lengths = lengths;
+        return a;
+      };
+      std::vector<float> out, ref;
+      ASSERT_TRUE(ScaledDotProductAttention(args(out)).ok());
+      ASSERT_TRUE(ScaledDotProductAttentionRef(args(ref)).ok());
+      const int64_t per_batch = int64_t{hq} * d;
+      for (int64_t i = 0; i < per_batch; ++i) ASSERT_EQ(out[i], 0.0f) << "element " << i;
+      EXPECT_TRUE(AllClose(std::vector<float>(out.begin() + per_batch, out.end()),
+                           std::vector<float>(ref.begin() + per_batch, ref.end()), 2e-5, 1e-4))
+          << DTypeName(dtype);
+    }
+  }
+  attention_internal::SetDecodeVariant(DecodeVariant::kChunk64WideQk);
+}
+
 TEST(DecodeKernelTest, SupportedOnlyForFewUnmaskedRows) {
   std::vector<float> q(256);
   std::vector<attention_internal::FlashRow> rows(9);
