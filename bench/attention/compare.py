@@ -86,6 +86,11 @@ def main():
                 line += f"; block 64: {blk64:.2f} GB/s ({100 * blk64 / stream:.0f}% STREAM)"
             if generic:
                 line += f"; generic tiled kernel (before): {generic:.2f} GB/s ({100 * generic / stream:.0f}% STREAM)"
+            # The decode kernel's other inner-loop variants (DecodeVariant), same run.
+            for variant in ["chunk64", "tiled"]:
+                g = gbps.get(f"BM_OursDecodePaged/{variant}_decode_b32_hq32_hkv8_nk1024_d128_{dt}")
+                if g:
+                    line += f"; variant {variant}: {g:.2f} GB/s ({100 * g / stream:.0f}% STREAM)"
             print(line)
     dense = ms.get("BM_Ours/decode_dense_b32_hq32_hkv8_nk1024_d128")
     if dense:
