@@ -281,18 +281,27 @@ void Scheduler::SweepCancelled() {
   if (encode_batch_ != nullptr) {
     // Mid-batch: answer at once; the row is dropped when the batch ends.
     bool anyone_left = false;
+    std::vector<std::pair<std::shared_ptr<EncodeRequest>, absl::Status>> gone;
     for (const EncodeItem& item : encode_batch_->items) {
       if (item.request->done) continue;
-      const absl::Status s = ControlStatus(item.request->task.control.get(), now, "while encoding");
+      const bool seen = std::any_of(gone.begin(), gone.end(), [&](const auto& g) { return g.first == item.request; });
+      if (seen) continue;  // a request split over several rows is answered once
+      absl::Status s = ControlStatus(item.request->task.control.get(), now, "while encoding");
       if (s.ok()) {
         anyone_left = true;
         continue;
       }
+      gone.emplace_back(item.request, std::move(s));
+    }
+    // Nobody wants its results: stop computing. The job is released before
+    // the answers go out, so a caller that sees its request finished (and the
+    // scheduler idle) never races the job's teardown.
+    if (!anyone_left) encode_batch_.reset();
+    for (auto& [request, s] : gone) {
       metrics_->RecordCancellation(RequestPhase::kPrefill, 0, 0);
-      FinishEncode(item.request.get(), s);
+      FinishEncode(request.get(), s);
     }
     DropDoneEncodeItems();  // the cancelled requests' inputs still queued
-    if (!anyone_left) encode_batch_.reset();  // nobody wants its results: stop computing
   }
   auto sweep = [&](auto& list, const char* where) {
     for (auto& request : list) {
@@ -671,8 +680,9 @@ void Scheduler::FinishGenerate(GenerateRequest* request, const absl::Status& sta
 
 void Scheduler::FailEverything(const absl::Status& status) {
   if (encode_batch_ != nullptr) {
-    for (EncodeItem& item : encode_batch_->items) FinishEncode(item.request.get(), status);
-    encode_batch_.reset();  // abandoned half-done
+    std::vector<EncodeItem> items = std::move(encode_batch_->items);
+    encode_batch_.reset();  // abandoned half-done, released before anyone is answered
+    for (EncodeItem& item : items) FinishEncode(item.request.get(), status);
   }
   for (EncodeItem& item : encode_queue_) FinishEncode(item.request.get(), status);
   encode_queue_.clear();
