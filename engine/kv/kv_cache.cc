@@ -104,7 +104,7 @@ absl::StatusOr<int> KvCache::AttachPrefix(SeqId seq, absl::Span<const int32_t> p
       break;
     }
     const int32_t b = p->second.block;
-    ++ref_counts_[b];
+    if (++ref_counts_[b] == 2) ++shared_blocks_;
     s.blocks.push_back(b);
     s.hashes.push_back(h);
     s.tokens.insert(s.tokens.end(), chunk.begin(), chunk.end());
@@ -186,7 +186,9 @@ absl::Status KvCache::Commit(SeqId seq, absl::Span<const int32_t> tokens, bool p
 }
 
 void KvCache::Unref(int32_t block) {
-  if (--ref_counts_[block] > 0) return;
+  const int32_t left = --ref_counts_[block];
+  if (left == 1) --shared_blocks_;
+  if (left > 0) return;
   if (block_hash_[block] != 0) {
     published_.erase(block_hash_[block]);
     block_hash_[block] = 0;
@@ -237,7 +239,7 @@ KvStats KvCache::Stats() const {
   KvStats st;
   st.blocks_total = num_blocks_;
   st.blocks_used = num_blocks_ - static_cast<int64_t>(free_blocks_.size());
-  for (int32_t rc : ref_counts_) st.blocks_shared += rc > 1 ? 1 : 0;
+  st.blocks_shared = shared_blocks_;
   st.bytes_per_token = bytes_per_token_;
   st.bytes_capacity = num_blocks_ * layout_.block_size * bytes_per_token_;
   st.bytes_used = st.blocks_used * layout_.block_size * bytes_per_token_;

@@ -150,6 +150,9 @@ class KvCache {
   bool prefix_sharing_;
   std::byte* memory_ = nullptr;
   std::vector<int32_t> ref_counts_;
+  // Blocks with ref count > 1, kept as counts change: Stats() runs every
+  // scheduler pass and must not walk all blocks (52k for 3 GiB of cache).
+  int64_t shared_blocks_ = 0;
   std::vector<uint64_t> block_hash_;      // hash a block is published under (0: none)
   std::vector<int32_t> free_blocks_;      // stack; LIFO reuse
   absl::flat_hash_map<SeqId, Sequence> sequences_;

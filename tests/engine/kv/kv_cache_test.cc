@@ -146,12 +146,16 @@ TEST(KvCacheTest, PrefixSharingTakesFullBlocksByReference) {
   EXPECT_EQ(*cache->AttachPrefix(4, diff), 0);
 
   // Freeing the publisher keeps shared blocks alive for the others.
+  EXPECT_EQ(cache->Stats().blocks_shared, 2);  // seq 3 adds a third user to block 0, not a new shared block
   cache->Free(1);
   EXPECT_EQ(cache->Stats().blocks_used, 3);  // 2 shared + seq 2's own
+  EXPECT_EQ(cache->Stats().blocks_shared, 1);  // block 0 (seqs 2, 3); block 1 is seq 2's alone now
   cache->Free(2);
+  EXPECT_EQ(cache->Stats().blocks_shared, 0);
   cache->Free(3);
   cache->Free(4);
   EXPECT_EQ(cache->Stats().blocks_used, 0);
+  EXPECT_EQ(cache->Stats().blocks_shared, 0);
   // Once freed, nothing is published any more.
   ASSERT_TRUE(cache->AddSequence(5).ok());
   EXPECT_EQ(*cache->AttachPrefix(5, prompt), 0);
