@@ -301,12 +301,15 @@ absl::Status GgufFile::ParseImage() {
     if (n_dims == 0 || n_dims > kMaxDims) {
       return r.Error(absl::StrCat(what, ": ", n_dims, " dimensions (need 1..", kMaxDims, ")"));
     }
-    uint64_t numel = 1;
+    // The product of the non-zero dimensions must fit in int64: with a zero
+    // among them the element count is 0 whatever the order, but shapes like
+    // [2^40, 2^40, 0] would still overflow code that multiplies them.
+    uint64_t extent = 1;
     for (uint32_t d = 0; d < n_dims; ++d) {
       ASSIGN_OR_RETURN(int64_t ne, r.Read<int64_t>(what));
       if (ne < 0) return r.Error(absl::StrCat(what, ": negative dimension ", ne));
-      if (MulOverflows(numel, static_cast<uint64_t>(ne), &numel) ||
-          numel > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      if (ne != 0 && (MulOverflows(extent, static_cast<uint64_t>(ne), &extent) ||
+                      extent > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))) {
         return r.Error(absl::StrCat(what, ": element count overflows"));
       }
       info.ne.push_back(ne);

@@ -94,13 +94,23 @@ absl::StatusOr<SafetensorsTensor> ParseEntry(const std::string& name, const nloh
   if (shape_it->size() > 8) return Bad(where, absl::StrCat(what, ": rank ", shape_it->size(), " > 8"));
   // numel x element size computed with overflow checks: a header may claim
   // absurd dimensions.
+  // The product of the non-zero dimensions must fit too: an empty tensor of
+  // shape [0, 2^40, 2^40] would overflow whoever multiplies in another order.
   uint64_t bytes = static_cast<uint64_t>(info->bytes);
+  uint64_t extent = 1;
   bool overflow = false;
   for (const nlohmann::json& d : *shape_it) {
     int64_t dim;
     if (!AsNonNegative(d, &dim)) return Bad(where, absl::StrCat(what, ": shape entries must be integers >= 0"));
     t.shape.push_back(dim);
-    if (dim != 0 && bytes > UINT64_MAX / static_cast<uint64_t>(dim)) overflow = true;
+    if (dim == 0) {
+      bytes = 0;
+      continue;
+    }
+    if (__builtin_mul_overflow(extent, static_cast<uint64_t>(dim), &extent) ||
+        extent > static_cast<uint64_t>(INT64_MAX) / static_cast<uint64_t>(info->bytes)) {
+      overflow = true;
+    }
     bytes *= static_cast<uint64_t>(dim);
   }
   int64_t begin, end;
@@ -312,6 +322,7 @@ std::vector<std::string> SafetensorsArchive::Names() const {
 }
 
 void ConvertTensorData(const std::byte* src, DType from, void* dst, DType to, int64_t n) {
+  if (n <= 0) return;  // an empty tensor's buffers may be null (memcpy's are declared nonnull)
   if (from == to) {
     std::memcpy(dst, src, static_cast<size_t>(n) * DTypeSize(from));
     return;

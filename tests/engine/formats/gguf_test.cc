@@ -117,6 +117,25 @@ TEST(GgufTest, CustomAlignmentAndHalfTypes) {
   }
 }
 
+// Found by ./dev fuzz (libFuzzer + UBSan): a tensor with no elements reached
+// memcpy with a null destination. It must load as an empty tensor of its
+// shape, in every storage type, and never touch memory.
+TEST(GgufTest, ZeroElementTensorLoadsEmpty) {
+  GgufTestWriter w;
+  w.TensorF32("empty", {0, 4}, {});
+  w.Tensor("empty_f16", {4, 0}, 1, {});
+  std::vector<std::byte> img = w.Build();
+  auto f = GgufFile::Parse(Span(img), "empty");
+  ASSERT_TRUE(f.ok()) << f.status();
+  for (const char* name : {"empty", "empty_f16"}) {
+    for (DType storage : {DType::kF32, DType::kBF16}) {
+      auto t = (*f)->LoadTensor(name, storage);
+      ASSERT_TRUE(t.ok()) << name << ": " << t.status();
+      EXPECT_EQ(t->numel(), 0) << name;
+    }
+  }
+}
+
 TEST(GgufTest, Q8_0Dequantisation) {
   // One block: scale 0.5 (f16), quants -128..127 pattern.
   std::vector<std::byte> blk(34);
@@ -282,6 +301,13 @@ TEST(GgufMalformedTest, TensorErrors) {
   {
     GgufTestWriter w;
     w.Tensor("t", {1ll << 40, 1ll << 40}, 0, four);
+    ExpectInvalid(w.Build(), "overflows");
+  }
+  {
+    // Found by ./dev fuzz: zero elements, but the other dimensions' product
+    // overflowed Tensor's element count (multiplied in the other order).
+    GgufTestWriter w;
+    w.Tensor("t", {0, 1ll << 40, 1ll << 40}, 0, {});
     ExpectInvalid(w.Build(), "overflows");
   }
   {

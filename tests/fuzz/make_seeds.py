@@ -1,0 +1,119 @@
+"""Writes small, valid seed files for the libFuzzer targets (./dev fuzz).
+
+    make_seeds.py OUT_DIR  ->  OUT_DIR/safetensors/*.safetensors, OUT_DIR/gguf/*.gguf
+
+Seeds are made with the reference writers (the `safetensors` and `gguf`
+packages pinned in tools/python/requirements.txt), not with our own code, so
+the fuzzers start from files the real ecosystem produces. They are tiny on
+purpose: libFuzzer mutates faster and caps input length from the seeds.
+"""
+
+import json
+import pathlib
+import struct
+import sys
+
+import numpy as np
+from gguf import GGMLQuantizationType, GGUFWriter, quants
+from safetensors.numpy import save_file
+
+
+def safetensors_seeds(out: pathlib.Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    save_file({"w": rng.standard_normal((2, 3)).astype(np.float32)}, str(out / "one_f32.safetensors"))
+    save_file(
+        {
+            "embeddings.word_embeddings.weight": rng.standard_normal((4, 2)).astype(np.float16),
+            "encoder.layer.0.attention.self.query.bias": rng.standard_normal(2).astype(np.float32),
+            "scalar": np.array(1.5, dtype=np.float32),
+            "empty": np.zeros((0, 3), dtype=np.float32),
+        },
+        str(out / "mixed.safetensors"),
+        metadata={"format": "pt"},
+    )
+    # bf16 has no numpy dtype and the package's numpy writer cannot make one:
+    # the format is an 8-byte little-endian header length, JSON, then data.
+    bits = (rng.standard_normal(4).astype(np.float32).view(np.uint32) >> 16).astype("<u2").tobytes()
+    header = json.dumps({"b": {"dtype": "BF16", "shape": [2, 2], "data_offsets": [0, len(bits)]}}).encode()
+    header += b" " * (-len(header) % 8)
+    (out / "bf16.safetensors").write_bytes(struct.pack("<Q", len(header)) + header + bits)
+
+
+def tiny_llama(path: pathlib.Path, q8: bool) -> None:
+    """A one-layer Llama (hidden 32, 2 heads over 1 KV head) with a 4-token vocab."""
+    rng = np.random.default_rng(1)
+    hidden, ffn, vocab, heads, kv_heads = 32, 64, 4, 2, 1
+    head_dim = hidden // heads
+    w = GGUFWriter(str(path), "llama")
+    w.add_context_length(64)
+    w.add_embedding_length(hidden)
+    w.add_block_count(1)
+    w.add_feed_forward_length(ffn)
+    w.add_head_count(heads)
+    w.add_head_count_kv(kv_heads)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_rope_freq_base(10000.0)
+    w.add_tokenizer_model("llama")
+    w.add_token_list(["<unk>", "<s>", "</s>", "\u2581a"])
+    w.add_token_scores([0.0, 0.0, 0.0, -1.0])
+    w.add_token_types([2, 3, 3, 1])
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+
+    def tensor(name, shape):
+        a = (rng.standard_normal(shape) * 0.1).astype(np.float32)
+        if q8 and a.shape[-1] % 32 == 0 and a.ndim == 2:
+            w.add_tensor(name, quants.quantize(a, GGMLQuantizationType.Q8_0), raw_dtype=GGMLQuantizationType.Q8_0)
+        else:
+            w.add_tensor(name, a)
+
+    tensor("token_embd.weight", (vocab, hidden))
+    tensor("output_norm.weight", (hidden,))
+    tensor("blk.0.attn_norm.weight", (hidden,))
+    tensor("blk.0.attn_q.weight", (heads * head_dim, hidden))
+    tensor("blk.0.attn_k.weight", (kv_heads * head_dim, hidden))
+    tensor("blk.0.attn_v.weight", (kv_heads * head_dim, hidden))
+    tensor("blk.0.attn_output.weight", (hidden, heads * head_dim))
+    tensor("blk.0.ffn_norm.weight", (hidden,))
+    tensor("blk.0.ffn_gate.weight", (ffn, hidden))
+    tensor("blk.0.ffn_up.weight", (ffn, hidden))
+    tensor("blk.0.ffn_down.weight", (hidden, ffn))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def gguf_seeds(out: pathlib.Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    tiny_llama(out / "tiny_llama_f32.gguf", q8=False)
+    tiny_llama(out / "tiny_llama_q8_0.gguf", q8=True)
+    # Metadata of every scalar type and an array, and an f16 tensor.
+    w = GGUFWriter(str(out / "metadata.gguf"), "test")
+    w.add_uint8("u8", 1)
+    w.add_int16("i16", -2)
+    w.add_uint32("u32", 3)
+    w.add_int64("i64", -4)
+    w.add_float32("f32", 0.5)
+    w.add_float64("f64", 0.25)
+    w.add_bool("b", True)
+    w.add_string("s", "h\u00e9llo")
+    w.add_array("arr", [1, 2, 3])
+    w.add_tensor("t", np.arange(8, dtype=np.float16).reshape(2, 4))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def main() -> None:
+    if len(sys.argv) != 2:
+        sys.exit("usage: make_seeds.py OUT_DIR")
+    out = pathlib.Path(sys.argv[1])
+    safetensors_seeds(out / "safetensors")
+    gguf_seeds(out / "gguf")
+
+
+if __name__ == "__main__":
+    main()
