@@ -120,6 +120,9 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOp
   std::unique_ptr<HttpServer> server(new HttpServer());
   server->routes_ = std::move(routes);
   server->max_body_bytes_ = options.max_body_bytes;
+  absl::StatusOr<std::unique_ptr<HandlerThreads>> handlers = HandlerThreads::Start(options.threads);
+  if (!handlers.ok()) return handlers.status();
+  server->handlers_ = *std::move(handlers);
 
   const std::string ports = absl::StrCat(options.listen_address, ":", options.port);
   const std::string threads = std::to_string(options.threads);
@@ -159,7 +162,15 @@ HttpServer::~HttpServer() {
 }
 
 int HttpServer::Dispatch(mg_connection* conn, void* self_ptr) {
+  // On civetweb's worker (100 KiB stack): only hand over and wait.
   auto* self = static_cast<HttpServer*>(self_ptr);
+  int status = 500;
+  self->handlers_->RunAndWait([&] { status = self->Serve(conn); });
+  return status;
+}
+
+int HttpServer::Serve(mg_connection* conn) {
+  HttpServer* self = this;
   const mg_request_info* info = mg_get_request_info(conn);
   HttpResponseWriter writer(conn, self->port_);
   HttpRequest request;

@@ -1,7 +1,8 @@
 // HttpServer: the HTTP door (civetweb). Routes are exact paths mapped to
 // handlers; a handler reads an HttpRequest and answers through an
 // HttpResponseWriter (a whole body, or a chunked stream for server-sent
-// events). Thread-safe: civetweb runs handlers on its worker threads.
+// events). Thread-safe: handlers run on the server's own threads
+// (handler_threads.h), one per civetweb worker, with an 8 MiB stack.
 #ifndef ATTNSERVE_SERVER_HTTP_HTTP_SERVER_H_
 #define ATTNSERVE_SERVER_HTTP_HTTP_SERVER_H_
 
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "server/http/handler_threads.h"
 
 struct mg_context;
 struct mg_connection;
@@ -82,7 +84,13 @@ class HttpServer {
  private:
   HttpServer() = default;
   static int Dispatch(mg_connection* conn, void* self);
+  // The whole request (headers, body, route handler) on a HandlerThreads
+  // thread; returns the status civetweb logs.
+  int Serve(mg_connection* conn);
 
+  // Members die after ~HttpServer's body, whose mg_stop waits for every
+  // civetweb worker: no worker can be left waiting on a gone pool.
+  std::unique_ptr<HandlerThreads> handlers_;
   mg_context* ctx_ = nullptr;
   int port_ = 0;
   int64_t max_body_bytes_ = 0;
