@@ -184,6 +184,14 @@ v1::GenerateResponse ToGenerateChunk(const StepEvent& event, const Tokenizer& to
   return chunk;
 }
 
+void AppendGenerateChunk(v1::GenerateResponse* into, v1::GenerateResponse next) {
+  into->mutable_token_ids()->Add(next.token_ids().begin(), next.token_ids().end());
+  into->mutable_text()->append(next.text());
+  for (v1::PositionLogprobs& lp : *next.mutable_logprobs()) *into->add_logprobs() = std::move(lp);
+  if (next.finish_reason() != v1::FINISH_REASON_UNSPECIFIED) into->set_finish_reason(next.finish_reason());
+  if (next.has_usage()) *into->mutable_usage() = std::move(*next.mutable_usage());
+}
+
 v1::FinishReason ToProtoFinishReason(FinishReason reason, int32_t last_token, const GenerationParams& params) {
   switch (reason) {
     case FinishReason::kLength: return v1::FINISH_REASON_LENGTH;

@@ -41,6 +41,12 @@ absl::StatusOr<std::vector<int32_t>> ToPromptIds(const v1::GenerateRequest& requ
 // One step's tokens -> a stream message.
 v1::GenerateResponse ToGenerateChunk(const StepEvent& event, const Tokenizer& tokenizer);
 
+// Appends `next` to `into`, as if the two messages had been one: tokens,
+// text and logprobs concatenated; finish_reason and usage taken from `next`
+// when it has them. For streams that fall behind (the message list stays a
+// valid stream: text is only ever cut between whole characters).
+void AppendGenerateChunk(v1::GenerateResponse* into, v1::GenerateResponse next);
+
 v1::FinishReason ToProtoFinishReason(FinishReason reason, int32_t last_token, const GenerationParams& params);
 
 // Replaces invalid UTF-8 sequences with U+FFFD (proto strings must be UTF-8).

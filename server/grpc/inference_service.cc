@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/synchronization/mutex.h"
+#include "server/core/proto_convert.h"
 #include "server/status_util.h"
 
 namespace attnserve {
@@ -88,6 +89,13 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
     if (!shared_->pending.empty()) {
       current_ = std::move(shared_->pending.front());
       shared_->pending.pop_front();
+      // What queued while the last write was in flight goes out as one
+      // message: a client or connection that falls behind catches up with
+      // fewer, larger messages instead of one per token.
+      while (!shared_->pending.empty()) {
+        AppendGenerateChunk(&current_, std::move(shared_->pending.front()));
+        shared_->pending.pop_front();
+      }
       shared_->writing = true;
       StartWrite(&current_);
       return;
