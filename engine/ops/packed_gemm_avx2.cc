@@ -40,6 +40,12 @@ __attribute__((target("avx2,fma"))) void Tile(const float* x, int64_t ldx, const
   constexpr int kSplit = (kBf16 ? MR <= 2 : MR == 1) ? 2 : 1;
   constexpr int64_t kElem = kBf16 ? 2 : 4;
   constexpr int64_t kPrefetch = 1024 / kElem;  // elements ahead
+  // Except for one f32 row: there the loop is so light that the hardware
+  // prefetcher keeps up alone, and the extra prefetches cost time. SmolLM-135M
+  // batch-1 f32 decode, 2 threads (decoder_bench, 2026-12-03): 58.1, 58.1,
+  // 58.5, 60.5 tok/s without against 48.0, 52.6 with 1 KiB and 47.5-56.7 with
+  // 2-16 KiB ahead; bf16 and several rows are faster with it.
+  constexpr bool kSoftwarePrefetch = kBf16 || MR > 1;
   __m256 acc[kSplit][MR][kNv];
 #pragma GCC unroll 8
   for (int s = 0; s < kSplit; ++s) {
@@ -56,9 +62,11 @@ __attribute__((target("avx2,fma"))) void Tile(const float* x, int64_t ldx, const
     // in flight than the hardware prefetcher alone keeps.
 #pragma GCC unroll 8
     for (int s = 0; s < kSplit; ++s) {
-      const char* p = static_cast<const char*>(panel) + ((kk + s) * kWidth + kPrefetch) * kElem;
-      _mm_prefetch(p, _MM_HINT_T0);
-      if constexpr (!kBf16) _mm_prefetch(p + 64, _MM_HINT_T0);
+      if constexpr (kSoftwarePrefetch) {
+        const char* p = static_cast<const char*>(panel) + ((kk + s) * kWidth + kPrefetch) * kElem;
+        _mm_prefetch(p, _MM_HINT_T0);
+        if constexpr (!kBf16) _mm_prefetch(p + 64, _MM_HINT_T0);
+      }
       __m256 w[kNv];
       LoadW<kBf16>(panel, kk + s, w);
 #pragma GCC unroll 8
