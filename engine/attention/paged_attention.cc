@@ -76,13 +76,19 @@ absl::Status PagedAttention(const PagedAttentionArgs& a) {
   const float scale = a.scale != 0.0f ? a.scale : 1.0f / std::sqrt(static_cast<float>(d));
   const int q_tile = std::max(1, kRowsPerJob / group);
   std::vector<Job> jobs;
+  int64_t macs = 0;  // Q·K plus P·V multiply-adds, an upper bound (no causal skip)
   for (int s = 0; s < a.num_seqs; ++s) {
     const int n = a.query_start[s + 1] - a.query_start[s];
+    macs += 2 * int64_t{n} * hq * a.seqs[s].num_tokens * d;
     for (int h = 0; h < hkv; ++h)
       for (int t0 = 0; t0 < n; t0 += q_tile) jobs.push_back({s, h, t0, std::min(n, t0 + q_tile)});
   }
   const int64_t num_jobs = static_cast<int64_t>(jobs.size());
-#pragma omp parallel
+  // Below this much work a parallel region costs more than it saves: its
+  // fork and join, and on a busy machine a barrier waiting for a thread that
+  // was descheduled. Same threshold as the packed GEMM's.
+  constexpr int64_t kParallelMinMacs = int64_t{1} << 18;
+#pragma omp parallel if (macs >= kParallelMinMacs && num_jobs > 1)
   {
     FlashScratch scratch;
     scratch.Reserve(group * q_tile, d);

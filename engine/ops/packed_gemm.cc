@@ -166,7 +166,7 @@ void PackedGemm(const float* x, int64_t m, int64_t ldx, const PackedMatrix& w, c
   const auto* base = static_cast<const std::byte*>(w.data());
   const int64_t chunk = RowChunk(k, max_rows);
   // Below ~64k multiply-adds a parallel region costs more than it saves.
-  const bool parallel = m * n * k >= (int64_t{1} << 16) && panels > 1;
+  const bool parallel = m * n * k >= (int64_t{1} << 18) && panels > 1;
 #pragma omp parallel if (parallel)
   {
     const int threads = omp_get_num_threads();
