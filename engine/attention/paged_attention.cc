@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/attention/flash_kernel.h"
+#include "engine/core/parallel.h"
 #include "engine/core/status_macros.h"
 
 namespace attnserve {
@@ -84,17 +85,14 @@ absl::Status PagedAttention(const PagedAttentionArgs& a) {
       for (int t0 = 0; t0 < n; t0 += q_tile) jobs.push_back({s, h, t0, std::min(n, t0 + q_tile)});
   }
   const int64_t num_jobs = static_cast<int64_t>(jobs.size());
-  // Below this much work a parallel region costs more than it saves: its
-  // fork and join, and on a busy machine a barrier waiting for a thread that
-  // was descheduled. Same threshold as the packed GEMM's.
-  constexpr int64_t kParallelMinMacs = int64_t{1} << 18;
-#pragma omp parallel if (macs >= kParallelMinMacs && num_jobs > 1)
-  {
+  // One job at a time per thread, handed out dynamically (jobs differ in
+  // length); inline on this thread when the call is too small to split.
+  const bool parallel = macs >= kParallelMinMacs && num_jobs > 1;
+  ParallelRegion(parallel, [&](int thread, int threads) {
     FlashScratch scratch;
     scratch.Reserve(group * q_tile, d);
     std::vector<FlashRow> rows(group * q_tile);
-#pragma omp for schedule(dynamic)
-    for (int64_t j = 0; j < num_jobs; ++j) {
+    auto run = [&](int64_t j) {
       const Job& job = jobs[j];
       const PagedKvSequence& seq = a.seqs[job.seq];
       const int first = a.query_start[job.seq];
@@ -118,8 +116,15 @@ absl::Status PagedAttention(const PagedAttentionArgs& a) {
       src.block_table = seq.block_table;
       src.kv_head = job.kv_head;
       RunFlashJob(rows.data(), r, src, d, scale, scratch);
+    };
+    if (threads == 1) {
+      for (int64_t j = 0; j < num_jobs; ++j) run(j);
+      return;
     }
-  }
+    (void)thread;
+#pragma omp for schedule(dynamic)
+    for (int64_t j = 0; j < num_jobs; ++j) run(j);
+  });
   return absl::OkStatus();
 }
 

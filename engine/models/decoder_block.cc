@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/attention/paged_attention.h"
 #include "engine/core/half.h"
+#include "engine/core/parallel.h"
 #include "engine/core/status_macros.h"
 #include "engine/models/norms.h"
 
@@ -197,11 +198,10 @@ absl::Status DecoderBlock::Forward(const ForwardBatch& batch, KvCache& kv, const
   RETURN_IF_ERROR(qkv_->Forward(sc.normed.data(), T, sc.qkv.data()));
   if (rope != nullptr) {
     const int rd = rope->rope_dim();
-#pragma omp parallel for schedule(static) if (T * row >= (1 << 15))
-    for (int64_t t = 0; t < T; ++t) {
+    ParallelFor(T, T * row >= (1 << 15), [&](int64_t t) {
       // q and k heads are contiguous in the qkv row and rotate alike.
       rope->Rotate(sc.qkv.data() + t * row, heads_ + kv_heads_, rope_angles + t * rd);
-    }
+    });
   }
   WriteKv(batch, kv, sc.qkv.data());
   RETURN_IF_ERROR(Attend(batch, kv, sc));
@@ -212,13 +212,12 @@ absl::Status DecoderBlock::Forward(const ForwardBatch& batch, KvCache& kv, const
   if (config_->mlp == MlpKind::kSwiGlu) {
     RETURN_IF_ERROR(gate_up_->Forward(sc.normed.data(), T, sc.mlp_in.data()));
     const int I = inter_;
-#pragma omp parallel for schedule(static) if (T * I >= (1 << 15))
-    for (int64_t t = 0; t < T; ++t) {
+    ParallelFor(T, T * I >= (1 << 15), [&](int64_t t) {
       const float* g = sc.mlp_in.data() + t * 2 * I;
       const float* u = g + I;
       float* a = sc.mlp_act.data() + t * I;
       for (int i = 0; i < I; ++i) a[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
-    }
+    });
   } else {
     RETURN_IF_ERROR(gate_up_->Forward(sc.normed.data(), T, sc.mlp_act.data()));
   }

@@ -10,6 +10,7 @@
 
 #include "absl/log/check.h"
 #include "engine/core/half.h"
+#include "engine/core/parallel.h"
 #include "engine/ops/packed_gemm_kernels.h"
 
 namespace attnserve {
@@ -165,12 +166,8 @@ void PackedGemm(const float* x, int64_t m, int64_t ldx, const PackedMatrix& w, c
   const int64_t panel_bytes = w.k_padded() * width * static_cast<int64_t>(DTypeSize(w.storage()));
   const auto* base = static_cast<const std::byte*>(w.data());
   const int64_t chunk = RowChunk(k, max_rows);
-  // Below ~64k multiply-adds a parallel region costs more than it saves.
-  const bool parallel = m * n * k >= (int64_t{1} << 18) && panels > 1;
-#pragma omp parallel if (parallel)
-  {
-    const int threads = omp_get_num_threads();
-    const int tid = omp_get_thread_num();
+  const bool parallel = m * n * k >= kParallelMinMacs && panels > 1;
+  ParallelRegion(parallel, [&](int tid, int threads) {
     const int64_t p0 = panels * tid / threads, p1 = panels * (tid + 1) / threads;
     alignas(64) float tile[kMaxTileFloats];
     for (int64_t r0 = 0; r0 < m; r0 += chunk) {
@@ -185,7 +182,7 @@ void PackedGemm(const float* x, int64_t m, int64_t ldx, const PackedMatrix& w, c
         }
       }
     }
-  }
+  });
 }
 
 const char* PackedGemmKernel() {
