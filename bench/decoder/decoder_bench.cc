@@ -1,8 +1,10 @@
-// decoder_bench MODEL [--dtype f32|bf16] [--steps N]
+// decoder_bench MODEL [--dtype f32|bf16] [--steps N] [--batch N] [--reps N] [--no-prefill]
 // Prints JSON lines: the STREAM-like read bandwidth, then decode tokens/s at
 // batch 1, 4, 8, 16 (each sequence: 16-token prompt prefilled, then N decode
 // steps timed, medians over 3 runs) and prefill tokens/s of one 512-token
 // prompt, all through DecoderEngine::Step, the call the server uses.
+// --batch N times only that batch size and --no-prefill skips the prefill
+// run (for profiling one phase, or models whose context is under 512).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -62,6 +64,11 @@ std::vector<int32_t> Prompt(int n, int vocab, int salt) {
   return p;
 }
 
+int Fail(const char* what, const absl::Status& status) {
+  std::fprintf(stderr, "%s: %s\n", what, std::string(status.message()).c_str());
+  return 1;
+}
+
 int Main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr, "usage: decoder_bench MODEL [--dtype f32|bf16] [--steps N]\n");
@@ -70,7 +77,15 @@ int Main(int argc, char** argv) {
   std::string path = argv[1];
   DType dtype = DType::kF32;
   int steps = 16;
-  for (int i = 2; i + 1 < argc; i += 2) {
+  std::vector<int> batches = {1, 4, 8, 16};
+  bool prefill = true;
+  int reps = 3;
+  for (int i = 2; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--no-prefill") == 0) prefill = false;
+  }
+  for (int i = 2; i + 1 < argc; ++i) {
+    if (std::strcmp(argv[i], "--reps") == 0) reps = std::max(1, std::atoi(argv[i + 1]));
+    if (std::strcmp(argv[i], "--batch") == 0) batches = {std::atoi(argv[i + 1])};
     if (std::strcmp(argv[i], "--dtype") == 0) dtype = std::strcmp(argv[i + 1], "bf16") == 0 ? DType::kBF16 : DType::kF32;
     if (std::strcmp(argv[i], "--steps") == 0) steps = std::atoi(argv[i + 1]);
   }
@@ -99,26 +114,26 @@ int Main(int argc, char** argv) {
   kv.kv_cache_bytes = d.kv_bytes_per_token * 16 * 1024;
   kv.prefix_sharing = false;
   auto engine_or = DecoderEngine::Create(*model, kv);
-  if (!engine_or.ok()) return 1;
+  if (!engine_or.ok()) return Fail("engine", engine_or.status());
   DecoderEngine& engine = **engine_or;
   GenerationParams greedy;
   greedy.temperature = 0.0f;
   greedy.ignore_eos = true;
-  greedy.max_new_tokens = 1000;
+  greedy.max_new_tokens = steps + 2;  // within any context: 16 prompt tokens, one prefill, `steps` decodes
 
-  for (int batch : {1, 4, 8, 16}) {
+  for (int batch : batches) {
     std::vector<double> rates;
-    for (int rep = 0; rep < 3; ++rep) {
+    for (int rep = 0; rep < reps; ++rep) {
       std::vector<StepItem> items;
       for (int b = 0; b < batch; ++b) {
         auto id = engine.AddSequence(Prompt(16, d.vocab_size, b + 100 * rep), greedy);
-        if (!id.ok()) return 1;
+        if (!id.ok()) return Fail("add sequence", id.status());
         items.push_back({*id, 512});
       }
-      if (!engine.Step(items).ok()) return 1;  // prefill
+      if (auto s = engine.Step(items); !s.ok()) return Fail("prefill", s.status());
       const auto t0 = Clock::now();
       for (int s = 0; s < steps; ++s) {
-        if (!engine.Step(items).ok()) return 1;
+        if (auto s = engine.Step(items); !s.ok()) return Fail("decode step", s.status());
       }
       rates.push_back(batch * steps / Seconds(t0, Clock::now()));
       for (const StepItem& it : items) engine.Release(it.seq);
@@ -129,13 +144,14 @@ int Main(int argc, char** argv) {
                 batch == 1 ? Median(rates) / (gbps * 1e9 / weight_bytes) : 0.0);
     std::fflush(stdout);
   }
+  if (!prefill) return 0;
   std::vector<double> rates;
   for (int rep = 0; rep < 3; ++rep) {
     auto id = engine.AddSequence(Prompt(512, d.vocab_size, rep), greedy);
-    if (!id.ok()) return 1;
+    if (!id.ok()) return Fail("add prefill sequence", id.status());
     StepItem item{*id, 512};
     const auto t0 = Clock::now();
-    if (!engine.Step({&item, 1}).ok()) return 1;
+    if (auto s = engine.Step({&item, 1}); !s.ok()) return Fail("prefill 512", s.status());
     rates.push_back(512 / Seconds(t0, Clock::now()));
     engine.Release(*id);
   }

@@ -9,32 +9,12 @@
 
 #include <cstdint>
 
+#include "engine/core/avx2_exp.h"
+
 namespace attnserve::attention_internal {
 
-// exp(x) for 8 lanes with x <= 0 (softmax: a score minus its row max), as
-// 2^n * e^r with n = round(x * log2 e), r = x - n ln 2 (ln 2 in two parts,
-// so r stays exact for large |x|), |r| <= ln2/2, and a degree-5 fit of e^r
-// (relative-error weighted least squares, first two coefficients exactly 1):
-// relative error <= 3e-7 in f32 (tested against std::exp). 15 vector ops, no
-// clamping needed on this domain. x below -87.3 (including -inf, and NaN)
-// gives exactly 0, so masked keys contribute nothing; ExpNonPositive8(0) == 1
-// exactly. Positive x is outside the contract.
-__attribute__((target("avx2,fma"))) inline __m256 ExpNonPositive8(__m256 x) {
-  const __m256 keep = _mm256_cmp_ps(x, _mm256_set1_ps(-87.3f), _CMP_GE_OQ);
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 p = _mm256_set1_ps(8.31302348524332e-3f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.189097508788109e-2f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6667111217975616e-1f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.999922513961792e-1f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-  const __m256i e = _mm256_slli_epi32(
-      _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  return _mm256_and_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(e)), keep);
-}
+// exp(x) for x <= 0 on 8 lanes (engine/core/avx2_exp.h).
+using avx2::ExpNonPositive8;
 
 // 8 bf16 values widened to f32 (bf16 is the top half of an f32).
 __attribute__((target("avx2,fma"))) inline __m256 LoadBf16x8(const uint16_t* p) {

@@ -10,6 +10,7 @@
 #include "engine/core/parallel.h"
 #include "engine/core/status_macros.h"
 #include "engine/models/norms.h"
+#include "engine/ops/activation.h"
 
 namespace attnserve {
 namespace {
@@ -216,7 +217,7 @@ absl::Status DecoderBlock::Forward(const ForwardBatch& batch, KvCache& kv, const
       const float* g = sc.mlp_in.data() + t * 2 * I;
       const float* u = g + I;
       float* a = sc.mlp_act.data() + t * I;
-      for (int i = 0; i < I; ++i) a[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+      SiluMul(g, u, I, a);
     });
   } else {
     RETURN_IF_ERROR(gate_up_->Forward(sc.normed.data(), T, sc.mlp_act.data()));

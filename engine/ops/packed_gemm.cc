@@ -11,6 +11,7 @@
 #include "absl/log/check.h"
 #include "engine/core/half.h"
 #include "engine/core/parallel.h"
+#include "engine/ops/activation.h"
 #include "engine/ops/packed_gemm_kernels.h"
 
 namespace attnserve {
@@ -56,33 +57,24 @@ void TileScalar(const float* x, int64_t ldx, int rows, const void* panel, int64_
   }
 }
 
-inline float Apply(float v, Activation act) {
-  switch (act) {
-    case Activation::kNone: return v;
-    case Activation::kGeluErf: return 0.5f * v * (1.0f + std::erf(v * 0.70710678118654752f));
-    case Activation::kGeluTanh: {
-      const float c = 0.79788456080286536f;  // sqrt(2/pi)
-      return 0.5f * v * (1.0f + std::tanh(c * (v + 0.044715f * v * v * v)));
-    }
-    case Activation::kSilu: return v / (1.0f + std::exp(-v));
-    case Activation::kRelu: return v > 0.0f ? v : 0.0f;
-  }
-  return v;
-}
-
-// Tile (rows × width) → y columns [col0, col0 + cols), with bias and activation.
+// Tile (rows × width) → y columns [col0, col0 + cols), with bias and
+// activation (vectorised with the AVX2 tile kernels, scalar with the scalar
+// ones, so forcing the scalar kernel tests the whole scalar path).
 void Store(const float* tile, int width, int rows, int cols, int64_t col0, const float* bias,
-           Activation act, float* y, int64_t ldy) {
+           Activation act, bool simd, float* y, int64_t ldy) {
   for (int i = 0; i < rows; ++i) {
     float* out = y + i * ldy + col0;
     const float* t = tile + i * width;
     if (bias != nullptr) {
       for (int j = 0; j < cols; ++j) out[j] = t[j] + bias[col0 + j];
     } else {
-      for (int j = 0; j < cols; ++j) out[j] = t[j];
+      std::memcpy(out, t, sizeof(float) * cols);
     }
-    if (act != Activation::kNone) {
-      for (int j = 0; j < cols; ++j) out[j] = Apply(out[j], act);
+    if (act == Activation::kNone) continue;
+    if (simd) {
+      ApplyActivation(act, out, cols);
+    } else {
+      ApplyActivationScalar(act, out, cols);
     }
   }
 }
@@ -160,6 +152,7 @@ void PackedGemm(const float* x, int64_t m, int64_t ldx, const PackedMatrix& w, c
                 Activation act, float* y, int64_t ldy) {
   if (m <= 0) return;
   const TileKernel kernel = PickKernel(w.storage());
+  const bool simd = kernel == packed_gemm_internal::TileAvx2F32 || kernel == packed_gemm_internal::TileAvx2Bf16;
   const int64_t k = w.k(), n = w.n(), panels = w.panels();
   const int width = w.panel_width();
   const int max_rows = w.storage() == DType::kBF16 ? kMaxRowsBf16 : kMaxRowsF32;
@@ -178,7 +171,7 @@ void PackedGemm(const float* x, int64_t m, int64_t ldx, const PackedMatrix& w, c
         for (int64_t r = r0; r < r_end; r += max_rows) {
           const int rows = static_cast<int>(std::min<int64_t>(max_rows, r_end - r));
           kernel(x + r * ldx, ldx, rows, panel, k, tile);
-          Store(tile, width, rows, cols, pi * width, bias, act, y + r * ldy, ldy);
+          Store(tile, width, rows, cols, pi * width, bias, act, simd, y + r * ldy, ldy);
         }
       }
     }

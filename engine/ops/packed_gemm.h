@@ -31,6 +31,7 @@
 #include <memory>
 
 #include "engine/core/tensor.h"
+#include "engine/ops/activation.h"
 
 namespace attnserve {
 
@@ -68,8 +69,6 @@ class PackedMatrix {
 };
 
 // Epilogue applied to each output element: y = act(acc + bias[n]).
-enum class Activation { kNone, kGeluErf, kGeluTanh, kSilu, kRelu };
-
 // y[M, N] (row stride ldy) = act(x[M, K] (row stride ldx) · Wᵀ + bias).
 // bias may be null. Parallel over panels when the work is large enough.
 void PackedGemm(const float* x, int64_t m, int64_t ldx, const PackedMatrix& w, const float* bias,
