@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
+#include "engine/sampling/logits_math.h"
 
 namespace attnserve {
 namespace {
@@ -18,24 +19,6 @@ uint64_t SplitMix64(uint64_t& x) {
 }
 
 uint64_t Rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
-int32_t Argmax(absl::Span<const float> v) {
-  int32_t best = 0;
-  for (size_t i = 1; i < v.size(); ++i) {
-    if (v[i] > v[best]) best = static_cast<int32_t>(i);
-  }
-  return best;
-}
-
-// log-sum-exp of the raw logits, in double for a stable normaliser.
-double LogSumExp(absl::Span<const float> v) {
-  float mx = -std::numeric_limits<float>::infinity();
-  for (float x : v) mx = std::max(mx, x);
-  if (!std::isfinite(mx)) return mx;
-  double sum = 0.0;
-  for (float x : v) sum += std::exp(static_cast<double>(x) - mx);
-  return mx + std::log(sum);
-}
 
 }  // namespace
 
@@ -98,7 +81,7 @@ SampledToken SampleToken(absl::Span<const float> logits, const SamplingParams& p
   }
 
   if (params.temperature == 0.0f) {
-    out.id = Argmax(s);
+    out.id = ArgmaxLogit(s);
   } else {
     const float inv_t = 1.0f / params.temperature;
     for (float& x : s) x *= inv_t;
@@ -160,7 +143,7 @@ SampledToken SampleToken(absl::Span<const float> logits, const SamplingParams& p
     if (out.id < 0) out.id = last_nonzero;  // rounding left u above the total
   }
 
-  const double lse = LogSumExp(logits);
+  const double lse = LogSumExpLogits(logits);
   out.logprob = static_cast<float>(logits[out.id] - lse);
   if (params.top_logprobs > 0) {
     const int n = std::min(params.top_logprobs, vocab);
