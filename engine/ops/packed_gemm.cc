@@ -96,6 +96,17 @@ int64_t RowChunk(int64_t k, int max_rows) {
 
 }  // namespace
 
+bool PackedGemmRunsParallel(int64_t m, const PackedMatrix& w) {
+  const int64_t macs = m * w.n() * w.k();
+  if (macs < kParallelMinMacs) return false;
+  // Weights that fit in one core's L2 and little work: one core does it in
+  // tens of microseconds, and a second thread saves at most half of that
+  // while risking the join waiting on a descheduled thread on a busy machine
+  // (stories260K's LM head at 16 sequences: the server's step took 628 µs
+  // against the engine's 324 µs alone, docs/benchmarks.md).
+  return w.bytes() >= kCacheResidentWeightBytes || macs >= kCacheResidentParallelMinMacs;
+}
+
 void PackedMatrix::FreeDeleter::operator()(void* p) const { std::free(p); }
 
 PackedMatrix PackedMatrix::Pack(const Tensor& w, DType storage) {
@@ -159,7 +170,7 @@ void PackedGemm(const float* x, int64_t m, int64_t ldx, const PackedMatrix& w, c
   const int64_t panel_bytes = w.k_padded() * width * static_cast<int64_t>(DTypeSize(w.storage()));
   const auto* base = static_cast<const std::byte*>(w.data());
   const int64_t chunk = RowChunk(k, max_rows);
-  const bool parallel = m * n * k >= kParallelMinMacs && panels > 1;
+  const bool parallel = PackedGemmRunsParallel(m, w) && panels > 1;
   ParallelRegion(parallel, [&](int tid, int threads) {
     const int64_t p0 = panels * tid / threads, p1 = panels * (tid + 1) / threads;
     alignas(64) float tile[kMaxTileFloats];

@@ -74,6 +74,14 @@ class PackedMatrix {
 void PackedGemm(const float* x, int64_t m, int64_t ldx, const PackedMatrix& w, const float* bias,
                 Activation act, float* y, int64_t ldy);
 
+// Whether PackedGemm splits this product over the OpenMP threads: from
+// kParallelMinMacs multiply-adds, except that weights under
+// kCacheResidentWeightBytes (they stay in one core's L2) need
+// kCacheResidentParallelMinMacs.
+inline constexpr int64_t kCacheResidentWeightBytes = int64_t{256} << 10;
+inline constexpr int64_t kCacheResidentParallelMinMacs = int64_t{1} << 21;
+bool PackedGemmRunsParallel(int64_t m, const PackedMatrix& w);
+
 // Which kernel PackedGemm uses on this CPU ("avx2" or "scalar").
 const char* PackedGemmKernel();
 // Tests: force the scalar kernel (true) or restore dispatch (false).

@@ -190,5 +190,25 @@ TEST(LinearBf16Test, HalvesBytesAndMatchesReference) {
   }
 }
 
+// The parallel rule: small products stay on the calling thread; so do
+// moderate ones whose weights fit in one core's L2 (stories260K's LM head,
+// 512 x 64 f32 = 128 KiB, at 16 rows), which split only from 2^21
+// multiply-adds; large weights split from 2^18 (kParallelMinMacs).
+TEST(PackedGemmParallelTest, CacheResidentWeightsNeedMoreWorkToSplit) {
+  std::mt19937 rng(21);
+  const PackedMatrix small = PackedMatrix::Pack(Random({512, 64}, rng), DType::kF32);  // 128 KiB
+  ASSERT_LT(small.bytes(), kCacheResidentWeightBytes);
+  EXPECT_FALSE(PackedGemmRunsParallel(1, small));
+  EXPECT_FALSE(PackedGemmRunsParallel(16, small));   // 2^19 multiply-adds
+  EXPECT_FALSE(PackedGemmRunsParallel(63, small));
+  EXPECT_TRUE(PackedGemmRunsParallel(64, small));    // 2^21
+  EXPECT_TRUE(PackedGemmRunsParallel(512, small));   // a prefill chunk
+  const PackedMatrix large = PackedMatrix::Pack(Random({576, 576}, rng), DType::kF32);  // 1.3 MB
+  ASSERT_GE(large.bytes(), kCacheResidentWeightBytes);
+  EXPECT_TRUE(PackedGemmRunsParallel(1, large));     // 331,776 >= 2^18: decode reads memory
+  const PackedMatrix tiny = PackedMatrix::Pack(Random({64, 64}, rng), DType::kF32);
+  EXPECT_FALSE(PackedGemmRunsParallel(63, tiny));    // under 2^18
+}
+
 }  // namespace
 }  // namespace attnserve
