@@ -68,8 +68,8 @@ class PackedMatrix {
   std::unique_ptr<void, FreeDeleter> data_;
 };
 
-// Epilogue applied to each output element: y = act(acc + bias[n]).
-// y[M, N] (row stride ldy) = act(x[M, K] (row stride ldx) · Wᵀ + bias).
+// y[M, N] (row stride ldy) = act(x[M, K] (row stride ldx) · Wᵀ + bias), the
+// bias and activation (engine/ops/activation.h) applied to each output tile.
 // bias may be null. Parallel over panels when the work is large enough.
 void PackedGemm(const float* x, int64_t m, int64_t ldx, const PackedMatrix& w, const float* bias,
                 Activation act, float* y, int64_t ldy);

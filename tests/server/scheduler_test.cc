@@ -134,7 +134,7 @@ class FakeGenerateBackend : public GenerateBackend {
         const int32_t next = std::accumulate(s.tokens.begin(), s.tokens.end(), 0) % 97 + 3;
         s.tokens.push_back(next);
         ++s.generated;
-        ev.token_ids = {next};
+        ev.token_ids.assign(1, next);  // not = {next}: GCC 14 -O2 with ASan misreports that as out of bounds
         ev.text = "t" + std::to_string(next) + " ";
         if (s.generated >= s.params.max_new_tokens) {
           ev.finished = true;
