@@ -12,6 +12,7 @@
 #include "absl/log/check.h"
 #include "engine/attention/avx2_math.h"
 #include "engine/attention/decode_kernel.h"
+#include "engine/core/cpu_features.h"
 #include "engine/core/half.h"
 
 namespace attnserve::attention_internal {
@@ -297,13 +298,8 @@ constexpr MicroKernels kAvx2{QkAvx2, PvAvx2, ExpSumAvx2, MaxAvx2};
 
 std::atomic<bool> force_scalar{false};
 
-bool HasAvx2() {
-  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return has;
-}
-
 const MicroKernels& Select(int head_dim) {
-  if (!force_scalar.load(std::memory_order_relaxed) && HasAvx2() && head_dim % 8 == 0) return kAvx2;
+  if (!force_scalar.load(std::memory_order_relaxed) && CpuHasAvx2Fma() && head_dim % 8 == 0) return kAvx2;
   return kScalar;
 }
 
@@ -602,7 +598,7 @@ void RunFlashJob(const FlashRow* rows, int num_rows, const KvSource& src, int d,
   }
 }
 
-bool Avx2KernelsEnabled() { return !force_scalar.load(std::memory_order_relaxed) && HasAvx2(); }
+bool Avx2KernelsEnabled() { return !force_scalar.load(std::memory_order_relaxed) && CpuHasAvx2Fma(); }
 
 const char* FlashKernelIsa() { return Avx2KernelsEnabled() ? "avx2" : "scalar"; }
 

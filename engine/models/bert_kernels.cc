@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "engine/core/cpu_features.h"
 #include "engine/core/half.h"
 
 namespace attnserve::bert_internal {
@@ -70,8 +71,6 @@ __attribute__((target("avx2,fma"))) void LayerNormRowAvx2(float* x, const float*
   for (int i = d8; i < d; ++i) x[i] = (x[i] - mean) * inv * g[i] + b[i];
 }
 
-const bool kHasAvx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-
 }  // namespace
 
 void AddLayerNorm(float* x, const float* residual, const float* gamma, const float* beta, int64_t rows, int d,
@@ -80,7 +79,7 @@ void AddLayerNorm(float* x, const float* residual, const float* gamma, const flo
   for (int64_t row = 0; row < rows; ++row) {
     float* xr = x + row * d;
     const float* rr = residual == nullptr ? nullptr : residual + row * d;
-    if (kHasAvx2) {
+    if (CpuHasAvx2Fma()) {
       LayerNormRowAvx2(xr, rr, gamma, beta, d, eps);
     } else {
       LayerNormRowScalar(xr, rr, gamma, beta, d, eps);

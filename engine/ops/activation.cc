@@ -5,13 +5,12 @@
 #include <cmath>
 
 #include "engine/core/avx2_exp.h"
+#include "engine/core/cpu_features.h"
 
 namespace attnserve {
 namespace {
 
 #define ATTNSERVE_AVX2 __attribute__((target("avx2,fma"))) inline
-
-const bool kHasAvx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 
 ATTNSERVE_AVX2 __m256 Sigmoid8(__m256 x) {
   const __m256 one = _mm256_set1_ps(1.0f);
@@ -76,12 +75,13 @@ __attribute__((target("avx2,fma"))) void ApplyAvx2(float* x, int64_t n) {
   }
 }
 
-__attribute__((target("avx2,fma"))) void SiluMulAvx2(const float* gate, const float* up, int64_t n,
-                                                     float* out) {
+// The whole vectors of SiluMul; returns how many elements it did.
+__attribute__((target("avx2,fma"))) int64_t SiluMulAvx2(const float* gate, const float* up, int64_t n,
+                                                        float* out) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
     _mm256_storeu_ps(out + i, _mm256_mul_ps(Silu8(_mm256_loadu_ps(gate + i)), _mm256_loadu_ps(up + i)));
-  for (; i < n; ++i) out[i] = ActivationScalar(Activation::kSilu, gate[i]) * up[i];
+  return i;
 }
 
 }  // namespace
@@ -106,7 +106,7 @@ void ApplyActivationScalar(Activation act, float* x, int64_t n) {
 }
 
 void ApplyActivation(Activation act, float* x, int64_t n) {
-  if (!kHasAvx2) return ApplyActivationScalar(act, x, n);
+  if (!CpuHasAvx2Fma()) return ApplyActivationScalar(act, x, n);
   switch (act) {
     case Activation::kNone: return;
     case Activation::kGeluErf: return ApplyAvx2<Activation::kGeluErf>(x, n);
@@ -117,10 +117,8 @@ void ApplyActivation(Activation act, float* x, int64_t n) {
 }
 
 void SiluMul(const float* gate, const float* up, int64_t n, float* out) {
-  if (kHasAvx2) return SiluMulAvx2(gate, up, n, out);
-  for (int64_t i = 0; i < n; ++i) out[i] = ActivationScalar(Activation::kSilu, gate[i]) * up[i];
+  int64_t i = CpuHasAvx2Fma() ? SiluMulAvx2(gate, up, n, out) : 0;
+  for (; i < n; ++i) out[i] = ActivationScalar(Activation::kSilu, gate[i]) * up[i];
 }
-
-const char* ActivationKernel() { return kHasAvx2 ? "avx2" : "scalar"; }
 
 }  // namespace attnserve

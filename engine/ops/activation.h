@@ -35,9 +35,6 @@ float ActivationScalar(Activation act, float v);
 // gate or up. AVX2 when available.
 void SiluMul(const float* gate, const float* up, int64_t n, float* out);
 
-// "avx2" or "scalar": what ApplyActivation and SiluMul run on this CPU.
-const char* ActivationKernel();
-
 }  // namespace attnserve
 
 #endif  // ATTNSERVE_ENGINE_OPS_ACTIVATION_H_

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "absl/log/check.h"
+#include "engine/core/cpu_features.h"
 #include "engine/core/half.h"
 #include "engine/core/parallel.h"
 #include "engine/ops/activation.h"
@@ -81,7 +82,7 @@ void Store(const float* tile, int width, int rows, int cols, int64_t col0, const
 
 TileKernel PickKernel(DType storage) {
   const bool bf16 = storage == DType::kBF16;
-  if (!force_scalar.load(std::memory_order_relaxed) && packed_gemm_internal::HasAvx2Fma()) {
+  if (!force_scalar.load(std::memory_order_relaxed) && CpuHasAvx2Fma()) {
     return bf16 ? packed_gemm_internal::TileAvx2Bf16 : packed_gemm_internal::TileAvx2F32;
   }
   return bf16 ? TileScalar<true> : TileScalar<false>;
@@ -190,7 +191,7 @@ void PackedGemm(const float* x, int64_t m, int64_t ldx, const PackedMatrix& w, c
 }
 
 const char* PackedGemmKernel() {
-  return (!force_scalar.load(std::memory_order_relaxed) && packed_gemm_internal::HasAvx2Fma())
+  return (!force_scalar.load(std::memory_order_relaxed) && CpuHasAvx2Fma())
              ? "avx2"
              : "scalar";
 }

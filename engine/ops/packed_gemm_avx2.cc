@@ -1,6 +1,6 @@
 // AVX2 + FMA tile kernels for PackedGemm (see packed_gemm.h for the layout).
 // Compiled with per-function target attributes so the library still runs on
-// CPUs without AVX2 (the caller checks HasAvx2Fma first).
+// CPUs without AVX2 (the caller checks CpuHasAvx2Fma first).
 #include <immintrin.h>
 
 #include "engine/ops/packed_gemm_kernels.h"
@@ -126,11 +126,6 @@ void TileAvx2F32(const float* x, int64_t ldx, int rows, const void* panel, int64
 
 void TileAvx2Bf16(const float* x, int64_t ldx, int rows, const void* panel, int64_t k, float* tile) {
   Dispatch<true>(x, ldx, rows, panel, k, tile);
-}
-
-bool HasAvx2Fma() {
-  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return has;
 }
 
 }  // namespace attnserve::packed_gemm_internal

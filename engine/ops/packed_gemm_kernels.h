@@ -21,7 +21,6 @@ using TileKernel = void (*)(const float* x, int64_t ldx, int rows, const void* p
 // Available only when the CPU has AVX2 + FMA (checked by the caller).
 void TileAvx2F32(const float* x, int64_t ldx, int rows, const void* panel, int64_t k, float* tile);
 void TileAvx2Bf16(const float* x, int64_t ldx, int rows, const void* panel, int64_t k, float* tile);
-bool HasAvx2Fma();
 
 }  // namespace attnserve::packed_gemm_internal
 

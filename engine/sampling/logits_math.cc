@@ -7,11 +7,11 @@
 #include <limits>
 
 #include "engine/core/avx2_exp.h"
+#include "engine/core/cpu_features.h"
 
 namespace attnserve {
 namespace {
 
-const bool kHasAvx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 // Largest non-NaN value (-inf if none): max_ps(x, acc) returns acc when x is NaN.
@@ -83,14 +83,14 @@ double LogSumExpLogitsScalar(absl::Span<const float> v) {
 }
 
 int32_t ArgmaxLogit(absl::Span<const float> v) {
-  if (!kHasAvx2 || v.empty()) return ArgmaxLogitScalar(v);
+  if (!CpuHasAvx2Fma() || v.empty()) return ArgmaxLogitScalar(v);
   if (std::isnan(v[0])) return 0;
   const int64_t n = static_cast<int64_t>(v.size());
   return static_cast<int32_t>(FindAvx2(v.data(), n, MaxAvx2(v.data(), n)));
 }
 
 double LogSumExpLogits(absl::Span<const float> v) {
-  if (!kHasAvx2) return LogSumExpLogitsScalar(v);
+  if (!CpuHasAvx2Fma()) return LogSumExpLogitsScalar(v);
   const int64_t n = static_cast<int64_t>(v.size());
   const float mx = MaxAvx2(v.data(), n);
   if (!std::isfinite(mx)) return mx;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/attention/flash_kernel.h"
+#include "engine/core/cpu_features.h"
 #include "gtest/gtest.h"
 
 namespace attnserve::attention_internal {
@@ -20,10 +21,8 @@ __attribute__((target("avx2,fma"))) std::vector<float> Exp(const std::vector<flo
   return y;
 }
 
-bool HasAvx2() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
-
 TEST(Avx2MathTest, ExpNonPositiveRelativeErrorBelow3e7) {
-  if (!HasAvx2()) GTEST_SKIP() << "CPU without AVX2+FMA";
+  if (!CpuHasAvx2Fma()) GTEST_SKIP() << "CPU without AVX2+FMA";
   std::vector<float> x;
   for (int i = 0; i <= 800000; ++i) x.push_back(-87.0f * static_cast<float>(i) / 800000);
   while (x.size() % 8) x.push_back(0.0f);
@@ -37,7 +36,7 @@ TEST(Avx2MathTest, ExpNonPositiveRelativeErrorBelow3e7) {
 }
 
 TEST(Avx2MathTest, ExpNonPositiveEdgeValues) {
-  if (!HasAvx2()) GTEST_SKIP() << "CPU without AVX2+FMA";
+  if (!CpuHasAvx2Fma()) GTEST_SKIP() << "CPU without AVX2+FMA";
   const float inf = std::numeric_limits<float>::infinity();
   const std::vector<float> x = {0.0f, -0.0f, -inf, std::nanf(""), -87.5f, -1000.0f, -1e30f, -1.0f};
   const std::vector<float> y = Exp(x);
