@@ -71,7 +71,7 @@ int Fail(const char* what, const absl::Status& status) {
 
 int Main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: decoder_bench MODEL [--dtype f32|bf16] [--steps N]\n");
+    std::fprintf(stderr, "usage: decoder_bench MODEL [--dtype f32|bf16] [--steps N] [--batch N] [--reps N] [--no-prefill]\n");
     return 2;
   }
   std::string path = argv[1];

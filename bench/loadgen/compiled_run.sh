@@ -15,24 +15,10 @@ THREADS="${ATTNSERVE_BENCH_THREADS:-2}"
 MODELS="${ATTNSERVE_BENCH_MODELS:-stories big}"
 STREAMS="${ATTNSERVE_BENCH_STREAMS:-1 4 16 64}"
 CLIENT="$BUILD/bench/loadgen/generate_client"
-BIG="$REPO/.cache/bench/loadgen-llama28m"
 work="$(mktemp -d)"
-server=""
-stop_server() { if [[ -n "$server" ]]; then kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; fi; server=""; }
+source "$REPO/bench/loadgen/server_lib.sh"
 trap 'stop_server; rm -rf "$work"' EXIT
-port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-mapfile -t defaults < <("$REPO/tools/default_model_flags.sh" "$REPO" "$VENV")
-stories_flags=()
-for f in "${defaults[@]}"; do [[ "$f" == --encoder-model=* ]] || stories_flags+=("$f"); done
 
-start_server() {  # start_server DECODER_FLAGS...
-  GRPC=$(port); HTTP=$(port)
-  "$REPO/dev" exec "$BUILD/attnserve" --listen-address=127.0.0.1 --grpc-port="$GRPC" --http-port="$HTTP" \
-    "$@" --threads="$THREADS" >"$work/server.log" 2>&1 &
-  server=$!
-  for _ in $(seq 300); do curl -sf "http://127.0.0.1:$HTTP/readyz" >/dev/null 2>&1 && return 0; sleep 0.2; done
-  cat "$work/server.log" >&2; return 1
-}
 metrics() { curl -sf "http://127.0.0.1:$HTTP/metrics" > "$1"; }
 
 echo "# $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cpus, $THREADS engine threads; $(date -u '+%F %T UTC'); load $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -37,28 +37,11 @@ SWEEP_S="${ATTNSERVE_BENCH_SWEEP_SECONDS:-6}"
 STREAMS="${ATTNSERVE_BENCH_STREAMS:-1 4 16 64}"
 [[ " $STREAMS " == *" 16 "* ]] || { echo "ATTNSERVE_BENCH_STREAMS must include 16 (the loaded point)" >&2; exit 2; }
 work="$(mktemp -d)"
-server=""
-stop_server() { if [[ -n "$server" ]]; then kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; fi; server=""; }
+source "$REPO/bench/loadgen/server_lib.sh"
 keep() { if [[ -n "${ATTNSERVE_BENCH_OUT:-}" ]]; then mkdir -p "$ATTNSERVE_BENCH_OUT"; cp "$work"/*.json "$ATTNSERVE_BENCH_OUT"/ 2>/dev/null || true; fi; }
 trap 'stop_server; keep; rm -rf "$work"' EXIT
 "$PY" -m grpc_tools.protoc -I"$REPO/proto" --python_out="$work" --grpc_python_out="$work" \
   "$REPO/proto/attnserve/v1/inference.proto"
-port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-mapfile -t defaults < <("$REPO/tools/default_model_flags.sh" "$REPO" "$VENV")
-encoder_flags=(); stories_flags=()
-for f in "${defaults[@]}"; do
-  case "$f" in --encoder-model=*) encoder_flags+=("$f") ;; *) stories_flags+=("$f") ;; esac
-done
-BIG="$REPO/.cache/bench/loadgen-llama28m"
-
-start_server() {  # start_server DECODER_FLAGS...
-  GRPC=$(port); HTTP=$(port)
-  "$REPO/dev" exec "$BUILD/attnserve" --listen-address=127.0.0.1 --grpc-port="$GRPC" --http-port="$HTTP" \
-    "${encoder_flags[@]}" "$@" --threads="$THREADS" >"$work/server.log" 2>&1 &
-  server=$!
-  for _ in $(seq 300); do curl -sf "http://127.0.0.1:$HTTP/readyz" >/dev/null 2>&1 && return 0; sleep 0.2; done
-  cat "$work/server.log" >&2; return 1
-}
 lg() {
   "$PY" "$REPO/bench/loadgen/loadgen.py" --target "127.0.0.1:$GRPC" --proto-dir "$work" --json \
     --processes "$PROCS" --metrics-url "http://127.0.0.1:$HTTP/metrics" "$@"
@@ -66,9 +49,9 @@ lg() {
 
 for model in $MODELS; do
   case "$model" in
-    stories) start_server "${stories_flags[@]}"; gen=(--max-new-tokens 64 --ignore-eos) ;;
+    stories) start_server "${encoder_flags[@]}" "${stories_flags[@]}"; gen=(--max-new-tokens 64 --ignore-eos) ;;
     big) "$PY" "$REPO/bench/loadgen/make_model.py" "$BIG" >&2
-         start_server "--decoder-model=$BIG"; gen=(--max-new-tokens 64 --ignore-eos --prompt-tokens 32 --vocab 8192) ;;
+         start_server "${encoder_flags[@]}" "--decoder-model=$BIG"; gen=(--max-new-tokens 64 --ignore-eos --prompt-tokens 32 --vocab 8192) ;;
     *) echo "unknown model $model" >&2; exit 2 ;;
   esac
   lg --rpc generate "${gen[@]}" --concurrency 1 --requests 2 > /dev/null  # warm-up
