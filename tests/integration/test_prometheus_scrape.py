@@ -52,26 +52,31 @@ def test_prometheus_scrapes_ttft_and_kv_blocks(pb, tmp_path_factory):
             pytest.fail("prometheus did not become ready")
         with grpc.insecure_channel(server.grpc_target) as channel:
             stub = inference_pb2_grpc.InferenceStub(channel)
-            # stories260K is tiny and fast: keep several streams going for a
-            # few seconds so scrapes see KV blocks in use.
-            stop = time.monotonic() + 6
+            # stories260K is tiny and fast (a 100-token request takes a few
+            # milliseconds), so a 1 s scrape can fall between requests: keep
+            # several streams going until Prometheus has seen KV blocks in use
+            # (or 60 s pass), rather than for a fixed time.
+            stop = threading.Event()
 
             def load():
-                while time.monotonic() < stop:
+                while not stop.is_set():
                     collect(stub.Generate(greedy(pb, text="Once upon a time", max_new=100), timeout=60))
             threads = [threading.Thread(target=load) for _ in range(4)]
             for t in threads:
                 t.start()
-            for t in threads:
-                t.join()
-        deadline = time.monotonic() + 20
-        blocks = 0.0
-        while time.monotonic() < deadline:
-            result = prom_query(prom_port, "max_over_time(attnserve_kv_cache_blocks_used[1m])")
-            blocks = float(result[0]["value"][1]) if result else 0.0
-            if blocks > 0:
-                break
-            time.sleep(0.5)
+            try:
+                deadline = time.monotonic() + 60
+                blocks = 0.0
+                while time.monotonic() < deadline:
+                    result = prom_query(prom_port, "max_over_time(attnserve_kv_cache_blocks_used[1m])")
+                    blocks = float(result[0]["value"][1]) if result else 0.0
+                    if blocks > 0:
+                        break
+                    time.sleep(0.5)
+            finally:
+                stop.set()
+                for t in threads:
+                    t.join()
         assert blocks > 0, "Prometheus never saw KV blocks in use"
         capacity = prom_query(prom_port, "attnserve_kv_cache_capacity_blocks")
         assert capacity and float(capacity[0]["value"][1]) >= blocks
