@@ -1,10 +1,12 @@
-// decoder_bench MODEL [--dtype f32|bf16] [--steps N] [--batch N] [--reps N] [--no-prefill]
+// decoder_bench MODEL [--dtype f32|bf16] [--steps N] [--batch N] [--reps N] [--no-prefill] [--no-decode] [--prepare-kernels]
 // Prints JSON lines: the STREAM-like read bandwidth, then decode tokens/s at
 // batch 1, 4, 8, 16 (each sequence: 16-token prompt prefilled, then N decode
 // steps timed, medians over 3 runs) and prefill tokens/s of one 512-token
 // prompt, all through DecoderEngine::Step, the call the server uses.
-// --batch N times only that batch size and --no-prefill skips the prefill
-// run (for profiling one phase, or models whose context is under 512).
+// --batch N times only that batch size, --no-decode skips the decode runs
+// and --no-prefill the prefill run (for profiling one phase, or models whose
+// context is under 512); --reps N sets the runs per median for both;
+// --prepare-kernels builds every oneDNN primitive at load, as the server does.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -71,7 +73,7 @@ int Fail(const char* what, const absl::Status& status) {
 
 int Main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: decoder_bench MODEL [--dtype f32|bf16] [--steps N] [--batch N] [--reps N] [--no-prefill]\n");
+    std::fprintf(stderr, "usage: decoder_bench MODEL [--dtype f32|bf16] [--steps N] [--batch N] [--reps N] [--no-prefill] [--no-decode] [--prepare-kernels]\n");
     return 2;
   }
   std::string path = argv[1];
@@ -79,9 +81,12 @@ int Main(int argc, char** argv) {
   int steps = 16;
   std::vector<int> batches = {1, 4, 8, 16};
   bool prefill = true;
+  bool prepare = false;
   int reps = 3;
   for (int i = 2; i < argc; ++i) {
     if (std::strcmp(argv[i], "--no-prefill") == 0) prefill = false;
+    if (std::strcmp(argv[i], "--no-decode") == 0) batches.clear();
+    if (std::strcmp(argv[i], "--prepare-kernels") == 0) prepare = true;
   }
   for (int i = 2; i + 1 < argc; ++i) {
     if (std::strcmp(argv[i], "--reps") == 0) reps = std::max(1, std::atoi(argv[i + 1]));
@@ -95,6 +100,7 @@ int Main(int argc, char** argv) {
               info.threads, info.cpu_isa.c_str());
   DecoderLoadOptions opt;
   opt.weight_dtype = dtype;
+  opt.prepare_kernels = prepare;
   const auto t_load = Clock::now();
   auto model = DecoderModel::Load(path, opt);
   if (!model.ok()) {
@@ -146,7 +152,7 @@ int Main(int argc, char** argv) {
   }
   if (!prefill) return 0;
   std::vector<double> rates;
-  for (int rep = 0; rep < 3; ++rep) {
+  for (int rep = 0; rep < reps; ++rep) {
     auto id = engine.AddSequence(Prompt(512, d.vocab_size, rep), greedy);
     if (!id.ok()) return Fail("add prefill sequence", id.status());
     StepItem item{*id, 512};

@@ -92,6 +92,15 @@ int64_t BertEncoder::weight_bytes() const {
   return bytes;
 }
 
+absl::Status BertEncoder::CreateAllPrimitives() const {
+  for (const Layer& l : layers_) {
+    for (const Linear* linear : {&l.qkv, &l.out, &l.ff1, &l.ff2}) {
+      RETURN_IF_ERROR(linear->CreateAllPrimitives());
+    }
+  }
+  return absl::OkStatus();
+}
+
 int64_t BertEncoder::ScratchBytes(int batch_size, int seq_len) const {
   const int64_t t = int64_t{batch_size} * seq_len;
   const int64_t d = config_.hidden_size;

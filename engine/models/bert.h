@@ -117,6 +117,9 @@ class BertEncoder {
   const BertConfig& config() const { return config_; }
   DType storage() const { return storage_; }
   int64_t weight_bytes() const;
+  // Creates every oneDNN primitive the projections could use
+  // (Linear::CreateAllPrimitives), so no forward pays for one.
+  absl::Status CreateAllPrimitives() const;
   // Bytes of activations a forward of batch_size sequences of seq_len tokens
   // allocates (without optional hidden states / attention weights).
   int64_t ScratchBytes(int batch_size, int seq_len) const;

@@ -116,6 +116,13 @@ int64_t DecoderBlock::weight_bytes() const {
              (attn_norm_w_.size() + attn_norm_b_.size() + mlp_norm_w_.size() + mlp_norm_b_.size());
 }
 
+absl::Status DecoderBlock::CreateAllPrimitives() const {
+  for (const std::optional<Linear>* l : {&qkv_, &out_, &gate_up_, &down_}) {
+    RETURN_IF_ERROR((*l)->CreateAllPrimitives());
+  }
+  return absl::OkStatus();
+}
+
 void DecoderBlock::Norm(const float* x, const std::vector<float>& w, const std::vector<float>& b,
                         int64_t rows, float* y) const {
   if (config_->norm == NormKind::kRmsNorm) {

@@ -59,6 +59,9 @@ class DecoderBlock {
                        const float* rope_angles, DecoderScratch& scratch) const;
 
   int64_t weight_bytes() const;
+  // Creates every oneDNN primitive this block's projections could use
+  // (Linear::CreateAllPrimitives).
+  absl::Status CreateAllPrimitives() const;
 
  private:
   DecoderBlock() = default;

@@ -135,6 +135,9 @@ absl::Status DecoderModel::Build(LoadedDecoder loaded, const DecoderLoadOptions&
   d.kv_dtype = options.kv_dtype;
   d.weight_bytes = bytes;
   d.kv_bytes_per_token = config_.KvBytesPerToken(options.kv_dtype);
+  if (options.prepare_kernels) {
+    for (const DecoderBlock& b : blocks_) RETURN_IF_ERROR(b.CreateAllPrimitives());
+  }
   return absl::OkStatus();
 }
 

@@ -36,6 +36,11 @@ struct DecoderLoadOptions {
   // llama.cpp's n_ctx allows (stories260K's GGUF declares 128 but was trained
   // with 512); learned-position models cannot exceed their table.
   int context_length = 0;
+  // Build every kernel a forward could need at load (oneDNN primitives for
+  // every row-count bucket of every projection) instead of on first use, so
+  // the first steps of each size do not stall (a server wants this; tests
+  // that load many models need not pay for it).
+  bool prepare_kernels = false;
 };
 
 class DecoderModel {

@@ -26,6 +26,7 @@ absl::StatusOr<std::unique_ptr<EncoderModel>> EncoderModel::Load(const std::stri
                                                    " tokens but config.json vocab_size is ", config.vocab_size));
   }
   ASSIGN_OR_RETURN(m->bert_, BertEncoder::Load(*md.weights, config, options.weight_dtype));
+  if (options.prepare_kernels) RETURN_IF_ERROR(m->bert_->CreateAllPrimitives());
 
   const SentenceTransformersConfig& st = md.sentence_transformers;
   if (!st.pooling.empty()) {

@@ -164,6 +164,13 @@ absl::Status FixedMatmuls::Run(const float* x, int64_t m, float* y) const {
   return absl::OkStatus();
 }
 
+absl::Status FixedMatmuls::CreateAllBuckets() const {
+  for (int64_t m = kRowStep; m <= kMaxRows; m += kRowStep) {
+    RETURN_IF_ERROR(Get(m).status());
+  }
+  return absl::OkStatus();
+}
+
 int64_t FixedMatmuls::created() const {
   absl::MutexLock lock(&mu_);
   return created_;

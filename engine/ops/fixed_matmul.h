@@ -49,6 +49,13 @@ class FixedMatmuls {
   // y[m, N] = act(x[m, K] · Wᵀ + b); m a multiple of kRowStep, ≤ kMaxRows.
   absl::Status Run(const float* x, int64_t m, float* y) const;
 
+  // Creates every bucket not yet created, so that no later Run pays for a
+  // primitive's creation (oneDNN JIT-compiles each new shape: milliseconds,
+  // which a serving step would otherwise spend on the first batch of each
+  // size). Identical shapes in other layers hit oneDNN's primitive cache.
+  absl::Status CreateAllBuckets() const;
+  static constexpr int64_t kBuckets = kMaxRows / kRowStep;
+
   // Primitives created so far (tests: repeated M creates none).
   int64_t created() const;
   // oneDNN's implementation name for bucket m (creates it if needed).
@@ -67,7 +74,7 @@ class FixedMatmuls {
   dnnl::memory weights_;  // wraps w_'s panels, BA16a32b
   dnnl::memory bias_mem_;
   mutable absl::Mutex mu_;
-  mutable std::array<std::shared_ptr<const Bucket>, kMaxRows / kRowStep> buckets_
+  mutable std::array<std::shared_ptr<const Bucket>, kBuckets> buckets_
       ABSL_GUARDED_BY(mu_);
   mutable int64_t created_ ABSL_GUARDED_BY(mu_) = 0;
 };

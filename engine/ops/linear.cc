@@ -111,6 +111,10 @@ int64_t Linear::primitives_created() const {
   return impl_->dnnl == nullptr ? 0 : impl_->dnnl->created();
 }
 
+absl::Status Linear::CreateAllPrimitives() const {
+  return impl_->dnnl == nullptr ? absl::OkStatus() : impl_->dnnl->CreateAllBuckets();
+}
+
 std::string Linear::KernelFor(int64_t m) const {
   const Impl& im = *impl_;
   if (im.dnnl == nullptr || m < im.dnnl_min_rows || m < FixedMatmuls::kRowStep) {

@@ -67,6 +67,9 @@ class Linear {
   void ReadRow(int64_t r, float* out) const;
   // oneDNN primitives created so far (at most one per M bucket, ever).
   int64_t primitives_created() const;
+  // Creates every oneDNN primitive Forward could use (all M buckets) now
+  // instead of on first use; a no-op for layers that never use oneDNN.
+  absl::Status CreateAllPrimitives() const;
   // The kernel Forward uses for m rows, e.g. "packed_avx2_f32" or
   // "onednn_fixed_m128:brg_matmul:avx2+packed_tail" (benchmarks, tests).
   std::string KernelFor(int64_t m) const;

@@ -76,6 +76,9 @@ absl::StatusOr<std::unique_ptr<InferenceCore>> InferenceCore::Create(const Serve
     const absl::Time start = absl::Now();
     EncoderLoadOptions load;
     load.weight_dtype = ParseDType(options.models.weight_dtype);
+    // Kernels for every batch size now (tens of ms at start), not inside the
+    // first requests of each size.
+    load.prepare_kernels = true;
     absl::StatusOr<std::unique_ptr<EncoderModel>> encoder = EncoderModel::Load(options.models.encoder_model, load);
     if (!encoder.ok()) return Prefixed("encoder-model", encoder.status());
     m.encoder = std::move(*encoder);
@@ -93,6 +96,7 @@ absl::StatusOr<std::unique_ptr<InferenceCore>> InferenceCore::Create(const Serve
     load.weight_dtype = ParseDType(options.models.weight_dtype);
     load.kv_dtype = ParseDType(options.models.kv_cache_dtype);
     load.context_length = options.models.decoder_context_length;
+    load.prepare_kernels = true;  // as for the encoder
     absl::StatusOr<std::shared_ptr<const DecoderModel>> decoder = DecoderModel::Load(options.models.decoder_model, load);
     if (!decoder.ok()) return Prefixed("decoder-model", decoder.status());
     m.decoder = std::move(*decoder);

@@ -121,6 +121,14 @@ TEST_F(EncoderModelTest, GoldenEmbeddingsBf16Weights) {
   CheckGoldenEmbeddings(**bf16, 0.999, /*max_abs=*/0);
 }
 
+// The server loads with every kernel built up front; that model must give
+// the same answers as one that builds them on first use.
+TEST_F(EncoderModelTest, GoldenEmbeddingsWithKernelsPreparedAtLoad) {
+  auto prepared = EncoderModel::Load(testing_util::MiniLmDir(), {.prepare_kernels = true});
+  ASSERT_TRUE(prepared.ok()) << prepared.status();
+  CheckGoldenEmbeddings(**prepared, 0.99999, 1e-4);
+}
+
 // A sentence encoded alone and next to much longer ones (padded batch) gives
 // the same embedding: the key padding mask keeps padding out.
 TEST_F(EncoderModelTest, BatchInvariance) {

@@ -210,6 +210,36 @@ TEST(LinearTest, PrimitivesCreatedOncePerBucketNeverPerCall) {
   EXPECT_LE(lin->primitives_created(), FixedMatmuls::kMaxRows / FixedMatmuls::kRowStep);
 }
 
+// CreateAllPrimitives builds every bucket up front (what a server does at
+// load), after which no M creates a primitive and results are unchanged;
+// layers that never use oneDNN have nothing to build.
+TEST(LinearTest, CreateAllPrimitivesLeavesNothingForFirstUse) {
+  std::mt19937 rng(8);
+  Tensor w = RandomTensor({80, 40}, rng);
+  Tensor b = RandomTensor({80}, rng);
+  auto lin = Linear::Create(w, &b, DType::kF32, Activation::kGeluErf);
+  ASSERT_TRUE(lin.ok());
+  ASSERT_TRUE(lin->CreateAllPrimitives().ok());
+  ASSERT_EQ(lin->primitives_created(), FixedMatmuls::kBuckets);
+  ASSERT_TRUE(lin->CreateAllPrimitives().ok());  // idempotent
+  EXPECT_EQ(lin->primitives_created(), FixedMatmuls::kBuckets);
+  for (int64_t m : {int64_t{1}, int64_t{31}, kF32DnnlMinRows, int64_t{100}, int64_t{528}, int64_t{1100}}) {
+    Tensor x = RandomTensor({m, 40}, rng);
+    std::vector<float> y(m * 80);
+    ASSERT_TRUE(lin->Forward(x.f32(), m, y.data()).ok());
+    ExpectNear(y, Reference(x.f32(), m, w, &b, Activation::kGeluErf), 1e-4f);
+  }
+  EXPECT_EQ(lin->primitives_created(), FixedMatmuls::kBuckets);
+
+  auto packed = Linear::Create(w, nullptr, DType::kF32, Activation::kNone, Linear::Kernel::kPacked);
+  auto bf16 = Linear::Create(w, nullptr, DType::kBF16);
+  ASSERT_TRUE(packed.ok() && bf16.ok());
+  ASSERT_TRUE(packed->CreateAllPrimitives().ok());
+  ASSERT_TRUE(bf16->CreateAllPrimitives().ok());
+  EXPECT_EQ(packed->primitives_created(), 0);
+  EXPECT_EQ(bf16->primitives_created(), 0);
+}
+
 // Two threads asking for the same new bucket at once build it once.
 TEST(LinearTest, ConcurrentFirstUseCreatesOnePrimitive) {
   std::mt19937 rng(7);
