@@ -158,10 +158,17 @@ bool DecoderEngine::FlushText(Sequence& s, StepEvent& ev) {
 }
 
 void DecoderEngine::AppendToken(Sequence& s, const SampledToken& tok, StepEvent& ev) {
+  if (s.params.logprobs) {
+    // Each alternative's text as it would follow the previous token (which
+    // decides, for SentencePiece, whether a leading "▁" is a space).
+    SampledToken reported = tok;
+    const int32_t prev = s.history.empty() ? -1 : s.history.back();
+    for (TokenLogprob& alt : reported.top) alt.text = model_->tokenizer().TokenBytes(alt.id, prev);
+    ev.logprobs.push_back(std::move(reported));
+  }
   s.history.push_back(tok.id);
   ++s.generated;
   ev.token_ids.push_back(tok.id);
-  if (s.params.logprobs) ev.logprobs.push_back(tok);
   const GenerationParams& p = s.params;
   const bool is_eos = !p.ignore_eos && std::binary_search(eos_ids_.begin(), eos_ids_.end(), tok.id);
   const bool is_stop_id =

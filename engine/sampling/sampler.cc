@@ -154,7 +154,7 @@ SampledToken SampleToken(absl::Span<const float> logits, const SamplingParams& p
     });
     out.top.reserve(n);
     for (int i = 0; i < n; ++i) {
-      out.top.push_back({ids[i], static_cast<float>(logits[ids[i]] - lse)});
+      out.top.push_back({ids[i], static_cast<float>(logits[ids[i]] - lse), {}});
     }
   }
   return out;

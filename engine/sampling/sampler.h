@@ -17,6 +17,7 @@
 #define ATTNSERVE_ENGINE_SAMPLING_SAMPLER_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -52,6 +53,11 @@ class SamplingRng {
 struct TokenLogprob {
   int32_t id = 0;
   float logprob = 0.0f;
+  // The bytes this token would add to the output at its position
+  // (Tokenizer::TokenBytes: "▁there" -> " there", "<0x0A>" -> "\n"; may be
+  // an incomplete UTF-8 sequence). Filled by DecoderEngine for the
+  // alternatives it reports; the sampler leaves it empty.
+  std::string text;
 };
 
 struct SampledToken {

@@ -189,7 +189,6 @@ void InferenceCore::Generate(const v1::GenerateRequest& request, std::shared_ptr
   }
   auto stream = std::make_shared<GenerateStream>();
   stream->sink = std::move(sink);
-  const Tokenizer* tokenizer = &model.tokenizer();
   DeliveryQueue* delivery = delivery_.get();
   const uint64_t key = next_request_key_.fetch_add(1, std::memory_order_relaxed);
   GenerateTask task;
@@ -199,10 +198,10 @@ void InferenceCore::Generate(const v1::GenerateRequest& request, std::shared_ptr
   // Both callbacks run on the scheduler thread and only copy the event (a
   // token id and a few bytes of text) into the delivery queue; the message is
   // built and written on the worker, in the order the scheduler made them.
-  task.on_event = [stream, tokenizer, delivery, key](const StepEvent& event) {
-    delivery->Post(key, [stream, tokenizer, event]() {
+  task.on_event = [stream, delivery, key](const StepEvent& event) {
+    delivery->Post(key, [stream, event]() {
       if (!event.token_ids.empty()) stream->last_token = event.token_ids.back();
-      stream->sink.on_chunk(ToGenerateChunk(event, *tokenizer));
+      stream->sink.on_chunk(ToGenerateChunk(event));
     });
   };
   const GenerationParams p = *params;

@@ -167,7 +167,7 @@ absl::StatusOr<std::vector<int32_t>> ToPromptIds(const v1::GenerateRequest& requ
   return ids;
 }
 
-v1::GenerateResponse ToGenerateChunk(const StepEvent& event, const Tokenizer& tokenizer) {
+v1::GenerateResponse ToGenerateChunk(const StepEvent& event) {
   v1::GenerateResponse chunk;
   chunk.mutable_token_ids()->Assign(event.token_ids.begin(), event.token_ids.end());
   chunk.set_text(ReplaceInvalidUtf8(event.text));
@@ -177,7 +177,7 @@ v1::GenerateResponse ToGenerateChunk(const StepEvent& event, const Tokenizer& to
     for (const TokenLogprob& alt : t.top) {
       v1::TokenLogprob* a = lp->add_top();
       a->set_token_id(alt.id);
-      a->set_text(ReplaceInvalidUtf8(tokenizer.IdToPiece(alt.id)));
+      a->set_text(ReplaceInvalidUtf8(alt.text));
       a->set_logprob(alt.logprob);
     }
   }

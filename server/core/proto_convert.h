@@ -38,8 +38,9 @@ absl::StatusOr<GenerationParams> ToGenerationParams(const v1::GenerateRequest& r
 absl::StatusOr<std::vector<int32_t>> ToPromptIds(const v1::GenerateRequest& request, const Tokenizer& tokenizer,
                                                  int max_positions);
 
-// One step's tokens -> a stream message.
-v1::GenerateResponse ToGenerateChunk(const StepEvent& event, const Tokenizer& tokenizer);
+// One step's tokens -> a stream message (alternatives' text as the engine
+// decoded it, invalid UTF-8 replaced).
+v1::GenerateResponse ToGenerateChunk(const StepEvent& event);
 
 // Appends `next` to `into`, as if the two messages had been one: tokens,
 // text and logprobs concatenated; finish_reason and usage taken from `next`

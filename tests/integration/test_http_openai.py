@@ -159,6 +159,13 @@ def test_completions_logprobs(client):
     assert all(v <= 0 for v in lp.token_logprobs)
     assert all(len(top) >= 1 for top in lp.top_logprobs)
     assert "".join(lp.tokens) == out.choices[0].text
+    # Greedy: each chosen token is its position's best alternative, under the
+    # same text (clients look the chosen token up in top_logprobs by it), and
+    # the alternatives are texts, not vocabulary pieces ("▁there").
+    for token, logprob, top in zip(lp.tokens, lp.token_logprobs, lp.top_logprobs):
+        assert top[token] == pytest.approx(logprob)
+        assert not any("▁" in alt for alt in top)
+    assert any(t.startswith(" ") for t in lp.tokens)
 
 
 def test_openai_client_sees_bad_request_naming_the_field(client):

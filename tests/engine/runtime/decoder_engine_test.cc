@@ -302,6 +302,20 @@ TEST(DecoderEngineTest, StopTokenStopStringAndLogprobs) {
   ASSERT_EQ(t.top.size(), 5u);
   EXPECT_EQ(t.top[0].id, t.id);
   EXPECT_LE(t.logprob, 0.0f);
+  // Alternatives carry the text they would add there: under greedy the best
+  // one is the chosen token, whose text is the step's text (" there", not
+  // the vocabulary piece "▁there").
+  bool saw_space = false;
+  for (int step = 0; step < 2; ++step) {
+    const StepEvent& e = (*ev)[0];
+    ASSERT_EQ(e.logprobs.size(), 1u);
+    EXPECT_EQ(e.logprobs[0].top[0].text, e.text) << "step " << step;
+    for (const TokenLogprob& alt : e.logprobs[0].top) EXPECT_EQ(alt.text.find("\xE2\x96\x81"), std::string::npos);
+    saw_space = saw_space || (!e.text.empty() && e.text[0] == ' ');
+    ev = engine->Step({&item, 1});
+    ASSERT_TRUE(ev.ok());
+  }
+  EXPECT_TRUE(saw_space);
   engine->Release(id);
 }
 
