@@ -96,11 +96,12 @@ void Server::StopDoors() {
 void Server::Drain() {
   State expected = State::kServing;
   if (!state_.compare_exchange_strong(expected, State::kDraining)) return;
-  LOG(INFO) << "draining: readiness off, waiting up to " << options_.queue.drain_timeout
-            << " for in-flight requests";
   metrics_->SetReady(false);
   grpc_->GetHealthCheckService()->SetServingStatus(false);
   core_->BeginDrain();
+  // After BeginDrain nothing new is admitted, so the count only falls.
+  LOG(INFO) << "draining: readiness off, " << core_->InFlight()
+            << " requests in flight; waiting up to " << options_.queue.drain_timeout;
   const absl::Time deadline = absl::Now() + options_.queue.drain_timeout;
   if (!core_->WaitIdle(deadline)) {
     LOG(WARNING) << "drain deadline reached with requests in flight; ending them with UNAVAILABLE";

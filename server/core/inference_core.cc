@@ -304,6 +304,7 @@ void InferenceCore::BeginDrain() { scheduler_->BeginDrain(); }
 bool InferenceCore::WaitIdle(absl::Time deadline) {
   return scheduler_->WaitIdle(deadline) && delivery_->WaitEmpty(deadline);
 }
+int InferenceCore::InFlight() const { return scheduler_ == nullptr ? 0 : scheduler_->InFlight(); }
 void InferenceCore::Shutdown() {
   // Order matters: the scheduler's shutdown posts the UNAVAILABLE endings,
   // which the delivery queue's shutdown then runs.

@@ -76,6 +76,8 @@ class InferenceCore {
   // True once nothing is queued or running and every result has been handed
   // to the doors; false if `deadline` passes first.
   bool WaitIdle(absl::Time deadline);
+  // Requests queued or running now (for the drain's log line).
+  int InFlight() const;
   // Ends what is left with UNAVAILABLE, stops the scheduler, then delivers
   // every result still queued (each request's final status exactly once).
   // Idempotent.

@@ -186,6 +186,11 @@ void Scheduler::BeginDrain() {
   draining_ = true;
 }
 
+int Scheduler::InFlight() const {
+  absl::MutexLock lock(&mu_);
+  return in_flight_;
+}
+
 bool Scheduler::WaitIdle(absl::Time deadline) {
   absl::MutexLock lock(&mu_);
   return mu_.AwaitWithDeadline(absl::Condition(

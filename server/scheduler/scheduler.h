@@ -154,6 +154,8 @@ class Scheduler {
   void BeginDrain();
   bool WaitIdle(absl::Time deadline);
   void Shutdown();
+  // Requests submitted and not yet finished (queued or running).
+  int InFlight() const;
 
  private:
   struct EncodeRequest;
@@ -200,7 +202,7 @@ class Scheduler {
   int64_t kv_bytes_per_token_ = 0;
   int kv_block_size_ = 1;
 
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   absl::CondVar work_cv_ ABSL_GUARDED_BY(mu_);
   std::vector<std::shared_ptr<EncodeRequest>> encode_inbox_ ABSL_GUARDED_BY(mu_);
   std::vector<std::shared_ptr<GenerateRequest>> generate_inbox_ ABSL_GUARDED_BY(mu_);

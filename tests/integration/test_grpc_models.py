@@ -303,25 +303,45 @@ def test_overload_refuses_excess_at_once_and_completes_the_rest(pb):
 def test_sigterm_with_streams_in_flight_drains_and_exits_zero(pb):
     from attnserve.v1 import inference_pb2_grpc
 
-    s = ServerProcess(f"--decoder-model={GGUF}", "--drain-timeout=20s", "--threads=1")
-    outcomes = []
+    # SIGTERM goes out as soon as every stream has its first tokens, and the
+    # server's drain log says how many requests it was still running, so the
+    # test knows the drain really had work (a fixed sleep let all four finish
+    # first once the engine got fast). 480 tokens each (ignore_eos) keep them
+    # busy for tens of milliseconds; the first 124 must equal the llama2.c
+    # greedy reference, which has no end-of-sequence token in them.
+    s = ServerProcess(f"--decoder-model={GGUF}", "--drain-timeout=20s", "--threads=1",
+                      "--decoder-context-length=512")
+    streams = 4
+    first_tokens = threading.Semaphore(0)
     with grpc.insecure_channel(s.grpc_target) as channel:
         stub = inference_pb2_grpc.InferenceStub(channel)
 
         def one(_):
+            ids = []
             try:
-                return ("ok", collect(stub.Generate(greedy(pb, text="Once upon a time", max_new=100), timeout=60))[0])
+                for msg in stub.Generate(greedy(pb, text="Once upon a time", max_new=480, ignore_eos=True),
+                                         timeout=60):
+                    if not ids:
+                        first_tokens.release()
+                    ids.extend(msg.token_ids)
+                return ("ok", ids)
             except grpc.RpcError as e:
-                return (e.code(), None)
-        with ThreadPoolExecutor(max_workers=4) as pool:
-            futures = [pool.submit(one, i) for i in range(4)]
-            time.sleep(0.3)
+                return (e.code(), ids)
+        with ThreadPoolExecutor(max_workers=streams) as pool:
+            futures = [pool.submit(one, i) for i in range(streams)]
+            for _ in range(streams):
+                assert first_tokens.acquire(timeout=30)
             s.proc.send_signal(signal.SIGTERM)
             outcomes = [f.result(timeout=60) for f in futures]
     rc = s.proc.wait(timeout=60)
+    log = s.output()
     s.close()
     assert rc == 0
+    drained = re.search(r"draining: readiness off, (\d+) requests in flight", log)
+    assert drained, log[-2000:]
+    assert int(drained.group(1)) >= 1, "every stream had finished before SIGTERM: nothing was in flight"
     for status, ids in outcomes:
         assert status in ("ok", grpc.StatusCode.UNAVAILABLE), status
         if status == "ok":
-            assert ids == case("once_upon_a_time_n128")["generated_ids"][:100]
+            assert len(ids) == 480
+            assert ids[:124] == case("once_upon_a_time_n128")["generated_ids"]
