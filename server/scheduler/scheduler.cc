@@ -563,13 +563,17 @@ void Scheduler::CompleteEncodeBatch() {
   encode_slice_seconds_per_token_ =
       Smooth(encode_slice_seconds_per_token_, mean_slice / static_cast<double>(batch->padded_tokens()));
   int64_t real_tokens = 0;
+  std::vector<const EncodeRequest*> charged;  // the batch's time counts once per request
   for (size_t i = 0; i < batch->items.size(); ++i) {
     EncodeRequest* r = batch->items[i].request.get();
     real_tokens += batch->lengths[i];
     if (r->done) continue;  // cancelled or failed meanwhile: its row is dropped
     r->results[batch->items[i].index] = std::move((*results)[i]);
     r->padded_tokens += batch->longest;
-    r->compute += batch->compute;
+    if (std::find(charged.begin(), charged.end(), r) == charged.end()) {
+      charged.push_back(r);
+      r->compute += batch->compute;
+    }
     if (--r->remaining == 0) FinishEncode(r, absl::OkStatus());
   }
   metrics_->tokens_encoded().Increment(static_cast<double>(real_tokens));
