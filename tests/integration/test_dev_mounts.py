@@ -51,8 +51,12 @@ def test_failing_command_leaves_no_mount():
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
 def test_interrupted_command_leaves_no_mount(sig):
+    # Default signal dispositions, as in a terminal: a test run started in the
+    # background of a non-interactive shell inherits SIGINT ignored, and the
+    # command would then never see the Ctrl-C (seen once: a 60 s timeout).
     proc = subprocess.Popen([str(DEV), "shell", "-c", "echo started; sleep 300"], stdout=subprocess.PIPE,
-                            cwd=REPO, start_new_session=True, text=True)
+                            cwd=REPO, start_new_session=True, text=True,
+                            preexec_fn=lambda: [signal.signal(s, signal.SIG_DFL) for s in (signal.SIGINT, signal.SIGTERM)])
     assert proc.stdout.readline().strip() == "started"
     # The whole process group, as a terminal's Ctrl-C would.
     os.killpg(proc.pid, sig)
