@@ -37,6 +37,7 @@ ABSL_FLAG(int, max_queue, 256, "Requests that may wait in the queue; beyond it r
 ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(30), "On SIGTERM, how long in-flight requests may take to finish, e.g. 30s.");
 ABSL_FLAG(int, http_threads, 8, "HTTP worker threads.");
 ABSL_FLAG(int64_t, http_max_body_bytes, 8 << 20, "Largest accepted HTTP request body; larger gets 413.");
+ABSL_FLAG(bool, log_requests, true, "Log one line per finished Encode/Generate (id, status, timings, token counts; never the text).");
 ABSL_FLAG(std::string, weight_dtype, "f32", "Weight storage: f32 or bf16 (bf16 halves weight memory; compute stays f32).");
 ABSL_FLAG(std::string, kv_cache_dtype, "f32", "KV cache storage: f32 or bf16 (bf16 halves KV memory).");
 ABSL_FLAG(int, decoder_context_length, 0, "Decoder context in tokens; 0 = the model's declared context. Rope models may run longer than declared (stories260K's GGUF declares 128, it was trained with 512), as llama.cpp's -c does.");
@@ -90,6 +91,7 @@ attnserve::ServerOptions OptionsFromFlags() {
   o.network.listen_address = absl::GetFlag(FLAGS_listen_address);
   o.network.http_threads = absl::GetFlag(FLAGS_http_threads);
   o.network.http_max_body_bytes = absl::GetFlag(FLAGS_http_max_body_bytes);
+  o.logging.log_requests = absl::GetFlag(FLAGS_log_requests);
   o.models.encoder_model = absl::GetFlag(FLAGS_encoder_model);
   o.models.decoder_model = absl::GetFlag(FLAGS_decoder_model);
   o.engine.threads = absl::GetFlag(FLAGS_threads);

@@ -48,8 +48,13 @@ struct BatchingOptions {
   int kv_block_size = 16;                  // token positions per KV block
 };
 
+struct LoggingOptions {
+  bool log_requests = true;  // one INFO line per finished Encode/Generate (server/core/request_log.h)
+};
+
 struct ServerOptions {
   NetworkOptions network;
+  LoggingOptions logging;
   ModelOptions models;
   EngineOptions engine;
   QueueOptions queue;

@@ -67,7 +67,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
 }
 
 std::map<std::string, HttpHandler> Server::HttpRoutes() {
-  std::map<std::string, HttpHandler> routes = ApiRoutes(core_.get(), metrics_.get(), GatewayOptions{});
+  std::map<std::string, HttpHandler> routes = ApiRoutes(core_.get(), metrics_.get(),
+                                                         GatewayOptions{.log_requests = options_.logging.log_requests});
   routes["/healthz"] = [](const HttpRequest&, HttpResponseWriter& w) {
     w.Send(200, "text/plain; charset=utf-8", "ok\n");
   };

@@ -1,6 +1,7 @@
 #include "server/core/inference_core.h"
 
 #include <filesystem>
+#include <optional>
 #include <utility>
 
 #include "absl/log/log.h"
@@ -56,6 +57,16 @@ struct GenerateStream {
   int32_t last_token = -1;  // for the finish reason (a stop token or the length)
 };
 
+// The request's id: the door's, else a new one (kept in `control`).
+const std::string& EnsureRequestId(RequestControl& control, RequestIdMaker& ids) {
+  if (control.request_id.empty()) control.request_id = ids.Next();
+  return control.request_id;
+}
+
+void LogRequest(bool enabled, const RequestLogEntry& entry) {
+  if (enabled) LOG(INFO) << FormatRequestLog(entry);
+}
+
 uint64_t RandomSeed() {
   thread_local absl::BitGen gen;
   return absl::Uniform<uint64_t>(gen);
@@ -67,6 +78,7 @@ absl::StatusOr<std::unique_ptr<InferenceCore>> InferenceCore::Create(const Serve
                                                                      ServerMetrics* metrics) {
   std::unique_ptr<InferenceCore> core(new InferenceCore());
   core->metrics_ = metrics;
+  core->log_requests_ = options.logging.log_requests;
   core->models_ = std::make_unique<LoadedModels>();
   LoadedModels& m = *core->models_;
   m.max_new_tokens_limit = options.batching.max_new_tokens_limit;
@@ -139,6 +151,28 @@ std::string InferenceCore::decoder_name() const { return models_->decoder_name; 
 
 void InferenceCore::Encode(const v1::EncodeRequest& request, std::shared_ptr<RequestControl> control,
                            EncodeDone done) {
+  const absl::Time arrival = absl::Now();
+  const std::string id = EnsureRequestId(*control, request_ids_);
+  const bool log = log_requests_;
+  const int64_t inputs = request.inputs_size();
+  // Every answer goes through here, so each request is logged exactly once.
+  done = [done = std::move(done), id, arrival, log, inputs](absl::StatusOr<v1::EncodeResponse> response) {
+    RequestLogEntry e;
+    e.id = id;
+    e.rpc = "Encode";
+    e.status = response.status();
+    e.total = absl::Now() - arrival;
+    e.inputs = inputs;
+    if (response.ok()) {
+      const v1::EncodeUsage& u = response->usage();
+      e.queue = absl::Microseconds(u.queue_time_us());
+      e.compute = absl::Microseconds(u.compute_time_us());
+      e.prompt_tokens = u.prompt_tokens();
+      e.padded_tokens = u.padded_tokens();
+    }
+    LogRequest(log, e);
+    done(std::move(response));
+  };
   if (!has_encoder()) {
     done(absl::FailedPreconditionError("no encoder model is loaded; start the server with --encoder-model DIR"));
     return;
@@ -173,6 +207,31 @@ void InferenceCore::Encode(const v1::EncodeRequest& request, std::shared_ptr<Req
 
 void InferenceCore::Generate(const v1::GenerateRequest& request, std::shared_ptr<RequestControl> control,
                              GenerateSink sink) {
+  const absl::Time arrival = absl::Now();
+  const std::string id = EnsureRequestId(*control, request_ids_);
+  // Filled by the scheduler's final callback (below) before on_done runs;
+  // empty for a request refused before it was queued.
+  auto summary = std::make_shared<std::optional<GenerateSummary>>();
+  sink.on_done = [on_done = std::move(sink.on_done), id, arrival, log = log_requests_,
+                  summary](const absl::Status& status) {
+    RequestLogEntry e;
+    e.id = id;
+    e.rpc = "Generate";
+    e.status = status;
+    e.total = absl::Now() - arrival;
+    if (summary->has_value()) {
+      const GenerateSummary& s = **summary;
+      e.queue = s.queue_time;
+      e.prompt_tokens = s.prompt_tokens;
+      e.generated_tokens = s.generated_tokens;
+      if (s.generated_tokens > 0) e.time_to_first_token = s.time_to_first_token;
+      if (status.ok()) e.finish = FinishReasonName(s.finish_reason);
+      e.peak_kv_bytes = s.peak_kv_bytes;
+      e.preemptions = s.preemptions;
+    }
+    LogRequest(log, e);
+    on_done(status);
+  };
   if (!has_decoder()) {
     sink.on_done(absl::FailedPreconditionError("no decoder model is loaded; start the server with --decoder-model PATH"));
     return;
@@ -205,8 +264,10 @@ void InferenceCore::Generate(const v1::GenerateRequest& request, std::shared_ptr
     });
   };
   const GenerationParams p = *params;
-  task.on_done = [stream, p, delivery, key](const absl::Status& status, const GenerateSummary& summary) {
-    delivery->Post(key, [stream, p, status, summary]() {
+  task.on_done = [stream, p, delivery, key, summary_slot = summary](const absl::Status& status,
+                                                                  const GenerateSummary& summary) {
+    delivery->Post(key, [stream, p, status, summary, summary_slot]() {
+      *summary_slot = summary;
       if (status.ok()) {
         v1::GenerateResponse last;
         last.set_finish_reason(ToProtoFinishReason(summary.finish_reason, stream->last_token, p));

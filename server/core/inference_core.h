@@ -15,11 +15,13 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "attnserve/v1/inference.pb.h"
+#include "server/core/request_log.h"
 #include "server/metrics/metrics.h"
 #include "server/options.h"
 
@@ -31,6 +33,10 @@ namespace attnserve {
 struct RequestControl {
   std::atomic<bool> cancelled{false};
   absl::Time deadline = absl::InfiniteFuture();  // DEADLINE_EXCEEDED after it
+  // Names the request in the log (request_log.h). Set by the door (the
+  // client's id, or InferenceCore::NewRequestId) before the call; the core
+  // makes one if it is empty.
+  std::string request_id;
 };
 
 // Receives a Generate stream. on_chunk is called for every message in order;
@@ -56,7 +62,12 @@ class InferenceCore {
                                                                ServerMetrics* metrics);
   ~InferenceCore();  // Shutdown()
 
-  // Queues an Encode. `done` is called exactly once.
+  // A new request id (request_log.h) for a request the client did not name.
+  std::string NewRequestId() { return request_ids_.Next(); }
+
+  // Queues an Encode. `done` is called exactly once. Every Encode and
+  // Generate that reaches the core is logged once when it ends (unless the
+  // options turned the request log off).
   void Encode(const v1::EncodeRequest& request, std::shared_ptr<RequestControl> control, EncodeDone done);
   // Queues a Generate. `sink.on_done` is called exactly once.
   void Generate(const v1::GenerateRequest& request, std::shared_ptr<RequestControl> control, GenerateSink sink);
@@ -86,6 +97,8 @@ class InferenceCore {
  private:
   InferenceCore() = default;
   std::unique_ptr<LoadedModels> models_;
+  RequestIdMaker request_ids_{absl::Now()};
+  bool log_requests_ = true;
   // Declared before the scheduler: the scheduler's callbacks post to it.
   std::unique_ptr<DeliveryQueue> delivery_;
   std::atomic<uint64_t> next_request_key_{0};  // delivery order key per request

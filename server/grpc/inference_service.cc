@@ -2,10 +2,13 @@
 
 #include <deque>
 #include <memory>
+#include <optional>
+#include <string>
 #include <utility>
 
 #include "absl/synchronization/mutex.h"
 #include "server/core/proto_convert.h"
+#include "server/core/request_log.h"
 #include "server/status_util.h"
 
 namespace attnserve {
@@ -115,6 +118,20 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
 
 }  // namespace
 
+std::shared_ptr<RequestControl> InferenceService::NewControl(grpc::CallbackServerContext& context) {
+  auto control = std::make_shared<RequestControl>();
+  control->deadline = DeadlineOf(context);
+  std::optional<std::string> id;
+  const auto& metadata = context.client_metadata();
+  if (auto it = metadata.find("x-request-id"); it != metadata.end()) {
+    id = ValidClientRequestId(absl::string_view(it->second.data(), it->second.size()));
+  }
+  control->request_id = id ? *id : core_->NewRequestId();
+  // Before the core is called: a refusal may finish the call at once.
+  context.AddInitialMetadata("x-request-id", control->request_id);
+  return control;
+}
+
 absl::Time DeadlineOf(const grpc::CallbackServerContext& context) {
   const auto deadline = context.deadline();
   // gRPC reports "no deadline" as a time far in the future.
@@ -132,8 +149,7 @@ grpc::ServerUnaryReactor* InferenceService::FinishUnary(grpc::CallbackServerCont
 
 grpc::ServerUnaryReactor* InferenceService::Encode(grpc::CallbackServerContext* context,
                                                    const v1::EncodeRequest* request, v1::EncodeResponse* response) {
-  auto control = std::make_shared<RequestControl>();
-  control->deadline = DeadlineOf(*context);
+  std::shared_ptr<RequestControl> control = NewControl(*context);
   auto* reactor = new CancellableUnaryReactor(control);
   ServerMetrics* metrics = metrics_;
   core_->Encode(*request, control, [reactor, response, metrics](absl::StatusOr<v1::EncodeResponse> result) {
@@ -147,8 +163,7 @@ grpc::ServerUnaryReactor* InferenceService::Encode(grpc::CallbackServerContext* 
 
 grpc::ServerWriteReactor<v1::GenerateResponse>* InferenceService::Generate(grpc::CallbackServerContext* context,
                                                                            const v1::GenerateRequest* request) {
-  auto control = std::make_shared<RequestControl>();
-  control->deadline = DeadlineOf(*context);
+  std::shared_ptr<RequestControl> control = NewControl(*context);
   auto* reactor = new GenerateReactor(control, metrics_);
   core_->Generate(*request, control, reactor->MakeSink());
   return reactor;

@@ -29,6 +29,10 @@ class InferenceService final : public attnserve::v1::Inference::CallbackService 
                                          v1::GetModelInfoResponse* response) override;
 
  private:
+  // The request's control: its deadline, and its id (the client's
+  // x-request-id metadata when usable, else a new one), which the answer's
+  // initial metadata carries back.
+  std::shared_ptr<RequestControl> NewControl(grpc::CallbackServerContext& context);
   grpc::ServerUnaryReactor* FinishUnary(grpc::CallbackServerContext* context, const char* rpc,
                                         const absl::Status& status);
 

@@ -7,10 +7,12 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/log/log.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "server/core/request_log.h"
 #include "server/http/gateway_util.h"
 #include "server/http/json_body.h"
 #include "server/http/native_api.h"
@@ -120,9 +122,10 @@ class Gateway {
       : backend_(std::move(backend)), metrics_(metrics), options_(options), started_(absl::ToUnixSeconds(absl::Now())) {}
 
   void Encode(const HttpRequest& request, HttpResponseWriter& w) {
+    const std::string id = RequestId(request, w);
     absl::StatusOr<v1::EncodeRequest> parsed = ParseEncodeRequest(request.body);
-    if (!parsed.ok()) return Refuse(w, "Encode", parsed.status());
-    auto control = NewControl(request, w, "Encode");
+    if (!parsed.ok()) return Refuse(w, "Encode", parsed.status(), id);
+    auto control = NewControl(request, w, "Encode", id);
     if (control == nullptr) return;
     std::optional<absl::StatusOr<v1::EncodeResponse>> waited = RunEncode(*parsed, control, w);
     if (!waited.has_value()) return ClientGone(control, "Encode");
@@ -133,9 +136,10 @@ class Gateway {
   }
 
   void Embeddings(const HttpRequest& request, HttpResponseWriter& w) {
+    const std::string id = RequestId(request, w);
     absl::StatusOr<EmbeddingsCall> call = ParseEmbeddingsRequest(request.body);
-    if (!call.ok()) return Refuse(w, "Encode", call.status());
-    auto control = NewControl(request, w, "Encode");
+    if (!call.ok()) return Refuse(w, "Encode", call.status(), id);
+    auto control = NewControl(request, w, "Encode", id);
     if (control == nullptr) return;
     std::optional<absl::StatusOr<v1::EncodeResponse>> waited = RunEncode(call->request, control, w);
     if (!waited.has_value()) return ClientGone(control, "Encode");
@@ -147,9 +151,10 @@ class Gateway {
   }
 
   void Generate(const HttpRequest& request, HttpResponseWriter& w) {
+    const std::string id = RequestId(request, w);
     absl::StatusOr<v1::GenerateRequest> parsed = ParseGenerateRequest(request.body);
-    if (!parsed.ok()) return Refuse(w, "Generate", parsed.status());
-    auto control = NewControl(request, w, "Generate");
+    if (!parsed.ok()) return Refuse(w, "Generate", parsed.status(), id);
+    auto control = NewControl(request, w, "Generate", id);
     if (control == nullptr) return;
     auto channel = StartGenerate(*parsed, control);
     v1::GenerateResponse total, chunk;
@@ -166,9 +171,10 @@ class Gateway {
   }
 
   void GenerateStream(const HttpRequest& request, HttpResponseWriter& w) {
+    const std::string id = RequestId(request, w);
     absl::StatusOr<v1::GenerateRequest> parsed = ParseGenerateRequest(request.body);
-    if (!parsed.ok()) return Refuse(w, "Generate", parsed.status());
-    auto control = NewControl(request, w, "Generate");
+    if (!parsed.ok()) return Refuse(w, "Generate", parsed.status(), id);
+    auto control = NewControl(request, w, "Generate", id);
     if (control == nullptr) return;
     Stream(w, *parsed, control, "Generate", [](const v1::GenerateResponse& chunk) {
       return SseEvent(ProtoToJson(chunk));
@@ -176,17 +182,19 @@ class Gateway {
   }
 
   void Completions(const HttpRequest& request, HttpResponseWriter& w) {
+    const std::string id = RequestId(request, w);
     absl::StatusOr<CompletionCall> call = ParseCompletionRequest(request.body);
-    if (!call.ok()) return Refuse(w, "Generate", call.status());
-    auto control = NewControl(request, w, "Generate");
+    if (!call.ok()) return Refuse(w, "Generate", call.status(), id);
+    auto control = NewControl(request, w, "Generate", id);
     if (control == nullptr) return;
-    const CompletionIdentity id{absl::StrFormat("cmpl-%x%06x", started_, next_id_.fetch_add(1)),
-                                absl::ToUnixSeconds(absl::Now()), backend_.decoder_name};
+    // "cmpl-" + the request id, so the answer, X-Request-Id and the log agree.
+    const CompletionIdentity completion{absl::StrCat("cmpl-", id), absl::ToUnixSeconds(absl::Now()),
+                                        backend_.decoder_name};
     if (call->stream) {
       int64_t offset = 0;
       const bool logprobs = call->logprobs;
       Stream(w, call->request, control, "Generate", [&](const v1::GenerateResponse& chunk) {
-        std::string event = SseEvent(Dump(CompletionChunk(chunk, id, logprobs, offset)));
+        std::string event = SseEvent(Dump(CompletionChunk(chunk, completion, logprobs, offset)));
         offset += static_cast<int64_t>(chunk.text().size());
         return event;
       }, [](const absl::Status& status) {
@@ -207,7 +215,7 @@ class Gateway {
     }
     if (!final.ok()) return Fail(w, "Generate", WithOpenAiFieldNames(final));
     Finish("Generate", absl::OkStatus());
-    w.Send(200, kJson, Dump(CompletionResponse(chunks, id, call->logprobs)));
+    w.Send(200, kJson, Dump(CompletionResponse(chunks, completion, call->logprobs)));
   }
 
   void Models(const HttpRequest&, HttpResponseWriter& w) {
@@ -267,15 +275,29 @@ class Gateway {
 
   // The request's control with its deadline, or null after answering 400 for
   // a malformed deadline header.
-  std::shared_ptr<RequestControl> NewControl(const HttpRequest& request, HttpResponseWriter& w, const char* rpc) {
+  std::shared_ptr<RequestControl> NewControl(const HttpRequest& request, HttpResponseWriter& w, const char* rpc,
+                                             const std::string& id) {
     absl::StatusOr<absl::Time> deadline = RequestDeadline(request.headers, absl::Now());
     if (!deadline.ok()) {
-      Refuse(w, rpc, deadline.status());
+      Refuse(w, rpc, deadline.status(), id);
       return nullptr;
     }
     auto control = std::make_shared<RequestControl>();
     control->deadline = *deadline;
+    control->request_id = id;
     return control;
+  }
+
+  // The request's id: the client's X-Request-Id when usable, else a new one;
+  // every answer to this request carries it.
+  std::string RequestId(const HttpRequest& request, HttpResponseWriter& w) {
+    std::optional<std::string> id;
+    if (auto it = request.headers.find("x-request-id"); it != request.headers.end()) {
+      id = ValidClientRequestId(it->second);
+    }
+    if (!id) id = backend_.new_request_id ? backend_.new_request_id() : own_ids_.Next();
+    w.AddHeader("X-Request-Id", *id);
+    return *id;
   }
 
   // The client went away (mid-stream, or while a non-streaming request
@@ -286,9 +308,17 @@ class Gateway {
     Finish(rpc, absl::CancelledError("client disconnected"));
   }
 
-  // A JSON-shape error found by the gateway itself.
-  void Refuse(HttpResponseWriter& w, const char* rpc, const absl::Status& status) {
+  // A JSON-shape error found by the gateway itself (the core never sees the
+  // request, so the gateway logs it).
+  void Refuse(HttpResponseWriter& w, const char* rpc, const absl::Status& status, const std::string& id) {
     if (metrics_ != nullptr) metrics_->RecordRejection(RejectReason::kInvalidArgument);
+    if (options_.log_requests) {
+      RequestLogEntry e;
+      e.id = id;
+      e.rpc = rpc;
+      e.status = status;
+      LOG(INFO) << FormatRequestLog(e);
+    }
     Fail(w, rpc, status);
   }
 
@@ -306,7 +336,7 @@ class Gateway {
   ServerMetrics* const metrics_;
   const GatewayOptions options_;
   const int64_t started_;
-  std::atomic<uint32_t> next_id_{0};
+  RequestIdMaker own_ids_{absl::Now()};  // when the backend makes none
 };
 
 // Wraps `handler` so that other methods get 405 naming the allowed one.

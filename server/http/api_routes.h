@@ -35,6 +35,9 @@ namespace attnserve {
 struct GatewayOptions {
   // Retry-After (seconds) sent with 429 answers.
   int retry_after_seconds = 1;
+  // Log a line for each request the gateway refuses itself (its JSON shape,
+  // a bad deadline header); the core logs the ones it sees.
+  bool log_requests = true;
 };
 
 // What the gateway needs from the inference core. A seam so the routes can be
@@ -45,11 +48,16 @@ struct GatewayBackend {
   std::function<void(const v1::GenerateRequest&, std::shared_ptr<RequestControl>, GenerateSink)> generate;
   std::string encoder_name;  // "" when no encoder is loaded
   std::string decoder_name;  // "" when no decoder is loaded
+  // Ids for requests whose client sent no usable X-Request-Id; null: the
+  // gateway makes its own (tests).
+  std::function<std::string()> new_request_id;
 };
 
 // The routes over `backend`. `metrics` may be null (tests); otherwise each
 // request is counted in attnserve_requests_total{rpc="Encode"|"Generate"} and
-// the gateway's own JSON-shape refusals in the rejections counter.
+// the gateway's own JSON-shape refusals in the rejections counter. Every
+// Encode/Generate answer (success, error or stream) carries X-Request-Id: the
+// client's own when usable (request_log.h), else a new one.
 std::map<std::string, HttpHandler> ApiRoutes(GatewayBackend backend, ServerMetrics* metrics,
                                              const GatewayOptions& options);
 

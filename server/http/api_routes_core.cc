@@ -13,6 +13,7 @@ std::map<std::string, HttpHandler> ApiRoutes(InferenceCore* core, ServerMetrics*
                             GenerateSink sink) { core->Generate(request, std::move(control), std::move(sink)); };
   backend.encoder_name = core->has_encoder() ? core->encoder_name() : "";
   backend.decoder_name = core->has_decoder() ? core->decoder_name() : "";
+  backend.new_request_id = [core]() { return core->NewRequestId(); };
   return ApiRoutes(std::move(backend), metrics, options);
 }
 

@@ -73,10 +73,15 @@ std::string JsonError(const std::string& code, const std::string& message) {
                       "\"}}");
 }
 
+void HttpResponseWriter::AddHeader(std::string name, std::string value) {
+  headers_.emplace_back(std::move(name), std::move(value));
+}
+
 void HttpResponseWriter::Send(int status, const std::string& content_type, const std::string& body,
                               const std::vector<std::pair<std::string, std::string>>& extra_headers) {
   std::string head = absl::StrFormat("HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n", status,
                                      ReasonPhrase(status), content_type, body.size());
+  for (const auto& [name, value] : headers_) absl::StrAppend(&head, name, ": ", value, "\r\n");
   for (const auto& [name, value] : extra_headers) absl::StrAppend(&head, name, ": ", value, "\r\n");
   head += "\r\n";
   mg_write(conn_, head.data(), head.size());
@@ -85,9 +90,11 @@ void HttpResponseWriter::Send(int status, const std::string& content_type, const
 
 bool HttpResponseWriter::StartStream(int status, const std::string& content_type) {
   streaming_ = true;
-  const std::string head = absl::StrFormat(
-      "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n",
-      status, ReasonPhrase(status), content_type);
+  std::string head = absl::StrFormat(
+      "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n", status,
+      ReasonPhrase(status), content_type);
+  for (const auto& [name, value] : headers_) absl::StrAppend(&head, name, ": ", value, "\r\n");
+  head += "\r\n";
   return mg_write(conn_, head.data(), head.size()) > 0;
 }
 

@@ -36,6 +36,9 @@ class HttpResponseWriter {
   // socket for ClientGone).
   explicit HttpResponseWriter(mg_connection* conn, int local_port = 0) : conn_(conn), local_port_(local_port) {}
 
+  // A header sent with whatever response this writer sends (Send or
+  // StartStream), e.g. the request id; call before either.
+  void AddHeader(std::string name, std::string value);
   // A complete response with Content-Length.
   void Send(int status, const std::string& content_type, const std::string& body,
             const std::vector<std::pair<std::string, std::string>>& extra_headers = {});
@@ -56,6 +59,7 @@ class HttpResponseWriter {
   mg_connection* conn_;
   int local_port_;
   int fd_ = -2;  // the connection's socket; -2 not looked up yet, -1 not found
+  std::vector<std::pair<std::string, std::string>> headers_;  // from AddHeader
   bool streaming_ = false;
   bool ended_ = false;
 };

@@ -252,6 +252,59 @@ def test_deadline_returns_kv_blocks(server, stub, pb):
     wait_for_metric(server, "attnserve_kv_cache_blocks_used", 0)
 
 
+def log_line(server, request_id):
+    """The server's request-log line for `request_id` (None if absent)."""
+    for line in server.output().splitlines():
+        if f"] request id={request_id} " in line:
+            return line
+    return None
+
+
+def test_request_ids_come_back_and_every_request_is_logged_once(server, stub, pb):
+    stream = stub.Generate(greedy(pb, text="Once upon a time", max_new=6), timeout=60,
+                           metadata=[("x-request-id", "it-gen-1")])
+    ids = [t for msg in stream for t in msg.token_ids]
+    assert dict(stream.initial_metadata())["x-request-id"] == "it-gen-1"
+    line = log_line(server, "it-gen-1")
+    assert line is not None, server.output()[-3000:]
+    assert " rpc=Generate code=ok " in line
+    assert f" prompt_tokens=5 generated_tokens={len(ids)} finish=length " in line
+    assert re.search(r" total_ms=[0-9.]+ queue_ms=[0-9.]+ ttft_ms=[0-9.]+ ", line), line
+    assert "Once" not in line  # never the text
+
+    response, call = stub.Encode.with_call(pb.EncodeRequest(inputs=[pb.EncodeInput(text="hello world")]),
+                                           timeout=60)
+    made = dict(call.initial_metadata())["x-request-id"]
+    assert made and made != "it-gen-1"
+    line = log_line(server, made)
+    assert line is not None and " rpc=Encode code=ok " in line and " inputs=1 prompt_tokens=4 " in line, line
+    queue_ms = float(re.search(r" queue_ms=(-?[0-9.]+)", line).group(1))
+    assert queue_ms >= 0, line
+
+    with pytest.raises(grpc.RpcError) as err:
+        collect(stub.Generate(greedy(pb, text="x", max_new=0), timeout=30, metadata=[("x-request-id", "it-bad-1")]))
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    line = log_line(server, "it-bad-1")
+    assert line is not None and " code=invalid_argument " in line and 'message="sampling.max_new_tokens' in line, line
+    assert sum(f"] request id=it-gen-1 " in l for l in server.output().splitlines()) == 1
+
+
+def test_request_log_can_be_turned_off(pb):
+    from attnserve.v1 import inference_pb2_grpc
+
+    s = ServerProcess(f"--decoder-model={GGUF}", "--threads=1", "--log-requests=false")
+    try:
+        with grpc.insecure_channel(s.grpc_target) as channel:
+            stub = inference_pb2_grpc.InferenceStub(channel)
+            stream = stub.Generate(greedy(pb, text="The cat", max_new=4), timeout=60,
+                                   metadata=[("x-request-id", "quiet-1")])
+            assert len([t for msg in stream for t in msg.token_ids]) == 4
+            assert dict(stream.initial_metadata())["x-request-id"] == "quiet-1"  # ids still come back
+        assert "request id=" not in s.output()
+    finally:
+        s.close()
+
+
 def test_tokenize_detokenize_and_model_info(stub, pb):
     tok = stub.Tokenize(pb.TokenizeRequest(model=pb.MODEL_KIND_DECODER, text="Once upon a time",
                                            add_special_tokens=True), timeout=10)

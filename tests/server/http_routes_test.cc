@@ -94,6 +94,10 @@ class FakeCore {
     absl::MutexLock lock(&mu_);
     return last_deadline_;
   }
+  std::string last_request_id() {
+    absl::MutexLock lock(&mu_);
+    return last_request_id_;
+  }
   absl::Notification& cancelled() { return cancelled_; }
 
  private:
@@ -101,11 +105,13 @@ class FakeCore {
     absl::MutexLock lock(&mu_);
     ++calls_;
     last_deadline_ = c->deadline;
+    last_request_id_ = c->request_id;
   }
 
   absl::Mutex mu_;
   int calls_ = 0;
   absl::Time last_deadline_;
+  std::string last_request_id_;
   std::vector<std::thread> threads_;
   absl::Notification cancelled_;
 };
@@ -365,6 +371,42 @@ TEST_F(HttpRoutesTest, TimeoutHeaderBecomesTheDeadline) {
   r = Post("/v1/generate", R"({"text": "a"})", "X-Request-Timeout: soon\r\n");
   EXPECT_EQ(r.status, 400);
   EXPECT_THAT(r.body, HasSubstr("X-Request-Timeout"));
+}
+
+// Every Encode/Generate answer carries X-Request-Id: the client's own when it
+// is usable (and then the core and the completion id use it too), else one
+// the gateway made, also on refusals that never reach the core and on streams.
+TEST_F(HttpRoutesTest, RequestIdIsTheClientsOrANewOneOnEveryAnswer) {
+  Reply r = Post("/v1/completions", R"({"prompt": "hi", "max_tokens": 2})", "X-Request-Id: trace-7/a\r\n");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.headers["x-request-id"], "trace-7/a");
+  EXPECT_EQ(core_.last_request_id(), "trace-7/a");
+  EXPECT_EQ(json::parse(r.body)["id"], "cmpl-trace-7/a");
+
+  r = Post("/v1/encode", R"({"inputs": [{"text": "a"}]})");
+  ASSERT_EQ(r.status, 200);
+  const std::string made = r.headers["x-request-id"];
+  EXPECT_FALSE(made.empty());
+  EXPECT_EQ(core_.last_request_id(), made);
+  r = Post("/v1/encode", R"({"inputs": [{"text": "a"}]})");
+  EXPECT_NE(r.headers["x-request-id"], made);
+
+  r = Post("/v1/generate", R"({"text": "a"})", "X-Request-Id: has space\r\n");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_NE(r.headers["x-request-id"], "has space");
+  EXPECT_FALSE(r.headers["x-request-id"].empty());
+  EXPECT_EQ(core_.last_request_id(), r.headers["x-request-id"]);
+
+  const int calls = core_.calls();
+  r = Post("/v1/embeddings", R"({"input": 5})", "X-Request-Id: bad-shape\r\n");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.headers["x-request-id"], "bad-shape");
+  EXPECT_EQ(core_.calls(), calls);
+
+  r = Post("/v1/generate_stream", R"({"text": "a"})", "X-Request-Id: s1\r\n");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_THAT(r.headers["content-type"], HasSubstr("text/event-stream"));
+  EXPECT_EQ(r.headers["x-request-id"], "s1");
 }
 
 TEST_F(HttpRoutesTest, ClientDisconnectMidStreamCancelsTheRequest) {
