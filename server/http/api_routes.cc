@@ -218,6 +218,31 @@ class Gateway {
     w.Send(200, kJson, Dump(CompletionResponse(chunks, completion, call->logprobs)));
   }
 
+  // Tokenize, Detokenize and GetModelInfo answer at once on the handler's
+  // thread (no engine work), as the gRPC door does.
+  void Tokenize(const HttpRequest& request, HttpResponseWriter& w) {
+    absl::StatusOr<v1::TokenizeRequest> parsed = ParseTokenizeRequest(request.body);
+    if (!parsed.ok()) return Refuse(w, "Tokenize", parsed.status());
+    absl::StatusOr<v1::TokenizeResponse> response = backend_.tokenize(*parsed);
+    if (!response.ok()) return Fail(w, "Tokenize", response.status());
+    Finish("Tokenize", absl::OkStatus());
+    w.Send(200, kJson, ProtoToJson(*response));
+  }
+
+  void Detokenize(const HttpRequest& request, HttpResponseWriter& w) {
+    absl::StatusOr<v1::DetokenizeRequest> parsed = ParseDetokenizeRequest(request.body);
+    if (!parsed.ok()) return Refuse(w, "Detokenize", parsed.status());
+    absl::StatusOr<v1::DetokenizeResponse> response = backend_.detokenize(*parsed);
+    if (!response.ok()) return Fail(w, "Detokenize", response.status());
+    Finish("Detokenize", absl::OkStatus());
+    w.Send(200, kJson, ProtoToJson(*response));
+  }
+
+  void ModelInfo(const HttpRequest&, HttpResponseWriter& w) {
+    Finish("GetModelInfo", absl::OkStatus());
+    w.Send(200, kJson, ProtoToJson(backend_.model_info(v1::GetModelInfoRequest())));
+  }
+
   void Models(const HttpRequest&, HttpResponseWriter& w) {
     w.Send(200, kJson, Dump(ModelsResponse({backend_.decoder_name, backend_.encoder_name}, started_)));
   }
@@ -309,10 +334,10 @@ class Gateway {
   }
 
   // A JSON-shape error found by the gateway itself (the core never sees the
-  // request, so the gateway logs it).
-  void Refuse(HttpResponseWriter& w, const char* rpc, const absl::Status& status, const std::string& id) {
+  // request, so the gateway logs it when it has an id: Encode and Generate).
+  void Refuse(HttpResponseWriter& w, const char* rpc, const absl::Status& status, const std::string& id = "") {
     if (metrics_ != nullptr) metrics_->RecordRejection(RejectReason::kInvalidArgument);
-    if (options_.log_requests) {
+    if (options_.log_requests && !id.empty()) {
       RequestLogEntry e;
       e.id = id;
       e.rpc = rpc;
@@ -366,6 +391,9 @@ std::map<std::string, HttpHandler> ApiRoutes(GatewayBackend backend, ServerMetri
   routes["/v1/embeddings"] = OnlyMethod("POST", gateway, &Gateway::Embeddings);
   routes["/v1/completions"] = OnlyMethod("POST", gateway, &Gateway::Completions);
   routes["/v1/models"] = OnlyMethod("GET", gateway, &Gateway::Models);
+  routes["/v1/tokenize"] = OnlyMethod("POST", gateway, &Gateway::Tokenize);
+  routes["/v1/detokenize"] = OnlyMethod("POST", gateway, &Gateway::Detokenize);
+  routes["/v1/model_info"] = OnlyMethod("GET", gateway, &Gateway::ModelInfo);
   return routes;
 }
 

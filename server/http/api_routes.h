@@ -12,6 +12,9 @@
 //   POST /v1/completions       OpenAI completions ("stream": true: SSE chunks,
 //                              then `data: [DONE]`)
 //   GET  /v1/models            OpenAI model list
+//   POST /v1/tokenize          TokenizeRequest JSON   -> TokenizeResponse JSON
+//   POST /v1/detokenize        DetokenizeRequest JSON -> DetokenizeResponse JSON
+//   GET  /v1/model_info        GetModelInfoResponse JSON (every loaded model)
 //
 // Handlers run on civetweb worker threads and block there until the core's
 // callbacks (which only queue results and return) deliver the answer. A
@@ -46,6 +49,9 @@ struct GatewayOptions {
 struct GatewayBackend {
   std::function<void(const v1::EncodeRequest&, std::shared_ptr<RequestControl>, EncodeDone)> encode;
   std::function<void(const v1::GenerateRequest&, std::shared_ptr<RequestControl>, GenerateSink)> generate;
+  std::function<absl::StatusOr<v1::TokenizeResponse>(const v1::TokenizeRequest&)> tokenize;
+  std::function<absl::StatusOr<v1::DetokenizeResponse>(const v1::DetokenizeRequest&)> detokenize;
+  std::function<v1::GetModelInfoResponse(const v1::GetModelInfoRequest&)> model_info;
   std::string encoder_name;  // "" when no encoder is loaded
   std::string decoder_name;  // "" when no decoder is loaded
   // Ids for requests whose client sent no usable X-Request-Id; null: the

@@ -11,6 +11,9 @@ std::map<std::string, HttpHandler> ApiRoutes(InferenceCore* core, ServerMetrics*
                           EncodeDone done) { core->Encode(request, std::move(control), std::move(done)); };
   backend.generate = [core](const v1::GenerateRequest& request, std::shared_ptr<RequestControl> control,
                             GenerateSink sink) { core->Generate(request, std::move(control), std::move(sink)); };
+  backend.tokenize = [core](const v1::TokenizeRequest& request) { return core->Tokenize(request); };
+  backend.detokenize = [core](const v1::DetokenizeRequest& request) { return core->Detokenize(request); };
+  backend.model_info = [core](const v1::GetModelInfoRequest& request) { return core->GetModelInfo(request); };
   backend.encoder_name = core->has_encoder() ? core->encoder_name() : "";
   backend.decoder_name = core->has_decoder() ? core->decoder_name() : "";
   backend.new_request_id = [core]() { return core->NewRequestId(); };

@@ -16,6 +16,18 @@ absl::StatusOr<v1::GenerateRequest> ParseGenerateRequest(absl::string_view body)
   return request;
 }
 
+absl::StatusOr<v1::TokenizeRequest> ParseTokenizeRequest(absl::string_view body) {
+  v1::TokenizeRequest request;
+  if (absl::Status s = JsonToProto(body, &request); !s.ok()) return s;
+  return request;
+}
+
+absl::StatusOr<v1::DetokenizeRequest> ParseDetokenizeRequest(absl::string_view body) {
+  v1::DetokenizeRequest request;
+  if (absl::Status s = JsonToProto(body, &request); !s.ok()) return s;
+  return request;
+}
+
 void AppendGenerateChunk(const v1::GenerateResponse& chunk, v1::GenerateResponse* total) {
   total->mutable_token_ids()->MergeFrom(chunk.token_ids());
   total->mutable_text()->append(chunk.text());

@@ -208,3 +208,35 @@ def test_request_timeout_header_gives_504_and_frees_kv_blocks(server):
     assert status == 504, body
     assert json.loads(body)["error"]["code"] == "deadline_exceeded"
     wait_for_metric(server, "attnserve_kv_cache_blocks_used", idle)
+
+
+def test_tokenize_detokenize_and_model_info_over_http(server):
+    """The gRPC door's Tokenize / Detokenize / GetModelInfo, as JSON: the same
+    ids as the gRPC test (llama2.c's tokenizer) and the same model facts."""
+    status, _, body = post(server, "/v1/tokenize",
+                           {"model": "MODEL_KIND_DECODER", "text": "Once upon a time", "add_special_tokens": True})
+    assert status == 200, body
+    tok = json.loads(body)
+    assert tok["token_ids"] == ONCE["prompt_ids_with_bos"] == [1, 403, 407, 261, 378]
+    status, _, body = post(server, "/v1/detokenize",
+                           {"model": "MODEL_KIND_DECODER", "token_ids": tok["token_ids"], "skip_special_tokens": True})
+    assert status == 200, body
+    assert json.loads(body)["text"] == "Once upon a time"
+
+    status, _, body = post(server, "/v1/tokenize", {"model": "MODEL_KIND_ENCODER", "text": "Hello, world!",
+                                                    "add_special_tokens": True})
+    assert status == 200, body
+    assert json.loads(body)["tokens"] == ["[CLS]", "hello", ",", "world", "!", "[SEP]"]
+
+    status, _, body = post(server, "/v1/detokenize", {"model": "MODEL_KIND_DECODER", "token_ids": [1, 99999]})
+    assert status == 400 and b"token_ids[1]" in body, body
+
+    conn = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=30)
+    conn.request("GET", "/v1/model_info")
+    r = conn.getresponse()
+    info = json.loads(r.read())
+    conn.close()
+    assert r.status == 200
+    kinds = {m["kind"]: m for m in info["models"]}
+    assert kinds["MODEL_KIND_DECODER"]["architecture"] == "llama"
+    assert kinds["MODEL_KIND_ENCODER"]["architecture"] == "bert"

@@ -39,6 +39,29 @@ class FakeCore {
     GatewayBackend b;
     b.encoder_name = "fake-encoder";
     b.decoder_name = "fake-decoder";
+    // Tokens = bytes of the text; a token id's text is that byte.
+    b.tokenize = [](const v1::TokenizeRequest& r) -> absl::StatusOr<v1::TokenizeResponse> {
+      if (r.text() == "bad") return absl::InvalidArgumentError("text: bad");
+      v1::TokenizeResponse response;
+      for (char c : r.text()) {
+        response.add_token_ids(static_cast<unsigned char>(c));
+        response.add_tokens(std::string(1, c));
+      }
+      return response;
+    };
+    b.detokenize = [](const v1::DetokenizeRequest& r) -> absl::StatusOr<v1::DetokenizeResponse> {
+      v1::DetokenizeResponse response;
+      for (int32_t id : r.token_ids()) {
+        if (id < 0 || id > 127) return absl::InvalidArgumentError(absl::StrCat("token_ids: ", id, " is out of range"));
+        response.mutable_text()->push_back(static_cast<char>(id));
+      }
+      return response;
+    };
+    b.model_info = [](const v1::GetModelInfoRequest&) {
+      v1::GetModelInfoResponse response;
+      response.add_models()->set_name("fake-decoder");
+      return response;
+    };
     b.encode = [this](const v1::EncodeRequest& r, std::shared_ptr<RequestControl> c, EncodeDone done) {
       Record(c);
       if (r.inputs_size() == 0) return done(absl::InvalidArgumentError("inputs: at least one input is required"));
@@ -407,6 +430,34 @@ TEST_F(HttpRoutesTest, RequestIdIsTheClientsOrANewOneOnEveryAnswer) {
   ASSERT_EQ(r.status, 200);
   EXPECT_THAT(r.headers["content-type"], HasSubstr("text/event-stream"));
   EXPECT_EQ(r.headers["x-request-id"], "s1");
+}
+
+// The tokenizer and model-info calls of the gRPC door, over HTTP/JSON with
+// the same messages.
+TEST_F(HttpRoutesTest, TokenizeDetokenizeAndModelInfo) {
+  Reply r = Post("/v1/tokenize", R"({"text": "hi", "add_special_tokens": true})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  json j = json::parse(r.body);
+  EXPECT_EQ(j["token_ids"], json({104, 105}));
+  EXPECT_EQ(j["tokens"], json({"h", "i"}));
+  r = Post("/v1/detokenize", R"({"token_ids": [104, 105]})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["text"], "hi");
+
+  r = Post("/v1/detokenize", R"({"token_ids": [500]})");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_THAT(r.body, HasSubstr("token_ids"));
+  r = Post("/v1/tokenize", R"({"text": 5})");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_THAT(r.body, HasSubstr("text"));
+  r = Post("/v1/tokenize", R"({"text": "bad"})");
+  EXPECT_EQ(r.status, 400);
+
+  r = Call(server_->port(), "GET", "/v1/model_info", "");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["models"][0]["name"], "fake-decoder");
+  r = Post("/v1/model_info", "{}");
+  EXPECT_EQ(r.status, 405);
 }
 
 TEST_F(HttpRoutesTest, ClientDisconnectMidStreamCancelsTheRequest) {
