@@ -1,5 +1,6 @@
 """The real binary: gRPC health + reflection, HTTP health and metrics, drain on
 SIGTERM, start-up failures that name the culprit, and the healthcheck mode."""
+import re
 import signal
 import socket
 import subprocess
@@ -105,3 +106,23 @@ def test_port_in_use_fails_naming_port(which):
     assert rc != 0
     assert str(port) in out
     assert f"--{which}-port" in out
+
+
+def test_readme_documents_every_flag_the_binary_takes():
+    """README's flag table lists exactly the serving flags `attnserve --help`
+    prints (written with dashes), and the healthcheck flags appear in README's
+    healthcheck line: a flag added or renamed without its documentation, or a
+    documented flag that no longer exists, fails here."""
+    result = subprocess.run([str(DEV), "exec", str(BIN), "--help"], capture_output=True, timeout=60, cwd=REPO,
+                            stdin=subprocess.DEVNULL)
+    text = result.stdout.decode(errors="replace") + result.stderr.decode(errors="replace")
+    section = text.split("Flags from ", 1)[1]
+    section = section.split("main.cc:", 1)[1].split("Flags from ", 1)[0]  # our flags only, not Abseil's
+    flags = {f.replace("_", "-") for f in re.findall(r"^\s{4}--([a-z0-9_]+)", section, re.MULTILINE)}
+    assert "grpc-port" in flags and "log-requests" in flags, section[:500]
+    probe = {f for f in flags if f.startswith("probe-")}
+    readme = (REPO / "README.md").read_text()
+    table = set(re.findall(r"^\| `--([a-z0-9-]+)` \|", readme, re.MULTILINE))
+    assert table == flags - probe, {"undocumented": sorted(flags - probe - table), "unknown": sorted(table - flags)}
+    healthcheck_line = next(line for line in readme.splitlines() if line.startswith("`attnserve healthcheck ["))
+    assert all(f"--{f}" in healthcheck_line for f in probe), (sorted(probe), healthcheck_line)
