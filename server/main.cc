@@ -5,6 +5,7 @@
 //
 // Flags are written with dashes (--grpc-port) or underscores (--grpc_port).
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <string>
@@ -37,6 +38,7 @@ ABSL_FLAG(int, max_queue, 256, "Requests that may wait in the queue; beyond it r
 ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(30), "On SIGTERM, how long in-flight requests may take to finish, e.g. 30s.");
 ABSL_FLAG(int, http_threads, 8, "HTTP worker threads.");
 ABSL_FLAG(int64_t, http_max_body_bytes, 8 << 20, "Largest accepted HTTP request body; larger gets 413.");
+ABSL_FLAG(std::string, api_key, "", "If set, every inference call (HTTP /v1/..., gRPC attnserve.v1.Inference) needs 'Authorization: Bearer <key>'; probes and /metrics stay open. The ATTNSERVE_API_KEY environment variable is used when this flag is empty (it keeps the key out of ps).");
 ABSL_FLAG(bool, log_requests, true, "Log one line per finished Encode/Generate (id, status, timings, token counts; never the text).");
 ABSL_FLAG(std::string, weight_dtype, "f32", "Weight storage: f32 or bf16 (bf16 halves weight memory; compute stays f32).");
 ABSL_FLAG(std::string, kv_cache_dtype, "f32", "KV cache storage: f32 or bf16 (bf16 halves KV memory).");
@@ -92,6 +94,10 @@ attnserve::ServerOptions OptionsFromFlags() {
   o.network.http_threads = absl::GetFlag(FLAGS_http_threads);
   o.network.http_max_body_bytes = absl::GetFlag(FLAGS_http_max_body_bytes);
   o.logging.log_requests = absl::GetFlag(FLAGS_log_requests);
+  o.auth.api_key = absl::GetFlag(FLAGS_api_key);
+  if (o.auth.api_key.empty()) {
+    if (const char* env = std::getenv("ATTNSERVE_API_KEY"); env != nullptr) o.auth.api_key = env;
+  }
   o.models.encoder_model = absl::GetFlag(FLAGS_encoder_model);
   o.models.decoder_model = absl::GetFlag(FLAGS_decoder_model);
   o.engine.threads = absl::GetFlag(FLAGS_threads);

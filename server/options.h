@@ -48,12 +48,19 @@ struct BatchingOptions {
   int kv_block_size = 16;                  // token positions per KV block
 };
 
+struct AuthOptions {
+  // Required as "Authorization: Bearer <key>" on every inference call; empty
+  // = no check (server/core/api_key.h). Never logged.
+  std::string api_key;
+};
+
 struct LoggingOptions {
   bool log_requests = true;  // one INFO line per finished Encode/Generate (server/core/request_log.h)
 };
 
 struct ServerOptions {
   NetworkOptions network;
+  AuthOptions auth;
   LoggingOptions logging;
   ModelOptions models;
   EngineOptions engine;

@@ -26,7 +26,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   absl::StatusOr<std::unique_ptr<InferenceCore>> core = InferenceCore::Create(options, server->metrics_.get());
   if (!core.ok()) return core.status();
   server->core_ = std::move(*core);
-  server->inference_ = std::make_unique<InferenceService>(server->core_.get(), server->metrics_.get());
+  server->inference_ = std::make_unique<InferenceService>(server->core_.get(), server->metrics_.get(),
+                                                         options.auth.api_key);
 
   // gRPC: health + reflection + Inference. SO_REUSEPORT is off so that a port
   // already in use is an error instead of two servers sharing it silently.
@@ -62,13 +63,14 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   LOG(INFO) << "attnserve " << kVersion << " serving gRPC on " << options.network.listen_address << ":"
             << server->grpc_port_ << ", HTTP on " << options.network.listen_address << ":"
             << server->http_->port() << " (oneDNN " << engine.onednn_version << ", ISA " << engine.cpu_isa
-            << ", " << engine.threads << " threads)";
+            << ", " << engine.threads << " threads)"
+            << (options.auth.api_key.empty() ? "" : "; inference calls need the API key");
   return server;
 }
 
 std::map<std::string, HttpHandler> Server::HttpRoutes() {
   std::map<std::string, HttpHandler> routes = ApiRoutes(core_.get(), metrics_.get(),
-                                                         GatewayOptions{.log_requests = options_.logging.log_requests});
+                                                         GatewayOptions{.log_requests = options_.logging.log_requests, .api_key = options_.auth.api_key});
   routes["/healthz"] = [](const HttpRequest&, HttpResponseWriter& w) {
     w.Send(200, "text/plain; charset=utf-8", "ok\n");
   };

@@ -16,6 +16,8 @@ int ToHttpStatus(absl::StatusCode code) {
     case absl::StatusCode::kInvalidArgument:
     case absl::StatusCode::kOutOfRange:
     case absl::StatusCode::kFailedPrecondition: return 400;
+    case absl::StatusCode::kUnauthenticated: return 401;
+    case absl::StatusCode::kPermissionDenied: return 403;
     case absl::StatusCode::kNotFound: return 404;
     case absl::StatusCode::kResourceExhausted: return 429;
     case absl::StatusCode::kCancelled: return 499;

@@ -72,14 +72,14 @@ def assert_no_sanitizer_report(output: str):
 class ServerProcess:
     """A running attnserve on free loopback ports; stopped on close()."""
 
-    def __init__(self, *flags: str, ready_timeout: float = 120.0):
+    def __init__(self, *flags: str, ready_timeout: float = 120.0, env: dict | None = None):
         self.grpc_port = free_port()
         self.http_port = free_port()
         self.log = tempfile.NamedTemporaryFile(prefix="attnserve-", suffix=".log", delete=False)
         cmd = [str(DEV), "exec", str(BIN), f"--grpc-port={self.grpc_port}", f"--http-port={self.http_port}",
                "--listen-address=127.0.0.1", *flags]
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, cwd=REPO,
-                                     stdin=subprocess.DEVNULL)
+                                     stdin=subprocess.DEVNULL, env={**os.environ, **(env or {})})
         deadline = time.monotonic() + ready_timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

@@ -116,7 +116,22 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
   v1::GenerateResponse current_;  // the message being written
 };
 
+// A stream refused before it starts (no API key): finishes at once.
+class RefusedWriteReactor final : public grpc::ServerWriteReactor<v1::GenerateResponse> {
+ public:
+  explicit RefusedWriteReactor(const absl::Status& status) { Finish(ToGrpcStatus(status)); }
+  void OnDone() override { delete this; }
+};
+
 }  // namespace
+
+absl::Status InferenceService::Authorize(const grpc::CallbackServerContext& context) const {
+  if (!auth_.enabled()) return absl::OkStatus();
+  const auto& metadata = context.client_metadata();
+  auto it = metadata.find("authorization");
+  return auth_.Check(it == metadata.end() ? absl::string_view()
+                                          : absl::string_view(it->second.data(), it->second.size()));
+}
 
 std::shared_ptr<RequestControl> InferenceService::NewControl(grpc::CallbackServerContext& context) {
   auto control = std::make_shared<RequestControl>();
@@ -149,6 +164,7 @@ grpc::ServerUnaryReactor* InferenceService::FinishUnary(grpc::CallbackServerCont
 
 grpc::ServerUnaryReactor* InferenceService::Encode(grpc::CallbackServerContext* context,
                                                    const v1::EncodeRequest* request, v1::EncodeResponse* response) {
+  if (absl::Status s = Authorize(*context); !s.ok()) return FinishUnary(context, "Encode", s);
   std::shared_ptr<RequestControl> control = NewControl(*context);
   auto* reactor = new CancellableUnaryReactor(control);
   ServerMetrics* metrics = metrics_;
@@ -163,6 +179,10 @@ grpc::ServerUnaryReactor* InferenceService::Encode(grpc::CallbackServerContext* 
 
 grpc::ServerWriteReactor<v1::GenerateResponse>* InferenceService::Generate(grpc::CallbackServerContext* context,
                                                                            const v1::GenerateRequest* request) {
+  if (absl::Status s = Authorize(*context); !s.ok()) {
+    metrics_->RecordRequest("Generate", s.code());
+    return new RefusedWriteReactor(s);
+  }
   std::shared_ptr<RequestControl> control = NewControl(*context);
   auto* reactor = new GenerateReactor(control, metrics_);
   core_->Generate(*request, control, reactor->MakeSink());
@@ -172,6 +192,7 @@ grpc::ServerWriteReactor<v1::GenerateResponse>* InferenceService::Generate(grpc:
 grpc::ServerUnaryReactor* InferenceService::Tokenize(grpc::CallbackServerContext* context,
                                                      const v1::TokenizeRequest* request,
                                                      v1::TokenizeResponse* response) {
+  if (absl::Status s = Authorize(*context); !s.ok()) return FinishUnary(context, "Tokenize", s);
   absl::StatusOr<v1::TokenizeResponse> result = core_->Tokenize(*request);
   if (result.ok()) *response = std::move(*result);
   return FinishUnary(context, "Tokenize", result.status());
@@ -180,6 +201,7 @@ grpc::ServerUnaryReactor* InferenceService::Tokenize(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* InferenceService::Detokenize(grpc::CallbackServerContext* context,
                                                        const v1::DetokenizeRequest* request,
                                                        v1::DetokenizeResponse* response) {
+  if (absl::Status s = Authorize(*context); !s.ok()) return FinishUnary(context, "Detokenize", s);
   absl::StatusOr<v1::DetokenizeResponse> result = core_->Detokenize(*request);
   if (result.ok()) *response = std::move(*result);
   return FinishUnary(context, "Detokenize", result.status());
@@ -188,6 +210,7 @@ grpc::ServerUnaryReactor* InferenceService::Detokenize(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* InferenceService::GetModelInfo(grpc::CallbackServerContext* context,
                                                          const v1::GetModelInfoRequest* request,
                                                          v1::GetModelInfoResponse* response) {
+  if (absl::Status s = Authorize(*context); !s.ok()) return FinishUnary(context, "GetModelInfo", s);
   *response = core_->GetModelInfo(*request);
   return FinishUnary(context, "GetModelInfo", absl::OkStatus());
 }

@@ -2,11 +2,19 @@
 // callback API (no thread per request). Handlers are thin: read the deadline,
 // hand the request to InferenceCore, convert the status once (status_util),
 // record metrics. Client cancellation and disconnects set the request's
-// RequestControl so the scheduler frees its resources. Thread-safe.
+// RequestControl so the scheduler frees its resources. With an API key every
+// method first checks the `authorization` metadata (UNAUTHENTICATED
+// otherwise); health and reflection are separate services and stay open.
+// Thread-safe.
 #ifndef ATTNSERVE_SERVER_GRPC_INFERENCE_SERVICE_H_
 #define ATTNSERVE_SERVER_GRPC_INFERENCE_SERVICE_H_
 
+#include <memory>
+#include <string>
+#include <utility>
+
 #include "attnserve/v1/inference.grpc.pb.h"
+#include "server/core/api_key.h"
 #include "server/core/inference_core.h"
 #include "server/metrics/metrics.h"
 
@@ -14,7 +22,9 @@ namespace attnserve {
 
 class InferenceService final : public attnserve::v1::Inference::CallbackService {
  public:
-  InferenceService(InferenceCore* core, ServerMetrics* metrics) : core_(core), metrics_(metrics) {}
+  // api_key: empty = no check (server/core/api_key.h).
+  InferenceService(InferenceCore* core, ServerMetrics* metrics, std::string api_key = "")
+      : core_(core), metrics_(metrics), auth_(std::move(api_key)) {}
 
   grpc::ServerUnaryReactor* Encode(grpc::CallbackServerContext* context, const v1::EncodeRequest* request,
                                    v1::EncodeResponse* response) override;
@@ -35,9 +45,12 @@ class InferenceService final : public attnserve::v1::Inference::CallbackService 
   std::shared_ptr<RequestControl> NewControl(grpc::CallbackServerContext& context);
   grpc::ServerUnaryReactor* FinishUnary(grpc::CallbackServerContext* context, const char* rpc,
                                         const absl::Status& status);
+  // OK, or UNAUTHENTICATED when an API key is set and the call lacks it.
+  absl::Status Authorize(const grpc::CallbackServerContext& context) const;
 
   InferenceCore* core_;      // not owned
   ServerMetrics* metrics_;   // not owned
+  const ApiKeyCheck auth_;
 };
 
 // The request's deadline as absl::Time (InfiniteFuture when the client set none).

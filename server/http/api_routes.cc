@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "server/core/api_key.h"
 #include "server/core/request_log.h"
 #include "server/http/gateway_util.h"
 #include "server/http/json_body.h"
@@ -119,7 +120,22 @@ class GenerateChannel {
 class Gateway {
  public:
   Gateway(GatewayBackend backend, ServerMetrics* metrics, const GatewayOptions& options)
-      : backend_(std::move(backend)), metrics_(metrics), options_(options), started_(absl::ToUnixSeconds(absl::Now())) {}
+      : backend_(std::move(backend)),
+        metrics_(metrics),
+        options_(options),
+        auth_(options.api_key),
+        started_(absl::ToUnixSeconds(absl::Now())) {}
+
+  // True when the request may go on; else answers 401 (counted under `rpc`).
+  bool Authorized(const HttpRequest& request, HttpResponseWriter& w, const char* rpc) {
+    if (!auth_.enabled()) return true;
+    auto it = request.headers.find("authorization");
+    const absl::Status s = auth_.Check(it == request.headers.end() ? "" : it->second);
+    if (s.ok()) return true;
+    Finish(rpc, s);
+    w.Send(401, kJson, StatusJson(s), {{"WWW-Authenticate", "Bearer"}});
+    return false;
+  }
 
   void Encode(const HttpRequest& request, HttpResponseWriter& w) {
     const std::string id = RequestId(request, w);
@@ -360,14 +376,17 @@ class Gateway {
   const GatewayBackend backend_;
   ServerMetrics* const metrics_;
   const GatewayOptions options_;
+  const ApiKeyCheck auth_;
   const int64_t started_;
   RequestIdMaker own_ids_{absl::Now()};  // when the backend makes none
 };
 
-// Wraps `handler` so that other methods get 405 naming the allowed one.
-HttpHandler OnlyMethod(const char* method, std::shared_ptr<Gateway> gateway,
-                       void (Gateway::*handler)(const HttpRequest&, HttpResponseWriter&)) {
-  return [method, gateway, handler](const HttpRequest& request, HttpResponseWriter& w) {
+// Wraps `handler`: the API key first (401, counted as `rpc`), then other
+// methods get 405 naming the allowed one.
+HttpHandler Route(const char* method, const char* rpc, std::shared_ptr<Gateway> gateway,
+                  void (Gateway::*handler)(const HttpRequest&, HttpResponseWriter&)) {
+  return [method, rpc, gateway, handler](const HttpRequest& request, HttpResponseWriter& w) {
+    if (!gateway->Authorized(request, w, rpc)) return;
     if (request.method != method) {
       w.Send(405, kJson,
              JsonError("method_not_allowed",
@@ -385,15 +404,15 @@ std::map<std::string, HttpHandler> ApiRoutes(GatewayBackend backend, ServerMetri
                                              const GatewayOptions& options) {
   auto gateway = std::make_shared<Gateway>(std::move(backend), metrics, options);
   std::map<std::string, HttpHandler> routes;
-  routes["/v1/encode"] = OnlyMethod("POST", gateway, &Gateway::Encode);
-  routes["/v1/generate"] = OnlyMethod("POST", gateway, &Gateway::Generate);
-  routes["/v1/generate_stream"] = OnlyMethod("POST", gateway, &Gateway::GenerateStream);
-  routes["/v1/embeddings"] = OnlyMethod("POST", gateway, &Gateway::Embeddings);
-  routes["/v1/completions"] = OnlyMethod("POST", gateway, &Gateway::Completions);
-  routes["/v1/models"] = OnlyMethod("GET", gateway, &Gateway::Models);
-  routes["/v1/tokenize"] = OnlyMethod("POST", gateway, &Gateway::Tokenize);
-  routes["/v1/detokenize"] = OnlyMethod("POST", gateway, &Gateway::Detokenize);
-  routes["/v1/model_info"] = OnlyMethod("GET", gateway, &Gateway::ModelInfo);
+  routes["/v1/encode"] = Route("POST", "Encode", gateway, &Gateway::Encode);
+  routes["/v1/generate"] = Route("POST", "Generate", gateway, &Gateway::Generate);
+  routes["/v1/generate_stream"] = Route("POST", "Generate", gateway, &Gateway::GenerateStream);
+  routes["/v1/embeddings"] = Route("POST", "Encode", gateway, &Gateway::Embeddings);
+  routes["/v1/completions"] = Route("POST", "Generate", gateway, &Gateway::Completions);
+  routes["/v1/models"] = Route("GET", "Models", gateway, &Gateway::Models);
+  routes["/v1/tokenize"] = Route("POST", "Tokenize", gateway, &Gateway::Tokenize);
+  routes["/v1/detokenize"] = Route("POST", "Detokenize", gateway, &Gateway::Detokenize);
+  routes["/v1/model_info"] = Route("GET", "GetModelInfo", gateway, &Gateway::ModelInfo);
   return routes;
 }
 

@@ -41,6 +41,9 @@ struct GatewayOptions {
   // Log a line for each request the gateway refuses itself (its JSON shape,
   // a bad deadline header); the core logs the ones it sees.
   bool log_requests = true;
+  // Non-empty: every route here needs "Authorization: Bearer <api_key>"
+  // (server/core/api_key.h); others answer 401.
+  std::string api_key;
 };
 
 // What the gateway needs from the inference core. A seam so the routes can be

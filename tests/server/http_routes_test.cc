@@ -460,6 +460,39 @@ TEST_F(HttpRoutesTest, TokenizeDetokenizeAndModelInfo) {
   EXPECT_EQ(r.status, 405);
 }
 
+// With an API key every route needs "Authorization: Bearer <key>": 401 with
+// WWW-Authenticate otherwise, and the core never sees the request.
+TEST(HttpRoutesAuthTest, EveryRouteNeedsTheKey) {
+  FakeCore core;
+  HttpServerOptions options;
+  options.listen_address = "127.0.0.1";
+  options.port = 0;
+  GatewayOptions gateway;
+  gateway.api_key = "k-123";
+  absl::StatusOr<std::unique_ptr<HttpServer>> server = HttpServer::Start(options, ApiRoutes(core.Backend(), nullptr, gateway));
+  ASSERT_TRUE(server.ok()) << server.status();
+  const int port = (*server)->port();
+  const std::string body = R"({"inputs": [{"text": "a"}]})";
+  for (const char* path : {"/v1/encode", "/v1/generate", "/v1/generate_stream", "/v1/embeddings",
+                           "/v1/completions", "/v1/tokenize", "/v1/detokenize"}) {
+    Reply r = Call(port, "POST", path, body);
+    EXPECT_EQ(r.status, 401) << path;
+    EXPECT_EQ(r.headers["www-authenticate"], "Bearer") << path;
+    EXPECT_THAT(r.body, HasSubstr("unauthenticated")) << path;
+    r = Call(port, "POST", path, body, "Authorization: Bearer wrong\r\n");
+    EXPECT_EQ(r.status, 401) << path;
+  }
+  for (const char* path : {"/v1/models", "/v1/model_info"}) {
+    EXPECT_EQ(Call(port, "GET", path, "").status, 401) << path;
+    EXPECT_EQ(Call(port, "GET", path, "", "Authorization: Bearer k-123\r\n").status, 200) << path;
+  }
+  EXPECT_EQ(core.calls(), 0);
+  Reply r = Call(port, "POST", "/v1/encode", body, "Authorization: Bearer k-123\r\n");
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(core.calls(), 1);
+  server->reset();
+}
+
 TEST_F(HttpRoutesTest, ClientDisconnectMidStreamCancelsTheRequest) {
   const int fd = Connect(server_->port());
   ASSERT_GE(fd, 0);

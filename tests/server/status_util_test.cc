@@ -19,6 +19,8 @@ TEST(StatusUtilTest, HttpCodes) {
   EXPECT_EQ(ToHttpStatus(absl::StatusCode::kUnavailable), 503);
   EXPECT_EQ(ToHttpStatus(absl::StatusCode::kCancelled), 499);
   EXPECT_EQ(ToHttpStatus(absl::StatusCode::kInternal), 500);
+  EXPECT_EQ(ToHttpStatus(absl::StatusCode::kUnauthenticated), 401);
+  EXPECT_EQ(ToHttpStatus(absl::StatusCode::kPermissionDenied), 403);
   EXPECT_STREQ(StatusCodeName(absl::StatusCode::kInvalidArgument), "invalid_argument");
 }
 
