@@ -219,19 +219,45 @@ class Gateway {
       }, "[DONE]");
       return;
     }
-    auto channel = StartGenerate(call->request, control);
-    std::vector<v1::GenerateResponse> chunks;
-    v1::GenerateResponse chunk;
-    absl::Status final;
-    for (;;) {
-      const GenerateChannel::Got got = channel->Next(w, &chunk, &final);
-      if (got == GenerateChannel::Got::kClientGone) return ClientGone(control, "Generate");
-      if (got == GenerateChannel::Got::kEnd) break;
-      chunks.push_back(std::move(chunk));
+    // A batch of prompts runs as that many Generate requests, all queued at
+    // once so the scheduler batches them; prompt i is logged as "<id>-<i>".
+    // The first failure fails the whole answer and cancels the rest.
+    std::vector<std::shared_ptr<RequestControl>> controls{control};
+    for (size_t i = 1; i <= call->more.size(); ++i) {
+      auto c = std::make_shared<RequestControl>();
+      c->deadline = control->deadline;
+      c->request_id = absl::StrCat(id, "-", i);
+      controls.push_back(std::move(c));
     }
-    if (!final.ok()) return Fail(w, "Generate", WithOpenAiFieldNames(final));
+    if (!call->more.empty()) control->request_id = absl::StrCat(id, "-0");
+    std::vector<std::shared_ptr<GenerateChannel>> channels{StartGenerate(call->request, control)};
+    for (size_t i = 0; i < call->more.size(); ++i) channels.push_back(StartGenerate(call->more[i], controls[i + 1]));
+    auto cancel_all = [&controls] {
+      for (const auto& c : controls) c->cancelled.store(true);
+    };
+    std::vector<std::vector<v1::GenerateResponse>> per_prompt(channels.size());
+    for (size_t i = 0; i < channels.size(); ++i) {
+      v1::GenerateResponse chunk;
+      absl::Status final;
+      for (;;) {
+        const GenerateChannel::Got got = channels[i]->Next(w, &chunk, &final);
+        if (got == GenerateChannel::Got::kClientGone) {
+          cancel_all();
+          return ClientGone(control, "Generate");
+        }
+        if (got == GenerateChannel::Got::kEnd) break;
+        per_prompt[i].push_back(std::move(chunk));
+      }
+      if (!final.ok()) {
+        cancel_all();
+        const absl::Status s = channels.size() == 1 ? final
+                                                    : absl::Status(final.code(), absl::StrCat("prompt[", i, "]: ",
+                                                                                              final.message()));
+        return Fail(w, "Generate", WithOpenAiFieldNames(s));
+      }
+    }
     Finish("Generate", absl::OkStatus());
-    w.Send(200, kJson, Dump(CompletionResponse(chunks, completion, call->logprobs)));
+    w.Send(200, kJson, Dump(CompletionResponse(per_prompt, completion, call->logprobs)));
   }
 
   // Tokenize, Detokenize and GetModelInfo answer at once on the handler's

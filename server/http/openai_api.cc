@@ -86,34 +86,40 @@ absl::Status Optional(const json& body, const char* field, Parse parse, Set set)
   return absl::OkStatus();
 }
 
-absl::Status ParsePrompt(const json& body, v1::GenerateRequest* request) {
+// The prompts, each in a request of its own (prompt only): a string, token
+// ids, or a list of either (a batch, one completion choice per prompt).
+absl::StatusOr<std::vector<v1::GenerateRequest>> ParsePrompts(const json& body) {
   const json* prompt = Field(body, "prompt");
   if (prompt == nullptr) return absl::InvalidArgumentError("prompt: required");
+  std::vector<v1::GenerateRequest> out;
   if (prompt->is_string()) {
-    request->set_text(prompt->get<std::string>());
-    return absl::OkStatus();
+    out.emplace_back().set_text(prompt->get<std::string>());
+    return out;
   }
   if (!prompt->is_array()) return TypeError("prompt", "a string or an array of token ids", *prompt);
-  // One prompt in a list ([str] or [[int]]) is accepted; several would need n
-  // completions in one response, which this server does not batch per request.
   if (!prompt->empty() && ((*prompt)[0].is_string() || (*prompt)[0].is_array())) {
-    if (prompt->size() != 1) {
-      return Unsupported("prompt", absl::StrCat("a batch of ", prompt->size(), " prompts; send one prompt per request"));
+    if (prompt->size() > kMaxCompletionPrompts) {
+      return absl::InvalidArgumentError(absl::StrCat("prompt: a batch of ", prompt->size(),
+                                                     " prompts; at most ", kMaxCompletionPrompts, " per request"));
     }
-    const json& only = (*prompt)[0];
-    if (only.is_string()) {
-      request->set_text(only.get<std::string>());
-      return absl::OkStatus();
+    for (size_t i = 0; i < prompt->size(); ++i) {
+      const json& one = (*prompt)[i];
+      const std::string field = absl::StrCat("prompt[", i, "]");
+      if (one.is_string()) {
+        out.emplace_back().set_text(one.get<std::string>());
+        continue;
+      }
+      if (!one.is_array()) return TypeError(field, "a string or an array of token ids", one);
+      absl::StatusOr<v1::TokenIds> ids = TokenIdsField(one, field.c_str());
+      if (!ids.ok()) return ids.status();
+      *out.emplace_back().mutable_token_ids() = *ids;
     }
-    absl::StatusOr<v1::TokenIds> ids = TokenIdsField(only, "prompt[0]");
-    if (!ids.ok()) return ids.status();
-    *request->mutable_token_ids() = *ids;
-    return absl::OkStatus();
+    return out;
   }
   absl::StatusOr<v1::TokenIds> ids = TokenIdsField(*prompt, "prompt");
   if (!ids.ok()) return ids.status();
-  *request->mutable_token_ids() = *ids;
-  return absl::OkStatus();
+  *out.emplace_back().mutable_token_ids() = *ids;
+  return out;
 }
 
 absl::Status ParseStop(const json& body, v1::SamplingParams* sampling) {
@@ -194,6 +200,10 @@ json CompletionUsage(const v1::GenerateUsage& usage) {
               {"peak_kv_cache_bytes", usage.peak_kv_cache_bytes()}};
 }
 
+// One prompt's choice from its stream chunks; its usage goes to *usage_out.
+json CompletionChoice(const std::vector<v1::GenerateResponse>& chunks, int index, bool logprobs,
+                      v1::GenerateUsage* usage_out);
+
 }  // namespace
 
 absl::StatusOr<EmbeddingsCall> ParseEmbeddingsRequest(absl::string_view body) {
@@ -273,8 +283,9 @@ absl::StatusOr<CompletionCall> ParseCompletionRequest(absl::string_view body) {
   RETURN_IF_ERROR(CheckModel(root));
   RETURN_IF_ERROR(RefuseNonDefaults(root));
   CompletionCall call;
+  ASSIGN_OR_RETURN(std::vector<v1::GenerateRequest> prompts, ParsePrompts(root));
   v1::GenerateRequest& request = call.request;
-  RETURN_IF_ERROR(ParsePrompt(root, &request));
+  request = std::move(prompts[0]);
   v1::SamplingParams* sampling = request.mutable_sampling();
   sampling->set_max_new_tokens(kOpenAiDefaultMaxTokens);
   RETURN_IF_ERROR(Optional<int32_t>(root, "max_tokens", Int32Field,
@@ -307,6 +318,15 @@ absl::StatusOr<CompletionCall> ParseCompletionRequest(absl::string_view body) {
     if (!parsed_ids.ok()) return parsed_ids.status();
     sampling->mutable_stop_token_ids()->Add(parsed_ids->ids().begin(), parsed_ids->ids().end());
   }
+  // The other prompts of a batch, with the same sampling.
+  for (size_t i = 1; i < prompts.size(); ++i) {
+    v1::GenerateRequest& more = call.more.emplace_back(std::move(prompts[i]));
+    *more.mutable_sampling() = request.sampling();
+  }
+  if (call.stream && !call.more.empty()) {
+    return Unsupported("prompt", absl::StrCat("a batch of ", prompts.size(),
+                                              " prompts with stream: true; stream one prompt per request"));
+  }
   return call;
 }
 
@@ -323,6 +343,32 @@ const char* OpenAiFinishReason(v1::FinishReason reason) {
 
 json CompletionResponse(const std::vector<v1::GenerateResponse>& chunks, const CompletionIdentity& id,
                         bool logprobs) {
+  return CompletionResponse(std::vector<std::vector<v1::GenerateResponse>>{chunks}, id, logprobs);
+}
+
+json CompletionResponse(const std::vector<std::vector<v1::GenerateResponse>>& per_prompt, const CompletionIdentity& id,
+                        bool logprobs) {
+  json choices = json::array();
+  v1::GenerateUsage total;
+  for (size_t index = 0; index < per_prompt.size(); ++index) {
+    v1::GenerateUsage usage;
+    choices.push_back(CompletionChoice(per_prompt[index], static_cast<int>(index), logprobs, &usage));
+    total.set_prompt_tokens(total.prompt_tokens() + usage.prompt_tokens());
+    total.set_generated_tokens(total.generated_tokens() + usage.generated_tokens());
+    total.set_peak_kv_cache_bytes(total.peak_kv_cache_bytes() + usage.peak_kv_cache_bytes());
+  }
+  return json{{"id", id.id},
+              {"object", "text_completion"},
+              {"created", id.created},
+              {"model", id.model},
+              {"choices", std::move(choices)},
+              {"usage", CompletionUsage(total)}};
+}
+
+namespace {
+
+json CompletionChoice(const std::vector<v1::GenerateResponse>& chunks, int index, bool logprobs,
+                      v1::GenerateUsage* usage_out) {
   std::string text;
   json all_logprobs = json{{"tokens", json::array()},
                            {"token_logprobs", json::array()},
@@ -336,17 +382,14 @@ json CompletionResponse(const std::vector<v1::GenerateResponse>& chunks, const C
     if (chunk.finish_reason() != v1::FINISH_REASON_UNSPECIFIED) finish = chunk.finish_reason();
     if (chunk.has_usage()) usage = chunk.usage();
   }
-  json choice{{"index", 0},
+  *usage_out = usage;
+  return json{{"index", index},
               {"text", SanitizeUtf8(text)},
               {"logprobs", logprobs ? all_logprobs : json()},
               {"finish_reason", OpenAiFinishReason(finish)}};
-  return json{{"id", id.id},
-              {"object", "text_completion"},
-              {"created", id.created},
-              {"model", id.model},
-              {"choices", json::array({std::move(choice)})},
-              {"usage", CompletionUsage(usage)}};
 }
+
+}  // namespace
 
 json CompletionChunk(const v1::GenerateResponse& chunk, const CompletionIdentity& id, bool logprobs,
                      int64_t text_offset) {

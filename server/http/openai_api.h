@@ -38,13 +38,19 @@ absl::StatusOr<EmbeddingsCall> ParseEmbeddingsRequest(absl::string_view body);
 //  "model":..,"usage":{"prompt_tokens":..,"total_tokens":..}}.
 nlohmann::json EmbeddingsResponse(const v1::EncodeResponse& response, const std::string& model, bool base64);
 
+// Prompts one /v1/completions request may carry (a batch runs as that many
+// Generate requests).
+inline constexpr size_t kMaxCompletionPrompts = 256;
+
 struct CompletionCall {
-  v1::GenerateRequest request;
+  v1::GenerateRequest request;            // the (first) prompt, with the sampling
+  std::vector<v1::GenerateRequest> more;  // a batch's other prompts, same sampling
   bool stream = false;
   bool logprobs = false;  // "logprobs": n was given: return OpenAI's logprobs object
 };
 
-// {"prompt": str | [int] | [str] (one) | [[int]] (one), "model", "max_tokens",
+// {"prompt": str | [int] | [str] | [[int]] (a list: one choice per prompt, in
+//  order; not with "stream"), "model", "max_tokens",
 //  "temperature", "top_p", "stop": str | [str], "seed", "logprobs": int,
 //  "stream": bool, "n": 1, "echo": false} plus the extensions "top_k",
 // "repetition_penalty", "ignore_eos" and "stop_token_ids" (as vLLM).
@@ -61,6 +67,10 @@ struct CompletionIdentity {
 // (the last one carries finish_reason and usage).
 nlohmann::json CompletionResponse(const std::vector<v1::GenerateResponse>& chunks, const CompletionIdentity& id,
                                   bool logprobs);
+// A batch: choice i from prompt i's chunks; usage summed over the prompts
+// (peak_kv_cache_bytes too: the prompts run side by side).
+nlohmann::json CompletionResponse(const std::vector<std::vector<v1::GenerateResponse>>& per_prompt,
+                                  const CompletionIdentity& id, bool logprobs);
 
 // One streamed completion chunk; `text_offset` is the length of the text
 // streamed before it. The last chunk (finish_reason set) also carries usage.

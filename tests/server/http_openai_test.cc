@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -141,11 +142,34 @@ TEST(OpenAiCompletionsTest, DefaultsAndPromptForms) {
   EXPECT_EQ(c->request.sampling().max_new_tokens(), -3);
 }
 
+// A list of prompts is a batch: one request per prompt, the same sampling.
+TEST(OpenAiCompletionsTest, ABatchOfPromptsSharesTheSampling) {
+  absl::StatusOr<CompletionCall> c =
+      ParseCompletionRequest(R"({"model": "m", "prompt": ["a", [7, 8], "c"], "max_tokens": 4, "seed": 3})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->request.text(), "a");
+  ASSERT_EQ(c->more.size(), 2u);
+  EXPECT_THAT(c->more[0].token_ids().ids(), ElementsAre(7, 8));
+  EXPECT_EQ(c->more[1].text(), "c");
+  for (const v1::GenerateRequest& r : c->more) {
+    EXPECT_EQ(r.sampling().max_new_tokens(), 4);
+    EXPECT_EQ(r.sampling().seed(), 3u);
+  }
+  std::string many = R"({"model": "m", "prompt": [)";
+  for (size_t i = 0; i <= kMaxCompletionPrompts; ++i) absl::StrAppend(&many, i ? "," : "", R"("x")");
+  many += "]}";
+  c = ParseCompletionRequest(many);
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(c.status().message(), HasSubstr("at most"));
+}
+
 TEST(OpenAiCompletionsTest, BadShapesAndUnsupportedOptionsNameTheField) {
   const std::pair<const char*, const char*> cases[] = {
       {R"({"model": "m"})", "prompt: required"},
       {R"({"model": "m", "prompt": 5})", "prompt: must be"},
-      {R"({"model": "m", "prompt": ["a", "b"]})", "prompt: not supported"},
+      {R"({"model": "m", "prompt": ["a", "b"], "stream": true})", "prompt: not supported"},
+      {R"({"model": "m", "prompt": ["a", 5]})", "prompt[1]"},
+      {R"({"model": "m", "prompt": ["a", [1, "x"]]})", "prompt[1]"},
       {R"({"model": "m", "prompt": [1, "b"]})", "prompt[1]"},
       {R"({"model": "m", "prompt": "x", "max_tokens": "ten"})", "max_tokens: must be an integer"},
       {R"({"model": "m", "prompt": "x", "max_tokens": 1.5})", "max_tokens: must be an integer"},
@@ -214,6 +238,22 @@ TEST(OpenAiCompletionsTest, ResponseObject) {
   EXPECT_EQ(lp["token_logprobs"], json({-0.5f, -1.0f, -1.5f}));
   EXPECT_EQ(lp["text_offset"], json({0, 4, 9}));
   EXPECT_EQ(lp["top_logprobs"][1][" upon"], -1.0f);
+}
+
+TEST(OpenAiCompletionsTest, BatchResponseHasOneChoicePerPromptAndSummedUsage) {
+  const CompletionIdentity id{"cmpl-b", 1, "m"};
+  std::vector<v1::GenerateResponse> second = ThreeChunks();
+  second[0].set_text("Two");
+  json j = CompletionResponse(std::vector<std::vector<v1::GenerateResponse>>{ThreeChunks(), second}, id, false);
+  ASSERT_EQ(j["choices"].size(), 2u);
+  EXPECT_EQ(j["choices"][0]["index"], 0);
+  EXPECT_EQ(j["choices"][0]["text"], "Once upon a");
+  EXPECT_EQ(j["choices"][1]["index"], 1);
+  EXPECT_EQ(j["choices"][1]["text"], "Two upon a");
+  EXPECT_EQ(j["usage"]["prompt_tokens"], 8);
+  EXPECT_EQ(j["usage"]["completion_tokens"], 6);
+  EXPECT_EQ(j["usage"]["total_tokens"], 14);
+  EXPECT_EQ(j["usage"]["peak_kv_cache_bytes"], 16384);
 }
 
 TEST(OpenAiCompletionsTest, StreamChunks) {
