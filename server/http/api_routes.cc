@@ -263,21 +263,11 @@ class Gateway {
   // Tokenize, Detokenize and GetModelInfo answer at once on the handler's
   // thread (no engine work), as the gRPC door does.
   void Tokenize(const HttpRequest& request, HttpResponseWriter& w) {
-    absl::StatusOr<v1::TokenizeRequest> parsed = ParseTokenizeRequest(request.body);
-    if (!parsed.ok()) return Refuse(w, "Tokenize", parsed.status());
-    absl::StatusOr<v1::TokenizeResponse> response = backend_.tokenize(*parsed);
-    if (!response.ok()) return Fail(w, "Tokenize", response.status());
-    Finish("Tokenize", absl::OkStatus());
-    w.Send(200, kJson, ProtoToJson(*response));
+    AnswerAtOnce(w, "Tokenize", ParseTokenizeRequest(request.body), backend_.tokenize);
   }
 
   void Detokenize(const HttpRequest& request, HttpResponseWriter& w) {
-    absl::StatusOr<v1::DetokenizeRequest> parsed = ParseDetokenizeRequest(request.body);
-    if (!parsed.ok()) return Refuse(w, "Detokenize", parsed.status());
-    absl::StatusOr<v1::DetokenizeResponse> response = backend_.detokenize(*parsed);
-    if (!response.ok()) return Fail(w, "Detokenize", response.status());
-    Finish("Detokenize", absl::OkStatus());
-    w.Send(200, kJson, ProtoToJson(*response));
+    AnswerAtOnce(w, "Detokenize", ParseDetokenizeRequest(request.body), backend_.detokenize);
   }
 
   void ModelInfo(const HttpRequest&, HttpResponseWriter& w) {
@@ -338,6 +328,17 @@ class Gateway {
     auto slot = std::make_shared<EncodeSlot>();
     backend_.encode(request, control, [slot](absl::StatusOr<v1::EncodeResponse> r) { slot->Set(std::move(r)); });
     return slot->Wait(w);
+  }
+
+  // A parsed request answered by one synchronous backend call.
+  template <typename Request, typename Call>
+  void AnswerAtOnce(HttpResponseWriter& w, const char* rpc, const absl::StatusOr<Request>& parsed,
+                    const Call& call) {
+    if (!parsed.ok()) return Refuse(w, rpc, parsed.status());
+    const auto response = call(*parsed);
+    if (!response.ok()) return Fail(w, rpc, response.status());
+    Finish(rpc, absl::OkStatus());
+    w.Send(200, kJson, ProtoToJson(*response));
   }
 
   // The request's control with its deadline, or null after answering 400 for

@@ -75,6 +75,14 @@ std::string JsonError(const std::string& code, const std::string& message) {
                       "\"}}");
 }
 
+namespace {
+
+void AppendHeaders(const std::vector<std::pair<std::string, std::string>>& headers, std::string* head) {
+  for (const auto& [name, value] : headers) absl::StrAppend(head, name, ": ", value, "\r\n");
+}
+
+}  // namespace
+
 void HttpResponseWriter::AddHeader(std::string name, std::string value) {
   headers_.emplace_back(std::move(name), std::move(value));
 }
@@ -83,8 +91,8 @@ void HttpResponseWriter::Send(int status, const std::string& content_type, const
                               const std::vector<std::pair<std::string, std::string>>& extra_headers) {
   std::string head = absl::StrFormat("HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n", status,
                                      ReasonPhrase(status), content_type, body.size());
-  for (const auto& [name, value] : headers_) absl::StrAppend(&head, name, ": ", value, "\r\n");
-  for (const auto& [name, value] : extra_headers) absl::StrAppend(&head, name, ": ", value, "\r\n");
+  AppendHeaders(headers_, &head);
+  AppendHeaders(extra_headers, &head);
   head += "\r\n";
   mg_write(conn_, head.data(), head.size());
   if (!body.empty()) mg_write(conn_, body.data(), body.size());
@@ -95,7 +103,7 @@ bool HttpResponseWriter::StartStream(int status, const std::string& content_type
   std::string head = absl::StrFormat(
       "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n", status,
       ReasonPhrase(status), content_type);
-  for (const auto& [name, value] : headers_) absl::StrAppend(&head, name, ": ", value, "\r\n");
+  AppendHeaders(headers_, &head);
   head += "\r\n";
   return mg_write(conn_, head.data(), head.size()) > 0;
 }
