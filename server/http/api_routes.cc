@@ -1,7 +1,6 @@
 #include "server/http/api_routes.h"
 
 #include <atomic>
-#include <deque>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -18,6 +17,7 @@
 #include "server/http/json_body.h"
 #include "server/http/native_api.h"
 #include "server/http/openai_api.h"
+#include "server/http/result_channels.h"
 #include "server/status_util.h"
 
 namespace attnserve {
@@ -30,92 +30,10 @@ constexpr char kEventStream[] = "text/event-stream";
 
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
-// How often a handler waiting for the scheduler checks that its client is
-// still connected. A gone client is cancelled, and the scheduler frees its KV
-// blocks on its next pass.
-constexpr absl::Duration kClientPoll = absl::Milliseconds(10);
-
-// Hands the result of one Encode from the scheduler thread to the HTTP thread.
-class EncodeSlot {
- public:
-  void Set(absl::StatusOr<v1::EncodeResponse> result) {
-    absl::MutexLock lock(&mu_);
-    result_ = std::move(result);
-    done_ = true;
-  }
-  // Blocks for the result; nullopt as soon as `client_gone` says the client
-  // left (polled every kClientPoll).
-  std::optional<absl::StatusOr<v1::EncodeResponse>> Wait(HttpResponseWriter& w) {
-    for (;;) {
-      {
-        absl::MutexLock lock(&mu_);
-        if (mu_.AwaitWithTimeout(absl::Condition(&done_), kClientPoll)) return std::move(result_);
-      }
-      if (w.ClientGone()) return std::nullopt;
-    }
-  }
-
- private:
-  absl::Mutex mu_;
-  bool done_ ABSL_GUARDED_BY(mu_) = false;
-  absl::StatusOr<v1::EncodeResponse> result_ ABSL_GUARDED_BY(mu_) = absl::UnknownError("no result");
-};
-
-// Hands the chunks of one Generate from the scheduler thread to the HTTP
-// thread. The sink only queues, so the scheduler never waits on a socket.
-class GenerateChannel {
- public:
-  static GenerateSink SinkFor(const std::shared_ptr<GenerateChannel>& channel) {
-    GenerateSink sink;
-    sink.on_chunk = [channel](v1::GenerateResponse chunk) {
-      absl::MutexLock lock(&channel->mu_);
-      channel->chunks_.push_back(std::move(chunk));
-    };
-    sink.on_done = [channel](const absl::Status& status) {
-      absl::MutexLock lock(&channel->mu_);
-      channel->status_ = status;
-      channel->done_ = true;
-    };
-    return sink;
-  }
-
-  enum class Got { kChunk, kEnd, kClientGone };
-  // Blocks for the next chunk (kChunk) or the end (kEnd, with `*final` saying
-  // how it ended); kClientGone as soon as the client has left. The client is
-  // checked every kClientPoll whether or not chunks arrive: a small model
-  // yields a token every millisecond, and a check made only when the queue
-  // runs dry would never come for a non-streaming answer of many tokens.
-  Got Next(HttpResponseWriter& w, v1::GenerateResponse* chunk, absl::Status* final) {
-    for (;;) {
-      const absl::Time now = absl::Now();
-      if (now >= next_client_check_) {
-        next_client_check_ = now + kClientPoll;
-        if (w.ClientGone()) return Got::kClientGone;
-      }
-      {
-        absl::MutexLock lock(&mu_);
-        if (mu_.AwaitWithTimeout(absl::Condition(this, &GenerateChannel::Ready), kClientPoll)) {
-          if (!chunks_.empty()) {
-            *chunk = std::move(chunks_.front());
-            chunks_.pop_front();
-            return Got::kChunk;
-          }
-          *final = status_;
-          return Got::kEnd;
-        }
-      }
-    }
-  }
-
- private:
-  bool Ready() const ABSL_SHARED_LOCKS_REQUIRED(mu_) { return done_ || !chunks_.empty(); }
-
-  absl::Mutex mu_;
-  std::deque<v1::GenerateResponse> chunks_ ABSL_GUARDED_BY(mu_);
-  bool done_ ABSL_GUARDED_BY(mu_) = false;
-  absl::Status status_ ABSL_GUARDED_BY(mu_);
-  absl::Time next_client_check_ = absl::InfinitePast();  // only the HTTP thread reads it
-};
+// What a result channel asks between waits.
+auto ClientGoneCheck(HttpResponseWriter& w) {
+  return [&w] { return w.ClientGone(); };
+}
 
 class Gateway {
  public:
@@ -173,15 +91,16 @@ class Gateway {
     auto control = NewControl(request, w, "Generate", id);
     if (control == nullptr) return;
     auto channel = StartGenerate(*parsed, control);
-    v1::GenerateResponse total, chunk;
-    absl::Status final;
+    v1::GenerateResponse total;
     for (;;) {
-      const GenerateChannel::Got got = channel->Next(w, &chunk, &final);
-      if (got == GenerateChannel::Got::kClientGone) return ClientGone(control, "Generate");
-      if (got == GenerateChannel::Got::kEnd) break;
-      AppendGenerateChunk(chunk, &total);
+      GenerateChannel::Event e = channel->Next(ClientGoneCheck(w));
+      if (e.got == GenerateChannel::Got::kClientGone) return ClientGone(control, "Generate");
+      if (e.got == GenerateChannel::Got::kEnd) {
+        if (!e.status.ok()) return Fail(w, "Generate", e.status);
+        break;
+      }
+      AppendGenerateChunk(e.chunk, &total);
     }
-    if (!final.ok()) return Fail(w, "Generate", final);
     Finish("Generate", absl::OkStatus());
     w.Send(200, kJson, ProtoToJson(total));
   }
@@ -192,11 +111,38 @@ class Gateway {
     if (!parsed.ok()) return Refuse(w, "Generate", parsed.status(), id);
     auto control = NewControl(request, w, "Generate", id);
     if (control == nullptr) return;
-    Stream(w, *parsed, control, "Generate", [](const v1::GenerateResponse& chunk) {
-      return SseEvent(ProtoToJson(chunk));
-    }, [](const absl::Status& status) { return SseEvent(StatusJson(status), "error"); }, /*done_event=*/"");
+    // The HTTP status is chosen when the first chunk or the end arrives, so a
+    // refusal before any token (queue full, invalid argument) is a plain
+    // 4xx/5xx JSON answer, not a 200 stream.
+    auto channel = StartGenerate(*parsed, control);
+    bool started = false;
+    absl::Status final;
+    for (;;) {
+      GenerateChannel::Event e = channel->Next(ClientGoneCheck(w));
+      if (e.got == GenerateChannel::Got::kClientGone) return ClientGone(control, "Generate");
+      if (e.got == GenerateChannel::Got::kEnd) {
+        final = e.status;
+        break;
+      }
+      if (!started) {
+        started = true;
+        if (!w.StartStream(200, kEventStream)) return ClientGone(control, "Generate");
+      }
+      if (!w.Write(SseEvent(ProtoToJson(e.chunk)))) return ClientGone(control, "Generate");
+    }
+    if (!started) {
+      if (!final.ok()) return Fail(w, "Generate", final);
+      if (!w.StartStream(200, kEventStream)) return ClientGone(control, "Generate");
+    }
+    Finish("Generate", final);
+    if (!final.ok()) w.Write(SseEvent(StatusJson(final), "error"));
+    w.EndStream();
   }
 
+  // A completion runs one Generate per choice (prompts × n), all queued at
+  // once so the scheduler batches them; with several, choice k is logged as
+  // "<id>-<k>". The first failure fails the whole answer, names the prompt
+  // and cancels the rest.
   void Completions(const HttpRequest& request, HttpResponseWriter& w) {
     const std::string id = RequestId(request, w);
     absl::StatusOr<CompletionCall> call = ParseCompletionRequest(request.body);
@@ -206,58 +152,50 @@ class Gateway {
     // "cmpl-" + the request id, so the answer, X-Request-Id and the log agree.
     const CompletionIdentity completion{absl::StrCat("cmpl-", id), absl::ToUnixSeconds(absl::Now()),
                                         backend_.decoder_name};
-    if (call->stream) {
-      int64_t offset = 0;
-      const bool logprobs = call->logprobs;
-      Stream(w, call->request, control, "Generate", [&](const v1::GenerateResponse& chunk) {
-        std::string event = SseEvent(Dump(CompletionChunk(chunk, completion, logprobs, offset)));
-        offset += static_cast<int64_t>(chunk.text().size());
-        return event;
-      }, [](const absl::Status& status) {
-        // OpenAI clients look for an "error" object in a data event.
-        return SseEvent(StatusJson(WithOpenAiFieldNames(status)));
-      }, "[DONE]");
-      return;
-    }
-    // A batch of prompts runs as that many Generate requests, all queued at
-    // once so the scheduler batches them; prompt i is logged as "<id>-<i>".
-    // The first failure fails the whole answer and cancels the rest.
+    const size_t count = call->requests.size();
     std::vector<std::shared_ptr<RequestControl>> controls{control};
-    for (size_t i = 1; i <= call->more.size(); ++i) {
+    for (size_t k = 1; k < count; ++k) {
       auto c = std::make_shared<RequestControl>();
       c->deadline = control->deadline;
-      c->request_id = absl::StrCat(id, "-", i);
+      c->request_id = absl::StrCat(id, "-", k);
       controls.push_back(std::move(c));
     }
-    if (!call->more.empty()) control->request_id = absl::StrCat(id, "-0");
-    std::vector<std::shared_ptr<GenerateChannel>> channels{StartGenerate(call->request, control)};
-    for (size_t i = 0; i < call->more.size(); ++i) channels.push_back(StartGenerate(call->more[i], controls[i + 1]));
+    if (count > 1) control->request_id = absl::StrCat(id, "-0");
+    auto channel = std::make_shared<GenerateChannel>();
+    for (size_t k = 0; k < count; ++k) {
+      backend_.generate(call->requests[k], controls[k], GenerateChannel::SinkFor(channel, static_cast<int>(k)));
+    }
     auto cancel_all = [&controls] {
       for (const auto& c : controls) c->cancelled.store(true);
     };
-    std::vector<std::vector<v1::GenerateResponse>> per_prompt(channels.size());
-    for (size_t i = 0; i < channels.size(); ++i) {
-      v1::GenerateResponse chunk;
-      absl::Status final;
-      for (;;) {
-        const GenerateChannel::Got got = channels[i]->Next(w, &chunk, &final);
-        if (got == GenerateChannel::Got::kClientGone) {
-          cancel_all();
-          return ClientGone(control, "Generate");
-        }
-        if (got == GenerateChannel::Got::kEnd) break;
-        per_prompt[i].push_back(std::move(chunk));
-      }
-      if (!final.ok()) {
+    // A choice's failure, naming its prompt when there are several.
+    auto failure = [&](const GenerateChannel::Event& e) {
+      const size_t prompt = static_cast<size_t>(e.index) / static_cast<size_t>(call->n);
+      return WithOpenAiFieldNames(call->prompts() == 1 ? e.status
+                                                       : absl::Status(e.status.code(),
+                                                                      absl::StrCat("prompt[", prompt, "]: ",
+                                                                                   e.status.message())));
+    };
+    if (call->stream) return StreamCompletion(w, *call, completion, channel, control, cancel_all, failure);
+    std::vector<std::vector<v1::GenerateResponse>> per_choice(count);
+    for (size_t ended = 0; ended < count;) {
+      GenerateChannel::Event e = channel->Next(ClientGoneCheck(w));
+      if (e.got == GenerateChannel::Got::kClientGone) {
         cancel_all();
-        const absl::Status s = channels.size() == 1 ? final
-                                                    : absl::Status(final.code(), absl::StrCat("prompt[", i, "]: ",
-                                                                                              final.message()));
-        return Fail(w, "Generate", WithOpenAiFieldNames(s));
+        return ClientGone(control, "Generate");
       }
+      if (e.got == GenerateChannel::Got::kChunk) {
+        per_choice[e.index].push_back(std::move(e.chunk));
+        continue;
+      }
+      if (!e.status.ok()) {
+        cancel_all();
+        return Fail(w, "Generate", failure(e));
+      }
+      ++ended;
     }
     Finish("Generate", absl::OkStatus());
-    w.Send(200, kJson, Dump(CompletionResponse(per_prompt, completion, call->logprobs)));
+    w.Send(200, kJson, Dump(CompletionResponse(per_choice, completion, call->logprobs)));
   }
 
   // Tokenize, Detokenize and GetModelInfo answer at once on the handler's
@@ -280,36 +218,59 @@ class Gateway {
   }
 
  private:
-  // Streams a Generate as server-sent events. The HTTP status is chosen when
-  // the first chunk or the end arrives, so a refusal before any token (queue
-  // full, invalid argument) is a plain 4xx/5xx JSON answer, not a 200 stream.
-  template <typename ChunkEvent, typename ErrorEvent>
-  void Stream(HttpResponseWriter& w, const v1::GenerateRequest& request, const std::shared_ptr<RequestControl>& control,
-              const char* rpc, ChunkEvent chunk_event, ErrorEvent error_event, const char* done_event) {
-    auto channel = StartGenerate(request, control);
+  // Streams a completion's choices as OpenAI chunks, interleaved as they are
+  // made, each tagged with its choice index. With several choices, a chunk of
+  // summed usage and no choices ends the stream (the single-choice stream
+  // carries usage on its last chunk). As in GenerateStream, a failure before
+  // any token is a plain error answer; after, an error event ends the stream.
+  template <typename CancelAll, typename Failure>
+  void StreamCompletion(HttpResponseWriter& w, const CompletionCall& call, const CompletionIdentity& completion,
+                        const std::shared_ptr<GenerateChannel>& channel,
+                        const std::shared_ptr<RequestControl>& control, CancelAll cancel_all, Failure failure) {
+    const size_t count = call.requests.size();
+    std::vector<int64_t> offsets(count, 0);
+    v1::GenerateUsage total;
     bool started = false;
-    v1::GenerateResponse chunk;
-    absl::Status final;
-    for (;;) {
-      const GenerateChannel::Got got = channel->Next(w, &chunk, &final);
-      if (got == GenerateChannel::Got::kClientGone) return ClientGone(control, rpc);
-      if (got == GenerateChannel::Got::kEnd) break;
+    for (size_t ended = 0; ended < count;) {
+      GenerateChannel::Event e = channel->Next(ClientGoneCheck(w));
+      if (e.got == GenerateChannel::Got::kClientGone) {
+        cancel_all();
+        return ClientGone(control, "Generate");
+      }
+      if (e.got == GenerateChannel::Got::kEnd) {
+        if (e.status.ok()) {
+          ++ended;
+          continue;
+        }
+        cancel_all();
+        const absl::Status s = failure(e);
+        if (!started) return Fail(w, "Generate", s);
+        Finish("Generate", s);
+        // OpenAI clients look for an "error" object in a data event.
+        w.Write(SseEvent(StatusJson(s)));
+        w.EndStream();
+        return;
+      }
       if (!started) {
         started = true;
-        if (!w.StartStream(200, kEventStream)) return ClientGone(control, rpc);
+        if (!w.StartStream(200, kEventStream)) {
+          cancel_all();
+          return ClientGone(control, "Generate");
+        }
       }
-      if (!w.Write(chunk_event(chunk))) return ClientGone(control, rpc);
+      if (e.chunk.has_usage()) AddCompletionUsage(e.chunk.usage(), &total);
+      const std::string event = SseEvent(
+          Dump(CompletionChunk(e.chunk, completion, call.logprobs, offsets[e.index], e.index, count == 1)));
+      offsets[e.index] += static_cast<int64_t>(e.chunk.text().size());
+      if (!w.Write(event)) {
+        cancel_all();
+        return ClientGone(control, "Generate");
+      }
     }
-    if (!started) {
-      if (!final.ok()) return Fail(w, rpc, final);
-      if (!w.StartStream(200, kEventStream)) return ClientGone(control, rpc);
-    }
-    Finish(rpc, final);
-    if (!final.ok()) {
-      w.Write(error_event(final));
-    } else if (done_event[0] != '\0') {
-      w.Write(SseEvent(done_event));
-    }
+    if (!started && !w.StartStream(200, kEventStream)) return ClientGone(control, "Generate");
+    if (count > 1) w.Write(SseEvent(Dump(CompletionUsageChunk(total, completion))));
+    Finish("Generate", absl::OkStatus());
+    w.Write(SseEvent("[DONE]"));
     w.EndStream();
   }
 
@@ -327,7 +288,7 @@ class Gateway {
                                                               HttpResponseWriter& w) {
     auto slot = std::make_shared<EncodeSlot>();
     backend_.encode(request, control, [slot](absl::StatusOr<v1::EncodeResponse> r) { slot->Set(std::move(r)); });
-    return slot->Wait(w);
+    return slot->Wait(ClientGoneCheck(w));
   }
 
   // A parsed request answered by one synchronous backend call.

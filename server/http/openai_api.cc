@@ -98,9 +98,9 @@ absl::StatusOr<std::vector<v1::GenerateRequest>> ParsePrompts(const json& body) 
   }
   if (!prompt->is_array()) return TypeError("prompt", "a string or an array of token ids", *prompt);
   if (!prompt->empty() && ((*prompt)[0].is_string() || (*prompt)[0].is_array())) {
-    if (prompt->size() > kMaxCompletionPrompts) {
+    if (prompt->size() > kMaxCompletionChoices) {
       return absl::InvalidArgumentError(absl::StrCat("prompt: a batch of ", prompt->size(),
-                                                     " prompts; at most ", kMaxCompletionPrompts, " per request"));
+                                                     " prompts; at most ", kMaxCompletionChoices, " per request"));
     }
     for (size_t i = 0; i < prompt->size(); ++i) {
       const json& one = (*prompt)[i];
@@ -139,9 +139,6 @@ absl::Status ParseStop(const json& body, v1::SamplingParams* sampling) {
 
 // Options whose only supported value is the default.
 absl::Status RefuseNonDefaults(const json& body) {
-  if (const json* n = Field(body, "n"); n != nullptr && !(n->is_number_integer() && n->get<int64_t>() == 1)) {
-    return Unsupported("n", "only n = 1; send one request per completion");
-  }
   if (const json* b = Field(body, "best_of"); b != nullptr && !(b->is_number_integer() && b->get<int64_t>() == 1)) {
     return Unsupported("best_of", "only best_of = 1");
   }
@@ -284,8 +281,19 @@ absl::StatusOr<CompletionCall> ParseCompletionRequest(absl::string_view body) {
   RETURN_IF_ERROR(RefuseNonDefaults(root));
   CompletionCall call;
   ASSIGN_OR_RETURN(std::vector<v1::GenerateRequest> prompts, ParsePrompts(root));
-  v1::GenerateRequest& request = call.request;
-  request = std::move(prompts[0]);
+  if (const json* n = Field(root, "n"); n != nullptr) {
+    ASSIGN_OR_RETURN(call.n, Int32Field(*n, "n"));
+    if (call.n < 1 || static_cast<size_t>(call.n) > kMaxCompletionChoices) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("n: ", call.n, " is outside [1, ", kMaxCompletionChoices, "]"));
+    }
+    if (prompts.size() * static_cast<size_t>(call.n) > kMaxCompletionChoices) {
+      return absl::InvalidArgumentError(absl::StrCat("n: ", call.n, " choices for each of ", prompts.size(),
+                                                     " prompts make ", prompts.size() * call.n,
+                                                     " choices; at most ", kMaxCompletionChoices, " per request"));
+    }
+  }
+  v1::GenerateRequest request;  // the sampling every choice shares
   v1::SamplingParams* sampling = request.mutable_sampling();
   sampling->set_max_new_tokens(kOpenAiDefaultMaxTokens);
   RETURN_IF_ERROR(Optional<int32_t>(root, "max_tokens", Int32Field,
@@ -318,14 +326,13 @@ absl::StatusOr<CompletionCall> ParseCompletionRequest(absl::string_view body) {
     if (!parsed_ids.ok()) return parsed_ids.status();
     sampling->mutable_stop_token_ids()->Add(parsed_ids->ids().begin(), parsed_ids->ids().end());
   }
-  // The other prompts of a batch, with the same sampling.
-  for (size_t i = 1; i < prompts.size(); ++i) {
-    v1::GenerateRequest& more = call.more.emplace_back(std::move(prompts[i]));
-    *more.mutable_sampling() = request.sampling();
-  }
-  if (call.stream && !call.more.empty()) {
-    return Unsupported("prompt", absl::StrCat("a batch of ", prompts.size(),
-                                              " prompts with stream: true; stream one prompt per request"));
+  for (const v1::GenerateRequest& prompt : prompts) {
+    for (int j = 0; j < call.n; ++j) {
+      v1::GenerateRequest& choice = call.requests.emplace_back(prompt);
+      *choice.mutable_sampling() = request.sampling();
+      // uint64 arithmetic: a seed near the top wraps, still distinct.
+      if (sampling->has_seed()) choice.mutable_sampling()->set_seed(sampling->seed() + static_cast<uint64_t>(j));
+    }
   }
   return call;
 }
@@ -346,16 +353,20 @@ json CompletionResponse(const std::vector<v1::GenerateResponse>& chunks, const C
   return CompletionResponse(std::vector<std::vector<v1::GenerateResponse>>{chunks}, id, logprobs);
 }
 
-json CompletionResponse(const std::vector<std::vector<v1::GenerateResponse>>& per_prompt, const CompletionIdentity& id,
+void AddCompletionUsage(const v1::GenerateUsage& usage, v1::GenerateUsage* total) {
+  total->set_prompt_tokens(total->prompt_tokens() + usage.prompt_tokens());
+  total->set_generated_tokens(total->generated_tokens() + usage.generated_tokens());
+  total->set_peak_kv_cache_bytes(total->peak_kv_cache_bytes() + usage.peak_kv_cache_bytes());
+}
+
+json CompletionResponse(const std::vector<std::vector<v1::GenerateResponse>>& per_choice, const CompletionIdentity& id,
                         bool logprobs) {
   json choices = json::array();
   v1::GenerateUsage total;
-  for (size_t index = 0; index < per_prompt.size(); ++index) {
+  for (size_t index = 0; index < per_choice.size(); ++index) {
     v1::GenerateUsage usage;
-    choices.push_back(CompletionChoice(per_prompt[index], static_cast<int>(index), logprobs, &usage));
-    total.set_prompt_tokens(total.prompt_tokens() + usage.prompt_tokens());
-    total.set_generated_tokens(total.generated_tokens() + usage.generated_tokens());
-    total.set_peak_kv_cache_bytes(total.peak_kv_cache_bytes() + usage.peak_kv_cache_bytes());
+    choices.push_back(CompletionChoice(per_choice[index], static_cast<int>(index), logprobs, &usage));
+    AddCompletionUsage(usage, &total);
   }
   return json{{"id", id.id},
               {"object", "text_completion"},
@@ -392,9 +403,9 @@ json CompletionChoice(const std::vector<v1::GenerateResponse>& chunks, int index
 }  // namespace
 
 json CompletionChunk(const v1::GenerateResponse& chunk, const CompletionIdentity& id, bool logprobs,
-                     int64_t text_offset) {
+                     int64_t text_offset, int index, bool with_usage) {
   const bool last = chunk.finish_reason() != v1::FINISH_REASON_UNSPECIFIED;
-  json choice{{"index", 0},
+  json choice{{"index", index},
               {"text", SanitizeUtf8(chunk.text())},
               {"logprobs", logprobs ? LogprobsJson(chunk, text_offset) : json()},
               {"finish_reason", last ? json(OpenAiFinishReason(chunk.finish_reason())) : json()}};
@@ -403,8 +414,17 @@ json CompletionChunk(const v1::GenerateResponse& chunk, const CompletionIdentity
            {"created", id.created},
            {"model", id.model},
            {"choices", json::array({std::move(choice)})}};
-  if (last && chunk.has_usage()) out["usage"] = CompletionUsage(chunk.usage());
+  if (with_usage && last && chunk.has_usage()) out["usage"] = CompletionUsage(chunk.usage());
   return out;
+}
+
+json CompletionUsageChunk(const v1::GenerateUsage& total, const CompletionIdentity& id) {
+  return json{{"id", id.id},
+              {"object", "text_completion"},
+              {"created", id.created},
+              {"model", id.model},
+              {"choices", json::array()},
+              {"usage", CompletionUsage(total)}};
 }
 
 json ModelsResponse(const std::vector<std::string>& names, int64_t created) {

@@ -4,7 +4,7 @@
 // no network), tested on their own.
 //
 // Unknown fields are ignored here (OpenAI clients send options we have no use
-// for); fields we cannot honour (n > 1, echo, best_of > 1, suffix, penalties,
+// for); fields we cannot honour (echo, best_of > 1, suffix, penalties,
 // logit_bias, dimensions) are refused with a 400 naming them rather than
 // silently ignored.
 #ifndef ATTNSERVE_SERVER_HTTP_OPENAI_API_H_
@@ -38,22 +38,27 @@ absl::StatusOr<EmbeddingsCall> ParseEmbeddingsRequest(absl::string_view body);
 //  "model":..,"usage":{"prompt_tokens":..,"total_tokens":..}}.
 nlohmann::json EmbeddingsResponse(const v1::EncodeResponse& response, const std::string& model, bool base64);
 
-// Prompts one /v1/completions request may carry (a batch runs as that many
-// Generate requests).
-inline constexpr size_t kMaxCompletionPrompts = 256;
+// Choices one /v1/completions request may ask for: prompts × n (each choice
+// runs as a Generate request of its own).
+inline constexpr size_t kMaxCompletionChoices = 256;
 
 struct CompletionCall {
-  v1::GenerateRequest request;            // the (first) prompt, with the sampling
-  std::vector<v1::GenerateRequest> more;  // a batch's other prompts, same sampling
+  // One request per choice, prompt-major as OpenAI numbers choices: choice k
+  // is sample k % n of prompt k / n. All share the sampling options, except
+  // that with a seed S sample j gets S + j, so the n samples of a prompt
+  // differ and each can be reproduced alone.
+  std::vector<v1::GenerateRequest> requests;
+  int n = 1;
   bool stream = false;
   bool logprobs = false;  // "logprobs": n was given: return OpenAI's logprobs object
+  size_t prompts() const { return requests.size() / static_cast<size_t>(n); }
 };
 
-// {"prompt": str | [int] | [str] | [[int]] (a list: one choice per prompt, in
-//  order; not with "stream"), "model", "max_tokens",
-//  "temperature", "top_p", "stop": str | [str], "seed", "logprobs": int,
-//  "stream": bool, "n": 1, "echo": false} plus the extensions "top_k",
-// "repetition_penalty", "ignore_eos" and "stop_token_ids" (as vLLM).
+// {"prompt": str | [int] | [str] | [[int]] (a list: a batch, choices in
+//  prompt order), "model", "max_tokens", "temperature", "top_p",
+//  "stop": str | [str], "seed", "logprobs": int, "stream": bool, "n": int,
+//  "echo": false} plus the extensions "top_k", "repetition_penalty",
+// "ignore_eos" and "stop_token_ids" (as vLLM).
 absl::StatusOr<CompletionCall> ParseCompletionRequest(absl::string_view body);
 
 // What every object of one completion shares.
@@ -67,15 +72,25 @@ struct CompletionIdentity {
 // (the last one carries finish_reason and usage).
 nlohmann::json CompletionResponse(const std::vector<v1::GenerateResponse>& chunks, const CompletionIdentity& id,
                                   bool logprobs);
-// A batch: choice i from prompt i's chunks; usage summed over the prompts
-// (peak_kv_cache_bytes too: the prompts run side by side).
-nlohmann::json CompletionResponse(const std::vector<std::vector<v1::GenerateResponse>>& per_prompt,
+// Several choices: choice k from per_choice[k]'s chunks; usage summed over
+// them (AddCompletionUsage).
+nlohmann::json CompletionResponse(const std::vector<std::vector<v1::GenerateResponse>>& per_choice,
                                   const CompletionIdentity& id, bool logprobs);
 
-// One streamed completion chunk; `text_offset` is the length of the text
-// streamed before it. The last chunk (finish_reason set) also carries usage.
+// One streamed completion chunk of choice `index`; `text_offset` is the
+// length of that choice's text streamed before it. With `with_usage` the last
+// chunk (finish_reason set) also carries the request's usage (a completion of
+// one choice; with several, CompletionUsageChunk ends the stream instead).
 nlohmann::json CompletionChunk(const v1::GenerateResponse& chunk, const CompletionIdentity& id, bool logprobs,
-                               int64_t text_offset);
+                               int64_t text_offset, int index = 0, bool with_usage = true);
+
+// The chunk that ends a stream of several choices: no choices, the usage
+// summed over them (as OpenAI's stream_options.include_usage chunk).
+nlohmann::json CompletionUsageChunk(const v1::GenerateUsage& total, const CompletionIdentity& id);
+
+// Adds one choice's usage to a completion's total (peak KV bytes too: the
+// choices run side by side).
+void AddCompletionUsage(const v1::GenerateUsage& usage, v1::GenerateUsage* total);
 
 // "stop" for EOS / stop string / stop token, "length" for the token or
 // context limit.

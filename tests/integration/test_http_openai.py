@@ -177,8 +177,8 @@ def test_openai_client_sees_bad_request_naming_the_field(client):
         client.completions.create(model="m", prompt="x", max_tokens=-1)
     assert "max_tokens" in str(e.value)
     with pytest.raises(openai.BadRequestError) as e:
-        client.completions.create(model="m", prompt="x", n=2)
-    assert "n: not supported" in str(e.value)
+        client.completions.create(model="m", prompt="x", echo=True)
+    assert "echo: not supported" in str(e.value)
     with pytest.raises(openai.BadRequestError) as e:
         client.embeddings.create(model="m", input="x", dimensions=8)
     assert "dimensions" in str(e.value)
@@ -274,5 +274,48 @@ def test_completions_batch_with_a_bad_prompt_names_it(server):
     status, _, body = post(server, "/v1/completions", {"prompt": [[1, 403], [1, 99999]], "max_tokens": 4})
     assert status == 400, body
     assert b"prompt[1]" in body, body
-    status, _, body = post(server, "/v1/completions", {"prompt": ["a", "b"], "max_tokens": 4, "stream": True})
-    assert status == 400 and b"stream" in body, body
+    # Streamed: the bad prompt is refused before any token, so the answer is
+    # a plain 400, not a 200 stream.
+    status, _, body = post(server, "/v1/completions",
+                           {"prompt": [[1, 99999], [1, 403]], "max_tokens": 4, "stream": True})
+    assert status == 400, body
+    assert b"prompt[0]" in body, body
+    status, _, body = post(server, "/v1/completions", {"prompt": "a", "n": 0})
+    assert status == 400 and b"n: 0 is outside" in body, body
+
+
+def test_completions_n_samples_are_each_reproducible_alone(client):
+    """n samples of one seeded prompt: sample j equals the prompt sent alone
+    with seed + j, as the README documents; the samples differ (sampling at
+    temperature 1 with different seeds)."""
+    kwargs = dict(model="m", prompt="Once upon a time", max_tokens=24, temperature=1.0)
+    many = client.completions.create(n=3, seed=5, **kwargs)
+    assert [c.index for c in many.choices] == [0, 1, 2]
+    alone = [client.completions.create(seed=5 + j, **kwargs) for j in range(3)]
+    texts = [a.choices[0].text for a in alone]
+    assert [c.text for c in many.choices] == texts
+    assert len(set(texts)) > 1, texts
+    assert many.usage.completion_tokens == sum(a.usage.completion_tokens for a in alone)
+
+
+def test_completions_stream_of_several_choices_equals_the_unary_answer(client):
+    """A streamed batch with n = 2 interleaves the choices by index; put back
+    together they equal the unary answer, and a last chunk with no choices
+    carries the summed usage."""
+    kwargs = dict(model="m", prompt=["Once upon a time", "The cat"], n=2, max_tokens=16, temperature=0)
+    unary = client.completions.create(**kwargs)
+    texts = [""] * 4
+    finish = [None] * 4
+    usage = None
+    for chunk in client.completions.create(stream=True, **kwargs):
+        if not chunk.choices:
+            usage = chunk.usage
+            continue
+        for c in chunk.choices:
+            texts[c.index] += c.text
+            finish[c.index] = c.finish_reason or finish[c.index]
+    assert texts == [c.text for c in unary.choices]
+    assert texts[0] == texts[1] and texts[2] == texts[3]  # greedy: both samples of a prompt agree
+    assert finish == [c.finish_reason for c in unary.choices]
+    assert usage is not None and usage.completion_tokens == unary.usage.completion_tokens
+    assert usage.prompt_tokens == unary.usage.prompt_tokens

@@ -103,7 +103,9 @@ TEST(OpenAiCompletionsTest, RequestMapsOntoGenerateRequest) {
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_TRUE(c->stream);
   EXPECT_TRUE(c->logprobs);
-  const v1::GenerateRequest& r = c->request;
+  ASSERT_EQ(c->requests.size(), 1u);
+  EXPECT_EQ(c->n, 1);
+  const v1::GenerateRequest& r = c->requests[0];
   EXPECT_EQ(r.text(), "Once");
   EXPECT_EQ(r.sampling().max_new_tokens(), 5);
   EXPECT_TRUE(r.sampling().has_temperature());
@@ -120,26 +122,26 @@ TEST(OpenAiCompletionsTest, RequestMapsOntoGenerateRequest) {
 TEST(OpenAiCompletionsTest, DefaultsAndPromptForms) {
   absl::StatusOr<CompletionCall> c = ParseCompletionRequest(R"({"model": "m", "prompt": [1, 2, 3]})");
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_THAT(c->request.token_ids().ids(), ElementsAre(1, 2, 3));
-  EXPECT_EQ(c->request.sampling().max_new_tokens(), kOpenAiDefaultMaxTokens);
-  EXPECT_FALSE(c->request.sampling().has_temperature());
-  EXPECT_FALSE(c->request.sampling().has_seed());
+  EXPECT_THAT(c->requests[0].token_ids().ids(), ElementsAre(1, 2, 3));
+  EXPECT_EQ(c->requests[0].sampling().max_new_tokens(), kOpenAiDefaultMaxTokens);
+  EXPECT_FALSE(c->requests[0].sampling().has_temperature());
+  EXPECT_FALSE(c->requests[0].sampling().has_seed());
   EXPECT_FALSE(c->stream);
   EXPECT_FALSE(c->logprobs);
 
   c = ParseCompletionRequest(R"({"model": "m", "prompt": ["only"], "max_tokens": null, "stop": "\n"})");
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->request.text(), "only");
-  EXPECT_THAT(c->request.sampling().stop(), ElementsAre("\n"));
+  EXPECT_EQ(c->requests[0].text(), "only");
+  EXPECT_THAT(c->requests[0].sampling().stop(), ElementsAre("\n"));
 
   c = ParseCompletionRequest(R"({"model": "m", "prompt": [[4, 5]]})");
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_THAT(c->request.token_ids().ids(), ElementsAre(4, 5));
+  EXPECT_THAT(c->requests[0].token_ids().ids(), ElementsAre(4, 5));
 
   // Range checks of values the proto can hold are the core's, not ours.
   c = ParseCompletionRequest(R"({"model": "m", "prompt": "x", "max_tokens": -3, "temperature": -1})");
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->request.sampling().max_new_tokens(), -3);
+  EXPECT_EQ(c->requests[0].sampling().max_new_tokens(), -3);
 }
 
 // A list of prompts is a batch: one request per prompt, the same sampling.
@@ -147,27 +149,61 @@ TEST(OpenAiCompletionsTest, ABatchOfPromptsSharesTheSampling) {
   absl::StatusOr<CompletionCall> c =
       ParseCompletionRequest(R"({"model": "m", "prompt": ["a", [7, 8], "c"], "max_tokens": 4, "seed": 3})");
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->request.text(), "a");
-  ASSERT_EQ(c->more.size(), 2u);
-  EXPECT_THAT(c->more[0].token_ids().ids(), ElementsAre(7, 8));
-  EXPECT_EQ(c->more[1].text(), "c");
-  for (const v1::GenerateRequest& r : c->more) {
+  ASSERT_EQ(c->requests.size(), 3u);
+  EXPECT_EQ(c->prompts(), 3u);
+  EXPECT_EQ(c->requests[0].text(), "a");
+  EXPECT_THAT(c->requests[1].token_ids().ids(), ElementsAre(7, 8));
+  EXPECT_EQ(c->requests[2].text(), "c");
+  for (const v1::GenerateRequest& r : c->requests) {
     EXPECT_EQ(r.sampling().max_new_tokens(), 4);
-    EXPECT_EQ(r.sampling().seed(), 3u);
+    EXPECT_EQ(r.sampling().seed(), 3u);  // n = 1: every prompt gets the seed itself
   }
   std::string many = R"({"model": "m", "prompt": [)";
-  for (size_t i = 0; i <= kMaxCompletionPrompts; ++i) absl::StrAppend(&many, i ? "," : "", R"("x")");
+  for (size_t i = 0; i <= kMaxCompletionChoices; ++i) absl::StrAppend(&many, i ? "," : "", R"("x")");
   many += "]}";
   c = ParseCompletionRequest(many);
   EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(c.status().message(), HasSubstr("at most"));
 }
 
+// n samples per prompt: choices prompt-major (as OpenAI numbers them), sample
+// j of a seeded request seeded S + j so the samples differ and each can be
+// reproduced alone.
+TEST(OpenAiCompletionsTest, NChoicesPerPromptArePromptMajorWithSeedsOffset) {
+  absl::StatusOr<CompletionCall> c = ParseCompletionRequest(
+      R"({"model": "m", "prompt": ["a", "b"], "n": 3, "seed": 10, "temperature": 0.8, "stream": true})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->n, 3);
+  EXPECT_TRUE(c->stream);
+  ASSERT_EQ(c->requests.size(), 6u);
+  EXPECT_EQ(c->prompts(), 2u);
+  for (size_t k = 0; k < 6; ++k) {
+    EXPECT_EQ(c->requests[k].text(), k < 3 ? "a" : "b") << k;
+    EXPECT_EQ(c->requests[k].sampling().seed(), 10u + k % 3) << k;
+    EXPECT_FLOAT_EQ(c->requests[k].sampling().temperature(), 0.8f) << k;
+  }
+  // Unseeded samples stay unseeded (the core draws a random seed for each).
+  c = ParseCompletionRequest(R"({"model": "m", "prompt": "a", "n": 2})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->requests.size(), 2u);
+  EXPECT_FALSE(c->requests[1].sampling().has_seed());
+  // A seed at the top of uint64 wraps and stays distinct.
+  c = ParseCompletionRequest(R"({"model": "m", "prompt": "a", "n": 2, "seed": 18446744073709551615})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->requests[1].sampling().seed(), 0u);
+  // prompts × n is bounded.
+  std::string body = R"({"model": "m", "n": 3, "prompt": [)";
+  for (int i = 0; i < 100; ++i) absl::StrAppend(&body, i ? "," : "", R"("x")");
+  body += "]}";
+  c = ParseCompletionRequest(body);
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(c.status().message(), HasSubstr("n: 3 choices for each of 100 prompts make 300 choices; at most 256"));
+}
+
 TEST(OpenAiCompletionsTest, BadShapesAndUnsupportedOptionsNameTheField) {
   const std::pair<const char*, const char*> cases[] = {
       {R"({"model": "m"})", "prompt: required"},
       {R"({"model": "m", "prompt": 5})", "prompt: must be"},
-      {R"({"model": "m", "prompt": ["a", "b"], "stream": true})", "prompt: not supported"},
       {R"({"model": "m", "prompt": ["a", 5]})", "prompt[1]"},
       {R"({"model": "m", "prompt": ["a", [1, "x"]]})", "prompt[1]"},
       {R"({"model": "m", "prompt": [1, "b"]})", "prompt[1]"},
@@ -180,7 +216,9 @@ TEST(OpenAiCompletionsTest, BadShapesAndUnsupportedOptionsNameTheField) {
       {R"({"model": "m", "prompt": "x", "seed": -1})", "seed"},
       {R"({"model": "m", "prompt": "x", "stream": "yes"})", "stream: must be a boolean"},
       {R"({"model": "m", "prompt": "x", "logprobs": true})", "logprobs"},
-      {R"({"model": "m", "prompt": "x", "n": 2})", "n: not supported"},
+      {R"({"model": "m", "prompt": "x", "n": 0})", "n: 0 is outside [1, 256]"},
+      {R"({"model": "m", "prompt": "x", "n": 257})", "n: 257 is outside [1, 256]"},
+      {R"({"model": "m", "prompt": "x", "n": "2"})", "n: must be an integer"},
       {R"({"model": "m", "prompt": "x", "best_of": 3})", "best_of"},
       {R"({"model": "m", "prompt": "x", "echo": true})", "echo"},
       {R"({"model": "m", "prompt": "x", "suffix": "end"})", "suffix"},
@@ -267,6 +305,21 @@ TEST(OpenAiCompletionsTest, StreamChunks) {
   EXPECT_EQ(last["choices"][0]["finish_reason"], "length");
   EXPECT_EQ(last["choices"][0]["logprobs"]["text_offset"], json({9}));
   EXPECT_EQ(last["usage"]["peak_kv_cache_bytes"], 8192);
+  // One choice of several: its index, and no usage (the usage chunk ends
+  // such a stream).
+  json of_many = CompletionChunk(chunks[2], id, false, 9, /*index=*/3, /*with_usage=*/false);
+  EXPECT_EQ(of_many["choices"][0]["index"], 3);
+  EXPECT_EQ(of_many["choices"][0]["finish_reason"], "length");
+  EXPECT_FALSE(of_many.contains("usage"));
+  v1::GenerateUsage total;
+  AddCompletionUsage(chunks[2].usage(), &total);
+  AddCompletionUsage(chunks[2].usage(), &total);
+  json usage = CompletionUsageChunk(total, id);
+  EXPECT_EQ(usage["id"], "cmpl-2");
+  EXPECT_TRUE(usage["choices"].is_array() && usage["choices"].empty());
+  EXPECT_EQ(usage["usage"]["completion_tokens"], 6);
+  EXPECT_EQ(usage["usage"]["total_tokens"], 14);
+  EXPECT_EQ(usage["usage"]["peak_kv_cache_bytes"], 16384);
 }
 
 TEST(OpenAiCompletionsTest, FinishReasons) {

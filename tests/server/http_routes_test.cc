@@ -87,7 +87,7 @@ class FakeCore {
       threads_.emplace_back([this, n, fail_midway, c, sink = std::move(sink)] {
         for (int i = 0; i < n; ++i) {
           if (c->cancelled.load()) {
-            cancelled_.Notify();
+            NoteCancelled();
             return sink.on_done(absl::CancelledError("cancelled"));
           }
           if (fail_midway && i == 2) return sink.on_done(absl::DeadlineExceededError("deadline passed"));
@@ -121,9 +121,15 @@ class FakeCore {
     absl::MutexLock lock(&mu_);
     return last_request_id_;
   }
+  // Notified at the first cancellation the fake sees.
   absl::Notification& cancelled() { return cancelled_; }
 
  private:
+  void NoteCancelled() {
+    absl::MutexLock lock(&mu_);
+    if (!cancelled_.HasBeenNotified()) cancelled_.Notify();
+  }
+
   void Record(const std::shared_ptr<RequestControl>& c) {
     absl::MutexLock lock(&mu_);
     ++calls_;
@@ -367,6 +373,59 @@ TEST_F(HttpRoutesTest, CompletionsAndTheirStream) {
   r = Post("/v1/completions", R"({"model": "x", "prompt": "hi", "max_tokens": 0})");
   EXPECT_EQ(r.status, 400);
   EXPECT_THAT(r.body, HasSubstr("max_tokens"));
+}
+
+// Several choices (prompts × n) run as one Generate each; the answer has them
+// in order with usage summed, and the stream interleaves them by index and
+// ends with one usage chunk.
+TEST_F(HttpRoutesTest, CompletionsWithSeveralChoicesAnswerAndStreamEach) {
+  const std::string body = R"({"model": "x", "prompt": ["a", "b"], "n": 2, "max_tokens": 3)";
+  Reply r = Post("/v1/completions", body + "}");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(core_.calls(), 4);
+  json j = json::parse(r.body);
+  ASSERT_EQ(j["choices"].size(), 4u);
+  for (int k = 0; k < 4; ++k) {
+    EXPECT_EQ(j["choices"][k]["index"], k);
+    EXPECT_EQ(j["choices"][k]["text"], "t0 t1 t2 ");
+  }
+  EXPECT_EQ(j["usage"]["completion_tokens"], 12);
+  EXPECT_EQ(j["usage"]["peak_kv_cache_bytes"], 4096);
+
+  r = Post("/v1/completions", body + R"(, "stream": true})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto events = SseEvents(r.body);
+  ASSERT_EQ(events.size(), 4u * 3u + 2u) << r.body;
+  std::vector<std::string> texts(4);
+  for (size_t e = 0; e < 12; ++e) {
+    json chunk = json::parse(events[e].second);
+    EXPECT_FALSE(chunk.contains("usage")) << events[e].second;
+    ASSERT_EQ(chunk["choices"].size(), 1u);
+    texts.at(chunk["choices"][0]["index"].get<int>()) += chunk["choices"][0]["text"].get<std::string>();
+  }
+  EXPECT_THAT(texts, ::testing::Each("t0 t1 t2 "));
+  json usage = json::parse(events[12].second);
+  EXPECT_TRUE(usage["choices"].empty());
+  EXPECT_EQ(usage["usage"]["completion_tokens"], 12);
+  EXPECT_EQ(events[13].second, "[DONE]");
+}
+
+// One failing prompt fails the completion, names the prompt, and cancels the
+// others: a plain error answer, or an error event once the stream started.
+TEST_F(HttpRoutesTest, CompletionsFailureNamesThePromptAndCancelsTheRest) {
+  Reply r = Post("/v1/completions", R"({"prompt": ["a", "fail"], "max_tokens": 500})");
+  EXPECT_EQ(r.status, 504) << r.body;
+  EXPECT_THAT(r.body, HasSubstr("prompt[1]: deadline passed"));
+  EXPECT_TRUE(core_.cancelled().WaitForNotificationWithTimeout(absl::Seconds(30)));
+
+  r = Post("/v1/completions", R"({"prompt": ["a", "fail"], "max_tokens": 500, "stream": true})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto events = SseEvents(r.body);
+  ASSERT_FALSE(events.empty());
+  json error = json::parse(events.back().second);
+  EXPECT_EQ(error["error"]["code"], "deadline_exceeded") << r.body;
+  EXPECT_THAT(error["error"]["message"].get<std::string>(), HasSubstr("prompt[1]"));
+  EXPECT_THAT(r.body, ::testing::Not(HasSubstr("[DONE]")));
 }
 
 TEST_F(HttpRoutesTest, EmbeddingsAndModels) {
