@@ -18,6 +18,10 @@ struct ForwardBatch {
   std::vector<int32_t> tokens;     // [T] token ids
   std::vector<int32_t> positions;  // [T] absolute positions
   std::vector<int32_t> token_seq;  // [T] index s of each token's sequence
+  // Token indices whose logits Forward returns, in this order; empty: the
+  // last token of each sequence (all a step samples from). Prompt logprobs
+  // ask for every token of a sequence's chunk.
+  std::vector<int32_t> logit_tokens;
 
   int num_seqs() const { return static_cast<int>(seq_ids.size()); }
   int num_tokens() const { return static_cast<int>(tokens.size()); }
@@ -27,6 +31,7 @@ struct ForwardBatch {
     tokens.clear();
     positions.clear();
     token_seq.clear();
+    logit_tokens.clear();
   }
   // Appends a sequence feeding `n` tokens from `ids`, the first at `start_pos`.
   void Add(SeqId seq, const int32_t* ids, int n, int start_pos) {

@@ -205,20 +205,27 @@ absl::Status DecoderModel::Forward(const ForwardBatch& batch, KvCache& kv, Decod
   for (const DecoderBlock& b : blocks_) {
     RETURN_IF_ERROR(b.Forward(batch, kv, rope_.has_value() ? &*rope_ : nullptr, angles, sc));
   }
-  // Final norm and lm head on each sequence's last token only.
-  for (int s = 0; s < S; ++s) {
-    std::memcpy(sc.normed.data() + int64_t{s} * D,
-                sc.hidden.data() + int64_t{batch.seq_start[s + 1] - 1} * D, sizeof(float) * D);
+  // Final norm and lm head on each sequence's last token only (or on the
+  // tokens asked for).
+  const bool listed = !batch.logit_tokens.empty();
+  const int R = listed ? static_cast<int>(batch.logit_tokens.size()) : S;
+  Grow(sc.normed, int64_t{R} * D);
+  for (int r = 0; r < R; ++r) {
+    const int64_t t = listed ? batch.logit_tokens[r] : batch.seq_start[r + 1] - 1;
+    if (t < 0 || t >= T) {
+      return absl::InvalidArgumentError(absl::StrCat("logit_tokens[", r, "] = ", t, " is not in [0, ", T, ")"));
+    }
+    std::memcpy(sc.normed.data() + int64_t{r} * D, sc.hidden.data() + t * D, sizeof(float) * D);
   }
   if (config_.norm == NormKind::kRmsNorm) {
-    RmsNorm(sc.normed.data(), final_norm_w_.data(), S, D, config_.norm_eps, sc.normed.data());
+    RmsNorm(sc.normed.data(), final_norm_w_.data(), R, D, config_.norm_eps, sc.normed.data());
   } else {
     LayerNorm(sc.normed.data(), final_norm_w_.data(),
-              final_norm_b_.empty() ? nullptr : final_norm_b_.data(), S, D, config_.norm_eps,
+              final_norm_b_.empty() ? nullptr : final_norm_b_.data(), R, D, config_.norm_eps,
               sc.normed.data());
   }
-  logits.resize(int64_t{S} * config_.vocab_size);
-  return lm_head_->Forward(sc.normed.data(), S, logits.data());
+  logits.resize(int64_t{R} * config_.vocab_size);
+  return lm_head_->Forward(sc.normed.data(), R, logits.data());
 }
 
 }  // namespace attnserve

@@ -60,7 +60,8 @@ class DecoderModel {
 
   // Runs one ragged step. The KV blocks for every token must be reserved in
   // `kv` (positions are batch.positions). Writes K/V of all tokens, then the
-  // logits of the LAST token of each sequence: logits [S, vocab].
+  // logits of the LAST token of each sequence: logits [S, vocab] (or of the
+  // tokens batch.logit_tokens lists: [that many, vocab]).
   // INVALID_ARGUMENT for token ids or positions out of range.
   absl::Status Forward(const ForwardBatch& batch, KvCache& kv, DecoderScratch& scratch,
                        std::vector<float>& logits) const;

@@ -24,6 +24,7 @@ struct DecoderEngine::Sequence {
   FinishReason reason = FinishReason::kNone;
   int64_t peak_kv_bytes = 0;
   StreamingDetokenizer detok;  // UTF-8-safe text of generated tokens
+  std::vector<SampledToken> prompt_scores;  // prompt_logprobs: positions 1.. scored so far
   StopStringMatcher stops;     // holds back text that may start a stop string
 
   Sequence(const Tokenizer& tokenizer, int32_t last_prompt_token, std::vector<std::string> stop)
@@ -129,7 +130,9 @@ absl::StatusOr<SeqId> DecoderEngine::AddSequence(std::vector<int32_t> prompt,
   s->history = prompt;
   s->prompt = std::move(prompt);
   RETURN_IF_ERROR(kv_->AddSequence(id));
-  absl::StatusOr<int> cached = kv_->AttachPrefix(id, s->prompt);
+  // Shared prefix blocks skip computing those positions, whose logits
+  // prompt logprobs need.
+  absl::StatusOr<int> cached = s->params.prompt_logprobs ? 0 : kv_->AttachPrefix(id, s->prompt);
   if (!cached.ok()) {
     kv_->Free(id);
     return cached.status();
@@ -191,6 +194,22 @@ void DecoderEngine::AppendToken(Sequence& s, const SampledToken& tok, StepEvent&
   }
 }
 
+void DecoderEngine::ScorePromptChunk(Sequence& s, int begin, int end, int first_row) {
+  // Row r of the chunk (the token at position prompt_fed + r) predicts the
+  // token at the next position; the chunk's last row predicts the first
+  // generated token when the prompt ends there (SampleToken's job).
+  const int vocab = model_->config().vocab_size;
+  const int top_n = s.params.top_logprobs;
+  for (int r = 0; r < end - begin; ++r) {
+    const int next = s.prompt_fed + r + 1;
+    if (next >= static_cast<int>(s.prompt.size())) break;
+    absl::Span<const float> row(logits_.data() + (first_row + r) * static_cast<size_t>(vocab), vocab);
+    SampledToken scored = ScoreToken(row, s.prompt[next], top_n);
+    for (TokenLogprob& alt : scored.top) alt.text = model_->tokenizer().TokenBytes(alt.id, s.prompt[next - 1]);
+    s.prompt_scores.push_back(std::move(scored));
+  }
+}
+
 absl::StatusOr<std::vector<StepEvent>> DecoderEngine::Step(absl::Span<const StepItem> items) {
   std::vector<Sequence*> batch_seqs;
   std::vector<SeqId> ids;
@@ -227,6 +246,21 @@ absl::StatusOr<std::vector<StepEvent>> DecoderEngine::Step(absl::Span<const Step
       want.push_back(start + 1);
     }
   }
+  // Which logits row each sequence samples from; a prompt-scoring
+  // sequence in prefill gets a row for every token of its chunk.
+  std::vector<int> sample_row(batch_seqs.size());
+  bool scoring = false;
+  for (const Sequence* s : batch_seqs) scoring |= s->params.prompt_logprobs && s->in_prefill();
+  if (scoring) {
+    for (size_t i = 0; i < batch_seqs.size(); ++i) {
+      const int begin = batch_.seq_start[i], end = batch_.seq_start[i + 1];
+      const bool all = batch_seqs[i]->params.prompt_logprobs && batch_seqs[i]->in_prefill();
+      for (int t = all ? begin : end - 1; t < end; ++t) batch_.logit_tokens.push_back(t);
+      sample_row[i] = static_cast<int>(batch_.logit_tokens.size()) - 1;
+    }
+  } else {
+    for (size_t i = 0; i < batch_seqs.size(); ++i) sample_row[i] = static_cast<int>(i);
+  }
   RETURN_IF_ERROR(kv_->Reserve(ids, want));
   for (Sequence* s : batch_seqs) {
     s->peak_kv_bytes = std::max(s->peak_kv_bytes, kv_->SequenceStats(s->id).peak_bytes);
@@ -245,12 +279,22 @@ absl::StatusOr<std::vector<StepEvent>> DecoderEngine::Step(absl::Span<const Step
     const bool was_prefill = s.in_prefill();
     RETURN_IF_ERROR(kv_->Commit(s.id, fed, /*publish=*/was_prefill));
     if (was_prefill) {
+      if (s.params.prompt_logprobs) ScorePromptChunk(s, begin, end, sample_row[i] - (end - begin - 1));
       s.prompt_fed += end - begin;
       ev.prompt_tokens_fed = end - begin;
       if (s.in_prefill()) continue;  // more prompt to go: no token yet
     }
-    absl::Span<const float> row(logits_.data() + i * static_cast<size_t>(vocab), vocab);
+    absl::Span<const float> row(logits_.data() + sample_row[i] * static_cast<size_t>(vocab), vocab);
     SampledToken tok = SampleToken(row, s.sampling, s.history, s.rng, sample_scratch_);
+    if (s.params.prompt_logprobs && s.generated == 0) {
+      ev.prompt_logprobs = std::move(s.prompt_scores);
+      s.prompt_scores.clear();
+      ev.prompt_ids = s.prompt;
+      ev.prompt_token_text.reserve(s.prompt.size());
+      for (size_t p = 0; p < s.prompt.size(); ++p) {
+        ev.prompt_token_text.push_back(model_->tokenizer().TokenBytes(s.prompt[p], p == 0 ? -1 : s.prompt[p - 1]));
+      }
+    }
     AppendToken(s, tok, ev);
     ev.finished = s.finished;
     ev.finish_reason = s.reason;

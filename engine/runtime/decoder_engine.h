@@ -50,6 +50,12 @@ struct GenerationParams {
   bool ignore_eos = false;              // keep going past the model's EOS ids
   bool logprobs = false;                // report logprob of each chosen token
   int top_logprobs = 0;                 // and the top-n alternatives (needs logprobs)
+  // Score the prompt too: each prompt token after the first gets its
+  // log-probability given the tokens before it, with the top_logprobs best
+  // alternatives (vLLM's prompt_logprobs, TGI's decoder_input_details). The
+  // whole prompt is computed (no prefix-cache sharing for such a sequence);
+  // the scores come with the first generated token's event.
+  bool prompt_logprobs = false;
 };
 
 inline constexpr int kMaxStopStrings = 16;
@@ -80,6 +86,14 @@ struct StepEvent {
   std::vector<int32_t> token_ids;       // sampled this step (0 or 1)
   std::string text;                     // UTF-8-safe text delta (may be empty)
   std::vector<SampledToken> logprobs;   // per token in token_ids when requested
+  // With prompt_logprobs, on the event of the first generated token: the
+  // prompt's ids and the text each adds after the one before it
+  // (Tokenizer::TokenBytes; "" for control tokens) ...
+  std::vector<int32_t> prompt_ids;
+  std::vector<std::string> prompt_token_text;
+  // ... and each prompt token from position 1 on (position 0 has nothing
+  // before it) scored: logprob and alternatives with their text.
+  std::vector<SampledToken> prompt_logprobs;
   bool finished = false;
   FinishReason finish_reason = FinishReason::kNone;
 };
@@ -120,6 +134,10 @@ class DecoderEngine {
   void Finish(Sequence& s, FinishReason reason);
   void AppendToken(Sequence& s, const SampledToken& tok, StepEvent& ev);
   bool FlushText(Sequence& s, StepEvent& ev);
+  // Scores the prompt tokens that rows [first_row, first_row + end - begin)
+  // of logits_ predict (the chunk batch_.tokens[begin, end) of `s`, fed
+  // from s.prompt_fed).
+  void ScorePromptChunk(Sequence& s, int begin, int end, int first_row);
 
   std::shared_ptr<const DecoderModel> model_;
   std::unique_ptr<KvCache> kv_;

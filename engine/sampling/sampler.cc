@@ -63,6 +63,25 @@ uint64_t SamplingRng::Next() {
 
 double SamplingRng::Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
 
+namespace {
+
+// The n best tokens of `logits` (ties: lower id first), with logprobs
+// against the log-sum-exp `lse`.
+void AddTopLogprobs(absl::Span<const float> logits, double lse, int top_logprobs, SampledToken* out) {
+  const int vocab = static_cast<int>(logits.size());
+  if (top_logprobs <= 0) return;
+  const int n = std::min(top_logprobs, vocab);
+  std::vector<int32_t> ids(vocab);
+  std::iota(ids.begin(), ids.end(), 0);
+  std::partial_sort(ids.begin(), ids.begin() + n, ids.end(), [&](int32_t a, int32_t b) {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  });
+  out->top.reserve(n);
+  for (int i = 0; i < n; ++i) out->top.push_back({ids[i], static_cast<float>(logits[ids[i]] - lse), {}});
+}
+
+}  // namespace
+
 SampledToken SampleToken(absl::Span<const float> logits, const SamplingParams& params,
                          absl::Span<const int32_t> history, SamplingRng& rng,
                          std::vector<float>& scratch) {
@@ -145,18 +164,16 @@ SampledToken SampleToken(absl::Span<const float> logits, const SamplingParams& p
 
   const double lse = LogSumExpLogits(logits);
   out.logprob = static_cast<float>(logits[out.id] - lse);
-  if (params.top_logprobs > 0) {
-    const int n = std::min(params.top_logprobs, vocab);
-    std::vector<int32_t> ids(vocab);
-    std::iota(ids.begin(), ids.end(), 0);
-    std::partial_sort(ids.begin(), ids.begin() + n, ids.end(), [&](int32_t a, int32_t b) {
-      return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
-    });
-    out.top.reserve(n);
-    for (int i = 0; i < n; ++i) {
-      out.top.push_back({ids[i], static_cast<float>(logits[ids[i]] - lse), {}});
-    }
-  }
+  AddTopLogprobs(logits, lse, params.top_logprobs, &out);
+  return out;
+}
+
+SampledToken ScoreToken(absl::Span<const float> logits, int32_t id, int top_logprobs) {
+  SampledToken out;
+  out.id = id;
+  const double lse = LogSumExpLogits(logits);
+  out.logprob = static_cast<float>(logits[id] - lse);
+  AddTopLogprobs(logits, lse, top_logprobs, &out);
   return out;
 }
 

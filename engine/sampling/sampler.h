@@ -73,6 +73,11 @@ SampledToken SampleToken(absl::Span<const float> logits, const SamplingParams& p
                          absl::Span<const int32_t> history, SamplingRng& rng,
                          std::vector<float>& scratch);
 
+// Scores a token that was given, not sampled (a prompt token): its
+// log-probability under `logits` and the `top_logprobs` best alternatives,
+// from the raw logits as SampleToken reports them.
+SampledToken ScoreToken(absl::Span<const float> logits, int32_t id, int top_logprobs);
+
 }  // namespace attnserve
 
 #endif  // ATTNSERVE_ENGINE_SAMPLING_SAMPLER_H_

@@ -128,6 +128,7 @@ absl::StatusOr<GenerationParams> ToGenerationParams(const v1::GenerateRequest& r
   p.ignore_eos = s.ignore_eos();
   p.logprobs = s.logprobs() || s.top_logprobs() > 0;
   p.top_logprobs = s.top_logprobs();
+  p.prompt_logprobs = s.prompt_logprobs();
   if (absl::Status st = ValidateGenerationParams(p, model); !st.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("sampling: ", st.message()));
   }
@@ -167,18 +168,32 @@ absl::StatusOr<std::vector<int32_t>> ToPromptIds(const v1::GenerateRequest& requ
   return ids;
 }
 
+namespace {
+
+void SetPositionLogprobs(const SampledToken& t, v1::PositionLogprobs* lp) {
+  lp->set_logprob(t.logprob);
+  for (const TokenLogprob& alt : t.top) {
+    v1::TokenLogprob* a = lp->add_top();
+    a->set_token_id(alt.id);
+    a->set_text(ReplaceInvalidUtf8(alt.text));
+    a->set_logprob(alt.logprob);
+  }
+}
+
+}  // namespace
+
 v1::GenerateResponse ToGenerateChunk(const StepEvent& event) {
   v1::GenerateResponse chunk;
   chunk.mutable_token_ids()->Assign(event.token_ids.begin(), event.token_ids.end());
   chunk.set_text(ReplaceInvalidUtf8(event.text));
-  for (const SampledToken& t : event.logprobs) {
-    v1::PositionLogprobs* lp = chunk.add_logprobs();
-    lp->set_logprob(t.logprob);
-    for (const TokenLogprob& alt : t.top) {
-      v1::TokenLogprob* a = lp->add_top();
-      a->set_token_id(alt.id);
-      a->set_text(ReplaceInvalidUtf8(alt.text));
-      a->set_logprob(alt.logprob);
+  for (const SampledToken& t : event.logprobs) SetPositionLogprobs(t, chunk.add_logprobs());
+  // Prompt position p >= 1 was scored as prompt_logprobs[p - 1].
+  for (size_t p = 0; p < event.prompt_ids.size(); ++p) {
+    v1::PromptToken* token = chunk.add_prompt_tokens();
+    token->set_token_id(event.prompt_ids[p]);
+    if (p < event.prompt_token_text.size()) token->set_text(ReplaceInvalidUtf8(event.prompt_token_text[p]));
+    if (p >= 1 && p - 1 < event.prompt_logprobs.size()) {
+      SetPositionLogprobs(event.prompt_logprobs[p - 1], token->mutable_logprobs());
     }
   }
   return chunk;
@@ -188,6 +203,7 @@ void AppendGenerateChunk(v1::GenerateResponse* into, v1::GenerateResponse next) 
   into->mutable_token_ids()->Add(next.token_ids().begin(), next.token_ids().end());
   into->mutable_text()->append(next.text());
   for (v1::PositionLogprobs& lp : *next.mutable_logprobs()) *into->add_logprobs() = std::move(lp);
+  for (v1::PromptToken& t : *next.mutable_prompt_tokens()) *into->add_prompt_tokens() = std::move(t);
   if (next.finish_reason() != v1::FINISH_REASON_UNSPECIFIED) into->set_finish_reason(next.finish_reason());
   if (next.has_usage()) *into->mutable_usage() = std::move(*next.mutable_usage());
 }

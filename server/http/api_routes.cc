@@ -12,6 +12,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "server/core/api_key.h"
+#include "server/core/proto_convert.h"
 #include "server/core/request_log.h"
 #include "server/http/gateway_util.h"
 #include "server/http/json_body.h"
@@ -99,7 +100,7 @@ class Gateway {
         if (!e.status.ok()) return Fail(w, "Generate", e.status);
         break;
       }
-      AppendGenerateChunk(e.chunk, &total);
+      AppendGenerateChunk(&total, std::move(e.chunk));
     }
     Finish("Generate", absl::OkStatus());
     w.Send(200, kJson, ProtoToJson(total));

@@ -29,12 +29,4 @@ absl::StatusOr<v1::DetokenizeRequest> ParseDetokenizeRequest(absl::string_view b
   return ParseMessage<v1::DetokenizeRequest>(body);
 }
 
-void AppendGenerateChunk(const v1::GenerateResponse& chunk, v1::GenerateResponse* total) {
-  total->mutable_token_ids()->MergeFrom(chunk.token_ids());
-  total->mutable_text()->append(chunk.text());
-  total->mutable_logprobs()->MergeFrom(chunk.logprobs());
-  if (chunk.finish_reason() != v1::FINISH_REASON_UNSPECIFIED) total->set_finish_reason(chunk.finish_reason());
-  if (chunk.has_usage()) *total->mutable_usage() = chunk.usage();
-}
-
 }  // namespace attnserve

@@ -17,11 +17,6 @@ absl::StatusOr<v1::GenerateRequest> ParseGenerateRequest(absl::string_view body)
 absl::StatusOr<v1::TokenizeRequest> ParseTokenizeRequest(absl::string_view body);
 absl::StatusOr<v1::DetokenizeRequest> ParseDetokenizeRequest(absl::string_view body);
 
-// Folds one stream chunk into the single answer of non-streaming
-// /v1/generate: token ids, text and logprobs are concatenated; the final
-// chunk's finish_reason and usage are kept.
-void AppendGenerateChunk(const v1::GenerateResponse& chunk, v1::GenerateResponse* total);
-
 }  // namespace attnserve
 
 #endif  // ATTNSERVE_SERVER_HTTP_NATIVE_API_H_

@@ -342,6 +342,9 @@ void Scheduler::AdmitWaiting() {
     waiting_.pop_front();
     GenerationParams params = request->task.params;
     params.max_new_tokens -= static_cast<int>(request->generated.size());
+    // Prompt logprobs went out with the first token; a preempted request
+    // recomputing its prompt does not score it again.
+    if (!request->generated.empty()) params.prompt_logprobs = false;
     const int prompt_len = static_cast<int>(prompt.size());
     absl::StatusOr<SeqId> seq = generate_->AddSequence(std::move(prompt), std::move(params));
     if (!seq.ok()) {

@@ -3,6 +3,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "engine/tokenizers/unicode_util.h"
+#include "server/core/proto_convert.h"
 #include "server/http/gateway_util.h"
 #include "server/http/native_api.h"
 
@@ -134,8 +135,8 @@ TEST(NativeApiTest, ChunksFoldIntoOneAnswer) {
   b.set_finish_reason(v1::FINISH_REASON_LENGTH);
   b.mutable_usage()->set_generated_tokens(2);
   b.mutable_usage()->set_peak_kv_cache_bytes(4096);
-  AppendGenerateChunk(a, &total);
-  AppendGenerateChunk(b, &total);
+  AppendGenerateChunk(&total, a);
+  AppendGenerateChunk(&total, b);
   EXPECT_THAT(total.token_ids(), ::testing::ElementsAre(5, 6));
   EXPECT_EQ(total.text(), "Once upon");
   ASSERT_EQ(total.logprobs_size(), 2);
