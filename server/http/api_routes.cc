@@ -186,6 +186,7 @@ class Gateway {
         return ClientGone(control, "Generate");
       }
       if (e.got == GenerateChannel::Got::kChunk) {
+        DropGenerated(call->format, &e.chunk);
         per_choice[e.index].push_back(std::move(e.chunk));
         continue;
       }
@@ -196,7 +197,7 @@ class Gateway {
       ++ended;
     }
     Finish("Generate", absl::OkStatus());
-    w.Send(200, kJson, Dump(CompletionResponse(per_choice, completion, call->logprobs)));
+    w.Send(200, kJson, Dump(CompletionResponse(per_choice, completion, call->format, call->requests)));
   }
 
   // Tokenize, Detokenize and GetModelInfo answer at once on the handler's
@@ -259,10 +260,12 @@ class Gateway {
           return ClientGone(control, "Generate");
         }
       }
+      DropGenerated(call.format, &e.chunk);
       if (e.chunk.has_usage()) AddCompletionUsage(e.chunk.usage(), &total);
-      const std::string event = SseEvent(
-          Dump(CompletionChunk(e.chunk, completion, call.logprobs, offsets[e.index], e.index, count == 1)));
-      offsets[e.index] += static_cast<int64_t>(e.chunk.text().size());
+      const json chunk = CompletionChunk(e.chunk, completion, call.format, offsets[e.index], e.index, count == 1,
+                                         &call.requests[e.index]);
+      offsets[e.index] += static_cast<int64_t>(chunk["choices"][0]["text"].get_ref<const std::string&>().size());
+      const std::string event = SseEvent(Dump(chunk));
       if (!w.Write(event)) {
         cancel_all();
         return ClientGone(control, "Generate");

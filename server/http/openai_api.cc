@@ -142,9 +142,6 @@ absl::Status RefuseNonDefaults(const json& body) {
   if (const json* b = Field(body, "best_of"); b != nullptr && !(b->is_number_integer() && b->get<int64_t>() == 1)) {
     return Unsupported("best_of", "only best_of = 1");
   }
-  if (const json* echo = Field(body, "echo"); echo != nullptr && !(echo->is_boolean() && !echo->get<bool>())) {
-    return Unsupported("echo", "only echo = false");
-  }
   if (const json* suffix = Field(body, "suffix");
       suffix != nullptr && !(suffix->is_string() && suffix->get<std::string>().empty())) {
     return Unsupported("suffix", "insertion is not implemented");
@@ -158,6 +155,19 @@ absl::Status RefuseNonDefaults(const json& body) {
     return Unsupported("logit_bias", "logit biases are not implemented");
   }
   return absl::OkStatus();
+}
+
+void AppendLogprobs(const json& part, json* all) {
+  for (const char* key : {"tokens", "token_logprobs", "top_logprobs", "text_offset"}) {
+    for (const json& v : part[key]) (*all)[key].push_back(v);
+  }
+}
+
+json EmptyLogprobs() {
+  return json{{"tokens", json::array()},
+              {"token_logprobs", json::array()},
+              {"top_logprobs", json::array()},
+              {"text_offset", json::array()}};
 }
 
 json LogprobsJson(const v1::GenerateResponse& chunk, int64_t text_offset) {
@@ -184,10 +194,42 @@ json LogprobsJson(const v1::GenerateResponse& chunk, int64_t text_offset) {
   return json{{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top}, {"text_offset", offsets}};
 }
 
-void AppendLogprobs(const json& part, json* all) {
-  for (const char* key : {"tokens", "token_logprobs", "top_logprobs", "text_offset"}) {
-    for (const json& v : part[key]) (*all)[key].push_back(v);
+// What a chunk adds to its choice: the text, and the logprobs object's
+// entries when asked; with echo, the prompt first (on the chunk carrying
+// its tokens): the first prompt token has null logprobs, as OpenAI's.
+struct ChunkPart {
+  std::string text;
+  json logprobs;
+};
+
+ChunkPart Render(const v1::GenerateResponse& chunk, const CompletionFormat& format,
+                 const v1::GenerateRequest* request, int64_t text_offset) {
+  ChunkPart part{"", format.logprobs ? EmptyLogprobs() : json()};
+  if (format.echo && chunk.prompt_tokens_size() > 0) {
+    std::string joined;
+    int64_t offset = text_offset;
+    for (int i = 0; i < chunk.prompt_tokens_size(); ++i) {
+      const v1::PromptToken& t = chunk.prompt_tokens(i);
+      joined += t.text();
+      if (!format.logprobs) continue;
+      const bool scored = t.has_logprobs();
+      json alternatives = json::object();
+      for (const v1::TokenLogprob& alt : t.logprobs().top()) alternatives[SanitizeUtf8(alt.text())] = alt.logprob();
+      part.logprobs["tokens"].push_back(SanitizeUtf8(t.text()));
+      part.logprobs["token_logprobs"].push_back(scored ? json(t.logprobs().logprob()) : json());
+      part.logprobs["top_logprobs"].push_back(scored ? alternatives : json());
+      part.logprobs["text_offset"].push_back(offset);
+      offset += static_cast<int64_t>(t.text().size());
+    }
+    // A text prompt is echoed as sent (its tokens' text may differ: a
+    // SentencePiece model drops the first space).
+    part.text = request != nullptr && request->has_text() ? request->text() : joined;
   }
+  if (format.logprobs) {
+    AppendLogprobs(LogprobsJson(chunk, text_offset + static_cast<int64_t>(part.text.size())), &part.logprobs);
+  }
+  part.text += chunk.text();
+  return part;
 }
 
 json CompletionUsage(const v1::GenerateUsage& usage) {
@@ -197,9 +239,9 @@ json CompletionUsage(const v1::GenerateUsage& usage) {
               {"peak_kv_cache_bytes", usage.peak_kv_cache_bytes()}};
 }
 
-// One prompt's choice from its stream chunks; its usage goes to *usage_out.
-json CompletionChoice(const std::vector<v1::GenerateResponse>& chunks, int index, bool logprobs,
-                      v1::GenerateUsage* usage_out);
+// One choice from its stream chunks; its usage goes to *usage_out.
+json CompletionChoice(const std::vector<v1::GenerateResponse>& chunks, int index, const CompletionFormat& format,
+                      const v1::GenerateRequest* request, v1::GenerateUsage* usage_out);
 
 }  // namespace
 
@@ -316,7 +358,7 @@ absl::StatusOr<CompletionCall> ParseCompletionRequest(absl::string_view body) {
   if (const json* logprobs = Field(root, "logprobs"); logprobs != nullptr) {
     absl::StatusOr<int32_t> n = Int32Field(*logprobs, "logprobs");
     if (!n.ok()) return n.status();
-    call.logprobs = true;
+    call.format.logprobs = true;
     sampling->set_logprobs(true);
     sampling->set_top_logprobs(*n);
   }
@@ -325,6 +367,14 @@ absl::StatusOr<CompletionCall> ParseCompletionRequest(absl::string_view body) {
     absl::StatusOr<v1::TokenIds> parsed_ids = TokenIdsField(*ids, "stop_token_ids");
     if (!parsed_ids.ok()) return parsed_ids.status();
     sampling->mutable_stop_token_ids()->Add(parsed_ids->ids().begin(), parsed_ids->ids().end());
+  }
+  RETURN_IF_ERROR(Optional<bool>(root, "echo", BoolField, [&](bool v) { call.format.echo = v; }));
+  if (call.format.echo) {
+    sampling->set_prompt_logprobs(true);
+    if (sampling->max_new_tokens() == 0) {
+      call.format.drop_generated = true;
+      sampling->set_max_new_tokens(1);
+    }
   }
   for (const v1::GenerateRequest& prompt : prompts) {
     for (int j = 0; j < call.n; ++j) {
@@ -348,11 +398,6 @@ const char* OpenAiFinishReason(v1::FinishReason reason) {
   }
 }
 
-json CompletionResponse(const std::vector<v1::GenerateResponse>& chunks, const CompletionIdentity& id,
-                        bool logprobs) {
-  return CompletionResponse(std::vector<std::vector<v1::GenerateResponse>>{chunks}, id, logprobs);
-}
-
 void AddCompletionUsage(const v1::GenerateUsage& usage, v1::GenerateUsage* total) {
   total->set_prompt_tokens(total->prompt_tokens() + usage.prompt_tokens());
   total->set_generated_tokens(total->generated_tokens() + usage.generated_tokens());
@@ -360,12 +405,13 @@ void AddCompletionUsage(const v1::GenerateUsage& usage, v1::GenerateUsage* total
 }
 
 json CompletionResponse(const std::vector<std::vector<v1::GenerateResponse>>& per_choice, const CompletionIdentity& id,
-                        bool logprobs) {
+                        const CompletionFormat& format, const std::vector<v1::GenerateRequest>& requests) {
   json choices = json::array();
   v1::GenerateUsage total;
   for (size_t index = 0; index < per_choice.size(); ++index) {
     v1::GenerateUsage usage;
-    choices.push_back(CompletionChoice(per_choice[index], static_cast<int>(index), logprobs, &usage));
+    const v1::GenerateRequest* request = index < requests.size() ? &requests[index] : nullptr;
+    choices.push_back(CompletionChoice(per_choice[index], static_cast<int>(index), format, request, &usage));
     AddCompletionUsage(usage, &total);
   }
   return json{{"id", id.id},
@@ -378,36 +424,35 @@ json CompletionResponse(const std::vector<std::vector<v1::GenerateResponse>>& pe
 
 namespace {
 
-json CompletionChoice(const std::vector<v1::GenerateResponse>& chunks, int index, bool logprobs,
-                      v1::GenerateUsage* usage_out) {
+json CompletionChoice(const std::vector<v1::GenerateResponse>& chunks, int index, const CompletionFormat& format,
+                      const v1::GenerateRequest* request, v1::GenerateUsage* usage_out) {
   std::string text;
-  json all_logprobs = json{{"tokens", json::array()},
-                           {"token_logprobs", json::array()},
-                           {"top_logprobs", json::array()},
-                           {"text_offset", json::array()}};
+  json all_logprobs = EmptyLogprobs();
   v1::FinishReason finish = v1::FINISH_REASON_UNSPECIFIED;
   v1::GenerateUsage usage;
   for (const v1::GenerateResponse& chunk : chunks) {
-    if (logprobs) AppendLogprobs(LogprobsJson(chunk, static_cast<int64_t>(text.size())), &all_logprobs);
-    text += chunk.text();
+    ChunkPart part = Render(chunk, format, request, static_cast<int64_t>(text.size()));
+    if (format.logprobs) AppendLogprobs(part.logprobs, &all_logprobs);
+    text += part.text;
     if (chunk.finish_reason() != v1::FINISH_REASON_UNSPECIFIED) finish = chunk.finish_reason();
     if (chunk.has_usage()) usage = chunk.usage();
   }
   *usage_out = usage;
   return json{{"index", index},
               {"text", SanitizeUtf8(text)},
-              {"logprobs", logprobs ? all_logprobs : json()},
+              {"logprobs", format.logprobs ? all_logprobs : json()},
               {"finish_reason", OpenAiFinishReason(finish)}};
 }
 
 }  // namespace
 
-json CompletionChunk(const v1::GenerateResponse& chunk, const CompletionIdentity& id, bool logprobs,
-                     int64_t text_offset, int index, bool with_usage) {
+json CompletionChunk(const v1::GenerateResponse& chunk, const CompletionIdentity& id, const CompletionFormat& format,
+                     int64_t text_offset, int index, bool with_usage, const v1::GenerateRequest* request) {
   const bool last = chunk.finish_reason() != v1::FINISH_REASON_UNSPECIFIED;
+  ChunkPart part = Render(chunk, format, request, text_offset);
   json choice{{"index", index},
-              {"text", SanitizeUtf8(chunk.text())},
-              {"logprobs", logprobs ? LogprobsJson(chunk, text_offset) : json()},
+              {"text", SanitizeUtf8(part.text)},
+              {"logprobs", std::move(part.logprobs)},
               {"finish_reason", last ? json(OpenAiFinishReason(chunk.finish_reason())) : json()}};
   json out{{"id", id.id},
            {"object", "text_completion"},
@@ -416,6 +461,14 @@ json CompletionChunk(const v1::GenerateResponse& chunk, const CompletionIdentity
            {"choices", json::array({std::move(choice)})}};
   if (with_usage && last && chunk.has_usage()) out["usage"] = CompletionUsage(chunk.usage());
   return out;
+}
+
+void DropGenerated(const CompletionFormat& format, v1::GenerateResponse* chunk) {
+  if (!format.drop_generated) return;
+  chunk->clear_token_ids();
+  chunk->clear_text();
+  chunk->clear_logprobs();
+  if (chunk->has_usage()) chunk->mutable_usage()->set_generated_tokens(0);
 }
 
 json CompletionUsageChunk(const v1::GenerateUsage& total, const CompletionIdentity& id) {

@@ -4,7 +4,7 @@
 // no network), tested on their own.
 //
 // Unknown fields are ignored here (OpenAI clients send options we have no use
-// for); fields we cannot honour (echo, best_of > 1, suffix, penalties,
+// for); fields we cannot honour (best_of > 1, suffix, penalties,
 // logit_bias, dimensions) are refused with a 400 naming them rather than
 // silently ignored.
 #ifndef ATTNSERVE_SERVER_HTTP_OPENAI_API_H_
@@ -42,6 +42,18 @@ nlohmann::json EmbeddingsResponse(const v1::EncodeResponse& response, const std:
 // runs as a Generate request of its own).
 inline constexpr size_t kMaxCompletionChoices = 256;
 
+// How a completion's choices are written.
+struct CompletionFormat {
+  bool logprobs = false;  // "logprobs": n was given: return OpenAI's logprobs object
+  // "echo": each choice's text (and logprobs) starts with its prompt; the
+  // requests ask for prompt logprobs, which carry the prompt's tokens.
+  bool echo = false;
+  // echo with max_tokens 0 (score the prompt only, as vLLM allows): one
+  // token is generated, because the prompt's scores come with the first
+  // token, and dropped (DropGenerated).
+  bool drop_generated = false;
+};
+
 struct CompletionCall {
   // One request per choice, prompt-major as OpenAI numbers choices: choice k
   // is sample k % n of prompt k / n. All share the sampling options, except
@@ -50,14 +62,14 @@ struct CompletionCall {
   std::vector<v1::GenerateRequest> requests;
   int n = 1;
   bool stream = false;
-  bool logprobs = false;  // "logprobs": n was given: return OpenAI's logprobs object
+  CompletionFormat format;
   size_t prompts() const { return requests.size() / static_cast<size_t>(n); }
 };
 
 // {"prompt": str | [int] | [str] | [[int]] (a list: a batch, choices in
 //  prompt order), "model", "max_tokens", "temperature", "top_p",
 //  "stop": str | [str], "seed", "logprobs": int, "stream": bool, "n": int,
-//  "echo": false} plus the extensions "top_k", "repetition_penalty",
+//  "echo": bool} plus the extensions "top_k", "repetition_penalty",
 // "ignore_eos" and "stop_token_ids" (as vLLM).
 absl::StatusOr<CompletionCall> ParseCompletionRequest(absl::string_view body);
 
@@ -68,21 +80,27 @@ struct CompletionIdentity {
   std::string model;
 };
 
-// The whole completion object from the stream chunks of one request, in order
-// (the last one carries finish_reason and usage).
-nlohmann::json CompletionResponse(const std::vector<v1::GenerateResponse>& chunks, const CompletionIdentity& id,
-                                  bool logprobs);
-// Several choices: choice k from per_choice[k]'s chunks; usage summed over
-// them (AddCompletionUsage).
+// The whole completion object: choice k from per_choice[k]'s stream chunks
+// (the last carries finish_reason and usage), usage summed over the choices
+// (AddCompletionUsage). With format.echo, requests[k] is choice k's request
+// (a text prompt is echoed as sent; token ids as their tokens' text).
 nlohmann::json CompletionResponse(const std::vector<std::vector<v1::GenerateResponse>>& per_choice,
-                                  const CompletionIdentity& id, bool logprobs);
+                                  const CompletionIdentity& id, const CompletionFormat& format,
+                                  const std::vector<v1::GenerateRequest>& requests = {});
 
 // One streamed completion chunk of choice `index`; `text_offset` is the
 // length of that choice's text streamed before it. With `with_usage` the last
 // chunk (finish_reason set) also carries the request's usage (a completion of
 // one choice; with several, CompletionUsageChunk ends the stream instead).
-nlohmann::json CompletionChunk(const v1::GenerateResponse& chunk, const CompletionIdentity& id, bool logprobs,
-                               int64_t text_offset, int index = 0, bool with_usage = true);
+// With format.echo the chunk that carries the prompt's tokens starts with the
+// prompt (`request`: as in CompletionResponse).
+nlohmann::json CompletionChunk(const v1::GenerateResponse& chunk, const CompletionIdentity& id,
+                               const CompletionFormat& format, int64_t text_offset, int index = 0,
+                               bool with_usage = true, const v1::GenerateRequest* request = nullptr);
+
+// With format.drop_generated, empties a chunk of its generated token (ids,
+// text, logprobs; usage counts 0 generated tokens); else leaves it be.
+void DropGenerated(const CompletionFormat& format, v1::GenerateResponse* chunk);
 
 // The chunk that ends a stream of several choices: no choices, the usage
 // summed over them (as OpenAI's stream_options.include_usage chunk).

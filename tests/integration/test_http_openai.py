@@ -177,8 +177,8 @@ def test_openai_client_sees_bad_request_naming_the_field(client):
         client.completions.create(model="m", prompt="x", max_tokens=-1)
     assert "max_tokens" in str(e.value)
     with pytest.raises(openai.BadRequestError) as e:
-        client.completions.create(model="m", prompt="x", echo=True)
-    assert "echo: not supported" in str(e.value)
+        client.completions.create(model="m", prompt="x", best_of=2)
+    assert "best_of: not supported" in str(e.value)
     with pytest.raises(openai.BadRequestError) as e:
         client.embeddings.create(model="m", input="x", dimensions=8)
     assert "dimensions" in str(e.value)
@@ -319,3 +319,68 @@ def test_completions_stream_of_several_choices_equals_the_unary_answer(client):
     assert finish == [c.finish_reason for c in unary.choices]
     assert usage is not None and usage.completion_tokens == unary.usage.completion_tokens
     assert usage.prompt_tokens == unary.usage.prompt_tokens
+
+
+def test_echo_scores_the_prompt_as_lm_eval_harness_asks(server, client):
+    """lm-evaluation-harness's loglikelihood request (echo, logprobs=1,
+    temperature 0) on a prompt followed by llama2.c's greedy continuation:
+    one entry per prompt token, the first null, and every continuation token
+    is the model's best there (is_greedy), its logprob the largest."""
+    cont = ONCE["generated_ids"][:10]
+    ids = ONCE["prompt_ids_with_bos"] + cont
+    for max_tokens in (0, 1):
+        r = client.completions.create(model="m", prompt=ids, max_tokens=max_tokens, temperature=0, logprobs=1,
+                                      echo=True)
+        lp = r.choices[0].logprobs
+        assert len(lp.tokens) == len(ids) + max_tokens
+        assert lp.token_logprobs[0] is None and lp.top_logprobs[0] is None
+        ctx = len(ONCE["prompt_ids_with_bos"])
+        for i in range(ctx, len(ids)):
+            top = lp.top_logprobs[i]
+            assert len(top) == 1
+            assert lp.token_logprobs[i] == pytest.approx(max(top.values()), abs=1e-6), i
+            assert lp.token_logprobs[i] < 0
+        assert r.usage.completion_tokens == max_tokens
+        assert r.usage.prompt_tokens == len(ids)
+        assert r.choices[0].text.startswith("".join(lp.tokens[:len(ids)]))
+
+
+def test_prompt_logprobs_equal_the_decode_paths_logprobs(server):
+    """Prompt token i's score (one prefill over the whole prompt) equals the
+    logprob the decode path reports for that token when the prompt stops
+    just before it and it is generated greedily; a second identical request
+    (over 16 tokens: the prefix cache would share its first block) scores
+    the same."""
+    cont = ONCE["generated_ids"][:20]
+    ids = ONCE["prompt_ids_with_bos"] + cont
+    body = {"token_ids": {"ids": ids},
+            "sampling": {"max_new_tokens": 1, "temperature": 0, "logprobs": True, "top_logprobs": 2,
+                         "prompt_logprobs": True}}
+    status, _, raw = post(server, "/v1/generate", body)
+    assert status == 200, raw
+    scored = json.loads(raw)["prompt_tokens"]
+    assert [t["token_id"] for t in scored] == ids
+    assert "logprobs" not in scored[0]
+    # Published prefix blocks live while a sequence holds them: score again
+    # while a stream on the same prompt runs, so sharing was possible.
+    conn = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=30)
+    conn.request("POST", "/v1/generate_stream", headers={"Content-Type": "application/json"},
+                 body=json.dumps({"token_ids": {"ids": ids},
+                                  "sampling": {"max_new_tokens": 4000, "temperature": 0, "ignore_eos": True}}))
+    r = conn.getresponse()
+    assert r.status == 200
+    assert r.fp.readline()  # its prompt is in the cache
+    status, _, again = post(server, "/v1/generate", body)
+    conn.sock.close()
+    conn.close()
+    assert status == 200, again
+    assert json.loads(again)["prompt_tokens"] == scored
+    ctx = len(ONCE["prompt_ids_with_bos"])
+    for i in range(ctx, len(ids)):
+        status, _, raw = post(server, "/v1/generate",
+                              {"token_ids": {"ids": ids[:i]},
+                               "sampling": {"max_new_tokens": 1, "temperature": 0, "logprobs": True}})
+        assert status == 200, raw
+        generated = json.loads(raw)
+        assert generated["token_ids"] == [ids[i]]
+        assert scored[i]["logprobs"]["logprob"] == pytest.approx(generated["logprobs"][0]["logprob"], abs=2e-5)

@@ -102,7 +102,8 @@ TEST(OpenAiCompletionsTest, RequestMapsOntoGenerateRequest) {
           "top_k": 3, "repetition_penalty": 1.1, "user": "u", "some_future_option": {"x": 1}})");
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_TRUE(c->stream);
-  EXPECT_TRUE(c->logprobs);
+  EXPECT_TRUE(c->format.logprobs);
+  EXPECT_FALSE(c->format.echo);
   ASSERT_EQ(c->requests.size(), 1u);
   EXPECT_EQ(c->n, 1);
   const v1::GenerateRequest& r = c->requests[0];
@@ -127,7 +128,7 @@ TEST(OpenAiCompletionsTest, DefaultsAndPromptForms) {
   EXPECT_FALSE(c->requests[0].sampling().has_temperature());
   EXPECT_FALSE(c->requests[0].sampling().has_seed());
   EXPECT_FALSE(c->stream);
-  EXPECT_FALSE(c->logprobs);
+  EXPECT_FALSE(c->format.logprobs);
 
   c = ParseCompletionRequest(R"({"model": "m", "prompt": ["only"], "max_tokens": null, "stop": "\n"})");
   ASSERT_TRUE(c.ok()) << c.status();
@@ -220,7 +221,7 @@ TEST(OpenAiCompletionsTest, BadShapesAndUnsupportedOptionsNameTheField) {
       {R"({"model": "m", "prompt": "x", "n": 257})", "n: 257 is outside [1, 256]"},
       {R"({"model": "m", "prompt": "x", "n": "2"})", "n: must be an integer"},
       {R"({"model": "m", "prompt": "x", "best_of": 3})", "best_of"},
-      {R"({"model": "m", "prompt": "x", "echo": true})", "echo"},
+      {R"({"model": "m", "prompt": "x", "echo": 1})", "echo: must be a boolean"},
       {R"({"model": "m", "prompt": "x", "suffix": "end"})", "suffix"},
       {R"({"model": "m", "prompt": "x", "frequency_penalty": 0.5})", "frequency_penalty"},
       {R"({"model": "m", "prompt": "x", "logit_bias": {"5": 10}})", "logit_bias"},
@@ -256,7 +257,7 @@ std::vector<v1::GenerateResponse> ThreeChunks() {
 
 TEST(OpenAiCompletionsTest, ResponseObject) {
   const CompletionIdentity id{"cmpl-1", 1700000000, "stories260K"};
-  json j = CompletionResponse(ThreeChunks(), id, /*logprobs=*/false);
+  json j = CompletionResponse({ThreeChunks()}, id, CompletionFormat{});
   EXPECT_EQ(j["id"], "cmpl-1");
   EXPECT_EQ(j["object"], "text_completion");
   EXPECT_EQ(j["created"], 1700000000);
@@ -270,7 +271,7 @@ TEST(OpenAiCompletionsTest, ResponseObject) {
   EXPECT_EQ(j["usage"]["total_tokens"], 7);
   EXPECT_EQ(j["usage"]["peak_kv_cache_bytes"], 8192);
 
-  j = CompletionResponse(ThreeChunks(), id, /*logprobs=*/true);
+  j = CompletionResponse({ThreeChunks()}, id, CompletionFormat{.logprobs = true});
   const json& lp = j["choices"][0]["logprobs"];
   EXPECT_EQ(lp["tokens"], json({"Once", " upon", " a"}));
   EXPECT_EQ(lp["token_logprobs"], json({-0.5f, -1.0f, -1.5f}));
@@ -278,11 +279,90 @@ TEST(OpenAiCompletionsTest, ResponseObject) {
   EXPECT_EQ(lp["top_logprobs"][1][" upon"], -1.0f);
 }
 
+// "echo": the prompt leads the choice; its tokens come first in logprobs,
+// the first with nulls (nothing before it), as OpenAI writes them.
+std::vector<v1::GenerateResponse> ThreeChunksWithPrompt() {
+  std::vector<v1::GenerateResponse> chunks = ThreeChunks();
+  const char* texts[] = {"", "Hi", " there"};
+  for (int i = 0; i < 3; ++i) {
+    v1::PromptToken* t = chunks[0].add_prompt_tokens();
+    t->set_token_id(i == 0 ? 1 : 6 + i);
+    t->set_text(texts[i]);
+    if (i == 0) continue;
+    t->mutable_logprobs()->set_logprob(-1.0f - i);
+    v1::TokenLogprob* alt = t->mutable_logprobs()->add_top();
+    alt->set_token_id(20);
+    alt->set_text("Ho");
+    alt->set_logprob(-0.25f);
+  }
+  return chunks;
+}
+
+TEST(OpenAiCompletionsTest, EchoPutsThePromptFirst) {
+  absl::StatusOr<CompletionCall> c =
+      ParseCompletionRequest(R"({"prompt": "Hi there", "echo": true, "logprobs": 1, "max_tokens": 3})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->format.echo);
+  EXPECT_FALSE(c->format.drop_generated);
+  EXPECT_TRUE(c->requests[0].sampling().prompt_logprobs());
+
+  const CompletionIdentity id{"cmpl-e", 1, "m"};
+  json j = CompletionResponse({ThreeChunksWithPrompt()}, id, c->format, c->requests);
+  const json& choice = j["choices"][0];
+  EXPECT_EQ(choice["text"], "Hi thereOnce upon a");
+  const json& lp = choice["logprobs"];
+  EXPECT_EQ(lp["tokens"], json({"", "Hi", " there", "Once", " upon", " a"}));
+  EXPECT_TRUE(lp["token_logprobs"][0].is_null());
+  EXPECT_EQ(lp["token_logprobs"][1], -2.0f);
+  EXPECT_EQ(lp["token_logprobs"][2], -3.0f);
+  EXPECT_EQ(lp["token_logprobs"][3], -0.5f);
+  EXPECT_TRUE(lp["top_logprobs"][0].is_null());
+  EXPECT_EQ(lp["top_logprobs"][1]["Ho"], -0.25f);
+  EXPECT_EQ(lp["text_offset"], json({0, 0, 2, 8, 12, 17}));
+
+  // Without logprobs only the text; a token-id prompt echoes its tokens' text.
+  c = ParseCompletionRequest(R"({"prompt": [1, 7, 8], "echo": true})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  j = CompletionResponse({ThreeChunksWithPrompt()}, id, c->format, c->requests);
+  EXPECT_EQ(j["choices"][0]["text"], "Hi thereOnce upon a");
+  EXPECT_TRUE(j["choices"][0]["logprobs"].is_null());
+
+  // Streamed: the chunk carrying the prompt's tokens starts with the prompt.
+  const std::vector<v1::GenerateResponse> chunks = ThreeChunksWithPrompt();
+  json first = CompletionChunk(chunks[0], id, c->format, 0, 0, true, &c->requests[0]);
+  EXPECT_EQ(first["choices"][0]["text"], "Hi thereOnce");
+  json second = CompletionChunk(chunks[1], id, c->format, 12, 0, true, &c->requests[0]);
+  EXPECT_EQ(second["choices"][0]["text"], " upon");
+}
+
+// echo with max_tokens 0 scores the prompt only: one token is generated (the
+// scores come with it) and dropped from text, logprobs and usage.
+TEST(OpenAiCompletionsTest, EchoWithZeroMaxTokensScoresThePromptOnly) {
+  absl::StatusOr<CompletionCall> c =
+      ParseCompletionRequest(R"({"prompt": "Hi there", "echo": true, "logprobs": 1, "max_tokens": 0})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->format.drop_generated);
+  EXPECT_EQ(c->requests[0].sampling().max_new_tokens(), 1);
+  std::vector<v1::GenerateResponse> chunks = ThreeChunksWithPrompt();
+  for (v1::GenerateResponse& chunk : chunks) DropGenerated(c->format, &chunk);
+  json j = CompletionResponse({chunks}, CompletionIdentity{"cmpl-z", 1, "m"}, c->format, c->requests);
+  EXPECT_EQ(j["choices"][0]["text"], "Hi there");
+  EXPECT_EQ(j["choices"][0]["logprobs"]["tokens"], json({"", "Hi", " there"}));
+  EXPECT_EQ(j["usage"]["completion_tokens"], 0);
+  EXPECT_EQ(j["usage"]["prompt_tokens"], 4);
+  // Without echo, max_tokens 0 stays the core's to refuse.
+  c = ParseCompletionRequest(R"({"prompt": "Hi", "max_tokens": 0})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->format.drop_generated);
+  EXPECT_EQ(c->requests[0].sampling().max_new_tokens(), 0);
+}
+
 TEST(OpenAiCompletionsTest, BatchResponseHasOneChoicePerPromptAndSummedUsage) {
   const CompletionIdentity id{"cmpl-b", 1, "m"};
   std::vector<v1::GenerateResponse> second = ThreeChunks();
   second[0].set_text("Two");
-  json j = CompletionResponse(std::vector<std::vector<v1::GenerateResponse>>{ThreeChunks(), second}, id, false);
+  json j = CompletionResponse(std::vector<std::vector<v1::GenerateResponse>>{ThreeChunks(), second}, id,
+                              CompletionFormat{});
   ASSERT_EQ(j["choices"].size(), 2u);
   EXPECT_EQ(j["choices"][0]["index"], 0);
   EXPECT_EQ(j["choices"][0]["text"], "Once upon a");
@@ -297,17 +377,17 @@ TEST(OpenAiCompletionsTest, BatchResponseHasOneChoicePerPromptAndSummedUsage) {
 TEST(OpenAiCompletionsTest, StreamChunks) {
   const CompletionIdentity id{"cmpl-2", 5, "m"};
   const std::vector<v1::GenerateResponse> chunks = ThreeChunks();
-  json first = CompletionChunk(chunks[0], id, false, 0);
+  json first = CompletionChunk(chunks[0], id, CompletionFormat{}, 0);
   EXPECT_EQ(first["choices"][0]["text"], "Once");
   EXPECT_TRUE(first["choices"][0]["finish_reason"].is_null());
   EXPECT_FALSE(first.contains("usage"));
-  json last = CompletionChunk(chunks[2], id, true, 9);
+  json last = CompletionChunk(chunks[2], id, CompletionFormat{.logprobs = true}, 9);
   EXPECT_EQ(last["choices"][0]["finish_reason"], "length");
   EXPECT_EQ(last["choices"][0]["logprobs"]["text_offset"], json({9}));
   EXPECT_EQ(last["usage"]["peak_kv_cache_bytes"], 8192);
   // One choice of several: its index, and no usage (the usage chunk ends
   // such a stream).
-  json of_many = CompletionChunk(chunks[2], id, false, 9, /*index=*/3, /*with_usage=*/false);
+  json of_many = CompletionChunk(chunks[2], id, CompletionFormat{}, 9, /*index=*/3, /*with_usage=*/false);
   EXPECT_EQ(of_many["choices"][0]["index"], 3);
   EXPECT_EQ(of_many["choices"][0]["finish_reason"], "length");
   EXPECT_FALSE(of_many.contains("usage"));
