@@ -51,6 +51,7 @@ struct Result {
   std::vector<int32_t> ids;
   std::string text;
   FinishReason reason = FinishReason::kNone;
+  std::vector<SampledToken> prompt_scores;  // with prompt_logprobs
 };
 
 Result RunAlone(DecoderEngine& engine, std::vector<int32_t> prompt, const GenerationParams& p,
@@ -61,6 +62,7 @@ Result RunAlone(DecoderEngine& engine, std::vector<int32_t> prompt, const Genera
       [&](const StepEvent& ev) {
         r.ids.insert(r.ids.end(), ev.token_ids.begin(), ev.token_ids.end());
         r.text += ev.text;
+        r.prompt_scores.insert(r.prompt_scores.end(), ev.prompt_logprobs.begin(), ev.prompt_logprobs.end());
         if (ev.finished) r.reason = ev.finish_reason;
         return true;
       },
@@ -101,6 +103,7 @@ std::vector<Result> RunBatched(DecoderEngine& engine, const std::vector<std::vec
       Result& r = out[index[ev.seq]];
       r.ids.insert(r.ids.end(), ev.token_ids.begin(), ev.token_ids.end());
       r.text += ev.text;
+      r.prompt_scores.insert(r.prompt_scores.end(), ev.prompt_logprobs.begin(), ev.prompt_logprobs.end());
       if (ev.finished) r.reason = ev.finish_reason;
     }
   }
@@ -157,6 +160,45 @@ TEST(DecoderEngineTest, BatchInvarianceWithPrefillNextToDecodes) {
   }
   const std::vector<int32_t> ref = RefIds(1);
   EXPECT_EQ(alone[0].ids, std::vector<int32_t>(ref.begin(), ref.begin() + 40));
+  EXPECT_EQ(engine->kv_stats().blocks_used, 0);
+}
+
+// A sequence scoring its prompt asks for a logits row per prompt token; the
+// others in the step must still sample from their own last row, and the
+// scores must not depend on the chunking or the neighbours.
+TEST(DecoderEngineTest, PromptScoringNextToDecodesChangesNothing) {
+  const std::vector<std::vector<int32_t>> prompts = {
+      {1, 403, 407, 261, 378},
+      {1, 291, 280, 294, 269, 261, 268, 414, 422, 382, 276, 337, 300, 301, 302, 303, 304, 305},
+      {1, 291, 280, 294},
+  };
+  std::vector<GenerationParams> params = {Greedy(30), Greedy(12), Greedy(25)};
+  for (int i : {1, 2}) {
+    params[i].prompt_logprobs = true;
+    params[i].logprobs = true;
+    params[i].top_logprobs = 2;
+  }
+  std::vector<Result> alone;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    auto engine = MakeEngine(1024);
+    alone.push_back(RunAlone(*engine, prompts[i], params[i]));
+  }
+  EXPECT_TRUE(alone[0].prompt_scores.empty());
+  ASSERT_EQ(alone[1].prompt_scores.size(), prompts[1].size() - 1);
+  auto engine = MakeEngine(2048);
+  std::vector<Result> together = RunBatched(*engine, prompts, params, {0, 3, 4}, /*chunk=*/4);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_EQ(together[i].ids, alone[i].ids) << "sequence " << i;
+    ASSERT_EQ(together[i].prompt_scores.size(), alone[i].prompt_scores.size()) << "sequence " << i;
+    for (size_t p = 0; p < alone[i].prompt_scores.size(); ++p) {
+      const SampledToken& a = alone[i].prompt_scores[p];
+      const SampledToken& b = together[i].prompt_scores[p];
+      EXPECT_EQ(b.id, prompts[i][p + 1]);
+      EXPECT_NEAR(b.logprob, a.logprob, 1e-5) << "sequence " << i << " position " << p + 1;
+      ASSERT_EQ(b.top.size(), 2u);
+      EXPECT_EQ(b.top[0].id, a.top[0].id);
+    }
+  }
   EXPECT_EQ(engine->kv_stats().blocks_used, 0);
 }
 
