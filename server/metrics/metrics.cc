@@ -113,6 +113,12 @@ ServerMetrics::ServerMetrics(const BuildLabels& build)
       tokens_encoded_(NewCounter(*registry_, "attnserve_tokens_processed_total", "", {{"kind", "encode"}})),
       preemptions_(NewCounter(*registry_, "attnserve_preemptions_total",
                               "Running sequences preempted (KV freed, recomputed later) for lack of KV blocks.")),
+      prefix_queries_(NewCounter(*registry_, "attnserve_prefix_cache_query_tokens_total",
+                                 "Prompt tokens of every Generate sequence admitted to the engine (re-admissions "
+                                 "after preemption included).")),
+      prefix_hits_(NewCounter(*registry_, "attnserve_prefix_cache_hit_tokens_total",
+                              "Of those, tokens taken from prefix blocks shared with a running sequence instead "
+                              "of computed.")),
       reject_queue_full_(NewCounter(*registry_, "attnserve_rejections_total",
                                     "Requests refused before running, by reason.", {{"reason", "queue_full"}})),
       reject_kv_budget_(NewCounter(*registry_, "attnserve_rejections_total", "", {{"reason", "kv_budget"}})),

@@ -73,6 +73,11 @@ class ServerMetrics {
   prometheus::Counter& tokens_generated() { return tokens_generated_; }
   prometheus::Counter& tokens_encoded() { return tokens_encoded_; }
   prometheus::Counter& preemptions() { return preemptions_; }
+  // Prompt tokens of every admitted Generate sequence, and of them those
+  // taken from shared prefix blocks instead of computed (vLLM's
+  // prefix_cache_queries / prefix_cache_hits).
+  prometheus::Counter& prefix_cache_query_tokens() { return prefix_queries_; }
+  prometheus::Counter& prefix_cache_hit_tokens() { return prefix_hits_; }
   prometheus::Gauge& running_sequences() { return running_sequences_; }
   prometheus::Gauge& kv_blocks_used() { return kv_blocks_used_; }
   prometheus::Gauge& kv_blocks_total() { return kv_blocks_total_; }
@@ -92,6 +97,7 @@ class ServerMetrics {
   prometheus::Histogram &step_encode_, &step_generate_, &ttft_, &itl_, &generated_tokens_, &step_tokens_;
   prometheus::Histogram &padding_ratio_, &prefill_duration_, &decode_duration_, &overhead_, &overhead_ratio_;
   prometheus::Counter &tokens_prompt_, &tokens_generated_, &tokens_encoded_, &preemptions_;
+  prometheus::Counter &prefix_queries_, &prefix_hits_;
   prometheus::Counter &reject_queue_full_, &reject_kv_budget_, &reject_invalid_, &reject_draining_;
   prometheus::Counter &cancel_queued_, &cancel_prefill_, &cancel_decode_, &cancel_kv_bytes_, &cancel_tokens_;
   prometheus::Gauge &queued_encode_, &queued_generate_, &running_sequences_, &kv_blocks_used_, &kv_blocks_total_;

@@ -355,6 +355,8 @@ void Scheduler::AdmitWaiting() {
     request->seq = *seq;
     request->prompt_len_now = prompt_len;
     request->fed = generate_->CachedPromptTokens(*seq);
+    metrics_->prefix_cache_query_tokens().Increment(prompt_len);
+    metrics_->prefix_cache_hit_tokens().Increment(request->fed);
     if (!request->started) {
       request->started = true;
       request->prefill_start = now;

@@ -384,3 +384,28 @@ def test_prompt_logprobs_equal_the_decode_paths_logprobs(server):
         generated = json.loads(raw)
         assert generated["token_ids"] == [ids[i]]
         assert scored[i]["logprobs"]["logprob"] == pytest.approx(generated["logprobs"][0]["logprob"], abs=2e-5)
+
+
+def test_prefix_cache_metrics_count_shared_prompt_blocks(server):
+    """Two requests with the same 25-token prompt, the second while the first
+    still runs: the second takes the first full 16-token block from the
+    cache, and /metrics counts it (queries: both prompts; hits: 16)."""
+    ids = ONCE["prompt_ids_with_bos"] + ONCE["generated_ids"][:20]
+    assert len(ids) == 25
+    queries = "attnserve_prefix_cache_query_tokens_total"
+    hits = "attnserve_prefix_cache_hit_tokens_total"
+    q0, h0 = metric(server, queries, default=0.0), metric(server, hits, default=0.0)
+    conn = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=30)
+    conn.request("POST", "/v1/generate_stream", headers={"Content-Type": "application/json"},
+                 body=json.dumps({"token_ids": {"ids": ids},
+                                  "sampling": {"max_new_tokens": 4000, "temperature": 0, "ignore_eos": True}}))
+    r = conn.getresponse()
+    assert r.status == 200
+    assert r.fp.readline()  # its prompt's blocks are published
+    status, _, body = post(server, "/v1/generate", {"token_ids": {"ids": ids},
+                                                    "sampling": {"max_new_tokens": 2, "temperature": 0}})
+    conn.sock.close()
+    conn.close()
+    assert status == 200, body
+    assert metric(server, queries) - q0 == 50
+    assert metric(server, hits) - h0 == 16
