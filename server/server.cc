@@ -81,6 +81,12 @@ std::map<std::string, HttpHandler> Server::HttpRoutes() {
       w.Send(503, "text/plain; charset=utf-8", "draining\n");
     }
   };
+  // TGI, TEI and vLLM answer GET /health; clients and load balancers made for
+  // them probe it. Readiness semantics: 503 while draining.
+  routes["/health"] = routes["/readyz"];
+  routes["/version"] = [](const HttpRequest&, HttpResponseWriter& w) {
+    w.Send(200, "application/json", absl::StrCat("{\"version\":\"", kVersion, "\"}"));
+  };
   routes["/metrics"] = [this](const HttpRequest&, HttpResponseWriter& w) {
     w.Send(200, "text/plain; version=0.0.4; charset=utf-8", metrics_->Scrape());
   };

@@ -1,5 +1,7 @@
 """The real binary: gRPC health + reflection, HTTP health and metrics, drain on
 SIGTERM, start-up failures that name the culprit, and the healthcheck mode."""
+import http.client
+import json
 import re
 import signal
 import socket
@@ -48,6 +50,9 @@ def test_http_health_ready_and_metrics_pass_promtool(server_factory):
     check = run_in_root("promtool", "check", "metrics", input_bytes=body)
     assert check.returncode == 0, check.stdout.decode() + check.stderr.decode()
     assert http_get(server.url("/nope"))[0] == 404
+    assert http_get(server.url("/health"))[0] == 200
+    status, body = http_get(server.url("/version"))
+    assert status == 200 and json.loads(body)["version"]
 
 
 def test_sigterm_drains_and_exits_zero(server_factory):
@@ -58,6 +63,42 @@ def test_sigterm_drains_and_exits_zero(server_factory):
     assert rc == 0, server.output()
     assert time.monotonic() - started < 20  # the 5 s drain deadline plus start-up slack; never a hang
     assert "draining" in server.output()
+
+
+def test_readiness_is_off_while_a_stream_drains(server_factory):
+    """SIGTERM with a long stream in flight: /readyz and /health answer 503
+    while it drains (the HTTP door still serves the stream), then exit 0."""
+    gguf = REPO.parent / "shared/models/stories260K/stories260K.gguf"
+    # 4,000 tokens take 1-2 s here alone, but tens of seconds when the
+    # machine is busy with other work (seen: 10 ms a token); the drain
+    # timeout leaves room for that.
+    server = server_factory(f"--decoder-model={gguf}", "--threads=1", "--decoder-context-length=4096",
+                            "--drain-timeout=120s")
+    conn = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=150)
+    conn.request("POST", "/v1/generate_stream", headers={"Content-Type": "application/json"},
+                 body=json.dumps({"text": "Once upon a time",
+                                  "sampling": {"max_new_tokens": 4000, "temperature": 0, "ignore_eos": True}}))
+    r = conn.getresponse()
+    assert r.status == 200 and r.fp.readline()
+    server.proc.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + 20
+    seen = set()
+    while time.monotonic() < deadline and seen != {"/readyz", "/health"}:
+        for path in ("/readyz", "/health"):
+            try:
+                if http_get(server.url(path), timeout=2)[0] == 503:
+                    seen.add(path)
+            except OSError:
+                break
+        time.sleep(0.005)
+    assert seen == {"/readyz", "/health"}, "readiness never went off while draining"
+    last = b""
+    while line := r.fp.readline():  # raw chunked body, to the end of the stream
+        if line.startswith(b"data: "):
+            last = line
+    conn.close()
+    assert b"FINISH_REASON_LENGTH" in last, last  # served to its end, not cut off
+    assert server.proc.wait(timeout=150) == 0, server.output()
 
 
 def test_healthcheck_mode(server_factory):
