@@ -21,7 +21,8 @@ ADAPTER = REPO / "deploy" / "kubernetes" / "overlays" / "autoscaling-queue-depth
 CONTRACT = {
     "counter": ["attnserve_requests_total", "attnserve_tokens_processed_total", "attnserve_preemptions_total",
                 "attnserve_rejections_total", "attnserve_cancellations_total",
-                "attnserve_cancelled_kv_bytes_reclaimed_total", "attnserve_cancelled_tokens_wasted_total"],
+                "attnserve_cancelled_kv_bytes_reclaimed_total", "attnserve_cancelled_tokens_wasted_total",
+                "attnserve_prefix_cache_query_tokens_total", "attnserve_prefix_cache_hit_tokens_total"],
     "histogram": ["attnserve_queue_time_seconds", "attnserve_time_to_first_token_seconds",
                   "attnserve_inter_token_latency_seconds", "attnserve_request_duration_seconds",
                   "attnserve_prefill_duration_seconds", "attnserve_decode_duration_seconds",
