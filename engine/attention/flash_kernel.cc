@@ -33,6 +33,7 @@ struct MicroKernels {
   // s[j] = exp(s[j] - m) for j < n (exp(-inf) = 0); returns the sum.
   float (*exp_sum)(float* s, int n, float m);
   float (*max)(const float* s, int n);
+  bool simd;  // AVX2 or wider: the direct Q·K path and the vector row scaling apply
 };
 
 void QkScalar(const float* qp, int rows_pad, const float* kt, int cols, int d, float* s) {
@@ -293,14 +294,178 @@ __attribute__((target("avx2,fma"))) void QkDirectAvx2(const float* qp, const std
   }
 }
 
-constexpr MicroKernels kScalar{QkScalar, PvScalar, ExpSumScalar, MaxScalar};
-constexpr MicroKernels kAvx2{QkAvx2, PvAvx2, ExpSumAvx2, MaxAvx2};
+// --- AVX-512F -------------------------------------------------------------
+// The same outer products as the AVX2 kernels with 16-wide vectors and the
+// register file AVX-512 has (32 vectors): R = 8 rows (4 for the last group
+// when rows_pad % 8 == 4) x 32 columns, 2R accumulators; then 16 columns;
+// then (P·V only, d % 16 == 8) one 8-wide column group.
+
+template <int R>
+__attribute__((target("avx512f"))) inline void QkRowsAvx512(const float* q, const float* kt, int cols, int d,
+                                                             float* s) {
+  int c = 0;
+  for (; c + 32 <= cols; c += 32) {
+    __m512 a[R][2];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) a[r][0] = a[r][1] = _mm512_setzero_ps();
+    const float* kp = kt + c;
+    for (int p = 0; p < d; ++p, kp += kKeyTile) {
+      const __m512 b0 = _mm512_loadu_ps(kp);
+      const __m512 b1 = _mm512_loadu_ps(kp + 16);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const __m512 x = _mm512_set1_ps(q[r * d + p]);
+        a[r][0] = _mm512_fmadd_ps(x, b0, a[r][0]);
+        a[r][1] = _mm512_fmadd_ps(x, b1, a[r][1]);
+      }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      _mm512_storeu_ps(s + r * kKeyTile + c, a[r][0]);
+      _mm512_storeu_ps(s + r * kKeyTile + c + 16, a[r][1]);
+    }
+  }
+  for (; c < cols; c += 16) {  // cols % 16 == 0
+    __m512 a[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) a[r] = _mm512_setzero_ps();
+    const float* kp = kt + c;
+    for (int p = 0; p < d; ++p, kp += kKeyTile) {
+      const __m512 b = _mm512_loadu_ps(kp);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) a[r] = _mm512_fmadd_ps(_mm512_set1_ps(q[r * d + p]), b, a[r]);
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) _mm512_storeu_ps(s + r * kKeyTile + c, a[r]);
+  }
+}
+
+__attribute__((target("avx512f"))) void QkAvx512(const float* qp, int rows_pad, const float* kt, int cols,
+                                                  int d, float* s) {
+  int r = 0;
+  for (; r + 8 <= rows_pad; r += 8) QkRowsAvx512<8>(qp + r * d, kt, cols, d, s + r * kKeyTile);
+  if (r < rows_pad) QkRowsAvx512<4>(qp + r * d, kt, cols, d, s + r * kKeyTile);  // rows_pad % 4 == 0
+}
+
+template <int R>
+__attribute__((target("avx512f,avx2,fma"))) inline void PvRowsAvx512(const float* p, const float* v,
+                                                                      int64_t v_stride, int count, int d,
+                                                                      float* o) {
+  int c = 0;
+  for (; c + 32 <= d; c += 32) {
+    __m512 a[R][2];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      a[r][0] = _mm512_loadu_ps(o + r * d + c);
+      a[r][1] = _mm512_loadu_ps(o + r * d + c + 16);
+    }
+    const float* vp = v + c;
+    for (int j = 0; j < count; ++j, vp += v_stride) {
+      const __m512 b0 = _mm512_loadu_ps(vp);
+      const __m512 b1 = _mm512_loadu_ps(vp + 16);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const __m512 x = _mm512_set1_ps(p[r * kKeyTile + j]);
+        a[r][0] = _mm512_fmadd_ps(x, b0, a[r][0]);
+        a[r][1] = _mm512_fmadd_ps(x, b1, a[r][1]);
+      }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      _mm512_storeu_ps(o + r * d + c, a[r][0]);
+      _mm512_storeu_ps(o + r * d + c + 16, a[r][1]);
+    }
+  }
+  for (; c + 16 <= d; c += 16) {
+    __m512 a[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) a[r] = _mm512_loadu_ps(o + r * d + c);
+    const float* vp = v + c;
+    for (int j = 0; j < count; ++j, vp += v_stride) {
+      const __m512 b = _mm512_loadu_ps(vp);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) a[r] = _mm512_fmadd_ps(_mm512_set1_ps(p[r * kKeyTile + j]), b, a[r]);
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) _mm512_storeu_ps(o + r * d + c, a[r]);
+  }
+  for (; c < d; c += 8) {  // d % 8 == 0 on this path
+    __m256 a[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) a[r] = _mm256_loadu_ps(o + r * d + c);
+    const float* vp = v + c;
+    for (int j = 0; j < count; ++j, vp += v_stride) {
+      const __m256 b = _mm256_loadu_ps(vp);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) a[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(p + r * kKeyTile + j), b, a[r]);
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) _mm256_storeu_ps(o + r * d + c, a[r]);
+  }
+}
+
+__attribute__((target("avx512f,avx2,fma"))) void PvAvx512(const float* p, int rows_pad, const float* v,
+                                                           int64_t v_stride, int count, int d, float* o) {
+  int r = 0;
+  for (; r + 8 <= rows_pad; r += 8) PvRowsAvx512<8>(p + r * kKeyTile, v, v_stride, count, d, o + r * d);
+  if (r < rows_pad) PvRowsAvx512<4>(p + r * kKeyTile, v, v_stride, count, d, o + r * d);
+}
+
+// exp(x) for x <= 0 on 16 lanes: ExpNonPositive8's steps, lane for lane
+// (so the same values), in AVX-512.
+__attribute__((target("avx512f"))) inline __m512 ExpNonPositive16(__m512 x) {
+  const __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.3f), _CMP_GE_OQ);
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(8.31302348524332e-3f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.189097508788109e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6667111217975616e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.999922513961792e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+  return _mm512_maskz_mul_ps(keep, p, _mm512_castsi512_ps(e));
+}
+
+__attribute__((target("avx512f,avx2,fma"))) float ExpSumAvx512(float* s, int n, float m) {
+  const __m512 vm = _mm512_set1_ps(m);
+  __m512 acc = _mm512_setzero_ps();
+  int j = 0;
+  for (; j + 16 <= n; j += 16) {
+    const __m512 e = ExpNonPositive16(_mm512_sub_ps(_mm512_loadu_ps(s + j), vm));
+    _mm512_storeu_ps(s + j, e);
+    acc = _mm512_add_ps(acc, e);
+  }
+  float sum = _mm512_reduce_add_ps(acc);
+  if (j < n) sum += ExpSumAvx2(s + j, n - j, m);
+  return sum;
+}
+
+__attribute__((target("avx512f,avx2,fma"))) float MaxAvx512(const float* s, int n) {
+  __m512 acc = _mm512_set1_ps(kNegInf);
+  int j = 0;
+  for (; j + 16 <= n; j += 16) acc = _mm512_max_ps(acc, _mm512_loadu_ps(s + j));
+  float mx = _mm512_reduce_max_ps(acc);
+  if (j < n) mx = std::max(mx, MaxAvx2(s + j, n - j));
+  return mx;
+}
+
+constexpr MicroKernels kScalar{QkScalar, PvScalar, ExpSumScalar, MaxScalar, false};
+constexpr MicroKernels kAvx2{QkAvx2, PvAvx2, ExpSumAvx2, MaxAvx2, true};
+constexpr MicroKernels kAvx512{QkAvx512, PvAvx512, ExpSumAvx512, MaxAvx512, true};
 
 std::atomic<bool> force_scalar{false};
+std::atomic<bool> avx512_off{false};
+
+bool Avx512KernelsEnabled() {
+  return !avx512_off.load(std::memory_order_relaxed) && Avx2KernelsEnabled() && CpuHasAvx512F();
+}
 
 const MicroKernels& Select(int head_dim) {
-  if (!force_scalar.load(std::memory_order_relaxed) && CpuHasAvx2Fma() && head_dim % 8 == 0) return kAvx2;
-  return kScalar;
+  if (!Avx2KernelsEnabled() || head_dim % 8 != 0) return kScalar;
+  return Avx512KernelsEnabled() ? kAvx512 : kAvx2;
 }
 
 __attribute__((target("avx2,fma"))) void ScaleRowAvx2(float* row, int d, float alpha) {
@@ -486,7 +651,7 @@ void RunFlashJob(const FlashRow* rows, int num_rows, const KvSource& src, int d,
   // S and Kt are 32-byte aligned (64-aligned base, part sizes multiples of 8
   // floats), as QkAvx2's aligned loads and stores need.
   const MicroKernels& k = mk;
-  const bool use_direct = rows_pad == 4 && &mk == &kAvx2;
+  const bool use_direct = rows_pad == 4 && mk.simd;
 
   int max_limit = 0;
   for (int r = 0; r < num_rows; ++r) {
@@ -569,7 +734,7 @@ void RunFlashJob(const FlashRow* rows, int num_rows, const KvSource& src, int d,
       const float sum = k.exp_sum(srow, count, m_new);
       l[r] = l[r] * alpha + sum;
       // A row's first live tile finds O still zero: nothing to rescale.
-      if (m[r] != kNegInf && alpha != 1.0f) ScaleRow(o + r * d, d, alpha, &mk == &kAvx2);
+      if (m[r] != kNegInf && alpha != 1.0f) ScaleRow(o + r * d, d, alpha, mk.simd);
       m[r] = m_new;
     }
     if (any_live) {
@@ -600,8 +765,12 @@ void RunFlashJob(const FlashRow* rows, int num_rows, const KvSource& src, int d,
 
 bool Avx2KernelsEnabled() { return !force_scalar.load(std::memory_order_relaxed) && CpuHasAvx2Fma(); }
 
-const char* FlashKernelIsa() { return Avx2KernelsEnabled() ? "avx2" : "scalar"; }
+const char* FlashKernelIsa() {
+  return Avx512KernelsEnabled() ? "avx512" : Avx2KernelsEnabled() ? "avx2" : "scalar";
+}
 
 void ForceScalarFlashKernel(bool force) { force_scalar.store(force, std::memory_order_relaxed); }
+
+void DisableAvx512FlashKernel(bool disable) { avx512_off.store(disable, std::memory_order_relaxed); }
 
 }  // namespace attnserve::attention_internal

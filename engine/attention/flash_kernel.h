@@ -71,13 +71,17 @@ class FlashScratch {
 void RunFlashJob(const FlashRow* rows, int num_rows, const KvSource& src, int head_dim,
                  float scale, FlashScratch& scratch);
 
-// Which micro-kernels RunFlashJob uses ("avx2" or "scalar"); for logs/bench.
+// Which micro-kernels RunFlashJob's tiled path uses for its Q·K and P·V
+// products ("avx512", "avx2" or "scalar"); for logs/bench.
 const char* FlashKernelIsa();
 // True when the AVX2+FMA micro-kernels are in use (CPU has them, not forced off).
 bool Avx2KernelsEnabled();
 // Forces the scalar micro-kernels (tests compare both). Not thread-safe: call
 // before any attention runs.
 void ForceScalarFlashKernel(bool force);
+// Uses the AVX2 products on an AVX-512 CPU (tests cover both; the benchmark
+// keeps the AVX2 numbers). Not thread-safe either.
+void DisableAvx512FlashKernel(bool disable);
 
 }  // namespace attnserve::attention_internal
 

@@ -12,6 +12,12 @@ inline bool CpuHasAvx2Fma() {
   return has;
 }
 
+// AVX-512F (with AVX2 and FMA, which every AVX-512 CPU has).
+inline bool CpuHasAvx512F() {
+  static const bool has = CpuHasAvx2Fma() && __builtin_cpu_supports("avx512f");
+  return has;
+}
+
 }  // namespace attnserve
 
 #endif  // ATTNSERVE_ENGINE_CORE_CPU_FEATURES_H_

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/attention/attention_ref.h"
 #include "engine/attention/flash_kernel.h"
+#include "engine/core/cpu_features.h"
 #include "gtest/gtest.h"
 #include "tests/engine/attention/attention_test_util.h"
 
@@ -161,6 +162,21 @@ TEST(SdpaTest, ScalarMicroKernelsMatchReference) {
     CheckAgainstReference(p, label);
   }
   attention_internal::ForceScalarFlashKernel(false);
+}
+
+// On an AVX-512 CPU the randomized test above runs the AVX-512 products;
+// this one runs the AVX2 ones there too (elsewhere it repeats the default).
+TEST(SdpaTest, Avx2MicroKernelsMatchReferenceOnEveryCpu) {
+  EXPECT_STREQ(attention_internal::FlashKernelIsa(), CpuHasAvx512F() ? "avx512" : CpuHasAvx2Fma() ? "avx2" : "scalar");
+  attention_internal::DisableAvx512FlashKernel(true);
+  std::mt19937 rng(11);
+  for (int c = 0; c < 40; ++c) {
+    std::string label;
+    Problem p = RandomProblem(rng, &label);
+    SCOPED_TRACE(label);
+    CheckAgainstReference(p, label);
+  }
+  attention_internal::DisableAvx512FlashKernel(false);
 }
 
 Problem Fixed(int B, int hq, int hkv, int nq, int nk, int d, uint32_t seed = 1) {
