@@ -35,14 +35,16 @@ class FixedMatmuls {
  public:
   static constexpr int64_t kRowStep = 16;
   static constexpr int64_t kMaxRows = 512;
-  // Largest K oneDNN 3.7.2 computes correctly on these weights (see .cc).
+  // Largest K oneDNN 3.7.2's AVX2 kernel computes correctly on these
+  // weights (see .cc); its AVX-512 kernels take any K that passes SelfCheck.
   static constexpr int64_t kMaxK = 1024;
 
   // w: f32 packed weights (must outlive this object); bias: [N] or null (must
   // outlive this object). Fails with kUnimplemented if oneDNN would not run
-  // BA16a32b weights with an optimized kernel, K > kMaxK, or the M = 16
-  // bucket disagrees with the packed kernel (then the caller keeps the packed
-  // kernel at every M).
+  // BA16a32b weights with an optimized kernel, K > kMaxK on an AVX2 kernel,
+  // or a checked bucket (M = 16; with K > kMaxK also 128 and 512) disagrees
+  // with the packed kernel (then the caller keeps the packed kernel at every
+  // M).
   static absl::StatusOr<std::unique_ptr<FixedMatmuls>> Create(const PackedMatrix& w,
                                                               const float* bias, Activation act);
 
@@ -66,7 +68,7 @@ class FixedMatmuls {
   FixedMatmuls(const PackedMatrix& w, const float* bias, Activation act);
   absl::StatusOr<std::shared_ptr<const Bucket>> Get(int64_t m) const;
   absl::StatusOr<std::shared_ptr<const Bucket>> Make(int64_t m) const;
-  absl::Status SelfCheck() const;
+  absl::Status SelfCheck(int64_t m) const;
 
   const PackedMatrix& w_;
   const float* bias_;

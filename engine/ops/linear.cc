@@ -118,7 +118,8 @@ absl::Status Linear::CreateAllPrimitives() const {
 std::string Linear::KernelFor(int64_t m) const {
   const Impl& im = *impl_;
   if (im.dnnl == nullptr || m < im.dnnl_min_rows || m < FixedMatmuls::kRowStep) {
-    // (f32 layers with K > FixedMatmuls::kMaxK land here at every M.)
+    // (f32 layers with K > FixedMatmuls::kMaxK on an AVX2 CPU land here at
+    // every M.)
     return absl::StrCat("packed_", PackedGemmKernel(), "_", DTypeName(im.storage));
   }
   const int64_t rows = std::min(FixedMatmuls::kMaxRows, m / FixedMatmuls::kRowStep * FixedMatmuls::kRowStep);

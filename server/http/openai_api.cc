@@ -139,9 +139,6 @@ absl::Status ParseStop(const json& body, v1::SamplingParams* sampling) {
 
 // Options whose only supported value is the default.
 absl::Status RefuseNonDefaults(const json& body) {
-  if (const json* b = Field(body, "best_of"); b != nullptr && !(b->is_number_integer() && b->get<int64_t>() == 1)) {
-    return Unsupported("best_of", "only best_of = 1");
-  }
   if (const json* suffix = Field(body, "suffix");
       suffix != nullptr && !(suffix->is_string() && suffix->get<std::string>().empty())) {
     return Unsupported("suffix", "insertion is not implemented");
@@ -333,6 +330,14 @@ absl::StatusOr<CompletionCall> ParseCompletionRequest(absl::string_view body) {
       return absl::InvalidArgumentError(absl::StrCat("n: ", call.n, " choices for each of ", prompts.size(),
                                                      " prompts make ", prompts.size() * call.n,
                                                      " choices; at most ", kMaxCompletionChoices, " per request"));
+    }
+  }
+  // best_of = n returns every sample drawn, which is what n alone does; more
+  // samples than returned would need ranking by logprob, not implemented.
+  if (const json* b = Field(root, "best_of"); b != nullptr) {
+    ASSIGN_OR_RETURN(const int32_t best_of, Int32Field(*b, "best_of"));
+    if (best_of != call.n) {
+      return Unsupported("best_of", absl::StrCat("only best_of = n (", call.n, "), got ", best_of));
     }
   }
   v1::GenerateRequest request;  // the sampling every choice shares

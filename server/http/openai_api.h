@@ -4,7 +4,7 @@
 // no network), tested on their own.
 //
 // Unknown fields are ignored here (OpenAI clients send options we have no use
-// for); fields we cannot honour (best_of > 1, suffix, penalties,
+// for); fields we cannot honour (best_of other than n, suffix, penalties,
 // logit_bias, dimensions) are refused with a 400 naming them rather than
 // silently ignored.
 #ifndef ATTNSERVE_SERVER_HTTP_OPENAI_API_H_

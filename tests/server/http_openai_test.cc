@@ -183,6 +183,8 @@ TEST(OpenAiCompletionsTest, NChoicesPerPromptArePromptMajorWithSeedsOffset) {
     EXPECT_EQ(c->requests[k].sampling().seed(), 10u + k % 3) << k;
     EXPECT_FLOAT_EQ(c->requests[k].sampling().temperature(), 0.8f) << k;
   }
+  // best_of equal to n is n.
+  ASSERT_TRUE(ParseCompletionRequest(R"({"prompt": "a", "n": 2, "best_of": 2})").ok());
   // Unseeded samples stay unseeded (the core draws a random seed for each).
   c = ParseCompletionRequest(R"({"model": "m", "prompt": "a", "n": 2})");
   ASSERT_TRUE(c.ok()) << c.status();
@@ -220,7 +222,8 @@ TEST(OpenAiCompletionsTest, BadShapesAndUnsupportedOptionsNameTheField) {
       {R"({"model": "m", "prompt": "x", "n": 0})", "n: 0 is outside [1, 256]"},
       {R"({"model": "m", "prompt": "x", "n": 257})", "n: 257 is outside [1, 256]"},
       {R"({"model": "m", "prompt": "x", "n": "2"})", "n: must be an integer"},
-      {R"({"model": "m", "prompt": "x", "best_of": 3})", "best_of"},
+      {R"({"model": "m", "prompt": "x", "best_of": 3})", "best_of: not supported (only best_of = n (1), got 3)"},
+      {R"({"model": "m", "prompt": "x", "n": 2, "best_of": 3})", "only best_of = n (2)"},
       {R"({"model": "m", "prompt": "x", "echo": 1})", "echo: must be a boolean"},
       {R"({"model": "m", "prompt": "x", "suffix": "end"})", "suffix"},
       {R"({"model": "m", "prompt": "x", "frequency_penalty": 0.5})", "frequency_penalty"},
