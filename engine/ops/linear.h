@@ -5,7 +5,7 @@
 // bf16 as bf16 (half the bytes, widened in registers). The kernel is chosen
 // per call by M (thresholds in engine/ops/linear_kernels.h, measured by
 // bench/decoder/linear_bench):
-//  - f32, M < kF32DnnlMinRows: the packed AVX2 kernel (bandwidth-bound GEMV
+//  - f32, M < DnnlMinRows (32; 16 on AVX-512): the packed AVX2 kernel (bandwidth-bound GEMV
 //    and small GEMMs, where oneDNN's gemm:jit is slow);
 //  - f32, larger M: oneDNN fixed-M matmul primitives (brg_matmul), one per
 //    M bucket, created once and cached (engine/ops/fixed_matmul.h), reading

@@ -8,18 +8,24 @@
 #include <cstdint>
 #include <limits>
 
+#include "engine/core/cpu_features.h"
 #include "engine/core/tensor.h"
 
 namespace attnserve {
 
 // f32: the packed AVX2 kernel below this many rows (bandwidth-bound GEMV and
-// small GEMMs), oneDNN fixed-M brgemm from here on.
+// small GEMMs), oneDNN fixed-M brgemm from here on. On an AVX-512 CPU
+// oneDNN's 16-wide kernels win from its smallest bucket (16 rows) on: a
+// 16-token MiniLM sentence 2.6 -> 1.8 ms (docs/benchmarks.md, 2026-12-03
+// 14:58), so there the switch is at 16.
 inline constexpr int64_t kF32DnnlMinRows = 32;
+inline constexpr int64_t kF32DnnlMinRowsAvx512 = 16;
 
-// Smallest M that Linear sends to oneDNN for this storage (bf16: never — on
-// AVX2 oneDNN has no fast f32 × bf16 matmul).
-inline constexpr int64_t DnnlMinRows(DType storage) {
-  return storage == DType::kF32 ? kF32DnnlMinRows : std::numeric_limits<int64_t>::max();
+// Smallest M that Linear sends to oneDNN for this storage (bf16: never —
+// oneDNN has no f32 × bf16-weights matmul that keeps f32 activations).
+inline int64_t DnnlMinRows(DType storage) {
+  if (storage != DType::kF32) return std::numeric_limits<int64_t>::max();
+  return CpuHasAvx512F() ? kF32DnnlMinRowsAvx512 : kF32DnnlMinRows;
 }
 
 }  // namespace attnserve

@@ -146,12 +146,12 @@ TEST(LinearTest, ConcurrentForwardFromTwoThreads) {
 }
 
 // Every kernel choice against the double reference, at M values straddling
-// every threshold: the f32 packed/oneDNN switch (kF32DnnlMinRows), the
+// every threshold: the f32 packed/oneDNN switch (DnnlMinRows), the
 // 16-row bucket step (a packed tail after the oneDNN rows), the largest
 // bucket (512: several oneDNN blocks) — with bias and an activation post-op.
 TEST(LinearTest, EveryKernelChoiceMatchesReferenceAcrossThresholds) {
   std::mt19937 rng(4);
-  const int64_t t = kF32DnnlMinRows;
+  const int64_t t = DnnlMinRows(DType::kF32);
   struct Shape { int64_t n, k; };
   // Odd panel tails in both storages, and MiniLM's real shapes.
   for (Shape s : {Shape{100, 72}, Shape{1152, 384}, Shape{384, 1536}}) {
@@ -196,7 +196,9 @@ TEST(LinearTest, PrimitivesCreatedOncePerBucketNeverPerCall) {
   Tensor w = RandomTensor({64, 48}, rng);
   auto lin = Linear::Create(w, nullptr);
   ASSERT_TRUE(lin.ok());
-  const int64_t m = kF32DnnlMinRows + 16;
+  // Creation made the 16- and 512-row buckets (probe and self-check): start
+  // where M - 16 is a bucket not made yet.
+  const int64_t m = DnnlMinRows(DType::kF32) + 32;
   Tensor x = RandomTensor({m + 15, 48}, rng);
   std::vector<float> y((m + 15) * 64);
   ASSERT_TRUE(lin->Forward(x.f32(), m, y.data()).ok());
@@ -227,7 +229,7 @@ TEST(LinearTest, CreateAllPrimitivesLeavesNothingForFirstUse) {
   ASSERT_EQ(lin->primitives_created(), FixedMatmuls::kBuckets);
   ASSERT_TRUE(lin->CreateAllPrimitives().ok());  // idempotent
   EXPECT_EQ(lin->primitives_created(), FixedMatmuls::kBuckets);
-  for (int64_t m : {int64_t{1}, int64_t{31}, kF32DnnlMinRows, int64_t{100}, int64_t{528}, int64_t{1100}}) {
+  for (int64_t m : {int64_t{1}, int64_t{31}, DnnlMinRows(DType::kF32), int64_t{100}, int64_t{528}, int64_t{1100}}) {
     Tensor x = RandomTensor({m, 40}, rng);
     std::vector<float> y(m * 80);
     ASSERT_TRUE(lin->Forward(x.f32(), m, y.data()).ok());
@@ -251,7 +253,7 @@ TEST(LinearTest, ConcurrentFirstUseCreatesOnePrimitive) {
   auto lin = Linear::Create(w, nullptr);
   ASSERT_TRUE(lin.ok());
   const int64_t before = lin->primitives_created();
-  const int64_t m = kF32DnnlMinRows + 32;
+  const int64_t m = DnnlMinRows(DType::kF32) + 32;
   Tensor x = RandomTensor({m, 64}, rng);
   auto want = Reference(x.f32(), m, w, nullptr, Activation::kNone);
   std::vector<float> y1(m * 96), y2(m * 96);
