@@ -374,7 +374,13 @@ def test_prompt_logprobs_equal_the_decode_paths_logprobs(server):
     conn.sock.close()
     conn.close()
     assert status == 200, again
-    assert json.loads(again)["prompt_tokens"] == scored
+    # The same scores; not bit for bit: batched beside the stream, the rows
+    # meet a different GEMM kernel split (oneDNN buckets and packed tail).
+    rescored = json.loads(again)["prompt_tokens"]
+    assert [(t["token_id"], t["text"]) for t in rescored] == [(t["token_id"], t["text"]) for t in scored]
+    for a, b in zip(rescored[1:], scored[1:]):
+        assert a["logprobs"]["logprob"] == pytest.approx(b["logprobs"]["logprob"], abs=2e-5)
+        assert [t["token_id"] for t in a["logprobs"]["top"]] == [t["token_id"] for t in b["logprobs"]["top"]]
     ctx = len(ONCE["prompt_ids_with_bos"])
     for i in range(ctx, len(ids)):
         status, _, raw = post(server, "/v1/generate",
