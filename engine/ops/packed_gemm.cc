@@ -24,6 +24,7 @@ using packed_gemm_internal::kMaxTileFloats;
 using packed_gemm_internal::TileKernel;
 
 std::atomic<bool> force_scalar{false};
+std::atomic<bool> avx512_off{false};
 
 // Position of column j (0..15) inside a bf16 panel row (see packed_gemm.h).
 inline int Bf16Slot(int j) { return j < 8 ? 2 * j : 2 * (j - 8) + 1; }
@@ -83,6 +84,9 @@ void Store(const float* tile, int width, int rows, int cols, int64_t col0, const
 TileKernel PickKernel(DType storage) {
   const bool bf16 = storage == DType::kBF16;
   if (!force_scalar.load(std::memory_order_relaxed) && CpuHasAvx2Fma()) {
+    if (bf16 && CpuHasAvx512F() && !avx512_off.load(std::memory_order_relaxed)) {
+      return packed_gemm_internal::TileAvx512Bf16;
+    }
     return bf16 ? packed_gemm_internal::TileAvx2Bf16 : packed_gemm_internal::TileAvx2F32;
   }
   return bf16 ? TileScalar<true> : TileScalar<false>;
@@ -164,7 +168,7 @@ void PackedGemm(const float* x, int64_t m, int64_t ldx, const PackedMatrix& w, c
                 Activation act, float* y, int64_t ldy) {
   if (m <= 0) return;
   const TileKernel kernel = PickKernel(w.storage());
-  const bool simd = kernel == packed_gemm_internal::TileAvx2F32 || kernel == packed_gemm_internal::TileAvx2Bf16;
+  const bool simd = kernel != TileScalar<true> && kernel != TileScalar<false>;
   const int64_t k = w.k(), n = w.n(), panels = w.panels();
   const int width = w.panel_width();
   const int max_rows = w.storage() == DType::kBF16 ? kMaxRowsBf16 : kMaxRowsF32;
@@ -197,5 +201,7 @@ const char* PackedGemmKernel() {
 }
 
 void PackedGemmForceScalarForTesting(bool force) { force_scalar.store(force); }
+
+void PackedGemmDisableAvx512ForTesting(bool disable) { avx512_off.store(disable); }
 
 }  // namespace attnserve

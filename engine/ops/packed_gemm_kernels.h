@@ -21,6 +21,8 @@ using TileKernel = void (*)(const float* x, int64_t ldx, int rows, const void* p
 // Available only when the CPU has AVX2 + FMA (checked by the caller).
 void TileAvx2F32(const float* x, int64_t ldx, int rows, const void* panel, int64_t k, float* tile);
 void TileAvx2Bf16(const float* x, int64_t ldx, int rows, const void* panel, int64_t k, float* tile);
+// Available only when the CPU has AVX-512F (checked by the caller).
+void TileAvx512Bf16(const float* x, int64_t ldx, int rows, const void* panel, int64_t k, float* tile);
 
 }  // namespace attnserve::packed_gemm_internal
 

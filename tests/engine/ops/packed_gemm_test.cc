@@ -65,10 +65,18 @@ void Check(const std::vector<float>& x, int64_t m, int64_t k, const std::vector<
   }
 }
 
-class PackedGemmTest : public ::testing::TestWithParam<bool> {
+// 0: the CPU's best kernels (AVX-512 bf16 tile where there is one), 1: the
+// scalar ones, 2: AVX2 even on an AVX-512 CPU.
+class PackedGemmTest : public ::testing::TestWithParam<int> {
  protected:
-  void SetUp() override { PackedGemmForceScalarForTesting(GetParam()); }
-  void TearDown() override { PackedGemmForceScalarForTesting(false); }
+  void SetUp() override {
+    PackedGemmForceScalarForTesting(GetParam() == 1);
+    PackedGemmDisableAvx512ForTesting(GetParam() == 2);
+  }
+  void TearDown() override {
+    PackedGemmForceScalarForTesting(false);
+    PackedGemmDisableAvx512ForTesting(false);
+  }
 };
 
 TEST_P(PackedGemmTest, MatchesDoubleReferenceAcrossShapes) {
@@ -125,8 +133,10 @@ TEST_P(PackedGemmTest, LargeRowCountsCrossRowChunks) {
   Check(xv, m, k, Effective(w, DType::kBF16), n, nullptr, Activation::kNone, y, n);
 }
 
-INSTANTIATE_TEST_SUITE_P(Kernels, PackedGemmTest, ::testing::Values(false, true),
-                         [](const auto& info) { return info.param ? "Scalar" : "Dispatched"; });
+INSTANTIATE_TEST_SUITE_P(Kernels, PackedGemmTest, ::testing::Values(0, 1, 2),
+                         [](const auto& info) {
+                           return info.param == 1 ? "Scalar" : info.param == 2 ? "Avx2" : "Dispatched";
+                         });
 
 TEST(PackedMatrixTest, Bf16HoldsHalfTheBytesAndReadsRowsBack) {
   std::mt19937 rng(14);
