@@ -41,7 +41,8 @@ __attribute__((target("avx512f,avx2,fma"))) void TileBf16(const float* x, int64_
 #pragma GCC unroll 8
       for (int i = 0; i < MR; ++i) {
         // x[k0], x[k0 + 1] (k0 + 1 < k: in bounds) spread to the two halves.
-        const __m128 two = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(x + i * ldx + k0)));
+        // (_mm_loadu_si64: x rows are only 4-byte aligned.)
+        const __m128 two = _mm_castsi128_ps(_mm_loadu_si64(x + i * ldx + k0));
         const __m512 xv = _mm512_permutexvar_ps(pair, _mm512_castps128_ps512(two));
         acc[s][i][0] = _mm512_fmadd_ps(xv, lo, acc[s][i][0]);
         acc[s][i][1] = _mm512_fmadd_ps(xv, hi, acc[s][i][1]);
