@@ -56,6 +56,20 @@ def sse_events(raw: bytes):
     return events
 
 
+def hold_prompt_in_cache(server, ids):
+    """Starts a long greedy stream on `ids` and waits for its first token, so
+    the prompt's full blocks are published (they live while a sequence holds
+    them). Close the returned connection to cancel it."""
+    conn = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=30)
+    conn.request("POST", "/v1/generate_stream", headers={"Content-Type": "application/json"},
+                 body=json.dumps({"token_ids": {"ids": ids},
+                                  "sampling": {"max_new_tokens": 4000, "temperature": 0, "ignore_eos": True}}))
+    r = conn.getresponse()
+    assert r.status == 200
+    assert r.fp.readline()
+    return conn
+
+
 @pytest.fixture(scope="module")
 def client(server):
     openai = pytest.importorskip("openai")
@@ -363,13 +377,7 @@ def test_prompt_logprobs_equal_the_decode_paths_logprobs(server):
     assert "logprobs" not in scored[0]
     # Published prefix blocks live while a sequence holds them: score again
     # while a stream on the same prompt runs, so sharing was possible.
-    conn = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=30)
-    conn.request("POST", "/v1/generate_stream", headers={"Content-Type": "application/json"},
-                 body=json.dumps({"token_ids": {"ids": ids},
-                                  "sampling": {"max_new_tokens": 4000, "temperature": 0, "ignore_eos": True}}))
-    r = conn.getresponse()
-    assert r.status == 200
-    assert r.fp.readline()  # its prompt is in the cache
+    conn = hold_prompt_in_cache(server, ids)
     status, _, again = post(server, "/v1/generate", body)
     conn.sock.close()
     conn.close()
@@ -401,13 +409,7 @@ def test_prefix_cache_metrics_count_shared_prompt_blocks(server):
     queries = "attnserve_prefix_cache_query_tokens_total"
     hits = "attnserve_prefix_cache_hit_tokens_total"
     q0, h0 = metric(server, queries, default=0.0), metric(server, hits, default=0.0)
-    conn = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=30)
-    conn.request("POST", "/v1/generate_stream", headers={"Content-Type": "application/json"},
-                 body=json.dumps({"token_ids": {"ids": ids},
-                                  "sampling": {"max_new_tokens": 4000, "temperature": 0, "ignore_eos": True}}))
-    r = conn.getresponse()
-    assert r.status == 200
-    assert r.fp.readline()  # its prompt's blocks are published
+    conn = hold_prompt_in_cache(server, ids)
     status, _, body = post(server, "/v1/generate", {"token_ids": {"ids": ids},
                                                     "sampling": {"max_new_tokens": 2, "temperature": 0}})
     conn.sock.close()

@@ -152,15 +152,20 @@ TEST(SdpaTest, RandomizedShapesAndMasksMatchReference) {
   }
 }
 
-TEST(SdpaTest, ScalarMicroKernelsMatchReference) {
-  attention_internal::ForceScalarFlashKernel(true);
-  std::mt19937 rng(7);
-  for (int c = 0; c < 25; ++c) {
+// `count` random problems from `seed`, each against the reference.
+void CheckRandomProblems(uint32_t seed, int count) {
+  std::mt19937 rng(seed);
+  for (int c = 0; c < count; ++c) {
     std::string label;
     Problem p = RandomProblem(rng, &label);
     SCOPED_TRACE(label);
     CheckAgainstReference(p, label);
   }
+}
+
+TEST(SdpaTest, ScalarMicroKernelsMatchReference) {
+  attention_internal::ForceScalarFlashKernel(true);
+  CheckRandomProblems(/*seed=*/7, /*count=*/25);
   attention_internal::ForceScalarFlashKernel(false);
 }
 
@@ -169,13 +174,7 @@ TEST(SdpaTest, ScalarMicroKernelsMatchReference) {
 TEST(SdpaTest, Avx2MicroKernelsMatchReferenceOnEveryCpu) {
   EXPECT_STREQ(attention_internal::FlashKernelIsa(), CpuHasAvx512F() ? "avx512" : CpuHasAvx2Fma() ? "avx2" : "scalar");
   attention_internal::DisableAvx512FlashKernel(true);
-  std::mt19937 rng(11);
-  for (int c = 0; c < 40; ++c) {
-    std::string label;
-    Problem p = RandomProblem(rng, &label);
-    SCOPED_TRACE(label);
-    CheckAgainstReference(p, label);
-  }
+  CheckRandomProblems(/*seed=*/11, /*count=*/40);
   attention_internal::DisableAvx512FlashKernel(false);
 }
 
