@@ -67,6 +67,10 @@ absl::Status ValidateOptions(const ServerOptions& o) {
   if (o.models.weight_dtype != "f32" && o.models.weight_dtype != "bf16") {
     return absl::InvalidArgumentError(absl::StrCat("--weight-dtype=", o.models.weight_dtype, ": must be f32 or bf16"));
   }
+  if (o.models.matmul_precision != "f32" && o.models.matmul_precision != "bf16") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--matmul-precision=", o.models.matmul_precision, ": must be f32 or bf16"));
+  }
   if (o.models.kv_cache_dtype != "f32" && o.models.kv_cache_dtype != "bf16") {
     return absl::InvalidArgumentError(
         absl::StrCat("--kv-cache-dtype=", o.models.kv_cache_dtype, ": must be f32 or bf16"));

@@ -24,6 +24,9 @@ struct ModelOptions {
   std::string decoder_model;       // HF directory or .gguf; empty = no decoder
   std::string weight_dtype = "f32";  // "f32" or "bf16" weight storage (compute is f32)
   std::string kv_cache_dtype = "f32";  // "f32" or "bf16" K/V storage
+  // "f32" or "bf16": what the projections' large products may round to
+  // (engine/ops/matmul_precision.h); bf16 runs them on AMX where the CPU has it.
+  std::string matmul_precision = "f32";
   int decoder_context_length = 0;      // 0 = the model's declared context; rope models may go longer
 };
 

@@ -1,4 +1,4 @@
-// decoder_bench MODEL [--dtype f32|bf16] [--steps N] [--batch N] [--reps N] [--no-prefill] [--no-decode] [--prepare-kernels]
+// decoder_bench MODEL [--dtype f32|bf16] [--matmul-precision f32|bf16] [--steps N] [--batch N] [--reps N] [--no-prefill] [--no-decode] [--prepare-kernels]
 // Prints JSON lines: the STREAM-like read bandwidth, then decode tokens/s at
 // batch 1, 4, 8, 16 (each sequence: 16-token prompt prefilled, then N decode
 // steps timed, medians over 3 runs) and prefill tokens/s of one 512-token
@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -73,11 +74,12 @@ int Fail(const char* what, const absl::Status& status) {
 
 int Main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: decoder_bench MODEL [--dtype f32|bf16] [--steps N] [--batch N] [--reps N] [--no-prefill] [--no-decode] [--prepare-kernels]\n");
+    std::fprintf(stderr, "usage: decoder_bench MODEL [--dtype f32|bf16] [--matmul-precision f32|bf16] [--steps N] [--batch N] [--reps N] [--no-prefill] [--no-decode] [--prepare-kernels]\n");
     return 2;
   }
   std::string path = argv[1];
   DType dtype = DType::kF32;
+  MatmulPrecision precision = MatmulPrecision::kF32;
   int steps = 16;
   std::vector<int> batches = {1, 4, 8, 16};
   bool prefill = true;
@@ -93,6 +95,14 @@ int Main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--batch") == 0) batches = {std::atoi(argv[i + 1])};
     if (std::strcmp(argv[i], "--dtype") == 0) dtype = std::strcmp(argv[i + 1], "bf16") == 0 ? DType::kBF16 : DType::kF32;
     if (std::strcmp(argv[i], "--steps") == 0) steps = std::atoi(argv[i + 1]);
+    if (std::strcmp(argv[i], "--matmul-precision") == 0) {
+      const std::optional<MatmulPrecision> p = ParseMatmulPrecision(argv[i + 1]);
+      if (!p.has_value()) {
+        std::fprintf(stderr, "--matmul-precision %s: must be f32 or bf16\n", argv[i + 1]);
+        return 2;
+      }
+      precision = *p;
+    }
   }
   const EngineInfo info = GetEngineInfo();
   const double gbps = StreamReadGbps();
@@ -100,6 +110,11 @@ int Main(int argc, char** argv) {
               info.threads, info.cpu_isa.c_str());
   DecoderLoadOptions opt;
   opt.weight_dtype = dtype;
+  opt.matmul_precision = precision;
+  // What the JSON lines call this configuration: "f32", "bf16", or
+  // "f32-bf16mm" (f32 weights, bf16 matmuls).
+  const std::string label =
+      std::string(DTypeName(dtype)) + (precision == MatmulPrecision::kBf16 ? "-bf16mm" : "");
   opt.prepare_kernels = prepare;
   const auto t_load = Clock::now();
   auto model = DecoderModel::Load(path, opt);
@@ -113,7 +128,7 @@ int Main(int argc, char** argv) {
   const double weight_bytes = static_cast<double>(d.weight_bytes);
   std::printf("{\"bench\":\"load\",\"dtype\":\"%s\",\"seconds\":%.2f,\"weight_bytes\":%lld,"
               "\"bound_tok_s\":%.1f}\n",
-              DTypeName(dtype), Seconds(t_load, Clock::now()), static_cast<long long>(d.weight_bytes),
+              label.c_str(), Seconds(t_load, Clock::now()), static_cast<long long>(d.weight_bytes),
               gbps * 1e9 / weight_bytes);
   std::fflush(stdout);
   KvCacheOptions kv;
@@ -146,7 +161,7 @@ int Main(int argc, char** argv) {
     }
     std::printf("{\"bench\":\"decode\",\"dtype\":\"%s\",\"batch\":%d,\"tok_s\":%.1f,"
                 "\"bound_fraction\":%.3f}\n",
-                DTypeName(dtype), batch, Median(rates),
+                label.c_str(), batch, Median(rates),
                 batch == 1 ? Median(rates) / (gbps * 1e9 / weight_bytes) : 0.0);
     std::fflush(stdout);
   }
@@ -162,7 +177,7 @@ int Main(int argc, char** argv) {
     engine.Release(*id);
   }
   std::printf("{\"bench\":\"prefill\",\"dtype\":\"%s\",\"tokens\":512,\"tok_s\":%.1f}\n",
-              DTypeName(dtype), Median(rates));
+              label.c_str(), Median(rates));
   return 0;
 }
 

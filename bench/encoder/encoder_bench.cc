@@ -1,4 +1,4 @@
-// encoder_bench MODEL_DIR [--dtype f32|bf16] [--min-seconds S] [--shapes 1x16,8x128,...]
+// encoder_bench MODEL_DIR [--dtype f32|bf16] [--matmul-precision f32|bf16] [--min-seconds S] [--shapes 1x16,8x128,...]
 // Prints one JSON line per measurement:
 //   {"engine":"attnserve","batch":B,"seq_len":N,"sentences_per_s":..,"tokens_per_s":..,"latency_ms":..}
 // Inputs are token ids ([CLS] + random word pieces + [SEP], exactly N per
@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -64,27 +65,38 @@ double GemmGflops(double min_seconds) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s MODEL_DIR [--dtype f32|bf16] [--min-seconds S] [--shapes BxN,...]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s MODEL_DIR [--dtype f32|bf16] [--matmul-precision f32|bf16] [--min-seconds S] [--shapes BxN,...]\n", argv[0]);
     return 2;
   }
   std::string dir = argv[1];
   std::string dtype = "f32";
+  std::string precision = "f32";
   double min_seconds = 2.0;
   std::string shapes = "1x16,8x16,32x16,128x16,1x128,8x128,32x128,128x128,1x256,8x256,32x256,128x256";
   for (int i = 2; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
     if (flag == "--dtype") dtype = argv[i + 1];
+    if (flag == "--matmul-precision") precision = argv[i + 1];
     if (flag == "--min-seconds") min_seconds = std::atof(argv[i + 1]);
     if (flag == "--shapes") shapes = argv[i + 1];
   }
   attnserve::EncoderLoadOptions options;
   options.weight_dtype = dtype == "bf16" ? attnserve::DType::kBF16 : attnserve::DType::kF32;
+  const std::optional<attnserve::MatmulPrecision> parsed = attnserve::ParseMatmulPrecision(precision);
+  if (!parsed.has_value()) {
+    std::fprintf(stderr, "--matmul-precision %s: must be f32 or bf16\n", precision.c_str());
+    return 2;
+  }
+  options.matmul_precision = *parsed;
+  // The engine name says what was measured: "attnserve-f32", or
+  // "attnserve-f32-bf16mm" for f32 weights with bf16 matmuls.
+  const std::string engine = precision == "f32" ? dtype : dtype + "-bf16mm";
   auto model = EncoderModel::Load(dir, options);
   if (!model.ok()) {
     std::fprintf(stderr, "load failed: %s\n", std::string(model.status().message()).c_str());
     return 1;
   }
-  if (dtype == "f32") {
+  if (dtype == "f32" && precision == "f32") {
     std::printf("{\"engine\":\"gemm-roofline\",\"gflops\":%.2f}\n", GemmGflops(min_seconds));
     std::fflush(stdout);
   }
@@ -119,7 +131,7 @@ int main(int argc, char** argv) {
     std::printf(
         "{\"engine\":\"attnserve-%s\",\"batch\":%d,\"seq_len\":%d,\"sentences_per_s\":%.2f,\"tokens_per_s\":%.1f,"
         "\"latency_ms\":%.3f,\"runs\":%zu}\n",
-        dtype.c_str(), batch, seq_len, batch / t, batch * seq_len / t, t * 1e3, times.size());
+        engine.c_str(), batch, seq_len, batch / t, batch * seq_len / t, t * 1e3, times.size());
     std::fflush(stdout);
   }
   return 0;

@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Peers for bench/encoder: sentence-transformers (PyTorch CPU) and ONNX
 Runtime (the model exported once with torch.onnx), on the same shapes and
-thread count as encoder_bench. Same inputs: token ids [CLS] + random word
+thread count as encoder_bench. The bf16 peer of attnserve's
+--matmul-precision=bf16 is sentence-transformers under
+torch.autocast("cpu", bfloat16), PyTorch's own way to run a f32 model's
+matmuls in bf16 (on AMX where the CPU has it). Same inputs: token ids [CLS] + random word
 pieces + [SEP], exactly N per sequence, tokenization excluded; each output
 is the mean-pooled, L2-normalised sentence embedding, as attnserve computes.
 
@@ -103,16 +106,25 @@ def main():
             with torch.inference_mode():
                 return st(features)["sentence_embedding"]
 
+        def run_torch_bf16():
+            with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
+                return st(features)["sentence_embedding"].float()
+
         def run_ort():
             return sess.run(None, {"input_ids": ids, "attention_mask": mask})[0]
 
         # The two peers must agree with each other (and so with the golden model).
         diff = float(np.abs(run_torch().numpy() - run_ort()).max())
-        for engine, fn in (("sentence-transformers", run_torch), ("onnxruntime", run_ort)):
+        # How far bf16 autocast moves the embeddings (attnserve's bf16 matmul
+        # mode is tested to cosine >= 0.999 against f32).
+        bf16_diff = float(np.abs(run_torch().numpy() - run_torch_bf16().numpy()).max())
+        for engine, fn in (("sentence-transformers", run_torch), ("onnxruntime", run_ort),
+                           ("sentence-transformers-bf16", run_torch_bf16)):
             t, runs = measure(fn, min_seconds)
             print(json.dumps({"engine": engine, "batch": batch, "seq_len": seq_len,
                               "sentences_per_s": round(batch / t, 2), "tokens_per_s": round(batch * seq_len / t, 1),
-                              "latency_ms": round(t * 1e3, 3), "runs": runs, "max_abs_vs_peer": diff}), flush=True)
+                              "latency_ms": round(t * 1e3, 3), "runs": runs,
+                              "max_abs_vs_peer": bf16_diff if engine.endswith("bf16") else diff}), flush=True)
 
 
 if __name__ == "__main__":

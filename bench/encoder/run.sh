@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Encoder benchmark: attnserve (f32 and bf16 weights) vs sentence-transformers
-# (PyTorch) and ONNX Runtime, same shapes, same thread count, same run.
+# Encoder benchmark: attnserve (f32 and bf16 weights, and f32 weights with
+# --matmul-precision=bf16) vs sentence-transformers (PyTorch; also under bf16
+# autocast) and ONNX Runtime, same shapes, same thread count, same run.
 # Engines run back to back per shape (attnserve f32, bf16, then both peers),
 # so a load change on this shared, noisy machine hits every engine of a row
 # alike instead of skewing one engine's whole column.
@@ -20,9 +21,11 @@ echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cpus; $(date -u
 IFS=, read -r -a shape_list <<< "$SHAPES"
 {
   for shape in "${shape_list[@]}"; do
-    for dtype in f32 bf16; do
+    for variant in "f32 f32" "bf16 f32" "f32 bf16"; do
+      read -r dtype precision <<< "$variant"
       "$REPO/dev" exec /usr/bin/env OMP_NUM_THREADS="$THREADS" \
-        "$BUILD/bench/encoder/encoder_bench" "$MODEL" --dtype "$dtype" --min-seconds "$MIN_S" --shapes "$shape"
+        "$BUILD/bench/encoder/encoder_bench" "$MODEL" --dtype "$dtype" --matmul-precision "$precision" \
+        --min-seconds "$MIN_S" --shapes "$shape"
     done
     HF_HUB_OFFLINE=1 OMP_NUM_THREADS="$THREADS" "$VENV/bin/python" "$REPO/bench/encoder/peers.py" \
       "$MODEL" "$OUT" "$THREADS" "$MIN_S" "$shape"

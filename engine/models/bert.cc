@@ -23,14 +23,16 @@ std::string DetectPrefix(const SafetensorsArchive& w) {
 }
 
 absl::StatusOr<Linear> LoadLinear(const SafetensorsArchive& w, const std::string& name, int64_t out, int64_t in,
-                                  DType storage, Activation act = Activation::kNone) {
+                                  DType storage, MatmulPrecision precision,
+                                  Activation act = Activation::kNone) {
   ASSIGN_OR_RETURN(Tensor weight, w.LoadWithShape(name + ".weight", {out, in}, DType::kF32));
   ASSIGN_OR_RETURN(Tensor bias, w.LoadWithShape(name + ".bias", {out}, DType::kF32));
-  return Linear::Create(weight, &bias, storage, act);
+  return Linear::Create(weight, &bias, storage, act, Linear::Kernel::kAuto, precision);
 }
 
 // Q, K and V projections concatenated into one [3D, D] GEMM.
-absl::StatusOr<Linear> LoadQkv(const SafetensorsArchive& w, const std::string& prefix, int64_t d, DType storage) {
+absl::StatusOr<Linear> LoadQkv(const SafetensorsArchive& w, const std::string& prefix, int64_t d, DType storage,
+                               MatmulPrecision precision) {
   Tensor weight = Tensor::Empty({3 * d, d});
   Tensor bias = Tensor::Empty({3 * d});
   int part = 0;
@@ -42,13 +44,14 @@ absl::StatusOr<Linear> LoadQkv(const SafetensorsArchive& w, const std::string& p
     std::memcpy(bias.f32() + part * d, pb.f32(), pb.bytes());
     ++part;
   }
-  return Linear::Create(weight, &bias, storage, Activation::kNone);
+  return Linear::Create(weight, &bias, storage, Activation::kNone, Linear::Kernel::kAuto, precision);
 }
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::Load(const SafetensorsArchive& w, const BertConfig& c,
-                                                               DType storage) {
+                                                               DType storage,
+                                                               MatmulPrecision precision) {
   if (storage != DType::kF32 && storage != DType::kBF16) {
     return absl::InvalidArgumentError(absl::StrCat("encoder weight dtype must be f32 or bf16, got ", DTypeName(storage)));
   }
@@ -67,11 +70,11 @@ absl::StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::Load(const Safetensors
   m->layers_.reserve(c.num_layers);
   for (int i = 0; i < c.num_layers; ++i) {
     const std::string lp = absl::StrCat(p, "encoder.layer.", i, ".");
-    ASSIGN_OR_RETURN(Linear qkv, LoadQkv(w, lp, d, storage));
-    ASSIGN_OR_RETURN(Linear out, LoadLinear(w, lp + "attention.output.dense", d, d, storage));
+    ASSIGN_OR_RETURN(Linear qkv, LoadQkv(w, lp, d, storage, precision));
+    ASSIGN_OR_RETURN(Linear out, LoadLinear(w, lp + "attention.output.dense", d, d, storage, precision));
     ASSIGN_OR_RETURN(Linear ff1, LoadLinear(w, lp + "intermediate.dense", c.intermediate_size, d, storage,
-                                            Activation::kGeluErf));
-    ASSIGN_OR_RETURN(Linear ff2, LoadLinear(w, lp + "output.dense", d, c.intermediate_size, storage));
+                                            precision, Activation::kGeluErf));
+    ASSIGN_OR_RETURN(Linear ff2, LoadLinear(w, lp + "output.dense", d, c.intermediate_size, storage, precision));
     ASSIGN_OR_RETURN(Tensor ln1_g, w.LoadWithShape(lp + "attention.output.LayerNorm.weight", {d}, DType::kF32));
     ASSIGN_OR_RETURN(Tensor ln1_b, w.LoadWithShape(lp + "attention.output.LayerNorm.bias", {d}, DType::kF32));
     ASSIGN_OR_RETURN(Tensor ln2_g, w.LoadWithShape(lp + "output.LayerNorm.weight", {d}, DType::kF32));

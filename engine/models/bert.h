@@ -100,9 +100,10 @@ class BertEncoder {
  public:
   // Reads every tensor (names with or without a "bert." prefix), checking
   // shapes against the config; errors name the file, the tensor and both
-  // shapes.
-  static absl::StatusOr<std::unique_ptr<BertEncoder>> Load(const SafetensorsArchive& weights,
-                                                           const BertConfig& config, DType storage);
+  // shapes. precision: see engine/ops/matmul_precision.h.
+  static absl::StatusOr<std::unique_ptr<BertEncoder>> Load(
+      const SafetensorsArchive& weights, const BertConfig& config, DType storage,
+      MatmulPrecision precision = MatmulPrecision::kF32);
 
   // token_ids: the B sequences concatenated; lengths: [B], each in
   // [1, max_positions], summing to token_ids.size(); ids in [0, vocab).

@@ -51,7 +51,7 @@ std::vector<float> ToVector(const Tensor& t) {
 
 absl::StatusOr<DecoderBlock> DecoderBlock::Create(const DecoderConfig& config,
                                                   const DecoderLayerWeights& w, DType storage,
-                                                  int layer_index) {
+                                                  MatmulPrecision precision, int layer_index) {
   DecoderBlock b;
   b.config_ = &config;
   b.layer_ = layer_index;
@@ -77,12 +77,14 @@ absl::StatusOr<DecoderBlock> DecoderBlock::Create(const DecoderConfig& config,
     }
     return l;
   };
-  ASSIGN_OR_RETURN(Linear qkv, wrap(Linear::Create(qkv_w, qkv_b.empty() ? nullptr : &qkv_b, storage),
+  auto make = [&](const Tensor& weight, const Tensor& bias, Activation act = Activation::kNone) {
+    return Linear::Create(weight, bias.empty() ? nullptr : &bias, storage, act, Linear::Kernel::kAuto,
+                          precision);
+  };
+  ASSIGN_OR_RETURN(Linear qkv, wrap(make(qkv_w, qkv_b),
                                     "qkv"));
   b.qkv_.emplace(std::move(qkv));
-  ASSIGN_OR_RETURN(Linear out, wrap(Linear::Create(w.o_weight, w.o_bias.empty() ? nullptr : &w.o_bias,
-                                                   storage),
-                                    "o_proj"));
+  ASSIGN_OR_RETURN(Linear out, wrap(make(w.o_weight, w.o_bias), "o_proj"));
   b.out_.emplace(std::move(out));
   if (config.mlp == MlpKind::kSwiGlu) {
     Tensor gate_up = StackRows({&w.gate_weight, &w.up_weight});
@@ -91,20 +93,13 @@ absl::StatusOr<DecoderBlock> DecoderBlock::Create(const DecoderConfig& config,
       gate_up_b = StackBias({{&w.up_bias, 0}, {&w.up_bias, b.inter_}});  // gate has no bias
       std::memset(gate_up_b.f32(), 0, sizeof(float) * b.inter_);
     }
-    ASSIGN_OR_RETURN(Linear gu, wrap(Linear::Create(gate_up, gate_up_b.empty() ? nullptr : &gate_up_b,
-                                                    storage),
-                                     "gate_up"));
+    ASSIGN_OR_RETURN(Linear gu, wrap(make(gate_up, gate_up_b), "gate_up"));
     b.gate_up_.emplace(std::move(gu));
   } else {
-    ASSIGN_OR_RETURN(Linear up, wrap(Linear::Create(w.up_weight, w.up_bias.empty() ? nullptr : &w.up_bias,
-                                                    storage, Activation::kGeluTanh),
-                                     "up"));
+    ASSIGN_OR_RETURN(Linear up, wrap(make(w.up_weight, w.up_bias, Activation::kGeluTanh), "up"));
     b.gate_up_.emplace(std::move(up));
   }
-  ASSIGN_OR_RETURN(Linear down, wrap(Linear::Create(w.down_weight,
-                                                    w.down_bias.empty() ? nullptr : &w.down_bias,
-                                                    storage),
-                                     "down"));
+  ASSIGN_OR_RETURN(Linear down, wrap(make(w.down_weight, w.down_bias), "down"));
   b.down_.emplace(std::move(down));
   return b;
 }

@@ -48,7 +48,7 @@ class DecoderBlock {
  public:
   static absl::StatusOr<DecoderBlock> Create(const DecoderConfig& config,
                                              const DecoderLayerWeights& weights, DType storage,
-                                             int layer_index);
+                                             MatmulPrecision precision, int layer_index);
 
   // hidden [T, D] is updated in place: h += attn(norm(h)); h += mlp(norm(h)).
   // Writes this layer's K/V of every token of `batch` into `kv` (blocks must

@@ -86,7 +86,8 @@ absl::Status DecoderModel::Build(LoadedDecoder loaded, const DecoderLoadOptions&
   int64_t bytes = 0;
   blocks_.reserve(config_.num_layers);
   for (int l = 0; l < config_.num_layers; ++l) {
-    ASSIGN_OR_RETURN(DecoderBlock b, DecoderBlock::Create(config_, w.layers[l], storage, l));
+    ASSIGN_OR_RETURN(DecoderBlock b, DecoderBlock::Create(config_, w.layers[l], storage,
+                                                          options.matmul_precision, l));
     bytes += b.weight_bytes();
     blocks_.push_back(std::move(b));
     w.layers[l] = DecoderLayerWeights();  // packed copies live in the Linears now
@@ -132,6 +133,7 @@ absl::Status DecoderModel::Build(LoadedDecoder loaded, const DecoderLoadOptions&
   d.vocab_size = config_.vocab_size;
   d.max_positions = max_positions_;
   d.weight_dtype = storage;
+  d.matmul_precision = options.matmul_precision;
   d.kv_dtype = options.kv_dtype;
   d.weight_bytes = bytes;
   d.kv_bytes_per_token = config_.KvBytesPerToken(options.kv_dtype);

@@ -30,6 +30,10 @@ namespace attnserve {
 
 struct DecoderLoadOptions {
   DType weight_dtype = DType::kF32;  // kF32 or kBF16 storage of matrices
+  // kBf16: the projections' oneDNN products (prefill chunks, batches of 16+
+  // rows) may round to bf16 (engine/ops/matmul_precision.h); decode rows,
+  // the LM head and attention stay f32.
+  MatmulPrecision matmul_precision = MatmulPrecision::kF32;
   DType kv_dtype = DType::kF32;      // kF32 or kBF16 K/V in the cache (recorded in description)
   // Positions a sequence may use. 0: the model's own (the larger of the
   // declared and the trained context). Rotary models may be given more, as

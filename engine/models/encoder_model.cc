@@ -25,7 +25,8 @@ absl::StatusOr<std::unique_ptr<EncoderModel>> EncoderModel::Load(const std::stri
     return absl::InvalidArgumentError(absl::StrCat(md.tokenizer_json, ": tokenizer has ", m->tokenizer_->vocab_size(),
                                                    " tokens but config.json vocab_size is ", config.vocab_size));
   }
-  ASSIGN_OR_RETURN(m->bert_, BertEncoder::Load(*md.weights, config, options.weight_dtype));
+  ASSIGN_OR_RETURN(m->bert_, BertEncoder::Load(*md.weights, config, options.weight_dtype,
+                                                options.matmul_precision));
   if (options.prepare_kernels) RETURN_IF_ERROR(m->bert_->CreateAllPrimitives());
 
   const SentenceTransformersConfig& st = md.sentence_transformers;
@@ -53,6 +54,7 @@ absl::StatusOr<std::unique_ptr<EncoderModel>> EncoderModel::Load(const std::stri
   d.vocab_size = config.vocab_size;
   d.max_positions = config.max_positions;
   d.weight_dtype = options.weight_dtype;
+  d.matmul_precision = options.matmul_precision;
   d.kv_dtype = DType::kF32;
   d.weight_bytes = m->bert_->weight_bytes();
   d.kv_bytes_per_token = 0;

@@ -28,6 +28,9 @@ namespace attnserve {
 
 struct EncoderLoadOptions {
   DType weight_dtype = DType::kF32;  // kF32 or kBF16 storage; compute is f32
+  // kBf16: the projections' oneDNN products may round to bf16
+  // (engine/ops/matmul_precision.h). Attention stays f32.
+  MatmulPrecision matmul_precision = MatmulPrecision::kF32;
   // As DecoderLoadOptions::prepare_kernels: every oneDNN primitive a forward
   // could use is built at load, not on the first batch of each size.
   bool prepare_kernels = false;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "engine/core/tensor.h"
+#include "engine/ops/matmul_precision.h"
 
 namespace attnserve {
 
@@ -22,6 +23,7 @@ struct ModelDescription {
   int vocab_size = 0;
   int max_positions = 0;
   DType weight_dtype = DType::kF32;
+  MatmulPrecision matmul_precision = MatmulPrecision::kF32;  // what the projections may round to
   DType kv_dtype = DType::kF32;      // decoders only
   int64_t weight_bytes = 0;          // bytes of weights held in memory
   int64_t kv_bytes_per_token = 0;    // 2 * layers * kv_heads * head_dim * dtype bytes; 0 for encoders

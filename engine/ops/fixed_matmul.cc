@@ -1,5 +1,6 @@
 #include "engine/ops/fixed_matmul.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <unordered_map>
@@ -25,9 +26,10 @@ struct FixedMatmuls::Bucket {
 
 namespace {
 
-dnnl::primitive_attr MakeAttr(Activation act) {
+dnnl::primitive_attr MakeAttr(Activation act, MatmulPrecision precision) {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  if (precision == MatmulPrecision::kBf16) attr.set_fpmath_mode(dnnl::fpmath_mode::bf16);
   dnnl::post_ops ops;
   switch (act) {
     case Activation::kNone: break;
@@ -42,16 +44,18 @@ dnnl::primitive_attr MakeAttr(Activation act) {
 
 }  // namespace
 
-FixedMatmuls::FixedMatmuls(const PackedMatrix& w, const float* bias, Activation act)
-    : w_(w), bias_(bias), act_(act) {}
+FixedMatmuls::FixedMatmuls(const PackedMatrix& w, const float* bias, Activation act,
+                           MatmulPrecision precision)
+    : w_(w), bias_(bias), act_(act), precision_(precision) {}
 
 absl::StatusOr<std::unique_ptr<FixedMatmuls>> FixedMatmuls::Create(const PackedMatrix& w,
                                                                    const float* bias,
-                                                                   Activation act) {
+                                                                   Activation act,
+                                                                   MatmulPrecision precision) {
   if (w.storage() != DType::kF32 || w.panel_width() != 32) {
     return absl::InvalidArgumentError("FixedMatmuls needs f32 weights in 32-column panels");
   }
-  std::unique_ptr<FixedMatmuls> fm(new FixedMatmuls(w, bias, act));
+  std::unique_ptr<FixedMatmuls> fm(new FixedMatmuls(w, bias, act, precision));
   const auto& eng = DnnlContext::Get().engine();
   try {
     fm->weights_ = memory(memory::desc({w.k(), w.n()}, Dt::f32, Tag::BA16a32b), eng,
@@ -102,8 +106,26 @@ absl::Status FixedMatmuls::SelfCheck(int64_t m) const {
   }
   PackedGemm(x.data(), m, k, w_, bias_, act_, want.data(), n);
   RETURN_IF_ERROR(Run(x.data(), m, got.data()));
+  // f32: agreement to rounding. bf16 products: x and W each rounded to 8
+  // significant bits, so each product is off by at most 2^-8 of |x·w| and
+  // the sum by 2^-8 · Σ|x·w| ≤ 2^-8 · max|x| · Σ|w| (a cheap bound) — still
+  // below the O(output) errors of a misread layout this exists to catch.
+  std::vector<float> bound(m * n, 0.0f);
+  if (precision_ == MatmulPrecision::kBf16) {
+    std::vector<float> w_row(k), w_abs_sum(n, 0.0f);
+    for (int64_t j = 0; j < n; ++j) {
+      w_.ReadRow(j, w_row.data());
+      for (float v : w_row) w_abs_sum[j] += std::fabs(v);
+    }
+    for (int64_t i = 0; i < m; ++i) {
+      float x_max = 0.0f;
+      for (int64_t kk = 0; kk < k; ++kk) x_max = std::max(x_max, std::fabs(x[i * k + kk]));
+      for (int64_t j = 0; j < n; ++j) bound[i * n + j] = x_max * w_abs_sum[j] / 256.0f;
+    }
+  }
   for (int64_t i = 0; i < m * n; ++i) {
-    if (!(std::fabs(got[i] - want[i]) <= 1e-3f * (1.0f + std::fabs(want[i])))) {
+    const float tolerance = 1e-3f * (1.0f + std::fabs(want[i])) + bound[i];
+    if (!(std::fabs(got[i] - want[i]) <= tolerance)) {
       return absl::UnimplementedError(absl::StrCat(
           "oneDNN fixed-M matmul disagrees with the packed kernel at ", i, ": ", got[i], " vs ", want[i]));
     }
@@ -117,7 +139,7 @@ absl::StatusOr<std::shared_ptr<const FixedMatmuls::Bucket>> FixedMatmuls::Make(i
   try {
     memory::desc src_md({m, k}, Dt::f32, Tag::ab);
     memory::desc dst_md({m, n}, Dt::f32, Tag::ab);
-    const dnnl::primitive_attr attr = MakeAttr(act_);
+    const dnnl::primitive_attr attr = MakeAttr(act_, precision_);
     dnnl::matmul::primitive_desc pd =
         bias_ != nullptr
             ? dnnl::matmul::primitive_desc(eng, src_md, weights_.get_desc(),

@@ -26,6 +26,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "engine/ops/matmul_precision.h"
 #include "engine/ops/packed_gemm.h"
 #include "oneapi/dnnl/dnnl.hpp"
 
@@ -44,9 +45,12 @@ class FixedMatmuls {
   // BA16a32b weights with an optimized kernel, K > kMaxK on an AVX2 kernel,
   // or a checked bucket (M = 16; with K > kMaxK also 128 and 512) disagrees
   // with the packed kernel (then the caller keeps the packed kernel at every
-  // M).
-  static absl::StatusOr<std::unique_ptr<FixedMatmuls>> Create(const PackedMatrix& w,
-                                                              const float* bias, Activation act);
+  // M). precision kBf16 sets oneDNN's fpmath_mode::bf16 on every primitive
+  // (engine/ops/matmul_precision.h); the self-check then allows bf16
+  // rounding.
+  static absl::StatusOr<std::unique_ptr<FixedMatmuls>> Create(
+      const PackedMatrix& w, const float* bias, Activation act,
+      MatmulPrecision precision = MatmulPrecision::kF32);
 
   // y[m, N] = act(x[m, K] · Wᵀ + b); m a multiple of kRowStep, ≤ kMaxRows.
   absl::Status Run(const float* x, int64_t m, float* y) const;
@@ -65,7 +69,7 @@ class FixedMatmuls {
 
  private:
   struct Bucket;
-  FixedMatmuls(const PackedMatrix& w, const float* bias, Activation act);
+  FixedMatmuls(const PackedMatrix& w, const float* bias, Activation act, MatmulPrecision precision);
   absl::StatusOr<std::shared_ptr<const Bucket>> Get(int64_t m) const;
   absl::StatusOr<std::shared_ptr<const Bucket>> Make(int64_t m) const;
   absl::Status SelfCheck(int64_t m) const;
@@ -73,6 +77,7 @@ class FixedMatmuls {
   const PackedMatrix& w_;
   const float* bias_;
   Activation act_;
+  MatmulPrecision precision_;
   dnnl::memory weights_;  // wraps w_'s panels, BA16a32b
   dnnl::memory bias_mem_;
   mutable absl::Mutex mu_;

@@ -33,7 +33,8 @@ Linear& Linear::operator=(Linear&&) noexcept = default;
 Linear::~Linear() = default;
 
 absl::StatusOr<Linear> Linear::Create(const Tensor& weight, const Tensor* bias, DType storage,
-                                      Activation act, Kernel kernel) {
+                                      Activation act, Kernel kernel,
+                                      MatmulPrecision precision) {
   if (weight.rank() != 2 || weight.dim(0) <= 0 || weight.dim(1) <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("Linear weight must be [N, K] with N, K > 0, got ", weight.DebugString()));
@@ -67,7 +68,7 @@ absl::StatusOr<Linear> Linear::Create(const Tensor& weight, const Tensor* bias, 
   if (storage == DType::kF32 && kernel == Kernel::kAuto) {
     // The primitives read impl->packed and impl->bias in place; both live in
     // the heap-allocated Impl, so moving the Linear keeps them valid.
-    auto fm = FixedMatmuls::Create(impl->packed, impl->bias_or_null(), act);
+    auto fm = FixedMatmuls::Create(impl->packed, impl->bias_or_null(), act, precision);
     if (fm.ok()) {
       impl->dnnl = *std::move(fm);
     } else if (!absl::IsUnimplemented(fm.status())) {

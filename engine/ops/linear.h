@@ -16,6 +16,10 @@
 //    against the packed kernel at creation).
 //  - bf16: the packed kernel at every M (oneDNN has no usable f32 × bf16
 //    matmul on AVX2 CPUs: it falls back to a reference kernel).
+// MatmulPrecision::kBf16 (engine/ops/matmul_precision.h) sets oneDNN's
+// fpmath_mode::bf16 on the f32 primitives: on an AMX CPU those rows become
+// bf16 products with f32 accumulation (~4-5x the f32 GFLOP/s); the packed
+// kernel's rows stay f32.
 // Thread-safe for concurrent Forward calls: the weights are immutable, the
 // primitive cache takes a mutex for its lookup, and each call takes its
 // stream and scratchpad from its thread.
@@ -32,6 +36,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "engine/core/tensor.h"
+#include "engine/ops/matmul_precision.h"
 #include "engine/ops/packed_gemm.h"
 
 namespace attnserve {
@@ -43,11 +48,14 @@ class Linear {
   // kernel: kAuto as described above; kPacked runs the packed kernel at
   // every M (no oneDNN primitive), for layers only ever fed a few rows (the
   // LM head sees one row per sequence).
+  // precision: kBf16 lets the oneDNN products round to bf16
+  // (engine/ops/matmul_precision.h); it changes nothing on the packed kernel.
   enum class Kernel { kAuto, kPacked };
   static absl::StatusOr<Linear> Create(const Tensor& weight, const Tensor* bias,
                                        DType storage = DType::kF32,
                                        Activation act = Activation::kNone,
-                                       Kernel kernel = Kernel::kAuto);
+                                       Kernel kernel = Kernel::kAuto,
+                                       MatmulPrecision precision = MatmulPrecision::kF32);
 
   Linear(Linear&&) noexcept;
   Linear& operator=(Linear&&) noexcept;

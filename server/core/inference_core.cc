@@ -84,10 +84,16 @@ absl::StatusOr<std::unique_ptr<InferenceCore>> InferenceCore::Create(const Serve
   m.max_new_tokens_limit = options.batching.max_new_tokens_limit;
   m.encode_max_inputs = options.batching.encode_max_inputs_per_request;
 
+  const std::optional<MatmulPrecision> precision = ParseMatmulPrecision(options.models.matmul_precision);
+  if (!precision.has_value()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("matmul-precision: \"", options.models.matmul_precision, "\" is not f32 or bf16"));
+  }
   if (!options.models.encoder_model.empty()) {
     const absl::Time start = absl::Now();
     EncoderLoadOptions load;
     load.weight_dtype = ParseDType(options.models.weight_dtype);
+    load.matmul_precision = *precision;
     // Kernels for every batch size now (tens of ms at start), not inside the
     // first requests of each size.
     load.prepare_kernels = true;
@@ -100,12 +106,13 @@ absl::StatusOr<std::unique_ptr<InferenceCore>> InferenceCore::Create(const Serve
     LOG(INFO) << "encoder " << m.encoder_name << " loaded from " << options.models.encoder_model << " in "
               << absl::Now() - start << ": " << m.encoder->description().architecture << ", "
               << m.encoder->description().num_layers << " layers, " << m.encoder->description().weight_bytes
-              << " weight bytes";
+              << " weight bytes, matmul precision " << options.models.matmul_precision;
   }
   if (!options.models.decoder_model.empty()) {
     const absl::Time start = absl::Now();
     DecoderLoadOptions load;
     load.weight_dtype = ParseDType(options.models.weight_dtype);
+    load.matmul_precision = *precision;
     load.kv_dtype = ParseDType(options.models.kv_cache_dtype);
     load.context_length = options.models.decoder_context_length;
     load.prepare_kernels = true;  // as for the encoder

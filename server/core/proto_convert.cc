@@ -274,6 +274,7 @@ v1::ModelInfo ToModelInfo(const ModelDescription& d, v1::ModelKind kind) {
   info.set_weight_bytes(d.weight_bytes);
   info.set_kv_bytes_per_token(d.kv_bytes_per_token);
   info.set_source(d.source);
+  info.set_matmul_precision(MatmulPrecisionName(d.matmul_precision));
   return info;
 }
 

@@ -103,6 +103,31 @@ def test_encode_matches_sentence_transformers(stub, pb):
     assert response.usage.prompt_tokens > 0
 
 
+def test_bf16_matmul_precision_stays_close_to_sentence_transformers(pb):
+    """--matmul-precision=bf16 (bf16 operands in the projections, AMX where
+    the CPU has it) is announced by GetModelInfo and keeps every embedding of
+    the mixed batch within cosine 0.999 of sentence-transformers' f32 ones,
+    the bound the issue sets for bf16 weights."""
+    from sentence_transformers import SentenceTransformer
+    from attnserve.v1 import inference_pb2_grpc
+
+    reference = SentenceTransformer(str(MINILM), device="cpu").encode(SENTENCES, normalize_embeddings=False)
+    s = ServerProcess(f"--encoder-model={MINILM}", "--threads=2", "--matmul-precision=bf16")
+    try:
+        with grpc.insecure_channel(s.grpc_target) as channel:
+            stub = inference_pb2_grpc.InferenceStub(channel)
+            info = stub.GetModelInfo(pb.GetModelInfoRequest(), timeout=10)
+            assert [(m.kind, m.matmul_precision) for m in info.models] == [(pb.MODEL_KIND_ENCODER, "bf16")]
+            response = stub.Encode(pb.EncodeRequest(inputs=[pb.EncodeInput(text=t) for t in SENTENCES]),
+                                   timeout=120)
+        for got, want in zip(response.results, reference):
+            got = np.array(got.embedding.values, dtype=np.float64)
+            assert got @ want / (np.linalg.norm(got) * np.linalg.norm(want)) >= 0.999
+        assert "matmul precision bf16" in s.output()
+    finally:
+        s.close()
+
+
 def test_concurrent_encode_equals_one_at_a_time(stub, pb):
     alone = [np.array(stub.Encode(pb.EncodeRequest(inputs=[pb.EncodeInput(text=t)]), timeout=60).results[0]
                       .embedding.values) for t in SENTENCES]
@@ -323,6 +348,7 @@ def test_tokenize_detokenize_and_model_info(stub, pb):
     enc_info = by_kind[pb.MODEL_KIND_ENCODER]
     assert (enc_info.architecture, enc_info.num_layers, enc_info.hidden_size) == ("bert", 6, 384)
     assert enc_info.weight_bytes > 80_000_000
+    assert (enc_info.matmul_precision, dec.matmul_precision) == ("f32", "f32")
 
 
 # --------------------------------------------------- overload and draining ----

@@ -30,6 +30,11 @@ TEST(OptionsTest, BadValuesNameTheFlag) {
   o.engine.kv_cache_bytes = 0;
   EXPECT_THAT(ValidateOptions(o).message(), HasSubstr("--kv-cache-bytes"));
   o = ServerOptions{};
+  o.models.matmul_precision = "fp8";
+  EXPECT_THAT(ValidateOptions(o).message(), HasSubstr("--matmul-precision=fp8"));
+  o.models.matmul_precision = "bf16";
+  EXPECT_TRUE(ValidateOptions(o).ok());
+  o = ServerOptions{};
   o.network.http_port = o.network.grpc_port;
   EXPECT_THAT(ValidateOptions(o).message(), HasSubstr("must differ"));
 }

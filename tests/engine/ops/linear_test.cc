@@ -1,9 +1,11 @@
 #include "engine/ops/linear.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <random>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "engine/core/cpu_features.h"
@@ -11,6 +13,7 @@
 #include "engine/core/tensor.h"
 #include "engine/ops/fixed_matmul.h"
 #include "engine/ops/linear_kernels.h"
+#include "oneapi/dnnl/dnnl.hpp"
 #include "gtest/gtest.h"
 
 namespace attnserve {
@@ -183,6 +186,60 @@ TEST(LinearTest, EveryKernelChoiceMatchesReferenceAcrossThresholds) {
           EXPECT_EQ(kernel.find("ref") == std::string::npos, true) << "reference kernel chosen";
           EXPECT_EQ(kernel.find("packed_tail") != std::string::npos, m % 16 != 0);
         }
+      }
+    }
+  }
+}
+
+// Whether this CPU's oneDNN dispatches to AMX (bf16 tiles).
+bool OneDnnHasAmx() {
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  const auto amx = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_amx);
+  return (isa & amx) == amx;
+}
+
+// MatmulPrecision::kBf16: rows on oneDNN are bf16 products (x and W rounded
+// to bf16, f32 accumulation) where the CPU has bf16 units, and exact f32
+// elsewhere; rows on the packed kernel (M < 16, tails) stay f32 always.
+TEST(LinearTest, Bf16MatmulPrecisionRoundsOnlyTheOneDnnRows) {
+  std::mt19937 rng(9);
+  for (auto [n, k] : {std::pair<int64_t, int64_t>{1152, 384}, {384, 1536}, {100, 72}}) {
+    Tensor w = RandomTensor({n, k}, rng);
+    Tensor b = RandomTensor({n}, rng);
+    Tensor w_rounded = Tensor::Empty({n, k});
+    for (int64_t i = 0; i < w.numel(); ++i) w_rounded.f32()[i] = Bf16ToFloat(FloatToBf16(w.f32()[i]));
+    auto lin = Linear::Create(w, &b, DType::kF32, Activation::kNone, Linear::Kernel::kAuto,
+                              MatmulPrecision::kBf16);
+    ASSERT_TRUE(lin.ok()) << lin.status();
+    for (int64_t m : {int64_t{5}, int64_t{16}, int64_t{137}, int64_t{512}}) {
+      Tensor x = RandomTensor({m, k}, rng);
+      Tensor x_rounded = Tensor::Empty({m, k});
+      for (int64_t i = 0; i < x.numel(); ++i) x_rounded.f32()[i] = Bf16ToFloat(FloatToBf16(x.f32()[i]));
+      std::vector<float> y(m * n, -7.f);
+      ASSERT_TRUE(lin->Forward(x.f32(), m, y.data()).ok());
+      const std::string kernel = lin->KernelFor(m);
+      SCOPED_TRACE("n=" + std::to_string(n) + " k=" + std::to_string(k) + " m=" + std::to_string(m) + " " +
+                   kernel);
+      const std::vector<float> f32 = Reference(x.f32(), m, w, &b, Activation::kNone);
+      const std::vector<float> bf16 = Reference(x_rounded.f32(), m, w_rounded, &b, Activation::kNone);
+      const bool on_onednn = kernel.rfind("onednn_fixed", 0) == 0;
+      const bool bf16_units = kernel.find("amx") != std::string::npos || kernel.find("bf16") != std::string::npos;
+      if (OneDnnHasAmx() && on_onednn) {
+        EXPECT_TRUE(bf16_units) << "bf16 allowed but AMX not used";
+      }
+      const int64_t bf16_rows = on_onednn && bf16_units ? m / 16 * 16 : 0;
+      double moved = 0.0;  // how far the bf16 rows are from the f32 product
+      for (int64_t i = 0; i < m; ++i) {
+        const std::vector<float>& want = i < bf16_rows ? bf16 : f32;
+        for (int64_t j = 0; j < n; ++j) {
+          const float got = y[i * n + j], ref = want[i * n + j];
+          ASSERT_NEAR(got, ref, 2e-4f * (1 + std::fabs(ref))) << "row " << i << " col " << j;
+          if (i < bf16_rows) moved = std::max(moved, double(std::fabs(got - f32[i * n + j])));
+        }
+      }
+      // The bf16 rows really are bf16 products, not f32 ones.
+      if (bf16_rows > 0) {
+        EXPECT_GT(moved, 1e-3);
       }
     }
   }
