@@ -42,10 +42,11 @@ ABSL_FLAG(std::string, api_key, "", "If set, every inference call (HTTP /v1/...,
 ABSL_FLAG(bool, log_requests, true, "Log one line per finished Encode/Generate (id, status, timings, token counts; never the text).");
 ABSL_FLAG(std::string, weight_dtype, "f32", "Weight storage: f32 or bf16 (bf16 halves weight memory; compute stays f32).");
 ABSL_FLAG(std::string, matmul_precision, "f32",
-          "f32, or bf16: the projections' large products (encoder batches, prefill chunks; 16+ rows, "
-          "f32-stored weights) may round activations and weights to bf16 with f32 accumulation, which "
-          "runs them on AMX / AVX512-BF16 where the CPU has them (about 4x faster there; embeddings "
-          "agree with f32 to cosine >= 0.999). Decode rows and attention stay f32.");
+          "f32, or bf16: the projections' products over 16+ rows (encoder batches, prefill chunks, "
+          "decode batches of 16+ sequences) may round activations and weights to bf16 with f32 "
+          "accumulation, which runs them on AMX / AVX512-BF16 where the CPU has them (2-3x faster "
+          "there; embeddings agree with f32 to cosine >= 0.999). Works with either --weight-dtype. "
+          "Smaller products and attention stay f32.");
 ABSL_FLAG(std::string, kv_cache_dtype, "f32", "KV cache storage: f32 or bf16 (bf16 halves KV memory).");
 ABSL_FLAG(int, decoder_context_length, 0, "Decoder context in tokens; 0 = the model's declared context. Rope models may run longer than declared (stories260K's GGUF declares 128, it was trained with 512), as llama.cpp's -c does.");
 ABSL_FLAG(int, kv_block_size, 16, "Token positions per KV cache block.");

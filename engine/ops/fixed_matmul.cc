@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <unordered_map>
 #include <utility>
@@ -11,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/core/status_macros.h"
 #include "engine/dnnl/context.h"
+#include "engine/ops/bf16_rows.h"
 
 namespace attnserve {
 
@@ -52,16 +54,23 @@ absl::StatusOr<std::unique_ptr<FixedMatmuls>> FixedMatmuls::Create(const PackedM
                                                                    const float* bias,
                                                                    Activation act,
                                                                    MatmulPrecision precision) {
-  if (w.storage() != DType::kF32 || w.panel_width() != 32) {
-    return absl::InvalidArgumentError("FixedMatmuls needs f32 weights in 32-column panels");
+  const bool bf16 = w.storage() == DType::kBF16;
+  if (bf16 ? (precision != MatmulPrecision::kBf16 || w.panel_width() != 16) : w.panel_width() != 32) {
+    return absl::InvalidArgumentError(
+        "FixedMatmuls needs f32 weights in 32-column panels, or bf16 ones in 16-column panels with "
+        "MatmulPrecision::kBf16");
   }
   std::unique_ptr<FixedMatmuls> fm(new FixedMatmuls(w, bias, act, precision));
   const auto& eng = DnnlContext::Get().engine();
   try {
-    fm->weights_ = memory(memory::desc({w.k(), w.n()}, Dt::f32, Tag::BA16a32b), eng,
-                          const_cast<void*>(w.data()));
+    // The packed panels, read in place: f32 panels are oneDNN's BA16a32b,
+    // bf16 ones its BA16a16b2a (packed_gemm.h).
+    fm->weights_ = bf16 ? memory(memory::desc({w.k(), w.n()}, Dt::bf16, Tag::BA16a16b2a), eng,
+                                 const_cast<void*>(w.data()))
+                        : memory(memory::desc({w.k(), w.n()}, Dt::f32, Tag::BA16a32b), eng,
+                                 const_cast<void*>(w.data()));
     if (static_cast<int64_t>(fm->weights_.get_desc().get_size()) > w.bytes()) {
-      return absl::InternalError("BA16a32b needs more bytes than the packed panels hold");
+      return absl::InternalError("oneDNN's blocked layout needs more bytes than the packed panels hold");
     }
     if (bias != nullptr) {
       fm->bias_mem_ = memory(memory::desc({1, w.n()}, Dt::f32, Tag::ab), eng, const_cast<float*>(bias));
@@ -137,7 +146,7 @@ absl::StatusOr<std::shared_ptr<const FixedMatmuls::Bucket>> FixedMatmuls::Make(i
   const auto& eng = DnnlContext::Get().engine();
   const int64_t n = w_.n(), k = w_.k();
   try {
-    memory::desc src_md({m, k}, Dt::f32, Tag::ab);
+    memory::desc src_md({m, k}, SourceType(), Tag::ab);
     memory::desc dst_md({m, n}, Dt::f32, Tag::ab);
     const dnnl::primitive_attr attr = MakeAttr(act_, precision_);
     dnnl::matmul::primitive_desc pd =
@@ -175,9 +184,19 @@ absl::Status FixedMatmuls::Run(const float* x, int64_t m, float* y) const {
   ASSIGN_OR_RETURN(std::shared_ptr<const Bucket> b, Get(m));
   const DnnlContext& ctx = DnnlContext::Get();
   try {
-    memory src(memory::desc({m, w_.k()}, Dt::f32, Tag::ab), ctx.engine(), const_cast<float*>(x));
+    // bf16 weights take bf16 rows: rounded into the front of this thread's
+    // scratch buffer, oneDNN's scratchpad after them.
+    const size_t src_bytes =
+        SourceType() == Dt::bf16 ? (static_cast<size_t>(m * w_.k()) * sizeof(uint16_t) + 63) / 64 * 64 : 0;
+    auto* buffer = static_cast<std::byte*>(ctx.ThreadScratch(src_bytes + b->scratchpad_md.get_size()));
+    void* src_data = const_cast<float*>(x);
+    if (src_bytes > 0) {
+      RoundRowsToBf16(x, reinterpret_cast<uint16_t*>(buffer), m * w_.k());
+      src_data = buffer;
+    }
+    memory src(memory::desc({m, w_.k()}, SourceType(), Tag::ab), ctx.engine(), src_data);
     memory dst(memory::desc({m, w_.n()}, Dt::f32, Tag::ab), ctx.engine(), y);
-    memory scratch(b->scratchpad_md, ctx.engine(), ctx.ThreadScratch(b->scratchpad_md.get_size()));
+    memory scratch(b->scratchpad_md, ctx.engine(), buffer + src_bytes);
     dnnl::stream& stream = ctx.ThreadStream();
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src},
                                          {DNNL_ARG_WEIGHTS, weights_},
@@ -190,6 +209,10 @@ absl::Status FixedMatmuls::Run(const float* x, int64_t m, float* y) const {
     return DnnlErrorToStatus(e, "FixedMatmuls::Run");
   }
   return absl::OkStatus();
+}
+
+dnnl::memory::data_type FixedMatmuls::SourceType() const {
+  return w_.storage() == DType::kBF16 ? Dt::bf16 : Dt::f32;
 }
 
 absl::Status FixedMatmuls::CreateAllBuckets() const {

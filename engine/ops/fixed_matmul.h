@@ -1,8 +1,11 @@
 // FixedMatmuls: oneDNN matmul primitives with a FIXED row count M, one per M
 // bucket, created on first use and cached for the life of the Linear — never
-// rebuilt per call. They all read the same f32 weights in place: the packed
-// panels of PackedMatrix, which are oneDNN's "BA16a32b" layout (see
-// packed_gemm.h), so no primitive owns a weight copy.
+// rebuilt per call. They all read the same weights in place: the packed
+// panels of PackedMatrix, which are oneDNN's "BA16a32b" layout for f32 and
+// its "BA16a16b2a" (VNNI pairs) for bf16 (see packed_gemm.h), so no
+// primitive owns a weight copy. bf16 weights are used only with
+// MatmulPrecision::kBf16: each Run rounds x to bf16 (oneDNN's AMX kernels
+// take bf16 sources only) and accumulates in f32.
 //
 // Why fixed M: with a run-time M (DNNL_RUNTIME_DIM_VAL) oneDNN 3.7 on AVX2
 // runs its gemm:jit kernel (~80 GFLOP/s at M = 128 here); with a fixed M and
@@ -40,7 +43,7 @@ class FixedMatmuls {
   // weights (see .cc); its AVX-512 kernels take any K that passes SelfCheck.
   static constexpr int64_t kMaxK = 1024;
 
-  // w: f32 packed weights (must outlive this object); bias: [N] or null (must
+  // w: packed weights, f32 or (with precision kBf16) bf16 (must outlive this object); bias: [N] or null (must
   // outlive this object). Fails with kUnimplemented if oneDNN would not run
   // BA16a32b weights with an optimized kernel, K > kMaxK on an AVX2 kernel,
   // or a checked bucket (M = 16; with K > kMaxK also 128 and 512) disagrees
@@ -73,12 +76,14 @@ class FixedMatmuls {
   absl::StatusOr<std::shared_ptr<const Bucket>> Get(int64_t m) const;
   absl::StatusOr<std::shared_ptr<const Bucket>> Make(int64_t m) const;
   absl::Status SelfCheck(int64_t m) const;
+  // f32, or bf16 for bf16 weights (rows rounded in Run).
+  dnnl::memory::data_type SourceType() const;
 
   const PackedMatrix& w_;
   const float* bias_;
   Activation act_;
   MatmulPrecision precision_;
-  dnnl::memory weights_;  // wraps w_'s panels, BA16a32b
+  dnnl::memory weights_;  // wraps w_'s panels, BA16a32b (f32) or BA16a16b2a (bf16)
   dnnl::memory bias_mem_;
   mutable absl::Mutex mu_;
   mutable std::array<std::shared_ptr<const Bucket>, kBuckets> buckets_

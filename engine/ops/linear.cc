@@ -64,8 +64,8 @@ absl::StatusOr<Linear> Linear::Create(const Tensor& weight, const Tensor* bias, 
   impl->storage = storage;
   impl->packed = PackedMatrix::Pack(weight, storage);
   impl->held_bytes = impl->packed.bytes() + static_cast<int64_t>(impl->bias.size() * sizeof(float));
-  impl->dnnl_min_rows = DnnlMinRows(storage);
-  if (storage == DType::kF32 && kernel == Kernel::kAuto) {
+  impl->dnnl_min_rows = DnnlMinRows(storage, precision);
+  if (kernel == Kernel::kAuto && (storage == DType::kF32 || precision == MatmulPrecision::kBf16)) {
     // The primitives read impl->packed and impl->bias in place; both live in
     // the heap-allocated Impl, so moving the Linear keeps them valid.
     auto fm = FixedMatmuls::Create(impl->packed, impl->bias_or_null(), act, precision);

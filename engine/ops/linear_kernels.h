@@ -10,6 +10,7 @@
 
 #include "engine/core/cpu_features.h"
 #include "engine/core/tensor.h"
+#include "engine/ops/matmul_precision.h"
 
 namespace attnserve {
 
@@ -21,10 +22,18 @@ namespace attnserve {
 inline constexpr int64_t kF32DnnlMinRows = 32;
 inline constexpr int64_t kF32DnnlMinRowsAvx512 = 16;
 
-// Smallest M that Linear sends to oneDNN for this storage (bf16: never —
-// oneDNN has no f32 × bf16-weights matmul that keeps f32 activations).
-inline int64_t DnnlMinRows(DType storage) {
-  if (storage != DType::kF32) return std::numeric_limits<int64_t>::max();
+// bf16 weights with bf16 products (MatmulPrecision::kBf16): oneDNN from its
+// smallest bucket; below it the packed kernel.
+inline constexpr int64_t kBf16ProductDnnlMinRows = 16;
+
+// Smallest M that Linear sends to oneDNN for this storage and precision
+// (bf16 weights with f32 products: never — oneDNN has no f32 × bf16-weights
+// matmul that keeps f32 activations).
+inline int64_t DnnlMinRows(DType storage, MatmulPrecision precision = MatmulPrecision::kF32) {
+  if (storage != DType::kF32) {
+    return precision == MatmulPrecision::kBf16 ? kBf16ProductDnnlMinRows
+                                               : std::numeric_limits<int64_t>::max();
+  }
   return CpuHasAvx512F() ? kF32DnnlMinRowsAvx512 : kF32DnnlMinRows;
 }
 

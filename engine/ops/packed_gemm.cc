@@ -26,8 +26,9 @@ using packed_gemm_internal::TileKernel;
 std::atomic<bool> force_scalar{false};
 std::atomic<bool> avx512_off{false};
 
-// Position of column j (0..15) inside a bf16 panel row (see packed_gemm.h).
-inline int Bf16Slot(int j) { return j < 8 ? 2 * j : 2 * (j - 8) + 1; }
+// Position of (k step kk, column j) inside a bf16 panel: k steps in pairs,
+// each pair 16 columns × 2 steps (see packed_gemm.h).
+inline int64_t Bf16Index(int64_t kk, int j) { return (kk / 2) * 32 + 2 * j + (kk & 1); }
 
 float SourceAt(const Tensor& w, int64_t i) {
   switch (w.dtype()) {
@@ -48,7 +49,7 @@ void TileScalar(const float* x, int64_t ldx, int rows, const void* panel, int64_
       for (int j = 0; j < kWidth; ++j) {
         float wv;
         if constexpr (kBf16) {
-          wv = Bf16ToFloat(static_cast<const uint16_t*>(panel)[kk * 16 + Bf16Slot(j)]);
+          wv = Bf16ToFloat(static_cast<const uint16_t*>(panel)[Bf16Index(kk, j)]);
         } else {
           wv = static_cast<const float*>(panel)[kk * 32 + j];
         }
@@ -135,14 +136,14 @@ PackedMatrix PackedMatrix::Pack(const Tensor& w, DType storage) {
     for (int j = 0; j < width; ++j) {
       const int64_t col = pi * width + j;
       for (int64_t kk = 0; kk < k; ++kk) {
-        const int64_t dst = (pi * kp + kk) * width;
+        const int64_t panel_start = pi * kp * width;
         if (storage == DType::kF32) {
-          static_cast<float*>(mem)[dst + j] = col < n ? SourceAt(w, col * k + kk) : 0.0f;
+          static_cast<float*>(mem)[panel_start + kk * width + j] = col < n ? SourceAt(w, col * k + kk) : 0.0f;
         } else {
           uint16_t v = 0;
           if (col < n) v = w.dtype() == DType::kBF16 ? w.u16()[col * k + kk]
                                                      : FloatToBf16(SourceAt(w, col * k + kk));
-          static_cast<uint16_t*>(mem)[dst + Bf16Slot(j)] = v;
+          static_cast<uint16_t*>(mem)[panel_start + Bf16Index(kk, j)] = v;
         }
       }
     }
@@ -158,9 +159,8 @@ void PackedMatrix::ReadRow(int64_t r, float* out) const {
     const float* src = static_cast<const float*>(data_.get()) + pi * k_padded() * width + j;
     for (int64_t kk = 0; kk < k_; ++kk) out[kk] = src[kk * width];
   } else {
-    const uint16_t* src =
-        static_cast<const uint16_t*>(data_.get()) + pi * k_padded() * width + Bf16Slot(j);
-    for (int64_t kk = 0; kk < k_; ++kk) out[kk] = Bf16ToFloat(src[kk * width]);
+    const uint16_t* panel = static_cast<const uint16_t*>(data_.get()) + pi * k_padded() * width;
+    for (int64_t kk = 0; kk < k_; ++kk) out[kk] = Bf16ToFloat(panel[Bf16Index(kk, j)]);
   }
 }
 

@@ -4,7 +4,7 @@
 // once from memory, and oneDNN's run-time-M matmul adds per-call overhead and
 // has no f32 × bf16 path on AVX2 CPUs. Here the weights are packed once into
 // panels of P output columns, `[ceil(N/P)][Kp][P]` with Kp = K rounded up to
-// 16, zero padded, so every k step reads P contiguous weights and the kernel
+// 16 (bf16: 32), zero padded, so every k step reads P contiguous weights and the kernel
 // keeps MR × P/8 accumulators in registers; no horizontal sums, one pass over
 // the weights per MR rows of x (rows are blocked so a weight panel is reused
 // from cache).
@@ -15,11 +15,15 @@
 // holds ONE f32 copy that both this kernel (small M) and oneDNN's fixed-M
 // primitives (large M) read.
 //
-// bf16: P = 16, MR ≤ 6. bf16 panels are stored with the two 8-column halves interleaved (u16 index
-// 2i holds column i, 2i+1 column 8+i): one 32-byte load then gives columns
-// 0-7 by a 16-bit left shift of each 32-bit lane and 8-15 by masking the low
-// half — bf16 → f32 widening in registers, so bf16 weights really read half
-// the bytes. Arithmetic is f32 with f32 accumulation.
+// bf16: P = 16, MR ≤ 6. bf16 panels hold k steps in pairs: u16 index
+// (k/2)·32 + 2·j + (k mod 2) holds W[column j][step k], so each 32-bit lane
+// is one column's two steps. A 16-bit left shift of each lane gives step k
+// as f32, masking the low half gives step k+1 — bf16 → f32 widening in
+// registers, so bf16 weights really read half the bytes. Arithmetic is f32
+// with f32 accumulation. This is exactly oneDNN's "BA16a16b2a" layout of the
+// logical [K, N] matrix (the VNNI pairs of its AMX / AVX512-BF16 kernels),
+// so with MatmulPrecision::kBf16 Linear's oneDNN primitives read these same
+// panels in place, as the f32 ones read BA16a32b.
 //
 // Threads: OpenMP over contiguous ranges of panels (each thread streams its
 // own part of the weights). Safe to call concurrently from several threads.
@@ -49,8 +53,12 @@ class PackedMatrix {
   int64_t k() const { return k_; }
   int panel_width() const { return PanelWidth(storage_); }
   int64_t panels() const { return (n_ + panel_width() - 1) / panel_width(); }
-  // K rounded up to 16: the rows of one panel (the padding rows are zero).
-  int64_t k_padded() const { return (k_ + 15) / 16 * 16; }
+  // K rounded up to 16 (f32) or 32 (bf16: oneDNN's BA16a16b2a blocks K by
+  // 16 pairs): the rows of one panel (the padding rows are zero).
+  int64_t k_padded() const {
+    const int64_t block = storage_ == DType::kBF16 ? 32 : 16;
+    return (k_ + block - 1) / block * block;
+  }
   DType storage() const { return storage_; }
   // Bytes held (padding included).
   int64_t bytes() const { return bytes_; }

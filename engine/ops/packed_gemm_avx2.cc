@@ -10,15 +10,30 @@ namespace {
 
 #define ATTNSERVE_AVX2 __attribute__((target("avx2,fma"), always_inline)) inline
 
+// bf16 step 2·pair + odd as two f32 vectors. Steps come in pairs
+// (packed_gemm.h): lane i of the pair's first 32 bytes is column i's (step
+// 2p, step 2p+1), of the next 32 bytes column 8+i's; an even step is the low
+// halves, an odd one the high halves. (Callers pass `odd` as a constant of
+// an unrolled loop, so the branch folds away.)
+ATTNSERVE_AVX2 void LoadBf16Step(const void* panel, int64_t pair_index, int odd, __m256* w) {
+  const auto* pair = reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(panel) + pair_index * 32);
+  const __m256i a = _mm256_loadu_si256(pair);
+  const __m256i b = _mm256_loadu_si256(pair + 1);
+  if (odd) {
+    const __m256i hi = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
+    w[0] = _mm256_castsi256_ps(_mm256_and_si256(a, hi));
+    w[1] = _mm256_castsi256_ps(_mm256_and_si256(b, hi));
+  } else {
+    w[0] = _mm256_castsi256_ps(_mm256_slli_epi32(a, 16));
+    w[1] = _mm256_castsi256_ps(_mm256_slli_epi32(b, 16));
+  }
+}
+
 // The P weights of step k as P/8 f32 vectors (f32: P = 32, bf16: P = 16).
 template <bool kBf16>
 ATTNSERVE_AVX2 void LoadW(const void* panel, int64_t k, __m256* w) {
   if constexpr (kBf16) {
-    // u16 2i = column i (low half of lane i), 2i+1 = column 8+i (high half).
-    const __m256i v =
-        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(panel) + k * 16));
-    w[0] = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
-    w[1] = _mm256_castsi256_ps(_mm256_and_si256(v, _mm256_set1_epi32(static_cast<int>(0xffff0000u))));
+    LoadBf16Step(panel, k / 2, static_cast<int>(k & 1), w);
   } else {
     const float* p = static_cast<const float*>(panel) + k * 32;
     w[0] = _mm256_load_ps(p);
@@ -38,6 +53,8 @@ __attribute__((target("avx2,fma"))) void Tile(const float* x, int64_t ldx, const
   constexpr int kNv = kBf16 ? 2 : 4;  // vectors per panel row
   constexpr int kWidth = kNv * 8;
   constexpr int kSplit = (kBf16 ? MR <= 2 : MR == 1) ? 2 : 1;
+  // bf16 steps go in their stored pairs (even step, odd step).
+  constexpr int kStep = kBf16 ? 2 : kSplit;
   constexpr int64_t kElem = kBf16 ? 2 : 4;
   constexpr int64_t kPrefetch = 1024 / kElem;  // elements ahead
   // Except for one f32 row: there the loop is so light that the hardware
@@ -56,24 +73,28 @@ __attribute__((target("avx2,fma"))) void Tile(const float* x, int64_t ldx, const
     }
   }
   int64_t kk = 0;
-  for (; kk + kSplit <= k; kk += kSplit) {
+  for (; kk + kStep <= k; kk += kStep) {
     // Software prefetch ~1 KiB ahead: with few rows the loop is a pure
     // stream over the weights, and a single-thread stream needs more lines
     // in flight than the hardware prefetcher alone keeps.
 #pragma GCC unroll 8
-    for (int s = 0; s < kSplit; ++s) {
+    for (int s = 0; s < kStep; ++s) {
       if constexpr (kSoftwarePrefetch) {
         const char* p = static_cast<const char*>(panel) + ((kk + s) * kWidth + kPrefetch) * kElem;
         _mm_prefetch(p, _MM_HINT_T0);
         if constexpr (!kBf16) _mm_prefetch(p + 64, _MM_HINT_T0);
       }
       __m256 w[kNv];
-      LoadW<kBf16>(panel, kk + s, w);
+      if constexpr (kBf16) {
+        LoadBf16Step(panel, kk / 2, s, w);  // kk is even here
+      } else {
+        LoadW<false>(panel, kk + s, w);
+      }
 #pragma GCC unroll 8
       for (int i = 0; i < MR; ++i) {
         const __m256 xv = _mm256_broadcast_ss(x + i * ldx + kk + s);
 #pragma GCC unroll 4
-        for (int v = 0; v < kNv; ++v) acc[s][i][v] = _mm256_fmadd_ps(xv, w[v], acc[s][i][v]);
+        for (int v = 0; v < kNv; ++v) acc[s % kSplit][i][v] = _mm256_fmadd_ps(xv, w[v], acc[s % kSplit][i][v]);
       }
     }
   }

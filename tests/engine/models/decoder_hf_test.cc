@@ -148,9 +148,14 @@ TEST(DecoderModelTest, Bf16WeightsStayCloseToF32) {
 // projections as bf16 products (32 oneDNN rows, AMX where the CPU has it,
 // plus an f32 tail); its last logits stay near Hugging Face's f32 ones and
 // pick the same token.
-TEST(DecoderModelTest, Bf16MatmulsStayCloseToHf) {
+// Both weight storages: f32 (oneDNN rounds inside) and bf16 (VNNI panels
+// read in place).
+class Bf16MatmulTest : public ::testing::TestWithParam<DType> {};
+
+TEST_P(Bf16MatmulTest, StaysCloseToHf) {
   const std::string dir = ATTNSERVE_SOURCE_DIR "/tests/golden/decoder_models/llama_tiny";
   DecoderLoadOptions options;
+  options.weight_dtype = GetParam();
   options.matmul_precision = MatmulPrecision::kBf16;
   auto model = DecoderModel::Load(dir, options);
   ASSERT_TRUE(model.ok()) << model.status();
@@ -168,6 +173,11 @@ TEST(DecoderModelTest, Bf16MatmulsStayCloseToHf) {
   EXPECT_EQ(std::max_element(got.begin(), got.end()) - got.begin(),
             std::max_element(want.begin(), want.end()) - want.begin());
 }
+
+INSTANTIATE_TEST_SUITE_P(WeightStorage, Bf16MatmulTest, ::testing::Values(DType::kF32, DType::kBF16),
+                         [](const ::testing::TestParamInfo<DType>& info) {
+                           return std::string(DTypeName(info.param));
+                         });
 
 TEST(DecoderModelTest, BadPathFailsWithTheReason) {
   auto model = DecoderModel::Load("/nonexistent/model.gguf", DecoderLoadOptions());

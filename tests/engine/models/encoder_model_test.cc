@@ -133,6 +133,16 @@ TEST_F(EncoderModelTest, GoldenEmbeddingsBf16Matmuls) {
   CheckGoldenEmbeddings(**bf16mm, 0.999, /*max_abs=*/0);
 }
 
+// bf16 weights with bf16 products: the oneDNN rows read the packed bf16
+// panels in place (AMX where the CPU has it); held to the same bound.
+TEST_F(EncoderModelTest, GoldenEmbeddingsBf16WeightsAndMatmuls) {
+  auto both = EncoderModel::Load(testing_util::MiniLmDir(),
+                                 {.weight_dtype = DType::kBF16, .matmul_precision = MatmulPrecision::kBf16});
+  ASSERT_TRUE(both.ok()) << both.status();
+  EXPECT_EQ((*both)->description().weight_dtype, DType::kBF16);
+  CheckGoldenEmbeddings(**both, 0.999, /*max_abs=*/0);
+}
+
 // The server loads with every kernel built up front; that model must give
 // the same answers as one that builds them on first use.
 TEST_F(EncoderModelTest, GoldenEmbeddingsWithKernelsPreparedAtLoad) {

@@ -199,18 +199,23 @@ bool OneDnnHasAmx() {
 }
 
 // MatmulPrecision::kBf16: rows on oneDNN are bf16 products (x and W rounded
-// to bf16, f32 accumulation) where the CPU has bf16 units, and exact f32
-// elsewhere; rows on the packed kernel (M < 16, tails) stay f32 always.
+// to bf16, f32 accumulation) where the CPU has bf16 units, and f32 products
+// elsewhere; rows on the packed kernel (M < 16, tails) are f32 products
+// always. Both weight storages: f32 (oneDNN rounds inside, fpmath_mode) and
+// bf16 (Linear rounds x; oneDNN reads the packed VNNI panels in place).
 TEST(LinearTest, Bf16MatmulPrecisionRoundsOnlyTheOneDnnRows) {
   std::mt19937 rng(9);
-  for (auto [n, k] : {std::pair<int64_t, int64_t>{1152, 384}, {384, 1536}, {100, 72}}) {
+  for (auto [n, k] : {std::pair<int64_t, int64_t>{1152, 384}, {384, 1536}, {100, 72}, {48, 37}})
+  for (DType storage : {DType::kF32, DType::kBF16}) {
     Tensor w = RandomTensor({n, k}, rng);
     Tensor b = RandomTensor({n}, rng);
     Tensor w_rounded = Tensor::Empty({n, k});
     for (int64_t i = 0; i < w.numel(); ++i) w_rounded.f32()[i] = Bf16ToFloat(FloatToBf16(w.f32()[i]));
-    auto lin = Linear::Create(w, &b, DType::kF32, Activation::kNone, Linear::Kernel::kAuto,
+    auto lin = Linear::Create(w, &b, storage, Activation::kNone, Linear::Kernel::kAuto,
                               MatmulPrecision::kBf16);
     ASSERT_TRUE(lin.ok()) << lin.status();
+    // What an f32 product of these weights is: bf16 storage has rounded them.
+    const Tensor& stored_w = storage == DType::kBF16 ? w_rounded : w;
     for (int64_t m : {int64_t{5}, int64_t{16}, int64_t{137}, int64_t{512}}) {
       Tensor x = RandomTensor({m, k}, rng);
       Tensor x_rounded = Tensor::Empty({m, k});
@@ -218,14 +223,17 @@ TEST(LinearTest, Bf16MatmulPrecisionRoundsOnlyTheOneDnnRows) {
       std::vector<float> y(m * n, -7.f);
       ASSERT_TRUE(lin->Forward(x.f32(), m, y.data()).ok());
       const std::string kernel = lin->KernelFor(m);
-      SCOPED_TRACE("n=" + std::to_string(n) + " k=" + std::to_string(k) + " m=" + std::to_string(m) + " " +
-                   kernel);
-      const std::vector<float> f32 = Reference(x.f32(), m, w, &b, Activation::kNone);
+      SCOPED_TRACE(std::string(DTypeName(storage)) + " n=" + std::to_string(n) + " k=" + std::to_string(k) +
+                   " m=" + std::to_string(m) + " " + kernel);
+      const std::vector<float> f32 = Reference(x.f32(), m, stored_w, &b, Activation::kNone);
       const std::vector<float> bf16 = Reference(x_rounded.f32(), m, w_rounded, &b, Activation::kNone);
       const bool on_onednn = kernel.rfind("onednn_fixed", 0) == 0;
       const bool bf16_units = kernel.find("amx") != std::string::npos || kernel.find("bf16") != std::string::npos;
-      if (OneDnnHasAmx() && on_onednn) {
-        EXPECT_TRUE(bf16_units) << "bf16 allowed but AMX not used";
+      if (OneDnnHasAmx()) {
+        EXPECT_EQ(on_onednn, m >= 16);
+        if (on_onednn) {
+          EXPECT_TRUE(bf16_units) << "bf16 allowed but AMX not used";
+        }
       }
       const int64_t bf16_rows = on_onednn && bf16_units ? m / 16 * 16 : 0;
       double moved = 0.0;  // how far the bf16 rows are from the f32 product
