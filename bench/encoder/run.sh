@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Encoder benchmark: attnserve (f32 and bf16 weights, and f32 weights with
+# Encoder benchmark: attnserve (f32 and bf16 weights, each also with
 # --matmul-precision=bf16) vs sentence-transformers (PyTorch; also under bf16
 # autocast) and ONNX Runtime, same shapes, same thread count, same run.
 # Engines run back to back per shape (attnserve f32, bf16, then both peers),
@@ -21,7 +21,7 @@ echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cpus; $(date -u
 IFS=, read -r -a shape_list <<< "$SHAPES"
 {
   for shape in "${shape_list[@]}"; do
-    for variant in "f32 f32" "bf16 f32" "f32 bf16"; do
+    for variant in "f32 f32" "bf16 f32" "f32 bf16" "bf16 bf16"; do
       read -r dtype precision <<< "$variant"
       "$REPO/dev" exec /usr/bin/env OMP_NUM_THREADS="$THREADS" \
         "$BUILD/bench/encoder/encoder_bench" "$MODEL" --dtype "$dtype" --matmul-precision "$precision" \
