@@ -60,6 +60,10 @@ absl::Status Validate(const SdpaArgs& a) {
     return absl::InvalidArgumentError(
         "attention: a per-head additive mask must be [B, Hq, Nq, Nk] (set per_batch too)");
   }
+  if (a.row_offsets != nullptr && (a.masks.key_lengths == nullptr || s.q_len != s.kv_len)) {
+    return absl::InvalidArgumentError(
+        "attention: row_offsets (ragged self-attention) needs key_lengths and q_len == kv_len");
+  }
   if (a.options.weights != AttentionWeightsMode::kNone && a.weights == nullptr) {
     return absl::InvalidArgumentError("attention: weights requested but no weights buffer given");
   }
@@ -77,13 +81,25 @@ int KeyLimit(const SdpaArgs& a, int b, int i) {
   return std::max(limit, 0);
 }
 
+// Element offset of sequence b's first row in a view: b batch strides, or
+// its row offset in a ragged batch.
+template <typename View>
+int64_t BatchStart(const SdpaArgs& a, const View& v, int b) {
+  return a.row_offsets != nullptr ? a.row_offsets[b] * v.row_stride : b * v.batch_stride;
+}
+
+// Query rows of sequence b that exist: all Nq, or its length when ragged.
+int QueryRows(const SdpaArgs& a, int b) {
+  return a.row_offsets != nullptr ? a.masks.key_lengths[b] : a.shape.q_len;
+}
+
 FlashRow MakeRow(const SdpaArgs& a, int b, int h, int i) {
   const int64_t nq = a.shape.q_len, nk = a.shape.kv_len;
   const AttentionMasks& mk = a.masks;
   FlashRow row;
-  row.q = static_cast<const float*>(a.q.data) + b * a.q.batch_stride + h * a.q.head_stride +
+  row.q = static_cast<const float*>(a.q.data) + BatchStart(a, a.q, b) + h * a.q.head_stride +
           i * a.q.row_stride;
-  row.out = a.out.data + b * a.out.batch_stride + h * a.out.head_stride + i * a.out.row_stride;
+  row.out = a.out.data + BatchStart(a, a.out, b) + h * a.out.head_stride + i * a.out.row_stride;
   row.key_limit = KeyLimit(a, b, i);
   if (mk.allow.data) row.allow_row = mk.allow.data + (mk.allow.per_batch ? b * nq * nk : 0) + i * nk;
   if (mk.key_allow.data) row.key_allow = mk.key_allow.data + b * nk;
@@ -115,14 +131,15 @@ void RunFlash(const SdpaArgs& a, float scale) {
       const int t = static_cast<int>(job % q_tiles);
       const int hk = static_cast<int>((job / q_tiles) % s.num_kv_heads);
       const int b = static_cast<int>(job / q_tiles / s.num_kv_heads);
-      const int i0 = t * q_tile, i1 = std::min(s.q_len, i0 + q_tile);
+      const int i0 = t * q_tile, i1 = std::min(QueryRows(a, b), i0 + q_tile);
+      if (i0 >= i1) continue;  // past this sequence's rows (ragged batch)
       int n = 0;
       for (int g = 0; g < group; ++g)
         for (int i = i0; i < i1; ++i) rows[n++] = MakeRow(a, b, hk * group + g, i);
       KvSource src;
       src.dtype = a.k.dtype;
-      src.k = static_cast<const std::byte*>(a.k.data) + (b * a.k.batch_stride + hk * a.k.head_stride) * es;
-      src.v = static_cast<const std::byte*>(a.v.data) + (b * a.v.batch_stride + hk * a.v.head_stride) * es;
+      src.k = static_cast<const std::byte*>(a.k.data) + (BatchStart(a, a.k, b) + hk * a.k.head_stride) * es;
+      src.v = static_cast<const std::byte*>(a.v.data) + (BatchStart(a, a.v, b) + hk * a.v.head_stride) * es;
       src.k_row_stride = a.k.row_stride;
       src.v_row_stride = a.v.row_stride;
       RunFlashJob(rows.data(), n, src, s.head_dim, scale, scratch);
@@ -153,11 +170,18 @@ void RunWithWeights(const SdpaArgs& a, float scale) {
       const int b = static_cast<int>(job / nq), i = static_cast<int>(job % nq);
       float* avg = averaged ? a.weights + (b * nq + i) * nk : nullptr;
       if (avg) std::fill(avg, avg + nk, 0.0f);
+      if (i >= QueryRows(a, b)) {  // no such row (ragged batch): zero weights, no output
+        for (int h = 0; h < s.num_heads && !averaged; ++h) {
+          float* w = a.weights + ((b * s.num_heads + h) * nq + i) * nk;
+          std::fill(w, w + nk, 0.0f);
+        }
+        continue;
+      }
       for (int h = 0; h < s.num_heads; ++h) {
         const int hk = h / group;
         FlashRow row = MakeRow(a, b, h, i);
-        const int64_t kbase = b * a.k.batch_stride + hk * a.k.head_stride;
-        const int64_t vbase = b * a.v.batch_stride + hk * a.v.head_stride;
+        const int64_t kbase = BatchStart(a, a.k, b) + hk * a.k.head_stride;
+        const int64_t vbase = BatchStart(a, a.v, b) + hk * a.v.head_stride;
         float mx = kNegInf;
         for (int j = 0; j < nk; ++j) {
           bool vis = j < row.key_limit && (!row.allow_row || row.allow_row[j]) &&

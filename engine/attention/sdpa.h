@@ -28,6 +28,15 @@ struct SdpaArgs {
   // [B, Hq, Nq, Nk] (kPerHead) or [B, Nq, Nk] (kAveraged), contiguous;
   // required when options.weights != kNone, ignored otherwise.
   float* weights = nullptr;
+  // Ragged self-attention without padding ("varlen", FlashAttention's
+  // cu_seqlens): when set, [B] row offsets — sequence b's rows start
+  // row_offsets[b] rows into q, k, v and out (the views' batch_stride is
+  // ignored), and it has masks.key_lengths[b] query rows and keys (Nq == Nk
+  // is the longest). Rows past a sequence's length are neither read nor
+  // written (they belong to the next sequence); weights there are zero.
+  // Saves the copy into and out of a padded layout, and the padding rows'
+  // compute.
+  const int64_t* row_offsets = nullptr;
 };
 
 // Errors (InvalidArgument) name the offending field: non-positive sizes,

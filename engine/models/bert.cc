@@ -107,9 +107,9 @@ absl::Status BertEncoder::CreateAllPrimitives() const {
 int64_t BertEncoder::ScratchBytes(int batch_size, int seq_len) const {
   const int64_t t = int64_t{batch_size} * seq_len;
   const int64_t d = config_.hidden_size;
-  // x, qkv, ctx, tmp, ff (packed) + padded qkv and ctx when B > 1.
-  int64_t floats = t * (d + 3 * d + d + d + config_.intermediate_size);
-  if (batch_size > 1) floats += t * (3 * d + d);
+  // x, qkv, ctx, tmp, ff, all packed (attention reads and writes them in
+  // place).
+  const int64_t floats = t * (d + 3 * d + d + d + config_.intermediate_size);
   return floats * static_cast<int64_t>(sizeof(float));
 }
 
@@ -167,12 +167,6 @@ absl::StatusOr<std::unique_ptr<BertForwardJob>> BertEncoder::Begin(absl::Span<co
   job->ctx_ = Tensor::Empty({total, d});
   job->tmp_ = Tensor::Empty({total, d});
   job->ff_ = Tensor::Empty({total, config_.intermediate_size});
-  // Padded attention layout, used when the batch has more than one sequence.
-  // Padding rows stay zero: they are never written.
-  if (batch > 1) {
-    job->qkv_pad_ = Tensor::Zeros({batch, max_len, 3 * d});
-    job->ctx_pad_ = Tensor::Empty({batch, max_len, d});
-  }
   return job;
 }
 
@@ -238,20 +232,13 @@ absl::Status BertForwardJob::AttentionBlock(int li) {
   const int head_dim = config.head_dim();
   float* xp = x_.f32();
   RETURN_IF_ERROR(layer.qkv.Forward(xp, total_, qkv_.f32()));
-  const bool padded = batch_ > 1;
+  // Ragged attention straight on the packed rows: sequence b is rows
+  // [starts_[b], starts_[b] + lengths_[b]) of qkv and ctx.
   const float* qkv_src = qkv_.f32();
   float* ctx_dst = ctx_.f32();
-  const int n = padded ? max_len_ : static_cast<int>(total_);
-  if (padded) {
-#pragma omp parallel for schedule(static)
-    for (int b = 0; b < batch_; ++b) {
-      std::memcpy(qkv_pad_.f32() + int64_t{b} * max_len_ * 3 * d, qkv_.f32() + starts_[b] * 3 * d,
-                  sizeof(float) * lengths_[b] * 3 * d);
-    }
-    qkv_src = qkv_pad_.f32();
-    ctx_dst = ctx_pad_.f32();
-  }
+  const int n = max_len_;
   SdpaArgs args;
+  args.row_offsets = starts_.data();
   args.shape = {batch_, heads, heads, n, n, head_dim};
   const int64_t row3 = 3 * int64_t{d};
   args.q = {qkv_src, DType::kF32, n * row3, head_dim, row3};
@@ -273,13 +260,6 @@ absl::Status BertForwardJob::AttentionBlock(int li) {
   }
   RETURN_IF_ERROR(ScaledDotProductAttention(args));
   if (!weights.empty()) result_.attentions.emplace_back(li, std::move(weights));
-  if (padded) {
-#pragma omp parallel for schedule(static)
-    for (int b = 0; b < batch_; ++b) {
-      std::memcpy(ctx_.f32() + starts_[b] * d, ctx_pad_.f32() + int64_t{b} * max_len_ * d,
-                  sizeof(float) * lengths_[b] * d);
-    }
-  }
   RETURN_IF_ERROR(layer.out.Forward(ctx_.f32(), total_, tmp_.f32()));
   bert_internal::AddLayerNorm(xp, tmp_.f32(), layer.ln1_g.f32(), layer.ln1_b.f32(), total_, d,
                               config.layer_norm_eps);

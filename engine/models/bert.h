@@ -6,9 +6,9 @@
 //              x = LayerNorm(x + W2 GELU_erf(W1 x))
 //
 // A batch is B sequences of different lengths, packed: every GEMM runs on the
-// T = sum(lengths) real tokens only; attention runs on a zero-padded
-// [B, Nmax] layout with the attention engine's per-sequence key-length mask,
-// so padding never reaches a real token.
+// T = sum(lengths) real tokens only, and so does attention — ragged, on the
+// packed rows (SdpaArgs::row_offsets, with the per-sequence key lengths), so
+// there is no padding to reach a real token and none to copy or compute.
 //
 // A forward can also run in slices (BertForwardJob), so that a caller (the
 // server's scheduler) can put other work between them and no slice takes
@@ -87,9 +87,8 @@ class BertForwardJob {
   int64_t total_ = 0;
   std::vector<int32_t> token_ids_;  // [T] packed
   std::vector<int32_t> lengths_;    // [B]; also the attention key lengths
-  std::vector<int64_t> starts_;     // [B] first packed row of each sequence
+  std::vector<int64_t> starts_;     // [B] first packed row of each sequence (attention's row offsets)
   Tensor x_, qkv_, ctx_, tmp_, ff_;  // [T, D], [T, 3D], [T, D], [T, D], [T, I]
-  Tensor qkv_pad_, ctx_pad_;         // [B, Nmax, 3D], [B, Nmax, D] when B > 1 (padding rows stay zero)
   BertForwardResult result_;
   int next_slice_ = 0;
   bool finished_ = false;

@@ -1,6 +1,7 @@
 #include "engine/attention/sdpa.h"
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -378,6 +379,84 @@ TEST(SdpaTest, RejectsBadArguments) {
   a = r.Args(out, w);
   a.shape.head_dim = 0;
   EXPECT_FALSE(ScaledDotProductAttention(a).ok());
+}
+
+// Ragged self-attention (row_offsets): sequences packed back to back, no
+// padding. Each must equal the reference run on that sequence alone, rows
+// past the last sequence must stay untouched, and with weights the rows past
+// a sequence's length are zero. f32 and bf16 K/V, the flash and the
+// weights paths, GQA.
+TEST(SdpaTest, RaggedBatchEqualsEachSequenceAlone) {
+  const std::vector<int32_t> lengths = {37, 1, 130, 64};
+  const int B = 4, hq = 4, hkv = 2, d = 32, nmax = 130;
+  std::vector<int64_t> offsets(B);
+  int64_t total = 0;
+  for (int b = 0; b < B; ++b) {
+    offsets[b] = total;
+    total += lengths[b];
+  }
+  std::mt19937 rng(21);
+  const std::vector<float> q = RandomVec(total * hq * d, rng, -2, 2);
+  const std::vector<float> k = RandomVec(total * hkv * d, rng, -2, 2);
+  const std::vector<float> v = RandomVec(total * hkv * d, rng);
+  const std::vector<uint16_t> k16 = ToBf16(k), v16 = ToBf16(v);
+  for (DType kv : {DType::kF32, DType::kBF16})
+  for (AttentionWeightsMode mode : {AttentionWeightsMode::kNone, AttentionWeightsMode::kPerHead}) {
+    const std::string label = absl::StrCat(DTypeName(kv), mode == AttentionWeightsMode::kNone ? " flash" : " weights");
+    const void* kd = kv == DType::kF32 ? static_cast<const void*>(k.data()) : k16.data();
+    const void* vd = kv == DType::kF32 ? static_cast<const void*>(v.data()) : v16.data();
+    const size_t es = DTypeSize(kv);
+    const int64_t guard = 3 * hq * d;  // rows after the last sequence
+    std::vector<float> out(total * hq * d + guard, -99.f);
+    std::vector<float> weights(mode == AttentionWeightsMode::kNone ? 0 : int64_t{B} * hq * nmax * nmax, -99.f);
+    SdpaArgs a;
+    a.shape = {B, hq, hkv, nmax, nmax, d};
+    a.q = ConstAttnView::Interleaved(q.data(), hq, nmax, d);
+    a.k = ConstAttnView::Interleaved(kd, hkv, nmax, d, kv);
+    a.v = ConstAttnView::Interleaved(vd, hkv, nmax, d, kv);
+    a.out = AttnView::Interleaved(out.data(), hq, nmax, d);
+    a.masks.key_lengths = lengths.data();
+    a.row_offsets = offsets.data();
+    a.options.weights = mode;
+    a.weights = weights.empty() ? nullptr : weights.data();
+    ASSERT_TRUE(ScaledDotProductAttention(a).ok()) << label;
+    for (int64_t i = total * hq * d; i < static_cast<int64_t>(out.size()); ++i) {
+      ASSERT_EQ(out[i], -99.f) << label << ": wrote past the last sequence";
+    }
+    for (int b = 0; b < B; ++b) {
+      const int n = lengths[b];
+      std::vector<float> ref_out(int64_t{n} * hq * d), ref_w(int64_t{hq} * n * n);
+      SdpaArgs r;
+      r.shape = {1, hq, hkv, n, n, d};
+      r.q = ConstAttnView::Interleaved(q.data() + offsets[b] * hq * d, hq, n, d);
+      r.k = ConstAttnView::Interleaved(static_cast<const std::byte*>(kd) + offsets[b] * hkv * d * es, hkv, n, d, kv);
+      r.v = ConstAttnView::Interleaved(static_cast<const std::byte*>(vd) + offsets[b] * hkv * d * es, hkv, n, d, kv);
+      r.out = AttnView::Interleaved(ref_out.data(), hq, n, d);
+      r.options.weights = mode;
+      r.weights = mode == AttentionWeightsMode::kNone ? nullptr : ref_w.data();
+      ASSERT_TRUE(ScaledDotProductAttentionRef(r).ok());
+      const std::vector<float> got(out.begin() + offsets[b] * hq * d, out.begin() + (offsets[b] + n) * hq * d);
+      EXPECT_TRUE(AllClose(got, ref_out, 2e-5, 1e-4)) << label << " sequence " << b;
+      if (mode == AttentionWeightsMode::kNone) continue;
+      for (int h = 0; h < hq; ++h)
+        for (int i = 0; i < nmax; ++i)
+          for (int j = 0; j < nmax; ++j) {
+            const float w = weights[((int64_t{b} * hq + h) * nmax + i) * nmax + j];
+            const float want = i < n && j < n ? ref_w[(int64_t{h} * n + i) * n + j] : 0.0f;
+            ASSERT_NEAR(w, want, 1e-6) << label << " b=" << b << " h=" << h << " i=" << i << " j=" << j;
+          }
+    }
+  }
+  // Ragged needs the lengths, and self-attention.
+  SdpaArgs bad;
+  bad.shape = {B, hq, hkv, nmax, nmax, d};
+  std::vector<float> out(total * hq * d);
+  bad.q = ConstAttnView::Interleaved(q.data(), hq, nmax, d);
+  bad.k = ConstAttnView::Interleaved(k.data(), hkv, nmax, d);
+  bad.v = ConstAttnView::Interleaved(v.data(), hkv, nmax, d);
+  bad.out = AttnView::Interleaved(out.data(), hq, nmax, d);
+  bad.row_offsets = offsets.data();
+  EXPECT_EQ(ScaledDotProductAttention(bad).code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace
