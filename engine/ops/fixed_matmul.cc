@@ -55,17 +55,16 @@ absl::StatusOr<std::unique_ptr<FixedMatmuls>> FixedMatmuls::Create(const PackedM
                                                                    Activation act,
                                                                    MatmulPrecision precision) {
   const bool bf16 = w.storage() == DType::kBF16;
-  if (bf16 ? (precision != MatmulPrecision::kBf16 || w.panel_width() != 16) : w.panel_width() != 32) {
+  if (w.panel_width() != 32 || (bf16 && precision != MatmulPrecision::kBf16)) {
     return absl::InvalidArgumentError(
-        "FixedMatmuls needs f32 weights in 32-column panels, or bf16 ones in 16-column panels with "
-        "MatmulPrecision::kBf16");
+        "FixedMatmuls needs 32-column panels, f32, or bf16 with MatmulPrecision::kBf16");
   }
   std::unique_ptr<FixedMatmuls> fm(new FixedMatmuls(w, bias, act, precision));
   const auto& eng = DnnlContext::Get().engine();
   try {
     // The packed panels, read in place: f32 panels are oneDNN's BA16a32b,
-    // bf16 ones its BA16a16b2a (packed_gemm.h).
-    fm->weights_ = bf16 ? memory(memory::desc({w.k(), w.n()}, Dt::bf16, Tag::BA16a16b2a), eng,
+    // bf16 ones its BA16a32b2a (packed_gemm.h).
+    fm->weights_ = bf16 ? memory(memory::desc({w.k(), w.n()}, Dt::bf16, Tag::BA16a32b2a), eng,
                                  const_cast<void*>(w.data()))
                         : memory(memory::desc({w.k(), w.n()}, Dt::f32, Tag::BA16a32b), eng,
                                  const_cast<void*>(w.data()));

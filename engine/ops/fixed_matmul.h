@@ -2,7 +2,7 @@
 // bucket, created on first use and cached for the life of the Linear — never
 // rebuilt per call. They all read the same weights in place: the packed
 // panels of PackedMatrix, which are oneDNN's "BA16a32b" layout for f32 and
-// its "BA16a16b2a" (VNNI pairs) for bf16 (see packed_gemm.h), so no
+// its "BA16a32b2a" (VNNI pairs) for bf16 (see packed_gemm.h), so no
 // primitive owns a weight copy. bf16 weights are used only with
 // MatmulPrecision::kBf16: each Run rounds x to bf16 (oneDNN's AMX kernels
 // take bf16 sources only) and accumulates in f32.
@@ -83,7 +83,7 @@ class FixedMatmuls {
   const float* bias_;
   Activation act_;
   MatmulPrecision precision_;
-  dnnl::memory weights_;  // wraps w_'s panels, BA16a32b (f32) or BA16a16b2a (bf16)
+  dnnl::memory weights_;  // wraps w_'s panels, BA16a32b (f32) or BA16a32b2a (bf16)
   dnnl::memory bias_mem_;
   mutable absl::Mutex mu_;
   mutable std::array<std::shared_ptr<const Bucket>, kBuckets> buckets_

@@ -18,8 +18,9 @@
 namespace attnserve {
 namespace {
 
-using packed_gemm_internal::kMaxRowsBf16;
-using packed_gemm_internal::kMaxRowsF32;
+using packed_gemm_internal::kMaxRowsAvx2;
+using packed_gemm_internal::kMaxRowsAvx512Bf16;
+using packed_gemm_internal::kMaxRowsScalar;
 using packed_gemm_internal::kMaxTileFloats;
 using packed_gemm_internal::TileKernel;
 
@@ -27,8 +28,8 @@ std::atomic<bool> force_scalar{false};
 std::atomic<bool> avx512_off{false};
 
 // Position of (k step kk, column j) inside a bf16 panel: k steps in pairs,
-// each pair 16 columns × 2 steps (see packed_gemm.h).
-inline int64_t Bf16Index(int64_t kk, int j) { return (kk / 2) * 32 + 2 * j + (kk & 1); }
+// each pair 32 columns × 2 steps (see packed_gemm.h).
+inline int64_t Bf16Index(int64_t kk, int j) { return (kk / 2) * 64 + 2 * j + (kk & 1); }
 
 float SourceAt(const Tensor& w, int64_t i) {
   switch (w.dtype()) {
@@ -41,7 +42,7 @@ float SourceAt(const Tensor& w, int64_t i) {
 
 template <bool kBf16>
 void TileScalar(const float* x, int64_t ldx, int rows, const void* panel, int64_t k, float* tile) {
-  constexpr int kWidth = kBf16 ? 16 : 32;
+  constexpr int kWidth = 32;
   for (int i = 0; i < rows; ++i) {
     float acc[kWidth] = {};
     for (int64_t kk = 0; kk < k; ++kk) {
@@ -82,15 +83,21 @@ void Store(const float* tile, int width, int rows, int cols, int64_t col0, const
   }
 }
 
-TileKernel PickKernel(DType storage) {
+struct PickedKernel {
+  TileKernel tile;
+  int max_rows;  // MR
+  bool simd;
+};
+
+PickedKernel PickKernel(DType storage) {
   const bool bf16 = storage == DType::kBF16;
   if (!force_scalar.load(std::memory_order_relaxed) && CpuHasAvx2Fma()) {
     if (bf16 && CpuHasAvx512F() && !avx512_off.load(std::memory_order_relaxed)) {
-      return packed_gemm_internal::TileAvx512Bf16;
+      return {packed_gemm_internal::TileAvx512Bf16, kMaxRowsAvx512Bf16, true};
     }
-    return bf16 ? packed_gemm_internal::TileAvx2Bf16 : packed_gemm_internal::TileAvx2F32;
+    return {bf16 ? packed_gemm_internal::TileAvx2Bf16 : packed_gemm_internal::TileAvx2F32, kMaxRowsAvx2, true};
   }
-  return bf16 ? TileScalar<true> : TileScalar<false>;
+  return {bf16 ? TileScalar<true> : TileScalar<false>, kMaxRowsScalar, false};
 }
 
 // Rows of x processed per pass over a thread's panels: x rows stay in L2
@@ -167,11 +174,12 @@ void PackedMatrix::ReadRow(int64_t r, float* out) const {
 void PackedGemm(const float* x, int64_t m, int64_t ldx, const PackedMatrix& w, const float* bias,
                 Activation act, float* y, int64_t ldy) {
   if (m <= 0) return;
-  const TileKernel kernel = PickKernel(w.storage());
-  const bool simd = kernel != TileScalar<true> && kernel != TileScalar<false>;
+  const PickedKernel picked = PickKernel(w.storage());
+  const TileKernel kernel = picked.tile;
+  const bool simd = picked.simd;
   const int64_t k = w.k(), n = w.n(), panels = w.panels();
   const int width = w.panel_width();
-  const int max_rows = w.storage() == DType::kBF16 ? kMaxRowsBf16 : kMaxRowsF32;
+  const int max_rows = picked.max_rows;
   const int64_t panel_bytes = w.k_padded() * width * static_cast<int64_t>(DTypeSize(w.storage()));
   const auto* base = static_cast<const std::byte*>(w.data());
   const int64_t chunk = RowChunk(k, max_rows);

@@ -15,15 +15,17 @@
 // holds ONE f32 copy that both this kernel (small M) and oneDNN's fixed-M
 // primitives (large M) read.
 //
-// bf16: P = 16, MR ≤ 6. bf16 panels hold k steps in pairs: u16 index
-// (k/2)·32 + 2·j + (k mod 2) holds W[column j][step k], so each 32-bit lane
-// is one column's two steps. A 16-bit left shift of each lane gives step k
-// as f32, masking the low half gives step k+1 — bf16 → f32 widening in
-// registers, so bf16 weights really read half the bytes. Arithmetic is f32
-// with f32 accumulation. This is exactly oneDNN's "BA16a16b2a" layout of the
-// logical [K, N] matrix (the VNNI pairs of its AMX / AVX512-BF16 kernels),
-// so with MatmulPrecision::kBf16 Linear's oneDNN primitives read these same
-// panels in place, as the f32 ones read BA16a32b.
+// bf16: P = 32, MR ≤ 3 (AVX2) or 6 (AVX-512). bf16 panels hold k steps in
+// pairs: u16 index (k/2)·64 + 2·j + (k mod 2) holds W[column j][step k], so
+// each 32-bit lane is one column's two steps. A 16-bit left shift of each
+// lane gives step k as f32, masking the low half gives step k+1 — bf16 → f32
+// widening in registers, so bf16 weights really read half the bytes.
+// Arithmetic is f32 with f32 accumulation. This is exactly oneDNN's
+// "BA16a32b2a" layout of the logical [K, N] matrix (the VNNI pairs of its
+// AMX / AVX512-BF16 kernels; 32 columns, where its AMX kernel runs 1.2-2.5x
+// faster than on 16, bench of 2026-12-03), so with MatmulPrecision::kBf16
+// Linear's oneDNN primitives read these same panels in place, as the f32
+// ones read BA16a32b.
 //
 // Threads: OpenMP over contiguous ranges of panels (each thread streams its
 // own part of the weights). Safe to call concurrently from several threads.
@@ -39,8 +41,8 @@
 
 namespace attnserve {
 
-// Output columns per panel for a storage type (f32 32, bf16 16).
-inline constexpr int PanelWidth(DType storage) { return storage == DType::kBF16 ? 16 : 32; }
+// Output columns per panel (f32 and bf16 alike).
+inline constexpr int PanelWidth(DType /*storage*/) { return 32; }
 
 class PackedMatrix {
  public:
@@ -53,7 +55,7 @@ class PackedMatrix {
   int64_t k() const { return k_; }
   int panel_width() const { return PanelWidth(storage_); }
   int64_t panels() const { return (n_ + panel_width() - 1) / panel_width(); }
-  // K rounded up to 16 (f32) or 32 (bf16: oneDNN's BA16a16b2a blocks K by
+  // K rounded up to 16 (f32) or 32 (bf16: oneDNN's BA16a32b2a blocks K by
   // 16 pairs): the rows of one panel (the padding rows are zero).
   int64_t k_padded() const {
     const int64_t block = storage_ == DType::kBF16 ? 32 : 16;

@@ -10,26 +10,21 @@ namespace {
 
 #define ATTNSERVE_AVX2 __attribute__((target("avx2,fma"), always_inline)) inline
 
-// bf16 step 2·pair + odd as two f32 vectors. Steps come in pairs
-// (packed_gemm.h): lane i of the pair's first 32 bytes is column i's (step
-// 2p, step 2p+1), of the next 32 bytes column 8+i's; an even step is the low
-// halves, an odd one the high halves. (Callers pass `odd` as a constant of
-// an unrolled loop, so the branch folds away.)
+// bf16 step 2·pair + odd as four f32 vectors. Steps come in pairs
+// (packed_gemm.h): lane i of the pair's 32-byte chunk c is column 8c+i's
+// (step 2p, step 2p+1); an even step is the low halves, an odd one the high
+// halves. (Callers pass `odd` as a constant of an unrolled loop, so the
+// branch folds away.)
 ATTNSERVE_AVX2 void LoadBf16Step(const void* panel, int64_t pair_index, int odd, __m256* w) {
-  const auto* pair = reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(panel) + pair_index * 32);
-  const __m256i a = _mm256_loadu_si256(pair);
-  const __m256i b = _mm256_loadu_si256(pair + 1);
-  if (odd) {
-    const __m256i hi = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
-    w[0] = _mm256_castsi256_ps(_mm256_and_si256(a, hi));
-    w[1] = _mm256_castsi256_ps(_mm256_and_si256(b, hi));
-  } else {
-    w[0] = _mm256_castsi256_ps(_mm256_slli_epi32(a, 16));
-    w[1] = _mm256_castsi256_ps(_mm256_slli_epi32(b, 16));
+  const auto* pair = reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(panel) + pair_index * 64);
+  const __m256i hi = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
+  for (int c = 0; c < 4; ++c) {
+    const __m256i v = _mm256_loadu_si256(pair + c);
+    w[c] = _mm256_castsi256_ps(odd ? _mm256_and_si256(v, hi) : _mm256_slli_epi32(v, 16));
   }
 }
 
-// The P weights of step k as P/8 f32 vectors (f32: P = 32, bf16: P = 16).
+// The P = 32 weights of step k as 4 f32 vectors.
 template <bool kBf16>
 ATTNSERVE_AVX2 void LoadW(const void* panel, int64_t k, __m256* w) {
   if constexpr (kBf16) {
@@ -45,14 +40,14 @@ ATTNSERVE_AVX2 void LoadW(const void* panel, int64_t k, __m256* w) {
 
 // MR rows × one panel. With a single row the FMA latency chain, not memory,
 // would limit one set of accumulators, so K is split into two interleaved
-// halves with their own accumulators (summed at the end); bf16 (2 vectors
-// per row) does the same for two rows. MR × NV × kSplit ≤ 12 registers.
+// halves with their own accumulators (summed at the end). MR × 4 × kSplit ≤
+// 12 registers.
 template <int MR, bool kBf16>
 __attribute__((target("avx2,fma"))) void Tile(const float* x, int64_t ldx, const void* panel,
                                               int64_t k, float* tile) {
-  constexpr int kNv = kBf16 ? 2 : 4;  // vectors per panel row
+  constexpr int kNv = 4;  // vectors per panel row
   constexpr int kWidth = kNv * 8;
-  constexpr int kSplit = (kBf16 ? MR <= 2 : MR == 1) ? 2 : 1;
+  constexpr int kSplit = MR == 1 ? 2 : 1;
   // bf16 steps go in their stored pairs (even step, odd step).
   constexpr int kStep = kBf16 ? 2 : kSplit;
   constexpr int64_t kElem = kBf16 ? 2 : 4;
@@ -82,7 +77,7 @@ __attribute__((target("avx2,fma"))) void Tile(const float* x, int64_t ldx, const
       if constexpr (kSoftwarePrefetch) {
         const char* p = static_cast<const char*>(panel) + ((kk + s) * kWidth + kPrefetch) * kElem;
         _mm_prefetch(p, _MM_HINT_T0);
-        if constexpr (!kBf16) _mm_prefetch(p + 64, _MM_HINT_T0);
+        if constexpr (!kBf16) _mm_prefetch(p + 64, _MM_HINT_T0);  // f32: 128 bytes a step
       }
       __m256 w[kNv];
       if constexpr (kBf16) {
@@ -131,10 +126,7 @@ void Dispatch(const float* x, int64_t ldx, int rows, const void* panel, int64_t 
     switch (rows) {
       case 1: return Tile<1, true>(x, ldx, panel, k, tile);
       case 2: return Tile<2, true>(x, ldx, panel, k, tile);
-      case 3: return Tile<3, true>(x, ldx, panel, k, tile);
-      case 4: return Tile<4, true>(x, ldx, panel, k, tile);
-      case 5: return Tile<5, true>(x, ldx, panel, k, tile);
-      default: return Tile<6, true>(x, ldx, panel, k, tile);
+      default: return Tile<3, true>(x, ldx, panel, k, tile);
     }
   }
 }

@@ -1,7 +1,7 @@
 // Micro-kernels behind PackedGemm (internal to engine/ops). One call computes
-// an MR × P tile (one panel of W: P = 32 columns and MR = 1..3 rows of x for
-// f32, P = 16 and MR = 1..6 for bf16) over the full K into `tile` (row
-// stride P), raw accumulators without bias or activation.
+// an MR × P tile (one panel of W: P = 32 columns; MR = 1..3 rows of x, 1..6
+// for the AVX-512 bf16 tile) over the full K into `tile` (row stride P), raw
+// accumulators without bias or activation.
 #ifndef ATTNSERVE_ENGINE_OPS_PACKED_GEMM_KERNELS_H_
 #define ATTNSERVE_ENGINE_OPS_PACKED_GEMM_KERNELS_H_
 
@@ -9,11 +9,13 @@
 
 namespace attnserve::packed_gemm_internal {
 
-// Rows per tile call, by storage.
-inline constexpr int kMaxRowsF32 = 3;
-inline constexpr int kMaxRowsBf16 = 6;
+// Rows per tile call, by kernel (the AVX2 tiles keep MR × 4 vectors × their
+// K split within 12 registers; the AVX-512 bf16 tile has 32).
+inline constexpr int kMaxRowsAvx2 = 3;
+inline constexpr int kMaxRowsAvx512Bf16 = 6;
+inline constexpr int kMaxRowsScalar = 6;
 // Floats in the largest tile (MR × P).
-inline constexpr int kMaxTileFloats = 6 * 16;
+inline constexpr int kMaxTileFloats = 6 * 32;
 
 using TileKernel = void (*)(const float* x, int64_t ldx, int rows, const void* panel, int64_t k,
                             float* tile);

@@ -1,6 +1,6 @@
 // PackedGemm / bf16 Linear against a double-precision reference on the same
 // (bf16-rounded) weights, over many shapes: M = 1..17 (every row-block tail of
-// the 6-row kernel), odd N (partial last panel) and odd K (padded panel rows),
+// the 3- and 6-row kernels), odd N (partial last panel) and odd K (padded panel rows),
 // the AVX2 kernel and the scalar fallback, with bias and activations.
 #include "engine/ops/packed_gemm.h"
 
@@ -178,12 +178,12 @@ TEST(LinearBf16Test, HalvesBytesAndMatchesReference) {
   auto bf16 = Linear::Create(w, &b, DType::kBF16);
   ASSERT_TRUE(f32.ok() && bf16.ok());
   EXPECT_EQ(bf16->storage(), DType::kBF16);
-  // bf16: 100 outputs pad to 112 (7 panels of 16), K = 72 pads to 96 (32
-  // rows: oneDNN's BA16a16b2a blocks).
+  // bf16: 100 outputs pad to 128 (4 panels of 32), K = 72 pads to 96 (32
+  // rows: oneDNN's BA16a32b2a blocks).
   // f32: 100 outputs pad to 128 (4 panels of 32, oneDNN's BA16a32b), held
   // once whichever kernel runs.
   EXPECT_EQ(f32->weight_bytes(), 128 * 80 * 4 + 100 * 4);
-  EXPECT_EQ(bf16->weight_bytes(), 112 * 96 * 2 + 100 * 4);
+  EXPECT_EQ(bf16->weight_bytes(), 128 * 96 * 2 + 100 * 4);
   // f32 on the packed kernel only (Kernel::kPacked, as the LM head uses it).
   auto f32_packed = Linear::Create(w, &b, DType::kF32, Activation::kNone, Linear::Kernel::kPacked);
   ASSERT_TRUE(f32_packed.ok());
