@@ -14,17 +14,19 @@
 //    (oneDNN 3.7.2 computes those wrongly on these weights: such layers stay
 //    on the packed kernel; each Linear also checks its oneDNN path once
 //    against the packed kernel at creation).
-//  - bf16: the packed kernel at every M (oneDNN has no usable f32 × bf16
-//    matmul on AVX2 CPUs: it falls back to a reference kernel).
-// MatmulPrecision::kBf16 (engine/ops/matmul_precision.h) sets oneDNN's
-// fpmath_mode::bf16 on the f32 primitives: on an AMX CPU those rows become
-// bf16 products with f32 accumulation (~4-5x the f32 GFLOP/s); the packed
+//  - bf16 with f32 products: the packed kernel at every M (oneDNN has no
+//    usable f32 × bf16 matmul on AVX2 CPUs: it falls back to a reference
+//    kernel).
+// MatmulPrecision::kBf16 (engine/ops/matmul_precision.h): rows from 16 on
+// become bf16 products with f32 accumulation on an AMX CPU — f32 weights
+// through oneDNN's fpmath_mode::bf16, bf16 weights through bf16 primitives
+// reading the packed panels in place (rows rounded first); the packed
 // kernel's rows stay f32.
 // Thread-safe for concurrent Forward calls: the weights are immutable, the
 // primitive cache takes a mutex for its lookup, and each call takes its
 // stream and scratchpad from its thread.
 // weight_bytes() reports what is held: the packed panels (N padded to the
-// panel width — 32 for f32, 16 for bf16 — and K to a multiple of 16) plus an
+// panel width, 32, and K to a multiple of 16 for f32, 32 for bf16) plus an
 // f32 bias.
 #ifndef ATTNSERVE_ENGINE_OPS_LINEAR_H_
 #define ATTNSERVE_ENGINE_OPS_LINEAR_H_
