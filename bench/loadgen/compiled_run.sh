@@ -7,7 +7,9 @@
 # the service's 16-stream ratio can reach.
 # Usage: bench/loadgen/compiled_run.sh REPO VENV BUILD_DIR
 # Env: ATTNSERVE_BENCH_MODELS ("stories big"), ATTNSERVE_BENCH_STREAMS
-#      ("1 4 16 64"), ATTNSERVE_BENCH_THREADS (2).
+#      ("1 4 16 64"), ATTNSERVE_BENCH_THREADS (2), ATTNSERVE_BENCH_SERVER_FLAGS
+#      (extra server flags, e.g. "--weight-dtype=bf16 --matmul-precision=bf16";
+#      the engine-alone decoder_bench line then runs the same dtype and precision).
 set -euo pipefail
 REPO="$1"; VENV="$2"; BUILD="$3"
 PY="$VENV/bin/python"
@@ -15,13 +17,22 @@ THREADS="${ATTNSERVE_BENCH_THREADS:-2}"
 MODELS="${ATTNSERVE_BENCH_MODELS:-stories big}"
 STREAMS="${ATTNSERVE_BENCH_STREAMS:-1 4 16 64}"
 CLIENT="$BUILD/bench/loadgen/generate_client"
+read -r -a server_flags <<< "${ATTNSERVE_BENCH_SERVER_FLAGS:-}"
+# The same weights and precision for the engine-alone line.
+bench_flags=()
+for f in "${server_flags[@]}"; do
+  case "$f" in
+    --weight-dtype=*) bench_flags+=(--dtype "${f#*=}") ;;
+    --matmul-precision=*) bench_flags+=(--matmul-precision "${f#*=}") ;;
+  esac
+done
 work="$(mktemp -d)"
 source "$REPO/bench/loadgen/server_lib.sh"
 trap 'stop_server; rm -rf "$work"' EXIT
 
 metrics() { curl -sf "http://127.0.0.1:$HTTP/metrics" > "$1"; }
 
-echo "# $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cpus, $THREADS engine threads; $(date -u '+%F %T UTC'); load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cpus, $THREADS engine threads; $(date -u '+%F %T UTC'); load $(cut -d' ' -f1-3 /proc/loadavg); server flags: ${server_flags[*]:-none}"
 for model in $MODELS; do
   case "$model" in
     stories) flags=("${stories_flags[@]}"); extra=(); bench_model="" ;;
@@ -29,7 +40,7 @@ for model in $MODELS; do
          flags=("--decoder-model=$BIG"); extra=(); bench_model="$BIG" ;;
     *) echo "unknown model $model" >&2; exit 2 ;;
   esac
-  start_server "${flags[@]}"
+  start_server "${flags[@]}" "${server_flags[@]}"
   "$REPO/dev" exec "$CLIENT" --target "127.0.0.1:$GRPC" --streams 1 --requests 4 "${extra[@]}" > /dev/null  # warm-up
   for s in $STREAMS; do
     if [[ "$model" == stories ]]; then n=$(( s * 4 > 256 ? s * 4 : 256 )); else n=$(( s * 2 > 16 ? s * 2 : 16 )); fi
@@ -58,7 +69,7 @@ PYEOF
     bench_model="$(printf '%s\n' "${flags[@]}" | sed -n 's/^--decoder-model=//p')"
   fi
   "$REPO/dev" exec /usr/bin/env OMP_NUM_THREADS="$THREADS" "$BUILD/bench/decoder/decoder_bench" "$bench_model" \
-    --steps 100 --no-prefill 2>/dev/null | grep '"decode"' > "$work/${model}_engine.jsonl" || true
+    --steps 100 --no-prefill "${bench_flags[@]}" 2>/dev/null | grep '"decode"' > "$work/${model}_engine.jsonl" || true
 done
 
 "$PY" - "$work" "$MODELS" "$STREAMS" <<'PYEOF'
