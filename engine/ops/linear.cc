@@ -1,6 +1,7 @@
 #include "engine/ops/linear.h"
 
 #include <algorithm>
+#include <atomic>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -12,6 +13,11 @@
 #include "engine/ops/linear_kernels.h"
 
 namespace attnserve {
+namespace {
+
+std::atomic<int64_t> dnnl_min_macs{kDnnlMinMacs};
+
+}  // namespace
 
 struct Linear::Impl {
   int64_t k = 0;
@@ -80,13 +86,14 @@ absl::StatusOr<Linear> Linear::Create(const Tensor& weight, const Tensor* bias, 
 
 // Rows [0, m) split as: blocks of FixedMatmuls::kMaxRows, then one block of
 // the remaining rows rounded down to kRowStep (both oneDNN, fixed M), then a
-// tail of < kRowStep rows on the packed kernel; below dnnl_min_rows rows
-// everything is packed. All of them read the same packed weights.
+// tail of < kRowStep rows on the packed kernel; below dnnl_min_rows rows or
+// kDnnlMinMacs multiply-adds everything is packed. All of them read the same
+// packed weights.
 absl::Status Linear::Forward(const float* x, int64_t m, float* y) const {
   if (m < 0) return absl::InvalidArgumentError(absl::StrCat("Linear::Forward: m = ", m));
   const Impl& im = *impl_;
   int64_t done = 0;
-  if (im.dnnl != nullptr && m >= im.dnnl_min_rows) {
+  if (UsesDnnl(m)) {
     while (m - done >= FixedMatmuls::kRowStep) {
       const int64_t rows = std::min(FixedMatmuls::kMaxRows,
                                     (m - done) / FixedMatmuls::kRowStep * FixedMatmuls::kRowStep);
@@ -100,6 +107,15 @@ absl::Status Linear::Forward(const float* x, int64_t m, float* y) const {
   }
   return absl::OkStatus();
 }
+
+bool Linear::UsesDnnl(int64_t m) const {
+  const Impl& im = *impl_;
+  return im.dnnl != nullptr && m >= im.dnnl_min_rows && m >= FixedMatmuls::kRowStep &&
+         m * im.n * im.k >= dnnl_min_macs.load(std::memory_order_relaxed);
+}
+
+void Linear::SetDnnlMinMacsForTesting(int64_t macs) { dnnl_min_macs.store(macs); }
+void Linear::ResetDnnlMinMacsForTesting() { dnnl_min_macs.store(kDnnlMinMacs); }
 
 void Linear::ReadRow(int64_t r, float* out) const { impl_->packed.ReadRow(r, out); }
 
@@ -118,7 +134,7 @@ absl::Status Linear::CreateAllPrimitives() const {
 
 std::string Linear::KernelFor(int64_t m) const {
   const Impl& im = *impl_;
-  if (im.dnnl == nullptr || m < im.dnnl_min_rows || m < FixedMatmuls::kRowStep) {
+  if (!UsesDnnl(m)) {
     // (f32 layers with K > FixedMatmuls::kMaxK on an AVX2 CPU land here at
     // every M.)
     return absl::StrCat("packed_", PackedGemmKernel(), "_", DTypeName(im.storage));

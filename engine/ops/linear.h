@@ -80,6 +80,12 @@ class Linear {
   // Creates every oneDNN primitive Forward could use (all M buckets) now
   // instead of on first use; a no-op for layers that never use oneDNN.
   absl::Status CreateAllPrimitives() const;
+  // Tests: use oneDNN for products from this many multiply-adds instead of
+  // kDnnlMinMacs (0: from DnnlMinRows rows whatever the size), so the tiny
+  // test models exercise the oneDNN path that real models take. Process-wide;
+  // restore with ResetDnnlMinMacsForTesting().
+  static void SetDnnlMinMacsForTesting(int64_t macs);
+  static void ResetDnnlMinMacsForTesting();
   // The kernel Forward uses for m rows, e.g. "packed_avx2_f32" or
   // "onednn_fixed_m128:brg_matmul:avx2+packed_tail" (benchmarks, tests).
   std::string KernelFor(int64_t m) const;
@@ -87,6 +93,8 @@ class Linear {
  private:
   struct Impl;
   explicit Linear(std::unique_ptr<Impl> impl);
+  // Whether Forward sends m rows to oneDNN (rows, size, and a primitive).
+  bool UsesDnnl(int64_t m) const;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -179,8 +179,8 @@ TEST(LinearTest, EveryKernelChoiceMatchesReferenceAcrossThresholds) {
         ExpectNear(y, Reference(x.f32(), m, want_w, &b, Activation::kGeluErf), 2e-4f);
         // K > kMaxK: oneDNN's AVX2 kernel is wrong there (fixed_matmul.cc),
         // its AVX-512 kernels take it.
-        const bool want_onednn =
-            storage == DType::kF32 && m >= t && (k <= FixedMatmuls::kMaxK || CpuHasAvx512F());
+        const bool want_onednn = storage == DType::kF32 && m >= t && m * n * k >= kDnnlMinMacs &&
+                                 (k <= FixedMatmuls::kMaxK || CpuHasAvx512F());
         EXPECT_EQ(kernel.rfind("onednn_fixed", 0) == 0, want_onednn);
         if (want_onednn) {
           EXPECT_EQ(kernel.find("ref") == std::string::npos, true) << "reference kernel chosen";
@@ -205,7 +205,7 @@ bool OneDnnHasAmx() {
 // bf16 (Linear rounds x; oneDNN reads the packed VNNI panels in place).
 TEST(LinearTest, Bf16MatmulPrecisionRoundsOnlyTheOneDnnRows) {
   std::mt19937 rng(9);
-  for (auto [n, k] : {std::pair<int64_t, int64_t>{1152, 384}, {384, 1536}, {100, 72}, {48, 37}})
+  for (auto [n, k] : {std::pair<int64_t, int64_t>{1152, 384}, {384, 1536}, {100, 72}, {300, 229}})
   for (DType storage : {DType::kF32, DType::kBF16}) {
     Tensor w = RandomTensor({n, k}, rng);
     Tensor b = RandomTensor({n}, rng);
@@ -230,7 +230,7 @@ TEST(LinearTest, Bf16MatmulPrecisionRoundsOnlyTheOneDnnRows) {
       const bool on_onednn = kernel.rfind("onednn_fixed", 0) == 0;
       const bool bf16_units = kernel.find("amx") != std::string::npos || kernel.find("bf16") != std::string::npos;
       if (OneDnnHasAmx()) {
-        EXPECT_EQ(on_onednn, m >= 16);
+        EXPECT_EQ(on_onednn, m >= 16 && m * n * k >= kDnnlMinMacs);
         if (on_onednn) {
           EXPECT_TRUE(bf16_units) << "bf16 allowed but AMX not used";
         }
@@ -258,14 +258,16 @@ TEST(LinearTest, Bf16MatmulPrecisionRoundsOnlyTheOneDnnRows) {
 // packed tail), create none; a new bucket creates exactly one.
 TEST(LinearTest, PrimitivesCreatedOncePerBucketNeverPerCall) {
   std::mt19937 rng(6);
-  Tensor w = RandomTensor({64, 48}, rng);
+  // 256 x 256: from 32 rows over kDnnlMinMacs.
+  Tensor w = RandomTensor({256, 256}, rng);
   auto lin = Linear::Create(w, nullptr);
   ASSERT_TRUE(lin.ok());
   // Creation made the 16- and 512-row buckets (probe and self-check): start
   // where M - 16 is a bucket not made yet.
   const int64_t m = DnnlMinRows(DType::kF32) + 32;
-  Tensor x = RandomTensor({m + 15, 48}, rng);
-  std::vector<float> y((m + 15) * 64);
+  ASSERT_GE((m - 16) * 256 * 256, kDnnlMinMacs);
+  Tensor x = RandomTensor({m + 15, 256}, rng);
+  std::vector<float> y((m + 15) * 256);
   ASSERT_TRUE(lin->Forward(x.f32(), m, y.data()).ok());
   const int64_t after_first = lin->primitives_created();
   EXPECT_GE(after_first, 1);
@@ -311,17 +313,44 @@ TEST(LinearTest, CreateAllPrimitivesLeavesNothingForFirstUse) {
   EXPECT_EQ(bf16->primitives_created(), 0);
 }
 
+// Small products stay on the packed kernel however many rows (a tiny model's
+// layers in a busy server, see kDnnlMinMacs); the test hook lowers the
+// bound, and the results are the same either way.
+TEST(LinearTest, SmallProductsStayOnThePackedKernel) {
+  std::mt19937 rng(10);
+  Tensor w = RandomTensor({192, 64}, rng);  // stories260K's fused QKV size
+  auto lin = Linear::Create(w, nullptr);
+  ASSERT_TRUE(lin.ok());
+  for (int64_t m : {int64_t{16}, int64_t{64}, int64_t{160}}) {
+    ASSERT_LT(m * 192 * 64, kDnnlMinMacs);
+    EXPECT_EQ(lin->KernelFor(m).rfind("packed", 0), 0u) << m;
+  }
+  Tensor x = RandomTensor({64, 64}, rng);
+  std::vector<float> packed(64 * 192), onednn(64 * 192);
+  ASSERT_TRUE(lin->Forward(x.f32(), 64, packed.data()).ok());
+  Linear::SetDnnlMinMacsForTesting(0);
+  const std::string kernel = lin->KernelFor(64);
+  ASSERT_TRUE(lin->Forward(x.f32(), 64, onednn.data()).ok());
+  Linear::ResetDnnlMinMacsForTesting();
+  // Where oneDNN has a fast path for these weights it now takes the rows.
+  if (lin->primitives_created() > 0) {
+    EXPECT_EQ(kernel.rfind("onednn_fixed", 0), 0u) << kernel;
+  }
+  ExpectNear(onednn, packed, 1e-4f);
+  EXPECT_EQ(lin->KernelFor(64).rfind("packed", 0), 0u);
+}
+
 // Two threads asking for the same new bucket at once build it once.
 TEST(LinearTest, ConcurrentFirstUseCreatesOnePrimitive) {
   std::mt19937 rng(7);
-  Tensor w = RandomTensor({96, 64}, rng);
+  Tensor w = RandomTensor({256, 256}, rng);
   auto lin = Linear::Create(w, nullptr);
   ASSERT_TRUE(lin.ok());
   const int64_t before = lin->primitives_created();
   const int64_t m = DnnlMinRows(DType::kF32) + 32;
-  Tensor x = RandomTensor({m, 64}, rng);
+  Tensor x = RandomTensor({m, 256}, rng);
   auto want = Reference(x.f32(), m, w, nullptr, Activation::kNone);
-  std::vector<float> y1(m * 96), y2(m * 96);
+  std::vector<float> y1(m * 256), y2(m * 256);
   bool ok1 = true, ok2 = true;
   std::thread t1([&] { ok1 = lin->Forward(x.f32(), m, y1.data()).ok(); });
   std::thread t2([&] { ok2 = lin->Forward(x.f32(), m, y2.data()).ok(); });
