@@ -27,10 +27,10 @@ inline constexpr int64_t kF32DnnlMinRowsAvx512 = 16;
 // and in a server, where the engine threads share the cores with gRPC and
 // client threads, a tiny layer's region waits on descheduled threads.
 // stories260K (64-wide layers) at 16 streams: 1214 µs per engine step with
-// oneDNN at 16 rows, 306 µs on the packed kernel (which runs such products on
-// one core); tokens/s 0.29x -> 1.36x of one stream at a time
-// (bench/loadgen/compiled_run.sh, 2026-12-03 17:40-17:52). MiniLM's and the
-// 28M Llama's layers are over it from 16 rows on.
+// oneDNN at 16 rows, ~310 µs on the packed kernel (which runs such products
+// on one core); tokens/s 0.29x -> 1.26x of one stream at a time
+// (bench/loadgen/compiled_run.sh, 2026-12-03 17:40-17:48, docs/benchmarks.md).
+// MiniLM's and the 28M Llama's layers are over it from 16 rows on.
 inline constexpr int64_t kDnnlMinMacs = int64_t{1} << 21;
 
 // bf16 weights with bf16 products (MatmulPrecision::kBf16): oneDNN from its
