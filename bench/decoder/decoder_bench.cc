@@ -63,7 +63,10 @@ double StreamReadGbps() {
 
 std::vector<int32_t> Prompt(int n, int vocab, int salt) {
   std::vector<int32_t> p(n);
-  for (int i = 0; i < n; ++i) p[i] = 2 + (i * 7919 + salt * 104729) % (vocab - 2);
+  // 64-bit: with many --reps, salt * 104729 overflows int (negative ids).
+  for (int i = 0; i < n; ++i) {
+    p[i] = static_cast<int32_t>(2 + (int64_t{i} * 7919 + int64_t{salt} * 104729) % (vocab - 2));
+  }
   return p;
 }
 
