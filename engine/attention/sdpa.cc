@@ -171,9 +171,11 @@ void RunWithWeights(const SdpaArgs& a, float scale) {
       float* avg = averaged ? a.weights + (b * nq + i) * nk : nullptr;
       if (avg) std::fill(avg, avg + nk, 0.0f);
       if (i >= QueryRows(a, b)) {  // no such row (ragged batch): zero weights, no output
-        for (int h = 0; h < s.num_heads && !averaged; ++h) {
-          float* w = a.weights + ((b * s.num_heads + h) * nq + i) * nk;
-          std::fill(w, w + nk, 0.0f);
+        if (!averaged) {
+          for (int h = 0; h < s.num_heads; ++h) {
+            float* w = a.weights + ((b * s.num_heads + h) * nq + i) * nk;
+            std::fill(w, w + nk, 0.0f);
+          }
         }
         continue;
       }

@@ -233,9 +233,9 @@ absl::Status BertForwardJob::AttentionBlock(int li) {
   float* xp = x_.f32();
   RETURN_IF_ERROR(layer.qkv.Forward(xp, total_, qkv_.f32()));
   // Ragged attention straight on the packed rows: sequence b is rows
-  // [starts_[b], starts_[b] + lengths_[b]) of qkv and ctx.
+  // [starts_[b], starts_[b] + lengths_[b]) of qkv and ctx (the views' batch
+  // strides go unused).
   const float* qkv_src = qkv_.f32();
-  float* ctx_dst = ctx_.f32();
   const int n = max_len_;
   SdpaArgs args;
   args.row_offsets = starts_.data();
@@ -245,7 +245,7 @@ absl::Status BertForwardJob::AttentionBlock(int li) {
   args.k = {qkv_src + d, DType::kF32, n * row3, head_dim, row3};
   args.v = {qkv_src + 2 * d, DType::kF32, n * row3, head_dim, row3};
   args.masks.key_lengths = lengths_.data();
-  args.out = AttnView::Interleaved(ctx_dst, heads, n, head_dim);
+  args.out = AttnView::Interleaved(ctx_.f32(), heads, n, head_dim);
   Tensor weights;
   if (std::find(request_.attention_layers.begin(), request_.attention_layers.end(), li) !=
       request_.attention_layers.end()) {

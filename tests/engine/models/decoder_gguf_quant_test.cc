@@ -19,6 +19,8 @@ namespace attnserve {
 namespace {
 
 using testing_util::GreedyOverModel;
+using testing_util::LastLogits;
+using testing_util::MaxAbsDiff;
 using testing_util::ReadJson;
 
 constexpr float kTol = 1e-4f;
@@ -33,29 +35,6 @@ struct Case {
 };
 
 std::string CaseName(const ::testing::TestParamInfo<Case>& info) { return info.param.fixture; }
-
-std::vector<float> LastLogits(const DecoderModel& model, const std::vector<int32_t>& prompt) {
-  KvCacheOptions opt;
-  opt.kv_cache_bytes = model.description().kv_bytes_per_token * 128;
-  auto kv = *KvCache::Create(model.kv_shape(), opt);
-  EXPECT_TRUE(kv->AddSequence(1).ok());
-  EXPECT_TRUE(kv->Reserve({1}, {static_cast<int>(prompt.size())}).ok());
-  ForwardBatch batch;
-  batch.Clear();
-  batch.Add(1, prompt.data(), static_cast<int>(prompt.size()), 0);
-  DecoderScratch scratch;
-  std::vector<float> logits;
-  absl::Status s = model.Forward(batch, *kv, scratch, logits);
-  EXPECT_TRUE(s.ok()) << s;
-  return logits;
-}
-
-float MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  float worst = 0.0f;
-  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
-  return worst;
-}
 
 class GgufQuantTest : public ::testing::TestWithParam<Case> {
  protected:

@@ -17,6 +17,8 @@ namespace attnserve {
 namespace {
 
 using testing_util::GreedyOverModel;
+using testing_util::LastLogits;
+using testing_util::MaxAbsDiff;
 using testing_util::ReadJson;
 
 constexpr float kTol = 1e-4f;
@@ -29,23 +31,6 @@ struct Case {
   std::string model;
   std::string file;  // "" for the HF directory
 };
-
-// Runs `prompt` through `model` as one prefill; returns the last logits.
-std::vector<float> LastLogits(const DecoderModel& model, const std::vector<int32_t>& prompt) {
-  KvCacheOptions opt;
-  opt.kv_cache_bytes = model.description().kv_bytes_per_token * 256;
-  auto kv = *KvCache::Create(model.kv_shape(), opt);
-  EXPECT_TRUE(kv->AddSequence(1).ok());
-  EXPECT_TRUE(kv->Reserve({1}, {static_cast<int>(prompt.size())}).ok());
-  ForwardBatch batch;
-  batch.Clear();
-  batch.Add(1, prompt.data(), static_cast<int>(prompt.size()), 0);
-  DecoderScratch scratch;
-  std::vector<float> logits;
-  absl::Status s = model.Forward(batch, *kv, scratch, logits);
-  EXPECT_TRUE(s.ok()) << s;
-  return logits;
-}
 
 std::string CaseName(const ::testing::TestParamInfo<Case>& info) {
   return info.param.model + (info.param.file.empty() ? "_hf" : "_gguf");
@@ -91,9 +76,7 @@ TEST_P(DecoderHfTest, LastPositionLogitsWithin1e4) {
   for (size_t p = 0; p < prompts.size(); ++p) {
     std::vector<float> got = LastLogits(*model_, prompts[p]);
     ASSERT_EQ(got.size(), want[p].size());
-    float worst = 0.0f;
-    for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(got[i] - want[p][i]));
-    EXPECT_LE(worst, kTol) << "prompt " << p << " (" << prompts[p].size() << " tokens)";
+    EXPECT_LE(MaxAbsDiff(got, want[p]), kTol) << "prompt " << p << " (" << prompts[p].size() << " tokens)";
   }
 }
 
@@ -179,8 +162,7 @@ TEST_P(Bf16MatmulTest, StaysCloseToHf) {
   const auto want = ref["logits"][3].get<std::vector<float>>();
   std::vector<float> got = LastLogits(**model, prompt);
   ASSERT_EQ(got.size(), want.size());
-  float worst = 0.0f;
-  for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(got[i] - want[i]));
+  const float worst = MaxAbsDiff(got, want);
   std::printf("bf16 matmuls: max |logit - HF| = %g\n", worst);
   EXPECT_LE(worst, kBf16MatmulLogitTol);
   EXPECT_EQ(std::max_element(got.begin(), got.end()) - got.begin(),

@@ -1,9 +1,11 @@
-// Helpers shared by the decoder model tests: JSON fixtures and a plain greedy
-// loop straight over DecoderModel::Forward (no engine, no sampling code).
+// Helpers shared by the decoder model tests: JSON fixtures, a one-prefill
+// last-logits run and a plain greedy loop straight over
+// DecoderModel::Forward (no engine, no sampling code).
 #ifndef ATTNSERVE_TESTS_ENGINE_MODELS_DECODER_TEST_UTIL_H_
 #define ATTNSERVE_TESTS_ENGINE_MODELS_DECODER_TEST_UTIL_H_
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -13,6 +15,7 @@
 #include "engine/core/status_macros.h"
 #include "engine/kv/kv_cache.h"
 #include "engine/models/decoder_model.h"
+#include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 
 namespace attnserve::testing_util {
@@ -26,6 +29,30 @@ inline nlohmann::json ReadJson(const std::string& path) {
 
 inline int32_t Argmax(const float* v, int n) {
   return static_cast<int32_t>(std::max_element(v, v + n) - v);
+}
+
+// Runs `prompt` through `model` as one prefill; returns the last logits.
+inline std::vector<float> LastLogits(const DecoderModel& model, const std::vector<int32_t>& prompt) {
+  KvCacheOptions opt;
+  opt.kv_cache_bytes = model.description().kv_bytes_per_token * 256;
+  auto kv = *KvCache::Create(model.kv_shape(), opt);
+  EXPECT_TRUE(kv->AddSequence(1).ok());
+  EXPECT_TRUE(kv->Reserve({1}, {static_cast<int>(prompt.size())}).ok());
+  ForwardBatch batch;
+  batch.Clear();
+  batch.Add(1, prompt.data(), static_cast<int>(prompt.size()), 0);
+  DecoderScratch scratch;
+  std::vector<float> logits;
+  absl::Status s = model.Forward(batch, *kv, scratch, logits);
+  EXPECT_TRUE(s.ok()) << s;
+  return logits;
+}
+
+inline float MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  float worst = 0.0f;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
+  return worst;
 }
 
 // Feeds `prompt` in chunks of `chunk` tokens, then decodes `n` greedy tokens
