@@ -8,19 +8,20 @@
 #include <cstdint>
 #include <limits>
 
-#include "engine/core/cpu_features.h"
 #include "engine/core/tensor.h"
 #include "engine/ops/matmul_precision.h"
 
 namespace attnserve {
 
-// f32: the packed AVX2 kernel below this many rows (bandwidth-bound GEMV and
-// small GEMMs), oneDNN fixed-M brgemm from here on. On an AVX-512 CPU
-// oneDNN's 16-wide kernels win from its smallest bucket (16 rows) on: a
-// 16-token MiniLM sentence 2.6 -> 1.8 ms (docs/benchmarks.md, 2026-12-03
-// 14:58), so there the switch is at 16.
+// f32: the packed kernel below this many rows (bandwidth-bound GEMV and
+// small GEMMs), oneDNN fixed-M brgemm from here on. On AVX2 CPUs oneDNN wins
+// from 32 rows. On AVX-512 CPUs the packed kernel's AVX-512 f32 tile (8 rows
+// × 32 columns) beats oneDNN's 16-row bucket on every decoder and MiniLM
+// shape (bench/decoder/linear_bench, 2026-12-03 ~18:42 UTC: 328-357 against
+// 316-341 GFLOP/s) and is level at 32 rows, so the switch is at 32 there too:
+// SmolLM-135M f32 decode at 16 sequences 377-384 -> 387-403 tokens/s, a
+// 16-token MiniLM sentence 2.14-2.26 -> 1.98-2.13 ms (docs/benchmarks.md).
 inline constexpr int64_t kF32DnnlMinRows = 32;
-inline constexpr int64_t kF32DnnlMinRowsAvx512 = 16;
 
 // And only for products of at least this many multiply-adds (M·N·K): a
 // oneDNN primitive runs an OpenMP parallel region however small the work,
@@ -33,19 +34,17 @@ inline constexpr int64_t kF32DnnlMinRowsAvx512 = 16;
 // MiniLM's and the 28M Llama's layers are over it from 16 rows on.
 inline constexpr int64_t kDnnlMinMacs = int64_t{1} << 21;
 
-// bf16 weights with bf16 products (MatmulPrecision::kBf16): oneDNN from its
-// smallest bucket; below it the packed kernel.
+// bf16 products (MatmulPrecision::kBf16), on either weight storage: oneDNN
+// (AMX where the CPU has it) from its smallest bucket; below it the packed
+// kernel in f32.
 inline constexpr int64_t kBf16ProductDnnlMinRows = 16;
 
 // Smallest M that Linear sends to oneDNN for this storage and precision
 // (bf16 weights with f32 products: never — oneDNN has no f32 × bf16-weights
 // matmul that keeps f32 activations).
 inline int64_t DnnlMinRows(DType storage, MatmulPrecision precision = MatmulPrecision::kF32) {
-  if (storage != DType::kF32) {
-    return precision == MatmulPrecision::kBf16 ? kBf16ProductDnnlMinRows
-                                               : std::numeric_limits<int64_t>::max();
-  }
-  return CpuHasAvx512F() ? kF32DnnlMinRowsAvx512 : kF32DnnlMinRows;
+  if (precision == MatmulPrecision::kBf16) return kBf16ProductDnnlMinRows;
+  return storage == DType::kF32 ? kF32DnnlMinRows : std::numeric_limits<int64_t>::max();
 }
 
 }  // namespace attnserve

@@ -20,6 +20,7 @@ namespace {
 
 using packed_gemm_internal::kMaxRowsAvx2;
 using packed_gemm_internal::kMaxRowsAvx512Bf16;
+using packed_gemm_internal::kMaxRowsAvx512F32;
 using packed_gemm_internal::kMaxRowsScalar;
 using packed_gemm_internal::kMaxTileFloats;
 using packed_gemm_internal::TileKernel;
@@ -92,8 +93,9 @@ struct PickedKernel {
 PickedKernel PickKernel(DType storage) {
   const bool bf16 = storage == DType::kBF16;
   if (!force_scalar.load(std::memory_order_relaxed) && CpuHasAvx2Fma()) {
-    if (bf16 && CpuHasAvx512F() && !avx512_off.load(std::memory_order_relaxed)) {
-      return {packed_gemm_internal::TileAvx512Bf16, kMaxRowsAvx512Bf16, true};
+    if (CpuHasAvx512F() && !avx512_off.load(std::memory_order_relaxed)) {
+      return bf16 ? PickedKernel{packed_gemm_internal::TileAvx512Bf16, kMaxRowsAvx512Bf16, true}
+                  : PickedKernel{packed_gemm_internal::TileAvx512F32, kMaxRowsAvx512F32, true};
     }
     return {bf16 ? packed_gemm_internal::TileAvx2Bf16 : packed_gemm_internal::TileAvx2F32, kMaxRowsAvx2, true};
   }
@@ -203,9 +205,8 @@ void PackedGemm(const float* x, int64_t m, int64_t ldx, const PackedMatrix& w, c
 }
 
 const char* PackedGemmKernel() {
-  return (!force_scalar.load(std::memory_order_relaxed) && CpuHasAvx2Fma())
-             ? "avx2"
-             : "scalar";
+  if (force_scalar.load(std::memory_order_relaxed) || !CpuHasAvx2Fma()) return "scalar";
+  return CpuHasAvx512F() && !avx512_off.load(std::memory_order_relaxed) ? "avx512" : "avx2";
 }
 
 void PackedGemmForceScalarForTesting(bool force) { force_scalar.store(force); }

@@ -92,12 +92,11 @@ inline constexpr int64_t kCacheResidentWeightBytes = int64_t{256} << 10;
 inline constexpr int64_t kCacheResidentParallelMinMacs = int64_t{1} << 21;
 bool PackedGemmRunsParallel(int64_t m, const PackedMatrix& w);
 
-// Which kernel PackedGemm uses on this CPU ("avx2" or "scalar"; with bf16
-// weights on an AVX-512 CPU the AVX2 name stands for its AVX-512 tile).
+// Which kernel PackedGemm uses on this CPU: "avx512", "avx2" or "scalar".
 const char* PackedGemmKernel();
 // Tests: force the scalar kernel (true) or restore dispatch (false).
 void PackedGemmForceScalarForTesting(bool force);
-// Tests: the AVX2 bf16 tile on an AVX-512 CPU (true) or restore (false).
+// Tests: the AVX2 tiles on an AVX-512 CPU (true) or restore (false).
 void PackedGemmDisableAvx512ForTesting(bool disable);
 
 }  // namespace attnserve

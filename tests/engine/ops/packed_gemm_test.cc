@@ -1,7 +1,8 @@
 // PackedGemm / bf16 Linear against a double-precision reference on the same
 // (bf16-rounded) weights, over many shapes: M = 1..17 (every row-block tail of
-// the 3- and 6-row kernels), odd N (partial last panel) and odd K (padded panel rows),
-// the AVX2 kernel and the scalar fallback, with bias and activations.
+// the 3-, 6- and 8-row kernels), odd N (partial last panel) and odd K (padded
+// panel rows), the AVX-512 tiles, the AVX2 ones and the scalar fallback, with
+// bias and activations.
 #include "engine/ops/packed_gemm.h"
 
 #include <cmath>
@@ -9,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "engine/core/cpu_features.h"
 #include "engine/core/half.h"
 #include "engine/core/tensor.h"
 #include "engine/ops/linear.h"
@@ -65,7 +67,7 @@ void Check(const std::vector<float>& x, int64_t m, int64_t k, const std::vector<
   }
 }
 
-// 0: the CPU's best kernels (AVX-512 bf16 tile where there is one), 1: the
+// 0: the CPU's best kernels (the AVX-512 tiles where there are), 1: the
 // scalar ones, 2: AVX2 even on an AVX-512 CPU.
 class PackedGemmTest : public ::testing::TestWithParam<int> {
  protected:
@@ -78,6 +80,14 @@ class PackedGemmTest : public ::testing::TestWithParam<int> {
     PackedGemmDisableAvx512ForTesting(false);
   }
 };
+
+TEST_P(PackedGemmTest, RunsTheKernelTheParameterNames) {
+  // Otherwise "Dispatched" could silently be the AVX2 run twice.
+  const char* want = GetParam() == 1 || !CpuHasAvx2Fma() ? "scalar"
+                     : GetParam() == 0 && CpuHasAvx512F() ? "avx512"
+                                                           : "avx2";
+  EXPECT_STREQ(PackedGemmKernel(), want);
+}
 
 TEST_P(PackedGemmTest, MatchesDoubleReferenceAcrossShapes) {
   std::mt19937 rng(11);
