@@ -44,7 +44,7 @@ ATTNSERVE_AVX2 void LoadW(const void* panel, int64_t k, __m256* w) {
 // 12 registers.
 template <int MR, bool kBf16>
 __attribute__((target("avx2,fma"))) void Tile(const float* x, int64_t ldx, const void* panel,
-                                              int64_t k, float* tile) {
+                                              int64_t k, float* tile, NextPanelSlice next) {
   constexpr int kNv = 4;  // vectors per panel row
   constexpr int kWidth = kNv * 8;
   constexpr int kSplit = MR == 1 ? 2 : 1;
@@ -67,8 +67,10 @@ __attribute__((target("avx2,fma"))) void Tile(const float* x, int64_t ldx, const
       for (int v = 0; v < kNv; ++v) acc[s][i][v] = _mm256_setzero_ps();
     }
   }
+  SliceTrickle trickle(next, k / kStep);
   int64_t kk = 0;
   for (; kk + kStep <= k; kk += kStep) {
+    trickle.Step();
     // Software prefetch ~1 KiB ahead: with few rows the loop is a pure
     // stream over the weights, and a single-thread stream needs more lines
     // in flight than the hardware prefetcher alone keeps.
@@ -115,30 +117,33 @@ __attribute__((target("avx2,fma"))) void Tile(const float* x, int64_t ldx, const
 }
 
 template <bool kBf16>
-void Dispatch(const float* x, int64_t ldx, int rows, const void* panel, int64_t k, float* tile) {
+void Dispatch(const float* x, int64_t ldx, int rows, const void* panel, int64_t k, float* tile,
+              NextPanelSlice next) {
   if constexpr (!kBf16) {
     switch (rows) {
-      case 1: return Tile<1, false>(x, ldx, panel, k, tile);
-      case 2: return Tile<2, false>(x, ldx, panel, k, tile);
-      default: return Tile<3, false>(x, ldx, panel, k, tile);
+      case 1: return Tile<1, false>(x, ldx, panel, k, tile, next);
+      case 2: return Tile<2, false>(x, ldx, panel, k, tile, next);
+      default: return Tile<3, false>(x, ldx, panel, k, tile, next);
     }
   } else {
     switch (rows) {
-      case 1: return Tile<1, true>(x, ldx, panel, k, tile);
-      case 2: return Tile<2, true>(x, ldx, panel, k, tile);
-      default: return Tile<3, true>(x, ldx, panel, k, tile);
+      case 1: return Tile<1, true>(x, ldx, panel, k, tile, next);
+      case 2: return Tile<2, true>(x, ldx, panel, k, tile, next);
+      default: return Tile<3, true>(x, ldx, panel, k, tile, next);
     }
   }
 }
 
 }  // namespace
 
-void TileAvx2F32(const float* x, int64_t ldx, int rows, const void* panel, int64_t k, float* tile) {
-  Dispatch<false>(x, ldx, rows, panel, k, tile);
+void TileAvx2F32(const float* x, int64_t ldx, int rows, const void* panel, int64_t k, float* tile,
+                 NextPanelSlice next) {
+  Dispatch<false>(x, ldx, rows, panel, k, tile, next);
 }
 
-void TileAvx2Bf16(const float* x, int64_t ldx, int rows, const void* panel, int64_t k, float* tile) {
-  Dispatch<true>(x, ldx, rows, panel, k, tile);
+void TileAvx2Bf16(const float* x, int64_t ldx, int rows, const void* panel, int64_t k, float* tile,
+                 NextPanelSlice next) {
+  Dispatch<true>(x, ldx, rows, panel, k, tile, next);
 }
 
 }  // namespace attnserve::packed_gemm_internal

@@ -31,9 +31,10 @@ constexpr int64_t kPrefetch = 1024 / 2;  // bf16 elements ahead, as the AVX2 ker
 // hardware prefetcher keeps up with, as measured for the AVX2 tile.
 template <int MR>
 __attribute__((target("avx512f,avx2,fma"))) void TileF32(const float* x, int64_t ldx, const void* panel,
-                                                          int64_t k, float* tile) {
+                                                          int64_t k, float* tile, NextPanelSlice next) {
   constexpr int kChains = MR <= 2 ? 2 : 1;
-  constexpr int64_t kPrefetchFloats = 1024 / 4;
+  SliceTrickle trickle(next, k);
+  constexpr int64_t kPrefetchFloats = 2048 / 4;
   const float* w = static_cast<const float*>(panel);
   __m512 acc[kChains][MR][2];
 #pragma GCC unroll 2
@@ -49,6 +50,7 @@ __attribute__((target("avx512f,avx2,fma"))) void TileF32(const float* x, int64_t
 #pragma GCC unroll 2
     for (int c = 0; c < kChains; ++c) {
       const float* p = w + (kk + c) * 32;
+      trickle.Step();
       if constexpr (MR > 1) {
         _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchFloats), _MM_HINT_T0);
         _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchFloats + 16), _MM_HINT_T0);
@@ -113,7 +115,7 @@ __attribute__((target("avx512f,avx2,fma"), always_inline)) inline void Pair(
 
 template <int MR>
 __attribute__((target("avx512f,avx2,fma"))) void TileBf16(const float* x, int64_t ldx, const void* panel,
-                                                           int64_t k, float* tile) {
+                                                           int64_t k, float* tile, NextPanelSlice next) {
   // Even and odd steps accumulate apart for one or two rows (enough FMA
   // chains in flight); from three rows the rows themselves give enough.
   constexpr int kChains = MR <= 2 ? 2 : 1;
@@ -127,8 +129,12 @@ __attribute__((target("avx512f,avx2,fma"))) void TileBf16(const float* x, int64_
       for (int c = 0; c < kChains; ++c) acc[i][h][c] = _mm512_setzero_ps();
     }
   }
+  SliceTrickle trickle(next, k / 2);
   int64_t kk = 0;
-  for (; kk + 2 <= k; kk += 2) Pair<MR, kChains>(w, x, ldx, kk, true, acc);
+  for (; kk + 2 <= k; kk += 2) {
+    trickle.Step();
+    Pair<MR, kChains>(w, x, ldx, kk, true, acc);
+  }
   if (kk < k) Pair<MR, kChains>(w, x, ldx, kk, false, acc);
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i) {
@@ -143,27 +149,29 @@ __attribute__((target("avx512f,avx2,fma"))) void TileBf16(const float* x, int64_
 
 }  // namespace
 
-void TileAvx512F32(const float* x, int64_t ldx, int rows, const void* panel, int64_t k, float* tile) {
+void TileAvx512F32(const float* x, int64_t ldx, int rows, const void* panel, int64_t k, float* tile,
+                   NextPanelSlice next) {
   switch (rows) {
-    case 1: return TileF32<1>(x, ldx, panel, k, tile);
-    case 2: return TileF32<2>(x, ldx, panel, k, tile);
-    case 3: return TileF32<3>(x, ldx, panel, k, tile);
-    case 4: return TileF32<4>(x, ldx, panel, k, tile);
-    case 5: return TileF32<5>(x, ldx, panel, k, tile);
-    case 6: return TileF32<6>(x, ldx, panel, k, tile);
-    case 7: return TileF32<7>(x, ldx, panel, k, tile);
-    default: return TileF32<8>(x, ldx, panel, k, tile);
+    case 1: return TileF32<1>(x, ldx, panel, k, tile, next);
+    case 2: return TileF32<2>(x, ldx, panel, k, tile, next);
+    case 3: return TileF32<3>(x, ldx, panel, k, tile, next);
+    case 4: return TileF32<4>(x, ldx, panel, k, tile, next);
+    case 5: return TileF32<5>(x, ldx, panel, k, tile, next);
+    case 6: return TileF32<6>(x, ldx, panel, k, tile, next);
+    case 7: return TileF32<7>(x, ldx, panel, k, tile, next);
+    default: return TileF32<8>(x, ldx, panel, k, tile, next);
   }
 }
 
-void TileAvx512Bf16(const float* x, int64_t ldx, int rows, const void* panel, int64_t k, float* tile) {
+void TileAvx512Bf16(const float* x, int64_t ldx, int rows, const void* panel, int64_t k, float* tile,
+                   NextPanelSlice next) {
   switch (rows) {
-    case 1: return TileBf16<1>(x, ldx, panel, k, tile);
-    case 2: return TileBf16<2>(x, ldx, panel, k, tile);
-    case 3: return TileBf16<3>(x, ldx, panel, k, tile);
-    case 4: return TileBf16<4>(x, ldx, panel, k, tile);
-    case 5: return TileBf16<5>(x, ldx, panel, k, tile);
-    default: return TileBf16<6>(x, ldx, panel, k, tile);
+    case 1: return TileBf16<1>(x, ldx, panel, k, tile, next);
+    case 2: return TileBf16<2>(x, ldx, panel, k, tile, next);
+    case 3: return TileBf16<3>(x, ldx, panel, k, tile, next);
+    case 4: return TileBf16<4>(x, ldx, panel, k, tile, next);
+    case 5: return TileBf16<5>(x, ldx, panel, k, tile, next);
+    default: return TileBf16<6>(x, ldx, panel, k, tile, next);
   }
 }
 

@@ -5,6 +5,8 @@
 #ifndef ATTNSERVE_ENGINE_OPS_PACKED_GEMM_KERNELS_H_
 #define ATTNSERVE_ENGINE_OPS_PACKED_GEMM_KERNELS_H_
 
+#include <xmmintrin.h>
+
 #include <cstdint>
 
 namespace attnserve::packed_gemm_internal {
@@ -19,15 +21,46 @@ inline constexpr int kMaxRowsScalar = 6;
 // Floats in the largest tile (MR × P).
 inline constexpr int kMaxTileFloats = 8 * 32;
 
+// The slice of the NEXT panel a tile call pulls into L2 while it computes:
+// `lines` cache lines from `start` (none by default). PackedGemm hands each
+// of a panel's row blocks one share of the next panel, so that memory keeps
+// streaming while the later row blocks re-read the current panel from L2.
+struct NextPanelSlice {
+  const char* start = nullptr;
+  int64_t lines = 0;
+};
+
+// Issues a slice's prefetches evenly over a kernel's `steps` loop steps.
+class SliceTrickle {
+ public:
+  SliceTrickle(NextPanelSlice slice, int64_t steps)
+      : p_(slice.start), left_(slice.lines),
+        per_step_(steps > 0 ? (slice.lines + steps - 1) / steps : 0) {}
+  __attribute__((always_inline)) inline void Step() {
+    for (int64_t q = 0; q < per_step_ && left_ > 0; ++q, --left_, p_ += 64) {
+      _mm_prefetch(p_, _MM_HINT_T1);
+    }
+  }
+
+ private:
+  const char* p_;
+  int64_t left_;
+  int64_t per_step_;
+};
+
 using TileKernel = void (*)(const float* x, int64_t ldx, int rows, const void* panel, int64_t k,
-                            float* tile);
+                            float* tile, NextPanelSlice next);
 
 // Available only when the CPU has AVX2 + FMA (checked by the caller).
-void TileAvx2F32(const float* x, int64_t ldx, int rows, const void* panel, int64_t k, float* tile);
-void TileAvx2Bf16(const float* x, int64_t ldx, int rows, const void* panel, int64_t k, float* tile);
+void TileAvx2F32(const float* x, int64_t ldx, int rows, const void* panel, int64_t k, float* tile,
+                   NextPanelSlice next);
+void TileAvx2Bf16(const float* x, int64_t ldx, int rows, const void* panel, int64_t k, float* tile,
+                   NextPanelSlice next);
 // Available only when the CPU has AVX-512F (checked by the caller).
-void TileAvx512F32(const float* x, int64_t ldx, int rows, const void* panel, int64_t k, float* tile);
-void TileAvx512Bf16(const float* x, int64_t ldx, int rows, const void* panel, int64_t k, float* tile);
+void TileAvx512F32(const float* x, int64_t ldx, int rows, const void* panel, int64_t k, float* tile,
+                   NextPanelSlice next);
+void TileAvx512Bf16(const float* x, int64_t ldx, int rows, const void* panel, int64_t k, float* tile,
+                   NextPanelSlice next);
 
 }  // namespace attnserve::packed_gemm_internal
 
