@@ -34,6 +34,8 @@ __attribute__((target("avx512f,avx2,fma"))) void TileF32(const float* x, int64_t
                                                           int64_t k, float* tile, NextPanelSlice next) {
   constexpr int kChains = MR <= 2 ? 2 : 1;
   SliceTrickle trickle(next, k);
+  // 2 KiB ahead: SmolLM-135M f32 decode at 8 sequences 230 -> 255 tokens/s
+  // against 1 KiB (4 KiB: 233).
   constexpr int64_t kPrefetchFloats = 2048 / 4;
   const float* w = static_cast<const float*>(panel);
   __m512 acc[kChains][MR][2];
