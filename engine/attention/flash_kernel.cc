@@ -604,10 +604,260 @@ void PackKt(const Tile& t, DType dtype, int d, int cols, float* kt) {
     for (int j = t.count; j < cols; ++j) kt[p * kKeyTile + j] = 0.0f;
 }
 
+// --- AVX-512, rows across the vector ----------------------------------------
+// The prefill path for f32 K/V when every row's only mask is its key limit
+// (padding lengths, causal): blocks of 32 query rows, and S held transposed
+// (S^T[key][row], 16 rows per vector), so the softmax's row max, exp, row sum
+// and rescale factors are all plain vector operations across 16 rows, with no
+// horizontal reductions and no per-row loop; Q·K reads K rows in place (Q^T
+// is packed once per block instead of Kᵀ once per tile); P·V reads P^T.
+// Per block the key tiles stop at the block's own last visible key, so
+// causal prefill skips the masked half per 32 rows.
+constexpr int kRowBlock = 32;
+
+// S^T[j][0..32) = Σ_p K[j][p] · Q^T[p][0..32) for J keys of one segment.
+template <int J>
+__attribute__((target("avx512f"), always_inline)) inline void QkTKeys(const float* qt, const float* k,
+                                                                       int64_t k_stride, int d, float* st) {
+  __m512 a[J][2];
+#pragma GCC unroll 8
+  for (int j = 0; j < J; ++j) a[j][0] = a[j][1] = _mm512_setzero_ps();
+  for (int p = 0; p < d; ++p) {
+    const __m512 q0 = _mm512_loadu_ps(qt + p * kRowBlock);
+    const __m512 q1 = _mm512_loadu_ps(qt + p * kRowBlock + 16);
+#pragma GCC unroll 8
+    for (int j = 0; j < J; ++j) {
+      const __m512 kv = _mm512_set1_ps(k[j * k_stride + p]);
+      a[j][0] = _mm512_fmadd_ps(kv, q0, a[j][0]);
+      a[j][1] = _mm512_fmadd_ps(kv, q1, a[j][1]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int j = 0; j < J; ++j) {
+    _mm512_storeu_ps(st + j * kRowBlock, a[j][0]);
+    _mm512_storeu_ps(st + j * kRowBlock + 16, a[j][1]);
+  }
+}
+
+__attribute__((target("avx512f"))) void QkT(const float* qt, const float* k, int64_t k_stride, int count,
+                                             int d, float* st) {
+  int j = 0;
+  for (; j + 8 <= count; j += 8) QkTKeys<8>(qt, k + j * k_stride, k_stride, d, st + j * kRowBlock);
+  for (; j < count; ++j) QkTKeys<1>(qt, k + j * k_stride, k_stride, d, st + j * kRowBlock);
+}
+
+// O[r][:] += Σ_j P^T[j][r] · V[j][:] for R rows r0.. of the block.
+template <int R>
+__attribute__((target("avx512f"))) void PvTRows(const float* pt, const float* v, int64_t v_stride,
+                                                 int count, int d, float* o) {
+  int c = 0;
+  for (; c + 32 <= d; c += 32) {
+    __m512 a[R][2];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      a[r][0] = _mm512_loadu_ps(o + r * d + c);
+      a[r][1] = _mm512_loadu_ps(o + r * d + c + 16);
+    }
+    const float* vp = v + c;
+    for (int j = 0; j < count; ++j, vp += v_stride) {
+      const __m512 b0 = _mm512_loadu_ps(vp);
+      const __m512 b1 = _mm512_loadu_ps(vp + 16);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const __m512 x = _mm512_set1_ps(pt[j * kRowBlock + r]);
+        a[r][0] = _mm512_fmadd_ps(x, b0, a[r][0]);
+        a[r][1] = _mm512_fmadd_ps(x, b1, a[r][1]);
+      }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      _mm512_storeu_ps(o + r * d + c, a[r][0]);
+      _mm512_storeu_ps(o + r * d + c + 16, a[r][1]);
+    }
+  }
+  for (; c < d; c += 16) {  // d % 16 == 0 on this path
+    __m512 a[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) a[r] = _mm512_loadu_ps(o + r * d + c);
+    const float* vp = v + c;
+    for (int j = 0; j < count; ++j, vp += v_stride) {
+      const __m512 b = _mm512_loadu_ps(vp);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) a[r] = _mm512_fmadd_ps(_mm512_set1_ps(pt[j * kRowBlock + r]), b, a[r]);
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) _mm512_storeu_ps(o + r * d + c, a[r]);
+  }
+}
+
+// qt[p * kRowBlock + i] = rows[i].q[p] * scale for 8 rows i and p < d
+// (d % 8 == 0): 8x8 in-register transposes.
+__attribute__((target("avx2,fma"))) void TransposeRows8Avx2(const FlashRow* rows, int d, float scale,
+                                                             float* qt) {
+  const __m256 sc = _mm256_set1_ps(scale);
+  for (int p = 0; p < d; p += 8) {
+    __m256 r[8];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) r[i] = _mm256_mul_ps(sc, _mm256_loadu_ps(rows[i].q + p));
+    const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+    const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+    const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+    const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+    const __m256 u0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
+    const __m256 u1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
+    const __m256 u2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
+    const __m256 u3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
+    const __m256 u4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0));
+    const __m256 u5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
+    const __m256 u6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0));
+    const __m256 u7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
+    float* o = qt + p * kRowBlock;
+    _mm256_storeu_ps(o + 0 * kRowBlock, _mm256_permute2f128_ps(u0, u4, 0x20));
+    _mm256_storeu_ps(o + 1 * kRowBlock, _mm256_permute2f128_ps(u1, u5, 0x20));
+    _mm256_storeu_ps(o + 2 * kRowBlock, _mm256_permute2f128_ps(u2, u6, 0x20));
+    _mm256_storeu_ps(o + 3 * kRowBlock, _mm256_permute2f128_ps(u3, u7, 0x20));
+    _mm256_storeu_ps(o + 4 * kRowBlock, _mm256_permute2f128_ps(u0, u4, 0x31));
+    _mm256_storeu_ps(o + 5 * kRowBlock, _mm256_permute2f128_ps(u1, u5, 0x31));
+    _mm256_storeu_ps(o + 6 * kRowBlock, _mm256_permute2f128_ps(u2, u6, 0x31));
+    _mm256_storeu_ps(o + 7 * kRowBlock, _mm256_permute2f128_ps(u3, u7, 0x31));
+  }
+}
+
+// Rows this path takes: AVX-512, f32 K/V, d % 16 == 0, a block's worth of
+// rows, and no mask but the key limits.
+bool RowsTSupported(const FlashRow* rows, int num_rows, int d, DType dtype) {
+  if (!Avx512KernelsEnabled() || dtype != DType::kF32 || d % 16 != 0 || num_rows < 16) return false;
+  for (int r = 0; r < num_rows; ++r) {
+    if (rows[r].allow_row != nullptr || rows[r].key_allow != nullptr || rows[r].add_row != nullptr) return false;
+  }
+  return true;
+}
+
+// `prefetch`: ask for each next tile ahead (the job's first block; later
+// blocks find the tiles in cache).
+__attribute__((target("avx512f,avx2,fma"))) void RunRowsTBlock(const FlashRow* rows, int n, const KvSource& src,
+                                                                int d, float scale, bool prefetch,
+                                                                FlashScratch& scratch) {
+  float* qt = scratch.qp();  // [d][32]
+  float* st = scratch.s();   // [kKeyTile][32]
+  float* o = scratch.o();    // [32][d]
+  alignas(64) int32_t limit[kRowBlock];
+  int max_limit = 0;
+  int min_limit = std::numeric_limits<int>::max();
+  for (int r = 0; r < kRowBlock; ++r) {
+    // Padding rows (r >= n) see no key: their lanes stay at zero weight.
+    limit[r] = r < n ? rows[r].key_limit : 0;
+    max_limit = std::max(max_limit, limit[r]);
+    if (r < n) min_limit = std::min(min_limit, limit[r]);
+  }
+  int r8 = 0;
+  for (; r8 + 8 <= n; r8 += 8) TransposeRows8Avx2(rows + r8, d, scale, qt + r8);
+  for (int r = r8; r < kRowBlock; ++r) {
+    for (int p = 0; p < d; ++p) qt[p * kRowBlock + r] = r < n ? rows[r].q[p] * scale : 0.0f;
+  }
+  std::memset(o, 0, sizeof(float) * kRowBlock * d);
+  __m512 m[2], l[2];
+  __m512i lim[2];
+  for (int h = 0; h < 2; ++h) {
+    m[h] = _mm512_set1_ps(kNegInf);
+    l[h] = _mm512_setzero_ps();
+    lim[h] = _mm512_load_si512(limit + 16 * h);
+  }
+  alignas(64) float alpha[kRowBlock];
+  Tile tiles[2];
+  int cur = 0;
+  if (max_limit > 0) GetTile(src, 0, max_limit, tiles[0]);
+  for (int start = 0; start < max_limit;) {
+    const Tile& t = tiles[cur];
+    if (start + t.count < max_limit) {
+      GetTile(src, start + t.count, max_limit, tiles[cur ^ 1]);
+      if (prefetch) PrefetchTile(tiles[cur ^ 1], src.dtype, d);
+    }
+    const int count = t.count;
+    for (int g = 0; g < t.num_segs; ++g) {
+      const Segment& sg = t.seg[g];
+      QkT(qt, reinterpret_cast<const float*>(sg.k), t.k_stride, sg.count, d, st + sg.col * kRowBlock);
+    }
+    for (int h = 0; h < 2; ++h) {
+      // Keys at or past a row's limit are masked (-inf for the max, zero
+      // weight after the exp).
+      // Keys below every row's limit need no mask; four running maxima keep
+      // the loop off vmaxps's latency chain.
+      const int open = std::clamp(min_limit - start, 0, count);
+      __m512 mx[4];
+      for (auto& v : mx) v = _mm512_set1_ps(kNegInf);
+      const float* sh = st + 16 * h;
+      int j = 0;
+      for (; j + 4 <= open; j += 4) {
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; ++u) mx[u] = _mm512_max_ps(mx[u], _mm512_loadu_ps(sh + (j + u) * kRowBlock));
+      }
+      for (; j < count; ++j) {
+        const __mmask16 vis = _mm512_cmpgt_epi32_mask(lim[h], _mm512_set1_epi32(start + j));
+        mx[j & 3] = _mm512_mask_max_ps(mx[j & 3], vis, mx[j & 3], _mm512_loadu_ps(sh + j * kRowBlock));
+      }
+      const __m512 tmax = _mm512_max_ps(_mm512_max_ps(mx[0], mx[1]), _mm512_max_ps(mx[2], mx[3]));
+      const __m512 m_new = _mm512_max_ps(m[h], tmax);
+      // A row with nothing visible yet keeps m = -inf; subtracting 0 there
+      // keeps every exp at exp(-inf) = 0 instead of NaN.
+      const __m512 m_use = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(m_new, _mm512_set1_ps(kNegInf), _CMP_EQ_OQ),
+                                                m_new, _mm512_setzero_ps());
+      const __m512 a = ExpNonPositive16(_mm512_sub_ps(m[h], m_use));
+      __m512 sums[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+      for (j = 0; j < open; ++j) {
+        float* sp = st + j * kRowBlock + 16 * h;
+        const __m512 e = ExpNonPositive16(_mm512_sub_ps(_mm512_loadu_ps(sp), m_use));
+        _mm512_storeu_ps(sp, e);
+        sums[j & 1] = _mm512_add_ps(sums[j & 1], e);
+      }
+      for (; j < count; ++j) {
+        const __mmask16 vis = _mm512_cmpgt_epi32_mask(lim[h], _mm512_set1_epi32(start + j));
+        float* sp = st + j * kRowBlock + 16 * h;
+        const __m512 e = _mm512_maskz_mov_ps(vis, ExpNonPositive16(_mm512_sub_ps(_mm512_loadu_ps(sp), m_use)));
+        _mm512_storeu_ps(sp, e);
+        sums[j & 1] = _mm512_add_ps(sums[j & 1], e);
+      }
+      const __m512 sum = _mm512_add_ps(sums[0], sums[1]);
+      l[h] = _mm512_fmadd_ps(l[h], a, sum);
+      m[h] = m_new;
+      _mm512_store_ps(alpha + 16 * h, a);
+    }
+    // O is still zero before the first tile: nothing to rescale.
+    if (start > 0) {
+      for (int r = 0; r < n; ++r) {
+        if (alpha[r] != 1.0f) ScaleRow(o + r * d, d, alpha[r], true);
+      }
+    }
+    for (int g = 0; g < t.num_segs; ++g) {
+      const Segment& sg = t.seg[g];
+      const float* v = reinterpret_cast<const float*>(sg.v);
+      const float* pt = st + sg.col * kRowBlock;
+      int r = 0;
+      for (; r + 8 <= n; r += 8) PvTRows<8>(pt + r, v, t.v_stride, sg.count, d, o + r * d);
+      for (; r < n; r += 4) PvTRows<4>(pt + r, v, t.v_stride, sg.count, d, o + r * d);
+    }
+    start += count;
+    cur ^= 1;
+  }
+  alignas(64) float lsum[kRowBlock];
+  _mm512_store_ps(lsum, l[0]);
+  _mm512_store_ps(lsum + 16, l[1]);
+  for (int r = 0; r < n; ++r) {
+    float* out = rows[r].out;
+    if (lsum[r] > 0.0f) {
+      const float inv = 1.0f / lsum[r];
+      for (int c = 0; c < d; ++c) out[c] = o[r * d + c] * inv;
+    } else {
+      for (int c = 0; c < d; ++c) out[c] = 0.0f;
+    }
+  }
+}
+
 }  // namespace
 
 void FlashScratch::Reserve(int max_rows, int head_dim) {
-  int rows_pad = RoundUp(std::max(max_rows, 1), 4);
+  // At least a row block of the rows-across-vector path (its Q^T, S^T and O).
+  int rows_pad = RoundUp(std::max(max_rows, kRowBlock), 4);
   q_elems_ = int64_t{rows_pad} * head_dim;
   s_elems_ = int64_t{rows_pad} * kKeyTile;
   kt_elems_ = int64_t{head_dim} * kKeyTile;
@@ -638,6 +888,12 @@ void RunFlashJob(const FlashRow* rows, int num_rows, const KvSource& src, int d,
   // Few rows (decode): the bandwidth-bound path, K/V read once in place.
   if (DecodeJobSupported(rows, num_rows, d, src.dtype)) {
     RunDecodeJob(rows, num_rows, src, d, scale);
+    return;
+  }
+  if (RowsTSupported(rows, num_rows, d, src.dtype)) {
+    for (int b = 0; b < num_rows; b += kRowBlock) {
+      RunRowsTBlock(rows + b, std::min(kRowBlock, num_rows - b), src, d, scale, b == 0, scratch);
+    }
     return;
   }
   const MicroKernels& mk = Select(d);
