@@ -892,7 +892,10 @@ void RunFlashJob(const FlashRow* rows, int num_rows, const KvSource& src, int d,
   }
   if (RowsTSupported(rows, num_rows, d, src.dtype)) {
     for (int b = 0; b < num_rows; b += kRowBlock) {
-      RunRowsTBlock(rows + b, std::min(kRowBlock, num_rows - b), src, d, scale, b == 0, scratch);
+      // Dense K/V streams in order (the hardware prefetcher follows it);
+      // paged blocks are scattered, so the job's first block asks ahead.
+      RunRowsTBlock(rows + b, std::min(kRowBlock, num_rows - b), src, d, scale,
+                    b == 0 && src.layout != nullptr, scratch);
     }
     return;
   }
