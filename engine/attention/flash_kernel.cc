@@ -779,10 +779,9 @@ __attribute__((target("avx512f,avx2,fma"))) void RunRowsTBlock(const FlashRow* r
       QkT(qt, reinterpret_cast<const float*>(sg.k), t.k_stride, sg.count, d, st + sg.col * kRowBlock);
     }
     for (int h = 0; h < 2; ++h) {
-      // Keys at or past a row's limit are masked (-inf for the max, zero
-      // weight after the exp).
-      // Keys below every row's limit need no mask; four running maxima keep
-      // the loop off vmaxps's latency chain.
+      // Keys at or past a row's limit are masked (left out of the max, zero
+      // weight after the exp); keys below every row's limit need no mask.
+      // Four running maxima keep the loop off vmaxps's latency chain.
       const int open = std::clamp(min_limit - start, 0, count);
       __m512 mx[4];
       for (auto& v : mx) v = _mm512_set1_ps(kNegInf);
