@@ -347,7 +347,10 @@ __attribute__((target("avx512f"))) void QkAvx512(const float* qp, int rows_pad, 
   if (r < rows_pad) QkRowsAvx512<4>(qp + r * d, kt, cols, d, s + r * kKeyTile);  // rows_pad % 4 == 0
 }
 
-template <int R>
+// O[r][:] += Σ_j P[r][j] · V[j][:] for R rows, with P[r][j] at
+// p[r * kPRow + j * kPKey]: row-major tiles (kKeyTile, 1), or the row-block
+// path's transposed ones (1, kRowBlock).
+template <int R, int kPRow = kKeyTile, int kPKey = 1>
 __attribute__((target("avx512f,avx2,fma"))) inline void PvRowsAvx512(const float* p, const float* v,
                                                                       int64_t v_stride, int count, int d,
                                                                       float* o) {
@@ -365,7 +368,7 @@ __attribute__((target("avx512f,avx2,fma"))) inline void PvRowsAvx512(const float
       const __m512 b1 = _mm512_loadu_ps(vp + 16);
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
-        const __m512 x = _mm512_set1_ps(p[r * kKeyTile + j]);
+        const __m512 x = _mm512_set1_ps(p[r * kPRow + j * kPKey]);
         a[r][0] = _mm512_fmadd_ps(x, b0, a[r][0]);
         a[r][1] = _mm512_fmadd_ps(x, b1, a[r][1]);
       }
@@ -384,7 +387,7 @@ __attribute__((target("avx512f,avx2,fma"))) inline void PvRowsAvx512(const float
     for (int j = 0; j < count; ++j, vp += v_stride) {
       const __m512 b = _mm512_loadu_ps(vp);
 #pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) a[r] = _mm512_fmadd_ps(_mm512_set1_ps(p[r * kKeyTile + j]), b, a[r]);
+      for (int r = 0; r < R; ++r) a[r] = _mm512_fmadd_ps(_mm512_set1_ps(p[r * kPRow + j * kPKey]), b, a[r]);
     }
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) _mm512_storeu_ps(o + r * d + c, a[r]);
@@ -397,7 +400,7 @@ __attribute__((target("avx512f,avx2,fma"))) inline void PvRowsAvx512(const float
     for (int j = 0; j < count; ++j, vp += v_stride) {
       const __m256 b = _mm256_loadu_ps(vp);
 #pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) a[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(p + r * kKeyTile + j), b, a[r]);
+      for (int r = 0; r < R; ++r) a[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(p + r * kPRow + j * kPKey), b, a[r]);
     }
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) _mm256_storeu_ps(o + r * d + c, a[r]);
@@ -544,36 +547,40 @@ void PrefetchTile(const Tile& t, DType dtype, int d) {
   }
 }
 
+// o[c * o_stride + i] = r[i][c] for an 8x8 block held in 8 registers.
+__attribute__((target("avx2,fma"), always_inline)) inline void Transpose8x8StoreAvx2(const __m256 (&r)[8],
+                                                                                  float* o, int o_stride) {
+  const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+  const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+  const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+  const __m256 u0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
+  const __m256 u1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 u2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
+  const __m256 u3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 u4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0));
+  const __m256 u5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 u6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0));
+  const __m256 u7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
+  _mm256_storeu_ps(o + 0 * o_stride, _mm256_permute2f128_ps(u0, u4, 0x20));
+  _mm256_storeu_ps(o + 1 * o_stride, _mm256_permute2f128_ps(u1, u5, 0x20));
+  _mm256_storeu_ps(o + 2 * o_stride, _mm256_permute2f128_ps(u2, u6, 0x20));
+  _mm256_storeu_ps(o + 3 * o_stride, _mm256_permute2f128_ps(u3, u7, 0x20));
+  _mm256_storeu_ps(o + 4 * o_stride, _mm256_permute2f128_ps(u0, u4, 0x31));
+  _mm256_storeu_ps(o + 5 * o_stride, _mm256_permute2f128_ps(u1, u5, 0x31));
+  _mm256_storeu_ps(o + 6 * o_stride, _mm256_permute2f128_ps(u2, u6, 0x31));
+  _mm256_storeu_ps(o + 7 * o_stride, _mm256_permute2f128_ps(u3, u7, 0x31));
+}
+
 // dst[p * kKeyTile + j] = k[j * stride + p] for 8 keys j and p < d (d % 8
 // == 0): 8x8 in-register transposes, the packing cost of short-head prefill.
 __attribute__((target("avx2,fma"))) void Transpose8Avx2(const float* k, int64_t stride, int d,
                                                          float* dst) {
   for (int p = 0; p < d; p += 8) {
-    __m256 r0 = _mm256_loadu_ps(k + 0 * stride + p), r1 = _mm256_loadu_ps(k + 1 * stride + p);
-    __m256 r2 = _mm256_loadu_ps(k + 2 * stride + p), r3 = _mm256_loadu_ps(k + 3 * stride + p);
-    __m256 r4 = _mm256_loadu_ps(k + 4 * stride + p), r5 = _mm256_loadu_ps(k + 5 * stride + p);
-    __m256 r6 = _mm256_loadu_ps(k + 6 * stride + p), r7 = _mm256_loadu_ps(k + 7 * stride + p);
-    __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
-    __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
-    __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
-    __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
-    __m256 u0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
-    __m256 u1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
-    __m256 u2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
-    __m256 u3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
-    __m256 u4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0));
-    __m256 u5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
-    __m256 u6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0));
-    __m256 u7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
-    float* o = dst + p * kKeyTile;
-    _mm256_storeu_ps(o + 0 * kKeyTile, _mm256_permute2f128_ps(u0, u4, 0x20));
-    _mm256_storeu_ps(o + 1 * kKeyTile, _mm256_permute2f128_ps(u1, u5, 0x20));
-    _mm256_storeu_ps(o + 2 * kKeyTile, _mm256_permute2f128_ps(u2, u6, 0x20));
-    _mm256_storeu_ps(o + 3 * kKeyTile, _mm256_permute2f128_ps(u3, u7, 0x20));
-    _mm256_storeu_ps(o + 4 * kKeyTile, _mm256_permute2f128_ps(u0, u4, 0x31));
-    _mm256_storeu_ps(o + 5 * kKeyTile, _mm256_permute2f128_ps(u1, u5, 0x31));
-    _mm256_storeu_ps(o + 6 * kKeyTile, _mm256_permute2f128_ps(u2, u6, 0x31));
-    _mm256_storeu_ps(o + 7 * kKeyTile, _mm256_permute2f128_ps(u3, u7, 0x31));
+    __m256 r[8];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(k + i * stride + p);
+    Transpose8x8StoreAvx2(r, dst + p * kKeyTile, kKeyTile);
   }
 }
 
@@ -646,50 +653,6 @@ __attribute__((target("avx512f"))) void QkT(const float* qt, const float* k, int
   for (; j < count; ++j) QkTKeys<1>(qt, k + j * k_stride, k_stride, d, st + j * kRowBlock);
 }
 
-// O[r][:] += Σ_j P^T[j][r] · V[j][:] for R rows r0.. of the block.
-template <int R>
-__attribute__((target("avx512f"))) void PvTRows(const float* pt, const float* v, int64_t v_stride,
-                                                 int count, int d, float* o) {
-  int c = 0;
-  for (; c + 32 <= d; c += 32) {
-    __m512 a[R][2];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      a[r][0] = _mm512_loadu_ps(o + r * d + c);
-      a[r][1] = _mm512_loadu_ps(o + r * d + c + 16);
-    }
-    const float* vp = v + c;
-    for (int j = 0; j < count; ++j, vp += v_stride) {
-      const __m512 b0 = _mm512_loadu_ps(vp);
-      const __m512 b1 = _mm512_loadu_ps(vp + 16);
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        const __m512 x = _mm512_set1_ps(pt[j * kRowBlock + r]);
-        a[r][0] = _mm512_fmadd_ps(x, b0, a[r][0]);
-        a[r][1] = _mm512_fmadd_ps(x, b1, a[r][1]);
-      }
-    }
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      _mm512_storeu_ps(o + r * d + c, a[r][0]);
-      _mm512_storeu_ps(o + r * d + c + 16, a[r][1]);
-    }
-  }
-  for (; c < d; c += 16) {  // d % 16 == 0 on this path
-    __m512 a[R];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) a[r] = _mm512_loadu_ps(o + r * d + c);
-    const float* vp = v + c;
-    for (int j = 0; j < count; ++j, vp += v_stride) {
-      const __m512 b = _mm512_loadu_ps(vp);
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) a[r] = _mm512_fmadd_ps(_mm512_set1_ps(pt[j * kRowBlock + r]), b, a[r]);
-    }
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) _mm512_storeu_ps(o + r * d + c, a[r]);
-  }
-}
-
 // qt[p * kRowBlock + i] = rows[i].q[p] * scale for 8 rows i and p < d
 // (d % 8 == 0): 8x8 in-register transposes.
 __attribute__((target("avx2,fma"))) void TransposeRows8Avx2(const FlashRow* rows, int d, float scale,
@@ -699,27 +662,7 @@ __attribute__((target("avx2,fma"))) void TransposeRows8Avx2(const FlashRow* rows
     __m256 r[8];
 #pragma GCC unroll 8
     for (int i = 0; i < 8; ++i) r[i] = _mm256_mul_ps(sc, _mm256_loadu_ps(rows[i].q + p));
-    const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
-    const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
-    const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
-    const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
-    const __m256 u0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
-    const __m256 u1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
-    const __m256 u2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
-    const __m256 u3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
-    const __m256 u4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0));
-    const __m256 u5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
-    const __m256 u6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0));
-    const __m256 u7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
-    float* o = qt + p * kRowBlock;
-    _mm256_storeu_ps(o + 0 * kRowBlock, _mm256_permute2f128_ps(u0, u4, 0x20));
-    _mm256_storeu_ps(o + 1 * kRowBlock, _mm256_permute2f128_ps(u1, u5, 0x20));
-    _mm256_storeu_ps(o + 2 * kRowBlock, _mm256_permute2f128_ps(u2, u6, 0x20));
-    _mm256_storeu_ps(o + 3 * kRowBlock, _mm256_permute2f128_ps(u3, u7, 0x20));
-    _mm256_storeu_ps(o + 4 * kRowBlock, _mm256_permute2f128_ps(u0, u4, 0x31));
-    _mm256_storeu_ps(o + 5 * kRowBlock, _mm256_permute2f128_ps(u1, u5, 0x31));
-    _mm256_storeu_ps(o + 6 * kRowBlock, _mm256_permute2f128_ps(u2, u6, 0x31));
-    _mm256_storeu_ps(o + 7 * kRowBlock, _mm256_permute2f128_ps(u3, u7, 0x31));
+    Transpose8x8StoreAvx2(r, qt + p * kRowBlock, kRowBlock);
   }
 }
 
@@ -832,8 +775,8 @@ __attribute__((target("avx512f,avx2,fma"))) void RunRowsTBlock(const FlashRow* r
       const float* v = reinterpret_cast<const float*>(sg.v);
       const float* pt = st + sg.col * kRowBlock;
       int r = 0;
-      for (; r + 8 <= n; r += 8) PvTRows<8>(pt + r, v, t.v_stride, sg.count, d, o + r * d);
-      for (; r < n; r += 4) PvTRows<4>(pt + r, v, t.v_stride, sg.count, d, o + r * d);
+      for (; r + 8 <= n; r += 8) PvRowsAvx512<8, 1, kRowBlock>(pt + r, v, t.v_stride, sg.count, d, o + r * d);
+      for (; r < n; r += 4) PvRowsAvx512<4, 1, kRowBlock>(pt + r, v, t.v_stride, sg.count, d, o + r * d);
     }
     start += count;
     cur ^= 1;
