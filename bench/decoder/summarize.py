@@ -5,7 +5,8 @@ F16, the half-precision-weights pair; bf16 weights with bf16 products vs
 BF16, whose activations llama.cpp also rounds to bf16; Q8_0 shown for
 reference), decode tok/s at 1/4/8/16 sequences and prefill 512, the
 ratios, and batch-1 decode against the bandwidth bound (weight bytes per
-token / the in-run STREAM read GB/s).
+token / the in-run STREAM read GB/s, on 2 MiB pages as the weights are; the
+read on default pages is shown beside it).
 
 Usage: summarize.py results.jsonl
 """
@@ -23,6 +24,7 @@ def main():
             meta = r
         elif b == "stream_read":
             meta["gbps"] = r["gbps"]
+            meta["gbps_default_pages"] = r.get("gbps_default_pages")
         elif b == "load":
             dtype = r["dtype"]
             bound[dtype] = (r["weight_bytes"], r["bound_tok_s"])
@@ -35,7 +37,8 @@ def main():
             else:
                 ours[(r["dtype"], key)] = r["tok_s"]
     print(f"# {meta.get('cpu')}, {meta.get('cores')} cores, {meta.get('threads')} threads, "
-          f"{meta.get('date')}, load {meta.get('load')}; STREAM read {meta.get('gbps')} GB/s")
+          f"{meta.get('date')}, load {meta.get('load')}; STREAM read {meta.get('gbps')} GB/s on 2 MiB pages "
+          f"({meta.get('gbps_default_pages')} on default pages)")
     keys = [("decode", 1), ("decode", 4), ("decode", 8), ("decode", 16), ("prefill", 512)]
     print("| measure | attnserve f32 | llama.cpp F32 | ratio | attnserve bf16 | llama.cpp F16 | ratio "
           "| attnserve bf16, bf16 products | llama.cpp BF16 | ratio | llama.cpp Q8_0 |")

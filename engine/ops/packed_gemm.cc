@@ -11,6 +11,7 @@
 #include "absl/log/check.h"
 #include "engine/core/cpu_features.h"
 #include "engine/core/half.h"
+#include "engine/core/large_alloc.h"
 #include "engine/core/parallel.h"
 #include "engine/ops/activation.h"
 #include "engine/ops/packed_gemm_kernels.h"
@@ -136,7 +137,8 @@ PackedMatrix PackedMatrix::Pack(const Tensor& w, DType storage) {
   const int64_t elems = p.panels() * p.k_padded() * width;
   const int64_t raw = elems * static_cast<int64_t>(DTypeSize(storage));
   p.bytes_ = (raw + 63) / 64 * 64;
-  void* mem = std::aligned_alloc(64, static_cast<size_t>(p.bytes_));
+  // Huge pages: decode streams every panel once per step (large_alloc.h).
+  void* mem = AllocateLarge(static_cast<size_t>(p.bytes_));
   CHECK(mem != nullptr) << "out of memory packing a " << p.n_ << "x" << p.k_ << " matrix";
   p.data_.reset(mem);
   std::memset(mem, 0, static_cast<size_t>(p.bytes_));

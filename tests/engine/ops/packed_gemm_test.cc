@@ -6,12 +6,14 @@
 #include "engine/ops/packed_gemm.h"
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <random>
 #include <vector>
 
 #include "engine/core/cpu_features.h"
 #include "engine/core/half.h"
+#include "engine/core/large_alloc.h"
 #include "engine/core/tensor.h"
 #include "engine/ops/linear.h"
 #include "gtest/gtest.h"
@@ -229,6 +231,29 @@ TEST(PackedGemmParallelTest, CacheResidentWeightsNeedMoreWorkToSplit) {
   EXPECT_TRUE(PackedGemmRunsParallel(1, large));     // 331,776 >= 2^18: decode reads memory
   const PackedMatrix tiny = PackedMatrix::Pack(Random({64, 64}, rng), DType::kF32);
   EXPECT_FALSE(PackedGemmRunsParallel(63, tiny));    // under 2^18
+}
+
+TEST(PackedMatrixTest, LargeWeightsStartOnAHugePageAndStillMultiplyRight) {
+  // Decode streams every panel once per step; from 2 MiB the panels live in
+  // AllocateLarge's huge-page-aligned memory (engine/core/large_alloc.h).
+  std::mt19937 rng(5);
+  const Tensor w = Random({1024, 640}, rng);  // 2.6 MB packed
+  const PackedMatrix big = PackedMatrix::Pack(w, DType::kF32);
+  ASSERT_GE(big.bytes(), static_cast<int64_t>(kHugePageBytes));
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(big.data()) % kHugePageBytes, 0u);
+  const PackedMatrix small = PackedMatrix::Pack(Random({64, 64}, rng), DType::kF32);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(small.data()) % 64, 0u);
+  // The product over the whole buffer, past the advised pages into the tail.
+  const Tensor x = Random({3, 640}, rng);
+  std::vector<float> y(3 * 1024);
+  PackedGemm(x.f32(), 3, 640, big, nullptr, Activation::kNone, y.data(), 1024);
+  for (int64_t i = 0; i < 3; ++i) {
+    for (int64_t n : {int64_t{0}, int64_t{511}, int64_t{1023}}) {
+      double want = 0.0;
+      for (int64_t k = 0; k < 640; ++k) want += double{x.f32()[i * 640 + k]} * w.f32()[n * 640 + k];
+      EXPECT_NEAR(y[i * 1024 + n], want, 1e-3) << i << "," << n;
+    }
+  }
 }
 
 }  // namespace
