@@ -1,13 +1,16 @@
 // Memory for large, long-lived buffers that decode streams end to end (the
 // packed weights): 2 MiB aligned with transparent huge pages asked for.
 //
-// Why: decode reads every weight once per step. On 4 KiB pages that is a new
-// page (a TLB miss, and a stop for the hardware prefetchers, which do not
-// cross 4 KiB) every 4 KiB; on 2 MiB pages the stream runs unbroken.
-// SmolLM-135M f32 decode (bench/decoder, 2026-12-03 ~22:40 UTC, A/B back to
-// back): 1 / 4 / 8 / 16 sequences 45 / 169 / 307 / 501 -> 48 / 192 / 338 /
-// 523 tokens/s. The cost is at load: the kernel clears each 2 MiB page as it
-// is first touched (538 MB of weights: 1.0 -> 4-6 s on this VM).
+// Why: decode reads every weight once per step. On 4 KiB pages the stream
+// needs a new TLB entry (a page walk) every 4 KiB; one 2 MiB page needs one
+// entry for 512 times as much. The same read loop gets 31-32 GB/s here on
+// huge pages against 23-26 GB/s on 4 KiB pages (decoder_bench's STREAM).
+// SmolLM-135M f32 decode (bench/decoder/decoder_bench, 2026-12-03 ~22:00
+// UTC, three interleaved A/B rounds): 4 sequences 171-173 -> 183-184
+// tokens/s; 1 and 16 sequences, and bf16 weights, level within the noise.
+// The cost is at load, where the kernel clears each 2 MiB page as it is
+// first touched: 538 MB of weights took 4-6 s instead of 1 s on this VM the
+// first times, 1 s once its memory had been touched before.
 #ifndef ATTNSERVE_ENGINE_CORE_LARGE_ALLOC_H_
 #define ATTNSERVE_ENGINE_CORE_LARGE_ALLOC_H_
 
