@@ -26,17 +26,21 @@ constexpr int64_t kPrefetch = 1024 / 2;  // bf16 elements ahead, as the AVX2 ker
 // One pair of steps (kk, kk + 1; kk even) into acc: 64 bf16 = two 512-bit
 // loads. `both` false for a lone last step (odd K): x has no element kk + 1.
 // f32: MR rows × 32 columns over all K. One or two rows split K into even
-// and odd steps with their own accumulators (enough FMA chains in flight); one
-// row also skips the software prefetch — its loop is a pure stream the
-// hardware prefetcher keeps up with, as measured for the AVX2 tile.
+// and odd steps with their own accumulators (enough FMA chains in flight).
 template <int MR>
 __attribute__((target("avx512f,avx2,fma"))) void TileF32(const float* x, int64_t ldx, const void* panel,
                                                           int64_t k, float* tile, NextPanelSlice next) {
   constexpr int kChains = MR <= 2 ? 2 : 1;
   SliceTrickle trickle(next, k);
-  // 2 KiB ahead: SmolLM-135M f32 decode at 8 sequences 230 -> 255 tokens/s
-  // against 1 KiB (4 KiB: 233).
-  constexpr int64_t kPrefetchFloats = 2048 / 4;
+  // Prefetch distance. Several rows: 2 KiB (SmolLM-135M f32 decode at 8
+  // sequences 230 -> 255 tokens/s against 1 KiB, 4 KiB: 233; on huge pages
+  // 1 / 2 / 3 KiB stay level). One row: 1 KiB. On 4 KiB pages one row ran
+  // best with no software prefetch (the AVX2 tile's measurement, still its
+  // setting); since the weights sit on huge pages (core/large_alloc.h) the
+  // prefetch pays: batch-1 decode 50.0-51.7 -> 56.2-57.5 tokens/s against
+  // 53.4-56.4 at 512 B, 55.7-57.9 at 1.5 KiB, 55.4-56.5 at 2 KiB and
+  // 48.9-50.5 at 4 KiB (decoder_bench, 2026-12-03 ~22:35 UTC).
+  constexpr int64_t kPrefetchFloats = (MR == 1 ? 1024 : 2048) / 4;
   const float* w = static_cast<const float*>(panel);
   __m512 acc[kChains][MR][2];
 #pragma GCC unroll 2
@@ -53,10 +57,8 @@ __attribute__((target("avx512f,avx2,fma"))) void TileF32(const float* x, int64_t
     for (int c = 0; c < kChains; ++c) {
       const float* p = w + (kk + c) * 32;
       trickle.Step();
-      if constexpr (MR > 1) {
-        _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchFloats), _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchFloats + 16), _MM_HINT_T0);
-      }
+      _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchFloats), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchFloats + 16), _MM_HINT_T0);
       const __m512 w0 = _mm512_load_ps(p);
       const __m512 w1 = _mm512_load_ps(p + 16);
 #pragma GCC unroll 8
