@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/large_alloc.h"
 #include "engine/core/build_info.h"
+#include "engine/core/large_alloc.h"
 #include "engine/runtime/decoder_engine.h"
 
 namespace attnserve {
