@@ -300,31 +300,39 @@ __attribute__((target("avx2,fma"))) void QkDirectAvx2(const float* qp, const std
 // when rows_pad % 8 == 4) x 32 columns, 2R accumulators; then 16 columns;
 // then (P·V only, d % 16 == 8) one 8-wide column group.
 
+// out[r * out_stride + 0..32) = Σ_p x[r * x_stride + p] · b[p * b_stride + 0..32)
+// for R rows: x broadcast, b two vectors per p, 2R accumulators. Q·Kᵀ of
+// the tiled path (x = Q rows, b = Kᵀ) and of the row-block path (x = K
+// rows, b = Qᵀ) are both this.
+template <int R>
+__attribute__((target("avx512f"), always_inline)) inline void Outer32Avx512(
+    const float* x, int64_t x_stride, const float* b, int64_t b_stride, int d, float* out,
+    int64_t out_stride) {
+  __m512 a[R][2];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) a[r][0] = a[r][1] = _mm512_setzero_ps();
+  for (int p = 0; p < d; ++p) {
+    const __m512 b0 = _mm512_loadu_ps(b + p * b_stride);
+    const __m512 b1 = _mm512_loadu_ps(b + p * b_stride + 16);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m512 xv = _mm512_set1_ps(x[r * x_stride + p]);
+      a[r][0] = _mm512_fmadd_ps(xv, b0, a[r][0]);
+      a[r][1] = _mm512_fmadd_ps(xv, b1, a[r][1]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    _mm512_storeu_ps(out + r * out_stride, a[r][0]);
+    _mm512_storeu_ps(out + r * out_stride + 16, a[r][1]);
+  }
+}
+
 template <int R>
 __attribute__((target("avx512f"))) inline void QkRowsAvx512(const float* q, const float* kt, int cols, int d,
                                                              float* s) {
   int c = 0;
-  for (; c + 32 <= cols; c += 32) {
-    __m512 a[R][2];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) a[r][0] = a[r][1] = _mm512_setzero_ps();
-    const float* kp = kt + c;
-    for (int p = 0; p < d; ++p, kp += kKeyTile) {
-      const __m512 b0 = _mm512_loadu_ps(kp);
-      const __m512 b1 = _mm512_loadu_ps(kp + 16);
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        const __m512 x = _mm512_set1_ps(q[r * d + p]);
-        a[r][0] = _mm512_fmadd_ps(x, b0, a[r][0]);
-        a[r][1] = _mm512_fmadd_ps(x, b1, a[r][1]);
-      }
-    }
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      _mm512_storeu_ps(s + r * kKeyTile + c, a[r][0]);
-      _mm512_storeu_ps(s + r * kKeyTile + c + 16, a[r][1]);
-    }
-  }
+  for (; c + 32 <= cols; c += 32) Outer32Avx512<R>(q, d, kt + c, kKeyTile, d, s + c, kKeyTile);
   for (; c < cols; c += 16) {  // cols % 16 == 0
     __m512 a[R];
 #pragma GCC unroll 8
@@ -622,35 +630,15 @@ void PackKt(const Tile& t, DType dtype, int d, int cols, float* kt) {
 // causal prefill skips the masked half per 32 rows.
 constexpr int kRowBlock = 32;
 
-// S^T[j][0..32) = Σ_p K[j][p] · Q^T[p][0..32) for J keys of one segment.
-template <int J>
-__attribute__((target("avx512f"), always_inline)) inline void QkTKeys(const float* qt, const float* k,
-                                                                       int64_t k_stride, int d, float* st) {
-  __m512 a[J][2];
-#pragma GCC unroll 8
-  for (int j = 0; j < J; ++j) a[j][0] = a[j][1] = _mm512_setzero_ps();
-  for (int p = 0; p < d; ++p) {
-    const __m512 q0 = _mm512_loadu_ps(qt + p * kRowBlock);
-    const __m512 q1 = _mm512_loadu_ps(qt + p * kRowBlock + 16);
-#pragma GCC unroll 8
-    for (int j = 0; j < J; ++j) {
-      const __m512 kv = _mm512_set1_ps(k[j * k_stride + p]);
-      a[j][0] = _mm512_fmadd_ps(kv, q0, a[j][0]);
-      a[j][1] = _mm512_fmadd_ps(kv, q1, a[j][1]);
-    }
-  }
-#pragma GCC unroll 8
-  for (int j = 0; j < J; ++j) {
-    _mm512_storeu_ps(st + j * kRowBlock, a[j][0]);
-    _mm512_storeu_ps(st + j * kRowBlock + 16, a[j][1]);
-  }
-}
-
+// S^T[j][0..32) = Σ_p K[j][p] · Q^T[p][0..32) for the `count` keys of one segment,
+// 8 at a time.
 __attribute__((target("avx512f"))) void QkT(const float* qt, const float* k, int64_t k_stride, int count,
                                              int d, float* st) {
   int j = 0;
-  for (; j + 8 <= count; j += 8) QkTKeys<8>(qt, k + j * k_stride, k_stride, d, st + j * kRowBlock);
-  for (; j < count; ++j) QkTKeys<1>(qt, k + j * k_stride, k_stride, d, st + j * kRowBlock);
+  for (; j + 8 <= count; j += 8)
+    Outer32Avx512<8>(k + j * k_stride, k_stride, qt, kRowBlock, d, st + j * kRowBlock, kRowBlock);
+  for (; j < count; ++j)
+    Outer32Avx512<1>(k + j * k_stride, k_stride, qt, kRowBlock, d, st + j * kRowBlock, kRowBlock);
 }
 
 // qt[p * kRowBlock + i] = rows[i].q[p] * scale for 8 rows i and p < d
