@@ -197,8 +197,10 @@ std::string HfSentencePieceBpe::PieceText(int32_t id) const {
 std::string HfSentencePieceBpe::TokenBytes(int32_t id, int32_t prev_id) const {
   if (id < 0 || id >= vocab_size() || kind_[id] == 2) return "";
   std::string s = PieceText(id);
-  if (vocab_.strip_leading_space && byte_value_[id] < 0 && (prev_id < 0 || prev_id == vocab_.special.bos) &&
-      !s.empty() && s[0] == ' ') {
+  // HF's Strip decoder removes the text's first space whatever token made
+  // it: a "▁" piece or a byte-fallback <0x20> (HF tokenizers 0.23 decodes
+  // [<0x20>, <0x4E>] as "N").
+  if (vocab_.strip_leading_space && (prev_id < 0 || prev_id == vocab_.special.bos) && !s.empty() && s[0] == ' ') {
     s.erase(0, 1);
   }
   return s;

@@ -58,7 +58,7 @@ std::string TakeCompleteUtf8(std::string& bytes, bool final) {
 
 std::string StreamingDetokenizer::Push(int32_t token) {
   pending_ += tokenizer_.TokenBytes(token, prev_);
-  prev_ = token;
+  if (!tokenizer_.IsControl(token)) prev_ = token;  // control tokens add no text (Tokenizer::TokenBytes)
   return TakeCompleteUtf8(pending_, /*final=*/false);
 }
 

@@ -48,8 +48,11 @@ class Tokenizer {
   // The bytes token `id` contributes to the output text: byte-fallback
   // "<0xNN>" -> that one byte, "▁" -> ' ', byte-level map reversed. May be
   // an incomplete UTF-8 sequence. Control tokens (BOS/EOS...) give "".
-  // prev_id is the token before it (-1: none): SentencePiece drops the
-  // leading space of a piece that starts the text or follows BOS.
+  // prev_id is the last non-control token before it (-1: none; callers skip
+  // control tokens, which add no text): SentencePiece drops the leading
+  // space of a piece that starts the text, or follows a BOS given as prev_id
+  // (a prompt of BOS alone before a stream). So [a, BOS, ▁b] decodes as
+  // "a b", as sentencepiece, HF tokenizers and llama.cpp decode it.
   virtual std::string TokenBytes(int32_t id, int32_t prev_id) const = 0;
 
   // Whole-sequence decode; ids out of range are an error. Control tokens are
@@ -78,7 +81,7 @@ inline absl::StatusOr<std::string> Tokenizer::Decode(absl::Span<const int32_t> i
                                         " out of range [0, " + std::to_string(vocab_size()) + ")");
     }
     out += TokenBytes(id, prev);
-    prev = id;
+    if (!IsControl(id)) prev = id;
   }
   return out;
 }

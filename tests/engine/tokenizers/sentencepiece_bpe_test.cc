@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/formats/gguf_file.h"
+#include "engine/tokenizers/streaming_detokenizer.h"
 #include "engine/tokenizers/tokenizer_factory.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -114,6 +115,33 @@ TEST(SentencePieceBpeTest, ByteFallbackAndSpecials) {
   EXPECT_EQ(t->PieceToId("<0x0A>"), std::optional<int32_t>(13));
   EXPECT_FALSE(t->Decode({600}).ok());
   EXPECT_TRUE(Enc(*t, "", false).empty());
+}
+
+// A control token adds no text, so it does not count as the start of the
+// text either: a BOS (or EOS, e.g. generating with ignore_eos) between two
+// pieces leaves the next piece's space alone, in Decode and in the stream
+// alike; a BOS at the very start still drops it. sentencepiece 0.2.3 with
+// tok512.model decodes [Once, BOS, ▁upon] and [Once, EOS, ▁upon] as
+// "Once upon" and [BOS, ▁upon] as "upon" (llama-cpp-python 0.3.36's
+// detokenize: " Once upon", keeping its first piece's space, and "upon").
+// (Found by the tokenizer fuzz loop: the stream used to print "Onceupon".)
+TEST(SentencePieceBpeTest, ControlTokenInMidTextKeepsTheNextSpace) {
+  auto t = StoriesTokenizer();
+  const std::vector<int32_t> once_upon = Enc(*t, "Once upon", false);
+  ASSERT_EQ(once_upon.size(), 2u);
+  const std::vector<int32_t> once = {once_upon[0]}, upon = {once_upon[1]};
+  ASSERT_EQ(t->IdToPiece(upon[0]), "\xe2\x96\x81upon");
+  for (int32_t control : {t->special().bos, t->special().eos}) {
+    const std::vector<int32_t> ids = {once[0], control, upon[0]};
+    EXPECT_EQ(*t->Decode(ids), "Once upon") << "control " << control;
+    StreamingDetokenizer stream(*t);
+    std::string streamed;
+    for (int32_t id : ids) streamed += stream.Push(id);
+    EXPECT_EQ(streamed + stream.Flush(), "Once upon") << "control " << control;
+  }
+  EXPECT_EQ(*t->Decode(std::vector<int32_t>{t->special().bos, upon[0]}), "upon");
+  StreamingDetokenizer after_bos(*t, t->special().bos);
+  EXPECT_EQ(after_bos.Push(upon[0]), "upon");
 }
 
 TEST(SentencePieceBpeTest, CreateRejectsBadVocabularies) {
