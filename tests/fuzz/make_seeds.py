@@ -107,12 +107,32 @@ def gguf_seeds(out: pathlib.Path) -> None:
     w.close()
 
 
+def tokenizer_seeds(out: pathlib.Path) -> None:
+    """Inputs for tokenizer_fuzzer: a selector byte (tokenizer and mode, see
+    tokenizer_fuzz_target.h), then text or little-endian 16-bit token ids."""
+    out.mkdir(parents=True, exist_ok=True)
+    texts = [
+        "Once upon a time, there was a little girl named Lily.",
+        "  two leading spaces\n\nand\ttabs\r\n 123 4567 89.0",
+        "caf\u00e9 na\u00efve \u65e5\u672c\u8a9e \U0001F600\U0001F44D\U0001F3FD",
+        "<s></s><|endoftext|><unk> \u2581 <0x0A>",
+    ]
+    for selector in range(6):
+        if (selector // 3) % 2 == 0:
+            for i, text in enumerate(texts):
+                (out / f"text_{selector}_{i}").write_bytes(bytes([selector]) + text.encode())
+        else:
+            ids = [1, 403, 407, 261, 378, 2, 35, 81, 13, 300, 500, 4000, 49000]
+            (out / f"ids_{selector}").write_bytes(bytes([selector]) + b"".join(struct.pack("<H", i) for i in ids))
+
+
 def main() -> None:
     if len(sys.argv) != 2:
         sys.exit("usage: make_seeds.py OUT_DIR")
     out = pathlib.Path(sys.argv[1])
     safetensors_seeds(out / "safetensors")
     gguf_seeds(out / "gguf")
+    tokenizer_seeds(out / "tokenizer")
 
 
 if __name__ == "__main__":

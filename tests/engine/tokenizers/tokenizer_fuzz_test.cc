@@ -1,0 +1,117 @@
+// Drives the decoder tokenizers' fuzz body (tests/fuzz/tokenizer_fuzz_target.h)
+// with a fixed-seed mutation loop: byte flips, insertions of UTF-8 fragments
+// (whole and cut), deletions, truncations and splices. Bounded, so it runs in
+// CI without libFuzzer; a broken round trip, an out-of-range id or streamed
+// text that differs from the whole decode aborts the test binary.
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/fuzz/tokenizer_fuzz_target.h"
+
+namespace attnserve::fuzz {
+namespace {
+
+const TokenizerFuzzSet& Set() {
+  static const TokenizerFuzzSet* set = [] {
+    absl::StatusOr<TokenizerFuzzSet> s = LoadTokenizerFuzzSet(ATTNSERVE_SOURCE_DIR, ATTNSERVE_SHARED_DIR);
+    if (!s.ok()) {
+      ADD_FAILURE() << s.status();
+      return new TokenizerFuzzSet();
+    }
+    return new TokenizerFuzzSet(std::move(*s));
+  }();
+  return *set;
+}
+
+// Seeds for every (tokenizer, mode) selector byte 0..5.
+std::vector<std::string> SeedCorpus() {
+  const std::vector<std::string> texts = {
+      "Once upon a time, there was a little girl named Lily.",
+      "  two leading spaces\n\nand\ttabs\r\n 123 4567 89.0",
+      "caf\xc3\xa9 na\xc3\xafve \xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e \xf0\x9f\x98\x80\xf0\x9f\x91\x8d\xf0\x9f\x8f\xbd",
+      "<s></s><|endoftext|><unk> \xe2\x96\x81 <0x0A>",
+      std::string("nul\0inside", 10),
+      "\xff\xfe invalid \xc3 \xe2\x82",
+  };
+  std::vector<std::string> corpus;
+  for (int selector = 0; selector < 6; ++selector) {
+    for (const std::string& text : texts) corpus.push_back(std::string(1, static_cast<char>(selector)) + text);
+  }
+  return corpus;
+}
+
+std::string Mutate(const std::string& in, const std::vector<std::string>& corpus, std::mt19937_64& rng) {
+  static const char* kFragments[] = {" ",    "  ",   "\n",   "\xe2\x96\x81", "\xc3\xa9", "\xe6\x97\xa5", "\xf0\x9f\x98\x80",
+                                     "\xf0", "\x9f", "\xe2", "\x80",         "<s>",      "</s>",         "0x",
+                                     "'s",   "123",  "\t",   "\r\n",         "\xef\xbf\xbd"};
+  std::string s = in;
+  const int steps = 1 + static_cast<int>(rng() % 4);
+  for (int k = 0; k < steps; ++k) {
+    // Position 0 is the selector byte: mutate it rarely, so each tokenizer
+    // and mode keeps getting inputs shaped for it.
+    const size_t pos = s.size() <= 1 ? s.size() : 1 + rng() % s.size();
+    switch (rng() % 8) {
+      case 0:
+        if (pos < s.size()) s[pos] = static_cast<char>(rng());
+        break;
+      case 1:
+        if (pos < s.size()) s[pos] ^= static_cast<char>(1u << (rng() % 8));
+        break;
+      case 2:
+      case 3:
+        s.insert(pos, kFragments[rng() % (sizeof(kFragments) / sizeof(kFragments[0]))]);
+        break;
+      case 4:
+        if (pos < s.size()) s.erase(pos, 1 + rng() % 8);
+        break;
+      case 5:
+        if (pos > 1) s.resize(pos);
+        break;
+      case 6:
+        if (!s.empty() && rng() % 16 == 0) s[0] = static_cast<char>(rng() % 6);
+        break;
+      default: {  // splice with another input
+        const std::string& other = corpus[rng() % corpus.size()];
+        const size_t cut = other.size() <= 1 ? other.size() : 1 + rng() % (other.size() - 1);
+        s = s.substr(0, pos) + other.substr(cut);
+        break;
+      }
+    }
+  }
+  return s;
+}
+
+TEST(TokenizerFuzzTest, LoadsOneTokenizerOfEachKind) {
+  ASSERT_EQ(Set().tokenizers.size(), 3u);
+  EXPECT_EQ(Set().tokenizers[0]->kind(), "sentencepiece_bpe");
+  EXPECT_EQ(Set().tokenizers[2]->kind(), "byte_level_bpe");
+}
+
+TEST(TokenizerFuzzTest, FixedSeedMutationLoop) {
+  const TokenizerFuzzSet& set = Set();
+  ASSERT_EQ(set.tokenizers.size(), 3u);
+  std::vector<std::string> corpus = SeedCorpus();
+  for (const std::string& seed : corpus) TokenizerFuzzOne(set, reinterpret_cast<const uint8_t*>(seed.data()), seed.size());
+  std::mt19937_64 rng(20261204);
+  int encoded = 0, other = 0;
+  constexpr int kIterations = 200000;
+  for (int i = 0; i < kIterations; ++i) {
+    const std::string input = Mutate(corpus[rng() % corpus.size()], corpus, rng);
+    if (TokenizerFuzzOne(set, reinterpret_cast<const uint8_t*>(input.data()), input.size())) {
+      ++encoded;
+    } else {
+      ++other;
+    }
+    if (corpus.size() < 256 && rng() % 8 == 0) corpus.push_back(input);
+  }
+  // Both the text mode's success path and the rest (ids mode, refused
+  // invalid UTF-8) must be reached, or the mutator is not doing its job.
+  EXPECT_GT(encoded, kIterations / 10);
+  EXPECT_GT(other, kIterations / 10);
+}
+
+}  // namespace
+}  // namespace attnserve::fuzz
