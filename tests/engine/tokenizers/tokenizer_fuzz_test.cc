@@ -26,7 +26,8 @@ const TokenizerFuzzSet& Set() {
   return *set;
 }
 
-// Seeds for every (tokenizer, mode) selector byte 0..5.
+// Seeds for every selector byte 0..7 (tokenizer and mode); WordPiece's
+// payload starts with its knobs byte.
 std::vector<std::string> SeedCorpus() {
   const std::vector<std::string> texts = {
       "Once upon a time, there was a little girl named Lily.",
@@ -39,6 +40,9 @@ std::vector<std::string> SeedCorpus() {
   std::vector<std::string> corpus;
   for (int selector = 0; selector < 6; ++selector) {
     for (const std::string& text : texts) corpus.push_back(std::string(1, static_cast<char>(selector)) + text);
+  }
+  for (const char knobs : {'\x00', '\x01', '\x0b', '\x10'}) {  // none / special; max_length 5 / 8
+    for (const std::string& text : texts) corpus.push_back(std::string(1, '\x06') + knobs + text);
   }
   return corpus;
 }
@@ -71,7 +75,7 @@ std::string Mutate(const std::string& in, const std::vector<std::string>& corpus
         if (pos > 1) s.resize(pos);
         break;
       case 6:
-        if (!s.empty() && rng() % 16 == 0) s[0] = static_cast<char>(rng() % 6);
+        if (!s.empty() && rng() % 16 == 0) s[0] = static_cast<char>(rng() % 8);
         break;
       default: {  // splice with another input
         const std::string& other = corpus[rng() % corpus.size()];
@@ -87,12 +91,15 @@ std::string Mutate(const std::string& in, const std::vector<std::string>& corpus
 TEST(TokenizerFuzzTest, LoadsOneTokenizerOfEachKind) {
   ASSERT_EQ(Set().tokenizers.size(), 3u);
   EXPECT_EQ(Set().tokenizers[0]->kind(), "sentencepiece_bpe");
+  EXPECT_EQ(Set().tokenizers[1]->kind(), "hf_sentencepiece_bpe");
   EXPECT_EQ(Set().tokenizers[2]->kind(), "byte_level_bpe");
+  EXPECT_NE(Set().wordpiece, nullptr);
 }
 
 TEST(TokenizerFuzzTest, FixedSeedMutationLoop) {
   const TokenizerFuzzSet& set = Set();
   ASSERT_EQ(set.tokenizers.size(), 3u);
+  ASSERT_NE(set.wordpiece, nullptr);
   std::vector<std::string> corpus = SeedCorpus();
   for (const std::string& seed : corpus) TokenizerFuzzOne(set, reinterpret_cast<const uint8_t*>(seed.data()), seed.size());
   std::mt19937_64 rng(20261204);
