@@ -51,8 +51,8 @@ class Tokenizer {
   // prev_id is the last non-control token before it (-1: none; callers skip
   // control tokens, which add no text): SentencePiece drops the leading
   // space of a piece that starts the text, or follows a BOS given as prev_id
-  // (a prompt of BOS alone before a stream). So [a, BOS, ▁b] decodes as
-  // "a b", as sentencepiece, HF tokenizers and llama.cpp decode it.
+  // (a prompt of BOS alone before a stream). So [a, BOS, ▁b] keeps the
+  // space before b, as sentencepiece, HF tokenizers and llama.cpp do.
   virtual std::string TokenBytes(int32_t id, int32_t prev_id) const = 0;
 
   // Whole-sequence decode; ids out of range are an error. Control tokens are
