@@ -118,7 +118,7 @@ def tokenizer_seeds(out: pathlib.Path) -> None:
         "<s></s><|endoftext|><unk> \u2581 <0x0A>",
     ]
     for selector in range(6):
-        if (selector // 3) % 2 == 0:
+        if selector < 3:  # text modes; 3-5 are the ids modes
             for i, text in enumerate(texts):
                 (out / f"text_{selector}_{i}").write_bytes(bytes([selector]) + text.encode())
         else:

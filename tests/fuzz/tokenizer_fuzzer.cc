@@ -1,9 +1,10 @@
-// libFuzzer entry point for the decoder tokenizers: Encode / Decode round
-// trips and the streaming detokenizer (contracts in tokenizer_fuzz_target.h).
+// libFuzzer entry point for the tokenizers: the decoders' Encode / Decode
+// round trips and streaming detokenizer, the encoder's WordPiece (contracts
+// in tokenizer_fuzz_target.h).
 // Built by the fuzz preset and run by ./dev fuzz; without clang the same body
 // runs in tests/engine/tokenizers/tokenizer_fuzz_test.cc with a fixed-seed
-// mutator. Reads stories260K from ../shared/models and two tokenizer.json
-// files from tests/golden (paths compiled in).
+// mutator. Reads stories260K from ../shared/models, two tokenizer.json
+// files from tests/golden and MiniLM's from the venv (paths compiled in).
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>

@@ -1,4 +1,4 @@
-// Drives the decoder tokenizers' fuzz body (tests/fuzz/tokenizer_fuzz_target.h)
+// Drives the tokenizers' fuzz body (tests/fuzz/tokenizer_fuzz_target.h)
 // with a fixed-seed mutation loop: byte flips, insertions of UTF-8 fragments
 // (whole and cut), deletions, truncations and splices. Bounded, so it runs in
 // CI without libFuzzer; a broken round trip, an out-of-range id or streamed
