@@ -36,6 +36,7 @@ DeliveryQueue::DeliveryQueue(int num_workers) {
 DeliveryQueue::~DeliveryQueue() { Shutdown(); }
 
 void DeliveryQueue::Post(uint64_t key, Job job) {
+  Flush();  // a job staged earlier for this key runs first
   Worker& w = *workers_[key % workers_.size()];
   {
     absl::MutexLock lock(&w.mu);
@@ -50,6 +51,47 @@ void DeliveryQueue::Post(uint64_t key, Job job) {
   std::move(job)();
   absl::MutexLock lock(&w.mu);
   ++w.done;
+}
+
+void DeliveryQueue::Stage(uint64_t key, Job job) {
+  std::lock_guard<std::mutex> lock(staging_mu_);
+  staged_.emplace_back(key, std::move(job));
+}
+
+void DeliveryQueue::Flush() {
+  std::lock_guard<std::mutex> flush(flush_mu_);
+  {
+    std::lock_guard<std::mutex> lock(staging_mu_);
+    if (staged_.empty()) return;
+    flushing_.swap(staged_);
+  }
+  const size_t n = workers_.size();
+  for (size_t i = 0; i < n; ++i) {
+    Worker& w = *workers_[i];
+    bool inline_run = false;
+    {
+      absl::MutexLock lock(&w.mu);
+      for (auto& [key, job] : flushing_) {
+        if (key % n != i) continue;
+        ++w.posted;
+        if (w.exited) {
+          inline_run = true;  // after shutdown: run below, outside the lock, in order
+        } else {
+          w.jobs.push_back(std::move(job));
+        }
+      }
+    }
+    if (!inline_run) continue;
+    uint64_t ran = 0;
+    for (auto& [key, job] : flushing_) {
+      if (key % n != i) continue;
+      std::move(job)();
+      ++ran;
+    }
+    absl::MutexLock lock(&w.mu);
+    w.done += ran;
+  }
+  flushing_.clear();  // destroys the moved-from jobs; keeps the capacity
 }
 
 void DeliveryQueue::Run(Worker* w) {
@@ -76,6 +118,7 @@ void DeliveryQueue::Run(Worker* w) {
 }
 
 bool DeliveryQueue::WaitEmpty(absl::Time deadline) {
+  Flush();
   for (auto& worker : workers_) {
     Worker* w = worker.get();
     absl::MutexLock lock(&w->mu);
@@ -88,6 +131,7 @@ bool DeliveryQueue::WaitEmpty(absl::Time deadline) {
 
 void DeliveryQueue::Shutdown() {
   std::call_once(shutdown_once_, [this] {
+    Flush();
     for (auto& w : workers_) {
       absl::MutexLock lock(&w->mu);
       w->stopping = true;

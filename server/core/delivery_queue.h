@@ -17,8 +17,15 @@
 // bounded by the running sequences times the tokens they make while a worker
 // is behind (the gRPC reactor's own queue of messages is unbounded likewise).
 //
-// Shutdown (also the destructor): every job already posted runs, then the
-// workers are joined. A job posted after a worker has exited runs at once on
+// Staging: Stage() queues a job without handing it to its worker; Flush()
+// hands every staged job over, one lock and at most one wake-up per worker.
+// The scheduler stages each token's message during a step and flushes once
+// at the end of its pass: on stories260K at 16 streams a wake-up per token
+// was most of the scheduler's overhead (docs/benchmarks.md, Service). A
+// staged job keeps its place: Post, WaitEmpty and Shutdown flush first.
+//
+// Shutdown (also the destructor): every job already posted or staged runs,
+// then the workers are joined. A job posted after a worker has exited runs at once on
 // the caller's thread, so nothing (in particular no final status) is dropped.
 //
 // Thread-safe. Jobs must not call Shutdown or WaitEmpty (they would wait on
@@ -29,6 +36,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "absl/functional/any_invocable.h"
@@ -50,6 +58,13 @@ class DeliveryQueue {
   // worker's mutex (and a wake-up when the worker was idle).
   void Post(uint64_t key, Job job);
 
+  // Queues `job` like Post, but the worker sees it only at the next Flush
+  // (or Post, WaitEmpty, Shutdown). No wake-up; a move under a lock.
+  void Stage(uint64_t key, Job job);
+
+  // Hands every staged job to its worker, in the order staged.
+  void Flush();
+
   // True once every job posted before the call has run; false if `deadline`
   // passes first.
   bool WaitEmpty(absl::Time deadline);
@@ -63,6 +78,13 @@ class DeliveryQueue {
   static void Run(Worker* worker);
 
   std::vector<std::unique_ptr<Worker>> workers_;
+  // std::mutex, not absl's: Stage runs once per token, and Debian's Abseil
+  // pays for deadlock detection on every lock. Order: flush_mu_, then
+  // staging_mu_ or a worker's mu.
+  std::mutex flush_mu_;  // one Flush at a time, so staged jobs reach the workers in order
+  std::mutex staging_mu_;
+  std::vector<std::pair<uint64_t, Job>> staged_;    // guarded by staging_mu_
+  std::vector<std::pair<uint64_t, Job>> flushing_;  // Flush's scratch, guarded by flush_mu_
   std::once_flag shutdown_once_;
 };
 

@@ -145,6 +145,9 @@ absl::StatusOr<std::unique_ptr<InferenceCore>> InferenceCore::Create(const Serve
   so.encode_max_wait = options.batching.encode_max_wait;
   so.max_step_tokens = options.batching.max_step_tokens;
   so.max_running_sequences = options.batching.max_running_sequences;
+  // A step's token messages go to the delivery worker together (on_event
+  // stages them): one wake-up per step instead of one per token.
+  so.end_of_pass = [delivery = core->delivery_.get()] { delivery->Flush(); };
   core->scheduler_ = std::make_unique<Scheduler>(so, m.encode_backend.get(), m.generate_backend.get(), metrics);
   return core;
 }
@@ -264,8 +267,10 @@ void InferenceCore::Generate(const v1::GenerateRequest& request, std::shared_ptr
   // Both callbacks run on the scheduler thread and only copy the event (a
   // token id and a few bytes of text) into the delivery queue; the message is
   // built and written on the worker, in the order the scheduler made them.
+  // Token messages are staged and reach the worker at the end of the pass
+  // (SchedulerOptions::end_of_pass); the ending is posted at once, behind them.
   task.on_event = [stream, delivery, key](const StepEvent& event) {
-    delivery->Post(key, [stream, event]() {
+    delivery->Stage(key, [stream, event]() {
       if (!event.token_ids.empty()) stream->last_token = event.token_ids.back();
       stream->sink.on_chunk(ToGenerateChunk(event));
     });

@@ -234,6 +234,7 @@ void Scheduler::Loop() {
     if (stopping) {
       FailEverything(absl::UnavailableError("the server shut down before the request finished"));
       UpdateGauges();
+      if (options_.end_of_pass) options_.end_of_pass();
       return;
     }
     // Scheduler overhead: the pass's wall time minus its engine calls, on the
@@ -270,6 +271,7 @@ bool Scheduler::RunOnce() {
   if (!running_.empty()) did = RunGenerateStep();
   did = RunEncodeWork(!running_.empty()) || did;
   UpdateGauges();
+  if (options_.end_of_pass) options_.end_of_pass();
   return did;
 }
 

@@ -105,6 +105,10 @@ struct SchedulerOptions {
   // cap's floor, so prompts progress however slow a token is).
   int min_prefill_chunk = 16;
   std::function<absl::Time()> clock = [] { return absl::Now(); };
+  // Called on the scheduler thread at the end of every pass, after the
+  // pass's callbacks: a door that stages the callbacks' work (one token's
+  // message each) hands it on here in one batch. Inside the pass's time.
+  std::function<void()> end_of_pass;
 };
 
 struct EncodeTask {
@@ -130,6 +134,7 @@ struct GenerateTask {
   GenerationParams params;
   std::shared_ptr<RequestControl> control;
   // Every step that produced tokens or text (engine thread, must not block).
+  // Its work may wait for SchedulerOptions::end_of_pass.
   std::function<void(const StepEvent&)> on_event;
   // Called once at the end.
   std::function<void(const absl::Status&, const GenerateSummary&)> on_done;

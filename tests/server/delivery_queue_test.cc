@@ -139,5 +139,101 @@ TEST(DeliveryQueueTest, JobsAreDestroyedOnTheWorkerAfterRunning) {
   EXPECT_TRUE(watch.expired());
 }
 
+TEST(DeliveryQueueTest, StagedJobsWaitForFlushThenRunInOrder) {
+  DeliveryQueue queue(1);
+  absl::Mutex mu;
+  std::vector<int> order;
+  for (int i = 0; i < 5; ++i) {
+    queue.Stage(4, [&, i] {
+      absl::MutexLock lock(&mu);
+      order.push_back(i);
+    });
+  }
+  // Not handed over yet: nothing may run, however long the worker waits.
+  absl::SleepFor(absl::Milliseconds(20));
+  {
+    absl::MutexLock lock(&mu);
+    EXPECT_TRUE(order.empty());
+  }
+  queue.Flush();
+  ASSERT_TRUE(queue.WaitEmpty(absl::InfiniteFuture()));
+  absl::MutexLock lock(&mu);
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4}));
+}
+
+TEST(DeliveryQueueTest, PostRunsBehindJobsStagedBeforeIt) {
+  // A stream's tokens are staged and its ending posted: the ending must not
+  // overtake them, on one worker or several.
+  for (int workers : {1, 3}) {
+    DeliveryQueue queue(workers);
+    absl::Mutex mu;
+    std::vector<int> order;
+    for (int i = 0; i < 3; ++i) {
+      queue.Stage(7, [&, i] {
+        absl::MutexLock lock(&mu);
+        order.push_back(i);
+      });
+    }
+    queue.Post(7, [&] {
+      absl::MutexLock lock(&mu);
+      order.push_back(99);
+    });
+    ASSERT_TRUE(queue.WaitEmpty(absl::InfiniteFuture()));
+    absl::MutexLock lock(&mu);
+    EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 99})) << workers << " workers";
+  }
+}
+
+TEST(DeliveryQueueTest, WaitEmptyAndShutdownRunStagedJobs) {
+  std::atomic<int> ran{0};
+  DeliveryQueue queue(2);
+  queue.Stage(1, [&] { ran.fetch_add(1); });
+  ASSERT_TRUE(queue.WaitEmpty(absl::InfiniteFuture()));  // counts staged jobs as outstanding
+  EXPECT_EQ(ran.load(), 1);
+  for (int i = 0; i < 10; ++i) queue.Stage(i, [&] { ran.fetch_add(1); });
+  queue.Shutdown();
+  EXPECT_EQ(ran.load(), 11);
+  // After shutdown a flush runs what was staged on the caller's thread.
+  std::thread::id ran_on;
+  queue.Stage(3, [&] {
+    ran_on = std::this_thread::get_id();
+    ran.fetch_add(1);
+  });
+  queue.Flush();
+  EXPECT_EQ(ran.load(), 12);
+  EXPECT_EQ(ran_on, std::this_thread::get_id());
+  EXPECT_TRUE(queue.WaitEmpty(absl::InfiniteFuture()));
+}
+
+TEST(DeliveryQueueTest, StagedAndPostedJobsFromManyThreadsRunOnceInOrderPerKey) {
+  // Each producer owns its keys, stages most jobs and posts every tenth one,
+  // flushing now and then, as the scheduler does at the end of a pass.
+  static constexpr int kProducers = 4;
+  static constexpr int kJobs = 3000;
+  std::vector<std::vector<int>> seen(kProducers);
+  {
+    DeliveryQueue queue(2);
+    std::vector<std::thread> producers;
+    for (int p = 0; p < kProducers; ++p) {
+      producers.emplace_back([&, p] {
+        for (int i = 0; i < kJobs; ++i) {
+          auto job = [&seen, p, i] { seen[p].push_back(i); };
+          if (i % 10 == 9) {
+            queue.Post(p, job);
+          } else {
+            queue.Stage(p, job);
+          }
+          if (i % 7 == 0) queue.Flush();
+        }
+      });
+    }
+    for (std::thread& t : producers) t.join();
+  }  // the destructor flushes and runs what is left
+  for (int p = 0; p < kProducers; ++p) {
+    ASSERT_EQ(seen[p].size(), kJobs) << "producer " << p;
+    for (int i = 0; i < kJobs; ++i) ASSERT_EQ(seen[p][i], i) << "producer " << p;
+  }
+}
+
 }  // namespace
 }  // namespace attnserve

@@ -399,6 +399,48 @@ TEST_F(SchedulerTest, ConcurrentGeneratesEqualThoseRunAlone) {
   EXPECT_EQ(generate.kv_stats().blocks_used, 0);
 }
 
+TEST_F(SchedulerTest, EndOfPassFollowsEveryStepsEventsBeforeTheNextStep) {
+  // The gRPC door stages each token's message in on_event and hands them on
+  // in end_of_pass: a step's events must never wait past the next step.
+  FakeGenerateBackend generate(/*blocks=*/1000);
+  absl::Mutex mu;
+  int staged = 0;          // events since the last end_of_pass
+  int flushes_with_events = 0;
+  int steps_with_events_pending = 0;
+  generate.on_step = [&] {
+    absl::MutexLock lock(&mu);
+    if (staged > 0) ++steps_with_events_pending;
+  };
+  SchedulerOptions options;
+  options.end_of_pass = [&] {
+    absl::MutexLock lock(&mu);
+    if (staged > 0) ++flushes_with_events;
+    staged = 0;
+  };
+  std::vector<std::unique_ptr<GenerateOutcome>> outs;
+  {
+    Scheduler scheduler(options, nullptr, &generate, &metrics_);
+    for (int r = 0; r < 4; ++r) {
+      outs.push_back(std::make_unique<GenerateOutcome>());
+      GenerateTask task = MakeGenerate(std::vector<int32_t>(3 + r, r + 1), 6 + r, outs.back().get());
+      task.on_event = [&, out = outs.back().get()](const StepEvent& ev) {
+        out->tokens.insert(out->tokens.end(), ev.token_ids.begin(), ev.token_ids.end());
+        absl::MutexLock lock(&mu);
+        ++staged;
+      };
+      ASSERT_TRUE(scheduler.SubmitGenerate(std::move(task)).ok());
+    }
+    for (auto& out : outs) out->done.WaitForNotification();
+  }  // joins the scheduler thread: its last pass has ended
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(outs[r]->tokens, Expected(std::vector<int32_t>(3 + r, r + 1), 6 + r));
+  }
+  absl::MutexLock lock(&mu);
+  EXPECT_EQ(steps_with_events_pending, 0);
+  EXPECT_EQ(staged, 0);  // the last step's events were flushed too
+  EXPECT_GE(flushes_with_events, 9);  // at least one pass per token of the longest request
+}
+
 TEST_F(SchedulerTest, RequestThatCanNeverFitIsRefusedNamingBytes) {
   FakeGenerateBackend generate(/*blocks=*/4);  // 16 positions, 1600 bytes
   Scheduler scheduler(SchedulerOptions{}, nullptr, &generate, &metrics_);
