@@ -1,6 +1,7 @@
 """Writes small, valid seed files for the libFuzzer targets (./dev fuzz).
 
-    make_seeds.py OUT_DIR  ->  OUT_DIR/safetensors/*.safetensors, OUT_DIR/gguf/*.gguf
+    make_seeds.py OUT_DIR  ->  OUT_DIR/safetensors/*.safetensors, OUT_DIR/gguf/*.gguf,
+                               OUT_DIR/tokenizer/*, OUT_DIR/http_request/*
 
 Seeds are made with the reference writers (the `safetensors` and `gguf`
 packages pinned in tools/python/requirements.txt), not with our own code, so
@@ -129,6 +130,31 @@ def tokenizer_seeds(out: pathlib.Path) -> None:
             (out / f"wordpiece_{knobs}_{i}").write_bytes(bytes([6, knobs]) + text.encode())
 
 
+def http_request_seeds(out: pathlib.Path) -> None:
+    """Inputs for http_request_fuzzer: a selector byte (the endpoint, see
+    http_request_fuzz_target.h), then a JSON body the server accepts."""
+    out.mkdir(parents=True, exist_ok=True)
+    bodies = [
+        (0, {"inputs": [{"text": "hello world"}, {"token_ids": {"ids": [101, 7592, 102]}}], "pooling": "POOLING_MEAN",
+             "normalize": True, "truncation": "TRUNCATION_END", "attention_layers": [0, 5],
+             "attention_weights": "ATTENTION_WEIGHTS_AVERAGED"}),
+        (1, {"text": "Once upon a time", "sampling": {"max_new_tokens": 16, "temperature": 0.7, "top_k": 40,
+                                                     "top_p": 0.9, "repetition_penalty": 1.1, "seed": "42",
+                                                     "stop": ["\n", "The end"], "stop_token_ids": [2],
+                                                     "logprobs": True, "top_logprobs": 3, "prompt_logprobs": True}}),
+        (1, {"tokenIds": {"ids": [1, 403, 407]}, "sampling": {"maxNewTokens": 4, "topK": 1}}),
+        (2, {"model": "MODEL_KIND_DECODER", "text": "Lily went home.", "add_special_tokens": True}),
+        (3, {"model": "MODEL_KIND_ENCODER", "token_ids": [101, 7592, 102], "skip_special_tokens": True}),
+        (4, {"input": ["a sentence", "another one"], "model": "all-MiniLM-L6-v2", "encoding_format": "base64"}),
+        (4, {"input": [[101, 2023, 102], [101, 102]], "encoding_format": "float"}),
+        (5, {"prompt": "Once upon", "max_tokens": 8, "temperature": 0, "stop": "\n", "seed": 3, "logprobs": 2,
+             "stream": True, "n": 2, "echo": True, "top_k": 5, "ignore_eos": True, "stop_token_ids": [2]}),
+        (5, {"prompt": [[1, 403], [1, 407, 500]], "max_tokens": 0, "echo": True, "logprobs": 0}),
+    ]
+    for i, (selector, body) in enumerate(bodies):
+        (out / f"body_{selector}_{i}").write_bytes(bytes([selector]) + json.dumps(body).encode())
+
+
 def main() -> None:
     if len(sys.argv) != 2:
         sys.exit("usage: make_seeds.py OUT_DIR")
@@ -136,6 +162,7 @@ def main() -> None:
     safetensors_seeds(out / "safetensors")
     gguf_seeds(out / "gguf")
     tokenizer_seeds(out / "tokenizer")
+    http_request_seeds(out / "http_request")
 
 
 if __name__ == "__main__":

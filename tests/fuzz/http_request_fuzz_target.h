@@ -1,0 +1,232 @@
+// The HTTP gateway's request bodies as a fuzz body, shared by the libFuzzer
+// entry point (http_request_fuzzer.cc, clang -fsanitize=fuzzer builds) and
+// the gtest that drives it with a fixed-seed mutation loop (GCC has no
+// libFuzzer): tests/server/http_request_fuzz_test.cc.
+//
+// Every byte of an HTTP request body reaches one of these parsers, then the
+// checks both doors share (server/core/proto_convert.h) before anything is
+// queued: a crash or an uncaught exception here takes the whole server down
+// with every request in flight. The first input byte picks the endpoint
+// (selector % 6): /v1/encode, /v1/generate, /v1/tokenize, /v1/detokenize,
+// /v1/embeddings, /v1/completions; the rest is the body.
+//
+// Contracts (a violation aborts, which libFuzzer and the gtest report):
+// - no crash, no sanitizer report, no exception out of the parser;
+// - a refused body is INVALID_ARGUMENT with a message that is non-empty and
+//   valid UTF-8 (messages quote client input and are sent as JSON strings);
+// - a native body that parses prints (ProtoToJson, what the gateway writes)
+//   to JSON that parses back to the same message, byte for byte serialized;
+// - what parses then goes through the shared checks as the server runs
+//   them: Encode requests through ToEncodeCall (MiniLM's 6 layers, 32
+//   inputs), Generate requests and every completion choice through
+//   ToGenerationParams (max_new_tokens limit 256) and ToPromptIds
+//   (stories260K's tokenizer from its GGUF, context 512). Refusals are
+//   INVALID_ARGUMENT as above; what passes is inside the documented ranges
+//   (max_new_tokens in [1, 256], temperature finite in [0, 100], top_p in
+//   (0, 1], repetition_penalty in (0, 10], top_logprobs in [0, 20]; prompt
+//   ids in [0, vocab), at least one and fewer than the context; encode
+//   inputs in [1, 32], attention layers in [0, 6)).
+// - a completion call has n >= 1 choices per prompt, at least one prompt,
+//   at most kMaxCompletionChoices requests in all.
+#ifndef ATTNSERVE_TESTS_FUZZ_HTTP_REQUEST_FUZZ_TARGET_H_
+#define ATTNSERVE_TESTS_FUZZ_HTTP_REQUEST_FUZZ_TARGET_H_
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "engine/formats/gguf_file.h"
+#include "engine/models/model_description.h"
+#include "engine/tokenizers/tokenizer.h"
+#include "engine/tokenizers/tokenizer_factory.h"
+#include "engine/tokenizers/unicode_util.h"
+#include "server/core/proto_convert.h"
+#include "server/http/json_body.h"
+#include "server/http/native_api.h"
+#include "server/http/openai_api.h"
+
+namespace attnserve::fuzz {
+
+// What the checks after parsing need: a decoder tokenizer and the two
+// models' descriptions (only their layer count and vocabulary matter here).
+struct HttpFuzzContext {
+  std::unique_ptr<Tokenizer> tokenizer;  // stories260K's
+  ModelDescription encoder;
+  ModelDescription decoder;
+};
+
+inline constexpr int kHttpFuzzMaxNewTokens = 256;  // below the context, so this limit is the one that binds
+inline constexpr int kHttpFuzzContext = 512;
+inline constexpr int kHttpFuzzMaxInputs = 32;
+
+// `shared_dir`: ../shared (stories260K's GGUF).
+inline absl::StatusOr<HttpFuzzContext> LoadHttpFuzzContext(const std::string& shared_dir) {
+  HttpFuzzContext ctx;
+  absl::StatusOr<std::unique_ptr<GgufFile>> gguf = GgufFile::Open(shared_dir + "/models/stories260K/stories260K.gguf");
+  if (!gguf.ok()) return gguf.status();
+  absl::StatusOr<std::unique_ptr<Tokenizer>> t = TokenizerFromGguf(**gguf);
+  if (!t.ok()) return t.status();
+  ctx.tokenizer = std::move(*t);
+  ctx.encoder.architecture = "bert";
+  ctx.encoder.num_layers = 6;  // all-MiniLM-L6-v2
+  ctx.decoder.architecture = "llama";
+  ctx.decoder.num_layers = 5;
+  ctx.decoder.vocab_size = ctx.tokenizer->vocab_size();
+  ctx.decoder.max_positions = kHttpFuzzContext;
+  return ctx;
+}
+
+namespace http_fuzz_internal {
+
+[[noreturn]] inline void Fail(const char* endpoint, const char* what, absl::string_view detail,
+                              absl::string_view body) {
+  std::fprintf(stderr, "http request fuzz (%s): %s: %.*s\nbody (%zu bytes): %.*s\n", endpoint, what,
+               static_cast<int>(detail.size()), detail.data(), body.size(), static_cast<int>(body.size()),
+               body.data());
+  std::abort();
+}
+
+// A refusal must be a 400 with a message a client can read.
+inline void CheckRefusal(const char* endpoint, const absl::Status& s, absl::string_view body) {
+  if (s.code() != absl::StatusCode::kInvalidArgument) Fail(endpoint, "refused with a code other than INVALID_ARGUMENT", s.ToString(), body);
+  if (s.message().empty()) Fail(endpoint, "refused with an empty message", "", body);
+  if (!IsValidUtf8(s.message())) Fail(endpoint, "refusal message is not valid UTF-8", SanitizeUtf8(s.message()), body);
+}
+
+// What the gateway prints parses back to the same message.
+template <typename Message, typename Parse>
+void CheckRoundTrip(const char* endpoint, const Message& m, Parse parse, absl::string_view body) {
+  const std::string printed = ProtoToJson(m);
+  absl::StatusOr<Message> again = parse(printed);
+  if (!again.ok()) Fail(endpoint, "printed JSON does not parse back", again.status().ToString() + " in " + printed, body);
+  std::string a, b;
+  m.SerializeToString(&a);
+  again->SerializeToString(&b);
+  if (a != b) Fail(endpoint, "printed JSON parses back to a different message", printed, body);
+}
+
+// True when the request passed the checks (and what passed is in range).
+inline bool CheckEncode(const HttpFuzzContext& ctx, const char* endpoint, const v1::EncodeRequest& r,
+                        absl::string_view body) {
+  absl::StatusOr<EncodeCall> call = ToEncodeCall(r, ctx.encoder, kHttpFuzzMaxInputs);
+  if (!call.ok()) {
+    CheckRefusal(endpoint, call.status(), body);
+    return false;
+  }
+  const size_t n = call->inputs.size();
+  if (n < 1 || n > static_cast<size_t>(kHttpFuzzMaxInputs) || static_cast<int>(n) != r.inputs_size()) {
+    Fail(endpoint, "accepted an input count outside [1, 32]", std::to_string(n), body);
+  }
+  for (int layer : call->options.attention_layers) {
+    if (layer < 0 || layer >= ctx.encoder.num_layers) Fail(endpoint, "accepted an attention layer out of range", std::to_string(layer), body);
+  }
+  return true;
+}
+
+inline bool CheckGenerate(const HttpFuzzContext& ctx, const char* endpoint, const v1::GenerateRequest& r,
+                          absl::string_view body) {
+  absl::StatusOr<GenerationParams> p = ToGenerationParams(r, ctx.decoder, kHttpFuzzMaxNewTokens, /*random_seed=*/7);
+  if (!p.ok()) {
+    CheckRefusal(endpoint, p.status(), body);
+    return false;
+  }
+  if (p->max_new_tokens < 1 || p->max_new_tokens > kHttpFuzzMaxNewTokens) Fail(endpoint, "max_new_tokens out of range", std::to_string(p->max_new_tokens), body);
+  if (!std::isfinite(p->temperature) || p->temperature < 0 || p->temperature > 100) Fail(endpoint, "temperature out of range", std::to_string(p->temperature), body);
+  if (!(p->top_p > 0 && p->top_p <= 1)) Fail(endpoint, "top_p out of range", std::to_string(p->top_p), body);
+  if (!(p->repetition_penalty > 0 && p->repetition_penalty <= 10)) Fail(endpoint, "repetition_penalty out of range", std::to_string(p->repetition_penalty), body);
+  if (p->top_logprobs < 0 || p->top_logprobs > 20) Fail(endpoint, "top_logprobs out of range", std::to_string(p->top_logprobs), body);
+  if (p->top_k < 0) Fail(endpoint, "negative top_k accepted", std::to_string(p->top_k), body);
+  absl::StatusOr<std::vector<int32_t>> ids = ToPromptIds(r, *ctx.tokenizer, kHttpFuzzContext);
+  if (!ids.ok()) {
+    CheckRefusal(endpoint, ids.status(), body);
+    return false;
+  }
+  if (ids->empty() || ids->size() >= static_cast<size_t>(kHttpFuzzContext)) Fail(endpoint, "prompt length out of range", std::to_string(ids->size()), body);
+  for (int32_t id : *ids) {
+    if (id < 0 || id >= ctx.tokenizer->vocab_size()) Fail(endpoint, "prompt id out of range", std::to_string(id), body);
+  }
+  return true;
+}
+
+}  // namespace http_fuzz_internal
+
+// True when the body was accepted: it parsed and passed every check the
+// server runs before queueing it (the fixed-seed loop counts these, so that
+// it is known to reach past the parsers).
+inline bool HttpRequestFuzzOne(const HttpFuzzContext& ctx, const uint8_t* data, size_t size) {
+  using namespace http_fuzz_internal;  // NOLINT: the checks above, local to this header
+  if (size == 0) return false;
+  const absl::string_view body(reinterpret_cast<const char*>(data) + 1, size - 1);
+  switch (data[0] % 6) {
+    case 0: {
+      absl::StatusOr<v1::EncodeRequest> r = ParseEncodeRequest(body);
+      if (!r.ok()) {
+        CheckRefusal("encode", r.status(), body);
+        return false;
+      }
+      CheckRoundTrip("encode", *r, ParseEncodeRequest, body);
+      return CheckEncode(ctx, "encode", *r, body);
+    }
+    case 1: {
+      absl::StatusOr<v1::GenerateRequest> r = ParseGenerateRequest(body);
+      if (!r.ok()) {
+        CheckRefusal("generate", r.status(), body);
+        return false;
+      }
+      CheckRoundTrip("generate", *r, ParseGenerateRequest, body);
+      return CheckGenerate(ctx, "generate", *r, body);
+    }
+    case 2: {
+      absl::StatusOr<v1::TokenizeRequest> r = ParseTokenizeRequest(body);
+      if (!r.ok()) {
+        CheckRefusal("tokenize", r.status(), body);
+        return false;
+      }
+      CheckRoundTrip("tokenize", *r, ParseTokenizeRequest, body);
+      return true;
+    }
+    case 3: {
+      absl::StatusOr<v1::DetokenizeRequest> r = ParseDetokenizeRequest(body);
+      if (!r.ok()) {
+        CheckRefusal("detokenize", r.status(), body);
+        return false;
+      }
+      CheckRoundTrip("detokenize", *r, ParseDetokenizeRequest, body);
+      return true;
+    }
+    case 4: {
+      absl::StatusOr<EmbeddingsCall> call = ParseEmbeddingsRequest(body);
+      if (!call.ok()) {
+        CheckRefusal("embeddings", call.status(), body);
+        return false;
+      }
+      return CheckEncode(ctx, "embeddings", call->request, body);
+    }
+    default: {
+      absl::StatusOr<CompletionCall> call = ParseCompletionRequest(body);
+      if (!call.ok()) {
+        CheckRefusal("completions", call.status(), body);
+        return false;
+      }
+      if (call->n < 1 || call->requests.empty() || call->requests.size() > kMaxCompletionChoices ||
+          call->requests.size() % static_cast<size_t>(call->n) != 0) {
+        Fail("completions", "choices out of shape",
+             std::to_string(call->requests.size()) + " requests, n = " + std::to_string(call->n), body);
+      }
+      bool all = true;
+      for (const v1::GenerateRequest& r : call->requests) all = CheckGenerate(ctx, "completions", r, body) && all;
+      return all;
+    }
+  }
+}
+
+}  // namespace attnserve::fuzz
+
+#endif  // ATTNSERVE_TESTS_FUZZ_HTTP_REQUEST_FUZZ_TARGET_H_

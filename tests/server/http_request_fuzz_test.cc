@@ -1,0 +1,168 @@
+// Drives the HTTP request bodies' fuzz body (tests/fuzz/http_request_fuzz_target.h)
+// with a fixed-seed mutation loop: byte flips, numbers replaced by values at
+// and past the limits, insertions of JSON fragments
+// (brackets, quotes, escapes, huge and negative numbers, NaN, lone
+// surrogates, invalid UTF-8), deletions, truncations and splices between
+// endpoints' bodies. Bounded, so it runs in CI without libFuzzer; a crash, an
+// exception out of a parser, a refusal that is not a readable 400 or an
+// accepted value out of range aborts the test binary.
+#include <cctype>
+#include <cstdint>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/fuzz/http_request_fuzz_target.h"
+
+namespace attnserve::fuzz {
+namespace {
+
+const HttpFuzzContext& Context() {
+  static const HttpFuzzContext* ctx = [] {
+    absl::StatusOr<HttpFuzzContext> c = LoadHttpFuzzContext(ATTNSERVE_SHARED_DIR);
+    if (!c.ok()) {
+      ADD_FAILURE() << c.status();
+      return new HttpFuzzContext();
+    }
+    return new HttpFuzzContext(std::move(*c));
+  }();
+  return *ctx;
+}
+
+// Valid bodies of every endpoint (selector byte first), each using most of
+// its fields, so mutations start from requests the server accepts.
+std::vector<std::string> SeedCorpus() {
+  const std::vector<std::pair<char, std::string>> bodies = {
+      {0, R"({"inputs":[{"text":"hello world"},{"token_ids":{"ids":[101,7592,102]}}],"pooling":"POOLING_MEAN",)"
+          R"("normalize":true,"truncation":"TRUNCATION_END","return_hidden_states":false,"attention_layers":[0,5],)"
+          R"("attention_weights":"ATTENTION_WEIGHTS_AVERAGED"})"},
+      {0, R"({"inputs":[{"text":"caf\u00e9 \ud83d\ude00"}]})"},
+      {1, R"({"text":"Once upon a time","sampling":{"max_new_tokens":16,"temperature":0.7,"top_k":40,"top_p":0.9,)"
+          R"("repetition_penalty":1.1,"seed":"42","stop":["\n","The end"],"stop_token_ids":[2],"ignore_eos":false,)"
+          R"("logprobs":true,"top_logprobs":3,"prompt_logprobs":true}})"},
+      {1, R"({"tokenIds":{"ids":[1,403,407]},"sampling":{"maxNewTokens":4,"topK":1}})"},
+      {2, R"({"model":"MODEL_KIND_DECODER","text":"Lily went home.","add_special_tokens":true})"},
+      {2, R"({"text":"  two spaces\n\ttab \u00e9\u65e5\ud83d\ude00"})"},
+      {3, R"({"model":"MODEL_KIND_ENCODER","token_ids":[101,7592,102],"skip_special_tokens":true})"},
+      {3, R"({"tokenIds":[1,403,407,2]})"},
+      {4, R"({"input":["a sentence","another one"],"model":"all-MiniLM-L6-v2","encoding_format":"base64","user":"u"})"},
+      {4, R"({"input":[[101,2023,102],[101,102]],"encoding_format":"float"})"},
+      {5, R"({"prompt":"Once upon","model":"stories260K","max_tokens":8,"temperature":0,"top_p":1,"stop":"\n",)"
+          R"("seed":3,"logprobs":2,"stream":true,"n":2,"echo":true,"top_k":5,"repetition_penalty":1.0,)"
+          R"("ignore_eos":true,"stop_token_ids":[2]})"},
+      {5, R"({"prompt":[[1,403],[1,407,500]],"max_tokens":0,"echo":true,"logprobs":0})"},
+      {5, R"({"prompt":["one","two"],"n":1,"stream":false,"suffix":"","presence_penalty":0})"},
+  };
+  std::vector<std::string> corpus;
+  for (const auto& [selector, body] : bodies) corpus.push_back(std::string(1, selector) + body);
+  return corpus;
+}
+
+std::string Mutate(const std::string& in, const std::vector<std::string>& corpus, std::mt19937_64& rng) {
+  static const char* kFragments[] = {
+      "{", "}", "[", "]", ",", ":", "\"", "\\", "null", "true", "false", "0", "-1", "1.5", "-0",
+      "1e309", "-1e309", "2147483648", "-2147483649", "18446744073709551616", "1e-50", "\"NaN\"", "\"Infinity\"",
+      "\"-Infinity\"", "\"\\ud800\"", "\\u0000", "\xff", "\xc3", "\xf0\x9f\x98", "\"text\":", "\"ids\":[",
+      "\"sampling\":{", "\"max_new_tokens\":", "\"temperature\":", "\"top_p\":", "\"top_k\":", "\"stop\":[",
+      "\"n\":", "\"prompt\":", "\"input\":", "\"logprobs\":", "\"inputs\":[{", "\"attention_layers\":[",
+      "\"token_ids\":", "\"seed\":", "\"max_tokens\":", "\"best_of\":", "\"unknown_field\":", "1000000"};
+  // Numbers at and past every limit the checks enforce, written as JSON
+  // allows (and as it does not).
+  static const char* kNumbers[] = {"-1", "0", "-0", "0.0", "1", "2", "20", "21", "100", "100.5", "10.01",
+                                   "1024", "1025", "511", "512", "513", "32", "33", "6", "5", "256", "257",
+                                   "2147483647", "2147483648", "-2147483648", "-2147483649", "4294967296",
+                                   "18446744073709551615", "18446744073709551616", "1e309", "-1e309",
+                                   "1e-50", "3.4e38", "3.5e38", "\"NaN\"", "\"Infinity\"", "\"-Infinity\"",
+                                   "\"7\"", "\"-7\"", "1.0", "1e2", "0x10", "01", "+1", ".5", "1."};
+  std::string s = in;
+  const int steps = 1 + static_cast<int>(rng() % 4);
+  for (int k = 0; k < steps; ++k) {
+    // Position 0 is the selector byte: mutate it rarely, so each endpoint
+    // keeps getting bodies shaped for it.
+    const size_t pos = s.size() <= 1 ? s.size() : 1 + rng() % s.size();
+    switch (rng() % 10) {
+      case 8:
+      case 9: {  // replace the number at or after pos (a run of digits, with its sign) by a limit
+        const size_t at = s.find_first_of("0123456789", pos);
+        if (at == std::string::npos) break;
+        size_t begin = at, end = at;
+        while (begin > 1 && (s[begin - 1] == '-' || s[begin - 1] == '.' || std::isdigit(static_cast<unsigned char>(s[begin - 1])))) --begin;
+        while (end < s.size() && (s[end] == '.' || s[end] == 'e' || std::isdigit(static_cast<unsigned char>(s[end])))) ++end;
+        s.replace(begin, end - begin, kNumbers[rng() % (sizeof(kNumbers) / sizeof(kNumbers[0]))]);
+        break;
+      }
+      case 0:
+        if (pos < s.size()) s[pos] = static_cast<char>(rng());
+        break;
+      case 1:
+        if (pos < s.size()) s[pos] ^= static_cast<char>(1u << (rng() % 8));
+        break;
+      case 2:
+      case 3:
+        s.insert(pos, kFragments[rng() % (sizeof(kFragments) / sizeof(kFragments[0]))]);
+        break;
+      case 4:
+        if (pos < s.size()) s.erase(pos, 1 + rng() % 8);
+        break;
+      case 5:
+        if (pos > 1 && rng() % 4 == 0) s.resize(pos);
+        break;
+      case 6:
+        if (!s.empty() && rng() % 16 == 0) s[0] = static_cast<char>(rng() % 6);
+        break;
+      default: {  // splice with another body
+        const std::string& other = corpus[rng() % corpus.size()];
+        const size_t cut = other.size() <= 1 ? other.size() : 1 + rng() % (other.size() - 1);
+        s = s.substr(0, pos) + other.substr(cut);
+        break;
+      }
+    }
+  }
+  return s;
+}
+
+TEST(HttpRequestFuzzTest, EverySeedIsAccepted) {
+  ASSERT_NE(Context().tokenizer, nullptr);
+  for (const std::string& seed : SeedCorpus()) {
+    EXPECT_TRUE(HttpRequestFuzzOne(Context(), reinterpret_cast<const uint8_t*>(seed.data()), seed.size()))
+        << "endpoint " << static_cast<int>(seed[0]) << ": " << seed.substr(1);
+  }
+}
+
+TEST(HttpRequestFuzzTest, FixedSeedMutationLoop) {
+  const HttpFuzzContext& ctx = Context();
+  ASSERT_NE(ctx.tokenizer, nullptr);
+  std::vector<std::string> corpus = SeedCorpus();
+  // Each endpoint in turn gets a mutant of one of its own bodies, so the
+  // endpoints that accept more mutants do not crowd out the others.
+  std::vector<std::vector<std::string>> by_endpoint(6);
+  for (const std::string& seed : corpus) by_endpoint[seed[0] % 6].push_back(seed);
+  std::mt19937_64 rng(20261204);
+  int accepted[6] = {}, refused[6] = {};
+  constexpr int kIterations = 200000;
+  for (int i = 0; i < kIterations; ++i) {
+    const std::vector<std::string>& own = by_endpoint[i % 6];
+    const std::string input = Mutate(own[rng() % own.size()], corpus, rng);
+    const bool ok = HttpRequestFuzzOne(ctx, reinterpret_cast<const uint8_t*>(input.data()), input.size());
+    if (input.empty()) continue;
+    const int endpoint = static_cast<unsigned char>(input[0]) % 6;
+    (ok ? accepted : refused)[endpoint] += 1;
+    // Accepted mutants join the corpus, so later mutations start from
+    // bodies already past the parser.
+    if (ok && by_endpoint[endpoint].size() < 128 && rng() % 4 == 0) {
+      by_endpoint[endpoint].push_back(input);
+      corpus.push_back(input);
+    }
+  }
+  // Every endpoint must be reached on both sides, or the loop proves little.
+  for (int e = 0; e < 6; ++e) {
+    std::printf("endpoint %d: %d accepted, %d refused\n", e, accepted[e], refused[e]);
+    EXPECT_GT(accepted[e], 100) << "endpoint " << e;
+    EXPECT_GT(refused[e], 100) << "endpoint " << e;
+  }
+}
+
+}  // namespace
+}  // namespace attnserve::fuzz
