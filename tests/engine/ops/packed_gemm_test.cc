@@ -16,6 +16,7 @@
 #include "engine/core/large_alloc.h"
 #include "engine/core/tensor.h"
 #include "engine/ops/linear.h"
+#include "engine/ops/packed_gemm_kernels.h"
 #include "gtest/gtest.h"
 
 namespace attnserve {
@@ -252,6 +253,43 @@ TEST(PackedMatrixTest, LargeWeightsStartOnAHugePageAndStillMultiplyRight) {
       double want = 0.0;
       for (int64_t k = 0; k < 640; ++k) want += double{x.f32()[i * 640 + k]} * w.f32()[n * 640 + k];
       EXPECT_NEAR(y[i * 1024 + n], want, 1e-3) << i << "," << n;
+    }
+  }
+}
+
+// The next-panel pull's order: every line of the slice exactly once, the
+// first lines given are the starts of its pages (one cursor each, up to the
+// cap), and each cursor's lines come in ascending order.
+TEST(PageCursorsTest, GivesEveryLineOnceFromSeveralPagesAtOnce) {
+  using packed_gemm_internal::PageCursors;
+  constexpr int64_t kPage = PageCursors::kPageLines;
+  for (int64_t lines : {int64_t{0}, int64_t{1}, int64_t{63}, int64_t{64}, int64_t{65}, int64_t{300},
+                        int64_t{576}, int64_t{1152}, int64_t{1536}, int64_t{3000}}) {
+    PageCursors order(lines);
+    std::vector<int64_t> given;
+    for (int64_t line = order.Next(); line >= 0; line = order.Next()) given.push_back(line);
+    EXPECT_EQ(order.Next(), -1) << lines;
+    ASSERT_EQ(static_cast<int64_t>(given.size()), lines) << lines;
+    std::vector<int> seen(lines, 0);
+    for (int64_t line : given) {
+      ASSERT_TRUE(line >= 0 && line < lines) << line;
+      ++seen[line];
+    }
+    for (int64_t i = 0; i < lines; ++i) ASSERT_EQ(seen[i], 1) << "line " << i << " of " << lines;
+    const int64_t pages = (lines + kPage - 1) / kPage;
+    const int64_t per_cursor = pages <= PageCursors::kMaxCursors
+                                   ? 1
+                                   : (pages + PageCursors::kMaxCursors - 1) / PageCursors::kMaxCursors;
+    const int64_t cursors = (pages + per_cursor - 1) / per_cursor;
+    for (int64_t c = 0; c < cursors && c < lines; ++c) {
+      EXPECT_EQ(given[c], c * per_cursor * kPage) << "cursor " << c << " of a " << lines << "-line slice";
+    }
+    // Within a cursor's span the lines ascend.
+    std::vector<int64_t> last(cursors, -1);
+    for (int64_t line : given) {
+      const int64_t c = line / (per_cursor * kPage);
+      EXPECT_GT(line, last[c]);
+      last[c] = line;
     }
   }
 }
