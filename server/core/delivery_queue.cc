@@ -59,39 +59,37 @@ void DeliveryQueue::Stage(uint64_t key, Job job) {
 }
 
 void DeliveryQueue::Flush() {
-  std::lock_guard<std::mutex> flush(flush_mu_);
+  // After shutdown a worker takes nothing: its jobs run here, in order, once
+  // the locks are released (a job may itself post).
+  std::vector<std::pair<size_t, Job>> run_here;
   {
-    std::lock_guard<std::mutex> lock(staging_mu_);
-    if (staged_.empty()) return;
-    flushing_.swap(staged_);
-  }
-  const size_t n = workers_.size();
-  for (size_t i = 0; i < n; ++i) {
-    Worker& w = *workers_[i];
-    bool inline_run = false;
+    std::lock_guard<std::mutex> flush(flush_mu_);
     {
+      std::lock_guard<std::mutex> lock(staging_mu_);
+      if (staged_.empty()) return;
+      flushing_.swap(staged_);
+    }
+    const size_t n = workers_.size();
+    for (size_t i = 0; i < n; ++i) {
+      Worker& w = *workers_[i];
       absl::MutexLock lock(&w.mu);
       for (auto& [key, job] : flushing_) {
         if (key % n != i) continue;
         ++w.posted;
         if (w.exited) {
-          inline_run = true;  // after shutdown: run below, outside the lock, in order
+          run_here.emplace_back(i, std::move(job));
         } else {
           w.jobs.push_back(std::move(job));
         }
       }
     }
-    if (!inline_run) continue;
-    uint64_t ran = 0;
-    for (auto& [key, job] : flushing_) {
-      if (key % n != i) continue;
-      std::move(job)();
-      ++ran;
-    }
-    absl::MutexLock lock(&w.mu);
-    w.done += ran;
+    flushing_.clear();  // destroys the moved-from jobs; keeps the capacity
   }
-  flushing_.clear();  // destroys the moved-from jobs; keeps the capacity
+  for (auto& [worker, job] : run_here) {
+    std::move(job)();
+    absl::MutexLock lock(&workers_[worker]->mu);
+    ++workers_[worker]->done;
+  }
 }
 
 void DeliveryQueue::Run(Worker* w) {

@@ -205,6 +205,22 @@ TEST(DeliveryQueueTest, WaitEmptyAndShutdownRunStagedJobs) {
   EXPECT_TRUE(queue.WaitEmpty(absl::InfiniteFuture()));
 }
 
+TEST(DeliveryQueueTest, AStagedJobRunAfterShutdownMayItselfPost) {
+  // After shutdown Flush runs staged jobs on the caller's thread; one that
+  // posts (as a stream's last message might) must not deadlock on the
+  // queue's own locks.
+  DeliveryQueue queue(1);
+  queue.Shutdown();
+  std::vector<int> order;
+  queue.Stage(2, [&] {
+    order.push_back(1);
+    queue.Post(2, [&] { order.push_back(2); });
+  });
+  queue.Flush();
+  EXPECT_EQ(order, (std::vector<int>{1, 2}));
+  EXPECT_TRUE(queue.WaitEmpty(absl::InfiniteFuture()));
+}
+
 TEST(DeliveryQueueTest, StagedAndPostedJobsFromManyThreadsRunOnceInOrderPerKey) {
   // Each producer owns its keys, stages most jobs and posts every tenth one,
   // flushing now and then, as the scheduler does at the end of a pass.
