@@ -37,6 +37,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -112,6 +113,19 @@ void CheckRoundTrip(const char* endpoint, const Message& m, Parse parse, absl::s
   if (a != b) Fail(endpoint, "printed JSON parses back to a different message", printed, body);
 }
 
+// A native endpoint's parse: a refusal checked as above, an accepted body
+// printed and parsed back; the message when accepted.
+template <typename Message, typename Parse>
+std::optional<Message> ParseNative(const char* endpoint, Parse parse, absl::string_view body) {
+  absl::StatusOr<Message> r = parse(body);
+  if (!r.ok()) {
+    CheckRefusal(endpoint, r.status(), body);
+    return std::nullopt;
+  }
+  CheckRoundTrip(endpoint, *r, parse, body);
+  return std::move(*r);
+}
+
 // True when the request passed the checks (and what passed is in range).
 inline bool CheckEncode(const HttpFuzzContext& ctx, const char* endpoint, const v1::EncodeRequest& r,
                         absl::string_view body) {
@@ -166,41 +180,17 @@ inline bool HttpRequestFuzzOne(const HttpFuzzContext& ctx, const uint8_t* data, 
   const absl::string_view body(reinterpret_cast<const char*>(data) + 1, size - 1);
   switch (data[0] % 6) {
     case 0: {
-      absl::StatusOr<v1::EncodeRequest> r = ParseEncodeRequest(body);
-      if (!r.ok()) {
-        CheckRefusal("encode", r.status(), body);
-        return false;
-      }
-      CheckRoundTrip("encode", *r, ParseEncodeRequest, body);
-      return CheckEncode(ctx, "encode", *r, body);
+      std::optional<v1::EncodeRequest> r = ParseNative<v1::EncodeRequest>("encode", ParseEncodeRequest, body);
+      return r.has_value() && CheckEncode(ctx, "encode", *r, body);
     }
     case 1: {
-      absl::StatusOr<v1::GenerateRequest> r = ParseGenerateRequest(body);
-      if (!r.ok()) {
-        CheckRefusal("generate", r.status(), body);
-        return false;
-      }
-      CheckRoundTrip("generate", *r, ParseGenerateRequest, body);
-      return CheckGenerate(ctx, "generate", *r, body);
+      std::optional<v1::GenerateRequest> r = ParseNative<v1::GenerateRequest>("generate", ParseGenerateRequest, body);
+      return r.has_value() && CheckGenerate(ctx, "generate", *r, body);
     }
-    case 2: {
-      absl::StatusOr<v1::TokenizeRequest> r = ParseTokenizeRequest(body);
-      if (!r.ok()) {
-        CheckRefusal("tokenize", r.status(), body);
-        return false;
-      }
-      CheckRoundTrip("tokenize", *r, ParseTokenizeRequest, body);
-      return true;
-    }
-    case 3: {
-      absl::StatusOr<v1::DetokenizeRequest> r = ParseDetokenizeRequest(body);
-      if (!r.ok()) {
-        CheckRefusal("detokenize", r.status(), body);
-        return false;
-      }
-      CheckRoundTrip("detokenize", *r, ParseDetokenizeRequest, body);
-      return true;
-    }
+    case 2:
+      return ParseNative<v1::TokenizeRequest>("tokenize", ParseTokenizeRequest, body).has_value();
+    case 3:
+      return ParseNative<v1::DetokenizeRequest>("detokenize", ParseDetokenizeRequest, body).has_value();
     case 4: {
       absl::StatusOr<EmbeddingsCall> call = ParseEmbeddingsRequest(body);
       if (!call.ok()) {

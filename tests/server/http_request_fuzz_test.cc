@@ -15,6 +15,7 @@
 
 #include "gtest/gtest.h"
 #include "tests/fuzz/http_request_fuzz_target.h"
+#include "tests/fuzz/selector_edits.h"
 
 namespace attnserve::fuzz {
 namespace {
@@ -76,49 +77,24 @@ std::string Mutate(const std::string& in, const std::vector<std::string>& corpus
                                    "18446744073709551615", "18446744073709551616", "1e309", "-1e309",
                                    "1e-50", "3.4e38", "3.5e38", "\"NaN\"", "\"Infinity\"", "\"-Infinity\"",
                                    "\"7\"", "\"-7\"", "1.0", "1e2", "0x10", "01", "+1", ".5", "1."};
+  static const SelectorEditOptions kEdits{kFragments, sizeof(kFragments) / sizeof(kFragments[0]), /*selectors=*/6,
+                                          /*truncate_one_in=*/4};
   std::string s = in;
   const int steps = 1 + static_cast<int>(rng() % 4);
   for (int k = 0; k < steps; ++k) {
-    // Position 0 is the selector byte: mutate it rarely, so each endpoint
-    // keeps getting bodies shaped for it.
-    const size_t pos = s.size() <= 1 ? s.size() : 1 + rng() % s.size();
-    switch (rng() % 10) {
-      case 8:
-      case 9: {  // replace the number at or after pos (a run of digits, with its sign) by a limit
-        const size_t at = s.find_first_of("0123456789", pos);
-        if (at == std::string::npos) break;
-        size_t begin = at, end = at;
-        while (begin > 1 && (s[begin - 1] == '-' || s[begin - 1] == '.' || std::isdigit(static_cast<unsigned char>(s[begin - 1])))) --begin;
-        while (end < s.size() && (s[end] == '.' || s[end] == 'e' || std::isdigit(static_cast<unsigned char>(s[end])))) ++end;
-        s.replace(begin, end - begin, kNumbers[rng() % (sizeof(kNumbers) / sizeof(kNumbers[0]))]);
-        break;
-      }
-      case 0:
-        if (pos < s.size()) s[pos] = static_cast<char>(rng());
-        break;
-      case 1:
-        if (pos < s.size()) s[pos] ^= static_cast<char>(1u << (rng() % 8));
-        break;
-      case 2:
-      case 3:
-        s.insert(pos, kFragments[rng() % (sizeof(kFragments) / sizeof(kFragments[0]))]);
-        break;
-      case 4:
-        if (pos < s.size()) s.erase(pos, 1 + rng() % 8);
-        break;
-      case 5:
-        if (pos > 1 && rng() % 4 == 0) s.resize(pos);
-        break;
-      case 6:
-        if (!s.empty() && rng() % 16 == 0) s[0] = static_cast<char>(rng() % 6);
-        break;
-      default: {  // splice with another body
-        const std::string& other = corpus[rng() % corpus.size()];
-        const size_t cut = other.size() <= 1 ? other.size() : 1 + rng() % (other.size() - 1);
-        s = s.substr(0, pos) + other.substr(cut);
-        break;
-      }
+    const size_t pos = SelectorEditPosition(s, rng);
+    const int op = static_cast<int>(rng() % 10);
+    if (op < 8) {
+      SelectorEdit(s, op, pos, corpus, rng, kEdits);
+      continue;
     }
+    // Replace the number at or after pos (a run of digits, with its sign) by a limit.
+    const size_t at = s.find_first_of("0123456789", pos);
+    if (at == std::string::npos) continue;
+    size_t begin = at, end = at;
+    while (begin > 1 && (s[begin - 1] == '-' || s[begin - 1] == '.' || std::isdigit(static_cast<unsigned char>(s[begin - 1])))) --begin;
+    while (end < s.size() && (s[end] == '.' || s[end] == 'e' || std::isdigit(static_cast<unsigned char>(s[end])))) ++end;
+    s.replace(begin, end - begin, kNumbers[rng() % (sizeof(kNumbers) / sizeof(kNumbers[0]))]);
   }
   return s;
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/fuzz/selector_edits.h"
 #include "tests/fuzz/tokenizer_fuzz_target.h"
 
 namespace attnserve::fuzz {
@@ -51,39 +52,12 @@ std::string Mutate(const std::string& in, const std::vector<std::string>& corpus
   static const char* kFragments[] = {" ",    "  ",   "\n",   "\xe2\x96\x81", "\xc3\xa9", "\xe6\x97\xa5", "\xf0\x9f\x98\x80",
                                      "\xf0", "\x9f", "\xe2", "\x80",         "<s>",      "</s>",         "0x",
                                      "'s",   "123",  "\t",   "\r\n",         "\xef\xbf\xbd"};
+  static const SelectorEditOptions kEdits{kFragments, sizeof(kFragments) / sizeof(kFragments[0]), /*selectors=*/8};
   std::string s = in;
   const int steps = 1 + static_cast<int>(rng() % 4);
   for (int k = 0; k < steps; ++k) {
-    // Position 0 is the selector byte: mutate it rarely, so each tokenizer
-    // and mode keeps getting inputs shaped for it.
-    const size_t pos = s.size() <= 1 ? s.size() : 1 + rng() % s.size();
-    switch (rng() % 8) {
-      case 0:
-        if (pos < s.size()) s[pos] = static_cast<char>(rng());
-        break;
-      case 1:
-        if (pos < s.size()) s[pos] ^= static_cast<char>(1u << (rng() % 8));
-        break;
-      case 2:
-      case 3:
-        s.insert(pos, kFragments[rng() % (sizeof(kFragments) / sizeof(kFragments[0]))]);
-        break;
-      case 4:
-        if (pos < s.size()) s.erase(pos, 1 + rng() % 8);
-        break;
-      case 5:
-        if (pos > 1) s.resize(pos);
-        break;
-      case 6:
-        if (!s.empty() && rng() % 16 == 0) s[0] = static_cast<char>(rng() % 8);
-        break;
-      default: {  // splice with another input
-        const std::string& other = corpus[rng() % corpus.size()];
-        const size_t cut = other.size() <= 1 ? other.size() : 1 + rng() % (other.size() - 1);
-        s = s.substr(0, pos) + other.substr(cut);
-        break;
-      }
-    }
+    const size_t pos = SelectorEditPosition(s, rng);
+    SelectorEdit(s, static_cast<int>(rng() % 8), pos, corpus, rng, kEdits);
   }
   return s;
 }
