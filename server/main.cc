@@ -36,7 +36,7 @@ ABSL_FLAG(int, threads, 0, "Engine compute threads (OpenMP/oneDNN). 0 = all core
 ABSL_FLAG(int64_t, kv_cache_bytes, int64_t{1} << 30, "Bytes of the KV cache block pool.");
 ABSL_FLAG(int, max_queue, 256, "Requests that may wait in the queue; beyond it requests get RESOURCE_EXHAUSTED (HTTP 429).");
 ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(30), "On SIGTERM, how long in-flight requests may take to finish, e.g. 30s.");
-ABSL_FLAG(int, http_threads, 8, "HTTP worker threads.");
+ABSL_FLAG(int, http_threads, 0, "HTTP worker threads: one per HTTP request served at once, streams included; 4 are kept for probes and metrics. 0 = max_running_sequences + max_queue + 4 (at most 1024).");
 ABSL_FLAG(int64_t, http_max_body_bytes, 8 << 20, "Largest accepted HTTP request body; larger gets 413.");
 ABSL_FLAG(std::string, api_key, "", "If set, every inference call (HTTP /v1/..., gRPC attnserve.v1.Inference) needs 'Authorization: Bearer <key>'; probes and /metrics stay open. The ATTNSERVE_API_KEY environment variable is used when this flag is empty (it keeps the key out of ps).");
 ABSL_FLAG(bool, log_requests, true, "Log one line per finished Encode/Generate (id, status, timings, token counts; never the text).");

@@ -1,5 +1,7 @@
 #include "server/options.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <system_error>
 
@@ -33,8 +35,11 @@ absl::Status ValidateOptions(const ServerOptions& o) {
     return absl::InvalidArgumentError(
         absl::StrCat("--grpc-port and --http-port are both ", o.network.grpc_port, "; they must differ"));
   }
-  if (o.network.http_threads < 1) {
-    return absl::InvalidArgumentError("--http-threads: must be >= 1");
+  if (o.network.http_threads != 0 &&
+      (o.network.http_threads <= kHttpReservedThreads || o.network.http_threads > kHttpMaxThreads)) {
+    return absl::InvalidArgumentError(absl::StrCat("--http-threads=", o.network.http_threads, ": must be 0 (auto) or in [",
+                                                   kHttpReservedThreads + 1, ", ", kHttpMaxThreads, "] (",
+                                                   kHttpReservedThreads, " are kept for probes and metrics)"));
   }
   if (o.network.http_max_body_bytes < 1024) {
     return absl::InvalidArgumentError("--http-max-body-bytes: must be >= 1024");
@@ -82,5 +87,14 @@ absl::Status ValidateOptions(const ServerOptions& o) {
   if (absl::Status s = CheckModelPath("decoder-model", o.models.decoder_model); !s.ok()) return s;
   return absl::OkStatus();
 }
+
+int HttpThreads(const ServerOptions& o) {
+  if (o.network.http_threads != 0) return o.network.http_threads;
+  const int64_t wanted =
+      int64_t{o.batching.max_running_sequences} + int64_t{o.queue.max_queue} + kHttpReservedThreads;
+  return static_cast<int>(std::min<int64_t>(wanted, kHttpMaxThreads));
+}
+
+int HttpMaxInferenceCalls(const ServerOptions& o) { return HttpThreads(o) - kHttpReservedThreads; }
 
 }  // namespace attnserve

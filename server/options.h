@@ -15,7 +15,10 @@ struct NetworkOptions {
   std::string listen_address = "0.0.0.0";  // both doors bind here
   int grpc_port = 50051;                   // 0 = pick a free port
   int http_port = 8080;                    // 0 = pick a free port
-  int http_threads = 8;                    // civetweb worker threads
+  // HTTP worker threads; 0 = enough for every request the core can hold
+  // (HttpThreads below). Each HTTP request keeps one thread until it is
+  // answered, streams included.
+  int http_threads = 0;
   int64_t http_max_body_bytes = 8 << 20;   // larger bodies get 413
 };
 
@@ -73,6 +76,25 @@ struct ServerOptions {
 
 // Checks values and paths; the message names the flag and the limit.
 absl::Status ValidateOptions(const ServerOptions& options);
+
+// HTTP threads kept for requests that answer at once (probes, /metrics,
+// /v1/models, tokenize): inference calls may hold at most
+// HttpThreads() - kHttpReservedThreads threads, so a liveness probe or a
+// Prometheus scrape never waits behind streams.
+inline constexpr int kHttpReservedThreads = 4;
+// The most HTTP threads the server starts (civetweb's and its own handler
+// threads, one each per HTTP request served at once).
+inline constexpr int kHttpMaxThreads = 1024;
+
+// --http-threads, or when it is 0: max_running_sequences + max_queue +
+// kHttpReservedThreads (every request the scheduler can run or queue, plus
+// the reserve), at most kHttpMaxThreads.
+int HttpThreads(const ServerOptions& options);
+
+// How many inference calls (Encode, Generate and their OpenAI forms) the HTTP
+// door serves at once: HttpThreads() - kHttpReservedThreads. Past it a call
+// gets 429 at once.
+int HttpMaxInferenceCalls(const ServerOptions& options);
 
 }  // namespace attnserve
 

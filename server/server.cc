@@ -48,7 +48,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   HttpServerOptions http;
   http.listen_address = options.network.listen_address;
   http.port = options.network.http_port;
-  http.threads = options.network.http_threads;
+  http.threads = HttpThreads(options);
   http.max_body_bytes = options.network.http_max_body_bytes;
   absl::StatusOr<std::unique_ptr<HttpServer>> http_server = HttpServer::Start(http, server->HttpRoutes());
   if (!http_server.ok()) {
@@ -70,7 +70,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
 
 std::map<std::string, HttpHandler> Server::HttpRoutes() {
   std::map<std::string, HttpHandler> routes = ApiRoutes(core_.get(), metrics_.get(),
-                                                         GatewayOptions{.log_requests = options_.logging.log_requests, .api_key = options_.auth.api_key});
+                                                         GatewayOptions{.log_requests = options_.logging.log_requests,
+                                                                        .api_key = options_.auth.api_key,
+                                                                        .max_inference_calls = HttpMaxInferenceCalls(options_)});
   routes["/healthz"] = [](const HttpRequest&, HttpResponseWriter& w) {
     w.Send(200, "text/plain; charset=utf-8", "ok\n");
   };

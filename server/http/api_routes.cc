@@ -56,6 +56,36 @@ class Gateway {
     return false;
   }
 
+  // Holds one of the HTTP door's inference-call places while it lives.
+  class CallSlot {
+   public:
+    explicit CallSlot(std::atomic<int>* in_flight) : in_flight_(in_flight) {}
+    CallSlot(const CallSlot&) = delete;
+    CallSlot& operator=(const CallSlot&) = delete;
+    ~CallSlot() { in_flight_->fetch_sub(1, std::memory_order_relaxed); }
+
+   private:
+    std::atomic<int>* in_flight_;
+  };
+
+  // A place for one more inference call, or (when max_inference_calls are
+  // already being served) nullopt after answering 429 with Retry-After,
+  // counted under `rpc` and as an http_threads rejection.
+  std::optional<CallSlot> TakeCallSlot(HttpResponseWriter& w, const char* rpc) {
+    const int now = in_flight_.fetch_add(1, std::memory_order_relaxed) + 1;
+    if (options_.max_inference_calls <= 0 || now <= options_.max_inference_calls) {
+      return std::optional<CallSlot>(std::in_place, &in_flight_);
+    }
+    in_flight_.fetch_sub(1, std::memory_order_relaxed);
+    const absl::Status busy = absl::ResourceExhaustedError(absl::StrCat(
+        "the HTTP door is serving ", options_.max_inference_calls,
+        " inference calls, its limit (--http-threads less the threads kept for probes and metrics); retry later"));
+    Finish(rpc, busy);
+    if (metrics_ != nullptr) metrics_->RecordRejection(RejectReason::kHttpBusy);
+    w.Send(ToHttpStatus(busy.code()), kJson, StatusJson(busy), ErrorHeaders(busy, options_.retry_after_seconds));
+    return std::nullopt;
+  }
+
   void Encode(const HttpRequest& request, HttpResponseWriter& w) {
     const std::string id = RequestId(request, w);
     absl::StatusOr<v1::EncodeRequest> parsed = ParseEncodeRequest(request.body);
@@ -371,13 +401,19 @@ class Gateway {
   const ApiKeyCheck auth_;
   const int64_t started_;
   RequestIdMaker own_ids_{absl::Now()};  // when the backend makes none
+  std::atomic<int> in_flight_{0};         // inference calls being served
 };
 
+// Whether a route's calls last as long as inference does (and so count
+// against GatewayOptions::max_inference_calls) or answer at once.
+enum class CallKind { kInference, kQuick };
+
 // Wraps `handler`: the API key first (401, counted as `rpc`), then other
-// methods get 405 naming the allowed one.
-HttpHandler Route(const char* method, const char* rpc, std::shared_ptr<Gateway> gateway,
+// methods get 405 naming the allowed one, then an inference call takes one
+// of the door's places (429 when none is free).
+HttpHandler Route(const char* method, const char* rpc, CallKind kind, std::shared_ptr<Gateway> gateway,
                   void (Gateway::*handler)(const HttpRequest&, HttpResponseWriter&)) {
-  return [method, rpc, gateway, handler](const HttpRequest& request, HttpResponseWriter& w) {
+  return [method, rpc, kind, gateway, handler](const HttpRequest& request, HttpResponseWriter& w) {
     if (!gateway->Authorized(request, w, rpc)) return;
     if (request.method != method) {
       w.Send(405, kJson,
@@ -386,6 +422,9 @@ HttpHandler Route(const char* method, const char* rpc, std::shared_ptr<Gateway> 
              {{"Allow", method}});
       return;
     }
+    if (kind == CallKind::kQuick) return ((*gateway).*handler)(request, w);
+    std::optional<Gateway::CallSlot> slot = gateway->TakeCallSlot(w, rpc);
+    if (!slot.has_value()) return;
     ((*gateway).*handler)(request, w);
   };
 }
@@ -396,15 +435,16 @@ std::map<std::string, HttpHandler> ApiRoutes(GatewayBackend backend, ServerMetri
                                              const GatewayOptions& options) {
   auto gateway = std::make_shared<Gateway>(std::move(backend), metrics, options);
   std::map<std::string, HttpHandler> routes;
-  routes["/v1/encode"] = Route("POST", "Encode", gateway, &Gateway::Encode);
-  routes["/v1/generate"] = Route("POST", "Generate", gateway, &Gateway::Generate);
-  routes["/v1/generate_stream"] = Route("POST", "Generate", gateway, &Gateway::GenerateStream);
-  routes["/v1/embeddings"] = Route("POST", "Encode", gateway, &Gateway::Embeddings);
-  routes["/v1/completions"] = Route("POST", "Generate", gateway, &Gateway::Completions);
-  routes["/v1/models"] = Route("GET", "Models", gateway, &Gateway::Models);
-  routes["/v1/tokenize"] = Route("POST", "Tokenize", gateway, &Gateway::Tokenize);
-  routes["/v1/detokenize"] = Route("POST", "Detokenize", gateway, &Gateway::Detokenize);
-  routes["/v1/model_info"] = Route("GET", "GetModelInfo", gateway, &Gateway::ModelInfo);
+  using enum CallKind;
+  routes["/v1/encode"] = Route("POST", "Encode", kInference, gateway, &Gateway::Encode);
+  routes["/v1/generate"] = Route("POST", "Generate", kInference, gateway, &Gateway::Generate);
+  routes["/v1/generate_stream"] = Route("POST", "Generate", kInference, gateway, &Gateway::GenerateStream);
+  routes["/v1/embeddings"] = Route("POST", "Encode", kInference, gateway, &Gateway::Embeddings);
+  routes["/v1/completions"] = Route("POST", "Generate", kInference, gateway, &Gateway::Completions);
+  routes["/v1/models"] = Route("GET", "Models", kQuick, gateway, &Gateway::Models);
+  routes["/v1/tokenize"] = Route("POST", "Tokenize", kQuick, gateway, &Gateway::Tokenize);
+  routes["/v1/detokenize"] = Route("POST", "Detokenize", kQuick, gateway, &Gateway::Detokenize);
+  routes["/v1/model_info"] = Route("GET", "GetModelInfo", kQuick, gateway, &Gateway::ModelInfo);
   return routes;
 }
 

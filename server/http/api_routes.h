@@ -44,6 +44,11 @@ struct GatewayOptions {
   // Non-empty: every route here needs "Authorization: Bearer <api_key>"
   // (server/core/api_key.h); others answer 401.
   std::string api_key;
+  // Inference calls (encode, generate, embeddings, completions) served at
+  // once; past it a call gets 429 with Retry-After at once, so the HTTP
+  // threads kept for probes and /metrics are never all held by streams.
+  // 0 = no limit (tests).
+  int max_inference_calls = 0;
 };
 
 // What the gateway needs from the inference core. A seam so the routes can be

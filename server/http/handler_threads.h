@@ -9,7 +9,9 @@
 // these threads and waits; only one thread uses the connection at a time.
 //
 // Sized to civetweb's worker count, so a request never waits here for a
-// thread: at most that many connections are being served at once.
+// thread: at most that many connections are being served at once. The
+// gateway keeps some of them for quick requests (options.h,
+// kHttpReservedThreads) by refusing inference calls past the rest.
 #ifndef ATTNSERVE_SERVER_HTTP_HANDLER_THREADS_H_
 #define ATTNSERVE_SERVER_HTTP_HANDLER_THREADS_H_
 

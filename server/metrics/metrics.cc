@@ -124,6 +124,7 @@ ServerMetrics::ServerMetrics(const BuildLabels& build)
       reject_kv_budget_(NewCounter(*registry_, "attnserve_rejections_total", "", {{"reason", "kv_budget"}})),
       reject_invalid_(NewCounter(*registry_, "attnserve_rejections_total", "", {{"reason", "invalid_argument"}})),
       reject_draining_(NewCounter(*registry_, "attnserve_rejections_total", "", {{"reason", "draining"}})),
+      reject_http_busy_(NewCounter(*registry_, "attnserve_rejections_total", "", {{"reason", "http_threads"}})),
       cancel_queued_(NewCounter(*registry_, "attnserve_cancellations_total",
                                 "Requests cancelled (client cancel, disconnect or deadline), by phase.",
                                 {{"phase", "queued"}})),
@@ -176,6 +177,7 @@ void ServerMetrics::RecordRejection(RejectReason reason) {
     case RejectReason::kKvBudget: reject_kv_budget_.Increment(); break;
     case RejectReason::kInvalidArgument: reject_invalid_.Increment(); break;
     case RejectReason::kDraining: reject_draining_.Increment(); break;
+    case RejectReason::kHttpBusy: reject_http_busy_.Increment(); break;
   }
 }
 

@@ -30,7 +30,7 @@ enum class WorkKind { kEncode, kGenerate };
 // Where a cancelled request was when it was cancelled.
 enum class RequestPhase { kQueued, kPrefill, kDecode };
 // Why a request was refused before running.
-enum class RejectReason { kQueueFull, kKvBudget, kInvalidArgument, kDraining };
+enum class RejectReason { kQueueFull, kKvBudget, kInvalidArgument, kDraining, kHttpBusy };
 
 class ServerMetrics {
  public:
@@ -98,7 +98,8 @@ class ServerMetrics {
   prometheus::Histogram &padding_ratio_, &prefill_duration_, &decode_duration_, &overhead_, &overhead_ratio_;
   prometheus::Counter &tokens_prompt_, &tokens_generated_, &tokens_encoded_, &preemptions_;
   prometheus::Counter &prefix_queries_, &prefix_hits_;
-  prometheus::Counter &reject_queue_full_, &reject_kv_budget_, &reject_invalid_, &reject_draining_;
+  prometheus::Counter &reject_queue_full_, &reject_kv_budget_, &reject_invalid_, &reject_draining_,
+      &reject_http_busy_;
   prometheus::Counter &cancel_queued_, &cancel_prefill_, &cancel_decode_, &cancel_kv_bytes_, &cancel_tokens_;
   prometheus::Gauge &queued_encode_, &queued_generate_, &running_sequences_, &kv_blocks_used_, &kv_blocks_total_;
   prometheus::Gauge &kv_used_bytes_, &kv_capacity_bytes_, &weights_encoder_, &weights_decoder_, &scratch_bytes_;

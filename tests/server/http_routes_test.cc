@@ -566,5 +566,62 @@ TEST_F(HttpRoutesTest, ClientDisconnectMidStreamCancelsTheRequest) {
   EXPECT_TRUE(core_.cancelled().WaitForNotificationWithTimeout(absl::Seconds(60)));
 }
 
+TEST(HttpRoutesLimitTest, InferenceCallsPastTheLimitGet429AtOnceWhileQuickRoutesStillAnswer) {
+  FakeCore core;
+  ServerMetrics metrics(BuildLabels{});
+  HttpServerOptions options;
+  options.listen_address = "127.0.0.1";
+  options.port = 0;
+  options.threads = 4;
+  GatewayOptions gateway;
+  gateway.max_inference_calls = 1;
+  absl::StatusOr<std::unique_ptr<HttpServer>> server =
+      HttpServer::Start(options, ApiRoutes(core.Backend(), &metrics, gateway));
+  ASSERT_TRUE(server.ok()) << server.status();
+  const int port = (*server)->port();
+
+  // One stream holds the only inference place.
+  const int fd = Connect(port);
+  ASSERT_GE(fd, 0);
+  const std::string request =
+      RawRequest("POST", "/v1/generate_stream", R"({"text": "hi", "sampling": {"max_new_tokens": 1000000}})");
+  ASSERT_EQ(send(fd, request.data(), request.size(), MSG_NOSIGNAL), static_cast<ssize_t>(request.size()));
+  char buf[256];
+  ASSERT_GT(recv(fd, buf, sizeof(buf), 0), 0);  // the stream has started
+
+  // Every other inference route is refused at once, with Retry-After and a
+  // message naming the flag; the core never sees them.
+  const int calls_before = core.calls();
+  for (const char* path : {"/v1/encode", "/v1/generate", "/v1/generate_stream", "/v1/embeddings", "/v1/completions"}) {
+    const Reply r = Call(port, "POST", path, R"({"inputs": [{"text": "a"}], "text": "a", "input": "a", "prompt": "a"})");
+    EXPECT_EQ(r.status, 429) << path;
+    EXPECT_EQ(r.headers.at("retry-after"), "1") << path;
+    EXPECT_THAT(r.body, HasSubstr("resource_exhausted")) << path;
+    EXPECT_THAT(r.body, HasSubstr("serving 1 inference calls")) << path;
+    EXPECT_THAT(r.body, HasSubstr("--http-threads")) << path;
+  }
+  EXPECT_EQ(core.calls(), calls_before);
+  // Quick routes keep answering beside the held stream.
+  EXPECT_EQ(Call(port, "GET", "/v1/models", "").status, 200);
+  EXPECT_EQ(Call(port, "POST", "/v1/tokenize", R"({"text": "ab"})").status, 200);
+  const std::string scrape = metrics.Scrape();
+  EXPECT_THAT(scrape, HasSubstr("attnserve_rejections_total{reason=\"http_threads\"} 5"));
+  EXPECT_THAT(scrape, HasSubstr("attnserve_requests_total{code=\"resource_exhausted\",rpc=\"Encode\"} 2"));
+  EXPECT_THAT(scrape, HasSubstr("attnserve_requests_total{code=\"resource_exhausted\",rpc=\"Generate\"} 3"));
+
+  // Closing the stream cancels it and frees the place: a new call gets in.
+  close(fd);
+  ASSERT_TRUE(core.cancelled().WaitForNotificationWithTimeout(absl::Seconds(60)));
+  int status = 0;
+  // The place is freed when the stream's handler returns, just after the
+  // cancellation; the bound only keeps a broken build from hanging the suite.
+  for (int i = 0; i < 6000 && status != 200; ++i) {
+    status = Call(port, "POST", "/v1/encode", R"({"inputs": [{"text": "a"}]})").status;
+    if (status != 200) absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_EQ(status, 200);
+  server->reset();
+}
+
 }  // namespace
 }  // namespace attnserve

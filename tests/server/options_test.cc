@@ -39,5 +39,36 @@ TEST(OptionsTest, BadValuesNameTheFlag) {
   EXPECT_THAT(ValidateOptions(o).message(), HasSubstr("must differ"));
 }
 
+TEST(OptionsTest, HttpThreadsByDefaultHoldEveryRequestTheCoreCanHoldPlusTheReserve) {
+  ServerOptions o;
+  EXPECT_EQ(o.network.http_threads, 0);
+  EXPECT_EQ(HttpThreads(o), 64 + 256 + kHttpReservedThreads);
+  EXPECT_EQ(HttpMaxInferenceCalls(o), 64 + 256);
+  o.queue.max_queue = 10;
+  o.batching.max_running_sequences = 3;
+  EXPECT_EQ(HttpThreads(o), 13 + kHttpReservedThreads);
+  o.queue.max_queue = 100000;
+  EXPECT_EQ(HttpThreads(o), kHttpMaxThreads);
+  EXPECT_EQ(HttpMaxInferenceCalls(o), kHttpMaxThreads - kHttpReservedThreads);
+  o.network.http_threads = 9;
+  EXPECT_TRUE(ValidateOptions(o).ok());
+  EXPECT_EQ(HttpThreads(o), 9);
+  EXPECT_EQ(HttpMaxInferenceCalls(o), 9 - kHttpReservedThreads);
+}
+
+TEST(OptionsTest, HttpThreadsMustLeaveOneForInferenceBesideTheReserve) {
+  ServerOptions o;
+  o.network.http_threads = kHttpReservedThreads;
+  absl::Status s = ValidateOptions(o);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("--http-threads=4: must be 0 (auto) or in [5, 1024]"));
+  o.network.http_threads = kHttpMaxThreads + 1;
+  EXPECT_THAT(ValidateOptions(o).message(), HasSubstr("--http-threads=1025"));
+  o.network.http_threads = -1;
+  EXPECT_THAT(ValidateOptions(o).message(), HasSubstr("--http-threads=-1"));
+  o.network.http_threads = kHttpReservedThreads + 1;
+  EXPECT_TRUE(ValidateOptions(o).ok());
+}
+
 }  // namespace
 }  // namespace attnserve
