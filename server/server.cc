@@ -3,6 +3,7 @@
 #include "absl/log/log.h"
 #include "absl/strings/str_cat.h"
 #include "engine/core/build_info.h"
+#include "engine/core/engine_thread.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/server_builder.h"
@@ -23,7 +24,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   const EngineInfo engine = GetEngineInfo();
   server->metrics_ = std::make_unique<ServerMetrics>(
       BuildLabels{kVersion, engine.onednn_version, engine.cpu_isa, engine.threads});
-  absl::StatusOr<std::unique_ptr<InferenceCore>> core = InferenceCore::Create(options, server->metrics_.get());
+  // Loading runs parallel regions; on a thread that ends, so that the only
+  // OpenMP worker pool left is the scheduler thread's (engine_thread.h).
+  absl::StatusOr<std::unique_ptr<InferenceCore>> core = RunOnShortLivedThread(
+      options.engine.threads, [&] { return InferenceCore::Create(options, server->metrics_.get()); });
   if (!core.ok()) return core.status();
   server->core_ = std::move(*core);
   server->inference_ = std::make_unique<InferenceService>(server->core_.get(), server->metrics_.get(),

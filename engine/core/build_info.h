@@ -16,8 +16,10 @@ struct EngineInfo {
 // Thread-safe; queries oneDNN and OpenMP each call.
 EngineInfo GetEngineInfo();
 
-// Sets the engine's thread count (OpenMP, which oneDNN uses). 0 keeps the
-// runtime default (all cores). Call once at start-up, before any compute.
+// Sets the engine's thread count (OpenMP, which oneDNN uses) for the calling
+// thread only: OpenMP keeps it per thread (engine_thread.h). 0 keeps the
+// runtime default (OMP_NUM_THREADS, else all cores). Call on every thread
+// that runs engine work, before its first compute.
 void SetEngineThreads(int threads);
 
 }  // namespace attnserve

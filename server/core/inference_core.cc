@@ -145,6 +145,7 @@ absl::StatusOr<std::unique_ptr<InferenceCore>> InferenceCore::Create(const Serve
   so.encode_max_wait = options.batching.encode_max_wait;
   so.max_step_tokens = options.batching.max_step_tokens;
   so.max_running_sequences = options.batching.max_running_sequences;
+  so.engine_threads = options.engine.threads;
   // A step's token messages go to the delivery worker together (on_event
   // stages them): one wake-up per step instead of one per token.
   so.end_of_pass = [delivery = core->delivery_.get()] { delivery->Flush(); };

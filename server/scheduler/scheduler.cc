@@ -8,6 +8,7 @@
 #include "absl/log/log.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "engine/core/build_info.h"
 #include "engine/core/status_macros.h"
 #include "server/scheduler/encode_batching.h"
 
@@ -224,6 +225,7 @@ void Scheduler::TakeInbox() {
 }
 
 void Scheduler::Loop() {
+  SetEngineThreads(options_.engine_threads);
   for (;;) {
     TakeInbox();
     bool stopping;

@@ -109,6 +109,10 @@ struct SchedulerOptions {
   // pass's callbacks: a door that stages the callbacks' work (one token's
   // message each) hands it on here in one batch. Inside the pass's time.
   std::function<void()> end_of_pass;
+  // OpenMP threads for the engine work this scheduler's thread runs, set on
+  // that thread when it starts (OpenMP counts are per thread; see
+  // engine/core/engine_thread.h); 0 = the runtime default.
+  int engine_threads = 0;
 };
 
 struct EncodeTask {

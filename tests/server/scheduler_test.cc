@@ -3,6 +3,8 @@
 // or a model.
 #include "server/scheduler/scheduler.h"
 
+#include <omp.h>
+
 #include <atomic>
 #include <functional>
 #include <map>
@@ -927,6 +929,25 @@ TEST_F(SchedulerTest, DrainFinishesAHalfDoneEncodeAndShutdownAbandonsOne) {
       EXPECT_EQ(encode.jobs_finished, 1);
       EXPECT_EQ(encode.slices_run, 20);
     }
+  }
+}
+
+TEST_F(SchedulerTest, EngineWorkRunsWithTheConfiguredOpenMpThreadCount) {
+  // OpenMP counts are per thread: the scheduler thread must set its own, or
+  // --threads would not reach the engine (engine/core/engine_thread.h).
+  for (const int threads : {1, 2}) {
+    FakeGenerateBackend generate(/*blocks=*/100);
+    std::atomic<int> seen{-1};
+    generate.on_step = [&] { seen = omp_get_max_threads(); };
+    SchedulerOptions options;
+    options.engine_threads = threads;
+    GenerateOutcome out;
+    {
+      Scheduler scheduler(options, nullptr, &generate, &metrics_);
+      ASSERT_TRUE(scheduler.SubmitGenerate(MakeGenerate({1, 2, 3}, 2, &out)).ok());
+      out.done.WaitForNotification();
+    }
+    EXPECT_EQ(seen.load(), threads);
   }
 }
 
