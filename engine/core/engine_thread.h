@@ -11,9 +11,10 @@
 //   threads than cores and stops spinning between regions, so every region
 //   waits for a futex wake-up of its workers: about 57 µs more per region
 //   on the 2-core development VM, and the 28M Llama's one-sequence step in
-//   the server took twice as long as the engine alone (8.8-9.2 against
-//   4.3-5.0 ms, 2026-12-04). Work done once, like loading, therefore runs on
-//   a thread that ends (RunOnShortLivedThread), and its pool ends with it.
+//   the server took up to twice as long as the engine alone (8.8-9.2
+//   against 4.3-5.0 ms, 2026-12-04; docs/benchmarks.md). Work done once,
+//   like loading, therefore runs on a thread that ends
+//   (RunOnShortLivedThread), and its pool ends with it.
 #ifndef ATTNSERVE_ENGINE_CORE_ENGINE_THREAD_H_
 #define ATTNSERVE_ENGINE_CORE_ENGINE_THREAD_H_
 
