@@ -69,9 +69,10 @@ class Gateway {
   };
 
   // A place for one more inference call, or (when max_inference_calls are
-  // already being served) nullopt after answering 429 with Retry-After,
-  // counted under `rpc` and as an http_threads rejection.
-  std::optional<CallSlot> TakeCallSlot(HttpResponseWriter& w, const char* rpc) {
+  // already being served) nullopt after answering 429 with Retry-After and
+  // a request id, logged, counted under `rpc` and as an http_threads
+  // rejection.
+  std::optional<CallSlot> TakeCallSlot(const HttpRequest& request, HttpResponseWriter& w, const char* rpc) {
     const int now = in_flight_.fetch_add(1, std::memory_order_relaxed) + 1;
     if (options_.max_inference_calls <= 0 || now <= options_.max_inference_calls) {
       return std::optional<CallSlot>(std::in_place, &in_flight_);
@@ -80,9 +81,10 @@ class Gateway {
     const absl::Status busy = absl::ResourceExhaustedError(absl::StrCat(
         "the HTTP door is serving ", options_.max_inference_calls,
         " inference calls, its limit (--http-threads less the threads kept for probes and metrics); retry later"));
-    Finish(rpc, busy);
+    const std::string id = RequestId(request, w);
     if (metrics_ != nullptr) metrics_->RecordRejection(RejectReason::kHttpBusy);
-    w.Send(ToHttpStatus(busy.code()), kJson, StatusJson(busy), ErrorHeaders(busy, options_.retry_after_seconds));
+    LogRefusal(id, rpc, busy);
+    Fail(w, rpc, busy);
     return std::nullopt;
   }
 
@@ -375,14 +377,18 @@ class Gateway {
   // request, so the gateway logs it when it has an id: Encode and Generate).
   void Refuse(HttpResponseWriter& w, const char* rpc, const absl::Status& status, const std::string& id = "") {
     if (metrics_ != nullptr) metrics_->RecordRejection(RejectReason::kInvalidArgument);
-    if (options_.log_requests && !id.empty()) {
-      RequestLogEntry e;
-      e.id = id;
-      e.rpc = rpc;
-      e.status = status;
-      LOG(INFO) << FormatRequestLog(e);
-    }
+    if (!id.empty()) LogRefusal(id, rpc, status);
     Fail(w, rpc, status);
+  }
+
+  // The request log's line for a request the gateway refused itself.
+  void LogRefusal(const std::string& id, const char* rpc, const absl::Status& status) {
+    if (!options_.log_requests) return;
+    RequestLogEntry e;
+    e.id = id;
+    e.rpc = rpc;
+    e.status = status;
+    LOG(INFO) << FormatRequestLog(e);
   }
 
   void Fail(HttpResponseWriter& w, const char* rpc, const absl::Status& status) {
@@ -423,7 +429,7 @@ HttpHandler Route(const char* method, const char* rpc, CallKind kind, std::share
       return;
     }
     if (kind == CallKind::kQuick) return ((*gateway).*handler)(request, w);
-    std::optional<Gateway::CallSlot> slot = gateway->TakeCallSlot(w, rpc);
+    std::optional<Gateway::CallSlot> slot = gateway->TakeCallSlot(request, w, rpc);
     if (!slot.has_value()) return;
     ((*gateway).*handler)(request, w);
   };

@@ -599,6 +599,7 @@ TEST(HttpRoutesLimitTest, InferenceCallsPastTheLimitGet429AtOnceWhileQuickRoutes
     EXPECT_THAT(r.body, HasSubstr("resource_exhausted")) << path;
     EXPECT_THAT(r.body, HasSubstr("serving 1 inference calls")) << path;
     EXPECT_THAT(r.body, HasSubstr("--http-threads")) << path;
+    EXPECT_TRUE(r.headers.count("x-request-id") == 1 && !r.headers.at("x-request-id").empty()) << path;  // as on every Encode/Generate answer
   }
   EXPECT_EQ(core.calls(), calls_before);
   // Quick routes keep answering beside the held stream.
