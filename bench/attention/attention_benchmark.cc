@@ -24,6 +24,7 @@
 #include "bench/attention/onednn_matmul_sdpa.h"
 #include "engine/attention/decode_kernel.h"
 #include "engine/attention/flash_kernel.h"
+#include "engine/attention/head8_decode_kernel.h"
 #include "engine/attention/paged_attention.h"
 #include "engine/attention/sdpa.h"
 #include "engine/core/half.h"
@@ -53,6 +54,10 @@ const Shape kBert512{8, 12, 12, 512, 512, 64, false};
 const Shape kCausal{1, 32, 8, 2048, 2048, 128, true};
 const Shape kCausalFull{1, 32, 8, 2048, 2048, 128, false};  // the same, full square
 const Shape kDecode{32, 32, 8, 1, 1024, 128, false};
+// stories260K's decode step at 16 sequences: head_dim 8, 8 query heads over
+// 4 KV heads, ~96 keys (a 32-token prompt plus 64 generated), where the
+// per-job fixed cost, not K/V bytes, sets the time.
+const Shape kTinyDecode{16, 8, 4, 1, 96, 8, false};
 
 void BM_Ours(benchmark::State& state, Shape s) {
   auto q = Random(int64_t{s.b} * s.hq * s.nq * s.d, 1);
@@ -214,8 +219,8 @@ using attention_internal::DecodeVariant;
 
 void BM_OursDecodePaged(benchmark::State& state, DType dtype, int block, bool generic,
                         bool huge = false, Prefetch prefetch = Prefetch::kDefault,
-                        DecodeVariant variant = DecodeVariant::kChunk64WideQk) {
-  const Shape s = kDecode;
+                        DecodeVariant variant = DecodeVariant::kChunk64WideQk,
+                        Shape s = kDecode, bool general_head8 = false) {
   PagedPool pool(s, dtype, block, huge);
   auto q = Random(int64_t{s.b} * s.hq * s.d, 6);
   std::vector<float> out(q.size());
@@ -230,10 +235,12 @@ void BM_OursDecodePaged(benchmark::State& state, DType dtype, int block, bool ge
   attention_internal::DisableDecodeKernel(generic);
   SetPrefetch(prefetch);
   attention_internal::SetDecodeVariant(variant);
+  attention_internal::DisableHead8Decode(general_head8);
   for (auto _ : state) {
     if (!PagedAttention(a).ok()) state.SkipWithError("paged attention failed");
     benchmark::DoNotOptimize(out.data());
   }
+  attention_internal::DisableHead8Decode(false);
   attention_internal::SetDecodeVariant(DecodeVariant::kChunk64WideQk);
   attention_internal::ResetDecodePrefetch();
   attention_internal::DisableDecodeKernel(false);
@@ -441,6 +448,9 @@ BENCHMARK_CAPTURE(BM_OursDecodePaged, decode_b32_hq32_hkv8_nk1024_d128_f32_blk64
 BENCHMARK_CAPTURE(BM_OursDecodePaged, decode_b32_hq32_hkv8_nk1024_d128_bf16_blk64, DType::kBF16, 64, false)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_OursDecodePaged, generic_decode_b32_hq32_hkv8_nk1024_d128_f32, DType::kF32, 16, true)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_OursDecodePaged, generic_decode_b32_hq32_hkv8_nk1024_d128_bf16, DType::kBF16, 16, true)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_OursDecodePaged, tiny_decode_b16_hq8_hkv4_nk96_d8_f32, DType::kF32, 16, false, false, Prefetch::kDefault, DecodeVariant::kChunk64WideQk, kTinyDecode)->Unit(benchmark::kMicrosecond)->UseRealTime();
+// The same through the general decode kernel (the head-of-8 path off): the peer of the line above.
+BENCHMARK_CAPTURE(BM_OursDecodePaged, general_tiny_decode_b16_hq8_hkv4_nk96_d8_f32, DType::kF32, 16, false, false, Prefetch::kDefault, DecodeVariant::kChunk64WideQk, kTinyDecode, true)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_PagedRead, f32_blk16, DType::kF32, 16, kPlain)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_PagedRead, bf16_blk16, DType::kBF16, 16, kPlain)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_PagedRead, f32_blk16_prefetch, DType::kF32, 16, kPrefetch)->Unit(benchmark::kMillisecond)->UseRealTime();

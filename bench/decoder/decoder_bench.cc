@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/attention/head8_decode_kernel.h"
 #include "engine/core/build_info.h"
 #include "engine/core/large_alloc.h"
 #include "engine/runtime/decoder_engine.h"
@@ -88,7 +89,7 @@ int Fail(const char* what, const absl::Status& status) {
 
 int Main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: decoder_bench MODEL [--dtype f32|bf16] [--matmul-precision f32|bf16] [--steps N] [--batch N] [--reps N] [--no-prefill] [--no-decode] [--prepare-kernels]\n");
+    std::fprintf(stderr, "usage: decoder_bench MODEL [--dtype f32|bf16] [--matmul-precision f32|bf16] [--steps N] [--batch N] [--reps N] [--no-prefill] [--no-decode] [--prepare-kernels] [--general-head8]\n");
     return 2;
   }
   std::string path = argv[1];
@@ -98,11 +99,15 @@ int Main(int argc, char** argv) {
   std::vector<int> batches = {1, 4, 8, 16};
   bool prefill = true;
   bool prepare = false;
+  bool general_head8 = false;
   int reps = 3;
   for (int i = 2; i < argc; ++i) {
     if (std::strcmp(argv[i], "--no-prefill") == 0) prefill = false;
     if (std::strcmp(argv[i], "--no-decode") == 0) batches.clear();
     if (std::strcmp(argv[i], "--prepare-kernels") == 0) prepare = true;
+    // Heads of 8 through the general decode kernel: the in-run comparison for
+    // the head-of-8 kernel (stories260K).
+    if (std::strcmp(argv[i], "--general-head8") == 0) general_head8 = true;
   }
   for (int i = 2; i + 1 < argc; ++i) {
     if (std::strcmp(argv[i], "--reps") == 0) reps = std::max(1, std::atoi(argv[i + 1]));
@@ -129,8 +134,10 @@ int Main(int argc, char** argv) {
   opt.matmul_precision = precision;
   // What the JSON lines call this configuration: "f32", "bf16", or
   // "f32-bf16mm" (f32 weights, bf16 matmuls).
-  const std::string label =
-      std::string(DTypeName(dtype)) + (precision == MatmulPrecision::kBf16 ? "-bf16mm" : "");
+  const std::string label = std::string(DTypeName(dtype)) +
+                            (precision == MatmulPrecision::kBf16 ? "-bf16mm" : "") +
+                            (general_head8 ? "-general-head8" : "");
+  attention_internal::DisableHead8Decode(general_head8);
   opt.prepare_kernels = prepare;
   const auto t_load = Clock::now();
   auto model = DecoderModel::Load(path, opt);

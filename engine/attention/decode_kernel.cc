@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "engine/attention/avx2_math.h"
+#include "engine/attention/head8_decode_kernel.h"
 
 namespace attnserve::attention_internal {
 namespace {
@@ -562,6 +563,7 @@ void ResetDecodePrefetch() { SetDecodePrefetch(kDefaultPrefetchBytes, false); }
 
 void RunDecodeJob(const FlashRow* rows, int num_rows, const KvSource& src, int head_dim,
                   float scale) {
+  if (Head8DecodeApplies(head_dim, src.dtype)) return RunHead8DecodeJob(rows, num_rows, src, scale);
   const auto variant = static_cast<int>(decode_variant.load(std::memory_order_relaxed));
   const bool bf16 = src.dtype == DType::kBF16;
   switch (variant) {

@@ -56,7 +56,9 @@ void ResetDecodePrefetch();
 enum class DecodeVariant { kChunk64WideQk, kChunk64, kBlockTiled };
 void SetDecodeVariant(DecodeVariant variant);
 
-// Same contract as RunFlashJob; requires DecodeJobSupported().
+// Same contract as RunFlashJob; requires DecodeJobSupported(). Heads of 8
+// f32 values go to their own kernel (head8_decode_kernel.h) whatever the
+// variant.
 void RunDecodeJob(const FlashRow* rows, int num_rows, const KvSource& src, int head_dim,
                   float scale);
 

@@ -7,10 +7,12 @@
 
 #include <cstdint>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "engine/attention/attention_ref.h"
+#include "engine/attention/head8_decode_kernel.h"
 #include "engine/attention/sdpa.h"
 #include "gtest/gtest.h"
 #include "tests/engine/attention/attention_test_util.h"
@@ -70,8 +72,9 @@ TEST(DecodeKernelTest, EveryRowCountMatchesReference) {
     for (int nq : {1, 2}) {
       if (group * nq > attention_internal::kDecodeMaxRows) continue;
       for (DType dtype : {DType::kF32, DType::kBF16}) {
-        // 64 and 128 run the kernels with d fixed at compile time, the others the generic ones.
-        for (int d : {24, 32, 64, 80, 128}) {
+        // 64 and 128 run the kernels with d fixed at compile time, the others the generic ones;
+        // 8 (f32) the head-of-8 kernel.
+        for (int d : {8, 24, 32, 64, 80, 128}) {
           const int hkv = 1 + static_cast<int>(rng() % 2);
           const int nk = 1 + static_cast<int>(rng() % 300);
           Check({2, group * hkv, hkv, nq, nk, d, nq > 1, false, dtype}, rng);
@@ -144,11 +147,12 @@ TEST(DecodeKernelTest, EveryVariantMatchesReference) {
 TEST(DecodeKernelTest, FullyMaskedRowsGiveZerosInEveryVariant) {
   std::mt19937 rng(25);
   using attention_internal::DecodeVariant;
-  const int batch = 2, hq = 8, hkv = 2, nk = 40, d = 64;
+  const int batch = 2, hq = 8, hkv = 2, nk = 40;
   for (DecodeVariant variant :
        {DecodeVariant::kChunk64WideQk, DecodeVariant::kChunk64, DecodeVariant::kBlockTiled}) {
     attention_internal::SetDecodeVariant(variant);
-    for (DType dtype : {DType::kF32, DType::kBF16}) {
+    // d = 8 with f32 K/V: the head-of-8 kernel.
+    for (auto [dtype, d] : {std::pair{DType::kF32, 64}, std::pair{DType::kBF16, 64}, std::pair{DType::kF32, 8}}) {
       auto q = RandomVec(int64_t{batch} * hq * d, rng, -2, 2);
       auto k = RandomVec(int64_t{batch} * nk * hkv * d, rng, -2, 2);
       auto v = RandomVec(int64_t{batch} * nk * hkv * d, rng);
@@ -179,6 +183,26 @@ TEST(DecodeKernelTest, FullyMaskedRowsGiveZerosInEveryVariant) {
     }
   }
   attention_internal::SetDecodeVariant(DecodeVariant::kChunk64WideQk);
+}
+
+// Heads of 8 (stories260K's) take their own kernel. It, and the general
+// decode kernel with that path off, match the reference over every row
+// count, per-row key limits (causal with Nq = 2, key lengths) and key counts
+// around its 8-key groups and 128-key softmax chunks.
+TEST(DecodeKernelTest, HeadsOfEightMatchReferenceOnBothPaths) {
+  std::mt19937 rng(26);
+  for (bool general : {false, true}) {
+    attention_internal::DisableHead8Decode(general);
+    for (int rows : {1, 2, 3, 4, 5, 6, 8}) {
+      for (int nk : {1, 7, 8, 9, 17, 127, 128, 129, 257, 300}) {
+        const int hkv = 1 + static_cast<int>(rng() % 2);
+        const int nq = rows % 2 == 0 && rng() % 2 == 0 ? 2 : 1;
+        Check({2, rows / nq * hkv, hkv, nq, nk, 8, nq > 1, false, DType::kF32}, rng);
+        Check({2, rows / nq * hkv, hkv, nq, nk, 8, false, true, DType::kF32}, rng);
+      }
+    }
+  }
+  attention_internal::DisableHead8Decode(false);
 }
 
 TEST(DecodeKernelTest, SupportedOnlyForFewUnmaskedRows) {

@@ -129,7 +129,9 @@ TEST(PagedAttentionTest, RaggedBatchMatchesDenseReference) {
     int hq, hkv, d, block;
   };
   for (Cfg c : {Cfg{4, 4, 32, 16}, Cfg{8, 2, 64, 16}, Cfg{8, 1, 128, 32}, Cfg{12, 4, 80, 8},
-                Cfg{16, 8, 64, 128}, Cfg{2, 1, 32, 5}, Cfg{32, 8, 128, 16}}) {
+                Cfg{16, 8, 64, 128}, Cfg{2, 1, 32, 5}, Cfg{32, 8, 128, 16},
+                // Heads of 8 (stories260K: 8 over 4), with groups of 4 and 8 and blocks of 5.
+                Cfg{8, 4, 8, 16}, Cfg{8, 2, 8, 5}, Cfg{16, 2, 8, 16}}) {
     for (DType dtype : {DType::kF32, DType::kBF16}) {
       const int num_seqs = 1 + rng() % 5;
       std::vector<int> lens, news;
