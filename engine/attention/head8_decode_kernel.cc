@@ -39,15 +39,29 @@ struct RowAddress {
   int64_t k_step;  // bytes between consecutive rows of a run
   int64_t v_step;
 
-  // Rows [pos, pos + n) contiguous in memory, 1 <= n <= end - pos.
-  Run At(int pos, int end) const {
+  // The runs of rows that cover [begin, end) in order, into `runs` (room
+  // for end - begin); returns how many. Found once per chunk, for both of
+  // its passes, by walking the block table: one division per chunk, not
+  // one per run (an integer division costs tens of cycles, and a job of
+  // ~100 keys is only about a thousand).
+  int Collect(int begin, int end, Run* runs) const {
     const KvSource& s = *src;
-    if (s.layout == nullptr) return {s.k + pos * k_step, s.v + pos * v_step, end - pos};
+    if (s.layout == nullptr) {
+      runs[0] = {s.k + begin * k_step, s.v + begin * v_step, end - begin};
+      return 1;
+    }
     const KvLayout& L = *s.layout;
-    const int block = pos / L.block_size, row = pos % L.block_size;
-    const std::byte* base = s.layer_base + int64_t{s.block_table[block]} * L.BlockBytes();
-    return {base + L.KOffset(s.kv_head, row) * int64_t{sizeof(float)},
-            base + L.VOffset(s.kv_head, row) * int64_t{sizeof(float)}, std::min(L.block_size - row, end - pos)};
+    const int64_t block_bytes = L.BlockBytes();
+    const int64_t k_off = L.KOffset(s.kv_head, 0) * int64_t{sizeof(float)};
+    const int64_t v_off = L.VOffset(s.kv_head, 0) * int64_t{sizeof(float)};
+    int block = begin / L.block_size, row = begin % L.block_size, n = 0;
+    for (int pos = begin; pos < end; ++block, row = 0) {
+      const std::byte* base = s.layer_base + int64_t{s.block_table[block]} * block_bytes;
+      const int count = std::min(L.block_size - row, end - pos);
+      runs[n++] = {base + k_off + row * k_step, base + v_off + row * v_step, count};
+      pos += count;
+    }
+    return n;
   }
 };
 
@@ -83,6 +97,7 @@ ATTN_AVX2 inline float HorizontalSum(__m256 x) {
 template <int R>
 ATTN_AVX2 void Head8Job(const FlashRow* rows, int num_rows, const KvSource& src, float scale) {
   constexpr int kAcc = R <= 2 ? 4 : (R == 4 ? 2 : 1);
+  Run runs[kChunkKeys];
   // +8: a run's last group of 8 scores may run past its count (and the
   // chunk's end); the excess is overwritten by the next run or masked.
   alignas(32) float s[R][kChunkKeys + 8];
@@ -111,9 +126,10 @@ ATTN_AVX2 void Head8Job(const FlashRow* rows, int num_rows, const KvSource& src,
 
   for (int start = 0; start < max_limit; start += kChunkKeys) {
     const int end = std::min(start + kChunkKeys, max_limit), count = end - start;
+    const int num_runs = kv.Collect(start, end, runs);
     // Q·K, 8 keys at a time: s[r][key] = q[r] · k[key].
-    for (int pos = start; pos < end;) {
-      const Run run = kv.At(pos, end);
+    for (int i = 0, pos = start; i < num_runs; pos += runs[i].count, ++i) {
+      const Run& run = runs[i];
       float* col = &s[0][0] + (pos - start);
       for (int j = 0; j < run.count; j += 8) {
         __m256 kr[8];
@@ -134,7 +150,6 @@ ATTN_AVX2 void Head8Job(const FlashRow* rows, int num_rows, const KvSource& src,
           _mm256_storeu_ps(col + r * (kChunkKeys + 8) + j, Reduce8(p));
         }
       }
-      pos += run.count;
     }
 
     // One online-softmax step per row: mask keys at or past the row's
@@ -173,9 +188,8 @@ ATTN_AVX2 void Head8Job(const FlashRow* rows, int num_rows, const KvSource& src,
 
     // P·V: o[r] += s[r][key] * v[key], kAcc keys at a time into kAcc
     // independent accumulators per row.
-    for (int pos = start; pos < end;) {
-      const Run run = kv.At(pos, end);
-      const int col = pos - start;
+    for (int i = 0, col = 0; i < num_runs; col += runs[i].count, ++i) {
+      const Run& run = runs[i];
       int j = 0;
       for (; j + kAcc <= run.count; j += kAcc) {
 #pragma GCC unroll 4
@@ -191,7 +205,6 @@ ATTN_AVX2 void Head8Job(const FlashRow* rows, int num_rows, const KvSource& src,
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) o[r][0] = _mm256_fmadd_ps(_mm256_broadcast_ss(&s[r][col + j]), vr, o[r][0]);
       }
-      pos += run.count;
     }
   }
 
