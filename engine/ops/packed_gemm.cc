@@ -195,21 +195,24 @@ void PackedGemm(const float* x, int64_t m, int64_t ldx, const PackedMatrix& w, c
     alignas(64) float tile[kMaxTileFloats];
     for (int64_t r0 = 0; r0 < m; r0 += chunk) {
       const int64_t r_end = std::min(m, r0 + chunk);
+      // Row blocks of equal size, at least two from 4 rows on (SIMD
+      // kernels). The first block brings a panel in from memory; the others
+      // re-read it from L2 and each pulls a share of the NEXT panel
+      // meanwhile, so memory never idles. SmolLM-135M f32 decode
+      // (decoder_bench, 2026-12-03): 16 sequences (two 8-row blocks)
+      // 362-383 -> 438-445 tokens/s with the pull; 8 sequences split in two
+      // 4-row blocks 239-242 -> 268-276, 4 sequences 136 -> 145-157.
+      // Worked out once per row chunk, not per panel: three integer
+      // divisions per panel cost as much as a one-row panel's multiply-adds
+      // on a model as small as stories260K (64 x 16 per panel).
+      const int64_t chunk_rows = r_end - r0;
+      int64_t blocks = (chunk_rows + max_rows - 1) / max_rows;
+      if (simd && chunk_rows >= 4) blocks = std::max<int64_t>(blocks, 2);
+      const int64_t block_rows = (chunk_rows + blocks - 1) / blocks;
+      blocks = (chunk_rows + block_rows - 1) / block_rows;  // what the loop below runs
       for (int64_t pi = p0; pi < p1; ++pi) {
         const void* panel = base + pi * panel_bytes;
         const int cols = static_cast<int>(std::min<int64_t>(width, n - pi * width));
-        // Row blocks of equal size, at least two from 4 rows on (SIMD
-        // kernels). The first block brings the panel in from memory; the
-        // others re-read it from L2 and each pulls a share of the NEXT panel
-        // meanwhile, so memory never idles. SmolLM-135M f32 decode
-        // (decoder_bench, 2026-12-03): 16 sequences (two 8-row blocks)
-        // 362-383 -> 438-445 tokens/s with the pull; 8 sequences split in two
-        // 4-row blocks 239-242 -> 268-276, 4 sequences 136 -> 145-157.
-        const int64_t chunk_rows = r_end - r0;
-        int64_t blocks = (chunk_rows + max_rows - 1) / max_rows;
-        if (simd && chunk_rows >= 4) blocks = std::max<int64_t>(blocks, 2);
-        const int64_t block_rows = (chunk_rows + blocks - 1) / blocks;
-        blocks = (chunk_rows + block_rows - 1) / block_rows;  // what the loop below runs
         const bool pull_next = blocks > 1 && pi + 1 < p1;
         for (int64_t r = r0, b = 0; r < r_end; r += block_rows, ++b) {
           const int rows = static_cast<int>(std::min<int64_t>(block_rows, r_end - r));
