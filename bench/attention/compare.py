@@ -97,6 +97,12 @@ def main():
                 if g:
                     line += f"; variant {variant}: {g:.2f} GB/s ({100 * g / stream:.0f}% STREAM)"
             print(line)
+    # Heads of 8 (stories260K's 16-sequence step); these two report microseconds.
+    tiny = ms.get("BM_OursDecodePaged/tiny_decode_b16_hq8_hkv4_nk96_d8_f32")
+    tiny_general = ms.get("BM_OursDecodePaged/general_tiny_decode_b16_hq8_hkv4_nk96_d8_f32")
+    if tiny and tiny_general:
+        print(f"decode, heads of 8 (16 sequences x 4 KV heads, 96 keys): head-of-8 kernel {tiny:.1f} us, "
+              f"general decode kernel {tiny_general:.1f} us ({tiny_general / tiny:.2f}x)")
     dense = ms.get("BM_Ours/decode_dense_b32_hq32_hkv8_nk1024_d128")
     if dense:
         print(f"decode through dense SDPA (contiguous f32 K/V): {dense:.2f} ms, {gbps.get('BM_Ours/decode_dense_b32_hq32_hkv8_nk1024_d128') or 0:.2f} GB/s")
