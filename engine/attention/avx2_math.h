@@ -22,6 +22,18 @@ __attribute__((target("avx2,fma"))) inline __m256 LoadBf16x8(const uint16_t* p) 
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 
+// Lane i of the result = sum of the 8 lanes of a[i] (the scores of 8 keys
+// from their 8 products each, in the decode kernels).
+__attribute__((target("avx2,fma"))) inline __m256 Reduce8(const __m256* a) {
+  const __m256 t0 = _mm256_hadd_ps(a[0], a[1]);
+  const __m256 t1 = _mm256_hadd_ps(a[2], a[3]);
+  const __m256 t2 = _mm256_hadd_ps(a[4], a[5]);
+  const __m256 t3 = _mm256_hadd_ps(a[6], a[7]);
+  const __m256 u0 = _mm256_hadd_ps(t0, t1);
+  const __m256 u1 = _mm256_hadd_ps(t2, t3);
+  return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
+}
+
 }  // namespace attnserve::attention_internal
 
 #endif  // ATTNSERVE_ENGINE_ATTENTION_AVX2_MATH_H_

@@ -158,17 +158,6 @@ inline int Permuted(int c) {
   }
 }
 
-// Lane i of the result = sum of the 8 lanes of a[i].
-ATTN_AVX2 inline __m256 Reduce8(const __m256* a) {
-  const __m256 t0 = _mm256_hadd_ps(a[0], a[1]);
-  const __m256 t1 = _mm256_hadd_ps(a[2], a[3]);
-  const __m256 t2 = _mm256_hadd_ps(a[4], a[5]);
-  const __m256 t3 = _mm256_hadd_ps(a[6], a[7]);
-  const __m256 u0 = _mm256_hadd_ps(t0, t1);
-  const __m256 u1 = _mm256_hadd_ps(t2, t3);
-  return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
-}
-
 // Combines the lanes that hold the same row (lane l holds row l % R), so
 // every lane ends up with its row's max (kMax) or sum.
 template <bool kMax>

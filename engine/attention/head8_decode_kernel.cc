@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "engine/attention/avx2_math.h"
 #include "engine/attention/kv_layout.h"
-#include "engine/core/avx2_exp.h"
 
 namespace attnserve::attention_internal {
 namespace {
@@ -64,17 +64,6 @@ struct RowAddress {
     return n;
   }
 };
-
-// Lane i of the result = sum of the 8 lanes of a[i].
-ATTN_AVX2 inline __m256 Reduce8(const __m256* a) {
-  const __m256 t0 = _mm256_hadd_ps(a[0], a[1]);
-  const __m256 t1 = _mm256_hadd_ps(a[2], a[3]);
-  const __m256 t2 = _mm256_hadd_ps(a[4], a[5]);
-  const __m256 t3 = _mm256_hadd_ps(a[6], a[7]);
-  const __m256 u0 = _mm256_hadd_ps(t0, t1);
-  const __m256 u1 = _mm256_hadd_ps(t2, t3);
-  return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
-}
 
 ATTN_AVX2 inline float HorizontalMax(__m256 x) {
   __m128 v = _mm_max_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
@@ -173,7 +162,7 @@ ATTN_AVX2 void Head8Job(const FlashRow* rows, int num_rows, const KvSource& src,
       const __m256 mv = _mm256_set1_ps(m_new);
       __m256 sum = _mm256_setzero_ps();
       for (int v = 0; v < nv; ++v) {
-        const __m256 e = avx2::ExpNonPositive8(_mm256_sub_ps(_mm256_load_ps(&s[r][8 * v]), mv));
+        const __m256 e = ExpNonPositive8(_mm256_sub_ps(_mm256_load_ps(&s[r][8 * v]), mv));
         _mm256_store_ps(&s[r][8 * v], e);
         sum = _mm256_add_ps(sum, e);
       }
