@@ -5,7 +5,7 @@
 // horizontal reduction every 8 / rows keys, o stored and reloaded every
 // 8 / rows keys, a chain of dependent FMAs per output row, prefetches per
 // row) outweigh its few multiply-adds several times over: 0.5 µs a job of
-// ~100 keys, two thirds of stories260K's step at 16 sequences
+// ~100 keys, half of stories260K's step at 16 sequences
 // (docs/benchmarks.md, "Heads of 8").
 //
 // This path keeps the queries and the outputs in registers for the whole
