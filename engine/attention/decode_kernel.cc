@@ -11,6 +11,7 @@
 
 #include "engine/attention/avx2_math.h"
 #include "engine/attention/head8_decode_kernel.h"
+#include "engine/attention/kv_rows.h"
 
 namespace attnserve::attention_internal {
 namespace {
@@ -63,23 +64,14 @@ struct Piece {
   int count;
 };
 
-// Addressing of one job's K/V rows, dense or paged.
-struct Rows {
-  const KvSource* src;
-  int64_t k_step;  // bytes between consecutive rows of a run
-  int64_t v_step;
+// Addressing of one job's K/V rows (kv_rows.h), as pieces, with a prefetch.
+struct Rows : KvRowAddress {
   int64_t row_bytes;
 
   // Rows [pos, pos + n) that are contiguous in memory, n <= end - pos.
   Piece RunAt(int pos, int end) const {
-    const KvSource& s = *src;
-    if (s.layout == nullptr) return {s.k + pos * k_step, s.v + pos * v_step, 0, end - pos};
-    const KvLayout& L = *s.layout;
-    const int block = pos / L.block_size, row = pos % L.block_size;
-    const std::byte* base = s.layer_base + int64_t{s.block_table[block]} * L.BlockBytes();
-    const int64_t es = static_cast<int64_t>(DTypeSize(s.dtype));
-    return {base + L.KOffset(s.kv_head, row) * es, base + L.VOffset(s.kv_head, row) * es, 0,
-            std::min(L.block_size - row, end - pos)};
+    const KvRun r = At(pos, end);
+    return {r.k, r.v, 0, r.count};
   }
 
   void Prefetch(int begin, int end, Prefetcher pf) const {
@@ -397,13 +389,7 @@ ATTN_AVX2 void DecodeJob(const FlashRow* rows, int num_rows, const KvSource& src
   for (int l = 0; l < 8; ++l) lane_key[l] = l / R;
 
   const int64_t es = kBf16 ? 2 : 4;
-  Rows kv{&src, 0, 0, d * es};
-  if (src.layout == nullptr) {
-    kv.k_step = src.k_row_stride * es;
-    kv.v_step = src.v_row_stride * es;
-  } else {
-    kv.k_step = kv.v_step = int64_t{src.layout->head_dim} * es;
-  }
+  const Rows kv{KvRowAddress::For(src), d * es};
 
   __m256 m = _mm256_set1_ps(kNegInf);  // lane l: running max of row l % R
   __m256 l_sum = _mm256_setzero_ps();  // lane l: running softmax denominator

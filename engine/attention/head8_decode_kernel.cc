@@ -10,7 +10,7 @@
 #include <limits>
 
 #include "engine/attention/avx2_math.h"
-#include "engine/attention/kv_layout.h"
+#include "engine/attention/kv_rows.h"
 
 namespace attnserve::attention_internal {
 namespace {
@@ -25,45 +25,6 @@ constexpr int kHeadDim = 8;
 // outputs per chunk is nothing against ~100 keys of work.
 constexpr int kChunkKeys = 128;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-
-// Up to a block's worth of K/V rows, contiguous in memory.
-struct Run {
-  const std::byte* k;
-  const std::byte* v;
-  int count;
-};
-
-// Addressing of one job's K/V rows, dense (strided) or paged.
-struct RowAddress {
-  const KvSource* src;
-  int64_t k_step;  // bytes between consecutive rows of a run
-  int64_t v_step;
-
-  // The runs of rows that cover [begin, end) in order, into `runs` (room
-  // for end - begin); returns how many. Found once per chunk, for both of
-  // its passes, by walking the block table: one division per chunk, not
-  // one per run (an integer division costs tens of cycles, and a job of
-  // ~100 keys is only about a thousand).
-  int Collect(int begin, int end, Run* runs) const {
-    const KvSource& s = *src;
-    if (s.layout == nullptr) {
-      runs[0] = {s.k + begin * k_step, s.v + begin * v_step, end - begin};
-      return 1;
-    }
-    const KvLayout& L = *s.layout;
-    const int64_t block_bytes = L.BlockBytes();
-    const int64_t k_off = L.KOffset(s.kv_head, 0) * int64_t{sizeof(float)};
-    const int64_t v_off = L.VOffset(s.kv_head, 0) * int64_t{sizeof(float)};
-    int block = begin / L.block_size, row = begin % L.block_size, n = 0;
-    for (int pos = begin; pos < end; ++block, row = 0) {
-      const std::byte* base = s.layer_base + int64_t{s.block_table[block]} * block_bytes;
-      const int count = std::min(L.block_size - row, end - pos);
-      runs[n++] = {base + k_off + row * k_step, base + v_off + row * v_step, count};
-      pos += count;
-    }
-    return n;
-  }
-};
 
 ATTN_AVX2 inline float HorizontalMax(__m256 x) {
   __m128 v = _mm_max_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
@@ -86,7 +47,7 @@ ATTN_AVX2 inline float HorizontalSum(__m256 x) {
 template <int R>
 ATTN_AVX2 void Head8Job(const FlashRow* rows, int num_rows, const KvSource& src, float scale) {
   constexpr int kAcc = R <= 2 ? 4 : (R == 4 ? 2 : 1);
-  Run runs[kChunkKeys];
+  KvRun runs[kChunkKeys];
   // +8: a run's last group of 8 scores may run past its count (and the
   // chunk's end); the excess is overwritten by the next run or masked.
   alignas(32) float s[R][kChunkKeys + 8];
@@ -105,11 +66,7 @@ ATTN_AVX2 void Head8Job(const FlashRow* rows, int num_rows, const KvSource& src,
     l[r] = 0.0f;
     for (int a = 0; a < kAcc; ++a) o[r][a] = _mm256_setzero_ps();
   }
-  RowAddress kv{&src, kHeadDim * int64_t{sizeof(float)}, kHeadDim * int64_t{sizeof(float)}};
-  if (src.layout == nullptr) {
-    kv.k_step = src.k_row_stride * int64_t{sizeof(float)};
-    kv.v_step = src.v_row_stride * int64_t{sizeof(float)};
-  }
+  const KvRowAddress kv = KvRowAddress::For(src);
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   const __m256 neg_inf = _mm256_set1_ps(kNegInf);
 
@@ -118,7 +75,7 @@ ATTN_AVX2 void Head8Job(const FlashRow* rows, int num_rows, const KvSource& src,
     const int num_runs = kv.Collect(start, end, runs);
     // Q·K, 8 keys at a time: s[r][key] = q[r] · k[key].
     for (int i = 0, pos = start; i < num_runs; pos += runs[i].count, ++i) {
-      const Run& run = runs[i];
+      const KvRun& run = runs[i];
       float* col = &s[0][0] + (pos - start);
       for (int j = 0; j < run.count; j += 8) {
         __m256 kr[8];
@@ -178,7 +135,7 @@ ATTN_AVX2 void Head8Job(const FlashRow* rows, int num_rows, const KvSource& src,
     // P·V: o[r] += s[r][key] * v[key], kAcc keys at a time into kAcc
     // independent accumulators per row.
     for (int i = 0, col = 0; i < num_runs; col += runs[i].count, ++i) {
-      const Run& run = runs[i];
+      const KvRun& run = runs[i];
       int j = 0;
       for (; j + kAcc <= run.count; j += kAcc) {
 #pragma GCC unroll 4
