@@ -32,7 +32,7 @@ ABSL_FLAG(int, http_port, 8080, "HTTP port (/healthz, /readyz, /metrics, JSON AP
 ABSL_FLAG(std::string, listen_address, "0.0.0.0", "Address both ports bind to.");
 ABSL_FLAG(std::string, encoder_model, "", "Encoder model directory (Hugging Face layout: config.json, model.safetensors, tokenizer.json). Empty = no encoder.");
 ABSL_FLAG(std::string, decoder_model, "", "Decoder model: a Hugging Face directory or a .gguf file. Empty = no decoder.");
-ABSL_FLAG(int, threads, 0, "Engine compute threads (OpenMP/oneDNN). 0 = all cores.");
+ABSL_FLAG(int, threads, 0, "Engine compute threads (OpenMP/oneDNN). 0 = OMP_NUM_THREADS if set, else the CPUs this process may use: its CPU affinity, capped by a cgroup CPU quota (a container's CPU limit), rounded down.");
 ABSL_FLAG(int64_t, kv_cache_bytes, int64_t{1} << 30, "Bytes of the KV cache block pool.");
 ABSL_FLAG(int, max_queue, 256, "Requests that may wait in the queue; beyond it requests get RESOURCE_EXHAUSTED (HTTP 429).");
 ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(30), "On SIGTERM, how long in-flight requests may take to finish, e.g. 30s.");

@@ -45,7 +45,7 @@ absl::Status ValidateOptions(const ServerOptions& o) {
     return absl::InvalidArgumentError("--http-max-body-bytes: must be >= 1024");
   }
   if (o.engine.threads < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("--threads=", o.engine.threads, ": must be >= 0 (0 = all cores)"));
+    return absl::InvalidArgumentError(absl::StrCat("--threads=", o.engine.threads, ": must be >= 0 (0 = OMP_NUM_THREADS, else the CPUs this process may use)"));
   }
   if (o.engine.kv_cache_bytes <= 0) {
     return absl::InvalidArgumentError(absl::StrCat("--kv-cache-bytes=", o.engine.kv_cache_bytes, ": must be > 0"));

@@ -1,5 +1,8 @@
 #include "server/server.h"
 
+#include <cstdlib>
+#include <optional>
+
 #include "absl/log/log.h"
 #include "absl/strings/str_cat.h"
 #include "engine/core/build_info.h"
@@ -7,17 +10,42 @@
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/server_builder.h"
+#include "server/cpu_budget.h"
 #include "server/http/api_routes.h"
 #include "server/version.h"
 
 namespace attnserve {
+namespace {
+
+// The engine's thread count for --threads=N: N when set; else 0 (the OpenMP
+// runtime's own choice) when OMP_NUM_THREADS says it; else the CPUs this
+// process may use, its affinity capped by a container's CPU quota
+// (cpu_budget.h), which the runtime's default would not see.
+int ResolveEngineThreads(int flag) {
+  if (flag > 0) return flag;
+  if (const char* env = std::getenv("OMP_NUM_THREADS"); env != nullptr && *env != '\0') return 0;
+  const int affinity = AffinityCpuCount();
+  const std::optional<CgroupCpuQuota> quota = ReadCgroupCpuQuota();
+  const int threads = ThreadsForCpuBudget(affinity, quota ? std::optional<double>(quota->cpus) : std::nullopt);
+  if (quota) {
+    LOG(INFO) << "--threads=0: " << threads << " engine threads for a CPU quota of " << quota->cpus << " CPUs ("
+              << quota->file << ") and " << affinity << " CPUs in the affinity mask";
+  } else {
+    LOG(INFO) << "--threads=0: " << threads << " engine threads, the CPUs in the affinity mask (no cgroup CPU quota)";
+  }
+  return threads;
+}
+
+}  // namespace
 
 Server::Server(const ServerOptions& options) : options_(options) {}
 
 Server::~Server() { Drain(); }
 
-absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
-  if (absl::Status s = ValidateOptions(options); !s.ok()) return s;
+absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& requested) {
+  if (absl::Status s = ValidateOptions(requested); !s.ok()) return s;
+  ServerOptions options = requested;
+  options.engine.threads = ResolveEngineThreads(requested.engine.threads);
   SetEngineThreads(options.engine.threads);
   std::unique_ptr<Server> server(new Server(options));
 

@@ -72,14 +72,19 @@ def assert_no_sanitizer_report(output: str):
 class ServerProcess:
     """A running attnserve on free loopback ports; stopped on close()."""
 
-    def __init__(self, *flags: str, ready_timeout: float = 120.0, env: dict | None = None):
+    def __init__(self, *flags: str, ready_timeout: float = 120.0, env: dict | None = None,
+                 env_drop: tuple = (), preexec_fn=None):
+        """`env` is added to this process's environment, `env_drop` names
+        variables left out of it; `preexec_fn` runs in the child before exec
+        (subprocess.Popen's)."""
         self.grpc_port = free_port()
         self.http_port = free_port()
         self.log = tempfile.NamedTemporaryFile(prefix="attnserve-", suffix=".log", delete=False)
         cmd = [str(DEV), "exec", str(BIN), f"--grpc-port={self.grpc_port}", f"--http-port={self.http_port}",
                "--listen-address=127.0.0.1", *flags]
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, cwd=REPO,
-                                     stdin=subprocess.DEVNULL, env={**os.environ, **(env or {})})
+                                     stdin=subprocess.DEVNULL, preexec_fn=preexec_fn,
+                                     env={k: v for k, v in {**os.environ, **(env or {})}.items() if k not in env_drop})
         deadline = time.monotonic() + ready_timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
