@@ -34,7 +34,7 @@ struct ModelOptions {
 };
 
 struct EngineOptions {
-  int threads = 0;                           // 0 = OMP_NUM_THREADS, else the CPU budget (cpu_budget.h)
+  int threads = 0;                           // 0 = OMP_NUM_THREADS, else the CPU budget (cgroup_limits.h)
   int64_t kv_cache_bytes = int64_t{1} << 30;  // KV block pool size
 };
 

@@ -10,7 +10,7 @@
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/server_builder.h"
-#include "server/cpu_budget.h"
+#include "server/cgroup_limits.h"
 #include "server/http/api_routes.h"
 #include "server/version.h"
 
@@ -20,15 +20,15 @@ namespace {
 // The engine's thread count for --threads=N: N when set; else 0 (the OpenMP
 // runtime's own choice) when OMP_NUM_THREADS says it; else the CPUs this
 // process may use, its affinity capped by a container's CPU quota
-// (cpu_budget.h), which the runtime's default would not see.
+// (cgroup_limits.h), which the runtime's default would not see.
 int ResolveEngineThreads(int flag) {
   if (flag > 0) return flag;
   if (const char* env = std::getenv("OMP_NUM_THREADS"); env != nullptr && *env != '\0') return 0;
   const int affinity = AffinityCpuCount();
-  const std::optional<CgroupCpuQuota> quota = ReadCgroupCpuQuota();
-  const int threads = ThreadsForCpuBudget(affinity, quota ? std::optional<double>(quota->cpus) : std::nullopt);
+  const std::optional<CgroupLimit> quota = ReadCgroupCpuQuota();
+  const int threads = ThreadsForCpuBudget(affinity, quota ? std::optional<double>(quota->value) : std::nullopt);
   if (quota) {
-    LOG(INFO) << "--threads=0: " << threads << " engine threads for a CPU quota of " << quota->cpus << " CPUs ("
+    LOG(INFO) << "--threads=0: " << threads << " engine threads for a CPU quota of " << quota->value << " CPUs ("
               << quota->file << ") and " << affinity << " CPUs in the affinity mask";
   } else {
     LOG(INFO) << "--threads=0: " << threads << " engine threads, the CPUs in the affinity mask (no cgroup CPU quota)";

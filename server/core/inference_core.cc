@@ -8,6 +8,8 @@
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "engine/core/status_macros.h"
+#include "server/cgroup_limits.h"
 #include "server/core/delivery_queue.h"
 #include "server/core/proto_convert.h"
 #include "server/scheduler/engine_backends.h"
@@ -89,6 +91,8 @@ absl::StatusOr<std::unique_ptr<InferenceCore>> InferenceCore::Create(const Serve
     return absl::InvalidArgumentError(
         absl::StrCat("matmul-precision: \"", options.models.matmul_precision, "\" is not f32 or bf16"));
   }
+  int64_t weight_bytes = 0;  // for the memory check below
+  int64_t kv_bytes = 0;
   if (!options.models.encoder_model.empty()) {
     const absl::Time start = absl::Now();
     EncoderLoadOptions load;
@@ -103,6 +107,7 @@ absl::StatusOr<std::unique_ptr<InferenceCore>> InferenceCore::Create(const Serve
     m.encoder_name = ShortName(options.models.encoder_model);
     m.encode_backend = std::make_unique<EncoderBackend>(m.encoder.get());
     metrics->weight_bytes(WorkKind::kEncode).Set(static_cast<double>(m.encoder->description().weight_bytes));
+    weight_bytes += m.encoder->description().weight_bytes;
     LOG(INFO) << "encoder " << m.encoder_name << " loaded from " << options.models.encoder_model << " in "
               << absl::Now() - start << ": " << m.encoder->description().architecture << ", "
               << m.encoder->description().num_layers << " layers, " << m.encoder->description().weight_bytes
@@ -130,11 +135,22 @@ absl::StatusOr<std::unique_ptr<InferenceCore>> InferenceCore::Create(const Serve
     m.generate_backend->set_block_size(kv.block_size);
     metrics->weight_bytes(WorkKind::kGenerate).Set(static_cast<double>(m.decoder->description().weight_bytes));
     const KvStats stats = m.generate_backend->kv_stats();
+    weight_bytes += m.decoder->description().weight_bytes;
+    kv_bytes = stats.bytes_capacity;
     LOG(INFO) << "decoder " << m.decoder_name << " loaded from " << options.models.decoder_model << " in "
               << absl::Now() - start << ": " << m.decoder->description().architecture << ", "
               << m.decoder->description().num_layers << " layers, " << m.decoder->description().weight_bytes
               << " weight bytes; KV cache " << stats.blocks_total << " blocks of " << kv.block_size << " tokens, "
               << stats.bytes_capacity << " bytes (" << stats.bytes_per_token << " bytes per token)";
+  }
+
+  // The KV pool's pages are touched only as sequences fill it: a pool past
+  // the container's memory would run until load grows, then be killed.
+  const std::optional<CgroupLimit> memory_limit = ReadCgroupMemoryLimit();
+  RETURN_IF_ERROR(CheckWeightsAndKvFit(weight_bytes, kv_bytes, memory_limit));
+  if (memory_limit) {
+    LOG(INFO) << "memory: weights " << weight_bytes << " + KV cache " << kv_bytes << " bytes of the "
+              << static_cast<int64_t>(memory_limit->value) << "-byte limit (" << memory_limit->file << ")";
   }
 
   core->delivery_ = std::make_unique<DeliveryQueue>(kDeliveryWorkers);

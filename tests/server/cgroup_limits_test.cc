@@ -1,6 +1,7 @@
-// The CPU budget behind --threads=0: cgroup v1 and v2 quotas found through
+// The container limits behind --threads=0 and the start-up memory check:
+// cgroup v1 and v2 CPU quotas and memory limits found through
 // /proc/self/cgroup and /proc/self/mountinfo, over fake cgroup folders.
-#include "server/cpu_budget.h"
+#include "server/cgroup_limits.h"
 
 #include <sched.h>
 #include <unistd.h>
@@ -18,11 +19,11 @@ namespace {
 namespace fs = std::filesystem;
 
 // A fresh folder per test standing in for /sys/fs/cgroup.
-class CpuBudgetTest : public ::testing::Test {
+class CgroupLimitsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     root_ = fs::path(::testing::TempDir()) /
-            absl::StrCat("cpu_budget_", ::testing::UnitTest::GetInstance()->current_test_info()->name(), "_",
+            absl::StrCat("cgroup_limits_", ::testing::UnitTest::GetInstance()->current_test_info()->name(), "_",
                          getpid());
     fs::remove_all(root_);
     fs::create_directories(root_);
@@ -50,26 +51,26 @@ class CpuBudgetTest : public ::testing::Test {
   fs::path root_;
 };
 
-TEST_F(CpuBudgetTest, V2QuotaOfTheProcessCgroup) {
+TEST_F(CgroupLimitsTest, V2QuotaOfTheProcessCgroup) {
   Write("v2/kubepods/pod1/cpu.max", "150000 100000\n");
   const auto quota = FindCgroupCpuQuota("0::/kubepods/pod1\n", absl::StrCat(kProcMount, V2Mount("/", Dir("v2"))));
   ASSERT_TRUE(quota.has_value());
-  EXPECT_DOUBLE_EQ(quota->cpus, 1.5);
+  EXPECT_DOUBLE_EQ(quota->value, 1.5);
   EXPECT_EQ(quota->file, Dir("v2/kubepods/pod1/cpu.max"));
 }
 
-TEST_F(CpuBudgetTest, V2TightestAncestorWins) {
+TEST_F(CgroupLimitsTest, V2TightestAncestorWins) {
   Write("v2/cpu.max", "max 100000\n");
   Write("v2/kubepods/cpu.max", "200000 100000\n");
   Write("v2/kubepods/pod1/cpu.max", "max 100000\n");
   Write("v2/kubepods/pod1/ctr/cpu.max", "400000 100000\n");
   const auto quota = FindCgroupCpuQuota("0::/kubepods/pod1/ctr\n", V2Mount("/", Dir("v2")));
   ASSERT_TRUE(quota.has_value());
-  EXPECT_DOUBLE_EQ(quota->cpus, 2.0);
+  EXPECT_DOUBLE_EQ(quota->value, 2.0);
   EXPECT_EQ(quota->file, Dir("v2/kubepods/cpu.max"));
 }
 
-TEST_F(CpuBudgetTest, V2NoQuotaAnywhere) {
+TEST_F(CgroupLimitsTest, V2NoQuotaAnywhere) {
   Write("v2/a/cpu.max", "max 100000\n");
   EXPECT_FALSE(FindCgroupCpuQuota("0::/a\n", V2Mount("/", Dir("v2"))).has_value());
   // A cgroup without a cpu.max at all (the cpu controller not enabled there).
@@ -77,16 +78,16 @@ TEST_F(CpuBudgetTest, V2NoQuotaAnywhere) {
   EXPECT_FALSE(FindCgroupCpuQuota("0::/b\n", V2Mount("/", Dir("v2"))).has_value());
 }
 
-TEST_F(CpuBudgetTest, V2NamespacedContainerSeesItsOwnCgroupAtTheMountPoint) {
+TEST_F(CgroupLimitsTest, V2NamespacedContainerSeesItsOwnCgroupAtTheMountPoint) {
   // Inside a container with a cgroup namespace: the process is at "/" and
   // the mount point is its own cgroup.
   Write("v2/cpu.max", "100000 100000\n");
   const auto quota = FindCgroupCpuQuota("0::/\n", V2Mount("/", Dir("v2")));
   ASSERT_TRUE(quota.has_value());
-  EXPECT_DOUBLE_EQ(quota->cpus, 1.0);
+  EXPECT_DOUBLE_EQ(quota->value, 1.0);
 }
 
-TEST_F(CpuBudgetTest, V1CpuHierarchyMountedFromAContainerRoot) {
+TEST_F(CgroupLimitsTest, V1CpuHierarchyMountedFromAContainerRoot) {
   // Docker on cgroup v1 without a namespace: /proc/self/cgroup names the
   // host path, and the mount shows that path at the mount point.
   Write("cpu/cpu.cfs_quota_us", "50000\n");
@@ -94,11 +95,11 @@ TEST_F(CpuBudgetTest, V1CpuHierarchyMountedFromAContainerRoot) {
   const auto quota = FindCgroupCpuQuota("5:memory:/docker/abc\n4:cpu,cpuacct:/docker/abc\n0::/\n",
                                         V1Mount("/docker/abc", Dir("cpu"), "cpu,cpuacct"));
   ASSERT_TRUE(quota.has_value());
-  EXPECT_DOUBLE_EQ(quota->cpus, 0.5);
+  EXPECT_DOUBLE_EQ(quota->value, 0.5);
   EXPECT_EQ(quota->file, Dir("cpu/cpu.cfs_quota_us"));
 }
 
-TEST_F(CpuBudgetTest, V1NoLimitIsMinusOne) {
+TEST_F(CgroupLimitsTest, V1NoLimitIsMinusOne) {
   Write("cpu/job/cpu.cfs_quota_us", "-1\n");
   Write("cpu/job/cpu.cfs_period_us", "100000\n");
   Write("cpu/cpu.cfs_quota_us", "-1\n");
@@ -106,7 +107,7 @@ TEST_F(CpuBudgetTest, V1NoLimitIsMinusOne) {
   EXPECT_FALSE(FindCgroupCpuQuota("1:cpu:/job\n", V1Mount("/", Dir("cpu"), "cpu")).has_value());
 }
 
-TEST_F(CpuBudgetTest, HybridHostTakesTheV1CpuQuota) {
+TEST_F(CgroupLimitsTest, HybridHostTakesTheV1CpuQuota) {
   // The layout of this project's development VM: v1 controllers, and a v2
   // hierarchy at /sys/fs/cgroup/unified with no cpu controller.
   Write("cpu/job/cpu.cfs_quota_us", "300000\n");
@@ -116,21 +117,21 @@ TEST_F(CpuBudgetTest, HybridHostTakesTheV1CpuQuota) {
                                              V1Mount("/", Dir("cpuacct"), "cpuacct"), V2Mount("/", Dir("unified")));
   const auto quota = FindCgroupCpuQuota("9:name=systemd:/\n2:cpuacct:/\n1:cpu:/job\n0::/\n", mountinfo);
   ASSERT_TRUE(quota.has_value());
-  EXPECT_DOUBLE_EQ(quota->cpus, 3.0);
+  EXPECT_DOUBLE_EQ(quota->value, 3.0);
 }
 
-TEST_F(CpuBudgetTest, ACpuacctOnlyHierarchyIsNotTheCpuOne) {
+TEST_F(CgroupLimitsTest, ACpuacctOnlyHierarchyIsNotTheCpuOne) {
   Write("acct/cpu.cfs_quota_us", "100000\n");
   Write("acct/cpu.cfs_period_us", "100000\n");
   EXPECT_FALSE(FindCgroupCpuQuota("2:cpuacct:/\n", V1Mount("/", Dir("acct"), "cpuacct")).has_value());
 }
 
-TEST_F(CpuBudgetTest, EscapedMountPointAndMalformedFiles) {
+TEST_F(CgroupLimitsTest, EscapedMountPointAndMalformedFiles) {
   Write("with space/cpu.max", "250000 100000\n");
   const std::string escaped = Dir("with\\040space");
   const auto quota = FindCgroupCpuQuota("0::/\n", V2Mount("/", escaped));
   ASSERT_TRUE(quota.has_value());
-  EXPECT_DOUBLE_EQ(quota->cpus, 2.5);
+  EXPECT_DOUBLE_EQ(quota->value, 2.5);
 
   Write("bad/cpu.max", "lots 100000\n");
   EXPECT_FALSE(FindCgroupCpuQuota("0::/\n", V2Mount("/", Dir("bad"))).has_value());
@@ -141,7 +142,40 @@ TEST_F(CpuBudgetTest, EscapedMountPointAndMalformedFiles) {
   EXPECT_FALSE(FindCgroupCpuQuota("garbage\n\n", V2Mount("/", Dir("bad"))).has_value());
 }
 
-TEST(CpuBudgetThreadsTest, QuotaRoundsDownAndCapsTheAffinity) {
+TEST_F(CgroupLimitsTest, V2MemoryMaxTightestUpTheHierarchy) {
+  Write("v2/kubepods/memory.max", "671088640\n");
+  Write("v2/kubepods/pod1/memory.max", "max\n");
+  const auto limit = FindCgroupMemoryLimit("0::/kubepods/pod1\n", V2Mount("/", Dir("v2")));
+  ASSERT_TRUE(limit.has_value());
+  EXPECT_DOUBLE_EQ(limit->value, 671088640.0);
+  EXPECT_EQ(limit->file, Dir("v2/kubepods/memory.max"));
+  // The CPU quota of the same tree is unset.
+  EXPECT_FALSE(FindCgroupCpuQuota("0::/kubepods/pod1\n", V2Mount("/", Dir("v2"))).has_value());
+}
+
+TEST_F(CgroupLimitsTest, V1MemoryLimitAndItsNoLimitValue) {
+  Write("mem/memory.limit_in_bytes", "9223372036854771712\n");  // v1's "no limit"
+  Write("mem/job/memory.limit_in_bytes", "268435456\n");
+  const std::string mountinfo = absl::StrCat(V1Mount("/", Dir("cpu"), "cpu"), V1Mount("/", Dir("mem"), "memory"));
+  const auto limit = FindCgroupMemoryLimit("4:memory:/job\n1:cpu:/\n0::/\n", mountinfo);
+  ASSERT_TRUE(limit.has_value());
+  EXPECT_DOUBLE_EQ(limit->value, 268435456.0);
+  EXPECT_EQ(limit->file, Dir("mem/job/memory.limit_in_bytes"));
+  EXPECT_FALSE(FindCgroupMemoryLimit("4:memory:/\n", mountinfo).has_value());
+}
+
+TEST(CheckWeightsAndKvFitTest, RefusesOnlyWhatCanNeverFit) {
+  const CgroupLimit limit{1000.0, "/sys/fs/cgroup/memory.max"};
+  EXPECT_TRUE(CheckWeightsAndKvFit(300, 600, limit).ok());
+  EXPECT_TRUE(CheckWeightsAndKvFit(1LL << 40, 1LL << 40, std::nullopt).ok());  // no limit
+  const absl::Status s = CheckWeightsAndKvFit(300, 700, limit);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  for (const char* part : {"--kv-cache-bytes", "300 bytes", "700 bytes", "1000 bytes", "/sys/fs/cgroup/memory.max"}) {
+    EXPECT_NE(s.message().find(part), std::string::npos) << part << " not in: " << s.message();
+  }
+}
+
+TEST(CgroupCpuThreadsTest, QuotaRoundsDownAndCapsTheAffinity) {
   EXPECT_EQ(ThreadsForCpuBudget(64, 2.0), 2);
   EXPECT_EQ(ThreadsForCpuBudget(64, 1.5), 1);
   EXPECT_EQ(ThreadsForCpuBudget(64, 0.25), 1);  // never zero threads
@@ -150,7 +184,7 @@ TEST(CpuBudgetThreadsTest, QuotaRoundsDownAndCapsTheAffinity) {
   EXPECT_EQ(ThreadsForCpuBudget(0, std::nullopt), 1);
 }
 
-TEST(CpuBudgetThreadsTest, AffinityCountIsThisProcessMask) {
+TEST(CgroupCpuThreadsTest, AffinityCountIsThisProcessMask) {
   cpu_set_t set;
   CPU_ZERO(&set);
   ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
