@@ -59,7 +59,9 @@ b, a = read(sys.argv[1]), read(sys.argv[2])
 d = lambda k: a.get(k, 0.0) - b.get(k, 0.0)
 o, c = d("attnserve_scheduler_overhead_seconds_sum"), d("attnserve_scheduler_overhead_seconds_count")
 e = d('attnserve_engine_step_duration_seconds_sum{kind="generate"}')
+run, wait = (d('attnserve_scheduler_thread_cpu_seconds_total{state="%s"}' % s) for s in ("running", "waiting"))
 print(json.dumps({"overhead_ratio": o / (o + e) if o + e > 0 else float("nan"),
+                  "cpu_wait_share": wait / (run + wait) if run + wait > 0 else float("nan"),
                   "overhead_us": o / c * 1e6 if c else float("nan"),
                   "engine_us": e / c * 1e6 if c else float("nan")}))
 PYEOF
@@ -77,15 +79,16 @@ import json, sys, pathlib
 w, models, streams = pathlib.Path(sys.argv[1]), sys.argv[2].split(), [int(s) for s in sys.argv[3].split()]
 for m in models:
     print(f"\n{m}: compiled client, greedy, 64 tokens each (ignore_eos)")
-    print("| streams | requests | tokens/s | vs one at a time | p50 ITL ms | p99 ITL ms | client CPU | sched. overhead | per pass µs | engine per pass µs |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| streams | requests | tokens/s | vs one at a time | p50 ITL ms | p99 ITL ms | client CPU | sched. overhead | per pass µs | engine per pass µs | engine thread waiting for a CPU |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     base = None
     for s in streams:
         r = json.loads((w / f"{m}_{s}.json").read_text())
         o = json.loads((w / f"{m}_{s}.server.json").read_text())
         base = base or r["tokens_per_s"]
         print(f"| {s} | {r['requests']} | {r['tokens_per_s']:.0f} | {r['tokens_per_s']/base:.2f}x | {r['p50_itl_ms']:.3f} | "
-              f"{r['p99_itl_ms']:.2f} | {r['client_cpu']:.2f} | {100*o['overhead_ratio']:.2f}% | {o['overhead_us']:.1f} | {o['engine_us']:.0f} |")
+              f"{r['p99_itl_ms']:.2f} | {r['client_cpu']:.2f} | {100*o['overhead_ratio']:.2f}% | {o['overhead_us']:.1f} | {o['engine_us']:.0f} | "
+              f"{100*o['cpu_wait_share']:.1f}% |")
     eng = [json.loads(l) for l in (w / f"{m}_engine.jsonl").read_text().splitlines() if l.strip()]
     if eng:
         by = {e["batch"]: e["tok_s"] for e in eng}

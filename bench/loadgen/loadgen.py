@@ -152,6 +152,8 @@ def server_delta(before, after):
     engine = (d('attnserve_engine_step_duration_seconds_sum{kind="generate"}') +
               d('attnserve_engine_step_duration_seconds_sum{kind="encode"}'))
     passes = d("attnserve_scheduler_overhead_seconds_count")
+    running = d('attnserve_scheduler_thread_cpu_seconds_total{state="running"}')
+    waiting = d('attnserve_scheduler_thread_cpu_seconds_total{state="waiting"}')
     return {
         "server_generated_tokens": d('attnserve_tokens_processed_total{kind="generated"}'),
         "server_encode_tokens": d('attnserve_tokens_processed_total{kind="encode"}'),
@@ -161,6 +163,9 @@ def server_delta(before, after):
         # Overhead as a share of the time the loop was doing work.
         "server_sched_overhead_ratio": overhead / (overhead + engine) if overhead + engine > 0 else float("nan"),
         "server_sched_overhead_per_pass_us": overhead / passes * 1e6 if passes else float("nan"),
+        # Share of the engine thread's runnable time it waited for a CPU: the
+        # part of the (wall-time) overhead that is the machine, not the work.
+        "server_engine_thread_cpu_wait_share": waiting / (running + waiting) if running + waiting > 0 else float("nan"),
     }
 
 

@@ -1,5 +1,7 @@
 #include "server/metrics/metrics.h"
 
+#include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "prometheus/text_serializer.h"
@@ -157,7 +159,13 @@ ServerMetrics::ServerMetrics(const BuildLabels& build)
       start_time_(NewGauge(*registry_, "attnserve_process_start_time_seconds",
                            "Start time of the process since the Unix epoch, seconds.")),
       ready_(NewGauge(*registry_, "attnserve_ready",
-                      "1 when the server is ready for traffic (models loaded, not draining), else 0.")) {
+                      "1 when the server is ready for traffic (models loaded, not draining), else 0.")),
+      sched_cpu_running_(NewCounter(*registry_, "attnserve_scheduler_thread_cpu_seconds_total",
+                                    "The scheduler (engine) thread's time by state, from the kernel's schedstat: "
+                                    "running on a CPU, or runnable and waiting for one.",
+                                    {{"state", "running"}})),
+      sched_cpu_waiting_(NewCounter(*registry_, "attnserve_scheduler_thread_cpu_seconds_total", "",
+                                    {{"state", "waiting"}})) {
   NewGauge(*registry_, "attnserve_build_info", "Build and engine information; the value is always 1.",
            {{"version", build.version},
             {"onednn_version", build.onednn_version},
@@ -193,10 +201,25 @@ void ServerMetrics::RecordCancellation(RequestPhase phase, int64_t kv_bytes_recl
 
 void ServerMetrics::SetReady(bool ready) { ready_.Set(ready ? 1 : 0); }
 
+void ServerMetrics::SetSchedulerThread(int tid) { scheduler_tid_.store(tid); }
+
 std::string ServerMetrics::Scrape() {
   const ProcessStats stats = ReadProcessStats();
   resident_bytes_.Set(static_cast<double>(stats.resident_bytes));
   virtual_bytes_.Set(static_cast<double>(stats.virtual_bytes));
+  if (const int tid = scheduler_tid_.load(); tid != 0) {
+    if (const std::optional<ThreadSchedStats> now = ReadThreadSchedStats(tid)) {
+      std::lock_guard<std::mutex> lock(sched_mu_);
+      if (tid != sched_counted_tid_) {  // a new thread: its counts start at 0
+        sched_counted_tid_ = tid;
+        sched_counted_running_ = sched_counted_waiting_ = 0;
+      }
+      sched_cpu_running_.Increment(std::max(0.0, now->cpu_seconds - sched_counted_running_));
+      sched_cpu_waiting_.Increment(std::max(0.0, now->wait_seconds - sched_counted_waiting_));
+      sched_counted_running_ = std::max(sched_counted_running_, now->cpu_seconds);
+      sched_counted_waiting_ = std::max(sched_counted_waiting_, now->wait_seconds);
+    }
+  }
   return prometheus::TextSerializer().Serialize(registry_->Collect());
 }
 

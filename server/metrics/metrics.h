@@ -6,7 +6,9 @@
 #ifndef ATTNSERVE_SERVER_METRICS_METRICS_H_
 #define ATTNSERVE_SERVER_METRICS_METRICS_H_
 
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "absl/status/status.h"
@@ -44,8 +46,17 @@ class ServerMetrics {
   void SetReady(bool ready);
 
   // The Prometheus text exposition of every family; refreshes the process
-  // gauges first.
+  // gauges and the scheduler thread's CPU counters first.
   std::string Scrape();
+
+  // The thread that runs the engine (the scheduler's) says who it is, so that
+  // scrapes can report its time on a CPU and its time waiting for one
+  // (attnserve_scheduler_thread_cpu_seconds_total{state}). Why: the
+  // scheduler's overhead metric is wall time, which grows when the thread
+  // waits for a core (an oversubscribed node, a spent CPU quota, a client
+  // on the same machine) as much as when it works; the wait counter tells
+  // the two apart.
+  void SetSchedulerThread(int tid);
 
   // Direct handles for the scheduler and adapters.
   prometheus::Histogram& queue_time(WorkKind kind) { return kind == WorkKind::kEncode ? queue_encode_ : queue_generate_; }
@@ -104,6 +115,14 @@ class ServerMetrics {
   prometheus::Gauge &queued_encode_, &queued_generate_, &running_sequences_, &kv_blocks_used_, &kv_blocks_total_;
   prometheus::Gauge &kv_used_bytes_, &kv_capacity_bytes_, &weights_encoder_, &weights_decoder_, &scratch_bytes_;
   prometheus::Gauge &saturation_, &resident_bytes_, &virtual_bytes_, &start_time_, &ready_;
+  prometheus::Counter &sched_cpu_running_, &sched_cpu_waiting_;
+  std::atomic<int> scheduler_tid_{0};
+  // What the counters above already hold of scheduler_tid_'s schedstat:
+  // a scrape adds what is new since.
+  std::mutex sched_mu_;
+  int sched_counted_tid_ = 0;        // guarded by sched_mu_
+  double sched_counted_running_ = 0;  // guarded by sched_mu_
+  double sched_counted_waiting_ = 0;  // guarded by sched_mu_
 };
 
 }  // namespace attnserve

@@ -1,10 +1,18 @@
 #include "server/metrics/process_stats.h"
 
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 
 namespace attnserve {
 namespace {
@@ -57,5 +65,24 @@ ProcessStats ReadProcessStats() {
   }
   return stats;
 }
+
+std::optional<ThreadSchedStats> ParseSchedstat(absl::string_view text) {
+  const std::vector<absl::string_view> fields =
+      absl::StrSplit(absl::StripAsciiWhitespace(text), ' ', absl::SkipEmpty());
+  uint64_t run_ns = 0, wait_ns = 0;
+  if (fields.size() < 2 || !absl::SimpleAtoi(fields[0], &run_ns) || !absl::SimpleAtoi(fields[1], &wait_ns)) {
+    return std::nullopt;
+  }
+  return ThreadSchedStats{static_cast<double>(run_ns) * 1e-9, static_cast<double>(wait_ns) * 1e-9};
+}
+
+std::optional<ThreadSchedStats> ReadThreadSchedStats(int tid) {
+  std::ifstream in(absl::StrCat("/proc/self/task/", tid, "/schedstat"));
+  std::string line;
+  if (!in || !std::getline(in, line)) return std::nullopt;
+  return ParseSchedstat(line);
+}
+
+int CurrentThreadId() { return static_cast<int>(syscall(SYS_gettid)); }
 
 }  // namespace attnserve

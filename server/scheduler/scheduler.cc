@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "engine/core/build_info.h"
 #include "engine/core/status_macros.h"
+#include "server/metrics/process_stats.h"
 #include "server/scheduler/encode_batching.h"
 
 namespace attnserve {
@@ -226,6 +227,7 @@ void Scheduler::TakeInbox() {
 
 void Scheduler::Loop() {
   SetEngineThreads(options_.engine_threads);
+  metrics_->SetSchedulerThread(CurrentThreadId());
   for (;;) {
     TakeInbox();
     bool stopping;

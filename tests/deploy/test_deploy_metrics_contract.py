@@ -22,7 +22,8 @@ CONTRACT = {
     "counter": ["attnserve_requests_total", "attnserve_tokens_processed_total", "attnserve_preemptions_total",
                 "attnserve_rejections_total", "attnserve_cancellations_total",
                 "attnserve_cancelled_kv_bytes_reclaimed_total", "attnserve_cancelled_tokens_wasted_total",
-                "attnserve_prefix_cache_query_tokens_total", "attnserve_prefix_cache_hit_tokens_total"],
+                "attnserve_prefix_cache_query_tokens_total", "attnserve_prefix_cache_hit_tokens_total",
+                "attnserve_scheduler_thread_cpu_seconds_total"],
     "histogram": ["attnserve_queue_time_seconds", "attnserve_time_to_first_token_seconds",
                   "attnserve_inter_token_latency_seconds", "attnserve_request_duration_seconds",
                   "attnserve_prefill_duration_seconds", "attnserve_decode_duration_seconds",
@@ -122,6 +123,7 @@ CONTRACT_LABELS = {
     "attnserve_queued_requests": [{"kind": k} for k in ("encode", "generate")],
     "attnserve_weight_bytes": [{"model": m} for m in ("encoder", "decoder")],
     "attnserve_build_info": [{"version": "0", "onednn_version": "0", "cpu_isa": "avx2", "threads": "2"}],
+    "attnserve_scheduler_thread_cpu_seconds_total": [{"state": s} for s in ("running", "waiting")],
 }
 
 

@@ -43,7 +43,7 @@ def test_http_health_ready_and_metrics_pass_promtool(server_factory):
     assert status == 200
     text = body.decode()
     for name in ("attnserve_process_resident_memory_bytes", "attnserve_process_start_time_seconds",
-                 "attnserve_build_info"):
+                 "attnserve_build_info", 'attnserve_scheduler_thread_cpu_seconds_total{state="running"}'):
         assert f"\n{name}" in "\n" + text, f"{name} missing from /metrics"
     rss = [float(l.split()[-1]) for l in text.splitlines() if l.startswith("attnserve_process_resident_memory_bytes")]
     assert rss and rss[0] > 1e6

@@ -1,9 +1,14 @@
 #include "server/metrics/process_stats.h"
 
 #include <ctime>
+#include <regex>
+#include <string>
+#include <thread>
 #include <vector>
 
+#include "absl/time/clock.h"
 #include "gtest/gtest.h"
+#include "server/metrics/metrics.h"
 
 namespace attnserve {
 namespace {
@@ -23,6 +28,69 @@ TEST(ProcessStatsTest, StartTimeIsRecentPast) {
   const double start = ReadProcessStats().start_time_seconds;
   EXPECT_LE(start, now + 1);
   EXPECT_GT(start, now - 3600);
+}
+
+TEST(ProcessStatsTest, SchedstatParsesRunAndWaitNanoseconds) {
+  const auto stats = ParseSchedstat("1500000000 250000000 42\n");
+  ASSERT_TRUE(stats.has_value());
+  EXPECT_DOUBLE_EQ(stats->cpu_seconds, 1.5);
+  EXPECT_DOUBLE_EQ(stats->wait_seconds, 0.25);
+  EXPECT_FALSE(ParseSchedstat("").has_value());
+  EXPECT_FALSE(ParseSchedstat("12 x 3").has_value());
+}
+
+// Spins on this thread for about `seconds` of wall time.
+void Burn(double seconds) {
+  const absl::Time end = absl::Now() + absl::Seconds(seconds);
+  volatile double x = 1;
+  while (absl::Now() < end) x = x * 1.0000001;
+}
+
+TEST(ProcessStatsTest, ThreadSchedStatsCountThisThreadsCpu) {
+  const int tid = CurrentThreadId();
+  const auto before = ReadThreadSchedStats(tid);
+  if (!before) GTEST_SKIP() << "this kernel has no /proc/<pid>/task/<tid>/schedstat (CONFIG_SCHED_INFO off)";
+  Burn(0.05);
+  const auto after = ReadThreadSchedStats(tid);
+  ASSERT_TRUE(after.has_value());
+  // At least some of 50 ms of spinning ran on a CPU (however loaded the machine).
+  EXPECT_GT(after->cpu_seconds - before->cpu_seconds, 0.001);
+  EXPECT_GE(after->wait_seconds, before->wait_seconds);
+  EXPECT_NE(tid, 0);
+  int other = 0;
+  std::thread([&] { other = CurrentThreadId(); }).join();
+  EXPECT_NE(other, tid);
+}
+
+double Sample(const std::string& text, const std::string& series) {
+  const std::regex line("(^|\n)" + std::regex_replace(series, std::regex(R"([{}\[\]])"), R"(\$&)") +
+                        R"( ([0-9.eE+-]+))");
+  std::smatch m;
+  if (!std::regex_search(text, m, line)) return -1;
+  return std::stod(m[2]);
+}
+
+TEST(ProcessStatsTest, ScrapeReportsTheSchedulerThreadsCpuTime) {
+  if (!ReadThreadSchedStats(CurrentThreadId())) GTEST_SKIP() << "no schedstat on this kernel (CONFIG_SCHED_INFO off)";
+  ServerMetrics metrics(BuildLabels{"v", "3.7", "avx2", 1});
+  const std::string running = R"(attnserve_scheduler_thread_cpu_seconds_total{state="running"})";
+  const std::string waiting = R"(attnserve_scheduler_thread_cpu_seconds_total{state="waiting"})";
+  // Before any thread registers, both series exist at 0.
+  std::string text = metrics.Scrape();
+  EXPECT_EQ(Sample(text, running), 0);
+  EXPECT_EQ(Sample(text, waiting), 0);
+
+  std::thread([&] {
+    metrics.SetSchedulerThread(CurrentThreadId());
+    Burn(0.05);
+    text = metrics.Scrape();  // while the thread is alive
+  }).join();
+  const double first = Sample(text, running);
+  EXPECT_GT(first, 0.001);
+  EXPECT_GE(Sample(text, waiting), 0);
+  // Counters never go back, also once the thread is gone.
+  text = metrics.Scrape();
+  EXPECT_GE(Sample(text, running), first);
 }
 
 }  // namespace
