@@ -1,6 +1,7 @@
 """A real Prometheus server (Debian's `prometheus`, run inside the build
 environment) scrapes the real binary under Generate traffic; we then query it
-through its HTTP API for the time-to-first-token quantile and KV blocks."""
+through its HTTP API for the time-to-first-token quantile, KV blocks and the
+engine thread's CPU time."""
 import json
 import shutil
 import subprocess
@@ -91,6 +92,11 @@ def test_prometheus_scrapes_ttft_and_kv_blocks(pb, tmp_path_factory):
         assert quantile, "no time-to-first-token series"
         ttft = float(quantile[0]["value"][1])
         assert 0 < ttft < 60, ttft
+        # The engine thread's CPU time (its schedstat, read at each scrape):
+        # the streams above ran hundreds of steps on it, milliseconds at least.
+        running = prom_query(prom_port, 'attnserve_scheduler_thread_cpu_seconds_total{state="running"}')
+        assert running and float(running[0]["value"][1]) > 0.001, running
+        assert prom_query(prom_port, 'attnserve_scheduler_thread_cpu_seconds_total{state="waiting"}')
     finally:
         prom.terminate()
         prom.wait(timeout=30)
