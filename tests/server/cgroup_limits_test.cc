@@ -48,15 +48,20 @@ class CgroupLimitsTest : public ::testing::Test {
   }
   static constexpr char kProcMount[] = "22 1 0:21 / /proc rw,nosuid - proc proc rw\n";
 
+  // `limit` was found, with `value`, in root_/`relative_file`.
+  void ExpectLimit(const std::optional<CgroupLimit>& limit, double value, const std::string& relative_file) const {
+    ASSERT_TRUE(limit.has_value());
+    EXPECT_DOUBLE_EQ(limit->value, value);
+    EXPECT_EQ(limit->file, Dir(relative_file));
+  }
+
   fs::path root_;
 };
 
 TEST_F(CgroupLimitsTest, V2QuotaOfTheProcessCgroup) {
   Write("v2/kubepods/pod1/cpu.max", "150000 100000\n");
   const auto quota = FindCgroupCpuQuota("0::/kubepods/pod1\n", absl::StrCat(kProcMount, V2Mount("/", Dir("v2"))));
-  ASSERT_TRUE(quota.has_value());
-  EXPECT_DOUBLE_EQ(quota->value, 1.5);
-  EXPECT_EQ(quota->file, Dir("v2/kubepods/pod1/cpu.max"));
+  ExpectLimit(quota, 1.5, "v2/kubepods/pod1/cpu.max");
 }
 
 TEST_F(CgroupLimitsTest, V2TightestAncestorWins) {
@@ -65,9 +70,7 @@ TEST_F(CgroupLimitsTest, V2TightestAncestorWins) {
   Write("v2/kubepods/pod1/cpu.max", "max 100000\n");
   Write("v2/kubepods/pod1/ctr/cpu.max", "400000 100000\n");
   const auto quota = FindCgroupCpuQuota("0::/kubepods/pod1/ctr\n", V2Mount("/", Dir("v2")));
-  ASSERT_TRUE(quota.has_value());
-  EXPECT_DOUBLE_EQ(quota->value, 2.0);
-  EXPECT_EQ(quota->file, Dir("v2/kubepods/cpu.max"));
+  ExpectLimit(quota, 2.0, "v2/kubepods/cpu.max");
 }
 
 TEST_F(CgroupLimitsTest, V2NoQuotaAnywhere) {
@@ -94,9 +97,7 @@ TEST_F(CgroupLimitsTest, V1CpuHierarchyMountedFromAContainerRoot) {
   Write("cpu/cpu.cfs_period_us", "100000\n");
   const auto quota = FindCgroupCpuQuota("5:memory:/docker/abc\n4:cpu,cpuacct:/docker/abc\n0::/\n",
                                         V1Mount("/docker/abc", Dir("cpu"), "cpu,cpuacct"));
-  ASSERT_TRUE(quota.has_value());
-  EXPECT_DOUBLE_EQ(quota->value, 0.5);
-  EXPECT_EQ(quota->file, Dir("cpu/cpu.cfs_quota_us"));
+  ExpectLimit(quota, 0.5, "cpu/cpu.cfs_quota_us");
 }
 
 TEST_F(CgroupLimitsTest, V1NoLimitIsMinusOne) {
@@ -146,9 +147,7 @@ TEST_F(CgroupLimitsTest, V2MemoryMaxTightestUpTheHierarchy) {
   Write("v2/kubepods/memory.max", "671088640\n");
   Write("v2/kubepods/pod1/memory.max", "max\n");
   const auto limit = FindCgroupMemoryLimit("0::/kubepods/pod1\n", V2Mount("/", Dir("v2")));
-  ASSERT_TRUE(limit.has_value());
-  EXPECT_DOUBLE_EQ(limit->value, 671088640.0);
-  EXPECT_EQ(limit->file, Dir("v2/kubepods/memory.max"));
+  ExpectLimit(limit, 671088640.0, "v2/kubepods/memory.max");
   // The CPU quota of the same tree is unset.
   EXPECT_FALSE(FindCgroupCpuQuota("0::/kubepods/pod1\n", V2Mount("/", Dir("v2"))).has_value());
 }
@@ -158,9 +157,7 @@ TEST_F(CgroupLimitsTest, V1MemoryLimitAndItsNoLimitValue) {
   Write("mem/job/memory.limit_in_bytes", "268435456\n");
   const std::string mountinfo = absl::StrCat(V1Mount("/", Dir("cpu"), "cpu"), V1Mount("/", Dir("mem"), "memory"));
   const auto limit = FindCgroupMemoryLimit("4:memory:/job\n1:cpu:/\n0::/\n", mountinfo);
-  ASSERT_TRUE(limit.has_value());
-  EXPECT_DOUBLE_EQ(limit->value, 268435456.0);
-  EXPECT_EQ(limit->file, Dir("mem/job/memory.limit_in_bytes"));
+  ExpectLimit(limit, 268435456.0, "mem/job/memory.limit_in_bytes");
   EXPECT_FALSE(FindCgroupMemoryLimit("4:memory:/\n", mountinfo).has_value());
 }
 

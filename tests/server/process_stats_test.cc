@@ -1,7 +1,6 @@
 #include "server/metrics/process_stats.h"
 
 #include <ctime>
-#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -62,12 +61,12 @@ TEST(ProcessStatsTest, ThreadSchedStatsCountThisThreadsCpu) {
   EXPECT_NE(other, tid);
 }
 
+// The value of one series (name and labels as exposed) in a text exposition;
+// -1 if absent. Every sample line follows its family's # HELP / # TYPE lines.
 double Sample(const std::string& text, const std::string& series) {
-  const std::regex line("(^|\n)" + std::regex_replace(series, std::regex(R"([{}\[\]])"), R"(\$&)") +
-                        R"( ([0-9.eE+-]+))");
-  std::smatch m;
-  if (!std::regex_search(text, m, line)) return -1;
-  return std::stod(m[2]);
+  const size_t at = text.find("\n" + series + " ");
+  if (at == std::string::npos) return -1;
+  return std::stod(text.substr(at + series.size() + 2));
 }
 
 TEST(ProcessStatsTest, ScrapeReportsTheSchedulerThreadsCpuTime) {
