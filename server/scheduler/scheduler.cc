@@ -334,14 +334,26 @@ void Scheduler::SweepCancelled() {
 void Scheduler::AdmitWaiting() {
   if (waiting_.empty()) return;
   const KvStats kv = generate_->kv_stats();
-  // Keep one block of headroom per running sequence for its next tokens.
+  const int bs = kv_block_size_;
+  auto blocks_for = [bs](int64_t positions) { return (positions + bs - 1) / bs; };
+  // Free = not held, not promised to the rest of a running sequence's prompt
+  // (its prefill reserves blocks chunk by chunk, so they are not yet in
+  // blocks_used), less one block of headroom per running sequence for its
+  // next tokens. Without the promise a sequence admitted onto blocks another
+  // one's prompt still needs made every step fail; preempting it freed
+  // nothing, so it was admitted again at once: the scheduler spun (millions
+  // of preemptions a second) with every stream stalled.
   int64_t free_blocks = kv.blocks_total - kv.blocks_used - static_cast<int64_t>(running_.size());
+  for (const auto& r : running_) {
+    if (!r->prefilling()) continue;
+    const int64_t held = generate_->SequenceKv(*r->seq).num_blocks;
+    free_blocks -= std::max<int64_t>(0, blocks_for(r->prompt_len_now + 1) - held);
+  }
   while (!waiting_.empty() && static_cast<int>(running_.size()) < options_.max_running_sequences) {
     std::shared_ptr<GenerateRequest> request = waiting_.front();
-    const int bs = kv_block_size_;
     std::vector<int32_t> prompt = request->task.prompt;
     prompt.insert(prompt.end(), request->generated.begin(), request->generated.end());
-    const int64_t need = (static_cast<int64_t>(prompt.size()) + 1 + bs - 1) / bs;
+    const int64_t need = blocks_for(static_cast<int64_t>(prompt.size()) + 1);
     // FIFO: nobody overtakes the head, so nobody starves. When nothing runs
     // the head is always tried (it fits the whole cache, checked at Submit).
     if (need > free_blocks && !running_.empty()) break;

@@ -10,6 +10,7 @@
 #include <map>
 #include <numeric>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
@@ -108,6 +109,7 @@ class FakeGenerateBackend : public GenerateBackend {
   absl::StatusOr<std::vector<StepEvent>> Step(absl::Span<const StepItem> items) override {
     if (step_sleep > absl::ZeroDuration()) absl::SleepFor(step_sleep);
     if (on_step) on_step();
+    if (max_steps > 0 && ++steps_ > max_steps) return absl::InternalError("more steps than max_steps");
     // All-or-nothing block reservation.
     int need = 0;
     for (const StepItem& item : items) {
@@ -181,6 +183,9 @@ class FakeGenerateBackend : public GenerateBackend {
   int block_size() const override { return 4; }
 
   static constexpr int64_t kBytesPerToken = 100;
+  // Steps after which every step fails (INTERNAL): ends a scheduler that
+  // would otherwise spin for ever. 0: no limit.
+  int max_steps = 0;
   absl::Duration step_sleep;  // stands in for the engine's compute time
   std::function<void()> on_step;  // e.g. advances a fake clock
   // After a successful step: its prompt tokens and decoded tokens (e.g. a
@@ -198,6 +203,7 @@ class FakeGenerateBackend : public GenerateBackend {
     GenerationParams params;
   };
   static int BlocksFor(int positions) { return (positions + 3) / 4; }
+  int steps_ = 0;
 
   int blocks_total_;
   int used_ = 0;
@@ -478,6 +484,54 @@ TEST_F(SchedulerTest, PreemptsWhenBlocksRunOutAndStillProducesExactTokens) {
   EXPECT_GT(preemptions, 0);
   ASSERT_TRUE(scheduler.WaitIdle(absl::Now() + absl::Seconds(10)));
   EXPECT_EQ(generate.kv_stats().blocks_used, 0);
+}
+
+TEST_F(SchedulerTest, PreemptionUnderKvPressureAlwaysMakesProgress) {
+  // Many requests on a small pool with chunked prefill beside decoding
+  // streams: sequences are admitted while others are part-way through their
+  // prompts, and preempted ones come back with long recomputed prompts.
+  // Admission used to count only the blocks already held, so it let in a
+  // sequence on blocks another one's prompt still needed; every step then
+  // failed, preempting the newest freed nothing, and it was admitted again:
+  // the loop spun for ever. Each case must finish, with exact tokens, long
+  // before the fake engine's step limit. A fake clock fixes the step costs,
+  // so the prefill cap (4 tokens beside decoding, or min_prefill_chunk) and
+  // with it the schedule do not depend on this machine's speed.
+  for (int total : {12, 16, 24}) {
+    for (int requests : {6, 8, 12}) {
+      for (int max_new : {12, 24, 40}) {
+        for (int min_chunk : {4, 8, 16}) {
+          SCOPED_TRACE(absl::StrCat(total, " blocks, ", requests, " requests of ", max_new,
+                                    " tokens, min_prefill_chunk ", min_chunk));
+          FakeGenerateBackend generate(total);
+          generate.max_steps = 20000;
+          std::atomic<int64_t> now_ns{0};
+          absl::Notification all_submitted;
+          generate.on_step = [&] { all_submitted.WaitForNotification(); };
+          generate.on_step_cost = [&](int prompt_tokens, int) { now_ns += 1'000'000 + prompt_tokens * 250'000; };
+          SchedulerOptions options;
+          options.clock = [&] { return absl::FromUnixNanos(now_ns.load()); };
+          options.min_prefill_chunk = min_chunk;
+          Scheduler scheduler(options, nullptr, &generate, &metrics_);
+          std::vector<std::vector<int32_t>> prompts;
+          std::vector<std::unique_ptr<GenerateOutcome>> outs;
+          for (int r = 0; r < requests; ++r) {
+            std::vector<int32_t> prompt(1 + (r * 13) % 40, r + 1);  // 1 to 40 tokens
+            if (static_cast<int>(prompt.size()) + max_new > total * 4) continue;  // could never fit
+            prompts.push_back(prompt);
+            outs.push_back(std::make_unique<GenerateOutcome>());
+            ASSERT_TRUE(scheduler.SubmitGenerate(MakeGenerate(prompt, max_new, outs.back().get())).ok());
+          }
+          all_submitted.Notify();
+          for (size_t r = 0; r < outs.size(); ++r) {
+            outs[r]->done.WaitForNotification();
+            ASSERT_TRUE(outs[r]->status.ok()) << "request " << r << ": " << outs[r]->status;
+            EXPECT_EQ(outs[r]->tokens, Expected(prompts[r], max_new)) << "request " << r;
+          }
+        }
+      }
+    }
+  }
 }
 
 TEST_F(SchedulerTest, CancelFreesBlocksAndEndsWithCancelled) {
