@@ -56,6 +56,9 @@ absl::Status ValidateGenerationParams(const GenerationParams& p, const ModelDesc
   s.repetition_penalty = p.repetition_penalty;
   s.top_logprobs = p.top_logprobs;
   RETURN_IF_ERROR(ValidateSamplingParams(s));
+  if (p.resumed_tokens < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("resumed_tokens must be >= 0, got ", p.resumed_tokens));
+  }
   if (p.top_logprobs > 0 && !p.logprobs) {
     return absl::InvalidArgumentError("top_logprobs needs logprobs = true");
   }
@@ -116,8 +119,14 @@ absl::StatusOr<SeqId> DecoderEngine::AddSequence(std::vector<int32_t> prompt,
                                                      ")"));
     }
   }
+  const int resumed = params.resumed_tokens;
+  if (resumed >= static_cast<int>(prompt.size())) {
+    return absl::InvalidArgumentError(absl::StrCat("resumed_tokens = ", resumed, " leaves no prompt of the ",
+                                                   prompt.size(), " tokens"));
+  }
+  const size_t prompt_end = prompt.size() - static_cast<size_t>(resumed);  // the request's own prompt
   const SeqId id = next_id_++;
-  auto s = std::make_unique<Sequence>(model_->tokenizer(), prompt.back(), params.stop);
+  auto s = std::make_unique<Sequence>(model_->tokenizer(), prompt[prompt_end - 1], params.stop);
   s->id = id;
   s->sampling.temperature = params.temperature;
   s->sampling.top_k = params.top_k;
@@ -126,6 +135,10 @@ absl::StatusOr<SeqId> DecoderEngine::AddSequence(std::vector<int32_t> prompt,
   s->sampling.seed = params.seed;
   s->sampling.top_logprobs = params.logprobs ? params.top_logprobs : 0;
   s->rng = SamplingRng(params.seed);
+  // Resuming: replay the output so far through the RNG and the text
+  // pipeline; the text it releases was streamed before the preemption.
+  for (int i = 0; i < resumed * RandomDrawsPerToken(s->sampling); ++i) s->rng.Next();
+  for (size_t i = prompt_end; i < prompt.size(); ++i) s->stops.Push(s->detok.Push(prompt[i]));
   s->params = std::move(params);
   s->history = prompt;
   s->prompt = std::move(prompt);

@@ -56,6 +56,15 @@ struct GenerationParams {
   // whole prompt is computed (no prefix-cache sharing for such a sequence);
   // the scores come with the first generated token's event.
   bool prompt_logprobs = false;
+  // Resuming after a preemption: the last `resumed_tokens` prompt tokens are
+  // this request's own output so far, recomputed rather than new prompt
+  // (max_new_tokens then counts what is left). The sequence goes on as if it
+  // had never stopped: its RNG skips the draws those tokens took, so a seed
+  // gives the same tokens; and its text resumes where the streamed text
+  // ended, holding back again what was held back then (the bytes of an
+  // unfinished character, text that may begin a stop string), so the text is
+  // the same too. vLLM keeps a request's generator across preemption alike.
+  int resumed_tokens = 0;
 };
 
 inline constexpr int kMaxStopStrings = 16;

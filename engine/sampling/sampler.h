@@ -73,6 +73,11 @@ SampledToken SampleToken(absl::Span<const float> logits, const SamplingParams& p
                          absl::Span<const int32_t> history, SamplingRng& rng,
                          std::vector<float>& scratch);
 
+// How many numbers SampleToken draws from its RNG for one token: one when it
+// samples, none when greedy. A sequence resumed after a preemption skips
+// this many per token it had made, so its seed gives the same tokens.
+inline int RandomDrawsPerToken(const SamplingParams& params) { return params.temperature == 0.0f ? 0 : 1; }
+
 // Scores a token that was given, not sampled (a prompt token): its
 // log-probability under `logits` and the `top_logprobs` best alternatives,
 // from the raw logits as SampleToken reports them.

@@ -360,6 +360,9 @@ void Scheduler::AdmitWaiting() {
     waiting_.pop_front();
     GenerationParams params = request->task.params;
     params.max_new_tokens -= static_cast<int>(request->generated.size());
+    // Its output so far ends the prompt; the engine resumes its RNG and text
+    // there, so a preempted request streams what it would have alone.
+    params.resumed_tokens = static_cast<int>(request->generated.size());
     // Prompt logprobs went out with the first token; a preempted request
     // recomputing its prompt does not score it again.
     if (!request->generated.empty()) params.prompt_logprobs = false;

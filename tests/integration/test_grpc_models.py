@@ -196,6 +196,36 @@ def test_concurrent_generate_equals_one_at_a_time(stub, pb):
         assert got == alone[p], p
 
 
+def test_preempted_requests_stream_what_they_would_alone(stub, pb):
+    """A KV cache too small for the load preempts running requests (their
+    blocks freed, their tokens recomputed later). Seeded sampling and the
+    streamed text must not notice: each request gives the tokens and the text
+    it gives alone. The stop string " the dog!" never matches here but holds
+    back any text ending in a prefix of it, so some preemptions fall while
+    text is held back."""
+    texts = ["Once upon a time", "The cat sat", "Lily went to the park", "Tom had a big red ball", "One day",
+             "The sun was"]
+    requests = [pb.GenerateRequest(text=t, sampling=pb.SamplingParams(
+        max_new_tokens=120, temperature=1.0, seed=1000 + i, ignore_eos=True, stop=[" the dog!"] if i % 2 else []))
+        for i, t in enumerate(texts * 2)]
+    alone = [collect(stub.Generate(r, timeout=60))[:2] for r in requests]
+    # 24 blocks of 16 positions: two of these requests at most at their full length.
+    small = ServerProcess(f"--decoder-model={GGUF}", f"--kv-cache-bytes={1280 * 16 * 24}",
+                          "--decoder-context-length=512")
+    try:
+        from attnserve.v1 import inference_pb2_grpc
+        with grpc.insecure_channel(small.grpc_target) as channel:
+            small_stub = inference_pb2_grpc.InferenceStub(channel)
+            with ThreadPoolExecutor(max_workers=len(requests)) as pool:
+                together = list(pool.map(lambda r: collect(small_stub.Generate(r, timeout=120))[:2], requests))
+        assert metric(small, "attnserve_preemptions_total") > 0, "the small cache never preempted"
+    finally:
+        small.close()
+    for i, (want, got) in enumerate(zip(alone, together)):
+        assert got[0] == want[0], f"request {i}: tokens differ"
+        assert got[1] == want[1], f"request {i}: text differs"
+
+
 def test_generate_token_ids_prompt_and_seeded_sampling(stub, pb):
     ref = case("once_upon_a_time_n128")
     ids, _, _ = collect(stub.Generate(greedy(pb, ids=ref["prompt_ids_with_bos"], max_new=20), timeout=60))

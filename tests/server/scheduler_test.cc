@@ -103,6 +103,7 @@ class FakeGenerateBackend : public GenerateBackend {
     s.tokens = std::move(prompt);
     s.prompt_len = static_cast<int>(s.tokens.size());
     s.params = params;
+    added.push_back({s.prompt_len, params.resumed_tokens});
     seqs_[next_] = s;
     return next_++;
   }
@@ -183,6 +184,9 @@ class FakeGenerateBackend : public GenerateBackend {
   int block_size() const override { return 4; }
 
   static constexpr int64_t kBytesPerToken = 100;
+  // (prompt length, resumed_tokens) of every AddSequence, in order
+  // (written on the scheduler thread; read once it is idle).
+  std::vector<std::pair<int, int>> added;
   // Steps after which every step fails (INTERNAL): ends a scheduler that
   // would otherwise spin for ever. 0: no limit.
   int max_steps = 0;
@@ -484,6 +488,15 @@ TEST_F(SchedulerTest, PreemptsWhenBlocksRunOutAndStillProducesExactTokens) {
   EXPECT_GT(preemptions, 0);
   ASSERT_TRUE(scheduler.WaitIdle(absl::Now() + absl::Seconds(10)));
   EXPECT_EQ(generate.kv_stats().blocks_used, 0);
+  // A preempted request comes back with its output after its 4-token prompt,
+  // and says so, so the engine resumes its RNG and text there.
+  int resumed = 0;
+  for (const auto& [prompt_len, resumed_tokens] : generate.added) {
+    EXPECT_EQ(resumed_tokens, prompt_len - 4);
+    resumed += prompt_len > 4;
+  }
+  EXPECT_GT(resumed, 0);
+  EXPECT_LE(resumed, preemptions);  // one preempted before its first token comes back with none
 }
 
 TEST_F(SchedulerTest, PreemptionUnderKvPressureAlwaysMakesProgress) {

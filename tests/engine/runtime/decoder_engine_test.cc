@@ -226,6 +226,113 @@ TEST(DecoderEngineTest, SeededSamplingIsTheSameInAnyBatch) {
   EXPECT_NE(RunAlone(*e3, prompt, p2).ids, alone.ids);
 }
 
+// The bytes the first `k` of `ids` add to the output after token `prev`.
+std::string TextOf(const std::vector<int32_t>& ids, int k, int32_t prev) {
+  std::string out;
+  for (int i = 0; i < k; ++i) out += Stories()->tokenizer().TokenBytes(ids[i], i == 0 ? prev : ids[i - 1]);
+  return out;
+}
+
+// Runs `prompt` like RunAlone but preempts it once `k` tokens are out: the
+// sequence is released and re-added with its output appended to the prompt,
+// as the scheduler does when the KV cache runs out.
+Result RunPreemptedAt(DecoderEngine& engine, const std::vector<int32_t>& prompt, const GenerationParams& p, int k) {
+  Result r;
+  auto id = engine.AddSequence(prompt, p);
+  EXPECT_TRUE(id.ok()) << id.status();
+  if (!id.ok()) return r;
+  SeqId seq = *id;
+  bool preempted = false;
+  while (!engine.IsFinished(seq)) {
+    StepItem item{seq, 512};
+    auto events = engine.Step({&item, 1});
+    EXPECT_TRUE(events.ok()) << events.status();
+    if (!events.ok()) break;
+    for (const StepEvent& ev : *events) {
+      r.ids.insert(r.ids.end(), ev.token_ids.begin(), ev.token_ids.end());
+      r.text += ev.text;
+      if (ev.finished) r.reason = ev.finish_reason;
+    }
+    if (!preempted && static_cast<int>(r.ids.size()) == k && !engine.IsFinished(seq)) {
+      preempted = true;
+      engine.Release(seq);
+      std::vector<int32_t> resumed = prompt;
+      resumed.insert(resumed.end(), r.ids.begin(), r.ids.end());
+      GenerationParams q = p;
+      q.max_new_tokens -= k;
+      q.resumed_tokens = k;
+      id = engine.AddSequence(std::move(resumed), q);
+      EXPECT_TRUE(id.ok()) << id.status();
+      if (!id.ok()) return r;
+      seq = *id;
+    }
+  }
+  EXPECT_TRUE(preempted) << "finished before " << k << " tokens";
+  engine.Release(seq);
+  return r;
+}
+
+TEST(DecoderEngineTest, PreemptedSequenceResumesItsSeedAndText) {
+  // Seeded sampling, and a stop string that never matches but whose first
+  // letter ends many tokens: the matcher holds that "e" back until the next
+  // token shows it is not "e!!", so a preemption often falls while text is
+  // held back.
+  GenerationParams p;
+  p.temperature = 1.0f;
+  p.top_k = 40;
+  p.seed = 4242;
+  p.max_new_tokens = 48;
+  p.ignore_eos = true;
+  p.stop = {"e!!"};
+  const std::vector<int32_t> prompt = {1, 403, 407, 261, 378};
+  auto engine = MakeEngine(2048);
+  const Result alone = RunAlone(*engine, prompt, p);
+  ASSERT_EQ(alone.ids.size(), 48u);
+  int held_back_at_a_boundary = 0;
+  for (int k = 1; k < 48; k += 3) {
+    const Result resumed = RunPreemptedAt(*engine, prompt, p, k);
+    EXPECT_EQ(resumed.ids, alone.ids) << "preempted after " << k << " tokens";
+    EXPECT_EQ(resumed.text, alone.text) << "preempted after " << k << " tokens";
+    EXPECT_EQ(resumed.reason, FinishReason::kLength);
+    const std::string piece = TextOf(alone.ids, k, prompt.back());
+    held_back_at_a_boundary += !piece.empty() && piece.back() == 'e';
+  }
+  EXPECT_GT(held_back_at_a_boundary, 0) << "no preemption fell on held-back text; pick another seed";
+  EXPECT_EQ(engine->kv_stats().num_sequences, 0);
+}
+
+TEST(DecoderEngineTest, StopStringAcrossThePreemptionStillStops) {
+  // Greedy: a stop string made of the end of the 10th token's text and the
+  // start of the 11th's stops the resumed sequence where it stops the whole one.
+  auto engine = MakeEngine(2048);
+  const std::vector<int32_t> prompt = {1, 403, 407, 261, 378};
+  const Result plain = RunAlone(*engine, prompt, Greedy(30));
+  const std::string before = TextOf(plain.ids, 10, prompt.back()), upto = TextOf(plain.ids, 11, prompt.back());
+  ASSERT_GT(upto.size(), before.size());
+  ASSERT_GT(before.size(), 2u);
+  const std::string stop = before.substr(before.size() - 2) + upto.substr(before.size(), 2);
+  GenerationParams p = Greedy(30);
+  p.stop = {stop};
+  const Result alone = RunAlone(*engine, prompt, p);
+  ASSERT_EQ(alone.reason, FinishReason::kStopString) << stop;
+  ASSERT_EQ(alone.ids.size(), 11u) << "'" << stop << "' matched before the boundary";
+  const Result resumed = RunPreemptedAt(*engine, prompt, p, 10);
+  EXPECT_EQ(resumed.reason, FinishReason::kStopString);
+  EXPECT_EQ(resumed.ids, alone.ids);
+  EXPECT_EQ(resumed.text, alone.text);
+}
+
+TEST(DecoderEngineTest, ResumedTokensMustLeaveAPrompt) {
+  auto engine = MakeEngine(256);
+  GenerationParams p = Greedy(4);
+  p.resumed_tokens = 3;
+  EXPECT_THAT(engine->AddSequence({1, 403, 407}, p).status().message(), testing::HasSubstr("resumed_tokens"));
+  p.resumed_tokens = -1;
+  EXPECT_THAT(engine->AddSequence({1, 403, 407}, p).status().message(), testing::HasSubstr("resumed_tokens"));
+  p.resumed_tokens = 2;
+  EXPECT_TRUE(engine->AddSequence({1, 403, 407}, p).ok());
+}
+
 TEST(DecoderEngineTest, KvExhaustionIsAStatusThenWorksAfterRelease) {
   // 4 blocks of 16 tokens.
   auto engine = MakeEngine(64, 16, /*sharing=*/false);
