@@ -20,6 +20,13 @@
 //   any state --cancel / deadline--> done(CANCELLED / DEADLINE_EXCEEDED)        v
 //   Shutdown  --------------------> done(UNAVAILABLE)                       FINISHED
 //
+// Admission counts as taken both the blocks held and those a running
+// sequence's prompt still needs (prefill reserves them chunk by chunk), plus
+// one block of headroom per running sequence. A preempted request comes back
+// first in line with its output appended to its prompt, marked as such
+// (GenerationParams::resumed_tokens), so the engine resumes its RNG and its
+// text where they were: preemption changes neither tokens nor text.
+//
 // Prefill beside decoding streams (chunked prefill with a time budget). A
 // step's time grows with its prompt tokens, and every decoding stream waits
 // for the whole step: a burst of new prompts in one step (16 prompts of 32
