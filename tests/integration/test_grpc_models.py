@@ -199,16 +199,28 @@ def test_concurrent_generate_equals_one_at_a_time(stub, pb):
 def test_preempted_requests_stream_what_they_would_alone(stub, pb):
     """A KV cache too small for the load preempts running requests (their
     blocks freed, their tokens recomputed later). Seeded sampling and the
-    streamed text must not notice: each request gives the tokens and the text
-    it gives alone. The stop string " the dog!" never matches here but holds
+    streamed text must not notice: each request gives the tokens, text,
+    log-probabilities, finish reason and usage it gives alone. The stop string " the dog!" never matches here but holds
     back any text ending in a prefix of it, so some preemptions fall while
     text is held back."""
     texts = ["Once upon a time", "The cat sat", "Lily went to the park", "Tom had a big red ball", "One day",
              "The sun was"]
     requests = [pb.GenerateRequest(text=t, sampling=pb.SamplingParams(
-        max_new_tokens=120, temperature=1.0, seed=1000 + i, ignore_eos=True, stop=[" the dog!"] if i % 2 else []))
+        max_new_tokens=120, temperature=1.0, seed=1000 + i, ignore_eos=True, stop=[" the dog!"] if i % 2 else [],
+        logprobs=i % 3 == 0, top_logprobs=2 if i % 3 == 0 else 0))
         for i, t in enumerate(texts * 2)]
-    alone = [collect(stub.Generate(r, timeout=60))[:2] for r in requests]
+
+    def run(s, r):
+        logprobs = []
+        ids, text, last = [], "", None
+        for msg in s.Generate(r, timeout=120):
+            ids.extend(msg.token_ids)
+            text += msg.text
+            logprobs.extend((p.logprob, [a.token_id for a in p.top], [a.text for a in p.top]) for p in msg.logprobs)
+            last = msg
+        return ids, text, logprobs, last.finish_reason, last.usage.generated_tokens
+
+    alone = [run(stub, r) for r in requests]
     # 24 blocks of 16 positions: two of these requests at most at their full length.
     small = ServerProcess(f"--decoder-model={GGUF}", f"--kv-cache-bytes={1280 * 16 * 24}",
                           "--decoder-context-length=512")
@@ -217,13 +229,18 @@ def test_preempted_requests_stream_what_they_would_alone(stub, pb):
         with grpc.insecure_channel(small.grpc_target) as channel:
             small_stub = inference_pb2_grpc.InferenceStub(channel)
             with ThreadPoolExecutor(max_workers=len(requests)) as pool:
-                together = list(pool.map(lambda r: collect(small_stub.Generate(r, timeout=120))[:2], requests))
+                together = list(pool.map(lambda r: run(small_stub, r), requests))
         assert metric(small, "attnserve_preemptions_total") > 0, "the small cache never preempted"
     finally:
         small.close()
     for i, (want, got) in enumerate(zip(alone, together)):
         assert got[0] == want[0], f"request {i}: tokens differ"
         assert got[1] == want[1], f"request {i}: text differs"
+        assert got[3:] == want[3:], f"request {i}: finish reason or usage.generated_tokens differ"
+        assert len(got[2]) == len(want[2]) == (len(want[0]) if i % 3 == 0 else 0), f"request {i}: logprobs"
+        for (lp, top_ids, top_text), (want_lp, want_ids, want_text) in zip(got[2], want[2]):
+            # Other batch shapes may round the logits differently in the last bits.
+            assert lp == pytest.approx(want_lp, abs=1e-4) and top_ids == want_ids and top_text == want_text, i
 
 
 def test_generate_token_ids_prompt_and_seeded_sampling(stub, pb):
