@@ -43,19 +43,29 @@ const char* FinishReasonName(FinishReason reason) {
   return "unknown";
 }
 
+SamplingParams SamplingParamsOf(const GenerationParams& p) {
+  SamplingParams s;
+  s.temperature = p.temperature;
+  s.top_k = p.top_k;
+  s.top_p = p.top_p;
+  s.repetition_penalty = p.repetition_penalty;
+  s.frequency_penalty = p.frequency_penalty;
+  s.presence_penalty = p.presence_penalty;
+  s.logit_bias = p.logit_bias;
+  s.seed = p.seed;
+  s.top_logprobs = p.logprobs ? p.top_logprobs : 0;
+  return s;
+}
+
 absl::Status ValidateGenerationParams(const GenerationParams& p, const ModelDescription& model) {
   if (p.max_new_tokens < 1 || p.max_new_tokens > model.max_positions) {
     return absl::InvalidArgumentError(absl::StrCat("max_new_tokens must be in [1, ",
                                                    model.max_positions, "], got ",
                                                    p.max_new_tokens));
   }
-  SamplingParams s;
-  s.temperature = p.temperature;
-  s.top_k = p.top_k;
-  s.top_p = p.top_p;
-  s.repetition_penalty = p.repetition_penalty;
-  s.top_logprobs = p.top_logprobs;
-  RETURN_IF_ERROR(ValidateSamplingParams(s));
+  SamplingParams s = SamplingParamsOf(p);
+  s.top_logprobs = p.top_logprobs;  // validated even when logprobs is off
+  RETURN_IF_ERROR(ValidateSamplingParams(s, model.vocab_size));
   if (p.resumed_tokens < 0) {
     return absl::InvalidArgumentError(absl::StrCat("resumed_tokens must be >= 0, got ", p.resumed_tokens));
   }
@@ -128,12 +138,7 @@ absl::StatusOr<SeqId> DecoderEngine::AddSequence(std::vector<int32_t> prompt,
   const SeqId id = next_id_++;
   auto s = std::make_unique<Sequence>(model_->tokenizer(), prompt[prompt_end - 1], params.stop);
   s->id = id;
-  s->sampling.temperature = params.temperature;
-  s->sampling.top_k = params.top_k;
-  s->sampling.top_p = params.top_p;
-  s->sampling.repetition_penalty = params.repetition_penalty;
-  s->sampling.seed = params.seed;
-  s->sampling.top_logprobs = params.logprobs ? params.top_logprobs : 0;
+  s->sampling = SamplingParamsOf(params);
   s->rng = SamplingRng(params.seed);
   // Resuming: replay the output so far through the RNG and the text
   // pipeline; the text it releases was streamed before the preemption.
@@ -298,7 +303,9 @@ absl::StatusOr<std::vector<StepEvent>> DecoderEngine::Step(absl::Span<const Step
       if (s.in_prefill()) continue;  // more prompt to go: no token yet
     }
     absl::Span<const float> row(logits_.data() + sample_row[i] * static_cast<size_t>(vocab), vocab);
-    SampledToken tok = SampleToken(row, s.sampling, s.history, s.rng, sample_scratch_);
+    // A resumed sequence's earlier output is at the end of its prompt.
+    SampledToken tok = SampleToken(row, s.sampling, s.history, s.params.resumed_tokens + s.generated, s.rng,
+                                   sample_scratch_);
     if (s.params.prompt_logprobs && s.generated == 0) {
       ev.prompt_logprobs = std::move(s.prompt_scores);
       s.prompt_scores.clear();

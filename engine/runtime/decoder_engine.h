@@ -44,6 +44,9 @@ struct GenerationParams {
   int top_k = 0;                    // 0: off
   float top_p = 1.0f;               // 1: off
   float repetition_penalty = 1.0f;  // 1: off
+  float frequency_penalty = 0.0f;   // 0: off; counts this request's output tokens
+  float presence_penalty = 0.0f;    // 0: off; likewise
+  std::vector<LogitBias> logit_bias;  // OpenAI's logit_bias (SamplingParams)
   uint64_t seed = 0;
   std::vector<std::string> stop;        // stop strings (not included in the text)
   std::vector<int32_t> stop_token_ids;  // extra ids that end generation
@@ -69,6 +72,9 @@ struct GenerationParams {
 
 inline constexpr int kMaxStopStrings = 16;
 inline constexpr int kMaxStopStringBytes = 256;
+
+// The sampler's share of `params` (logprobs off unless requested).
+SamplingParams SamplingParamsOf(const GenerationParams& params);
 
 // INVALID_ARGUMENT naming the field and its limit.
 absl::Status ValidateGenerationParams(const GenerationParams& params,
@@ -157,7 +163,7 @@ class DecoderEngine {
   ForwardBatch batch_;
   DecoderScratch scratch_;
   std::vector<float> logits_;
-  std::vector<float> sample_scratch_;
+  SamplingScratch sample_scratch_;
 };
 
 // One request at a time: adds the sequence, runs Step until it finishes,

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "engine/sampling/logits_math.h"
@@ -22,7 +23,7 @@ uint64_t Rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
 }  // namespace
 
-absl::Status ValidateSamplingParams(const SamplingParams& p) {
+absl::Status ValidateSamplingParams(const SamplingParams& p, int vocab_size) {
   if (!(p.temperature >= 0.0f) || !std::isfinite(p.temperature)) {
     return absl::InvalidArgumentError(
         absl::StrCat("temperature must be finite and >= 0, got ", p.temperature));
@@ -36,6 +37,34 @@ absl::Status ValidateSamplingParams(const SamplingParams& p) {
   if (!(p.repetition_penalty > 0.0f) || !std::isfinite(p.repetition_penalty)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "repetition_penalty must be finite and > 0, got ", p.repetition_penalty));
+  }
+  for (const auto& [name, value] : {std::pair<const char*, float>{"frequency_penalty", p.frequency_penalty},
+                                    {"presence_penalty", p.presence_penalty}}) {
+    if (!(value >= -kMaxAbsPenalty && value <= kMaxAbsPenalty)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, " must be in [", -kMaxAbsPenalty, ", ", kMaxAbsPenalty, "], got ", value));
+    }
+  }
+  if (p.logit_bias.size() > static_cast<size_t>(kMaxLogitBiasEntries)) {
+    return absl::InvalidArgumentError(absl::StrCat("logit_bias: at most ", kMaxLogitBiasEntries,
+                                                   " entries, got ", p.logit_bias.size()));
+  }
+  std::vector<int32_t> ids;
+  ids.reserve(p.logit_bias.size());
+  for (const LogitBias& b : p.logit_bias) {
+    if (b.id < 0 || b.id >= vocab_size) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("logit_bias: token id ", b.id, " is not in [0, ", vocab_size, ")"));
+    }
+    if (!(b.bias >= -kMaxAbsLogitBias && b.bias <= kMaxAbsLogitBias)) {
+      return absl::InvalidArgumentError(absl::StrCat("logit_bias[", b.id, "] must be in [", -kMaxAbsLogitBias,
+                                                     ", ", kMaxAbsLogitBias, "], got ", b.bias));
+    }
+    ids.push_back(b.id);
+  }
+  std::sort(ids.begin(), ids.end());
+  if (auto dup = std::adjacent_find(ids.begin(), ids.end()); dup != ids.end()) {
+    return absl::InvalidArgumentError(absl::StrCat("logit_bias: token id ", *dup, " appears twice"));
   }
   if (p.top_logprobs < 0 || p.top_logprobs > kMaxTopLogprobs) {
     return absl::InvalidArgumentError(absl::StrCat("top_logprobs must be in [0, ", kMaxTopLogprobs,
@@ -82,22 +111,62 @@ void AddTopLogprobs(absl::Span<const float> logits, double lse, int top_logprobs
 
 }  // namespace
 
-SampledToken SampleToken(absl::Span<const float> logits, const SamplingParams& params,
-                         absl::Span<const int32_t> history, SamplingRng& rng,
-                         std::vector<float>& scratch) {
-  const int vocab = static_cast<int>(logits.size());
-  SampledToken out;
-  std::vector<float>& s = scratch;
-  s.assign(logits.begin(), logits.end());
+namespace {
 
+// Logit bias, then the repetition, frequency and presence penalties, on `s`
+// (a copy of the logits).
+void ApplyBiasAndPenalties(const SamplingParams& params, absl::Span<const int32_t> history,
+                           int output_tokens, SamplingScratch& scratch, std::vector<float>& s) {
+  const int vocab = static_cast<int>(s.size());
+  for (const LogitBias& b : params.logit_bias) {
+    if (b.id >= 0 && b.id < vocab) s[b.id] += b.bias;
+  }
+  const bool count_output = params.frequency_penalty != 0.0f || params.presence_penalty != 0.0f;
+  if (params.repetition_penalty == 1.0f && !count_output) return;
+  // counts[id] marks a seen id so each is penalised once, whatever its
+  // multiplicity (HF gathers and scatters over unique ids the same way);
+  // for output ids it also holds how often they occur. The marks are
+  // cleared on the way out, so the buffer stays all-zero between calls.
+  std::vector<int32_t>& counts = scratch.counts;
+  if (static_cast<int>(counts.size()) != vocab) counts.assign(vocab, 0);
+  const size_t n = history.size();
+  const size_t out_begin = n - std::min(n, static_cast<size_t>(std::max(output_tokens, 0)));
   if (params.repetition_penalty != 1.0f) {
-    // Each seen id once (HF gathers/scatters over unique positions the same way).
     for (int32_t id : history) {
-      if (id < 0 || id >= vocab) continue;
-      const float x = logits[id];
+      if (id < 0 || id >= vocab || counts[id] != 0) continue;
+      counts[id] = 1;
+      const float x = s[id];
       s[id] = x < 0 ? x * params.repetition_penalty : x / params.repetition_penalty;
     }
+    for (int32_t id : history) {
+      if (id >= 0 && id < vocab) counts[id] = 0;
+    }
   }
+  if (count_output) {
+    for (size_t i = out_begin; i < n; ++i) {
+      if (history[i] >= 0 && history[i] < vocab) ++counts[history[i]];
+    }
+    // vLLM: logits -= frequency * counts; logits -= presence * (counts > 0).
+    for (size_t i = out_begin; i < n; ++i) {
+      const int32_t id = history[i];
+      if (id < 0 || id >= vocab || counts[id] == 0) continue;
+      s[id] -= params.frequency_penalty * static_cast<float>(counts[id]);
+      s[id] -= params.presence_penalty;
+      counts[id] = 0;
+    }
+  }
+}
+
+}  // namespace
+
+SampledToken SampleToken(absl::Span<const float> logits, const SamplingParams& params,
+                         absl::Span<const int32_t> history, int output_tokens, SamplingRng& rng,
+                         SamplingScratch& scratch) {
+  const int vocab = static_cast<int>(logits.size());
+  SampledToken out;
+  std::vector<float>& s = scratch.logits;
+  s.assign(logits.begin(), logits.end());
+  ApplyBiasAndPenalties(params, history, output_tokens, scratch, s);
 
   if (params.temperature == 0.0f) {
     out.id = ArgmaxLogit(s);

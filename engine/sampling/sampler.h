@@ -1,13 +1,20 @@
 // Token sampling from one row of logits: greedy, temperature, top-k, top-p,
-// repetition penalty (Hugging Face semantics and order), a per-request seeded
-// RNG, and log-probabilities of the chosen token and the top-n.
+// logit bias, repetition penalty (Hugging Face semantics), frequency and
+// presence penalties (OpenAI's formula), a per-request seeded RNG, and
+// log-probabilities of the chosen token and the top-n.
 //
 // Batch invariance: a request's choice depends only on its own logits row,
 // its own token history and its own RNG, so the same seed gives the same
 // tokens whatever else is in the batch.
 //
-// Order, as transformers' LogitsProcessorList applies them:
-//   repetition penalty -> temperature -> top-k -> top-p -> softmax -> draw.
+// Order, as vLLM applies them (bias, then its penalties, then the warpers in
+// transformers' order):
+//   logit bias -> repetition penalty -> frequency penalty -> presence penalty
+//   -> temperature -> top-k -> top-p -> softmax -> draw.
+// The repetition penalty looks at prompt + output (HF's input_ids); the
+// frequency and presence penalties at the output only (vLLM; OpenAI's
+// "tokens generated so far"): logit[j] -= c[j] * frequency + (c[j] > 0) * presence
+// where c[j] counts id j in the output.
 // temperature == 0 means greedy (argmax, lowest id on ties, like torch.argmax).
 // Log-probabilities are those of the model: log_softmax of the raw logits,
 // before penalty, temperature and truncation (as vLLM and OpenAI report them).
@@ -25,19 +32,34 @@
 
 namespace attnserve {
 
+// OpenAI's logit_bias entry: `bias` in [-100, 100] is added to the logit of
+// token `id` (-100 in effect bans it, 100 in effect forces it).
+struct LogitBias {
+  int32_t id = 0;
+  float bias = 0.0f;
+};
+
+inline constexpr float kMaxAbsPenalty = 2.0f;       // frequency / presence, as OpenAI
+inline constexpr float kMaxAbsLogitBias = 100.0f;   // as OpenAI
+inline constexpr int kMaxLogitBiasEntries = 1024;
+
 struct SamplingParams {
   float temperature = 1.0f;         // 0: greedy
   int top_k = 0;                    // 0: off
   float top_p = 1.0f;               // 1: off
   float repetition_penalty = 1.0f;  // 1: off; HF: logit<0 ? logit*p : logit/p for seen ids
+  float frequency_penalty = 0.0f;   // 0: off; in [-2, 2] as OpenAI
+  float presence_penalty = 0.0f;    // 0: off; in [-2, 2] as OpenAI
+  std::vector<LogitBias> logit_bias;  // added to the logits first; distinct ids
   uint64_t seed = 0;
   int top_logprobs = 0;             // how many top alternatives to report (0: none)
 };
 
 inline constexpr int kMaxTopLogprobs = 20;
 
-// INVALID_ARGUMENT naming the field and its limit.
-absl::Status ValidateSamplingParams(const SamplingParams& params);
+// INVALID_ARGUMENT naming the field and its limit. Logit bias ids are
+// checked against `vocab_size` (the model's), and must be distinct.
+absl::Status ValidateSamplingParams(const SamplingParams& params, int vocab_size);
 
 // A small counter-free PRNG (xoshiro256**, seeded by splitmix64): fixed
 // across platforms and library versions, unlike std:: distributions.
@@ -66,12 +88,19 @@ struct SampledToken {
   std::vector<TokenLogprob> top;      // top_logprobs best, by descending logprob
 };
 
+// Buffers SampleToken reuses between calls (no allocation per token).
+struct SamplingScratch {
+  std::vector<float> logits;
+  std::vector<int32_t> counts;  // [vocab], all zero between calls
+};
+
 // Chooses the next token from `logits` ([vocab]). `history` holds the ids the
-// repetition penalty looks at (prompt + generated, as HF's input_ids).
-// `scratch` is reused between calls to avoid allocation.
+// repetition penalty looks at (prompt + generated, as HF's input_ids); its
+// last `output_tokens` are the request's output, which the frequency and
+// presence penalties count.
 SampledToken SampleToken(absl::Span<const float> logits, const SamplingParams& params,
-                         absl::Span<const int32_t> history, SamplingRng& rng,
-                         std::vector<float>& scratch);
+                         absl::Span<const int32_t> history, int output_tokens, SamplingRng& rng,
+                         SamplingScratch& scratch);
 
 // How many numbers SampleToken draws from its RNG for one token: one when it
 // samples, none when greedy. A sequence resumed after a preemption skips

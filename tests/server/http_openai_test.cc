@@ -98,7 +98,8 @@ TEST(OpenAiEmbeddingsTest, ResponseFloatAndBase64) {
 TEST(OpenAiCompletionsTest, RequestMapsOntoGenerateRequest) {
   absl::StatusOr<CompletionCall> c = ParseCompletionRequest(
       R"({"model": "m", "prompt": "Once", "max_tokens": 5, "temperature": 0, "top_p": 0.9, "stop": ["\n", "."],
-          "seed": 7, "logprobs": 2, "stream": true, "n": 1, "echo": false, "presence_penalty": 0,
+          "seed": 7, "logprobs": 2, "stream": true, "n": 1, "echo": false, "presence_penalty": 0.25,
+          "frequency_penalty": -0.5, "logit_bias": {"5": -100, "17": 2.5},
           "top_k": 3, "repetition_penalty": 1.1, "user": "u", "some_future_option": {"x": 1}})");
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_TRUE(c->stream);
@@ -118,6 +119,11 @@ TEST(OpenAiCompletionsTest, RequestMapsOntoGenerateRequest) {
   EXPECT_EQ(r.sampling().top_logprobs(), 2);
   EXPECT_EQ(r.sampling().top_k(), 3);
   EXPECT_FLOAT_EQ(r.sampling().repetition_penalty(), 1.1f);
+  EXPECT_FLOAT_EQ(r.sampling().presence_penalty(), 0.25f);
+  EXPECT_FLOAT_EQ(r.sampling().frequency_penalty(), -0.5f);
+  ASSERT_EQ(r.sampling().logit_bias().size(), 2u);
+  EXPECT_FLOAT_EQ(r.sampling().logit_bias().at(5), -100.0f);
+  EXPECT_FLOAT_EQ(r.sampling().logit_bias().at(17), 2.5f);
 }
 
 TEST(OpenAiCompletionsTest, DefaultsAndPromptForms) {
@@ -226,8 +232,13 @@ TEST(OpenAiCompletionsTest, BadShapesAndUnsupportedOptionsNameTheField) {
       {R"({"model": "m", "prompt": "x", "n": 2, "best_of": 3})", "only best_of = n (2)"},
       {R"({"model": "m", "prompt": "x", "echo": 1})", "echo: must be a boolean"},
       {R"({"model": "m", "prompt": "x", "suffix": "end"})", "suffix"},
-      {R"({"model": "m", "prompt": "x", "frequency_penalty": 0.5})", "frequency_penalty"},
-      {R"({"model": "m", "prompt": "x", "logit_bias": {"5": 10}})", "logit_bias"},
+      {R"({"model": "m", "prompt": "x", "frequency_penalty": "high"})", "frequency_penalty: must be a number"},
+      {R"({"model": "m", "prompt": "x", "presence_penalty": [1]})", "presence_penalty: must be a number"},
+      {R"({"model": "m", "prompt": "x", "logit_bias": [5, 10]})", "logit_bias: must be an object"},
+      {R"({"model": "m", "prompt": "x", "logit_bias": {"five": 10}})", "logit_bias: key \"five\" is not a token id"},
+      {R"({"model": "m", "prompt": "x", "logit_bias": {"05": 10}})", "logit_bias: key \"05\" is not a token id"},
+      {R"({"model": "m", "prompt": "x", "logit_bias": {"99999999999": 1}})", "is not a token id"},
+      {R"({"model": "m", "prompt": "x", "logit_bias": {"5": "up"}})", "logit_bias[\"5\"]: must be a number"},
       {R"({"model": ["m"], "prompt": "x"})", "model"},
   };
   for (const auto& [body, expected] : cases) {
