@@ -15,7 +15,8 @@
 // - a refused body is INVALID_ARGUMENT with a message that is non-empty and
 //   valid UTF-8 (messages quote client input and are sent as JSON strings);
 // - a native body that parses prints (ProtoToJson, what the gateway writes)
-//   to JSON that parses back to the same message, byte for byte serialized;
+//   to JSON that parses back to the same message, byte for byte serialized
+//   (deterministically: map entries in key order);
 // - what parses then goes through the shared checks as the server runs
 //   them: Encode requests through ToEncodeCall (MiniLM's 6 layers, 32
 //   inputs), Generate requests and every completion choice through
@@ -50,6 +51,9 @@
 #include "engine/tokenizers/tokenizer.h"
 #include "engine/tokenizers/tokenizer_factory.h"
 #include "engine/tokenizers/unicode_util.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "google/protobuf/message.h"
 #include "server/core/proto_convert.h"
 #include "server/http/json_body.h"
 #include "server/http/native_api.h"
@@ -103,16 +107,26 @@ inline void CheckRefusal(const char* endpoint, const absl::Status& s, absl::stri
   if (!IsValidUtf8(s.message())) Fail(endpoint, "refusal message is not valid UTF-8", SanitizeUtf8(s.message()), body);
 }
 
+// Serialized with map entries in key order, so equal messages give equal
+// bytes (map order is otherwise unspecified, as in logit_bias).
+inline std::string DeterministicBytes(const google::protobuf::Message& m) {
+  std::string out;
+  {
+    google::protobuf::io::StringOutputStream stream(&out);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    m.SerializeToCodedStream(&coded);
+  }
+  return out;
+}
+
 // What the gateway prints parses back to the same message.
 template <typename Message, typename Parse>
 void CheckRoundTrip(const char* endpoint, const Message& m, Parse parse, absl::string_view body) {
   const std::string printed = ProtoToJson(m);
   absl::StatusOr<Message> again = parse(printed);
   if (!again.ok()) Fail(endpoint, "printed JSON does not parse back", again.status().ToString() + " in " + printed, body);
-  std::string a, b;
-  m.SerializeToString(&a);
-  again->SerializeToString(&b);
-  if (a != b) Fail(endpoint, "printed JSON parses back to a different message", printed, body);
+  if (DeterministicBytes(m) != DeterministicBytes(*again)) Fail(endpoint, "printed JSON parses back to a different message", printed, body);
 }
 
 // A native endpoint's parse: a refusal checked as above, an accepted body

@@ -143,6 +143,8 @@ def http_request_seeds(out: pathlib.Path) -> None:
                                                      "stop": ["\n", "The end"], "stop_token_ids": [2],
                                                      "logprobs": True, "top_logprobs": 3, "prompt_logprobs": True}}),
         (1, {"tokenIds": {"ids": [1, 403, 407]}, "sampling": {"maxNewTokens": 4, "topK": 1}}),
+        (1, {"text": "The cat", "sampling": {"frequency_penalty": 0.5, "presencePenalty": -1.5,
+                                            "logit_bias": {"2": -100, "403": 2.5}}}),
         (2, {"model": "MODEL_KIND_DECODER", "text": "Lily went home.", "add_special_tokens": True}),
         (3, {"model": "MODEL_KIND_ENCODER", "token_ids": [101, 7592, 102], "skip_special_tokens": True}),
         (4, {"input": ["a sentence", "another one"], "model": "all-MiniLM-L6-v2", "encoding_format": "base64"}),

@@ -44,6 +44,8 @@ std::vector<std::string> SeedCorpus() {
           R"("repetition_penalty":1.1,"seed":"42","stop":["\n","The end"],"stop_token_ids":[2],"ignore_eos":false,)"
           R"("logprobs":true,"top_logprobs":3,"prompt_logprobs":true}})"},
       {1, R"({"tokenIds":{"ids":[1,403,407]},"sampling":{"maxNewTokens":4,"topK":1}})"},
+      {1, R"({"text":"The cat","sampling":{"frequency_penalty":0.5,"presencePenalty":-1.5,)"
+          R"("logit_bias":{"2":-100,"403":2.5}}})"},
       {2, R"({"model":"MODEL_KIND_DECODER","text":"Lily went home.","add_special_tokens":true})"},
       {2, R"({"text":"  two spaces\n\ttab \u00e9\u65e5\ud83d\ude00"})"},
       {3, R"({"model":"MODEL_KIND_ENCODER","token_ids":[101,7592,102],"skip_special_tokens":true})"},
@@ -55,6 +57,7 @@ std::vector<std::string> SeedCorpus() {
           R"("ignore_eos":true,"stop_token_ids":[2]})"},
       {5, R"({"prompt":[[1,403],[1,407,500]],"max_tokens":0,"echo":true,"logprobs":0})"},
       {5, R"({"prompt":["one","two"],"n":1,"stream":false,"suffix":"","presence_penalty":0})"},
+      {5, R"({"prompt":"The cat","frequency_penalty":-2,"presence_penalty":2,"logit_bias":{"13":100,"0":-1.5}})"},
   };
   std::vector<std::string> corpus;
   for (const auto& [selector, body] : bodies) corpus.push_back(std::string(1, selector) + body);
@@ -68,7 +71,8 @@ std::string Mutate(const std::string& in, const std::vector<std::string>& corpus
       "\"-Infinity\"", "\"\\ud800\"", "\\u0000", "\xff", "\xc3", "\xf0\x9f\x98", "\"text\":", "\"ids\":[",
       "\"sampling\":{", "\"max_new_tokens\":", "\"temperature\":", "\"top_p\":", "\"top_k\":", "\"stop\":[",
       "\"n\":", "\"prompt\":", "\"input\":", "\"logprobs\":", "\"inputs\":[{", "\"attention_layers\":[",
-      "\"token_ids\":", "\"seed\":", "\"max_tokens\":", "\"best_of\":", "\"unknown_field\":", "1000000"};
+      "\"token_ids\":", "\"seed\":", "\"max_tokens\":", "\"best_of\":", "\"unknown_field\":", "1000000",
+      "\"frequency_penalty\":", "\"presence_penalty\":", "\"logit_bias\":{", "\"-1\":", "\"512\":"};
   // Numbers at and past every limit the checks enforce, written as JSON
   // allows (and as it does not).
   static const char* kNumbers[] = {"-1", "0", "-0", "0.0", "1", "2", "20", "21", "100", "100.5", "10.01",
