@@ -43,6 +43,7 @@ struct GenerationParams {
   float temperature = 1.0f;         // 0: greedy
   int top_k = 0;                    // 0: off
   float top_p = 1.0f;               // 1: off
+  float min_p = 0.0f;               // 0: off
   float repetition_penalty = 1.0f;  // 1: off
   float frequency_penalty = 0.0f;   // 0: off; counts this request's output tokens
   float presence_penalty = 0.0f;    // 0: off; likewise

@@ -34,6 +34,9 @@ absl::Status ValidateSamplingParams(const SamplingParams& p, int vocab_size) {
   if (!(p.top_p > 0.0f && p.top_p <= 1.0f)) {
     return absl::InvalidArgumentError(absl::StrCat("top_p must be in (0, 1], got ", p.top_p));
   }
+  if (!(p.min_p >= 0.0f && p.min_p <= 1.0f)) {
+    return absl::InvalidArgumentError(absl::StrCat("min_p must be in [0, 1], got ", p.min_p));
+  }
   if (!(p.repetition_penalty > 0.0f) || !std::isfinite(p.repetition_penalty)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "repetition_penalty must be finite and > 0, got ", p.repetition_penalty));
@@ -159,61 +162,81 @@ void ApplyBiasAndPenalties(const SamplingParams& params, absl::Span<const int32_
 
 }  // namespace
 
+void SamplingProbabilities(absl::Span<const float> logits, const SamplingParams& params,
+                           absl::Span<const int32_t> history, int output_tokens, SamplingScratch& scratch) {
+  const int vocab = static_cast<int>(logits.size());
+  std::vector<float>& s = scratch.logits;
+  s.assign(logits.begin(), logits.end());
+  ApplyBiasAndPenalties(params, history, output_tokens, scratch, s);
+  const float inv_t = 1.0f / params.temperature;
+  for (float& x : s) x *= inv_t;
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  if (params.top_k > 0 && params.top_k < vocab) {
+    // Keep every logit >= the k-th largest (HF keeps ties with the k-th too).
+    std::vector<float> tmp(s);
+    std::nth_element(tmp.begin(), tmp.begin() + (params.top_k - 1), tmp.end(), std::greater<float>());
+    const float kth = tmp[params.top_k - 1];
+    for (float& x : s) {
+      if (x < kth) x = neg_inf;
+    }
+  }
+  // Softmax over the survivors, in double.
+  float mx = neg_inf;
+  for (float x : s) mx = std::max(mx, x);
+  std::vector<double>& prob = scratch.probs;
+  prob.assign(vocab, 0.0);
+  double sum = 0.0;
+  for (int i = 0; i < vocab; ++i) {
+    prob[i] = s[i] == neg_inf ? 0.0 : std::exp(static_cast<double>(s[i]) - mx);
+    sum += prob[i];
+  }
+  for (double& p : prob) p /= sum;
+  if (params.top_p < 1.0f) {
+    // HF: sort ascending, drop tokens whose cumulative mass is <= 1 - top_p,
+    // always keep the most probable one. Equal probabilities sort by id.
+    std::vector<int32_t> order(vocab);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return prob[a] < prob[b]; });
+    double cum = 0.0;
+    const double cut = 1.0 - static_cast<double>(params.top_p);
+    double kept = 0.0;
+    for (int i = 0; i < vocab; ++i) {
+      cum += prob[order[i]];
+      if (cum <= cut && i != vocab - 1) {
+        prob[order[i]] = 0.0;
+      } else {
+        kept += prob[order[i]];
+      }
+    }
+    for (double& p : prob) p /= kept;
+  }
+  if (params.min_p > 0.0f) {
+    // HF's MinPLogitsWarper: drop tokens less probable than min_p times the
+    // most probable one (which always stays).
+    const double top = *std::max_element(prob.begin(), prob.end());
+    const double floor = static_cast<double>(params.min_p) * top;
+    double kept = 0.0;
+    for (double& p : prob) {
+      if (p < floor) p = 0.0;
+      kept += p;
+    }
+    for (double& p : prob) p /= kept;
+  }
+}
+
 SampledToken SampleToken(absl::Span<const float> logits, const SamplingParams& params,
                          absl::Span<const int32_t> history, int output_tokens, SamplingRng& rng,
                          SamplingScratch& scratch) {
   const int vocab = static_cast<int>(logits.size());
   SampledToken out;
-  std::vector<float>& s = scratch.logits;
-  s.assign(logits.begin(), logits.end());
-  ApplyBiasAndPenalties(params, history, output_tokens, scratch, s);
-
   if (params.temperature == 0.0f) {
+    std::vector<float>& s = scratch.logits;
+    s.assign(logits.begin(), logits.end());
+    ApplyBiasAndPenalties(params, history, output_tokens, scratch, s);
     out.id = ArgmaxLogit(s);
   } else {
-    const float inv_t = 1.0f / params.temperature;
-    for (float& x : s) x *= inv_t;
-    const float neg_inf = -std::numeric_limits<float>::infinity();
-    if (params.top_k > 0 && params.top_k < vocab) {
-      // Keep every logit >= the k-th largest (HF keeps ties with the k-th too).
-      std::vector<float> tmp(s);
-      std::nth_element(tmp.begin(), tmp.begin() + (params.top_k - 1), tmp.end(),
-                       std::greater<float>());
-      const float kth = tmp[params.top_k - 1];
-      for (float& x : s) {
-        if (x < kth) x = neg_inf;
-      }
-    }
-    // Softmax over the survivors, in double.
-    float mx = neg_inf;
-    for (float x : s) mx = std::max(mx, x);
-    std::vector<double> prob(vocab);
-    double sum = 0.0;
-    for (int i = 0; i < vocab; ++i) {
-      prob[i] = s[i] == neg_inf ? 0.0 : std::exp(static_cast<double>(s[i]) - mx);
-      sum += prob[i];
-    }
-    for (double& p : prob) p /= sum;
-    if (params.top_p < 1.0f) {
-      // HF: sort ascending, drop tokens whose cumulative mass is <= 1 - top_p,
-      // always keep the most probable one. Equal probabilities sort by id.
-      std::vector<int32_t> order(vocab);
-      std::iota(order.begin(), order.end(), 0);
-      std::stable_sort(order.begin(), order.end(),
-                       [&](int32_t a, int32_t b) { return prob[a] < prob[b]; });
-      double cum = 0.0;
-      const double cut = 1.0 - static_cast<double>(params.top_p);
-      double kept = 0.0;
-      for (int i = 0; i < vocab; ++i) {
-        cum += prob[order[i]];
-        if (cum <= cut && i != vocab - 1) {
-          prob[order[i]] = 0.0;
-        } else {
-          kept += prob[order[i]];
-        }
-      }
-      for (double& p : prob) p /= kept;
-    }
+    SamplingProbabilities(logits, params, history, output_tokens, scratch);
+    const std::vector<double>& prob = scratch.probs;
     // Inverse CDF over ids in order.
     const double u = rng.Uniform();
     double cum = 0.0;

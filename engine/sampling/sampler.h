@@ -10,7 +10,7 @@
 // Order, as vLLM applies them (bias, then its penalties, then the warpers in
 // transformers' order):
 //   logit bias -> repetition penalty -> frequency penalty -> presence penalty
-//   -> temperature -> top-k -> top-p -> softmax -> draw.
+//   -> temperature -> top-k -> top-p -> min-p -> softmax -> draw.
 // The repetition penalty looks at prompt + output (HF's input_ids); the
 // frequency and presence penalties at the output only (vLLM; OpenAI's
 // "tokens generated so far"): logit[j] -= c[j] * frequency + (c[j] > 0) * presence
@@ -47,6 +47,7 @@ struct SamplingParams {
   float temperature = 1.0f;         // 0: greedy
   int top_k = 0;                    // 0: off
   float top_p = 1.0f;               // 1: off
+  float min_p = 0.0f;               // 0: off; keep tokens >= min_p * the best's probability
   float repetition_penalty = 1.0f;  // 1: off; HF: logit<0 ? logit*p : logit/p for seen ids
   float frequency_penalty = 0.0f;   // 0: off; in [-2, 2] as OpenAI
   float presence_penalty = 0.0f;    // 0: off; in [-2, 2] as OpenAI
@@ -91,6 +92,7 @@ struct SampledToken {
 // Buffers SampleToken reuses between calls (no allocation per token).
 struct SamplingScratch {
   std::vector<float> logits;
+  std::vector<double> probs;    // [vocab], SamplingProbabilities' answer
   std::vector<int32_t> counts;  // [vocab], all zero between calls
 };
 
@@ -101,6 +103,13 @@ struct SamplingScratch {
 SampledToken SampleToken(absl::Span<const float> logits, const SamplingParams& params,
                          absl::Span<const int32_t> history, int output_tokens, SamplingRng& rng,
                          SamplingScratch& scratch);
+
+// The distribution SampleToken draws from when temperature > 0 (it needs
+// one): the probabilities after bias, penalties, temperature, top-k, top-p
+// and min-p, zero for dropped tokens, summing to 1, left in scratch.probs.
+// For tests against reference implementations of the same steps.
+void SamplingProbabilities(absl::Span<const float> logits, const SamplingParams& params,
+                           absl::Span<const int32_t> history, int output_tokens, SamplingScratch& scratch);
 
 // How many numbers SampleToken draws from its RNG for one token: one when it
 // samples, none when greedy. A sequence resumed after a preemption skips

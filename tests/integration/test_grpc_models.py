@@ -261,6 +261,7 @@ def test_generate_token_ids_prompt_and_seeded_sampling(stub, pb):
     ({"top_k": -3}, "top_k"),
     ({"repetition_penalty": 0}, "repetition_penalty"),
     ({"frequency_penalty": 2.5}, "frequency_penalty"),
+    ({"min_p": 1.5}, "min_p"),
     ({"presence_penalty": -9}, "presence_penalty"),
     ({"logit_bias": {"600": 1}}, "logit_bias: token id 600"),
     ({"logit_bias": {"5": 101}}, "logit_bias[5]"),

@@ -86,6 +86,8 @@ CASES = [
     *[(p, {**GOOD_PROMPT, "sampling": {"logit_bias": {"3": "x"}}}, 400, "logit_bias") for p in GENERATE_PATHS],
     *[(p, {**GOOD_PROMPT, "sampling": {"logit_bias": {"1000000": 1}}}, 400, "logit_bias") for p in GENERATE_PATHS],
     ("/v1/completions", {"model": "m", "prompt": "a", "presence_penalty": 1e9}, 400, "presence_penalty"),
+    ("/v1/completions", {"model": "m", "prompt": "a", "min_p": -0.5}, 400, "min_p"),
+    ("/v1/completions", {"model": "m", "prompt": "a", "min_p": "low"}, 400, "min_p"),
     ("/v1/completions", {"model": "m", "prompt": "a", "logit_bias": {"1": -1e9}}, 400, "logit_bias[1]"),
     ("/v1/completions", {"model": "m", "prompt": "a", "logit_bias": [[1, 5]]}, 400, "logit_bias"),
     ("/v1/completions", {"model": "m", "prompt": "a", "temperature": -0.5}, 400, "temperature"),

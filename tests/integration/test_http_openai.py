@@ -212,6 +212,19 @@ def test_completions_penalties_and_logit_bias_equal_the_reference(server, client
     assert "".join(c.choices[0].text for c in streamed) == out.choices[0].text
 
 
+def test_min_p_reaches_the_sampler(client):
+    # min_p = 1 keeps only the most likely token: sampling at a high
+    # temperature then gives the greedy text, whatever the seed; without
+    # min_p the same seeds wander off it.
+    kwargs = dict(model="stories260K", prompt=ONCE["prompt_ids_with_bos"], max_tokens=24)
+    greedy = client.completions.create(temperature=0, **kwargs).choices[0].text
+    for seed in (1, 2, 3):
+        hot = dict(temperature=1.5, seed=seed, **kwargs)
+        assert client.completions.create(extra_body={"min_p": 1.0}, **hot).choices[0].text == greedy
+    assert any(client.completions.create(temperature=1.5, seed=seed, **kwargs).choices[0].text != greedy
+               for seed in (1, 2, 3))
+
+
 def test_penalties_and_logit_bias_out_of_range_are_400_naming_them(client):
     import openai
     for kwargs, expected in [

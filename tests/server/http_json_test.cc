@@ -133,13 +133,14 @@ ModelDescription Decoder512() {
 
 TEST(NativeApiTest, PenaltiesAndLogitBiasReachTheEngineParams) {
   absl::StatusOr<v1::GenerateRequest> r = ParseGenerateRequest(
-      R"({"text": "x", "sampling": {"frequency_penalty": 0.5, "presence_penalty": -1.5,
+      R"({"text": "x", "sampling": {"frequency_penalty": 0.5, "presence_penalty": -1.5, "min_p": 0.25,
           "logit_bias": {"300": 4.5, "2": -100, "17": 0.25}}})");
   ASSERT_TRUE(r.ok()) << r.status();
   absl::StatusOr<GenerationParams> p = ToGenerationParams(*r, Decoder512(), 256, 1);
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_FLOAT_EQ(p->frequency_penalty, 0.5f);
   EXPECT_FLOAT_EQ(p->presence_penalty, -1.5f);
+  EXPECT_FLOAT_EQ(p->min_p, 0.25f);
   ASSERT_EQ(p->logit_bias.size(), 3u);  // in id order
   EXPECT_EQ(p->logit_bias[0].id, 2);
   EXPECT_FLOAT_EQ(p->logit_bias[0].bias, -100.0f);
@@ -158,6 +159,7 @@ TEST(NativeApiTest, OutOfRangePenaltiesAndBiasesNameTheFieldAndLimit) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {R"({"frequency_penalty": 2.5})", "sampling.frequency_penalty = 2.5: must be in [-2, 2]"},
       {R"({"presence_penalty": -3})", "sampling.presence_penalty = -3: must be in [-2, 2]"},
+      {R"({"min_p": 1.01})", "sampling.min_p = 1.01: must be in [0, 1]"},
       {R"({"presence_penalty": "NaN"})", "sampling.presence_penalty = nan: must be in [-2, 2]"},
       {R"({"logit_bias": {"512": 1}})", "logit_bias: token id 512 is not in [0, 512)"},
       {R"({"logit_bias": {"-4": 1}})", "logit_bias: token id -4 is not in [0, 512)"},

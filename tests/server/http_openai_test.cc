@@ -100,7 +100,7 @@ TEST(OpenAiCompletionsTest, RequestMapsOntoGenerateRequest) {
       R"({"model": "m", "prompt": "Once", "max_tokens": 5, "temperature": 0, "top_p": 0.9, "stop": ["\n", "."],
           "seed": 7, "logprobs": 2, "stream": true, "n": 1, "echo": false, "presence_penalty": 0.25,
           "frequency_penalty": -0.5, "logit_bias": {"5": -100, "17": 2.5},
-          "top_k": 3, "repetition_penalty": 1.1, "user": "u", "some_future_option": {"x": 1}})");
+          "top_k": 3, "min_p": 0.05, "repetition_penalty": 1.1, "user": "u", "some_future_option": {"x": 1}})");
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_TRUE(c->stream);
   EXPECT_TRUE(c->format.logprobs);
@@ -119,6 +119,7 @@ TEST(OpenAiCompletionsTest, RequestMapsOntoGenerateRequest) {
   EXPECT_EQ(r.sampling().top_logprobs(), 2);
   EXPECT_EQ(r.sampling().top_k(), 3);
   EXPECT_FLOAT_EQ(r.sampling().repetition_penalty(), 1.1f);
+  EXPECT_FLOAT_EQ(r.sampling().min_p(), 0.05f);
   EXPECT_FLOAT_EQ(r.sampling().presence_penalty(), 0.25f);
   EXPECT_FLOAT_EQ(r.sampling().frequency_penalty(), -0.5f);
   ASSERT_EQ(r.sampling().logit_bias().size(), 2u);

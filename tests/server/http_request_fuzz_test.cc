@@ -44,7 +44,7 @@ std::vector<std::string> SeedCorpus() {
           R"("repetition_penalty":1.1,"seed":"42","stop":["\n","The end"],"stop_token_ids":[2],"ignore_eos":false,)"
           R"("logprobs":true,"top_logprobs":3,"prompt_logprobs":true}})"},
       {1, R"({"tokenIds":{"ids":[1,403,407]},"sampling":{"maxNewTokens":4,"topK":1}})"},
-      {1, R"({"text":"The cat","sampling":{"frequency_penalty":0.5,"presencePenalty":-1.5,)"
+      {1, R"({"text":"The cat","sampling":{"frequency_penalty":0.5,"presencePenalty":-1.5,"min_p":0.05,)"
           R"("logit_bias":{"2":-100,"403":2.5}}})"},
       {2, R"({"model":"MODEL_KIND_DECODER","text":"Lily went home.","add_special_tokens":true})"},
       {2, R"({"text":"  two spaces\n\ttab \u00e9\u65e5\ud83d\ude00"})"},
@@ -57,7 +57,7 @@ std::vector<std::string> SeedCorpus() {
           R"("ignore_eos":true,"stop_token_ids":[2]})"},
       {5, R"({"prompt":[[1,403],[1,407,500]],"max_tokens":0,"echo":true,"logprobs":0})"},
       {5, R"({"prompt":["one","two"],"n":1,"stream":false,"suffix":"","presence_penalty":0})"},
-      {5, R"({"prompt":"The cat","frequency_penalty":-2,"presence_penalty":2,"logit_bias":{"13":100,"0":-1.5}})"},
+      {5, R"({"prompt":"The cat","min_p":0.1,"frequency_penalty":-2,"presence_penalty":2,"logit_bias":{"13":100,"0":-1.5}})"},
   };
   std::vector<std::string> corpus;
   for (const auto& [selector, body] : bodies) corpus.push_back(std::string(1, selector) + body);
