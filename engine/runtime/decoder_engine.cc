@@ -30,6 +30,9 @@ struct DecoderEngine::Sequence {
   Sequence(const Tokenizer& tokenizer, int32_t last_prompt_token, std::vector<std::string> stop)
       : detok(tokenizer, last_prompt_token), stops(std::move(stop)) {}
   bool in_prefill() const { return prompt_fed < static_cast<int>(prompt.size()); }
+  // Stop strings are looked for in the text of output tokens past
+  // min_tokens (the output counts the tokens made before a preemption).
+  bool stop_strings_armed() const { return params.resumed_tokens + generated > params.min_tokens; }
 };
 
 const char* FinishReasonName(FinishReason reason) {
@@ -53,6 +56,7 @@ SamplingParams SamplingParamsOf(const GenerationParams& p) {
   s.frequency_penalty = p.frequency_penalty;
   s.presence_penalty = p.presence_penalty;
   s.logit_bias = p.logit_bias;
+  s.min_tokens = p.min_tokens;
   s.seed = p.seed;
   s.top_logprobs = p.logprobs ? p.top_logprobs : 0;
   return s;
@@ -67,6 +71,12 @@ absl::Status ValidateGenerationParams(const GenerationParams& p, const ModelDesc
   SamplingParams s = SamplingParamsOf(p);
   s.top_logprobs = p.top_logprobs;  // validated even when logprobs is off
   RETURN_IF_ERROR(ValidateSamplingParams(s, model.vocab_size));
+  // A resumed sequence's max_new_tokens counts what is left; min_tokens
+  // counts the whole output.
+  if (p.min_tokens < 0 || p.min_tokens > p.max_new_tokens + std::max(p.resumed_tokens, 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("min_tokens must be in [0, max_new_tokens = ",
+                                                   p.max_new_tokens, "], got ", p.min_tokens));
+  }
   if (p.resumed_tokens < 0) {
     return absl::InvalidArgumentError(absl::StrCat("resumed_tokens must be >= 0, got ", p.resumed_tokens));
   }
@@ -140,11 +150,19 @@ absl::StatusOr<SeqId> DecoderEngine::AddSequence(std::vector<int32_t> prompt,
   auto s = std::make_unique<Sequence>(model_->tokenizer(), prompt[prompt_end - 1], params.stop);
   s->id = id;
   s->sampling = SamplingParamsOf(params);
+  if (params.min_tokens > 0) {
+    if (!params.ignore_eos) s->sampling.min_tokens_suppressed = eos_ids_;
+    s->sampling.min_tokens_suppressed.insert(s->sampling.min_tokens_suppressed.end(), params.stop_token_ids.begin(),
+                                             params.stop_token_ids.end());
+  }
   s->rng = SamplingRng(params.seed);
   // Resuming: replay the output so far through the RNG and the text
   // pipeline; the text it releases was streamed before the preemption.
   for (int i = 0; i < resumed * RandomDrawsPerToken(s->sampling); ++i) s->rng.Next();
-  for (size_t i = prompt_end; i < prompt.size(); ++i) s->stops.Push(s->detok.Push(prompt[i]));
+  for (size_t i = prompt_end; i < prompt.size(); ++i) {
+    const std::string piece = s->detok.Push(prompt[i]);
+    if (static_cast<int>(i - prompt_end) + 1 > params.min_tokens) s->stops.Push(piece);
+  }
   s->params = std::move(params);
   s->history = prompt;
   s->prompt = std::move(prompt);
@@ -172,6 +190,10 @@ void DecoderEngine::Finish(Sequence& s, FinishReason reason) {
 // Releases the text still held (incomplete UTF-8, possible stop prefixes).
 // Returns true when a stop string turned up in it.
 bool DecoderEngine::FlushText(Sequence& s, StepEvent& ev) {
+  if (!s.stop_strings_armed()) {
+    ev.text += s.detok.Flush();
+    return false;
+  }
   StopStringMatcher::Result r = s.stops.Push(s.detok.Flush());
   ev.text += r.text;
   if (r.stopped) return true;
@@ -200,7 +222,12 @@ void DecoderEngine::AppendToken(Sequence& s, const SampledToken& tok, StepEvent&
     Finish(s, FlushText(s, ev) ? FinishReason::kStopString : FinishReason::kStop);
     return;
   }
-  StopStringMatcher::Result r = s.stops.Push(s.detok.Push(tok.id));
+  StopStringMatcher::Result r;
+  if (s.stop_strings_armed()) {
+    r = s.stops.Push(s.detok.Push(tok.id));
+  } else {
+    r.text = s.detok.Push(tok.id);  // within min_tokens: no stop string yet
+  }
   ev.text += r.text;
   if (r.stopped) {
     Finish(s, FinishReason::kStopString);

@@ -52,6 +52,11 @@ struct GenerationParams {
   std::vector<std::string> stop;        // stop strings (not included in the text)
   std::vector<int32_t> stop_token_ids;  // extra ids that end generation
   bool ignore_eos = false;              // keep going past the model's EOS ids
+  // Make at least this many tokens (<= max_new_tokens) before stopping, as
+  // vLLM's min_tokens: until then the EOS ids (unless ignore_eos) and
+  // stop_token_ids cannot be sampled, and stop strings are looked for only
+  // in the text of the tokens after the min_tokens-th.
+  int min_tokens = 0;
   bool logprobs = false;                // report logprob of each chosen token
   int top_logprobs = 0;                 // and the top-n alternatives (needs logprobs)
   // Score the prompt too: each prompt token after the first gets its

@@ -69,6 +69,9 @@ absl::Status ValidateSamplingParams(const SamplingParams& p, int vocab_size) {
   if (auto dup = std::adjacent_find(ids.begin(), ids.end()); dup != ids.end()) {
     return absl::InvalidArgumentError(absl::StrCat("logit_bias: token id ", *dup, " appears twice"));
   }
+  if (p.min_tokens < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("min_tokens must be >= 0, got ", p.min_tokens));
+  }
   if (p.top_logprobs < 0 || p.top_logprobs > kMaxTopLogprobs) {
     return absl::InvalidArgumentError(absl::StrCat("top_logprobs must be in [0, ", kMaxTopLogprobs,
                                                    "], got ", p.top_logprobs));
@@ -121,6 +124,11 @@ namespace {
 void ApplyBiasAndPenalties(const SamplingParams& params, absl::Span<const int32_t> history,
                            int output_tokens, SamplingScratch& scratch, std::vector<float>& s) {
   const int vocab = static_cast<int>(s.size());
+  if (output_tokens < params.min_tokens) {
+    for (int32_t id : params.min_tokens_suppressed) {
+      if (id >= 0 && id < vocab) s[id] = -std::numeric_limits<float>::infinity();
+    }
+  }
   for (const LogitBias& b : params.logit_bias) {
     if (b.id >= 0 && b.id < vocab) s[b.id] += b.bias;
   }

@@ -9,7 +9,8 @@
 //
 // Order, as vLLM applies them (bias, then its penalties, then the warpers in
 // transformers' order):
-//   logit bias -> repetition penalty -> frequency penalty -> presence penalty
+//   min-tokens suppression -> logit bias -> repetition penalty
+//   -> frequency penalty -> presence penalty
 //   -> temperature -> top-k -> top-p -> min-p -> softmax -> draw.
 // The repetition penalty looks at prompt + output (HF's input_ids); the
 // frequency and presence penalties at the output only (vLLM; OpenAI's
@@ -52,6 +53,11 @@ struct SamplingParams {
   float frequency_penalty = 0.0f;   // 0: off; in [-2, 2] as OpenAI
   float presence_penalty = 0.0f;    // 0: off; in [-2, 2] as OpenAI
   std::vector<LogitBias> logit_bias;  // added to the logits first; distinct ids
+  // While the output has fewer than min_tokens tokens, these ids (the end
+  // of sequence and stop token ids, filled by the engine) get logit -inf,
+  // as transformers' MinNewTokensLengthLogitsProcessor and vLLM's min_tokens.
+  int min_tokens = 0;
+  std::vector<int32_t> min_tokens_suppressed;
   uint64_t seed = 0;
   int top_logprobs = 0;             // how many top alternatives to report (0: none)
 };

@@ -137,6 +137,7 @@ absl::StatusOr<GenerationParams> ToGenerationParams(const v1::GenerateRequest& r
   p.stop.assign(s.stop().begin(), s.stop().end());
   p.stop_token_ids.assign(s.stop_token_ids().begin(), s.stop_token_ids().end());
   p.ignore_eos = s.ignore_eos();
+  p.min_tokens = s.min_tokens();
   p.logprobs = s.logprobs() || s.top_logprobs() > 0;
   p.top_logprobs = s.top_logprobs();
   p.prompt_logprobs = s.prompt_logprobs();

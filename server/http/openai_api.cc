@@ -362,6 +362,8 @@ absl::StatusOr<CompletionCall> ParseCompletionRequest(absl::string_view body) {
   RETURN_IF_ERROR(Optional<float>(root, "top_p", FloatField, [&](float v) { sampling->set_top_p(v); }));
   RETURN_IF_ERROR(Optional<int32_t>(root, "top_k", Int32Field, [&](int32_t v) { sampling->set_top_k(v); }));
   RETURN_IF_ERROR(Optional<float>(root, "min_p", FloatField, [&](float v) { sampling->set_min_p(v); }));
+  RETURN_IF_ERROR(
+      Optional<int32_t>(root, "min_tokens", Int32Field, [&](int32_t v) { sampling->set_min_tokens(v); }));
   RETURN_IF_ERROR(Optional<float>(root, "repetition_penalty", FloatField,
                                                  [&](float v) { sampling->set_repetition_penalty(v); }));
   RETURN_IF_ERROR(Optional<float>(root, "frequency_penalty", FloatField,

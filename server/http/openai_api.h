@@ -69,7 +69,7 @@ struct CompletionCall {
 //  prompt order), "model", "max_tokens", "temperature", "top_p",
 //  "stop": str | [str], "seed", "logprobs": int, "stream": bool, "n": int,
 //  "echo": bool, "frequency_penalty", "presence_penalty", "logit_bias":
-//  {"<id>": bias}} plus the extensions "top_k", "min_p", "repetition_penalty",
+//  {"<id>": bias}} plus the extensions "top_k", "min_p", "min_tokens", "repetition_penalty",
 // "ignore_eos" and "stop_token_ids" (as vLLM).
 absl::StatusOr<CompletionCall> ParseCompletionRequest(absl::string_view body);
 

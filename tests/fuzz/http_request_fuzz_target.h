@@ -24,7 +24,7 @@
 //   (stories260K's tokenizer from its GGUF, context 512). Refusals are
 //   INVALID_ARGUMENT as above; what passes is inside the documented ranges
 //   (max_new_tokens in [1, 256], temperature finite in [0, 100], top_p in
-//   (0, 1], min_p in [0, 1], repetition_penalty in (0, 10], frequency and presence
+//   (0, 1], min_p in [0, 1], min_tokens in [0, max_new_tokens], repetition_penalty in (0, 10], frequency and presence
 //   penalties in [-2, 2], logit_bias ids in [0, vocab) with biases in
 //   [-100, 100], at most 1024; top_logprobs in [0, 20]; prompt
 //   ids in [0, vocab), at least one and fewer than the context; encode
@@ -171,6 +171,7 @@ inline bool CheckGenerate(const HttpFuzzContext& ctx, const char* endpoint, cons
   if (!std::isfinite(p->temperature) || p->temperature < 0 || p->temperature > 100) Fail(endpoint, "temperature out of range", std::to_string(p->temperature), body);
   if (!(p->top_p > 0 && p->top_p <= 1)) Fail(endpoint, "top_p out of range", std::to_string(p->top_p), body);
   if (!(p->repetition_penalty > 0 && p->repetition_penalty <= 10)) Fail(endpoint, "repetition_penalty out of range", std::to_string(p->repetition_penalty), body);
+  if (p->min_tokens < 0 || p->min_tokens > p->max_new_tokens) Fail(endpoint, "min_tokens out of range", std::to_string(p->min_tokens), body);
   if (!(p->min_p >= 0 && p->min_p <= 1)) Fail(endpoint, "min_p out of range", std::to_string(p->min_p), body);
   if (!(p->frequency_penalty >= -2 && p->frequency_penalty <= 2)) Fail(endpoint, "frequency_penalty out of range", std::to_string(p->frequency_penalty), body);
   if (!(p->presence_penalty >= -2 && p->presence_penalty <= 2)) Fail(endpoint, "presence_penalty out of range", std::to_string(p->presence_penalty), body);

@@ -262,6 +262,8 @@ def test_generate_token_ids_prompt_and_seeded_sampling(stub, pb):
     ({"repetition_penalty": 0}, "repetition_penalty"),
     ({"frequency_penalty": 2.5}, "frequency_penalty"),
     ({"min_p": 1.5}, "min_p"),
+    ({"min_tokens": -1}, "min_tokens"),
+    ({"min_tokens": 65}, "min_tokens must be in [0, max_new_tokens = 64]"),
     ({"presence_penalty": -9}, "presence_penalty"),
     ({"logit_bias": {"600": 1}}, "logit_bias: token id 600"),
     ({"logit_bias": {"5": 101}}, "logit_bias[5]"),

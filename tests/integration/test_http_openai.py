@@ -191,19 +191,18 @@ def test_completions_logprobs(client):
 
 @pytest.mark.parametrize("case", PENALTIES, ids=[c["name"] for c in PENALTIES])
 def test_completions_penalties_and_logit_bias_equal_the_reference(server, client, case):
-    sampling = {k: case[k] for k in ("frequency_penalty", "presence_penalty", "logit_bias", "repetition_penalty")
-                if k in case}
+    openai_args = {k: case[k] for k in ("frequency_penalty", "presence_penalty", "logit_bias") if k in case}
+    # Extensions (vLLM's names), sent in the body beside OpenAI's fields.
+    # The reference never stops early: EOS is ignored, or with min_tokens
+    # (as long as the case) suppressed, with the stop token ids.
+    extra = {k: case[k] for k in ("repetition_penalty", "min_tokens", "stop_token_ids") if k in case}
+    extra["ignore_eos"] = "min_tokens" not in case
     n = case["new_tokens"]
-    # The reference never stops at EOS; neither do these.
     status, _, native = post(server, "/v1/generate", {
         "token_ids": {"ids": case["prompt"]},
-        "sampling": {"max_new_tokens": n, "temperature": 0, "ignore_eos": True, **sampling}})
+        "sampling": {"max_new_tokens": n, "temperature": 0, **openai_args, **extra}})
     assert status == 200, native
     assert json.loads(native)["token_ids"] == case["tokens"]
-    extra = {"ignore_eos": True}
-    if "repetition_penalty" in case:
-        extra["repetition_penalty"] = case["repetition_penalty"]
-    openai_args = {k: v for k, v in sampling.items() if k != "repetition_penalty"}
     out = client.completions.create(model="stories260K", prompt=case["prompt"], max_tokens=n, temperature=0,
                                     extra_body=extra, **openai_args)
     assert out.choices[0].text == json.loads(native)["text"]
@@ -230,6 +229,7 @@ def test_penalties_and_logit_bias_out_of_range_are_400_naming_them(client):
     for kwargs, expected in [
         ({"frequency_penalty": 2.5}, "frequency_penalty = 2.5: must be in [-2, 2]"),
         ({"presence_penalty": -3}, "presence_penalty = -3: must be in [-2, 2]"),
+        ({"extra_body": {"min_tokens": 5}}, "min_tokens must be in [0, max_new_tokens = 4], got 5"),
         ({"logit_bias": {"512": 1}}, "logit_bias: token id 512 is not in [0, 512)"),
         ({"logit_bias": {"7": 101}}, "logit_bias[7] must be in [-100, 100], got 101"),
         ({"logit_bias": {"seven": 1}}, 'logit_bias: key "seven" is not a token id'),

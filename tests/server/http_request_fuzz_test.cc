@@ -57,7 +57,7 @@ std::vector<std::string> SeedCorpus() {
           R"("ignore_eos":true,"stop_token_ids":[2]})"},
       {5, R"({"prompt":[[1,403],[1,407,500]],"max_tokens":0,"echo":true,"logprobs":0})"},
       {5, R"({"prompt":["one","two"],"n":1,"stream":false,"suffix":"","presence_penalty":0})"},
-      {5, R"({"prompt":"The cat","min_p":0.1,"frequency_penalty":-2,"presence_penalty":2,"logit_bias":{"13":100,"0":-1.5}})"},
+      {5, R"({"prompt":"The cat","min_p":0.1,"min_tokens":3,"frequency_penalty":-2,"presence_penalty":2,"logit_bias":{"13":100,"0":-1.5}})"},
   };
   std::vector<std::string> corpus;
   for (const auto& [selector, body] : bodies) corpus.push_back(std::string(1, selector) + body);

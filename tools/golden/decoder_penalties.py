@@ -10,6 +10,9 @@ picks each token by argmax over the logits processed in vLLM's order:
      sequences (a one-token sequence's bias is always applied);
   2. repetition_penalty: transformers' RepetitionPenaltyLogitsProcessor over
      prompt + output (its input_ids);
+  0. min_tokens: transformers' MinNewTokensLengthLogitsProcessor over EOS
+     and the stop token ids (vLLM applies it first; being -inf, where it
+     goes does not matter);
   3. frequency_penalty and presence_penalty over the output tokens only.
      transformers has no processor for these (its server maps
      frequency_penalty onto repetition_penalty, which is another formula), so
@@ -45,6 +48,7 @@ import torch
 import transformers
 from transformers.generation.logits_process import (
     LogitsProcessorList,
+    MinNewTokensLengthLogitsProcessor,
     RepetitionPenaltyLogitsProcessor,
     SequenceBiasLogitsProcessor,
 )
@@ -70,6 +74,11 @@ class OpenAiPenalties:
 
 def processors(case, prompt_len):
     procs = LogitsProcessorList()
+    if case.get("min_tokens", 0) > 0:
+        # vLLM's min_tokens: EOS (2 for both models) and the stop token ids
+        # cannot be chosen before the output has min_tokens tokens.
+        procs.append(MinNewTokensLengthLogitsProcessor(prompt_len, case["min_tokens"],
+                                                       [2] + case.get("stop_token_ids", [])))
     if case.get("logit_bias"):
         procs.append(SequenceBiasLogitsProcessor([[[int(k)], float(v)] for k, v in case["logit_bias"].items()]))
     if case.get("repetition_penalty", 1.0) != 1.0:
@@ -157,6 +166,9 @@ CASES = [
     ("stories_all", "stories260K", ONCE, 48, {"logit_bias": {"378": -5.0, "394": 2.0},
                                               "repetition_penalty": 1.3, "frequency_penalty": 0.4,
                                               "presence_penalty": -0.3}),
+    # 261 ("a") is plain greedy's 4th token after ONCE: as a stop token it
+    # would end the story there; min_tokens keeps it (and EOS) out.
+    ("stories_min_tokens", "stories260K", ONCE, 30, {"min_tokens": 30, "stop_token_ids": [261]}),
     ("tiny_frequency", "llama_tiny", TINY, 32, {"frequency_penalty": 1.5}),
     ("tiny_all", "llama_tiny", TINY, 32, {"logit_bias": {"200": 1.5, "17": -100}, "repetition_penalty": 0.8,
                                           "frequency_penalty": -0.4, "presence_penalty": 2.0}),

@@ -3,6 +3,7 @@
 // prefix sharing, seeds, stop conditions, streaming text.
 #include "engine/runtime/decoder_engine.h"
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <string>
@@ -320,6 +321,73 @@ TEST(DecoderEngineTest, StopStringAcrossThePreemptionStillStops) {
   EXPECT_EQ(resumed.reason, FinishReason::kStopString);
   EXPECT_EQ(resumed.ids, alone.ids);
   EXPECT_EQ(resumed.text, alone.text);
+}
+
+// min_tokens (vLLM): a stop string met in the first min_tokens tokens'
+// text does not stop the sequence; one after it does, and only text after
+// the min_tokens-th token is searched. The same when preempted inside the
+// min_tokens and after them.
+TEST(DecoderEngineTest, MinTokensDefersStopStrings) {
+  auto engine = MakeEngine(2048);
+  const std::vector<int32_t> prompt = {1, 403, 407, 261, 378};
+  const Result plain = RunAlone(*engine, prompt, Greedy(40));
+  ASSERT_EQ(plain.ids.size(), 40u);
+  // A stop string from the 3rd token's text (without its leading space).
+  std::string stop = Stories()->tokenizer().TokenBytes(plain.ids[2], plain.ids[1]);
+  if (!stop.empty() && stop[0] == ' ') stop = stop.substr(1);
+  ASSERT_GE(stop.size(), 2u);
+  GenerationParams p = Greedy(40);
+  p.stop = {stop};
+  const Result early = RunAlone(*engine, prompt, p);
+  ASSERT_EQ(early.reason, FinishReason::kStopString);
+  ASSERT_LE(early.ids.size(), 3u);
+  for (int min_tokens : {3, 10, 25, 40}) {
+    p.min_tokens = min_tokens;
+    // What vLLM gives: the first min_tokens tokens' text whole, then the
+    // rest up to a stop string found in it.
+    const std::string head = TextOf(plain.ids, min_tokens, prompt.back());
+    const std::string tail = TextOf(plain.ids, 40, prompt.back()).substr(head.size());
+    const size_t at = tail.find(stop);
+    const std::string want = head + (at == std::string::npos ? tail : tail.substr(0, at));
+    const FinishReason want_reason = at == std::string::npos ? FinishReason::kLength : FinishReason::kStopString;
+    const Result alone = RunAlone(*engine, prompt, p);
+    EXPECT_EQ(alone.text, want) << "min_tokens " << min_tokens;
+    EXPECT_EQ(alone.reason, want_reason) << "min_tokens " << min_tokens;
+    EXPECT_GE(alone.ids.size(), static_cast<size_t>(min_tokens));
+    EXPECT_TRUE(std::equal(alone.ids.begin(), alone.ids.end(), plain.ids.begin()));
+    for (int k : {1, min_tokens - 1, min_tokens + 1}) {
+      if (k < 1 || k >= static_cast<int>(alone.ids.size())) continue;
+      const Result resumed = RunPreemptedAt(*engine, prompt, p, k);
+      EXPECT_EQ(resumed.text, alone.text) << "min_tokens " << min_tokens << ", preempted after " << k;
+      EXPECT_EQ(resumed.ids, alone.ids) << "min_tokens " << min_tokens << ", preempted after " << k;
+    }
+  }
+  EXPECT_EQ(engine->kv_stats().num_sequences, 0);
+}
+
+// min_tokens suppresses the stop token ids (and EOS) until the output has
+// that many tokens: the greedy choice moves to the next best token there.
+TEST(DecoderEngineTest, MinTokensSuppressesStopTokenIds) {
+  auto engine = MakeEngine(2048);
+  const std::vector<int32_t> prompt = {1, 403, 407, 261, 378};
+  const Result plain = RunAlone(*engine, prompt, Greedy(30));
+  GenerationParams p = Greedy(30);
+  p.stop_token_ids = {plain.ids[4]};
+  const Result early = RunAlone(*engine, prompt, p);
+  ASSERT_EQ(early.reason, FinishReason::kStop);
+  ASSERT_LE(early.ids.size(), 5u);
+  p.min_tokens = 12;
+  const Result held = RunAlone(*engine, prompt, p);
+  ASSERT_GE(held.ids.size(), 12u);
+  for (int i = 0; i < 12; ++i) EXPECT_NE(held.ids[i], plain.ids[4]) << "token " << i;
+  // After the 12th, the stop id may come and stops the sequence.
+  if (held.reason == FinishReason::kStop) {
+    EXPECT_EQ(held.ids.back(), plain.ids[4]);
+  }
+  p.min_tokens = 31;
+  auto refused = engine->AddSequence(prompt, p);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.status().message(), ::testing::HasSubstr("min_tokens must be in [0, max_new_tokens = 30], got 31"));
 }
 
 TEST(DecoderEngineTest, ResumedTokensMustLeaveAPrompt) {

@@ -256,6 +256,27 @@ TEST(SamplerTest, BiasComesFirstThenRepetitionThenFrequencyAndPresence) {
   ExpectClose(Frequencies(logits, p, {0}, 40000, 1), Reference(want, 0.5f, {0, 1}), 0.01);
 }
 
+TEST(SamplerTest, MinTokensSuppressesItsIdsUntilTheOutputIsLongEnough) {
+  SamplingParams p;
+  p.temperature = 0.0f;
+  p.min_tokens = 3;
+  p.min_tokens_suppressed = {1, 3};
+  SamplingRng rng(0);
+  SamplingScratch scratch;
+  // Output of 0..2 tokens: ids 1 (3.0) and 3 (2.5) are out, id 5 (2.0) wins.
+  for (int out = 0; out < 3; ++out) EXPECT_EQ(SampleToken(kLogits, p, {0, 0, 0}, out, rng, scratch).id, 5) << out;
+  EXPECT_EQ(SampleToken(kLogits, p, {0, 0, 0}, 3, rng, scratch).id, 1);
+  // Sampling never draws them, and a bias cannot bring them back.
+  p.temperature = 1.0f;
+  p.logit_bias = {{3, 100.0f}};
+  p.seed = 2;
+  const std::vector<double> f = Frequencies(kLogits, p, {}, 5000, 0);
+  EXPECT_EQ(f[1], 0.0);
+  EXPECT_EQ(f[3], 0.0);
+  p.min_tokens = -1;
+  EXPECT_NE(ValidateSamplingParams(p, 6).message().find("min_tokens must be >= 0"), std::string::npos);
+}
+
 TEST(SamplerTest, ScratchIsReusableAcrossHistories) {
   // The same call gives the same distribution after calls with other
   // histories on the same scratch (its per-id marks are cleared each time).
