@@ -61,7 +61,44 @@ __attribute__((target("avx2,fma"))) double SumExpAvx2(const float* v, int64_t n,
   return total;
 }
 
+__attribute__((target("avx2,fma"))) double ExpShiftedAvx2(const float* v, int64_t n, float mx, double* out) {
+  const __m256 m = _mm256_set1_ps(mx);
+  __m256d acc_lo = _mm256_setzero_pd(), acc_hi = _mm256_setzero_pd();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 e = avx2::ExpNonPositive8(_mm256_sub_ps(_mm256_loadu_ps(v + i), m));
+    const __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(e));
+    const __m256d hi = _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1));
+    _mm256_storeu_pd(out + i, lo);
+    _mm256_storeu_pd(out + i + 4, hi);
+    acc_lo = _mm256_add_pd(acc_lo, lo);
+    acc_hi = _mm256_add_pd(acc_hi, hi);
+  }
+  alignas(32) double lanes[4];
+  _mm256_store_pd(lanes, _mm256_add_pd(acc_lo, acc_hi));
+  double total = lanes[0] + lanes[1] + lanes[2] + lanes[3];
+  for (; i < n; ++i) {
+    out[i] = std::isnan(v[i]) ? 0.0 : std::exp(static_cast<double>(v[i]) - mx);
+    total += out[i];
+  }
+  return total;
+}
+
 }  // namespace
+
+double ExpShiftedLogitsScalar(absl::Span<const float> v, float mx, absl::Span<double> out) {
+  double total = 0.0;
+  for (size_t i = 0; i < v.size(); ++i) {
+    out[i] = std::isnan(v[i]) ? 0.0 : std::exp(static_cast<double>(v[i]) - mx);
+    total += out[i];
+  }
+  return total;
+}
+
+double ExpShiftedLogits(absl::Span<const float> v, float mx, absl::Span<double> out) {
+  if (!CpuHasAvx2Fma()) return ExpShiftedLogitsScalar(v, mx, out);
+  return ExpShiftedAvx2(v.data(), static_cast<int64_t>(v.size()), mx, out.data());
+}
 
 int32_t ArgmaxLogitScalar(absl::Span<const float> v) {
   int32_t best = 0;

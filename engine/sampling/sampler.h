@@ -26,6 +26,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -99,6 +100,9 @@ struct SampledToken {
 struct SamplingScratch {
   std::vector<float> logits;
   std::vector<double> probs;    // [vocab], SamplingProbabilities' answer
+  std::vector<float> top_k;     // top-k: the k best logits (a min-heap)
+  std::vector<double> group_mass;  // top-p: mass per binary exponent of probability
+  std::vector<std::pair<double, int32_t>> boundary;  // top-p: the group cut partly
   std::vector<int32_t> counts;  // [vocab], all zero between calls
 };
 

@@ -86,3 +86,39 @@ TEST(LogitsMathTest, ArgmaxIsTheFirstLargestLikeTheScalarLoop) {
 
 }  // namespace
 }  // namespace attnserve
+
+namespace attnserve {
+namespace {
+
+TEST(LogitsMathTest, ExpShiftedIsWithinF32OfDoubleAndDropsInfAndNaN) {
+  for (int n : {1, 7, 8, 9, 1000, 32000}) {
+    std::vector<float> v = RandomLogits(n, 3.0f, static_cast<uint32_t>(n) + 1);
+    if (n > 9) {
+      v[3] = -kInf;  // a token dropped by top-k
+      v[n - 2] = kNaN;
+    }
+    float mx = -kInf;
+    for (float x : v) mx = std::isnan(x) ? mx : std::max(mx, x);
+    std::vector<double> got(n), want(n);
+    const double sum = ExpShiftedLogits(v, mx, absl::MakeSpan(got));
+    const double want_sum = ExpShiftedLogitsScalar(v, mx, absl::MakeSpan(want));
+    double total = 0.0;
+    for (int i = 0; i < n; ++i) {
+      // The exp's 3e-7, plus v[i] - mx rounded to f32 (half an ulp of the
+      // difference, which exp turns into a relative error).
+      const double shift = std::isfinite(v[i]) ? std::fabs(static_cast<double>(v[i]) - mx) : 0.0;
+      EXPECT_NEAR(got[i], want[i], (3e-7 + 6e-8 * shift) * want[i] + 1e-30) << "n=" << n << " i=" << i;
+      total += got[i];
+    }
+    EXPECT_NEAR(sum, total, 1e-12 * total);
+    EXPECT_NEAR(sum, want_sum, 2e-6 * want_sum);
+    if (n > 9) {
+      EXPECT_EQ(got[3], 0.0);
+      EXPECT_EQ(got[n - 2], 0.0);
+      EXPECT_EQ(want[3], 0.0);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace attnserve
