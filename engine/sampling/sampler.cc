@@ -116,12 +116,8 @@ void AddTopLogprobs(absl::Span<const float> logits, double lse, int top_logprobs
   for (int i = 0; i < n; ++i) out->top.push_back({ids[i], static_cast<float>(logits[ids[i]] - lse), {}});
 }
 
-}  // namespace
-
-namespace {
-
-// Logit bias, then the repetition, frequency and presence penalties, on `s`
-// (a copy of the logits).
+// The min_tokens suppression, the logit bias, then the repetition,
+// frequency and presence penalties, on `s` (a copy of the logits).
 void ApplyBiasAndPenalties(const SamplingParams& params, absl::Span<const int32_t> history,
                            int output_tokens, SamplingScratch& scratch, std::vector<float>& s) {
   const int vocab = static_cast<int>(s.size());
@@ -247,7 +243,10 @@ void SamplingProbabilities(absl::Span<const float> logits, const SamplingParams&
     std::vector<std::pair<double, int32_t>>& boundary = scratch.boundary;
     boundary.clear();
     for (int i = 0; i < vocab; ++i) {
-      if (prob[i] <= 0.0) continue;
+      if (!(prob[i] > 0.0)) {  // dropped before, or NaN (a row of -inf only)
+        prob[i] = 0.0;
+        continue;
+      }
       const int g = std::min(group_of(prob[i]), 1023);
       if (g == cut) {
         boundary.emplace_back(prob[i], i);

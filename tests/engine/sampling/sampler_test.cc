@@ -277,6 +277,26 @@ TEST(SamplerTest, MinTokensSuppressesItsIdsUntilTheOutputIsLongEnough) {
   EXPECT_NE(ValidateSamplingParams(p, 6).message().find("min_tokens must be >= 0"), std::string::npos);
 }
 
+TEST(SamplerTest, EveryIdSuppressedStillGivesAnIdInRange) {
+  // A client can list every id as a stop token and ask for min_tokens: the
+  // row is all -inf. Whatever comes out must be a valid id, not a crash.
+  SamplingParams p;
+  p.min_tokens = 5;
+  p.min_tokens_suppressed = {0, 1, 2, 3, 4, 5};
+  SamplingRng rng(0);
+  SamplingScratch scratch;
+  for (float t : {0.0f, 1.0f}) {
+    for (float top_p : {1.0f, 0.5f}) {
+      p.temperature = t;
+      p.top_p = top_p;
+      p.min_p = top_p < 1.0f ? 0.1f : 0.0f;
+      const SampledToken tok = SampleToken(kLogits, p, {}, 0, rng, scratch);
+      EXPECT_GE(tok.id, 0);
+      EXPECT_LT(tok.id, 6);
+    }
+  }
+}
+
 TEST(SamplerTest, ScratchIsReusableAcrossHistories) {
   // The same call gives the same distribution after calls with other
   // histories on the same scratch (its per-id marks are cleared each time).
