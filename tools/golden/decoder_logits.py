@@ -85,13 +85,10 @@ def unpermute_qk(w, n_head):
             .swapaxes(1, 2).reshape(w.shape))
 
 
-def load_dequantised(gguf_path):
-    """llama_tiny's HF model with its weights replaced by the GGUF's, dequantised."""
-    model = load("llama_tiny")
+def load_gguf_weights(model, t):
+    """Puts llama.cpp-named tensors `t` (name -> float32 array) into the HF
+    Llama `model`, Q/K rows back in HF's order."""
     cfg = model.config
-    reader = gguf.GGUFReader(str(gguf_path))
-    t = {x.name: np.array(gguf.quants.dequantize(x.data, x.tensor_type), dtype=np.float32)
-         for x in reader.tensors}
     sd = {"model.embed_tokens.weight": t["token_embd.weight"], "model.norm.weight": t["output_norm.weight"],
           "lm_head.weight": t["output.weight"]}
     for i in range(cfg.num_hidden_layers):
@@ -107,6 +104,15 @@ def load_dequantised(gguf_path):
         sd[p + "mlp.down_proj.weight"] = t[b + "ffn_down.weight"]
     missing, unexpected = model.load_state_dict({k: torch.from_numpy(v) for k, v in sd.items()}, strict=False)
     assert not unexpected and all("rotary" in k for k in missing), (missing, unexpected)
+
+
+def load_dequantised(gguf_path):
+    """llama_tiny's HF model with its weights replaced by the GGUF's, dequantised."""
+    model = load("llama_tiny")
+    reader = gguf.GGUFReader(str(gguf_path))
+    t = {x.name: np.array(gguf.quants.dequantize(x.data, x.tensor_type), dtype=np.float32)
+         for x in reader.tensors}
+    load_gguf_weights(model, t)
     return model
 
 

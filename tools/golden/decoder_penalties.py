@@ -23,8 +23,9 @@ picks each token by argmax over the logits processed in vLLM's order:
 Models:
   llama_tiny  the random tiny Llama of tests/golden/decoder_models/;
   stories260K the real trained model of ../shared/models/stories260K, its
-              GGUF's weights put into a transformers LlamaForCausalLM (Q/K
-              rows un-permuted from llama.cpp's order). The script first
+              GGUF's weights put into a transformers LlamaForCausalLM by
+              decoder_logits.load_gguf_weights (Q/K rows un-permuted from
+              llama.cpp's order). The script first
               checks that this model reproduces run.c's greedy tokens from
               greedy_reference.json, so the conversion is known right.
 
@@ -52,6 +53,9 @@ from transformers.generation.logits_process import (
     RepetitionPenaltyLogitsProcessor,
     SequenceBiasLogitsProcessor,
 )
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import decoder_logits  # noqa: E402  (llama.cpp tensor names -> transformers' Llama)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 MODELS = ROOT / "tests" / "golden" / "decoder_models"
@@ -105,12 +109,6 @@ def greedy(model, prompt, new_tokens, procs):
     return out, margin
 
 
-def unpermute_qk(w, n_head):
-    # llama.cpp's Q/K row order (pairs adjacent) -> transformers' (halves).
-    return (w.reshape(n_head, w.shape[0] // n_head // 2, 2, *w.shape[1:])
-            .swapaxes(1, 2).reshape(w.shape))
-
-
 def load_stories260k():
     reader = gguf.GGUFReader(str(STORIES / "stories260K.gguf"))
     meta = {k: f.contents() for k, f in reader.fields.items() if k.startswith("llama.")}
@@ -124,21 +122,7 @@ def load_stories260k():
         max_position_embeddings=512,  # the .bin's seq_len; the GGUF says 128, rope does not depend on it
         rope_theta=10000.0, tie_word_embeddings=False, bos_token_id=1, eos_token_id=2)
     model = transformers.LlamaForCausalLM(cfg).eval()
-    sd = {"model.embed_tokens.weight": t["token_embd.weight"], "model.norm.weight": t["output_norm.weight"],
-          "lm_head.weight": t["output.weight"]}
-    for i in range(cfg.num_hidden_layers):
-        p, b = f"model.layers.{i}.", f"blk.{i}."
-        sd[p + "input_layernorm.weight"] = t[b + "attn_norm.weight"]
-        sd[p + "self_attn.q_proj.weight"] = unpermute_qk(t[b + "attn_q.weight"], cfg.num_attention_heads)
-        sd[p + "self_attn.k_proj.weight"] = unpermute_qk(t[b + "attn_k.weight"], cfg.num_key_value_heads)
-        sd[p + "self_attn.v_proj.weight"] = t[b + "attn_v.weight"]
-        sd[p + "self_attn.o_proj.weight"] = t[b + "attn_output.weight"]
-        sd[p + "post_attention_layernorm.weight"] = t[b + "ffn_norm.weight"]
-        sd[p + "mlp.gate_proj.weight"] = t[b + "ffn_gate.weight"]
-        sd[p + "mlp.up_proj.weight"] = t[b + "ffn_up.weight"]
-        sd[p + "mlp.down_proj.weight"] = t[b + "ffn_down.weight"]
-    missing, unexpected = model.load_state_dict({k: torch.from_numpy(v) for k, v in sd.items()}, strict=False)
-    assert not unexpected and all("rotary" in k for k in missing), (missing, unexpected)
+    decoder_logits.load_gguf_weights(model, t)
     # The conversion must reproduce run.c's greedy tokens before it is trusted.
     ref = json.loads((STORIES / "expected" / "greedy_reference.json").read_text())
     for c in ref["runc_cases"]:
