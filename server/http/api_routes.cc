@@ -253,15 +253,18 @@ class Gateway {
 
  private:
   // Streams a completion's choices as OpenAI chunks, interleaved as they are
-  // made, each tagged with its choice index. With several choices, a chunk of
-  // summed usage and no choices ends the stream (the single-choice stream
-  // carries usage on its last chunk). As in GenerateStream, a failure before
+  // made, each tagged with its choice index. With several choices or
+  // stream_options.include_usage, a chunk of summed usage and no choices ends
+  // the stream (else the single choice carries usage on its last chunk). As in GenerateStream, a failure before
   // any token is a plain error answer; after, an error event ends the stream.
   template <typename CancelAll, typename Failure>
   void StreamCompletion(HttpResponseWriter& w, const CompletionCall& call, const CompletionIdentity& completion,
                         const std::shared_ptr<GenerateChannel>& channel,
                         const std::shared_ptr<RequestControl>& control, CancelAll cancel_all, Failure failure) {
     const size_t count = call.requests.size();
+    const bool usage_chunk = count > 1 || call.include_usage;
+    const ChunkUsage usage =
+        call.include_usage ? ChunkUsage::kNull : (count == 1 ? ChunkUsage::kOnLast : ChunkUsage::kNone);
     std::vector<int64_t> offsets(count, 0);
     v1::GenerateUsage total;
     bool started = false;
@@ -294,8 +297,8 @@ class Gateway {
       }
       DropGenerated(call.format, &e.chunk);
       if (e.chunk.has_usage()) AddCompletionUsage(e.chunk.usage(), &total);
-      const json chunk = CompletionChunk(e.chunk, completion, call.format, offsets[e.index], e.index, count == 1,
-                                         &call.requests[e.index]);
+      const json chunk =
+          CompletionChunk(e.chunk, completion, call.format, offsets[e.index], e.index, usage, &call.requests[e.index]);
       offsets[e.index] += static_cast<int64_t>(chunk["choices"][0]["text"].get_ref<const std::string&>().size());
       const std::string event = SseEvent(Dump(chunk));
       if (!w.Write(event)) {
@@ -304,7 +307,7 @@ class Gateway {
       }
     }
     if (!started && !w.StartStream(200, kEventStream)) return ClientGone(control, "Generate");
-    if (count > 1) w.Write(SseEvent(Dump(CompletionUsageChunk(total, completion))));
+    if (usage_chunk) w.Write(SseEvent(Dump(CompletionUsageChunk(total, completion))));
     Finish("Generate", absl::OkStatus());
     w.Write(SseEvent("[DONE]"));
     w.EndStream();

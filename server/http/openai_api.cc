@@ -147,6 +147,25 @@ absl::Status RefuseNonDefaults(const json& body) {
   return absl::OkStatus();
 }
 
+// "stream_options": {"include_usage": bool}. As OpenAI and vLLM, only with
+// "stream": true; other keys are ignored like unknown top-level fields, except
+// vLLM's continuous_usage_stats, which is refused when true rather than
+// silently not done.
+absl::Status ParseStreamOptions(const json& body, CompletionCall* call) {
+  const json* options = Field(body, "stream_options");
+  if (options == nullptr) return absl::OkStatus();
+  if (!options->is_object()) return TypeError("stream_options", "an object", *options);
+  if (!call->stream) return absl::InvalidArgumentError("stream_options: only allowed with \"stream\": true");
+  if (const json* u = Field(*options, "include_usage"); u != nullptr) {
+    ASSIGN_OR_RETURN(call->include_usage, BoolField(*u, "stream_options.include_usage"));
+  }
+  if (const json* c = Field(*options, "continuous_usage_stats"); c != nullptr) {
+    ASSIGN_OR_RETURN(const bool continuous, BoolField(*c, "stream_options.continuous_usage_stats"));
+    if (continuous) return Unsupported("stream_options.continuous_usage_stats", "usage comes at the end only");
+  }
+  return absl::OkStatus();
+}
+
 // {"<token id>": bias, ...}: the keys are ids written as strings (JSON
 // object keys are strings). The ids' range and the biases' are checked with
 // the other sampling values, against the model.
@@ -374,6 +393,7 @@ absl::StatusOr<CompletionCall> ParseCompletionRequest(absl::string_view body) {
   RETURN_IF_ERROR(
       Optional<bool>(root, "ignore_eos", BoolField, [&](bool v) { sampling->set_ignore_eos(v); }));
   RETURN_IF_ERROR(Optional<bool>(root, "stream", BoolField, [&](bool v) { call.stream = v; }));
+  RETURN_IF_ERROR(ParseStreamOptions(root, &call));
   RETURN_IF_ERROR(ParseStop(root, sampling));
   if (const json* seed = Field(root, "seed"); seed != nullptr) {
     if (!seed->is_number_integer()) return TypeError("seed", "an integer", *seed);
@@ -472,7 +492,7 @@ json CompletionChoice(const std::vector<v1::GenerateResponse>& chunks, int index
 }  // namespace
 
 json CompletionChunk(const v1::GenerateResponse& chunk, const CompletionIdentity& id, const CompletionFormat& format,
-                     int64_t text_offset, int index, bool with_usage, const v1::GenerateRequest* request) {
+                     int64_t text_offset, int index, ChunkUsage usage, const v1::GenerateRequest* request) {
   const bool last = chunk.finish_reason() != v1::FINISH_REASON_UNSPECIFIED;
   ChunkPart part = Render(chunk, format, request, text_offset);
   json choice{{"index", index},
@@ -484,7 +504,8 @@ json CompletionChunk(const v1::GenerateResponse& chunk, const CompletionIdentity
            {"created", id.created},
            {"model", id.model},
            {"choices", json::array({std::move(choice)})}};
-  if (with_usage && last && chunk.has_usage()) out["usage"] = CompletionUsage(chunk.usage());
+  if (usage == ChunkUsage::kNull) out["usage"] = json();
+  if (usage == ChunkUsage::kOnLast && last && chunk.has_usage()) out["usage"] = CompletionUsage(chunk.usage());
   return out;
 }
 

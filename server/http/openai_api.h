@@ -61,6 +61,9 @@ struct CompletionCall {
   std::vector<v1::GenerateRequest> requests;
   int n = 1;
   bool stream = false;
+  // stream_options.include_usage: every choice chunk has "usage": null and a
+  // chunk with no choices and the summed usage ends the stream, as OpenAI.
+  bool include_usage = false;
   CompletionFormat format;
   size_t prompts() const { return requests.size() / static_cast<size_t>(n); }
 };
@@ -68,7 +71,7 @@ struct CompletionCall {
 // {"prompt": str | [int] | [str] | [[int]] (a list: a batch, choices in
 //  prompt order), "model", "max_tokens", "temperature", "top_p",
 //  "stop": str | [str], "seed", "logprobs": int, "stream": bool, "n": int,
-//  "echo": bool, "frequency_penalty", "presence_penalty", "logit_bias":
+//  "stream_options": {"include_usage": bool}, "echo": bool, "frequency_penalty", "presence_penalty", "logit_bias":
 //  {"<id>": bias}} plus the extensions "top_k", "min_p", "min_tokens", "repetition_penalty",
 // "ignore_eos" and "stop_token_ids" (as vLLM).
 absl::StatusOr<CompletionCall> ParseCompletionRequest(absl::string_view body);
@@ -88,22 +91,30 @@ nlohmann::json CompletionResponse(const std::vector<std::vector<v1::GenerateResp
                                   const CompletionIdentity& id, const CompletionFormat& format,
                                   const std::vector<v1::GenerateRequest>& requests = {});
 
+// Where a streamed choice chunk puts usage.
+enum class ChunkUsage {
+  kOnLast,  // the last chunk (finish_reason set) carries the request's usage:
+            // a completion of one choice without include_usage
+  kNone,    // no "usage" key: several choices, CompletionUsageChunk ends the stream
+  kNull,    // "usage": null on every chunk (stream_options.include_usage; the
+            // usage comes in CompletionUsageChunk)
+};
+
 // One streamed completion chunk of choice `index`; `text_offset` is the
-// length of that choice's text streamed before it. With `with_usage` the last
-// chunk (finish_reason set) also carries the request's usage (a completion of
-// one choice; with several, CompletionUsageChunk ends the stream instead).
-// With format.echo the chunk that carries the prompt's tokens starts with the
-// prompt (`request`: as in CompletionResponse).
+// length of that choice's text streamed before it. With format.echo the
+// chunk that carries the prompt's tokens starts with the prompt (`request`:
+// as in CompletionResponse).
 nlohmann::json CompletionChunk(const v1::GenerateResponse& chunk, const CompletionIdentity& id,
                                const CompletionFormat& format, int64_t text_offset, int index = 0,
-                               bool with_usage = true, const v1::GenerateRequest* request = nullptr);
+                               ChunkUsage usage = ChunkUsage::kOnLast,
+                               const v1::GenerateRequest* request = nullptr);
 
 // With format.drop_generated, empties a chunk of its generated token (ids,
 // text, logprobs; usage counts 0 generated tokens); else leaves it be.
 void DropGenerated(const CompletionFormat& format, v1::GenerateResponse* chunk);
 
-// The chunk that ends a stream of several choices: no choices, the usage
-// summed over them (as OpenAI's stream_options.include_usage chunk).
+// The chunk that ends a stream of several choices or one asked for with
+// stream_options.include_usage: no choices, the usage summed over them.
 nlohmann::json CompletionUsageChunk(const v1::GenerateUsage& total, const CompletionIdentity& id);
 
 // Adds one choice's usage to a completion's total (peak KV bytes too: the

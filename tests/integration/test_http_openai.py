@@ -389,6 +389,26 @@ def test_completions_stream_of_several_choices_equals_the_unary_answer(client):
     assert usage.prompt_tokens == unary.usage.prompt_tokens
 
 
+def test_stream_options_include_usage_ends_with_a_usage_chunk(client):
+    """As OpenAI: with stream_options.include_usage, the choice chunks carry
+    no usage and one more chunk, with no choices and the request's usage,
+    comes last; without "stream": true the option is a 400 naming it."""
+    import openai
+    kwargs = dict(model="m", prompt=ONCE["prompt_ids_with_bos"], max_tokens=12, temperature=0)
+    unary = client.completions.create(**kwargs)
+    chunks = list(client.completions.create(stream=True, stream_options={"include_usage": True}, **kwargs))
+    assert chunks[-1].choices == []
+    assert chunks[-1].usage.prompt_tokens == unary.usage.prompt_tokens
+    assert chunks[-1].usage.completion_tokens == unary.usage.completion_tokens == 12
+    assert chunks[-1].usage.model_extra["peak_kv_cache_bytes"] == unary.usage.model_extra["peak_kv_cache_bytes"]
+    assert all(c.usage is None and len(c.choices) == 1 for c in chunks[:-1])
+    assert "".join(c.choices[0].text for c in chunks[:-1]) == unary.choices[0].text
+    assert chunks[-2].choices[0].finish_reason == "length"
+    with pytest.raises(openai.BadRequestError) as e:
+        client.completions.create(stream_options={"include_usage": True}, **kwargs)
+    assert "stream_options" in str(e.value)
+
+
 def test_echo_scores_the_prompt_as_lm_eval_harness_asks(server, client):
     """lm-evaluation-harness's loglikelihood request (echo, logprobs=1,
     temperature 0) on a prompt followed by llama2.c's greedy continuation:

@@ -241,6 +241,13 @@ TEST(OpenAiCompletionsTest, BadShapesAndUnsupportedOptionsNameTheField) {
       {R"({"model": "m", "prompt": "x", "logit_bias": {"99999999999": 1}})", "is not a token id"},
       {R"({"model": "m", "prompt": "x", "logit_bias": {"5": "up"}})", "logit_bias[\"5\"]: must be a number"},
       {R"({"model": ["m"], "prompt": "x"})", "model"},
+      {R"({"model": "m", "prompt": "x", "stream_options": {"include_usage": true}})",
+       "stream_options: only allowed with \"stream\": true"},
+      {R"({"model": "m", "prompt": "x", "stream": true, "stream_options": true})", "stream_options: must be an object"},
+      {R"({"model": "m", "prompt": "x", "stream": true, "stream_options": {"include_usage": 1}})",
+       "stream_options.include_usage: must be a boolean"},
+      {R"({"model": "m", "prompt": "x", "stream": true, "stream_options": {"continuous_usage_stats": true}})",
+       "stream_options.continuous_usage_stats: not supported"},
   };
   for (const auto& [body, expected] : cases) {
     absl::StatusOr<CompletionCall> c = ParseCompletionRequest(body);
@@ -344,9 +351,9 @@ TEST(OpenAiCompletionsTest, EchoPutsThePromptFirst) {
 
   // Streamed: the chunk carrying the prompt's tokens starts with the prompt.
   const std::vector<v1::GenerateResponse> chunks = ThreeChunksWithPrompt();
-  json first = CompletionChunk(chunks[0], id, c->format, 0, 0, true, &c->requests[0]);
+  json first = CompletionChunk(chunks[0], id, c->format, 0, 0, ChunkUsage::kOnLast, &c->requests[0]);
   EXPECT_EQ(first["choices"][0]["text"], "Hi thereOnce");
-  json second = CompletionChunk(chunks[1], id, c->format, 12, 0, true, &c->requests[0]);
+  json second = CompletionChunk(chunks[1], id, c->format, 12, 0, ChunkUsage::kOnLast, &c->requests[0]);
   EXPECT_EQ(second["choices"][0]["text"], " upon");
 }
 
@@ -402,7 +409,7 @@ TEST(OpenAiCompletionsTest, StreamChunks) {
   EXPECT_EQ(last["usage"]["peak_kv_cache_bytes"], 8192);
   // One choice of several: its index, and no usage (the usage chunk ends
   // such a stream).
-  json of_many = CompletionChunk(chunks[2], id, CompletionFormat{}, 9, /*index=*/3, /*with_usage=*/false);
+  json of_many = CompletionChunk(chunks[2], id, CompletionFormat{}, 9, /*index=*/3, ChunkUsage::kNone);
   EXPECT_EQ(of_many["choices"][0]["index"], 3);
   EXPECT_EQ(of_many["choices"][0]["finish_reason"], "length");
   EXPECT_FALSE(of_many.contains("usage"));
@@ -415,6 +422,31 @@ TEST(OpenAiCompletionsTest, StreamChunks) {
   EXPECT_EQ(usage["usage"]["completion_tokens"], 6);
   EXPECT_EQ(usage["usage"]["total_tokens"], 14);
   EXPECT_EQ(usage["usage"]["peak_kv_cache_bytes"], 16384);
+}
+
+TEST(OpenAiCompletionsTest, StreamOptionsIncludeUsage) {
+  absl::StatusOr<CompletionCall> c = ParseCompletionRequest(
+      R"({"model": "m", "prompt": "x", "stream": true, "stream_options": {"include_usage": true, "other": 1}})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->include_usage);
+  c = ParseCompletionRequest(R"({"model": "m", "prompt": "x", "stream": true, "stream_options": {}})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->include_usage);
+  c = ParseCompletionRequest(
+      R"({"model": "m", "prompt": "x", "stream": true, "stream_options": {"continuous_usage_stats": false}})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  c = ParseCompletionRequest(R"({"model": "m", "prompt": "x", "stream": false, "stream_options": null})");
+  ASSERT_TRUE(c.ok()) << c.status();
+
+  // OpenAI: with include_usage every other chunk has "usage": null, the
+  // last one included.
+  const CompletionIdentity id{"cmpl-3", 5, "m"};
+  const std::vector<v1::GenerateResponse> chunks = ThreeChunks();
+  for (const v1::GenerateResponse& chunk : chunks) {
+    json j = CompletionChunk(chunk, id, CompletionFormat{}, 0, 0, ChunkUsage::kNull);
+    ASSERT_TRUE(j.contains("usage"));
+    EXPECT_TRUE(j["usage"].is_null());
+  }
 }
 
 TEST(OpenAiCompletionsTest, FinishReasons) {
