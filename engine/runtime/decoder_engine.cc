@@ -27,8 +27,8 @@ struct DecoderEngine::Sequence {
   std::vector<SampledToken> prompt_scores;  // prompt_logprobs: positions 1.. scored so far
   StopStringMatcher stops;     // holds back text that may start a stop string
 
-  Sequence(const Tokenizer& tokenizer, int32_t last_prompt_token, std::vector<std::string> stop)
-      : detok(tokenizer, last_prompt_token), stops(std::move(stop)) {}
+  Sequence(const Tokenizer& tokenizer, int32_t last_prompt_token, std::vector<std::string> stop, bool include_stop)
+      : detok(tokenizer, last_prompt_token), stops(std::move(stop), include_stop) {}
   bool in_prefill() const { return prompt_fed < static_cast<int>(prompt.size()); }
   // Stop strings are looked for in the text of output tokens past
   // min_tokens (the output counts the tokens made before a preemption).
@@ -147,7 +147,8 @@ absl::StatusOr<SeqId> DecoderEngine::AddSequence(std::vector<int32_t> prompt,
   }
   const size_t prompt_end = prompt.size() - static_cast<size_t>(resumed);  // the request's own prompt
   const SeqId id = next_id_++;
-  auto s = std::make_unique<Sequence>(model_->tokenizer(), prompt[prompt_end - 1], params.stop);
+  auto s = std::make_unique<Sequence>(model_->tokenizer(), prompt[prompt_end - 1], params.stop,
+                                      params.include_stop_string);
   s->id = id;
   s->sampling = SamplingParamsOf(params);
   if (params.min_tokens > 0) {
@@ -196,7 +197,10 @@ bool DecoderEngine::FlushText(Sequence& s, StepEvent& ev) {
   }
   StopStringMatcher::Result r = s.stops.Push(s.detok.Flush());
   ev.text += r.text;
-  if (r.stopped) return true;
+  if (r.stopped) {
+    ev.stop_index = r.stop_index;
+    return true;
+  }
   ev.text += s.stops.Flush();
   return false;
 }
@@ -230,6 +234,7 @@ void DecoderEngine::AppendToken(Sequence& s, const SampledToken& tok, StepEvent&
   }
   ev.text += r.text;
   if (r.stopped) {
+    ev.stop_index = r.stop_index;
     Finish(s, FinishReason::kStopString);
   } else if (s.generated >= p.max_new_tokens) {
     Finish(s, FlushText(s, ev) ? FinishReason::kStopString : FinishReason::kLength);

@@ -49,7 +49,8 @@ struct GenerationParams {
   float presence_penalty = 0.0f;    // 0: off; likewise
   std::vector<LogitBias> logit_bias;  // OpenAI's logit_bias (SamplingParams)
   uint64_t seed = 0;
-  std::vector<std::string> stop;        // stop strings (not included in the text)
+  std::vector<std::string> stop;        // stop strings (not in the text unless include_stop_string)
+  bool include_stop_string = false;     // vLLM's include_stop_str_in_output
   std::vector<int32_t> stop_token_ids;  // extra ids that end generation
   bool ignore_eos = false;              // keep going past the model's EOS ids
   // Make at least this many tokens (<= max_new_tokens) before stopping, as
@@ -117,6 +118,7 @@ struct StepEvent {
   std::vector<SampledToken> prompt_logprobs;
   bool finished = false;
   FinishReason finish_reason = FinishReason::kNone;
+  int stop_index = -1;  // kStopString: which of GenerationParams::stop matched
 };
 
 class DecoderEngine {

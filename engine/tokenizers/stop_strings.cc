@@ -5,7 +5,8 @@
 
 namespace attnserve {
 
-StopStringMatcher::StopStringMatcher(std::vector<std::string> stops) {
+StopStringMatcher::StopStringMatcher(std::vector<std::string> stops, bool include_stop)
+    : include_stop_(include_stop) {
   for (size_t i = 0; i < stops.size(); ++i) {
     if (stops[i].empty()) continue;
     stops_.push_back(std::move(stops[i]));
@@ -31,7 +32,7 @@ StopStringMatcher::Result StopStringMatcher::Push(absl::string_view text) {
     }
   }
   if (which >= 0) {
-    r.text = held_.substr(0, best);
+    r.text = held_.substr(0, include_stop_ ? best + stops_[which].size() : best);
     r.stopped = true;
     r.stop_index = index_[which];
     stopped_ = true;

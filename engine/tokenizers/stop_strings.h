@@ -1,9 +1,9 @@
 // StopStringMatcher: finds stop strings in streamed text. Text that could be
 // the beginning of a stop string is held back until it is known not to be,
 // so a stop that straddles tokens ("Li" + "ly") is caught and never
-// half-emitted. When a stop matches, the text before it is released and
-// everything from the stop on is dropped. One instance per request; not
-// thread-safe.
+// half-emitted. When a stop matches, the text before it is released (with
+// the stop itself when asked, as vLLM's include_stop_str_in_output) and
+// everything after is dropped. One instance per request; not thread-safe.
 #ifndef ATTNSERVE_ENGINE_TOKENIZERS_STOP_STRINGS_H_
 #define ATTNSERVE_ENGINE_TOKENIZERS_STOP_STRINGS_H_
 
@@ -16,8 +16,9 @@ namespace attnserve {
 
 class StopStringMatcher {
  public:
-  // Empty stop strings are ignored.
-  explicit StopStringMatcher(std::vector<std::string> stops);
+  // Empty stop strings are ignored. With `include_stop`, a matched stop is
+  // released with the text before it.
+  explicit StopStringMatcher(std::vector<std::string> stops, bool include_stop = false);
 
   struct Result {
     std::string text;      // safe to emit now
@@ -36,6 +37,7 @@ class StopStringMatcher {
   std::vector<std::string> stops_;
   std::vector<int> index_;  // stops_[i] is constructor stop index_[i]
   std::string held_;
+  bool include_stop_ = false;
   bool stopped_ = false;
 };
 

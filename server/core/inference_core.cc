@@ -57,6 +57,7 @@ constexpr int kDeliveryWorkers = 1;
 struct GenerateStream {
   GenerateSink sink;
   int32_t last_token = -1;  // for the finish reason (a stop token or the length)
+  int stop_index = -1;      // the stop string that matched (StepEvent::stop_index)
 };
 
 // The request's id: the door's, else a new one (kept in `control`).
@@ -289,6 +290,7 @@ void InferenceCore::Generate(const v1::GenerateRequest& request, std::shared_ptr
   task.on_event = [stream, delivery, key](const StepEvent& event) {
     delivery->Stage(key, [stream, event]() {
       if (!event.token_ids.empty()) stream->last_token = event.token_ids.back();
+      if (event.stop_index >= 0) stream->stop_index = event.stop_index;
       stream->sink.on_chunk(ToGenerateChunk(event));
     });
   };
@@ -300,6 +302,7 @@ void InferenceCore::Generate(const v1::GenerateRequest& request, std::shared_ptr
       if (status.ok()) {
         v1::GenerateResponse last;
         last.set_finish_reason(ToProtoFinishReason(summary.finish_reason, stream->last_token, p));
+        SetStopReason(p, stream->last_token, stream->stop_index, &last);
         v1::GenerateUsage* usage = last.mutable_usage();
         usage->set_prompt_tokens(summary.prompt_tokens);
         usage->set_generated_tokens(summary.generated_tokens);

@@ -135,6 +135,7 @@ absl::StatusOr<GenerationParams> ToGenerationParams(const v1::GenerateRequest& r
   }
   p.seed = s.has_seed() ? s.seed() : random_seed;
   p.stop.assign(s.stop().begin(), s.stop().end());
+  p.include_stop_string = s.include_stop_str_in_output();
   p.stop_token_ids.assign(s.stop_token_ids().begin(), s.stop_token_ids().end());
   p.ignore_eos = s.ignore_eos();
   p.min_tokens = s.min_tokens();
@@ -218,6 +219,8 @@ void AppendGenerateChunk(v1::GenerateResponse* into, v1::GenerateResponse next) 
   for (v1::PromptToken& t : *next.mutable_prompt_tokens()) *into->add_prompt_tokens() = std::move(t);
   if (next.finish_reason() != v1::FINISH_REASON_UNSPECIFIED) into->set_finish_reason(next.finish_reason());
   if (next.has_usage()) *into->mutable_usage() = std::move(*next.mutable_usage());
+  if (next.has_stop_string()) into->set_stop_string(next.stop_string());
+  if (next.has_stop_token_id()) into->set_stop_token_id(next.stop_token_id());
 }
 
 v1::FinishReason ToProtoFinishReason(FinishReason reason, int32_t last_token, const GenerationParams& params) {
@@ -231,6 +234,14 @@ v1::FinishReason ToProtoFinishReason(FinishReason reason, int32_t last_token, co
       }
       return v1::FINISH_REASON_EOS;
     default: return v1::FINISH_REASON_UNSPECIFIED;
+  }
+}
+
+void SetStopReason(const GenerationParams& params, int32_t last_token, int stop_index, v1::GenerateResponse* last) {
+  if (last->finish_reason() == v1::FINISH_REASON_STOP_TOKEN) last->set_stop_token_id(last_token);
+  if (last->finish_reason() == v1::FINISH_REASON_STOP_STRING && stop_index >= 0 &&
+      static_cast<size_t>(stop_index) < params.stop.size()) {
+    last->set_stop_string(params.stop[stop_index]);
   }
 }
 

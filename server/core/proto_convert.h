@@ -50,6 +50,10 @@ void AppendGenerateChunk(v1::GenerateResponse* into, v1::GenerateResponse next);
 
 v1::FinishReason ToProtoFinishReason(FinishReason reason, int32_t last_token, const GenerationParams& params);
 
+// Sets `last`'s stop_reason from its finish_reason: the stop string that
+// matched (params.stop[stop_index]) or the stop token id (`last_token`).
+void SetStopReason(const GenerationParams& params, int32_t last_token, int stop_index, v1::GenerateResponse* last);
+
 // Replaces invalid UTF-8 sequences with U+FFFD (proto strings must be UTF-8).
 std::string ReplaceInvalidUtf8(std::string_view text);
 

@@ -267,6 +267,14 @@ json CompletionUsage(const v1::GenerateUsage& usage) {
               {"peak_kv_cache_bytes", usage.peak_kv_cache_bytes()}};
 }
 
+// vLLM's stop_reason: the stop string or stop token id that ended the
+// choice; null for the end-of-sequence token, the length, or not ended.
+json StopReason(const v1::GenerateResponse& chunk) {
+  if (chunk.has_stop_string()) return chunk.stop_string();
+  if (chunk.has_stop_token_id()) return chunk.stop_token_id();
+  return json();
+}
+
 // One choice from its stream chunks; its usage goes to *usage_out.
 json CompletionChoice(const std::vector<v1::GenerateResponse>& chunks, int index, const CompletionFormat& format,
                       const v1::GenerateRequest* request, v1::GenerateUsage* usage_out);
@@ -392,6 +400,8 @@ absl::StatusOr<CompletionCall> ParseCompletionRequest(absl::string_view body) {
   RETURN_IF_ERROR(ParseLogitBias(root, sampling));
   RETURN_IF_ERROR(
       Optional<bool>(root, "ignore_eos", BoolField, [&](bool v) { sampling->set_ignore_eos(v); }));
+  RETURN_IF_ERROR(Optional<bool>(root, "include_stop_str_in_output", BoolField,
+                                 [&](bool v) { sampling->set_include_stop_str_in_output(v); }));
   RETURN_IF_ERROR(Optional<bool>(root, "stream", BoolField, [&](bool v) { call.stream = v; }));
   RETURN_IF_ERROR(ParseStreamOptions(root, &call));
   RETURN_IF_ERROR(ParseStop(root, sampling));
@@ -474,19 +484,24 @@ json CompletionChoice(const std::vector<v1::GenerateResponse>& chunks, int index
   std::string text;
   json all_logprobs = EmptyLogprobs();
   v1::FinishReason finish = v1::FINISH_REASON_UNSPECIFIED;
+  json stop_reason;
   v1::GenerateUsage usage;
   for (const v1::GenerateResponse& chunk : chunks) {
     ChunkPart part = Render(chunk, format, request, static_cast<int64_t>(text.size()));
     if (format.logprobs) AppendLogprobs(part.logprobs, &all_logprobs);
     text += part.text;
-    if (chunk.finish_reason() != v1::FINISH_REASON_UNSPECIFIED) finish = chunk.finish_reason();
+    if (chunk.finish_reason() != v1::FINISH_REASON_UNSPECIFIED) {
+      finish = chunk.finish_reason();
+      stop_reason = StopReason(chunk);
+    }
     if (chunk.has_usage()) usage = chunk.usage();
   }
   *usage_out = usage;
   return json{{"index", index},
               {"text", SanitizeUtf8(text)},
               {"logprobs", format.logprobs ? all_logprobs : json()},
-              {"finish_reason", OpenAiFinishReason(finish)}};
+              {"finish_reason", OpenAiFinishReason(finish)},
+              {"stop_reason", std::move(stop_reason)}};
 }
 
 }  // namespace
@@ -498,7 +513,8 @@ json CompletionChunk(const v1::GenerateResponse& chunk, const CompletionIdentity
   json choice{{"index", index},
               {"text", SanitizeUtf8(part.text)},
               {"logprobs", std::move(part.logprobs)},
-              {"finish_reason", last ? json(OpenAiFinishReason(chunk.finish_reason())) : json()}};
+              {"finish_reason", last ? json(OpenAiFinishReason(chunk.finish_reason())) : json()},
+              {"stop_reason", StopReason(chunk)}};
   json out{{"id", id.id},
            {"object", "text_completion"},
            {"created", id.created},

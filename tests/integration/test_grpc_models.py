@@ -254,6 +254,30 @@ def test_generate_token_ids_prompt_and_seeded_sampling(stub, pb):
     assert sampled(7) != sampled(8) or sampled(7) != sampled(9)
 
 
+def test_generate_names_the_stop_string_or_token_that_ended_it(stub, pb):
+    """The last message says what stopped the stream (vLLM's stop_reason),
+    and include_stop_str_in_output keeps the stop string as the text's end."""
+    prompt = case("once_upon_a_time_n128")["prompt_ids_with_bos"]
+    gen, text, _ = collect(stub.Generate(greedy(pb, ids=prompt, max_new=40), timeout=60))
+    k = next(i for i in range(5, 40) if gen[i] not in gen[:i])
+    ids, _, last = collect(stub.Generate(greedy(pb, ids=prompt, max_new=40, stop_token_ids=[gen[k]]), timeout=60))
+    assert ids == gen[:k + 1]
+    assert last.finish_reason == pb.FINISH_REASON_STOP_TOKEN
+    assert last.WhichOneof("stop_reason") == "stop_token_id" and last.stop_token_id == gen[k]
+
+    word = next(w for w in text.split()[3:] if text.find(w) > 10)
+    at = text.find(word)
+    for include in (False, True):
+        _, got, last = collect(stub.Generate(greedy(pb, ids=prompt, max_new=40, stop=["no such text", word],
+                                                    include_stop_str_in_output=include), timeout=60))
+        assert got == text[:at + (len(word) if include else 0)], include
+        assert last.finish_reason == pb.FINISH_REASON_STOP_STRING
+        assert last.WhichOneof("stop_reason") == "stop_string" and last.stop_string == word
+
+    _, _, last = collect(stub.Generate(greedy(pb, ids=prompt, max_new=5), timeout=60))
+    assert last.finish_reason == pb.FINISH_REASON_LENGTH and last.WhichOneof("stop_reason") is None
+
+
 @pytest.mark.parametrize("sampling, field", [
     ({"max_new_tokens": 0}, "max_new_tokens"),
     ({"temperature": -1}, "temperature"),

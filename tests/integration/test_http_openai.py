@@ -171,6 +171,20 @@ def test_completions_text_prompt_and_stop(client):
     out = client.completions.create(model="m", prompt="Once upon a time", max_tokens=40, temperature=0, stop=["."])
     assert "." not in out.choices[0].text
     assert out.choices[0].finish_reason == "stop"
+    # vLLM's stop_reason, and include_stop_str_in_output (streamed too).
+    assert out.choices[0].model_extra["stop_reason"] == "."
+    kept = client.completions.create(model="m", prompt="Once upon a time", max_tokens=40, temperature=0,
+                                      stop=["."], extra_body={"include_stop_str_in_output": True})
+    assert kept.choices[0].text == out.choices[0].text + "."
+    assert kept.choices[0].model_extra["stop_reason"] == "."
+    chunks = list(client.completions.create(model="m", prompt="Once upon a time", max_tokens=40, temperature=0,
+                                            stop=["."], extra_body={"include_stop_str_in_output": True},
+                                            stream=True))
+    assert "".join(c.choices[0].text for c in chunks) == kept.choices[0].text
+    assert chunks[-1].choices[0].model_extra["stop_reason"] == "."
+    assert all(c.choices[0].model_extra["stop_reason"] is None for c in chunks[:-1])
+    plain = client.completions.create(model="m", prompt="Once upon a time", max_tokens=3, temperature=0)
+    assert plain.choices[0].finish_reason == "length" and plain.choices[0].model_extra["stop_reason"] is None
 
 
 def test_completions_logprobs(client):

@@ -449,6 +449,37 @@ TEST(OpenAiCompletionsTest, StreamOptionsIncludeUsage) {
   }
 }
 
+// vLLM's stop_reason on each choice: the stop string or token id, else null.
+TEST(OpenAiCompletionsTest, StopReason) {
+  const CompletionIdentity id{"cmpl-4", 5, "m"};
+  std::vector<v1::GenerateResponse> chunks = ThreeChunks();
+  chunks[2].set_finish_reason(v1::FINISH_REASON_STOP_STRING);
+  chunks[2].set_stop_string("The end");
+  json last = CompletionChunk(chunks[2], id, CompletionFormat{}, 9);
+  EXPECT_EQ(last["choices"][0]["stop_reason"], "The end");
+  EXPECT_EQ(last["choices"][0]["finish_reason"], "stop");
+  json first = CompletionChunk(chunks[0], id, CompletionFormat{}, 0);
+  ASSERT_TRUE(first["choices"][0].contains("stop_reason"));
+  EXPECT_TRUE(first["choices"][0]["stop_reason"].is_null());
+  json whole = CompletionResponse({chunks}, id, CompletionFormat{});
+  EXPECT_EQ(whole["choices"][0]["stop_reason"], "The end");
+  chunks[2].set_finish_reason(v1::FINISH_REASON_STOP_TOKEN);
+  chunks[2].set_stop_token_id(12);
+  whole = CompletionResponse({chunks}, id, CompletionFormat{});
+  EXPECT_EQ(whole["choices"][0]["stop_reason"], 12);
+  chunks[2].clear_stop_reason();
+  chunks[2].set_finish_reason(v1::FINISH_REASON_EOS);
+  whole = CompletionResponse({chunks}, id, CompletionFormat{});
+  EXPECT_TRUE(whole["choices"][0]["stop_reason"].is_null());
+
+  absl::StatusOr<CompletionCall> c =
+      ParseCompletionRequest(R"({"model": "m", "prompt": "x", "stop": "y", "include_stop_str_in_output": true})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->requests[0].sampling().include_stop_str_in_output());
+  c = ParseCompletionRequest(R"({"model": "m", "prompt": "x", "include_stop_str_in_output": "yes"})");
+  EXPECT_THAT(c.status().message(), HasSubstr("include_stop_str_in_output: must be a boolean"));
+}
+
 TEST(OpenAiCompletionsTest, FinishReasons) {
   EXPECT_STREQ(OpenAiFinishReason(v1::FINISH_REASON_LENGTH), "length");
   EXPECT_STREQ(OpenAiFinishReason(v1::FINISH_REASON_CONTEXT_LENGTH), "length");

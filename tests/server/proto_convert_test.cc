@@ -52,5 +52,33 @@ TEST(AppendGenerateChunkTest, AnEmptyFinalMessageOnlyAddsItsEnding) {
   EXPECT_EQ(merged.finish_reason(), v1::FINISH_REASON_EOS);
 }
 
+// vLLM's stop_reason: the stop string for STOP_STRING, the generated stop
+// id for STOP_TOKEN, nothing for EOS or the length; kept when merged.
+TEST(SetStopReasonTest, NamesWhatStopped) {
+  GenerationParams p;
+  p.stop = {"The end", "\n\n"};
+  p.stop_token_ids = {13};
+  v1::GenerateResponse by_string;
+  by_string.set_finish_reason(v1::FINISH_REASON_STOP_STRING);
+  SetStopReason(p, 42, 1, &by_string);
+  EXPECT_EQ(by_string.stop_string(), "\n\n");
+  v1::GenerateResponse by_token;
+  by_token.set_finish_reason(v1::FINISH_REASON_STOP_TOKEN);
+  SetStopReason(p, 13, -1, &by_token);
+  ASSERT_TRUE(by_token.has_stop_token_id());
+  EXPECT_EQ(by_token.stop_token_id(), 13);
+  for (v1::FinishReason f : {v1::FINISH_REASON_EOS, v1::FINISH_REASON_LENGTH}) {
+    v1::GenerateResponse other;
+    other.set_finish_reason(f);
+    SetStopReason(p, 2, -1, &other);
+    EXPECT_EQ(other.stop_reason_case(), v1::GenerateResponse::STOP_REASON_NOT_SET);
+  }
+  v1::GenerateResponse merged = Chunk({1}, "a", 0.0f);
+  AppendGenerateChunk(&merged, by_token);
+  EXPECT_EQ(merged.stop_token_id(), 13);
+  AppendGenerateChunk(&merged, by_string);
+  EXPECT_EQ(merged.stop_string(), "\n\n");
+}
+
 }  // namespace
 }  // namespace attnserve

@@ -52,6 +52,7 @@ struct Result {
   std::vector<int32_t> ids;
   std::string text;
   FinishReason reason = FinishReason::kNone;
+  int stop_index = -1;                      // the stop string that matched
   std::vector<SampledToken> prompt_scores;  // with prompt_logprobs
 };
 
@@ -65,6 +66,7 @@ Result RunAlone(DecoderEngine& engine, std::vector<int32_t> prompt, const Genera
         r.text += ev.text;
         r.prompt_scores.insert(r.prompt_scores.end(), ev.prompt_logprobs.begin(), ev.prompt_logprobs.end());
         if (ev.finished) r.reason = ev.finish_reason;
+        if (ev.stop_index >= 0) r.stop_index = ev.stop_index;
         return true;
       },
       chunk);
@@ -253,6 +255,7 @@ Result RunPreemptedAt(DecoderEngine& engine, const std::vector<int32_t>& prompt,
       r.ids.insert(r.ids.end(), ev.token_ids.begin(), ev.token_ids.end());
       r.text += ev.text;
       if (ev.finished) r.reason = ev.finish_reason;
+      if (ev.stop_index >= 0) r.stop_index = ev.stop_index;
     }
     if (!preempted && static_cast<int>(r.ids.size()) == k && !engine.IsFinished(seq)) {
       preempted = true;
@@ -321,6 +324,41 @@ TEST(DecoderEngineTest, StopStringAcrossThePreemptionStillStops) {
   EXPECT_EQ(resumed.reason, FinishReason::kStopString);
   EXPECT_EQ(resumed.ids, alone.ids);
   EXPECT_EQ(resumed.text, alone.text);
+}
+
+// include_stop_string (vLLM's include_stop_str_in_output): the text ends
+// with the stop string that matched, whose index the finishing event names;
+// what the stopping token adds past the stop is still dropped. The same after a
+// preemption just before the stop.
+TEST(DecoderEngineTest, IncludeStopStringEndsTheTextWithIt) {
+  auto engine = MakeEngine(2048);
+  const std::vector<int32_t> prompt = {1, 403, 407, 261, 378};
+  const Result plain = RunAlone(*engine, prompt, Greedy(30));
+  // The first token from the 10th on that adds at least 2 bytes: the stop
+  // ends inside its text, so something follows the stop.
+  int k = 10;
+  while (k < 29 && TextOf(plain.ids, k + 1, prompt.back()).size() < TextOf(plain.ids, k, prompt.back()).size() + 2) ++k;
+  const std::string before = TextOf(plain.ids, k, prompt.back()), upto = TextOf(plain.ids, k + 1, prompt.back());
+  ASSERT_GE(upto.size(), before.size() + 2) << "no token from the 10th on adds 2 bytes";
+  ASSERT_GT(before.size(), 2u);
+  const std::string stop = before.substr(before.size() - 2) + upto.substr(before.size(), 1);
+  ASSERT_EQ(upto.find(stop), before.size() - 2) << "'" << stop << "' occurs earlier";
+  GenerationParams p = Greedy(30);
+  p.stop = {"never there", stop};
+  const Result dropped = RunAlone(*engine, prompt, p);
+  ASSERT_EQ(dropped.reason, FinishReason::kStopString);
+  EXPECT_EQ(dropped.text, before.substr(0, before.size() - 2));
+  EXPECT_EQ(dropped.stop_index, 1);
+  p.include_stop_string = true;
+  const Result kept = RunAlone(*engine, prompt, p);
+  EXPECT_EQ(kept.reason, FinishReason::kStopString);
+  EXPECT_EQ(kept.text, before + upto.substr(before.size(), 1));
+  EXPECT_EQ(kept.ids, dropped.ids);
+  EXPECT_EQ(kept.stop_index, 1);
+  const Result resumed = RunPreemptedAt(*engine, prompt, p, k);
+  EXPECT_EQ(resumed.text, kept.text);
+  EXPECT_EQ(resumed.stop_index, 1);
+  EXPECT_EQ(engine->kv_stats().num_sequences, 0);
 }
 
 // min_tokens (vLLM): a stop string met in the first min_tokens tokens'

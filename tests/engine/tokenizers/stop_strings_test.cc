@@ -43,6 +43,16 @@ TEST(StopStringMatcherTest, StopStraddlingChunksIsHeldAndCaught) {
   EXPECT_EQ(m.Flush(), "");
 }
 
+TEST(StopStringMatcherTest, IncludeStopReleasesTheStopButNotWhatFollows) {
+  StopStringMatcher m({"\n\n", "Lily"}, /*include_stop=*/true);
+  EXPECT_EQ(m.Push("named L").text, "named ");
+  StopStringMatcher::Result r = m.Push("ily. She");
+  EXPECT_TRUE(r.stopped);
+  EXPECT_EQ(r.stop_index, 1);
+  EXPECT_EQ(r.text, "Lily");
+  EXPECT_EQ(m.Flush(), "");
+}
+
 TEST(StopStringMatcherTest, FalseStartIsReleased) {
   StopStringMatcher m({"Lily"});
   EXPECT_EQ(m.Push("Li").text, "");
