@@ -174,6 +174,15 @@ absl::StatusOr<std::vector<int32_t>> ToPromptIds(const v1::GenerateRequest& requ
       return absl::InvalidArgumentError("prompt: set either text or token_ids");
   }
   if (ids.empty()) return absl::InvalidArgumentError("prompt: it has no tokens");
+  if (request.has_truncate_prompt_tokens()) {
+    const int32_t keep = request.truncate_prompt_tokens() == -1 ? max_positions - 1 : request.truncate_prompt_tokens();
+    if (keep < 1 || keep >= max_positions) {
+      return absl::InvalidArgumentError(absl::StrCat("truncate_prompt_tokens = ", request.truncate_prompt_tokens(),
+                                                     ": must be -1 (the context less one, ", max_positions - 1,
+                                                     ") or in [1, ", max_positions - 1, "]"));
+    }
+    if (static_cast<int>(ids.size()) > keep) ids.erase(ids.begin(), ids.end() - keep);
+  }
   if (static_cast<int>(ids.size()) >= max_positions) {
     return absl::InvalidArgumentError(absl::StrCat("prompt: ", ids.size(), " tokens; the model's context is ",
                                                    max_positions, " tokens and generation needs at least one more"));

@@ -250,8 +250,10 @@ ChunkPart Render(const v1::GenerateResponse& chunk, const CompletionFormat& form
       offset += static_cast<int64_t>(t.text().size());
     }
     // A text prompt is echoed as sent (its tokens' text may differ: a
-    // SentencePiece model drops the first space).
-    part.text = request != nullptr && request->has_text() ? request->text() : joined;
+    // SentencePiece model drops the first space), unless it may have been
+    // cut: then the tokens the model saw.
+    part.text = request != nullptr && request->has_text() && !request->has_truncate_prompt_tokens() ? request->text()
+                                                                                                    : joined;
   }
   if (format.logprobs) {
     AppendLogprobs(LogprobsJson(chunk, text_offset + static_cast<int64_t>(part.text.size())), &part.logprobs);
@@ -431,10 +433,13 @@ absl::StatusOr<CompletionCall> ParseCompletionRequest(absl::string_view body) {
       sampling->set_max_new_tokens(1);
     }
   }
+  RETURN_IF_ERROR(Optional<int32_t>(root, "truncate_prompt_tokens", Int32Field,
+                                    [&](int32_t v) { request.set_truncate_prompt_tokens(v); }));
   for (const v1::GenerateRequest& prompt : prompts) {
     for (int j = 0; j < call.n; ++j) {
       v1::GenerateRequest& choice = call.requests.emplace_back(prompt);
       *choice.mutable_sampling() = request.sampling();
+      if (request.has_truncate_prompt_tokens()) choice.set_truncate_prompt_tokens(request.truncate_prompt_tokens());
       // uint64 arithmetic: a seed near the top wraps, still distinct.
       if (sampling->has_seed()) choice.mutable_sampling()->set_seed(sampling->seed() + static_cast<uint64_t>(j));
     }

@@ -73,7 +73,8 @@ struct CompletionCall {
 //  "stop": str | [str], "seed", "logprobs": int, "stream": bool, "n": int,
 //  "stream_options": {"include_usage": bool}, "echo": bool, "frequency_penalty", "presence_penalty", "logit_bias":
 //  {"<id>": bias}} plus the extensions "top_k", "min_p", "min_tokens", "repetition_penalty",
-// "ignore_eos", "stop_token_ids" and "include_stop_str_in_output" (as vLLM).
+// "ignore_eos", "stop_token_ids", "include_stop_str_in_output" and
+// "truncate_prompt_tokens" (as vLLM).
 absl::StatusOr<CompletionCall> ParseCompletionRequest(absl::string_view body);
 
 // What every object of one completion shares.

@@ -278,6 +278,43 @@ def test_generate_names_the_stop_string_or_token_that_ended_it(stub, pb):
     assert last.finish_reason == pb.FINISH_REASON_LENGTH and last.WhichOneof("stop_reason") is None
 
 
+def test_truncate_prompt_tokens_keeps_the_prompts_tail(stub, pb):
+    """truncate_prompt_tokens (vLLM) / truncate (TGI): the request runs as if
+    only the prompt's last n tokens had been sent; -1 fits an over-long
+    prompt to the context; bad values name the field and the limit."""
+    prompt = case("once_upon_a_time_n128")["prompt_ids_with_bos"] + [403, 407, 261, 378, 300]
+    for n in (3, len(prompt) - 1):
+        tail, _, tail_last = collect(stub.Generate(greedy(pb, ids=prompt[-n:], max_new=12), timeout=60))
+        request = greedy(pb, ids=prompt, max_new=12)
+        request.truncate_prompt_tokens = n
+        cut, _, cut_last = collect(stub.Generate(request, timeout=60))
+        assert cut == tail, n
+        assert cut_last.usage.prompt_tokens == tail_last.usage.prompt_tokens == n
+    # Longer than needed: nothing is cut.
+    request = greedy(pb, ids=prompt, max_new=12)
+    request.truncate_prompt_tokens = 400
+    assert collect(stub.Generate(request, timeout=60))[2].usage.prompt_tokens == len(prompt)
+
+    long_text = "Once upon a time, there was a little girl. " * 60
+    with pytest.raises(grpc.RpcError) as e:
+        collect(stub.Generate(greedy(pb, text=long_text, max_new=4), timeout=60))
+    assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "context is 512 tokens" in e.value.details()
+    request = greedy(pb, text=long_text, max_new=4)
+    request.truncate_prompt_tokens = -1
+    ids, _, last = collect(stub.Generate(request, timeout=60))
+    # 511 prompt positions and the first token's: the second token fills the context.
+    assert last.usage.prompt_tokens == 511 and len(ids) == 2 and last.finish_reason == pb.FINISH_REASON_CONTEXT_LENGTH
+
+    for bad in (0, -2, 512):
+        request = greedy(pb, ids=prompt, max_new=4)
+        request.truncate_prompt_tokens = bad
+        with pytest.raises(grpc.RpcError) as e:
+            collect(stub.Generate(request, timeout=30))
+        assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert f"truncate_prompt_tokens = {bad}: must be -1 (the context less one, 511) or in [1, 511]" in \
+            e.value.details()
+
+
 @pytest.mark.parametrize("sampling, field", [
     ({"max_new_tokens": 0}, "max_new_tokens"),
     ({"temperature": -1}, "temperature"),

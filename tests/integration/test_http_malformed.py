@@ -85,6 +85,15 @@ CASES = [
     *[(p, {**GOOD_PROMPT, "sampling": {"frequency_penalty": -7}}, 400, "frequency_penalty") for p in GENERATE_PATHS],
     *[(p, {**GOOD_PROMPT, "sampling": {"logit_bias": {"3": "x"}}}, 400, "logit_bias") for p in GENERATE_PATHS],
     *[(p, {**GOOD_PROMPT, "sampling": {"logit_bias": {"1000000": 1}}}, 400, "logit_bias") for p in GENERATE_PATHS],
+    *[(p, {**GOOD_PROMPT, "truncate_prompt_tokens": 0}, 400, "truncate_prompt_tokens") for p in GENERATE_PATHS],
+    *[(p, {**GOOD_PROMPT, "truncate_prompt_tokens": "three"}, 400, "truncate_prompt_tokens")
+      for p in GENERATE_PATHS],
+    *[(p, {**GOOD_PROMPT, "sampling": {"include_stop_str_in_output": 3}}, 400, "include_stop_str_in_output")
+      for p in GENERATE_PATHS],
+    ("/v1/completions", {"model": "m", "prompt": "a", "truncate_prompt_tokens": 9999}, 400,
+     "truncate_prompt_tokens"),
+    ("/v1/completions", {"model": "m", "prompt": "a", "stream_options": {"include_usage": True}}, 400,
+     "stream_options"),
     ("/v1/completions", {"model": "m", "prompt": "a", "presence_penalty": 1e9}, 400, "presence_penalty"),
     ("/v1/completions", {"model": "m", "prompt": "a", "min_p": -0.5}, 400, "min_p"),
     ("/v1/completions", {"model": "m", "prompt": "a", "min_p": "low"}, 400, "min_p"),

@@ -423,6 +423,27 @@ def test_stream_options_include_usage_ends_with_a_usage_chunk(client):
     assert "stream_options" in str(e.value)
 
 
+def test_truncate_prompt_tokens_runs_the_prompts_tail(client):
+    """vLLM's truncate_prompt_tokens: the answer is the tail's, usage counts
+    the tail, and echo returns the tokens the model saw (not the text sent)."""
+    ids = ONCE["prompt_ids_with_bos"]
+    tail = client.completions.create(model="m", prompt=ids[-3:], max_tokens=8, temperature=0)
+    cut = client.completions.create(model="m", prompt=ids, max_tokens=8, temperature=0,
+                                    extra_body={"truncate_prompt_tokens": 3})
+    assert cut.choices[0].text == tail.choices[0].text
+    assert cut.usage.prompt_tokens == 3
+    text = "Once upon a time, there was a little girl named Lily."
+    echoed = client.completions.create(model="m", prompt=text, max_tokens=0, temperature=0, echo=True, logprobs=1,
+                                       extra_body={"truncate_prompt_tokens": 4})
+    tokens = echoed.choices[0].logprobs.tokens
+    assert len(tokens) == 4 and echoed.usage.prompt_tokens == 4
+    assert echoed.choices[0].text == "".join(tokens) and text.endswith(echoed.choices[0].text)
+    import openai
+    with pytest.raises(openai.BadRequestError) as e:
+        client.completions.create(model="m", prompt=ids, max_tokens=4, extra_body={"truncate_prompt_tokens": 0})
+    assert "truncate_prompt_tokens = 0: must be -1" in str(e.value)
+
+
 def test_echo_scores_the_prompt_as_lm_eval_harness_asks(server, client):
     """lm-evaluation-harness's loglikelihood request (echo, logprobs=1,
     temperature 0) on a prompt followed by llama2.c's greedy continuation:
