@@ -58,6 +58,8 @@ struct GenerateStream {
   GenerateSink sink;
   int32_t last_token = -1;  // for the finish reason (a stop token or the length)
   int stop_index = -1;      // the stop string that matched (StepEvent::stop_index)
+  // The sequence's finishing event, held to ride on the ending message.
+  std::optional<v1::GenerateResponse> last_event;
 };
 
 // The request's id: the door's, else a new one (kept in `control`).
@@ -287,11 +289,18 @@ void InferenceCore::Generate(const v1::GenerateRequest& request, std::shared_ptr
   // built and written on the worker, in the order the scheduler made them.
   // Token messages are staged and reach the worker at the end of the pass
   // (SchedulerOptions::end_of_pass); the ending is posted at once, behind them.
+  // The last token comes in the ending message, with finish_reason and usage,
+  // so a client knows the token it reads is the last (TGI's stream shape
+  // needs that; vLLM's OpenAI chunks do the same).
   task.on_event = [stream, delivery, key](const StepEvent& event) {
     delivery->Stage(key, [stream, event]() {
       if (!event.token_ids.empty()) stream->last_token = event.token_ids.back();
       if (event.stop_index >= 0) stream->stop_index = event.stop_index;
-      stream->sink.on_chunk(ToGenerateChunk(event));
+      if (event.finished) {
+        stream->last_event = ToGenerateChunk(event);
+      } else {
+        stream->sink.on_chunk(ToGenerateChunk(event));
+      }
     });
   };
   const GenerationParams p = *params;
@@ -310,8 +319,14 @@ void InferenceCore::Generate(const v1::GenerateRequest& request, std::shared_ptr
         usage->set_time_to_first_token_us(absl::ToInt64Microseconds(summary.time_to_first_token));
         usage->set_peak_kv_cache_bytes(summary.peak_kv_bytes);
         usage->set_preemptions(summary.preemptions);
+        if (stream->last_event.has_value()) {
+          AppendGenerateChunk(&*stream->last_event, std::move(last));
+          last = std::move(*stream->last_event);
+          stream->last_event.reset();
+        }
         stream->sink.on_chunk(std::move(last));
       }
+      if (stream->last_event.has_value()) stream->sink.on_chunk(std::move(*stream->last_event));
       stream->sink.on_done(status);
     });
   };
