@@ -8,53 +8,12 @@
 #include "absl/strings/str_cat.h"
 #include "engine/core/status_macros.h"
 #include "server/http/json_body.h"
+#include "server/http/json_fields.h"
 
 namespace attnserve {
 namespace {
 
 using nlohmann::json;
-
-// The field, or nullptr when absent or null (OpenAI clients send null for
-// "not given").
-const json* Field(const json& object, const char* name) {
-  auto it = object.find(name);
-  if (it == object.end() || it->is_null()) return nullptr;
-  return &*it;
-}
-
-absl::Status TypeError(absl::string_view field, absl::string_view expected, const json& got) {
-  return absl::InvalidArgumentError(absl::StrCat(field, ": must be ", expected, ", got ", got.type_name()));
-}
-
-absl::Status Unsupported(absl::string_view field, absl::string_view why) {
-  return absl::InvalidArgumentError(absl::StrCat(field, ": not supported (", why, ")"));
-}
-
-absl::StatusOr<int32_t> Int32Field(const json& value, absl::string_view field) {
-  if (!value.is_number_integer()) return TypeError(field, "an integer", value);
-  if (value.is_number_unsigned()) {
-    const uint64_t v = value.get<uint64_t>();
-    if (v > static_cast<uint64_t>(std::numeric_limits<int32_t>::max())) {
-      return absl::InvalidArgumentError(absl::StrCat(field, ": ", v, " is out of range for a 32-bit integer"));
-    }
-    return static_cast<int32_t>(v);
-  }
-  const int64_t v = value.get<int64_t>();
-  if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max()) {
-    return absl::InvalidArgumentError(absl::StrCat(field, ": ", v, " is out of range for a 32-bit integer"));
-  }
-  return static_cast<int32_t>(v);
-}
-
-absl::StatusOr<float> FloatField(const json& value, absl::string_view field) {
-  if (!value.is_number()) return TypeError(field, "a number", value);
-  return value.get<float>();
-}
-
-absl::StatusOr<bool> BoolField(const json& value, absl::string_view field) {
-  if (!value.is_boolean()) return TypeError(field, "a boolean", value);
-  return value.get<bool>();
-}
 
 absl::Status CheckModel(const json& body) {
   if (const json* model = Field(body, "model"); model != nullptr && !model->is_string()) {
@@ -63,27 +22,6 @@ absl::Status CheckModel(const json& body) {
   if (const json* user = Field(body, "user"); user != nullptr && !user->is_string()) {
     return TypeError("user", "a string", *user);
   }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<v1::TokenIds> TokenIdsField(const json& array, absl::string_view field) {
-  v1::TokenIds ids;
-  for (size_t i = 0; i < array.size(); ++i) {
-    absl::StatusOr<int32_t> id = Int32Field(array[i], absl::StrCat(field, "[", i, "]"));
-    if (!id.ok()) return id.status();
-    ids.add_ids(*id);
-  }
-  return ids;
-}
-
-// Applies the optional `field` of `body` with `set` when present.
-template <typename T, typename Parse, typename Set>
-absl::Status Optional(const json& body, const char* field, Parse parse, Set set) {
-  const json* value = Field(body, field);
-  if (value == nullptr) return absl::OkStatus();
-  absl::StatusOr<T> parsed = parse(*value, field);
-  if (!parsed.ok()) return parsed.status();
-  set(*parsed);
   return absl::OkStatus();
 }
 
@@ -303,31 +241,7 @@ absl::StatusOr<EmbeddingsCall> ParseEmbeddingsRequest(absl::string_view body) {
   }
   const json* input = Field(root, "input");
   if (input == nullptr) return absl::InvalidArgumentError("input: required");
-  v1::EncodeRequest& request = call.request;
-  if (input->is_string()) {
-    request.add_inputs()->set_text(input->get<std::string>());
-  } else if (!input->is_array()) {
-    return TypeError("input", "a string, an array of strings or an array of token id arrays", *input);
-  } else if (!input->empty() && (*input)[0].is_number()) {
-    // One input given as token ids.
-    absl::StatusOr<v1::TokenIds> ids = TokenIdsField(*input, "input");
-    if (!ids.ok()) return ids.status();
-    *request.add_inputs()->mutable_token_ids() = *ids;
-  } else {
-    for (size_t i = 0; i < input->size(); ++i) {
-      const json& item = (*input)[i];
-      const std::string field = absl::StrCat("input[", i, "]");
-      if (item.is_string()) {
-        request.add_inputs()->set_text(item.get<std::string>());
-      } else if (item.is_array()) {
-        absl::StatusOr<v1::TokenIds> ids = TokenIdsField(item, field);
-        if (!ids.ok()) return ids.status();
-        *request.add_inputs()->mutable_token_ids() = *ids;
-      } else {
-        return TypeError(field, "a string or an array of token ids", item);
-      }
-    }
-  }
+  RETURN_IF_ERROR(AddEncodeInputs(*input, "input", &call.request));
   return call;
 }
 
