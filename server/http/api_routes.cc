@@ -7,6 +7,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/log/log.h"
+#include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
@@ -15,6 +16,7 @@
 #include "server/core/proto_convert.h"
 #include "server/core/request_log.h"
 #include "server/http/gateway_util.h"
+#include "server/http/hf_api.h"
 #include "server/http/json_body.h"
 #include "server/http/native_api.h"
 #include "server/http/openai_api.h"
@@ -31,6 +33,23 @@ constexpr char kEventStream[] = "text/event-stream";
 
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
+// Whose error shape a route answers in: attnserve's {"error": {"code",
+// "message"}}, or TGI's / TEI's {"error": message, "error_type": ...}, which
+// their clients read.
+enum class ErrorStyle { kNative, kTgi, kTei };
+
+std::string ErrorBody(const absl::Status& status, ErrorStyle style) {
+  switch (style) {
+    case ErrorStyle::kTgi: return Dump(TgiError(status));
+    case ErrorStyle::kTei: return Dump(TeiError(status));
+    default: return StatusJson(status);
+  }
+}
+
+int ErrorHttpStatus(const absl::Status& status, ErrorStyle style) {
+  return style == ErrorStyle::kTgi ? TgiHttpStatus(status.code()) : ToHttpStatus(status.code());
+}
+
 // What a result channel asks between waits.
 auto ClientGoneCheck(HttpResponseWriter& w) {
   return [&w] { return w.ClientGone(); };
@@ -46,13 +65,13 @@ class Gateway {
         started_(absl::ToUnixSeconds(absl::Now())) {}
 
   // True when the request may go on; else answers 401 (counted under `rpc`).
-  bool Authorized(const HttpRequest& request, HttpResponseWriter& w, const char* rpc) {
+  bool Authorized(const HttpRequest& request, HttpResponseWriter& w, const char* rpc, ErrorStyle style) {
     if (!auth_.enabled()) return true;
     auto it = request.headers.find("authorization");
     const absl::Status s = auth_.Check(it == request.headers.end() ? "" : it->second);
     if (s.ok()) return true;
     Finish(rpc, s);
-    w.Send(401, kJson, StatusJson(s), {{"WWW-Authenticate", "Bearer"}});
+    w.Send(401, kJson, ErrorBody(s, style), {{"WWW-Authenticate", "Bearer"}});
     return false;
   }
 
@@ -72,7 +91,8 @@ class Gateway {
   // already being served) nullopt after answering 429 with Retry-After and
   // a request id, logged, counted under `rpc` and as an http_threads
   // rejection.
-  std::optional<CallSlot> TakeCallSlot(const HttpRequest& request, HttpResponseWriter& w, const char* rpc) {
+  std::optional<CallSlot> TakeCallSlot(const HttpRequest& request, HttpResponseWriter& w, const char* rpc,
+                                       ErrorStyle style) {
     const int now = in_flight_.fetch_add(1, std::memory_order_relaxed) + 1;
     if (options_.max_inference_calls <= 0 || now <= options_.max_inference_calls) {
       return std::optional<CallSlot>(std::in_place, &in_flight_);
@@ -84,7 +104,7 @@ class Gateway {
     const std::string id = RequestId(request, w);
     if (metrics_ != nullptr) metrics_->RecordRejection(RejectReason::kHttpBusy);
     LogRefusal(id, rpc, busy);
-    Fail(w, rpc, busy);
+    Fail(w, rpc, busy, style);
     return std::nullopt;
   }
 
@@ -232,6 +252,27 @@ class Gateway {
     w.Send(200, kJson, Dump(CompletionResponse(per_choice, completion, call->format, call->requests)));
   }
 
+  // TGI's /generate (which streams too when the body says "stream": true, as
+  // huggingface_hub's InferenceClient sends to a URL) and /generate_stream.
+  void TgiGenerate(const HttpRequest& request, HttpResponseWriter& w) { TgiGenerateCall(request, w, false); }
+  void TgiGenerateStream(const HttpRequest& request, HttpResponseWriter& w) { TgiGenerateCall(request, w, true); }
+
+  // TEI's /embed: a list of embeddings.
+  void TeiEmbed(const HttpRequest& request, HttpResponseWriter& w) {
+    constexpr ErrorStyle kTei = ErrorStyle::kTei;
+    const std::string id = RequestId(request, w);
+    absl::StatusOr<v1::EncodeRequest> parsed = ParseTeiEmbedRequest(request.body);
+    if (!parsed.ok()) return Refuse(w, "Encode", parsed.status(), id, kTei);
+    auto control = NewControl(request, w, "Encode", id, kTei);
+    if (control == nullptr) return;
+    std::optional<absl::StatusOr<v1::EncodeResponse>> waited = RunEncode(*parsed, control, w);
+    if (!waited.has_value()) return ClientGone(control, "Encode");
+    absl::StatusOr<v1::EncodeResponse>& response = *waited;
+    if (!response.ok()) return Fail(w, "Encode", response.status(), kTei);
+    Finish("Encode", absl::OkStatus());
+    w.Send(200, kJson, Dump(TeiEmbedResponse(*response)));
+  }
+
   // Tokenize, Detokenize and GetModelInfo answer at once on the handler's
   // thread (no engine work), as the gRPC door does.
   void Tokenize(const HttpRequest& request, HttpResponseWriter& w) {
@@ -313,6 +354,58 @@ class Gateway {
     w.EndStream();
   }
 
+  void TgiGenerateCall(const HttpRequest& request, HttpResponseWriter& w, bool stream_route) {
+    constexpr ErrorStyle kTgi = ErrorStyle::kTgi;
+    const std::string id = RequestId(request, w);
+    absl::BitGen bitgen;  // the seed of a sampled request that names none
+    absl::StatusOr<TgiCall> call =
+        ParseTgiGenerateRequest(request.body, absl::Uniform<uint64_t>(bitgen), stream_route);
+    if (!call.ok()) return Refuse(w, "Generate", call.status(), id, kTgi);
+    auto control = NewControl(request, w, "Generate", id, kTgi);
+    if (control == nullptr) return;
+    auto channel = StartGenerate(call->request, control);
+    std::vector<v1::GenerateResponse> chunks;
+    int tokens = 0;
+    std::string text;
+    bool started = false;
+    absl::Status final;
+    for (;;) {
+      GenerateChannel::Event e = channel->Next(ClientGoneCheck(w));
+      if (e.got == GenerateChannel::Got::kClientGone) return ClientGone(control, "Generate");
+      if (e.got == GenerateChannel::Got::kEnd) {
+        final = e.status;
+        break;
+      }
+      if (!call->stream) {
+        chunks.push_back(std::move(e.chunk));
+        continue;
+      }
+      // As GenerateStream: a failure before the first token is a plain error.
+      if (!started) {
+        started = true;
+        if (!w.StartStream(200, kEventStream)) return ClientGone(control, "Generate");
+      }
+      for (const json& event : TgiStreamEvents(e.chunk, *call, tokens, text)) {
+        if (!w.Write(SseEvent(Dump(event)))) return ClientGone(control, "Generate");
+      }
+      tokens += e.chunk.token_ids_size();
+      text += e.chunk.text();
+    }
+    if (!started) {
+      if (!final.ok()) return Fail(w, "Generate", final, kTgi);
+      Finish("Generate", final);
+      if (!call->stream) return w.Send(200, kJson, Dump(TgiGenerateResponse(chunks, *call)));
+      if (!w.StartStream(200, kEventStream)) return ClientGone(control, "Generate");
+      return w.EndStream();
+    }
+    Finish("Generate", final);
+    // TGI ends a stream after the last token's event (no [DONE]); a failure
+    // after the first token is a data event with the error, which its
+    // clients raise.
+    if (!final.ok()) w.Write(SseEvent(ErrorBody(final, kTgi)));
+    w.EndStream();
+  }
+
   std::shared_ptr<GenerateChannel> StartGenerate(const v1::GenerateRequest& request,
                                                  const std::shared_ptr<RequestControl>& control) {
     auto channel = std::make_shared<GenerateChannel>();
@@ -344,10 +437,10 @@ class Gateway {
   // The request's control with its deadline, or null after answering 400 for
   // a malformed deadline header.
   std::shared_ptr<RequestControl> NewControl(const HttpRequest& request, HttpResponseWriter& w, const char* rpc,
-                                             const std::string& id) {
+                                             const std::string& id, ErrorStyle style = ErrorStyle::kNative) {
     absl::StatusOr<absl::Time> deadline = RequestDeadline(request.headers, absl::Now());
     if (!deadline.ok()) {
-      Refuse(w, rpc, deadline.status(), id);
+      Refuse(w, rpc, deadline.status(), id, style);
       return nullptr;
     }
     auto control = std::make_shared<RequestControl>();
@@ -378,10 +471,11 @@ class Gateway {
 
   // A JSON-shape error found by the gateway itself (the core never sees the
   // request, so the gateway logs it when it has an id: Encode and Generate).
-  void Refuse(HttpResponseWriter& w, const char* rpc, const absl::Status& status, const std::string& id = "") {
+  void Refuse(HttpResponseWriter& w, const char* rpc, const absl::Status& status, const std::string& id = "",
+              ErrorStyle style = ErrorStyle::kNative) {
     if (metrics_ != nullptr) metrics_->RecordRejection(RejectReason::kInvalidArgument);
     if (!id.empty()) LogRefusal(id, rpc, status);
-    Fail(w, rpc, status);
+    Fail(w, rpc, status, style);
   }
 
   // The request log's line for a request the gateway refused itself.
@@ -394,9 +488,10 @@ class Gateway {
     LOG(INFO) << FormatRequestLog(e);
   }
 
-  void Fail(HttpResponseWriter& w, const char* rpc, const absl::Status& status) {
+  void Fail(HttpResponseWriter& w, const char* rpc, const absl::Status& status,
+            ErrorStyle style = ErrorStyle::kNative) {
     Finish(rpc, status);
-    w.Send(ToHttpStatus(status.code()), kJson, StatusJson(status),
+    w.Send(ErrorHttpStatus(status, style), kJson, ErrorBody(status, style),
            ErrorHeaders(status, options_.retry_after_seconds));
   }
 
@@ -421,9 +516,10 @@ enum class CallKind { kInference, kQuick };
 // methods get 405 naming the allowed one, then an inference call takes one
 // of the door's places (429 when none is free).
 HttpHandler Route(const char* method, const char* rpc, CallKind kind, std::shared_ptr<Gateway> gateway,
-                  void (Gateway::*handler)(const HttpRequest&, HttpResponseWriter&)) {
-  return [method, rpc, kind, gateway, handler](const HttpRequest& request, HttpResponseWriter& w) {
-    if (!gateway->Authorized(request, w, rpc)) return;
+                  void (Gateway::*handler)(const HttpRequest&, HttpResponseWriter&),
+                  ErrorStyle style = ErrorStyle::kNative) {
+  return [method, rpc, kind, gateway, handler, style](const HttpRequest& request, HttpResponseWriter& w) {
+    if (!gateway->Authorized(request, w, rpc, style)) return;
     if (request.method != method) {
       w.Send(405, kJson,
              JsonError("method_not_allowed",
@@ -432,7 +528,7 @@ HttpHandler Route(const char* method, const char* rpc, CallKind kind, std::share
       return;
     }
     if (kind == CallKind::kQuick) return ((*gateway).*handler)(request, w);
-    std::optional<Gateway::CallSlot> slot = gateway->TakeCallSlot(request, w, rpc);
+    std::optional<Gateway::CallSlot> slot = gateway->TakeCallSlot(request, w, rpc, style);
     if (!slot.has_value()) return;
     ((*gateway).*handler)(request, w);
   };
@@ -454,6 +550,12 @@ std::map<std::string, HttpHandler> ApiRoutes(GatewayBackend backend, ServerMetri
   routes["/v1/tokenize"] = Route("POST", "Tokenize", kQuick, gateway, &Gateway::Tokenize);
   routes["/v1/detokenize"] = Route("POST", "Detokenize", kQuick, gateway, &Gateway::Detokenize);
   routes["/v1/model_info"] = Route("GET", "GetModelInfo", kQuick, gateway, &Gateway::ModelInfo);
+  // For clients written for Hugging Face's TGI and TEI (their paths, bodies
+  // and error shape).
+  routes["/generate"] = Route("POST", "Generate", kInference, gateway, &Gateway::TgiGenerate, ErrorStyle::kTgi);
+  routes["/generate_stream"] =
+      Route("POST", "Generate", kInference, gateway, &Gateway::TgiGenerateStream, ErrorStyle::kTgi);
+  routes["/embed"] = Route("POST", "Encode", kInference, gateway, &Gateway::TeiEmbed, ErrorStyle::kTei);
   return routes;
 }
 

