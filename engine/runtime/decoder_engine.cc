@@ -52,6 +52,7 @@ SamplingParams SamplingParamsOf(const GenerationParams& p) {
   s.top_k = p.top_k;
   s.top_p = p.top_p;
   s.min_p = p.min_p;
+  s.typical_p = p.typical_p;
   s.repetition_penalty = p.repetition_penalty;
   s.frequency_penalty = p.frequency_penalty;
   s.presence_penalty = p.presence_penalty;

@@ -44,6 +44,7 @@ struct GenerationParams {
   int top_k = 0;                    // 0: off
   float top_p = 1.0f;               // 1: off
   float min_p = 0.0f;               // 0: off
+  float typical_p = 1.0f;           // 1: off
   float repetition_penalty = 1.0f;  // 1: off
   float frequency_penalty = 0.0f;   // 0: off; counts this request's output tokens
   float presence_penalty = 0.0f;    // 0: off; likewise

@@ -38,6 +38,9 @@ absl::Status ValidateSamplingParams(const SamplingParams& p, int vocab_size) {
   if (!(p.min_p >= 0.0f && p.min_p <= 1.0f)) {
     return absl::InvalidArgumentError(absl::StrCat("min_p must be in [0, 1], got ", p.min_p));
   }
+  if (!(p.typical_p > 0.0f && p.typical_p <= 1.0f)) {
+    return absl::InvalidArgumentError(absl::StrCat("typical_p must be in (0, 1], got ", p.typical_p));
+  }
   if (!(p.repetition_penalty > 0.0f) || !std::isfinite(p.repetition_penalty)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "repetition_penalty must be finite and > 0, got ", p.repetition_penalty));
@@ -165,6 +168,46 @@ void ApplyBiasAndPenalties(const SamplingParams& params, absl::Span<const int32_
   }
 }
 
+// HF's TypicalLogitsWarper (typical decoding, Meister et al. 2022) on a
+// distribution: rank the live tokens by how far their surprisal -log p is
+// from the entropy, and keep the closest ones until their mass reaches
+// `mass`, with every token as close as the last one kept (HF keeps ties).
+void KeepTypical(float mass, SamplingScratch& scratch) {
+  std::vector<double>& prob = scratch.probs;
+  double entropy = 0.0;
+  for (double p : prob) {
+    if (p > 0.0) entropy -= p * std::log(p);
+  }
+  std::vector<std::pair<double, int32_t>>& ranked = scratch.boundary;
+  ranked.clear();
+  for (size_t i = 0; i < prob.size(); ++i) {
+    if (prob[i] > 0.0) ranked.emplace_back(std::abs(-std::log(prob[i]) - entropy), static_cast<int32_t>(i));
+  }
+  if (ranked.empty()) return;
+  std::sort(ranked.begin(), ranked.end());
+  // HF: last = the number of positions whose cumulative mass is < mass
+  // (clamped), i.e. the first position where it reaches mass.
+  size_t last = ranked.size() - 1;
+  double cum = 0.0;
+  for (size_t i = 0; i < ranked.size(); ++i) {
+    cum += prob[ranked[i].second];
+    if (!(cum < mass)) {
+      last = i;
+      break;
+    }
+  }
+  const double threshold = ranked[last].first;
+  double kept = 0.0;
+  for (const auto& [shift, id] : ranked) {
+    if (shift > threshold) {
+      prob[id] = 0.0;
+    } else {
+      kept += prob[id];
+    }
+  }
+  for (double& p : prob) p /= kept;
+}
+
 }  // namespace
 
 void SamplingProbabilities(absl::Span<const float> logits, const SamplingParams& params,
@@ -279,6 +322,7 @@ void SamplingProbabilities(absl::Span<const float> logits, const SamplingParams&
     }
     for (double& p : prob) p /= kept;
   }
+  if (params.typical_p < 1.0f) KeepTypical(params.typical_p, scratch);
 }
 
 SampledToken SampleToken(absl::Span<const float> logits, const SamplingParams& params,

@@ -11,7 +11,7 @@
 // transformers' order):
 //   min-tokens suppression -> logit bias -> repetition penalty
 //   -> frequency penalty -> presence penalty
-//   -> temperature -> top-k -> top-p -> min-p -> softmax -> draw.
+//   -> temperature -> top-k -> top-p -> min-p -> typical-p -> softmax -> draw.
 // The repetition penalty looks at prompt + output (HF's input_ids); the
 // frequency and presence penalties at the output only (vLLM; OpenAI's
 // "tokens generated so far"): logit[j] -= c[j] * frequency + (c[j] > 0) * presence
@@ -50,6 +50,7 @@ struct SamplingParams {
   int top_k = 0;                    // 0: off
   float top_p = 1.0f;               // 1: off
   float min_p = 0.0f;               // 0: off; keep tokens >= min_p * the best's probability
+  float typical_p = 1.0f;           // 1: off; HF's TypicalLogitsWarper (typical decoding's mass)
   float repetition_penalty = 1.0f;  // 1: off; HF: logit<0 ? logit*p : logit/p for seen ids
   float frequency_penalty = 0.0f;   // 0: off; in [-2, 2] as OpenAI
   float presence_penalty = 0.0f;    // 0: off; in [-2, 2] as OpenAI
@@ -115,8 +116,9 @@ SampledToken SampleToken(absl::Span<const float> logits, const SamplingParams& p
                          SamplingScratch& scratch);
 
 // The distribution SampleToken draws from when temperature > 0 (it needs
-// one): the probabilities after bias, penalties, temperature, top-k, top-p
-// and min-p, zero for dropped tokens, summing to 1, left in scratch.probs.
+// one): the probabilities after bias, penalties, temperature, top-k, top-p,
+// min-p and typical-p, zero for dropped tokens, summing to 1, left in
+// scratch.probs.
 // For tests against reference implementations of the same steps.
 void SamplingProbabilities(absl::Span<const float> logits, const SamplingParams& params,
                            absl::Span<const int32_t> history, int output_tokens, SamplingScratch& scratch);

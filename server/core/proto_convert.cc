@@ -119,6 +119,8 @@ absl::StatusOr<GenerationParams> ToGenerationParams(const v1::GenerateRequest& r
   if (absl::Status st = CheckRange("top_p", p.top_p, 0, 1, true); !st.ok()) return st;
   p.min_p = s.min_p();
   if (absl::Status st = CheckRange("min_p", p.min_p, 0, 1, false); !st.ok()) return st;
+  p.typical_p = s.has_typical_p() ? s.typical_p() : 1.0f;
+  if (absl::Status st = CheckRange("typical_p", p.typical_p, 0, 1, true); !st.ok()) return st;
   p.repetition_penalty = s.has_repetition_penalty() ? s.repetition_penalty() : 1.0f;
   if (absl::Status st = CheckRange("repetition_penalty", p.repetition_penalty, 0, 10, true); !st.ok()) return st;
   p.frequency_penalty = s.frequency_penalty();

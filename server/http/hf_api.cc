@@ -78,8 +78,11 @@ absl::Status ParseSampling(const json& parameters, uint64_t random_seed, TgiCall
     sampling->set_top_p(top_p);
     warpers = true;
   }
-  if (Field(parameters, "typical_p") != nullptr) {
-    return Unsupported("parameters.typical_p", "typical sampling is not implemented");
+  if (const json* p = Field(parameters, "typical_p"); p != nullptr) {
+    ASSIGN_OR_RETURN(const float typical_p, FloatField(*p, "parameters.typical_p"));
+    RETURN_IF_ERROR(CheckOpenRange("parameters.typical_p", typical_p, 0, 1));
+    sampling->set_typical_p(typical_p);
+    warpers = true;
   }
   if (const json* seed = Field(parameters, "seed"); seed != nullptr) {
     ASSIGN_OR_RETURN(const uint64_t s, SeedField(*seed, "parameters.seed"));

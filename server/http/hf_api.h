@@ -9,7 +9,7 @@
 // Where TGI differs from attnserve's own semantics the TGI meaning is kept:
 // greedy unless do_sample or a sampling option is given; stop sequences stay
 // in the text; max_new_tokens defaults to 100. Options that cannot be
-// honoured (typical_p, TGI's frequency_penalty formula, watermark, grammar,
+// honoured (TGI's frequency_penalty formula, watermark, grammar,
 // adapters, best_of > 1) are refused naming them, never ignored.
 #ifndef ATTNSERVE_SERVER_HTTP_HF_API_H_
 #define ATTNSERVE_SERVER_HTTP_HF_API_H_

@@ -325,6 +325,8 @@ def test_truncate_prompt_tokens_keeps_the_prompts_tail(stub, pb):
     ({"repetition_penalty": 0}, "repetition_penalty"),
     ({"frequency_penalty": 2.5}, "frequency_penalty"),
     ({"min_p": 1.5}, "min_p"),
+    ({"typical_p": 0}, "typical_p = 0: must be in (0, 1]"),
+    ({"typical_p": 1.5}, "typical_p"),
     ({"min_tokens": -1}, "min_tokens"),
     ({"min_tokens": 65}, "min_tokens must be in [0, max_new_tokens = 64]"),
     ({"presence_penalty": -9}, "presence_penalty"),

@@ -120,11 +120,15 @@ def test_sampling_reports_its_seed_and_reproduces(server, tgi):
     assert c.details.seed is not None
     d = tgi.text_generation(ONCE["prompt"], max_new_tokens=24, top_k=20, seed=c.details.seed)
     assert d == c.generated_text
+    # typical_p, as TGI: a warper, the same tokens as the native API's.
+    e = tgi.text_generation(ONCE["prompt"], max_new_tokens=24, typical_p=0.4, seed=11, details=True)
+    assert e.details.seed == 11
+    assert native(server, max_new_tokens=24, temperature=1.0, typical_p=0.4, seed=11)["text"] == e.generated_text
 
 
 def test_options_that_cannot_be_honoured_are_validation_errors(tgi, tgi_stream):
     for kwargs, expected in [
-        ({"typical_p": 0.5}, "parameters.typical_p: not supported"),
+        ({"typical_p": 1.0}, "parameters.typical_p = 1: must be > 0 and < 1"),
         ({"watermark": True}, "parameters.watermark: not supported"),
         ({"frequency_penalty": 0.5}, "parameters.frequency_penalty: not supported"),
         ({"best_of": 2, "do_sample": True}, "parameters.best_of: not supported"),

@@ -37,10 +37,17 @@ TEST(TgiRequestTest, GreedyUnlessDoSampleOrASamplingOption) {
   c = ParseTgiGenerateRequest(
       R"({"inputs": "x", "parameters": {"top_p": 0.9, "temperature": 0.7, "seed": 3, "top_k": 4}})", 99);
   ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->request.sampling().has_typical_p());
   EXPECT_FLOAT_EQ(c->request.sampling().temperature(), 0.7f);
   EXPECT_FLOAT_EQ(c->request.sampling().top_p(), 0.9f);
   EXPECT_EQ(c->request.sampling().top_k(), 4);
   EXPECT_EQ(c->seed, 3u);
+
+  c = ParseTgiGenerateRequest(R"({"inputs": "x", "parameters": {"typical_p": 0.5}})", 42);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FLOAT_EQ(c->request.sampling().typical_p(), 0.5f);
+  EXPECT_EQ(c->request.sampling().temperature(), 1.0f);  // a warper: sampling
+  EXPECT_EQ(c->seed, 42u);
 }
 
 TEST(TgiRequestTest, OptionsMapOntoTheGenerateRequest) {
@@ -82,7 +89,7 @@ TEST(TgiRequestTest, BadOrUnsupportedOptionsNameTheField) {
       {R"({"inputs": "x", "parameters": {"top_p": 1}})", "parameters.top_p = 1: must be > 0 and < 1"},
       {R"({"inputs": "x", "parameters": {"top_p": 0}})", "parameters.top_p = 0"},
       {R"({"inputs": "x", "parameters": {"top_k": 0}})", "parameters.top_k = 0: must be > 0"},
-      {R"({"inputs": "x", "parameters": {"typical_p": 0.5}})", "parameters.typical_p: not supported"},
+      {R"({"inputs": "x", "parameters": {"typical_p": 1.0}})", "parameters.typical_p = 1: must be > 0 and < 1"},
       {R"({"inputs": "x", "parameters": {"frequency_penalty": 0.1}})", "parameters.frequency_penalty: not supported"},
       {R"({"inputs": "x", "parameters": {"best_of": 2}})", "parameters.best_of: not supported"},
       {R"({"inputs": "x", "parameters": {"watermark": true}})", "parameters.watermark: not supported"},

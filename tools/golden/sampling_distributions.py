@@ -10,15 +10,17 @@ them (and vLLM's for the bias and penalties):
   -> frequency / presence penalties over the output (OpenAI's formula; HF
      has no processor for them: decoder_penalties.OpenAiPenalties)
   -> TemperatureLogitsWarper -> TopKLogitsWarper -> TopPLogitsWarper
-  -> MinPLogitsWarper -> softmax.
+  -> MinPLogitsWarper -> TypicalLogitsWarper -> softmax.
 
 Rows: the real stories260K's next-token logits after "Once upon a time"
 (the model as decoder_penalties.py builds it and checks against run.c), and
 a seeded random row of 96 values. Every case records `cut_margin`, how far
 the kept set was from changing: the smallest distance of a top-p
-cumulative sum from 1 - top_p and of a probability from the min-p floor,
-relative to those thresholds, so a float32 (here) against float64 (the
-engine) difference cannot move a token across.
+cumulative sum from 1 - top_p, of a probability from the min-p floor, of a
+typical-p cumulative sum from typical_p and of the last kept token's
+distance from the entropy from the next one's, relative to those
+thresholds, so a float32 (here) against float64 (the engine) difference
+cannot move a token across.
 
 Writes tests/golden/decoder_sampling/distributions.json.
 
@@ -42,6 +44,7 @@ from transformers.generation.logits_process import (
     TemperatureLogitsWarper,
     TopKLogitsWarper,
     TopPLogitsWarper,
+    TypicalLogitsWarper,
 )
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
@@ -68,20 +71,36 @@ def processors(p, prompt_len):
         procs.append(TopPLogitsWarper(p["top_p"]))
     if p.get("min_p", 0.0) > 0.0:
         procs.append(MinPLogitsWarper(p["min_p"]))
+    if p.get("typical_p", 1.0) < 1.0:
+        procs.append(TypicalLogitsWarper(p["typical_p"]))
     return procs
 
 
 def cut_margin(logits, history, prompt_len, p):
     """How far from the top-p and min-p thresholds the kept set was."""
     margin = float("inf")
-    before_top_p = {k: v for k, v in p.items() if k not in ("top_p", "min_p")}
+    before_top_p = {k: v for k, v in p.items() if k not in ("top_p", "min_p", "typical_p")}
     scores = processors(before_top_p, prompt_len)(history, logits.clone())
     if p.get("top_p", 1.0) < 1.0:
         cum = torch.sort(scores, descending=False)[0].softmax(dim=-1).cumsum(dim=-1)[0]
         cut = 1.0 - p["top_p"]
         margin = min(margin, float((cum - cut).abs().min()) / cut)
+    if p.get("typical_p", 1.0) < 1.0:
+        before = {k: v for k, v in p.items() if k != "typical_p"}
+        normalized = processors(before, prompt_len)(history, logits.clone()).log_softmax(dim=-1)[0]
+        live = torch.isfinite(normalized)
+        ent = float(-(normalized[live] * normalized[live].exp()).sum())
+        shifted = (-normalized[live] - ent).abs()
+        order = torch.argsort(shifted)
+        cum = normalized[live].exp()[order].cumsum(dim=-1)
+        mass = p["typical_p"]
+        margin = min(margin, float((cum - mass).abs().min()) / mass)
+        last = min(int((cum < mass).sum()), len(order) - 1)
+        ranked = shifted[order]
+        if last + 1 < len(ranked):
+            margin = min(margin, float(ranked[last + 1] - ranked[last]) / max(float(ranked[last]), 1e-30))
     if p.get("min_p", 0.0) > 0.0:
-        without_min_p = {k: v for k, v in p.items() if k != "min_p"}
+        without_min_p = {k: v for k, v in p.items() if k not in ("min_p", "typical_p")}
         probs = processors(without_min_p, prompt_len)(history, logits.clone()).softmax(dim=-1)[0]
         floor = p["min_p"] * float(probs.max())
         live = probs[probs > 0]
@@ -125,6 +144,11 @@ def main():
             "logit_bias": {"3": 4.0, "95": -100.0, "0": 1.25}}),
         ("random_top_p_min_p", "random", rand_hist, 9, {"temperature": 3.0, "top_p": 0.6, "min_p": 0.1,
                                                         "frequency_penalty": 0.25}),
+        ("real_typical_p", "stories260K", once, 0, {"temperature": 1.0, "typical_p": 0.5}),
+        ("real_top_k_typical_p", "stories260K", once, 0, {"temperature": 0.8, "top_k": 30, "typical_p": 0.9}),
+        ("random_typical_p", "random", rand_hist, 0, {"temperature": 2.5, "typical_p": 0.3}),
+        ("random_min_p_typical_p", "random", rand_hist, 4, {"temperature": 1.5, "min_p": 0.05, "typical_p": 0.7,
+                                                            "repetition_penalty": 1.3}),
     ]
     out = []
     for name, row_name, history, output_tokens, p in cases:

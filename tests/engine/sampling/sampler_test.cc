@@ -155,6 +155,11 @@ TEST(SamplerTest, ValidationNamesTheField) {
   p = SamplingParams();
   p.top_logprobs = 100;
   EXPECT_NE(ValidateSamplingParams(p, 6).message().find("top_logprobs"), std::string::npos);
+  for (float typical_p : {0.0f, 1.5f, std::nanf("")}) {
+    p = SamplingParams();
+    p.typical_p = typical_p;
+    EXPECT_NE(ValidateSamplingParams(p, 6).message().find("typical_p must be in (0, 1]"), std::string::npos);
+  }
   EXPECT_TRUE(ValidateSamplingParams(SamplingParams(), 6).ok());
 }
 

@@ -1,7 +1,7 @@
 // The distribution a token is drawn from, against transformers' logits
 // processors on the same logits and history (fixture from
 // tools/golden/sampling_distributions.py): logit bias, repetition,
-// frequency and presence penalties, temperature, top-k, top-p and min-p,
+// frequency and presence penalties, temperature, top-k, top-p, min-p and typical-p,
 // one at a time and together, on the real stories260K's logits and on a
 // random row.
 #include <cmath>
@@ -30,6 +30,7 @@ SamplingParams ParamsOf(const nlohmann::json& c) {
   p.top_k = c.value("top_k", 0);
   p.top_p = c.value("top_p", 1.0f);
   p.min_p = c.value("min_p", 0.0f);
+  p.typical_p = c.value("typical_p", 1.0f);
   p.repetition_penalty = c.value("repetition_penalty", 1.0f);
   p.frequency_penalty = c.value("frequency_penalty", 0.0f);
   p.presence_penalty = c.value("presence_penalty", 0.0f);
@@ -42,7 +43,7 @@ SamplingParams ParamsOf(const nlohmann::json& c) {
 TEST(SamplingDistributionsTest, EqualTransformersProcessors) {
   const nlohmann::json doc = Fixture();
   ASSERT_FALSE(doc.is_discarded());
-  ASSERT_GE(doc["cases"].size(), 9u);
+  ASSERT_GE(doc["cases"].size(), 13u);
   SamplingScratch scratch;
   for (const nlohmann::json& c : doc["cases"]) {
     const std::string name = c["name"].get<std::string>();
