@@ -4,6 +4,8 @@
 // step at once (min_tokens, logit bias, the penalties, temperature, top-k,
 // top-p, min-p). The row is seeded normal noise at a real vocabulary size;
 // the history is a 256-token prompt and an output of --output tokens.
+// The cases that report no logprob skip it, as the engine does for a
+// request without logprobs (transformers' processors compute none either).
 // One JSON line per case (bench/sampling/run.sh compares them with
 // hf_peer.py's, the same steps in transformers' processors).
 //
@@ -31,6 +33,7 @@ std::vector<Case> Cases() {
   std::vector<Case> cases;
   SamplingParams greedy;
   greedy.temperature = 0.0f;
+  greedy.logprob = false;  // as the engine samples when a request reports no logprobs
   cases.push_back({"greedy", greedy});
   SamplingParams penalties = greedy;
   penalties.repetition_penalty = 1.1f;
@@ -39,9 +42,11 @@ std::vector<Case> Cases() {
   cases.push_back({"greedy_penalties", penalties});
   SamplingParams temperature;
   temperature.temperature = 0.8f;
+  temperature.logprob = false;
   cases.push_back({"temperature", temperature});
   SamplingParams top_p;
   top_p.temperature = 0.8f;
+  top_p.logprob = false;
   top_p.top_p = 0.9f;
   cases.push_back({"temperature_top_p", top_p});
   SamplingParams all = top_p;

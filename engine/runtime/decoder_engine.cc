@@ -59,6 +59,7 @@ SamplingParams SamplingParamsOf(const GenerationParams& p) {
   s.logit_bias = p.logit_bias;
   s.min_tokens = p.min_tokens;
   s.seed = p.seed;
+  s.logprob = p.logprobs;
   s.top_logprobs = p.logprobs ? p.top_logprobs : 0;
   return s;
 }

@@ -119,6 +119,13 @@ void AddTopLogprobs(absl::Span<const float> logits, double lse, int top_logprobs
   for (int i = 0; i < n; ++i) out->top.push_back({ids[i], static_cast<float>(logits[ids[i]] - lse), {}});
 }
 
+// Whether ApplyBiasAndPenalties would change any logit.
+bool ChangesLogits(const SamplingParams& params, int output_tokens) {
+  return (output_tokens < params.min_tokens && !params.min_tokens_suppressed.empty()) ||
+         !params.logit_bias.empty() || params.repetition_penalty != 1.0f || params.frequency_penalty != 0.0f ||
+         params.presence_penalty != 0.0f;
+}
+
 // The min_tokens suppression, the logit bias, then the repetition,
 // frequency and presence penalties, on `s` (a copy of the logits).
 void ApplyBiasAndPenalties(const SamplingParams& params, absl::Span<const int32_t> history,
@@ -330,7 +337,9 @@ SampledToken SampleToken(absl::Span<const float> logits, const SamplingParams& p
                          SamplingScratch& scratch) {
   const int vocab = static_cast<int>(logits.size());
   SampledToken out;
-  if (params.temperature == 0.0f) {
+  if (params.temperature == 0.0f && !ChangesLogits(params, output_tokens)) {
+    out.id = ArgmaxLogit(logits);  // plain greedy: no copy of the row
+  } else if (params.temperature == 0.0f) {
     std::vector<float>& s = scratch.logits;
     s.assign(logits.begin(), logits.end());
     ApplyBiasAndPenalties(params, history, output_tokens, scratch, s);
@@ -355,6 +364,7 @@ SampledToken SampleToken(absl::Span<const float> logits, const SamplingParams& p
     if (out.id < 0) out.id = last_nonzero;  // rounding left u above the total
   }
 
+  if (!params.logprob && params.top_logprobs <= 0) return out;
   const double lse = LogSumExpLogits(logits);
   out.logprob = static_cast<float>(logits[out.id] - lse);
   AddTopLogprobs(logits, lse, params.top_logprobs, &out);

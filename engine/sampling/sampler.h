@@ -61,6 +61,9 @@ struct SamplingParams {
   int min_tokens = 0;
   std::vector<int32_t> min_tokens_suppressed;
   uint64_t seed = 0;
+  // Compute the chosen token's log-probability (a log-sum-exp over the row);
+  // the engine asks only when the request reports it.
+  bool logprob = true;
   int top_logprobs = 0;             // how many top alternatives to report (0: none)
 };
 
@@ -93,7 +96,7 @@ struct TokenLogprob {
 
 struct SampledToken {
   int32_t id = 0;
-  float logprob = 0.0f;               // model log-probability of `id`
+  float logprob = 0.0f;               // model log-probability of `id` (0 unless params.logprob)
   std::vector<TokenLogprob> top;      // top_logprobs best, by descending logprob
 };
 

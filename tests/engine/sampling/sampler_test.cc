@@ -139,6 +139,31 @@ TEST(SamplerTest, LogprobsAreNormalisedModelLogprobs) {
   EXPECT_NEAR(t.logprob, ref, 1e-5);
 }
 
+// Skipping the log-probability (a request that reports none) must not
+// change which token is drawn, greedy or sampled, with penalties or not.
+TEST(SamplerTest, SkippingTheLogprobLeavesTheDrawUnchanged) {
+  const std::vector<int32_t> history = {1, 3, 3, 5};
+  for (float temperature : {0.0f, 0.9f}) {
+    for (float repetition : {1.0f, 1.3f}) {
+      SamplingParams with;
+      with.temperature = temperature;
+      with.repetition_penalty = repetition;
+      with.seed = 5;
+      SamplingParams without = with;
+      without.logprob = false;
+      SamplingRng rng_with(5), rng_without(5);
+      SamplingScratch scratch;
+      for (int i = 0; i < 200; ++i) {
+        const SampledToken a = SampleToken(kLogits, with, history, 2, rng_with, scratch);
+        const SampledToken b = SampleToken(kLogits, without, history, 2, rng_without, scratch);
+        ASSERT_EQ(a.id, b.id) << "temperature " << temperature << " repetition " << repetition << " draw " << i;
+        EXPECT_LT(a.logprob, 0.0f);
+        EXPECT_EQ(b.logprob, 0.0f);
+      }
+    }
+  }
+}
+
 TEST(SamplerTest, ValidationNamesTheField) {
   SamplingParams p;
   p.top_p = 0.0f;
