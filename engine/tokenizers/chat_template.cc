@@ -1,0 +1,224 @@
+#include "engine/tokenizers/chat_template.h"
+
+#include <array>
+#include <optional>
+#include "absl/strings/string_view.h"
+#include <utility>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "engine/tokenizers/unicode_util.h"
+
+namespace attnserve {
+namespace {
+
+struct FormatEntry {
+  ChatFormat format;
+  absl::string_view name;
+  // The published template this format reproduces, as Jinja source (the
+  // text of tokenizer_config.json's "chat_template" once JSON-decoded).
+  absl::string_view jinja;
+};
+
+// Each from the model named beside it; tools/golden/chat_templates.py holds
+// the same texts and renders them with transformers, and the C++ test checks
+// that KnownChatTemplate recognises each golden file's template.
+constexpr std::array<FormatEntry, 6> kFormats = {{
+    // teknium/OpenHermes-2.5-Mistral-7B
+    {ChatFormat::kChatMl, "chatml",
+     R"({% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %})"},
+    // meta-llama/Llama-2-7b-chat-hf
+    {ChatFormat::kLlama2, "llama2",
+     R"({% if messages[0]['role'] == 'system' %}{% set loop_messages = messages[1:] %}{% set system_message = messages[0]['content'] %}{% else %}{% set loop_messages = messages %}{% set system_message = false %}{% endif %}{% for message in loop_messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{% if loop.index0 == 0 and system_message != false %}{% set content = '<<SYS>>\n' + system_message + '\n<</SYS>>\n\n' + message['content'] %}{% else %}{% set content = message['content'] %}{% endif %}{% if message['role'] == 'user' %}{{ bos_token + '[INST] ' + content.strip() + ' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ ' '  + content.strip() + ' ' + eos_token }}{% endif %}{% endfor %})"},
+    // meta-llama/Meta-Llama-3-8B-Instruct
+    {ChatFormat::kLlama3, "llama3",
+     R"({% set loop_messages = messages %}{% for message in loop_messages %}{% set content = '<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n'+ message['content'] | trim + '<|eot_id|>' %}{% if loop.index0 == 0 %}{% set content = bos_token + content %}{% endif %}{{ content }}{% endfor %}{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{% endif %})"},
+    // HuggingFaceH4/zephyr-7b-beta (TinyLlama-1.1B-Chat-v1.0 carries the same)
+    {ChatFormat::kZephyr, "zephyr",
+     "{% for message in messages %}\n{% if message['role'] == 'user' %}\n{{ '<|user|>\\n' + message['content'] + "
+     "eos_token }}\n{% elif message['role'] == 'system' %}\n{{ '<|system|>\\n' + message['content'] + eos_token "
+     "}}\n{% elif message['role'] == 'assistant' %}\n{{ '<|assistant|>\\n'  + message['content'] + eos_token "
+     "}}\n{% endif %}\n{% if loop.last and add_generation_prompt %}\n{{ '<|assistant|>' }}\n{% endif %}\n{% "
+     "endfor %}"},
+    // google/gemma-7b-it
+    {ChatFormat::kGemma, "gemma",
+     R"({{ bos_token }}{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{% if (message['role'] == 'assistant') %}{% set role = 'model' %}{% else %}{% set role = message['role'] %}{% endif %}{{ '<start_of_turn>' + role + '\n' + message['content'] | trim + '<end_of_turn>\n' }}{% endfor %}{% if add_generation_prompt %}{{'<start_of_turn>model\n'}}{% endif %})"},
+    // microsoft/Phi-3-mini-4k-instruct
+    {ChatFormat::kPhi3, "phi3",
+     R"({% for message in messages %}{% if message['role'] == 'system' %}{{'<|system|>\n' + message['content'] + '<|end|>\n'}}{% elif message['role'] == 'user' %}{{'<|user|>\n' + message['content'] + '<|end|>\n'}}{% elif message['role'] == 'assistant' %}{{'<|assistant|>\n' + message['content'] + '<|end|>\n'}}{% endif %}{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>\n' }}{% else %}{{ eos_token }}{% endif %})"},
+}};
+
+// What Python's str.strip() (and so Jinja's trim) removes: Unicode
+// whitespace and the separators U+001C..U+001F.
+bool IsPythonSpace(char32_t c) { return IsUnicodeWhitespace(c) || (c >= 0x1C && c <= 0x1F); }
+
+// Decodes the one code point at text[pos...] (nullopt if invalid).
+std::optional<std::pair<char32_t, size_t>> CodePointAt(absl::string_view text, size_t pos) {
+  const unsigned char lead = static_cast<unsigned char>(text[pos]);
+  const size_t len = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xE ? 3 : (lead >> 3) == 0x1E ? 4 : 0;
+  if (len == 0 || pos + len > text.size()) return std::nullopt;
+  std::vector<char32_t> cps;
+  std::vector<uint32_t> offsets;
+  if (!DecodeUtf8(text.substr(pos, len), &cps, &offsets).ok() || cps.size() != 1) return std::nullopt;
+  return std::make_pair(cps[0], len);
+}
+
+// Python's str.strip() (str.rstrip() with `left` false).
+std::string PyStrip(absl::string_view text, bool left = true) {
+  size_t begin = 0;
+  while (left && begin < text.size()) {
+    auto cp = CodePointAt(text, begin);
+    if (!cp.has_value() || !IsPythonSpace(cp->first)) break;
+    begin += cp->second;
+  }
+  size_t end = text.size();
+  while (end > begin) {
+    size_t start = end - 1;  // back to the lead byte of the last code point
+    while (start > begin && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80) --start;
+    auto cp = CodePointAt(text, start);
+    if (!cp.has_value() || start + cp->second != end || !IsPythonSpace(cp->first)) break;
+    end = start;
+  }
+  return std::string(text.substr(begin, end - begin));
+}
+
+absl::Status Refusal(size_t index, absl::string_view what, ChatFormat format) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("messages[", index, "]: ", what, " (the ", ChatFormatName(format), " chat template)"));
+}
+
+constexpr char kAlternate[] = "Conversation roles must alternate user/assistant/user/assistant/...";
+
+// user at even places of `first..`, anything else at odd ones, as the
+// templates' raise_exception tests it.
+absl::Status CheckAlternation(absl::Span<const ChatMessage> m, size_t first, ChatFormat format) {
+  for (size_t i = first; i < m.size(); ++i) {
+    if ((m[i].role == "user") != ((i - first) % 2 == 0)) return Refusal(i, kAlternate, format);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> Render(ChatFormat format, absl::Span<const ChatMessage> m, bool gen,
+                                   const ChatRenderOptions& o) {
+  std::string out;
+  switch (format) {
+    case ChatFormat::kChatMl:
+      for (const ChatMessage& msg : m) absl::StrAppend(&out, "<|im_start|>", msg.role, "\n", msg.content, "<|im_end|>\n");
+      if (gen) out += "<|im_start|>assistant\n";
+      return out;
+    case ChatFormat::kLlama2: {
+      const bool system = m[0].role == "system";
+      const size_t first = system ? 1 : 0;
+      if (absl::Status s = CheckAlternation(m, first, format); !s.ok()) return s;
+      for (size_t i = first; i < m.size(); ++i) {
+        std::string content = m[i].content;
+        if (i == first && system) content = absl::StrCat("<<SYS>>\n", m[0].content, "\n<</SYS>>\n\n", content);
+        if (m[i].role == "user") {
+          absl::StrAppend(&out, o.bos_token, "[INST] ", PyStrip(content), " [/INST]");
+        } else if (m[i].role == "assistant") {
+          absl::StrAppend(&out, " ", PyStrip(content), " ", o.eos_token);
+        }
+      }
+      return out;  // the template has no generation prompt: [/INST] is it
+    }
+    case ChatFormat::kLlama3:
+      for (size_t i = 0; i < m.size(); ++i) {
+        if (i == 0) out += o.bos_token;
+        absl::StrAppend(&out, "<|start_header_id|>", m[i].role, "<|end_header_id|>\n\n", PyStrip(m[i].content),
+                        "<|eot_id|>");
+      }
+      if (gen) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
+      return out;
+    case ChatFormat::kZephyr:
+      for (const ChatMessage& msg : m) {
+        if (msg.role == "user" || msg.role == "system" || msg.role == "assistant") {
+          absl::StrAppend(&out, "<|", msg.role, "|>\n", msg.content, o.eos_token, "\n");
+        }
+      }
+      if (gen) out += "<|assistant|>\n";  // inside the loop, at loop.last
+      return out;
+    case ChatFormat::kGemma: {
+      out += o.bos_token;
+      if (m[0].role == "system") return Refusal(0, "System role not supported", format);
+      if (absl::Status s = CheckAlternation(m, 0, format); !s.ok()) return s;
+      for (const ChatMessage& msg : m) {
+        absl::StrAppend(&out, "<start_of_turn>", msg.role == "assistant" ? "model" : msg.role, "\n",
+                        PyStrip(msg.content), "<end_of_turn>\n");
+      }
+      if (gen) out += "<start_of_turn>model\n";
+      return out;
+    }
+    case ChatFormat::kPhi3:
+      for (const ChatMessage& msg : m) {
+        if (msg.role == "user" || msg.role == "system" || msg.role == "assistant") {
+          absl::StrAppend(&out, "<|", msg.role, "|>\n", msg.content, "<|end|>\n");
+        }
+      }
+      out += gen ? "<|assistant|>\n" : o.eos_token;
+      return out;
+  }
+  return absl::InternalError("unknown chat format");
+}
+
+}  // namespace
+
+absl::string_view ChatFormatName(ChatFormat format) {
+  for (const FormatEntry& e : kFormats) {
+    if (e.format == format) return e.name;
+  }
+  return "unknown";
+}
+
+std::string ChatFormatNames() {
+  std::vector<absl::string_view> names;
+  for (const FormatEntry& e : kFormats) names.push_back(e.name);
+  return absl::StrJoin(names, ", ");
+}
+
+absl::StatusOr<ChatFormat> ChatFormatFromName(absl::string_view name) {
+  for (const FormatEntry& e : kFormats) {
+    if (e.name == name) return e.format;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("chat template '", name, "' is not one of: ", ChatFormatNames()));
+}
+
+std::optional<ChatFormat> KnownChatTemplate(absl::string_view jinja) {
+  const absl::string_view trimmed = absl::StripAsciiWhitespace(jinja);
+  for (const FormatEntry& e : kFormats) {
+    if (e.jinja == trimmed) return e.format;
+  }
+  return std::nullopt;
+}
+
+absl::StatusOr<std::string> RenderChat(ChatFormat format, absl::Span<const ChatMessage> messages,
+                                       const ChatRenderOptions& options) {
+  if (messages.empty()) return absl::InvalidArgumentError("messages: the conversation is empty");
+  if (!options.continue_final_message) return Render(format, messages, options.add_generation_prompt, options);
+  if (options.add_generation_prompt) {
+    return absl::InvalidArgumentError(
+        "continue_final_message and add_generation_prompt: not both (one continues the last message, the other "
+        "starts a new one)");
+  }
+  // As transformers: mark the end of the last message, render, and cut at the
+  // mark; where the template stripped the message (the mark's trailing space
+  // is gone), the text before the mark loses its trailing space too.
+  static constexpr absl::string_view kTag = "CONTINUE_FINAL_MESSAGE_TAG ";
+  std::vector<ChatMessage> tagged(messages.begin(), messages.end());
+  absl::StrAppend(&tagged.back().content, kTag);
+  absl::StatusOr<std::string> rendered = Render(format, tagged, false, options);
+  if (!rendered.ok()) return rendered.status();
+  const absl::string_view bare = kTag.substr(0, kTag.size() - 1);
+  const size_t at = absl::string_view(*rendered).rfind(bare);
+  if (at == std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat("continue_final_message: the ", ChatFormatName(format),
+                                                   " chat template does not show the final message's content"));
+  }
+  const bool spacing_kept = absl::string_view(*rendered).substr(at, kTag.size()) == kTag;
+  std::string out = rendered->substr(0, at);
+  return spacing_kept ? out : PyStrip(out, /*left=*/false);
+}
+
+}  // namespace attnserve

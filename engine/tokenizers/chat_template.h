@@ -1,0 +1,77 @@
+// Chat templates: a conversation (role + content messages) turned into the
+// prompt text a chat model was trained on.
+//
+// Hugging Face models carry their template as Jinja (tokenizer_config.json's
+// "chat_template", GGUF's tokenizer.chat_template). There is no Jinja
+// interpreter here. Instead each ChatFormat is one published template
+// written out in C++, and a model's template is recognised only when it is
+// one of those texts (KnownChatTemplate), so a model whose template adds a
+// default system prompt or tool handling is never silently rendered as a
+// plainer relative. The operator may name a format for a model whose
+// template is not recognised, or that has none (the server's
+// --chat-template).
+//
+// Each format reproduces transformers' apply_chat_template on its template
+// character for character (tools/golden/chat_templates.py renders the
+// references; tests/engine/tokenizers/chat_template_test.cc compares),
+// including the template's own refusals (raise_exception) and
+// continue_final_message as transformers does it.
+#ifndef ATTNSERVE_ENGINE_TOKENIZERS_CHAT_TEMPLATE_H_
+#define ATTNSERVE_ENGINE_TOKENIZERS_CHAT_TEMPLATE_H_
+
+#include <optional>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+
+namespace attnserve {
+
+enum class ChatFormat {
+  kChatMl,  // <|im_start|>role\n...<|im_end|>\n (OpenHermes, Dolphin, many fine-tunes)
+  kLlama2,  // <s>[INST] <<SYS>>..<</SYS>> user [/INST] answer </s> (Llama-2-chat)
+  kLlama3,  // <|start_header_id|>role<|end_header_id|>\n\n...<|eot_id|> (Llama-3-Instruct)
+  kZephyr,  // <|user|>\n...</s>\n (zephyr-7b-beta, TinyLlama-1.1B-Chat)
+  kGemma,   // <start_of_turn>user\n...<end_of_turn>\n (gemma-it, gemma-2-it)
+  kPhi3,    // <|user|>\n...<|end|>\n (Phi-3-mini-instruct)
+};
+
+// "chatml", "llama2", "llama3", "zephyr", "gemma", "phi3".
+absl::string_view ChatFormatName(ChatFormat format);
+// The format of that name; INVALID_ARGUMENT listing the names otherwise.
+absl::StatusOr<ChatFormat> ChatFormatFromName(absl::string_view name);
+// Every format's name, comma-separated (for messages and --help).
+std::string ChatFormatNames();
+
+// The format whose published template `jinja` is (compared with surrounding
+// whitespace removed); nullopt when it is none of them.
+std::optional<ChatFormat> KnownChatTemplate(absl::string_view jinja);
+
+struct ChatMessage {
+  std::string role;  // "system", "user", "assistant" (what each format does with others: as its template)
+  std::string content;
+};
+
+struct ChatRenderOptions {
+  // Append the header that starts the assistant's answer (Llama-2's template
+  // has none and ignores it).
+  bool add_generation_prompt = true;
+  // End the prompt inside the last message, so the model continues it
+  // (transformers' and vLLM's continue_final_message; not with
+  // add_generation_prompt).
+  bool continue_final_message = false;
+  std::string bos_token;  // the text of the model's BOS / EOS tokens ("<s>", "</s>")
+  std::string eos_token;
+};
+
+// The prompt text. INVALID_ARGUMENT, naming the message, where the template
+// would raise (roles out of turn, a system message the format refuses) or
+// for an empty conversation.
+absl::StatusOr<std::string> RenderChat(ChatFormat format, absl::Span<const ChatMessage> messages,
+                                       const ChatRenderOptions& options);
+
+}  // namespace attnserve
+
+#endif  // ATTNSERVE_ENGINE_TOKENIZERS_CHAT_TEMPLATE_H_

@@ -1,0 +1,107 @@
+#include "engine/tokenizers/chat_template.h"
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace attnserve {
+namespace {
+
+using nlohmann::json;
+
+// tools/golden/chat_templates.py: transformers' apply_chat_template on each
+// format's published template.
+json Golden() {
+  std::ifstream in(ATTNSERVE_SOURCE_DIR "/tests/golden/chat_templates/renders.json");
+  EXPECT_TRUE(in.good()) << "run tools/golden/chat_templates.py";
+  json doc;
+  in >> doc;
+  return doc;
+}
+
+TEST(ChatTemplateTest, RecognisesEachPublishedTemplateAndNothingElse) {
+  const json doc = Golden();
+  ASSERT_EQ(doc["templates"].size(), 6u);
+  for (const auto& [name, t] : doc["templates"].items()) {
+    const std::string jinja = t["jinja"].get<std::string>();
+    std::optional<ChatFormat> format = KnownChatTemplate(jinja);
+    ASSERT_TRUE(format.has_value()) << name << " (" << t["model"] << ") not recognised";
+    EXPECT_EQ(ChatFormatName(*format), name);
+    EXPECT_EQ(KnownChatTemplate("\n  " + jinja + "\n"), format) << "surrounding whitespace";
+    // One character changed (a default system prompt, another spacing) is
+    // another template: not rendered as this one.
+    std::string edited = jinja;
+    edited.insert(edited.size() / 2, " ");
+    EXPECT_FALSE(KnownChatTemplate(edited).has_value()) << name;
+  }
+  EXPECT_FALSE(KnownChatTemplate("").has_value());
+}
+
+TEST(ChatTemplateTest, RendersAsTransformersDoes) {
+  const json doc = Golden();
+  ASSERT_GE(doc["cases"].size(), 192u);
+  int rendered = 0, refused = 0;
+  for (const json& c : doc["cases"]) {
+    const std::string name = c["format"].get<std::string>();
+    absl::StatusOr<ChatFormat> format = ChatFormatFromName(name);
+    ASSERT_TRUE(format.ok()) << format.status();
+    std::vector<ChatMessage> messages;
+    for (const json& m : c["messages"]) messages.push_back({m["role"], m["content"]});
+    ChatRenderOptions options;
+    options.add_generation_prompt = c["add_generation_prompt"];
+    options.continue_final_message = c["continue_final_message"];
+    options.bos_token = doc["templates"][name]["bos_token"];
+    options.eos_token = doc["templates"][name]["eos_token"];
+    absl::StatusOr<std::string> text = RenderChat(*format, messages, options);
+    const std::string where = name + " / " + c["conversation"].get<std::string>() + " / add_generation_prompt " +
+                              (options.add_generation_prompt ? "true" : "false") + " / continue_final_message " +
+                              (options.continue_final_message ? "true" : "false");
+    if (c.contains("error")) {
+      EXPECT_FALSE(text.ok()) << where << ": transformers refused (" << c["error"] << ") but got\n" << *text;
+      if (!text.ok()) {
+        EXPECT_EQ(text.status().code(), absl::StatusCode::kInvalidArgument) << where;
+        ++refused;
+      }
+      continue;
+    }
+    ASSERT_TRUE(text.ok()) << where << ": " << text.status();
+    EXPECT_EQ(*text, c["text"].get<std::string>()) << where;
+    ++rendered;
+  }
+  EXPECT_EQ(rendered, 120);
+  EXPECT_EQ(refused, 72);
+}
+
+TEST(ChatTemplateTest, RefusalsNameTheMessageAndTheTemplate) {
+  ChatRenderOptions options;
+  const std::vector<ChatMessage> two_users = {{"user", "a"}, {"user", "b"}};
+  absl::StatusOr<std::string> s = RenderChat(ChatFormat::kLlama2, two_users, options);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().message(),
+            "messages[1]: Conversation roles must alternate user/assistant/user/assistant/... (the llama2 chat "
+            "template)");
+  s = RenderChat(ChatFormat::kGemma, std::vector<ChatMessage>{{"system", "x"}, {"user", "y"}}, options);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().message(), "messages[0]: System role not supported (the gemma chat template)");
+  s = RenderChat(ChatFormat::kChatMl, {}, options);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().message(), "messages: the conversation is empty");
+}
+
+TEST(ChatTemplateTest, NamesRoundTrip) {
+  for (const char* name : {"chatml", "llama2", "llama3", "zephyr", "gemma", "phi3"}) {
+    absl::StatusOr<ChatFormat> f = ChatFormatFromName(name);
+    ASSERT_TRUE(f.ok()) << name;
+    EXPECT_EQ(ChatFormatName(*f), name);
+  }
+  absl::StatusOr<ChatFormat> bad = ChatFormatFromName("mistral");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(),
+            "chat template 'mistral' is not one of: chatml, llama2, llama3, zephyr, gemma, phi3");
+}
+
+}  // namespace
+}  // namespace attnserve

@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""Reference chat prompts: transformers' apply_chat_template on published
+chat templates.
+
+Each template below is the Jinja "chat_template" of the model named beside
+it, as those models publish it in tokenizer_config.json (written here from
+the published text; nothing is downloaded). engine/tokenizers/chat_template.cc
+holds the same texts: the C++ test checks that KnownChatTemplate recognises
+each one, then renders every conversation in C++ and compares it, character
+for character, with what transformers rendered here: the text, or that the
+template refused (raise_exception, or transformers' own checks for
+continue_final_message).
+
+transformers renders through a tokenizer's apply_chat_template(tokenize=False);
+the tokenizer is only where bos_token and eos_token come from, so each format
+gets a throwaway tokenizer with its model's BOS and EOS texts.
+
+Writes tests/golden/chat_templates/renders.json.
+
+Usage: .cache/venv/bin/python tools/golden/chat_templates.py
+"""
+import json
+import os
+import pathlib
+import sys
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import jinja2
+import tokenizers
+import transformers
+from transformers import PreTrainedTokenizerFast
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+OUT = ROOT / "tests" / "golden" / "chat_templates" / "renders.json"
+
+TEMPLATES = {
+    # teknium/OpenHermes-2.5-Mistral-7B
+    "chatml": {
+        "model": "teknium/OpenHermes-2.5-Mistral-7B",
+        "bos": "<s>", "eos": "<|im_end|>",
+        "jinja": "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}",
+    },
+    "llama2": {
+        "model": "meta-llama/Llama-2-7b-chat-hf",
+        "bos": "<s>", "eos": "</s>",
+        "jinja": "{% if messages[0]['role'] == 'system' %}{% set loop_messages = messages[1:] %}{% set system_message = messages[0]['content'] %}{% else %}{% set loop_messages = messages %}{% set system_message = false %}{% endif %}{% for message in loop_messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{% if loop.index0 == 0 and system_message != false %}{% set content = '<<SYS>>\\n' + system_message + '\\n<</SYS>>\\n\\n' + message['content'] %}{% else %}{% set content = message['content'] %}{% endif %}{% if message['role'] == 'user' %}{{ bos_token + '[INST] ' + content.strip() + ' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ ' '  + content.strip() + ' ' + eos_token }}{% endif %}{% endfor %}",
+    },
+    "llama3": {
+        "model": "meta-llama/Meta-Llama-3-8B-Instruct",
+        "bos": "<|begin_of_text|>", "eos": "<|eot_id|>",
+        "jinja": "{% set loop_messages = messages %}{% for message in loop_messages %}{% set content = '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n'+ message['content'] | trim + '<|eot_id|>' %}{% if loop.index0 == 0 %}{% set content = bos_token + content %}{% endif %}{{ content }}{% endfor %}{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% endif %}",
+    },
+    "zephyr": {
+        "model": "HuggingFaceH4/zephyr-7b-beta",
+        "bos": "<s>", "eos": "</s>",
+        "jinja": "{% for message in messages %}\n{% if message['role'] == 'user' %}\n{{ '<|user|>\\n' + message['content'] + eos_token }}\n{% elif message['role'] == 'system' %}\n{{ '<|system|>\\n' + message['content'] + eos_token }}\n{% elif message['role'] == 'assistant' %}\n{{ '<|assistant|>\\n'  + message['content'] + eos_token }}\n{% endif %}\n{% if loop.last and add_generation_prompt %}\n{{ '<|assistant|>' }}\n{% endif %}\n{% endfor %}",
+    },
+    "gemma": {
+        "model": "google/gemma-7b-it",
+        "bos": "<bos>", "eos": "<eos>",
+        "jinja": "{{ bos_token }}{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{% if (message['role'] == 'assistant') %}{% set role = 'model' %}{% else %}{% set role = message['role'] %}{% endif %}{{ '<start_of_turn>' + role + '\\n' + message['content'] | trim + '<end_of_turn>\\n' }}{% endfor %}{% if add_generation_prompt %}{{'<start_of_turn>model\\n'}}{% endif %}",
+    },
+    "phi3": {
+        "model": "microsoft/Phi-3-mini-4k-instruct",
+        "bos": "<s>", "eos": "<|endoftext|>",
+        "jinja": "{% for message in messages %}{% if message['role'] == 'system' %}{{'<|system|>\\n' + message['content'] + '<|end|>\\n'}}{% elif message['role'] == 'user' %}{{'<|user|>\\n' + message['content'] + '<|end|>\\n'}}{% elif message['role'] == 'assistant' %}{{'<|assistant|>\\n' + message['content'] + '<|end|>\\n'}}{% endif %}{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>\\n' }}{% else %}{{ eos_token }}{% endif %}",
+    },
+}
+
+SYSTEM = {"role": "system", "content": "You are a helpful assistant"}
+CONVERSATIONS = {
+    # llama.cpp's tests/test-chat-template.cpp conversation (spaces kept in
+    # the second answer: templates that strip show it).
+    "llama_cpp": [SYSTEM,
+                  {"role": "user", "content": "Hello"},
+                  {"role": "assistant", "content": "Hi there"},
+                  {"role": "user", "content": "Who are you"},
+                  {"role": "assistant", "content": "   I am an assistant   "},
+                  {"role": "user", "content": "Another question"}],
+    "no_system": [{"role": "user", "content": "Once upon a time"},
+                  {"role": "assistant", "content": "there was a cat."},
+                  {"role": "user", "content": "What was its name?"}],
+    # Python's strip() also takes Unicode spaces (U+00A0, U+3000) and
+    # U+001F; a non-ASCII letter stays.
+    "whitespace_unicode": [{"role": "user", "content": "\n\t ¿Qué tal, señor Müller?\u00a0\u3000\x1f\n"}],
+    "system_and_user": [SYSTEM, {"role": "user", "content": "Tell me a story."}],
+    "two_users": [{"role": "user", "content": "Hello"}, {"role": "user", "content": "Are you there?"}],
+    "system_late": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"},
+                    {"role": "system", "content": "Be brief."}, {"role": "user", "content": "Why?"}],
+    "assistant_first": [{"role": "assistant", "content": "How can I help?"}, {"role": "user", "content": "Hi"}],
+    # The prefix of an answer, for continue_final_message (its trailing
+    # space is what a stripping template removes).
+    "partial_answer": [{"role": "user", "content": "Name a colour."},
+                       {"role": "assistant", "content": "The colour is "}],
+}
+OPTIONS = [
+    {"add_generation_prompt": True, "continue_final_message": False},
+    {"add_generation_prompt": False, "continue_final_message": False},
+    {"add_generation_prompt": False, "continue_final_message": True},
+    {"add_generation_prompt": True, "continue_final_message": True},
+]
+
+
+def tokenizer_for(bos, eos):
+    # A one-word vocabulary is enough: only bos_token / eos_token are read.
+    model = tokenizers.models.WordLevel({"[UNK]": 0, bos: 1, eos: 2}, unk_token="[UNK]")
+    return PreTrainedTokenizerFast(tokenizer_object=tokenizers.Tokenizer(model), bos_token=bos, eos_token=eos,
+                                   unk_token="[UNK]")
+
+
+def main():
+    cases = []
+    for fmt, t in TEMPLATES.items():
+        tok = tokenizer_for(t["bos"], t["eos"])
+        for conv_name, messages in CONVERSATIONS.items():
+            for opt in OPTIONS:
+                case = {"format": fmt, "conversation": conv_name, "messages": messages, **opt}
+                try:
+                    case["text"] = tok.apply_chat_template(messages, chat_template=t["jinja"], tokenize=False, **opt)
+                except (jinja2.TemplateError, ValueError) as e:
+                    case["error"] = str(e).split("\n")[0]
+                cases.append(case)
+    doc = {
+        "generator": "tools/golden/chat_templates.py",
+        "versions": {"python": sys.version.split()[0], "transformers": transformers.__version__,
+                     "jinja2": jinja2.__version__, "tokenizers": tokenizers.__version__},
+        "templates": {fmt: {"model": t["model"], "bos_token": t["bos"], "eos_token": t["eos"], "jinja": t["jinja"]}
+                      for fmt, t in TEMPLATES.items()},
+        "cases": cases,
+    }
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps(doc, ensure_ascii=False, indent=1) + "\n")
+    n_err = sum("error" in c for c in cases)
+    print(f"{OUT}: {len(cases)} cases ({n_err} refused)")
+
+
+if __name__ == "__main__":
+    main()
