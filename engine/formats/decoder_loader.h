@@ -1,7 +1,8 @@
 // LoadDecoder: the one entry point that turns a decoder model on disk into
 // config + weights + tokenizer. `path` is either a Hugging Face directory
 // (config.json + model.safetensors or model.safetensors.index.json +
-// tokenizer.json) or a llama.cpp GGUF v3 file (*.gguf; tokenizer from its
+// tokenizer.json, optionally tokenizer_config.json / chat_template.jinja
+// for the chat template) or a llama.cpp GGUF v3 file (*.gguf; tokenizer from its
 // metadata). Matrices are converted to `weight_dtype` (kF32 or kBF16) at
 // load; F16 / BF16 / Q8_0 in the file are dequantised. Every failure names
 // the file and the reason.
@@ -30,6 +31,11 @@ struct LoadedDecoder {
   std::unique_ptr<Tokenizer> tokenizer;
   std::string source;  // the path loaded from
   std::string format;  // "gguf" or "hf"
+  // The model's chat template as Jinja source ("" if it has none): GGUF's
+  // tokenizer.chat_template, or a Hugging Face directory's chat_template.jinja
+  // or tokenizer_config.json "chat_template" (the one named "default" when
+  // it is a list of named templates).
+  std::string chat_template;
 };
 
 absl::StatusOr<LoadedDecoder> LoadDecoder(const std::string& path, DType weight_dtype);

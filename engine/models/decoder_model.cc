@@ -67,6 +67,7 @@ absl::Status DecoderModel::Build(LoadedDecoder loaded, const DecoderLoadOptions&
     return absl::InvalidArgumentError(absl::StrCat(loaded.source, ": model has no tokenizer"));
   }
   tokenizer_ = std::move(loaded.tokenizer);
+  chat_template_ = std::move(loaded.chat_template);
   DecoderWeights& w = loaded.weights;
   if (static_cast<int>(w.layers.size()) != config_.num_layers) {
     return absl::InvalidArgumentError(absl::StrCat(loaded.source, ": ", w.layers.size(),

@@ -58,6 +58,9 @@ class DecoderModel {
   const ModelDescription& description() const { return description_; }
   const DecoderConfig& config() const { return config_; }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
+  // The chat template the model came with, as Jinja source ("" if none);
+  // engine/tokenizers/chat_template.h says what is done with it.
+  const std::string& chat_template() const { return chat_template_; }
   // Positions a sequence may use (the trained context).
   int max_positions() const { return max_positions_; }
   KvCacheShape kv_shape() const;
@@ -78,6 +81,7 @@ class DecoderModel {
   DecoderConfig config_;
   ModelDescription description_;
   std::unique_ptr<Tokenizer> tokenizer_;
+  std::string chat_template_;
   Tensor token_embedding_;     // [vocab, D], f32 or bf16; empty when tied
   bool tied_embedding_ = false;  // rows come from lm_head_ (held once)
   Tensor position_embedding_;  // [max_positions, D] (learned positions only)

@@ -3,6 +3,8 @@
 #include "engine/formats/decoder_loader.h"
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -12,8 +14,50 @@
 #include "engine/formats/hf_config.h"
 #include "engine/formats/safetensors.h"
 #include "engine/tokenizers/tokenizer_factory.h"
+#include "nlohmann/json.hpp"
 
 namespace attnserve {
+namespace {
+
+// A Hugging Face directory's chat template: chat_template.jinja (what
+// transformers saves since 4.47), else tokenizer_config.json's
+// "chat_template", a string or a list of {"name", "template"} (the one
+// named "default"). Neither file: "". A file that is there but unreadable or
+// malformed fails the load, naming it.
+absl::StatusOr<std::string> HfChatTemplate(const std::filesystem::path& dir) {
+  std::error_code ec;
+  const std::filesystem::path jinja = dir / "chat_template.jinja";
+  if (std::filesystem::exists(jinja, ec)) {
+    std::ifstream in(jinja, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    if (!in.good() && !in.eof()) return absl::DataLossError(absl::StrCat(jinja.string(), ": cannot be read"));
+    return text.str();
+  }
+  const std::filesystem::path config = dir / "tokenizer_config.json";
+  if (!std::filesystem::exists(config, ec)) return std::string();
+  std::ifstream in(config, std::ios::binary);
+  const nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(config.string(), ": not a JSON object"));
+  }
+  auto it = doc.find("chat_template");
+  if (it == doc.end() || it->is_null()) return std::string();
+  if (it->is_string()) return it->get<std::string>();
+  if (it->is_array()) {
+    for (const nlohmann::json& named : *it) {
+      if (named.is_object() && named.value("name", "") == "default" && named.contains("template") &&
+          named["template"].is_string()) {
+        return named["template"].get<std::string>();
+      }
+    }
+    return std::string();  // named templates for tools etc., none the default
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(config.string(), ": chat_template is neither a string nor a list of named templates"));
+}
+
+}  // namespace
 
 absl::StatusOr<LoadedDecoder> LoadDecoder(const std::string& path, DType weight_dtype) {
   std::error_code ec;
@@ -32,12 +76,14 @@ absl::StatusOr<LoadedDecoder> LoadDecoder(const std::string& path, DType weight_
       return absl::NotFoundError(absl::StrCat(path, ": no tokenizer.json in the model directory"));
     }
     ASSIGN_OR_RETURN(out.tokenizer, TokenizerFromHfJson(tok, out.config.bos_token_id, out.config.eos_token_id));
+    ASSIGN_OR_RETURN(out.chat_template, HfChatTemplate(path));
   } else if (std::filesystem::is_regular_file(path, ec)) {
     out.format = "gguf";
     ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> g, GgufFile::Open(path));
     ASSIGN_OR_RETURN(out.config, DecoderConfigFromGguf(*g));
     ASSIGN_OR_RETURN(out.weights, LoadDecoderWeightsFromGguf(*g, out.config, weight_dtype));
     ASSIGN_OR_RETURN(out.tokenizer, TokenizerFromGguf(*g));
+    ASSIGN_OR_RETURN(out.chat_template, g->GetStringOr("tokenizer.chat_template", ""));
   } else {
     return absl::NotFoundError(absl::StrCat(path, ": no such model file or directory"));
   }

@@ -3,6 +3,8 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -41,6 +43,54 @@ TEST(LoadDecoderTest, EveryTinyModelInBothFormatsAgrees) {
     EXPECT_EQ(*hf->tokenizer->Encode(text), *gg->tokenizer->Encode(text)) << name;
     EXPECT_EQ(hf->weights.layers[0].q_weight.dtype(), DType::kBF16);
   }
+}
+
+// A copy of llama_tiny (links to its files) with `extra` files written in.
+std::string TinyWith(const std::string& name, const std::vector<std::pair<std::string, std::string>>& extra) {
+  const std::string dir = ::testing::TempDir() + "/" + name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  for (const char* f : {"config.json", "generation_config.json", "model.safetensors", "tokenizer.json"}) {
+    std::filesystem::create_symlink(kModels + "llama_tiny/" + f, dir + "/" + f);
+  }
+  for (const auto& [file, text] : extra) std::ofstream(dir + "/" + file) << text;
+  return dir;
+}
+
+TEST(LoadDecoderTest, ReadsTheChatTemplateWhereTransformersKeepsIt) {
+  auto none = LoadDecoder(kModels + "llama_tiny", DType::kF32);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(none->chat_template, "");
+  auto stories = LoadDecoder(kStories, DType::kF32);
+  ASSERT_TRUE(stories.ok()) << stories.status();
+  EXPECT_EQ(stories->chat_template, "");  // its GGUF has no tokenizer.chat_template
+
+  auto string_form = LoadDecoder(
+      TinyWith("chat_string", {{"tokenizer_config.json", R"({"bos_token": "<s>", "chat_template": "{{ x }}\n"})"}}),
+      DType::kF32);
+  ASSERT_TRUE(string_form.ok()) << string_form.status();
+  EXPECT_EQ(string_form->chat_template, "{{ x }}\n");
+
+  auto named = LoadDecoder(TinyWith("chat_named", {{"tokenizer_config.json",
+                                                    R"({"chat_template": [{"name": "tool_use", "template": "T"},
+                                                                          {"name": "default", "template": "D"}]})"}}),
+                           DType::kF32);
+  ASSERT_TRUE(named.ok()) << named.status();
+  EXPECT_EQ(named->chat_template, "D");
+
+  // chat_template.jinja wins over tokenizer_config.json, as in transformers.
+  auto jinja = LoadDecoder(TinyWith("chat_jinja", {{"tokenizer_config.json", R"({"chat_template": "old"})"},
+                                                   {"chat_template.jinja", "new {{ messages }}"}}),
+                           DType::kF32);
+  ASSERT_TRUE(jinja.ok()) << jinja.status();
+  EXPECT_EQ(jinja->chat_template, "new {{ messages }}");
+
+  auto broken = LoadDecoder(TinyWith("chat_broken", {{"tokenizer_config.json", "{\"chat_template\": "}}), DType::kF32);
+  ASSERT_FALSE(broken.ok());
+  EXPECT_THAT(std::string(broken.status().message()), HasSubstr("chat_broken/tokenizer_config.json: not a JSON object"));
+  auto wrong = LoadDecoder(TinyWith("chat_wrong", {{"tokenizer_config.json", R"({"chat_template": 7})"}}), DType::kF32);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_THAT(std::string(wrong.status().message()), HasSubstr("chat_template is neither a string"));
 }
 
 TEST(LoadDecoderTest, ErrorsNameThePath) {
