@@ -98,15 +98,19 @@ absl::StatusOr<std::vector<int32_t>> SentencePieceBpe::Encode(std::string_view t
   }
   std::vector<TextSegment> segments =
       options.parse_special ? SplitOnAddedTokens(text, specials_) : std::vector<TextSegment>{{text, -1}};
-  bool first = true;
+  // As llama.cpp (llama_vocab::impl::tokenize, SPM) and sentencepiece
+  // itself, which sees each piece between special tokens as a text of its
+  // own: the dummy prefix goes on a text fragment at the start or after a
+  // special token ("<s>[INST]" -> <s> ▁[ ...), not on one that follows text.
+  bool prev_special = true;
   for (const TextSegment& seg : segments) {
     if (seg.id >= 0) {
       ids.push_back(seg.id);
+      prev_special = true;
     } else {
-      // As llama.cpp: the dummy prefix goes on the first text fragment only.
-      EncodeText(seg.text, vocab_.add_space_prefix && first, &ids);
+      EncodeText(seg.text, vocab_.add_space_prefix && prev_special, &ids);
+      prev_special = false;
     }
-    first = false;
   }
   if (options.add_eos.value_or(vocab_.special.add_eos_by_default) && vocab_.special.eos >= 0) {
     ids.push_back(vocab_.special.eos);

@@ -15,6 +15,18 @@ transformers renders through a tokenizer's apply_chat_template(tokenize=False);
 the tokenizer is only where bos_token and eos_token come from, so each format
 gets a throwaway tokenizer with its model's BOS and EOS texts.
 
+Also the token ids of stories260K's chat prompts in the Llama-2 format:
+the rendered text cut at its special tokens' text (<s>, </s>), each piece
+between them encoded by the sentencepiece library on tok512.model (which
+adds its dummy-prefix space to each piece), the special tokens as their ids.
+That is what Hugging Face's sentencepiece Llama tokenizer (legacy, as
+Llama-2 ships) and llama.cpp do with such a prompt; the C++ test tokenizes
+the same text with the GGUF's tokenizer. One setting is changed:
+tok512.model was trained with sentencepiece's default normalizer, which
+squeezes runs of spaces and drops trailing ones (remove_extra_whitespaces);
+Llama-2's tokenizer.model turns that off, and llama.cpp (hence a GGUF)
+never applies it, so the reference turns it off too.
+
 Writes tests/golden/chat_templates/renders.json.
 
 Usage: .cache/venv/bin/python tools/golden/chat_templates.py
@@ -26,12 +38,17 @@ import sys
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+import re
+
 import jinja2
+import sentencepiece
+from sentencepiece import sentencepiece_model_pb2
 import tokenizers
 import transformers
 from transformers import PreTrainedTokenizerFast
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+TOK512 = ROOT.parent / "shared" / "models" / "stories260K" / "tok512.model"
 OUT = ROOT / "tests" / "golden" / "chat_templates" / "renders.json"
 
 TEMPLATES = {
@@ -109,6 +126,34 @@ def tokenizer_for(bos, eos):
                                    unk_token="[UNK]")
 
 
+def sentencepiece_ids(sp, text, specials):
+    ids = []
+    for piece in re.split("(" + "|".join(re.escape(t) for t in specials) + ")", text):
+        if piece in specials:
+            ids.append(specials[piece])
+        elif piece:
+            ids.extend(sp.encode(piece))
+    return ids
+
+
+def stories_llama2_ids():
+    proto = sentencepiece_model_pb2.ModelProto()
+    proto.ParseFromString(TOK512.read_bytes())
+    proto.normalizer_spec.remove_extra_whitespaces = False
+    sp = sentencepiece.SentencePieceProcessor(model_proto=proto.SerializeToString())
+    specials = {sp.id_to_piece(sp.bos_id()): sp.bos_id(), sp.id_to_piece(sp.eos_id()): sp.eos_id()}
+    tok = tokenizer_for("<s>", "</s>")
+    out = []
+    for conv_name in ["llama_cpp", "no_system", "whitespace_unicode", "system_and_user", "partial_answer"]:
+        opt = {"add_generation_prompt": conv_name != "partial_answer",
+               "continue_final_message": conv_name == "partial_answer"}
+        messages = CONVERSATIONS[conv_name]
+        text = tok.apply_chat_template(messages, chat_template=TEMPLATES["llama2"]["jinja"], tokenize=False, **opt)
+        out.append({"conversation": conv_name, "messages": messages, **opt, "text": text,
+                    "ids": sentencepiece_ids(sp, text, specials)})
+    return out
+
+
 def main():
     cases = []
     for fmt, t in TEMPLATES.items():
@@ -124,10 +169,12 @@ def main():
     doc = {
         "generator": "tools/golden/chat_templates.py",
         "versions": {"python": sys.version.split()[0], "transformers": transformers.__version__,
-                     "jinja2": jinja2.__version__, "tokenizers": tokenizers.__version__},
+                     "jinja2": jinja2.__version__, "tokenizers": tokenizers.__version__,
+                     "sentencepiece": sentencepiece.__version__},
         "templates": {fmt: {"model": t["model"], "bos_token": t["bos"], "eos_token": t["eos"], "jinja": t["jinja"]}
                       for fmt, t in TEMPLATES.items()},
         "cases": cases,
+        "stories260K_llama2_ids": stories_llama2_ids(),
     }
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(doc, ensure_ascii=False, indent=1) + "\n")

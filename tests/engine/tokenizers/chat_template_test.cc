@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/formats/decoder_loader.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 
@@ -73,6 +74,36 @@ TEST(ChatTemplateTest, RendersAsTransformersDoes) {
   }
   EXPECT_EQ(rendered, 120);
   EXPECT_EQ(refused, 72);
+}
+
+// The whole chat prompt path on a real model: stories260K's GGUF tokenizer
+// on the Llama-2 rendering gives sentencepiece's ids (each piece between
+// <s> / </s> with its own dummy-prefix space, as llama.cpp and HF's Llama-2
+// tokenizer do).
+TEST(ChatTemplateTest, Stories260KPromptIdsAreSentencePieces) {
+  const json doc = Golden();
+  absl::StatusOr<LoadedDecoder> model =
+      LoadDecoder(std::string(ATTNSERVE_SHARED_DIR) + "/models/stories260K/stories260K.gguf", DType::kF32);
+  ASSERT_TRUE(model.ok()) << model.status();
+  const Tokenizer& tokenizer = *model->tokenizer;
+  ASSERT_EQ(doc["stories260K_llama2_ids"].size(), 5u);
+  for (const json& c : doc["stories260K_llama2_ids"]) {
+    std::vector<ChatMessage> messages;
+    for (const json& m : c["messages"]) messages.push_back({m["role"], m["content"]});
+    ChatRenderOptions options;
+    options.add_generation_prompt = c["add_generation_prompt"];
+    options.continue_final_message = c["continue_final_message"];
+    options.bos_token = tokenizer.IdToPiece(tokenizer.special().bos);
+    options.eos_token = tokenizer.IdToPiece(tokenizer.special().eos);
+    absl::StatusOr<std::string> text = RenderChat(ChatFormat::kLlama2, messages, options);
+    ASSERT_TRUE(text.ok()) << text.status();
+    ASSERT_EQ(*text, c["text"].get<std::string>());
+    TokenizeOptions no_bos;
+    no_bos.add_bos = false;
+    absl::StatusOr<std::vector<int32_t>> ids = tokenizer.Encode(*text, no_bos);
+    ASSERT_TRUE(ids.ok()) << ids.status();
+    EXPECT_EQ(*ids, c["ids"].get<std::vector<int32_t>>()) << c["conversation"];
+  }
 }
 
 TEST(ChatTemplateTest, RefusalsNameTheMessageAndTheTemplate) {
