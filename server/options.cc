@@ -6,6 +6,7 @@
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
+#include "engine/tokenizers/chat_template.h"
 
 namespace attnserve {
 namespace {
@@ -82,6 +83,12 @@ absl::Status ValidateOptions(const ServerOptions& o) {
   }
   if (o.models.decoder_context_length < 0) {
     return absl::InvalidArgumentError("--decoder-context-length: must be >= 0 (0 = the model's own)");
+  }
+  if (!o.models.chat_template.empty()) {
+    if (absl::StatusOr<ChatFormat> f = ChatFormatFromName(o.models.chat_template); !f.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--chat-template=", o.models.chat_template, ": ",
+                                                     "must be one of ", ChatFormatNames()));
+    }
   }
   if (absl::Status s = CheckModelPath("encoder-model", o.models.encoder_model); !s.ok()) return s;
   if (absl::Status s = CheckModelPath("decoder-model", o.models.decoder_model); !s.ok()) return s;

@@ -31,6 +31,9 @@ struct ModelOptions {
   // (engine/ops/matmul_precision.h); bf16 runs them on AMX where the CPU has it.
   std::string matmul_precision = "f32";
   int decoder_context_length = 0;      // 0 = the model's declared context; rope models may go longer
+  // A chat format name (engine/tokenizers/chat_template.h) for chat prompts;
+  // empty = the model's own template when it is one attnserve reproduces.
+  std::string chat_template;
 };
 
 struct EngineOptions {

@@ -1,5 +1,6 @@
 #include "server/core/inference_core.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <optional>
 #include <utility>
@@ -26,6 +27,7 @@ class LoadedModels {
   std::shared_ptr<const DecoderModel> decoder;
   std::string decoder_name;
   std::unique_ptr<DecoderBackend> generate_backend;
+  ChatSetup chat;  // how chat prompts are rendered (chat_prompt.h)
   int max_new_tokens_limit = 0;
   int encode_max_inputs = 0;
 };
@@ -145,6 +147,12 @@ absl::StatusOr<std::unique_ptr<InferenceCore>> InferenceCore::Create(const Serve
               << m.decoder->description().num_layers << " layers, " << m.decoder->description().weight_bytes
               << " weight bytes; KV cache " << stats.blocks_total << " blocks of " << kv.block_size << " tokens, "
               << stats.bytes_capacity << " bytes (" << stats.bytes_per_token << " bytes per token)";
+    m.chat = ResolveChatSetup(options.models.chat_template, m.decoder->chat_template(), m.decoder->tokenizer());
+    if (m.chat.format.has_value()) {
+      LOG(INFO) << "chat template: " << ChatFormatName(*m.chat.format) << " (" << m.chat.origin << ")";
+    } else {
+      LOG(WARNING) << "chat prompts refused: " << m.chat.origin;
+    }
   }
 
   // The KV pool's pages are touched only as sequences fill it: a pool past
@@ -267,10 +275,21 @@ void InferenceCore::Generate(const v1::GenerateRequest& request, std::shared_ptr
     return;
   }
   const DecoderModel& model = *models_->decoder;
-  absl::StatusOr<GenerationParams> params =
-      ToGenerationParams(request, model.description(), models_->max_new_tokens_limit, RandomSeed());
   absl::StatusOr<std::vector<int32_t>> prompt =
-      params.ok() ? ToPromptIds(request, model.tokenizer(), model.max_positions()) : params.status();
+      ToPromptIds(request, model.tokenizer(), model.max_positions(), &models_->chat);
+  // A chat without a token limit may answer to the end of the context (at
+  // most --max-new-tokens-limit), as vLLM and TGI do for chat; other
+  // prompts keep the proto's default.
+  const v1::GenerateRequest* effective = &request;
+  v1::GenerateRequest with_limit;
+  if (prompt.ok() && request.has_chat() && !request.sampling().has_max_new_tokens()) {
+    with_limit = request;
+    with_limit.mutable_sampling()->set_max_new_tokens(std::max<int>(
+        1, std::min<int>(models_->max_new_tokens_limit, model.max_positions() - static_cast<int>(prompt->size()))));
+    effective = &with_limit;
+  }
+  absl::StatusOr<GenerationParams> params =
+      ToGenerationParams(*effective, model.description(), models_->max_new_tokens_limit, RandomSeed());
   if (!params.ok() || !prompt.ok()) {
     metrics_->RecordRejection(RejectReason::kInvalidArgument);
     sink.on_done(params.ok() ? prompt.status() : params.status());
@@ -401,7 +420,9 @@ v1::GetModelInfoResponse InferenceCore::GetModelInfo(const v1::GetModelInfoReque
     *response.add_models() = ToModelInfo(models_->encoder->description(), v1::MODEL_KIND_ENCODER);
   }
   if (want_decoder && has_decoder()) {
-    *response.add_models() = ToModelInfo(models_->decoder->description(), v1::MODEL_KIND_DECODER);
+    v1::ModelInfo* info = response.add_models();
+    *info = ToModelInfo(models_->decoder->description(), v1::MODEL_KIND_DECODER);
+    if (models_->chat.format.has_value()) info->set_chat_template(std::string(ChatFormatName(*models_->chat.format)));
   }
   return response;
 }

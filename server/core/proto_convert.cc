@@ -151,7 +151,7 @@ absl::StatusOr<GenerationParams> ToGenerationParams(const v1::GenerateRequest& r
 }
 
 absl::StatusOr<std::vector<int32_t>> ToPromptIds(const v1::GenerateRequest& request, const Tokenizer& tokenizer,
-                                                 int max_positions) {
+                                                 int max_positions, const ChatSetup* chat) {
   std::vector<int32_t> ids;
   switch (request.prompt_case()) {
     case v1::GenerateRequest::kText: {
@@ -172,8 +172,15 @@ absl::StatusOr<std::vector<int32_t>> ToPromptIds(const v1::GenerateRequest& requ
       }
       break;
     }
+    case v1::GenerateRequest::kChat: {
+      if (chat == nullptr) return absl::FailedPreconditionError("chat: this server renders no chat prompts");
+      absl::StatusOr<std::vector<int32_t>> rendered = ChatPromptIds(request.chat(), *chat, tokenizer);
+      if (!rendered.ok()) return rendered.status();
+      ids = std::move(*rendered);
+      break;
+    }
     default:
-      return absl::InvalidArgumentError("prompt: set either text or token_ids");
+      return absl::InvalidArgumentError("prompt: set one of text, token_ids or chat");
   }
   if (ids.empty()) return absl::InvalidArgumentError("prompt: it has no tokens");
   if (request.has_truncate_prompt_tokens()) {

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "attnserve/v1/inference.pb.h"
+#include "server/core/chat_prompt.h"
 #include "engine/models/encoder_model.h"
 #include "engine/runtime/decoder_engine.h"
 
@@ -33,10 +34,11 @@ v1::EncodeResponse ToEncodeResponse(std::vector<EncodeResult> results, const v1:
 absl::StatusOr<GenerationParams> ToGenerationParams(const v1::GenerateRequest& request, const ModelDescription& model,
                                                     int max_new_tokens_limit, uint64_t random_seed);
 
-// The prompt as token ids: tokenized text (BOS per the model) or the given
-// ids, checked against the vocabulary and the context length.
+// The prompt as token ids: tokenized text (BOS per the model), the given
+// ids, or a chat rendered with `chat` (chat_prompt.h; nullptr: refused),
+// checked against the vocabulary and the context length.
 absl::StatusOr<std::vector<int32_t>> ToPromptIds(const v1::GenerateRequest& request, const Tokenizer& tokenizer,
-                                                 int max_positions);
+                                                 int max_positions, const ChatSetup* chat = nullptr);
 
 // One step's tokens -> a stream message (alternatives' text as the engine
 // decoded it, invalid UTF-8 replaced).

@@ -20,6 +20,7 @@
 #include "server/http/json_body.h"
 #include "server/http/native_api.h"
 #include "server/http/openai_api.h"
+#include "server/http/openai_chat.h"
 #include "server/http/result_channels.h"
 #include "server/status_util.h"
 
@@ -197,14 +198,23 @@ class Gateway {
   // "<id>-<k>". The first failure fails the whole answer, names the prompt
   // and cancels the rest.
   void Completions(const HttpRequest& request, HttpResponseWriter& w) {
+    RunCompletion(request, w, ParseCompletionRequest(request.body));
+  }
+
+  // /v1/chat/completions: the same path, a chat prompt and chat objects.
+  void ChatCompletions(const HttpRequest& request, HttpResponseWriter& w) {
+    RunCompletion(request, w, ParseChatCompletionRequest(request.body));
+  }
+
+  void RunCompletion(const HttpRequest& request, HttpResponseWriter& w, absl::StatusOr<CompletionCall> call) {
     const std::string id = RequestId(request, w);
-    absl::StatusOr<CompletionCall> call = ParseCompletionRequest(request.body);
     if (!call.ok()) return Refuse(w, "Generate", call.status(), id);
     auto control = NewControl(request, w, "Generate", id);
     if (control == nullptr) return;
-    // "cmpl-" + the request id, so the answer, X-Request-Id and the log agree.
-    const CompletionIdentity completion{absl::StrCat("cmpl-", id), absl::ToUnixSeconds(absl::Now()),
-                                        backend_.decoder_name};
+    // "cmpl-" (or "chatcmpl-") + the request id, so the answer, X-Request-Id
+    // and the log agree.
+    const CompletionIdentity completion{absl::StrCat(call->format.chat ? "chatcmpl-" : "cmpl-", id),
+                                        absl::ToUnixSeconds(absl::Now()), backend_.decoder_name};
     const size_t count = call->requests.size();
     std::vector<std::shared_ptr<RequestControl>> controls{control};
     for (size_t k = 1; k < count; ++k) {
@@ -249,7 +259,9 @@ class Gateway {
       ++ended;
     }
     Finish("Generate", absl::OkStatus());
-    w.Send(200, kJson, Dump(CompletionResponse(per_choice, completion, call->format, call->requests)));
+    w.Send(200, kJson,
+           Dump(call->format.chat ? ChatCompletionResponse(per_choice, completion, call->format)
+                                  : CompletionResponse(per_choice, completion, call->format, call->requests)));
   }
 
   // TGI's /generate (which streams too when the body says "stream": true, as
@@ -307,6 +319,7 @@ class Gateway {
     const ChunkUsage usage =
         call.include_usage ? ChunkUsage::kNull : (count == 1 ? ChunkUsage::kOnLast : ChunkUsage::kNone);
     std::vector<int64_t> offsets(count, 0);
+    std::vector<bool> opened(count, false);
     v1::GenerateUsage total;
     bool started = false;
     for (size_t ended = 0; ended < count;) {
@@ -338,17 +351,28 @@ class Gateway {
       }
       DropGenerated(call.format, &e.chunk);
       if (e.chunk.has_usage()) AddCompletionUsage(e.chunk.usage(), &total);
-      const json chunk =
-          CompletionChunk(e.chunk, completion, call.format, offsets[e.index], e.index, usage, &call.requests[e.index]);
-      offsets[e.index] += static_cast<int64_t>(chunk["choices"][0]["text"].get_ref<const std::string&>().size());
-      const std::string event = SseEvent(Dump(chunk));
+      std::string event;
+      if (call.format.chat) {
+        // A chat choice opens with a chunk naming the assistant's role.
+        if (!opened[e.index]) event = SseEvent(Dump(ChatRoleChunk(completion, e.index, usage)));
+        opened[e.index] = true;
+        event += SseEvent(Dump(ChatCompletionChunk(e.chunk, completion, call.format, e.index, usage)));
+      } else {
+        const json chunk = CompletionChunk(e.chunk, completion, call.format, offsets[e.index], e.index, usage,
+                                           &call.requests[e.index]);
+        offsets[e.index] += static_cast<int64_t>(chunk["choices"][0]["text"].get_ref<const std::string&>().size());
+        event = SseEvent(Dump(chunk));
+      }
       if (!w.Write(event)) {
         cancel_all();
         return ClientGone(control, "Generate");
       }
     }
     if (!started && !w.StartStream(200, kEventStream)) return ClientGone(control, "Generate");
-    if (usage_chunk) w.Write(SseEvent(Dump(CompletionUsageChunk(total, completion))));
+    if (usage_chunk) {
+      w.Write(SseEvent(Dump(
+          CompletionUsageChunk(total, completion, call.format.chat ? "chat.completion.chunk" : "text_completion"))));
+    }
     Finish("Generate", absl::OkStatus());
     w.Write(SseEvent("[DONE]"));
     w.EndStream();
@@ -546,6 +570,7 @@ std::map<std::string, HttpHandler> ApiRoutes(GatewayBackend backend, ServerMetri
   routes["/v1/generate_stream"] = Route("POST", "Generate", kInference, gateway, &Gateway::GenerateStream);
   routes["/v1/embeddings"] = Route("POST", "Encode", kInference, gateway, &Gateway::Embeddings);
   routes["/v1/completions"] = Route("POST", "Generate", kInference, gateway, &Gateway::Completions);
+  routes["/v1/chat/completions"] = Route("POST", "Generate", kInference, gateway, &Gateway::ChatCompletions);
   routes["/v1/models"] = Route("GET", "Models", kQuick, gateway, &Gateway::Models);
   routes["/v1/tokenize"] = Route("POST", "Tokenize", kQuick, gateway, &Gateway::Tokenize);
   routes["/v1/detokenize"] = Route("POST", "Detokenize", kQuick, gateway, &Gateway::Detokenize);

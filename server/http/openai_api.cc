@@ -200,6 +200,8 @@ ChunkPart Render(const v1::GenerateResponse& chunk, const CompletionFormat& form
   return part;
 }
 
+}  // namespace
+
 json CompletionUsage(const v1::GenerateUsage& usage) {
   return json{{"prompt_tokens", usage.prompt_tokens()},
               {"completion_tokens", usage.generated_tokens()},
@@ -207,13 +209,13 @@ json CompletionUsage(const v1::GenerateUsage& usage) {
               {"peak_kv_cache_bytes", usage.peak_kv_cache_bytes()}};
 }
 
-// vLLM's stop_reason: the stop string or stop token id that ended the
-// choice; null for the end-of-sequence token, the length, or not ended.
 json StopReason(const v1::GenerateResponse& chunk) {
   if (chunk.has_stop_string()) return chunk.stop_string();
   if (chunk.has_stop_token_id()) return chunk.stop_token_id();
   return json();
 }
+
+namespace {
 
 // One choice from its stream chunks; its usage goes to *usage_out.
 json CompletionChoice(const std::vector<v1::GenerateResponse>& chunks, int index, const CompletionFormat& format,
@@ -267,23 +269,19 @@ json EmbeddingsResponse(const v1::EncodeResponse& response, const std::string& m
               {"usage", {{"prompt_tokens", tokens}, {"total_tokens", tokens}}}};
 }
 
-absl::StatusOr<CompletionCall> ParseCompletionRequest(absl::string_view body) {
-  absl::StatusOr<json> parsed = ParseJsonObject(body);
-  if (!parsed.ok()) return parsed.status();
-  const json& root = *parsed;
-  RETURN_IF_ERROR(CheckModel(root));
-  RETURN_IF_ERROR(RefuseNonDefaults(root));
-  CompletionCall call;
-  ASSIGN_OR_RETURN(std::vector<v1::GenerateRequest> prompts, ParsePrompts(root));
+absl::Status CheckOpenAiModelField(const json& body) { return CheckModel(body); }
+
+absl::Status ParseSharedCompletionFields(const json& root, size_t prompts, CompletionCall* call,
+                                         v1::GenerateRequest* shared) {
   if (const json* n = Field(root, "n"); n != nullptr) {
-    ASSIGN_OR_RETURN(call.n, Int32Field(*n, "n"));
-    if (call.n < 1 || static_cast<size_t>(call.n) > kMaxCompletionChoices) {
+    ASSIGN_OR_RETURN(call->n, Int32Field(*n, "n"));
+    if (call->n < 1 || static_cast<size_t>(call->n) > kMaxCompletionChoices) {
       return absl::InvalidArgumentError(
-          absl::StrCat("n: ", call.n, " is outside [1, ", kMaxCompletionChoices, "]"));
+          absl::StrCat("n: ", call->n, " is outside [1, ", kMaxCompletionChoices, "]"));
     }
-    if (prompts.size() * static_cast<size_t>(call.n) > kMaxCompletionChoices) {
-      return absl::InvalidArgumentError(absl::StrCat("n: ", call.n, " choices for each of ", prompts.size(),
-                                                     " prompts make ", prompts.size() * call.n,
+    if (prompts * static_cast<size_t>(call->n) > kMaxCompletionChoices) {
+      return absl::InvalidArgumentError(absl::StrCat("n: ", call->n, " choices for each of ", prompts,
+                                                     " prompts make ", prompts * call->n,
                                                      " choices; at most ", kMaxCompletionChoices, " per request"));
     }
   }
@@ -291,13 +289,11 @@ absl::StatusOr<CompletionCall> ParseCompletionRequest(absl::string_view body) {
   // samples than returned would need ranking by logprob, not implemented.
   if (const json* b = Field(root, "best_of"); b != nullptr) {
     ASSIGN_OR_RETURN(const int32_t best_of, Int32Field(*b, "best_of"));
-    if (best_of != call.n) {
-      return Unsupported("best_of", absl::StrCat("only best_of = n (", call.n, "), got ", best_of));
+    if (best_of != call->n) {
+      return Unsupported("best_of", absl::StrCat("only best_of = n (", call->n, "), got ", best_of));
     }
   }
-  v1::GenerateRequest request;  // the sampling every choice shares
-  v1::SamplingParams* sampling = request.mutable_sampling();
-  sampling->set_max_new_tokens(kOpenAiDefaultMaxTokens);
+  v1::SamplingParams* sampling = shared->mutable_sampling();
   RETURN_IF_ERROR(Optional<int32_t>(root, "max_tokens", Int32Field,
                                                    [&](int32_t v) { sampling->set_max_new_tokens(v); }));
   RETURN_IF_ERROR(
@@ -318,26 +314,56 @@ absl::StatusOr<CompletionCall> ParseCompletionRequest(absl::string_view body) {
       Optional<bool>(root, "ignore_eos", BoolField, [&](bool v) { sampling->set_ignore_eos(v); }));
   RETURN_IF_ERROR(Optional<bool>(root, "include_stop_str_in_output", BoolField,
                                  [&](bool v) { sampling->set_include_stop_str_in_output(v); }));
-  RETURN_IF_ERROR(Optional<bool>(root, "stream", BoolField, [&](bool v) { call.stream = v; }));
-  RETURN_IF_ERROR(ParseStreamOptions(root, &call));
+  RETURN_IF_ERROR(Optional<bool>(root, "stream", BoolField, [&](bool v) { call->stream = v; }));
+  RETURN_IF_ERROR(ParseStreamOptions(root, call));
   RETURN_IF_ERROR(ParseStop(root, sampling));
   if (const json* seed = Field(root, "seed"); seed != nullptr) {
     if (!seed->is_number_integer()) return TypeError("seed", "an integer", *seed);
     if (!seed->is_number_unsigned()) return absl::InvalidArgumentError("seed: must be a non-negative integer");
     sampling->set_seed(seed->get<uint64_t>());
   }
+  if (const json* ids = Field(root, "stop_token_ids"); ids != nullptr) {
+    if (!ids->is_array()) return TypeError("stop_token_ids", "an array of token ids", *ids);
+    absl::StatusOr<v1::TokenIds> parsed_ids = TokenIdsField(*ids, "stop_token_ids");
+    if (!parsed_ids.ok()) return parsed_ids.status();
+    sampling->mutable_stop_token_ids()->Add(parsed_ids->ids().begin(), parsed_ids->ids().end());
+  }
+  return Optional<int32_t>(root, "truncate_prompt_tokens", Int32Field,
+                           [&](int32_t v) { shared->set_truncate_prompt_tokens(v); });
+}
+
+void ExpandCompletionChoices(const std::vector<v1::GenerateRequest>& prompts, const v1::GenerateRequest& shared,
+                             CompletionCall* call) {
+  const v1::SamplingParams& sampling = shared.sampling();
+  for (const v1::GenerateRequest& prompt : prompts) {
+    for (int j = 0; j < call->n; ++j) {
+      v1::GenerateRequest& choice = call->requests.emplace_back(prompt);
+      *choice.mutable_sampling() = sampling;
+      if (shared.has_truncate_prompt_tokens()) choice.set_truncate_prompt_tokens(shared.truncate_prompt_tokens());
+      // uint64 arithmetic: a seed near the top wraps, still distinct.
+      if (sampling.has_seed()) choice.mutable_sampling()->set_seed(sampling.seed() + static_cast<uint64_t>(j));
+    }
+  }
+}
+
+absl::StatusOr<CompletionCall> ParseCompletionRequest(absl::string_view body) {
+  absl::StatusOr<json> parsed = ParseJsonObject(body);
+  if (!parsed.ok()) return parsed.status();
+  const json& root = *parsed;
+  RETURN_IF_ERROR(CheckModel(root));
+  RETURN_IF_ERROR(RefuseNonDefaults(root));
+  CompletionCall call;
+  ASSIGN_OR_RETURN(std::vector<v1::GenerateRequest> prompts, ParsePrompts(root));
+  v1::GenerateRequest request;  // the sampling every choice shares
+  v1::SamplingParams* sampling = request.mutable_sampling();
+  sampling->set_max_new_tokens(kOpenAiDefaultMaxTokens);
+  RETURN_IF_ERROR(ParseSharedCompletionFields(root, prompts.size(), &call, &request));
   if (const json* logprobs = Field(root, "logprobs"); logprobs != nullptr) {
     absl::StatusOr<int32_t> n = Int32Field(*logprobs, "logprobs");
     if (!n.ok()) return n.status();
     call.format.logprobs = true;
     sampling->set_logprobs(true);
     sampling->set_top_logprobs(*n);
-  }
-  if (const json* ids = Field(root, "stop_token_ids"); ids != nullptr) {
-    if (!ids->is_array()) return TypeError("stop_token_ids", "an array of token ids", *ids);
-    absl::StatusOr<v1::TokenIds> parsed_ids = TokenIdsField(*ids, "stop_token_ids");
-    if (!parsed_ids.ok()) return parsed_ids.status();
-    sampling->mutable_stop_token_ids()->Add(parsed_ids->ids().begin(), parsed_ids->ids().end());
   }
   RETURN_IF_ERROR(Optional<bool>(root, "echo", BoolField, [&](bool v) { call.format.echo = v; }));
   if (call.format.echo) {
@@ -347,17 +373,7 @@ absl::StatusOr<CompletionCall> ParseCompletionRequest(absl::string_view body) {
       sampling->set_max_new_tokens(1);
     }
   }
-  RETURN_IF_ERROR(Optional<int32_t>(root, "truncate_prompt_tokens", Int32Field,
-                                    [&](int32_t v) { request.set_truncate_prompt_tokens(v); }));
-  for (const v1::GenerateRequest& prompt : prompts) {
-    for (int j = 0; j < call.n; ++j) {
-      v1::GenerateRequest& choice = call.requests.emplace_back(prompt);
-      *choice.mutable_sampling() = request.sampling();
-      if (request.has_truncate_prompt_tokens()) choice.set_truncate_prompt_tokens(request.truncate_prompt_tokens());
-      // uint64 arithmetic: a seed near the top wraps, still distinct.
-      if (sampling->has_seed()) choice.mutable_sampling()->set_seed(sampling->seed() + static_cast<uint64_t>(j));
-    }
-  }
+  ExpandCompletionChoices(prompts, request, &call);
   return call;
 }
 
@@ -452,9 +468,9 @@ void DropGenerated(const CompletionFormat& format, v1::GenerateResponse* chunk) 
   if (chunk->has_usage()) chunk->mutable_usage()->set_generated_tokens(0);
 }
 
-json CompletionUsageChunk(const v1::GenerateUsage& total, const CompletionIdentity& id) {
+json CompletionUsageChunk(const v1::GenerateUsage& total, const CompletionIdentity& id, const char* object) {
   return json{{"id", id.id},
-              {"object", "text_completion"},
+              {"object", object},
               {"created", id.created},
               {"model", id.model},
               {"choices", json::array()},

@@ -51,6 +51,9 @@ struct CompletionFormat {
   // token is generated, because the prompt's scores come with the first
   // token, and dropped (DropGenerated).
   bool drop_generated = false;
+  // A chat completion (/v1/chat/completions, openai_chat.h): OpenAI's chat
+  // objects and logprobs.
+  bool chat = false;
 };
 
 struct CompletionCall {
@@ -116,7 +119,32 @@ void DropGenerated(const CompletionFormat& format, v1::GenerateResponse* chunk);
 
 // The chunk that ends a stream of several choices or one asked for with
 // stream_options.include_usage: no choices, the usage summed over them.
-nlohmann::json CompletionUsageChunk(const v1::GenerateUsage& total, const CompletionIdentity& id);
+// `object`: "text_completion", or "chat.completion.chunk" for a chat.
+nlohmann::json CompletionUsageChunk(const v1::GenerateUsage& total, const CompletionIdentity& id,
+                                    const char* object = "text_completion");
+
+// OpenAI's usage object ({"prompt_tokens", "completion_tokens",
+// "total_tokens"}, plus the request's peak KV bytes).
+nlohmann::json CompletionUsage(const v1::GenerateUsage& usage);
+
+// vLLM's stop_reason: the stop string or stop token id that ended the
+// choice; null for the end-of-sequence token, the length, or not ended.
+nlohmann::json StopReason(const v1::GenerateResponse& chunk);
+
+// What /v1/completions and /v1/chat/completions parse alike.
+// "model" and "user" are strings when present.
+absl::Status CheckOpenAiModelField(const nlohmann::json& body);
+// n (checked against `prompts` × n ≤ kMaxCompletionChoices), best_of,
+// stream, stream_options into `call`; max_tokens, temperature, top_p, stop,
+// seed, the penalties, logit_bias and the vLLM extensions (top_k, min_p,
+// min_tokens, repetition_penalty, ignore_eos, stop_token_ids,
+// include_stop_str_in_output, truncate_prompt_tokens) into `shared`.
+absl::Status ParseSharedCompletionFields(const nlohmann::json& root, size_t prompts, CompletionCall* call,
+                                         v1::GenerateRequest* shared);
+// call->requests: one per (prompt, sample), prompt-major, each with the
+// shared sampling; with a seed S, sample j of a prompt gets S + j.
+void ExpandCompletionChoices(const std::vector<v1::GenerateRequest>& prompts, const v1::GenerateRequest& shared,
+                             CompletionCall* call);
 
 // Adds one choice's usage to a completion's total (peak KV bytes too: the
 // choices run side by side).

@@ -35,6 +35,12 @@ TEST(OptionsTest, BadValuesNameTheFlag) {
   o.models.matmul_precision = "bf16";
   EXPECT_TRUE(ValidateOptions(o).ok());
   o = ServerOptions{};
+  o.models.chat_template = "vicuna";
+  EXPECT_EQ(ValidateOptions(o).message(),
+            "--chat-template=vicuna: must be one of chatml, llama2, llama3, zephyr, gemma, phi3");
+  o.models.chat_template = "zephyr";
+  EXPECT_TRUE(ValidateOptions(o).ok());
+  o = ServerOptions{};
   o.network.http_port = o.network.grpc_port;
   EXPECT_THAT(ValidateOptions(o).message(), HasSubstr("must differ"));
 }

@@ -1,0 +1,59 @@
+#include "server/core/chat_prompt.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace attnserve {
+
+ChatSetup ResolveChatSetup(const std::string& flag, const std::string& model_template, const Tokenizer& tokenizer) {
+  ChatSetup setup;
+  const SpecialTokens& special = tokenizer.special();
+  if (special.bos >= 0) setup.bos_token = tokenizer.IdToPiece(special.bos);
+  if (special.eos >= 0) setup.eos_token = tokenizer.IdToPiece(special.eos);
+  if (!flag.empty()) {
+    if (absl::StatusOr<ChatFormat> f = ChatFormatFromName(flag); f.ok()) setup.format = *f;
+    setup.origin = absl::StrCat("--chat-template=", flag);
+    return setup;
+  }
+  if (model_template.empty()) {
+    setup.origin = absl::StrCat("the model has no chat template; start the server with --chat-template=<",
+                                ChatFormatNames(), "> to serve chat prompts");
+    return setup;
+  }
+  setup.format = KnownChatTemplate(model_template);
+  setup.origin = setup.format.has_value()
+                     ? "the model's own"
+                     : absl::StrCat("the model's chat template is not one attnserve reproduces exactly (",
+                                    ChatFormatNames(), "); start the server with --chat-template=<one of them> to "
+                                                       "serve chat prompts in that format");
+  return setup;
+}
+
+absl::StatusOr<std::vector<int32_t>> ChatPromptIds(const v1::ChatPrompt& chat, const ChatSetup& setup,
+                                                   const Tokenizer& tokenizer) {
+  if (!setup.format.has_value()) return absl::FailedPreconditionError(absl::StrCat("chat: ", setup.origin));
+  std::vector<ChatMessage> messages;
+  messages.reserve(chat.messages_size());
+  for (int i = 0; i < chat.messages_size(); ++i) {
+    const v1::ChatMessage& m = chat.messages(i);
+    if (m.role() != "system" && m.role() != "user" && m.role() != "assistant") {
+      return absl::InvalidArgumentError(absl::StrCat("chat.messages[", i, "].role: '", m.role().substr(0, 32),
+                                                     "' is not one of system, user, assistant"));
+    }
+    messages.push_back({m.role(), m.content()});
+  }
+  ChatRenderOptions options;
+  options.add_generation_prompt = chat.has_add_generation_prompt() ? chat.add_generation_prompt() : true;
+  options.continue_final_message = chat.continue_final_message();
+  options.bos_token = setup.bos_token;
+  options.eos_token = setup.eos_token;
+  absl::StatusOr<std::string> text = RenderChat(*setup.format, messages, options);
+  if (!text.ok()) return absl::InvalidArgumentError(absl::StrCat("chat.", text.status().message()));
+  TokenizeOptions tokenize;
+  tokenize.add_bos = false;
+  tokenize.add_eos = false;
+  absl::StatusOr<std::vector<int32_t>> ids = tokenizer.Encode(*text, tokenize);
+  if (!ids.ok()) return absl::InvalidArgumentError(absl::StrCat("chat: ", ids.status().message()));
+  return ids;
+}
+
+}  // namespace attnserve

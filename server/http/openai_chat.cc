@@ -1,0 +1,238 @@
+#include "server/http/openai_chat.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "engine/core/status_macros.h"
+#include "server/http/json_body.h"
+#include "server/http/json_fields.h"
+
+namespace attnserve {
+namespace {
+
+using nlohmann::json;
+
+// A message's content: a string, or text parts joined with "\n" (as vLLM).
+absl::StatusOr<std::string> MessageContent(const json& content, const std::string& field) {
+  if (content.is_string()) return content.get<std::string>();
+  if (!content.is_array()) return TypeError(field, "a string or an array of text parts", content);
+  std::string text;
+  for (size_t j = 0; j < content.size(); ++j) {
+    const json& part = content[j];
+    const std::string part_field = absl::StrCat(field, "[", j, "]");
+    if (!part.is_object()) return TypeError(part_field, "an object", part);
+    const json* type = Field(part, "type");
+    if (type == nullptr || !type->is_string()) return absl::InvalidArgumentError(part_field + ".type: required");
+    if (type->get<std::string>() != "text") {
+      return Unsupported(part_field + ".type",
+                         absl::StrCat("'", SanitizeUtf8(type->get<std::string>().substr(0, 32)), "': text only"));
+    }
+    const json* t = Field(part, "text");
+    if (t == nullptr || !t->is_string()) return TypeError(part_field + ".text", "a string", t ? *t : json());
+    if (j > 0) text += "\n";
+    text += t->get<std::string>();
+  }
+  return text;
+}
+
+absl::Status ParseMessages(const json& root, v1::ChatPrompt* chat) {
+  const json* messages = Field(root, "messages");
+  if (messages == nullptr) return absl::InvalidArgumentError("messages: required");
+  if (!messages->is_array()) return TypeError("messages", "an array of messages", *messages);
+  if (messages->empty()) return absl::InvalidArgumentError("messages: the conversation is empty");
+  for (size_t i = 0; i < messages->size(); ++i) {
+    const json& m = (*messages)[i];
+    const std::string field = absl::StrCat("messages[", i, "]");
+    if (!m.is_object()) return TypeError(field, "an object", m);
+    const json* role = Field(m, "role");
+    if (role == nullptr) return absl::InvalidArgumentError(field + ".role: required");
+    if (!role->is_string()) return TypeError(field + ".role", "a string", *role);
+    std::string r = role->get<std::string>();
+    if (r == "developer") r = "system";  // OpenAI's newer name for the system message
+    if (r != "system" && r != "user" && r != "assistant") {
+      return Unsupported(field + ".role", absl::StrCat("'", SanitizeUtf8(r.substr(0, 32)),
+                                                       "': only system, developer, user and assistant (no tool "
+                                                       "calling)"));
+    }
+    if (Field(m, "tool_calls") != nullptr || Field(m, "function_call") != nullptr) {
+      return Unsupported(field + ".tool_calls", "no tool calling");
+    }
+    const json* content = Field(m, "content");
+    if (content == nullptr) return absl::InvalidArgumentError(field + ".content: required");
+    ASSIGN_OR_RETURN(std::string text, MessageContent(*content, field + ".content"));
+    v1::ChatMessage* out = chat->add_messages();
+    out->set_role(r);
+    out->set_content(std::move(text));
+  }
+  return absl::OkStatus();
+}
+
+// Options this server cannot honour, refused rather than ignored.
+absl::Status RefuseUnsupported(const json& root) {
+  if (const json* tools = Field(root, "tools"); tools != nullptr && !(tools->is_array() && tools->empty())) {
+    return Unsupported("tools", "no tool calling");
+  }
+  if (const json* choice = Field(root, "tool_choice");
+      choice != nullptr && !(choice->is_string() && choice->get<std::string>() == "none")) {
+    return Unsupported("tool_choice", "no tool calling; only \"none\"");
+  }
+  if (Field(root, "functions") != nullptr) return Unsupported("functions", "no function calling");
+  if (const json* format = Field(root, "response_format"); format != nullptr) {
+    const json* type = format->is_object() ? Field(*format, "type") : nullptr;
+    if (type == nullptr || !type->is_string() || type->get<std::string>() != "text") {
+      return Unsupported("response_format", "no structured output; only {\"type\": \"text\"}");
+    }
+  }
+  if (const json* echo = Field(root, "echo"); echo != nullptr) {
+    ASSIGN_OR_RETURN(const bool e, BoolField(*echo, "echo"));
+    if (e) return Unsupported("echo", "not for chat");
+  }
+  return absl::OkStatus();
+}
+
+// OpenAI's chat logprobs entries of a chunk's tokens: {"token", "logprob",
+// "bytes", "top_logprobs": [{"token", "logprob", "bytes"}]}.
+json TokenBytes(const std::string& text) {
+  json bytes = json::array();
+  for (unsigned char c : text) bytes.push_back(static_cast<int>(c));
+  return bytes;
+}
+
+json ChatLogprobEntries(const v1::GenerateResponse& chunk) {
+  json entries = json::array();
+  const bool single = chunk.token_ids_size() == 1;
+  for (int i = 0; i < chunk.token_ids_size() && i < chunk.logprobs_size(); ++i) {
+    const v1::PositionLogprobs& position = chunk.logprobs(i);
+    // One token: the chunk's text is its text; else the text of the
+    // alternative that is the token, when it is among them.
+    std::string text = single ? chunk.text() : "";
+    json top = json::array();
+    for (const v1::TokenLogprob& alt : position.top()) {
+      if (!single && alt.token_id() == chunk.token_ids(i)) text = alt.text();
+      top.push_back(json{{"token", SanitizeUtf8(alt.text())}, {"logprob", alt.logprob()}, {"bytes", TokenBytes(alt.text())}});
+    }
+    entries.push_back(json{{"token", SanitizeUtf8(text)},
+                           {"logprob", position.logprob()},
+                           {"bytes", TokenBytes(text)},
+                           {"top_logprobs", std::move(top)}});
+  }
+  return entries;
+}
+
+}  // namespace
+
+absl::StatusOr<CompletionCall> ParseChatCompletionRequest(absl::string_view body) {
+  absl::StatusOr<json> parsed = ParseJsonObject(body);
+  if (!parsed.ok()) return parsed.status();
+  const json& root = *parsed;
+  RETURN_IF_ERROR(CheckOpenAiModelField(root));
+  RETURN_IF_ERROR(RefuseUnsupported(root));
+  CompletionCall call;
+  call.format.chat = true;
+  v1::GenerateRequest prompt;
+  v1::ChatPrompt* chat = prompt.mutable_chat();
+  RETURN_IF_ERROR(ParseMessages(root, chat));
+  RETURN_IF_ERROR(Optional<bool>(root, "add_generation_prompt", BoolField,
+                                 [&](bool v) { chat->set_add_generation_prompt(v); }));
+  RETURN_IF_ERROR(Optional<bool>(root, "continue_final_message", BoolField,
+                                 [&](bool v) { chat->set_continue_final_message(v); }));
+  // vLLM's default: a continued message gets no new header.
+  if (chat->continue_final_message() && !chat->has_add_generation_prompt()) chat->set_add_generation_prompt(false);
+  v1::GenerateRequest shared;
+  RETURN_IF_ERROR(ParseSharedCompletionFields(root, 1, &call, &shared));
+  v1::SamplingParams* sampling = shared.mutable_sampling();
+  // OpenAI's newer name wins over the deprecated max_tokens, as vLLM.
+  RETURN_IF_ERROR(Optional<int32_t>(root, "max_completion_tokens", Int32Field,
+                                    [&](int32_t v) { sampling->set_max_new_tokens(v); }));
+  bool logprobs = false;
+  RETURN_IF_ERROR(Optional<bool>(root, "logprobs", BoolField, [&](bool v) { logprobs = v; }));
+  if (const json* top = Field(root, "top_logprobs"); top != nullptr) {
+    ASSIGN_OR_RETURN(const int32_t n, Int32Field(*top, "top_logprobs"));
+    if (n < 0 || n > kOpenAiMaxTopLogprobs) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("top_logprobs: ", n, " is outside [0, ", kOpenAiMaxTopLogprobs, "]"));
+    }
+    if (!logprobs) return absl::InvalidArgumentError("top_logprobs: only with \"logprobs\": true");
+    sampling->set_top_logprobs(n);
+  }
+  if (logprobs) {
+    call.format.logprobs = true;
+    sampling->set_logprobs(true);
+  }
+  ExpandCompletionChoices({prompt}, shared, &call);
+  return call;
+}
+
+json ChatCompletionResponse(const std::vector<std::vector<v1::GenerateResponse>>& per_choice,
+                            const CompletionIdentity& id, const CompletionFormat& format) {
+  json choices = json::array();
+  v1::GenerateUsage total;
+  for (size_t index = 0; index < per_choice.size(); ++index) {
+    std::string text;
+    json entries = json::array();
+    json finish = "stop", stop_reason;
+    v1::GenerateUsage usage;
+    for (const v1::GenerateResponse& chunk : per_choice[index]) {
+      text += chunk.text();
+      if (format.logprobs) {
+        for (json& e : ChatLogprobEntries(chunk)) entries.push_back(std::move(e));
+      }
+      if (chunk.finish_reason() != v1::FINISH_REASON_UNSPECIFIED) {
+        finish = OpenAiFinishReason(chunk.finish_reason());
+        stop_reason = StopReason(chunk);
+      }
+      if (chunk.has_usage()) usage = chunk.usage();
+    }
+    AddCompletionUsage(usage, &total);
+    choices.push_back(json{{"index", index},
+                           {"message", {{"role", "assistant"}, {"content", SanitizeUtf8(text)}}},
+                           {"logprobs", format.logprobs ? json{{"content", std::move(entries)}} : json()},
+                           {"finish_reason", std::move(finish)},
+                           {"stop_reason", std::move(stop_reason)}});
+  }
+  return json{{"id", id.id},
+              {"object", "chat.completion"},
+              {"created", id.created},
+              {"model", id.model},
+              {"choices", std::move(choices)},
+              {"usage", CompletionUsage(total)}};
+}
+
+namespace {
+
+json ChunkEnvelope(const CompletionIdentity& id, json choice) {
+  return json{{"id", id.id},
+              {"object", "chat.completion.chunk"},
+              {"created", id.created},
+              {"model", id.model},
+              {"choices", json::array({std::move(choice)})}};
+}
+
+}  // namespace
+
+json ChatRoleChunk(const CompletionIdentity& id, int index, ChunkUsage usage) {
+  json out = ChunkEnvelope(id, json{{"index", index},
+                                    {"delta", {{"role", "assistant"}, {"content", ""}}},
+                                    {"logprobs", json()},
+                                    {"finish_reason", json()}});
+  if (usage == ChunkUsage::kNull) out["usage"] = json();
+  return out;
+}
+
+json ChatCompletionChunk(const v1::GenerateResponse& chunk, const CompletionIdentity& id,
+                         const CompletionFormat& format, int index, ChunkUsage usage) {
+  const bool last = chunk.finish_reason() != v1::FINISH_REASON_UNSPECIFIED;
+  json delta = json::object();
+  if (!chunk.text().empty() || !last) delta["content"] = SanitizeUtf8(chunk.text());
+  json out = ChunkEnvelope(
+      id, json{{"index", index},
+               {"delta", std::move(delta)},
+               {"logprobs", format.logprobs ? json{{"content", ChatLogprobEntries(chunk)}} : json()},
+               {"finish_reason", last ? json(OpenAiFinishReason(chunk.finish_reason())) : json()},
+               {"stop_reason", StopReason(chunk)}});
+  if (usage == ChunkUsage::kNull) out["usage"] = json();
+  if (usage == ChunkUsage::kOnLast && last && chunk.has_usage()) out["usage"] = CompletionUsage(chunk.usage());
+  return out;
+}
+
+}  // namespace attnserve

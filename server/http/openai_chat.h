@@ -1,0 +1,55 @@
+// OpenAI's /v1/chat/completions on attnserve.v1 GenerateRequest's chat
+// prompt: the messages become a ChatPrompt (rendered with the model's chat
+// template by the core), the sampling fields are /v1/completions' (shared
+// parsing, openai_api.h), and the answers are OpenAI's chat objects. Pure
+// functions, tested on their own.
+//
+// Accepted beyond OpenAI's fields, as vLLM: add_generation_prompt,
+// continue_final_message and the sampling extensions. Refused with a 400
+// naming the field rather than ignored: tools and functions (no tool
+// calling), a response_format other than text, non-text content parts,
+// echo, and roles other than system / developer / user / assistant.
+#ifndef ATTNSERVE_SERVER_HTTP_OPENAI_CHAT_H_
+#define ATTNSERVE_SERVER_HTTP_OPENAI_CHAT_H_
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "attnserve/v1/inference.pb.h"
+#include "nlohmann/json.hpp"
+#include "server/http/openai_api.h"
+
+namespace attnserve {
+
+// OpenAI's bound on top_logprobs for chat.
+inline constexpr int kOpenAiMaxTopLogprobs = 20;
+
+// {"messages": [{"role", "content": str | [{"type": "text", "text"}]}],
+//  "model", "max_tokens" | "max_completion_tokens", "logprobs": bool,
+//  "top_logprobs": int, "n", "stream", "stream_options", "stop", "seed",
+//  "temperature", "top_p", the penalties, "logit_bias", ...}. Without a
+// token limit the answer may run to the end of the context (the core's
+// default for chat prompts). The result has format.chat set.
+absl::StatusOr<CompletionCall> ParseChatCompletionRequest(absl::string_view body);
+
+// {"id": "chatcmpl-..", "object": "chat.completion", "created", "model",
+//  "choices": [{"index", "message": {"role": "assistant", "content"},
+//  "logprobs": null | {"content": [...]}, "finish_reason", "stop_reason"}],
+//  "usage"}: choice k from per_choice[k]'s stream chunks.
+nlohmann::json ChatCompletionResponse(const std::vector<std::vector<v1::GenerateResponse>>& per_choice,
+                                      const CompletionIdentity& id, const CompletionFormat& format);
+
+// The first chunk of choice `index` in a stream: delta {"role":
+// "assistant", "content": ""}, as OpenAI starts each choice.
+nlohmann::json ChatRoleChunk(const CompletionIdentity& id, int index, ChunkUsage usage);
+
+// One streamed "chat.completion.chunk" of choice `index`: delta {"content"}
+// and, when asked, logprobs {"content": [...]}; the last carries
+// finish_reason (and usage, as CompletionChunk).
+nlohmann::json ChatCompletionChunk(const v1::GenerateResponse& chunk, const CompletionIdentity& id,
+                                   const CompletionFormat& format, int index, ChunkUsage usage);
+
+}  // namespace attnserve
+
+#endif  // ATTNSERVE_SERVER_HTTP_OPENAI_CHAT_H_

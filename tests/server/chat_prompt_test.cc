@@ -1,0 +1,103 @@
+#include "server/core/chat_prompt.h"
+
+#include <string>
+#include <vector>
+
+#include "engine/formats/decoder_loader.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace attnserve {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+class ChatPromptTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    absl::StatusOr<LoadedDecoder> loaded =
+        LoadDecoder(std::string(ATTNSERVE_SHARED_DIR) + "/models/stories260K/stories260K.gguf", DType::kF32);
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    model_ = new LoadedDecoder(std::move(*loaded));
+  }
+  static const Tokenizer& tokenizer() { return *model_->tokenizer; }
+  static LoadedDecoder* model_;
+};
+LoadedDecoder* ChatPromptTest::model_ = nullptr;
+
+// The Llama-2 template text as tokenizer_config.json carries it (the same
+// as engine/tokenizers/chat_template.cc's).
+const char kLlama2[] =
+    R"({% if messages[0]['role'] == 'system' %}{% set loop_messages = messages[1:] %}{% set system_message = messages[0]['content'] %}{% else %}{% set loop_messages = messages %}{% set system_message = false %}{% endif %}{% for message in loop_messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{% if loop.index0 == 0 and system_message != false %}{% set content = '<<SYS>>\n' + system_message + '\n<</SYS>>\n\n' + message['content'] %}{% else %}{% set content = message['content'] %}{% endif %}{% if message['role'] == 'user' %}{{ bos_token + '[INST] ' + content.strip() + ' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ ' '  + content.strip() + ' ' + eos_token }}{% endif %}{% endfor %})";
+
+TEST_F(ChatPromptTest, TheFlagWinsThenTheModelsOwnKnownTemplateElseNone) {
+  ChatSetup flag = ResolveChatSetup("chatml", kLlama2, tokenizer());
+  ASSERT_TRUE(flag.format.has_value());
+  EXPECT_EQ(*flag.format, ChatFormat::kChatMl);
+  EXPECT_EQ(flag.origin, "--chat-template=chatml");
+  EXPECT_EQ(flag.bos_token, "<s>");
+  EXPECT_EQ(flag.eos_token, "</s>");
+
+  ChatSetup own = ResolveChatSetup("", kLlama2, tokenizer());
+  ASSERT_TRUE(own.format.has_value());
+  EXPECT_EQ(*own.format, ChatFormat::kLlama2);
+  EXPECT_EQ(own.origin, "the model's own");
+
+  ChatSetup unknown = ResolveChatSetup("", "{{ messages | tojson }}", tokenizer());
+  EXPECT_FALSE(unknown.format.has_value());
+  EXPECT_THAT(unknown.origin, HasSubstr("not one attnserve reproduces exactly"));
+  ChatSetup none = ResolveChatSetup("", "", tokenizer());
+  EXPECT_FALSE(none.format.has_value());
+  EXPECT_THAT(none.origin, HasSubstr("the model has no chat template; start the server with --chat-template="));
+}
+
+v1::ChatPrompt Chat(const std::vector<std::pair<std::string, std::string>>& messages) {
+  v1::ChatPrompt chat;
+  for (const auto& [role, content] : messages) {
+    v1::ChatMessage* m = chat.add_messages();
+    m->set_role(role);
+    m->set_content(content);
+  }
+  return chat;
+}
+
+TEST_F(ChatPromptTest, RendersWithoutAddingABosOfItsOwn) {
+  const ChatSetup setup = ResolveChatSetup("llama2", "", tokenizer());
+  absl::StatusOr<std::vector<int32_t>> ids = ChatPromptIds(Chat({{"user", "Hi"}}), setup, tokenizer());
+  ASSERT_TRUE(ids.ok()) << ids.status();
+  // "<s>[INST] Hi [/INST]": one BOS (the template's), then "▁[INST]..."
+  TokenizeOptions plain;
+  plain.add_bos = false;
+  EXPECT_EQ(*ids, *tokenizer().Encode("<s>[INST] Hi [/INST]", plain));
+  EXPECT_EQ((*ids)[0], 1);
+  EXPECT_NE((*ids)[1], 1);
+}
+
+TEST_F(ChatPromptTest, RefusalsNameTheField) {
+  const ChatSetup setup = ResolveChatSetup("llama2", "", tokenizer());
+  absl::StatusOr<std::vector<int32_t>> ids = ChatPromptIds(Chat({{"tool", "42"}}), setup, tokenizer());
+  ASSERT_FALSE(ids.ok());
+  EXPECT_EQ(ids.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ids.status().message(), "chat.messages[0].role: 'tool' is not one of system, user, assistant");
+  ids = ChatPromptIds(Chat({{"user", "a"}, {"user", "b"}}), setup, tokenizer());
+  ASSERT_FALSE(ids.ok());
+  EXPECT_THAT(std::string(ids.status().message()), HasSubstr("chat.messages[1]: Conversation roles must alternate"));
+  ids = ChatPromptIds(Chat({}), setup, tokenizer());
+  ASSERT_FALSE(ids.ok());
+  EXPECT_EQ(ids.status().message(), "chat.messages: the conversation is empty");
+  v1::ChatPrompt both = Chat({{"user", "a"}});
+  both.set_add_generation_prompt(true);
+  both.set_continue_final_message(true);
+  ids = ChatPromptIds(both, setup, tokenizer());
+  ASSERT_FALSE(ids.ok());
+  EXPECT_THAT(std::string(ids.status().message()), HasSubstr("continue_final_message and add_generation_prompt"));
+  const ChatSetup none = ResolveChatSetup("", "", tokenizer());
+  ids = ChatPromptIds(Chat({{"user", "a"}}), none, tokenizer());
+  ASSERT_FALSE(ids.ok());
+  EXPECT_EQ(ids.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(ids.status().message()), HasSubstr("chat: the model has no chat template"));
+}
+
+}  // namespace
+}  // namespace attnserve
