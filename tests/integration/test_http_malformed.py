@@ -38,7 +38,8 @@ def post(server, path, body, timeout=60):
 
 
 GENERATE_PATHS = ["/v1/generate", "/v1/generate_stream"]
-ALL_PATHS = ["/v1/encode", *GENERATE_PATHS, "/v1/embeddings", "/v1/completions"]
+ALL_PATHS = ["/v1/encode", *GENERATE_PATHS, "/v1/embeddings", "/v1/completions", "/v1/chat/completions"]
+USER = [{"role": "user", "content": "a"}]
 GOOD_PROMPT = {"token_ids": {"ids": [1, 403]}}
 
 # (path, body, expected status, a substring the error message must contain)
@@ -105,6 +106,21 @@ CASES = [
     ("/v1/completions", {"model": "m", "prompt": "a", "top_p": 0}, 400, "top_p"),
     ("/v1/completions", {"model": "m", "prompt": "a", "logprobs": 1000}, 400, "logprobs"),
     ("/v1/completions", {"model": "m", "prompt": "a", "seed": -1}, 400, "seed"),
+    ("/v1/chat/completions", {"model": "m", "messages": "a"}, 400, "messages: must be an array"),
+    ("/v1/chat/completions", {"model": "m", "messages": []}, 400, "messages: the conversation is empty"),
+    ("/v1/chat/completions", {"model": "m", "messages": [{"role": "user"}]}, 400, "messages[0].content"),
+    ("/v1/chat/completions", {"model": "m", "messages": [{"role": "function", "content": "a"}]}, 400,
+     "messages[0].role"),
+    ("/v1/chat/completions", b'{"messages": [{"role": "user", "content": "\xff"}]}', 400, "UTF-8"),
+    ("/v1/chat/completions", {"model": "m", "messages": USER, "temperature": -1}, 400, "temperature"),
+    ("/v1/chat/completions", {"model": "m", "messages": USER, "max_tokens": -1}, 400, "max_tokens"),
+    ("/v1/chat/completions", {"model": "m", "messages": USER, "max_completion_tokens": 1 << 30}, 400,
+     "max_tokens"),
+    ("/v1/chat/completions", {"model": "m", "messages": USER, "logit_bias": {"999999": 1}}, 400, "999999"),
+    ("/v1/chat/completions", {"model": "m", "messages": USER, "logprobs": True, "top_logprobs": 100}, 400,
+     "top_logprobs"),
+    ("/v1/chat/completions", {"model": "m", "messages": USER, "response_format": {"type": "json_schema"}}, 400,
+     "response_format"),
 ]
 
 

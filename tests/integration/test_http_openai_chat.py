@@ -1,0 +1,195 @@
+"""Chat completions against the real binary and stories260K: the official
+`openai` client on /v1/chat/completions, and gRPC Generate's chat prompt.
+
+The server is given a copy of stories260K's GGUF whose tokenizer.chat_template
+is Llama-2-chat's published template (written in with gguf's own
+gguf_new_metadata), so it must recognise the template by itself. The
+references are independent of attnserve's chat code: the prompt ids are
+transformers' rendering of that template tokenized by the sentencepiece
+library (tests/golden/chat_templates/renders.json, from
+tools/golden/chat_templates.py), and the answers must equal the native API's
+greedy continuation of exactly those ids."""
+import json
+import subprocess
+import sys
+
+import grpc
+import pytest
+
+from conftest import REPO, ServerProcess, http_get
+
+DECODER = REPO.parent / "shared/models/stories260K/stories260K.gguf"
+GOLDEN = json.loads((REPO / "tests/golden/chat_templates/renders.json").read_text())
+LLAMA2 = GOLDEN["templates"]["llama2"]["jinja"]
+PROMPTS = {c["conversation"]: c for c in GOLDEN["stories260K_llama2_ids"]}
+
+
+@pytest.fixture(scope="module")
+def chat_gguf():
+    # Under the checkout: the server runs in the project's Debian root, which
+    # sees the checkout but not this machine's /tmp.
+    out = REPO / ".cache/test-data/stories260K-llama2-chat.gguf"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run([sys.executable, "-m", "gguf.scripts.gguf_new_metadata", "--force", "--chat-template", LLAMA2,
+                    str(DECODER), str(out)], check=True, capture_output=True)
+    return out
+
+
+@pytest.fixture(scope="module")
+def server(chat_gguf):
+    s = ServerProcess(f"--decoder-model={chat_gguf}", "--threads=2", "--decoder-context-length=512")
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    openai = pytest.importorskip("openai")
+    return openai.OpenAI(base_url=server.url("/v1"), api_key="unused", max_retries=0)
+
+
+def native_greedy(server, ids, max_new_tokens, logprobs=0):
+    """The native API's greedy continuation of `ids`: (text, response json)."""
+    import http.client
+    conn = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=60)
+    sampling = {"max_new_tokens": max_new_tokens, "temperature": 0}
+    if logprobs:
+        sampling.update({"logprobs": True, "top_logprobs": logprobs})
+    conn.request("POST", "/v1/generate", body=json.dumps({"token_ids": {"ids": ids}, "sampling": sampling}),
+                 headers={"Content-Type": "application/json"})
+    r = conn.getresponse()
+    body = json.loads(r.read())
+    assert r.status == 200, body
+    return body.get("text", ""), body
+
+
+def test_the_models_own_template_is_recognised(server):
+    status, body = http_get(server.url("/v1/model_info"))
+    assert status == 200
+    assert json.loads(body)["models"][0]["chat_template"] == "llama2"
+    assert "chat template: llama2 (the model's own)" in server.output()
+
+
+@pytest.mark.parametrize("conversation", ["system_and_user", "no_system", "whitespace_unicode"])
+def test_chat_answer_is_the_greedy_continuation_of_the_reference_prompt(server, client, conversation):
+    case = PROMPTS[conversation]
+    r = client.chat.completions.create(model="stories260K", messages=case["messages"], max_tokens=24,
+                                       temperature=0)
+    expected, _ = native_greedy(server, case["ids"], 24)
+    assert r.object == "chat.completion"
+    assert r.id.startswith("chatcmpl-")
+    assert r.choices[0].message.role == "assistant"
+    assert r.choices[0].message.content == expected
+    assert r.choices[0].finish_reason in ("length", "stop")
+    assert r.usage.prompt_tokens == len(case["ids"])
+
+
+def test_continue_final_message_continues_the_assistants_words(server, client):
+    case = PROMPTS["partial_answer"]
+    assert case["continue_final_message"] and case["text"].endswith("The colour is ")
+    r = client.chat.completions.create(model="stories260K", messages=case["messages"], max_tokens=12,
+                                       temperature=0,
+                                       extra_body={"continue_final_message": True, "add_generation_prompt": False})
+    expected, _ = native_greedy(server, case["ids"], 12)
+    assert r.choices[0].message.content == expected
+    assert r.usage.prompt_tokens == len(case["ids"])
+
+
+def test_stream_opens_with_the_role_and_adds_up_to_the_answer(server, client):
+    case = PROMPTS["no_system"]
+    whole = client.chat.completions.create(model="stories260K", messages=case["messages"], max_tokens=20,
+                                           temperature=0)
+    chunks = list(client.chat.completions.create(model="stories260K", messages=case["messages"], max_tokens=20,
+                                                 temperature=0, stream=True,
+                                                 stream_options={"include_usage": True}))
+    assert all(c.object == "chat.completion.chunk" for c in chunks)
+    assert chunks[0].choices[0].delta.role == "assistant"
+    assert chunks[0].choices[0].delta.content == ""
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == whole.choices[0].message.content
+    finishes = [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason]
+    assert finishes == [whole.choices[0].finish_reason]
+    assert chunks[-1].choices == [] and chunks[-1].usage.completion_tokens == whole.usage.completion_tokens
+    assert chunks[-1].usage.prompt_tokens == len(case["ids"])
+
+
+def test_logprobs_are_the_native_apis(server, client):
+    case = PROMPTS["system_and_user"]
+    r = client.chat.completions.create(model="stories260K", messages=case["messages"], max_tokens=6,
+                                       temperature=0, logprobs=True, top_logprobs=3)
+    _, native = native_greedy(server, case["ids"], 6, logprobs=3)
+    positions = native["logprobs"]
+    content = r.choices[0].logprobs.content
+    assert len(content) == len(positions) == r.usage.completion_tokens
+    for got, want in zip(content, positions):
+        assert got.logprob == pytest.approx(want["logprob"], abs=1e-6)
+        assert [t.logprob for t in got.top_logprobs] == pytest.approx([t["logprob"] for t in want["top"]], abs=1e-6)
+        assert got.top_logprobs[0].token == got.token  # greedy: the chosen token is the most likely
+        assert bytes(got.bytes) == got.token.encode()
+
+
+def test_n_choices_each_answer(server, client):
+    case = PROMPTS["system_and_user"]
+    r = client.chat.completions.create(model="stories260K", messages=case["messages"], max_tokens=8, n=2,
+                                       temperature=0)
+    expected, _ = native_greedy(server, case["ids"], 8)
+    assert [c.index for c in r.choices] == [0, 1]
+    assert [c.message.content for c in r.choices] == [expected, expected]
+    assert r.usage.prompt_tokens == 2 * len(case["ids"])
+
+
+def test_what_the_template_or_the_server_refuses_is_a_400_naming_it(client):
+    openai = pytest.importorskip("openai")
+    cases = [
+        ([{"role": "user", "content": "a"}, {"role": "user", "content": "b"}], {},
+         "chat.messages[1]: Conversation roles must alternate user/assistant/user/assistant/... "
+         "(the llama2 chat template)"),
+        ([{"role": "tool", "content": "42", "tool_call_id": "x"}], {}, "messages[0].role: not supported"),
+        ([{"role": "user", "content": "a"}], {"tools": [{"type": "function", "function": {"name": "f"}}]},
+         "tools: not supported"),
+        ([{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:,"}}]}], {},
+         "messages[0].content[0].type: not supported"),
+    ]
+    for messages, extra, message in cases:
+        with pytest.raises(openai.BadRequestError) as e:
+            client.chat.completions.create(model="stories260K", messages=messages, max_tokens=4, **extra)
+        assert message in str(e.value), str(e.value)
+
+
+def test_grpc_generate_takes_a_chat_prompt(server, proto_modules):
+    pb, pb_grpc = proto_modules
+    case = PROMPTS["system_and_user"]
+    with grpc.insecure_channel(server.grpc_target) as channel:
+        stub = pb_grpc.InferenceStub(channel)
+        request = pb.GenerateRequest(
+            chat=pb.ChatPrompt(messages=[pb.ChatMessage(role=m["role"], content=m["content"])
+                                         for m in case["messages"]]),
+            sampling=pb.SamplingParams(max_new_tokens=10, temperature=0))
+        messages = list(stub.Generate(request, timeout=60))
+        expected, _ = native_greedy(server, case["ids"], 10)
+        assert "".join(m.text for m in messages) == expected
+        assert messages[-1].usage.prompt_tokens == len(case["ids"])
+        # Without a token limit a chat may run to the end of the context.
+        unlimited = list(stub.Generate(pb.GenerateRequest(chat=request.chat, sampling=pb.SamplingParams(
+            temperature=0, ignore_eos=True)), timeout=120))
+        assert sum(len(m.token_ids) for m in unlimited) == 512 - len(case["ids"])
+
+
+@pytest.fixture(scope="module")
+def plain_server():
+    s = ServerProcess(f"--decoder-model={DECODER}", "--threads=1", "--decoder-context-length=512")
+    yield s
+    s.close()
+
+
+def test_without_a_template_chat_is_refused_naming_the_flag(plain_server):
+    openai = pytest.importorskip("openai")
+    client = openai.OpenAI(base_url=plain_server.url("/v1"), api_key="unused", max_retries=0)
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(model="stories260K", messages=[{"role": "user", "content": "Hi"}])
+    assert "the model has no chat template; start the server with --chat-template=" in str(e.value)
+    status, body = http_get(plain_server.url("/v1/model_info"))
+    assert json.loads(body)["models"][0].get("chat_template", "") == ""
+    # The completions door is unaffected.
+    r = client.completions.create(model="stories260K", prompt="Once upon a time", max_tokens=4, temperature=0)
+    assert r.choices[0].text
