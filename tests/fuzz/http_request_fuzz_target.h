@@ -7,8 +7,9 @@
 // checks both doors share (server/core/proto_convert.h) before anything is
 // queued: a crash or an uncaught exception here takes the whole server down
 // with every request in flight. The first input byte picks the endpoint
-// (selector % 6): /v1/encode, /v1/generate, /v1/tokenize, /v1/detokenize,
-// /v1/embeddings, /v1/completions; the rest is the body.
+// (selector % kHttpFuzzEndpoints): /v1/encode, /v1/generate, /v1/tokenize,
+// /v1/detokenize, /v1/embeddings, /v1/completions, /v1/chat/completions; the
+// rest is the body.
 //
 // Contracts (a violation aborts, which libFuzzer and the gtest report):
 // - no crash, no sanitizer report, no exception out of the parser;
@@ -21,7 +22,8 @@
 //   them: Encode requests through ToEncodeCall (MiniLM's 6 layers, 32
 //   inputs), Generate requests and every completion choice through
 //   ToGenerationParams (max_new_tokens limit 256) and ToPromptIds
-//   (stories260K's tokenizer from its GGUF, context 512). Refusals are
+//   (stories260K's tokenizer from its GGUF, context 512; chat prompts in the
+//   Llama-2 chat format, as --chat-template=llama2). Refusals are
 //   INVALID_ARGUMENT as above; what passes is inside the documented ranges
 //   (max_new_tokens in [1, 256], temperature finite in [0, 100], top_p in
 //   (0, 1], min_p in [0, 1], min_tokens in [0, max_new_tokens], repetition_penalty in (0, 10], frequency and presence
@@ -57,7 +59,9 @@
 #include "server/core/proto_convert.h"
 #include "server/http/json_body.h"
 #include "server/http/native_api.h"
+#include "server/core/chat_prompt.h"
 #include "server/http/openai_api.h"
+#include "server/http/openai_chat.h"
 
 namespace attnserve::fuzz {
 
@@ -67,7 +71,10 @@ struct HttpFuzzContext {
   std::unique_ptr<Tokenizer> tokenizer;  // stories260K's
   ModelDescription encoder;
   ModelDescription decoder;
+  ChatSetup chat;  // the Llama-2 format over the tokenizer
 };
+
+inline constexpr int kHttpFuzzEndpoints = 7;
 
 inline constexpr int kHttpFuzzMaxNewTokens = 256;  // below the context, so this limit is the one that binds
 inline constexpr int kHttpFuzzContext = 512;
@@ -81,6 +88,7 @@ inline absl::StatusOr<HttpFuzzContext> LoadHttpFuzzContext(const std::string& sh
   absl::StatusOr<std::unique_ptr<Tokenizer>> t = TokenizerFromGguf(**gguf);
   if (!t.ok()) return t.status();
   ctx.tokenizer = std::move(*t);
+  ctx.chat = ResolveChatSetup("llama2", "", *ctx.tokenizer);
   ctx.encoder.architecture = "bert";
   ctx.encoder.num_layers = 6;  // all-MiniLM-L6-v2
   ctx.decoder.architecture = "llama";
@@ -182,7 +190,7 @@ inline bool CheckGenerate(const HttpFuzzContext& ctx, const char* endpoint, cons
   }
   if (p->top_logprobs < 0 || p->top_logprobs > 20) Fail(endpoint, "top_logprobs out of range", std::to_string(p->top_logprobs), body);
   if (p->top_k < 0) Fail(endpoint, "negative top_k accepted", std::to_string(p->top_k), body);
-  absl::StatusOr<std::vector<int32_t>> ids = ToPromptIds(r, *ctx.tokenizer, kHttpFuzzContext);
+  absl::StatusOr<std::vector<int32_t>> ids = ToPromptIds(r, *ctx.tokenizer, kHttpFuzzContext, &ctx.chat);
   if (!ids.ok()) {
     CheckRefusal(endpoint, ids.status(), body);
     return false;
@@ -203,7 +211,7 @@ inline bool HttpRequestFuzzOne(const HttpFuzzContext& ctx, const uint8_t* data, 
   using namespace http_fuzz_internal;  // NOLINT: the checks above, local to this header
   if (size == 0) return false;
   const absl::string_view body(reinterpret_cast<const char*>(data) + 1, size - 1);
-  switch (data[0] % 6) {
+  switch (data[0] % kHttpFuzzEndpoints) {
     case 0: {
       std::optional<v1::EncodeRequest> r = ParseNative<v1::EncodeRequest>("encode", ParseEncodeRequest, body);
       return r.has_value() && CheckEncode(ctx, "encode", *r, body);
@@ -225,18 +233,20 @@ inline bool HttpRequestFuzzOne(const HttpFuzzContext& ctx, const uint8_t* data, 
       return CheckEncode(ctx, "embeddings", call->request, body);
     }
     default: {
-      absl::StatusOr<CompletionCall> call = ParseCompletionRequest(body);
+      const bool chat = data[0] % kHttpFuzzEndpoints == 6;
+      const char* endpoint = chat ? "chat completions" : "completions";
+      absl::StatusOr<CompletionCall> call = chat ? ParseChatCompletionRequest(body) : ParseCompletionRequest(body);
       if (!call.ok()) {
-        CheckRefusal("completions", call.status(), body);
+        CheckRefusal(endpoint, call.status(), body);
         return false;
       }
       if (call->n < 1 || call->requests.empty() || call->requests.size() > kMaxCompletionChoices ||
-          call->requests.size() % static_cast<size_t>(call->n) != 0) {
-        Fail("completions", "choices out of shape",
+          call->requests.size() % static_cast<size_t>(call->n) != 0 || call->format.chat != chat) {
+        Fail(endpoint, "choices out of shape",
              std::to_string(call->requests.size()) + " requests, n = " + std::to_string(call->n), body);
       }
       bool all = true;
-      for (const v1::GenerateRequest& r : call->requests) all = CheckGenerate(ctx, "completions", r, body) && all;
+      for (const v1::GenerateRequest& r : call->requests) all = CheckGenerate(ctx, endpoint, r, body) && all;
       return all;
     }
   }

@@ -264,8 +264,10 @@ def test_generate_names_the_stop_string_or_token_that_ended_it(stub, pb):
     assert ids == gen[:k + 1]
     assert last.finish_reason == pb.FINISH_REASON_STOP_TOKEN
     assert last.WhichOneof("stop_reason") == "stop_token_id" and last.stop_token_id == gen[k]
-    # The last token comes with the ending, so a reader knows it is the last.
-    assert list(last.token_ids) == [gen[k]] and last.HasField("usage")
+    # The last token comes with the ending, so a reader knows it is the last
+    # (with earlier ones too when the stream fell behind and messages were
+    # merged, as on a loaded machine).
+    assert list(last.token_ids)[-1:] == [gen[k]] and last.HasField("usage")
 
     word = next(w for w in text.split()[3:] if text.find(w) > 10)
     at = text.find(word)

@@ -58,6 +58,13 @@ std::vector<std::string> SeedCorpus() {
       {5, R"({"prompt":[[1,403],[1,407,500]],"max_tokens":0,"echo":true,"logprobs":0})"},
       {5, R"({"prompt":["one","two"],"n":1,"stream":false,"suffix":"","presence_penalty":0})"},
       {5, R"({"prompt":"The cat","min_p":0.1,"min_tokens":3,"frequency_penalty":-2,"presence_penalty":2,"logit_bias":{"13":100,"0":-1.5}})"},
+      {1, R"({"chat":{"messages":[{"role":"user","content":"Hi"}],"addGenerationPrompt":true},"sampling":{"max_new_tokens":4}})"},
+      {6, R"({"model":"stories260K","messages":[{"role":"system","content":"Be kind."},{"role":"user","content":"Hi"},)"
+          R"({"role":"assistant","content":"Hello"},{"role":"user","content":[{"type":"text","text":"A story"}]}],)"
+          R"("max_completion_tokens":8,"temperature":0.5,"logprobs":true,"top_logprobs":2,"n":2,"seed":1,)"
+          R"("stream":true,"stream_options":{"include_usage":true},"stop":["\n"]})"},
+      {6, R"({"messages":[{"role":"developer","content":"x"},{"role":"user","content":"y"},)"
+          R"({"role":"assistant","content":"The"}],"continue_final_message":true,"max_tokens":4,"tools":[]})"},
   };
   std::vector<std::string> corpus;
   for (const auto& [selector, body] : bodies) corpus.push_back(std::string(1, selector) + body);
@@ -72,7 +79,9 @@ std::string Mutate(const std::string& in, const std::vector<std::string>& corpus
       "\"sampling\":{", "\"max_new_tokens\":", "\"temperature\":", "\"top_p\":", "\"top_k\":", "\"stop\":[",
       "\"n\":", "\"prompt\":", "\"input\":", "\"logprobs\":", "\"inputs\":[{", "\"attention_layers\":[",
       "\"token_ids\":", "\"seed\":", "\"max_tokens\":", "\"best_of\":", "\"unknown_field\":", "1000000",
-      "\"frequency_penalty\":", "\"presence_penalty\":", "\"logit_bias\":{", "\"-1\":", "\"512\":"};
+      "\"frequency_penalty\":", "\"presence_penalty\":", "\"logit_bias\":{", "\"-1\":", "\"512\":",
+      "\"messages\":[{", "\"role\":", "\"content\":", "\"user\"", "\"assistant\"", "\"system\"",
+      "\"continue_final_message\":", "\"add_generation_prompt\":", "\"chat\":{"};
   // Numbers at and past every limit the checks enforce, written as JSON
   // allows (and as it does not).
   static const char* kNumbers[] = {"-1", "0", "-0", "0.0", "1", "2", "20", "21", "100", "100.5", "10.01",
@@ -81,7 +90,7 @@ std::string Mutate(const std::string& in, const std::vector<std::string>& corpus
                                    "18446744073709551615", "18446744073709551616", "1e309", "-1e309",
                                    "1e-50", "3.4e38", "3.5e38", "\"NaN\"", "\"Infinity\"", "\"-Infinity\"",
                                    "\"7\"", "\"-7\"", "1.0", "1e2", "0x10", "01", "+1", ".5", "1."};
-  static const SelectorEditOptions kEdits{kFragments, sizeof(kFragments) / sizeof(kFragments[0]), /*selectors=*/6,
+  static const SelectorEditOptions kEdits{kFragments, sizeof(kFragments) / sizeof(kFragments[0]), /*selectors=*/kHttpFuzzEndpoints,
                                           /*truncate_one_in=*/4};
   std::string s = in;
   const int steps = 1 + static_cast<int>(rng() % 4);
@@ -117,17 +126,17 @@ TEST(HttpRequestFuzzTest, FixedSeedMutationLoop) {
   std::vector<std::string> corpus = SeedCorpus();
   // Each endpoint in turn gets a mutant of one of its own bodies, so the
   // endpoints that accept more mutants do not crowd out the others.
-  std::vector<std::vector<std::string>> by_endpoint(6);
-  for (const std::string& seed : corpus) by_endpoint[seed[0] % 6].push_back(seed);
+  std::vector<std::vector<std::string>> by_endpoint(kHttpFuzzEndpoints);
+  for (const std::string& seed : corpus) by_endpoint[seed[0] % kHttpFuzzEndpoints].push_back(seed);
   std::mt19937_64 rng(20261204);
-  int accepted[6] = {}, refused[6] = {};
+  int accepted[kHttpFuzzEndpoints] = {}, refused[kHttpFuzzEndpoints] = {};
   constexpr int kIterations = 200000;
   for (int i = 0; i < kIterations; ++i) {
-    const std::vector<std::string>& own = by_endpoint[i % 6];
+    const std::vector<std::string>& own = by_endpoint[i % kHttpFuzzEndpoints];
     const std::string input = Mutate(own[rng() % own.size()], corpus, rng);
     const bool ok = HttpRequestFuzzOne(ctx, reinterpret_cast<const uint8_t*>(input.data()), input.size());
     if (input.empty()) continue;
-    const int endpoint = static_cast<unsigned char>(input[0]) % 6;
+    const int endpoint = static_cast<unsigned char>(input[0]) % kHttpFuzzEndpoints;
     (ok ? accepted : refused)[endpoint] += 1;
     // Accepted mutants join the corpus, so later mutations start from
     // bodies already past the parser.
@@ -137,7 +146,7 @@ TEST(HttpRequestFuzzTest, FixedSeedMutationLoop) {
     }
   }
   // Every endpoint must be reached on both sides, or the loop proves little.
-  for (int e = 0; e < 6; ++e) {
+  for (int e = 0; e < kHttpFuzzEndpoints; ++e) {
     std::printf("endpoint %d: %d accepted, %d refused\n", e, accepted[e], refused[e]);
     EXPECT_GT(accepted[e], 100) << "endpoint " << e;
     EXPECT_GT(refused[e], 100) << "endpoint " << e;
