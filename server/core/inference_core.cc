@@ -357,6 +357,12 @@ absl::StatusOr<v1::TokenizeResponse> InferenceCore::Tokenize(const v1::TokenizeR
   const bool use_encoder =
       request.model() == v1::MODEL_KIND_ENCODER || (request.model() == v1::MODEL_KIND_UNSPECIFIED && !has_decoder());
   v1::TokenizeResponse response;
+  if (request.has_chat() && !request.text().empty()) {
+    return absl::InvalidArgumentError("chat: give either text or chat, not both");
+  }
+  if (request.has_chat() && (use_encoder || !has_decoder())) {
+    return absl::InvalidArgumentError("chat: only the decoder tokenizes a conversation");
+  }
   if (use_encoder) {
     if (!has_encoder()) return absl::FailedPreconditionError("model: no encoder model is loaded");
     absl::StatusOr<std::vector<int32_t>> ids = models_->encoder->Tokenize(request.text(), request.add_special_tokens());
@@ -372,8 +378,12 @@ absl::StatusOr<v1::TokenizeResponse> InferenceCore::Tokenize(const v1::TokenizeR
     options.add_bos = false;
     options.add_eos = false;
   }
-  absl::StatusOr<std::vector<int32_t>> ids = tokenizer.Encode(request.text(), options);
-  if (!ids.ok()) return absl::InvalidArgumentError(absl::StrCat("text: ", ids.status().message()));
+  absl::StatusOr<std::vector<int32_t>> ids =
+      request.has_chat() ? ChatPromptIds(request.chat(), models_->chat, tokenizer) : tokenizer.Encode(request.text(), options);
+  if (!ids.ok()) {
+    if (request.has_chat()) return ids.status();  // names chat.* already
+    return absl::InvalidArgumentError(absl::StrCat("text: ", ids.status().message()));
+  }
   response.mutable_token_ids()->Assign(ids->begin(), ids->end());
   for (int32_t id : *ids) response.add_tokens(ReplaceInvalidUtf8(tokenizer.IdToPiece(id)));
   return response;

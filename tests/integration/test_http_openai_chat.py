@@ -193,3 +193,23 @@ def test_without_a_template_chat_is_refused_naming_the_flag(plain_server):
     # The completions door is unaffected.
     r = client.completions.create(model="stories260K", prompt="Once upon a time", max_tokens=4, temperature=0)
     assert r.choices[0].text
+
+
+def test_tokenize_counts_a_chats_prompt_tokens(server):
+    import http.client
+    case = PROMPTS["llama_cpp"]
+
+    def tokenize(body):
+        conn = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=30)
+        conn.request("POST", "/v1/tokenize", body=json.dumps(body), headers={"Content-Type": "application/json"})
+        r = conn.getresponse()
+        return r.status, json.loads(r.read())
+
+    status, body = tokenize({"model": "MODEL_KIND_DECODER", "chat": {"messages": case["messages"]}})
+    assert status == 200, body
+    assert body["token_ids"] == case["ids"]
+    status, body = tokenize({"chat": {"messages": case["messages"]}, "text": "also"})
+    assert status == 400 and "chat: give either text or chat" in body["error"]["message"]
+    status, body = tokenize({"chat": {"messages": [{"role": "user", "content": "a"},
+                                                   {"role": "user", "content": "b"}]}})
+    assert status == 400 and "chat.messages[1]" in body["error"]["message"]
