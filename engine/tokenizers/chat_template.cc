@@ -45,9 +45,9 @@ constexpr std::array<FormatEntry, 6> kFormats = {{
     // google/gemma-7b-it
     {ChatFormat::kGemma, "gemma",
      R"({{ bos_token }}{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{% if (message['role'] == 'assistant') %}{% set role = 'model' %}{% else %}{% set role = message['role'] %}{% endif %}{{ '<start_of_turn>' + role + '\n' + message['content'] | trim + '<end_of_turn>\n' }}{% endfor %}{% if add_generation_prompt %}{{'<start_of_turn>model\n'}}{% endif %})"},
-    // microsoft/Phi-3-mini-4k-instruct
+    // microsoft/Phi-3-mini-4k-instruct (revision 3a81184)
     {ChatFormat::kPhi3, "phi3",
-     R"({% for message in messages %}{% if message['role'] == 'system' %}{{'<|system|>\n' + message['content'] + '<|end|>\n'}}{% elif message['role'] == 'user' %}{{'<|user|>\n' + message['content'] + '<|end|>\n'}}{% elif message['role'] == 'assistant' %}{{'<|assistant|>\n' + message['content'] + '<|end|>\n'}}{% endif %}{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>\n' }}{% else %}{{ eos_token }}{% endif %})"},
+     R"({{ bos_token }}{% for message in messages %}{{'<|' + message['role'] + '|>' + '\n' + message['content'] + '<|end|>\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>\n' }}{% else %}{{ eos_token }}{% endif %})"},
 }};
 
 // What Python's str.strip() (and so Jinja's trim) removes: Unicode
@@ -151,11 +151,8 @@ absl::StatusOr<std::string> Render(ChatFormat format, absl::Span<const ChatMessa
       return out;
     }
     case ChatFormat::kPhi3:
-      for (const ChatMessage& msg : m) {
-        if (msg.role == "user" || msg.role == "system" || msg.role == "assistant") {
-          absl::StrAppend(&out, "<|", msg.role, "|>\n", msg.content, "<|end|>\n");
-        }
-      }
+      out += o.bos_token;
+      for (const ChatMessage& msg : m) absl::StrAppend(&out, "<|", msg.role, "|>\n", msg.content, "<|end|>\n");
       out += gen ? "<|assistant|>\n" : o.eos_token;
       return out;
   }

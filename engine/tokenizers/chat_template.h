@@ -35,7 +35,7 @@ enum class ChatFormat {
   kLlama3,  // <|start_header_id|>role<|end_header_id|>\n\n...<|eot_id|> (Llama-3-Instruct)
   kZephyr,  // <|user|>\n...</s>\n (zephyr-7b-beta, TinyLlama-1.1B-Chat)
   kGemma,   // <start_of_turn>user\n...<end_of_turn>\n (gemma-it, gemma-2-it)
-  kPhi3,    // <|user|>\n...<|end|>\n (Phi-3-mini-instruct)
+  kPhi3,    // <s><|user|>\n...<|end|>\n (Phi-3-mini-4k-instruct)
 };
 
 // "chatml", "llama2", "llama3", "zephyr", "gemma", "phi3".
