@@ -25,7 +25,7 @@ struct FormatEntry {
 // Each from the model named beside it; tools/golden/chat_templates.py holds
 // the same texts and renders them with transformers, and the C++ test checks
 // that KnownChatTemplate recognises each golden file's template.
-constexpr std::array<FormatEntry, 6> kFormats = {{
+constexpr std::array<FormatEntry, 8> kFormats = {{
     // teknium/OpenHermes-2.5-Mistral-7B
     {ChatFormat::kChatMl, "chatml",
      R"({% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %})"},
@@ -48,6 +48,12 @@ constexpr std::array<FormatEntry, 6> kFormats = {{
     // microsoft/Phi-3-mini-4k-instruct (revision 3a81184)
     {ChatFormat::kPhi3, "phi3",
      R"({{ bos_token }}{% for message in messages %}{{'<|' + message['role'] + '|>' + '\n' + message['content'] + '<|end|>\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>\n' }}{% else %}{{ eos_token }}{% endif %})"},
+    // mistralai/Mixtral-8x7B-Instruct-v0.1 (revision 1e637f2; Mistral-7B-Instruct-v0.2 carries the same)
+    {ChatFormat::kMistral, "mistral",
+     R"({{ bos_token }}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + ' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ message['content'] + eos_token}}{% else %}{{ raise_exception('Only user and assistant roles are supported!') }}{% endif %}{% endfor %})"},
+    // Qwen/Qwen2-72B-Instruct (revision 1af63c6): ChatML with a default system message
+    {ChatFormat::kQwen2, "qwen2",
+     R"({% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\nYou are a helpful assistant<|im_end|>\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %})"},
 }};
 
 // What Python's str.strip() (and so Jinja's trim) removes: Unicode
@@ -150,6 +156,24 @@ absl::StatusOr<std::string> Render(ChatFormat format, absl::Span<const ChatMessa
       if (gen) out += "<start_of_turn>model\n";
       return out;
     }
+    case ChatFormat::kMistral:
+      out += o.bos_token;
+      for (size_t i = 0; i < m.size(); ++i) {
+        if ((m[i].role == "user") != (i % 2 == 0)) return Refusal(i, kAlternate, format);
+        if (m[i].role == "user") {
+          absl::StrAppend(&out, "[INST] ", m[i].content, " [/INST]");
+        } else if (m[i].role == "assistant") {
+          absl::StrAppend(&out, m[i].content, o.eos_token);
+        } else {
+          return Refusal(i, "Only user and assistant roles are supported!", format);
+        }
+      }
+      return out;  // no generation prompt: [/INST] is it
+    case ChatFormat::kQwen2:
+      if (m[0].role != "system") out += "<|im_start|>system\nYou are a helpful assistant<|im_end|>\n";
+      for (const ChatMessage& msg : m) absl::StrAppend(&out, "<|im_start|>", msg.role, "\n", msg.content, "<|im_end|>\n");
+      if (gen) out += "<|im_start|>assistant\n";
+      return out;
     case ChatFormat::kPhi3:
       out += o.bos_token;
       for (const ChatMessage& msg : m) absl::StrAppend(&out, "<|", msg.role, "|>\n", msg.content, "<|end|>\n");

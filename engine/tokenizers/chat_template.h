@@ -36,9 +36,11 @@ enum class ChatFormat {
   kZephyr,  // <|user|>\n...</s>\n (zephyr-7b-beta, TinyLlama-1.1B-Chat)
   kGemma,   // <start_of_turn>user\n...<end_of_turn>\n (gemma-it, gemma-2-it)
   kPhi3,    // <s><|user|>\n...<|end|>\n (Phi-3-mini-4k-instruct)
+  kMistral,  // <s>[INST] user [/INST]answer</s> (Mistral-7B-Instruct-v0.2, Mixtral-8x7B-Instruct)
+  kQwen2,    // ChatML with a default system message (Qwen2-Instruct)
 };
 
-// "chatml", "llama2", "llama3", "zephyr", "gemma", "phi3".
+// "chatml", "llama2", "llama3", "zephyr", "gemma", "phi3", "mistral", "qwen2".
 absl::string_view ChatFormatName(ChatFormat format);
 // The format of that name; INVALID_ARGUMENT listing the names otherwise.
 absl::StatusOr<ChatFormat> ChatFormatFromName(absl::string_view name);

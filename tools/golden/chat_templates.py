@@ -83,6 +83,16 @@ TEMPLATES = {
         "bos": "<s>", "eos": "<|endoftext|>",
         "jinja": "{{ bos_token }}{% for message in messages %}{{'<|' + message['role'] + '|>' + '\\n' + message['content'] + '<|end|>\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>\\n' }}{% else %}{{ eos_token }}{% endif %}",
     },
+    "mistral": {
+        "model": "mistralai/Mixtral-8x7B-Instruct-v0.1 (revision 1e637f2)",
+        "bos": "<s>", "eos": "</s>",
+        "jinja": "{{ bos_token }}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + ' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ message['content'] + eos_token}}{% else %}{{ raise_exception('Only user and assistant roles are supported!') }}{% endif %}{% endfor %}",
+    },
+    "qwen2": {
+        "model": "Qwen/Qwen2-72B-Instruct (revision 1af63c6)",
+        "bos": "", "eos": "<|im_end|>",
+        "jinja": "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\\nYou are a helpful assistant<|im_end|>\\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}",
+    },
 }
 
 SYSTEM = {"role": "system", "content": "You are a helpful assistant"}
@@ -105,6 +115,9 @@ CONVERSATIONS = {
     "two_users": [{"role": "user", "content": "Hello"}, {"role": "user", "content": "Are you there?"}],
     "system_late": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"},
                     {"role": "system", "content": "Be brief."}, {"role": "user", "content": "Why?"}],
+    # A system message at an odd place: Mistral's template passes the turn
+    # check there and refuses the role.
+    "system_second": [{"role": "user", "content": "Hi"}, {"role": "system", "content": "Be brief."}],
     "assistant_first": [{"role": "assistant", "content": "How can I help?"}, {"role": "user", "content": "Hi"}],
     # The prefix of an answer, for continue_final_message (its trailing
     # space is what a stripping template removes).

@@ -25,7 +25,7 @@ json Golden() {
 
 TEST(ChatTemplateTest, RecognisesEachPublishedTemplateAndNothingElse) {
   const json doc = Golden();
-  ASSERT_EQ(doc["templates"].size(), 6u);
+  ASSERT_EQ(doc["templates"].size(), 8u);
   for (const auto& [name, t] : doc["templates"].items()) {
     const std::string jinja = t["jinja"].get<std::string>();
     std::optional<ChatFormat> format = KnownChatTemplate(jinja);
@@ -43,8 +43,9 @@ TEST(ChatTemplateTest, RecognisesEachPublishedTemplateAndNothingElse) {
 
 TEST(ChatTemplateTest, RendersAsTransformersDoes) {
   const json doc = Golden();
-  ASSERT_GE(doc["cases"].size(), 192u);
-  int rendered = 0, refused = 0;
+  ASSERT_GE(doc["cases"].size(), 288u);
+  int rendered = 0, refused = 0, want_refused = 0;
+  for (const json& c : doc["cases"]) want_refused += c.contains("error") ? 1 : 0;
   for (const json& c : doc["cases"]) {
     const std::string name = c["format"].get<std::string>();
     absl::StatusOr<ChatFormat> format = ChatFormatFromName(name);
@@ -72,8 +73,9 @@ TEST(ChatTemplateTest, RendersAsTransformersDoes) {
     EXPECT_EQ(*text, c["text"].get<std::string>()) << where;
     ++rendered;
   }
-  EXPECT_EQ(rendered, 120);
-  EXPECT_EQ(refused, 72);
+  EXPECT_EQ(refused, want_refused);
+  EXPECT_EQ(rendered + refused, static_cast<int>(doc["cases"].size()));
+  EXPECT_GT(rendered, 150);  // most cases render: the comparison is not vacuous
 }
 
 // The whole chat prompt path on a real model: stories260K's GGUF tokenizer
@@ -123,15 +125,15 @@ TEST(ChatTemplateTest, RefusalsNameTheMessageAndTheTemplate) {
 }
 
 TEST(ChatTemplateTest, NamesRoundTrip) {
-  for (const char* name : {"chatml", "llama2", "llama3", "zephyr", "gemma", "phi3"}) {
+  for (const char* name : {"chatml", "llama2", "llama3", "zephyr", "gemma", "phi3", "mistral", "qwen2"}) {
     absl::StatusOr<ChatFormat> f = ChatFormatFromName(name);
     ASSERT_TRUE(f.ok()) << name;
     EXPECT_EQ(ChatFormatName(*f), name);
   }
-  absl::StatusOr<ChatFormat> bad = ChatFormatFromName("mistral");
+  absl::StatusOr<ChatFormat> bad = ChatFormatFromName("vicuna");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(),
-            "chat template 'mistral' is not one of: chatml, llama2, llama3, zephyr, gemma, phi3");
+            "chat template 'vicuna' is not one of: chatml, llama2, llama3, zephyr, gemma, phi3, mistral, qwen2");
 }
 
 }  // namespace
