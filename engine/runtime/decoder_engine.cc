@@ -154,7 +154,11 @@ absl::StatusOr<SeqId> DecoderEngine::AddSequence(std::vector<int32_t> prompt,
   s->id = id;
   s->sampling = SamplingParamsOf(params);
   if (params.min_tokens > 0) {
-    if (!params.ignore_eos) s->sampling.min_tokens_suppressed = eos_ids_;
+    if (!params.ignore_eos) {
+      s->sampling.min_tokens_suppressed = eos_ids_;
+      s->sampling.min_tokens_suppressed.insert(s->sampling.min_tokens_suppressed.end(),
+                                               params.end_of_turn_ids.begin(), params.end_of_turn_ids.end());
+    }
     s->sampling.min_tokens_suppressed.insert(s->sampling.min_tokens_suppressed.end(), params.stop_token_ids.begin(),
                                              params.stop_token_ids.end());
   }
@@ -220,7 +224,9 @@ void DecoderEngine::AppendToken(Sequence& s, const SampledToken& tok, StepEvent&
   ++s.generated;
   ev.token_ids.push_back(tok.id);
   const GenerationParams& p = s.params;
-  const bool is_eos = !p.ignore_eos && std::binary_search(eos_ids_.begin(), eos_ids_.end(), tok.id);
+  const bool is_eos = !p.ignore_eos && (std::binary_search(eos_ids_.begin(), eos_ids_.end(), tok.id) ||
+                                        std::find(p.end_of_turn_ids.begin(), p.end_of_turn_ids.end(), tok.id) !=
+                                            p.end_of_turn_ids.end());
   const bool is_stop_id =
       std::find(p.stop_token_ids.begin(), p.stop_token_ids.end(), tok.id) != p.stop_token_ids.end();
   if (is_eos || is_stop_id) {

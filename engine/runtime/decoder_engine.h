@@ -54,6 +54,10 @@ struct GenerationParams {
   bool include_stop_string = false;     // vLLM's include_stop_str_in_output
   std::vector<int32_t> stop_token_ids;  // extra ids that end generation
   bool ignore_eos = false;              // keep going past the model's EOS ids
+  // More ids that end generation as EOS does (and are ignored with it): a
+  // chat template's end-of-turn token ("<|im_end|>", "<|eot_id|>") where it
+  // is not the model's EOS.
+  std::vector<int32_t> end_of_turn_ids;
   // Make at least this many tokens (<= max_new_tokens) before stopping, as
   // vLLM's min_tokens: until then the EOS ids (unless ignore_eos) and
   // stop_token_ids cannot be sampled, and stop strings are looked for only

@@ -192,6 +192,17 @@ absl::string_view ChatFormatName(ChatFormat format) {
   return "unknown";
 }
 
+absl::string_view ChatEndOfTurn(ChatFormat format) {
+  switch (format) {
+    case ChatFormat::kChatMl:
+    case ChatFormat::kQwen2: return "<|im_end|>";
+    case ChatFormat::kLlama3: return "<|eot_id|>";
+    case ChatFormat::kGemma: return "<end_of_turn>";
+    case ChatFormat::kPhi3: return "<|end|>";
+    default: return "";
+  }
+}
+
 std::string ChatFormatNames() {
   std::vector<absl::string_view> names;
   for (const FormatEntry& e : kFormats) names.push_back(e.name);

@@ -47,6 +47,11 @@ absl::StatusOr<ChatFormat> ChatFormatFromName(absl::string_view name);
 // Every format's name, comma-separated (for messages and --help).
 std::string ChatFormatNames();
 
+// The text of the token that ends a turn in `format` ("<|im_end|>",
+// "<|eot_id|>", "<end_of_turn>", "<|end|>"); "" where a turn ends with EOS
+// (llama2, zephyr, mistral).
+absl::string_view ChatEndOfTurn(ChatFormat format);
+
 // The format whose published template `jinja` is (compared with surrounding
 // whitespace removed); nullopt when it is none of them.
 std::optional<ChatFormat> KnownChatTemplate(absl::string_view jinja);

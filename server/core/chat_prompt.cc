@@ -1,5 +1,8 @@
 #include "server/core/chat_prompt.h"
 
+#include <optional>
+#include <string_view>
+
 #include "absl/strings/str_cat.h"
 
 namespace attnserve {
@@ -12,14 +15,21 @@ ChatSetup ResolveChatSetup(const std::string& flag, const std::string& model_tem
   if (!flag.empty()) {
     if (absl::StatusOr<ChatFormat> f = ChatFormatFromName(flag); f.ok()) setup.format = *f;
     setup.origin = absl::StrCat("--chat-template=", flag);
-    return setup;
+  } else if (!model_template.empty()) {
+    setup.format = KnownChatTemplate(model_template);
   }
+  if (setup.format.has_value()) {
+    const absl::string_view end = ChatEndOfTurn(*setup.format);
+    std::optional<int32_t> id =
+        end.empty() ? std::nullopt : tokenizer.PieceToId(std::string_view(end.data(), end.size()));
+    if (id.has_value() && tokenizer.IsControl(*id) && *id != special.eos) setup.end_of_turn_ids.push_back(*id);
+  }
+  if (!flag.empty()) return setup;
   if (model_template.empty()) {
     setup.origin = absl::StrCat("the model has no chat template; start the server with --chat-template=<",
                                 ChatFormatNames(), "> to serve chat prompts");
     return setup;
   }
-  setup.format = KnownChatTemplate(model_template);
   setup.origin = setup.format.has_value()
                      ? "the model's own"
                      : absl::StrCat("the model's chat template is not one attnserve reproduces exactly (",

@@ -19,6 +19,11 @@ namespace attnserve {
 struct ChatSetup {
   std::optional<ChatFormat> format;  // nullopt: chat prompts are refused
   std::string bos_token, eos_token;  // the tokenizer's BOS / EOS text, for the template
+  // The format's end-of-turn token where the tokenizer has it as one special
+  // token and it is not EOS ("<|im_end|>" for ChatML on a model whose EOS is
+  // "<|endoftext|>"): a chat's answer ends there, as llama.cpp's
+  // end-of-generation tokens do.
+  std::vector<int32_t> end_of_turn_ids;
   // Where the format came from, or why there is none (logged at start, and
   // the refusal's message).
   std::string origin;

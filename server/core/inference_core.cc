@@ -149,7 +149,11 @@ absl::StatusOr<std::unique_ptr<InferenceCore>> InferenceCore::Create(const Serve
               << stats.bytes_capacity << " bytes (" << stats.bytes_per_token << " bytes per token)";
     m.chat = ResolveChatSetup(options.models.chat_template, m.decoder->chat_template(), m.decoder->tokenizer());
     if (m.chat.format.has_value()) {
-      LOG(INFO) << "chat template: " << ChatFormatName(*m.chat.format) << " (" << m.chat.origin << ")";
+      LOG(INFO) << "chat template: " << ChatFormatName(*m.chat.format) << " (" << m.chat.origin << ")"
+                << (m.chat.end_of_turn_ids.empty()
+                        ? std::string()
+                        : absl::StrCat("; a chat's answer also ends at token ", m.chat.end_of_turn_ids[0], " ",
+                                       ChatEndOfTurn(*m.chat.format)));
     } else {
       LOG(WARNING) << "chat prompts refused: " << m.chat.origin;
     }
@@ -290,6 +294,7 @@ void InferenceCore::Generate(const v1::GenerateRequest& request, std::shared_ptr
   }
   absl::StatusOr<GenerationParams> params =
       ToGenerationParams(*effective, model.description(), models_->max_new_tokens_limit, RandomSeed());
+  if (params.ok() && request.has_chat()) params->end_of_turn_ids = models_->chat.end_of_turn_ids;
   if (!params.ok() || !prompt.ok()) {
     metrics_->RecordRejection(RejectReason::kInvalidArgument);
     sink.on_done(params.ok() ? prompt.status() : params.status());

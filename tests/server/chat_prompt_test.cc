@@ -52,6 +52,22 @@ TEST_F(ChatPromptTest, TheFlagWinsThenTheModelsOwnKnownTemplateElseNone) {
   EXPECT_THAT(none.origin, HasSubstr("the model has no chat template; start the server with --chat-template="));
 }
 
+TEST_F(ChatPromptTest, TheEndOfTurnTokenEndsAChatWhereItIsNotEos) {
+  // qwen2_tiny's vocabulary has <|im_end|> (id 2) as a special token; its EOS
+  // is <|endoftext|>.
+  absl::StatusOr<LoadedDecoder> qwen =
+      LoadDecoder(std::string(ATTNSERVE_SOURCE_DIR) + "/tests/golden/decoder_models/qwen2_tiny", DType::kF32);
+  ASSERT_TRUE(qwen.ok()) << qwen.status();
+  const Tokenizer& t = *qwen->tokenizer;
+  ASSERT_EQ(t.PieceToId("<|im_end|>"), 2);
+  ASSERT_NE(t.special().eos, 2);
+  EXPECT_THAT(ResolveChatSetup("qwen2", "", t).end_of_turn_ids, ElementsAre(2));
+  EXPECT_THAT(ResolveChatSetup("chatml", "", t).end_of_turn_ids, ElementsAre(2));
+  EXPECT_TRUE(ResolveChatSetup("llama3", "", t).end_of_turn_ids.empty());  // no <|eot_id|> there
+  EXPECT_TRUE(ResolveChatSetup("chatml", "", tokenizer()).end_of_turn_ids.empty());  // stories260K has none
+  EXPECT_TRUE(ResolveChatSetup("llama2", "", tokenizer()).end_of_turn_ids.empty());  // a turn ends with EOS
+}
+
 v1::ChatPrompt Chat(const std::vector<std::pair<std::string, std::string>>& messages) {
   v1::ChatPrompt chat;
   for (const auto& [role, content] : messages) {

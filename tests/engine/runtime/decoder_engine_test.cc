@@ -403,6 +403,29 @@ TEST(DecoderEngineTest, MinTokensDefersStopStrings) {
   EXPECT_EQ(engine->kv_stats().num_sequences, 0);
 }
 
+// A chat template's end-of-turn ids end the answer as EOS does: finish
+// reason kStop, ignored with ignore_eos, held back by min_tokens.
+TEST(DecoderEngineTest, EndOfTurnIdsEndLikeEos) {
+  auto engine = MakeEngine(2048);
+  const std::vector<int32_t> prompt = {1, 403, 407, 261, 378};
+  const Result plain = RunAlone(*engine, prompt, Greedy(30));
+  ASSERT_EQ(plain.ids.size(), 30u);
+  GenerationParams p = Greedy(30);
+  p.ignore_eos = false;
+  p.end_of_turn_ids = {plain.ids[4]};
+  const Result ended = RunAlone(*engine, prompt, p);
+  EXPECT_EQ(ended.reason, FinishReason::kStop);
+  ASSERT_LE(ended.ids.size(), 5u);
+  EXPECT_EQ(ended.ids.back(), plain.ids[4]);
+  p.ignore_eos = true;
+  EXPECT_EQ(RunAlone(*engine, prompt, p).ids, plain.ids);
+  p.ignore_eos = false;
+  p.min_tokens = 12;
+  const Result held = RunAlone(*engine, prompt, p);
+  ASSERT_GE(held.ids.size(), 12u);
+  for (int i = 0; i < 12; ++i) EXPECT_NE(held.ids[i], plain.ids[4]) << "token " << i;
+}
+
 // min_tokens suppresses the stop token ids (and EOS) until the output has
 // that many tokens: the greedy choice moves to the next best token there.
 TEST(DecoderEngineTest, MinTokensSuppressesStopTokenIds) {
