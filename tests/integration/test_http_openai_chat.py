@@ -213,3 +213,19 @@ def test_tokenize_counts_a_chats_prompt_tokens(server):
     status, body = tokenize({"chat": {"messages": [{"role": "user", "content": "a"},
                                                    {"role": "user", "content": "b"}]}})
     assert status == 400 and "chat.messages[1]" in body["error"]["message"]
+
+
+def test_huggingface_hub_chat_completion(server):
+    """huggingface_hub's InferenceClient.chat_completion, as written for TGI's
+    OpenAI-compatible route, streaming and not."""
+    hub = pytest.importorskip("huggingface_hub")
+    client = hub.InferenceClient(base_url=server.url(""))
+    case = PROMPTS["no_system"]
+    expected, _ = native_greedy(server, case["ids"], 16)
+    out = client.chat_completion(messages=case["messages"], max_tokens=16, temperature=0)
+    assert out.choices[0].message.content == expected
+    assert out.usage.prompt_tokens == len(case["ids"])
+    streamed = "".join(c.choices[0].delta.content or "" for c in
+                       client.chat_completion(messages=case["messages"], max_tokens=16, temperature=0, stream=True)
+                       if c.choices)
+    assert streamed == expected
