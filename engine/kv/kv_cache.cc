@@ -59,7 +59,9 @@ KvCache::KvCache(const KvLayout& layout, int num_layers, int64_t num_blocks, boo
                        static_cast<int64_t>(DTypeSize(layout.dtype))),
       prefix_sharing_(prefix_sharing),
       ref_counts_(num_blocks, 0),
-      block_hash_(num_blocks, 0) {
+      block_hash_(num_blocks, 0),
+      cached_prev_(num_blocks, -1),
+      cached_next_(num_blocks, -1) {
   const size_t bytes = static_cast<size_t>(num_layers) * num_blocks * layout.BlockBytes();
   memory_ = static_cast<std::byte*>(::operator new(bytes, kAlign));
   free_blocks_.reserve(num_blocks);
@@ -104,6 +106,7 @@ absl::StatusOr<int> KvCache::AttachPrefix(SeqId seq, absl::Span<const int32_t> p
       break;
     }
     const int32_t b = p->second.block;
+    if (ref_counts_[b] == 0) UncacheBlock(b);  // a released prompt's block, taken back
     if (++ref_counts_[b] == 2) ++shared_blocks_;
     s.blocks.push_back(b);
     s.hashes.push_back(h);
@@ -138,17 +141,17 @@ absl::Status KvCache::Reserve(absl::Span<const SeqId> seqs, absl::Span<const int
     total += BlocksNeeded(seqs[i], num_tokens[i]);
   }
   // Duplicated ids would be counted twice; that only over-asks, never over-commits.
-  if (total > static_cast<int64_t>(free_blocks_.size())) {
+  const int64_t free = static_cast<int64_t>(free_blocks_.size()) + cached_blocks_;
+  if (total > free) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "kv cache: need ", total, " more blocks, ", free_blocks_.size(), " free of ", num_blocks_,
+        "kv cache: need ", total, " more blocks, ", free, " free of ", num_blocks_,
         " (", layout_.block_size, " tokens, ", layout_.block_size * bytes_per_token_,
         " bytes each)"));
   }
   for (size_t i = 0; i < seqs.size(); ++i) {
     Sequence& s = sequences_.find(seqs[i])->second;
     for (int n = BlocksNeeded(seqs[i], num_tokens[i]); n > 0; --n) {
-      const int32_t b = free_blocks_.back();
-      free_blocks_.pop_back();
+      const int32_t b = TakeFreeBlock();
       ref_counts_[b] = 1;
       s.blocks.push_back(b);
     }
@@ -190,10 +193,51 @@ void KvCache::Unref(int32_t block) {
   if (left == 1) --shared_blocks_;
   if (left > 0) return;
   if (block_hash_[block] != 0) {
-    published_.erase(block_hash_[block]);
-    block_hash_[block] = 0;
+    CacheBlock(block);  // stays published until an allocation needs it
+    return;
   }
   free_blocks_.push_back(block);
+}
+
+int32_t KvCache::TakeFreeBlock() {
+  if (!free_blocks_.empty()) {
+    const int32_t b = free_blocks_.back();
+    free_blocks_.pop_back();
+    return b;
+  }
+  const int32_t b = cached_head_;
+  UncacheBlock(b);
+  published_.erase(block_hash_[b]);
+  block_hash_[b] = 0;
+  return b;
+}
+
+void KvCache::CacheBlock(int32_t block) {
+  cached_prev_[block] = cached_tail_;
+  cached_next_[block] = -1;
+  if (cached_tail_ >= 0) {
+    cached_next_[cached_tail_] = block;
+  } else {
+    cached_head_ = block;
+  }
+  cached_tail_ = block;
+  ++cached_blocks_;
+}
+
+void KvCache::UncacheBlock(int32_t block) {
+  const int32_t prev = cached_prev_[block], next = cached_next_[block];
+  if (prev >= 0) {
+    cached_next_[prev] = next;
+  } else {
+    cached_head_ = next;
+  }
+  if (next >= 0) {
+    cached_prev_[next] = prev;
+  } else {
+    cached_tail_ = prev;
+  }
+  cached_prev_[block] = cached_next_[block] = -1;
+  --cached_blocks_;
 }
 
 void KvCache::Free(SeqId seq) {
@@ -238,7 +282,8 @@ KvSequenceStats KvCache::SequenceStats(SeqId seq) const {
 KvStats KvCache::Stats() const {
   KvStats st;
   st.blocks_total = num_blocks_;
-  st.blocks_used = num_blocks_ - static_cast<int64_t>(free_blocks_.size());
+  st.blocks_used = num_blocks_ - static_cast<int64_t>(free_blocks_.size()) - cached_blocks_;
+  st.blocks_cached = cached_blocks_;
   st.blocks_shared = shared_blocks_;
   st.bytes_per_token = bytes_per_token_;
   st.bytes_capacity = num_blocks_ * layout_.block_size * bytes_per_token_;

@@ -13,8 +13,15 @@
 // position 0 to the end of that block. A new sequence whose prompt starts with
 // the same full blocks (AttachPrefix) takes them by reference instead of
 // computing them again. Shared blocks are full and never written again, so
-// no copy-on-write is needed. A block returns to the pool when its last
-// reference goes (Free).
+// no copy-on-write is needed.
+//
+// When its last reference goes (Free), a published block stays published as
+// a cached block: free for any allocation, but until one takes it a later
+// prompt with the same prefix still attaches it (vLLM's automatic prefix
+// caching: a chat's next turn, a repeated system prompt, a preempted
+// sequence's prompt). Allocation takes never-published free blocks first,
+// then evicts cached ones least recently released first (a chain's last
+// block before its first). An unpublished block returns to the pool at once.
 //
 // Thread-compatible: one thread (the scheduler) owns a KvCache; the step's
 // compute may read/write block memory from OpenMP threads inside a call.
@@ -55,6 +62,7 @@ struct KvCacheShape {
 struct KvStats {
   int64_t blocks_total = 0;
   int64_t blocks_used = 0;       // blocks with at least one reference
+  int64_t blocks_cached = 0;     // unreferenced but still published: free, and reusable as a prefix
   int64_t blocks_shared = 0;     // blocks with more than one reference
   int64_t bytes_capacity = 0;    // blocks_total * block_size * bytes_per_token
   int64_t bytes_used = 0;        // blocks_used * block_size * bytes_per_token
@@ -103,8 +111,8 @@ class KvCache {
   absl::Status Commit(SeqId seq, absl::Span<const int32_t> tokens, bool publish);
 
   // Drops the sequence and its references; blocks whose count reaches zero go
-  // back to the pool. No-op for an unknown id (Free is called on every path:
-  // finish, cancel, error, preemption).
+  // back to the pool (published ones as cached blocks). No-op for an unknown
+  // id (Free is called on every path: finish, cancel, error, preemption).
   void Free(SeqId seq);
 
   bool HasSequence(SeqId seq) const;
@@ -141,6 +149,11 @@ class KvCache {
 
   KvCache(const KvLayout& layout, int num_layers, int64_t num_blocks, bool prefix_sharing);
   void Unref(int32_t block);
+  // A free block for a new reference: a never-published one, else the least
+  // recently cached one (unpublished). The caller has checked there is one.
+  int32_t TakeFreeBlock();
+  void CacheBlock(int32_t block);    // appends to the eviction order
+  void UncacheBlock(int32_t block);  // removes from it
   void UpdatePeak(Sequence& s) const;
 
   KvLayout layout_;
@@ -155,6 +168,11 @@ class KvCache {
   int64_t shared_blocks_ = 0;
   std::vector<uint64_t> block_hash_;      // hash a block is published under (0: none)
   std::vector<int32_t> free_blocks_;      // stack; LIFO reuse
+  // Cached blocks (ref count 0, still published) in eviction order: a
+  // doubly linked list over block ids, oldest at the head.
+  std::vector<int32_t> cached_prev_, cached_next_;
+  int32_t cached_head_ = -1, cached_tail_ = -1;
+  int64_t cached_blocks_ = 0;
   absl::flat_hash_map<SeqId, Sequence> sequences_;
   absl::flat_hash_map<uint64_t, PublishedBlock> published_;
 };

@@ -143,6 +143,8 @@ ServerMetrics::ServerMetrics(const BuildLabels& build)
                                   "Generate sequences holding KV blocks (prefilling or decoding).")),
       kv_blocks_used_(NewGauge(*registry_, "attnserve_kv_cache_blocks_used", "KV cache blocks in use.")),
       kv_blocks_total_(NewGauge(*registry_, "attnserve_kv_cache_capacity_blocks", "KV cache blocks in the pool.")),
+      kv_blocks_cached_(NewGauge(*registry_, "attnserve_kv_cache_cached_blocks",
+                                 "KV cache blocks no sequence holds that keep a prompt prefix for reuse (free).")),
       kv_used_bytes_(NewGauge(*registry_, "attnserve_kv_cache_used_bytes", "KV cache bytes in use (whole blocks).")),
       kv_capacity_bytes_(NewGauge(*registry_, "attnserve_kv_cache_capacity_bytes", "KV cache pool size, bytes.")),
       weights_encoder_(NewGauge(*registry_, "attnserve_weight_bytes", "Bytes of model weights held in memory.",

@@ -754,6 +754,7 @@ void Scheduler::UpdateGauges() {
     const KvStats kv = generate_->kv_stats();
     metrics_->kv_blocks_used().Set(static_cast<double>(kv.blocks_used));
     metrics_->kv_blocks_total().Set(static_cast<double>(kv.blocks_total));
+    metrics_->kv_blocks_cached().Set(static_cast<double>(kv.blocks_cached));
     metrics_->kv_used_bytes().Set(static_cast<double>(kv.bytes_used));
     metrics_->kv_capacity_bytes().Set(static_cast<double>(kv.bytes_capacity));
     if (kv.bytes_capacity > 0) kv_ratio = static_cast<double>(kv.bytes_used) / static_cast<double>(kv.bytes_capacity);

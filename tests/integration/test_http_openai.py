@@ -513,7 +513,7 @@ def test_prefix_cache_metrics_count_shared_prompt_blocks(server):
     """Two requests with the same 25-token prompt, the second while the first
     still runs: the second takes the first full 16-token block from the
     cache, and /metrics counts it (queries: both prompts; hits: 16)."""
-    ids = ONCE["prompt_ids_with_bos"] + ONCE["generated_ids"][:20]
+    ids = [1] + ONCE["generated_ids"][40:64]  # a prompt no other test here sends
     assert len(ids) == 25
     queries = "attnserve_prefix_cache_query_tokens_total"
     hits = "attnserve_prefix_cache_hit_tokens_total"
@@ -526,3 +526,26 @@ def test_prefix_cache_metrics_count_shared_prompt_blocks(server):
     assert status == 200, body
     assert metric(server, queries) - q0 == 50
     assert metric(server, hits) - h0 == 16
+
+
+def test_a_finished_prompts_blocks_stay_cached_for_the_next_request(server):
+    """Automatic prefix caching: once a request ends, its full prompt blocks
+    stay published as cached (free) blocks, so the same prompt sent
+    afterwards takes its first 16-token block from the cache and answers the
+    same greedy tokens."""
+    ids = [1] + ONCE["generated_ids"][70:94]  # a prompt no other test here sends
+    assert len(ids) == 25
+    queries = "attnserve_prefix_cache_query_tokens_total"
+    hits = "attnserve_prefix_cache_hit_tokens_total"
+    body = {"token_ids": {"ids": ids}, "sampling": {"max_new_tokens": 8, "temperature": 0}}
+    q0, h0 = metric(server, queries, default=0.0), metric(server, hits, default=0.0)
+    status, _, first = post(server, "/v1/generate", body)
+    assert status == 200, first
+    assert metric(server, hits) - h0 == 0
+    wait_for_metric(server, "attnserve_running_sequences", 0)
+    assert metric(server, "attnserve_kv_cache_cached_blocks") >= 1
+    status, _, second = post(server, "/v1/generate", body)
+    assert status == 200, second
+    assert metric(server, queries) - q0 == 50
+    assert metric(server, hits) - h0 == 16
+    assert json.loads(second)["token_ids"] == json.loads(first)["token_ids"]

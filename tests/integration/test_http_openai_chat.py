@@ -229,3 +229,20 @@ def test_huggingface_hub_chat_completion(server):
                        client.chat_completion(messages=case["messages"], max_tokens=16, temperature=0, stream=True)
                        if c.choices)
     assert streamed == expected
+
+
+def test_a_repeated_conversation_takes_its_prompt_from_the_prefix_cache(server, client):
+    """A chat's next request (the same system prompt and history) finds the
+    earlier prompt's full blocks still cached after it ended."""
+    from conftest import metric, wait_for_metric
+    case = PROMPTS["llama_cpp"]
+    hits = "attnserve_prefix_cache_hit_tokens_total"
+    first = client.chat.completions.create(model="stories260K", messages=case["messages"], max_tokens=8,
+                                           temperature=0)
+    wait_for_metric(server, "attnserve_running_sequences", 0)
+    h0 = metric(server, hits, default=0.0)
+    again = client.chat.completions.create(model="stories260K", messages=case["messages"], max_tokens=8,
+                                           temperature=0)
+    # Every full 16-token block but the one holding the last prompt token.
+    assert metric(server, hits) - h0 == (len(case["ids"]) - 1) // 16 * 16
+    assert again.choices[0].message.content == first.choices[0].message.content

@@ -156,9 +156,54 @@ TEST(KvCacheTest, PrefixSharingTakesFullBlocksByReference) {
   cache->Free(4);
   EXPECT_EQ(cache->Stats().blocks_used, 0);
   EXPECT_EQ(cache->Stats().blocks_shared, 0);
-  // Once freed, nothing is published any more.
+  // Once freed, the two published blocks stay cached: free, yet a later
+  // prompt with that prefix still takes them.
+  EXPECT_EQ(cache->Stats().blocks_cached, 2);
+  ASSERT_TRUE(cache->AddSequence(5).ok());
+  EXPECT_EQ(*cache->AttachPrefix(5, prompt), 8);
+  EXPECT_EQ(cache->Stats().blocks_cached, 0);
+  EXPECT_EQ(cache->Stats().blocks_used, 2);
+  EXPECT_EQ(cache->SequenceStats(5).shared_blocks, 2);
+}
+
+// Cached blocks count as free; an allocation takes never-published blocks
+// first, then evicts cached ones, the least recently released first (a
+// chain's last block before its first), unpublishing them.
+TEST(KvCacheTest, CachedBlocksAreFreeAndEvictedOldestFirst) {
+  auto cache = MakeCache(6);
+  std::vector<int32_t> prompt(13);
+  std::iota(prompt.begin(), prompt.end(), 200);  // 3 full blocks of 4, then one token
+  ASSERT_TRUE(cache->AddSequence(1).ok());
+  ASSERT_TRUE(cache->Reserve({1}, {13}).ok());
+  ASSERT_TRUE(cache->Commit(1, prompt, true).ok());
+  cache->Free(1);
+  KvStats st = cache->Stats();
+  EXPECT_EQ(st.blocks_used, 0);
+  EXPECT_EQ(st.blocks_cached, 3);
+
+  // Six blocks are free (3 never published + 3 cached): a 24-token sequence
+  // fits, taking the 3 uncached ones first, then evicting 3 cached ones.
+  ASSERT_TRUE(cache->AddSequence(2).ok());
+  ASSERT_TRUE(cache->Reserve({2}, {12}).ok());  // the 3 never-published blocks
+  EXPECT_EQ(cache->Stats().blocks_cached, 3);
+  ASSERT_TRUE(cache->Reserve({2}, {16}).ok());  // one more: evicts the chain's last block
+  EXPECT_EQ(cache->Stats().blocks_cached, 2);
+  ASSERT_TRUE(cache->AddSequence(3).ok());
+  EXPECT_EQ(*cache->AttachPrefix(3, prompt), 8);  // blocks 0 and 1 still cached
+  cache->Free(3);  // back to the cache, now the most recently released
+  ASSERT_TRUE(cache->Reserve({2}, {20}).ok());  // evicts block 1 (released before block 0 this time)
+  ASSERT_TRUE(cache->AddSequence(4).ok());
+  EXPECT_EQ(*cache->AttachPrefix(4, prompt), 4);
+  cache->Free(4);
+  ASSERT_TRUE(cache->Reserve({2}, {24}).ok());  // the last one
+  EXPECT_EQ(cache->Stats().blocks_cached, 0);
+  EXPECT_EQ(cache->Stats().blocks_used, 6);
   ASSERT_TRUE(cache->AddSequence(5).ok());
   EXPECT_EQ(*cache->AttachPrefix(5, prompt), 0);
+  EXPECT_EQ(cache->Reserve({5}, {1}).code(), absl::StatusCode::kResourceExhausted);
+  cache->Free(2);  // never published: straight back to the pool
+  EXPECT_EQ(cache->Stats().blocks_used, 0);
+  EXPECT_EQ(cache->Stats().blocks_cached, 0);
 }
 
 TEST(KvCacheTest, GeneratedTokensAreNotPublished) {
