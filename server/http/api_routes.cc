@@ -301,7 +301,12 @@ class Gateway {
   }
 
   void Models(const HttpRequest&, HttpResponseWriter& w) {
-    w.Send(200, kJson, Dump(ModelsResponse({backend_.decoder_name, backend_.encoder_name}, started_)));
+    ServedModel decoder{backend_.decoder_name}, encoder{backend_.encoder_name};
+    const v1::GetModelInfoResponse loaded = backend_.model_info(v1::GetModelInfoRequest());
+    for (const v1::ModelInfo& info : loaded.models()) {
+      (info.kind() == v1::MODEL_KIND_DECODER ? decoder : encoder).max_model_len = info.max_positions();
+    }
+    w.Send(200, kJson, Dump(ModelsResponse({decoder, encoder}, started_)));
   }
 
  private:

@@ -477,11 +477,13 @@ json CompletionUsageChunk(const v1::GenerateUsage& total, const CompletionIdenti
               {"usage", CompletionUsage(total)}};
 }
 
-json ModelsResponse(const std::vector<std::string>& names, int64_t created) {
+json ModelsResponse(const std::vector<ServedModel>& models, int64_t created) {
   json data = json::array();
-  for (const std::string& name : names) {
-    if (name.empty()) continue;
-    data.push_back(json{{"id", name}, {"object", "model"}, {"created", created}, {"owned_by", "attnserve"}});
+  for (const ServedModel& m : models) {
+    if (m.name.empty()) continue;
+    json entry{{"id", m.name}, {"object", "model"}, {"created", created}, {"owned_by", "attnserve"}};
+    if (m.max_model_len > 0) entry["max_model_len"] = m.max_model_len;
+    data.push_back(std::move(entry));
   }
   return json{{"object", "list"}, {"data", std::move(data)}};
 }

@@ -154,9 +154,15 @@ void AddCompletionUsage(const v1::GenerateUsage& usage, v1::GenerateUsage* total
 // context limit.
 const char* OpenAiFinishReason(v1::FinishReason reason);
 
-// {"object":"list","data":[{"id":name,"object":"model","owned_by":"attnserve",..}]}
-// for every non-empty name.
-nlohmann::json ModelsResponse(const std::vector<std::string>& names, int64_t created);
+// A model /v1/models lists.
+struct ServedModel {
+  std::string name;       // empty: not loaded, not listed
+  int max_model_len = 0;  // context in tokens (vLLM's field); 0: left out
+};
+
+// {"object":"list","data":[{"id":name,"object":"model","owned_by":"attnserve",
+// "max_model_len":..}]} for every model with a name.
+nlohmann::json ModelsResponse(const std::vector<ServedModel>& models, int64_t created);
 
 // The core names proto fields (sampling.max_new_tokens); an OpenAI client sent
 // OpenAI fields (max_tokens). Adds the OpenAI name to an INVALID_ARGUMENT

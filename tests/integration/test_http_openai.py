@@ -81,9 +81,13 @@ def client(server):
 
 
 def test_models_lists_both_models(client):
-    ids = [m.id for m in client.models.list().data]
+    models = client.models.list().data
+    ids = [m.id for m in models]
     assert len(ids) == 2
-    assert any("stories260K" in i for i in ids), ids
+    assert "stories260K" in ids[0], ids
+    # vLLM's max_model_len: the context the server runs each with.
+    assert models[0].model_extra["max_model_len"] == 4096  # --decoder-context-length
+    assert models[1].model_extra["max_model_len"] == 512   # all-MiniLM-L6-v2's positions
 
 
 def test_embeddings_match_the_native_endpoint_and_base64_matches_float(server, client):

@@ -489,13 +489,15 @@ TEST(OpenAiCompletionsTest, FinishReasons) {
 }
 
 TEST(OpenAiModelsTest, ListsLoadedModels) {
-  json j = ModelsResponse({"stories260K", "", "all-MiniLM-L6-v2"}, 42);
+  json j = ModelsResponse({{"stories260K", 512}, {"", 0}, {"all-MiniLM-L6-v2", 0}}, 42);
   EXPECT_EQ(j["object"], "list");
   ASSERT_EQ(j["data"].size(), 2u);
   EXPECT_EQ(j["data"][0]["id"], "stories260K");
   EXPECT_EQ(j["data"][0]["object"], "model");
   EXPECT_EQ(j["data"][0]["owned_by"], "attnserve");
+  EXPECT_EQ(j["data"][0]["max_model_len"], 512);
   EXPECT_EQ(j["data"][1]["id"], "all-MiniLM-L6-v2");
+  EXPECT_FALSE(j["data"][1].contains("max_model_len"));
 }
 
 TEST(OpenAiErrorsTest, CoreMessagesGainTheOpenAiFieldName) {
