@@ -246,3 +246,17 @@ def test_a_repeated_conversation_takes_its_prompt_from_the_prefix_cache(server, 
     # Every full 16-token block but the one holding the last prompt token.
     assert metric(server, hits) - h0 == (len(case["ids"]) - 1) // 16 * 16
     assert again.choices[0].message.content == first.choices[0].message.content
+
+
+def test_a_stream_of_two_choices_opens_each_with_its_role(server, client):
+    case = PROMPTS["system_and_user"]
+    expected, _ = native_greedy(server, case["ids"], 6)
+    chunks = list(client.chat.completions.create(model="stories260K", messages=case["messages"], max_tokens=6,
+                                                 temperature=0, n=2, stream=True))
+    for index in (0, 1):
+        mine = [c.choices[0] for c in chunks if c.choices and c.choices[0].index == index]
+        assert mine[0].delta.role == "assistant" and mine[0].delta.content == ""
+        assert all(c.delta.role is None for c in mine[1:])
+        assert "".join(c.delta.content or "" for c in mine) == expected
+        assert [c.finish_reason for c in mine if c.finish_reason] == ["length"]
+    assert chunks[-1].choices == [] and chunks[-1].usage.completion_tokens == 12
