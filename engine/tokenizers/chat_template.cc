@@ -203,6 +203,17 @@ absl::string_view ChatEndOfTurn(ChatFormat format) {
   }
 }
 
+std::vector<absl::string_view> ChatMarkerTokens(ChatFormat format) {
+  switch (format) {
+    case ChatFormat::kChatMl:
+    case ChatFormat::kQwen2: return {"<|im_start|>", "<|im_end|>"};
+    case ChatFormat::kLlama3: return {"<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"};
+    case ChatFormat::kGemma: return {"<start_of_turn>", "<end_of_turn>"};
+    case ChatFormat::kPhi3: return {"<|user|>", "<|assistant|>", "<|end|>"};
+    default: return {};
+  }
+}
+
 std::string ChatFormatNames() {
   std::vector<absl::string_view> names;
   for (const FormatEntry& e : kFormats) names.push_back(e.name);

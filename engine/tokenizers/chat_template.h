@@ -52,6 +52,11 @@ std::string ChatFormatNames();
 // (llama2, zephyr, mistral).
 absl::string_view ChatEndOfTurn(ChatFormat format);
 
+// The special tokens a format's turns are built from, which its models have
+// as single tokens ("<|im_start|>", "<|im_end|>" for ChatML); empty for
+// formats built from plain text and BOS/EOS (llama2, mistral, zephyr).
+std::vector<absl::string_view> ChatMarkerTokens(ChatFormat format);
+
 // The format whose published template `jinja` is (compared with surrounding
 // whitespace removed); nullopt when it is none of them.
 std::optional<ChatFormat> KnownChatTemplate(absl::string_view jinja);

@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace attnserve {
 
@@ -19,6 +20,16 @@ ChatSetup ResolveChatSetup(const std::string& flag, const std::string& model_tem
     setup.format = KnownChatTemplate(model_template);
   }
   if (setup.format.has_value()) {
+    std::vector<std::string> missing;
+    for (absl::string_view marker : ChatMarkerTokens(*setup.format)) {
+      std::optional<int32_t> id = tokenizer.PieceToId(std::string_view(marker.data(), marker.size()));
+      if (!id.has_value() || !tokenizer.IsControl(*id)) missing.emplace_back(marker);
+    }
+    if (!missing.empty()) {
+      setup.warning = absl::StrCat("the ", ChatFormatName(*setup.format), " chat format's ",
+                                   absl::StrJoin(missing, " "), " are not special tokens of this model's "
+                                   "tokenizer: they are tokenized as plain text (was the model trained with it?)");
+    }
     const absl::string_view end = ChatEndOfTurn(*setup.format);
     std::optional<int32_t> id =
         end.empty() ? std::nullopt : tokenizer.PieceToId(std::string_view(end.data(), end.size()));

@@ -24,6 +24,10 @@ struct ChatSetup {
   // "<|endoftext|>"): a chat's answer ends there, as llama.cpp's
   // end-of-generation tokens do.
   std::vector<int32_t> end_of_turn_ids;
+  // Non-empty when the format's marker tokens are not special tokens of this
+  // tokenizer (--chat-template naming a format the model was not trained
+  // with): they are then tokenized as plain text. Logged at start.
+  std::string warning;
   // Where the format came from, or why there is none (logged at start, and
   // the refusal's message).
   std::string origin;

@@ -157,6 +157,7 @@ absl::StatusOr<std::unique_ptr<InferenceCore>> InferenceCore::Create(const Serve
     } else {
       LOG(WARNING) << "chat prompts refused: " << m.chat.origin;
     }
+    if (!m.chat.warning.empty()) LOG(WARNING) << m.chat.warning;
   }
 
   // The KV pool's pages are touched only as sequences fill it: a pool past

@@ -66,6 +66,12 @@ TEST_F(ChatPromptTest, TheEndOfTurnTokenEndsAChatWhereItIsNotEos) {
   EXPECT_TRUE(ResolveChatSetup("llama3", "", t).end_of_turn_ids.empty());  // no <|eot_id|> there
   EXPECT_TRUE(ResolveChatSetup("chatml", "", tokenizer()).end_of_turn_ids.empty());  // stories260K has none
   EXPECT_TRUE(ResolveChatSetup("llama2", "", tokenizer()).end_of_turn_ids.empty());  // a turn ends with EOS
+  // A format whose marker tokens the model lacks is served, with a warning.
+  EXPECT_EQ(ResolveChatSetup("chatml", "", t).warning, "");
+  EXPECT_EQ(ResolveChatSetup("chatml", "", tokenizer()).warning,
+            "the chatml chat format's <|im_start|> <|im_end|> are not special tokens of this model's tokenizer: "
+            "they are tokenized as plain text (was the model trained with it?)");
+  EXPECT_EQ(ResolveChatSetup("llama2", "", tokenizer()).warning, "");  // plain text and BOS/EOS
 }
 
 v1::ChatPrompt Chat(const std::vector<std::pair<std::string, std::string>>& messages) {

@@ -108,6 +108,26 @@ TEST(ChatTemplateTest, Stories260KPromptIdsAreSentencePieces) {
   }
 }
 
+// The marker tokens and the end-of-turn token a format names are ones its
+// rendered prompts contain.
+TEST(ChatTemplateTest, MarkerAndEndOfTurnTokensAppearInTheRenders) {
+  const json doc = Golden();
+  for (const auto& [name, t] : doc["templates"].items()) {
+    const ChatFormat format = *ChatFormatFromName(name);
+    std::string all;
+    for (const json& c : doc["cases"]) {
+      if (c["format"] == name && c.contains("text")) all += c["text"].get<std::string>();
+    }
+    for (absl::string_view marker : ChatMarkerTokens(format)) {
+      EXPECT_NE(all.find(std::string(marker)), std::string::npos) << name << ": " << marker;
+    }
+    const absl::string_view end = ChatEndOfTurn(format);
+    if (!end.empty()) {
+      EXPECT_NE(all.find(std::string(end)), std::string::npos) << name << ": " << end;
+    }
+  }
+}
+
 TEST(ChatTemplateTest, RefusalsNameTheMessageAndTheTemplate) {
   ChatRenderOptions options;
   const std::vector<ChatMessage> two_users = {{"user", "a"}, {"user", "b"}};
