@@ -48,7 +48,7 @@ ABSL_FLAG(std::string, matmul_precision, "f32",
           "there; embeddings agree with f32 to cosine >= 0.999). Works with either --weight-dtype. "
           "Smaller products and attention stay f32.");
 ABSL_FLAG(std::string, kv_cache_dtype, "f32", "KV cache storage: f32 or bf16 (bf16 halves KV memory).");
-ABSL_FLAG(std::string, chat_template, "", "Chat template for chat prompts (/v1/chat/completions, Generate's chat): chatml, llama2, llama3, zephyr, gemma, phi3, mistral or qwen2. Empty = the model's own template when it is one of those, exactly; else chat requests are refused.");
+ABSL_FLAG(std::string, chat_template, "", "Chat template for chat prompts (/v1/chat/completions, Generate's chat): chatml, llama2, llama3, llama3.1, zephyr, gemma, phi3, mistral or qwen2. Empty = the model's own template when it is one of those, exactly; else chat requests are refused.");
 ABSL_FLAG(int, decoder_context_length, 0, "Decoder context in tokens; 0 = the model's declared context. Rope models may run longer than declared (stories260K's GGUF declares 128, it was trained with 512), as llama.cpp's -c does.");
 ABSL_FLAG(int, kv_block_size, 16, "Token positions per KV cache block.");
 ABSL_FLAG(int, encode_max_batch_size, 32, "Encode: inputs per batch.");

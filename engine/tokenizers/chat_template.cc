@@ -25,7 +25,7 @@ struct FormatEntry {
 // Each from the model named beside it; tools/golden/chat_templates.py holds
 // the same texts and renders them with transformers, and the C++ test checks
 // that KnownChatTemplate recognises each golden file's template.
-constexpr std::array<FormatEntry, 8> kFormats = {{
+constexpr std::array<FormatEntry, 9> kFormats = {{
     // teknium/OpenHermes-2.5-Mistral-7B
     {ChatFormat::kChatMl, "chatml",
      R"({% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %})"},
@@ -54,6 +54,118 @@ constexpr std::array<FormatEntry, 8> kFormats = {{
     // Qwen/Qwen2-72B-Instruct (revision 1af63c6): ChatML with a default system message
     {ChatFormat::kQwen2, "qwen2",
      R"({% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\nYou are a helpful assistant<|im_end|>\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %})"},
+    // meta-llama/Llama-3.1-8B-Instruct, as published quotations give it (its
+    // tool paths are never taken: tools and tool roles are refused upstream)
+    {ChatFormat::kLlama31, "llama3.1",
+     R"jinja({{- bos_token }}
+{%- if custom_tools is defined %}
+    {%- set tools = custom_tools %}
+{%- endif %}
+{%- if not tools_in_user_message is defined %}
+    {%- set tools_in_user_message = true %}
+{%- endif %}
+{%- if not date_string is defined %}
+    {%- set date_string = "26 Jul 2024" %}
+{%- endif %}
+{%- if not tools is defined %}
+    {%- set tools = none %}
+{%- endif %}
+
+{#- This block extracts the system message, so we can slot it into the right place. #}
+{%- if messages[0]['role'] == 'system' %}
+    {%- set system_message = messages[0]['content']|trim %}
+    {%- set messages = messages[1:] %}
+{%- else %}
+    {%- set system_message = "" %}
+{%- endif %}
+
+{#- System message + builtin tools #}
+{{- "<|start_header_id|>system<|end_header_id|>\n\n" }}
+{%- if builtin_tools is defined or tools is not none %}
+    {{- "Environment: ipython\n" }}
+{%- endif %}
+{%- if builtin_tools is defined %}
+    {{- "Tools: " + builtin_tools | reject('equalto', 'code_interpreter') | join(", ") + "\n\n"}}
+{%- endif %}
+{{- "Cutting Knowledge Date: December 2023\n" }}
+{{- "Today Date: " + date_string + "\n\n" }}
+{%- if tools is not none and not tools_in_user_message %}
+    {{- "You have access to the following functions. To call a function, please respond with JSON for a function call." }}
+    {{- 'Respond in the format {"name": function name, "parameters": dictionary of argument name and its value}.' }}
+    {{- "Do not use variables.\n\n" }}
+    {%- for t in tools %}
+        {{- t | tojson(indent=4) }}
+        {{- "\n\n" }}
+    {%- endfor %}
+{%- endif %}
+{{- system_message }}
+{{- "<|eot_id|>" }}
+
+{#- Custom tools are passed in a user message with some extra guidance #}
+{%- if tools_in_user_message and not tools is none %}
+    {#- Extract the first user message so we can plug it in here #}
+    {%- if messages | length != 0 %}
+        {%- set first_user_message = messages[0]['content']|trim %}
+        {%- set messages = messages[1:] %}
+    {%- else %}
+        {{- raise_exception("Cannot put tools in the first user message when there's no first user message!") }}
+{%- endif %}
+    {{- '<|start_header_id|>user<|end_header_id|>\n\n' -}}
+    {{- "Given the following functions, please respond with a JSON for a function call " }}
+    {{- "with its proper arguments that best answers the given prompt.\n\n" }}
+    {{- 'Respond in the format {"name": function name, "parameters": dictionary of argument name and its value}.' }}
+    {{- "Do not use variables.\n\n" }}
+    {%- for t in tools %}
+        {{- t | tojson(indent=4) }}
+        {{- "\n\n" }}
+    {%- endfor %}
+    {{- first_user_message + "<|eot_id|>"}}
+{%- endif %}
+
+{%- for message in messages %}
+    {%- if not (message.role == 'ipython' or message.role == 'tool' or 'tool_calls' in message) %}
+        {{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n'+ message['content'] | trim + '<|eot_id|>' }}
+    {%- elif 'tool_calls' in message %}
+        {%- if not message.tool_calls|length == 1 %}
+            {{- raise_exception("This model only supports single tool-calls at once!") }}
+        {%- endif %}
+        {%- set tool_call = message.tool_calls[0].function %}
+        {%- if builtin_tools is defined and tool_call.name in builtin_tools %}
+            {{- '<|start_header_id|>assistant<|end_header_id|>\n\n' -}}
+            {{- "<|python_tag|>" + tool_call.name + ".call(" }}
+            {%- for arg_name, arg_val in tool_call.arguments | items %}
+                {{- arg_name + '="' + arg_val + '"' }}
+                {%- if not loop.last %}
+                    {{- ", " }}
+                {%- endif %}
+                {%- endfor %}
+            {{- ")" }}
+        {%- else  %}
+            {{- '<|start_header_id|>assistant<|end_header_id|>\n\n' -}}
+            {{- '{"name": "' + tool_call.name + '", ' }}
+            {{- '"parameters": ' }}
+            {{- tool_call.arguments | tojson }}
+            {{- "}" }}
+        {%- endif %}
+        {%- if builtin_tools is defined %}
+            {#- This means we're in ipython mode #}
+            {{- "<|eom_id|>" }}
+        {%- else %}
+            {{- "<|eot_id|>" }}
+        {%- endif %}
+    {%- elif message.role == "tool" or message.role == "ipython" %}
+        {{- "<|start_header_id|>ipython<|end_header_id|>\n\n" }}
+        {%- if message.content is mapping or message.content is iterable %}
+            {{- message.content | tojson }}
+        {%- else %}
+            {{- message.content }}
+        {%- endif %}
+        {{- "<|eot_id|>" }}
+    {%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}
+    {{- '<|start_header_id|>assistant<|end_header_id|>\n\n' }}
+{%- endif %})jinja"},
 }};
 
 // What Python's str.strip() (and so Jinja's trim) removes: Unicode
@@ -174,6 +286,26 @@ absl::StatusOr<std::string> Render(ChatFormat format, absl::Span<const ChatMessa
       for (const ChatMessage& msg : m) absl::StrAppend(&out, "<|im_start|>", msg.role, "\n", msg.content, "<|im_end|>\n");
       if (gen) out += "<|im_start|>assistant\n";
       return out;
+    case ChatFormat::kLlama31: {
+      // The system block always comes, dated as the template's default;
+      // a first system message's text (trimmed) goes at its end.
+      size_t first = 0;
+      std::string system;
+      if (m[0].role == "system") {
+        system = PyStrip(m[0].content);
+        first = 1;
+      }
+      absl::StrAppend(&out, o.bos_token,
+                      "<|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\n"
+                      "Today Date: 26 Jul 2024\n\n",
+                      system, "<|eot_id|>");
+      for (size_t i = first; i < m.size(); ++i) {
+        absl::StrAppend(&out, "<|start_header_id|>", m[i].role, "<|end_header_id|>\n\n", PyStrip(m[i].content),
+                        "<|eot_id|>");
+      }
+      if (gen) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
+      return out;
+    }
     case ChatFormat::kPhi3:
       out += o.bos_token;
       for (const ChatMessage& msg : m) absl::StrAppend(&out, "<|", msg.role, "|>\n", msg.content, "<|end|>\n");
@@ -196,7 +328,8 @@ absl::string_view ChatEndOfTurn(ChatFormat format) {
   switch (format) {
     case ChatFormat::kChatMl:
     case ChatFormat::kQwen2: return "<|im_end|>";
-    case ChatFormat::kLlama3: return "<|eot_id|>";
+    case ChatFormat::kLlama3:
+    case ChatFormat::kLlama31: return "<|eot_id|>";
     case ChatFormat::kGemma: return "<end_of_turn>";
     case ChatFormat::kPhi3: return "<|end|>";
     default: return "";
@@ -207,7 +340,8 @@ std::vector<absl::string_view> ChatMarkerTokens(ChatFormat format) {
   switch (format) {
     case ChatFormat::kChatMl:
     case ChatFormat::kQwen2: return {"<|im_start|>", "<|im_end|>"};
-    case ChatFormat::kLlama3: return {"<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"};
+    case ChatFormat::kLlama3:
+    case ChatFormat::kLlama31: return {"<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"};
     case ChatFormat::kGemma: return {"<start_of_turn>", "<end_of_turn>"};
     case ChatFormat::kPhi3: return {"<|user|>", "<|assistant|>", "<|end|>"};
     default: return {};

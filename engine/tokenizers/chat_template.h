@@ -38,9 +38,11 @@ enum class ChatFormat {
   kPhi3,    // <s><|user|>\n...<|end|>\n (Phi-3-mini-4k-instruct)
   kMistral,  // <s>[INST] user [/INST]answer</s> (Mistral-7B-Instruct-v0.2, Mixtral-8x7B-Instruct)
   kQwen2,    // ChatML with a default system message (Qwen2-Instruct)
+  kLlama31,  // Llama-3's turns after a dated system block (Llama-3.1-Instruct; no tools)
 };
 
-// "chatml", "llama2", "llama3", "zephyr", "gemma", "phi3", "mistral", "qwen2".
+// "chatml", "llama2", "llama3", "zephyr", "gemma", "phi3", "mistral", "qwen2",
+// "llama3.1".
 absl::string_view ChatFormatName(ChatFormat format);
 // The format of that name; INVALID_ARGUMENT listing the names otherwise.
 absl::StatusOr<ChatFormat> ChatFormatFromName(absl::string_view name);

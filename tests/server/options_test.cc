@@ -37,7 +37,7 @@ TEST(OptionsTest, BadValuesNameTheFlag) {
   o = ServerOptions{};
   o.models.chat_template = "vicuna";
   EXPECT_EQ(ValidateOptions(o).message(),
-            "--chat-template=vicuna: must be one of chatml, llama2, llama3, zephyr, gemma, phi3, mistral, qwen2");
+            "--chat-template=vicuna: must be one of chatml, llama2, llama3, zephyr, gemma, phi3, mistral, qwen2, llama3.1");
   o.models.chat_template = "zephyr";
   EXPECT_TRUE(ValidateOptions(o).ok());
   o = ServerOptions{};

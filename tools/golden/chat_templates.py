@@ -95,6 +95,14 @@ TEMPLATES = {
     },
 }
 
+# meta-llama/Llama-3.1-8B-Instruct, as published quotations give it (the
+# text lives in a file of its own: it runs to a hundred lines).
+TEMPLATES["llama3.1"] = {
+    "model": "meta-llama/Llama-3.1-8B-Instruct (as quoted, not checked against the model's file)",
+    "bos": "<|begin_of_text|>", "eos": "<|eot_id|>",
+    "jinja": (pathlib.Path(__file__).resolve().parent / "chat_templates" / "llama3.1.jinja").read_text(),
+}
+
 SYSTEM = {"role": "system", "content": "You are a helpful assistant"}
 CONVERSATIONS = {
     # llama.cpp's tests/test-chat-template.cpp conversation (spaces kept in

@@ -25,7 +25,7 @@ json Golden() {
 
 TEST(ChatTemplateTest, RecognisesEachPublishedTemplateAndNothingElse) {
   const json doc = Golden();
-  ASSERT_EQ(doc["templates"].size(), 8u);
+  ASSERT_EQ(doc["templates"].size(), 9u);
   for (const auto& [name, t] : doc["templates"].items()) {
     const std::string jinja = t["jinja"].get<std::string>();
     std::optional<ChatFormat> format = KnownChatTemplate(jinja);
@@ -43,7 +43,7 @@ TEST(ChatTemplateTest, RecognisesEachPublishedTemplateAndNothingElse) {
 
 TEST(ChatTemplateTest, RendersAsTransformersDoes) {
   const json doc = Golden();
-  ASSERT_GE(doc["cases"].size(), 288u);
+  ASSERT_GE(doc["cases"].size(), 324u);
   int rendered = 0, refused = 0, want_refused = 0;
   for (const json& c : doc["cases"]) want_refused += c.contains("error") ? 1 : 0;
   for (const json& c : doc["cases"]) {
@@ -145,7 +145,7 @@ TEST(ChatTemplateTest, RefusalsNameTheMessageAndTheTemplate) {
 }
 
 TEST(ChatTemplateTest, NamesRoundTrip) {
-  for (const char* name : {"chatml", "llama2", "llama3", "zephyr", "gemma", "phi3", "mistral", "qwen2"}) {
+  for (const char* name : {"chatml", "llama2", "llama3", "zephyr", "gemma", "phi3", "mistral", "qwen2", "llama3.1"}) {
     absl::StatusOr<ChatFormat> f = ChatFormatFromName(name);
     ASSERT_TRUE(f.ok()) << name;
     EXPECT_EQ(ChatFormatName(*f), name);
@@ -153,7 +153,7 @@ TEST(ChatTemplateTest, NamesRoundTrip) {
   absl::StatusOr<ChatFormat> bad = ChatFormatFromName("vicuna");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(),
-            "chat template 'vicuna' is not one of: chatml, llama2, llama3, zephyr, gemma, phi3, mistral, qwen2");
+            "chat template 'vicuna' is not one of: chatml, llama2, llama3, zephyr, gemma, phi3, mistral, qwen2, llama3.1");
 }
 
 }  // namespace
