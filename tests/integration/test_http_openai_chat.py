@@ -260,3 +260,38 @@ def test_a_stream_of_two_choices_opens_each_with_its_role(server, client):
         assert "".join(c.delta.content or "" for c in mine) == expected
         assert [c.finish_reason for c in mine if c.finish_reason] == ["length"]
     assert chunks[-1].choices == [] and chunks[-1].usage.completion_tokens == 12
+
+
+QWEN2_TINY = REPO / "tests/golden/decoder_models/qwen2_tiny"
+
+
+@pytest.fixture(scope="module")
+def qwen_server():
+    # A tiny random Qwen2 (Hugging Face directory) whose vocabulary has
+    # <|im_end|> (id 2) as a special token apart from its EOS (<|endoftext|>,
+    # id 0): served in the qwen2 chat format.
+    s = ServerProcess(f"--decoder-model={QWEN2_TINY}", "--threads=1", "--chat-template=qwen2")
+    yield s
+    s.close()
+
+
+def test_a_chat_ends_at_the_formats_end_of_turn_token(qwen_server):
+    """logit_bias makes <|im_end|> the only likely token: a chat answer ends
+    there as at EOS (finish_reason "stop", no stop_reason), while a plain
+    completion with the same bias runs on, since it is not the model's EOS."""
+    openai = pytest.importorskip("openai")
+    client = openai.OpenAI(base_url=qwen_server.url("/v1"), api_key="unused", max_retries=0)
+    assert "a chat's answer also ends at token 2 <|im_end|>" in qwen_server.output()
+    chat = client.chat.completions.create(model="qwen2_tiny", messages=[{"role": "user", "content": "hi"}],
+                                          max_tokens=8, temperature=0, logit_bias={"2": 100})
+    assert chat.choices[0].finish_reason == "stop"
+    assert chat.choices[0].model_extra["stop_reason"] is None
+    assert chat.usage.completion_tokens == 1
+    plain = client.completions.create(model="qwen2_tiny", prompt="hi", max_tokens=8, temperature=0,
+                                      logit_bias={"2": 100})
+    assert plain.choices[0].finish_reason == "length" and plain.usage.completion_tokens == 8
+    # ignore_eos keeps a chat going past it too.
+    on = client.chat.completions.create(model="qwen2_tiny", messages=[{"role": "user", "content": "hi"}],
+                                        max_tokens=8, temperature=0, logit_bias={"2": 100},
+                                        extra_body={"ignore_eos": True})
+    assert on.usage.completion_tokens == 8
