@@ -273,6 +273,19 @@ absl::Status CheckOpenAiModelField(const json& body) { return CheckModel(body); 
 
 absl::Status ParseSharedCompletionFields(const json& root, size_t prompts, CompletionCall* call,
                                          v1::GenerateRequest* shared) {
+  // vLLM's constrained-decoding extensions: unconstrained output where a
+  // client asked for JSON or a grammar would look like success, so each is
+  // refused by name rather than ignored with the other unknown fields.
+  for (const char* field : {"guided_json", "guided_regex", "guided_choice", "guided_grammar", "structured_outputs",
+                            "logits_processors"}) {
+    if (Field(root, field) != nullptr) return Unsupported(field, "no constrained decoding");
+  }
+  if (const json* format = Field(root, "response_format"); format != nullptr) {
+    const json* type = format->is_object() ? Field(*format, "type") : nullptr;
+    if (type == nullptr || !type->is_string() || type->get<std::string>() != "text") {
+      return Unsupported("response_format", "no structured output; only {\"type\": \"text\"}");
+    }
+  }
   if (const json* n = Field(root, "n"); n != nullptr) {
     ASSIGN_OR_RETURN(call->n, Int32Field(*n, "n"));
     if (call->n < 1 || static_cast<size_t>(call->n) > kMaxCompletionChoices) {

@@ -77,11 +77,13 @@ absl::Status RefuseUnsupported(const json& root) {
     return Unsupported("tool_choice", "no tool calling; only \"none\"");
   }
   if (Field(root, "functions") != nullptr) return Unsupported("functions", "no function calling");
-  if (const json* format = Field(root, "response_format"); format != nullptr) {
-    const json* type = format->is_object() ? Field(*format, "type") : nullptr;
-    if (type == nullptr || !type->is_string() || type->get<std::string>() != "text") {
-      return Unsupported("response_format", "no structured output; only {\"type\": \"text\"}");
-    }
+  // A template of the request's own (vLLM's chat_template, Jinja) or
+  // arguments for one: there is no Jinja here, the server's format applies.
+  if (Field(root, "chat_template") != nullptr) {
+    return Unsupported("chat_template", "templates are the server's (--chat-template); no Jinja");
+  }
+  if (const json* kwargs = Field(root, "chat_template_kwargs"); kwargs != nullptr && !(kwargs->is_object() && kwargs->empty())) {
+    return Unsupported("chat_template_kwargs", "the built-in chat formats take no arguments");
   }
   if (const json* echo = Field(root, "echo"); echo != nullptr) {
     ASSIGN_OR_RETURN(const bool e, BoolField(*echo, "echo"));

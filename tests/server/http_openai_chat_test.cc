@@ -96,6 +96,10 @@ TEST(OpenAiChatTest, BadShapesAndUnsupportedOptionsNameTheField) {
       {json{{"messages", {user}}, {"n", 0}}, "n: 0 is outside [1, 256]"},
       {json{{"messages", {user}}, {"stream_options", {{"include_usage", true}}}},
        "stream_options: only allowed with \"stream\": true"},
+      {json{{"messages", {user}}, {"guided_json", {{"type", "object"}}}}, "guided_json: not supported"},
+      {json{{"messages", {user}}, {"chat_template", "{{ messages }}"}}, "chat_template: not supported"},
+      {json{{"messages", {user}}, {"chat_template_kwargs", {{"enable_thinking", false}}}},
+       "chat_template_kwargs: not supported"},
   };
   for (const Case& c : cases) {
     absl::StatusOr<CompletionCall> call = Parse(c.body);
