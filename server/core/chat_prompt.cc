@@ -16,36 +16,34 @@ ChatSetup ResolveChatSetup(const std::string& flag, const std::string& model_tem
   if (!flag.empty()) {
     if (absl::StatusOr<ChatFormat> f = ChatFormatFromName(flag); f.ok()) setup.format = *f;
     setup.origin = absl::StrCat("--chat-template=", flag);
-  } else if (!model_template.empty()) {
-    setup.format = KnownChatTemplate(model_template);
-  }
-  if (setup.format.has_value()) {
-    std::vector<std::string> missing;
-    for (absl::string_view marker : ChatMarkerTokens(*setup.format)) {
-      std::optional<int32_t> id = tokenizer.PieceToId(std::string_view(marker.data(), marker.size()));
-      if (!id.has_value() || !tokenizer.IsControl(*id)) missing.emplace_back(marker);
-    }
-    if (!missing.empty()) {
-      setup.warning = absl::StrCat("the ", ChatFormatName(*setup.format), " chat format's ",
-                                   absl::StrJoin(missing, " "), " are not special tokens of this model's "
-                                   "tokenizer: they are tokenized as plain text (was the model trained with it?)");
-    }
-    const absl::string_view end = ChatEndOfTurn(*setup.format);
-    std::optional<int32_t> id =
-        end.empty() ? std::nullopt : tokenizer.PieceToId(std::string_view(end.data(), end.size()));
-    if (id.has_value() && tokenizer.IsControl(*id) && *id != special.eos) setup.end_of_turn_ids.push_back(*id);
-  }
-  if (!flag.empty()) return setup;
-  if (model_template.empty()) {
+  } else if (model_template.empty()) {
     setup.origin = absl::StrCat("the model has no chat template; start the server with --chat-template=<",
                                 ChatFormatNames(), "> to serve chat prompts");
-    return setup;
+  } else {
+    setup.format = KnownChatTemplate(model_template);
+    setup.origin = setup.format.has_value()
+                       ? "the model's own"
+                       : absl::StrCat("the model's chat template is not one attnserve reproduces exactly (",
+                                      ChatFormatNames(), "); start the server with --chat-template=<one of them> "
+                                                         "to serve chat prompts in that format");
   }
-  setup.origin = setup.format.has_value()
-                     ? "the model's own"
-                     : absl::StrCat("the model's chat template is not one attnserve reproduces exactly (",
-                                    ChatFormatNames(), "); start the server with --chat-template=<one of them> to "
-                                                       "serve chat prompts in that format");
+  if (!setup.format.has_value()) return setup;
+  auto special_id = [&tokenizer](absl::string_view text) -> std::optional<int32_t> {
+    std::optional<int32_t> id = tokenizer.PieceToId(std::string_view(text.data(), text.size()));
+    return id.has_value() && tokenizer.IsControl(*id) ? id : std::nullopt;
+  };
+  std::vector<std::string> missing;
+  for (absl::string_view marker : ChatMarkerTokens(*setup.format)) {
+    if (!special_id(marker).has_value()) missing.emplace_back(marker);
+  }
+  if (!missing.empty()) {
+    setup.warning = absl::StrCat("the ", ChatFormatName(*setup.format), " chat format's ",
+                                 absl::StrJoin(missing, " "), " are not special tokens of this model's "
+                                 "tokenizer: they are tokenized as plain text (was the model trained with it?)");
+  }
+  const absl::string_view end = ChatEndOfTurn(*setup.format);
+  std::optional<int32_t> end_id = end.empty() ? std::nullopt : special_id(end);
+  if (end_id.has_value() && *end_id != special.eos) setup.end_of_turn_ids.push_back(*end_id);
   return setup;
 }
 

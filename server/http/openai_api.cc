@@ -139,17 +139,10 @@ json EmptyLogprobs() {
 json LogprobsJson(const v1::GenerateResponse& chunk, int64_t text_offset) {
   json tokens = json::array(), token_logprobs = json::array(), top = json::array(), offsets = json::array();
   for (int i = 0; i < chunk.token_ids_size(); ++i) {
-    // A chunk usually holds one token, and then its text is that token's text
-    // (so the tokens join to the completion's text); otherwise the token's
-    // text from the alternatives, when it is among them.
-    const bool single = chunk.token_ids_size() == 1;
-    std::string text = single ? chunk.text() : "";
+    const std::string text = ChunkTokenText(chunk, i);
     json alternatives = json::object();
     if (i < chunk.logprobs_size()) {
-      for (const v1::TokenLogprob& alt : chunk.logprobs(i).top()) {
-        if (!single && alt.token_id() == chunk.token_ids(i)) text = alt.text();
-        alternatives[SanitizeUtf8(alt.text())] = alt.logprob();
-      }
+      for (const v1::TokenLogprob& alt : chunk.logprobs(i).top()) alternatives[SanitizeUtf8(alt.text())] = alt.logprob();
     }
     tokens.push_back(SanitizeUtf8(text));
     token_logprobs.push_back(i < chunk.logprobs_size() ? json(chunk.logprobs(i).logprob()) : json());
@@ -201,6 +194,16 @@ ChunkPart Render(const v1::GenerateResponse& chunk, const CompletionFormat& form
 }
 
 }  // namespace
+
+std::string ChunkTokenText(const v1::GenerateResponse& chunk, int i) {
+  if (chunk.token_ids_size() == 1) return chunk.text();
+  if (i < chunk.logprobs_size()) {
+    for (const v1::TokenLogprob& alt : chunk.logprobs(i).top()) {
+      if (alt.token_id() == chunk.token_ids(i)) return alt.text();
+    }
+  }
+  return "";
+}
 
 json CompletionUsage(const v1::GenerateUsage& usage) {
   return json{{"prompt_tokens", usage.prompt_tokens()},

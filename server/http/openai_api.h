@@ -131,6 +131,12 @@ nlohmann::json CompletionUsage(const v1::GenerateUsage& usage);
 // choice; null for the end-of-sequence token, the length, or not ended.
 nlohmann::json StopReason(const v1::GenerateResponse& chunk);
 
+// The text of token i of a stream chunk, for logprobs objects. A chunk
+// usually holds one token, and then its text is that token's text (so the
+// tokens join to the answer's text); otherwise the token's text from its
+// position's alternatives, when it is among them ("" if not).
+std::string ChunkTokenText(const v1::GenerateResponse& chunk, int i);
+
 // What /v1/completions and /v1/chat/completions parse alike.
 // "model" and "user" are strings when present.
 absl::Status CheckOpenAiModelField(const nlohmann::json& body);

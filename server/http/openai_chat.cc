@@ -102,15 +102,11 @@ json TokenBytes(const std::string& text) {
 
 json ChatLogprobEntries(const v1::GenerateResponse& chunk) {
   json entries = json::array();
-  const bool single = chunk.token_ids_size() == 1;
   for (int i = 0; i < chunk.token_ids_size() && i < chunk.logprobs_size(); ++i) {
     const v1::PositionLogprobs& position = chunk.logprobs(i);
-    // One token: the chunk's text is its text; else the text of the
-    // alternative that is the token, when it is among them.
-    std::string text = single ? chunk.text() : "";
+    const std::string text = ChunkTokenText(chunk, i);
     json top = json::array();
     for (const v1::TokenLogprob& alt : position.top()) {
-      if (!single && alt.token_id() == chunk.token_ids(i)) text = alt.text();
       top.push_back(json{{"token", SanitizeUtf8(alt.text())}, {"logprob", alt.logprob()}, {"bytes", TokenBytes(alt.text())}});
     }
     entries.push_back(json{{"token", SanitizeUtf8(text)},
