@@ -1,6 +1,7 @@
 #include "engine/runtime/decoder_engine.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -26,6 +27,10 @@ struct DecoderEngine::Sequence {
   StreamingDetokenizer detok;  // UTF-8-safe text of generated tokens
   std::vector<SampledToken> prompt_scores;  // prompt_logprobs: positions 1.. scored so far
   StopStringMatcher stops;     // holds back text that may start a stop string
+  // JSON mode: the output so far as the JSON grammar has read it, and the
+  // last ordinary token (whose kind decides a SentencePiece "▁"'s space).
+  std::optional<JsonAcceptor> json;
+  int32_t json_prev = -1;
 
   Sequence(const Tokenizer& tokenizer, int32_t last_prompt_token, std::vector<std::string> stop, bool include_stop)
       : detok(tokenizer, last_prompt_token), stops(std::move(stop), include_stop) {}
@@ -81,6 +86,14 @@ absl::Status ValidateGenerationParams(const GenerationParams& p, const ModelDesc
   }
   if (p.resumed_tokens < 0) {
     return absl::InvalidArgumentError(absl::StrCat("resumed_tokens must be >= 0, got ", p.resumed_tokens));
+  }
+  if (p.output_format == OutputFormat::kJsonObject && p.ignore_eos) {
+    return absl::InvalidArgumentError(
+        "ignore_eos cannot be combined with a JSON object response_format: the object's end ends the output");
+  }
+  if (p.output_format == OutputFormat::kJsonObject && p.min_tokens > 0) {
+    return absl::InvalidArgumentError(
+        "min_tokens cannot be combined with a JSON object response_format: the object's end ends the output");
   }
   if (p.top_logprobs > 0 && !p.logprobs) {
     return absl::InvalidArgumentError("top_logprobs needs logprobs = true");
@@ -170,6 +183,17 @@ absl::StatusOr<SeqId> DecoderEngine::AddSequence(std::vector<int32_t> prompt,
     const std::string piece = s->detok.Push(prompt[i]);
     if (static_cast<int>(i - prompt_end) + 1 > params.min_tokens) s->stops.Push(piece);
   }
+  if (params.output_format == OutputFormat::kJsonObject) {
+    if (json_mask_ == nullptr) json_mask_ = std::make_unique<JsonTokenMask>(model_->tokenizer());
+    s->json.emplace();
+    s->json_prev = prompt[prompt_end - 1];
+    for (size_t i = prompt_end; i < prompt.size(); ++i) {
+      if (!AdvanceJson(*s, prompt[i])) {
+        return absl::InvalidArgumentError(absl::StrCat("resumed_tokens: token ", prompt[i], " at ", i,
+                                                       " does not continue the JSON output"));
+      }
+    }
+  }
   s->params = std::move(params);
   s->history = prompt;
   s->prompt = std::move(prompt);
@@ -185,6 +209,15 @@ absl::StatusOr<SeqId> DecoderEngine::AddSequence(std::vector<int32_t> prompt,
   s->peak_kv_bytes = kv_->SequenceStats(id).peak_bytes;
   seqs_.emplace(id, std::move(s));
   return id;
+}
+
+bool DecoderEngine::AdvanceJson(Sequence& s, int32_t token) {
+  const Tokenizer& tok = model_->tokenizer();
+  // Once the object is whole, only an end id passes the mask.
+  if (s.json->complete() || tok.IsControl(token)) return s.json->complete();
+  const bool ok = s.json->Feed(tok.TokenBytes(token, s.json_prev));
+  s.json_prev = token;
+  return ok;
 }
 
 void DecoderEngine::Finish(Sequence& s, FinishReason reason) {
@@ -344,9 +377,31 @@ absl::StatusOr<std::vector<StepEvent>> DecoderEngine::Step(absl::Span<const Step
       if (s.in_prefill()) continue;  // more prompt to go: no token yet
     }
     absl::Span<const float> row(logits_.data() + sample_row[i] * static_cast<size_t>(vocab), vocab);
+    if (s.json.has_value()) {
+      // The end ids count only once the object is whole.
+      json_end_ids_ = eos_ids_;
+      json_end_ids_.insert(json_end_ids_.end(), s.params.end_of_turn_ids.begin(), s.params.end_of_turn_ids.end());
+      if (json_mask_->Fill(*s.json, json_end_ids_, json_allowed_) == 0) {
+        // Nothing can follow: a whole object and a model without an end
+        // id, or a vocabulary that cannot spell what must come next.
+        Finish(s, FlushText(s, ev) ? FinishReason::kStopString : FinishReason::kStop);
+        ev.finished = true;
+        ev.finish_reason = s.reason;
+        continue;
+      }
+      s.sampling.allowed = json_allowed_;
+    }
     // A resumed sequence's earlier output is at the end of its prompt.
     SampledToken tok = SampleToken(row, s.sampling, s.history, s.params.resumed_tokens + s.generated, s.rng,
                                    sample_scratch_);
+    s.sampling.allowed = {};
+    if (s.json.has_value() && !AdvanceJson(s, tok.id)) {
+      // Cannot happen while the mask holds; end this sequence, not the batch.
+      Finish(s, FlushText(s, ev) ? FinishReason::kStopString : FinishReason::kStop);
+      ev.finished = true;
+      ev.finish_reason = s.reason;
+      continue;
+    }
     if (s.params.prompt_logprobs && s.generated == 0) {
       ev.prompt_logprobs = std::move(s.prompt_scores);
       s.prompt_scores.clear();

@@ -34,9 +34,16 @@
 #include "absl/types/span.h"
 #include "engine/kv/kv_cache.h"
 #include "engine/models/decoder_model.h"
+#include "engine/sampling/json_token_mask.h"
 #include "engine/sampling/sampler.h"
 
 namespace attnserve {
+
+// What the output must be. kJsonObject is OpenAI's response_format
+// {"type": "json_object"}: every token is masked to keep the text a prefix
+// of a JSON object (engine/sampling/json_acceptor.h for the exact grammar),
+// and once the object closes only an end-of-sequence id may follow.
+enum class OutputFormat : uint8_t { kText, kJsonObject };
 
 struct GenerationParams {
   int max_new_tokens = 64;          // >= 1
@@ -80,6 +87,9 @@ struct GenerationParams {
   // unfinished character, text that may begin a stop string), so the text is
   // the same too. vLLM keeps a request's generator across preemption alike.
   int resumed_tokens = 0;
+  // kJsonObject cannot be combined with ignore_eos or min_tokens: the
+  // object's closing brace decides where the output ends.
+  OutputFormat output_format = OutputFormat::kText;
 };
 
 inline constexpr int kMaxStopStrings = 16;
@@ -160,6 +170,8 @@ class DecoderEngine {
   struct Sequence;
   DecoderEngine(std::shared_ptr<const DecoderModel> model, std::unique_ptr<KvCache> kv);
   void Finish(Sequence& s, FinishReason reason);
+  // JSON mode: feeds `token`'s bytes to s.json; false if it refuses them.
+  bool AdvanceJson(Sequence& s, int32_t token);
   void AppendToken(Sequence& s, const SampledToken& tok, StepEvent& ev);
   bool FlushText(Sequence& s, StepEvent& ev);
   // Scores the prompt tokens that rows [first_row, first_row + end - begin)
@@ -170,6 +182,10 @@ class DecoderEngine {
   std::shared_ptr<const DecoderModel> model_;
   std::unique_ptr<KvCache> kv_;
   std::vector<int32_t> eos_ids_;
+  // JSON mode's token table, built for the first request that asks for it.
+  std::unique_ptr<const JsonTokenMask> json_mask_;
+  std::vector<uint8_t> json_allowed_;  // reused across draws
+  std::vector<int32_t> json_end_ids_;
   absl::flat_hash_map<SeqId, std::unique_ptr<Sequence>> seqs_;
   SeqId next_id_ = 1;
   // Reused across steps.

@@ -121,16 +121,23 @@ void AddTopLogprobs(absl::Span<const float> logits, double lse, int top_logprobs
 
 // Whether ApplyBiasAndPenalties would change any logit.
 bool ChangesLogits(const SamplingParams& params, int output_tokens) {
-  return (output_tokens < params.min_tokens && !params.min_tokens_suppressed.empty()) ||
+  return !params.allowed.empty() || (output_tokens < params.min_tokens && !params.min_tokens_suppressed.empty()) ||
          !params.logit_bias.empty() || params.repetition_penalty != 1.0f || params.frequency_penalty != 0.0f ||
          params.presence_penalty != 0.0f;
 }
 
-// The min_tokens suppression, the logit bias, then the repetition,
-// frequency and presence penalties, on `s` (a copy of the logits).
+// The constraint's mask, the min_tokens suppression, the logit bias, then
+// the repetition, frequency and presence penalties, on `s` (a copy of the
+// logits). A masked logit stays -inf through all of them.
 void ApplyBiasAndPenalties(const SamplingParams& params, absl::Span<const int32_t> history,
                            int output_tokens, SamplingScratch& scratch, std::vector<float>& s) {
   const int vocab = static_cast<int>(s.size());
+  if (!params.allowed.empty()) {
+    const int n = std::min(vocab, static_cast<int>(params.allowed.size()));
+    for (int id = 0; id < n; ++id) {
+      if (params.allowed[id] == 0) s[id] = -std::numeric_limits<float>::infinity();
+    }
+  }
   if (output_tokens < params.min_tokens) {
     for (int32_t id : params.min_tokens_suppressed) {
       if (id >= 0 && id < vocab) s[id] = -std::numeric_limits<float>::infinity();

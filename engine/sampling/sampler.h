@@ -7,9 +7,9 @@
 // its own token history and its own RNG, so the same seed gives the same
 // tokens whatever else is in the batch.
 //
-// Order, as vLLM applies them (bias, then its penalties, then the warpers in
-// transformers' order):
-//   min-tokens suppression -> logit bias -> repetition penalty
+// Order, as vLLM applies them (a constraint's mask first, then bias, then
+// its penalties, then the warpers in transformers' order):
+//   constraint mask -> min-tokens suppression -> logit bias -> repetition penalty
 //   -> frequency penalty -> presence penalty
 //   -> temperature -> top-k -> top-p -> min-p -> typical-p -> softmax -> draw.
 // The repetition penalty looks at prompt + output (HF's input_ids); the
@@ -60,6 +60,10 @@ struct SamplingParams {
   // as transformers' MinNewTokensLengthLogitsProcessor and vLLM's min_tokens.
   int min_tokens = 0;
   std::vector<int32_t> min_tokens_suppressed;
+  // Tokens an output constraint allows next (JSON mode: JsonTokenMask),
+  // filled by the engine before each draw: allowed[id] == 0 gets logit
+  // -inf before anything else. Empty: every token. Must allow at least one.
+  absl::Span<const uint8_t> allowed;
   uint64_t seed = 0;
   // Compute the chosen token's log-probability (a log-sum-exp over the row);
   // the engine asks only when the request reports it.

@@ -242,6 +242,27 @@ TEST(SamplerTest, LogitBiasBansOrForcesAToken) {
   EXPECT_NEAR(t.logprob, std::log(Reference(kLogits, 1.0f, {0, 1, 2, 3, 4, 5})[4]), 1e-5);
 }
 
+TEST(SamplerTest, AConstraintMaskComesFirstAndRenormalisesOverWhatItAllows) {
+  SamplingParams p;
+  p.temperature = 0.0f;
+  SamplingRng rng(0);
+  SamplingScratch scratch;
+  const std::vector<uint8_t> allowed = {1, 0, 1, 0, 1, 1};  // the two best (1, 3) masked
+  p.allowed = allowed;
+  EXPECT_EQ(SampleToken(kLogits, p, {}, 0, rng, scratch).id, 5);
+  // Not even a +100 bias lifts a masked token.
+  p.logit_bias = {{1, 100.0f}};
+  EXPECT_EQ(SampleToken(kLogits, p, {}, 0, rng, scratch).id, 5);
+  p.logit_bias.clear();
+  p.temperature = 0.8f;
+  p.seed = 5;
+  ExpectClose(Frequencies(kLogits, p, {}, 40000), Reference(kLogits, 0.8f, {0, 2, 4, 5}), 0.01);
+  // The reported logprob stays the model's.
+  p.temperature = 0.0f;
+  SampledToken t = SampleToken(kLogits, p, {}, 0, rng, scratch);
+  EXPECT_NEAR(t.logprob, std::log(Reference(kLogits, 1.0f, {0, 1, 2, 3, 4, 5})[5]), 1e-5);
+}
+
 TEST(SamplerTest, FrequencyAndPresencePenaltiesCountTheOutputOnly) {
   // History: prompt {1, 1} then output {3, 5, 5, 5}. Id 1 is only in the
   // prompt: untouched. OpenAI: logit[j] -= c[j] * frequency + (c[j] > 0) * presence.

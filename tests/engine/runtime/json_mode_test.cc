@@ -1,0 +1,195 @@
+// JSON mode (OutputFormat::kJsonObject) on the real stories260K: the output
+// is a JSON object, each token is the model's best one the grammar allows,
+// sampling keeps to the grammar, preemption resumes the same output, and
+// the combinations that cannot work are refused by name.
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/runtime/decoder_engine.h"
+#include "engine/sampling/json_acceptor.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace attnserve {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::shared_ptr<const DecoderModel> Stories() {
+  static std::shared_ptr<const DecoderModel>* model = [] {
+    DecoderLoadOptions opt;
+    opt.context_length = 512;
+    auto m = DecoderModel::Load(ATTNSERVE_SHARED_DIR "/models/stories260K/stories260K.gguf", opt);
+    EXPECT_TRUE(m.ok()) << m.status();
+    return new std::shared_ptr<const DecoderModel>(m.ok() ? *m : nullptr);
+  }();
+  return *model;
+}
+
+std::unique_ptr<DecoderEngine> MakeEngine() {
+  KvCacheOptions kv;
+  kv.kv_cache_bytes = Stories()->description().kv_bytes_per_token * 4096;
+  auto e = DecoderEngine::Create(Stories(), kv);
+  EXPECT_TRUE(e.ok()) << e.status();
+  return *std::move(e);
+}
+
+struct JsonRun {
+  std::vector<int32_t> ids;
+  std::vector<SampledToken> logprobs;
+  std::string text;
+  FinishReason reason = FinishReason::kNone;
+};
+
+JsonRun Generate(DecoderEngine& engine, const std::vector<int32_t>& prompt, const GenerationParams& p) {
+  JsonRun r;
+  absl::Status st = GenerateOne(engine, prompt, p, [&](const StepEvent& ev) {
+    r.ids.insert(r.ids.end(), ev.token_ids.begin(), ev.token_ids.end());
+    r.logprobs.insert(r.logprobs.end(), ev.logprobs.begin(), ev.logprobs.end());
+    r.text += ev.text;
+    if (ev.finished) r.reason = ev.finish_reason;
+    return true;
+  });
+  EXPECT_TRUE(st.ok()) << st;
+  return r;
+}
+
+std::vector<int32_t> Prompt(const std::string& text) {
+  auto ids = Stories()->tokenizer().Encode(text);
+  EXPECT_TRUE(ids.ok());
+  return *ids;
+}
+
+GenerationParams JsonParams(int n, float temperature) {
+  GenerationParams p;
+  p.max_new_tokens = n;
+  p.temperature = temperature;
+  p.output_format = OutputFormat::kJsonObject;
+  return p;
+}
+
+// Whether the grammar takes `id` after the output `text` so far (the plain
+// definition, not the engine's mask).
+bool GrammarTakes(const std::string& text, int32_t id, int32_t prev) {
+  const Tokenizer& tok = Stories()->tokenizer();
+  JsonAcceptor a;
+  if (!a.Feed(text)) return false;
+  if (a.complete()) return id == tok.special().eos;
+  if (tok.IsControl(id)) return false;
+  const std::string bytes = tok.TokenBytes(id, prev);
+  return !bytes.empty() && a.Feed(bytes);
+}
+
+TEST(JsonModeTest, GreedyTakesTheBestTokenTheGrammarAllowsAndEndsWithTheObject) {
+  auto engine = MakeEngine();
+  const std::vector<int32_t> prompt = Prompt("Once upon a time, there was a little girl");
+  GenerationParams plain_params = JsonParams(48, 0.0f);
+  plain_params.output_format = OutputFormat::kText;
+  const JsonRun plain = Generate(*engine, prompt, plain_params);
+  JsonAcceptor plain_json;
+  EXPECT_FALSE(plain_json.Feed(plain.text)) << plain.text;  // the story alone is no JSON
+
+  GenerationParams p = JsonParams(200, 0.0f);
+  p.logprobs = true;
+  p.top_logprobs = 20;
+  const JsonRun run = Generate(*engine, prompt, p);
+  ASSERT_EQ(run.logprobs.size(), run.ids.size());
+  const Tokenizer& tok = Stories()->tokenizer();
+  std::string text;
+  int32_t prev = prompt.back();
+  int alternatives_checked = 0;
+  for (size_t i = 0; i < run.ids.size(); ++i) {
+    const int32_t id = run.ids[i];
+    ASSERT_TRUE(GrammarTakes(text, id, prev)) << "token " << i << " (" << id << ") after " << text;
+    // No token the grammar takes here is more likely than the one chosen
+    // (among the 20 best the engine reports).
+    for (const TokenLogprob& alt : run.logprobs[i].top) {
+      if (alt.id == id || !GrammarTakes(text, alt.id, prev)) continue;
+      EXPECT_LE(alt.logprob, run.logprobs[i].logprob) << "token " << i << " after " << text;
+      ++alternatives_checked;
+    }
+    if (!tok.IsControl(id)) {
+      text += tok.TokenBytes(id, prev);
+      prev = id;
+    }
+  }
+  EXPECT_GT(alternatives_checked, 0);
+  EXPECT_EQ(run.text, text);
+  if (run.reason == FinishReason::kStop) {
+    JsonAcceptor a;
+    EXPECT_TRUE(a.Feed(run.text) && a.complete()) << run.text;
+    EXPECT_EQ(run.ids.back(), tok.special().eos);
+  } else {
+    EXPECT_EQ(run.reason, FinishReason::kLength);
+  }
+}
+
+TEST(JsonModeTest, SampledOutputsKeepToTheGrammarAndCloseWhenGivenRoom) {
+  auto engine = MakeEngine();
+  const std::vector<int32_t> prompt = Prompt("Lily said");
+  // stories260K writes stories, not objects: a bias towards "}" (a byte
+  // token) lets some of them close.
+  const std::optional<int32_t> brace = Stories()->tokenizer().PieceToId("<0x7D>");
+  ASSERT_TRUE(brace.has_value());
+  int closed = 0;
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    GenerationParams p = JsonParams(120, 1.0f);
+    p.seed = seed;
+    p.logit_bias = {{*brace, 6.0f}};
+    const JsonRun run = Generate(*engine, prompt, p);
+    JsonAcceptor a;
+    ASSERT_TRUE(a.Feed(run.text)) << "seed " << seed << ": " << run.text;
+    if (run.reason == FinishReason::kStop) {
+      EXPECT_TRUE(a.complete()) << run.text;
+      ++closed;
+    } else {
+      EXPECT_EQ(run.reason, FinishReason::kLength) << run.text;
+      EXPECT_FALSE(a.complete()) << run.text;
+    }
+  }
+  EXPECT_GT(closed, 0);
+}
+
+TEST(JsonModeTest, AResumedSequenceGoesOnWithTheSameOutput) {
+  auto engine = MakeEngine();
+  const std::vector<int32_t> prompt = Prompt("Tim had a ball");
+  GenerationParams p = JsonParams(40, 0.8f);
+  p.seed = 7;
+  const JsonRun whole = Generate(*engine, prompt, p);
+  ASSERT_GE(whole.ids.size(), 10u);
+  const int k = 6;
+  std::vector<int32_t> resumed_prompt = prompt;
+  resumed_prompt.insert(resumed_prompt.end(), whole.ids.begin(), whole.ids.begin() + k);
+  GenerationParams rp = p;
+  rp.resumed_tokens = k;
+  rp.max_new_tokens = p.max_new_tokens - k;
+  const JsonRun rest = Generate(*engine, resumed_prompt, rp);
+  EXPECT_EQ(rest.ids, std::vector<int32_t>(whole.ids.begin() + k, whole.ids.end()));
+}
+
+TEST(JsonModeTest, RefusesWhatCannotEndWithTheObject) {
+  auto engine = MakeEngine();
+  GenerationParams p = JsonParams(8, 0.0f);
+  p.ignore_eos = true;
+  absl::StatusOr<SeqId> id = engine->AddSequence(Prompt("Hi"), p);
+  ASSERT_FALSE(id.ok());
+  EXPECT_THAT(id.status().message(), HasSubstr("ignore_eos"));
+  p.ignore_eos = false;
+  p.min_tokens = 2;
+  id = engine->AddSequence(Prompt("Hi"), p);
+  ASSERT_FALSE(id.ok());
+  EXPECT_THAT(id.status().message(), HasSubstr("min_tokens"));
+  // A resumed output that is no JSON.
+  GenerationParams rp = JsonParams(8, 0.0f);
+  std::vector<int32_t> prompt = Prompt("Hi there");
+  rp.resumed_tokens = 1;
+  id = engine->AddSequence(prompt, rp);
+  ASSERT_FALSE(id.ok());
+  EXPECT_THAT(id.status().message(), HasSubstr("does not continue the JSON output"));
+}
+
+}  // namespace
+}  // namespace attnserve
