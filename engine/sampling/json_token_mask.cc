@@ -52,11 +52,11 @@ int JsonTokenMask::Fill(const JsonAcceptor& state, absl::Span<const int32_t> end
     return count;
   }
   // Depth-first over the sorted entries: after[k] is the state after the
-  // first k bytes of the last entry fed, valid for k <= valid. When that
-  // entry was refused at its failed-th byte, every following entry that
-  // shares those failed bytes is refused without feeding anything.
+  // first k bytes of the last entry fed. When that entry was refused at its
+  // failed-th byte, every following entry that shares those failed bytes is
+  // refused without feeding anything; any other shares fewer bytes with it
+  // than were fed, so after[lcp] is valid for it.
   std::vector<JsonAcceptor> after(1, state);
-  int valid = 0;
   int failed = INT_MAX;
   int lcp = INT_MAX;  // common bytes of this entry and the last one fed
   for (size_t i = 0; i < ids_.size(); ++i) {
@@ -64,7 +64,7 @@ int JsonTokenMask::Fill(const JsonAcceptor& state, absl::Span<const int32_t> end
     if (lcp >= failed) continue;
     const std::string& b = bytes_[i];
     if (after.size() < b.size() + 1) after.resize(b.size() + 1);
-    int k = std::min(lcp, valid);
+    int k = lcp;
     JsonAcceptor cur = after[k];
     failed = INT_MAX;
     for (; k < static_cast<int>(b.size()); ++k) {
@@ -74,7 +74,6 @@ int JsonTokenMask::Fill(const JsonAcceptor& state, absl::Span<const int32_t> end
       }
       after[k + 1] = cur;
     }
-    valid = k;
     lcp = INT_MAX;
     if (failed == INT_MAX) {
       allowed[ids_[i]] = 1;

@@ -144,6 +144,13 @@ absl::StatusOr<GenerationParams> ToGenerationParams(const v1::GenerateRequest& r
   p.logprobs = s.logprobs() || s.top_logprobs() > 0;
   p.top_logprobs = s.top_logprobs();
   p.prompt_logprobs = s.prompt_logprobs();
+  switch (s.response_format()) {
+    case v1::RESPONSE_FORMAT_TEXT: p.output_format = OutputFormat::kText; break;
+    case v1::RESPONSE_FORMAT_JSON_OBJECT: p.output_format = OutputFormat::kJsonObject; break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("sampling.response_format = ", s.response_format(), ": not a known format"));
+  }
   if (absl::Status st = ValidateGenerationParams(p, model); !st.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("sampling: ", st.message()));
   }

@@ -285,8 +285,12 @@ absl::Status ParseSharedCompletionFields(const json& root, size_t prompts, Compl
   }
   if (const json* format = Field(root, "response_format"); format != nullptr) {
     const json* type = format->is_object() ? Field(*format, "type") : nullptr;
-    if (type == nullptr || !type->is_string() || type->get<std::string>() != "text") {
-      return Unsupported("response_format", "no structured output; only {\"type\": \"text\"}");
+    const std::string name = type != nullptr && type->is_string() ? type->get<std::string>() : "";
+    if (name == "json_object") {
+      shared->mutable_sampling()->set_response_format(v1::RESPONSE_FORMAT_JSON_OBJECT);
+    } else if (name != "text") {
+      return Unsupported("response_format",
+                         "only {\"type\": \"text\"} and {\"type\": \"json_object\"}; no JSON schema");
     }
   }
   if (const json* n = Field(root, "n"); n != nullptr) {

@@ -335,6 +335,8 @@ def test_truncate_prompt_tokens_keeps_the_prompts_tail(stub, pb):
     ({"logit_bias": {"600": 1}}, "logit_bias: token id 600"),
     ({"logit_bias": {"5": 101}}, "logit_bias[5]"),
     ({"top_logprobs": 50}, "top_logprobs"),
+    ({"response_format": "RESPONSE_FORMAT_JSON_OBJECT", "ignore_eos": True}, "ignore_eos cannot be combined"),
+    ({"response_format": 9}, "sampling.response_format = 9: not a known format"),
 ])
 def test_generate_invalid_sampling_names_the_field(stub, pb, sampling, field):
     from google.protobuf import json_format

@@ -121,6 +121,11 @@ CASES = [
      "top_logprobs"),
     ("/v1/chat/completions", {"model": "m", "messages": USER, "response_format": {"type": "json_schema"}}, 400,
      "response_format"),
+    ("/v1/chat/completions", {"model": "m", "messages": USER, "response_format": {"type": "json_object"},
+                              "ignore_eos": True}, 400, "ignore_eos cannot be combined with a JSON object"),
+    ("/v1/completions", {"model": "m", "prompt": "a", "response_format": {"type": "json_object"}, "min_tokens": 2},
+     400, "min_tokens cannot be combined with a JSON object"),
+    ("/v1/generate", {"text": "a", "sampling": {"response_format": "RESPONSE_FORMAT_YAML"}}, 400, "response_format"),
 ]
 
 

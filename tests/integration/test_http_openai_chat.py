@@ -295,3 +295,56 @@ def test_a_chat_ends_at_the_formats_end_of_turn_token(qwen_server):
                                         max_tokens=8, temperature=0, logit_bias={"2": 100},
                                         extra_body={"ignore_eos": True})
     assert on.usage.completion_tokens == 8
+
+
+# JSON mode. stories260K writes stories, not objects, so a bias towards the
+# byte token "}" (<0x7D>, id 128) lets its answers close; the checks do not
+# depend on which text it writes: Python's json module is the judge.
+BRACE_BIAS = {"128": 10}
+
+
+def test_json_object_response_format_answers_with_one_json_object(server, client):
+    case = PROMPTS["system_and_user"]
+    plain = client.chat.completions.create(model="stories260K", messages=case["messages"], max_tokens=48,
+                                           temperature=0, logit_bias=BRACE_BIAS)
+    with pytest.raises(ValueError):
+        json.loads(plain.choices[0].message.content)  # without the constraint: no JSON
+    r = client.chat.completions.create(model="stories260K", messages=case["messages"], max_tokens=400,
+                                       temperature=0, logit_bias=BRACE_BIAS,
+                                       response_format={"type": "json_object"})
+    choice = r.choices[0]
+    assert choice.finish_reason == "stop", choice.message.content
+    assert isinstance(json.loads(choice.message.content), dict), choice.message.content
+    # The native API and gRPC's field give the same answer for the same ids.
+    import http.client
+    conn = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=60)
+    sampling = {"max_new_tokens": 400, "temperature": 0, "logit_bias": BRACE_BIAS,
+                "response_format": "RESPONSE_FORMAT_JSON_OBJECT"}
+    conn.request("POST", "/v1/generate", body=json.dumps({"token_ids": {"ids": case["ids"]}, "sampling": sampling}),
+                 headers={"Content-Type": "application/json"})
+    native = json.loads(conn.getresponse().read())
+    assert native["text"] == choice.message.content
+    # Streamed, the deltas add up to the same object.
+    chunks = client.chat.completions.create(model="stories260K", messages=case["messages"], max_tokens=400,
+                                            temperature=0, logit_bias=BRACE_BIAS,
+                                            response_format={"type": "json_object"}, stream=True)
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == choice.message.content
+
+
+def test_json_object_sampled_answers_are_json_or_cut_by_the_token_limit(server, client):
+    closed = 0
+    for seed in range(8):
+        r = client.completions.create(model="stories260K", prompt="Lily said", max_tokens=120, temperature=1.0,
+                                      seed=seed, logit_bias=BRACE_BIAS,
+                                      extra_body={"response_format": {"type": "json_object"}})
+        choice = r.choices[0]
+        if choice.finish_reason == "stop":
+            assert isinstance(json.loads(choice.text), dict), choice.text
+            closed += 1
+        else:
+            assert choice.finish_reason == "length"
+            assert r.usage.completion_tokens == 120
+            with pytest.raises(ValueError):
+                json.loads(choice.text)
+    assert closed > 0

@@ -87,7 +87,9 @@ TEST(OpenAiChatTest, BadShapesAndUnsupportedOptionsNameTheField) {
        "messages[0].content[0].type: not supported ('image_url': text only)"},
       {json{{"messages", {user}}, {"tools", {{{"type", "function"}}}}}, "tools: not supported (no tool calling)"},
       {json{{"messages", {user}}, {"tool_choice", "auto"}}, "tool_choice: not supported"},
-      {json{{"messages", {user}}, {"response_format", {{"type", "json_object"}}}}, "response_format: not supported"},
+      {json{{"messages", {user}}, {"response_format", {{"type", "json_schema"}, {"json_schema", json::object()}}}},
+       "response_format: not supported (only {\"type\": \"text\"} and {\"type\": \"json_object\"}; no JSON schema)"},
+      {json{{"messages", {user}}, {"response_format", "json_object"}}, "response_format: not supported"},
       {json{{"messages", {user}}, {"echo", true}}, "echo: not supported"},
       {json{{"messages", {user}}, {"top_logprobs", 2}}, "top_logprobs: only with \"logprobs\": true"},
       {json{{"messages", {user}}, {"logprobs", true}, {"top_logprobs", 21}}, "top_logprobs: 21 is outside [0, 20]"},
@@ -114,6 +116,11 @@ TEST(OpenAiChatTest, BadShapesAndUnsupportedOptionsNameTheField) {
                                                  {"response_format", {{"type", "text"}}},
                                                  {"echo", false}});
   EXPECT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->requests[0].sampling().response_format(), v1::RESPONSE_FORMAT_TEXT);
+  // JSON mode maps onto the proto's response_format.
+  absl::StatusOr<CompletionCall> json_mode = Parse(json{{"messages", {user}}, {"response_format", {{"type", "json_object"}}}});
+  ASSERT_TRUE(json_mode.ok()) << json_mode.status();
+  EXPECT_EQ(json_mode->requests[0].sampling().response_format(), v1::RESPONSE_FORMAT_JSON_OBJECT);
 }
 
 std::vector<v1::GenerateResponse> TwoChunks() {

@@ -170,6 +170,38 @@ TEST(JsonModeTest, AResumedSequenceGoesOnWithTheSameOutput) {
   EXPECT_EQ(rest.ids, std::vector<int32_t>(whole.ids.begin() + k, whole.ids.end()));
 }
 
+TEST(JsonModeTest, JsonAndTextSequencesInOneBatchEachGiveWhatTheyGiveAlone) {
+  auto engine = MakeEngine();
+  const std::vector<int32_t> prompt_a = Prompt("Lily said"), prompt_b = Prompt("Tim had a ball");
+  GenerationParams json_params = JsonParams(60, 0.9f);
+  json_params.seed = 3;
+  GenerationParams text_params = JsonParams(60, 0.9f);
+  text_params.seed = 4;
+  text_params.output_format = OutputFormat::kText;
+  const JsonRun alone_a = Generate(*engine, prompt_a, json_params);
+  const JsonRun alone_b = Generate(*engine, prompt_b, text_params);
+  absl::StatusOr<SeqId> a = engine->AddSequence(prompt_a, json_params);
+  absl::StatusOr<SeqId> b = engine->AddSequence(prompt_b, text_params);
+  ASSERT_TRUE(a.ok() && b.ok());
+  std::vector<int32_t> ids_a, ids_b;
+  while (!engine->IsFinished(*a) || !engine->IsFinished(*b)) {
+    std::vector<StepItem> items;
+    for (SeqId id : {*a, *b}) {
+      if (!engine->IsFinished(id)) items.push_back({id, 512});
+    }
+    absl::StatusOr<std::vector<StepEvent>> events = engine->Step(items);
+    ASSERT_TRUE(events.ok()) << events.status();
+    for (const StepEvent& ev : *events) {
+      std::vector<int32_t>& ids = ev.seq == *a ? ids_a : ids_b;
+      ids.insert(ids.end(), ev.token_ids.begin(), ev.token_ids.end());
+    }
+  }
+  EXPECT_EQ(ids_a, alone_a.ids);
+  EXPECT_EQ(ids_b, alone_b.ids);
+  engine->Release(*a);
+  engine->Release(*b);
+}
+
 TEST(JsonModeTest, RefusesWhatCannotEndWithTheObject) {
   auto engine = MakeEngine();
   GenerationParams p = JsonParams(8, 0.0f);
