@@ -2,7 +2,10 @@
 # Sampling benchmark: SampleToken (sampling_bench) and the same steps in
 # transformers' processors on torch (hf_peer.py, one thread each), back to
 # back in the same run, at the vocabulary sizes of Llama 2 (32000), SmolLM
-# (49152) and Llama 3 (128256), then the time ratios.
+# (49152) and Llama 3 (128256), then the time ratios. Then JSON mode's mask
+# per token (json_mask_bench) against xgrammar's (xgrammar_peer.py, what
+# vLLM uses for response_format json_object) over the same vocabulary and
+# token sequence (json_vocab.py) at 32000 and 128256 tokens.
 # Usage: bench/sampling/run.sh REPO VENV BUILD_DIR   (called by ./dev bench)
 set -euo pipefail
 REPO="$1"; VENV="$2"; BUILD="$3"
@@ -14,6 +17,11 @@ mkdir -p "$OUT"
     "$REPO/dev" exec "$BUILD/bench/sampling/sampling_bench" --vocab "$vocab" --output 256
     "$VENV/bin/python" "$REPO/bench/sampling/hf_peer.py" --vocab "$vocab" --output 256
   done
+  for vocab in 32000 128256; do
+    "$VENV/bin/python" "$REPO/bench/sampling/json_vocab.py" "$vocab" "$OUT/json-$vocab"
+    "$REPO/dev" exec "$BUILD/bench/sampling/json_mask_bench" "$OUT/json-$vocab"
+    OMP_NUM_THREADS=1 "$VENV/bin/python" "$REPO/bench/sampling/xgrammar_peer.py" "$OUT/json-$vocab"
+  done
 } | tee "$OUT/results.jsonl"
 "$VENV/bin/python" - "$OUT/results.jsonl" <<'PY'
 import json, sys
@@ -24,4 +32,13 @@ for (impl, case, vocab), us in t.items():
     if impl == "attnserve" and ("transformers", case, vocab) in t:
         peer = t[("transformers", case, vocab)]
         print(f"{case:<20}{vocab:>8}{us:>14.1f}{peer:>17.1f}{peer / us:>7.1f}x")
+j = {(r["impl"].split()[0], r["vocab"]): r for r in rows if r["bench"] == "json_mask" and "alone" not in r["impl"]}
+print(f"\n{'JSON mask':<20}{'vocab':>8}{'attnserve us':>14}{'xgrammar us':>13}{'ratio':>8}"
+      f"{'first pass us':>15}{'xgrammar':>10}{'setup ms':>10}{'xgrammar':>10}")
+for (impl, vocab), r in j.items():
+    if impl == "attnserve" and ("xgrammar", vocab) in j:
+        x = j[("xgrammar", vocab)]
+        print(f"{'per token':<20}{vocab:>8}{r['us_per_step']:>14.2f}{x['us_per_step']:>13.2f}"
+              f"{x['us_per_step'] / r['us_per_step']:>7.1f}x{r['first_us_per_step']:>15.1f}"
+              f"{x['first_us_per_step']:>10.1f}{r['setup_ms']:>10.1f}{x['setup_ms']:>10.1f}")
 PY

@@ -10,6 +10,40 @@ constexpr std::string_view kLiterals[3] = {"true", "false", "null"};
 
 }  // namespace
 
+JsonAcceptor::Key JsonAcceptor::StateKey() const {
+  uint64_t gap = 0, aux = 0, utf8 = 0, literal = 0, in_key = 0;
+  switch (mode_) {
+    case Mode::kStart:
+    case Mode::kObjectOpen:
+    case Mode::kKey:
+    case Mode::kColon:
+    case Mode::kValue:
+    case Mode::kArrayOpen:
+    case Mode::kAfterValue:
+      gap = static_cast<uint64_t>(gap_) | (gap_ == Gap::kNewline ? uint64_t{indent_} << 2 : 0);
+      break;
+    case Mode::kUtf8:
+      utf8 = uint64_t{utf8_lo_} | uint64_t{utf8_hi_} << 8;
+      [[fallthrough]];
+    case Mode::kUnicodeEscape:
+      aux = aux_;
+      [[fallthrough]];
+    case Mode::kString:
+    case Mode::kEscape:
+      in_key = in_key_;
+      break;
+    case Mode::kLiteral:
+      aux = aux_;
+      literal = literal_;
+      break;
+    default:
+      break;
+  }
+  const uint64_t open = depth_ == 0 ? 0 : containers_ & (~uint64_t{0} >> (64 - depth_));
+  return {open, static_cast<uint64_t>(mode_) | uint64_t{depth_} << 5 | gap << 12 | aux << 19 | utf8 << 22 |
+                    literal << 38 | in_key << 40};
+}
+
 bool JsonAcceptor::Feed(std::string_view bytes) {
   for (char c : bytes) {
     if (!Feed(static_cast<uint8_t>(c))) return false;

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <string_view>
+#include <utility>
 
 namespace attnserve {
 
@@ -37,6 +38,20 @@ class JsonAcceptor {
   bool Feed(std::string_view bytes);
   // The bytes so far are a whole document (only end of output may follow).
   bool complete() const { return mode_ == Mode::kDone; }
+
+  // Equal for two states exactly when every byte string gets the same
+  // answer from both (fields a mode does not read are left out), so a
+  // token mask computed for one serves the other. {nesting, the rest}.
+  struct Key {
+    uint64_t containers = 0;  // the open levels' kinds, bits below depth
+    uint64_t local = 0;       // mode, depth and the mode's own fields
+    bool operator==(const Key& o) const { return containers == o.containers && local == o.local; }
+    template <typename H>
+    friend H AbslHashValue(H h, const Key& k) {
+      return H::combine(std::move(h), k.containers, k.local);
+    }
+  };
+  Key StateKey() const;
 
  private:
   enum class Mode : uint8_t {

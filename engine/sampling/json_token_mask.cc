@@ -36,13 +36,19 @@ JsonTokenMask::JsonTokenMask(const Tokenizer& tokenizer) : vocab_size_(tokenizer
     ids_.push_back(entries[i].second);
     bytes_.push_back(std::move(entries[i].first));
   }
+  max_cached_ = static_cast<size_t>(std::max<int64_t>(1, kJsonMaskCacheBytes / std::max(vocab_size_, 1)));
+}
+
+int64_t JsonTokenMask::cache_bytes() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int64_t>(cache_.size()) * vocab_size_;
 }
 
 int JsonTokenMask::Fill(const JsonAcceptor& state, absl::Span<const int32_t> end_ids,
                         std::vector<uint8_t>& allowed) const {
-  allowed.assign(vocab_size_, 0);
   int count = 0;
   if (state.complete()) {
+    allowed.assign(vocab_size_, 0);
     for (int32_t id : end_ids) {
       if (id >= 0 && id < vocab_size_ && allowed[id] == 0) {
         allowed[id] = 1;
@@ -51,6 +57,24 @@ int JsonTokenMask::Fill(const JsonAcceptor& state, absl::Span<const int32_t> end
     }
     return count;
   }
+  const JsonAcceptor::Key key = state.StateKey();
+  {
+    absl::MutexLock lock(&mu_);
+    if (auto it = cache_.find(key); it != cache_.end()) {
+      allowed = it->second.allowed;
+      return it->second.count;
+    }
+  }
+  allowed.assign(vocab_size_, 0);
+  count = Walk(state, allowed);
+  absl::MutexLock lock(&mu_);
+  if (cache_.size() >= max_cached_) cache_.clear();
+  cache_[key] = CachedMask{allowed, count};
+  return count;
+}
+
+int JsonTokenMask::Walk(const JsonAcceptor& state, std::vector<uint8_t>& allowed) const {
+  int count = 0;
   // Depth-first over the sorted entries: after[k] is the state after the
   // first k bytes of the last entry fed. When that entry was refused at its
   // failed-th byte, every following entry that shares those failed bytes is

