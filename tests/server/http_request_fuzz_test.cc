@@ -65,6 +65,10 @@ std::vector<std::string> SeedCorpus() {
           R"("stream":true,"stream_options":{"include_usage":true},"stop":["\n"]})"},
       {6, R"({"messages":[{"role":"developer","content":"x"},{"role":"user","content":"y"},)"
           R"({"role":"assistant","content":"The"}],"continue_final_message":true,"max_tokens":4,"tools":[]})"},
+      {6, R"({"messages":[{"role":"user","content":"JSON please"}],"response_format":{"type":"json_object"},)"
+          R"("max_tokens":16,"logit_bias":{"128":5}})"},
+      {5, R"({"prompt":"{","response_format":{"type":"json_object"},"temperature":0.7,"seed":2})"},
+      {1, R"({"text":"x","sampling":{"response_format":"RESPONSE_FORMAT_JSON_OBJECT","max_new_tokens":3}})"},
   };
   std::vector<std::string> corpus;
   for (const auto& [selector, body] : bodies) corpus.push_back(std::string(1, selector) + body);
