@@ -165,6 +165,8 @@ class DecoderEngine {
   // Prompt positions taken from the prefix cache when the sequence was added.
   int CachedPromptTokens(SeqId seq) const;
   const DecoderModel& model() const { return *model_; }
+  // JSON mode's token table and cached masks (0 before the first JSON request).
+  int64_t json_mask_bytes() const { return json_mask_ == nullptr ? 0 : json_mask_->bytes(); }
 
  private:
   struct Sequence;

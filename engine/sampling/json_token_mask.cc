@@ -36,6 +36,11 @@ JsonTokenMask::JsonTokenMask(const Tokenizer& tokenizer) : vocab_size_(tokenizer
     ids_.push_back(entries[i].second);
     bytes_.push_back(std::move(entries[i].first));
   }
+  table_bytes_ = static_cast<int64_t>(ids_.capacity() * sizeof(int32_t) + shared_.capacity() * sizeof(uint16_t) +
+                                      bytes_.capacity() * sizeof(std::string));
+  for (const std::string& b : bytes_) {
+    if (b.capacity() > 15) table_bytes_ += static_cast<int64_t>(b.capacity()) + 1;  // past the inline buffer
+  }
   max_cached_ = static_cast<size_t>(std::max<int64_t>(1, kJsonMaskCacheBytes / std::max(vocab_size_, 1)));
 }
 

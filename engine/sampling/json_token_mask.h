@@ -51,6 +51,8 @@ class JsonTokenMask {
   int vocab_size() const { return vocab_size_; }
   // Bytes the cached masks take now (at most kJsonMaskCacheBytes).
   int64_t cache_bytes() const;
+  // The token table's bytes plus cache_bytes(): what JSON mode holds.
+  int64_t bytes() const { return table_bytes_ + cache_bytes(); }
 
  private:
   struct CachedMask {
@@ -66,6 +68,7 @@ class JsonTokenMask {
   std::vector<std::string> bytes_;
   std::vector<uint16_t> shared_;
   size_t max_cached_ = 0;
+  int64_t table_bytes_ = 0;
   mutable absl::Mutex mu_;
   mutable absl::flat_hash_map<JsonAcceptor::Key, CachedMask> cache_ ABSL_GUARDED_BY(mu_);
 };

@@ -96,6 +96,7 @@ class ServerMetrics {
   // free (an allocation may evict them), and reused by a prompt that starts
   // the same (engine/kv/kv_cache.h).
   prometheus::Gauge& kv_blocks_cached() { return kv_blocks_cached_; }
+  prometheus::Gauge& json_mask_bytes() { return json_mask_bytes_; }
   prometheus::Gauge& kv_used_bytes() { return kv_used_bytes_; }
   prometheus::Gauge& kv_capacity_bytes() { return kv_capacity_bytes_; }
   prometheus::Gauge& weight_bytes(WorkKind kind) { return kind == WorkKind::kEncode ? weights_encoder_ : weights_decoder_; }
@@ -117,7 +118,8 @@ class ServerMetrics {
       &reject_http_busy_;
   prometheus::Counter &cancel_queued_, &cancel_prefill_, &cancel_decode_, &cancel_kv_bytes_, &cancel_tokens_;
   prometheus::Gauge &queued_encode_, &queued_generate_, &running_sequences_, &kv_blocks_used_, &kv_blocks_total_;
-  prometheus::Gauge &kv_blocks_cached_, &kv_used_bytes_, &kv_capacity_bytes_, &weights_encoder_, &weights_decoder_, &scratch_bytes_;
+  prometheus::Gauge &kv_blocks_cached_, &kv_used_bytes_, &kv_capacity_bytes_, &weights_encoder_, &weights_decoder_, &scratch_bytes_,
+      &json_mask_bytes_;
   prometheus::Gauge &saturation_, &resident_bytes_, &virtual_bytes_, &start_time_, &ready_;
   prometheus::Counter &sched_cpu_running_, &sched_cpu_waiting_;
   std::atomic<int> scheduler_tid_{0};

@@ -58,6 +58,8 @@ class GenerateBackend {
   virtual KvSequenceStats SequenceKv(SeqId seq) const = 0;
   virtual KvStats kv_stats() const = 0;
   virtual int block_size() const = 0;
+  // Memory held for JSON mode (the engine's token table and cached masks).
+  virtual int64_t json_mask_bytes() const { return 0; }
 };
 
 }  // namespace attnserve

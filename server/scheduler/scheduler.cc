@@ -757,6 +757,7 @@ void Scheduler::UpdateGauges() {
     metrics_->kv_blocks_cached().Set(static_cast<double>(kv.blocks_cached));
     metrics_->kv_used_bytes().Set(static_cast<double>(kv.bytes_used));
     metrics_->kv_capacity_bytes().Set(static_cast<double>(kv.bytes_capacity));
+    metrics_->json_mask_bytes().Set(static_cast<double>(generate_->json_mask_bytes()));
     if (kv.bytes_capacity > 0) kv_ratio = static_cast<double>(kv.bytes_used) / static_cast<double>(kv.bytes_capacity);
   }
   const double queue_ratio = static_cast<double>(queued_tokens) / std::max(1, options_.max_step_tokens);

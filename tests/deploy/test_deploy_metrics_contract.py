@@ -33,7 +33,7 @@ CONTRACT = {
               "attnserve_kv_cache_capacity_blocks", "attnserve_kv_cache_used_bytes", "attnserve_kv_cache_capacity_bytes",
               "attnserve_weight_bytes", "attnserve_engine_scratch_bytes", "attnserve_process_resident_memory_bytes",
               "attnserve_process_virtual_memory_bytes", "attnserve_process_start_time_seconds", "attnserve_saturation",
-              "attnserve_ready", "attnserve_build_info"],
+              "attnserve_ready", "attnserve_build_info", "attnserve_json_mask_bytes"],
 }
 
 

@@ -16,7 +16,7 @@ import sys
 import grpc
 import pytest
 
-from conftest import REPO, ServerProcess, http_get
+from conftest import REPO, ServerProcess, http_get, metric
 
 DECODER = REPO.parent / "shared/models/stories260K/stories260K.gguf"
 GOLDEN = json.loads((REPO / "tests/golden/chat_templates/renders.json").read_text())
@@ -330,6 +330,8 @@ def test_json_object_response_format_answers_with_one_json_object(server, client
                                             response_format={"type": "json_object"}, stream=True)
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text == choice.message.content
+    # The token table and the masks it cached are accounted for.
+    assert metric(server, "attnserve_json_mask_bytes") > 512 * 2
 
 
 def test_json_object_sampled_answers_are_json_or_cut_by_the_token_limit(server, client):
