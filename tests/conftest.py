@@ -21,10 +21,20 @@ BIN = pathlib.Path(os.environ.get("ATTNSERVE_BIN", REPO / "build" / "release" / 
 DEV = REPO / "dev"
 
 
+_HANDED_OUT_PORTS: set = set()
+
+
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port nothing listens on now, never one this process handed out
+    before: the kernel may give the same free port to two binds in a row
+    (seen: a server started with --grpc-port and --http-port both 33671)."""
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _HANDED_OUT_PORTS:
+            _HANDED_OUT_PORTS.add(port)
+            return port
 
 
 def http_get(url: str, timeout: float = 5.0):

@@ -79,7 +79,7 @@ int Main(int argc, char** argv) {
   const BytesTokenizer tok(std::move(tokens));
 
   const auto t_build = Clock::now();
-  const JsonTokenMask mask(tok);
+  const JsonTokenMask mask(std::make_shared<const SortedVocabulary>(tok));
   const double build_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_build).count();
   const std::vector<int32_t> end_ids = {0};
   std::vector<uint8_t> allowed(tok.vocab_size());

@@ -27,10 +27,14 @@ struct DecoderEngine::Sequence {
   StreamingDetokenizer detok;  // UTF-8-safe text of generated tokens
   std::vector<SampledToken> prompt_scores;  // prompt_logprobs: positions 1.. scored so far
   StopStringMatcher stops;     // holds back text that may start a stop string
-  // JSON mode: the output so far as the JSON grammar has read it, and the
-  // last ordinary token (whose kind decides a SentencePiece "▁"'s space).
+  // Constrained output: the output so far as its acceptor has read it (JSON
+  // mode, or a choice among sorted_choices), and the last ordinary token
+  // (whose kind decides a SentencePiece "▁"'s space).
   std::optional<JsonAcceptor> json;
-  int32_t json_prev = -1;
+  std::vector<std::string> sorted_choices;
+  std::optional<ChoiceAcceptor> choice;
+  int32_t constraint_prev = -1;
+  bool constrained() const { return json.has_value() || choice.has_value(); }
 
   Sequence(const Tokenizer& tokenizer, int32_t last_prompt_token, std::vector<std::string> stop, bool include_stop)
       : detok(tokenizer, last_prompt_token), stops(std::move(stop), include_stop) {}
@@ -94,6 +98,29 @@ absl::Status ValidateGenerationParams(const GenerationParams& p, const ModelDesc
   if (p.output_format == OutputFormat::kJsonObject && p.min_tokens > 0) {
     return absl::InvalidArgumentError(
         "min_tokens cannot be combined with a JSON object response_format: the object's end ends the output");
+  }
+  if (p.output_format == OutputFormat::kChoice) {
+    if (p.ignore_eos || p.min_tokens > 0) {
+      return absl::InvalidArgumentError(absl::StrCat(p.ignore_eos ? "ignore_eos" : "min_tokens",
+                                                     " cannot be combined with choice: the choice ends the output"));
+    }
+    if (p.choices.empty() || p.choices.size() > static_cast<size_t>(kMaxChoices)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("choice: 1 to ", kMaxChoices, " strings, got ", p.choices.size()));
+    }
+    std::vector<std::string> sorted = p.choices;
+    std::sort(sorted.begin(), sorted.end());
+    for (size_t i = 0; i < p.choices.size(); ++i) {
+      if (p.choices[i].empty() || p.choices[i].size() > static_cast<size_t>(kMaxChoiceBytes)) {
+        return absl::InvalidArgumentError(absl::StrCat("choice[", i, "] must be 1..", kMaxChoiceBytes,
+                                                       " bytes, got ", p.choices[i].size()));
+      }
+      if (i > 0 && sorted[i] == sorted[i - 1]) {
+        return absl::InvalidArgumentError(absl::StrCat("choice: \"", sorted[i], "\" is listed twice"));
+      }
+    }
+  } else if (!p.choices.empty()) {
+    return absl::InvalidArgumentError("choice: only with the choice format");
   }
   if (p.top_logprobs > 0 && !p.logprobs) {
     return absl::InvalidArgumentError("top_logprobs needs logprobs = true");
@@ -183,14 +210,21 @@ absl::StatusOr<SeqId> DecoderEngine::AddSequence(std::vector<int32_t> prompt,
     const std::string piece = s->detok.Push(prompt[i]);
     if (static_cast<int>(i - prompt_end) + 1 > params.min_tokens) s->stops.Push(piece);
   }
-  if (params.output_format == OutputFormat::kJsonObject) {
-    if (json_mask_ == nullptr) json_mask_ = std::make_unique<JsonTokenMask>(model_->tokenizer());
-    s->json.emplace();
-    s->json_prev = prompt[prompt_end - 1];
+  if (params.output_format != OutputFormat::kText) {
+    if (vocabulary_ == nullptr) vocabulary_ = std::make_shared<const SortedVocabulary>(model_->tokenizer());
+    if (params.output_format == OutputFormat::kJsonObject) {
+      if (json_mask_ == nullptr) json_mask_ = std::make_unique<JsonTokenMask>(vocabulary_);
+      s->json.emplace();
+    } else {
+      s->sorted_choices = params.choices;
+      std::sort(s->sorted_choices.begin(), s->sorted_choices.end());
+      s->choice.emplace(&s->sorted_choices);
+    }
+    s->constraint_prev = prompt[prompt_end - 1];
     for (size_t i = prompt_end; i < prompt.size(); ++i) {
-      if (!AdvanceJson(*s, prompt[i])) {
+      if (!AdvanceConstraint(*s, prompt[i])) {
         return absl::InvalidArgumentError(absl::StrCat("resumed_tokens: token ", prompt[i], " at ", i,
-                                                       " does not continue the JSON output"));
+                                                       " does not continue the constrained output"));
       }
     }
   }
@@ -211,13 +245,40 @@ absl::StatusOr<SeqId> DecoderEngine::AddSequence(std::vector<int32_t> prompt,
   return id;
 }
 
-bool DecoderEngine::AdvanceJson(Sequence& s, int32_t token) {
+bool DecoderEngine::AdvanceConstraint(Sequence& s, int32_t token) {
   const Tokenizer& tok = model_->tokenizer();
-  // Once the object is whole, only an end id passes the mask.
-  if (s.json->complete() || tok.IsControl(token)) return s.json->complete();
-  const bool ok = s.json->Feed(tok.TokenBytes(token, s.json_prev));
-  s.json_prev = token;
-  return ok;
+  const bool complete = s.json.has_value() ? s.json->complete() : s.choice->complete();
+  // An end id passes the mask only where the output is whole (and after a
+  // whole JSON object nothing else does).
+  const bool end_id = std::binary_search(eos_ids_.begin(), eos_ids_.end(), token) ||
+                      std::find(s.params.end_of_turn_ids.begin(), s.params.end_of_turn_ids.end(), token) !=
+                          s.params.end_of_turn_ids.end();
+  if (end_id || tok.IsControl(token) || (s.json.has_value() && complete)) return complete;
+  const std::string bytes = tok.TokenBytes(token, s.constraint_prev);
+  s.constraint_prev = token;
+  if (s.json.has_value()) return s.json->Feed(bytes);
+  for (char c : bytes) {
+    if (!s.choice->Feed(static_cast<uint8_t>(c))) return false;
+  }
+  return true;
+}
+
+int DecoderEngine::FillConstraintMask(const Sequence& s) {
+  end_ids_ = eos_ids_;
+  end_ids_.insert(end_ids_.end(), s.params.end_of_turn_ids.begin(), s.params.end_of_turn_ids.end());
+  if (s.json.has_value()) return json_mask_->Fill(*s.json, end_ids_, constraint_allowed_);
+  constraint_allowed_.assign(model_->config().vocab_size, 0);
+  int count = 0;
+  if (s.choice->complete()) {
+    for (int32_t id : end_ids_) {
+      if (id >= 0 && id < static_cast<int32_t>(constraint_allowed_.size()) && constraint_allowed_[id] == 0) {
+        constraint_allowed_[id] = 1;
+        ++count;
+      }
+    }
+  }
+  if (s.choice->can_continue()) count += vocabulary_->Walk(*s.choice, constraint_allowed_);
+  return count;
 }
 
 void DecoderEngine::Finish(Sequence& s, FinishReason reason) {
@@ -377,11 +438,8 @@ absl::StatusOr<std::vector<StepEvent>> DecoderEngine::Step(absl::Span<const Step
       if (s.in_prefill()) continue;  // more prompt to go: no token yet
     }
     absl::Span<const float> row(logits_.data() + sample_row[i] * static_cast<size_t>(vocab), vocab);
-    if (s.json.has_value()) {
-      // The end ids count only once the object is whole.
-      json_end_ids_ = eos_ids_;
-      json_end_ids_.insert(json_end_ids_.end(), s.params.end_of_turn_ids.begin(), s.params.end_of_turn_ids.end());
-      if (json_mask_->Fill(*s.json, json_end_ids_, json_allowed_) == 0) {
+    if (s.constrained()) {
+      if (FillConstraintMask(s) == 0) {
         // Nothing can follow: a whole object and a model without an end
         // id, or a vocabulary that cannot spell what must come next.
         Finish(s, FlushText(s, ev) ? FinishReason::kStopString : FinishReason::kStop);
@@ -389,13 +447,13 @@ absl::StatusOr<std::vector<StepEvent>> DecoderEngine::Step(absl::Span<const Step
         ev.finish_reason = s.reason;
         continue;
       }
-      s.sampling.allowed = json_allowed_;
+      s.sampling.allowed = constraint_allowed_;
     }
     // A resumed sequence's earlier output is at the end of its prompt.
     SampledToken tok = SampleToken(row, s.sampling, s.history, s.params.resumed_tokens + s.generated, s.rng,
                                    sample_scratch_);
     s.sampling.allowed = {};
-    if (s.json.has_value() && !AdvanceJson(s, tok.id)) {
+    if (s.constrained() && !AdvanceConstraint(s, tok.id)) {
       // Cannot happen while the mask holds; end this sequence, not the batch.
       Finish(s, FlushText(s, ev) ? FinishReason::kStopString : FinishReason::kStop);
       ev.finished = true;

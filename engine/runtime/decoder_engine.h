@@ -34,6 +34,7 @@
 #include "absl/types/span.h"
 #include "engine/kv/kv_cache.h"
 #include "engine/models/decoder_model.h"
+#include "engine/sampling/choice_acceptor.h"
 #include "engine/sampling/json_token_mask.h"
 #include "engine/sampling/sampler.h"
 
@@ -43,7 +44,10 @@ namespace attnserve {
 // {"type": "json_object"}: every token is masked to keep the text a prefix
 // of a JSON object (engine/sampling/json_acceptor.h for the exact grammar),
 // and once the object closes only an end-of-sequence id may follow.
-enum class OutputFormat : uint8_t { kText, kJsonObject };
+// kChoice is vLLM's guided_choice: the text is exactly one of
+// GenerationParams::choices (an end id is allowed once the text is a whole
+// choice, and a longer choice may still go on).
+enum class OutputFormat : uint8_t { kText, kJsonObject, kChoice };
 
 struct GenerationParams {
   int max_new_tokens = 64;          // >= 1
@@ -87,9 +91,11 @@ struct GenerationParams {
   // unfinished character, text that may begin a stop string), so the text is
   // the same too. vLLM keeps a request's generator across preemption alike.
   int resumed_tokens = 0;
-  // kJsonObject cannot be combined with ignore_eos or min_tokens: the
-  // object's closing brace decides where the output ends.
+  // A constrained format cannot be combined with ignore_eos or min_tokens:
+  // the constraint decides where the output ends.
   OutputFormat output_format = OutputFormat::kText;
+  // kChoice: 1..kMaxChoices distinct strings of 1..kMaxChoiceBytes bytes.
+  std::vector<std::string> choices;
 };
 
 inline constexpr int kMaxStopStrings = 16;
@@ -165,15 +171,22 @@ class DecoderEngine {
   // Prompt positions taken from the prefix cache when the sequence was added.
   int CachedPromptTokens(SeqId seq) const;
   const DecoderModel& model() const { return *model_; }
-  // JSON mode's token table and cached masks (0 before the first JSON request).
-  int64_t json_mask_bytes() const { return json_mask_ == nullptr ? 0 : json_mask_->bytes(); }
+  // Constrained decoding's sorted token table and JSON mode's cached masks
+  // (0 before the first constrained request).
+  int64_t json_mask_bytes() const {
+    return (vocabulary_ == nullptr ? 0 : vocabulary_->bytes()) + (json_mask_ == nullptr ? 0 : json_mask_->cache_bytes());
+  }
 
  private:
   struct Sequence;
   DecoderEngine(std::shared_ptr<const DecoderModel> model, std::unique_ptr<KvCache> kv);
   void Finish(Sequence& s, FinishReason reason);
-  // JSON mode: feeds `token`'s bytes to s.json; false if it refuses them.
-  bool AdvanceJson(Sequence& s, int32_t token);
+  // A constrained sequence: feeds `token`'s bytes to its acceptor; false if
+  // it refuses them.
+  bool AdvanceConstraint(Sequence& s, int32_t token);
+  // Which tokens may come next for constrained `s`, into constraint_allowed_;
+  // returns how many.
+  int FillConstraintMask(const Sequence& s);
   void AppendToken(Sequence& s, const SampledToken& tok, StepEvent& ev);
   bool FlushText(Sequence& s, StepEvent& ev);
   // Scores the prompt tokens that rows [first_row, first_row + end - begin)
@@ -184,10 +197,11 @@ class DecoderEngine {
   std::shared_ptr<const DecoderModel> model_;
   std::unique_ptr<KvCache> kv_;
   std::vector<int32_t> eos_ids_;
-  // JSON mode's token table, built for the first request that asks for it.
+  // Constrained decoding's tables, built for the first request that asks.
+  std::shared_ptr<const SortedVocabulary> vocabulary_;
   std::unique_ptr<const JsonTokenMask> json_mask_;
-  std::vector<uint8_t> json_allowed_;  // reused across draws
-  std::vector<int32_t> json_end_ids_;
+  std::vector<uint8_t> constraint_allowed_;  // reused across draws
+  std::vector<int32_t> end_ids_;             // likewise
   absl::flat_hash_map<SeqId, std::unique_ptr<Sequence>> seqs_;
   SeqId next_id_ = 1;
   // Reused across steps.

@@ -133,10 +133,12 @@ void ApplyBiasAndPenalties(const SamplingParams& params, absl::Span<const int32_
                            int output_tokens, SamplingScratch& scratch, std::vector<float>& s) {
   const int vocab = static_cast<int>(s.size());
   if (!params.allowed.empty()) {
+    // Ids past the mask (a model row wider than its tokenizer) are not allowed.
     const int n = std::min(vocab, static_cast<int>(params.allowed.size()));
     for (int id = 0; id < n; ++id) {
       if (params.allowed[id] == 0) s[id] = -std::numeric_limits<float>::infinity();
     }
+    for (int id = n; id < vocab; ++id) s[id] = -std::numeric_limits<float>::infinity();
   }
   if (output_tokens < params.min_tokens) {
     for (int32_t id : params.min_tokens_suppressed) {

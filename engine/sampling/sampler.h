@@ -62,7 +62,8 @@ struct SamplingParams {
   std::vector<int32_t> min_tokens_suppressed;
   // Tokens an output constraint allows next (JSON mode: JsonTokenMask),
   // filled by the engine before each draw: allowed[id] == 0 gets logit
-  // -inf before anything else. Empty: every token. Must allow at least one.
+  // -inf before anything else, as do ids past its end. Empty: every token.
+  // Must allow at least one.
   absl::Span<const uint8_t> allowed;
   uint64_t seed = 0;
   // Compute the chosen token's log-probability (a log-sum-exp over the row);

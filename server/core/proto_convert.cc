@@ -147,10 +147,12 @@ absl::StatusOr<GenerationParams> ToGenerationParams(const v1::GenerateRequest& r
   switch (s.response_format()) {
     case v1::RESPONSE_FORMAT_TEXT: p.output_format = OutputFormat::kText; break;
     case v1::RESPONSE_FORMAT_JSON_OBJECT: p.output_format = OutputFormat::kJsonObject; break;
+    case v1::RESPONSE_FORMAT_CHOICE: p.output_format = OutputFormat::kChoice; break;
     default:
       return absl::InvalidArgumentError(
           absl::StrCat("sampling.response_format = ", s.response_format(), ": not a known format"));
   }
+  p.choices.assign(s.choice().begin(), s.choice().end());
   if (absl::Status st = ValidateGenerationParams(p, model); !st.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("sampling: ", st.message()));
   }

@@ -279,14 +279,45 @@ absl::Status ParseSharedCompletionFields(const json& root, size_t prompts, Compl
   // vLLM's constrained-decoding extensions: unconstrained output where a
   // client asked for JSON or a grammar would look like success, so each is
   // refused by name rather than ignored with the other unknown fields.
-  for (const char* field : {"guided_json", "guided_regex", "guided_choice", "guided_grammar", "structured_outputs",
-                            "logits_processors"}) {
-    if (Field(root, field) != nullptr) return Unsupported(field, "no constrained decoding");
+  for (const char* field : {"guided_json", "guided_regex", "guided_grammar", "logits_processors"}) {
+    if (Field(root, field) != nullptr) return Unsupported(field, "no such constraint; only guided_choice and JSON mode");
+  }
+  // vLLM's choice constraint: guided_choice, or structured_outputs.choice.
+  const json* choice = Field(root, "guided_choice");
+  const char* choice_field = "guided_choice";
+  if (const json* so = Field(root, "structured_outputs"); so != nullptr) {
+    if (!so->is_object()) return TypeError("structured_outputs", "an object", *so);
+    for (const auto& [key, value] : so->items()) {
+      if (key != "choice") {
+        return Unsupported(absl::StrCat("structured_outputs.", SanitizeUtf8(key)).c_str(),
+                           "no such constraint; only choice");
+      }
+    }
+    if (choice != nullptr) {
+      return absl::InvalidArgumentError("structured_outputs.choice: give guided_choice or it, not both");
+    }
+    choice = Field(*so, "choice");
+    choice_field = "structured_outputs.choice";
+  }
+  if (choice != nullptr) {
+    if (!choice->is_array()) return TypeError(choice_field, "an array of strings", *choice);
+    v1::SamplingParams* sampling = shared->mutable_sampling();
+    for (size_t i = 0; i < choice->size(); ++i) {
+      if (!(*choice)[i].is_string()) {
+        return TypeError(absl::StrCat(choice_field, "[", i, "]").c_str(), "a string", (*choice)[i]);
+      }
+      sampling->add_choice((*choice)[i].get<std::string>());
+    }
+    sampling->set_response_format(v1::RESPONSE_FORMAT_CHOICE);
   }
   if (const json* format = Field(root, "response_format"); format != nullptr) {
     const json* type = format->is_object() ? Field(*format, "type") : nullptr;
     const std::string name = type != nullptr && type->is_string() ? type->get<std::string>() : "";
     if (name == "json_object") {
+      if (shared->sampling().response_format() == v1::RESPONSE_FORMAT_CHOICE) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("response_format: a JSON object and ", choice_field, " exclude each other"));
+      }
       shared->mutable_sampling()->set_response_format(v1::RESPONSE_FORMAT_JSON_OBJECT);
     } else if (name != "text") {
       return Unsupported("response_format",

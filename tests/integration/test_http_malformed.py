@@ -126,6 +126,11 @@ CASES = [
     ("/v1/completions", {"model": "m", "prompt": "a", "response_format": {"type": "json_object"}, "min_tokens": 2},
      400, "min_tokens cannot be combined with a JSON object"),
     ("/v1/generate", {"text": "a", "sampling": {"response_format": "RESPONSE_FORMAT_YAML"}}, 400, "response_format"),
+    ("/v1/completions", {"model": "m", "prompt": "a", "guided_choice": []}, 400, "choice: 1 to 256 strings, got 0"),
+    ("/v1/completions", {"model": "m", "prompt": "a", "guided_choice": ["x", "x"]}, 400, "listed twice"),
+    ("/v1/completions", {"model": "m", "prompt": "a", "guided_choice": ["x" * 1025]}, 400,
+     "choice[0] must be 1..1024 bytes, got 1025"),
+    ("/v1/generate", {"text": "a", "sampling": {"choice": ["x"]}}, 400, "choice: only with the choice format"),
 ]
 
 

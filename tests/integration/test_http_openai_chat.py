@@ -350,3 +350,27 @@ def test_json_object_sampled_answers_are_json_or_cut_by_the_token_limit(server, 
             with pytest.raises(ValueError):
                 json.loads(choice.text)
     assert closed > 0
+
+
+def test_guided_choice_answers_with_one_of_the_choices(server, client):
+    choices = [" Lily", " Tom", " a dragon", " Sue and her dog"]
+    for seed in range(6):
+        r = client.completions.create(model="stories260K", prompt="Once upon a time, there was", max_tokens=16,
+                                      temperature=1.2, seed=seed, extra_body={"guided_choice": choices})
+        assert r.choices[0].text in choices, r.choices[0].text
+        assert r.choices[0].finish_reason == "stop"
+    # vLLM's newer spelling, on chat, streamed: the deltas add up to a choice.
+    case = PROMPTS["system_and_user"]
+    chunks = client.chat.completions.create(model="stories260K", messages=case["messages"], temperature=0,
+                                            stream=True, extra_body={"structured_outputs": {"choice": ["yes", "no"]}})
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text in ("yes", "no")
+    # The same over gRPC's proto fields, through the native JSON door.
+    import http.client
+    conn = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=60)
+    sampling = {"max_new_tokens": 16, "temperature": 0, "response_format": "RESPONSE_FORMAT_CHOICE",
+                "choice": choices}
+    conn.request("POST", "/v1/generate", body=json.dumps({"text": "Once upon a time, there was", "sampling": sampling}),
+                 headers={"Content-Type": "application/json"})
+    native = json.loads(conn.getresponse().read())
+    assert native["text"] in choices, native

@@ -127,6 +127,21 @@ TEST(OpenAiCompletionsTest, RequestMapsOntoGenerateRequest) {
   EXPECT_FLOAT_EQ(r.sampling().logit_bias().at(17), 2.5f);
 }
 
+TEST(OpenAiCompletionsTest, ChoiceAndJsonModeMapOntoResponseFormat) {
+  for (const char* body : {R"({"prompt": "x", "guided_choice": ["yes", "no"]})",
+                           R"({"prompt": "x", "structured_outputs": {"choice": ["yes", "no"]}})"}) {
+    absl::StatusOr<CompletionCall> c = ParseCompletionRequest(body);
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ(c->requests[0].sampling().response_format(), v1::RESPONSE_FORMAT_CHOICE);
+    EXPECT_THAT(c->requests[0].sampling().choice(), ElementsAre("yes", "no"));
+  }
+  absl::StatusOr<CompletionCall> c =
+      ParseCompletionRequest(R"({"prompt": "x", "response_format": {"type": "json_object"}})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->requests[0].sampling().response_format(), v1::RESPONSE_FORMAT_JSON_OBJECT);
+  EXPECT_TRUE(c->requests[0].sampling().choice().empty());
+}
+
 TEST(OpenAiCompletionsTest, DefaultsAndPromptForms) {
   absl::StatusOr<CompletionCall> c = ParseCompletionRequest(R"({"model": "m", "prompt": [1, 2, 3]})");
   ASSERT_TRUE(c.ok()) << c.status();
@@ -233,8 +248,16 @@ TEST(OpenAiCompletionsTest, BadShapesAndUnsupportedOptionsNameTheField) {
       {R"({"model": "m", "prompt": "x", "n": 2, "best_of": 3})", "only best_of = n (2)"},
       {R"({"model": "m", "prompt": "x", "echo": 1})", "echo: must be a boolean"},
       {R"({"model": "m", "prompt": "x", "suffix": "end"})", "suffix"},
-      {R"({"model": "m", "prompt": "x", "guided_regex": "[a-z]+"})", "guided_regex: not supported (no constrained decoding)"},
-      {R"({"model": "m", "prompt": "x", "guided_choice": ["a", "b"]})", "guided_choice: not supported"},
+      {R"({"model": "m", "prompt": "x", "guided_regex": "[a-z]+"})",
+       "guided_regex: not supported (no such constraint; only guided_choice and JSON mode)"},
+      {R"({"model": "m", "prompt": "x", "guided_choice": "a"})", "guided_choice: must be an array of strings"},
+      {R"({"model": "m", "prompt": "x", "guided_choice": ["a", 2]})", "guided_choice[1]: must be a string"},
+      {R"({"model": "m", "prompt": "x", "structured_outputs": {"json": {}}})", "structured_outputs.json: not supported"},
+      {R"({"model": "m", "prompt": "x", "structured_outputs": ["a"]})", "structured_outputs: must be an object"},
+      {R"({"model": "m", "prompt": "x", "structured_outputs": {"choice": ["a"]}, "guided_choice": ["b"]})",
+       "give guided_choice or it, not both"},
+      {R"({"model": "m", "prompt": "x", "guided_choice": ["a"], "response_format": {"type": "json_object"}})",
+       "response_format: a JSON object and guided_choice exclude each other"},
       {R"({"model": "m", "prompt": "x", "response_format": {"type": "json_schema"}})", "response_format: not supported"},
       {R"({"model": "m", "prompt": "x", "response_format": {"type": "regex"}})", "no JSON schema"},
       {R"({"model": "m", "prompt": "x", "frequency_penalty": "high"})", "frequency_penalty: must be a number"},

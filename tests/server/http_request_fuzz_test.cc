@@ -68,6 +68,8 @@ std::vector<std::string> SeedCorpus() {
       {6, R"({"messages":[{"role":"user","content":"JSON please"}],"response_format":{"type":"json_object"},)"
           R"("max_tokens":16,"logit_bias":{"128":5}})"},
       {5, R"({"prompt":"{","response_format":{"type":"json_object"},"temperature":0.7,"seed":2})"},
+      {5, R"({"prompt":"Is it?","guided_choice":["yes","no","\u00e9t\u00e9"],"max_tokens":4})"},
+      {6, R"({"messages":[{"role":"user","content":"Pick"}],"structured_outputs":{"choice":["a","b"]}})"},
       {1, R"({"text":"x","sampling":{"response_format":"RESPONSE_FORMAT_JSON_OBJECT","max_new_tokens":3}})"},
   };
   std::vector<std::string> corpus;

@@ -1,10 +1,13 @@
-// JSON mode (OutputFormat::kJsonObject) on the real stories260K: the output
-// is a JSON object, each token is the model's best one the grammar allows,
-// sampling keeps to the grammar, preemption resumes the same output, and
-// the combinations that cannot work are refused by name.
+// Constrained output on the real stories260K. JSON mode
+// (OutputFormat::kJsonObject): the output is a JSON object, each token is the
+// model's best one the grammar allows, sampling keeps to the grammar,
+// preemption resumes the same output, and the combinations that cannot work
+// are refused by name. A choice (OutputFormat::kChoice): the output is one of
+// the strings, greedy takes the model's best path among them.
 #include <algorithm>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -220,7 +223,121 @@ TEST(JsonModeTest, RefusesWhatCannotEndWithTheObject) {
   rp.resumed_tokens = 1;
   id = engine->AddSequence(prompt, rp);
   ASSERT_FALSE(id.ok());
-  EXPECT_THAT(id.status().message(), HasSubstr("does not continue the JSON output"));
+  EXPECT_THAT(id.status().message(), HasSubstr("does not continue the constrained output"));
+}
+
+}  // namespace
+}  // namespace attnserve
+
+namespace attnserve {
+namespace {
+
+GenerationParams ChoiceParams(std::vector<std::string> choices, float temperature) {
+  GenerationParams p;
+  p.max_new_tokens = 64;
+  p.temperature = temperature;
+  p.output_format = OutputFormat::kChoice;
+  p.choices = std::move(choices);
+  return p;
+}
+
+// Each choice's ids as stories260K's tokenizer writes it after a prompt
+// token (its leading "▁" then a space).
+TEST(ChoiceTest, GreedyAnswersWithTheChoiceTheModelScoresBestTokenByToken) {
+  auto engine = MakeEngine();
+  const std::vector<int32_t> prompt = Prompt("Once upon a time, there was a little girl named");
+  const std::vector<std::string> choices = {" Lily", " Tom", " Sue and her dog", " Ben"};
+  GenerationParams p = ChoiceParams(choices, 0.0f);
+  p.logprobs = true;
+  p.top_logprobs = 20;
+  const JsonRun run = Generate(*engine, prompt, p);
+  EXPECT_EQ(run.reason, FinishReason::kStop);
+  EXPECT_THAT(choices, ::testing::Contains(run.text));
+  // Every token chosen continues some choice, and no alternative among the
+  // 20 best that also continues one (or ends a whole one) was more likely.
+  const Tokenizer& tok = Stories()->tokenizer();
+  std::string text;
+  int32_t prev = prompt.back();
+  for (size_t i = 0; i < run.ids.size(); ++i) {
+    auto continues = [&](int32_t id) {
+      if (id == tok.special().eos) return std::find(choices.begin(), choices.end(), text) != choices.end();
+      if (tok.IsControl(id)) return false;
+      const std::string next = text + tok.TokenBytes(id, prev);
+      return std::any_of(choices.begin(), choices.end(), [&](const std::string& c) { return c.rfind(next, 0) == 0; });
+    };
+    ASSERT_TRUE(continues(run.ids[i])) << i;
+    for (const TokenLogprob& alt : run.logprobs[i].top) {
+      if (alt.id != run.ids[i] && continues(alt.id)) {
+        EXPECT_LE(alt.logprob, run.logprobs[i].logprob) << i;
+      }
+    }
+    if (!tok.IsControl(run.ids[i])) {
+      text += tok.TokenBytes(run.ids[i], prev);
+      prev = run.ids[i];
+    }
+  }
+}
+
+TEST(ChoiceTest, SampledAnswersAreAlwaysOneOfTheChoicesAndAPrefixChoiceCanEnd) {
+  auto engine = MakeEngine();
+  const std::vector<int32_t> prompt = Prompt("Tim said");
+  // " yes" is a prefix of " yes please": both must be reachable.
+  const std::vector<std::string> choices = {" yes", " yes please", " no", "\u00e9t\u00e9 \"quoted\""};
+  std::set<std::string> seen;
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    GenerationParams p = ChoiceParams(choices, 1.5f);
+    p.seed = seed;
+    // A story rarely ends after " yes": a bias on EOS (allowed only there)
+    // lets some answers stop at the shorter choice.
+    p.logit_bias = {{Stories()->tokenizer().special().eos, 20.0f}};
+    const JsonRun run = Generate(*engine, prompt, p);
+    ASSERT_EQ(run.reason, FinishReason::kStop) << run.text;
+    ASSERT_THAT(choices, ::testing::Contains(run.text));
+    seen.insert(run.text);
+  }
+  EXPECT_TRUE(seen.count(" yes") && seen.count(" yes please")) << ::testing::PrintToString(seen);
+  EXPECT_GE(seen.size(), 3u) << ::testing::PrintToString(seen);
+}
+
+TEST(ChoiceTest, RefusedWhereItCannotWork) {
+  auto engine = MakeEngine();
+  struct Case {
+    GenerationParams params;
+    const char* message;
+  };
+  std::vector<Case> cases;
+  cases.push_back({ChoiceParams({}, 0.0f), "choice: 1 to 256 strings, got 0"});
+  cases.push_back({ChoiceParams({"a", ""}, 0.0f), "choice[1] must be 1..1024 bytes, got 0"});
+  cases.push_back({ChoiceParams({"a", "b", "a"}, 0.0f), "\"a\" is listed twice"});
+  cases.push_back({ChoiceParams(std::vector<std::string>(257, "x"), 0.0f), "got 257"});
+  GenerationParams ignore = ChoiceParams({"a"}, 0.0f);
+  ignore.ignore_eos = true;
+  cases.push_back({ignore, "ignore_eos cannot be combined with choice"});
+  GenerationParams text = ChoiceParams({"a"}, 0.0f);
+  text.output_format = OutputFormat::kText;
+  cases.push_back({text, "choice: only with the choice format"});
+  for (const Case& c : cases) {
+    absl::StatusOr<SeqId> id = engine->AddSequence(Prompt("Hi"), c.params);
+    ASSERT_FALSE(id.ok()) << c.message;
+    EXPECT_EQ(id.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(id.status().message()), HasSubstr(c.message));
+  }
+}
+
+TEST(ChoiceTest, AResumedChoiceGoesOnWithTheSameOutput) {
+  auto engine = MakeEngine();
+  const std::vector<int32_t> prompt = Prompt("The dog");
+  GenerationParams p = ChoiceParams({" ran to the park and played", " sat down"}, 0.7f);
+  p.seed = 5;
+  const JsonRun whole = Generate(*engine, prompt, p);
+  ASSERT_GE(whole.ids.size(), 3u);
+  std::vector<int32_t> resumed_prompt = prompt;
+  resumed_prompt.insert(resumed_prompt.end(), whole.ids.begin(), whole.ids.begin() + 2);
+  GenerationParams rp = p;
+  rp.resumed_tokens = 2;
+  rp.max_new_tokens = p.max_new_tokens - 2;
+  const JsonRun rest = Generate(*engine, resumed_prompt, rp);
+  EXPECT_EQ(rest.ids, std::vector<int32_t>(whole.ids.begin() + 2, whole.ids.end()));
 }
 
 }  // namespace

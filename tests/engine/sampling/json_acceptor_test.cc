@@ -108,7 +108,7 @@ std::vector<uint8_t> MaskByDefinition(const Tokenizer& tok, const JsonAcceptor& 
 
 // States along real documents: the mask must equal the definition at each.
 void ExpectMaskMatchesDefinition(const Tokenizer& tok) {
-  const JsonTokenMask mask(tok);
+  const JsonTokenMask mask(std::make_shared<const SortedVocabulary>(tok));
   // A tokenizer read alone (SmolLM's tokenizer.json) knows no EOS: any id serves.
   const int32_t eos = std::max(tok.special().eos, 0);
   const std::vector<int32_t> end_ids = {eos};
@@ -189,7 +189,7 @@ TEST(JsonTokenMaskTest, MatchesTheDefinitionWithTokensThatCrossFromOnePartToTheN
 TEST(JsonTokenMaskTest, OnlyTheEndIdsOnceCompleteAndNoneWithoutThem) {
   auto m = LoadDecoder(std::string(ATTNSERVE_SHARED_DIR) + "/models/stories260K/stories260K.gguf", DType::kF32);
   ASSERT_TRUE(m.ok()) << m.status();
-  const JsonTokenMask mask(*m->tokenizer);
+  const JsonTokenMask mask(std::make_shared<const SortedVocabulary>(*m->tokenizer));
   JsonAcceptor a;
   ASSERT_TRUE(a.Feed("{}"));
   std::vector<uint8_t> allowed;
