@@ -261,6 +261,12 @@ TEST(SamplerTest, AConstraintMaskComesFirstAndRenormalisesOverWhatItAllows) {
   p.temperature = 0.0f;
   SampledToken t = SampleToken(kLogits, p, {}, 0, rng, scratch);
   EXPECT_NEAR(t.logprob, std::log(Reference(kLogits, 1.0f, {0, 1, 2, 3, 4, 5})[5]), 1e-5);
+  // A row wider than the mask (a model's padded vocabulary): ids past it are not allowed.
+  const std::vector<uint8_t> short_mask = {1, 0, 1};
+  p.allowed = short_mask;
+  EXPECT_EQ(SampleToken(kLogits, p, {}, 0, rng, scratch).id, 0);
+  p.temperature = 1.0f;
+  ExpectClose(Frequencies(kLogits, p, {}, 20000), Reference(kLogits, 1.0f, {0, 2}), 0.01);
 }
 
 TEST(SamplerTest, FrequencyAndPresencePenaltiesCountTheOutputOnly) {
