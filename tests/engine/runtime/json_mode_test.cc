@@ -5,6 +5,7 @@
 // are refused by name. A choice (OutputFormat::kChoice): the output is one of
 // the strings, greedy takes the model's best path among them.
 #include <algorithm>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <set>
@@ -15,6 +16,7 @@
 #include "engine/sampling/json_acceptor.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 
 namespace attnserve {
 namespace {
@@ -297,6 +299,38 @@ TEST(ChoiceTest, SampledAnswersAreAlwaysOneOfTheChoicesAndAPrefixChoiceCanEnd) {
   }
   EXPECT_TRUE(seen.count(" yes") && seen.count(" yes please")) << ::testing::PrintToString(seen);
   EXPECT_GE(seen.size(), 3u) << ::testing::PrintToString(seen);
+}
+
+// Against an independent reference: transformers' Llama from the same GGUF,
+// constrained by xgrammar's matcher with the same grammar in its EBNF
+// (tools/golden/constrained_decoding.py). Greedy, so the ids must be equal.
+TEST(ConstrainedGoldenTest, GreedyOutputsEqualTransformersWithXgrammar) {
+  std::ifstream in(ATTNSERVE_SOURCE_DIR "/tests/golden/decoder_sampling/constrained.json");
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  ASSERT_GE(doc["cases"].size(), 8u);
+  auto engine = MakeEngine();
+  int closed = 0, cut = 0;
+  for (const nlohmann::json& c : doc["cases"]) {
+    GenerationParams p;
+    p.temperature = 0.0f;
+    p.max_new_tokens = c["max_new_tokens"];
+    for (const auto& [id, bias] : c["logit_bias"].items()) p.logit_bias.push_back({std::stoi(id), bias.get<float>()});
+    std::sort(p.logit_bias.begin(), p.logit_bias.end(),
+              [](const LogitBias& a, const LogitBias& b) { return a.id < b.id; });
+    if (c["format"] == "json_object") {
+      p.output_format = OutputFormat::kJsonObject;
+    } else {
+      p.output_format = OutputFormat::kChoice;
+      p.choices = c["choices"].get<std::vector<std::string>>();
+    }
+    const JsonRun run = Generate(*engine, c["prompt_ids"].get<std::vector<int32_t>>(), p);
+    EXPECT_EQ(run.ids, c["generated_ids"].get<std::vector<int32_t>>()) << c["name"];
+    const bool ended = !run.ids.empty() && run.ids.back() == Stories()->tokenizer().special().eos;
+    EXPECT_EQ(run.reason, ended ? FinishReason::kStop : FinishReason::kLength) << c["name"];
+    (ended ? closed : cut) += 1;
+  }
+  EXPECT_GE(closed, 5);
+  EXPECT_GE(cut, 2);
 }
 
 TEST(ChoiceTest, RefusedWhereItCannotWork) {

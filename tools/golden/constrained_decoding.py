@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""Reference greedy outputs of constrained decoding (JSON mode, a choice
+among strings) on the real stories260K, from implementations independent of
+attnserve's: the model is transformers' LlamaForCausalLM loaded from the
+GGUF (decoder_penalties.load_stories260k, which first checks it reproduces
+run.c's greedy tokens), the constraint is xgrammar's grammar matcher (the
+engine vLLM uses for structured output) filling a token bitmask at each
+step, and the vocabulary's bytes come from the sentencepiece library's
+pieces ("▁" -> space, "<0xNN>" -> that byte).
+
+The grammars say in xgrammar's EBNF what attnserve implements:
+  JSON mode: RFC 8259 with an object at the top, and one whitespace gap
+  allowed between tokens, either "" or " " or a newline followed by up to 20
+  spaces or tabs (llama.cpp's json.gbnf's `ws`), also before the object;
+  nothing after it but the end of sequence.
+  choice: root ::= one of the strings, byte for byte.
+
+Each step: logits + logit bias, then the bitmask (disallowed -> -inf), then
+argmax, then the matcher accepts the token; the run stops at EOS (the
+matcher's stop token) or after max_new_tokens. Every case records the
+smallest gap between the best and second-best allowed score over its steps,
+so a float32 difference between the two implementations cannot flip a
+choice; the script asserts it is above 1e-3.
+
+Writes tests/golden/decoder_sampling/constrained.json.
+
+Usage: .cache/venv/bin/python tools/golden/constrained_decoding.py
+  (xgrammar: ./dev bench installs it, or pip install --no-deps -r
+  tools/python/bench-nodeps-requirements.txt)
+"""
+import json
+import os
+import pathlib
+import sys
+from importlib import metadata
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import sentencepiece
+import torch
+import transformers
+import xgrammar as xgr
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import decoder_penalties  # noqa: E402  (the stories260K conversion, checked against run.c)
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+STORIES = ROOT.parent / "shared" / "models" / "stories260K"
+OUT = ROOT / "tests" / "golden" / "decoder_sampling" / "constrained.json"
+EOS = 2
+
+JSON_GRAMMAR = r'''
+root ::= ws object
+value ::= object | array | string | number | "true" | "false" | "null"
+object ::= "{" ws ( member ( "," ws member )* )? "}"
+member ::= string ws ":" ws value ws
+array ::= "[" ws ( value ws ( "," ws value ws )* )? "]"
+string ::= "\"" char* "\""
+char ::= [^"\\\x00-\x1f] | "\\" ( ["\\/bfnrt] | "u" hex hex hex hex )
+hex ::= [0-9a-fA-F]
+number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [+-]? [0-9]+ )?
+ws ::= "" | " " | "\n" [ \t]{0,20}
+'''
+
+
+def choice_grammar(choices):
+    alts = " | ".join(json.dumps(c, ensure_ascii=False) for c in choices)
+    return f"root ::= {alts}\n"
+
+
+def vocabulary():
+    sp = sentencepiece.SentencePieceProcessor(model_file=str(STORIES / "tok512.model"))
+    vocab = []
+    for i in range(sp.get_piece_size()):
+        piece = sp.id_to_piece(i)
+        if sp.is_control(i) or sp.is_unknown(i):
+            vocab.append(b"")
+        elif sp.is_byte(i):
+            vocab.append(bytes([int(piece[3:5], 16)]))
+        else:
+            vocab.append(piece.replace("\u2581", " ").encode())
+    return vocab
+
+
+def run(model, info, grammar, prompt, new_tokens, bias):
+    matcher = xgr.GrammarMatcher(xgr.GrammarCompiler(info, max_threads=1).compile_grammar(grammar))
+    bitmask = xgr.allocate_token_bitmask(1, info.vocab_size)
+    ids = torch.tensor([prompt])
+    out, margin = [], float("inf")
+    with torch.no_grad():
+        res = model(input_ids=ids, use_cache=True)
+        for _ in range(new_tokens):
+            scores = res.logits[0, -1].float().clone()
+            for tok, b in bias.items():
+                scores[int(tok)] += b
+            matcher.fill_next_token_bitmask(bitmask)
+            xgr.apply_token_bitmask_inplace(scores.unsqueeze(0), bitmask)
+            top2 = torch.topk(scores, 2).values
+            if torch.isfinite(top2[1]):
+                margin = min(margin, float(top2[0] - top2[1]))
+            tok = int(torch.argmax(scores))
+            out.append(tok)
+            assert matcher.accept_token(tok), tok
+            if tok == EOS:
+                break
+            res = model(input_ids=torch.tensor([[tok]]), past_key_values=res.past_key_values, use_cache=True)
+    return out, margin
+
+
+# Prompts as stories260K's tokenizer writes them (BOS first); 128 is the
+# byte token "}", 37 '"', 47 ',': biases that make the story model close
+# its objects within the token limit, or pick other paths.
+ONCE = [1, 403, 407, 261, 378]
+CAT = [1, 291, 280, 294]
+CASES = [
+    ("json_closes_after_a_member", "json", ONCE, 150, {"128": 9.5}),
+    ("json_closes_with_a_newline_gap", "json", CAT, 150, {"128": 9.0}),
+    ("json_closes_at_once", "json", ONCE[:3], 150, {"128": 9.0}),
+    ("json_cut_by_the_limit", "json", CAT, 150, {"128": 8.5}),
+    ("json_no_bias", "json", ONCE, 60, {}),
+    ("choice_names", ["Lily", " Lily", " Tom", " a dragon", " Sue and her dog"], ONCE, 16, {}),
+    ("choice_longer_of_two", [" yes", " yes please", " no", "\u00e9t\u00e9 \"quoted\""], CAT, 16, {"2": 12.0}),
+    ("choice_prefix_ends", [" yes", " yes please", " no"], CAT, 16, {"2": 25.0}),
+]
+
+
+def main():
+    model = decoder_penalties.load_stories260k()
+    vocab = vocabulary()
+    info = xgr.TokenizerInfo(vocab, vocab_type=xgr.VocabType.RAW, vocab_size=len(vocab), stop_token_ids=[EOS])
+    cases = []
+    for name, kind, prompt, new_tokens, bias in CASES:
+        grammar = JSON_GRAMMAR if kind == "json" else choice_grammar(kind)
+        ids, margin = run(model, info, grammar, prompt, new_tokens, bias)
+        assert margin > 1e-3, (name, margin)
+        case = {"name": name, "prompt_ids": prompt, "max_new_tokens": new_tokens, "logit_bias": bias,
+                "generated_ids": ids, "min_margin": margin,
+                "text": b"".join(vocab[i] for i in ids).decode("utf-8", "replace")}
+        if kind == "json":
+            case["format"] = "json_object"
+        else:
+            case["format"] = "choice"
+            case["choices"] = kind
+        print(name, repr(case["text"]), file=sys.stderr)
+        cases.append(case)
+    OUT.write_text(json.dumps({
+        "versions": {"python": sys.version.split()[0], "torch": torch.__version__,
+                     "transformers": transformers.__version__, "xgrammar": metadata.version("xgrammar"),
+                     "sentencepiece": sentencepiece.__version__},
+        "json_grammar_ebnf": JSON_GRAMMAR,
+        "cases": cases,
+    }, indent=1, ensure_ascii=False) + "\n")
+    print(f"{len(cases)} cases -> {OUT.relative_to(ROOT)}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
