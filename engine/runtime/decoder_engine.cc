@@ -33,8 +33,17 @@ struct DecoderEngine::Sequence {
   std::optional<JsonAcceptor> json;
   std::vector<std::string> sorted_choices;
   std::optional<ChoiceAcceptor> choice;
+  std::shared_ptr<const CompiledJsonSchema> schema;
+  std::optional<JsonSchemaAcceptor> schema_state;
+  // JSON schema mode's masks by state (at most kSchemaMaskCacheBytes).
+  absl::flat_hash_map<std::pair<uint64_t, uint64_t>, std::pair<std::vector<uint8_t>, int>> schema_masks;
   int32_t constraint_prev = -1;
-  bool constrained() const { return json.has_value() || choice.has_value(); }
+  bool constrained() const { return json.has_value() || choice.has_value() || schema_state.has_value(); }
+  bool constraint_complete() const {
+    if (json.has_value()) return json->complete();
+    if (schema_state.has_value()) return schema_state->complete();
+    return choice->complete();
+  }
 
   Sequence(const Tokenizer& tokenizer, int32_t last_prompt_token, std::vector<std::string> stop, bool include_stop)
       : detok(tokenizer, last_prompt_token), stops(std::move(stop), include_stop) {}
@@ -121,6 +130,17 @@ absl::Status ValidateGenerationParams(const GenerationParams& p, const ModelDesc
     }
   } else if (!p.choices.empty()) {
     return absl::InvalidArgumentError("choice: only with the choice format");
+  }
+  if (p.output_format == OutputFormat::kJsonSchema) {
+    if (p.ignore_eos || p.min_tokens > 0) {
+      return absl::InvalidArgumentError(absl::StrCat(p.ignore_eos ? "ignore_eos" : "min_tokens",
+                                                     " cannot be combined with a JSON schema: the object's end "
+                                                     "ends the output"));
+    }
+    absl::StatusOr<std::shared_ptr<const CompiledJsonSchema>> schema = CompileJsonSchema(p.json_schema);
+    if (!schema.ok()) return absl::InvalidArgumentError(absl::StrCat("json_schema: ", schema.status().message()));
+  } else if (!p.json_schema.empty()) {
+    return absl::InvalidArgumentError("json_schema: only with the JSON schema format");
   }
   if (p.top_logprobs > 0 && !p.logprobs) {
     return absl::InvalidArgumentError("top_logprobs needs logprobs = true");
@@ -215,6 +235,11 @@ absl::StatusOr<SeqId> DecoderEngine::AddSequence(std::vector<int32_t> prompt,
     if (params.output_format == OutputFormat::kJsonObject) {
       if (json_mask_ == nullptr) json_mask_ = std::make_unique<JsonTokenMask>(vocabulary_);
       s->json.emplace();
+    } else if (params.output_format == OutputFormat::kJsonSchema) {
+      absl::StatusOr<std::shared_ptr<const CompiledJsonSchema>> schema = CompileJsonSchema(params.json_schema);
+      if (!schema.ok()) return schema.status();  // validated above: cannot happen
+      s->schema = *std::move(schema);
+      s->schema_state.emplace(s->schema.get());
     } else {
       s->sorted_choices = params.choices;
       std::sort(s->sorted_choices.begin(), s->sorted_choices.end());
@@ -247,26 +272,56 @@ absl::StatusOr<SeqId> DecoderEngine::AddSequence(std::vector<int32_t> prompt,
 
 bool DecoderEngine::AdvanceConstraint(Sequence& s, int32_t token) {
   const Tokenizer& tok = model_->tokenizer();
-  const bool complete = s.json.has_value() ? s.json->complete() : s.choice->complete();
+  const bool complete = s.constraint_complete();
   // An end id passes the mask only where the output is whole (and after a
   // whole JSON object nothing else does).
   const bool end_id = std::binary_search(eos_ids_.begin(), eos_ids_.end(), token) ||
                       std::find(s.params.end_of_turn_ids.begin(), s.params.end_of_turn_ids.end(), token) !=
                           s.params.end_of_turn_ids.end();
-  if (end_id || tok.IsControl(token) || (s.json.has_value() && complete)) return complete;
+  if (end_id || tok.IsControl(token) || (!s.choice.has_value() && complete)) return complete;
   const std::string bytes = tok.TokenBytes(token, s.constraint_prev);
   s.constraint_prev = token;
   if (s.json.has_value()) return s.json->Feed(bytes);
+  if (s.schema_state.has_value()) {
+    for (char c : bytes) {
+      if (!s.schema_state->Feed(static_cast<uint8_t>(c))) return false;
+    }
+    return true;
+  }
   for (char c : bytes) {
     if (!s.choice->Feed(static_cast<uint8_t>(c))) return false;
   }
   return true;
 }
 
-int DecoderEngine::FillConstraintMask(const Sequence& s) {
+int DecoderEngine::FillConstraintMask(Sequence& s) {
   end_ids_ = eos_ids_;
   end_ids_.insert(end_ids_.end(), s.params.end_of_turn_ids.begin(), s.params.end_of_turn_ids.end());
   if (s.json.has_value()) return json_mask_->Fill(*s.json, end_ids_, constraint_allowed_);
+  if (s.schema_state.has_value()) {
+    const int vocab = model_->config().vocab_size;
+    if (s.schema_state->complete()) {
+      constraint_allowed_.assign(vocab, 0);
+      int count = 0;
+      for (int32_t id : end_ids_) {
+        if (id >= 0 && id < vocab && constraint_allowed_[id] == 0) {
+          constraint_allowed_[id] = 1;
+          ++count;
+        }
+      }
+      return count;
+    }
+    const std::pair<uint64_t, uint64_t> key = s.schema_state->StateKey();
+    if (auto it = s.schema_masks.find(key); it != s.schema_masks.end()) {
+      constraint_allowed_ = it->second.first;
+      return it->second.second;
+    }
+    constraint_allowed_.assign(vocab, 0);
+    const int count = vocabulary_->Walk(*s.schema_state, constraint_allowed_);
+    if (static_cast<int64_t>(s.schema_masks.size() + 1) * vocab > kSchemaMaskCacheBytes) s.schema_masks.clear();
+    s.schema_masks[key] = {constraint_allowed_, count};
+    return count;
+  }
   constraint_allowed_.assign(model_->config().vocab_size, 0);
   int count = 0;
   if (s.choice->complete()) {
@@ -282,6 +337,7 @@ int DecoderEngine::FillConstraintMask(const Sequence& s) {
 }
 
 void DecoderEngine::Finish(Sequence& s, FinishReason reason) {
+  s.schema_masks.clear();  // no more draws
   s.finished = true;
   s.reason = reason;
   s.peak_kv_bytes = std::max(s.peak_kv_bytes, kv_->SequenceStats(s.id).peak_bytes);
@@ -474,6 +530,14 @@ absl::StatusOr<std::vector<StepEvent>> DecoderEngine::Step(absl::Span<const Step
     ev.finish_reason = s.reason;
   }
   return events;
+}
+
+int64_t DecoderEngine::json_mask_bytes() const {
+  int64_t bytes = (vocabulary_ == nullptr ? 0 : vocabulary_->bytes()) +
+                  (json_mask_ == nullptr ? 0 : json_mask_->cache_bytes());
+  const int64_t vocab = model_->config().vocab_size;
+  for (const auto& [id, s] : seqs_) bytes += static_cast<int64_t>(s->schema_masks.size()) * vocab;
+  return bytes;
 }
 
 void DecoderEngine::Release(SeqId seq) {

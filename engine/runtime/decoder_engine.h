@@ -35,6 +35,7 @@
 #include "engine/kv/kv_cache.h"
 #include "engine/models/decoder_model.h"
 #include "engine/sampling/choice_acceptor.h"
+#include "engine/sampling/json_schema.h"
 #include "engine/sampling/json_token_mask.h"
 #include "engine/sampling/sampler.h"
 
@@ -46,8 +47,14 @@ namespace attnserve {
 // and once the object closes only an end-of-sequence id may follow.
 // kChoice is vLLM's guided_choice: the text is exactly one of
 // GenerationParams::choices (an end id is allowed once the text is a whole
-// choice, and a longer choice may still go on).
-enum class OutputFormat : uint8_t { kText, kJsonObject, kChoice };
+// choice, and a longer choice may still go on). kJsonSchema is OpenAI's
+// response_format {"type": "json_schema"}: one JSON object that
+// GenerationParams::json_schema accepts, written as
+// engine/sampling/json_schema.h says.
+enum class OutputFormat : uint8_t { kText, kJsonObject, kChoice, kJsonSchema };
+
+// Token masks a JSON-schema sequence keeps for the states it has been in.
+inline constexpr int64_t kSchemaMaskCacheBytes = int64_t{4} << 20;
 
 struct GenerationParams {
   int max_new_tokens = 64;          // >= 1
@@ -96,6 +103,8 @@ struct GenerationParams {
   OutputFormat output_format = OutputFormat::kText;
   // kChoice: 1..kMaxChoices distinct strings of 1..kMaxChoiceBytes bytes.
   std::vector<std::string> choices;
+  // kJsonSchema: the schema's JSON text (CompileJsonSchema's subset).
+  std::string json_schema;
 };
 
 inline constexpr int kMaxStopStrings = 16;
@@ -173,9 +182,7 @@ class DecoderEngine {
   const DecoderModel& model() const { return *model_; }
   // Constrained decoding's sorted token table and JSON mode's cached masks
   // (0 before the first constrained request).
-  int64_t json_mask_bytes() const {
-    return (vocabulary_ == nullptr ? 0 : vocabulary_->bytes()) + (json_mask_ == nullptr ? 0 : json_mask_->cache_bytes());
-  }
+  int64_t json_mask_bytes() const;
 
  private:
   struct Sequence;
@@ -186,7 +193,7 @@ class DecoderEngine {
   bool AdvanceConstraint(Sequence& s, int32_t token);
   // Which tokens may come next for constrained `s`, into constraint_allowed_;
   // returns how many.
-  int FillConstraintMask(const Sequence& s);
+  int FillConstraintMask(Sequence& s);
   void AppendToken(Sequence& s, const SampledToken& tok, StepEvent& ev);
   bool FlushText(Sequence& s, StepEvent& ev);
   // Scores the prompt tokens that rows [first_row, first_row + end - begin)

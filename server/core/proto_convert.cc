@@ -148,11 +148,13 @@ absl::StatusOr<GenerationParams> ToGenerationParams(const v1::GenerateRequest& r
     case v1::RESPONSE_FORMAT_TEXT: p.output_format = OutputFormat::kText; break;
     case v1::RESPONSE_FORMAT_JSON_OBJECT: p.output_format = OutputFormat::kJsonObject; break;
     case v1::RESPONSE_FORMAT_CHOICE: p.output_format = OutputFormat::kChoice; break;
+    case v1::RESPONSE_FORMAT_JSON_SCHEMA: p.output_format = OutputFormat::kJsonSchema; break;
     default:
       return absl::InvalidArgumentError(
           absl::StrCat("sampling.response_format = ", s.response_format(), ": not a known format"));
   }
   p.choices.assign(s.choice().begin(), s.choice().end());
+  p.json_schema = s.json_schema();
   if (absl::Status st = ValidateGenerationParams(p, model); !st.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("sampling: ", st.message()));
   }

@@ -274,13 +274,38 @@ json EmbeddingsResponse(const v1::EncodeResponse& response, const std::string& m
 
 absl::Status CheckOpenAiModelField(const json& body) { return CheckModel(body); }
 
-absl::Status ParseSharedCompletionFields(const json& root, size_t prompts, CompletionCall* call,
-                                         v1::GenerateRequest* shared) {
+namespace {
+
+// A schema's text with its properties in the order the client wrote them
+// (nlohmann::json, which `root` is, sorts object keys): the body parsed
+// again as ordered_json, followed down `path`. A string value is taken as
+// the schema's text itself (vLLM accepts guided_json either way).
+std::string OrderedSchemaText(absl::string_view body, std::initializer_list<const char*> path) {
+  nlohmann::ordered_json v = nlohmann::ordered_json::parse(body.begin(), body.end(), nullptr, false);
+  for (const char* key : path) v = v.is_object() && v.contains(key) ? v[key] : nlohmann::ordered_json();
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
+}  // namespace
+
+absl::Status ParseSharedCompletionFields(const json& root, absl::string_view body, size_t prompts,
+                                         CompletionCall* call, v1::GenerateRequest* shared) {
   // vLLM's constrained-decoding extensions: unconstrained output where a
   // client asked for JSON or a grammar would look like success, so each is
   // refused by name rather than ignored with the other unknown fields.
-  for (const char* field : {"guided_json", "guided_regex", "guided_grammar", "logits_processors"}) {
-    if (Field(root, field) != nullptr) return Unsupported(field, "no such constraint; only guided_choice and JSON mode");
+  for (const char* field : {"guided_regex", "guided_grammar", "logits_processors"}) {
+    if (Field(root, field) != nullptr) {
+      return Unsupported(field, "no such constraint; only guided_choice, guided_json and JSON mode");
+    }
+  }
+  // A JSON schema: vLLM's guided_json or structured_outputs.json, OpenAI's
+  // response_format (below).
+  std::string schema;
+  const char* schema_field = nullptr;
+  if (const json* g = Field(root, "guided_json"); g != nullptr) {
+    if (!g->is_object() && !g->is_string()) return TypeError("guided_json", "an object or a string", *g);
+    schema = OrderedSchemaText(body, {"guided_json"});
+    schema_field = "guided_json";
   }
   // vLLM's choice constraint: guided_choice, or structured_outputs.choice.
   const json* choice = Field(root, "guided_choice");
@@ -288,9 +313,15 @@ absl::Status ParseSharedCompletionFields(const json& root, size_t prompts, Compl
   if (const json* so = Field(root, "structured_outputs"); so != nullptr) {
     if (!so->is_object()) return TypeError("structured_outputs", "an object", *so);
     for (const auto& [key, value] : so->items()) {
-      if (key != "choice") {
+      if (key == "json" && schema_field == nullptr) {
+        if (!value.is_object() && !value.is_string()) {
+          return TypeError("structured_outputs.json", "an object or a string", value);
+        }
+        schema = OrderedSchemaText(body, {"structured_outputs", "json"});
+        schema_field = "structured_outputs.json";
+      } else if (key != "choice") {
         return Unsupported(absl::StrCat("structured_outputs.", SanitizeUtf8(key)).c_str(),
-                           "no such constraint; only choice");
+                           "no such constraint; only choice and json");
       }
     }
     if (choice != nullptr) {
@@ -313,16 +344,38 @@ absl::Status ParseSharedCompletionFields(const json& root, size_t prompts, Compl
   if (const json* format = Field(root, "response_format"); format != nullptr) {
     const json* type = format->is_object() ? Field(*format, "type") : nullptr;
     const std::string name = type != nullptr && type->is_string() ? type->get<std::string>() : "";
-    if (name == "json_object") {
-      if (shared->sampling().response_format() == v1::RESPONSE_FORMAT_CHOICE) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("response_format: a JSON object and ", choice_field, " exclude each other"));
+    if (name == "json_object" || name == "json_schema") {
+      if (shared->sampling().response_format() == v1::RESPONSE_FORMAT_CHOICE || schema_field != nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat("response_format: ", name, " and ",
+                                                       schema_field != nullptr ? schema_field : choice_field,
+                                                       " exclude each other"));
       }
+    }
+    if (name == "json_object") {
       shared->mutable_sampling()->set_response_format(v1::RESPONSE_FORMAT_JSON_OBJECT);
+    } else if (name == "json_schema") {
+      // OpenAI: {"type": "json_schema", "json_schema": {"name", "schema", "strict"}}.
+      const json* js = Field(*format, "json_schema");
+      if (js == nullptr || !js->is_object()) {
+        return absl::InvalidArgumentError("response_format.json_schema: required, an object with a \"schema\"");
+      }
+      const json* inner = Field(*js, "schema");
+      if (inner == nullptr || !inner->is_object()) {
+        return absl::InvalidArgumentError("response_format.json_schema.schema: required, an object");
+      }
+      schema = OrderedSchemaText(body, {"response_format", "json_schema", "schema"});
+      schema_field = "response_format.json_schema.schema";
     } else if (name != "text") {
       return Unsupported("response_format",
-                         "only {\"type\": \"text\"} and {\"type\": \"json_object\"}; no JSON schema");
+                         "only {\"type\": \"text\"}, {\"type\": \"json_object\"} and {\"type\": \"json_schema\"}");
     }
+  }
+  if (schema_field != nullptr) {
+    if (shared->sampling().response_format() == v1::RESPONSE_FORMAT_CHOICE) {
+      return absl::InvalidArgumentError(absl::StrCat(schema_field, ": a JSON schema and a choice exclude each other"));
+    }
+    shared->mutable_sampling()->set_response_format(v1::RESPONSE_FORMAT_JSON_SCHEMA);
+    shared->mutable_sampling()->set_json_schema(schema);
   }
   if (const json* n = Field(root, "n"); n != nullptr) {
     ASSIGN_OR_RETURN(call->n, Int32Field(*n, "n"));
@@ -408,7 +461,7 @@ absl::StatusOr<CompletionCall> ParseCompletionRequest(absl::string_view body) {
   v1::GenerateRequest request;  // the sampling every choice shares
   v1::SamplingParams* sampling = request.mutable_sampling();
   sampling->set_max_new_tokens(kOpenAiDefaultMaxTokens);
-  RETURN_IF_ERROR(ParseSharedCompletionFields(root, prompts.size(), &call, &request));
+  RETURN_IF_ERROR(ParseSharedCompletionFields(root, body, prompts.size(), &call, &request));
   if (const json* logprobs = Field(root, "logprobs"); logprobs != nullptr) {
     absl::StatusOr<int32_t> n = Int32Field(*logprobs, "logprobs");
     if (!n.ok()) return n.status();

@@ -145,8 +145,9 @@ absl::Status CheckOpenAiModelField(const nlohmann::json& body);
 // seed, the penalties, logit_bias and the vLLM extensions (top_k, min_p,
 // min_tokens, repetition_penalty, ignore_eos, stop_token_ids,
 // include_stop_str_in_output, truncate_prompt_tokens) into `shared`.
-absl::Status ParseSharedCompletionFields(const nlohmann::json& root, size_t prompts, CompletionCall* call,
-                                         v1::GenerateRequest* shared);
+// `body` is the request's text: a JSON schema's properties keep its order.
+absl::Status ParseSharedCompletionFields(const nlohmann::json& root, absl::string_view body, size_t prompts,
+                                         CompletionCall* call, v1::GenerateRequest* shared);
 // call->requests: one per (prompt, sample), prompt-major, each with the
 // shared sampling; with a seed S, sample j of a prompt gets S + j.
 void ExpandCompletionChoices(const std::vector<v1::GenerateRequest>& prompts, const v1::GenerateRequest& shared,

@@ -137,7 +137,7 @@ absl::StatusOr<CompletionCall> ParseChatCompletionRequest(absl::string_view body
   // vLLM's default: a continued message gets no new header.
   if (chat->continue_final_message() && !chat->has_add_generation_prompt()) chat->set_add_generation_prompt(false);
   v1::GenerateRequest shared;
-  RETURN_IF_ERROR(ParseSharedCompletionFields(root, 1, &call, &shared));
+  RETURN_IF_ERROR(ParseSharedCompletionFields(root, body, 1, &call, &shared));
   v1::SamplingParams* sampling = shared.mutable_sampling();
   // OpenAI's newer name wins over the deprecated max_tokens, as vLLM.
   RETURN_IF_ERROR(Optional<int32_t>(root, "max_completion_tokens", Int32Field,

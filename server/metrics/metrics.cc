@@ -153,8 +153,8 @@ ServerMetrics::ServerMetrics(const BuildLabels& build)
       scratch_bytes_(NewGauge(*registry_, "attnserve_engine_scratch_bytes",
                               "Engine scratch (activation) bytes of the largest step so far.")),
       json_mask_bytes_(NewGauge(*registry_, "attnserve_json_mask_bytes",
-                                "Constrained decoding (JSON mode, choices): the sorted token table and JSON mode's cached "
-                                "token masks, bytes (masks at most 16 MiB).")),
+                                "Constrained decoding (JSON mode, JSON schemas, choices): the sorted token table and the "
+                                "cached token masks, bytes.")),
       saturation_(NewGauge(*registry_, "attnserve_saturation",
                            "Load signal for autoscaling: max(KV used / capacity, queued tokens / step budget).")),
       resident_bytes_(NewGauge(*registry_, "attnserve_process_resident_memory_bytes",

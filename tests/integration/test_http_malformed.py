@@ -131,6 +131,15 @@ CASES = [
     ("/v1/completions", {"model": "m", "prompt": "a", "guided_choice": ["x" * 1025]}, 400,
      "choice[0] must be 1..1024 bytes, got 1025"),
     ("/v1/generate", {"text": "a", "sampling": {"choice": ["x"]}}, 400, "choice: only with the choice format"),
+    ("/v1/completions", {"model": "m", "prompt": "a", "guided_json": {"type": "object", "properties": {
+        "s": {"type": "string", "format": "email"}}}}, 400, "properties.s: 'format' is not supported"),
+    ("/v1/completions", {"model": "m", "prompt": "a", "guided_json": "{not json"}, 400, "schema: not valid JSON"),
+    ("/v1/chat/completions", {"model": "m", "messages": USER, "response_format": {
+        "type": "json_schema", "json_schema": {"schema": {"type": "array", "items": {"type": "string"}}}}}, 400,
+     "the top level must be"),
+    ("/v1/generate", {"text": "a", "sampling": {"response_format": "RESPONSE_FORMAT_JSON_SCHEMA",
+                                                "json_schema": "{\"type\": \"object\"}", "min_tokens": 2}}, 400,
+     "min_tokens cannot be combined with a JSON schema"),
 ]
 
 

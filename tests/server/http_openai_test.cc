@@ -140,6 +140,20 @@ TEST(OpenAiCompletionsTest, ChoiceAndJsonModeMapOntoResponseFormat) {
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->requests[0].sampling().response_format(), v1::RESPONSE_FORMAT_JSON_OBJECT);
   EXPECT_TRUE(c->requests[0].sampling().choice().empty());
+  // A schema keeps its properties in the order written (the schema decides
+  // the output's order), whichever spelling carries it.
+  for (const char* body :
+       {R"({"prompt": "x", "response_format": {"type": "json_schema", "json_schema": {"name": "p", "strict": true,
+            "schema": {"type": "object", "properties": {"zeta": {"type": "string"}, "alpha": {"type": "integer"}}}}}})",
+        R"({"prompt": "x", "guided_json": {"type": "object", "properties": {"zeta": {"type": "string"}, "alpha": {"type": "integer"}}}})",
+        R"({"prompt": "x", "structured_outputs": {"json": {"type": "object", "properties": {"zeta": {"type": "string"}, "alpha": {"type": "integer"}}}}})",
+        R"({"prompt": "x", "guided_json": "{\"type\": \"object\", \"properties\": {\"zeta\": {\"type\": \"string\"}, \"alpha\": {\"type\": \"integer\"}}}"})"}) {
+    absl::StatusOr<CompletionCall> s = ParseCompletionRequest(body);
+    ASSERT_TRUE(s.ok()) << s.status() << body;
+    EXPECT_EQ(s->requests[0].sampling().response_format(), v1::RESPONSE_FORMAT_JSON_SCHEMA) << body;
+    const std::string& schema = s->requests[0].sampling().json_schema();
+    EXPECT_LT(schema.find("zeta"), schema.find("alpha")) << schema;
+  }
 }
 
 TEST(OpenAiCompletionsTest, DefaultsAndPromptForms) {
@@ -249,17 +263,24 @@ TEST(OpenAiCompletionsTest, BadShapesAndUnsupportedOptionsNameTheField) {
       {R"({"model": "m", "prompt": "x", "echo": 1})", "echo: must be a boolean"},
       {R"({"model": "m", "prompt": "x", "suffix": "end"})", "suffix"},
       {R"({"model": "m", "prompt": "x", "guided_regex": "[a-z]+"})",
-       "guided_regex: not supported (no such constraint; only guided_choice and JSON mode)"},
+       "guided_regex: not supported (no such constraint; only guided_choice, guided_json and JSON mode)"},
       {R"({"model": "m", "prompt": "x", "guided_choice": "a"})", "guided_choice: must be an array of strings"},
       {R"({"model": "m", "prompt": "x", "guided_choice": ["a", 2]})", "guided_choice[1]: must be a string"},
-      {R"({"model": "m", "prompt": "x", "structured_outputs": {"json": {}}})", "structured_outputs.json: not supported"},
+      {R"({"model": "m", "prompt": "x", "structured_outputs": {"grammar": "x"}})",
+       "structured_outputs.grammar: not supported"},
       {R"({"model": "m", "prompt": "x", "structured_outputs": ["a"]})", "structured_outputs: must be an object"},
       {R"({"model": "m", "prompt": "x", "structured_outputs": {"choice": ["a"]}, "guided_choice": ["b"]})",
        "give guided_choice or it, not both"},
       {R"({"model": "m", "prompt": "x", "guided_choice": ["a"], "response_format": {"type": "json_object"}})",
-       "response_format: a JSON object and guided_choice exclude each other"},
-      {R"({"model": "m", "prompt": "x", "response_format": {"type": "json_schema"}})", "response_format: not supported"},
-      {R"({"model": "m", "prompt": "x", "response_format": {"type": "regex"}})", "no JSON schema"},
+       "response_format: json_object and guided_choice exclude each other"},
+      {R"({"model": "m", "prompt": "x", "response_format": {"type": "json_schema"}})",
+       "response_format.json_schema: required, an object with a \"schema\""},
+      {R"({"model": "m", "prompt": "x", "response_format": {"type": "json_schema", "json_schema": {"name": "a"}}})",
+       "response_format.json_schema.schema: required"},
+      {R"({"model": "m", "prompt": "x", "response_format": {"type": "regex"}})", "response_format: not supported"},
+      {R"({"model": "m", "prompt": "x", "guided_json": 3})", "guided_json: must be an object or a string"},
+      {R"({"model": "m", "prompt": "x", "guided_json": {"type": "object"}, "guided_choice": ["a"]})",
+       "guided_json: a JSON schema and a choice exclude each other"},
       {R"({"model": "m", "prompt": "x", "frequency_penalty": "high"})", "frequency_penalty: must be a number"},
       {R"({"model": "m", "prompt": "x", "presence_penalty": [1]})", "presence_penalty: must be a number"},
       {R"({"model": "m", "prompt": "x", "logit_bias": [5, 10]})", "logit_bias: must be an object"},

@@ -70,6 +70,11 @@ std::vector<std::string> SeedCorpus() {
       {5, R"({"prompt":"{","response_format":{"type":"json_object"},"temperature":0.7,"seed":2})"},
       {5, R"({"prompt":"Is it?","guided_choice":["yes","no","\u00e9t\u00e9"],"max_tokens":4})"},
       {6, R"({"messages":[{"role":"user","content":"Pick"}],"structured_outputs":{"choice":["a","b"]}})"},
+      {6, R"({"messages":[{"role":"user","content":"Who?"}],"response_format":{"type":"json_schema","json_schema":)"
+          R"({"name":"p","strict":true,"schema":{"type":"object","properties":{"name":{"type":"string"},)"
+          R"("age":{"type":["integer","null"]},"tags":{"type":"array","items":{"enum":["a",1,null]}}},)"
+          R"("required":["name"],"additionalProperties":false}}}})"},
+      {5, R"({"prompt":"x","guided_json":"{\"type\":\"object\",\"properties\":{\"k\":{\"const\":true}}}"})"},
       {1, R"({"text":"x","sampling":{"response_format":"RESPONSE_FORMAT_JSON_OBJECT","max_new_tokens":3}})"},
   };
   std::vector<std::string> corpus;

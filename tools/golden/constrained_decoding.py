@@ -9,6 +9,8 @@ step, and the vocabulary's bytes come from the sentencepiece library's
 pieces ("▁" -> space, "<0xNN>" -> that byte).
 
 The grammars say in xgrammar's EBNF what attnserve implements:
+  JSON schema: xgrammar's own compile_json_schema(any_whitespace=False),
+  not a grammar written here.
   JSON mode: RFC 8259 with an object at the top, and one whitespace gap
   allowed between tokens, either "" or " " or a newline followed by up to 20
   spaces or tabs (llama.cpp's json.gbnf's `ws`), also before the object;
@@ -83,7 +85,12 @@ def vocabulary():
 
 
 def run(model, info, grammar, prompt, new_tokens, bias):
-    matcher = xgr.GrammarMatcher(xgr.GrammarCompiler(info, max_threads=1).compile_grammar(grammar))
+    compiler = xgr.GrammarCompiler(info, max_threads=1)
+    if isinstance(grammar, dict):  # a JSON schema, written as json.dumps writes it
+        compiled = compiler.compile_json_schema(json.dumps(grammar), any_whitespace=False)
+    else:
+        compiled = compiler.compile_grammar(grammar)
+    matcher = xgr.GrammarMatcher(compiled)
     bitmask = xgr.allocate_token_bitmask(1, info.vocab_size)
     ids = torch.tensor([prompt])
     out, margin = [], float("inf")
@@ -121,6 +128,15 @@ CASES = [
     ("choice_names", ["Lily", " Lily", " Tom", " a dragon", " Sue and her dog"], ONCE, 16, {}),
     ("choice_longer_of_two", [" yes", " yes please", " no", "\u00e9t\u00e9 \"quoted\""], CAT, 16, {"2": 12.0}),
     ("choice_prefix_ends", [" yes", " yes please", " no"], CAT, 16, {"2": 25.0}),
+    ("schema_person", {"schema": {"type": "object", "properties": {
+        "name": {"type": "string"}, "age": {"type": "integer"}, "pet": {"enum": ["cat", "dog", None]}},
+        "required": ["name", "age", "pet"]}}, ONCE, 120, {"37": 6.0}),
+    ("schema_optional_and_arrays", {"schema": {"type": "object", "properties": {
+        "title": {"type": "string"}, "score": {"type": "number"}, "ok": {"type": "boolean"},
+        "words": {"type": "array", "items": {"type": "string"}}, "note": {"type": ["string", "null"]}},
+        "required": ["title", "words"]}}, CAT, 150, {"37": 5.0, "47": 2.0}),
+    ("schema_one_string", {"schema": {"type": "object", "properties": {"story": {"type": "string"}},
+                                            "required": ["story"]}}, ONCE, 40, {}),
 ]
 
 
@@ -130,7 +146,12 @@ def main():
     info = xgr.TokenizerInfo(vocab, vocab_type=xgr.VocabType.RAW, vocab_size=len(vocab), stop_token_ids=[EOS])
     cases = []
     for name, kind, prompt, new_tokens, bias in CASES:
-        grammar = JSON_GRAMMAR if kind == "json" else choice_grammar(kind)
+        if kind == "json":
+            grammar = JSON_GRAMMAR
+        elif isinstance(kind, dict):
+            grammar = kind["schema"]
+        else:
+            grammar = choice_grammar(kind)
         ids, margin = run(model, info, grammar, prompt, new_tokens, bias)
         assert margin > 1e-3, (name, margin)
         case = {"name": name, "prompt_ids": prompt, "max_new_tokens": new_tokens, "logit_bias": bias,
@@ -138,6 +159,9 @@ def main():
                 "text": b"".join(vocab[i] for i in ids).decode("utf-8", "replace")}
         if kind == "json":
             case["format"] = "json_object"
+        elif isinstance(kind, dict):
+            case["format"] = "json_schema"
+            case["json_schema"] = json.dumps(kind["schema"])
         else:
             case["format"] = "choice"
             case["choices"] = kind

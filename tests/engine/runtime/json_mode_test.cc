@@ -302,12 +302,13 @@ TEST(ChoiceTest, SampledAnswersAreAlwaysOneOfTheChoicesAndAPrefixChoiceCanEnd) {
 }
 
 // Against an independent reference: transformers' Llama from the same GGUF,
-// constrained by xgrammar's matcher with the same grammar in its EBNF
+// constrained by xgrammar's matcher with the same grammar in its EBNF, or
+// with xgrammar's own grammar for a JSON schema
 // (tools/golden/constrained_decoding.py). Greedy, so the ids must be equal.
 TEST(ConstrainedGoldenTest, GreedyOutputsEqualTransformersWithXgrammar) {
   std::ifstream in(ATTNSERVE_SOURCE_DIR "/tests/golden/decoder_sampling/constrained.json");
   const nlohmann::json doc = nlohmann::json::parse(in);
-  ASSERT_GE(doc["cases"].size(), 8u);
+  ASSERT_GE(doc["cases"].size(), 11u);
   auto engine = MakeEngine();
   int closed = 0, cut = 0;
   for (const nlohmann::json& c : doc["cases"]) {
@@ -319,6 +320,9 @@ TEST(ConstrainedGoldenTest, GreedyOutputsEqualTransformersWithXgrammar) {
               [](const LogitBias& a, const LogitBias& b) { return a.id < b.id; });
     if (c["format"] == "json_object") {
       p.output_format = OutputFormat::kJsonObject;
+    } else if (c["format"] == "json_schema") {
+      p.output_format = OutputFormat::kJsonSchema;
+      p.json_schema = c["json_schema"];
     } else {
       p.output_format = OutputFormat::kChoice;
       p.choices = c["choices"].get<std::vector<std::string>>();
@@ -350,6 +354,16 @@ TEST(ChoiceTest, RefusedWhereItCannotWork) {
   GenerationParams text = ChoiceParams({"a"}, 0.0f);
   text.output_format = OutputFormat::kText;
   cases.push_back({text, "choice: only with the choice format"});
+  GenerationParams schema;
+  schema.output_format = OutputFormat::kJsonSchema;
+  schema.json_schema = R"({"type": "object", "properties": {"n": {"type": "integer", "maximum": 3}}})";
+  cases.push_back({schema, "json_schema: properties.n: 'maximum' is not supported"});
+  schema.json_schema = R"({"type": "object"})";
+  schema.ignore_eos = true;
+  cases.push_back({schema, "ignore_eos cannot be combined with a JSON schema"});
+  GenerationParams stray;
+  stray.json_schema = R"({"type": "object"})";
+  cases.push_back({stray, "json_schema: only with the JSON schema format"});
   for (const Case& c : cases) {
     absl::StatusOr<SeqId> id = engine->AddSequence(Prompt("Hi"), c.params);
     ASSERT_FALSE(id.ok()) << c.message;

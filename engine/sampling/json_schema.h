@@ -1,0 +1,119 @@
+// JSON schema mode (OpenAI's response_format {"type": "json_schema"}, vLLM's
+// guided_json): the output is one JSON value that a schema accepts, written
+// the one way xgrammar writes it when whitespace is not free
+// (compile_json_schema(any_whitespace=False)) and Python's json.dumps writes
+// it: ", " between items and members, ": " after a key, no other
+// whitespace, the object's properties in the schema's order (a property not
+// in "required" may be left out), no properties beyond the schema's. The
+// top level must be an object, as OpenAI requires.
+//
+// Supported keywords (anything else is refused at compile time, naming the
+// keyword and where it is, so a constraint is never silently dropped):
+//   type (one type or a list of them), properties, required,
+//   additionalProperties (only false, or absent: taken as false), items,
+//   enum and const (of strings, numbers, booleans and null), and the
+//   annotations title, description, $schema, $id, default, examples.
+// Integers are "0" or an optional "-" then [1-9][0-9]* (as xgrammar).
+//
+// CompileJsonSchema builds a tree of nodes; JsonSchemaAcceptor reads the
+// output a byte at a time against it. Because the schema is a tree, the
+// node being read and its phase determine everything above it (the object
+// a value belongs to resumes after that value's property), so the state is
+// a small value that SortedVocabulary::Walk can copy per byte.
+#ifndef ATTNSERVE_ENGINE_SAMPLING_JSON_SCHEMA_H_
+#define ATTNSERVE_ENGINE_SAMPLING_JSON_SCHEMA_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace attnserve {
+
+inline constexpr int kMaxSchemaNodes = 1024;
+inline constexpr int kMaxSchemaDepth = 32;
+inline constexpr int kMaxSchemaMembers = 63;  // properties of an object, values of an enum
+inline constexpr size_t kMaxSchemaBytes = 64 * 1024;
+
+struct SchemaNode {
+  enum class Kind : uint8_t { kObject, kArray, kString, kNumber, kInteger, kLiterals, kUnion };
+  Kind kind = Kind::kString;
+  int parent = -1;
+  int index_in_parent = 0;  // which property (object parent) or alternative (union parent)
+  // kObject: each property's text from the quote to ": " ("\"name\": "),
+  // its value's node and whether it is required.
+  std::vector<std::string> keys;
+  std::vector<int> children;  // kObject: one per key; kArray: the items; kUnion: the alternatives
+  std::vector<bool> required;
+  // kLiterals (enum, const, boolean, null): each value as json.dumps writes it.
+  std::vector<std::string> literals;
+};
+
+struct CompiledJsonSchema {
+  std::vector<SchemaNode> nodes;  // nodes[0] is the top-level object
+};
+
+// The schema's JSON text. INVALID_ARGUMENT names what is unsupported and
+// where ("properties.age: 'minimum' is not supported ...").
+absl::StatusOr<std::shared_ptr<const CompiledJsonSchema>> CompileJsonSchema(std::string_view schema_json);
+
+class JsonSchemaAcceptor {
+ public:
+  explicit JsonSchemaAcceptor(const CompiledJsonSchema* schema) : schema_(schema) {}
+
+  // False: no text the schema accepts continues with this byte (the state is
+  // then unusable; callers test on a copy).
+  bool Feed(uint8_t byte);
+  // The output is a whole value; only the end of output may follow.
+  bool complete() const { return phase_ == Phase::kDone; }
+
+  // Equal exactly when every byte string gets the same answer (for caching
+  // token masks; the schema itself is not part of it).
+  std::pair<uint64_t, uint64_t> StateKey() const;
+
+ private:
+  enum class Phase : uint8_t {
+    kStart,       // node_'s value not begun
+    kMembers,     // in node_ (an object) between members: matching the candidate texts
+    kArrayOpen,   // after node_'s "["
+    kAfterItem,   // after an item of node_: ", " or "]"
+    kString,      // inside a string value
+    kEscape,
+    kUnicode,     // \uXXXX, aux_ hex digits left
+    kUtf8,        // aux_ continuation bytes left
+    kNumMinus, kNumZero, kNumInt, kNumDot, kNumFrac, kNumExp, kNumExpSign, kNumExpDigits,
+    kLiteral,     // matching node_'s literals (cand_, offset_)
+    kDone,
+  };
+
+  const SchemaNode& node() const { return schema_->nodes[node_]; }
+  bool StartValue(uint8_t byte);
+  bool EndValue();                 // node_'s value is whole: resume its parent
+  bool EndNumber(uint8_t byte);    // a byte that ends a number, read by the parent
+  void EnterMembers(int next, bool written);
+  bool FeedMembers(uint8_t byte);
+  bool FeedLiteral(uint8_t byte);
+  // Byte k of member candidate j of the current object (-1 past its end);
+  // j == kCloseBrace is "}".
+  int MemberByte(int j, int k) const;
+
+  static constexpr int kCloseBrace = 63;
+
+  const CompiledJsonSchema* schema_;
+  uint16_t node_ = 0;
+  Phase phase_ = Phase::kStart;
+  uint8_t aux_ = 0;
+  uint8_t utf8_lo_ = 0x80, utf8_hi_ = 0xBF;
+  uint8_t next_ = 0;        // kMembers: the first property still to come
+  bool written_ = false;    // kMembers: a member was written (the next needs ", ")
+  uint16_t offset_ = 0;     // kMembers / kLiteral / kAfterItem: bytes matched
+  uint64_t cand_ = 0;       // kMembers / kLiteral: candidates still matching
+};
+
+}  // namespace attnserve
+
+#endif  // ATTNSERVE_ENGINE_SAMPLING_JSON_SCHEMA_H_

@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""Reference verdicts for the engine's JSON schema mode
+(engine/sampling/json_schema.{h,cc}): for each of a set of schemas, documents
+and whether xgrammar's JSON-schema grammar takes them whole
+(GrammarCompiler.compile_json_schema(any_whitespace=False): json.dumps'
+", " and ": " separators, the schema's property order), byte by byte
+through its GrammarMatcher, then its end-of-sequence token.
+
+Documents: for each schema, seeded random instances written by json.dumps
+(every optional property kept or dropped at random; each is checked to
+validate with the jsonschema library), their mutants (a byte deleted,
+replaced, inserted, or the document cut short), the same instances with the
+properties reordered or pretty-printed, and a few hand-written ones. The
+verdict recorded is xgrammar's, whichever it is; the C++ test must agree
+with every one.
+
+Writes tests/golden/json/schema_documents.json.
+
+Usage: .cache/venv/bin/python tools/golden/json_schema_documents.py
+  (xgrammar: pip install --no-deps -r tools/python/bench-nodeps-requirements.txt)
+"""
+import json
+import pathlib
+import random
+import sys
+from importlib import metadata
+
+import jsonschema
+import xgrammar as xgr
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+OUT = ROOT / "tests" / "golden" / "json" / "schema_documents.json"
+
+SCHEMAS = [
+    {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+     "required": ["name", "age"], "additionalProperties": False},
+    {"type": "object", "title": "Event", "properties": {
+        "id": {"type": "integer"}, "score": {"type": "number"}, "ok": {"type": "boolean"},
+        "note": {"type": ["string", "null"]}, "tags": {"type": "array", "items": {"type": "string"}},
+        "level": {"enum": ["low", "mid", "high", 1, 10, None, True]}, "kind": {"const": "event"}},
+     "required": ["id", "kind"]},
+    {"type": "object", "properties": {
+        "people": {"type": "array", "items": {"type": "object", "properties": {
+            "first": {"type": "string"}, "middle": {"type": "string"}, "last": {"type": "string"},
+            "age": {"type": ["integer", "null"]}}, "required": ["first", "last"]}},
+        "meta": {"type": "object", "properties": {"count": {"type": "integer"},
+                                                  "matrix": {"type": "array", "items": {"type": "array",
+                                                                                        "items": {"type": "number"}}}}},
+        "empty": {"type": "object"}},
+     "required": ["people"]},
+    {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}, "c": {"type": "string"}}},
+    {"type": "object", "properties": {"v": {"type": ["number", "boolean", "null", "string", "array", "object"],
+                                            "items": {"type": "integer"},
+                                            "properties": {"x": {"type": "integer"}}, "required": ["x"]}},
+     "required": ["v"]},
+]
+
+PIECES = ["a", "Lily", " ", "\"", "\\", "/", "\n", "\t", "\u0001", "\u007f", "é", "日本", "😀", "\u2028", "x y"]
+
+
+def instance(rng, s):
+    if "const" in s:
+        return s["const"]
+    if "enum" in s:
+        return rng.choice(s["enum"])
+    t = s["type"]
+    if isinstance(t, list):
+        t = rng.choice(t)
+    if t == "string":
+        return "".join(rng.choice(PIECES) for _ in range(rng.randint(0, 3)))
+    if t == "integer":
+        return rng.choice([0, 7, -3, 123456789012, -1])
+    if t == "number":
+        return rng.choice([0, -0.5, 3.25, 1e-7, -12, 6.02e23, 100])
+    if t == "boolean":
+        return rng.random() < 0.5
+    if t == "null":
+        return None
+    if t == "array":
+        return [instance(rng, s["items"]) for _ in range(rng.randint(0, 3))]
+    out = {}
+    req = set(s.get("required", []))
+    for k, sub in s.get("properties", {}).items():
+        if k in req or rng.random() < 0.6:
+            out[k] = instance(rng, sub)
+    return out
+
+
+def mutants(rng, doc, n):
+    alphabet = b'{}[]":, .-+eE0123456789tfnul\\/abc\x00\x1f\x80\xc3\xff'
+    out = []
+    for _ in range(n):
+        b = bytearray(doc)
+        op = rng.randrange(4)
+        if op == 0 and len(b) > 1:
+            del b[rng.randrange(len(b))]
+        elif op == 1 and b:
+            b[rng.randrange(len(b))] = rng.choice(alphabet)
+        elif op == 2:
+            b.insert(rng.randrange(len(b) + 1), rng.choice(alphabet))
+        elif len(b) > 1:
+            b = b[: rng.randrange(1, len(b))]
+        out.append(bytes(b))
+    return out
+
+
+def main():
+    rng = random.Random(20261205)
+    vocab = [bytes([b]) for b in range(256)]
+    info = xgr.TokenizerInfo(vocab, vocab_type=xgr.VocabType.RAW, vocab_size=256, stop_token_ids=[0])
+    compiler = xgr.GrammarCompiler(info, max_threads=1)
+    cases = []
+    for schema in SCHEMAS:
+        compiled = compiler.compile_json_schema(json.dumps(schema), any_whitespace=False)
+
+        def xgrammar_takes(doc):
+            if b"\x00" in doc:
+                return False  # byte 0 is the stand-in end token here; the grammar never takes it in text
+            m = xgr.GrammarMatcher(compiled)
+            return all(m.accept_token(b) for b in doc) and m.accept_token(0)
+
+        docs = set()
+        for _ in range(60):
+            inst = instance(rng, schema)
+            jsonschema.validate(inst, schema)
+            text = json.dumps(inst, ensure_ascii=rng.random() < 0.3).encode()
+            assert xgrammar_takes(text), text
+            docs.add(text)
+            docs.update(mutants(rng, text, 8))
+            if isinstance(inst, dict) and len(inst) > 1:
+                docs.add(json.dumps(dict(reversed(list(inst.items())))).encode())
+            docs.add(json.dumps(inst, indent=1).encode())
+            docs.add(json.dumps(inst, separators=(",", ":")).encode())
+        docs.update([b"", b"{}", b"{ }", b"[]", b"null", b'{"name": "x", "age": 1, "extra": 2}'])
+        verdicts = sorted((d.hex(), xgrammar_takes(d)) for d in docs)
+        accepted = sum(v for _, v in verdicts)
+        print(f"schema {len(cases)}: {len(verdicts)} documents, {accepted} taken", file=sys.stderr)
+        cases.append({"schema": schema, "documents": [{"hex": h, "accepted": v} for h, v in verdicts]})
+    OUT.write_text(json.dumps({
+        "versions": {"python": sys.version.split()[0], "xgrammar": metadata.version("xgrammar"),
+                     "jsonschema": metadata.version("jsonschema")},
+        "note": "verdicts of xgrammar's compile_json_schema(any_whitespace=False) matcher; "
+                "written by tools/golden/json_schema_documents.py",
+        "cases": cases,
+    }, indent=0) + "\n")
+
+
+if __name__ == "__main__":
+    main()
