@@ -99,7 +99,30 @@ absl::Status ParseSampling(const json& parameters, uint64_t random_seed, TgiCall
   return absl::OkStatus();
 }
 
-absl::Status ParseParameters(const json& parameters, uint64_t random_seed, TgiCall* call) {
+// TGI's grammar: {"type": "json", "value": schema (an object or its text)}
+// is JSON schema mode; the schema's text is taken from the body again, in
+// order (nlohmann::json, which `parameters` is, sorts keys). Regular
+// expressions are not implemented.
+absl::Status ParseGrammar(const json& parameters, absl::string_view body, v1::SamplingParams* sampling) {
+  const json* grammar = Field(parameters, "grammar");
+  if (grammar == nullptr || grammar->is_null()) return absl::OkStatus();
+  if (!grammar->is_object()) return TypeError("parameters.grammar", "an object", *grammar);
+  const json* type = Field(*grammar, "type");
+  if (type == nullptr || !type->is_string() || type->get<std::string>() != "json") {
+    return Unsupported("parameters.grammar", "only {\"type\": \"json\", \"value\": <JSON schema>}; no regex");
+  }
+  const json* value = Field(*grammar, "value");
+  if (value == nullptr || !(value->is_object() || value->is_string())) {
+    return absl::InvalidArgumentError("parameters.grammar.value: required, a JSON schema (an object or its text)");
+  }
+  nlohmann::ordered_json v = nlohmann::ordered_json::parse(body.begin(), body.end(), nullptr, false);
+  for (const char* key : {"parameters", "grammar", "value"}) v = v.is_object() && v.contains(key) ? v[key] : nlohmann::ordered_json();
+  sampling->set_response_format(v1::RESPONSE_FORMAT_JSON_SCHEMA);
+  sampling->set_json_schema(v.is_string() ? v.get<std::string>() : v.dump());
+  return absl::OkStatus();
+}
+
+absl::Status ParseParameters(const json& parameters, absl::string_view body, uint64_t random_seed, TgiCall* call) {
   if (!parameters.is_object()) return TypeError("parameters", "an object", parameters);
   v1::SamplingParams* sampling = call->request.mutable_sampling();
   RETURN_IF_ERROR(ParseSampling(parameters, random_seed, call));
@@ -128,7 +151,7 @@ absl::Status ParseParameters(const json& parameters, uint64_t random_seed, TgiCa
   }
   RETURN_IF_ERROR(RefuseUnless(parameters, "best_of", 1, "only one sequence per request"));
   RETURN_IF_ERROR(RefuseUnless(parameters, "watermark", false, "watermarking is not implemented"));
-  RETURN_IF_ERROR(RefuseUnless(parameters, "grammar", json(), "constrained decoding is not implemented"));
+  RETURN_IF_ERROR(ParseGrammar(parameters, body, call->request.mutable_sampling()));
   RETURN_IF_ERROR(RefuseUnless(parameters, "adapter_id", json(), "no LoRA adapters are loaded"));
   return absl::OkStatus();
 }
@@ -178,7 +201,7 @@ absl::StatusOr<TgiCall> ParseTgiGenerateRequest(absl::string_view body, uint64_t
   RETURN_IF_ERROR(Optional<bool>(root, "stream", BoolField, [&](bool v) { call.stream = v; }));
   call.stream |= stream_route;
   const json* parameters = Field(root, "parameters");
-  RETURN_IF_ERROR(ParseParameters(parameters != nullptr ? *parameters : json::object(), random_seed, &call));
+  RETURN_IF_ERROR(ParseParameters(parameters != nullptr ? *parameters : json::object(), body, random_seed, &call));
   if (call.decoder_input_details && call.stream) {
     return Unsupported("parameters.decoder_input_details", "not when streaming tokens, as TGI");
   }

@@ -184,3 +184,19 @@ def test_embed_refuses_over_long_input_unless_truncate(server):
     with pytest.raises(HfHubHTTPError) as e:
         client.feature_extraction(long_text, truncate=True, truncation_direction="left")
     assert "truncation_direction: not supported" in e.value.response.json()["error"]
+
+
+def test_a_json_grammar_gives_an_instance_of_the_schema(tgi):
+    """huggingface_hub's text_generation with TGI's grammar {"type": "json"}:
+    the answer validates against the schema (the jsonschema library), in
+    json.dumps' form; a regex grammar is a validation error."""
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = {"type": "object", "properties": {"who": {"type": "string"}, "happy": {"type": "boolean"}},
+              "required": ["who", "happy"]}
+    text = tgi.text_generation(ONCE["prompt"], max_new_tokens=120, grammar={"type": "json", "value": schema})
+    value = json.loads(text)
+    jsonschema.validate(value, schema)
+    assert text == json.dumps(value, ensure_ascii=False)
+    with pytest.raises(ValidationError) as e:
+        tgi.text_generation(ONCE["prompt"], max_new_tokens=4, grammar={"type": "regex", "value": "a+"})
+    assert "parameters.grammar: not supported" in str(e.value)

@@ -79,6 +79,17 @@ TEST(TgiRequestTest, OptionsMapOntoTheGenerateRequest) {
   EXPECT_TRUE(c->request.sampling().logprobs());
 }
 
+TEST(TgiRequestTest, AJsonGrammarIsJsonSchemaModeInTheSchemasOrder) {
+  absl::StatusOr<TgiCall> c = ParseTgiGenerateRequest(
+      R"({"inputs": "x", "parameters": {"grammar": {"type": "json", "value": {"type": "object",
+          "properties": {"zeta": {"type": "string"}, "alpha": {"type": "integer"}}}}}})",
+      0);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->request.sampling().response_format(), v1::RESPONSE_FORMAT_JSON_SCHEMA);
+  const std::string& schema = c->request.sampling().json_schema();
+  EXPECT_LT(schema.find("zeta"), schema.find("alpha")) << schema;
+}
+
 TEST(TgiRequestTest, BadOrUnsupportedOptionsNameTheField) {
   const std::pair<const char*, const char*> cases[] = {
       {R"({"parameters": {}})", "inputs: required"},
@@ -93,7 +104,10 @@ TEST(TgiRequestTest, BadOrUnsupportedOptionsNameTheField) {
       {R"({"inputs": "x", "parameters": {"frequency_penalty": 0.1}})", "parameters.frequency_penalty: not supported"},
       {R"({"inputs": "x", "parameters": {"best_of": 2}})", "parameters.best_of: not supported"},
       {R"({"inputs": "x", "parameters": {"watermark": true}})", "parameters.watermark: not supported"},
-      {R"({"inputs": "x", "parameters": {"grammar": {"type": "json", "value": {}}}})", "parameters.grammar"},
+      {R"({"inputs": "x", "parameters": {"grammar": {"type": "regex", "value": "a+"}}})",
+       "parameters.grammar: not supported (only {\"type\": \"json\", \"value\": <JSON schema>}; no regex)"},
+      {R"({"inputs": "x", "parameters": {"grammar": {"type": "json"}}})", "parameters.grammar.value: required"},
+      {R"({"inputs": "x", "parameters": {"grammar": "json"}})", "parameters.grammar: must be an object"},
       {R"({"inputs": "x", "parameters": {"adapter_id": "a"}})", "parameters.adapter_id"},
       {R"({"inputs": "x", "parameters": {"stop": "a"}})", "parameters.stop: must be an array"},
       {R"({"inputs": "x", "parameters": {"stop": [1]}})", "parameters.stop[0]: must be a string"},
