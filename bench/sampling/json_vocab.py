@@ -16,7 +16,8 @@ single spaces only, so every JSON grammar takes it), tokenized by greedy
 longest match over the vocabulary.
 
 Writes OUT/vocab.hex (one token's bytes per line, hex) and OUT/doc.json
-({"ids": [...], "text": ...}).
+({"ids": [...], "text": ..., "schema": a JSON schema the document is an
+instance of, for the schema-mode lines}).
 
 Usage: json_vocab.py VOCAB_SIZE OUT_DIR
 """
@@ -38,6 +39,19 @@ DOC = {
     "quote": "She said, \"Who will help me?\"\nNobody did.",
     "tags": ["farm", "bread", "work"],
 }
+
+
+# A schema DOC is an instance of, in DOC's order (json.dumps' form is then
+# JSON schema mode's one way of writing it).
+DOC_SCHEMA = {"type": "object", "properties": {
+    "title": {"type": "string"},
+    "characters": {"type": "array", "items": {"type": "object", "properties": {
+        "name": {"type": "string"}, "age": {"type": "number"}, "kind": {"enum": ["bird", "cat", "dog"]}},
+        "required": ["name", "age", "kind"]}},
+    "pages": {"type": "integer"}, "rating": {"type": "number"}, "published": {"type": "boolean"},
+    "sequel": {"type": ["string", "null"]}, "quote": {"type": "string"},
+    "tags": {"type": "array", "items": {"type": "string"}}},
+    "required": ["title", "characters", "pages", "rating", "published", "sequel", "quote", "tags"]}
 
 
 def main():
@@ -86,7 +100,7 @@ def main():
                 break
     out.mkdir(parents=True, exist_ok=True)
     (out / "vocab.hex").write_text("".join(t.hex() + "\n" for t in tokens))
-    (out / "doc.json").write_text(json.dumps({"ids": ids, "text": text}))
+    (out / "doc.json").write_text(json.dumps({"ids": ids, "text": text, "schema": json.dumps(DOC_SCHEMA)}))
     print(f"{len(tokens)} tokens, document {len(data)} bytes in {len(ids)} tokens -> {out}", file=sys.stderr)
 
 

@@ -32,13 +32,14 @@ for (impl, case, vocab), us in t.items():
     if impl == "attnserve" and ("transformers", case, vocab) in t:
         peer = t[("transformers", case, vocab)]
         print(f"{case:<20}{vocab:>8}{us:>14.1f}{peer:>17.1f}{peer / us:>7.1f}x")
-j = {(r["impl"].split()[0], r["vocab"]): r for r in rows if r["bench"] == "json_mask" and "alone" not in r["impl"]}
-print(f"\n{'JSON mask':<20}{'vocab':>8}{'attnserve us':>14}{'xgrammar us':>13}{'ratio':>8}"
+j = {(r["impl"].split()[0], r["vocab"], r.get("mode", "json_object")): r
+     for r in rows if r["bench"] == "json_mask" and "alone" not in r["impl"]}
+print(f"\n{'mask per token':<20}{'vocab':>8}{'attnserve us':>14}{'xgrammar us':>13}{'ratio':>8}"
       f"{'first pass us':>15}{'xgrammar':>10}{'setup ms':>10}{'xgrammar':>10}")
-for (impl, vocab), r in j.items():
-    if impl == "attnserve" and ("xgrammar", vocab) in j:
-        x = j[("xgrammar", vocab)]
-        print(f"{'per token':<20}{vocab:>8}{r['us_per_step']:>14.2f}{x['us_per_step']:>13.2f}"
+for (impl, vocab, mode), r in j.items():
+    if impl == "attnserve" and ("xgrammar", vocab, mode) in j:
+        x = j[("xgrammar", vocab, mode)]
+        print(f"{mode:<20}{vocab:>8}{r['us_per_step']:>14.2f}{x['us_per_step']:>13.2f}"
               f"{x['us_per_step'] / r['us_per_step']:>7.1f}x{r['first_us_per_step']:>15.1f}"
               f"{x['first_us_per_step']:>10.1f}{r['setup_ms']:>10.1f}{x['setup_ms']:>10.1f}")
 PY

@@ -27,12 +27,21 @@ def main():
     ids = doc["ids"]
     # Byte 0x00 stands in for EOS, as in json_mask_bench.
     info = xgr.TokenizerInfo(vocab, vocab_type=xgr.VocabType.RAW, vocab_size=len(vocab), stop_token_ids=[0])
-    t0 = time.perf_counter()
-    compiled = xgr.GrammarCompiler(info, max_threads=1).compile_builtin_json_grammar()
-    compile_s = time.perf_counter() - t0
+    for mode in ("json_object", "json_schema"):
+        t0 = time.perf_counter()
+        compiler = xgr.GrammarCompiler(info, max_threads=1)
+        if mode == "json_object":
+            compiled = compiler.compile_builtin_json_grammar()
+        else:
+            compiled = compiler.compile_json_schema(doc["schema"], any_whitespace=False)
+        compile_s = time.perf_counter() - t0
+        measure(compiled, compile_s, ids, info, vocab, mode, args.rounds)
+
+
+def measure(compiled, compile_s, ids, info, vocab, mode, rounds):
     bitmask = xgr.allocate_token_bitmask(1, info.vocab_size)
     per_step = []
-    for _ in range(args.rounds + 1):
+    for _ in range(rounds + 1):
         matcher = xgr.GrammarMatcher(compiled)
         t0 = time.perf_counter()
         for token in ids:
@@ -40,7 +49,8 @@ def main():
             assert matcher.accept_token(token), token
         matcher.fill_next_token_bitmask(bitmask)
         per_step.append((time.perf_counter() - t0) / (len(ids) + 1))
-    print(json.dumps({"bench": "json_mask", "impl": "xgrammar " + metadata.version("xgrammar"), "vocab": len(vocab),
+    print(json.dumps({"bench": "json_mask", "mode": mode, "impl": "xgrammar " + metadata.version("xgrammar"),
+                      "vocab": len(vocab),
                       "steps": len(ids) + 1, "us_per_step": round(statistics.median(per_step[1:]) * 1e6, 2),
                       "first_us_per_step": round(per_step[0] * 1e6, 2),
                       "setup_ms": round(compile_s * 1e3, 1)}))

@@ -33,10 +33,8 @@ struct DecoderEngine::Sequence {
   std::optional<JsonAcceptor> json;
   std::vector<std::string> sorted_choices;
   std::optional<ChoiceAcceptor> choice;
-  std::shared_ptr<const CompiledJsonSchema> schema;
+  std::shared_ptr<SchemaMasks> schema;  // the schema and its cached masks
   std::optional<JsonSchemaAcceptor> schema_state;
-  // JSON schema mode's masks by state (at most kSchemaMaskCacheBytes).
-  absl::flat_hash_map<std::pair<uint64_t, uint64_t>, std::pair<std::vector<uint8_t>, int>> schema_masks;
   int32_t constraint_prev = -1;
   bool constrained() const { return json.has_value() || choice.has_value() || schema_state.has_value(); }
   bool constraint_complete() const {
@@ -236,10 +234,32 @@ absl::StatusOr<SeqId> DecoderEngine::AddSequence(std::vector<int32_t> prompt,
       if (json_mask_ == nullptr) json_mask_ = std::make_unique<JsonTokenMask>(vocabulary_);
       s->json.emplace();
     } else if (params.output_format == OutputFormat::kJsonSchema) {
-      absl::StatusOr<std::shared_ptr<const CompiledJsonSchema>> schema = CompileJsonSchema(params.json_schema);
-      if (!schema.ok()) return schema.status();  // validated above: cannot happen
-      s->schema = *std::move(schema);
-      s->schema_state.emplace(s->schema.get());
+      std::shared_ptr<SchemaMasks>& entry = schemas_[params.json_schema];
+      if (entry == nullptr) {
+        if (static_cast<int>(schemas_.size()) > kMaxCachedSchemas) {
+          // Forget the schemas no running sequence uses (entry is new, so kept).
+          for (auto it = schemas_.begin(); it != schemas_.end();) {
+            if (it->second != nullptr && it->second.use_count() == 1) {
+              schema_mask_bytes_ -= static_cast<int64_t>(it->second->masks.size()) * model_->config().vocab_size;
+              schemas_.erase(it++);
+            } else {
+              ++it;
+            }
+          }
+        }
+        absl::StatusOr<std::shared_ptr<const CompiledJsonSchema>> schema = CompileJsonSchema(params.json_schema);
+        if (!schema.ok()) {  // validated above: cannot happen
+          schemas_.erase(params.json_schema);
+          return schema.status();
+        }
+        std::shared_ptr<SchemaMasks>& slot = schemas_[params.json_schema];
+        slot = std::make_shared<SchemaMasks>();
+        slot->schema = *std::move(schema);
+        s->schema = slot;
+      } else {
+        s->schema = entry;
+      }
+      s->schema_state.emplace(s->schema->schema.get());
     } else {
       s->sorted_choices = params.choices;
       std::sort(s->sorted_choices.begin(), s->sorted_choices.end());
@@ -312,14 +332,19 @@ int DecoderEngine::FillConstraintMask(Sequence& s) {
       return count;
     }
     const std::pair<uint64_t, uint64_t> key = s.schema_state->StateKey();
-    if (auto it = s.schema_masks.find(key); it != s.schema_masks.end()) {
+    auto& masks = s.schema->masks;
+    if (auto it = masks.find(key); it != masks.end()) {
       constraint_allowed_ = it->second.first;
       return it->second.second;
     }
     constraint_allowed_.assign(vocab, 0);
     const int count = vocabulary_->Walk(*s.schema_state, constraint_allowed_);
-    if (static_cast<int64_t>(s.schema_masks.size() + 1) * vocab > kSchemaMaskCacheBytes) s.schema_masks.clear();
-    s.schema_masks[key] = {constraint_allowed_, count};
+    if (schema_mask_bytes_ + vocab > kSchemaMaskCacheBytes) {
+      for (auto& [text, entry] : schemas_) entry->masks.clear();
+      schema_mask_bytes_ = 0;
+    }
+    masks[key] = {constraint_allowed_, count};
+    schema_mask_bytes_ += vocab;
     return count;
   }
   constraint_allowed_.assign(model_->config().vocab_size, 0);
@@ -337,7 +362,6 @@ int DecoderEngine::FillConstraintMask(Sequence& s) {
 }
 
 void DecoderEngine::Finish(Sequence& s, FinishReason reason) {
-  s.schema_masks.clear();  // no more draws
   s.finished = true;
   s.reason = reason;
   s.peak_kv_bytes = std::max(s.peak_kv_bytes, kv_->SequenceStats(s.id).peak_bytes);
@@ -535,9 +559,7 @@ absl::StatusOr<std::vector<StepEvent>> DecoderEngine::Step(absl::Span<const Step
 int64_t DecoderEngine::json_mask_bytes() const {
   int64_t bytes = (vocabulary_ == nullptr ? 0 : vocabulary_->bytes()) +
                   (json_mask_ == nullptr ? 0 : json_mask_->cache_bytes());
-  const int64_t vocab = model_->config().vocab_size;
-  for (const auto& [id, s] : seqs_) bytes += static_cast<int64_t>(s->schema_masks.size()) * vocab;
-  return bytes;
+  return bytes + schema_mask_bytes_;
 }
 
 void DecoderEngine::Release(SeqId seq) {

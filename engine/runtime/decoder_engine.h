@@ -53,8 +53,11 @@ namespace attnserve {
 // engine/sampling/json_schema.h says.
 enum class OutputFormat : uint8_t { kText, kJsonObject, kChoice, kJsonSchema };
 
-// Token masks a JSON-schema sequence keeps for the states it has been in.
-inline constexpr int64_t kSchemaMaskCacheBytes = int64_t{4} << 20;
+// JSON schema mode keeps each schema's token masks by grammar state across
+// requests (the same schema's next request starts warm): at most this many
+// bytes of masks in all, and this many schemas.
+inline constexpr int64_t kSchemaMaskCacheBytes = int64_t{16} << 20;
+inline constexpr int kMaxCachedSchemas = 64;
 
 struct GenerationParams {
   int max_new_tokens = 64;          // >= 1
@@ -207,6 +210,13 @@ class DecoderEngine {
   // Constrained decoding's tables, built for the first request that asks.
   std::shared_ptr<const SortedVocabulary> vocabulary_;
   std::unique_ptr<const JsonTokenMask> json_mask_;
+  // A compiled schema and the masks its states have needed.
+  struct SchemaMasks {
+    std::shared_ptr<const CompiledJsonSchema> schema;
+    absl::flat_hash_map<std::pair<uint64_t, uint64_t>, std::pair<std::vector<uint8_t>, int>> masks;
+  };
+  absl::flat_hash_map<std::string, std::shared_ptr<SchemaMasks>> schemas_;  // by the schema's text
+  int64_t schema_mask_bytes_ = 0;
   std::vector<uint8_t> constraint_allowed_;  // reused across draws
   std::vector<int32_t> end_ids_;             // likewise
   absl::flat_hash_map<SeqId, std::unique_ptr<Sequence>> seqs_;

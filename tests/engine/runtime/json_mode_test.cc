@@ -337,6 +337,29 @@ TEST(ConstrainedGoldenTest, GreedyOutputsEqualTransformersWithXgrammar) {
   EXPECT_GE(cut, 2);
 }
 
+TEST(JsonSchemaModeTest, ASchemasMasksServeItsNextRequestAndAreCounted) {
+  auto engine = MakeEngine();
+  EXPECT_EQ(engine->json_mask_bytes(), 0);
+  GenerationParams p;
+  p.temperature = 0.0f;
+  p.max_new_tokens = 60;
+  p.output_format = OutputFormat::kJsonSchema;
+  p.json_schema = R"({"type": "object", "properties": {"name": {"type": "string"}, "ok": {"type": "boolean"}},
+                      "required": ["name", "ok"]})";
+  p.logit_bias = {{37, 6.0f}};  // byte token '"': the story model's string ends in time
+  const JsonRun first = Generate(*engine, Prompt("Tim had a ball"), p);
+  const int64_t after_first = engine->json_mask_bytes();
+  EXPECT_GT(after_first, 0);
+  const JsonRun again = Generate(*engine, Prompt("Tim had a ball"), p);
+  EXPECT_EQ(again.ids, first.ids);
+  EXPECT_EQ(engine->json_mask_bytes(), after_first);  // every state's mask was cached
+  EXPECT_EQ(first.reason, FinishReason::kStop) << first.text;
+  EXPECT_EQ(first.text.rfind("{\"name\": \"", 0), 0u) << first.text;
+  p.json_schema = R"({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]})";
+  Generate(*engine, Prompt("Tim had a ball"), p);
+  EXPECT_GT(engine->json_mask_bytes(), after_first);  // another schema, more masks
+}
+
 TEST(ChoiceTest, RefusedWhereItCannotWork) {
   auto engine = MakeEngine();
   struct Case {
