@@ -24,6 +24,8 @@
 #include <string_view>
 #include <utility>
 
+#include "engine/sampling/json_lexer.h"
+
 namespace attnserve {
 
 inline constexpr int kMaxJsonDepth = 64;
@@ -62,18 +64,8 @@ class JsonAcceptor {
     kValue,          // after ':' or ',' in an array: a value
     kArrayOpen,      // after '[': a value or ']'
     kAfterValue,     // after a value: ',' or the container's closing bracket
-    kString,         // inside a string
-    kEscape,         // after '\' in a string
-    kUnicodeEscape,  // inside \uXXXX (aux_ hex digits left)
-    kUtf8,           // inside a multi-byte character (aux_ bytes left)
-    kNumMinus,       // "-"
-    kNumZero,        // a leading 0
-    kNumInt,         // integer digits after 1-9
-    kNumDot,         // "."
-    kNumFrac,        // fraction digits
-    kNumExp,         // "e" / "E"
-    kNumExpSign,     // "e+" / "e-"
-    kNumExpDigits,   // exponent digits
+    kString,         // inside a string (string_)
+    kNumber,         // inside a number (number_)
     kLiteral,        // true / false / null (aux_: letters matched, literal_ which)
     kDone,           // the object is closed
   };
@@ -90,10 +82,10 @@ class JsonAcceptor {
   Mode mode_ = Mode::kStart;
   Gap gap_ = Gap::kNone;
   uint8_t indent_ = 0;      // spaces / tabs after the gap's newline
-  uint8_t aux_ = 0;         // mode-specific count (see Mode)
-  uint8_t utf8_lo_ = 0x80;  // allowed range of the next UTF-8 continuation byte
-  uint8_t utf8_hi_ = 0xBF;
+  uint8_t aux_ = 0;         // kLiteral: letters matched
   uint8_t literal_ = 0;     // 0 true, 1 false, 2 null
+  JsonStringLexer string_;
+  JsonNumberLexer number_;
   bool in_key_ = false;     // the string being read is an object key
   uint8_t depth_ = 0;
   uint64_t containers_ = 0;  // bit d: level d + 1 is an object (else an array)

@@ -218,7 +218,6 @@ class Compiler {
 };
 
 bool IsDigit(uint8_t b) { return b >= '0' && b <= '9'; }
-bool IsHex(uint8_t b) { return IsDigit(b) || (b >= 'a' && b <= 'f') || (b >= 'A' && b <= 'F'); }
 
 }  // namespace
 
@@ -334,7 +333,6 @@ bool JsonSchemaAcceptor::EndValue() {
   }
   const int index = n.index_in_parent;
   node_ = static_cast<uint16_t>(n.parent);
-  aux_ = 0;
   switch (node().kind) {
     case SchemaNode::Kind::kUnion:
       return EndValue();
@@ -351,11 +349,6 @@ bool JsonSchemaAcceptor::EndValue() {
   }
 }
 
-bool JsonSchemaAcceptor::EndNumber(uint8_t byte) {
-  if (!EndValue()) return false;
-  return Feed(byte);
-}
-
 bool JsonSchemaAcceptor::StartValue(uint8_t byte) {
   const SchemaNode& n = node();
   switch (n.kind) {
@@ -370,22 +363,14 @@ bool JsonSchemaAcceptor::StartValue(uint8_t byte) {
     case SchemaNode::Kind::kString:
       if (byte != '"') return false;
       phase_ = Phase::kString;
+      string_ = JsonStringLexer();
       return true;
     case SchemaNode::Kind::kNumber:
     case SchemaNode::Kind::kInteger:
-      if (byte == '-') {
-        phase_ = Phase::kNumMinus;
-        return true;
-      }
-      if (byte == '0') {
-        phase_ = Phase::kNumZero;
-        return true;
-      }
-      if (byte >= '1' && byte <= '9') {
-        phase_ = Phase::kNumInt;
-        return true;
-      }
-      return false;
+      number_ = JsonNumberLexer(n.kind == SchemaNode::Kind::kInteger);
+      if (number_.Start(byte) == LexStep::kRefused) return false;
+      phase_ = Phase::kNumber;
+      return true;
     case SchemaNode::Kind::kLiterals:
       phase_ = Phase::kLiteral;
       offset_ = 0;
@@ -418,7 +403,6 @@ bool JsonSchemaAcceptor::StartValue(uint8_t byte) {
 }
 
 bool JsonSchemaAcceptor::Feed(uint8_t byte) {
-  const bool integer = node().kind == SchemaNode::Kind::kInteger;
   switch (phase_) {
     case Phase::kStart:
       return StartValue(byte);
@@ -442,98 +426,19 @@ bool JsonSchemaAcceptor::Feed(uint8_t byte) {
       offset_ = 0;
       return true;
     case Phase::kString:
-      if (byte == '"') return EndValue();
-      if (byte == '\\') {
-        phase_ = Phase::kEscape;
-        return true;
-      }
-      if (byte < 0x20) return false;
-      if (byte < 0x80) return true;
-      utf8_lo_ = 0x80;
-      utf8_hi_ = 0xBF;
-      if (byte >= 0xC2 && byte <= 0xDF) {
-        aux_ = 1;
-      } else if (byte >= 0xE0 && byte <= 0xEF) {
-        aux_ = 2;
-        if (byte == 0xE0) utf8_lo_ = 0xA0;
-        if (byte == 0xED) utf8_hi_ = 0x9F;
-      } else if (byte >= 0xF0 && byte <= 0xF4) {
-        aux_ = 3;
-        if (byte == 0xF0) utf8_lo_ = 0x90;
-        if (byte == 0xF4) utf8_hi_ = 0x8F;
-      } else {
-        return false;
-      }
-      phase_ = Phase::kUtf8;
-      return true;
-    case Phase::kUtf8:
-      if (byte < utf8_lo_ || byte > utf8_hi_) return false;
-      utf8_lo_ = 0x80;
-      utf8_hi_ = 0xBF;
-      if (--aux_ == 0) phase_ = Phase::kString;
-      return true;
-    case Phase::kEscape:
-      switch (byte) {
-        case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
-          phase_ = Phase::kString;
-          return true;
-        case 'u':
-          phase_ = Phase::kUnicode;
-          aux_ = 4;
-          return true;
-        default:
-          return false;
-      }
-    case Phase::kUnicode:
-      if (!IsHex(byte)) return false;
-      if (--aux_ == 0) phase_ = Phase::kString;
-      return true;
-    case Phase::kNumMinus:
-      if (byte == '0' && !integer) {  // xgrammar's integers have no "-0"
-        phase_ = Phase::kNumZero;
-        return true;
-      }
-      if (byte >= '1' && byte <= '9') {
-        phase_ = Phase::kNumInt;
-        return true;
+      switch (string_.Feed(byte)) {
+        case LexStep::kMore: return true;
+        case LexStep::kRefused: return false;
+        case LexStep::kDone: return EndValue();
       }
       return false;
-    case Phase::kNumZero:
-    case Phase::kNumInt:
-      if (IsDigit(byte)) {
-        if (phase_ == Phase::kNumZero) return false;  // no leading zeros
-        return true;
+    case Phase::kNumber:
+      switch (number_.Feed(byte)) {
+        case LexStep::kMore: return true;
+        case LexStep::kRefused: return false;
+        case LexStep::kDone: return EndValue() && Feed(byte);  // the byte is the parent's
       }
-      if (byte == '.' || byte == 'e' || byte == 'E') {
-        if (integer) return false;
-        phase_ = byte == '.' ? Phase::kNumDot : Phase::kNumExp;
-        return true;
-      }
-      return EndNumber(byte);
-    case Phase::kNumDot:
-      if (!IsDigit(byte)) return false;
-      phase_ = Phase::kNumFrac;
-      return true;
-    case Phase::kNumFrac:
-      if (IsDigit(byte)) return true;
-      if (byte == 'e' || byte == 'E') {
-        phase_ = Phase::kNumExp;
-        return true;
-      }
-      return EndNumber(byte);
-    case Phase::kNumExp:
-      if (byte == '+' || byte == '-') {
-        phase_ = Phase::kNumExpSign;
-        return true;
-      }
-      [[fallthrough]];
-    case Phase::kNumExpSign:
-      if (!IsDigit(byte)) return false;
-      phase_ = Phase::kNumExpDigits;
-      return true;
-    case Phase::kNumExpDigits:
-      if (IsDigit(byte)) return true;
-      return EndNumber(byte);
+      return false;
     case Phase::kLiteral:
       return FeedLiteral(byte);
     case Phase::kDone:
@@ -543,14 +448,13 @@ bool JsonSchemaAcceptor::Feed(uint8_t byte) {
 }
 
 std::pair<uint64_t, uint64_t> JsonSchemaAcceptor::StateKey() const {
-  uint64_t aux = 0, utf8 = 0, members = 0, offset = 0, cand = 0;
+  uint64_t lexer = 0, members = 0, offset = 0, cand = 0;
   switch (phase_) {
-    case Phase::kUtf8:
-      utf8 = uint64_t{utf8_lo_} | uint64_t{utf8_hi_} << 8;
-      aux = aux_;
+    case Phase::kString:
+      lexer = string_.Key();
       break;
-    case Phase::kUnicode:
-      aux = aux_;
+    case Phase::kNumber:
+      lexer = number_.Key();
       break;
     case Phase::kMembers:
       members = uint64_t{next_} | uint64_t{written_} << 6;
@@ -567,9 +471,8 @@ std::pair<uint64_t, uint64_t> JsonSchemaAcceptor::StateKey() const {
     default:
       break;
   }
-  return {uint64_t{node_} | static_cast<uint64_t>(phase_) << 16 | aux << 21 | utf8 << 24 | members << 40 |
-              offset << 48,
-          cand};
+  // The lexers' state and the candidates never go with the same phase.
+  return {uint64_t{node_} | static_cast<uint64_t>(phase_) << 16 | members << 21 | offset << 28, cand | lexer};
 }
 
 }  // namespace attnserve

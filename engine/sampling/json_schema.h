@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "engine/sampling/json_lexer.h"
 
 namespace attnserve {
 
@@ -81,11 +82,8 @@ class JsonSchemaAcceptor {
     kMembers,     // in node_ (an object) between members: matching the candidate texts
     kArrayOpen,   // after node_'s "["
     kAfterItem,   // after an item of node_: ", " or "]"
-    kString,      // inside a string value
-    kEscape,
-    kUnicode,     // \uXXXX, aux_ hex digits left
-    kUtf8,        // aux_ continuation bytes left
-    kNumMinus, kNumZero, kNumInt, kNumDot, kNumFrac, kNumExp, kNumExpSign, kNumExpDigits,
+    kString,      // inside a string value (string_)
+    kNumber,      // inside a number (number_)
     kLiteral,     // matching node_'s literals (cand_, offset_)
     kDone,
   };
@@ -93,7 +91,6 @@ class JsonSchemaAcceptor {
   const SchemaNode& node() const { return schema_->nodes[node_]; }
   bool StartValue(uint8_t byte);
   bool EndValue();                 // node_'s value is whole: resume its parent
-  bool EndNumber(uint8_t byte);    // a byte that ends a number, read by the parent
   void EnterMembers(int next, bool written);
   bool FeedMembers(uint8_t byte);
   bool FeedLiteral(uint8_t byte);
@@ -106,8 +103,8 @@ class JsonSchemaAcceptor {
   const CompiledJsonSchema* schema_;
   uint16_t node_ = 0;
   Phase phase_ = Phase::kStart;
-  uint8_t aux_ = 0;
-  uint8_t utf8_lo_ = 0x80, utf8_hi_ = 0xBF;
+  JsonStringLexer string_;
+  JsonNumberLexer number_;
   uint8_t next_ = 0;        // kMembers: the first property still to come
   bool written_ = false;    // kMembers: a member was written (the next needs ", ")
   uint16_t offset_ = 0;     // kMembers / kLiteral / kAfterItem: bytes matched
