@@ -217,7 +217,6 @@ class Compiler {
   CompiledJsonSchema& out_;
 };
 
-bool IsDigit(uint8_t b) { return b >= '0' && b <= '9'; }
 
 }  // namespace
 
@@ -385,7 +384,7 @@ bool JsonSchemaAcceptor::StartValue(uint8_t byte) {
           case SchemaNode::Kind::kArray: starts = byte == '['; break;
           case SchemaNode::Kind::kString: starts = byte == '"'; break;
           case SchemaNode::Kind::kNumber:
-          case SchemaNode::Kind::kInteger: starts = byte == '-' || IsDigit(byte); break;
+          case SchemaNode::Kind::kInteger: starts = byte == '-' || json_lexer_internal::IsDigit(byte); break;
           case SchemaNode::Kind::kLiterals:
             for (const std::string& l : alt.literals) starts |= static_cast<uint8_t>(l[0]) == byte;
             break;

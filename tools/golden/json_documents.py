@@ -128,8 +128,12 @@ HAND_INVALID = [
 ]
 
 
-def mutants(rng, doc: bytes, n: int):
-    alphabet = b'{}[]":,.-+eE0123456789tfnul \n\t\\/abc\x00\x1f\x7f\x80\xc3\xff'
+MUTATION_BYTES = b'{}[]":,.-+eE0123456789tfnul \n\t\\/abc\x00\x1f\x7f\x80\xc3\xff'
+
+
+def mutants(rng, doc: bytes, n: int, alphabet: bytes = MUTATION_BYTES):
+    """n copies of doc, each with a byte deleted, replaced or inserted (from
+    `alphabet`), or cut short."""
     out = []
     for _ in range(n):
         b = bytearray(doc)

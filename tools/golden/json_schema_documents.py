@@ -28,6 +28,9 @@ from importlib import metadata
 import jsonschema
 import xgrammar as xgr
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import json_documents  # noqa: E402  (the mutations, shared with JSON mode's documents)
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 OUT = ROOT / "tests" / "golden" / "json" / "schema_documents.json"
 
@@ -86,22 +89,8 @@ def instance(rng, s):
     return out
 
 
-def mutants(rng, doc, n):
-    alphabet = b'{}[]":, .-+eE0123456789tfnul\\/abc\x00\x1f\x80\xc3\xff'
-    out = []
-    for _ in range(n):
-        b = bytearray(doc)
-        op = rng.randrange(4)
-        if op == 0 and len(b) > 1:
-            del b[rng.randrange(len(b))]
-        elif op == 1 and b:
-            b[rng.randrange(len(b))] = rng.choice(alphabet)
-        elif op == 2:
-            b.insert(rng.randrange(len(b) + 1), rng.choice(alphabet))
-        elif len(b) > 1:
-            b = b[: rng.randrange(1, len(b))]
-        out.append(bytes(b))
-    return out
+# JSON mode's bytes less newline, tab and DEL.
+MUTATION_BYTES = b'{}[]":, .-+eE0123456789tfnul\\/abc\x00\x1f\x80\xc3\xff'
 
 
 def main():
@@ -126,7 +115,7 @@ def main():
             text = json.dumps(inst, ensure_ascii=rng.random() < 0.3).encode()
             assert xgrammar_takes(text), text
             docs.add(text)
-            docs.update(mutants(rng, text, 8))
+            docs.update(json_documents.mutants(rng, text, 8, MUTATION_BYTES))
             if isinstance(inst, dict) and len(inst) > 1:
                 docs.add(json.dumps(dict(reversed(list(inst.items())))).encode())
             docs.add(json.dumps(inst, indent=1).encode())
