@@ -1,11 +1,13 @@
 #include "engine/sampling/json_schema.h"
 
 #include <algorithm>
+#include <bitset>
 #include <set>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "nlohmann/json.hpp"
 
 namespace attnserve {
@@ -14,20 +16,32 @@ namespace {
 // ordered_json: a schema's "properties" order is the output's order.
 using ojson = nlohmann::ordered_json;
 
+// Keywords that say nothing about which values are valid.
+bool IsAnnotation(const std::string& key) {
+  static const std::set<std::string>* annotations = new std::set<std::string>{
+      "title", "description", "$schema", "$id", "$comment", "default", "examples", "deprecated", "readOnly",
+      "writeOnly", "$defs", "definitions"};
+  return annotations->count(key) > 0;
+}
+
 const std::set<std::string>& SupportedKeywords() {
   static const std::set<std::string>* keywords = new std::set<std::string>{
-      "type",  "properties", "required", "additionalProperties", "items", "enum", "const",
-      "title", "description", "$schema", "$id", "default", "examples"};
+      "type", "properties", "required", "additionalProperties", "items", "enum", "const", "$ref", "anyOf", "oneOf",
+      "allOf"};
   return *keywords;
 }
 
 std::string Where(const std::string& path) { return path.empty() ? "schema" : path; }
 
+std::string Join(const std::string& path, const std::string& key) {
+  return path.empty() ? key : absl::StrCat(path, ".", key);
+}
+
 absl::Status Unsupported(const std::string& path, const std::string& what) {
   return absl::InvalidArgumentError(absl::StrCat(
       Where(path), ": ", what,
-      " (supported: type, properties, required, additionalProperties: false, items, enum, const, "
-      "and annotations)"));
+      " (supported: type, properties, required, additionalProperties: false, items, enum, const, local $ref, "
+      "anyOf/oneOf whose alternatives begin differently, allOf of one schema, and annotations)"));
 }
 
 // The value as json.dumps writes it (", " / ": " separators; strings with
@@ -43,17 +57,91 @@ bool LiteralHasType(const ojson& v, const std::string& type) {
   return false;
 }
 
+// Whether a literal's text (json.dumps form) is also read by a node of this
+// kind, so that a union holding both needs only the node.
+bool KindReadsLiteral(SchemaNode::Kind kind, const std::string& text) {
+  const bool number = text[0] == '-' || json_lexer_internal::IsDigit(static_cast<uint8_t>(text[0]));
+  switch (kind) {
+    case SchemaNode::Kind::kString: return text[0] == '"';
+    case SchemaNode::Kind::kNumber: return number;
+    case SchemaNode::Kind::kInteger:
+      return number && text.find_first_of(".eE") == std::string::npos && text != "-0";
+    default: return false;
+  }
+}
+
+// The bytes a value of this node can begin with.
+std::bitset<256> FirstBytes(const CompiledJsonSchema& schema, int id) {
+  const SchemaNode& n = schema.nodes[id];
+  std::bitset<256> first;
+  switch (n.kind) {
+    case SchemaNode::Kind::kObject: first.set('{'); break;
+    case SchemaNode::Kind::kArray: first.set('['); break;
+    case SchemaNode::Kind::kString: first.set('"'); break;
+    case SchemaNode::Kind::kNumber:
+    case SchemaNode::Kind::kInteger:
+      first.set('-');
+      for (int d = '0'; d <= '9'; ++d) first.set(d);
+      break;
+    case SchemaNode::Kind::kLiterals:
+      for (const std::string& l : n.literals) first.set(static_cast<uint8_t>(l[0]));
+      break;
+    case SchemaNode::Kind::kUnion:
+      for (int c : n.children) first |= FirstBytes(schema, c);
+      break;
+  }
+  return first;
+}
+
+std::string ByteName(int b) {
+  return b >= 0x20 && b < 0x7f ? absl::StrCat("'", std::string(1, static_cast<char>(b)), "'") : absl::StrCat(b);
+}
+
 class Compiler {
  public:
-  explicit Compiler(CompiledJsonSchema& out) : out_(out) {}
+  Compiler(CompiledJsonSchema& out, const ojson& root) : out_(out), root_(root) {}
 
   absl::StatusOr<int> Node(const ojson& s, const std::string& path, int parent, int index, int depth) {
     if (depth > kMaxSchemaDepth) {
       return absl::InvalidArgumentError(absl::StrCat(Where(path), ": nested deeper than ", kMaxSchemaDepth));
     }
+    if (static_cast<int>(out_.nodes.size()) >= kMaxSchemaNodes) {
+      return absl::InvalidArgumentError(absl::StrCat("schema: more than ", kMaxSchemaNodes, " nodes"));
+    }
     if (!s.is_object()) return Unsupported(path, "a schema must be an object");
     for (const auto& [key, value] : s.items()) {
-      if (SupportedKeywords().count(key) == 0) return Unsupported(path, absl::StrCat("'", key, "' is not supported"));
+      if (SupportedKeywords().count(key) == 0 && !IsAnnotation(key)) {
+        return Unsupported(path, absl::StrCat("'", key, "' is not supported"));
+      }
+    }
+    for (const char* applicator : {"$ref", "allOf", "anyOf", "oneOf"}) {
+      if (!s.contains(applicator)) continue;
+      for (const auto& [key, value] : s.items()) {
+        if (key != applicator && !IsAnnotation(key)) {
+          return Unsupported(path, absl::StrCat("'", key, "' beside '", applicator, "' is not supported"));
+        }
+      }
+      if (std::string(applicator) == "$ref") return Ref(s["$ref"], path, parent, index, depth);
+      const ojson& list = s[applicator];
+      if (!list.is_array() || list.empty()) {
+        return Unsupported(path, absl::StrCat("'", applicator, "' must be a non-empty list of schemas"));
+      }
+      if (std::string(applicator) == "allOf") {
+        if (list.size() != 1) return Unsupported(path, "'allOf' of more than one schema is not supported");
+        return Node(list[0], Join(path, "allOf[0]"), parent, index, depth + 1);
+      }
+      // anyOf and oneOf: the alternatives must begin differently (checked
+      // in Union), so no value is taken by two of them and "one of" is
+      // "any of".
+      const int id = Add(SchemaNode::Kind::kUnion, parent, index);
+      for (size_t i = 0; i < list.size(); ++i) {
+        absl::StatusOr<int> c = Node(list[i], absl::StrCat(Join(path, applicator), "[", i, "]"), id,
+                                     static_cast<int>(i), depth + 1);
+        if (!c.ok()) return c.status();
+        out_.nodes[id].children.push_back(*c);
+      }
+      return Union(id, path, absl::StrCat("'", applicator, "' alternatives"),
+                   /*disjoint=*/std::string(applicator) == "oneOf");
     }
     std::vector<std::string> types;
     if (const auto t = s.find("type"); t != s.end()) {
@@ -104,44 +192,14 @@ class Compiler {
     }
     if (types.empty()) return Unsupported(path, "a schema without 'type', 'enum' or 'const'");
     if (types.size() == 1) return Typed(s, types[0], path, parent, index, depth);
-    // A list of types: one alternative per first byte. number covers
-    // integer; boolean and null are literals read together.
-    const bool number = std::count(types.begin(), types.end(), "number") > 0;
-    std::vector<std::string> alternatives;
-    bool literals_added = false;
-    for (const std::string& type : types) {
-      if (type == "integer" && number) continue;
-      if (type == "boolean" || type == "null") {
-        if (literals_added) continue;
-        literals_added = true;
-        alternatives.push_back("literals");
-        continue;
-      }
-      if (std::find(alternatives.begin(), alternatives.end(), type) == alternatives.end()) alternatives.push_back(type);
-    }
-    if (alternatives.size() == 1 && alternatives[0] != "literals") {
-      return Typed(s, alternatives[0], path, parent, index, depth);
-    }
+    // A list of types: a union of one node per type.
     const int id = Add(SchemaNode::Kind::kUnion, parent, index);
-    for (const std::string& alt : alternatives) {
-      int child;
-      if (alt == "literals") {
-        child = Add(SchemaNode::Kind::kLiterals, id, static_cast<int>(out_.nodes[id].children.size()));
-        for (const char* t : {"boolean", "null"}) {
-          if (std::count(types.begin(), types.end(), t) == 0) continue;
-          for (const char* lit : std::string(t) == "boolean" ? std::vector<const char*>{"true", "false"}
-                                                              : std::vector<const char*>{"null"}) {
-            out_.nodes[child].literals.push_back(lit);
-          }
-        }
-      } else {
-        absl::StatusOr<int> c = Typed(s, alt, path, id, static_cast<int>(out_.nodes[id].children.size()), depth);
-        if (!c.ok()) return c.status();
-        child = *c;
-      }
-      out_.nodes[id].children.push_back(child);
+    for (const std::string& type : types) {
+      absl::StatusOr<int> c = Typed(s, type, path, id, static_cast<int>(out_.nodes[id].children.size()), depth);
+      if (!c.ok()) return c.status();
+      out_.nodes[id].children.push_back(*c);
     }
-    return id;
+    return Union(id, path, "types", /*disjoint=*/false);
   }
 
  private:
@@ -152,6 +210,133 @@ class Compiler {
     n.index_in_parent = index;
     out_.nodes.push_back(std::move(n));
     return static_cast<int>(out_.nodes.size()) - 1;
+  }
+
+  // A local reference ("#", "#/$defs/Name", any JSON pointer into this
+  // schema), read in place of the schema that holds it. A reference back
+  // into one being read (a recursive schema) is refused: the acceptor's
+  // state is a node of a tree.
+  absl::StatusOr<int> Ref(const ojson& ref, const std::string& path, int parent, int index, int depth) {
+    if (!ref.is_string() || ref.get<std::string>().rfind('#', 0) != 0) {
+      return Unsupported(path, "'$ref' must be a local reference (\"#/$defs/Name\")");
+    }
+    const std::string pointer = ref.get<std::string>().substr(1);
+    const ojson* target = &root_;
+    std::string target_path;
+    if (!pointer.empty()) {
+      if (pointer[0] != '/') return Unsupported(path, absl::StrCat("'$ref' ", Canonical(ref), " is not a JSON pointer"));
+      for (const absl::string_view part : absl::StrSplit(absl::string_view(pointer).substr(1), '/')) {
+        std::string name = absl::StrReplaceAll(part, {{"~1", "/"}, {"~0", "~"}});
+        if (!target->is_object() || !target->contains(name)) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(Where(path), ": '$ref' ", Canonical(ref), " points at nothing in the schema"));
+        }
+        target = &(*target)[name];
+        target_path = Join(target_path, name);
+      }
+    }
+    if (std::find(expanding_.begin(), expanding_.end(), target) != expanding_.end() || target == &root_) {
+      return Unsupported(path, absl::StrCat("'$ref' ", Canonical(ref), " refers back to a schema that holds it "
+                                            "(recursive schemas are not supported)"));
+    }
+    expanding_.push_back(target);
+    absl::StatusOr<int> id = Node(*target, target_path, parent, index, depth + 1);
+    expanding_.pop_back();
+    return id;
+  }
+
+  // Union `id`'s alternatives made deterministic: nested unions flattened,
+  // literal alternatives merged, and whatever a sibling already reads
+  // (integers under number, a string literal under string) left to it. Then
+  // every alternative must begin with different bytes, so the first byte of
+  // a value picks its alternative. One alternative left: that node itself.
+  // `disjoint` (oneOf): a value two alternatives take is invalid, so any
+  // overlap, which the merging would hide, is refused instead.
+  absl::StatusOr<int> Union(int id, const std::string& path, const std::string& what, bool disjoint) {
+    auto overlap = [&]() {
+      return Unsupported(path, absl::StrCat(what, " that overlap are not supported (a value both take is "
+                                            "invalid under 'oneOf'; 'anyOf' reads it)"));
+    };
+    std::vector<int> alts;
+    for (int c : out_.nodes[id].children) {
+      if (out_.nodes[c].kind == SchemaNode::Kind::kUnion) {
+        alts.insert(alts.end(), out_.nodes[c].children.begin(), out_.nodes[c].children.end());
+      } else {
+        alts.push_back(c);
+      }
+    }
+    auto has_kind = [&](SchemaNode::Kind k) {
+      return std::any_of(alts.begin(), alts.end(), [&](int c) { return out_.nodes[c].kind == k; });
+    };
+    if (has_kind(SchemaNode::Kind::kNumber)) {
+      if (disjoint && has_kind(SchemaNode::Kind::kInteger)) return overlap();
+      alts.erase(std::remove_if(alts.begin(), alts.end(),
+                                [&](int c) { return out_.nodes[c].kind == SchemaNode::Kind::kInteger; }),
+                 alts.end());
+    }
+    int literals = -1;
+    std::vector<int> kept;
+    for (int c : alts) {
+      if (out_.nodes[c].kind != SchemaNode::Kind::kLiterals) {
+        kept.push_back(c);
+        continue;
+      }
+      if (literals < 0) {
+        literals = c;
+        kept.push_back(c);
+        continue;
+      }
+      for (std::string& l : out_.nodes[c].literals) {
+        std::vector<std::string>& into = out_.nodes[literals].literals;
+        if (std::find(into.begin(), into.end(), l) == into.end()) {
+          into.push_back(std::move(l));
+        } else if (disjoint) {
+          return overlap();
+        }
+      }
+    }
+    alts = std::move(kept);
+    if (literals >= 0) {
+      std::vector<std::string>& lits = out_.nodes[literals].literals;
+      const size_t before = lits.size();
+      lits.erase(std::remove_if(lits.begin(), lits.end(),
+                                [&](const std::string& l) {
+                                  return std::any_of(alts.begin(), alts.end(), [&](int c) {
+                                    return KindReadsLiteral(out_.nodes[c].kind, l);
+                                  });
+                                }),
+                 lits.end());
+      if (disjoint && lits.size() != before) return overlap();
+      if (lits.empty()) alts.erase(std::find(alts.begin(), alts.end(), literals));
+      if (lits.size() > static_cast<size_t>(kMaxSchemaMembers)) {
+        return Unsupported(path, absl::StrCat("more than ", kMaxSchemaMembers, " literal values in ", what));
+      }
+    }
+    std::bitset<256> seen;
+    for (int c : alts) {
+      const std::bitset<256> first = FirstBytes(out_, c);
+      if ((seen & first).any()) {
+        int b = 0;
+        while (!(seen & first).test(b)) ++b;
+        return Unsupported(path, absl::StrCat(what, " that can both begin with ", ByteName(b),
+                                              " are not supported (each must begin differently: object, array, "
+                                              "string, number, or distinct literals)"));
+      }
+      seen |= first;
+    }
+    SchemaNode& u = out_.nodes[id];
+    if (alts.size() == 1) {  // the union node stays behind, empty and unreachable
+      out_.nodes[alts[0]].parent = u.parent;
+      out_.nodes[alts[0]].index_in_parent = u.index_in_parent;
+      u.children.clear();
+      return alts[0];
+    }
+    u.children = alts;
+    for (size_t i = 0; i < alts.size(); ++i) {
+      out_.nodes[alts[i]].parent = id;
+      out_.nodes[alts[i]].index_in_parent = static_cast<int>(i);
+    }
+    return id;
   }
 
   absl::StatusOr<int> Typed(const ojson& s, const std::string& type, const std::string& path, int parent, int index,
@@ -172,7 +357,7 @@ class Compiler {
       const auto items = s.find("items");
       if (items == s.end()) return Unsupported(path, "an array needs 'items'");
       const int id = Add(SchemaNode::Kind::kArray, parent, index);
-      absl::StatusOr<int> child = Node(*items, absl::StrCat(path, path.empty() ? "" : ".", "items"), id, 0, depth + 1);
+      absl::StatusOr<int> child = Node(*items, Join(path, "items"), id, 0, depth + 1);
       if (!child.ok()) return child.status();
       out_.nodes[id].children.push_back(*child);
       return id;
@@ -194,8 +379,7 @@ class Compiler {
         names.push_back(name);
         out_.nodes[id].keys.push_back(Canonical(ojson(name)) + ": ");
         out_.nodes[id].required.push_back(false);
-        absl::StatusOr<int> child =
-            Node(sub, absl::StrCat(path, path.empty() ? "" : ".", "properties.", name), id, k, depth + 1);
+        absl::StatusOr<int> child = Node(sub, Join(path, absl::StrCat("properties.", name)), id, k, depth + 1);
         if (!child.ok()) return child.status();
         out_.nodes[id].children.push_back(*child);
       }
@@ -215,8 +399,9 @@ class Compiler {
   }
 
   CompiledJsonSchema& out_;
+  const ojson& root_;
+  std::vector<const ojson*> expanding_;  // the $ref targets being read, innermost last
 };
-
 
 }  // namespace
 
@@ -227,13 +412,15 @@ absl::StatusOr<std::shared_ptr<const CompiledJsonSchema>> CompileJsonSchema(std:
   }
   const ojson schema = ojson::parse(schema_json, nullptr, /*allow_exceptions=*/false);
   if (schema.is_discarded()) return absl::InvalidArgumentError("schema: not valid JSON");
-  if (!schema.is_object() || schema.value("type", ojson()) != "object") {
-    return absl::InvalidArgumentError("schema: the top level must be {\"type\": \"object\", ...}");
-  }
+  const absl::Status not_object =
+      absl::InvalidArgumentError("schema: the top level must be {\"type\": \"object\", ...}");
+  if (!schema.is_object()) return not_object;
   auto out = std::make_shared<CompiledJsonSchema>();
-  Compiler compiler(*out);
+  Compiler compiler(*out, schema);
   absl::StatusOr<int> root = compiler.Node(schema, "", -1, 0, 0);
   if (!root.ok()) return root.status();
+  if (out->nodes[*root].kind != SchemaNode::Kind::kObject) return not_object;
+  out->root = *root;
   return std::shared_ptr<const CompiledJsonSchema>(std::move(out));
 }
 

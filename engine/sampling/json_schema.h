@@ -11,8 +11,15 @@
 // keyword and where it is, so a constraint is never silently dropped):
 //   type (one type or a list of them), properties, required,
 //   additionalProperties (only false, or absent: taken as false), items,
-//   enum and const (of strings, numbers, booleans and null), and the
-//   annotations title, description, $schema, $id, default, examples.
+//   enum and const (of strings, numbers, booleans and null);
+//   $ref to a JSON pointer inside the schema ("#/$defs/Name", as pydantic
+//   and the openai client write nested models), but not recursively;
+//   anyOf and oneOf whose alternatives begin with different bytes (object,
+//   array, string, number, or distinct literals: pydantic's Optional[X] is
+//   anyOf [X, null]), so the first byte picks the alternative and "one of"
+//   equals "any of"; allOf of a single schema;
+//   the annotations title, description, $schema, $id, $comment, default,
+//   examples, deprecated, readOnly, writeOnly, $defs and definitions.
 // Integers are "0" or an optional "-" then [1-9][0-9]* (as xgrammar).
 //
 // CompileJsonSchema builds a tree of nodes; JsonSchemaAcceptor reads the
@@ -55,7 +62,8 @@ struct SchemaNode {
 };
 
 struct CompiledJsonSchema {
-  std::vector<SchemaNode> nodes;  // nodes[0] is the top-level object
+  std::vector<SchemaNode> nodes;  // some may be unreachable (alternatives merged into a sibling)
+  int root = 0;                   // the top-level object
 };
 
 // The schema's JSON text. INVALID_ARGUMENT names what is unsupported and
@@ -64,7 +72,8 @@ absl::StatusOr<std::shared_ptr<const CompiledJsonSchema>> CompileJsonSchema(std:
 
 class JsonSchemaAcceptor {
  public:
-  explicit JsonSchemaAcceptor(const CompiledJsonSchema* schema) : schema_(schema) {}
+  explicit JsonSchemaAcceptor(const CompiledJsonSchema* schema)
+      : schema_(schema), node_(static_cast<uint16_t>(schema->root)) {}
 
   // False: no text the schema accepts continues with this byte (the state is
   // then unusable; callers test on a copy).
@@ -101,7 +110,7 @@ class JsonSchemaAcceptor {
   static constexpr int kCloseBrace = 63;
 
   const CompiledJsonSchema* schema_;
-  uint16_t node_ = 0;
+  uint16_t node_;
   Phase phase_ = Phase::kStart;
   JsonStringLexer string_;
   JsonNumberLexer number_;

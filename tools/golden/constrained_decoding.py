@@ -137,6 +137,20 @@ CASES = [
         "required": ["title", "words"]}}, CAT, 150, {"37": 5.0, "47": 2.0}),
     ("schema_one_string", {"schema": {"type": "object", "properties": {"story": {"type": "string"}},
                                             "required": ["story"]}}, ONCE, 40, {}),
+    # A pydantic model (nested model by $ref, Optional fields as anyOf with
+    # null, an enum), as the openai client's to_strict_json_schema sends it.
+    ("schema_pydantic_refs", {"schema": {
+        "$defs": {"Color": {"enum": ["red", "green"], "title": "Color", "type": "string"},
+                  "Pet": {"properties": {"name": {"title": "Name", "type": "string"},
+                                         "color": {"$ref": "#/$defs/Color"}},
+                          "required": ["name", "color"], "title": "Pet", "type": "object",
+                          "additionalProperties": False}},
+        "properties": {"name": {"title": "Name", "type": "string"},
+                       "age": {"anyOf": [{"type": "integer"}, {"type": "null"}], "title": "Age"},
+                       "best": {"anyOf": [{"$ref": "#/$defs/Pet"}, {"type": "null"}]},
+                       "pets": {"items": {"$ref": "#/$defs/Pet"}, "title": "Pets", "type": "array"}},
+        "required": ["name", "age", "best", "pets"], "title": "Person", "type": "object",
+        "additionalProperties": False}}, ONCE, 150, {"37": 6.0, "126": 11.0}),
 ]
 
 

@@ -56,12 +56,47 @@ SCHEMAS = [
                                             "items": {"type": "integer"},
                                             "properties": {"x": {"type": "integer"}}, "required": ["x"]}},
      "required": ["v"]},
+    # As pydantic writes nested models, Optional fields and enums, after the
+    # openai client's to_strict_json_schema: $defs and $ref, anyOf with null.
+    {"$defs": {"Color": {"enum": ["red", "green"], "title": "Color", "type": "string"},
+               "Pet": {"properties": {"name": {"title": "Name", "type": "string"},
+                                      "color": {"$ref": "#/$defs/Color"}},
+                       "required": ["name", "color"], "title": "Pet", "type": "object",
+                       "additionalProperties": False}},
+     "properties": {"name": {"title": "Name", "type": "string"},
+                    "age": {"anyOf": [{"type": "integer"}, {"type": "null"}], "title": "Age"},
+                    "pets": {"items": {"$ref": "#/$defs/Pet"}, "title": "Pets", "type": "array"},
+                    "best": {"anyOf": [{"$ref": "#/$defs/Pet"}, {"type": "null"}]}},
+     "required": ["name", "age", "pets", "best"], "title": "Person", "type": "object",
+     "additionalProperties": False},
+    # oneOf of disjoint alternatives, allOf of one schema, nested anyOf,
+    # literals merged across alternatives and left to a type that reads
+    # them, a pointer with ~1.
+    {"type": "object", "definitions": {"a/b": {"type": "array", "items": {"type": "integer"}}},
+     "properties": {
+         "x": {"anyOf": [{"type": "string"}, {"const": "fixed"}, {"type": "number"}, {"enum": [1, True]}]},
+         "w": {"oneOf": [{"type": "integer"}, {"type": "string"}, {"enum": [True, None]}]},
+         "y": {"allOf": [{"$ref": "#/definitions/a~1b"}], "description": "ids"},
+         "z": {"anyOf": [{"anyOf": [{"const": None}, {"const": False}]}, {"type": "object", "properties": {
+             "k": {"type": ["integer", "number"]}}}, {"$ref": "#/definitions/a~1b"}]}},
+     "required": ["x"]},
 ]
 
 PIECES = ["a", "Lily", " ", "\"", "\\", "/", "\n", "\t", "\u0001", "\u007f", "é", "日本", "😀", "\u2028", "x y"]
 
 
-def instance(rng, s):
+def instance(rng, s, root=None):
+    root = s if root is None else root
+    if "$ref" in s:
+        target = root
+        for part in s["$ref"][2:].split("/"):
+            target = target[part.replace("~1", "/").replace("~0", "~")]
+        return instance(rng, target, root)
+    for key in ("anyOf", "oneOf"):
+        if key in s:
+            return instance(rng, rng.choice(s[key]), root)
+    if "allOf" in s:
+        return instance(rng, s["allOf"][0], root)
     if "const" in s:
         return s["const"]
     if "enum" in s:
@@ -80,12 +115,12 @@ def instance(rng, s):
     if t == "null":
         return None
     if t == "array":
-        return [instance(rng, s["items"]) for _ in range(rng.randint(0, 3))]
+        return [instance(rng, s["items"], root) for _ in range(rng.randint(0, 3))]
     out = {}
     req = set(s.get("required", []))
     for k, sub in s.get("properties", {}).items():
         if k in req or rng.random() < 0.6:
-            out[k] = instance(rng, sub)
+            out[k] = instance(rng, sub, root)
     return out
 
 

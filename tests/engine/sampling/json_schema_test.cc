@@ -64,6 +64,33 @@ TEST(JsonSchemaTest, EveryPrefixOfATakenDocumentStaysOpen) {
   EXPECT_FALSE(Takes(**schema, R"({"n": 1, "s": [1.5]})"));
 }
 
+// A reference at the top, and alternatives one of which is left: the
+// acceptor starts at the node they resolve to.
+TEST(JsonSchemaTest, TopLevelReachedThroughRefOrOneAlternative) {
+  for (const char* text : {
+           R"({"$ref": "#/$defs/m", "$defs": {"m": {"type": "object", "properties": {"a": {"type": "integer"}},
+               "required": ["a"]}}})",
+           R"({"anyOf": [{"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}]})",
+       }) {
+    absl::StatusOr<std::shared_ptr<const CompiledJsonSchema>> schema = CompileJsonSchema(text);
+    ASSERT_TRUE(schema.ok()) << schema.status() << text;
+    EXPECT_TRUE(Takes(**schema, R"({"a": 12})")) << text;
+    EXPECT_FALSE(Takes(**schema, R"({})")) << text;
+    EXPECT_FALSE(Takes(**schema, R"({"a": "x"})")) << text;
+  }
+}
+
+// One $ref read twice (two properties naming the same definition) is not
+// recursion.
+TEST(JsonSchemaTest, SharedDefinitionReadAtEachUse) {
+  auto schema = CompileJsonSchema(R"({"type": "object", "$defs": {"p": {"type": "object",
+      "properties": {"x": {"type": "number"}}, "required": ["x"]}},
+      "properties": {"from": {"$ref": "#/$defs/p"}, "to": {"$ref": "#/$defs/p"}}, "required": ["from", "to"]})");
+  ASSERT_TRUE(schema.ok()) << schema.status();
+  EXPECT_TRUE(Takes(**schema, R"({"from": {"x": 1}, "to": {"x": -2.5}})"));
+  EXPECT_FALSE(Takes(**schema, R"({"from": {"x": 1}, "to": {}})"));
+}
+
 TEST(JsonSchemaTest, RefusesWhatItDoesNotImplementNamingWhere) {
   struct Case {
     const char* schema;
@@ -75,8 +102,37 @@ TEST(JsonSchemaTest, RefusesWhatItDoesNotImplementNamingWhere) {
       {R"({"type": "object", "properties": {"s": {"type": "string", "pattern": "^a"}}})",
        "properties.s: 'pattern' is not supported"},
       {R"({"type": "object", "additionalProperties": true})", "'additionalProperties' other than false"},
-      {R"({"type": "object", "properties": {"x": {"anyOf": [{"type": "string"}]}}})", "'anyOf' is not supported"},
-      {R"({"type": "object", "properties": {"x": {"$ref": "#/$defs/y"}}})", "'$ref' is not supported"},
+      {R"({"type": "object", "properties": {"x": {"not": {"type": "string"}}}})", "properties.x: 'not' is not supported"},
+      {R"({"type": "object", "properties": {"x": {"$ref": "#/$defs/y"}}})",
+       "properties.x: '$ref' \"#/$defs/y\" points at nothing"},
+      {R"({"type": "object", "properties": {"x": {"$ref": "other.json#/a"}}})", "must be a local reference"},
+      {R"({"type": "object", "properties": {"x": {"$ref": "#"}}})", "recursive schemas are not supported"},
+      {R"({"type": "object", "$defs": {"n": {"type": "object", "properties": {"next": {"$ref": "#/$defs/n"}}}},
+           "properties": {"head": {"$ref": "#/$defs/n"}}})",
+       "$defs.n.properties.next: '$ref' \"#/$defs/n\" refers back"},
+      {R"({"type": "object", "$defs": {"n": {"type": "integer", "minimum": 1}},
+           "properties": {"a": {"$ref": "#/$defs/n"}}})",
+       "$defs.n: 'minimum' is not supported"},
+      {R"({"type": "object", "properties": {"x": {"$ref": "#/$defs/y", "type": "string"}}})",
+       "'type' beside '$ref' is not supported"},
+      {R"({"type": "object", "properties": {"x": {"anyOf": [{"type": "object"}, {"type": "object",
+           "properties": {"a": {"type": "string"}}}]}}})",
+       "properties.x: 'anyOf' alternatives that can both begin with '{'"},
+      {R"({"type": "object", "properties": {"x": {"anyOf": [{"type": "integer"}, {"const": 1.5}]}}})",
+       "'anyOf' alternatives that can both begin with '1'"},
+      {R"({"type": "object", "properties": {"x": {"oneOf": [{"type": "integer"}, {"type": "number"}]}}})",
+       "'oneOf' alternatives that overlap"},
+      {R"({"type": "object", "properties": {"x": {"oneOf": [{"type": "string"}, {"const": "a"}]}}})",
+       "'oneOf' alternatives that overlap"},
+      {R"({"type": "object", "properties": {"x": {"oneOf": [{"enum": [1, 2]}, {"const": 2}]}}})",
+       "'oneOf' alternatives that overlap"},
+      {R"({"type": "object", "properties": {"x": {"anyOf": []}}})", "'anyOf' must be a non-empty list"},
+      {R"({"type": "object", "properties": {"x": {"allOf": [{"type": "string"}, {"type": "string"}]}}})",
+       "'allOf' of more than one schema"},
+      {R"({"type": "object", "properties": {"x": {"anyOf": [{"type": "string"}, {"type": "integer",
+           "maximum": 3}]}}})",
+       "properties.x.anyOf[1]: 'maximum' is not supported"},
+      {R"({"anyOf": [{"type": "object"}, {"type": "null"}]})", "the top level must be"},
       {R"({"type": "object", "properties": {"x": {}}})", "properties.x: a schema without 'type'"},
       {R"({"type": "object", "properties": {"x": {"type": "array"}}})", "properties.x: an array needs 'items'"},
       {R"({"type": "object", "properties": {"x": {"type": "date"}}})", "type 'date' is not supported"},
