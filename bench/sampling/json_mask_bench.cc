@@ -154,7 +154,7 @@ int Main(int argc, char** argv) {
     return 1;
   }
   const double setup_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_compile).count();
-  absl::flat_hash_map<std::pair<uint64_t, uint64_t>, std::vector<uint8_t>> cache;
+  absl::flat_hash_map<JsonSchemaAcceptor::Key, std::vector<uint8_t>> cache;
   for (int r = 0; r <= rounds; ++r) {
     const auto t1 = Clock::now();
     JsonSchemaAcceptor state(schema->get());

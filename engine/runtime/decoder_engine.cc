@@ -331,7 +331,7 @@ int DecoderEngine::FillConstraintMask(Sequence& s) {
       }
       return count;
     }
-    const std::pair<uint64_t, uint64_t> key = s.schema_state->StateKey();
+    const JsonSchemaAcceptor::Key key = s.schema_state->StateKey();
     auto& masks = s.schema->masks;
     if (auto it = masks.find(key); it != masks.end()) {
       constraint_allowed_ = it->second.first;

@@ -213,7 +213,7 @@ class DecoderEngine {
   // A compiled schema and the masks its states have needed.
   struct SchemaMasks {
     std::shared_ptr<const CompiledJsonSchema> schema;
-    absl::flat_hash_map<std::pair<uint64_t, uint64_t>, std::pair<std::vector<uint8_t>, int>> masks;
+    absl::flat_hash_map<JsonSchemaAcceptor::Key, std::pair<std::vector<uint8_t>, int>> masks;
   };
   absl::flat_hash_map<std::string, std::shared_ptr<SchemaMasks>> schemas_;  // by the schema's text
   int64_t schema_mask_bytes_ = 0;

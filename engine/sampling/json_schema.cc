@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <bitset>
+#include <cmath>
+#include <limits>
 #include <set>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "engine/core/status_macros.h"
 #include "nlohmann/json.hpp"
 
 namespace attnserve {
@@ -26,10 +29,16 @@ bool IsAnnotation(const std::string& key) {
 
 const std::set<std::string>& SupportedKeywords() {
   static const std::set<std::string>* keywords = new std::set<std::string>{
-      "type", "properties", "required", "additionalProperties", "items", "enum", "const", "$ref", "anyOf", "oneOf",
-      "allOf"};
+      "type",      "properties", "required",  "additionalProperties", "items",   "enum",
+      "const",     "$ref",       "anyOf",     "oneOf",                "allOf",   "minLength",
+      "maxLength", "minItems",   "maxItems",  "minimum",              "maximum", "exclusiveMinimum",
+      "exclusiveMaximum"};
   return *keywords;
 }
+
+// Keywords that bound a string's length, an array's items or an integer.
+constexpr const char* kBoundKeywords[] = {"minLength", "maxLength",        "minItems",        "maxItems",
+                                          "minimum",   "exclusiveMinimum", "maximum",         "exclusiveMaximum"};
 
 std::string Where(const std::string& path) { return path.empty() ? "schema" : path; }
 
@@ -41,7 +50,8 @@ absl::Status Unsupported(const std::string& path, const std::string& what) {
   return absl::InvalidArgumentError(absl::StrCat(
       Where(path), ": ", what,
       " (supported: type, properties, required, additionalProperties: false, items, enum, const, local $ref, "
-      "anyOf/oneOf whose alternatives begin differently, allOf of one schema, and annotations)"));
+      "anyOf/oneOf whose alternatives begin differently, allOf of one schema, minLength/maxLength, "
+      "minItems/maxItems, integer minimum/maximum, and annotations)"));
 }
 
 // The value as json.dumps writes it (", " / ": " separators; strings with
@@ -165,6 +175,12 @@ class Compiler {
     const bool has_enum = s.contains("enum"), has_const = s.contains("const");
     if (has_enum || has_const) {
       if (has_enum && has_const) return Unsupported(path, "'enum' and 'const' together are not supported");
+      for (const char* bound : kBoundKeywords) {
+        if (s.contains(bound)) {
+          return Unsupported(path, absl::StrCat("'", bound, "' beside '", has_enum ? "enum" : "const",
+                                                "' is not supported"));
+        }
+      }
       std::vector<ojson> values;
       if (has_const) {
         values.push_back(s["const"]);
@@ -344,9 +360,30 @@ class Compiler {
     if (static_cast<int>(out_.nodes.size()) >= kMaxSchemaNodes) {
       return absl::InvalidArgumentError(absl::StrCat("schema: more than ", kMaxSchemaNodes, " nodes"));
     }
-    if (type == "string") return Add(SchemaNode::Kind::kString, parent, index);
-    if (type == "number") return Add(SchemaNode::Kind::kNumber, parent, index);
-    if (type == "integer") return Add(SchemaNode::Kind::kInteger, parent, index);
+    if (type == "string") {
+      absl::StatusOr<int> min = Count(s, "minLength", 0, path), max = Count(s, "maxLength", -1, path);
+      if (!min.ok()) return min.status();
+      if (!max.ok()) return max.status();
+      if (*max >= 0 && *min > *max) {
+        return absl::InvalidArgumentError(absl::StrCat(Where(path), ": 'minLength' ", *min, " is above 'maxLength' ", *max));
+      }
+      const int id = Add(SchemaNode::Kind::kString, parent, index);
+      out_.nodes[id].min_length = *min;
+      out_.nodes[id].max_length = *max;
+      return id;
+    }
+    if (type == "number") {
+      for (const char* bound : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
+        if (s.contains(bound)) {
+          return Unsupported(path, absl::StrCat("'", bound, "' of a number is not supported (of an integer it is)"));
+        }
+      }
+      return Add(SchemaNode::Kind::kNumber, parent, index);
+    }
+    if (type == "integer") {
+      const int id = Add(SchemaNode::Kind::kInteger, parent, index);
+      return IntegerBounds(s, path, id);
+    }
     if (type == "boolean" || type == "null") {
       const int id = Add(SchemaNode::Kind::kLiterals, parent, index);
       out_.nodes[id].literals = type == "null" ? std::vector<std::string>{"null"}
@@ -356,7 +393,16 @@ class Compiler {
     if (type == "array") {
       const auto items = s.find("items");
       if (items == s.end()) return Unsupported(path, "an array needs 'items'");
+      absl::StatusOr<int> min = Count(s, "minItems", 0, path), max = Count(s, "maxItems", -1, path);
+      if (!min.ok()) return min.status();
+      if (!max.ok()) return max.status();
+      if (*max >= 0 && *min > *max) {
+        return absl::InvalidArgumentError(absl::StrCat(Where(path), ": 'minItems' ", *min, " is above 'maxItems' ", *max));
+      }
       const int id = Add(SchemaNode::Kind::kArray, parent, index);
+      out_.nodes[id].min_items = *min;
+      out_.nodes[id].max_items = *max;
+      bounded_arrays_.push_back({id, path});
       absl::StatusOr<int> child = Node(*items, Join(path, "items"), id, 0, depth + 1);
       if (!child.ok()) return child.status();
       out_.nodes[id].children.push_back(*child);
@@ -398,8 +444,89 @@ class Compiler {
     return id;
   }
 
+  // A count keyword (minLength, maxItems, ...): a whole number from 0 to
+  // kMaxSchemaCount, or `absent`.
+  static absl::StatusOr<int> Count(const ojson& s, const char* key, int absent, const std::string& path) {
+    const auto it = s.find(key);
+    if (it == s.end()) return absent;
+    if (!it->is_number() || it->get<double>() < 0 || it->get<double>() != std::floor(it->get<double>())) {
+      return absl::InvalidArgumentError(absl::StrCat(Where(path), ": '", key, "' must be a whole number >= 0"));
+    }
+    if (it->get<double>() > kMaxSchemaCount) {
+      return Unsupported(path, absl::StrCat("'", key, "' above ", kMaxSchemaCount, " is not supported"));
+    }
+    return static_cast<int>(it->get<double>());
+  }
+
+  // Integer node `id`'s bounds from minimum, maximum and the exclusive ones
+  // (numbers; a fractional bound rounds inwards).
+  absl::StatusOr<int> IntegerBounds(const ojson& s, const std::string& path, int id) {
+    constexpr int64_t kMin = std::numeric_limits<int64_t>::min(), kMax = std::numeric_limits<int64_t>::max();
+    int64_t lo = kMin, hi = kMax;
+    bool has_lo = false, has_hi = false;
+    for (const std::string key : {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"}) {
+      const auto it = s.find(key);
+      if (it == s.end()) continue;
+      if (!it->is_number()) return Unsupported(path, absl::StrCat("'", key, "' must be a number"));
+      const bool lower = key == "minimum" || key == "exclusiveMinimum", exclusive = key[0] == 'e';
+      int64_t bound;
+      if (it->is_number_integer() && !(it->is_number_unsigned() && it->get<uint64_t>() > uint64_t{kMax})) {
+        bound = it->get<int64_t>();
+        if (exclusive && bound == (lower ? kMax : kMin)) {
+          return absl::InvalidArgumentError(absl::StrCat(Where(path), ": no integer is beyond '", key, "'"));
+        }
+        if (exclusive) bound += lower ? 1 : -1;
+      } else {
+        const double v = it->get<double>();
+        if (!(std::fabs(v) < 9.2e18)) {  // within int64 with room to round
+          return Unsupported(path, absl::StrCat("'", key, "' outside 64-bit integers is not supported"));
+        }
+        bound = static_cast<int64_t>(lower ? (exclusive ? std::floor(v) + 1 : std::ceil(v))
+                                           : (exclusive ? std::ceil(v) - 1 : std::floor(v)));
+      }
+      if (lower) {
+        lo = std::max(lo, bound);
+        has_lo = true;
+      } else {
+        hi = std::min(hi, bound);
+        has_hi = true;
+      }
+    }
+    if (lo > hi) {
+      return absl::InvalidArgumentError(absl::StrCat(Where(path), ": no integer lies within its bounds (", lo, " to ",
+                                                     hi, ")"));
+    }
+    out_.nodes[id].has_min_value = has_lo;
+    out_.nodes[id].has_max_value = has_hi;
+    out_.nodes[id].min_value = lo;
+    out_.nodes[id].max_value = hi;
+    return id;
+  }
+
+ public:
+  // Each bounded array's count slot: how many bounded arrays hold it.
+  absl::Status AssignCountSlots() {
+    for (const auto& [id, path] : bounded_arrays_) {
+      SchemaNode& a = out_.nodes[id];
+      if (a.min_items == 0 && a.max_items < 0) continue;
+      int slot = 0;
+      for (int p = a.parent; p >= 0; p = out_.nodes[p].parent) {
+        const SchemaNode& up = out_.nodes[p];
+        slot += up.kind == SchemaNode::Kind::kArray && (up.min_items > 0 || up.max_items >= 0);
+      }
+      if (slot >= kMaxBoundedArrayDepth) {
+        return Unsupported(path, absl::StrCat("'minItems'/'maxItems' on arrays nested more than ",
+                                              kMaxBoundedArrayDepth, " deep are not supported"));
+      }
+      a.count_slot = slot;
+    }
+    return absl::OkStatus();
+  }
+
+ private:
   CompiledJsonSchema& out_;
   const ojson& root_;
+  std::vector<std::pair<int, std::string>> bounded_arrays_;  // every array node and its path
   std::vector<const ojson*> expanding_;  // the $ref targets being read, innermost last
 };
 
@@ -420,6 +547,7 @@ absl::StatusOr<std::shared_ptr<const CompiledJsonSchema>> CompileJsonSchema(std:
   absl::StatusOr<int> root = compiler.Node(schema, "", -1, 0, 0);
   if (!root.ok()) return root.status();
   if (out->nodes[*root].kind != SchemaNode::Kind::kObject) return not_object;
+  RETURN_IF_ERROR(compiler.AssignCountSlots());
   out->root = *root;
   return std::shared_ptr<const CompiledJsonSchema>(std::move(out));
 }
@@ -513,6 +641,7 @@ bool JsonSchemaAcceptor::FeedLiteral(uint8_t byte) {
 
 bool JsonSchemaAcceptor::EndValue() {
   const SchemaNode& n = node();
+  if (n.count_slot >= 0) items_[n.count_slot] = 0;  // the array is closed: its slot is free again
   if (n.parent < 0) {
     phase_ = Phase::kDone;
     return true;
@@ -525,11 +654,17 @@ bool JsonSchemaAcceptor::EndValue() {
     case SchemaNode::Kind::kObject:
       EnterMembers(index + 1, true);
       return true;
-    case SchemaNode::Kind::kArray:
+    case SchemaNode::Kind::kArray: {
       phase_ = Phase::kAfterItem;
       offset_ = 0;
       cand_ = 0;
+      const SchemaNode& a = node();
+      if (a.count_slot >= 0) {
+        const int cap = a.max_items >= 0 ? a.max_items : a.min_items;
+        ItemCount() = static_cast<uint16_t>(std::min<int>(ItemCount() + 1, cap));
+      }
       return true;
+    }
     default:
       return false;  // only containers have children
   }
@@ -550,13 +685,20 @@ bool JsonSchemaAcceptor::StartValue(uint8_t byte) {
       if (byte != '"') return false;
       phase_ = Phase::kString;
       string_ = JsonStringLexer();
+      chars_ = 0;
       return true;
     case SchemaNode::Kind::kNumber:
     case SchemaNode::Kind::kInteger:
       number_ = JsonNumberLexer(n.kind == SchemaNode::Kind::kInteger);
       if (number_.Start(byte) == LexStep::kRefused) return false;
       phase_ = Phase::kNumber;
-      return true;
+      negative_ = digits_ = false;
+      magnitude_ = 0;
+      if (!n.value_bounded()) return true;
+      negative_ = byte == '-';
+      digits_ = !negative_;
+      magnitude_ = digits_ ? byte - '0' : 0;
+      return IntegerInRange(false);
     case SchemaNode::Kind::kLiterals:
       phase_ = Phase::kLiteral;
       offset_ = 0;
@@ -595,14 +737,17 @@ bool JsonSchemaAcceptor::Feed(uint8_t byte) {
     case Phase::kMembers:
       return FeedMembers(byte);
     case Phase::kArrayOpen:
-      if (byte == ']') return EndValue();
+      if (byte == ']') return node().min_items == 0 && EndValue();
+      if (node().max_items == 0) return false;
       node_ = static_cast<uint16_t>(node().children[0]);
       phase_ = Phase::kStart;
       return StartValue(byte);
     case Phase::kAfterItem:
       if (offset_ == 0) {
-        if (byte == ']') return EndValue();
+        const bool counted = node().count_slot >= 0;
+        if (byte == ']') return (!counted || ItemCount() >= node().min_items) && EndValue();
         if (byte != ',') return false;
+        if (counted && node().max_items >= 0 && ItemCount() >= node().max_items) return false;
         offset_ = 1;
         return true;
       }
@@ -612,17 +757,18 @@ bool JsonSchemaAcceptor::Feed(uint8_t byte) {
       offset_ = 0;
       return true;
     case Phase::kString:
-      switch (string_.Feed(byte)) {
-        case LexStep::kMore: return true;
-        case LexStep::kRefused: return false;
-        case LexStep::kDone: return EndValue();
-      }
-      return false;
+      return FeedString(byte);
     case Phase::kNumber:
       switch (number_.Feed(byte)) {
-        case LexStep::kMore: return true;
+        case LexStep::kMore:
+          if (!node().value_bounded()) return true;
+          // A bounded integer's bytes after the first are digits.
+          magnitude_ = magnitude_ >= kHugeMagnitude / 10 ? kHugeMagnitude : magnitude_ * 10 + (byte - '0');
+          digits_ = true;
+          return IntegerInRange(false);
         case LexStep::kRefused: return false;
-        case LexStep::kDone: return EndValue() && Feed(byte);  // the byte is the parent's
+        case LexStep::kDone:  // the byte is the parent's
+          return (!node().value_bounded() || IntegerInRange(true)) && EndValue() && Feed(byte);
       }
       return false;
     case Phase::kLiteral:
@@ -633,14 +779,55 @@ bool JsonSchemaAcceptor::Feed(uint8_t byte) {
   return false;
 }
 
-std::pair<uint64_t, uint64_t> JsonSchemaAcceptor::StateKey() const {
-  uint64_t lexer = 0, members = 0, offset = 0, cand = 0;
+bool JsonSchemaAcceptor::FeedString(uint8_t byte) {
+  const SchemaNode& n = node();
+  const bool bounded = n.min_length > 0 || n.max_length >= 0;
+  // A bounded string has no escapes (as xgrammar writes one), so '"' ends it.
+  if (bounded && byte == '\\') return false;
+  switch (string_.Feed(byte)) {
+    case LexStep::kMore:
+      // A byte that is not a UTF-8 continuation begins a character.
+      if (bounded && (byte < 0x80 || byte >= 0xC0)) {
+        if (n.max_length >= 0 && chars_ >= n.max_length) return false;
+        chars_ = static_cast<uint16_t>(std::min(chars_ + 1, std::max(n.min_length, n.max_length)));
+      }
+      return true;
+    case LexStep::kRefused: return false;
+    case LexStep::kDone: return chars_ >= n.min_length && EndValue();
+  }
+  return false;
+}
+
+bool JsonSchemaAcceptor::IntegerInRange(bool whole) const {
+  const SchemaNode& n = node();
+  // Beyond every magnitude the digits can reach where a side is unbounded.
+  constexpr __int128 kFar = __int128{1} << 100;
+  const __int128 lo = n.has_min_value ? n.min_value : -kFar, hi = n.has_max_value ? n.max_value : kFar;
+  if (!digits_) return lo <= -1;              // "-": any negative integer may follow
+  auto value = [&](__int128 m) { return negative_ ? -m : m; };
+  if (whole) return value(magnitude_) >= lo && value(magnitude_) <= hi;
+  if (magnitude_ == 0) return lo <= 0 && hi >= 0;  // "0" takes no more digits
+  // The values reachable with k more digits: magnitudes m*10^k to
+  // m*10^k + 10^k - 1.
+  const __int128 limit = __int128{1} << 64;
+  for (__int128 span = 1, m = magnitude_;; span *= 10) {
+    const __int128 a = m * span, b = a + span - 1;
+    const __int128 vlo = negative_ ? -b : a, vhi = negative_ ? -a : b;
+    if (vlo <= hi && vhi >= lo) return true;
+    if (a > limit) return false;
+  }
+}
+
+JsonSchemaAcceptor::Key JsonSchemaAcceptor::StateKey() const {
+  uint64_t lexer = 0, members = 0, offset = 0, cand = 0, value = 0;
   switch (phase_) {
     case Phase::kString:
       lexer = string_.Key();
+      value = chars_;
       break;
     case Phase::kNumber:
-      lexer = number_.Key();
+      lexer = number_.Key() | uint64_t{negative_} << 40 | uint64_t{digits_} << 41;
+      value = magnitude_;
       break;
     case Phase::kMembers:
       members = uint64_t{next_} | uint64_t{written_} << 6;
@@ -657,8 +844,11 @@ std::pair<uint64_t, uint64_t> JsonSchemaAcceptor::StateKey() const {
     default:
       break;
   }
+  uint64_t items = 0;
+  for (int i = 0; i < kMaxBoundedArrayDepth; ++i) items |= uint64_t{items_[i]} << (16 * i);
   // The lexers' state and the candidates never go with the same phase.
-  return {uint64_t{node_} | static_cast<uint64_t>(phase_) << 16 | members << 21 | offset << 28, cand | lexer};
+  return {uint64_t{node_} | static_cast<uint64_t>(phase_) << 16 | members << 21 | offset << 28, cand | lexer, items,
+          value};
 }
 
 }  // namespace attnserve

@@ -18,6 +18,11 @@
 //   array, string, number, or distinct literals: pydantic's Optional[X] is
 //   anyOf [X, null]), so the first byte picks the alternative and "one of"
 //   equals "any of"; allOf of a single schema;
+//   minLength / maxLength of strings (in characters; such a string is
+//   written without escapes, as xgrammar writes it), minItems / maxItems of
+//   arrays (at most 4 bounded arrays nested), minimum, maximum,
+//   exclusiveMinimum and exclusiveMaximum of integers (counts and lengths up
+//   to 65535, bounds within 64-bit integers; not beside enum or const);
 //   the annotations title, description, $schema, $id, $comment, default,
 //   examples, deprecated, readOnly, writeOnly, $defs and definitions.
 // Integers are "0" or an optional "-" then [1-9][0-9]* (as xgrammar).
@@ -30,6 +35,7 @@
 #ifndef ATTNSERVE_ENGINE_SAMPLING_JSON_SCHEMA_H_
 #define ATTNSERVE_ENGINE_SAMPLING_JSON_SCHEMA_H_
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -46,6 +52,8 @@ inline constexpr int kMaxSchemaNodes = 1024;
 inline constexpr int kMaxSchemaDepth = 32;
 inline constexpr int kMaxSchemaMembers = 63;  // properties of an object, values of an enum
 inline constexpr size_t kMaxSchemaBytes = 64 * 1024;
+inline constexpr int kMaxBoundedArrayDepth = 4;  // arrays with minItems/maxItems inside one another
+inline constexpr int kMaxSchemaCount = 65535;    // minLength, maxLength, minItems, maxItems
 
 struct SchemaNode {
   enum class Kind : uint8_t { kObject, kArray, kString, kNumber, kInteger, kLiterals, kUnion };
@@ -57,6 +65,16 @@ struct SchemaNode {
   std::vector<std::string> keys;
   std::vector<int> children;  // kObject: one per key; kArray: the items; kUnion: the alternatives
   std::vector<bool> required;
+  // kString: length bounds in characters (code points); max -1: none.
+  int min_length = 0, max_length = -1;
+  // kArray: item count bounds (max -1: none), and which of the acceptor's
+  // count slots holds its count (the number of bounded arrays above it; -1
+  // when unbounded).
+  int min_items = 0, max_items = -1, count_slot = -1;
+  // kInteger: inclusive bounds, where it has them.
+  bool has_min_value = false, has_max_value = false;
+  int64_t min_value = 0, max_value = 0;
+  bool value_bounded() const { return has_min_value || has_max_value; }
   // kLiterals (enum, const, boolean, null): each value as json.dumps writes it.
   std::vector<std::string> literals;
 };
@@ -83,7 +101,8 @@ class JsonSchemaAcceptor {
 
   // Equal exactly when every byte string gets the same answer (for caching
   // token masks; the schema itself is not part of it).
-  std::pair<uint64_t, uint64_t> StateKey() const;
+  using Key = std::array<uint64_t, 4>;
+  Key StateKey() const;
 
  private:
   enum class Phase : uint8_t {
@@ -103,11 +122,17 @@ class JsonSchemaAcceptor {
   void EnterMembers(int next, bool written);
   bool FeedMembers(uint8_t byte);
   bool FeedLiteral(uint8_t byte);
+  bool FeedString(uint8_t byte);
+  // kInteger with bounds: whether the digits so far can still end in range
+  // (`whole`: they end here).
+  bool IntegerInRange(bool whole) const;
+  uint16_t& ItemCount() { return items_[node().count_slot]; }
   // Byte k of member candidate j of the current object (-1 past its end);
   // j == kCloseBrace is "}".
   int MemberByte(int j, int k) const;
 
   static constexpr int kCloseBrace = 63;
+  static constexpr uint64_t kHugeMagnitude = 10'000'000'000'000'000'000u;
 
   const CompiledJsonSchema* schema_;
   uint16_t node_;
@@ -118,6 +143,15 @@ class JsonSchemaAcceptor {
   bool written_ = false;    // kMembers: a member was written (the next needs ", ")
   uint16_t offset_ = 0;     // kMembers / kLiteral / kAfterItem: bytes matched
   uint64_t cand_ = 0;       // kMembers / kLiteral: candidates still matching
+  // Items written so far in each bounded array open above (slot = the
+  // array's count_slot; 0 when not open), saturating at the bound that
+  // decides ("," needs fewer than the maximum, "]" at least the minimum).
+  std::array<uint16_t, kMaxBoundedArrayDepth> items_{};
+  uint16_t chars_ = 0;      // kString of a bounded string: characters so far (saturating)
+  // kNumber of a bounded integer: its sign and the digits' value so far
+  // (saturating at kHugeMagnitude, past every 64-bit bound).
+  bool negative_ = false, digits_ = false;
+  uint64_t magnitude_ = 0;
 };
 
 }  // namespace attnserve

@@ -406,17 +406,18 @@ def test_json_schema_response_format_answers_with_an_instance_of_the_schema(serv
     # What the schema mode does not implement is a 400 naming it.
     openai = pytest.importorskip("openai")
     bad = {"type": "json_schema", "json_schema": {"name": "p", "schema": {
-        "type": "object", "properties": {"age": {"type": "integer", "minimum": 0}}}}}
+        "type": "object", "properties": {"code": {"type": "string", "pattern": "^[A-Z]+$"}}}}}
     with pytest.raises(openai.BadRequestError) as e:
         client.chat.completions.create(model="stories260K", messages=case["messages"], max_tokens=8,
                                        response_format=bad)
-    assert "properties.age: 'minimum' is not supported" in str(e.value), str(e.value)
+    assert "properties.code: 'pattern' is not supported" in str(e.value), str(e.value)
 
 
 def test_openai_parse_helper_with_a_pydantic_model(server, client):
     """The openai client's structured-output helper: a pydantic model (a
-    nested model by $ref, Optional fields as anyOf with null, an enum) sent
-    as a strict json_schema, the answer read back into the model."""
+    nested model by $ref, Optional fields as anyOf with null, an enum,
+    bounds on a string's length, an integer and a list) sent as a strict
+    json_schema, the answer read back (and so validated) into the model."""
     import enum
     from typing import List, Optional
 
@@ -431,10 +432,10 @@ def test_openai_parse_helper_with_a_pydantic_model(server, client):
         color: Color
 
     class Person(pydantic.BaseModel):
-        name: str
-        age: Optional[int]
+        name: str = pydantic.Field(max_length=16)
+        age: Optional[int] = pydantic.Field(ge=0, le=120)
         best: Optional[Pet]
-        pets: List[Pet]
+        pets: List[Pet] = pydantic.Field(max_length=2)
 
     case = PROMPTS["system_and_user"]
     # Byte tokens 37 '"' and 96 ']' favoured: the story model's strings and
@@ -448,6 +449,8 @@ def test_openai_parse_helper_with_a_pydantic_model(server, client):
     person = message.parsed
     assert isinstance(person, Person), message.content
     assert isinstance(person.best, Pet) and person.best.color in (Color.red, Color.green), message.content
+    # The story model writes long strings and big numbers unless held.
+    assert len(person.name) <= 16 and (person.age is None or 0 <= person.age <= 120), message.content
     assert message.content == json.dumps(person.model_dump(mode="json"), ensure_ascii=False), message.content
     # A recursive model is refused by name (400), not read loosely.
     import openai

@@ -151,6 +151,13 @@ CASES = [
                        "pets": {"items": {"$ref": "#/$defs/Pet"}, "title": "Pets", "type": "array"}},
         "required": ["name", "age", "best", "pets"], "title": "Person", "type": "object",
         "additionalProperties": False}}, ONCE, 150, {"37": 6.0, "126": 11.0}),
+    # Bounds: the story model's long strings cut at maxLength, an integer
+    # range, an array held to between 2 and 3 items.
+    ("schema_bounds", {"schema": {"type": "object", "properties": {
+        "title": {"type": "string", "minLength": 3, "maxLength": 12},
+        "year": {"type": "integer", "minimum": 1900, "maximum": 2030},
+        "words": {"type": "array", "items": {"type": "string", "maxLength": 6}, "minItems": 2, "maxItems": 3}},
+        "required": ["title", "year", "words"]}}, ONCE, 80, {}),
 ]
 
 

@@ -11,8 +11,10 @@ Documents: for each schema, seeded random instances written by json.dumps
 validate with the jsonschema library), their mutants (a byte deleted,
 replaced, inserted, or the document cut short), the same instances with the
 properties reordered or pretty-printed, and a few hand-written ones. The
-verdict recorded is xgrammar's, whichever it is; the C++ test must agree
-with every one.
+verdict recorded is xgrammar's, whichever it is, with how many of the
+document's first bytes its matcher takes (it refuses a byte as soon as no
+document can go on from it); the C++ test must agree with both, so the
+engine's masks never lead into a dead end xgrammar's would not.
 
 Writes tests/golden/json/schema_documents.json.
 
@@ -80,7 +82,45 @@ SCHEMAS = [
          "z": {"anyOf": [{"anyOf": [{"const": None}, {"const": False}]}, {"type": "object", "properties": {
              "k": {"type": ["integer", "number"]}}}, {"$ref": "#/definitions/a~1b"}]}},
      "required": ["x"]},
+    # Bounds: string lengths, item counts (nested), integer ranges.
+    {"type": "object", "properties": {
+        "code": {"type": "string", "minLength": 2, "maxLength": 5},
+        "nick": {"type": ["string", "null"], "maxLength": 3},
+        "tags": {"type": "array", "items": {"type": "string", "maxLength": 2}, "minItems": 1, "maxItems": 3},
+        "grid": {"type": "array", "maxItems": 2, "items": {
+            "type": "array", "minItems": 2, "maxItems": 2,
+            "items": {"type": "integer", "minimum": -12, "exclusiveMaximum": 30}}},
+        "age": {"type": "integer", "minimum": 0, "maximum": 150},
+        "neg": {"type": "integer", "maximum": -7},
+        "big": {"type": "integer", "exclusiveMinimum": 999},
+        "some": {"type": "array", "items": {"type": "integer"}, "minItems": 2}},
+     "required": ["code", "tags", "age"]},
 ]
+
+# Documents at and past the bounds of the last schema (mutants find more).
+BOUNDS_DOCS = [
+    '{"code": "a", "tags": ["x"], "age": 1}', '{"code": "abcdef", "tags": ["x"], "age": 1}',
+    '{"code": "ab", "tags": [], "age": 1}', '{"code": "ab", "tags": ["a", "b", "c", "d"], "age": 1}',
+    '{"code": "ab", "tags": ["abc"], "age": 1}', '{"code": "ab", "tags": ["\\n"], "age": 1}',
+    '{"code": "ab", "tags": ["x"], "age": -1}', '{"code": "ab", "tags": ["x"], "age": 151}',
+    '{"code": "ab", "tags": ["x"], "age": 150}', '{"code": "ab", "tags": ["x"], "age": 0}',
+    '{"code": "ab", "tags": ["x"], "age": 1500}', '{"code": "ab", "tags": ["x"], "age": 15, "neg": -6}',
+    '{"code": "ab", "tags": ["x"], "age": 15, "neg": -7}', '{"code": "ab", "tags": ["x"], "age": 15, "neg": -70}',
+    '{"code": "ab", "tags": ["x"], "age": 15, "big": 999}', '{"code": "ab", "tags": ["x"], "age": 15, "big": 1000}',
+    '{"code": "ab", "tags": ["x"], "age": 15, "big": 99999999999999999999}',
+    '{"code": "ab", "tags": ["x"], "age": 15, "grid": [[1, 2], [3, 4], [5, 6]]}',
+    '{"code": "ab", "tags": ["x"], "age": 15, "grid": [[1, 2], [3]]}',
+    '{"code": "ab", "tags": ["x"], "age": 15, "grid": [[-12, 29]]}',
+    '{"code": "ab", "tags": ["x"], "age": 15, "grid": [[-13, 29]]}',
+    '{"code": "ab", "tags": ["x"], "age": 15, "grid": [[-12, 30]]}',
+    '{"code": "ab", "tags": ["x"], "age": 15, "some": [1]}', '{"code": "ab", "tags": ["x"], "age": 15, "some": []}',
+    '{"code": "日本語😀é", "tags": ["x"], "age": 15}', '{"code": "日本語😀éa", "tags": ["x"], "age": 15}',
+    '{"code": "ab", "nick": "abcd", "tags": ["x"], "age": 1}', '{"code": "ab", "nick": null, "tags": ["x"], "age": 1}',
+]
+
+# Characters for length-bounded strings: no escapes (xgrammar writes such a
+# string without them), one to four UTF-8 bytes each.
+BOUNDED_CHARS = ["a", "x", " ", "é", "日", "😀"]
 
 PIECES = ["a", "Lily", " ", "\"", "\\", "/", "\n", "\t", "\u0001", "\u007f", "é", "日本", "😀", "\u2028", "x y"]
 
@@ -105,8 +145,16 @@ def instance(rng, s, root=None):
     if isinstance(t, list):
         t = rng.choice(t)
     if t == "string":
+        if "minLength" in s or "maxLength" in s:
+            lo = s.get("minLength", 0)
+            return "".join(rng.choice(BOUNDED_CHARS) for _ in range(rng.randint(lo, s.get("maxLength", lo + 4))))
         return "".join(rng.choice(PIECES) for _ in range(rng.randint(0, 3)))
     if t == "integer":
+        bounds = [k for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum") if k in s]
+        if bounds:
+            lo = max(s.get("minimum", -10**6), s.get("exclusiveMinimum", -10**6 - 1) + 1)
+            hi = min(s.get("maximum", 10**6), s.get("exclusiveMaximum", 10**6 + 1) - 1)
+            return rng.choice([lo, hi, rng.randint(lo, hi)])
         return rng.choice([0, 7, -3, 123456789012, -1])
     if t == "number":
         return rng.choice([0, -0.5, 3.25, 1e-7, -12, 6.02e23, 100])
@@ -115,7 +163,8 @@ def instance(rng, s, root=None):
     if t == "null":
         return None
     if t == "array":
-        return [instance(rng, s["items"], root) for _ in range(rng.randint(0, 3))]
+        lo = s.get("minItems", 0)
+        return [instance(rng, s["items"], root) for _ in range(rng.randint(lo, s.get("maxItems", lo + 3)))]
     out = {}
     req = set(s.get("required", []))
     for k, sub in s.get("properties", {}).items():
@@ -137,17 +186,27 @@ def main():
     for schema in SCHEMAS:
         compiled = compiler.compile_json_schema(json.dumps(schema), any_whitespace=False)
 
-        def xgrammar_takes(doc):
-            if b"\x00" in doc:
-                return False  # byte 0 is the stand-in end token here; the grammar never takes it in text
+        def xgrammar_reads(doc):
+            """How many of doc's first bytes xgrammar takes (it takes a byte
+            only if some document goes on from it), and whether it takes
+            the whole document then its end."""
             m = xgr.GrammarMatcher(compiled)
-            return all(m.accept_token(b) for b in doc) and m.accept_token(0)
+            for i, b in enumerate(doc):
+                # byte 0 is the stand-in end token here; the grammar never takes it in text
+                if b == 0 or not m.accept_token(b):
+                    return i, False
+            return len(doc), m.accept_token(0)
+
+        def xgrammar_takes(doc):
+            return xgrammar_reads(doc)[1]
 
         docs = set()
         for _ in range(60):
             inst = instance(rng, schema)
             jsonschema.validate(inst, schema)
-            text = json.dumps(inst, ensure_ascii=rng.random() < 0.3).encode()
+            # Escaped non-ASCII only where lengths are not bounded (a bounded
+            # string is written without escapes).
+            text = json.dumps(inst, ensure_ascii=rng.random() < 0.3 and schema is not SCHEMAS[-1]).encode()
             assert xgrammar_takes(text), text
             docs.add(text)
             docs.update(json_documents.mutants(rng, text, 8, MUTATION_BYTES))
@@ -156,14 +215,18 @@ def main():
             docs.add(json.dumps(inst, indent=1).encode())
             docs.add(json.dumps(inst, separators=(",", ":")).encode())
         docs.update([b"", b"{}", b"{ }", b"[]", b"null", b'{"name": "x", "age": 1, "extra": 2}'])
-        verdicts = sorted((d.hex(), xgrammar_takes(d)) for d in docs)
-        accepted = sum(v for _, v in verdicts)
+        if schema is SCHEMAS[-1]:
+            docs.update(d.encode() for d in BOUNDS_DOCS)
+        verdicts = sorted((d.hex(), *xgrammar_reads(d)) for d in docs)
+        accepted = sum(v for _, _, v in verdicts)
         print(f"schema {len(cases)}: {len(verdicts)} documents, {accepted} taken", file=sys.stderr)
-        cases.append({"schema": schema, "documents": [{"hex": h, "accepted": v} for h, v in verdicts]})
+        cases.append({"schema": schema, "documents": [{"hex": h, "prefix": n, "accepted": v}
+                                                      for h, n, v in verdicts]})
     OUT.write_text(json.dumps({
         "versions": {"python": sys.version.split()[0], "xgrammar": metadata.version("xgrammar"),
                      "jsonschema": metadata.version("jsonschema")},
-        "note": "verdicts of xgrammar's compile_json_schema(any_whitespace=False) matcher; "
+        "note": "verdicts of xgrammar's compile_json_schema(any_whitespace=False) matcher and the bytes it "
+                "takes before refusing one; "
                 "written by tools/golden/json_schema_documents.py",
         "cases": cases,
     }, indent=0) + "\n")
