@@ -50,7 +50,8 @@ absl::Status Unsupported(const std::string& path, const std::string& what) {
   return absl::InvalidArgumentError(absl::StrCat(
       Where(path), ": ", what,
       " (supported: type, properties, required, additionalProperties: false, items, enum, const, local $ref, "
-      "anyOf/oneOf whose alternatives begin differently, allOf of one schema, minLength/maxLength, "
+      "anyOf/oneOf whose alternatives begin differently or are tagged objects, allOf of one schema, "
+      "minLength/maxLength, "
       "minItems/maxItems, integer minimum/maximum, and annotations)"));
 }
 
@@ -85,7 +86,8 @@ std::bitset<256> FirstBytes(const CompiledJsonSchema& schema, int id) {
   const SchemaNode& n = schema.nodes[id];
   std::bitset<256> first;
   switch (n.kind) {
-    case SchemaNode::Kind::kObject: first.set('{'); break;
+    case SchemaNode::Kind::kObject:
+    case SchemaNode::Kind::kTagged: first.set('{'); break;
     case SchemaNode::Kind::kArray: first.set('['); break;
     case SchemaNode::Kind::kString: first.set('"'); break;
     case SchemaNode::Kind::kNumber:
@@ -312,6 +314,18 @@ class Compiler {
       }
     }
     alts = std::move(kept);
+    std::vector<int> objects;
+    for (int c : alts) {
+      if (out_.nodes[c].kind == SchemaNode::Kind::kObject) objects.push_back(c);
+    }
+    if (objects.size() > 1) {
+      absl::StatusOr<int> tagged = Tagged(id, objects, path, what);
+      if (!tagged.ok()) return tagged.status();
+      alts.erase(std::remove_if(alts.begin(), alts.end(),
+                                [&](int c) { return out_.nodes[c].kind == SchemaNode::Kind::kObject; }),
+                 alts.end());
+      alts.push_back(*tagged);
+    }
     if (literals >= 0) {
       std::vector<std::string>& lits = out_.nodes[literals].literals;
       const size_t before = lits.size();
@@ -353,6 +367,48 @@ class Compiler {
       out_.nodes[alts[i]].index_in_parent = static_cast<int>(i);
     }
     return id;
+  }
+
+  // Object alternatives of union `id` as one kTagged node, if their first
+  // properties tell them apart (see SchemaNode::Kind::kTagged).
+  absl::StatusOr<int> Tagged(int id, const std::vector<int>& objects, const std::string& path,
+                             const std::string& what) {
+    auto refuse = [&](const std::string& why) {
+      return Unsupported(path, absl::StrCat(what, " that are objects need a tag (", why,
+                                            "): each object's first property required, under the same key in "
+                                            "all, a string const or enum that no other has"));
+    };
+    const int tagged = Add(SchemaNode::Kind::kTagged, id, 0);
+    std::vector<std::string> tags;
+    for (size_t a = 0; a < objects.size(); ++a) {
+      SchemaNode& o = out_.nodes[objects[a]];
+      if (o.keys.empty() || !o.required[0]) return refuse("an object without a required first property");
+      if (o.keys[0] != out_.nodes[objects[0]].keys[0]) {
+        return refuse(absl::StrCat("first properties ", o.keys[0].substr(0, o.keys[0].size() - 2), " and ",
+                                   out_.nodes[objects[0]].keys[0].substr(0, out_.nodes[objects[0]].keys[0].size() - 2)));
+      }
+      const SchemaNode& tag = out_.nodes[o.children[0]];
+      if (tag.kind != SchemaNode::Kind::kLiterals ||
+          std::any_of(tag.literals.begin(), tag.literals.end(), [](const std::string& l) { return l[0] != '"'; })) {
+        return refuse(absl::StrCat("the first property ", o.keys[0].substr(0, o.keys[0].size() - 2),
+                                   " is not a string const or enum"));
+      }
+      for (const std::string& value : tag.literals) {
+        if (std::find(tags.begin(), tags.end(), value) != tags.end()) {
+          return refuse(absl::StrCat("two objects share the tag ", value));
+        }
+        tags.push_back(value);
+        out_.nodes[tagged].literals.push_back(absl::StrCat("{", o.keys[0], value));
+        out_.nodes[tagged].literal_owner.push_back(static_cast<int>(a));
+      }
+      o.parent = tagged;
+      o.index_in_parent = static_cast<int>(a);
+      out_.nodes[tagged].children.push_back(objects[a]);
+    }
+    if (tags.size() > static_cast<size_t>(kMaxSchemaMembers)) {
+      return Unsupported(path, absl::StrCat("more than ", kMaxSchemaMembers, " tags in ", what));
+    }
+    return tagged;
   }
 
   absl::StatusOr<int> Typed(const ojson& s, const std::string& type, const std::string& path, int parent, int index,
@@ -635,7 +691,14 @@ bool JsonSchemaAcceptor::FeedLiteral(uint8_t byte) {
       longer = true;
     }
   }
-  if (now_whole && !longer) return EndValue();
+  if (now_whole && !longer) {
+    const SchemaNode& n = node();
+    if (n.kind != SchemaNode::Kind::kTagged) return EndValue();
+    // A tag read whole (string tags: none is a prefix of another): the rest
+    // of its object, after that first member.
+    node_ = static_cast<uint16_t>(n.children[n.literal_owner[__builtin_ctzll(cand_)]]);
+    EnterMembers(1, true);
+  }
   return true;
 }
 
@@ -650,6 +713,7 @@ bool JsonSchemaAcceptor::EndValue() {
   node_ = static_cast<uint16_t>(n.parent);
   switch (node().kind) {
     case SchemaNode::Kind::kUnion:
+    case SchemaNode::Kind::kTagged:
       return EndValue();
     case SchemaNode::Kind::kObject:
       EnterMembers(index + 1, true);
@@ -700,6 +764,7 @@ bool JsonSchemaAcceptor::StartValue(uint8_t byte) {
       magnitude_ = digits_ ? byte - '0' : 0;
       return IntegerInRange(false);
     case SchemaNode::Kind::kLiterals:
+    case SchemaNode::Kind::kTagged:
       phase_ = Phase::kLiteral;
       offset_ = 0;
       cand_ = n.literals.size() >= 64 ? ~uint64_t{0} : (uint64_t{1} << n.literals.size()) - 1;
@@ -709,7 +774,8 @@ bool JsonSchemaAcceptor::StartValue(uint8_t byte) {
         const SchemaNode& alt = schema_->nodes[child];
         bool starts = false;
         switch (alt.kind) {
-          case SchemaNode::Kind::kObject: starts = byte == '{'; break;
+          case SchemaNode::Kind::kObject:
+          case SchemaNode::Kind::kTagged: starts = byte == '{'; break;
           case SchemaNode::Kind::kArray: starts = byte == '['; break;
           case SchemaNode::Kind::kString: starts = byte == '"'; break;
           case SchemaNode::Kind::kNumber:

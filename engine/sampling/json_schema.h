@@ -17,7 +17,10 @@
 //   anyOf and oneOf whose alternatives begin with different bytes (object,
 //   array, string, number, or distinct literals: pydantic's Optional[X] is
 //   anyOf [X, null]), so the first byte picks the alternative and "one of"
-//   equals "any of"; allOf of a single schema;
+//   equals "any of"; objects among the alternatives may share the "{" when
+//   they form a tagged union (each one's first property required, under the
+//   same key in all, a string const or enum no other one has: OpenAI's
+//   tool calls, pydantic's discriminated unions); allOf of a single schema;
 //   minLength / maxLength of strings (in characters; such a string is
 //   written without escapes, as xgrammar writes it), minItems / maxItems of
 //   arrays (at most 4 bounded arrays nested), minimum, maximum,
@@ -56,14 +59,18 @@ inline constexpr int kMaxBoundedArrayDepth = 4;  // arrays with minItems/maxItem
 inline constexpr int kMaxSchemaCount = 65535;    // minLength, maxLength, minItems, maxItems
 
 struct SchemaNode {
-  enum class Kind : uint8_t { kObject, kArray, kString, kNumber, kInteger, kLiterals, kUnion };
+  // kTagged: objects told apart by their first property (a tag), as in a
+  // discriminated union: its literals are each alternative's opening text
+  // through its tag value ("{\"type\": \"dog\""), read like kLiterals.
+  enum class Kind : uint8_t { kObject, kArray, kString, kNumber, kInteger, kLiterals, kUnion, kTagged };
   Kind kind = Kind::kString;
   int parent = -1;
   int index_in_parent = 0;  // which property (object parent) or alternative (union parent)
   // kObject: each property's text from the quote to ": " ("\"name\": "),
   // its value's node and whether it is required.
   std::vector<std::string> keys;
-  std::vector<int> children;  // kObject: one per key; kArray: the items; kUnion: the alternatives
+  // kObject: one per key; kArray: the items; kUnion, kTagged: the alternatives.
+  std::vector<int> children;
   std::vector<bool> required;
   // kString: length bounds in characters (code points); max -1: none.
   int min_length = 0, max_length = -1;
@@ -76,7 +83,10 @@ struct SchemaNode {
   int64_t min_value = 0, max_value = 0;
   bool value_bounded() const { return has_min_value || has_max_value; }
   // kLiterals (enum, const, boolean, null): each value as json.dumps writes it.
+  // kTagged: each alternative's opening text through one of its tag values,
+  // and which alternative (index into children) it opens.
   std::vector<std::string> literals;
+  std::vector<int> literal_owner;
 };
 
 struct CompiledJsonSchema {

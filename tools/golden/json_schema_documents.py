@@ -95,9 +95,35 @@ SCHEMAS = [
         "big": {"type": "integer", "exclusiveMinimum": 999},
         "some": {"type": "array", "items": {"type": "integer"}, "minItems": 2}},
      "required": ["code", "tags", "age"]},
+    # Tagged unions: objects told apart by a first property that is a
+    # string const or enum (vLLM's schema for tool_choice "required", and
+    # pydantic's discriminated unions), beside other alternatives.
+    {"type": "object", "properties": {
+        "calls": {"type": "array", "minItems": 1, "items": {"anyOf": [
+            {"type": "object", "properties": {
+                "name": {"const": "get_weather"},
+                "parameters": {"type": "object", "properties": {"city": {"type": "string"},
+                                                                "unit": {"enum": ["c", "f"]}},
+                               "required": ["city"]}},
+             "required": ["name", "parameters"]},
+            {"type": "object", "properties": {
+                "name": {"const": "get_time"},
+                "parameters": {"type": "object", "properties": {"zone": {"type": "string"}}}},
+             "required": ["name", "parameters"]},
+            {"type": "object", "properties": {
+                "name": {"enum": ["get", "get_weather_2"]},
+                "parameters": {"type": "object", "properties": {}}},
+             "required": ["name", "parameters"]}]}},
+        "pet": {"oneOf": [
+            {"type": "object", "properties": {"kind": {"const": "dog"}, "barks": {"type": "boolean"}},
+             "required": ["kind"]},
+            {"type": "object", "properties": {"kind": {"const": "cat"}, "lives": {"type": "integer"}},
+             "required": ["kind"]},
+            {"type": "null"}]}},
+     "required": ["calls"]},
 ]
 
-# Documents at and past the bounds of the last schema (mutants find more).
+# Documents at and past the bounds of schema 7 (mutants find more).
 BOUNDS_DOCS = [
     '{"code": "a", "tags": ["x"], "age": 1}', '{"code": "abcdef", "tags": ["x"], "age": 1}',
     '{"code": "ab", "tags": [], "age": 1}', '{"code": "ab", "tags": ["a", "b", "c", "d"], "age": 1}',
@@ -206,7 +232,7 @@ def main():
             jsonschema.validate(inst, schema)
             # Escaped non-ASCII only where lengths are not bounded (a bounded
             # string is written without escapes).
-            text = json.dumps(inst, ensure_ascii=rng.random() < 0.3 and schema is not SCHEMAS[-1]).encode()
+            text = json.dumps(inst, ensure_ascii=rng.random() < 0.3 and schema is not SCHEMAS[7]).encode()
             assert xgrammar_takes(text), text
             docs.add(text)
             docs.update(json_documents.mutants(rng, text, 8, MUTATION_BYTES))
@@ -215,7 +241,7 @@ def main():
             docs.add(json.dumps(inst, indent=1).encode())
             docs.add(json.dumps(inst, separators=(",", ":")).encode())
         docs.update([b"", b"{}", b"{ }", b"[]", b"null", b'{"name": "x", "age": 1, "extra": 2}'])
-        if schema is SCHEMAS[-1]:
+        if schema is SCHEMAS[7]:
             docs.update(d.encode() for d in BOUNDS_DOCS)
         verdicts = sorted((d.hex(), *xgrammar_reads(d)) for d in docs)
         accepted = sum(v for _, _, v in verdicts)

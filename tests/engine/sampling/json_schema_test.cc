@@ -157,7 +157,23 @@ TEST(JsonSchemaTest, RefusesWhatItDoesNotImplementNamingWhere) {
        "'type' beside '$ref' is not supported"},
       {R"({"type": "object", "properties": {"x": {"anyOf": [{"type": "object"}, {"type": "object",
            "properties": {"a": {"type": "string"}}}]}}})",
-       "properties.x: 'anyOf' alternatives that can both begin with '{'"},
+       "properties.x: 'anyOf' alternatives that are objects need a tag (an object without a required first "
+       "property)"},
+      {R"({"type": "object", "properties": {"x": {"anyOf": [
+           {"type": "object", "properties": {"t": {"const": "a"}}, "required": ["t"]},
+           {"type": "object", "properties": {"u": {"const": "b"}}, "required": ["u"]}]}}})",
+       "need a tag (first properties \"u\" and \"t\")"},
+      {R"({"type": "object", "properties": {"x": {"oneOf": [
+           {"type": "object", "properties": {"t": {"enum": ["a", "b"]}}, "required": ["t"]},
+           {"type": "object", "properties": {"t": {"const": "b"}}, "required": ["t"]}]}}})",
+       "need a tag (two objects share the tag \"b\")"},
+      {R"({"type": "object", "properties": {"x": {"anyOf": [
+           {"type": "object", "properties": {"t": {"const": 1}}, "required": ["t"]},
+           {"type": "object", "properties": {"t": {"const": 2}}, "required": ["t"]}]}}})",
+       "need a tag (the first property \"t\" is not a string const or enum)"},
+      {R"({"type": "object", "properties": {"x": {"anyOf": [{"type": "array", "items": {"type": "string"}},
+           {"type": "array", "items": {"type": "integer"}}]}}})",
+       "properties.x: 'anyOf' alternatives that can both begin with '['"},
       {R"({"type": "object", "properties": {"x": {"anyOf": [{"type": "integer"}, {"const": 1.5}]}}})",
        "'anyOf' alternatives that can both begin with '1'"},
       {R"({"type": "object", "properties": {"x": {"oneOf": [{"type": "integer"}, {"type": "number"}]}}})",
