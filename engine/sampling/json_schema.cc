@@ -595,14 +595,19 @@ absl::StatusOr<std::shared_ptr<const CompiledJsonSchema>> CompileJsonSchema(std:
   }
   const ojson schema = ojson::parse(schema_json, nullptr, /*allow_exceptions=*/false);
   if (schema.is_discarded()) return absl::InvalidArgumentError("schema: not valid JSON");
-  const absl::Status not_object =
-      absl::InvalidArgumentError("schema: the top level must be {\"type\": \"object\", ...}");
+  const absl::Status not_object = absl::InvalidArgumentError(
+      "schema: the top level must be an object or an array ({\"type\": \"object\", ...})");
   if (!schema.is_object()) return not_object;
   auto out = std::make_shared<CompiledJsonSchema>();
   Compiler compiler(*out, schema);
   absl::StatusOr<int> root = compiler.Node(schema, "", -1, 0, 0);
   if (!root.ok()) return root.status();
-  if (out->nodes[*root].kind != SchemaNode::Kind::kObject) return not_object;
+  // Containers only: their last byte ends the answer, where a number's end
+  // would need the end of output to read.
+  const SchemaNode::Kind top = out->nodes[*root].kind;
+  if (top != SchemaNode::Kind::kObject && top != SchemaNode::Kind::kArray && top != SchemaNode::Kind::kTagged) {
+    return not_object;
+  }
   RETURN_IF_ERROR(compiler.AssignCountSlots());
   out->root = *root;
   return std::shared_ptr<const CompiledJsonSchema>(std::move(out));

@@ -5,7 +5,8 @@
 // it: ", " between items and members, ": " after a key, no other
 // whitespace, the object's properties in the schema's order (a property not
 // in "required" may be left out), no properties beyond the schema's. The
-// top level must be an object, as OpenAI requires.
+// top level must be an object (as OpenAI requires) or an array (vLLM's
+// schema for tool_choice "required").
 //
 // Supported keywords (anything else is refused at compile time, naming the
 // keyword and where it is, so a constraint is never silently dropped):

@@ -325,6 +325,7 @@ class Gateway {
         call.include_usage ? ChunkUsage::kNull : (count == 1 ? ChunkUsage::kOnLast : ChunkUsage::kNone);
     std::vector<int64_t> offsets(count, 0);
     std::vector<bool> opened(count, false);
+    std::vector<ChatChoiceStream> chat_streams(count);
     v1::GenerateUsage total;
     bool started = false;
     for (size_t ended = 0; ended < count;) {
@@ -361,7 +362,8 @@ class Gateway {
         // A chat choice opens with a chunk naming the assistant's role.
         if (!opened[e.index]) event = SseEvent(Dump(ChatRoleChunk(completion, e.index, usage)));
         opened[e.index] = true;
-        event += SseEvent(Dump(ChatCompletionChunk(e.chunk, completion, call.format, e.index, usage)));
+        event += SseEvent(Dump(ChatCompletionChunk(e.chunk, completion, call.format, e.index, usage,
+                                                   &chat_streams[e.index])));
       } else {
         const json chunk = CompletionChunk(e.chunk, completion, call.format, offsets[e.index], e.index, usage,
                                            &call.requests[e.index]);

@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "attnserve/v1/inference.pb.h"
 #include "nlohmann/json.hpp"
+#include "server/http/openai_tools.h"
 
 namespace attnserve {
 
@@ -54,6 +55,8 @@ struct CompletionFormat {
   // A chat completion (/v1/chat/completions, openai_chat.h): OpenAI's chat
   // objects and logprobs.
   bool chat = false;
+  // Chat: the answer is tool calls (openai_tools.h).
+  ToolCallFormat tools{};
 };
 
 struct CompletionCall {

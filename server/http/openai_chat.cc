@@ -1,11 +1,13 @@
 #include "server/http/openai_chat.h"
 
+#include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "engine/core/status_macros.h"
 #include "server/http/json_body.h"
 #include "server/http/json_fields.h"
+#include "server/http/openai_tools.h"
 
 namespace attnserve {
 namespace {
@@ -51,11 +53,11 @@ absl::Status ParseMessages(const json& root, v1::ChatPrompt* chat) {
     if (r == "developer") r = "system";  // OpenAI's newer name for the system message
     if (r != "system" && r != "user" && r != "assistant") {
       return Unsupported(field + ".role", absl::StrCat("'", SanitizeUtf8(r.substr(0, 32)),
-                                                       "': only system, developer, user and assistant (no tool "
-                                                       "calling)"));
+                                                       "': only system, developer, user and assistant (the chat "
+                                                       "templates have no tool turns)"));
     }
     if (Field(m, "tool_calls") != nullptr || Field(m, "function_call") != nullptr) {
-      return Unsupported(field + ".tool_calls", "no tool calling");
+      return Unsupported(field + ".tool_calls", "the chat templates have no tool turns");
     }
     const json* content = Field(m, "content");
     if (content == nullptr) return absl::InvalidArgumentError(field + ".content: required");
@@ -69,14 +71,9 @@ absl::Status ParseMessages(const json& root, v1::ChatPrompt* chat) {
 
 // Options this server cannot honour, refused rather than ignored.
 absl::Status RefuseUnsupported(const json& root) {
-  if (const json* tools = Field(root, "tools"); tools != nullptr && !(tools->is_array() && tools->empty())) {
-    return Unsupported("tools", "no tool calling");
+  if (Field(root, "functions") != nullptr) {
+    return Unsupported("functions", "OpenAI's deprecated function calling; use tools and tool_choice");
   }
-  if (const json* choice = Field(root, "tool_choice");
-      choice != nullptr && !(choice->is_string() && choice->get<std::string>() == "none")) {
-    return Unsupported("tool_choice", "no tool calling; only \"none\"");
-  }
-  if (Field(root, "functions") != nullptr) return Unsupported("functions", "no function calling");
   // A template of the request's own (vLLM's chat_template, Jinja) or
   // arguments for one: there is no Jinja here, the server's format applies.
   if (Field(root, "chat_template") != nullptr) {
@@ -90,6 +87,11 @@ absl::Status RefuseUnsupported(const json& root) {
     if (e) return Unsupported("echo", "not for chat");
   }
   return absl::OkStatus();
+}
+
+// Tool call ids: unique within the response, and across responses by its id.
+std::string ToolCallIdPrefix(const CompletionIdentity& id, size_t index) {
+  return absl::StrCat("call_", id.id, "_", index, "_");
 }
 
 // OpenAI's chat logprobs entries of a chunk's tokens: {"token", "logprob",
@@ -139,6 +141,16 @@ absl::StatusOr<CompletionCall> ParseChatCompletionRequest(absl::string_view body
   v1::GenerateRequest shared;
   RETURN_IF_ERROR(ParseSharedCompletionFields(root, body, 1, &call, &shared));
   v1::SamplingParams* sampling = shared.mutable_sampling();
+  std::string tool_schema;
+  RETURN_IF_ERROR(ParseToolChoice(root, body, &call.format.tools, &tool_schema));
+  if (call.format.tools.mode != ToolCallFormat::Mode::kNone) {
+    if (sampling->response_format() != v1::RESPONSE_FORMAT_TEXT) {
+      return absl::InvalidArgumentError(
+          "tool_choice: tool calls and a response_format, guided_json or guided_choice exclude each other");
+    }
+    sampling->set_response_format(v1::RESPONSE_FORMAT_JSON_SCHEMA);
+    sampling->set_json_schema(tool_schema);
+  }
   // OpenAI's newer name wins over the deprecated max_tokens, as vLLM.
   RETURN_IF_ERROR(Optional<int32_t>(root, "max_completion_tokens", Int32Field,
                                     [&](int32_t v) { sampling->set_max_new_tokens(v); }));
@@ -182,8 +194,15 @@ json ChatCompletionResponse(const std::vector<std::vector<v1::GenerateResponse>>
       if (chunk.has_usage()) usage = chunk.usage();
     }
     AddCompletionUsage(usage, &total);
+    json message = {{"role", "assistant"}, {"content", SanitizeUtf8(text)}};
+    if (std::optional<json> calls = ToolCalls(format.tools, text, ToolCallIdPrefix(id, index)); calls.has_value()) {
+      message = {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", std::move(*calls)}};
+      // "required": the answer was calls; a named call keeps the engine's
+      // reason (a cut one says "length").
+      if (format.tools.mode == ToolCallFormat::Mode::kRequired) finish = "tool_calls";
+    }
     choices.push_back(json{{"index", index},
-                           {"message", {{"role", "assistant"}, {"content", SanitizeUtf8(text)}}},
+                           {"message", std::move(message)},
                            {"logprobs", format.logprobs ? json{{"content", std::move(entries)}} : json()},
                            {"finish_reason", std::move(finish)},
                            {"stop_reason", std::move(stop_reason)}});
@@ -218,15 +237,47 @@ json ChatRoleChunk(const CompletionIdentity& id, int index, ChunkUsage usage) {
 }
 
 json ChatCompletionChunk(const v1::GenerateResponse& chunk, const CompletionIdentity& id,
-                         const CompletionFormat& format, int index, ChunkUsage usage) {
+                         const CompletionFormat& format, int index, ChunkUsage usage, ChatChoiceStream* stream) {
   const bool last = chunk.finish_reason() != v1::FINISH_REASON_UNSPECIFIED;
   json delta = json::object();
-  if (!chunk.text().empty() || !last) delta["content"] = SanitizeUtf8(chunk.text());
+  json finish = last ? json(OpenAiFinishReason(chunk.finish_reason())) : json();
+  switch (format.tools.mode) {
+    case ToolCallFormat::Mode::kNone:
+      if (!chunk.text().empty() || !last) delta["content"] = SanitizeUtf8(chunk.text());
+      break;
+    case ToolCallFormat::Mode::kNamed: {
+      // The call's arguments as they come; its id and name with the first.
+      if (chunk.text().empty() && stream->tool_call_opened) break;
+      json call = {{"index", 0}, {"function", {{"arguments", SanitizeUtf8(chunk.text())}}}};
+      if (!stream->tool_call_opened) {
+        call["id"] = ToolCallIdPrefix(id, index) + "0";
+        call["type"] = "function";
+        call["function"]["name"] = format.tools.function;
+      }
+      stream->tool_call_opened = true;
+      delta["tool_calls"] = json::array({std::move(call)});
+      break;
+    }
+    case ToolCallFormat::Mode::kRequired: {
+      // The calls once the list is whole; the text if it never was.
+      stream->text += chunk.text();
+      if (!last) break;
+      std::optional<json> calls = ToolCalls(format.tools, stream->text, ToolCallIdPrefix(id, index));
+      if (!calls.has_value()) {
+        delta["content"] = SanitizeUtf8(stream->text);
+        break;
+      }
+      for (size_t i = 0; i < calls->size(); ++i) (*calls)[i]["index"] = i;
+      delta["tool_calls"] = std::move(*calls);
+      finish = "tool_calls";
+      break;
+    }
+  }
   json out = ChunkEnvelope(
       id, json{{"index", index},
                {"delta", std::move(delta)},
                {"logprobs", format.logprobs ? json{{"content", ChatLogprobEntries(chunk)}} : json()},
-               {"finish_reason", last ? json(OpenAiFinishReason(chunk.finish_reason())) : json()},
+               {"finish_reason", std::move(finish)},
                {"stop_reason", StopReason(chunk)}});
   if (usage == ChunkUsage::kNull) out["usage"] = json();
   if (usage == ChunkUsage::kOnLast && last && chunk.has_usage()) out["usage"] = CompletionUsage(chunk.usage());

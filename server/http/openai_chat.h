@@ -5,13 +5,15 @@
 // functions, tested on their own.
 //
 // Accepted beyond OpenAI's fields, as vLLM: add_generation_prompt,
-// continue_final_message and the sampling extensions. Refused with a 400
-// naming the field rather than ignored: tools and functions (no tool
-// calling), a response_format other than text, non-text content parts,
-// echo, and roles other than system / developer / user / assistant.
+// continue_final_message and the sampling extensions; tools with
+// tool_choice "required" or a named function (openai_tools.h). Refused with
+// a 400 naming the field rather than ignored: tool_choice "auto",
+// functions, non-text content parts, echo, and roles other than system /
+// developer / user / assistant.
 #ifndef ATTNSERVE_SERVER_HTTP_OPENAI_CHAT_H_
 #define ATTNSERVE_SERVER_HTTP_OPENAI_CHAT_H_
 
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -34,7 +36,8 @@ inline constexpr int kOpenAiMaxTopLogprobs = 20;
 absl::StatusOr<CompletionCall> ParseChatCompletionRequest(absl::string_view body);
 
 // {"id": "chatcmpl-..", "object": "chat.completion", "created", "model",
-//  "choices": [{"index", "message": {"role": "assistant", "content"},
+//  "choices": [{"index", "message": {"role": "assistant", "content"} (or
+//  {"role", "content": null, "tool_calls": [...]} with a tool choice),
 //  "logprobs": null | {"content": [...]}, "finish_reason", "stop_reason"}],
 //  "usage"}: choice k from per_choice[k]'s stream chunks.
 nlohmann::json ChatCompletionResponse(const std::vector<std::vector<v1::GenerateResponse>>& per_choice,
@@ -44,11 +47,21 @@ nlohmann::json ChatCompletionResponse(const std::vector<std::vector<v1::Generate
 // "assistant", "content": ""}, as OpenAI starts each choice.
 nlohmann::json ChatRoleChunk(const CompletionIdentity& id, int index, ChunkUsage usage);
 
+// What a stream of one chat choice has sent so far (tool calls need it).
+struct ChatChoiceStream {
+  bool tool_call_opened = false;  // a named call's id and name went out
+  std::string text;               // tool_choice "required": the answer so far
+};
+
 // One streamed "chat.completion.chunk" of choice `index`: delta {"content"}
 // and, when asked, logprobs {"content": [...]}; the last carries
-// finish_reason (and usage, as CompletionChunk).
+// finish_reason (and usage, as CompletionChunk). With a named tool choice
+// the delta is {"tool_calls": [{"index": 0, "function": {"arguments"}}]}
+// (the first also with the call's id, type and name); with "required" the
+// deltas are empty until the last, which carries every call.
 nlohmann::json ChatCompletionChunk(const v1::GenerateResponse& chunk, const CompletionIdentity& id,
-                                   const CompletionFormat& format, int index, ChunkUsage usage);
+                                   const CompletionFormat& format, int index, ChunkUsage usage,
+                                   ChatChoiceStream* stream);
 
 }  // namespace attnserve
 

@@ -146,7 +146,13 @@ def test_what_the_template_or_the_server_refuses_is_a_400_naming_it(client):
          "(the llama2 chat template)"),
         ([{"role": "tool", "content": "42", "tool_call_id": "x"}], {}, "messages[0].role: not supported"),
         ([{"role": "user", "content": "a"}], {"tools": [{"type": "function", "function": {"name": "f"}}]},
-         "tools: not supported"),
+         "tool_choice: not supported (tools given with tool_choice \"auto\""),
+        ([{"role": "user", "content": "a"}], {"tools": [{"type": "function", "function": {"name": "f"}}],
+                                              "tool_choice": {"type": "function", "function": {"name": "g"}}},
+         "tool_choice.function.name: \"g\" is not one of the tools"),
+        ([{"role": "user", "content": "a"}], {"tools": [{"type": "function", "function": {"name": "f", "parameters": {
+            "type": "object", "properties": {"x": {"type": "string", "pattern": "a+"}}}}}], "tool_choice": "required"},
+         "items.anyOf[0].properties.parameters.properties.x: 'pattern' is not supported"),
         ([{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:,"}}]}], {},
          "messages[0].content[0].type: not supported"),
     ]
@@ -463,3 +469,86 @@ def test_openai_parse_helper_with_a_pydantic_model(server, client):
         client.chat.completions.parse(model="stories260K", messages=case["messages"], max_tokens=8,
                                       response_format=Node)
     assert "recursive schemas are not supported" in str(e.value), str(e.value)
+
+
+WEATHER_TOOL = {"type": "function", "function": {
+    "name": "get_weather", "description": "The weather in a city now",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 20},
+                                                    "unit": {"enum": ["celsius", "fahrenheit"]}},
+                   "required": ["city", "unit"]}}}
+TIME_TOOL = {"type": "function", "function": {
+    "name": "get_time", "parameters": {"type": "object", "properties": {"zone": {"type": "string", "maxLength": 8}},
+                                       "required": ["zone"]}}}
+
+
+def test_tool_calls_named_and_required(server, client):
+    """tool_choice as vLLM does it with any model: a named function's
+    arguments follow its parameters schema; "required" gives one or more
+    calls to the tools. Checked with the openai client, streamed and not."""
+    import jsonschema
+    import openai
+    case = PROMPTS["system_and_user"]
+    named = {"type": "function", "function": {"name": "get_weather"}}
+    r = client.chat.completions.create(model="stories260K", messages=case["messages"], max_tokens=120,
+                                       temperature=0, logit_bias={"37": 6}, tools=[WEATHER_TOOL, TIME_TOOL],
+                                       tool_choice=named)
+    choice = r.choices[0]
+    assert choice.finish_reason == "stop", choice
+    assert choice.message.content is None
+    (call,) = choice.message.tool_calls
+    assert call.type == "function" and call.function.name == "get_weather" and call.id.startswith("call_")
+    jsonschema.validate(json.loads(call.function.arguments), WEATHER_TOOL["function"]["parameters"])
+    # Streamed: the deltas add up to the same call.
+    chunks = list(client.chat.completions.create(
+        model="stories260K", messages=case["messages"], max_tokens=120, temperature=0, logit_bias={"37": 6},
+        tools=[WEATHER_TOOL, TIME_TOOL], tool_choice=named, stream=True))
+    deltas = [c.choices[0].delta.tool_calls for c in chunks if c.choices and c.choices[0].delta.tool_calls]
+    assert deltas[0][0].id.startswith("call_") and deltas[0][0].function.name == "get_weather"
+    assert "".join(d[0].function.arguments or "" for d in deltas) == call.function.arguments
+    assert chunks[-1].choices[0].finish_reason == "stop"
+
+    # "required": a list of calls, each to one of the tools. Commas (piece
+    # 432, byte token 47) disfavoured: the story model then closes the list
+    # rather than writing calls until the token limit.
+    schemas = {t["function"]["name"]: t["function"]["parameters"] for t in (WEATHER_TOOL, TIME_TOOL)}
+    for stream in (False, True):
+        kwargs = dict(model="stories260K", messages=case["messages"], max_tokens=200, temperature=0,
+                      logit_bias={"37": 6, "432": -100, "47": -100}, tools=[WEATHER_TOOL, TIME_TOOL],
+                      tool_choice="required")
+        if stream:
+            chunks = list(client.chat.completions.create(stream=True, **kwargs))
+            calls = [tc for c in chunks if c.choices and c.choices[0].delta.tool_calls
+                     for tc in c.choices[0].delta.tool_calls]
+            finish = chunks[-1].choices[0].finish_reason
+        else:
+            r = client.chat.completions.create(**kwargs)
+            calls, finish = r.choices[0].message.tool_calls, r.choices[0].finish_reason
+        assert finish == "tool_calls", (stream, calls)
+        assert calls, stream
+        for c in calls:
+            jsonschema.validate(json.loads(c.function.arguments), schemas[c.function.name])
+    # OpenAI's default with tools is "auto": refused by name, as vLLM without a parser.
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(model="stories260K", messages=case["messages"], max_tokens=8,
+                                       tools=[WEATHER_TOOL])
+    assert "tool_choice: not supported" in str(e.value), str(e.value)
+
+
+def test_openai_pydantic_function_tool(server, client):
+    """The openai client's pydantic_function_tool with its parse helper: the
+    call's arguments read back into the model."""
+    import openai
+    import pydantic
+
+    class GetWeather(pydantic.BaseModel):
+        city: str = pydantic.Field(max_length=20)
+        days: int = pydantic.Field(ge=1, le=7)
+
+    case = PROMPTS["system_and_user"]
+    r = client.chat.completions.parse(model="stories260K", messages=case["messages"], max_tokens=80,
+                                      temperature=0, logit_bias={"37": 6},
+                                      tools=[openai.pydantic_function_tool(GetWeather)],
+                                      tool_choice={"type": "function", "function": {"name": "GetWeather"}})
+    (call,) = r.choices[0].message.tool_calls
+    assert isinstance(call.function.parsed_arguments, GetWeather), call
+    assert 1 <= call.function.parsed_arguments.days <= 7

@@ -69,6 +69,8 @@ TEST(OpenAiChatTest, DefaultsLeaveTheLimitToTheCoreAndContinueTakesNoHeader) {
 
 TEST(OpenAiChatTest, BadShapesAndUnsupportedOptionsNameTheField) {
   const json user = {{"role", "user"}, {"content", "Hi"}};
+  const json weather = json::parse(R"({"type": "function", "function": {"name": "get_weather",
+      "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}})");
   struct Case {
     json body;
     const char* message;
@@ -85,8 +87,34 @@ TEST(OpenAiChatTest, BadShapesAndUnsupportedOptionsNameTheField) {
        "messages[0].content: must be a string or an array of text parts"},
       {json{{"messages", {{{"role", "user"}, {"content", {{{"type", "image_url"}, {"image_url", "x"}}}}}}}},
        "messages[0].content[0].type: not supported ('image_url': text only)"},
-      {json{{"messages", {user}}, {"tools", {{{"type", "function"}}}}}, "tools: not supported (no tool calling)"},
-      {json{{"messages", {user}}, {"tool_choice", "auto"}}, "tool_choice: not supported"},
+      {json{{"messages", {user}}, {"tools", {{{"type", "function"}}}}}, "tools[0].function: required, an object"},
+      {json{{"messages", {user}}, {"tools", "get_weather"}}, "tools: must be an array of tools"},
+      {json{{"messages", {user}}, {"tools", {{{"type", "code"}, {"function", {{"name", "f"}}}}}}},
+       "tools[0].type: must be \"function\""},
+      {json{{"messages", {user}}, {"tools", {weather}}}, "tool_choice: not supported (tools given with tool_choice \"auto\""},
+      {json{{"messages", {user}}, {"tools", {weather}}, {"tool_choice", "auto"}}, "tool_choice: not supported (\"auto\""},
+      {json{{"messages", {user}}, {"tool_choice", "required"}}, "tool_choice: \"required\" needs tools"},
+      {json{{"messages", {user}}, {"tools", {weather}}, {"tool_choice", "always"}}, "tool_choice: must be \"none\""},
+      {json{{"messages", {user}}, {"tools", {weather}}, {"tool_choice", 3}}, "tool_choice: must be a string or an object"},
+      {json{{"messages", {user}}, {"tools", {weather}}, {"tool_choice", {{"type", "function"}}}},
+       "tool_choice: a named choice is"},
+      {json{{"messages", {user}}, {"tools", {weather}},
+            {"tool_choice", {{"type", "function"}, {"function", {{"name", "get_time"}}}}}},
+       "tool_choice.function.name: \"get_time\" is not one of the tools"},
+      {json{{"messages", {user}}, {"tools", {{{"type", "function"}, {"function", {{"name", "get weather"}}}}}},
+            {"tool_choice", "required"}},
+       "tools[0].function.name: required, 1 to 64 of a-z"},
+      {json{{"messages", {user}}, {"tools", {weather, weather}}, {"tool_choice", "required"}},
+       "tools[1].function.name: \"get_weather\" names two tools"},
+      {json{{"messages", {user}}, {"tools", {{{"type", "function"}, {"function", {{"name", "f"}, {"parameters", "x"}}}}}},
+            {"tool_choice", "required"}},
+       "tools[0].function.parameters: must be an object (a JSON schema)"},
+      {json{{"messages", {user}}, {"tools", {weather}}, {"tool_choice", "required"},
+            {"response_format", {{"type", "json_object"}}}},
+       "tool_choice: tool calls and a response_format, guided_json or guided_choice exclude each other"},
+      {json{{"messages", {{{"role", "tool"}, {"content", "21 C"}, {"tool_call_id", "call_1"}}}}},
+       "messages[0].role: not supported ('tool': only system, developer, user and assistant"},
+      {json{{"messages", {user}}, {"functions", {{{"name", "f"}}}}}, "functions: not supported"},
       {json{{"messages", {user}}, {"response_format", {{"type", "json_schema"}, {"json_schema", json::object()}}}},
        "response_format.json_schema.schema: required, an object"},
       {json{{"messages", {user}}, {"response_format", {{"type", "xml"}}}}, "response_format: not supported"},
@@ -122,6 +150,111 @@ TEST(OpenAiChatTest, BadShapesAndUnsupportedOptionsNameTheField) {
   absl::StatusOr<CompletionCall> json_mode = Parse(json{{"messages", {user}}, {"response_format", {{"type", "json_object"}}}});
   ASSERT_TRUE(json_mode.ok()) << json_mode.status();
   EXPECT_EQ(json_mode->requests[0].sampling().response_format(), v1::RESPONSE_FORMAT_JSON_OBJECT);
+}
+
+// Tool calls: tool_choice becomes JSON schema mode on the function's
+// parameters (in the body's property order) or, for "required", on vLLM's
+// list of {"name", "parameters"}; the answer becomes OpenAI's tool_calls.
+constexpr char kToolsBody[] = R"({"messages": [{"role": "user", "content": "Weather in Oslo?"}],
+  "tools": [{"type": "function", "function": {"name": "get_weather", "description": "Weather now",
+              "parameters": {"type": "object", "properties": {"unit": {"enum": ["c", "f"]}, "city": {"type": "string"}},
+                             "required": ["city"]}}},
+            {"type": "function", "function": {"name": "get_time"}}],
+  "tool_choice": TOOL_CHOICE})";
+
+absl::StatusOr<CompletionCall> ParseTools(const std::string& tool_choice) {
+  std::string body = kToolsBody;
+  body.replace(body.find("TOOL_CHOICE"), 11, tool_choice);
+  return ParseChatCompletionRequest(body);
+}
+
+std::vector<v1::GenerateResponse> Chunks(const std::vector<std::string>& texts, v1::FinishReason reason) {
+  std::vector<v1::GenerateResponse> chunks(texts.size());
+  for (size_t i = 0; i < texts.size(); ++i) chunks[i].set_text(texts[i]);
+  chunks.back().set_finish_reason(reason);
+  return chunks;
+}
+
+TEST(OpenAiChatTest, NamedToolChoiceHoldsTheAnswerToTheFunctionsParameters) {
+  absl::StatusOr<CompletionCall> call = ParseTools(R"({"type": "function", "function": {"name": "get_weather"}})");
+  ASSERT_TRUE(call.ok()) << call.status();
+  EXPECT_EQ(call->format.tools.mode, ToolCallFormat::Mode::kNamed);
+  const v1::SamplingParams& sampling = call->requests[0].sampling();
+  EXPECT_EQ(sampling.response_format(), v1::RESPONSE_FORMAT_JSON_SCHEMA);
+  EXPECT_EQ(sampling.json_schema(),
+            R"({"type":"object","properties":{"unit":{"enum":["c","f"]},"city":{"type":"string"}},"required":["city"]})");
+  // A function without parameters takes an empty object.
+  call = ParseTools(R"({"type": "function", "function": {"name": "get_time"}})");
+  ASSERT_TRUE(call.ok()) << call.status();
+  EXPECT_EQ(call->requests[0].sampling().json_schema(), R"({"type":"object","properties":{}})");
+
+  const CompletionIdentity id{"chatcmpl-7", 5, "m"};
+  CompletionFormat format{.chat = true};
+  format.tools = {ToolCallFormat::Mode::kNamed, "get_weather"};
+  json j = ChatCompletionResponse({Chunks({"{\"city\": ", "\"Oslo\"}"}, v1::FINISH_REASON_EOS)}, id, format);
+  const json& message = j["choices"][0]["message"];
+  EXPECT_TRUE(message["content"].is_null());
+  ASSERT_EQ(message["tool_calls"].size(), 1u);
+  EXPECT_EQ(message["tool_calls"][0]["id"], "call_chatcmpl-7_0_0");
+  EXPECT_EQ(message["tool_calls"][0]["type"], "function");
+  EXPECT_EQ(message["tool_calls"][0]["function"], json({{"name", "get_weather"}, {"arguments", "{\"city\": \"Oslo\"}"}}));
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
+
+  // Streamed: the first delta names the call, the rest add to its arguments.
+  ChatChoiceStream stream;
+  const std::vector<v1::GenerateResponse> chunks = Chunks({"{\"city\": ", "\"Oslo\"}"}, v1::FINISH_REASON_EOS);
+  json first = ChatCompletionChunk(chunks[0], id, format, 0, ChunkUsage::kNone, &stream);
+  EXPECT_EQ(first["choices"][0]["delta"],
+            json::parse(R"({"tool_calls": [{"index": 0, "id": "call_chatcmpl-7_0_0", "type": "function",
+                            "function": {"name": "get_weather", "arguments": "{\"city\": "}}]})"));
+  json last = ChatCompletionChunk(chunks[1], id, format, 0, ChunkUsage::kNone, &stream);
+  EXPECT_EQ(last["choices"][0]["delta"],
+            json::parse(R"({"tool_calls": [{"index": 0, "function": {"arguments": "\"Oslo\"}"}}]})"));
+  EXPECT_EQ(last["choices"][0]["finish_reason"], "stop");
+}
+
+TEST(OpenAiChatTest, RequiredToolChoiceAnswersWithAListOfCalls) {
+  absl::StatusOr<CompletionCall> call = ParseTools(R"("required")");
+  ASSERT_TRUE(call.ok()) << call.status();
+  EXPECT_EQ(call->format.tools.mode, ToolCallFormat::Mode::kRequired);
+  EXPECT_EQ(call->requests[0].sampling().json_schema(),
+            R"({"type":"array","minItems":1,"items":{"anyOf":[)"
+            R"({"type":"object","properties":{"name":{"type":"string","enum":["get_weather"]},"parameters":)"
+            R"({"type":"object","properties":{"unit":{"enum":["c","f"]},"city":{"type":"string"}},"required":["city"]}},)"
+            R"("required":["name","parameters"]},)"
+            R"({"type":"object","properties":{"name":{"type":"string","enum":["get_time"]},"parameters":)"
+            R"({"type":"object","properties":{}}},"required":["name","parameters"]}]}})");
+
+  const CompletionIdentity id{"chatcmpl-8", 5, "m"};
+  CompletionFormat format{.chat = true};
+  format.tools = {ToolCallFormat::Mode::kRequired, ""};
+  const std::string answer =
+      R"([{"name": "get_time", "parameters": {}}, {"name": "get_weather", "parameters": {"unit": "c", "city": "Oslo"}}])";
+  json j = ChatCompletionResponse({Chunks({answer.substr(0, 20), answer.substr(20)}, v1::FINISH_REASON_EOS)}, id,
+                                  format);
+  const json& calls = j["choices"][0]["message"]["tool_calls"];
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[0]["function"], json({{"name", "get_time"}, {"arguments", "{}"}}));
+  EXPECT_EQ(calls[1]["id"], "call_chatcmpl-8_0_1");
+  // The arguments as the answer wrote them: json.dumps' separators, its order.
+  EXPECT_EQ(calls[1]["function"]["arguments"], R"({"unit": "c", "city": "Oslo"})");
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "tool_calls");
+  // Cut by the token limit: no calls, the text as content.
+  j = ChatCompletionResponse({Chunks({answer.substr(0, 30)}, v1::FINISH_REASON_LENGTH)}, id, format);
+  EXPECT_FALSE(j["choices"][0]["message"].contains("tool_calls"));
+  EXPECT_EQ(j["choices"][0]["message"]["content"], answer.substr(0, 30));
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
+
+  // Streamed: empty deltas, then every call in the last.
+  ChatChoiceStream stream;
+  const std::vector<v1::GenerateResponse> chunks = Chunks({answer.substr(0, 20), answer.substr(20)}, v1::FINISH_REASON_EOS);
+  json first = ChatCompletionChunk(chunks[0], id, format, 0, ChunkUsage::kNone, &stream);
+  EXPECT_EQ(first["choices"][0]["delta"], json::object());
+  json last = ChatCompletionChunk(chunks[1], id, format, 0, ChunkUsage::kNone, &stream);
+  ASSERT_EQ(last["choices"][0]["delta"]["tool_calls"].size(), 2u);
+  EXPECT_EQ(last["choices"][0]["delta"]["tool_calls"][1]["index"], 1);
+  EXPECT_EQ(last["choices"][0]["delta"]["tool_calls"][1]["function"]["name"], "get_weather");
+  EXPECT_EQ(last["choices"][0]["finish_reason"], "tool_calls");
 }
 
 std::vector<v1::GenerateResponse> TwoChunks() {
@@ -182,17 +315,18 @@ TEST(OpenAiChatTest, StreamChunks) {
   EXPECT_EQ(role["choices"][0]["delta"], json({{"role", "assistant"}, {"content", ""}}));
   EXPECT_FALSE(role.contains("usage"));
   const std::vector<v1::GenerateResponse> chunks = TwoChunks();
-  json first = ChatCompletionChunk(chunks[0], id, CompletionFormat{.chat = true}, 0, ChunkUsage::kOnLast);
+  ChatChoiceStream stream;
+  json first = ChatCompletionChunk(chunks[0], id, CompletionFormat{.chat = true}, 0, ChunkUsage::kOnLast, &stream);
   EXPECT_EQ(first["choices"][0]["delta"], json({{"content", "Once"}}));
   EXPECT_TRUE(first["choices"][0]["finish_reason"].is_null());
   EXPECT_FALSE(first.contains("usage"));
   json last = ChatCompletionChunk(chunks[1], id, CompletionFormat{.logprobs = true, .chat = true}, 0,
-                                  ChunkUsage::kOnLast);
+                                  ChunkUsage::kOnLast, &stream);
   EXPECT_EQ(last["choices"][0]["delta"], json({{"content", " upon"}}));
   EXPECT_EQ(last["choices"][0]["finish_reason"], "stop");
   EXPECT_EQ(last["choices"][0]["logprobs"]["content"][0]["token"], " upon");
   EXPECT_EQ(last["usage"]["completion_tokens"], 2);
-  json with_null = ChatCompletionChunk(chunks[0], id, CompletionFormat{.chat = true}, 0, ChunkUsage::kNull);
+  json with_null = ChatCompletionChunk(chunks[0], id, CompletionFormat{.chat = true}, 0, ChunkUsage::kNull, &stream);
   EXPECT_TRUE(with_null["usage"].is_null());
   v1::GenerateUsage total;
   AddCompletionUsage(chunks[1].usage(), &total);

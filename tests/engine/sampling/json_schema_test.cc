@@ -94,6 +94,16 @@ TEST(JsonSchemaTest, TopLevelReachedThroughRefOrOneAlternative) {
   }
 }
 
+// An array at the top (tool_choice "required"): its "]" ends the answer.
+TEST(JsonSchemaTest, ArrayAtTheTop) {
+  auto schema = CompileJsonSchema(R"({"type": "array", "minItems": 1, "items": {"type": "integer"}})");
+  ASSERT_TRUE(schema.ok()) << schema.status();
+  EXPECT_TRUE(Takes(**schema, "[1, 2]"));
+  EXPECT_FALSE(Takes(**schema, "[]"));
+  EXPECT_FALSE(Takes(**schema, "[1, 2"));
+  EXPECT_FALSE(Takes(**schema, "{}"));
+}
+
 // One $ref read twice (two properties naming the same definition) is not
 // recursion.
 TEST(JsonSchemaTest, SharedDefinitionReadAtEachUse) {
@@ -194,7 +204,8 @@ TEST(JsonSchemaTest, RefusesWhatItDoesNotImplementNamingWhere) {
       {R"({"type": "object", "properties": {"x": {"type": "date"}}})", "type 'date' is not supported"},
       {R"({"type": "object", "required": ["y"]})", "required \"y\" is not one of its properties"},
       {R"({"type": "object", "properties": {"x": {"type": "string", "enum": [1]}}})", "is not of the type"},
-      {R"({"type": "array", "items": {"type": "string"}})", "the top level must be"},
+      {R"({"type": "string"})", "the top level must be an object or an array"},
+      {R"({"enum": [1, 2]})", "the top level must be an object or an array"},
       {R"({"type": "object", "properties": )", "not valid JSON"},
   };
   for (const Case& c : cases) {
