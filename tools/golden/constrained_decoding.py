@@ -158,6 +158,17 @@ CASES = [
         "year": {"type": "integer", "minimum": 1900, "maximum": 2030},
         "words": {"type": "array", "items": {"type": "string", "maxLength": 6}, "minItems": 2, "maxItems": 3}},
         "required": ["title", "year", "words"]}}, ONCE, 80, {}),
+    # vLLM's schema for tool_choice "required" (server/http/openai_tools.cc):
+    # an array at the top, calls told apart by "name". Commas (piece 432,
+    # byte 47) disfavoured so the list closes.
+    ("schema_tool_calls", {"schema": {"type": "array", "minItems": 1, "items": {"anyOf": [
+        {"type": "object", "properties": {"name": {"type": "string", "enum": ["get_weather"]}, "parameters": {
+            "type": "object", "properties": {"city": {"type": "string", "maxLength": 20},
+                                             "unit": {"enum": ["celsius", "fahrenheit"]}},
+            "required": ["city", "unit"]}}, "required": ["name", "parameters"]},
+        {"type": "object", "properties": {"name": {"type": "string", "enum": ["get_time"]}, "parameters": {
+            "type": "object", "properties": {"zone": {"type": "string", "maxLength": 8}}, "required": ["zone"]}},
+         "required": ["name", "parameters"]}]}}}, ONCE, 120, {"37": 6.0, "432": -100.0, "47": -100.0}),
 ]
 
 
