@@ -618,8 +618,7 @@ absl::StatusOr<std::shared_ptr<const CompiledJsonSchema>> CompileJsonSchema(std:
 void JsonSchemaAcceptor::EnterMembers(int next, bool written) {
   const SchemaNode& n = node();
   phase_ = Phase::kMembers;
-  next_ = static_cast<uint8_t>(next);
-  written_ = written;
+  flags_ = static_cast<uint8_t>(next | (written ? kWritten : 0));
   offset_ = 0;
   cand_ = 0;
   // Any property up to and including the next required one may come next;
@@ -638,7 +637,7 @@ void JsonSchemaAcceptor::EnterMembers(int next, bool written) {
 
 int JsonSchemaAcceptor::MemberByte(int j, int k) const {
   if (j == kCloseBrace) return k == 0 ? '}' : -1;
-  if (written_) {
+  if (flags_ & kWritten) {
     if (k < 2) return ", "[k];
     k -= 2;
   }
@@ -753,20 +752,19 @@ bool JsonSchemaAcceptor::StartValue(uint8_t byte) {
     case SchemaNode::Kind::kString:
       if (byte != '"') return false;
       phase_ = Phase::kString;
-      string_ = JsonStringLexer();
-      chars_ = 0;
+      lexer_.string = JsonStringLexer();
+      offset_ = 0;
       return true;
     case SchemaNode::Kind::kNumber:
     case SchemaNode::Kind::kInteger:
-      number_ = JsonNumberLexer(n.kind == SchemaNode::Kind::kInteger);
-      if (number_.Start(byte) == LexStep::kRefused) return false;
+      lexer_.number = JsonNumberLexer(n.kind == SchemaNode::Kind::kInteger);
+      if (lexer_.number.Start(byte) == LexStep::kRefused) return false;
       phase_ = Phase::kNumber;
-      negative_ = digits_ = false;
-      magnitude_ = 0;
+      flags_ = 0;
+      cand_ = 0;
       if (!n.value_bounded()) return true;
-      negative_ = byte == '-';
-      digits_ = !negative_;
-      magnitude_ = digits_ ? byte - '0' : 0;
+      flags_ = byte == '-' ? kNegative : kDigits;
+      cand_ = byte == '-' ? 0 : byte - '0';
       return IntegerInRange(false);
     case SchemaNode::Kind::kLiterals:
     case SchemaNode::Kind::kTagged:
@@ -830,12 +828,12 @@ bool JsonSchemaAcceptor::Feed(uint8_t byte) {
     case Phase::kString:
       return FeedString(byte);
     case Phase::kNumber:
-      switch (number_.Feed(byte)) {
+      switch (lexer_.number.Feed(byte)) {
         case LexStep::kMore:
           if (!node().value_bounded()) return true;
           // A bounded integer's bytes after the first are digits.
-          magnitude_ = magnitude_ >= kHugeMagnitude / 10 ? kHugeMagnitude : magnitude_ * 10 + (byte - '0');
-          digits_ = true;
+          cand_ = cand_ >= kHugeMagnitude / 10 ? kHugeMagnitude : cand_ * 10 + (byte - '0');
+          flags_ |= kDigits;
           return IntegerInRange(false);
         case LexStep::kRefused: return false;
         case LexStep::kDone:  // the byte is the parent's
@@ -855,16 +853,16 @@ bool JsonSchemaAcceptor::FeedString(uint8_t byte) {
   const bool bounded = n.min_length > 0 || n.max_length >= 0;
   // A bounded string has no escapes (as xgrammar writes one), so '"' ends it.
   if (bounded && byte == '\\') return false;
-  switch (string_.Feed(byte)) {
+  switch (lexer_.string.Feed(byte)) {
     case LexStep::kMore:
       // A byte that is not a UTF-8 continuation begins a character.
       if (bounded && (byte < 0x80 || byte >= 0xC0)) {
-        if (n.max_length >= 0 && chars_ >= n.max_length) return false;
-        chars_ = static_cast<uint16_t>(std::min(chars_ + 1, std::max(n.min_length, n.max_length)));
+        if (n.max_length >= 0 && offset_ >= n.max_length) return false;
+        offset_ = static_cast<uint16_t>(std::min(offset_ + 1, std::max(n.min_length, n.max_length)));
       }
       return true;
     case LexStep::kRefused: return false;
-    case LexStep::kDone: return chars_ >= n.min_length && EndValue();
+    case LexStep::kDone: return offset_ >= n.min_length && EndValue();
   }
   return false;
 }
@@ -874,34 +872,38 @@ bool JsonSchemaAcceptor::IntegerInRange(bool whole) const {
   // Beyond every magnitude the digits can reach where a side is unbounded.
   constexpr __int128 kFar = __int128{1} << 100;
   const __int128 lo = n.has_min_value ? n.min_value : -kFar, hi = n.has_max_value ? n.max_value : kFar;
-  if (!digits_) return lo <= -1;              // "-": any negative integer may follow
-  auto value = [&](__int128 m) { return negative_ ? -m : m; };
-  if (whole) return value(magnitude_) >= lo && value(magnitude_) <= hi;
-  if (magnitude_ == 0) return lo <= 0 && hi >= 0;  // "0" takes no more digits
+  if (!(flags_ & kDigits)) return lo <= -1;  // "-": any negative integer may follow
+  const bool negative = flags_ & kNegative;
+  const uint64_t magnitude = cand_;
+  auto value = [&](__int128 m) { return negative ? -m : m; };
+  if (whole) return value(magnitude) >= lo && value(magnitude) <= hi;
+  if (magnitude == 0) return lo <= 0 && hi >= 0;  // "0" takes no more digits
   // The values reachable with k more digits: magnitudes m*10^k to
   // m*10^k + 10^k - 1.
   const __int128 limit = __int128{1} << 64;
-  for (__int128 span = 1, m = magnitude_;; span *= 10) {
+  for (__int128 span = 1, m = magnitude;; span *= 10) {
     const __int128 a = m * span, b = a + span - 1;
-    const __int128 vlo = negative_ ? -b : a, vhi = negative_ ? -a : b;
+    const __int128 vlo = negative ? -b : a, vhi = negative ? -a : b;
     if (vlo <= hi && vhi >= lo) return true;
     if (a > limit) return false;
   }
 }
 
+static_assert(sizeof(JsonSchemaAcceptor) == 32, "the mask walk copies the state per byte: keep it at 32 bytes");
+
 JsonSchemaAcceptor::Key JsonSchemaAcceptor::StateKey() const {
   uint64_t lexer = 0, members = 0, offset = 0, cand = 0, value = 0;
   switch (phase_) {
     case Phase::kString:
-      lexer = string_.Key();
-      value = chars_;
+      lexer = lexer_.string.Key();
+      value = offset_;
       break;
     case Phase::kNumber:
-      lexer = number_.Key() | uint64_t{negative_} << 40 | uint64_t{digits_} << 41;
-      value = magnitude_;
+      lexer = lexer_.number.Key() | uint64_t{flags_} << 40;
+      value = cand_;
       break;
     case Phase::kMembers:
-      members = uint64_t{next_} | uint64_t{written_} << 6;
+      members = flags_;
       offset = offset_;
       cand = cand_;
       break;

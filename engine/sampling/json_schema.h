@@ -24,7 +24,7 @@
 //   tool calls, pydantic's discriminated unions); allOf of a single schema;
 //   minLength / maxLength of strings (in characters; such a string is
 //   written without escapes, as xgrammar writes it), minItems / maxItems of
-//   arrays (at most 4 bounded arrays nested), minimum, maximum,
+//   arrays (at most 3 bounded arrays nested), minimum, maximum,
 //   exclusiveMinimum and exclusiveMaximum of integers (counts and lengths up
 //   to 65535, bounds within 64-bit integers; not beside enum or const);
 //   the annotations title, description, $schema, $id, $comment, default,
@@ -56,7 +56,7 @@ inline constexpr int kMaxSchemaNodes = 1024;
 inline constexpr int kMaxSchemaDepth = 32;
 inline constexpr int kMaxSchemaMembers = 63;  // properties of an object, values of an enum
 inline constexpr size_t kMaxSchemaBytes = 64 * 1024;
-inline constexpr int kMaxBoundedArrayDepth = 4;  // arrays with minItems/maxItems inside one another
+inline constexpr int kMaxBoundedArrayDepth = 3;  // arrays with minItems/maxItems inside one another
 inline constexpr int kMaxSchemaCount = 65535;    // minLength, maxLength, minItems, maxItems
 
 struct SchemaNode {
@@ -145,24 +145,34 @@ class JsonSchemaAcceptor {
   static constexpr int kCloseBrace = 63;
   static constexpr uint64_t kHugeMagnitude = 10'000'000'000'000'000'000u;
 
+  // The state is copied for every byte of every token a mask walk tries,
+  // so it is kept to 32 bytes: past that GCC copies it through memory and a
+  // first (uncached) walk took 2.4 times as long (a schema's first request,
+  // docs/benchmarks.md). Hence fields that serve two phases, and the union.
   const CompiledJsonSchema* schema_;
+  // kMembers / kLiteral: candidates still matching; kNumber of a bounded
+  // integer: its digits' value so far (saturating at kHugeMagnitude, past
+  // every 64-bit bound).
+  uint64_t cand_ = 0;
   uint16_t node_;
+  // kMembers / kLiteral / kAfterItem: bytes matched; kString of a bounded
+  // string: characters so far (saturating).
+  uint16_t offset_ = 0;
   Phase phase_ = Phase::kStart;
-  JsonStringLexer string_;
-  JsonNumberLexer number_;
-  uint8_t next_ = 0;        // kMembers: the first property still to come
-  bool written_ = false;    // kMembers: a member was written (the next needs ", ")
-  uint16_t offset_ = 0;     // kMembers / kLiteral / kAfterItem: bytes matched
-  uint64_t cand_ = 0;       // kMembers / kLiteral: candidates still matching
+  // kMembers: the first property still to come (kNextMask) and kWritten (a
+  // member was written: the next needs ", "); kNumber of a bounded integer:
+  // kNegative and kDigits.
+  uint8_t flags_ = 0;
+  static constexpr uint8_t kNextMask = 63, kWritten = 64, kNegative = 1, kDigits = 2;
+  union Lexer {  // kString: string; kNumber: number
+    Lexer() : string() {}
+    JsonStringLexer string;
+    JsonNumberLexer number;
+  } lexer_;
   // Items written so far in each bounded array open above (slot = the
   // array's count_slot; 0 when not open), saturating at the bound that
   // decides ("," needs fewer than the maximum, "]" at least the minimum).
   std::array<uint16_t, kMaxBoundedArrayDepth> items_{};
-  uint16_t chars_ = 0;      // kString of a bounded string: characters so far (saturating)
-  // kNumber of a bounded integer: its sign and the digits' value so far
-  // (saturating at kHugeMagnitude, past every 64-bit bound).
-  bool negative_ = false, digits_ = false;
-  uint64_t magnitude_ = 0;
 };
 
 }  // namespace attnserve

@@ -148,7 +148,7 @@ TEST(JsonSchemaTest, RefusesWhatItDoesNotImplementNamingWhere) {
       {R"({"type": "object", "properties": {"a": {"type": "array", "minItems": 1, "items": {"type": "array",
            "minItems": 1, "items": {"type": "array", "minItems": 1, "items": {"type": "array", "minItems": 1,
            "items": {"type": "array", "minItems": 1, "items": {"type": "integer"}}}}}}}})",
-       "properties.a.items.items.items.items: 'minItems'/'maxItems' on arrays nested more than 4 deep"},
+       "properties.a.items.items.items: 'minItems'/'maxItems' on arrays nested more than 3 deep"},
       {R"({"type": "object", "properties": {"s": {"type": "string", "pattern": "^a"}}})",
        "properties.s: 'pattern' is not supported"},
       {R"({"type": "object", "additionalProperties": true})", "'additionalProperties' other than false"},
