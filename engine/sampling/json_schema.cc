@@ -32,13 +32,13 @@ const std::set<std::string>& SupportedKeywords() {
       "type",      "properties", "required",  "additionalProperties", "items",   "enum",
       "const",     "$ref",       "anyOf",     "oneOf",                "allOf",   "minLength",
       "maxLength", "minItems",   "maxItems",  "minimum",              "maximum", "exclusiveMinimum",
-      "exclusiveMaximum"};
+      "exclusiveMaximum", "pattern"};
   return *keywords;
 }
 
 // Keywords that bound a string's length, an array's items or an integer.
-constexpr const char* kBoundKeywords[] = {"minLength", "maxLength",        "minItems",        "maxItems",
-                                          "minimum",   "exclusiveMinimum", "maximum",         "exclusiveMaximum"};
+constexpr const char* kBoundKeywords[] = {"minLength", "maxLength",        "minItems", "maxItems",        "minimum",
+                                          "exclusiveMinimum", "maximum", "exclusiveMaximum", "pattern"};
 
 std::string Where(const std::string& path) { return path.empty() ? "schema" : path; }
 
@@ -426,6 +426,18 @@ class Compiler {
       const int id = Add(SchemaNode::Kind::kString, parent, index);
       out_.nodes[id].min_length = *min;
       out_.nodes[id].max_length = *max;
+      if (const auto p = s.find("pattern"); p != s.end()) {
+        if (!p->is_string()) return Unsupported(path, "'pattern' must be a string");
+        if (s.contains("minLength") || s.contains("maxLength")) {
+          return Unsupported(path, "'pattern' beside 'minLength' or 'maxLength' is not supported");
+        }
+        absl::StatusOr<RegexDfa> dfa = CompileJsonStringRegex(p->get<std::string>());
+        if (!dfa.ok()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(Where(path), ": 'pattern' ", Canonical(*p), ": ", dfa.status().message()));
+        }
+        out_.nodes[id].pattern = std::make_shared<const RegexDfa>(std::move(*dfa));
+      }
       return id;
     }
     if (type == "number") {
@@ -754,6 +766,7 @@ bool JsonSchemaAcceptor::StartValue(uint8_t byte) {
       phase_ = Phase::kString;
       lexer_.string = JsonStringLexer();
       offset_ = 0;
+      cand_ = n.pattern ? n.pattern->start : 0;
       return true;
     case SchemaNode::Kind::kNumber:
     case SchemaNode::Kind::kInteger:
@@ -850,6 +863,13 @@ bool JsonSchemaAcceptor::Feed(uint8_t byte) {
 
 bool JsonSchemaAcceptor::FeedString(uint8_t byte) {
   const SchemaNode& n = node();
+  if (n.pattern) {  // no escapes, so '"' ends it
+    if (byte == '"') return n.pattern->accepting[cand_] && EndValue();
+    const int next = n.pattern->Step(static_cast<int>(cand_), byte);
+    if (next < 0) return false;
+    cand_ = static_cast<uint64_t>(next);
+    return true;
+  }
   const bool bounded = n.min_length > 0 || n.max_length >= 0;
   // A bounded string has no escapes (as xgrammar writes one), so '"' ends it.
   if (bounded && byte == '\\') return false;
@@ -896,7 +916,7 @@ JsonSchemaAcceptor::Key JsonSchemaAcceptor::StateKey() const {
   switch (phase_) {
     case Phase::kString:
       lexer = lexer_.string.Key();
-      value = offset_;
+      value = offset_ | cand_ << 16;  // a bounded string's length, or a pattern's state
       break;
     case Phase::kNumber:
       lexer = lexer_.number.Key() | uint64_t{flags_} << 40;

@@ -27,6 +27,9 @@
 //   arrays (at most 3 bounded arrays nested), minimum, maximum,
 //   exclusiveMinimum and exclusiveMaximum of integers (counts and lengths up
 //   to 65535, bounds within 64-bit integers; not beside enum or const);
+//   pattern (the string's text matches it whole, as xgrammar reads a
+//   pattern, and is written without escapes; the syntax in regex_dfa.h;
+//   not beside minLength / maxLength, enum or const);
 //   the annotations title, description, $schema, $id, $comment, default,
 //   examples, deprecated, readOnly, writeOnly, $defs and definitions.
 // Integers are "0" or an optional "-" then [1-9][0-9]* (as xgrammar).
@@ -49,6 +52,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/sampling/json_lexer.h"
+#include "engine/sampling/regex_dfa.h"
 
 namespace attnserve {
 
@@ -73,8 +77,10 @@ struct SchemaNode {
   // kObject: one per key; kArray: the items; kUnion, kTagged: the alternatives.
   std::vector<int> children;
   std::vector<bool> required;
-  // kString: length bounds in characters (code points); max -1: none.
+  // kString: length bounds in characters (code points); max -1: none. Or
+  // a pattern its text must match whole (regex_dfa.h).
   int min_length = 0, max_length = -1;
+  std::shared_ptr<const RegexDfa> pattern;
   // kArray: item count bounds (max -1: none), and which of the acceptor's
   // count slots holds its count (the number of bounded arrays above it; -1
   // when unbounded).
@@ -152,7 +158,7 @@ class JsonSchemaAcceptor {
   const CompiledJsonSchema* schema_;
   // kMembers / kLiteral: candidates still matching; kNumber of a bounded
   // integer: its digits' value so far (saturating at kHugeMagnitude, past
-  // every 64-bit bound).
+  // every 64-bit bound); kString with a pattern: the pattern's DFA state.
   uint64_t cand_ = 0;
   uint16_t node_;
   // kMembers / kLiteral / kAfterItem: bytes matched; kString of a bounded

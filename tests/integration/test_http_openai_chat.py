@@ -151,8 +151,8 @@ def test_what_the_template_or_the_server_refuses_is_a_400_naming_it(client):
                                               "tool_choice": {"type": "function", "function": {"name": "g"}}},
          "tool_choice.function.name: \"g\" is not one of the tools"),
         ([{"role": "user", "content": "a"}], {"tools": [{"type": "function", "function": {"name": "f", "parameters": {
-            "type": "object", "properties": {"x": {"type": "string", "pattern": "a+"}}}}}], "tool_choice": "required"},
-         "items.anyOf[0].properties.parameters.properties.x: 'pattern' is not supported"),
+            "type": "object", "properties": {"x": {"type": "string", "format": "email"}}}}}], "tool_choice": "required"},
+         "items.anyOf[0].properties.parameters.properties.x: 'format' is not supported"),
         ([{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:,"}}]}], {},
          "messages[0].content[0].type: not supported"),
     ]
@@ -409,14 +409,30 @@ def test_json_schema_response_format_answers_with_an_instance_of_the_schema(serv
                                       seed=seed, logit_bias={"37": 6}, extra_body={"guided_json": PERSON})
         if r.choices[0].finish_reason == "stop":
             jsonschema.validate(json.loads(r.choices[0].text), PERSON)
+    # A pattern holds a string to it, whole (as xgrammar reads one).
+    import re
+    coded = {"type": "object", "properties": {"code": {"type": "string", "pattern": "[A-Z]{2}-\\d{3}"},
+                                              "tags": {"type": "array", "maxItems": 3,
+                                                       "items": {"type": "string", "pattern": "#[a-z]{1,8}"}}},
+             "required": ["code", "tags"]}
+    whole = 0
+    for seed in range(3):
+        r = client.completions.create(model="stories260K", prompt="Lily said", max_tokens=60, temperature=1.0,
+                                      seed=seed, extra_body={"guided_json": coded})
+        if r.choices[0].finish_reason == "stop":
+            whole += 1
+            value = json.loads(r.choices[0].text)
+            assert re.fullmatch(r"[A-Z]{2}-\d{3}", value["code"]), value
+            assert len(value["tags"]) <= 3 and all(re.fullmatch(r"#[a-z]{1,8}", t) for t in value["tags"]), value
+    assert whole > 0
     # What the schema mode does not implement is a 400 naming it.
     openai = pytest.importorskip("openai")
     bad = {"type": "json_schema", "json_schema": {"name": "p", "schema": {
-        "type": "object", "properties": {"code": {"type": "string", "pattern": "^[A-Z]+$"}}}}}
+        "type": "object", "properties": {"code": {"type": "string", "format": "date"}}}}}
     with pytest.raises(openai.BadRequestError) as e:
         client.chat.completions.create(model="stories260K", messages=case["messages"], max_tokens=8,
                                        response_format=bad)
-    assert "properties.code: 'pattern' is not supported" in str(e.value), str(e.value)
+    assert "properties.code: 'format' is not supported" in str(e.value), str(e.value)
 
 
 def test_openai_parse_helper_with_a_pydantic_model(server, client):

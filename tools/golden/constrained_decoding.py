@@ -169,6 +169,12 @@ CASES = [
         {"type": "object", "properties": {"name": {"type": "string", "enum": ["get_time"]}, "parameters": {
             "type": "object", "properties": {"zone": {"type": "string", "maxLength": 8}}, "required": ["zone"]}},
          "required": ["name", "parameters"]}]}}}, ONCE, 120, {"37": 6.0, "432": -100.0, "47": -100.0}),
+    # Patterns (regex_dfa.h): the story model's text held to them.
+    ("schema_patterns", {"schema": {"type": "object", "properties": {
+        "code": {"type": "string", "pattern": "[A-Z]{2}-\\d{3}"},
+        "name": {"type": "string", "pattern": "[A-Za-z ]{1,12}"},
+        "answer": {"type": "string", "pattern": "yes|no|maybe( not)?"}},
+        "required": ["code", "name", "answer"]}}, ONCE, 80, {}),
 ]
 
 

@@ -24,6 +24,7 @@ Usage: .cache/venv/bin/python tools/golden/json_schema_documents.py
 import json
 import pathlib
 import random
+import re
 import sys
 from importlib import metadata
 
@@ -121,7 +122,28 @@ SCHEMAS = [
              "required": ["kind"]},
             {"type": "null"}]}},
      "required": ["calls"]},
+    # Patterns: the string's text matches the whole pattern, written without
+    # escapes (xgrammar's reading).
+    {"type": "object", "properties": {
+        "code": {"type": "string", "pattern": "^[A-Z]{2}-\\d{3,5}$"},
+        "word": {"type": "string", "pattern": "(ab|cd)*e?"},
+        "any": {"type": "string", "pattern": "a.c"},
+        "uni": {"type": "string", "pattern": "[é日-本]+x|😀"},
+        "opt": {"type": ["string", "null"], "pattern": "[^a-c]{1,2}"},
+        "mix": {"type": "string", "pattern": "\\w+\\s\\W(?:yes|no)?"}},
+     "required": ["code", "word"]},
 ]
+
+# Strings each pattern matches whole (re.fullmatch checks them), for the
+# instances; the mutants give the rest.
+PATTERN_EXAMPLES = {
+    "^[A-Z]{2}-\\d{3,5}$": ["AB-123", "ZZ-99999", "QX-0000"],
+    "(ab|cd)*e?": ["", "ab", "cdab", "abe", "e"],
+    "a.c": ["abc", "a c", "aéc", "a😀c", "a-c"],
+    "[é日-本]+x|😀": ["éx", "日本x", "😀", "éé日x"],
+    "[^a-c]{1,2}": ["d", "zz", "é", "-9"],
+    "\\w+\\s\\W(?:yes|no)?": ["a_1 -", "x ~", "Z9 !yes", "w %no"],
+}
 
 # Documents at and past the bounds of schema 7 (mutants find more).
 BOUNDS_DOCS = [
@@ -171,6 +193,10 @@ def instance(rng, s, root=None):
     if isinstance(t, list):
         t = rng.choice(t)
     if t == "string":
+        if "pattern" in s:
+            text = rng.choice(PATTERN_EXAMPLES[s["pattern"]])
+            assert re.fullmatch(s["pattern"], text, re.ASCII), (s["pattern"], text)  # ECMA-262: \w is ASCII
+            return text
         if "minLength" in s or "maxLength" in s:
             lo = s.get("minLength", 0)
             return "".join(rng.choice(BOUNDED_CHARS) for _ in range(rng.randint(lo, s.get("maxLength", lo + 4))))
@@ -232,7 +258,7 @@ def main():
             jsonschema.validate(inst, schema)
             # Escaped non-ASCII only where lengths are not bounded (a bounded
             # string is written without escapes).
-            text = json.dumps(inst, ensure_ascii=rng.random() < 0.3 and schema is not SCHEMAS[7]).encode()
+            text = json.dumps(inst, ensure_ascii=rng.random() < 0.3 and schema not in (SCHEMAS[7], SCHEMAS[9])).encode()
             assert xgrammar_takes(text), text
             docs.add(text)
             docs.update(json_documents.mutants(rng, text, 8, MUTATION_BYTES))

@@ -1,0 +1,56 @@
+// Regular expressions as byte-level DFAs, for JSON schema mode's "pattern":
+// a string's text must match the whole pattern (anchored at both ends, as
+// xgrammar reads a pattern), written without escapes.
+//
+// Syntax (the common subset of ECMA-262 and Python's re): literals (UTF-8),
+// "." (any allowed character), classes [a-z] [^...] with \d \w \s inside,
+// the escapes \d \D \w \W \s \S \n \t \r \f \v \xHH \uHHHH and escaped
+// punctuation, groups (...) (?:...) (?<name>...) (?P<name>...),
+// alternation |, the quantifiers * + ? {n} {n,} {n,m} (a lazy "?" after one
+// changes nothing here: the language is the same), and ^ / $ at the very
+// start / end. Refused with the reason: lookaround, backreferences, \b and
+// other anchors, possessive quantifiers, flags.
+//
+// Compiled once per schema: a Thompson NFA over bytes (each code point
+// range split into UTF-8 byte sequences), then subset construction over
+// byte classes, then every state from which no accepting state can be
+// reached removed, so a state that exists can always still match: a mask
+// built from it never leads into a dead end.
+#ifndef ATTNSERVE_ENGINE_SAMPLING_REGEX_DFA_H_
+#define ATTNSERVE_ENGINE_SAMPLING_REGEX_DFA_H_
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace attnserve {
+
+inline constexpr int kMaxRegexBytes = 4096;
+inline constexpr int kMaxRegexNfaStates = 20000;
+inline constexpr int kMaxRegexDfaStates = 4096;
+
+struct RegexDfa {
+  std::array<uint8_t, 256> byte_class{};  // byte -> its class
+  int num_classes = 0;
+  int start = 0;
+  std::vector<int32_t> next;  // state * num_classes + class -> state, or -1
+  std::vector<uint8_t> accepting;
+
+  int Step(int state, uint8_t byte) const { return next[state * num_classes + byte_class[byte]]; }
+  int64_t bytes() const {
+    return static_cast<int64_t>(next.size() * sizeof(int32_t) + accepting.size() + sizeof(*this));
+  }
+};
+
+// `pattern` as a DFA over the UTF-8 bytes of its matches, every character
+// of which lies in [0x20, 0x10FFFF] but '"' and '\\' (a JSON string's
+// characters that need no escape) and is no surrogate. INVALID_ARGUMENT
+// with the reason and where in the pattern.
+absl::StatusOr<RegexDfa> CompileJsonStringRegex(std::string_view pattern);
+
+}  // namespace attnserve
+
+#endif  // ATTNSERVE_ENGINE_SAMPLING_REGEX_DFA_H_
