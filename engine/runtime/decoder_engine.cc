@@ -241,6 +241,7 @@ absl::StatusOr<SeqId> DecoderEngine::AddSequence(std::vector<int32_t> prompt,
           for (auto it = schemas_.begin(); it != schemas_.end();) {
             if (it->second != nullptr && it->second.use_count() == 1) {
               schema_mask_bytes_ -= static_cast<int64_t>(it->second->masks.size()) * model_->config().vocab_size;
+              schema_pattern_bytes_ -= it->second->schema->pattern_bytes;
               schemas_.erase(it++);
             } else {
               ++it;
@@ -255,6 +256,7 @@ absl::StatusOr<SeqId> DecoderEngine::AddSequence(std::vector<int32_t> prompt,
         std::shared_ptr<SchemaMasks>& slot = schemas_[params.json_schema];
         slot = std::make_shared<SchemaMasks>();
         slot->schema = *std::move(schema);
+        schema_pattern_bytes_ += slot->schema->pattern_bytes;
         s->schema = slot;
       } else {
         s->schema = entry;
@@ -559,7 +561,7 @@ absl::StatusOr<std::vector<StepEvent>> DecoderEngine::Step(absl::Span<const Step
 int64_t DecoderEngine::json_mask_bytes() const {
   int64_t bytes = (vocabulary_ == nullptr ? 0 : vocabulary_->bytes()) +
                   (json_mask_ == nullptr ? 0 : json_mask_->cache_bytes());
-  return bytes + schema_mask_bytes_;
+  return bytes + schema_mask_bytes_ + schema_pattern_bytes_;
 }
 
 void DecoderEngine::Release(SeqId seq) {

@@ -55,9 +55,11 @@ enum class OutputFormat : uint8_t { kText, kJsonObject, kChoice, kJsonSchema };
 
 // JSON schema mode keeps each schema's token masks by grammar state across
 // requests (the same schema's next request starts warm): at most this many
-// bytes of masks in all, and this many schemas.
-inline constexpr int64_t kSchemaMaskCacheBytes = int64_t{16} << 20;
+// bytes of masks in all, and this many schemas. The schemas' pattern
+// automata (at most kMaxSchemaPatternBytes each) take the rest of a 16 MiB
+// budget.
 inline constexpr int kMaxCachedSchemas = 64;
+inline constexpr int64_t kSchemaMaskCacheBytes = (int64_t{16} << 20) - kMaxCachedSchemas * kMaxSchemaPatternBytes;
 
 struct GenerationParams {
   int max_new_tokens = 64;          // >= 1
@@ -217,6 +219,7 @@ class DecoderEngine {
   };
   absl::flat_hash_map<std::string, std::shared_ptr<SchemaMasks>> schemas_;  // by the schema's text
   int64_t schema_mask_bytes_ = 0;
+  int64_t schema_pattern_bytes_ = 0;  // the cached schemas' pattern automata
   std::vector<uint8_t> constraint_allowed_;  // reused across draws
   std::vector<int32_t> end_ids_;             // likewise
   absl::flat_hash_map<SeqId, std::unique_ptr<Sequence>> seqs_;

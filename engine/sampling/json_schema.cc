@@ -436,6 +436,11 @@ class Compiler {
           return absl::InvalidArgumentError(
               absl::StrCat(Where(path), ": 'pattern' ", Canonical(*p), ": ", dfa.status().message()));
         }
+        out_.pattern_bytes += dfa->bytes();
+        if (out_.pattern_bytes > kMaxSchemaPatternBytes) {
+          return Unsupported(path, absl::StrCat("'pattern': the schema's patterns need ", out_.pattern_bytes,
+                                                " bytes of automata, more than ", kMaxSchemaPatternBytes));
+        }
         out_.nodes[id].pattern = std::make_shared<const RegexDfa>(std::move(*dfa));
       }
       return id;

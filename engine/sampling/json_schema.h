@@ -62,6 +62,8 @@ inline constexpr int kMaxSchemaMembers = 63;  // properties of an object, values
 inline constexpr size_t kMaxSchemaBytes = 64 * 1024;
 inline constexpr int kMaxBoundedArrayDepth = 3;  // arrays with minItems/maxItems inside one another
 inline constexpr int kMaxSchemaCount = 65535;    // minLength, maxLength, minItems, maxItems
+// The tables of a schema's pattern automata, all of its patterns together.
+inline constexpr int64_t kMaxSchemaPatternBytes = 64 * 1024;
 
 struct SchemaNode {
   // kTagged: objects told apart by their first property (a tag), as in a
@@ -99,6 +101,7 @@ struct SchemaNode {
 struct CompiledJsonSchema {
   std::vector<SchemaNode> nodes;  // some may be unreachable (alternatives merged into a sibling)
   int root = 0;                   // the top-level object
+  int64_t pattern_bytes = 0;      // its pattern automata (RegexDfa::bytes), at most kMaxSchemaPatternBytes
 };
 
 // The schema's JSON text. INVALID_ARGUMENT names what is unsupported and

@@ -14,6 +14,7 @@
 
 #include "engine/runtime/decoder_engine.h"
 #include "engine/sampling/json_acceptor.h"
+#include "engine/sampling/json_schema.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -357,7 +358,20 @@ TEST(JsonSchemaModeTest, ASchemasMasksServeItsNextRequestAndAreCounted) {
   EXPECT_EQ(first.text.rfind("{\"name\": \"", 0), 0u) << first.text;
   p.json_schema = R"({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]})";
   Generate(*engine, Prompt("Tim had a ball"), p);
-  EXPECT_GT(engine->json_mask_bytes(), after_first);  // another schema, more masks
+  const int64_t after_second = engine->json_mask_bytes();
+  EXPECT_GT(after_second, after_first);  // another schema, more masks
+  // A schema with a pattern: its automaton is counted too, beyond its masks.
+  p.json_schema = R"({"type": "object", "properties": {"c": {"type": "string", "pattern": "[a-z]{1,40}"}},
+                      "required": ["c"]})";
+  const std::shared_ptr<const CompiledJsonSchema> compiled = *CompileJsonSchema(p.json_schema);
+  ASSERT_GT(compiled->pattern_bytes, 40 * 4);
+  const JsonRun patterned = Generate(*engine, Prompt("Tim had a ball"), p);
+  // The rest is whole masks, a byte per token of stories260K's 512.
+  constexpr int64_t kVocab = 512;
+  ASSERT_NE(compiled->pattern_bytes % kVocab, 0);
+  const int64_t masks = engine->json_mask_bytes() - after_second - compiled->pattern_bytes;
+  EXPECT_GT(masks, 0) << patterned.text;
+  EXPECT_EQ(masks % kVocab, 0) << patterned.text;
 }
 
 TEST(ChoiceTest, RefusedWhereItCannotWork) {
