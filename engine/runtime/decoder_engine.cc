@@ -42,6 +42,11 @@ struct DecoderEngine::Sequence {
     if (schema_state.has_value()) return schema_state->complete();
     return choice->complete();
   }
+  bool constraint_can_continue() const {
+    if (json.has_value()) return !json->complete();
+    if (schema_state.has_value()) return schema_state->can_continue();
+    return choice->can_continue();
+  }
 
   Sequence(const Tokenizer& tokenizer, int32_t last_prompt_token, std::vector<std::string> stop, bool include_stop)
       : detok(tokenizer, last_prompt_token), stops(std::move(stop), include_stop) {}
@@ -140,6 +145,17 @@ absl::Status ValidateGenerationParams(const GenerationParams& p, const ModelDesc
   } else if (!p.json_schema.empty()) {
     return absl::InvalidArgumentError("json_schema: only with the JSON schema format");
   }
+  if (p.output_format == OutputFormat::kRegex) {
+    if (p.ignore_eos || p.min_tokens > 0) {
+      return absl::InvalidArgumentError(absl::StrCat(p.ignore_eos ? "ignore_eos" : "min_tokens",
+                                                     " cannot be combined with a regex: the match decides where "
+                                                     "the output may end"));
+    }
+    absl::StatusOr<std::shared_ptr<const CompiledJsonSchema>> regex = CompileRegexConstraint(p.regex);
+    if (!regex.ok()) return regex.status();
+  } else if (!p.regex.empty()) {
+    return absl::InvalidArgumentError("regex: only with the regex format");
+  }
   if (p.top_logprobs > 0 && !p.logprobs) {
     return absl::InvalidArgumentError("top_logprobs needs logprobs = true");
   }
@@ -233,8 +249,11 @@ absl::StatusOr<SeqId> DecoderEngine::AddSequence(std::vector<int32_t> prompt,
     if (params.output_format == OutputFormat::kJsonObject) {
       if (json_mask_ == nullptr) json_mask_ = std::make_unique<JsonTokenMask>(vocabulary_);
       s->json.emplace();
-    } else if (params.output_format == OutputFormat::kJsonSchema) {
-      std::shared_ptr<SchemaMasks>& entry = schemas_[params.json_schema];
+    } else if (params.output_format == OutputFormat::kJsonSchema || params.output_format == OutputFormat::kRegex) {
+      // Regexes share the schemas' cache; no schema text starts so.
+      const std::string key =
+          params.output_format == OutputFormat::kRegex ? "regex:" + params.regex : params.json_schema;
+      std::shared_ptr<SchemaMasks>& entry = schemas_[key];
       if (entry == nullptr) {
         if (static_cast<int>(schemas_.size()) > kMaxCachedSchemas) {
           // Forget the schemas no running sequence uses (entry is new, so kept).
@@ -248,12 +267,14 @@ absl::StatusOr<SeqId> DecoderEngine::AddSequence(std::vector<int32_t> prompt,
             }
           }
         }
-        absl::StatusOr<std::shared_ptr<const CompiledJsonSchema>> schema = CompileJsonSchema(params.json_schema);
+        absl::StatusOr<std::shared_ptr<const CompiledJsonSchema>> schema =
+            params.output_format == OutputFormat::kRegex ? CompileRegexConstraint(params.regex)
+                                                        : CompileJsonSchema(params.json_schema);
         if (!schema.ok()) {  // validated above: cannot happen
-          schemas_.erase(params.json_schema);
+          schemas_.erase(key);
           return schema.status();
         }
-        std::shared_ptr<SchemaMasks>& slot = schemas_[params.json_schema];
+        std::shared_ptr<SchemaMasks>& slot = schemas_[key];
         slot = std::make_shared<SchemaMasks>();
         slot->schema = *std::move(schema);
         schema_pattern_bytes_ += slot->schema->pattern_bytes;
@@ -300,7 +321,7 @@ bool DecoderEngine::AdvanceConstraint(Sequence& s, int32_t token) {
   const bool end_id = std::binary_search(eos_ids_.begin(), eos_ids_.end(), token) ||
                       std::find(s.params.end_of_turn_ids.begin(), s.params.end_of_turn_ids.end(), token) !=
                           s.params.end_of_turn_ids.end();
-  if (end_id || tok.IsControl(token) || (!s.choice.has_value() && complete)) return complete;
+  if (end_id || tok.IsControl(token) || (complete && !s.constraint_can_continue())) return complete;
   const std::string bytes = tok.TokenBytes(token, s.constraint_prev);
   s.constraint_prev = token;
   if (s.json.has_value()) return s.json->Feed(bytes);
@@ -322,8 +343,10 @@ int DecoderEngine::FillConstraintMask(Sequence& s) {
   if (s.json.has_value()) return json_mask_->Fill(*s.json, end_ids_, constraint_allowed_);
   if (s.schema_state.has_value()) {
     const int vocab = model_->config().vocab_size;
-    if (s.schema_state->complete()) {
-      constraint_allowed_.assign(vocab, 0);
+    // Where the output may end, the end ids; where it may go on, the tokens
+    // that keep it on course (a regex match may do both).
+    const bool complete = s.schema_state->complete();
+    auto allow_ends = [&]() {
       int count = 0;
       for (int32_t id : end_ids_) {
         if (id >= 0 && id < vocab && constraint_allowed_[id] == 0) {
@@ -332,22 +355,30 @@ int DecoderEngine::FillConstraintMask(Sequence& s) {
         }
       }
       return count;
+    };
+    if (!s.schema_state->can_continue()) {
+      constraint_allowed_.assign(vocab, 0);
+      return allow_ends();
     }
+    // Cached masks hold the walked tokens only: the end ids differ between
+    // requests (a chat's end of turn), so they are added after.
     const JsonSchemaAcceptor::Key key = s.schema_state->StateKey();
     auto& masks = s.schema->masks;
+    int count;
     if (auto it = masks.find(key); it != masks.end()) {
       constraint_allowed_ = it->second.first;
-      return it->second.second;
+      count = it->second.second;
+    } else {
+      constraint_allowed_.assign(vocab, 0);
+      count = vocabulary_->Walk(*s.schema_state, constraint_allowed_);
+      if (schema_mask_bytes_ + vocab > kSchemaMaskCacheBytes) {
+        for (auto& [text, entry] : schemas_) entry->masks.clear();
+        schema_mask_bytes_ = 0;
+      }
+      masks[key] = {constraint_allowed_, count};
+      schema_mask_bytes_ += vocab;
     }
-    constraint_allowed_.assign(vocab, 0);
-    const int count = vocabulary_->Walk(*s.schema_state, constraint_allowed_);
-    if (schema_mask_bytes_ + vocab > kSchemaMaskCacheBytes) {
-      for (auto& [text, entry] : schemas_) entry->masks.clear();
-      schema_mask_bytes_ = 0;
-    }
-    masks[key] = {constraint_allowed_, count};
-    schema_mask_bytes_ += vocab;
-    return count;
+    return count + (complete ? allow_ends() : 0);
   }
   constraint_allowed_.assign(model_->config().vocab_size, 0);
   int count = 0;

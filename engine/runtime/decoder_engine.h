@@ -51,7 +51,10 @@ namespace attnserve {
 // response_format {"type": "json_schema"}: one JSON object that
 // GenerationParams::json_schema accepts, written as
 // engine/sampling/json_schema.h says.
-enum class OutputFormat : uint8_t { kText, kJsonObject, kChoice, kJsonSchema };
+// kRegex (vLLM's guided_regex): the whole output matches
+// GenerationParams::regex (engine/sampling/regex_dfa.h); it may end once it
+// does, or go on where the regex allows.
+enum class OutputFormat : uint8_t { kText, kJsonObject, kChoice, kJsonSchema, kRegex };
 
 // JSON schema mode keeps each schema's token masks by grammar state across
 // requests (the same schema's next request starts warm): at most this many
@@ -110,6 +113,8 @@ struct GenerationParams {
   std::vector<std::string> choices;
   // kJsonSchema: the schema's JSON text (CompileJsonSchema's subset).
   std::string json_schema;
+  // kRegex: the regex (at most kMaxRegexBytes).
+  std::string regex;
 };
 
 inline constexpr int kMaxStopStrings = 16;

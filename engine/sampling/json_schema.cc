@@ -101,6 +101,7 @@ std::bitset<256> FirstBytes(const CompiledJsonSchema& schema, int id) {
     case SchemaNode::Kind::kUnion:
       for (int c : n.children) first |= FirstBytes(schema, c);
       break;
+    case SchemaNode::Kind::kText: break;  // never an alternative
   }
   return first;
 }
@@ -630,7 +631,39 @@ absl::StatusOr<std::shared_ptr<const CompiledJsonSchema>> CompileJsonSchema(std:
   return std::shared_ptr<const CompiledJsonSchema>(std::move(out));
 }
 
+absl::StatusOr<std::shared_ptr<const CompiledJsonSchema>> CompileRegexConstraint(std::string_view regex) {
+  absl::StatusOr<RegexDfa> dfa = CompileTextRegex(regex);
+  if (!dfa.ok()) return absl::InvalidArgumentError(absl::StrCat("regex: ", dfa.status().message()));
+  auto out = std::make_shared<CompiledJsonSchema>();
+  SchemaNode n;
+  n.kind = SchemaNode::Kind::kText;
+  out->pattern_bytes = dfa->bytes();
+  if (out->pattern_bytes > kMaxSchemaPatternBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("regex: its automaton needs ", out->pattern_bytes,
+                                                   " bytes, more than ", kMaxSchemaPatternBytes));
+  }
+  n.pattern = std::make_shared<const RegexDfa>(*std::move(dfa));
+  out->nodes.push_back(std::move(n));
+  return std::shared_ptr<const CompiledJsonSchema>(std::move(out));
+}
+
 // ---- JsonSchemaAcceptor ----
+
+JsonSchemaAcceptor::JsonSchemaAcceptor(const CompiledJsonSchema* schema)
+    : schema_(schema), node_(static_cast<uint16_t>(schema->root)) {
+  if (node().kind == SchemaNode::Kind::kText) {
+    phase_ = Phase::kText;
+    cand_ = static_cast<uint64_t>(node().pattern->start);
+  }
+}
+
+bool JsonSchemaAcceptor::complete() const {
+  return phase_ == Phase::kDone || (phase_ == Phase::kText && node().pattern->accepting[cand_]);
+}
+
+bool JsonSchemaAcceptor::can_continue() const {
+  return phase_ != Phase::kDone && (phase_ != Phase::kText || node().pattern->has_next[cand_]);
+}
 
 void JsonSchemaAcceptor::EnterMembers(int next, bool written) {
   const SchemaNode& n = node();
@@ -804,7 +837,8 @@ bool JsonSchemaAcceptor::StartValue(uint8_t byte) {
           case SchemaNode::Kind::kLiterals:
             for (const std::string& l : alt.literals) starts |= static_cast<uint8_t>(l[0]) == byte;
             break;
-          case SchemaNode::Kind::kUnion: break;
+          case SchemaNode::Kind::kUnion:
+          case SchemaNode::Kind::kText: break;  // flattened; only a root
         }
         if (starts) {
           node_ = static_cast<uint16_t>(child);
@@ -813,6 +847,8 @@ bool JsonSchemaAcceptor::StartValue(uint8_t byte) {
         }
       }
       return false;
+    case SchemaNode::Kind::kText:
+      return false;  // read in Phase::kText from the start
   }
   return false;
 }
@@ -860,6 +896,12 @@ bool JsonSchemaAcceptor::Feed(uint8_t byte) {
       return false;
     case Phase::kLiteral:
       return FeedLiteral(byte);
+    case Phase::kText: {
+      const int next = node().pattern->Step(static_cast<int>(cand_), byte);
+      if (next < 0) return false;
+      cand_ = static_cast<uint64_t>(next);
+      return true;
+    }
     case Phase::kDone:
       return false;
   }
@@ -938,6 +980,9 @@ JsonSchemaAcceptor::Key JsonSchemaAcceptor::StateKey() const {
       break;
     case Phase::kAfterItem:
       offset = offset_;
+      break;
+    case Phase::kText:
+      value = cand_;
       break;
     default:
       break;

@@ -69,7 +69,9 @@ struct SchemaNode {
   // kTagged: objects told apart by their first property (a tag), as in a
   // discriminated union: its literals are each alternative's opening text
   // through its tag value ("{\"type\": \"dog\""), read like kLiterals.
-  enum class Kind : uint8_t { kObject, kArray, kString, kNumber, kInteger, kLiterals, kUnion, kTagged };
+  // kText: a whole output held to a regex (CompileRegexConstraint), the
+  // only node of its "schema".
+  enum class Kind : uint8_t { kObject, kArray, kString, kNumber, kInteger, kLiterals, kUnion, kTagged, kText };
   Kind kind = Kind::kString;
   int parent = -1;
   int index_in_parent = 0;  // which property (object parent) or alternative (union parent)
@@ -80,7 +82,7 @@ struct SchemaNode {
   std::vector<int> children;
   std::vector<bool> required;
   // kString: length bounds in characters (code points); max -1: none. Or
-  // a pattern its text must match whole (regex_dfa.h).
+  // a pattern its text must match whole (regex_dfa.h); kText: the regex.
   int min_length = 0, max_length = -1;
   std::shared_ptr<const RegexDfa> pattern;
   // kArray: item count bounds (max -1: none), and which of the acceptor's
@@ -108,16 +110,24 @@ struct CompiledJsonSchema {
 // where ("properties.age: 'minimum' is not supported ...").
 absl::StatusOr<std::shared_ptr<const CompiledJsonSchema>> CompileJsonSchema(std::string_view schema_json);
 
+// A whole output held to a regex (vLLM's guided_regex, TGI's regex grammar;
+// the syntax in regex_dfa.h, over any text): a "schema" of one kText node,
+// read by JsonSchemaAcceptor like the others, so the engine's per-schema
+// mask cache serves it as well.
+absl::StatusOr<std::shared_ptr<const CompiledJsonSchema>> CompileRegexConstraint(std::string_view regex);
+
 class JsonSchemaAcceptor {
  public:
-  explicit JsonSchemaAcceptor(const CompiledJsonSchema* schema)
-      : schema_(schema), node_(static_cast<uint16_t>(schema->root)) {}
+  explicit JsonSchemaAcceptor(const CompiledJsonSchema* schema);
 
   // False: no text the schema accepts continues with this byte (the state is
   // then unusable; callers test on a copy).
   bool Feed(uint8_t byte);
-  // The output is a whole value; only the end of output may follow.
-  bool complete() const { return phase_ == Phase::kDone; }
+  // The output is whole: the end of output may follow.
+  bool complete() const;
+  // Some byte may follow (after a whole JSON value none can; after a regex
+  // match, more may).
+  bool can_continue() const;
 
   // Equal exactly when every byte string gets the same answer (for caching
   // token masks; the schema itself is not part of it).
@@ -133,6 +143,7 @@ class JsonSchemaAcceptor {
     kString,      // inside a string value (string_)
     kNumber,      // inside a number (number_)
     kLiteral,     // matching node_'s literals (cand_, offset_)
+    kText,        // a kText node's regex (its DFA state in cand_)
     kDone,
   };
 

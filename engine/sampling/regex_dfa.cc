@@ -57,29 +57,28 @@ Ranges Intersect(const Ranges& a, const Ranges& b) {
 }
 
 // A JSON string's characters that need no escape, surrogates left out.
-const Ranges& Allowed() {
+const Ranges& JsonStringAlphabet() {
   static const Ranges* allowed = new Ranges{{0x20, 0x21}, {0x23, 0x5B}, {0x5D, 0xD7FF}, {0xE000, kMaxCodePoint}};
+  return *allowed;
+}
+
+// Every character, surrogates left out.
+const Ranges& TextAlphabet() {
+  static const Ranges* allowed = new Ranges{{0, 0xD7FF}, {0xE000, kMaxCodePoint}};
   return *allowed;
 }
 
 struct Node {
   enum class Kind { kEmpty, kChars, kConcat, kAlt, kRepeat };
   Kind kind = Kind::kEmpty;
-  Ranges chars;  // kChars, already within Allowed()
+  Ranges chars;  // kChars, already within the alphabet
   std::vector<std::unique_ptr<Node>> children;
   int min = 0, max = -1;  // kRepeat; max -1: no bound
 };
 
-std::unique_ptr<Node> Chars(Ranges r) {
-  auto n = std::make_unique<Node>();
-  n->kind = Node::Kind::kChars;
-  n->chars = Intersect(Normalize(std::move(r)), Allowed());
-  return n;
-}
-
 class Parser {
  public:
-  explicit Parser(std::string_view pattern) : p_(pattern) {}
+  Parser(std::string_view pattern, const Ranges& alphabet) : p_(pattern), alphabet_(alphabet) {}
 
   absl::StatusOr<std::unique_ptr<Node>> Parse() {
     if (Peek('^')) ++pos_;
@@ -335,7 +334,9 @@ class Parser {
         return inner;
       }
       case '[': return Class();
-      case '.': ++pos_; return Chars(Ranges{{0, kMaxCodePoint}});  // newline is not allowed anyway
+      // Any character, newline included, as xgrammar (vLLM's default
+      // backend) reads "."; in a JSON string a newline is never allowed.
+      case '.': ++pos_; return Chars(Ranges{{0, kMaxCodePoint}});
       case '\\': {
         ++pos_;
         absl::StatusOr<Ranges> e = Escape(false);
@@ -356,7 +357,15 @@ class Parser {
     }
   }
 
+  std::unique_ptr<Node> Chars(Ranges r) const {
+    auto n = std::make_unique<Node>();
+    n->kind = Node::Kind::kChars;
+    n->chars = Intersect(Normalize(std::move(r)), alphabet_);
+    return n;
+  }
+
   std::string_view p_;
+  const Ranges& alphabet_;
   size_t pos_ = 0;
 };
 
@@ -525,13 +534,11 @@ std::vector<int> Closure(const Nfa& nfa, std::vector<int> states) {
   return states;
 }
 
-}  // namespace
-
-absl::StatusOr<RegexDfa> CompileJsonStringRegex(std::string_view pattern) {
+absl::StatusOr<RegexDfa> Compile(std::string_view pattern, const Ranges& alphabet, std::string_view none) {
   if (pattern.size() > static_cast<size_t>(kMaxRegexBytes)) {
     return absl::InvalidArgumentError(absl::StrCat(pattern.size(), " bytes, at most ", kMaxRegexBytes));
   }
-  Parser parser(pattern);
+  Parser parser(pattern, alphabet);
   absl::StatusOr<std::unique_ptr<Node>> ast = parser.Parse();
   if (!ast.ok()) return ast.status();
   Nfa nfa;
@@ -601,14 +608,26 @@ absl::StatusOr<RegexDfa> CompileJsonStringRegex(std::string_view pattern) {
       }
     }
   }
-  if (!live[dfa.start]) {
-    return absl::InvalidArgumentError("it matches no string written without escapes (no '\"', '\\\\' or control "
-                                      "characters)");
-  }
+  if (!live[dfa.start]) return absl::InvalidArgumentError(std::string(none));
   for (int32_t& t : dfa.next) {
     if (t >= 0 && !live[t]) t = -1;
   }
+  dfa.has_next.assign(n, 0);
+  for (int d = 0; d < n; ++d) {
+    for (int c = 0; c < dfa.num_classes; ++c) dfa.has_next[d] |= dfa.next[d * dfa.num_classes + c] >= 0;
+  }
   return dfa;
+}
+
+}  // namespace
+
+absl::StatusOr<RegexDfa> CompileJsonStringRegex(std::string_view pattern) {
+  return Compile(pattern, JsonStringAlphabet(),
+                 "it matches no string written without escapes (no '\"', '\\' or control characters)");
+}
+
+absl::StatusOr<RegexDfa> CompileTextRegex(std::string_view pattern) {
+  return Compile(pattern, TextAlphabet(), "it matches no text");
 }
 
 }  // namespace attnserve

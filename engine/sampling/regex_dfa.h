@@ -1,6 +1,7 @@
-// Regular expressions as byte-level DFAs, for JSON schema mode's "pattern":
-// a string's text must match the whole pattern (anchored at both ends, as
-// xgrammar reads a pattern), written without escapes.
+// Regular expressions as byte-level DFAs: for JSON schema mode's "pattern"
+// (a string's text must match the whole pattern, anchored at both ends as
+// xgrammar reads a pattern, written without escapes) and for a whole output
+// held to a regex.
 //
 // Syntax (the common subset of ECMA-262 and Python's re): literals (UTF-8),
 // "." (any allowed character), classes [a-z] [^...] with \d \w \s inside,
@@ -38,10 +39,12 @@ struct RegexDfa {
   int start = 0;
   std::vector<int32_t> next;  // state * num_classes + class -> state, or -1
   std::vector<uint8_t> accepting;
+  std::vector<uint8_t> has_next;  // some byte leads on from the state
 
   int Step(int state, uint8_t byte) const { return next[state * num_classes + byte_class[byte]]; }
   int64_t bytes() const {
-    return static_cast<int64_t>(next.size() * sizeof(int32_t) + accepting.size() + sizeof(*this));
+    return static_cast<int64_t>(next.size() * sizeof(int32_t) + accepting.size() + has_next.size() +
+                                sizeof(*this));
   }
 };
 
@@ -50,6 +53,11 @@ struct RegexDfa {
 // characters that need no escape) and is no surrogate. INVALID_ARGUMENT
 // with the reason and where in the pattern.
 absl::StatusOr<RegexDfa> CompileJsonStringRegex(std::string_view pattern);
+
+// `pattern` over any text: every character but surrogates ("." any, a
+// newline too, as xgrammar reads it), for a whole output held to a regex
+// (vLLM's guided_regex, TGI's regex grammar).
+absl::StatusOr<RegexDfa> CompileTextRegex(std::string_view pattern);
 
 }  // namespace attnserve
 

@@ -149,12 +149,14 @@ absl::StatusOr<GenerationParams> ToGenerationParams(const v1::GenerateRequest& r
     case v1::RESPONSE_FORMAT_JSON_OBJECT: p.output_format = OutputFormat::kJsonObject; break;
     case v1::RESPONSE_FORMAT_CHOICE: p.output_format = OutputFormat::kChoice; break;
     case v1::RESPONSE_FORMAT_JSON_SCHEMA: p.output_format = OutputFormat::kJsonSchema; break;
+    case v1::RESPONSE_FORMAT_REGEX: p.output_format = OutputFormat::kRegex; break;
     default:
       return absl::InvalidArgumentError(
           absl::StrCat("sampling.response_format = ", s.response_format(), ": not a known format"));
   }
   p.choices.assign(s.choice().begin(), s.choice().end());
   p.json_schema = s.json_schema();
+  p.regex = s.regex();
   if (absl::Status st = ValidateGenerationParams(p, model); !st.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("sampling: ", st.message()));
   }

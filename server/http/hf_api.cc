@@ -101,15 +101,26 @@ absl::Status ParseSampling(const json& parameters, uint64_t random_seed, TgiCall
 
 // TGI's grammar: {"type": "json", "value": schema (an object or its text)}
 // is JSON schema mode; the schema's text is taken from the body again, in
-// order (nlohmann::json, which `parameters` is, sorts keys). Regular
-// expressions are not implemented.
+// order (nlohmann::json, which `parameters` is, sorts keys).
+// {"type": "regex", "value": "..."} holds the whole output to the regex.
 absl::Status ParseGrammar(const json& parameters, absl::string_view body, v1::SamplingParams* sampling) {
   const json* grammar = Field(parameters, "grammar");
   if (grammar == nullptr || grammar->is_null()) return absl::OkStatus();
   if (!grammar->is_object()) return TypeError("parameters.grammar", "an object", *grammar);
   const json* type = Field(*grammar, "type");
+  if (type != nullptr && type->is_string() && type->get<std::string>() == "regex") {
+    const json* value = Field(*grammar, "value");
+    if (value == nullptr || !value->is_string()) {
+      return absl::InvalidArgumentError("parameters.grammar.value: required, a regular expression (a string)");
+    }
+    sampling->set_response_format(v1::RESPONSE_FORMAT_REGEX);
+    sampling->set_regex(value->get<std::string>());
+    return absl::OkStatus();
+  }
   if (type == nullptr || !type->is_string() || type->get<std::string>() != "json") {
-    return Unsupported("parameters.grammar", "only {\"type\": \"json\", \"value\": <JSON schema>}; no regex");
+    return Unsupported("parameters.grammar",
+                       "only {\"type\": \"json\", \"value\": <JSON schema>} and {\"type\": \"regex\", \"value\": "
+                       "<regex>}");
   }
   const json* value = Field(*grammar, "value");
   if (value == nullptr || !(value->is_object() || value->is_string())) {

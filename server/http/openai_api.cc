@@ -293,11 +293,14 @@ absl::Status ParseSharedCompletionFields(const json& root, absl::string_view bod
   // vLLM's constrained-decoding extensions: unconstrained output where a
   // client asked for JSON or a grammar would look like success, so each is
   // refused by name rather than ignored with the other unknown fields.
-  for (const char* field : {"guided_regex", "guided_grammar", "logits_processors"}) {
+  for (const char* field : {"guided_grammar", "logits_processors"}) {
     if (Field(root, field) != nullptr) {
-      return Unsupported(field, "no such constraint; only guided_choice, guided_json and JSON mode");
+      return Unsupported(field, "no such constraint; only guided_choice, guided_json, guided_regex and JSON mode");
     }
   }
+  // A regex for the whole output: guided_regex or structured_outputs.regex.
+  const json* regex = Field(root, "guided_regex");
+  const char* regex_field = "guided_regex";
   // A JSON schema: vLLM's guided_json or structured_outputs.json, OpenAI's
   // response_format (below).
   std::string schema;
@@ -319,9 +322,13 @@ absl::Status ParseSharedCompletionFields(const json& root, absl::string_view bod
         }
         schema = OrderedSchemaText(body, {"structured_outputs", "json"});
         schema_field = "structured_outputs.json";
+      } else if (key == "regex") {
+        if (regex != nullptr) return absl::InvalidArgumentError("structured_outputs.regex: give guided_regex or it, not both");
+        regex = &value;
+        regex_field = "structured_outputs.regex";
       } else if (key != "choice") {
         return Unsupported(absl::StrCat("structured_outputs.", SanitizeUtf8(key)).c_str(),
-                           "no such constraint; only choice and json");
+                           "no such constraint; only choice, json and regex");
       }
     }
     if (choice != nullptr) {
@@ -376,6 +383,16 @@ absl::Status ParseSharedCompletionFields(const json& root, absl::string_view bod
     }
     shared->mutable_sampling()->set_response_format(v1::RESPONSE_FORMAT_JSON_SCHEMA);
     shared->mutable_sampling()->set_json_schema(schema);
+  }
+  if (regex != nullptr) {
+    if (!regex->is_string()) return TypeError(regex_field, "a string (a regular expression)", *regex);
+    if (shared->sampling().response_format() != v1::RESPONSE_FORMAT_TEXT) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(regex_field, ": a regex and another constraint (a schema, a choice, JSON mode) exclude each "
+                                    "other"));
+    }
+    shared->mutable_sampling()->set_response_format(v1::RESPONSE_FORMAT_REGEX);
+    shared->mutable_sampling()->set_regex(regex->get<std::string>());
   }
   if (const json* n = Field(root, "n"); n != nullptr) {
     ASSIGN_OR_RETURN(call->n, Int32Field(*n, "n"));

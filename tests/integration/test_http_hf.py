@@ -189,7 +189,8 @@ def test_embed_refuses_over_long_input_unless_truncate(server):
 def test_a_json_grammar_gives_an_instance_of_the_schema(tgi):
     """huggingface_hub's text_generation with TGI's grammar {"type": "json"}:
     the answer validates against the schema (the jsonschema library), in
-    json.dumps' form; a regex grammar is a validation error."""
+    json.dumps' form; {"type": "regex"} holds the whole answer to the regex;
+    another grammar type is a validation error."""
     import jsonschema
     schema = {"type": "object", "properties": {"who": {"type": "string"}, "happy": {"type": "boolean"}},
               "required": ["who", "happy"]}
@@ -197,6 +198,12 @@ def test_a_json_grammar_gives_an_instance_of_the_schema(tgi):
     value = json.loads(text)
     jsonschema.validate(value, schema)
     assert text == json.dumps(value, ensure_ascii=False)
+    import re
+    regex = r"(yes|no|maybe), [a-z]+( [a-z]+){0,5}\."
+    details = tgi.text_generation(ONCE["prompt"], max_new_tokens=40, grammar={"type": "regex", "value": regex},
+                                  details=True)
+    assert details.details.finish_reason == "eos_token", details
+    assert re.fullmatch(regex, details.generated_text), details.generated_text
     with pytest.raises(ValidationError) as e:
-        tgi.text_generation(ONCE["prompt"], max_new_tokens=4, grammar={"type": "regex", "value": "a+"})
+        tgi.text_generation(ONCE["prompt"], max_new_tokens=4, grammar={"type": "lark", "value": "a+"})
     assert "parameters.grammar: not supported" in str(e.value)

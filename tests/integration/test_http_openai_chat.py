@@ -358,6 +358,28 @@ def test_json_object_sampled_answers_are_json_or_cut_by_the_token_limit(server, 
     assert closed > 0
 
 
+def test_guided_regex_holds_the_whole_answer(server, client):
+    """vLLM's guided_regex (and structured_outputs.regex): the answer matches
+    the regex whole; it may end once it matches (finish "stop")."""
+    import re
+    regex = r"(Once|One day), [a-z]+( [a-z]+){2,6}\."
+    r = client.completions.create(model="stories260K", prompt="Once upon a time", max_tokens=40, temperature=0,
+                                  extra_body={"guided_regex": regex})
+    assert r.choices[0].finish_reason == "stop", r.choices[0].text
+    assert re.fullmatch(regex, r.choices[0].text), r.choices[0].text
+    for seed in range(3):
+        case = PROMPTS["system_and_user"]
+        r = client.chat.completions.create(model="stories260K", messages=case["messages"], max_tokens=24,
+                                           temperature=1.0, seed=seed,
+                                           extra_body={"structured_outputs": {"regex": r"\d{4}-\d{2}-\d{2}|unknown"}})
+        assert r.choices[0].finish_reason == "stop", r.choices[0].message.content
+        assert re.fullmatch(r"\d{4}-\d{2}-\d{2}|unknown", r.choices[0].message.content)
+    openai = pytest.importorskip("openai")
+    with pytest.raises(openai.BadRequestError) as e:
+        client.completions.create(model="stories260K", prompt="x", max_tokens=4, extra_body={"guided_regex": "a(?=b)"})
+    assert "regex: at offset 3" in str(e.value), str(e.value)
+
+
 def test_guided_choice_answers_with_one_of_the_choices(server, client):
     choices = [" Lily", " Tom", " a dragon", " Sue and her dog"]
     for seed in range(6):

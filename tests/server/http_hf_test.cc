@@ -90,6 +90,14 @@ TEST(TgiRequestTest, AJsonGrammarIsJsonSchemaModeInTheSchemasOrder) {
   EXPECT_LT(schema.find("zeta"), schema.find("alpha")) << schema;
 }
 
+TEST(TgiRequestTest, ARegexGrammarHoldsTheWholeOutput) {
+  absl::StatusOr<TgiCall> c = ParseTgiGenerateRequest(
+      R"({"inputs": "x", "parameters": {"grammar": {"type": "regex", "value": "\\d{3}-[A-Z]+"}}})", 0);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->request.sampling().response_format(), v1::RESPONSE_FORMAT_REGEX);
+  EXPECT_EQ(c->request.sampling().regex(), "\\d{3}-[A-Z]+");
+}
+
 TEST(TgiRequestTest, BadOrUnsupportedOptionsNameTheField) {
   const std::pair<const char*, const char*> cases[] = {
       {R"({"parameters": {}})", "inputs: required"},
@@ -104,8 +112,11 @@ TEST(TgiRequestTest, BadOrUnsupportedOptionsNameTheField) {
       {R"({"inputs": "x", "parameters": {"frequency_penalty": 0.1}})", "parameters.frequency_penalty: not supported"},
       {R"({"inputs": "x", "parameters": {"best_of": 2}})", "parameters.best_of: not supported"},
       {R"({"inputs": "x", "parameters": {"watermark": true}})", "parameters.watermark: not supported"},
-      {R"({"inputs": "x", "parameters": {"grammar": {"type": "regex", "value": "a+"}}})",
-       "parameters.grammar: not supported (only {\"type\": \"json\", \"value\": <JSON schema>}; no regex)"},
+      {R"({"inputs": "x", "parameters": {"grammar": {"type": "lark", "value": "a+"}}})",
+       "parameters.grammar: not supported (only {\"type\": \"json\", \"value\": <JSON schema>} and "
+       "{\"type\": \"regex\", \"value\": <regex>})"},
+      {R"({"inputs": "x", "parameters": {"grammar": {"type": "regex", "value": 3}}})",
+       "parameters.grammar.value: required, a regular expression (a string)"},
       {R"({"inputs": "x", "parameters": {"grammar": {"type": "json"}}})", "parameters.grammar.value: required"},
       {R"({"inputs": "x", "parameters": {"grammar": "json"}})", "parameters.grammar: must be an object"},
       {R"({"inputs": "x", "parameters": {"adapter_id": "a"}})", "parameters.adapter_id"},

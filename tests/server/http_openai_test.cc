@@ -135,6 +135,13 @@ TEST(OpenAiCompletionsTest, ChoiceAndJsonModeMapOntoResponseFormat) {
     EXPECT_EQ(c->requests[0].sampling().response_format(), v1::RESPONSE_FORMAT_CHOICE);
     EXPECT_THAT(c->requests[0].sampling().choice(), ElementsAre("yes", "no"));
   }
+  for (const char* body : {R"({"prompt": "x", "guided_regex": "(yes|no)\\."})",
+                           R"({"prompt": "x", "structured_outputs": {"regex": "(yes|no)\\."}})"}) {
+    absl::StatusOr<CompletionCall> r = ParseCompletionRequest(body);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->requests[0].sampling().response_format(), v1::RESPONSE_FORMAT_REGEX);
+    EXPECT_EQ(r->requests[0].sampling().regex(), "(yes|no)\\.");
+  }
   absl::StatusOr<CompletionCall> c =
       ParseCompletionRequest(R"({"prompt": "x", "response_format": {"type": "json_object"}})");
   ASSERT_TRUE(c.ok()) << c.status();
@@ -262,8 +269,14 @@ TEST(OpenAiCompletionsTest, BadShapesAndUnsupportedOptionsNameTheField) {
       {R"({"model": "m", "prompt": "x", "n": 2, "best_of": 3})", "only best_of = n (2)"},
       {R"({"model": "m", "prompt": "x", "echo": 1})", "echo: must be a boolean"},
       {R"({"model": "m", "prompt": "x", "suffix": "end"})", "suffix"},
-      {R"({"model": "m", "prompt": "x", "guided_regex": "[a-z]+"})",
-       "guided_regex: not supported (no such constraint; only guided_choice, guided_json and JSON mode)"},
+      {R"({"model": "m", "prompt": "x", "guided_grammar": "root ::= \"a\""})",
+       "guided_grammar: not supported (no such constraint; only guided_choice, guided_json, guided_regex and JSON "
+       "mode)"},
+      {R"({"model": "m", "prompt": "x", "guided_regex": 5})", "guided_regex: must be a string (a regular expression)"},
+      {R"({"model": "m", "prompt": "x", "guided_regex": "a+", "guided_choice": ["a"]})",
+       "guided_regex: a regex and another constraint (a schema, a choice, JSON mode) exclude each other"},
+      {R"({"model": "m", "prompt": "x", "structured_outputs": {"regex": "a"}, "guided_regex": "b"})",
+       "structured_outputs.regex: give guided_regex or it, not both"},
       {R"({"model": "m", "prompt": "x", "guided_choice": "a"})", "guided_choice: must be an array of strings"},
       {R"({"model": "m", "prompt": "x", "guided_choice": ["a", 2]})", "guided_choice[1]: must be a string"},
       {R"({"model": "m", "prompt": "x", "structured_outputs": {"grammar": "x"}})",

@@ -86,7 +86,9 @@ def vocabulary():
 
 def run(model, info, grammar, prompt, new_tokens, bias):
     compiler = xgr.GrammarCompiler(info, max_threads=1)
-    if isinstance(grammar, dict):  # a JSON schema, written as json.dumps writes it
+    if isinstance(grammar, dict) and "regex" in grammar:  # a whole output held to a regex
+        compiled = compiler.compile_regex(grammar["regex"])
+    elif isinstance(grammar, dict):  # a JSON schema, written as json.dumps writes it
         compiled = compiler.compile_json_schema(json.dumps(grammar), any_whitespace=False)
     else:
         compiled = compiler.compile_grammar(grammar)
@@ -175,6 +177,11 @@ CASES = [
         "name": {"type": "string", "pattern": "[A-Za-z ]{1,12}"},
         "answer": {"type": "string", "pattern": "yes|no|maybe( not)?"}},
         "required": ["code", "name", "answer"]}}, ONCE, 80, {}),
+    # A whole output held to a regex (vLLM's guided_regex): it may end once
+    # it matches, or go on where the regex allows.
+    ("regex_sentence", {"regex": "(Once|One day), [a-z]+( [a-z]+){2,6}\\.( [A-Z][a-z]+( [a-z]+){1,5}\\.)?"},
+     ONCE[:1], 40, {}),
+    ("regex_date_or_no", {"regex": "(19|20)\\d{2}-(0[1-9]|1[0-2])-\\d{2}|no"}, CAT, 16, {}),
 ]
 
 
@@ -186,6 +193,8 @@ def main():
     for name, kind, prompt, new_tokens, bias in CASES:
         if kind == "json":
             grammar = JSON_GRAMMAR
+        elif isinstance(kind, dict) and "regex" in kind:
+            grammar = kind
         elif isinstance(kind, dict):
             grammar = kind["schema"]
         else:
@@ -197,6 +206,9 @@ def main():
                 "text": b"".join(vocab[i] for i in ids).decode("utf-8", "replace")}
         if kind == "json":
             case["format"] = "json_object"
+        elif isinstance(kind, dict) and "regex" in kind:
+            case["format"] = "regex"
+            case["regex"] = kind["regex"]
         elif isinstance(kind, dict):
             case["format"] = "json_schema"
             case["json_schema"] = json.dumps(kind["schema"])

@@ -309,7 +309,7 @@ TEST(ChoiceTest, SampledAnswersAreAlwaysOneOfTheChoicesAndAPrefixChoiceCanEnd) {
 TEST(ConstrainedGoldenTest, GreedyOutputsEqualTransformersWithXgrammar) {
   std::ifstream in(ATTNSERVE_SOURCE_DIR "/tests/golden/decoder_sampling/constrained.json");
   const nlohmann::json doc = nlohmann::json::parse(in);
-  ASSERT_GE(doc["cases"].size(), 15u);
+  ASSERT_GE(doc["cases"].size(), 17u);
   auto engine = MakeEngine();
   int closed = 0, cut = 0;
   for (const nlohmann::json& c : doc["cases"]) {
@@ -324,6 +324,9 @@ TEST(ConstrainedGoldenTest, GreedyOutputsEqualTransformersWithXgrammar) {
     } else if (c["format"] == "json_schema") {
       p.output_format = OutputFormat::kJsonSchema;
       p.json_schema = c["json_schema"];
+    } else if (c["format"] == "regex") {
+      p.output_format = OutputFormat::kRegex;
+      p.regex = c["regex"];
     } else {
       p.output_format = OutputFormat::kChoice;
       p.choices = c["choices"].get<std::vector<std::string>>();
