@@ -337,6 +337,12 @@ def test_truncate_prompt_tokens_keeps_the_prompts_tail(stub, pb):
     ({"top_logprobs": 50}, "top_logprobs"),
     ({"response_format": "RESPONSE_FORMAT_JSON_OBJECT", "ignore_eos": True}, "ignore_eos cannot be combined"),
     ({"response_format": 9}, "sampling.response_format = 9: not a known format"),
+    ({"response_format": "RESPONSE_FORMAT_REGEX", "regex": "a(?=b)"}, "regex: at offset 3"),
+    ({"regex": "a+"}, "regex: only with the regex format"),
+    ({"response_format": "RESPONSE_FORMAT_REGEX", "regex": "a+", "min_tokens": 2},
+     "min_tokens cannot be combined with a regex"),
+    ({"response_format": "RESPONSE_FORMAT_JSON_SCHEMA", "json_schema": '{"type": "string"}'},
+     "the top level must be an object or an array"),
 ])
 def test_generate_invalid_sampling_names_the_field(stub, pb, sampling, field):
     from google.protobuf import json_format
