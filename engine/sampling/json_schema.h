@@ -34,11 +34,12 @@
 //   examples, deprecated, readOnly, writeOnly, $defs and definitions.
 // Integers are "0" or an optional "-" then [1-9][0-9]* (as xgrammar).
 //
-// CompileJsonSchema builds a tree of nodes; JsonSchemaAcceptor reads the
-// output a byte at a time against it. Because the schema is a tree, the
-// node being read and its phase determine everything above it (the object
-// a value belongs to resumes after that value's property), so the state is
-// a small value that SortedVocabulary::Walk can copy per byte.
+// CompileJsonSchema (json_schema_compile.cc) builds a tree of nodes;
+// JsonSchemaAcceptor (json_schema.cc) reads the output a byte at a time
+// against it. Because the schema is a tree, the node being read and its
+// phase determine everything above it (the object a value belongs to
+// resumes after that value's property), so the state is a small value that
+// SortedVocabulary::Walk can copy per byte.
 #ifndef ATTNSERVE_ENGINE_SAMPLING_JSON_SCHEMA_H_
 #define ATTNSERVE_ENGINE_SAMPLING_JSON_SCHEMA_H_
 

@@ -1,0 +1,653 @@
+// JSON schema mode's compiler: a schema's JSON text to the tree of nodes
+// JsonSchemaAcceptor reads (json_schema.cc), and a regex to its one-node
+// "schema".
+#include "engine/sampling/json_schema.h"
+
+#include <algorithm>
+#include <bitset>
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "engine/core/status_macros.h"
+#include "nlohmann/json.hpp"
+
+namespace attnserve {
+namespace {
+
+// ordered_json: a schema's "properties" order is the output's order.
+using ojson = nlohmann::ordered_json;
+
+// Keywords that say nothing about which values are valid.
+bool IsAnnotation(const std::string& key) {
+  static const std::set<std::string>* annotations = new std::set<std::string>{
+      "title", "description", "$schema", "$id", "$comment", "default", "examples", "deprecated", "readOnly",
+      "writeOnly", "$defs", "definitions"};
+  return annotations->count(key) > 0;
+}
+
+const std::set<std::string>& SupportedKeywords() {
+  static const std::set<std::string>* keywords = new std::set<std::string>{
+      "type",      "properties", "required",  "additionalProperties", "items",   "enum",
+      "const",     "$ref",       "anyOf",     "oneOf",                "allOf",   "minLength",
+      "maxLength", "minItems",   "maxItems",  "minimum",              "maximum", "exclusiveMinimum",
+      "exclusiveMaximum", "pattern"};
+  return *keywords;
+}
+
+// Keywords that bound a string's length, an array's items or an integer.
+constexpr const char* kBoundKeywords[] = {"minLength", "maxLength",        "minItems", "maxItems",        "minimum",
+                                          "exclusiveMinimum", "maximum", "exclusiveMaximum", "pattern"};
+
+std::string Where(const std::string& path) { return path.empty() ? "schema" : path; }
+
+std::string Join(const std::string& path, const std::string& key) {
+  return path.empty() ? key : absl::StrCat(path, ".", key);
+}
+
+absl::Status Unsupported(const std::string& path, const std::string& what) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      Where(path), ": ", what,
+      " (supported: type, properties, required, additionalProperties: false, items, enum, const, local $ref, "
+      "anyOf/oneOf whose alternatives begin differently or are tagged objects, allOf of one schema, "
+      "minLength/maxLength, "
+      "minItems/maxItems, integer minimum/maximum, and annotations)"));
+}
+
+// The value as json.dumps writes it (", " / ": " separators; strings with
+// their non-ASCII characters as they are).
+std::string Canonical(const ojson& v) { return v.dump(-1, ' ', false, ojson::error_handler_t::strict); }
+
+bool LiteralHasType(const ojson& v, const std::string& type) {
+  if (type == "string") return v.is_string();
+  if (type == "number") return v.is_number();
+  if (type == "integer") return v.is_number_integer();
+  if (type == "boolean") return v.is_boolean();
+  if (type == "null") return v.is_null();
+  return false;
+}
+
+// Whether a literal's text (json.dumps form) is also read by a node of this
+// kind, so that a union holding both needs only the node.
+bool KindReadsLiteral(SchemaNode::Kind kind, const std::string& text) {
+  const bool number = text[0] == '-' || json_lexer_internal::IsDigit(static_cast<uint8_t>(text[0]));
+  switch (kind) {
+    case SchemaNode::Kind::kString: return text[0] == '"';
+    case SchemaNode::Kind::kNumber: return number;
+    case SchemaNode::Kind::kInteger:
+      return number && text.find_first_of(".eE") == std::string::npos && text != "-0";
+    default: return false;
+  }
+}
+
+// The bytes a value of this node can begin with.
+std::bitset<256> FirstBytes(const CompiledJsonSchema& schema, int id) {
+  const SchemaNode& n = schema.nodes[id];
+  std::bitset<256> first;
+  switch (n.kind) {
+    case SchemaNode::Kind::kObject:
+    case SchemaNode::Kind::kTagged: first.set('{'); break;
+    case SchemaNode::Kind::kArray: first.set('['); break;
+    case SchemaNode::Kind::kString: first.set('"'); break;
+    case SchemaNode::Kind::kNumber:
+    case SchemaNode::Kind::kInteger:
+      first.set('-');
+      for (int d = '0'; d <= '9'; ++d) first.set(d);
+      break;
+    case SchemaNode::Kind::kLiterals:
+      for (const std::string& l : n.literals) first.set(static_cast<uint8_t>(l[0]));
+      break;
+    case SchemaNode::Kind::kUnion:
+      for (int c : n.children) first |= FirstBytes(schema, c);
+      break;
+    case SchemaNode::Kind::kText: break;  // never an alternative
+  }
+  return first;
+}
+
+std::string ByteName(int b) {
+  return b >= 0x20 && b < 0x7f ? absl::StrCat("'", std::string(1, static_cast<char>(b)), "'") : absl::StrCat(b);
+}
+
+class Compiler {
+ public:
+  Compiler(CompiledJsonSchema& out, const ojson& root) : out_(out), root_(root) {}
+
+  absl::StatusOr<int> Node(const ojson& s, const std::string& path, int parent, int index, int depth) {
+    if (depth > kMaxSchemaDepth) {
+      return absl::InvalidArgumentError(absl::StrCat(Where(path), ": nested deeper than ", kMaxSchemaDepth));
+    }
+    if (static_cast<int>(out_.nodes.size()) >= kMaxSchemaNodes) {
+      return absl::InvalidArgumentError(absl::StrCat("schema: more than ", kMaxSchemaNodes, " nodes"));
+    }
+    if (!s.is_object()) return Unsupported(path, "a schema must be an object");
+    for (const auto& [key, value] : s.items()) {
+      if (SupportedKeywords().count(key) == 0 && !IsAnnotation(key)) {
+        return Unsupported(path, absl::StrCat("'", key, "' is not supported"));
+      }
+    }
+    for (const char* applicator : {"$ref", "allOf", "anyOf", "oneOf"}) {
+      if (!s.contains(applicator)) continue;
+      for (const auto& [key, value] : s.items()) {
+        if (key != applicator && !IsAnnotation(key)) {
+          return Unsupported(path, absl::StrCat("'", key, "' beside '", applicator, "' is not supported"));
+        }
+      }
+      if (std::string(applicator) == "$ref") return Ref(s["$ref"], path, parent, index, depth);
+      const ojson& list = s[applicator];
+      if (!list.is_array() || list.empty()) {
+        return Unsupported(path, absl::StrCat("'", applicator, "' must be a non-empty list of schemas"));
+      }
+      if (std::string(applicator) == "allOf") {
+        if (list.size() != 1) return Unsupported(path, "'allOf' of more than one schema is not supported");
+        return Node(list[0], Join(path, "allOf[0]"), parent, index, depth + 1);
+      }
+      // anyOf and oneOf: the alternatives must begin differently (checked
+      // in Union), so no value is taken by two of them and "one of" is
+      // "any of".
+      const int id = Add(SchemaNode::Kind::kUnion, parent, index);
+      for (size_t i = 0; i < list.size(); ++i) {
+        absl::StatusOr<int> c = Node(list[i], absl::StrCat(Join(path, applicator), "[", i, "]"), id,
+                                     static_cast<int>(i), depth + 1);
+        if (!c.ok()) return c.status();
+        out_.nodes[id].children.push_back(*c);
+      }
+      return Union(id, path, absl::StrCat("'", applicator, "' alternatives"),
+                   /*disjoint=*/std::string(applicator) == "oneOf");
+    }
+    std::vector<std::string> types;
+    if (const auto t = s.find("type"); t != s.end()) {
+      if (t->is_string()) {
+        types.push_back(t->get<std::string>());
+      } else if (t->is_array() && !t->empty()) {
+        for (const ojson& x : *t) {
+          if (!x.is_string()) return Unsupported(path, "'type' must be a string or a list of strings");
+          types.push_back(x.get<std::string>());
+        }
+      } else {
+        return Unsupported(path, "'type' must be a string or a list of strings");
+      }
+      for (const std::string& type : types) {
+        if (type != "object" && type != "array" && type != "string" && type != "number" && type != "integer" &&
+            type != "boolean" && type != "null") {
+          return Unsupported(path, absl::StrCat("type '", type, "' is not supported"));
+        }
+      }
+    }
+    const bool has_enum = s.contains("enum"), has_const = s.contains("const");
+    if (has_enum || has_const) {
+      if (has_enum && has_const) return Unsupported(path, "'enum' and 'const' together are not supported");
+      for (const char* bound : kBoundKeywords) {
+        if (s.contains(bound)) {
+          return Unsupported(path, absl::StrCat("'", bound, "' beside '", has_enum ? "enum" : "const",
+                                                "' is not supported"));
+        }
+      }
+      std::vector<ojson> values;
+      if (has_const) {
+        values.push_back(s["const"]);
+      } else {
+        if (!s["enum"].is_array() || s["enum"].empty()) return Unsupported(path, "'enum' must be a non-empty list");
+        for (const ojson& v : s["enum"]) values.push_back(v);
+      }
+      if (values.size() > static_cast<size_t>(kMaxSchemaMembers)) {
+        return Unsupported(path, absl::StrCat("more than ", kMaxSchemaMembers, " enum values"));
+      }
+      std::vector<std::string> literals;
+      for (const ojson& v : values) {
+        if (v.is_object() || v.is_array()) return Unsupported(path, "enum or const values that are objects or arrays");
+        if (!types.empty() && std::none_of(types.begin(), types.end(),
+                                           [&](const std::string& t) { return LiteralHasType(v, t); })) {
+          return absl::InvalidArgumentError(absl::StrCat(Where(path), ": the value ", Canonical(v),
+                                                         " is not of the type the schema gives"));
+        }
+        std::string text = Canonical(v);
+        if (std::find(literals.begin(), literals.end(), text) == literals.end()) literals.push_back(std::move(text));
+      }
+      const int id = Add(SchemaNode::Kind::kLiterals, parent, index);
+      out_.nodes[id].literals = std::move(literals);
+      return id;
+    }
+    if (types.empty()) return Unsupported(path, "a schema without 'type', 'enum' or 'const'");
+    if (types.size() == 1) return Typed(s, types[0], path, parent, index, depth);
+    // A list of types: a union of one node per type.
+    const int id = Add(SchemaNode::Kind::kUnion, parent, index);
+    for (const std::string& type : types) {
+      absl::StatusOr<int> c = Typed(s, type, path, id, static_cast<int>(out_.nodes[id].children.size()), depth);
+      if (!c.ok()) return c.status();
+      out_.nodes[id].children.push_back(*c);
+    }
+    return Union(id, path, "types", /*disjoint=*/false);
+  }
+
+ private:
+  int Add(SchemaNode::Kind kind, int parent, int index) {
+    SchemaNode n;
+    n.kind = kind;
+    n.parent = parent;
+    n.index_in_parent = index;
+    out_.nodes.push_back(std::move(n));
+    return static_cast<int>(out_.nodes.size()) - 1;
+  }
+
+  // A local reference ("#", "#/$defs/Name", any JSON pointer into this
+  // schema), read in place of the schema that holds it. A reference back
+  // into one being read (a recursive schema) is refused: the acceptor's
+  // state is a node of a tree.
+  absl::StatusOr<int> Ref(const ojson& ref, const std::string& path, int parent, int index, int depth) {
+    if (!ref.is_string() || ref.get<std::string>().rfind('#', 0) != 0) {
+      return Unsupported(path, "'$ref' must be a local reference (\"#/$defs/Name\")");
+    }
+    const std::string pointer = ref.get<std::string>().substr(1);
+    const ojson* target = &root_;
+    std::string target_path;
+    if (!pointer.empty()) {
+      if (pointer[0] != '/') return Unsupported(path, absl::StrCat("'$ref' ", Canonical(ref), " is not a JSON pointer"));
+      for (const absl::string_view part : absl::StrSplit(absl::string_view(pointer).substr(1), '/')) {
+        std::string name = absl::StrReplaceAll(part, {{"~1", "/"}, {"~0", "~"}});
+        if (!target->is_object() || !target->contains(name)) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(Where(path), ": '$ref' ", Canonical(ref), " points at nothing in the schema"));
+        }
+        target = &(*target)[name];
+        target_path = Join(target_path, name);
+      }
+    }
+    if (std::find(expanding_.begin(), expanding_.end(), target) != expanding_.end() || target == &root_) {
+      return Unsupported(path, absl::StrCat("'$ref' ", Canonical(ref), " refers back to a schema that holds it "
+                                            "(recursive schemas are not supported)"));
+    }
+    expanding_.push_back(target);
+    absl::StatusOr<int> id = Node(*target, target_path, parent, index, depth + 1);
+    expanding_.pop_back();
+    return id;
+  }
+
+  // Union `id`'s alternatives made deterministic: nested unions flattened,
+  // literal alternatives merged, and whatever a sibling already reads
+  // (integers under number, a string literal under string) left to it. Then
+  // every alternative must begin with different bytes, so the first byte of
+  // a value picks its alternative. One alternative left: that node itself.
+  // `disjoint` (oneOf): a value two alternatives take is invalid, so any
+  // overlap, which the merging would hide, is refused instead.
+  absl::StatusOr<int> Union(int id, const std::string& path, const std::string& what, bool disjoint) {
+    auto overlap = [&]() {
+      return Unsupported(path, absl::StrCat(what, " that overlap are not supported (a value both take is "
+                                            "invalid under 'oneOf'; 'anyOf' reads it)"));
+    };
+    std::vector<int> alts;
+    for (int c : out_.nodes[id].children) {
+      if (out_.nodes[c].kind == SchemaNode::Kind::kUnion) {
+        alts.insert(alts.end(), out_.nodes[c].children.begin(), out_.nodes[c].children.end());
+      } else {
+        alts.push_back(c);
+      }
+    }
+    auto has_kind = [&](SchemaNode::Kind k) {
+      return std::any_of(alts.begin(), alts.end(), [&](int c) { return out_.nodes[c].kind == k; });
+    };
+    if (has_kind(SchemaNode::Kind::kNumber)) {
+      if (disjoint && has_kind(SchemaNode::Kind::kInteger)) return overlap();
+      alts.erase(std::remove_if(alts.begin(), alts.end(),
+                                [&](int c) { return out_.nodes[c].kind == SchemaNode::Kind::kInteger; }),
+                 alts.end());
+    }
+    int literals = -1;
+    std::vector<int> kept;
+    for (int c : alts) {
+      if (out_.nodes[c].kind != SchemaNode::Kind::kLiterals) {
+        kept.push_back(c);
+        continue;
+      }
+      if (literals < 0) {
+        literals = c;
+        kept.push_back(c);
+        continue;
+      }
+      for (std::string& l : out_.nodes[c].literals) {
+        std::vector<std::string>& into = out_.nodes[literals].literals;
+        if (std::find(into.begin(), into.end(), l) == into.end()) {
+          into.push_back(std::move(l));
+        } else if (disjoint) {
+          return overlap();
+        }
+      }
+    }
+    alts = std::move(kept);
+    std::vector<int> objects;
+    for (int c : alts) {
+      if (out_.nodes[c].kind == SchemaNode::Kind::kObject) objects.push_back(c);
+    }
+    if (objects.size() > 1) {
+      absl::StatusOr<int> tagged = Tagged(id, objects, path, what);
+      if (!tagged.ok()) return tagged.status();
+      alts.erase(std::remove_if(alts.begin(), alts.end(),
+                                [&](int c) { return out_.nodes[c].kind == SchemaNode::Kind::kObject; }),
+                 alts.end());
+      alts.push_back(*tagged);
+    }
+    if (literals >= 0) {
+      std::vector<std::string>& lits = out_.nodes[literals].literals;
+      const size_t before = lits.size();
+      lits.erase(std::remove_if(lits.begin(), lits.end(),
+                                [&](const std::string& l) {
+                                  return std::any_of(alts.begin(), alts.end(), [&](int c) {
+                                    return KindReadsLiteral(out_.nodes[c].kind, l);
+                                  });
+                                }),
+                 lits.end());
+      if (disjoint && lits.size() != before) return overlap();
+      if (lits.empty()) alts.erase(std::find(alts.begin(), alts.end(), literals));
+      if (lits.size() > static_cast<size_t>(kMaxSchemaMembers)) {
+        return Unsupported(path, absl::StrCat("more than ", kMaxSchemaMembers, " literal values in ", what));
+      }
+    }
+    std::bitset<256> seen;
+    for (int c : alts) {
+      const std::bitset<256> first = FirstBytes(out_, c);
+      if ((seen & first).any()) {
+        int b = 0;
+        while (!(seen & first).test(b)) ++b;
+        return Unsupported(path, absl::StrCat(what, " that can both begin with ", ByteName(b),
+                                              " are not supported (each must begin differently: object, array, "
+                                              "string, number, or distinct literals)"));
+      }
+      seen |= first;
+    }
+    SchemaNode& u = out_.nodes[id];
+    if (alts.size() == 1) {  // the union node stays behind, empty and unreachable
+      out_.nodes[alts[0]].parent = u.parent;
+      out_.nodes[alts[0]].index_in_parent = u.index_in_parent;
+      u.children.clear();
+      return alts[0];
+    }
+    u.children = alts;
+    for (size_t i = 0; i < alts.size(); ++i) {
+      out_.nodes[alts[i]].parent = id;
+      out_.nodes[alts[i]].index_in_parent = static_cast<int>(i);
+    }
+    return id;
+  }
+
+  // Object alternatives of union `id` as one kTagged node, if their first
+  // properties tell them apart (see SchemaNode::Kind::kTagged).
+  absl::StatusOr<int> Tagged(int id, const std::vector<int>& objects, const std::string& path,
+                             const std::string& what) {
+    auto refuse = [&](const std::string& why) {
+      return Unsupported(path, absl::StrCat(what, " that are objects need a tag (", why,
+                                            "): each object's first property required, under the same key in "
+                                            "all, a string const or enum that no other has"));
+    };
+    const int tagged = Add(SchemaNode::Kind::kTagged, id, 0);
+    std::vector<std::string> tags;
+    for (size_t a = 0; a < objects.size(); ++a) {
+      SchemaNode& o = out_.nodes[objects[a]];
+      if (o.keys.empty() || !o.required[0]) return refuse("an object without a required first property");
+      if (o.keys[0] != out_.nodes[objects[0]].keys[0]) {
+        return refuse(absl::StrCat("first properties ", o.keys[0].substr(0, o.keys[0].size() - 2), " and ",
+                                   out_.nodes[objects[0]].keys[0].substr(0, out_.nodes[objects[0]].keys[0].size() - 2)));
+      }
+      const SchemaNode& tag = out_.nodes[o.children[0]];
+      if (tag.kind != SchemaNode::Kind::kLiterals ||
+          std::any_of(tag.literals.begin(), tag.literals.end(), [](const std::string& l) { return l[0] != '"'; })) {
+        return refuse(absl::StrCat("the first property ", o.keys[0].substr(0, o.keys[0].size() - 2),
+                                   " is not a string const or enum"));
+      }
+      for (const std::string& value : tag.literals) {
+        if (std::find(tags.begin(), tags.end(), value) != tags.end()) {
+          return refuse(absl::StrCat("two objects share the tag ", value));
+        }
+        tags.push_back(value);
+        out_.nodes[tagged].literals.push_back(absl::StrCat("{", o.keys[0], value));
+        out_.nodes[tagged].literal_owner.push_back(static_cast<int>(a));
+      }
+      o.parent = tagged;
+      o.index_in_parent = static_cast<int>(a);
+      out_.nodes[tagged].children.push_back(objects[a]);
+    }
+    if (tags.size() > static_cast<size_t>(kMaxSchemaMembers)) {
+      return Unsupported(path, absl::StrCat("more than ", kMaxSchemaMembers, " tags in ", what));
+    }
+    return tagged;
+  }
+
+  absl::StatusOr<int> Typed(const ojson& s, const std::string& type, const std::string& path, int parent, int index,
+                            int depth) {
+    if (static_cast<int>(out_.nodes.size()) >= kMaxSchemaNodes) {
+      return absl::InvalidArgumentError(absl::StrCat("schema: more than ", kMaxSchemaNodes, " nodes"));
+    }
+    if (type == "string") {
+      absl::StatusOr<int> min = Count(s, "minLength", 0, path), max = Count(s, "maxLength", -1, path);
+      if (!min.ok()) return min.status();
+      if (!max.ok()) return max.status();
+      if (*max >= 0 && *min > *max) {
+        return absl::InvalidArgumentError(absl::StrCat(Where(path), ": 'minLength' ", *min, " is above 'maxLength' ", *max));
+      }
+      const int id = Add(SchemaNode::Kind::kString, parent, index);
+      out_.nodes[id].min_length = *min;
+      out_.nodes[id].max_length = *max;
+      if (const auto p = s.find("pattern"); p != s.end()) {
+        if (!p->is_string()) return Unsupported(path, "'pattern' must be a string");
+        if (s.contains("minLength") || s.contains("maxLength")) {
+          return Unsupported(path, "'pattern' beside 'minLength' or 'maxLength' is not supported");
+        }
+        absl::StatusOr<RegexDfa> dfa = CompileJsonStringRegex(p->get<std::string>());
+        if (!dfa.ok()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(Where(path), ": 'pattern' ", Canonical(*p), ": ", dfa.status().message()));
+        }
+        out_.pattern_bytes += dfa->bytes();
+        if (out_.pattern_bytes > kMaxSchemaPatternBytes) {
+          return Unsupported(path, absl::StrCat("'pattern': the schema's patterns need ", out_.pattern_bytes,
+                                                " bytes of automata, more than ", kMaxSchemaPatternBytes));
+        }
+        out_.nodes[id].pattern = std::make_shared<const RegexDfa>(std::move(*dfa));
+      }
+      return id;
+    }
+    if (type == "number") {
+      for (const char* bound : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
+        if (s.contains(bound)) {
+          return Unsupported(path, absl::StrCat("'", bound, "' of a number is not supported (of an integer it is)"));
+        }
+      }
+      return Add(SchemaNode::Kind::kNumber, parent, index);
+    }
+    if (type == "integer") {
+      const int id = Add(SchemaNode::Kind::kInteger, parent, index);
+      return IntegerBounds(s, path, id);
+    }
+    if (type == "boolean" || type == "null") {
+      const int id = Add(SchemaNode::Kind::kLiterals, parent, index);
+      out_.nodes[id].literals = type == "null" ? std::vector<std::string>{"null"}
+                                               : std::vector<std::string>{"true", "false"};
+      return id;
+    }
+    if (type == "array") {
+      const auto items = s.find("items");
+      if (items == s.end()) return Unsupported(path, "an array needs 'items'");
+      absl::StatusOr<int> min = Count(s, "minItems", 0, path), max = Count(s, "maxItems", -1, path);
+      if (!min.ok()) return min.status();
+      if (!max.ok()) return max.status();
+      if (*max >= 0 && *min > *max) {
+        return absl::InvalidArgumentError(absl::StrCat(Where(path), ": 'minItems' ", *min, " is above 'maxItems' ", *max));
+      }
+      const int id = Add(SchemaNode::Kind::kArray, parent, index);
+      out_.nodes[id].min_items = *min;
+      out_.nodes[id].max_items = *max;
+      bounded_arrays_.push_back({id, path});
+      absl::StatusOr<int> child = Node(*items, Join(path, "items"), id, 0, depth + 1);
+      if (!child.ok()) return child.status();
+      out_.nodes[id].children.push_back(*child);
+      return id;
+    }
+    // object
+    if (const auto extra = s.find("additionalProperties");
+        extra != s.end() && !(extra->is_boolean() && !extra->get<bool>())) {
+      return Unsupported(path, "'additionalProperties' other than false is not supported");
+    }
+    const int id = Add(SchemaNode::Kind::kObject, parent, index);
+    std::vector<std::string> names;
+    if (const auto props = s.find("properties"); props != s.end()) {
+      if (!props->is_object()) return Unsupported(path, "'properties' must be an object");
+      if (props->size() > static_cast<size_t>(kMaxSchemaMembers)) {
+        return Unsupported(path, absl::StrCat("more than ", kMaxSchemaMembers, " properties"));
+      }
+      for (const auto& [name, sub] : props->items()) {
+        const int k = static_cast<int>(names.size());
+        names.push_back(name);
+        out_.nodes[id].keys.push_back(Canonical(ojson(name)) + ": ");
+        out_.nodes[id].required.push_back(false);
+        absl::StatusOr<int> child = Node(sub, Join(path, absl::StrCat("properties.", name)), id, k, depth + 1);
+        if (!child.ok()) return child.status();
+        out_.nodes[id].children.push_back(*child);
+      }
+    }
+    if (const auto req = s.find("required"); req != s.end()) {
+      if (!req->is_array()) return Unsupported(path, "'required' must be a list of property names");
+      for (const ojson& r : *req) {
+        const auto it = r.is_string() ? std::find(names.begin(), names.end(), r.get<std::string>()) : names.end();
+        if (it == names.end()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(Where(path), ": required ", Canonical(r), " is not one of its properties"));
+        }
+        out_.nodes[id].required[it - names.begin()] = true;
+      }
+    }
+    return id;
+  }
+
+  // A count keyword (minLength, maxItems, ...): a whole number from 0 to
+  // kMaxSchemaCount, or `absent`.
+  static absl::StatusOr<int> Count(const ojson& s, const char* key, int absent, const std::string& path) {
+    const auto it = s.find(key);
+    if (it == s.end()) return absent;
+    if (!it->is_number() || it->get<double>() < 0 || it->get<double>() != std::floor(it->get<double>())) {
+      return absl::InvalidArgumentError(absl::StrCat(Where(path), ": '", key, "' must be a whole number >= 0"));
+    }
+    if (it->get<double>() > kMaxSchemaCount) {
+      return Unsupported(path, absl::StrCat("'", key, "' above ", kMaxSchemaCount, " is not supported"));
+    }
+    return static_cast<int>(it->get<double>());
+  }
+
+  // Integer node `id`'s bounds from minimum, maximum and the exclusive ones
+  // (numbers; a fractional bound rounds inwards).
+  absl::StatusOr<int> IntegerBounds(const ojson& s, const std::string& path, int id) {
+    constexpr int64_t kMin = std::numeric_limits<int64_t>::min(), kMax = std::numeric_limits<int64_t>::max();
+    int64_t lo = kMin, hi = kMax;
+    bool has_lo = false, has_hi = false;
+    for (const std::string key : {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"}) {
+      const auto it = s.find(key);
+      if (it == s.end()) continue;
+      if (!it->is_number()) return Unsupported(path, absl::StrCat("'", key, "' must be a number"));
+      const bool lower = key == "minimum" || key == "exclusiveMinimum", exclusive = key[0] == 'e';
+      int64_t bound;
+      if (it->is_number_integer() && !(it->is_number_unsigned() && it->get<uint64_t>() > uint64_t{kMax})) {
+        bound = it->get<int64_t>();
+        if (exclusive && bound == (lower ? kMax : kMin)) {
+          return absl::InvalidArgumentError(absl::StrCat(Where(path), ": no integer is beyond '", key, "'"));
+        }
+        if (exclusive) bound += lower ? 1 : -1;
+      } else {
+        const double v = it->get<double>();
+        if (!(std::fabs(v) < 9.2e18)) {  // within int64 with room to round
+          return Unsupported(path, absl::StrCat("'", key, "' outside 64-bit integers is not supported"));
+        }
+        bound = static_cast<int64_t>(lower ? (exclusive ? std::floor(v) + 1 : std::ceil(v))
+                                           : (exclusive ? std::ceil(v) - 1 : std::floor(v)));
+      }
+      if (lower) {
+        lo = std::max(lo, bound);
+        has_lo = true;
+      } else {
+        hi = std::min(hi, bound);
+        has_hi = true;
+      }
+    }
+    if (lo > hi) {
+      return absl::InvalidArgumentError(absl::StrCat(Where(path), ": no integer lies within its bounds (", lo, " to ",
+                                                     hi, ")"));
+    }
+    out_.nodes[id].has_min_value = has_lo;
+    out_.nodes[id].has_max_value = has_hi;
+    out_.nodes[id].min_value = lo;
+    out_.nodes[id].max_value = hi;
+    return id;
+  }
+
+ public:
+  // Each bounded array's count slot: how many bounded arrays hold it.
+  absl::Status AssignCountSlots() {
+    for (const auto& [id, path] : bounded_arrays_) {
+      SchemaNode& a = out_.nodes[id];
+      if (a.min_items == 0 && a.max_items < 0) continue;
+      int slot = 0;
+      for (int p = a.parent; p >= 0; p = out_.nodes[p].parent) {
+        const SchemaNode& up = out_.nodes[p];
+        slot += up.kind == SchemaNode::Kind::kArray && (up.min_items > 0 || up.max_items >= 0);
+      }
+      if (slot >= kMaxBoundedArrayDepth) {
+        return Unsupported(path, absl::StrCat("'minItems'/'maxItems' on arrays nested more than ",
+                                              kMaxBoundedArrayDepth, " deep are not supported"));
+      }
+      a.count_slot = slot;
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  CompiledJsonSchema& out_;
+  const ojson& root_;
+  std::vector<std::pair<int, std::string>> bounded_arrays_;  // every array node and its path
+  std::vector<const ojson*> expanding_;  // the $ref targets being read, innermost last
+};
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<const CompiledJsonSchema>> CompileJsonSchema(std::string_view schema_json) {
+  if (schema_json.size() > kMaxSchemaBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("schema: ", schema_json.size(), " bytes, at most ", kMaxSchemaBytes));
+  }
+  const ojson schema = ojson::parse(schema_json, nullptr, /*allow_exceptions=*/false);
+  if (schema.is_discarded()) return absl::InvalidArgumentError("schema: not valid JSON");
+  const absl::Status not_object = absl::InvalidArgumentError(
+      "schema: the top level must be an object or an array ({\"type\": \"object\", ...})");
+  if (!schema.is_object()) return not_object;
+  auto out = std::make_shared<CompiledJsonSchema>();
+  Compiler compiler(*out, schema);
+  absl::StatusOr<int> root = compiler.Node(schema, "", -1, 0, 0);
+  if (!root.ok()) return root.status();
+  // Containers only: their last byte ends the answer, where a number's end
+  // would need the end of output to read.
+  const SchemaNode::Kind top = out->nodes[*root].kind;
+  if (top != SchemaNode::Kind::kObject && top != SchemaNode::Kind::kArray && top != SchemaNode::Kind::kTagged) {
+    return not_object;
+  }
+  RETURN_IF_ERROR(compiler.AssignCountSlots());
+  out->root = *root;
+  return std::shared_ptr<const CompiledJsonSchema>(std::move(out));
+}
+
+absl::StatusOr<std::shared_ptr<const CompiledJsonSchema>> CompileRegexConstraint(std::string_view regex) {
+  absl::StatusOr<RegexDfa> dfa = CompileTextRegex(regex);
+  if (!dfa.ok()) return absl::InvalidArgumentError(absl::StrCat("regex: ", dfa.status().message()));
+  auto out = std::make_shared<CompiledJsonSchema>();
+  SchemaNode n;
+  n.kind = SchemaNode::Kind::kText;
+  out->pattern_bytes = dfa->bytes();
+  if (out->pattern_bytes > kMaxSchemaPatternBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("regex: its automaton needs ", out->pattern_bytes,
+                                                   " bytes, more than ", kMaxSchemaPatternBytes));
+  }
+  n.pattern = std::make_shared<const RegexDfa>(*std::move(dfa));
+  out->nodes.push_back(std::move(n));
+  return std::shared_ptr<const CompiledJsonSchema>(std::move(out));
+}
+
+}  // namespace attnserve
