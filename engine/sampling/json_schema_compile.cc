@@ -7,6 +7,7 @@
 #include <bitset>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <set>
 
 #include "absl/status/status.h"
@@ -35,13 +36,33 @@ const std::set<std::string>& SupportedKeywords() {
       "type",      "properties", "required",  "additionalProperties", "items",   "enum",
       "const",     "$ref",       "anyOf",     "oneOf",                "allOf",   "minLength",
       "maxLength", "minItems",   "maxItems",  "minimum",              "maximum", "exclusiveMinimum",
-      "exclusiveMaximum", "pattern"};
+      "exclusiveMaximum", "pattern", "format"};
   return *keywords;
 }
 
 // Keywords that bound a string's length, an array's items or an integer.
 constexpr const char* kBoundKeywords[] = {"minLength", "maxLength",        "minItems", "maxItems",        "minimum",
-                                          "exclusiveMinimum", "maximum", "exclusiveMaximum", "pattern"};
+                                          "exclusiveMinimum", "maximum", "exclusiveMaximum", "pattern", "format"};
+
+// The "format"s read as patterns: RFC 3339's full-date, full-time and
+// date-time (an offset required), RFC 4122 UUIDs, dotted-quad IPv4.
+const std::string* FormatRegex(const std::string& format) {
+  static const auto* regexes = [] {
+    const std::string date = R"(\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01]))";
+    const std::string time =
+        R"(([01]\d|2[0-3]):[0-5]\d:([0-5]\d|60)(\.\d+)?(Z|[+-]([01]\d|2[0-3]):[0-5]\d))";
+    const std::string octet = R"((25[0-5]|2[0-4]\d|[01]?\d\d?))";
+    return new std::map<std::string, std::string>{
+        {"date", date},
+        {"time", time},
+        {"date-time", date + "T" + time},
+        {"uuid", R"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"},
+        {"ipv4", octet + R"(\.)" + octet + R"(\.)" + octet + R"(\.)" + octet},
+    };
+  }();
+  const auto it = regexes->find(format);
+  return it == regexes->end() ? nullptr : &it->second;
+}
 
 std::string Where(const std::string& path) { return path.empty() ? "schema" : path; }
 
@@ -158,6 +179,12 @@ class Compiler {
       }
       return Union(id, path, absl::StrCat("'", applicator, "' alternatives"),
                    /*disjoint=*/std::string(applicator) == "oneOf");
+    }
+    // A format this compiler does not read is refused whatever the type
+    // (OpenAPI's "int32" on an integer is a bound, not a no-op).
+    if (const auto f = s.find("format"); f != s.end() && (!f->is_string() || FormatRegex(f->get<std::string>()) == nullptr)) {
+      return Unsupported(path, absl::StrCat("'format' ", Canonical(*f),
+                                            " is not supported (date, time, date-time, uuid and ipv4 are)"));
     }
     std::vector<std::string> types;
     if (const auto t = s.find("type"); t != s.end()) {
@@ -430,19 +457,37 @@ class Compiler {
       const int id = Add(SchemaNode::Kind::kString, parent, index);
       out_.nodes[id].min_length = *min;
       out_.nodes[id].max_length = *max;
+      // A format is a pattern of its own (the regexes xgrammar uses for
+      // them, checked against it document by document).
+      std::string pattern;
+      const char* keyword = nullptr;
       if (const auto p = s.find("pattern"); p != s.end()) {
         if (!p->is_string()) return Unsupported(path, "'pattern' must be a string");
-        if (s.contains("minLength") || s.contains("maxLength")) {
-          return Unsupported(path, "'pattern' beside 'minLength' or 'maxLength' is not supported");
+        pattern = p->get<std::string>();
+        keyword = "pattern";
+      }
+      if (const auto f = s.find("format"); f != s.end()) {
+        if (keyword != nullptr) return Unsupported(path, "'format' beside 'pattern' is not supported");
+        const std::string* regex = f->is_string() ? FormatRegex(f->get<std::string>()) : nullptr;
+        if (regex == nullptr) {
+          return Unsupported(path, absl::StrCat("'format' ", Canonical(*f),
+                                                " is not supported (date, time, date-time, uuid and ipv4 are)"));
         }
-        absl::StatusOr<RegexDfa> dfa = CompileJsonStringRegex(p->get<std::string>());
+        pattern = *regex;
+        keyword = "format";
+      }
+      if (keyword != nullptr) {
+        if (s.contains("minLength") || s.contains("maxLength")) {
+          return Unsupported(path, absl::StrCat("'", keyword, "' beside 'minLength' or 'maxLength' is not supported"));
+        }
+        absl::StatusOr<RegexDfa> dfa = CompileJsonStringRegex(pattern);
         if (!dfa.ok()) {
           return absl::InvalidArgumentError(
-              absl::StrCat(Where(path), ": 'pattern' ", Canonical(*p), ": ", dfa.status().message()));
+              absl::StrCat(Where(path), ": 'pattern' ", Canonical(ojson(pattern)), ": ", dfa.status().message()));
         }
         out_.pattern_bytes += dfa->bytes();
         if (out_.pattern_bytes > kMaxSchemaPatternBytes) {
-          return Unsupported(path, absl::StrCat("'pattern': the schema's patterns need ", out_.pattern_bytes,
+          return Unsupported(path, absl::StrCat("'", keyword, "': the schema's patterns need ", out_.pattern_bytes,
                                                 " bytes of automata, more than ", kMaxSchemaPatternBytes));
         }
         out_.nodes[id].pattern = std::make_shared<const RegexDfa>(std::move(*dfa));

@@ -177,6 +177,10 @@ CASES = [
         "name": {"type": "string", "pattern": "[A-Za-z ]{1,12}"},
         "answer": {"type": "string", "pattern": "yes|no|maybe( not)?"}},
         "required": ["code", "name", "answer"]}}, ONCE, 80, {}),
+    # Formats, read as the patterns xgrammar uses for them.
+    ("schema_formats", {"schema": {"type": "object", "properties": {
+        "day": {"type": "string", "format": "date"}, "id": {"type": "string", "format": "uuid"},
+        "at": {"type": "string", "format": "date-time"}}, "required": ["day", "id", "at"]}}, ONCE, 100, {}),
     # A whole output held to a regex (vLLM's guided_regex): it may end once
     # it matches, or go on where the regex allows.
     ("regex_sentence", {"regex": "(Once|One day), [a-z]+( [a-z]+){2,6}\\.( [A-Z][a-z]+( [a-z]+){1,5}\\.)?"},

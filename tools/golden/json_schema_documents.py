@@ -132,7 +132,25 @@ SCHEMAS = [
         "opt": {"type": ["string", "null"], "pattern": "[^a-c]{1,2}"},
         "mix": {"type": "string", "pattern": "\\w+\\s\\W(?:yes|no)?"}},
      "required": ["code", "word"]},
+    # Formats read as patterns.
+    {"type": "object", "properties": {
+        "day": {"type": "string", "format": "date"},
+        "at": {"type": "string", "format": "time"},
+        "when": {"type": ["string", "null"], "format": "date-time"},
+        "id": {"type": "string", "format": "uuid"},
+        "ip": {"type": "string", "format": "ipv4"}},
+     "required": ["day", "when"]},
 ]
+
+# Strings of each format (the mutants give the rest).
+FORMAT_EXAMPLES = {
+    "date": ["2024-01-31", "1999-12-01", "0000-10-29", "2024-02-30"],
+    "time": ["10:00:00Z", "23:59:60+14:00", "00:00:00.125-08:30", "12:34:56.7Z"],
+    "date-time": ["2024-01-31T10:00:00Z", "1970-01-01T00:00:00.000001+05:30", "2030-12-31T23:59:59-00:00"],
+    "uuid": ["123e4567-e89b-12d3-a456-426614174000", "00000000-0000-0000-0000-000000000000",
+             "ABCDEF01-2345-6789-abcd-ef0123456789"],
+    "ipv4": ["1.2.3.4", "255.255.255.255", "10.0.0.1", "01.2.30.249"],
+}
 
 # Strings each pattern matches whole (re.fullmatch checks them), for the
 # instances; the mutants give the rest.
@@ -193,6 +211,8 @@ def instance(rng, s, root=None):
     if isinstance(t, list):
         t = rng.choice(t)
     if t == "string":
+        if "format" in s:
+            return rng.choice(FORMAT_EXAMPLES[s["format"]])
         if "pattern" in s:
             text = rng.choice(PATTERN_EXAMPLES[s["pattern"]])
             assert re.fullmatch(s["pattern"], text, re.ASCII), (s["pattern"], text)  # ECMA-262: \w is ASCII
