@@ -175,6 +175,11 @@ absl::Status ParseToolChoice(const json& root, absl::string_view body, ToolCallF
                                  {"required", {"name", "parameters"}}});
   }
   ojson s{{"type", "array"}, {"minItems", 1}, {"items", {{"anyOf", std::move(alternatives)}}}};
+  // OpenAI's parallel_tool_calls: false, at most one call.
+  if (const json* parallel = Field(root, "parallel_tool_calls"); parallel != nullptr) {
+    if (!parallel->is_boolean()) return TypeError("parallel_tool_calls", "a boolean", *parallel);
+    if (!parallel->get<bool>()) s["maxItems"] = 1;
+  }
   if (!defs.empty()) s["$defs"] = std::move(defs);
   *schema = s.dump();
   return absl::OkStatus();

@@ -7,8 +7,9 @@
 //     carries one tool call to N with that text as "arguments".
 //   tool_choice "required": the answer is [{"name": ..., "parameters":
 //     {...}}, ...], one or more calls, each to one of the tools (vLLM's
-//     schema; the calls are a tagged union on "name"); the message carries
-//     them with finish_reason "tool_calls".
+//     schema; the calls are a tagged union on "name"; exactly one with
+//     parallel_tool_calls false); the message carries them with
+//     finish_reason "tool_calls".
 //   tool_choice "none": the tools are ignored.
 //   tool_choice "auto" (OpenAI's default when tools are given): refused,
 //     as vLLM refuses it without --tool-call-parser: whether a free answer

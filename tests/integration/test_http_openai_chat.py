@@ -565,6 +565,13 @@ def test_tool_calls_named_and_required(server, client):
         assert calls, stream
         for c in calls:
             jsonschema.validate(json.loads(c.function.arguments), schemas[c.function.name])
+    # parallel_tool_calls false: exactly one call, even where the story model
+    # would go on writing calls (no comma bias here).
+    r = client.chat.completions.create(model="stories260K", messages=case["messages"], max_tokens=120,
+                                       temperature=0, logit_bias={"37": 6}, tools=[WEATHER_TOOL, TIME_TOOL],
+                                       tool_choice="required", parallel_tool_calls=False)
+    assert r.choices[0].finish_reason == "tool_calls", r.choices[0]
+    assert len(r.choices[0].message.tool_calls) == 1
     # OpenAI's default with tools is "auto": refused by name, as vLLM without a parser.
     with pytest.raises(openai.BadRequestError) as e:
         client.chat.completions.create(model="stories260K", messages=case["messages"], max_tokens=8,

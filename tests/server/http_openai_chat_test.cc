@@ -227,6 +227,17 @@ TEST(OpenAiChatTest, RequiredToolChoiceAnswersWithAListOfCalls) {
             R"({"type":"object","properties":{"name":{"type":"string","enum":["get_time"]},"parameters":)"
             R"({"type":"object","properties":{}}},"required":["name","parameters"]}]}})");
 
+  // parallel_tool_calls false: one call at most.
+  std::string single = kToolsBody;
+  single.replace(single.find("TOOL_CHOICE"), 11, R"("required", "parallel_tool_calls": false)");
+  absl::StatusOr<CompletionCall> one = ParseChatCompletionRequest(single);
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_THAT(one->requests[0].sampling().json_schema(), testing::EndsWith(R"(]},"maxItems":1})"));
+  single = kToolsBody;
+  single.replace(single.find("TOOL_CHOICE"), 11, R"("required", "parallel_tool_calls": "no")");
+  EXPECT_THAT(std::string(ParseChatCompletionRequest(single).status().message()),
+              HasSubstr("parallel_tool_calls: must be a boolean"));
+
   const CompletionIdentity id{"chatcmpl-8", 5, "m"};
   CompletionFormat format{.chat = true};
   format.tools = {ToolCallFormat::Mode::kRequired, ""};
