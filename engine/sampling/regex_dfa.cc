@@ -515,24 +515,36 @@ absl::StatusOr<Fragment> Build(const Node& n, Nfa& nfa) {
   return absl::InternalError("regex node");
 }
 
-std::vector<int> Closure(const Nfa& nfa, std::vector<int> states) {
-  std::vector<uint8_t> seen(nfa.edges.size(), 0);
-  std::vector<int> stack = states;
-  for (int s : states) seen[s] = 1;
-  while (!stack.empty()) {
-    const int s = stack.back();
-    stack.pop_back();
-    for (int t : nfa.eps[s]) {
-      if (!seen[t]) {
-        seen[t] = 1;
-        states.push_back(t);
-        stack.push_back(t);
+// Epsilon closures, with one "seen" array for all of them (a generation
+// stamp per NFA state) so a closure costs its own size, not the NFA's.
+class Closures {
+ public:
+  explicit Closures(const Nfa& nfa) : nfa_(nfa), seen_(nfa.edges.size(), 0) {}
+
+  std::vector<int> Of(std::vector<int> states) {
+    ++generation_;
+    std::vector<int> stack = states;
+    for (int s : states) seen_[s] = generation_;
+    while (!stack.empty()) {
+      const int s = stack.back();
+      stack.pop_back();
+      for (int t : nfa_.eps[s]) {
+        if (seen_[t] != generation_) {
+          seen_[t] = generation_;
+          states.push_back(t);
+          stack.push_back(t);
+        }
       }
     }
+    std::sort(states.begin(), states.end());
+    return states;
   }
-  std::sort(states.begin(), states.end());
-  return states;
-}
+
+ private:
+  const Nfa& nfa_;
+  std::vector<uint32_t> seen_;
+  uint32_t generation_ = 0;
+};
 
 absl::StatusOr<RegexDfa> Compile(std::string_view pattern, const Ranges& alphabet, std::string_view none) {
   if (pattern.size() > static_cast<size_t>(kMaxRegexBytes)) {
@@ -571,12 +583,21 @@ absl::StatusOr<RegexDfa> Compile(std::string_view pattern, const Ranges& alphabe
     sets.push_back(std::move(set));
     return id;
   };
-  absl::StatusOr<int> start = intern(Closure(nfa, {whole->start}));
+  Closures closures(nfa);
+  absl::StatusOr<int> start = intern(closures.Of({whole->start}));
   if (!start.ok()) return start.status();
   dfa.start = *start;
+  // The subset construction's work (NFA states visited), bounded: a regex
+  // is compiled on the engine's thread at its first request.
+  int64_t work = 0;
   for (size_t d = 0; d < sets.size(); ++d) {
     dfa.accepting.push_back(std::binary_search(sets[d].begin(), sets[d].end(), whole->end));
     for (int c = 0; c < dfa.num_classes; ++c) {
+      work += static_cast<int64_t>(sets[d].size());
+      if (work > kMaxRegexWork) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("too costly to compile (more than ", kMaxRegexWork, " automaton steps)"));
+      }
       const uint8_t b = representative[c];
       std::vector<int> moved;
       for (int s : sets[d]) {
@@ -588,7 +609,9 @@ absl::StatusOr<RegexDfa> Compile(std::string_view pattern, const Ranges& alphabe
       if (!moved.empty()) {
         std::sort(moved.begin(), moved.end());
         moved.erase(std::unique(moved.begin(), moved.end()), moved.end());
-        absl::StatusOr<int> t = intern(Closure(nfa, std::move(moved)));
+        std::vector<int> closure = closures.Of(std::move(moved));
+        work += static_cast<int64_t>(closure.size());
+        absl::StatusOr<int> t = intern(std::move(closure));
         if (!t.ok()) return t.status();
         to = *t;
       }

@@ -32,6 +32,8 @@ namespace attnserve {
 inline constexpr int kMaxRegexBytes = 4096;
 inline constexpr int kMaxRegexNfaStates = 20000;
 inline constexpr int kMaxRegexDfaStates = 4096;
+// NFA states visited while building the DFA (about 20 ms of one core).
+inline constexpr int64_t kMaxRegexWork = 10'000'000;
 
 struct RegexDfa {
   std::array<uint8_t, 256> byte_class{};  // byte -> its class

@@ -92,6 +92,7 @@ TEST(RegexConstraintTest, RefusesWhatItDoesNotImplementNamingWhy) {
       {"a$b", "'$' other than at the end"},
       {"\\ud800", "it matches no text"},
       {"(a|b|c|d|e|f|g|h|i|j){1000}", "automaton states"},
+      {"(.{0,30}){0,30}", "too costly to compile"},
   };
   for (const Case& c : cases) {
     absl::StatusOr<std::shared_ptr<const CompiledJsonSchema>> s = CompileRegexConstraint(c.regex);
