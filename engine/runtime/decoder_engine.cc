@@ -134,27 +134,24 @@ absl::Status ValidateGenerationParams(const GenerationParams& p, const ModelDesc
   } else if (!p.choices.empty()) {
     return absl::InvalidArgumentError("choice: only with the choice format");
   }
-  if (p.output_format == OutputFormat::kJsonSchema) {
+  // A JSON schema or a regex: the constraint decides where the output may
+  // end, and must compile.
+  const bool schema = p.output_format == OutputFormat::kJsonSchema, regex = p.output_format == OutputFormat::kRegex;
+  if (!schema && !p.json_schema.empty()) return absl::InvalidArgumentError("json_schema: only with the JSON schema format");
+  if (!regex && !p.regex.empty()) return absl::InvalidArgumentError("regex: only with the regex format");
+  if (schema || regex) {
     if (p.ignore_eos || p.min_tokens > 0) {
-      return absl::InvalidArgumentError(absl::StrCat(p.ignore_eos ? "ignore_eos" : "min_tokens",
-                                                     " cannot be combined with a JSON schema: the object's end "
-                                                     "ends the output"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          p.ignore_eos ? "ignore_eos" : "min_tokens", " cannot be combined with ",
+          schema ? "a JSON schema: the object's end ends the output" : "a regex: the match decides where the "
+                                                                       "output may end"));
     }
-    absl::StatusOr<std::shared_ptr<const CompiledJsonSchema>> schema = CompileJsonSchema(p.json_schema);
-    if (!schema.ok()) return absl::InvalidArgumentError(absl::StrCat("json_schema: ", schema.status().message()));
-  } else if (!p.json_schema.empty()) {
-    return absl::InvalidArgumentError("json_schema: only with the JSON schema format");
-  }
-  if (p.output_format == OutputFormat::kRegex) {
-    if (p.ignore_eos || p.min_tokens > 0) {
-      return absl::InvalidArgumentError(absl::StrCat(p.ignore_eos ? "ignore_eos" : "min_tokens",
-                                                     " cannot be combined with a regex: the match decides where "
-                                                     "the output may end"));
+    absl::StatusOr<std::shared_ptr<const CompiledJsonSchema>> compiled =
+        schema ? CompileJsonSchema(p.json_schema) : CompileRegexConstraint(p.regex);
+    if (!compiled.ok()) {
+      return schema ? absl::InvalidArgumentError(absl::StrCat("json_schema: ", compiled.status().message()))
+                    : compiled.status();
     }
-    absl::StatusOr<std::shared_ptr<const CompiledJsonSchema>> regex = CompileRegexConstraint(p.regex);
-    if (!regex.ok()) return regex.status();
-  } else if (!p.regex.empty()) {
-    return absl::InvalidArgumentError("regex: only with the regex format");
   }
   if (p.top_logprobs > 0 && !p.logprobs) {
     return absl::InvalidArgumentError("top_logprobs needs logprobs = true");

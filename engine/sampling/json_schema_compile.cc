@@ -8,6 +8,8 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <tuple>
+#include <utility>
 #include <set>
 
 #include "absl/status/status.h"
@@ -448,15 +450,10 @@ class Compiler {
       return absl::InvalidArgumentError(absl::StrCat("schema: more than ", kMaxSchemaNodes, " nodes"));
     }
     if (type == "string") {
-      absl::StatusOr<int> min = Count(s, "minLength", 0, path), max = Count(s, "maxLength", -1, path);
-      if (!min.ok()) return min.status();
-      if (!max.ok()) return max.status();
-      if (*max >= 0 && *min > *max) {
-        return absl::InvalidArgumentError(absl::StrCat(Where(path), ": 'minLength' ", *min, " is above 'maxLength' ", *max));
-      }
+      absl::StatusOr<std::pair<int, int>> length = CountBounds(s, "minLength", "maxLength", path);
+      if (!length.ok()) return length.status();
       const int id = Add(SchemaNode::Kind::kString, parent, index);
-      out_.nodes[id].min_length = *min;
-      out_.nodes[id].max_length = *max;
+      std::tie(out_.nodes[id].min_length, out_.nodes[id].max_length) = *length;
       // A format is a pattern of its own (the regexes xgrammar uses for
       // them, checked against it document by document).
       std::string pattern;
@@ -468,12 +465,7 @@ class Compiler {
       }
       if (const auto f = s.find("format"); f != s.end()) {
         if (keyword != nullptr) return Unsupported(path, "'format' beside 'pattern' is not supported");
-        const std::string* regex = f->is_string() ? FormatRegex(f->get<std::string>()) : nullptr;
-        if (regex == nullptr) {
-          return Unsupported(path, absl::StrCat("'format' ", Canonical(*f),
-                                                " is not supported (date, time, date-time, uuid and ipv4 are)"));
-        }
-        pattern = *regex;
+        pattern = *FormatRegex(f->get<std::string>());  // Node refused any other format
         keyword = "format";
       }
       if (keyword != nullptr) {
@@ -515,15 +507,10 @@ class Compiler {
     if (type == "array") {
       const auto items = s.find("items");
       if (items == s.end()) return Unsupported(path, "an array needs 'items'");
-      absl::StatusOr<int> min = Count(s, "minItems", 0, path), max = Count(s, "maxItems", -1, path);
-      if (!min.ok()) return min.status();
-      if (!max.ok()) return max.status();
-      if (*max >= 0 && *min > *max) {
-        return absl::InvalidArgumentError(absl::StrCat(Where(path), ": 'minItems' ", *min, " is above 'maxItems' ", *max));
-      }
+      absl::StatusOr<std::pair<int, int>> items_count = CountBounds(s, "minItems", "maxItems", path);
+      if (!items_count.ok()) return items_count.status();
       const int id = Add(SchemaNode::Kind::kArray, parent, index);
-      out_.nodes[id].min_items = *min;
-      out_.nodes[id].max_items = *max;
+      std::tie(out_.nodes[id].min_items, out_.nodes[id].max_items) = *items_count;
       bounded_arrays_.push_back({id, path});
       absl::StatusOr<int> child = Node(*items, Join(path, "items"), id, 0, depth + 1);
       if (!child.ok()) return child.status();
@@ -578,6 +565,20 @@ class Compiler {
       return Unsupported(path, absl::StrCat("'", key, "' above ", kMaxSchemaCount, " is not supported"));
     }
     return static_cast<int>(it->get<double>());
+  }
+
+  // A pair of count keywords (minLength / maxLength, minItems / maxItems):
+  // {min, max}, min 0 and max -1 where absent.
+  static absl::StatusOr<std::pair<int, int>> CountBounds(const ojson& s, const char* min_key, const char* max_key,
+                                                         const std::string& path) {
+    absl::StatusOr<int> min = Count(s, min_key, 0, path), max = Count(s, max_key, -1, path);
+    if (!min.ok()) return min.status();
+    if (!max.ok()) return max.status();
+    if (*max >= 0 && *min > *max) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(Where(path), ": '", min_key, "' ", *min, " is above '", max_key, "' ", *max));
+    }
+    return std::make_pair(*min, *max);
   }
 
   // Integer node `id`'s bounds from minimum, maximum and the exclusive ones
