@@ -29,10 +29,10 @@ import sys
 from importlib import metadata
 
 import jsonschema
-import xgrammar as xgr
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import json_documents  # noqa: E402  (the mutations, shared with JSON mode's documents)
+import xgrammar_bytes  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 OUT = ROOT / "tests" / "golden" / "json" / "schema_documents.json"
@@ -251,23 +251,13 @@ MUTATION_BYTES = b'{}[]":, .-+eE0123456789tfnul\\/abc\x00\x1f\x80\xc3\xff'
 
 def main():
     rng = random.Random(20261205)
-    vocab = [bytes([b]) for b in range(256)]
-    info = xgr.TokenizerInfo(vocab, vocab_type=xgr.VocabType.RAW, vocab_size=256, stop_token_ids=[0])
-    compiler = xgr.GrammarCompiler(info, max_threads=1)
+    compiler = xgrammar_bytes.byte_compiler()
     cases = []
     for schema in SCHEMAS:
         compiled = compiler.compile_json_schema(json.dumps(schema), any_whitespace=False)
 
         def xgrammar_reads(doc):
-            """How many of doc's first bytes xgrammar takes (it takes a byte
-            only if some document goes on from it), and whether it takes
-            the whole document then its end."""
-            m = xgr.GrammarMatcher(compiled)
-            for i, b in enumerate(doc):
-                # byte 0 is the stand-in end token here; the grammar never takes it in text
-                if b == 0 or not m.accept_token(b):
-                    return i, False
-            return len(doc), m.accept_token(0)
+            return xgrammar_bytes.reads(compiled, doc)
 
         def xgrammar_takes(doc):
             return xgrammar_reads(doc)[1]
