@@ -85,7 +85,20 @@ SamplingParams SamplingParamsOf(const GenerationParams& p) {
   return s;
 }
 
-absl::Status ValidateGenerationParams(const GenerationParams& p, const ModelDescription& model) {
+namespace {
+
+// The JSON schema or regex of `p` compiled; its error names the field.
+absl::StatusOr<std::shared_ptr<const CompiledJsonSchema>> CompileConstraint(const GenerationParams& p) {
+  if (p.output_format == OutputFormat::kRegex) return CompileRegexConstraint(p.regex);
+  absl::StatusOr<std::shared_ptr<const CompiledJsonSchema>> schema = CompileJsonSchema(p.json_schema);
+  if (!schema.ok()) return absl::InvalidArgumentError(absl::StrCat("json_schema: ", schema.status().message()));
+  return schema;
+}
+
+}  // namespace
+
+absl::Status ValidateGenerationParams(const GenerationParams& p, const ModelDescription& model,
+                                      bool compile_constraints) {
   if (p.max_new_tokens < 1 || p.max_new_tokens > model.max_positions) {
     return absl::InvalidArgumentError(absl::StrCat("max_new_tokens must be in [1, ",
                                                    model.max_positions, "], got ",
@@ -146,12 +159,7 @@ absl::Status ValidateGenerationParams(const GenerationParams& p, const ModelDesc
           schema ? "a JSON schema: the object's end ends the output" : "a regex: the match decides where the "
                                                                        "output may end"));
     }
-    absl::StatusOr<std::shared_ptr<const CompiledJsonSchema>> compiled =
-        schema ? CompileJsonSchema(p.json_schema) : CompileRegexConstraint(p.regex);
-    if (!compiled.ok()) {
-      return schema ? absl::InvalidArgumentError(absl::StrCat("json_schema: ", compiled.status().message()))
-                    : compiled.status();
-    }
+    if (compile_constraints) RETURN_IF_ERROR(CompileConstraint(p).status());
   }
   if (p.top_logprobs > 0 && !p.logprobs) {
     return absl::InvalidArgumentError("top_logprobs needs logprobs = true");
@@ -199,7 +207,7 @@ DecoderEngine::~DecoderEngine() = default;
 absl::StatusOr<SeqId> DecoderEngine::AddSequence(std::vector<int32_t> prompt,
                                                  GenerationParams params) {
   const ModelDescription& d = model_->description();
-  RETURN_IF_ERROR(ValidateGenerationParams(params, d));
+  RETURN_IF_ERROR(ValidateGenerationParams(params, d, /*compile_constraints=*/false));
   if (prompt.empty()) return absl::InvalidArgumentError("prompt: no tokens");
   if (static_cast<int>(prompt.size()) >= model_->max_positions()) {
     return absl::InvalidArgumentError(absl::StrCat("prompt: ", prompt.size(),
@@ -264,10 +272,8 @@ absl::StatusOr<SeqId> DecoderEngine::AddSequence(std::vector<int32_t> prompt,
             }
           }
         }
-        absl::StatusOr<std::shared_ptr<const CompiledJsonSchema>> schema =
-            params.output_format == OutputFormat::kRegex ? CompileRegexConstraint(params.regex)
-                                                        : CompileJsonSchema(params.json_schema);
-        if (!schema.ok()) {  // validated above: cannot happen
+        absl::StatusOr<std::shared_ptr<const CompiledJsonSchema>> schema = CompileConstraint(params);
+        if (!schema.ok()) {  // the one compile of a new schema or regex (not in the validation above)
           schemas_.erase(key);
           return schema.status();
         }

@@ -123,9 +123,12 @@ inline constexpr int kMaxStopStringBytes = 256;
 // The sampler's share of `params` (logprobs off unless requested).
 SamplingParams SamplingParamsOf(const GenerationParams& params);
 
-// INVALID_ARGUMENT naming the field and its limit.
-absl::Status ValidateGenerationParams(const GenerationParams& params,
-                                      const ModelDescription& model);
+// INVALID_ARGUMENT naming the field and its limit. `compile_constraints`
+// false skips compiling a JSON schema or regex: AddSequence does that only
+// when its cache lacks it (and returns the same error), so a cached one is
+// not compiled again on the engine's thread for every request.
+absl::Status ValidateGenerationParams(const GenerationParams& params, const ModelDescription& model,
+                                      bool compile_constraints = true);
 
 enum class FinishReason : uint8_t {
   kNone,        // still running
