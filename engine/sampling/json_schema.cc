@@ -268,10 +268,23 @@ bool JsonSchemaAcceptor::Feed(uint8_t byte) {
 
 bool JsonSchemaAcceptor::FeedString(uint8_t byte) {
   const SchemaNode& n = node();
-  if (n.pattern) {  // no escapes, so '"' ends it
-    if (byte == '"') return n.pattern->accepting[cand_] && EndValue();
-    const int next = n.pattern->Step(static_cast<int>(cand_), byte);
+  if (n.pattern) {
+    // '"' ends the string unless the automaton takes it: only a pattern
+    // that writes its own escapes (CompileEscapedJsonStringRegex) does, right
+    // after a '\\', where it never accepts.
+    const RegexDfa& dfa = *n.pattern;
+    const int next = dfa.Step(static_cast<int>(cand_), byte);
+    if (byte == '"' && next < 0) return dfa.accepting[cand_] && offset_ >= n.min_length && EndValue();
     if (next < 0) return false;
+    if (n.min_length > 0 || n.max_length >= 0) {
+      // offset_ counts characters, saturated at the larger bound (past it
+      // nothing changes). A byte is taken only if some match can still end
+      // within the bounds: exact, as PatternLengths made sure.
+      const int count = offset_ + (byte < 0x80 || byte >= 0xC0 ? 1 : 0);
+      if (n.max_length >= 0 && count + dfa.min_chars[next] > n.max_length) return false;
+      if (dfa.max_chars[next] >= 0 && count + dfa.max_chars[next] < n.min_length) return false;
+      offset_ = static_cast<uint16_t>(std::min(count, std::max(n.min_length, n.max_length)));
+    }
     cand_ = static_cast<uint64_t>(next);
     return true;
   }

@@ -29,9 +29,12 @@
 //   to 65535, bounds within 64-bit integers; not beside enum or const);
 //   pattern (the string's text matches it whole, as xgrammar reads a
 //   pattern, and is written without escapes; the syntax in regex_dfa.h;
-//   not beside minLength / maxLength, enum or const); format date, time,
-//   date-time, uuid and ipv4, read as the patterns xgrammar uses (any other
-//   format is refused, whatever the type);
+//   not beside enum or const); format date, time, date-time, duration,
+//   uuid, ipv4, ipv6, email, hostname, uri and uri-reference, read as the
+//   patterns xgrammar uses, and pydantic's ipvanyaddress (any other format
+//   is refused, whatever the type); minLength / maxLength beside a pattern
+//   or format (exact: a bound every match meets is dropped, one none meets
+//   refused, both at once only without gaps in the match lengths);
 //   the annotations title, description, $schema, $id, $comment, default,
 //   examples, deprecated, readOnly, writeOnly, $defs and definitions.
 // Integers are "0" or an optional "-" then [1-9][0-9]* (as xgrammar).

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <memory>
 #include <tuple>
 #include <utility>
 #include <set>
@@ -46,24 +47,76 @@ const std::set<std::string>& SupportedKeywords() {
 constexpr const char* kBoundKeywords[] = {"minLength", "maxLength",        "minItems", "maxItems",        "minimum",
                                           "exclusiveMinimum", "maximum", "exclusiveMaximum", "pattern", "format"};
 
-// The "format"s read as patterns: RFC 3339's full-date, full-time and
-// date-time (an offset required), RFC 4122 UUIDs, dotted-quad IPv4.
-const std::string* FormatRegex(const std::string& format) {
-  static const auto* regexes = [] {
+// The "format"s read as patterns, each the language of xgrammar's grammar
+// for it (tools/golden/json_schema_documents.py checks them against
+// xgrammar document by document): RFC 3339's full-date, full-time and
+// date-time (an offset required), ISO 8601 durations, RFC 4122 UUIDs,
+// dotted-quad IPv4, RFC 4291 IPv6 text forms, RFC 5321 email addresses
+// (a quoted local part with its escapes as written in JSON), lowercase RFC
+// 1123 hostnames, RFC 3986 URIs and URI references; and pydantic's
+// "ipvanyaddress" as IPv4 or IPv6 (xgrammar does not read that one).
+struct FormatPattern {
+  std::string regex;
+  bool escaped = false;  // written over the JSON string's bytes, escapes included
+};
+
+const FormatPattern* FormatRegex(const std::string& format) {
+  static const auto* patterns = [] {
     const std::string date = R"(\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01]))";
     const std::string time =
         R"(([01]\d|2[0-3]):[0-5]\d:([0-5]\d|60)(\.\d+)?(Z|[+-]([01]\d|2[0-3]):[0-5]\d))";
     const std::string octet = R"((25[0-5]|2[0-4]\d|[01]?\d\d?))";
-    return new std::map<std::string, std::string>{
-        {"date", date},
-        {"time", time},
-        {"date-time", date + "T" + time},
-        {"uuid", R"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"},
-        {"ipv4", octet + R"(\.)" + octet + R"(\.)" + octet + R"(\.)" + octet},
+    const std::string ipv4 = octet + R"(\.)" + octet + R"(\.)" + octet + R"(\.)" + octet;
+    // IPv6's embedded IPv4 octets are written differently from ipv4's own
+    // ("09" and "00" pass here too), as in xgrammar.
+    const std::string h16 = "[0-9a-fA-F]{1,4}";
+    const std::string v4 = R"(((25[0-5]|(2[0-4]|1?[0-9])?[0-9])\.){3}(25[0-5]|(2[0-4]|1?[0-9])?[0-9]))";
+    const std::string ipv6 = absl::StrCat(                                                  //
+        "(", h16, ":){7}", h16,                                                             //
+        "|(", h16, ":){1,7}:",                                                              //
+        "|(", h16, ":){1,6}:", h16,                                                         //
+        "|(", h16, ":){1,5}(:", h16, "){1,2}",                                              //
+        "|(", h16, ":){1,4}(:", h16, "){1,3}",                                              //
+        "|(", h16, ":){1,3}(:", h16, "){1,4}",                                              //
+        "|(", h16, ":){1,2}(:", h16, "){1,5}",                                              //
+        "|", h16, ":(:", h16, "){1,6}",                                                     //
+        "|:((:", h16, "){1,7}|:)",                                                          //
+        "|::(ffff(:0{1,4})?:)?", v4,                                                        //
+        "|(", h16, ":){1,4}:", v4);
+    const std::string pct = "%[0-9A-Fa-f]{2}";
+    const std::string user = "([a-zA-Z0-9_.~!$&'()*+,;=:-]|" + pct + ")";
+    const std::string host = "([a-zA-Z0-9_.~!$&'()*+,;=-]|" + pct + ")";
+    const std::string pchar = "([a-zA-Z0-9_.~!$&'()*+,;=:@-]|" + pct + ")";
+    const std::string pchar_nc = "([a-zA-Z0-9_.~!$&'()*+,;=@-]|" + pct + ")";  // no ':'
+    const std::string qchar = "([a-zA-Z0-9_.~!$&'()*+,;=:@/?-]|" + pct + ")";
+    const std::string authority = "//(" + user + "*@)?" + host + "*(:[0-9]*)?(/" + pchar + "*)*";
+    const std::string tail = R"((\?)" + qchar + "*)?(#" + qchar + "*)?";
+    const std::string atom = "[a-zA-Z0-9_!#$%&'*+/=?^`{|}~-]+";
+    const std::string quoted_text = R"([ !#-\[\]-~])";
+    const std::string email =
+        absl::StrCat("(", atom, R"((\.)", atom, ")*", R"(|\\"(\\\\()", quoted_text, R"(|\\"|\\\\)|)", quoted_text,
+                     R"()*\\"))", R"(@[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?(\.[A-Za-z0-9][-A-Za-z0-9]*[A-Za-z0-9])*)");
+    const std::string d = "[0-9]+";
+    const std::string clock = absl::StrCat(d, "S|", d, "M(", d, "S)?|", d, "H(", d, "M(", d, "S)?)?");
+    return new std::map<std::string, FormatPattern>{
+        {"date", {date}},
+        {"time", {time}},
+        {"date-time", {date + "T" + time}},
+        {"duration", {absl::StrCat("P((", d, "D|", d, "M(", d, "D)?|", d, "Y(", d, "M(", d, "D)?)?)(T(", clock,
+                                   "))?|T(", clock, ")|", d, "W)")}},
+        {"uuid", {R"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"}},
+        {"ipv4", {ipv4}},
+        {"ipv6", {ipv6}},
+        {"ipvanyaddress", {ipv4 + "|" + ipv6}},
+        {"email", {email, /*escaped=*/true}},
+        {"hostname", {R"([a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*)"}},
+        {"uri", {"[a-zA-Z][a-zA-Z+.-]*:(" + authority + "|/?(" + pchar + "+(/" + pchar + "*)*)?)" + tail}},
+        {"uri-reference", {"(" + authority + "|/(" + pchar + "+(/" + pchar + "*)*)?|" + pchar_nc + "+(/" + pchar +
+                           "*)*)?" + tail}},
     };
   }();
-  const auto it = regexes->find(format);
-  return it == regexes->end() ? nullptr : &it->second;
+  const auto it = patterns->find(format);
+  return it == patterns->end() ? nullptr : &it->second;
 }
 
 std::string Where(const std::string& path) { return path.empty() ? "schema" : path; }
@@ -77,7 +130,7 @@ absl::Status Unsupported(const std::string& path, const std::string& what) {
       Where(path), ": ", what,
       " (supported: type, properties, required, additionalProperties: false, items, enum, const, local $ref, "
       "anyOf/oneOf whose alternatives begin differently or are tagged objects, allOf of one schema, "
-      "minLength/maxLength, "
+      "minLength/maxLength, pattern, format, "
       "minItems/maxItems, integer minimum/maximum, and annotations)"));
 }
 
@@ -186,7 +239,8 @@ class Compiler {
     // (OpenAPI's "int32" on an integer is a bound, not a no-op).
     if (const auto f = s.find("format"); f != s.end() && (!f->is_string() || FormatRegex(f->get<std::string>()) == nullptr)) {
       return Unsupported(path, absl::StrCat("'format' ", Canonical(*f),
-                                            " is not supported (date, time, date-time, uuid and ipv4 are)"));
+                                            " is not supported (date, time, date-time, duration, uuid, ipv4, ipv6, ipvanyaddress, email, hostname, uri and "
+                                            "uri-reference are)"));
     }
     std::vector<std::string> types;
     if (const auto t = s.find("type"); t != s.end()) {
@@ -444,6 +498,29 @@ class Compiler {
     return tagged;
   }
 
+  // minLength / maxLength beside a pattern: a bound every match meets is
+  // dropped (pydantic's HttpUrl has minLength 1); one no match meets is
+  // refused; both at once only where the pattern's lengths have no gaps
+  // (RegexDfa::lengths_are_intervals), so the reader's checks stay exact.
+  absl::Status PatternLengths(const RegexDfa& dfa, const char* keyword, const std::string& path, SchemaNode& n) {
+    const int shortest = dfa.min_chars[dfa.start], longest = dfa.max_chars[dfa.start];  // longest -1: no bound
+    if (n.max_length >= 0 && n.max_length < shortest) {
+      return absl::InvalidArgumentError(absl::StrCat(Where(path), ": 'maxLength' ", n.max_length, ": no string of the '", keyword,
+                                            "' is that short (the shortest has ", shortest, " characters)"));
+    }
+    if (longest >= 0 && n.min_length > longest) {
+      return absl::InvalidArgumentError(absl::StrCat(Where(path), ": 'minLength' ", n.min_length, ": no string of the '", keyword,
+                                            "' is that long (the longest has ", longest, " characters)"));
+    }
+    if (n.min_length <= shortest) n.min_length = 0;
+    if (longest >= 0 && n.max_length >= longest) n.max_length = -1;
+    if (n.min_length > 0 && n.max_length >= 0 && !dfa.lengths_are_intervals) {
+      return Unsupported(path, absl::StrCat("'minLength' with 'maxLength' beside this '", keyword,
+                                            "' (its strings' lengths have gaps) is not supported"));
+    }
+    return absl::OkStatus();
+  }
+
   absl::StatusOr<int> Typed(const ojson& s, const std::string& type, const std::string& path, int parent, int index,
                             int depth) {
     if (static_cast<int>(out_.nodes.size()) >= kMaxSchemaNodes) {
@@ -457,6 +534,7 @@ class Compiler {
       // A format is a pattern of its own (the regexes xgrammar uses for
       // them, checked against it document by document).
       std::string pattern;
+      bool escaped = false;
       const char* keyword = nullptr;
       if (const auto p = s.find("pattern"); p != s.end()) {
         if (!p->is_string()) return Unsupported(path, "'pattern' must be a string");
@@ -465,24 +543,32 @@ class Compiler {
       }
       if (const auto f = s.find("format"); f != s.end()) {
         if (keyword != nullptr) return Unsupported(path, "'format' beside 'pattern' is not supported");
-        pattern = *FormatRegex(f->get<std::string>());  // Node refused any other format
+        const FormatPattern& format = *FormatRegex(f->get<std::string>());  // Node refused any other format
+        pattern = format.regex;
+        escaped = format.escaped;
         keyword = "format";
       }
       if (keyword != nullptr) {
-        if (s.contains("minLength") || s.contains("maxLength")) {
-          return Unsupported(path, absl::StrCat("'", keyword, "' beside 'minLength' or 'maxLength' is not supported"));
+        // One automaton per distinct pattern: a format or a definition used
+        // by many fields is compiled and counted once.
+        std::shared_ptr<const RegexDfa>& shared = automata_[{pattern, escaped}];
+        if (shared == nullptr) {
+          absl::StatusOr<RegexDfa> dfa =
+              escaped ? CompileEscapedJsonStringRegex(pattern) : CompileJsonStringRegex(pattern);
+          if (!dfa.ok()) {
+            return absl::InvalidArgumentError(
+                absl::StrCat(Where(path), ": 'pattern' ", Canonical(ojson(pattern)), ": ", dfa.status().message()));
+          }
+          out_.pattern_bytes += dfa->bytes();
+          if (out_.pattern_bytes > kMaxSchemaPatternBytes) {
+            return Unsupported(path, absl::StrCat("'", keyword, "': the schema's patterns need ", out_.pattern_bytes,
+                                                  " bytes of automata, more than ", kMaxSchemaPatternBytes));
+          }
+          shared = std::make_shared<const RegexDfa>(std::move(*dfa));
         }
-        absl::StatusOr<RegexDfa> dfa = CompileJsonStringRegex(pattern);
-        if (!dfa.ok()) {
-          return absl::InvalidArgumentError(
-              absl::StrCat(Where(path), ": 'pattern' ", Canonical(ojson(pattern)), ": ", dfa.status().message()));
-        }
-        out_.pattern_bytes += dfa->bytes();
-        if (out_.pattern_bytes > kMaxSchemaPatternBytes) {
-          return Unsupported(path, absl::StrCat("'", keyword, "': the schema's patterns need ", out_.pattern_bytes,
-                                                " bytes of automata, more than ", kMaxSchemaPatternBytes));
-        }
-        out_.nodes[id].pattern = std::make_shared<const RegexDfa>(std::move(*dfa));
+        out_.nodes[id].pattern = shared;
+        absl::Status lengths = PatternLengths(*shared, keyword, path, out_.nodes[id]);
+        if (!lengths.ok()) return lengths;
       }
       return id;
     }
@@ -650,6 +736,7 @@ class Compiler {
   CompiledJsonSchema& out_;
   const ojson& root_;
   std::vector<std::pair<int, std::string>> bounded_arrays_;  // every array node and its path
+  std::map<std::pair<std::string, bool>, std::shared_ptr<const RegexDfa>> automata_;  // by pattern, escaped
   std::vector<const ojson*> expanding_;  // the $ref targets being read, innermost last
 };
 

@@ -1,6 +1,8 @@
 #include "engine/sampling/regex_dfa.h"
 
 #include <algorithm>
+#include <deque>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -59,6 +61,12 @@ Ranges Intersect(const Ranges& a, const Ranges& b) {
 // A JSON string's characters that need no escape, surrogates left out.
 const Ranges& JsonStringAlphabet() {
   static const Ranges* allowed = new Ranges{{0x20, 0x21}, {0x23, 0x5B}, {0x5D, 0xD7FF}, {0xE000, kMaxCodePoint}};
+  return *allowed;
+}
+
+// The same with '"' and '\\', for patterns that write escapes themselves.
+const Ranges& EscapedJsonStringAlphabet() {
+  static const Ranges* allowed = new Ranges{{0x20, 0xD7FF}, {0xE000, kMaxCodePoint}};
   return *allowed;
 }
 
@@ -546,6 +554,92 @@ class Closures {
   uint32_t generation_ = 0;
 };
 
+// Fills min_chars, max_chars and lengths_are_intervals. A byte that is
+// not a UTF-8 continuation begins a character and weighs 1; a continuation
+// weighs 0 (a class with a transition lies inside one edge's range, so its
+// representative tells which). Every state left can reach a match.
+void MeasureLengths(RegexDfa& dfa, const std::vector<uint8_t>& representative) {
+  const int n = static_cast<int>(dfa.accepting.size()), k = dfa.num_classes;
+  auto weight = [&](int c) { return representative[c] < 0x80 || representative[c] >= 0xC0 ? 1 : 0; };
+  std::vector<std::vector<std::pair<int, int>>> preds(n);  // (state, weight) of each transition into a state
+  std::vector<int> out_degree(n, 0);
+  for (int d = 0; d < n; ++d) {
+    for (int c = 0; c < k; ++c) {
+      const int t = dfa.next[d * k + c];
+      if (t < 0) continue;
+      preds[t].push_back({d, weight(c)});
+      ++out_degree[d];
+    }
+  }
+  // Fewest: a 0-1 breadth-first search backwards from the accepting states.
+  constexpr int32_t kUnknown = std::numeric_limits<int32_t>::max();
+  dfa.min_chars.assign(n, kUnknown);
+  std::deque<int> queue;
+  for (int d = 0; d < n; ++d) {
+    if (dfa.accepting[d]) {
+      dfa.min_chars[d] = 0;
+      queue.push_back(d);
+    }
+  }
+  while (!queue.empty()) {
+    const int t = queue.front();
+    queue.pop_front();
+    for (const auto& [d, w] : preds[t]) {
+      if (dfa.min_chars[t] + w < dfa.min_chars[d]) {
+        dfa.min_chars[d] = dfa.min_chars[t] + w;
+        w == 0 ? queue.push_front(d) : queue.push_back(d);
+      }
+    }
+  }
+  // Most: states peeled off from the end (all their successors known); a
+  // state never peeled reaches a cycle, so its matches have no bound.
+  dfa.max_chars.assign(n, -1);
+  std::vector<int> ready;
+  for (int d = 0; d < n; ++d) {
+    if (out_degree[d] == 0) ready.push_back(d);
+  }
+  std::vector<uint8_t> known(n, 0);
+  while (!ready.empty()) {
+    const int d = ready.back();
+    ready.pop_back();
+    int32_t most = dfa.accepting[d] ? 0 : -1;
+    for (int c = 0; c < k; ++c) {
+      const int t = dfa.next[d * k + c];
+      if (t >= 0) most = std::max(most, dfa.max_chars[t] + weight(c));
+    }
+    dfa.max_chars[d] = most;
+    known[d] = 1;
+    for (const auto& [p, w] : preds[d]) {
+      if (--out_degree[p] == 0) ready.push_back(p);
+    }
+  }
+  // No gaps: each state's interval is exactly the union of its own match
+  // (0, if accepting) and its successors' intervals moved by their weight.
+  // Where that holds at every state, every length in each interval is
+  // reached (by induction on the length), so checking the two ends is exact.
+  constexpr int64_t kNoBound = std::numeric_limits<int64_t>::max() / 2;
+  std::vector<std::pair<int64_t, int64_t>> parts;
+  for (int d = 0; d < n && dfa.lengths_are_intervals; ++d) {
+    parts.clear();
+    if (dfa.accepting[d]) parts.push_back({0, 0});
+    for (int c = 0; c < k; ++c) {
+      const int t = dfa.next[d * k + c];
+      if (t < 0) continue;
+      const int64_t hi = known[t] ? int64_t{dfa.max_chars[t]} + weight(c) : kNoBound;
+      parts.push_back({int64_t{dfa.min_chars[t]} + weight(c), hi});
+    }
+    std::sort(parts.begin(), parts.end());
+    int64_t reach = parts.empty() ? -1 : parts[0].second;
+    for (size_t i = 1; i < parts.size(); ++i) {
+      if (parts[i].first > reach + 1) {
+        dfa.lengths_are_intervals = false;
+        break;
+      }
+      reach = std::max(reach, parts[i].second);
+    }
+  }
+}
+
 absl::StatusOr<RegexDfa> Compile(std::string_view pattern, const Ranges& alphabet, std::string_view none) {
   if (pattern.size() > static_cast<size_t>(kMaxRegexBytes)) {
     return absl::InvalidArgumentError(absl::StrCat(pattern.size(), " bytes, at most ", kMaxRegexBytes));
@@ -639,6 +733,7 @@ absl::StatusOr<RegexDfa> Compile(std::string_view pattern, const Ranges& alphabe
   for (int d = 0; d < n; ++d) {
     for (int c = 0; c < dfa.num_classes; ++c) dfa.has_next[d] |= dfa.next[d * dfa.num_classes + c] >= 0;
   }
+  MeasureLengths(dfa, representative);
   return dfa;
 }
 
@@ -647,6 +742,17 @@ absl::StatusOr<RegexDfa> Compile(std::string_view pattern, const Ranges& alphabe
 absl::StatusOr<RegexDfa> CompileJsonStringRegex(std::string_view pattern) {
   return Compile(pattern, JsonStringAlphabet(),
                  "it matches no string written without escapes (no '\"', '\\' or control characters)");
+}
+
+absl::StatusOr<RegexDfa> CompileEscapedJsonStringRegex(std::string_view pattern) {
+  absl::StatusOr<RegexDfa> dfa = Compile(pattern, EscapedJsonStringAlphabet(), "it matches no JSON string");
+  if (!dfa.ok()) return dfa;
+  for (size_t d = 0; d < dfa->accepting.size(); ++d) {
+    if (dfa->accepting[d] && dfa->Step(static_cast<int>(d), '"') >= 0) {
+      return absl::InvalidArgumentError("a '\"' may follow a whole match: it could not end the string");
+    }
+  }
+  return dfa;
 }
 
 absl::StatusOr<RegexDfa> CompileTextRegex(std::string_view pattern) {

@@ -42,11 +42,20 @@ struct RegexDfa {
   std::vector<int32_t> next;  // state * num_classes + class -> state, or -1
   std::vector<uint8_t> accepting;
   std::vector<uint8_t> has_next;  // some byte leads on from the state
+  // Characters (not bytes) still to write from a state to a match: the
+  // fewest, and the most (-1: no bound). A state inside a character has
+  // counted that character already.
+  std::vector<int32_t> min_chars, max_chars;
+  // Every state's match lengths form an interval [min_chars, max_chars]
+  // (no gaps, as (ab)+'s 2, 4, 6... have), so a reader holding a string
+  // to minLength and maxLength at once never reaches a dead end by
+  // checking those two numbers.
+  bool lengths_are_intervals = true;
 
   int Step(int state, uint8_t byte) const { return next[state * num_classes + byte_class[byte]]; }
   int64_t bytes() const {
     return static_cast<int64_t>(next.size() * sizeof(int32_t) + accepting.size() + has_next.size() +
-                                sizeof(*this));
+                                (min_chars.size() + max_chars.size()) * sizeof(int32_t) + sizeof(*this));
   }
 };
 
@@ -55,6 +64,15 @@ struct RegexDfa {
 // characters that need no escape) and is no surrogate. INVALID_ARGUMENT
 // with the reason and where in the pattern.
 absl::StatusOr<RegexDfa> CompileJsonStringRegex(std::string_view pattern);
+
+// `pattern` over the bytes between a JSON string's quotes as written,
+// escapes included: '"' and '\\' are bytes like any other here, so the
+// pattern itself must keep every '\\' the start of a valid escape and every
+// '"' right after one. Only for hand-written patterns (the "format"s whose
+// grammar has escapes, as email's quoted local part). A state with a '"'
+// transition is then never accepting, so a reader can tell an escaped quote
+// from the closing one by asking the automaton.
+absl::StatusOr<RegexDfa> CompileEscapedJsonStringRegex(std::string_view pattern);
 
 // `pattern` over any text: every character but surrogates ("." any, a
 // newline too, as xgrammar reads it), for a whole output held to a regex

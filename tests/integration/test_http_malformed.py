@@ -132,7 +132,7 @@ CASES = [
      "choice[0] must be 1..1024 bytes, got 1025"),
     ("/v1/generate", {"text": "a", "sampling": {"choice": ["x"]}}, 400, "choice: only with the choice format"),
     ("/v1/completions", {"model": "m", "prompt": "a", "guided_json": {"type": "object", "properties": {
-        "s": {"type": "string", "format": "email"}}}}, 400, "properties.s: 'format' \"email\" is not supported"),
+        "s": {"type": "string", "format": "idn-email"}}}}, 400, "properties.s: 'format' \"idn-email\" is not supported"),
     ("/v1/completions", {"model": "m", "prompt": "a", "guided_json": "{not json"}, 400, "schema: not valid JSON"),
     ("/v1/chat/completions", {"model": "m", "messages": USER, "response_format": {
         "type": "json_schema", "json_schema": {"schema": {"type": "string"}}}}, 400,

@@ -151,8 +151,8 @@ def test_what_the_template_or_the_server_refuses_is_a_400_naming_it(client):
                                               "tool_choice": {"type": "function", "function": {"name": "g"}}},
          "tool_choice.function.name: \"g\" is not one of the tools"),
         ([{"role": "user", "content": "a"}], {"tools": [{"type": "function", "function": {"name": "f", "parameters": {
-            "type": "object", "properties": {"x": {"type": "string", "format": "email"}}}}}], "tool_choice": "required"},
-         "items.anyOf[0].properties.parameters.properties.x: 'format' \"email\" is not supported"),
+            "type": "object", "properties": {"x": {"type": "string", "format": "idn-email"}}}}}], "tool_choice": "required"},
+         "items.anyOf[0].properties.parameters.properties.x: 'format' \"idn-email\" is not supported"),
         ([{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:,"}}]}], {},
          "messages[0].content[0].type: not supported"),
     ]
@@ -450,11 +450,11 @@ def test_json_schema_response_format_answers_with_an_instance_of_the_schema(serv
     # What the schema mode does not implement is a 400 naming it.
     openai = pytest.importorskip("openai")
     bad = {"type": "json_schema", "json_schema": {"name": "p", "schema": {
-        "type": "object", "properties": {"code": {"type": "string", "format": "email"}}}}}
+        "type": "object", "properties": {"code": {"type": "string", "format": "idn-email"}}}}}
     with pytest.raises(openai.BadRequestError) as e:
         client.chat.completions.create(model="stories260K", messages=case["messages"], max_tokens=8,
                                        response_format=bad)
-    assert "properties.code: 'format' \"email\" is not supported" in str(e.value), str(e.value)
+    assert "properties.code: 'format' \"idn-email\" is not supported" in str(e.value), str(e.value)
 
 
 def test_openai_parse_helper_with_a_pydantic_model(server, client):
@@ -507,6 +507,43 @@ def test_openai_parse_helper_with_a_pydantic_model(server, client):
         client.chat.completions.parse(model="stories260K", messages=case["messages"], max_tokens=8,
                                       response_format=Node)
     assert "recursive schemas are not supported" in str(e.value), str(e.value)
+
+
+def test_openai_parse_with_formats_and_lengths(server, client):
+    """pydantic's EmailStr, AnyUrl with a length limit, IPv6Address and
+    timedelta become formats email, uri (with minLength 1 and maxLength),
+    ipv6 and duration; the answer held to them is read back by pydantic's own
+    validators (email-validator, the url crate, ipaddress, its duration
+    parser). The story model would write an email's local part and a
+    duration's digits until the token limit: maxLength beside a format
+    (which xgrammar drops) ends them."""
+    import datetime
+    import ipaddress
+    from typing import Annotated
+
+    import pydantic
+
+    class Contact(pydantic.BaseModel):
+        email: Annotated[pydantic.EmailStr, pydantic.Field(max_length=20)]
+        site: Annotated[pydantic.AnyUrl, pydantic.UrlConstraints(max_length=24)]
+        server: ipaddress.IPv6Address
+        wait: Annotated[datetime.timedelta, pydantic.Field(json_schema_extra={"maxLength": 7})]
+
+    schema = Contact.model_json_schema()
+    assert schema["properties"]["site"] == {"format": "uri", "maxLength": 24, "minLength": 1, "title": "Site",
+                                            "type": "string"}, schema
+    # Byte tokens 67 '@', 37 '"' and 467 ':' favoured, so each field gets
+    # past its first part.
+    r = client.chat.completions.parse(model="stories260K", messages=[{"role": "user", "content": "Tell me a story."}],
+                                      max_tokens=300, temperature=0, logit_bias={"67": 30, "37": 12, "467": 10},
+                                      response_format=Contact)
+    choice = r.choices[0]
+    assert choice.finish_reason == "stop", choice.message.content
+    contact = choice.message.parsed
+    assert isinstance(contact, Contact), choice.message.content
+    raw = json.loads(choice.message.content)
+    assert len(raw["email"]) <= 20 and len(raw["site"]) <= 24 and len(raw["wait"]) <= 7, raw
+    assert isinstance(contact.server, ipaddress.IPv6Address) and isinstance(contact.wait, datetime.timedelta), raw
 
 
 WEATHER_TOOL = {"type": "function", "function": {

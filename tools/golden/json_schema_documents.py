@@ -140,6 +140,15 @@ SCHEMAS = [
         "id": {"type": "string", "format": "uuid"},
         "ip": {"type": "string", "format": "ipv4"}},
      "required": ["day", "when"]},
+    # More formats: addresses, names and durations.
+    {"type": "object", "properties": {
+        "mail": {"type": "string", "format": "email"},
+        "host": {"type": "string", "format": "hostname"},
+        "ip6": {"type": "string", "format": "ipv6"},
+        "site": {"type": "string", "format": "uri"},
+        "link": {"type": ["string", "null"], "format": "uri-reference"},
+        "span": {"type": "string", "format": "duration"}},
+     "required": ["mail", "site"]},
 ]
 
 # Strings of each format (the mutants give the rest).
@@ -150,6 +159,15 @@ FORMAT_EXAMPLES = {
     "uuid": ["123e4567-e89b-12d3-a456-426614174000", "00000000-0000-0000-0000-000000000000",
              "ABCDEF01-2345-6789-abcd-ef0123456789"],
     "ipv4": ["1.2.3.4", "255.255.255.255", "10.0.0.1", "01.2.30.249"],
+    "email": ["lily@example.com", "a.b-c+d@x.io", "first.last@sub.domain.org", "x@y", "!#$%&'*+/=?^_`{|}~@a-b.cd",
+              '"john doe"@example.com', '"a\\"b"@x.org', '"q\\\\"@h', '""@a'],
+    "hostname": ["example.com", "a", "sub-1.example.org", "xn--bcher-kva.de", "0.0"],
+    "ipv6": ["::", "::1", "2001:db8::8a2e:370:7334", "fe80:0:0:0:204:61ff:fe9d:f156", "1:2:3:4:5:6:7:8",
+             "::ffff:192.168.0.1", "64:ff9b::10.0.0.1", "1::", "ABCD:ef01::", "::ffff:0:255.0.0.9"],
+    "uri": ["https://example.com", "http://user:pw@host:8080/a/b?q=1&r=%20#frag", "mailto:lily@example.com",
+            "urn:isbn:0451450523", "file:///etc/hosts", "a:", "x+y.z-w:/p", "https://h/%7E?/?#/?"],
+    "uri-reference": ["", "/a/b", "../x?y", "#top", "//host/p", "name@x/y:z", "?q", "a%20b"],
+    "duration": ["P1D", "PT1H", "P1Y2M3DT4H5M6S", "P4W", "PT0S", "P12M", "PT36H", "P1DT2M"],
 }
 
 # Strings each pattern matches whole (re.fullmatch checks them), for the

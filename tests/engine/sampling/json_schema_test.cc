@@ -6,10 +6,12 @@
 #include "engine/sampling/json_schema.h"
 
 #include <fstream>
+#include <regex>
 #include <string>
 #include <vector>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -40,7 +42,7 @@ TEST(JsonSchemaTest, AgreesWithXgrammarOnEveryDocument) {
   std::ifstream in(ATTNSERVE_SOURCE_DIR "/tests/golden/json/schema_documents.json");
   // ordered: a schema's property order is the output's.
   const nlohmann::ordered_json golden = nlohmann::ordered_json::parse(in);
-  ASSERT_GE(golden["cases"].size(), 5u);
+  ASSERT_GE(golden["cases"].size(), 12u);
   int taken = 0, refused = 0;
   for (const nlohmann::ordered_json& c : golden["cases"]) {
     absl::StatusOr<std::shared_ptr<const CompiledJsonSchema>> schema = CompileJsonSchema(c["schema"].dump());
@@ -59,6 +61,155 @@ TEST(JsonSchemaTest, AgreesWithXgrammarOnEveryDocument) {
   }
   EXPECT_GT(taken, 300);
   EXPECT_GT(refused, 2000);
+}
+
+// pydantic's IPvAnyAddress writes "ipvanyaddress", which xgrammar reads as
+// any string: here it is IPv4 or IPv6, the golden's two patterns.
+TEST(JsonSchemaTest, PydanticIpAnyAddressIsIpv4OrIpv6) {
+  auto schema = CompileJsonSchema(R"({"type": "array", "items": {"type": "string", "format": "ipvanyaddress"}})");
+  ASSERT_TRUE(schema.ok()) << schema.status();
+  for (const char* doc : {R"(["10.0.0.1"])", R"(["::1"])", R"(["2001:db8::8a2e:370:7334"])", R"(["::ffff:1.2.3.4"])"}) {
+    EXPECT_TRUE(Takes(**schema, doc)) << doc;
+  }
+  for (const char* doc : {R"(["10.0.0"])", R"(["1.2.3.256"])", R"([":::"])", R"(["localhost"])", R"([""])"}) {
+    EXPECT_FALSE(Takes(**schema, doc)) << doc;
+  }
+}
+
+// An email's quoted local part is written with JSON escapes; the escaped
+// quote must not end the string, the bare one must.
+TEST(JsonSchemaTest, EmailQuotedLocalPartKeepsItsEscapes) {
+  auto schema = CompileJsonSchema(R"({"type": "array", "items": {"type": "string", "format": "email"}})");
+  ASSERT_TRUE(schema.ok()) << schema.status();
+  EXPECT_TRUE(Takes(**schema, R"js(["\"a b\"@x.org"])js"));
+  EXPECT_TRUE(Takes(**schema, R"js(["\"a\\\"b\"@x"])js"));  // quoted pair \" inside
+  EXPECT_FALSE(Takes(**schema, R"js(["\"a b"@x.org"])js"));    // a bare '"' ends the string there
+  EXPECT_EQ(BytesRead(**schema, R"js(["\"a b"@x.org"])js"), 7u);
+  EXPECT_FALSE(Takes(**schema, R"js(["a b@x.org"])js"));
+  EXPECT_FALSE(Takes(**schema, R"js(["\u0061@x.org"])js"));  // no other escape
+}
+
+// A format used by many fields is one automaton, counted once: six IPv6
+// fields (about 20 KB of automaton each) fit the 64 KiB for patterns.
+TEST(JsonSchemaTest, RepeatedFormatIsOneAutomaton) {
+  auto one = CompileJsonSchema(R"({"type": "array", "items": {"type": "string", "format": "ipv6"}})");
+  ASSERT_TRUE(one.ok()) << one.status();
+  std::string props;
+  for (int i = 0; i < 6; ++i) absl::StrAppend(&props, i ? ", " : "", "\"a", i, R"(": {"type": "string", "format": "ipv6"})");
+  auto six = CompileJsonSchema(absl::StrCat(R"({"type": "object", "properties": {)", props, "}}"));
+  ASSERT_TRUE(six.ok()) << six.status();
+  EXPECT_GT((*one)->pattern_bytes, kMaxSchemaPatternBytes / 4);
+  EXPECT_EQ((*six)->pattern_bytes, (*one)->pattern_bytes);
+  EXPECT_TRUE(Takes(**six, R"({"a0": "::1", "a5": "fe80::1"})"));
+  EXPECT_FALSE(Takes(**six, R"({"a0": "::1", "a5": "fe80:::1"})"));
+}
+
+// A pattern with minLength / maxLength (xgrammar drops the lengths there,
+// so no golden): every string over each case's alphabet, up to a length
+// past the bounds, is taken exactly when std::regex matches it whole and
+// its length in characters is within the bounds; and every prefix taken
+// can still be completed, so a token mask never leads into a dead end.
+struct LengthCase {
+  const char* pattern;
+  int min_length, max_length;  // -1: absent
+  std::vector<std::string> alphabet;  // characters, each one code point
+};
+
+size_t Utf8Chars(const std::string& s) {
+  size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+// Walks every string over the alphabet up to `depth` characters below
+// `state` (the acceptor after `text`); returns whether any of them, or
+// `text` itself, is whole. Checks each against the reference on the way.
+bool WalkPatternStrings(const LengthCase& c, const std::regex& re, const JsonSchemaAcceptor& state,
+                        const std::string& text, int depth, int* checked) {
+  JsonSchemaAcceptor closed = state;
+  const bool whole = closed.Feed('"') && closed.Feed(']') && closed.complete();
+  const size_t chars = Utf8Chars(text);
+  const bool want = std::regex_match(text, re) && static_cast<int>(chars) >= c.min_length &&
+                    (c.max_length < 0 || chars <= static_cast<size_t>(c.max_length));
+  EXPECT_EQ(whole, want) << c.pattern << " [" << c.min_length << ", " << c.max_length << "] " << text;
+  ++*checked;
+  bool completes = whole;
+  for (const std::string& ch : c.alphabet) {
+    JsonSchemaAcceptor next = state;
+    bool took = true;
+    for (char b : ch) took = took && next.Feed(static_cast<uint8_t>(b));
+    if (took && depth > 0) {
+      const bool sub = WalkPatternStrings(c, re, next, text + ch, depth - 1, checked);
+      // Deep enough below it to find a completion if one exists (these
+      // patterns complete within 3 more characters once past minLength).
+      if (depth - 1 >= 3) {
+        EXPECT_TRUE(sub) << c.pattern << ": a dead end after " << text + ch;
+      }
+      completes |= sub;
+    } else if (!took) {
+      // Refused: then no string beginning so may be whole.
+      const std::string longer = text + ch;
+      const size_t n = Utf8Chars(longer);
+      const bool could = std::regex_match(longer, re) && static_cast<int>(n) >= c.min_length &&
+                         (c.max_length < 0 || n <= static_cast<size_t>(c.max_length));
+      EXPECT_FALSE(could) << c.pattern << " refused " << longer;
+      ++*checked;
+    }
+  }
+  return completes;
+}
+
+TEST(JsonSchemaTest, PatternWithLengthBoundsAgreesWithRegexAndLength) {
+  const std::vector<LengthCase> cases = {
+      {"[ab]*", 2, 4, {"a", "b", "c"}},
+      {"(ab|é)+", 3, 5, {"a", "b", "é"}},
+      {"(ab)+", -1, 5, {"a", "b"}},
+      {"(ab)+", 3, -1, {"a", "b"}},
+      {"a{2,6}", 3, 4, {"a", "b"}},
+      {"(abc|d)*e?", 2, 3, {"a", "b", "c", "d", "e"}},
+      {"x(ab)*", 2, -1, {"x", "a", "b"}},
+      {"(é|日本)*", 0, 3, {"é", "日", "本"}},
+      {"a|bcd", 2, -1, {"a", "b", "c", "d"}},
+      {"(ab|c)d?", 3, -1, {"a", "b", "c", "d"}},
+      {"(ab|c)d?(é)?", 2, 3, {"a", "b", "c", "d", "é"}},
+  };
+  for (const LengthCase& c : cases) {
+    std::string item = absl::StrCat(R"({"type": "string", "pattern": ")", c.pattern, "\"");
+    if (c.min_length >= 0) absl::StrAppend(&item, R"(, "minLength": )", c.min_length);
+    if (c.max_length >= 0) absl::StrAppend(&item, R"(, "maxLength": )", c.max_length);
+    auto schema = CompileJsonSchema(absl::StrCat(R"({"type": "array", "items": )", item, "}, \"maxItems\": 1}"));
+    ASSERT_TRUE(schema.ok()) << schema.status();
+    JsonSchemaAcceptor start(schema->get());
+    ASSERT_TRUE(start.Feed('[') && start.Feed('"'));
+    const std::regex re(c.pattern);
+    int checked = 0;
+    const int depth = (c.max_length >= 0 ? c.max_length : c.min_length) + 4;
+    EXPECT_TRUE(WalkPatternStrings(c, re, start, "", depth, &checked)) << c.pattern;
+    EXPECT_GT(checked, 10) << c.pattern;
+  }
+}
+
+// Bounds every match meets are dropped; ones none meets, and both bounds
+// where the lengths have gaps, are refused by name.
+TEST(JsonSchemaTest, PatternLengthBoundsThatCannotHoldAreRefused) {
+  auto schema_with = [](const std::string& item) {
+    return CompileJsonSchema(absl::StrCat(R"({"type": "array", "items": {"type": "string", )", item, "}}"));
+  };
+  // pydantic's HttpUrl: every URI is at least "a:" long, so minLength 1 holds.
+  auto url = schema_with(R"("format": "uri", "minLength": 1, "maxLength": 10)");
+  ASSERT_TRUE(url.ok()) << url.status();
+  EXPECT_TRUE(Takes(**url, R"(["https://a."])"));
+  EXPECT_FALSE(Takes(**url, R"(["https://a.b"])"));
+  EXPECT_EQ(BytesRead(**url, R"(["https://a.b"])"), 12u);  // the 11th character
+  EXPECT_THAT(schema_with(R"("pattern": "abc", "maxLength": 2)").status().message(),
+              HasSubstr("items: 'maxLength' 2: no string of the 'pattern' is that short (the shortest has 3"));
+  EXPECT_THAT(schema_with(R"("format": "date", "minLength": 11)").status().message(),
+              HasSubstr("items: 'minLength' 11: no string of the 'format' is that long (the longest has 10"));
+  EXPECT_THAT(schema_with(R"("pattern": "(ab)+", "minLength": 3, "maxLength": 5)").status().message(),
+              HasSubstr("'minLength' with 'maxLength' beside this 'pattern' (its strings' lengths have gaps)"));
+  // Each alone is exact, gaps or not (the walk above checks both).
+  EXPECT_TRUE(schema_with(R"("pattern": "(ab)+", "minLength": 3)").ok());
+  EXPECT_TRUE(schema_with(R"("pattern": "(ab)+", "maxLength": 5)").ok());
 }
 
 TEST(JsonSchemaTest, EveryPrefixOfATakenDocumentStaysOpen) {
@@ -164,18 +315,19 @@ TEST(JsonSchemaTest, RefusesWhatItDoesNotImplementNamingWhere) {
        "a repetition count above 1000"},
       {R"js({"type": "object", "properties": {"s": {"type": "string", "pattern": "[\"\\\\]"}}})js",
        "it matches no string written without escapes"},
-      {R"js({"type": "object", "properties": {"s": {"type": "string", "pattern": "a", "maxLength": 3}}})js",
-       "'pattern' beside 'minLength' or 'maxLength' is not supported"},
+      {R"js({"type": "object", "properties": {"s": {"type": "string", "pattern": "a|bcd|efghi", "minLength": 2, "maxLength": 4}}})js",
+       "properties.s: 'minLength' with 'maxLength' beside this 'pattern' (its strings' lengths have gaps) is not supported"},
       {R"js({"type": "object", "properties": {"s": {"type": "string", "pattern": "(a|b|c|d|e|f|g|h){500}x{500}"}}})js",
        "automaton states"},
-      {R"js({"type": "object", "properties": {"s": {"type": "string", "format": "email"}}})js",
-       "properties.s: 'format' \"email\" is not supported (date, time, date-time, uuid and ipv4 are)"},
+      {R"js({"type": "object", "properties": {"s": {"type": "string", "format": "idn-email"}}})js",
+       "properties.s: 'format' \"idn-email\" is not supported (date, time, date-time, duration, uuid, ipv4, ipv6, "
+       "ipvanyaddress, email, hostname, uri and uri-reference are)"},
       {R"js({"type": "object", "properties": {"n": {"type": "integer", "format": "int32"}}})js",
        "properties.n: 'format' \"int32\" is not supported"},
       {R"js({"type": "object", "properties": {"s": {"type": "string", "format": "date", "pattern": "2.*"}}})js",
        "'format' beside 'pattern' is not supported"},
-      {R"js({"type": "object", "properties": {"s": {"type": "string", "format": "uuid", "maxLength": 36}}})js",
-       "'format' beside 'minLength' or 'maxLength' is not supported"},
+      {R"js({"type": "object", "properties": {"s": {"type": "string", "format": "uuid", "maxLength": 35}}})js",
+       "properties.s: 'maxLength' 35: no string of the 'format' is that short"},
       {R"({"type": "object", "additionalProperties": true})", "'additionalProperties' other than false"},
       {R"({"type": "object", "properties": {"x": {"not": {"type": "string"}}}})", "properties.x: 'not' is not supported"},
       {R"({"type": "object", "properties": {"x": {"$ref": "#/$defs/y"}}})",

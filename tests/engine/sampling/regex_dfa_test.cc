@@ -7,6 +7,7 @@
 
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "absl/strings/escaping.h"
 #include "engine/sampling/json_schema.h"
@@ -18,6 +19,29 @@ namespace attnserve {
 namespace {
 
 using ::testing::HasSubstr;
+
+// Match lengths in characters from the start state, and whether they have
+// gaps (what minLength with maxLength beside a pattern relies on).
+TEST(RegexDfaTest, MatchLengthsInCharacters) {
+  struct Case {
+    const char* pattern;
+    int min_chars, max_chars;  // max -1: no bound
+    bool intervals;
+  };
+  for (const Case& c : std::vector<Case>{{"[a-z]{2,5}", 2, 5, true},
+                                         {"(ab)+", 2, -1, false},
+                                         {"é*x", 1, -1, true},
+                                         {"a|日本語", 1, 3, false},
+                                         {"(a|bc)(d|ef)?", 1, 4, true},
+                                         {"😀{3}", 3, 3, true},
+                                         {"x?", 0, 1, true}}) {
+    absl::StatusOr<RegexDfa> dfa = CompileJsonStringRegex(c.pattern);
+    ASSERT_TRUE(dfa.ok()) << dfa.status();
+    EXPECT_EQ(dfa->min_chars[dfa->start], c.min_chars) << c.pattern;
+    EXPECT_EQ(dfa->max_chars[dfa->start], c.max_chars) << c.pattern;
+    EXPECT_EQ(dfa->lengths_are_intervals, c.intervals) << c.pattern;
+  }
+}
 
 TEST(RegexConstraintTest, AgreesWithXgrammarByteByByte) {
   std::ifstream in(ATTNSERVE_SOURCE_DIR "/tests/golden/regex/documents.json");
