@@ -31,8 +31,10 @@
 //   pattern, and is written without escapes; the syntax in regex_dfa.h;
 //   not beside enum or const); format date, time, date-time, duration,
 //   uuid, ipv4, ipv6, email, hostname, uri and uri-reference, read as the
-//   patterns xgrammar uses, and pydantic's ipvanyaddress (any other format
-//   is refused, whatever the type); minLength / maxLength beside a pattern
+//   patterns xgrammar uses, pydantic's ipvanyaddress, and OpenAPI's int32
+//   and int64 as integer ranges (any other format is refused, whatever the
+//   type; a format leaves values of other types alone); minLength /
+//   maxLength beside a pattern
 //   or format (exact: a bound every match meets is dropped, one none meets
 //   refused, both at once only without gaps in the match lengths);
 //   the annotations title, description, $schema, $id, $comment, default,

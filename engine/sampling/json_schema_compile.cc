@@ -119,6 +119,15 @@ const FormatPattern* FormatRegex(const std::string& format) {
   return it == patterns->end() ? nullptr : &it->second;
 }
 
+// OpenAPI's integer formats, as the ranges they name.
+const std::pair<int64_t, int64_t>* IntegerFormatRange(const std::string& format) {
+  static constexpr std::pair<int64_t, int64_t> kInt32{std::numeric_limits<int32_t>::min(),
+                                                      std::numeric_limits<int32_t>::max()};
+  static constexpr std::pair<int64_t, int64_t> kInt64{std::numeric_limits<int64_t>::min(),
+                                                      std::numeric_limits<int64_t>::max()};
+  return format == "int32" ? &kInt32 : format == "int64" ? &kInt64 : nullptr;
+}
+
 std::string Where(const std::string& path) { return path.empty() ? "schema" : path; }
 
 std::string Join(const std::string& path, const std::string& key) {
@@ -235,12 +244,16 @@ class Compiler {
       return Union(id, path, absl::StrCat("'", applicator, "' alternatives"),
                    /*disjoint=*/std::string(applicator) == "oneOf");
     }
-    // A format this compiler does not read is refused whatever the type
-    // (OpenAPI's "int32" on an integer is a bound, not a no-op).
-    if (const auto f = s.find("format"); f != s.end() && (!f->is_string() || FormatRegex(f->get<std::string>()) == nullptr)) {
+    // A format this compiler does not read is refused whatever the type. A
+    // string format holds strings and an integer format (OpenAPI's int32,
+    // int64: ranges) integers; either leaves other types alone, as JSON
+    // Schema has it.
+    if (const auto f = s.find("format");
+        f != s.end() && (!f->is_string() || (FormatRegex(f->get<std::string>()) == nullptr &&
+                                             IntegerFormatRange(f->get<std::string>()) == nullptr))) {
       return Unsupported(path, absl::StrCat("'format' ", Canonical(*f),
-                                            " is not supported (date, time, date-time, duration, uuid, ipv4, ipv6, ipvanyaddress, email, hostname, uri and "
-                                            "uri-reference are)"));
+                                            " is not supported (date, time, date-time, duration, uuid, ipv4, ipv6, "
+                                            "ipvanyaddress, email, hostname, uri, uri-reference, int32 and int64 are)"));
     }
     std::vector<std::string> types;
     if (const auto t = s.find("type"); t != s.end()) {
@@ -541,9 +554,9 @@ class Compiler {
         pattern = p->get<std::string>();
         keyword = "pattern";
       }
-      if (const auto f = s.find("format"); f != s.end()) {
+      if (const auto f = s.find("format"); f != s.end() && FormatRegex(f->get<std::string>()) != nullptr) {
         if (keyword != nullptr) return Unsupported(path, "'format' beside 'pattern' is not supported");
-        const FormatPattern& format = *FormatRegex(f->get<std::string>());  // Node refused any other format
+        const FormatPattern& format = *FormatRegex(f->get<std::string>());
         pattern = format.regex;
         escaped = format.escaped;
         keyword = "format";
@@ -699,6 +712,13 @@ class Compiler {
       } else {
         hi = std::min(hi, bound);
         has_hi = true;
+      }
+    }
+    if (const auto f = s.find("format"); f != s.end()) {
+      if (const std::pair<int64_t, int64_t>* range = IntegerFormatRange(f->get<std::string>())) {
+        lo = std::max(lo, range->first);
+        hi = std::min(hi, range->second);
+        has_lo = has_hi = true;
       }
     }
     if (lo > hi) {
