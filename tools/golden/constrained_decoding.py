@@ -181,6 +181,17 @@ CASES = [
     ("schema_formats", {"schema": {"type": "object", "properties": {
         "day": {"type": "string", "format": "date"}, "id": {"type": "string", "format": "uuid"},
         "at": {"type": "string", "format": "date-time"}}, "required": ["day", "id", "at"]}}, ONCE, 100, {}),
+    # More formats: an IPv6 address and an email (a favoured '@' gets the
+    # story model past the local part, whose domain then runs to the
+    # limit); a hostname, a URI (a favoured ':' ends its scheme) and a
+    # duration (whose digits then run to the limit).
+    ("schema_ip_email", {"schema": {"type": "object", "properties": {
+        "ip": {"type": "string", "format": "ipv6"}, "mail": {"type": "string", "format": "email"}},
+        "required": ["ip", "mail"]}}, ONCE, 60, {67: 30, 37: 12, 467: 10}),
+    ("schema_host_uri_duration", {"schema": {"type": "object", "properties": {
+        "host": {"type": "string", "format": "hostname"}, "site": {"type": "string", "format": "uri"},
+        "wait": {"type": "string", "format": "duration"}}, "required": ["host", "site", "wait"]}},
+     CAT, 80, {37: 12, 467: 10}),
     # A whole output held to a regex (vLLM's guided_regex): it may end once
     # it matches, or go on where the regex allows.
     ("regex_sentence", {"regex": "(Once|One day), [a-z]+( [a-z]+){2,6}\\.( [A-Z][a-z]+( [a-z]+){1,5}\\.)?"},
