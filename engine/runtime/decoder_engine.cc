@@ -365,7 +365,7 @@ int DecoderEngine::FillConstraintMask(Sequence& s) {
     }
     // Cached masks hold the walked tokens only: the end ids differ between
     // requests (a chat's end of turn), so they are added after.
-    const JsonSchemaAcceptor::Key key = s.schema_state->StateKey();
+    const JsonSchemaAcceptor::Key key = s.schema_state->StateKey(vocabulary_->longest_token_bytes());
     auto& masks = s.schema->masks;
     int count;
     if (auto it = masks.find(key); it != masks.end()) {

@@ -329,12 +329,19 @@ bool JsonSchemaAcceptor::IntegerInRange(bool whole) const {
 
 static_assert(sizeof(JsonSchemaAcceptor) == 32, "the mask walk copies the state per byte: keep it at 32 bytes");
 
-JsonSchemaAcceptor::Key JsonSchemaAcceptor::StateKey() const {
+JsonSchemaAcceptor::Key JsonSchemaAcceptor::StateKey(int horizon) const {
   uint64_t lexer = 0, members = 0, offset = 0, cand = 0, value = 0;
   switch (phase_) {
     case Phase::kString:
       lexer = lexer_.string.Key();
-      value = offset_ | cand_ << 16;  // a bounded string's length, or a pattern's state
+      value = offset_ | cand_ << 16;  // a bounded string's length, and a pattern's state
+      if (const SchemaNode& n = node(); n.max_length >= 0 && offset_ >= n.min_length) {
+        // `horizon` bytes are at most as many characters, and a pattern
+        // may need max_min_chars more to end: short of that, the bound
+        // refuses nothing.
+        const int64_t reach = int64_t{horizon} + (n.pattern ? n.pattern->max_min_chars : 0);
+        if (n.max_length - offset_ > reach) value = cand_ << 16 | uint64_t{1} << 63;
+      }
       break;
     case Phase::kNumber:
       lexer = lexer_.number.Key() | uint64_t{flags_} << 40;

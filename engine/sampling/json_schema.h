@@ -52,6 +52,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -137,10 +138,13 @@ class JsonSchemaAcceptor {
   // match, more may).
   bool can_continue() const;
 
-  // Equal exactly when every byte string gets the same answer (for caching
-  // token masks; the schema itself is not part of it).
+  // Equal exactly when every byte string of at most `horizon` bytes gets
+  // the same answer (for caching token masks: the horizon is the longest
+  // token; the schema itself is not part of the key). Inside a string with
+  // a maxLength, a length that no `horizon` bytes can take to the bound
+  // counts as far, so a long bound does not make every length a new mask.
   using Key = std::array<uint64_t, 4>;
-  Key StateKey() const;
+  Key StateKey(int horizon = std::numeric_limits<int>::max()) const;
 
  private:
   enum class Phase : uint8_t {

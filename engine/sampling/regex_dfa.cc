@@ -591,6 +591,9 @@ void MeasureLengths(RegexDfa& dfa, const std::vector<uint8_t>& representative) {
       }
     }
   }
+  for (int32_t m : dfa.min_chars) {
+    if (m != kUnknown) dfa.max_min_chars = std::max(dfa.max_min_chars, m);
+  }
   // Most: states peeled off from the end (all their successors known); a
   // state never peeled reaches a cycle, so its matches have no bound.
   dfa.max_chars.assign(n, -1);

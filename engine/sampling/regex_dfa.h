@@ -46,6 +46,7 @@ struct RegexDfa {
   // fewest, and the most (-1: no bound). A state inside a character has
   // counted that character already.
   std::vector<int32_t> min_chars, max_chars;
+  int32_t max_min_chars = 0;  // the largest min_chars of a state that can match
   // Every state's match lengths form an interval [min_chars, max_chars]
   // (no gaps, as (ab)+'s 2, 4, 6... have), so a reader holding a string
   // to minLength and maxLength at once never reaches a dead end by

@@ -37,6 +37,7 @@ SortedVocabulary::SortedVocabulary(const Tokenizer& tokenizer) : vocab_size_(tok
   bytes_held_ = static_cast<int64_t>(ids_.capacity() * sizeof(int32_t) + shared_.capacity() * sizeof(uint16_t) +
                                      token_bytes_.capacity() * sizeof(std::string));
   for (const std::string& b : token_bytes_) {
+    longest_token_bytes_ = std::max(longest_token_bytes_, static_cast<int>(b.size()));
     if (b.capacity() > 15) bytes_held_ += static_cast<int64_t>(b.capacity()) + 1;  // past the inline buffer
   }
 }

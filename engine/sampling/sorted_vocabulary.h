@@ -35,6 +35,8 @@ class SortedVocabulary {
   int vocab_size() const { return vocab_size_; }
   // Bytes this table holds.
   int64_t bytes() const { return bytes_held_; }
+  // The most bytes one token has (JsonSchemaAcceptor::StateKey's horizon).
+  int longest_token_bytes() const { return longest_token_bytes_; }
 
   // Sets allowed[id] = 1 for every ordinary token whose bytes `state` (any
   // type with `bool Feed(uint8_t)` and value semantics) takes, leaving the
@@ -78,6 +80,7 @@ class SortedVocabulary {
  private:
   int vocab_size_ = 0;
   int64_t bytes_held_ = 0;
+  int longest_token_bytes_ = 0;
   // Ordinary tokens with non-empty bytes, sorted by those bytes; shared_[i]
   // is how many leading bytes entry i has in common with entry i - 1.
   std::vector<int32_t> ids_;

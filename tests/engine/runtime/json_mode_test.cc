@@ -6,6 +6,7 @@
 // the strings, greedy takes the model's best path among them.
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -15,6 +16,7 @@
 #include "engine/runtime/decoder_engine.h"
 #include "engine/sampling/json_acceptor.h"
 #include "engine/sampling/json_schema.h"
+#include "engine/sampling/sorted_vocabulary.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -375,6 +377,36 @@ TEST(JsonSchemaModeTest, ASchemasMasksServeItsNextRequestAndAreCounted) {
   const int64_t masks = engine->json_mask_bytes() - after_second - compiled->pattern_bytes;
   EXPECT_GT(masks, 0) << patterned.text;
   EXPECT_EQ(masks % kVocab, 0) << patterned.text;
+}
+
+// The mask cache's key merges a string's lengths that no token can take
+// to its maxLength (JsonSchemaAcceptor::StateKey): over stories260K's real
+// vocabulary, every length that shares a key has the same mask, walked
+// afresh for each, and the merging happens.
+TEST(JsonSchemaModeTest, LengthsThatShareAMaskKeyHaveTheSameMask) {
+  const SortedVocabulary vocabulary(Stories()->tokenizer());
+  ASSERT_GT(vocabulary.longest_token_bytes(), 1);
+  for (const char* item : {R"({"type": "string", "maxLength": 60})",
+                           R"({"type": "string", "pattern": "[a-z]+\\.[a-z]{2,3}", "maxLength": 40})",
+                           R"({"type": "string", "format": "hostname", "minLength": 5, "maxLength": 50})"}) {
+    auto schema = CompileJsonSchema(std::string(R"({"type": "array", "items": )") + item + "}");
+    ASSERT_TRUE(schema.ok()) << schema.status();
+    std::map<JsonSchemaAcceptor::Key, std::vector<uint8_t>> masks;
+    JsonSchemaAcceptor state(schema->get());
+    ASSERT_TRUE(state.Feed('[') && state.Feed('"'));
+    int lengths = 0;
+    for (;; ++lengths) {
+      std::vector<uint8_t> allowed(vocabulary.vocab_size(), 0);
+      vocabulary.Walk(state, allowed);
+      const auto [it, fresh] = masks.emplace(state.StateKey(vocabulary.longest_token_bytes()), allowed);
+      if (!fresh) {
+        EXPECT_TRUE(it->second == allowed) << item << " after " << lengths << " characters";
+      }
+      if (!state.Feed('e')) break;
+    }
+    EXPECT_GE(lengths, 30) << item;
+    EXPECT_LT(masks.size() + 10, static_cast<size_t>(lengths)) << item;
+  }
 }
 
 TEST(ChoiceTest, RefusedWhereItCannotWork) {

@@ -6,6 +6,7 @@
 #include "engine/sampling/json_schema.h"
 
 #include <fstream>
+#include <limits>
 #include <regex>
 #include <string>
 #include <vector>
@@ -236,6 +237,38 @@ TEST(JsonSchemaTest, OpenApiIntegerFormatsAreRanges) {
   ASSERT_TRUE(text.ok()) << text.status();
   EXPECT_TRUE(Takes(**text, R"(["not a number", 7])"));
   EXPECT_FALSE(Takes(**text, "[4294967296]"));
+}
+
+// Inside a string with a maxLength, lengths that no token can take to the
+// bound share one mask key; near the bound each length has its own. The
+// horizon counts the pattern's own shortest way to end too.
+TEST(JsonSchemaTest, StateKeyMergesLengthsFarFromTheBound) {
+  auto key_after = [](const CompiledJsonSchema& schema, const std::string& text, int horizon) {
+    JsonSchemaAcceptor a(&schema);
+    for (char c : text) EXPECT_TRUE(a.Feed(static_cast<uint8_t>(c))) << text;
+    return a.StateKey(horizon);
+  };
+  auto plain = CompileJsonSchema(R"({"type": "array", "items": {"type": "string", "maxLength": 100}})");
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  const std::string open = "[\"";
+  EXPECT_EQ(key_after(**plain, open + "a", 8), key_after(**plain, open + std::string(91, 'a'), 8));
+  EXPECT_NE(key_after(**plain, open + "a", 8), key_after(**plain, open + std::string(92, 'a'), 8));
+  EXPECT_NE(key_after(**plain, open + std::string(92, 'a'), 8), key_after(**plain, open + std::string(93, 'a'), 8));
+  EXPECT_NE(key_after(**plain, open + "a", std::numeric_limits<int>::max()),
+            key_after(**plain, open + "aa", std::numeric_limits<int>::max()));
+  // The pattern's longest shortest way to a match is 4 characters ("a.bc"
+  // from its start), so the horizon there is 8 + 4.
+  auto site = CompileJsonSchema(
+      R"({"type": "array", "items": {"type": "string", "pattern": "[a-z]+\\.[a-z]{2,3}", "maxLength": 40}})");
+  ASSERT_TRUE(site.ok()) << site.status();
+  // ("aa" on: the automaton's state inside [a-z]+ no longer changes.)
+  EXPECT_EQ(key_after(**site, open + "aa", 8), key_after(**site, open + std::string(27, 'a'), 8));
+  EXPECT_NE(key_after(**site, open + "aa", 8), key_after(**site, open + std::string(28, 'a'), 8));
+  // Below a minLength every length counts.
+  auto both = CompileJsonSchema(R"({"type": "array", "items": {"type": "string", "minLength": 5, "maxLength": 100}})");
+  ASSERT_TRUE(both.ok()) << both.status();
+  EXPECT_NE(key_after(**both, open + "a", 8), key_after(**both, open + "aa", 8));
+  EXPECT_EQ(key_after(**both, open + "aaaaa", 8), key_after(**both, open + "aaaaaa", 8));
 }
 
 TEST(JsonSchemaTest, EveryPrefixOfATakenDocumentStaysOpen) {
