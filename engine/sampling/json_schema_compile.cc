@@ -252,8 +252,9 @@ class Compiler {
         f != s.end() && (!f->is_string() || (FormatRegex(f->get<std::string>()) == nullptr &&
                                              IntegerFormatRange(f->get<std::string>()) == nullptr))) {
       return Unsupported(path, absl::StrCat("'format' ", Canonical(*f),
-                                            " is not supported (date, time, date-time, duration, uuid, ipv4, ipv6, "
-                                            "ipvanyaddress, email, hostname, uri, uri-reference, int32 and int64 are)"));
+                                            " is not supported (date, time, date-time, duration, uuid, ipv4, "
+                                            "ipv6, ipvanyaddress, email, hostname, uri, uri-reference, int32 and "
+                                            "int64 are)"));
     }
     std::vector<std::string> types;
     if (const auto t = s.find("type"); t != s.end()) {
@@ -515,15 +516,20 @@ class Compiler {
   // dropped (pydantic's HttpUrl has minLength 1); one no match meets is
   // refused; both at once only where the pattern's lengths have no gaps
   // (RegexDfa::lengths_are_intervals), so the reader's checks stay exact.
+  // Characters are counted as written: in email's quoted local part an
+  // escape (\" or \\) counts as two, which can only refuse a string at the
+  // bound, never let a longer one through.
   absl::Status PatternLengths(const RegexDfa& dfa, const char* keyword, const std::string& path, SchemaNode& n) {
     const int shortest = dfa.min_chars[dfa.start], longest = dfa.max_chars[dfa.start];  // longest -1: no bound
     if (n.max_length >= 0 && n.max_length < shortest) {
-      return absl::InvalidArgumentError(absl::StrCat(Where(path), ": 'maxLength' ", n.max_length, ": no string of the '", keyword,
-                                            "' is that short (the shortest has ", shortest, " characters)"));
+      return absl::InvalidArgumentError(absl::StrCat(Where(path), ": 'maxLength' ", n.max_length,
+                                                     ": no string of the '", keyword,
+                                                     "' is that short (the shortest has ", shortest, " characters)"));
     }
     if (longest >= 0 && n.min_length > longest) {
-      return absl::InvalidArgumentError(absl::StrCat(Where(path), ": 'minLength' ", n.min_length, ": no string of the '", keyword,
-                                            "' is that long (the longest has ", longest, " characters)"));
+      return absl::InvalidArgumentError(absl::StrCat(Where(path), ": 'minLength' ", n.min_length,
+                                                     ": no string of the '", keyword,
+                                                     "' is that long (the longest has ", longest, " characters)"));
     }
     if (n.min_length <= shortest) n.min_length = 0;
     if (longest >= 0 && n.max_length >= longest) n.max_length = -1;

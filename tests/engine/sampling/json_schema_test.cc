@@ -96,7 +96,9 @@ TEST(JsonSchemaTest, RepeatedFormatIsOneAutomaton) {
   auto one = CompileJsonSchema(R"({"type": "array", "items": {"type": "string", "format": "ipv6"}})");
   ASSERT_TRUE(one.ok()) << one.status();
   std::string props;
-  for (int i = 0; i < 6; ++i) absl::StrAppend(&props, i ? ", " : "", "\"a", i, R"(": {"type": "string", "format": "ipv6"})");
+  for (int i = 0; i < 6; ++i) {
+    absl::StrAppend(&props, i ? ", " : "", "\"a", i, R"(": {"type": "string", "format": "ipv6"})");
+  }
   auto six = CompileJsonSchema(absl::StrCat(R"({"type": "object", "properties": {)", props, "}}"));
   ASSERT_TRUE(six.ok()) << six.status();
   EXPECT_GT((*one)->pattern_bytes, kMaxSchemaPatternBytes / 4);
@@ -374,8 +376,10 @@ TEST(JsonSchemaTest, RefusesWhatItDoesNotImplementNamingWhere) {
        "a repetition count above 1000"},
       {R"js({"type": "object", "properties": {"s": {"type": "string", "pattern": "[\"\\\\]"}}})js",
        "it matches no string written without escapes"},
-      {R"js({"type": "object", "properties": {"s": {"type": "string", "pattern": "a|bcd|efghi", "minLength": 2, "maxLength": 4}}})js",
-       "properties.s: 'minLength' with 'maxLength' beside this 'pattern' (its strings' lengths have gaps) is not supported"},
+      {R"js({"type": "object", "properties": {"s": {"type": "string", "pattern": "a|bcd|efghi", "minLength": 2,
+           "maxLength": 4}}})js",
+       "properties.s: 'minLength' with 'maxLength' beside this 'pattern' (its strings' lengths have gaps) is not "
+       "supported"},
       {R"js({"type": "object", "properties": {"s": {"type": "string", "pattern": "(a|b|c|d|e|f|g|h){500}x{500}"}}})js",
        "automaton states"},
       {R"js({"type": "object", "properties": {"s": {"type": "string", "format": "idn-email"}}})js",
