@@ -9,7 +9,9 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "engine/tokenizers/python_json.h"
 #include "engine/tokenizers/unicode_util.h"
+#include "nlohmann/json.hpp"
 
 namespace attnserve {
 namespace {
@@ -218,8 +220,80 @@ absl::Status CheckAlternation(absl::Span<const ChatMessage> m, size_t first, Cha
   return absl::OkStatus();
 }
 
+// Llama-3.1's template with its custom-tool branches (no builtin_tools,
+// tools_in_user_message as its default true): the tools go, as JSON with an
+// indent of 4, into the first message after the system one; a call is
+// {"name": ..., "parameters": ...}; a tool's result is an "ipython" turn
+// holding its content as a JSON string.
+absl::StatusOr<std::string> RenderLlama31(absl::Span<const ChatMessage> m, bool gen, const ChatRenderOptions& o) {
+  constexpr ChatFormat kFormat = ChatFormat::kLlama31;
+  std::vector<nlohmann::ordered_json> tools;
+  for (size_t t = 0; t < o.tools.size(); ++t) {
+    nlohmann::ordered_json tool = nlohmann::ordered_json::parse(o.tools[t], nullptr, /*allow_exceptions=*/false);
+    if (tool.is_discarded()) return absl::InvalidArgumentError(absl::StrCat("tools[", t, "]: not valid JSON"));
+    tools.push_back(std::move(tool));
+  }
+  // The system block always comes, dated as the template's default; a
+  // first system message's text (trimmed) goes at its end.
+  size_t next = 0;
+  std::string system;
+  if (m[0].role == "system") {
+    system = PyStrip(m[0].content);
+    next = 1;
+  }
+  std::string out = o.bos_token;
+  absl::StrAppend(&out, "<|start_header_id|>system<|end_header_id|>\n\n", tools.empty() ? "" : "Environment: ipython\n",
+                  "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n", system, "<|eot_id|>");
+  if (!tools.empty()) {
+    // The first message after the system one, whatever its role, carries
+    // the tools.
+    if (next >= m.size()) {
+      return Refusal(next, "Cannot put tools in the first user message when there's no first user message!", kFormat);
+    }
+    absl::StrAppend(&out, "<|start_header_id|>user<|end_header_id|>\n\n",
+                    "Given the following functions, please respond with a JSON for a function call with its proper "
+                    "arguments that best answers the given prompt.\n\n",
+                    "Respond in the format {\"name\": function name, \"parameters\": dictionary of argument name and "
+                    "its value}.Do not use variables.\n\n");
+    for (const nlohmann::ordered_json& tool : tools) absl::StrAppend(&out, PythonJsonDumps(tool, 4), "\n\n");
+    absl::StrAppend(&out, PyStrip(m[next].content), "<|eot_id|>");
+    ++next;
+  }
+  for (size_t i = next; i < m.size(); ++i) {
+    const ChatMessage& msg = m[i];
+    if (!msg.tool_calls.empty()) {
+      if (msg.tool_calls.size() != 1) return Refusal(i, "This model only supports single tool-calls at once!", kFormat);
+      const ChatToolCall& call = msg.tool_calls[0];
+      nlohmann::ordered_json arguments = nlohmann::ordered_json::parse(call.arguments, nullptr, false);
+      if (arguments.is_discarded()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("messages[", i, "].tool_calls[0].function.arguments: not valid JSON"));
+      }
+      absl::StrAppend(&out, "<|start_header_id|>assistant<|end_header_id|>\n\n{\"name\": \"", call.name,
+                      "\", \"parameters\": ", PythonJsonDumps(arguments), "}<|eot_id|>");
+    } else if (msg.role == "tool" || msg.role == "ipython") {
+      absl::StrAppend(&out, "<|start_header_id|>ipython<|end_header_id|>\n\n",
+                      PythonJsonDumps(nlohmann::ordered_json(msg.content)), "<|eot_id|>");
+    } else {
+      absl::StrAppend(&out, "<|start_header_id|>", msg.role, "<|end_header_id|>\n\n", PyStrip(msg.content),
+                      "<|eot_id|>");
+    }
+  }
+  if (gen) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
+  return out;
+}
+
 absl::StatusOr<std::string> Render(ChatFormat format, absl::Span<const ChatMessage> m, bool gen,
                                    const ChatRenderOptions& o) {
+  if (!ChatFormatHasTools(format)) {
+    if (!o.tools.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tools: the ", ChatFormatName(format), " chat template does not show tools (llama3.1's does)"));
+    }
+    for (size_t i = 0; i < m.size(); ++i) {
+      if (!m[i].tool_calls.empty()) return Refusal(i, "the template has no tool calls", format);
+    }
+  }
   std::string out;
   switch (format) {
     case ChatFormat::kChatMl:
@@ -286,26 +360,7 @@ absl::StatusOr<std::string> Render(ChatFormat format, absl::Span<const ChatMessa
       for (const ChatMessage& msg : m) absl::StrAppend(&out, "<|im_start|>", msg.role, "\n", msg.content, "<|im_end|>\n");
       if (gen) out += "<|im_start|>assistant\n";
       return out;
-    case ChatFormat::kLlama31: {
-      // The system block always comes, dated as the template's default;
-      // a first system message's text (trimmed) goes at its end.
-      size_t first = 0;
-      std::string system;
-      if (m[0].role == "system") {
-        system = PyStrip(m[0].content);
-        first = 1;
-      }
-      absl::StrAppend(&out, o.bos_token,
-                      "<|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\n"
-                      "Today Date: 26 Jul 2024\n\n",
-                      system, "<|eot_id|>");
-      for (size_t i = first; i < m.size(); ++i) {
-        absl::StrAppend(&out, "<|start_header_id|>", m[i].role, "<|end_header_id|>\n\n", PyStrip(m[i].content),
-                        "<|eot_id|>");
-      }
-      if (gen) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
-      return out;
-    }
+    case ChatFormat::kLlama31: return RenderLlama31(m, gen, o);
     case ChatFormat::kPhi3:
       out += o.bos_token;
       for (const ChatMessage& msg : m) absl::StrAppend(&out, "<|", msg.role, "|>\n", msg.content, "<|end|>\n");
@@ -323,6 +378,8 @@ absl::string_view ChatFormatName(ChatFormat format) {
   }
   return "unknown";
 }
+
+bool ChatFormatHasTools(ChatFormat format) { return format == ChatFormat::kLlama31; }
 
 absl::string_view ChatEndOfTurn(ChatFormat format) {
   switch (format) {
@@ -378,6 +435,10 @@ absl::StatusOr<std::string> RenderChat(ChatFormat format, absl::Span<const ChatM
     return absl::InvalidArgumentError(
         "continue_final_message and add_generation_prompt: not both (one continues the last message, the other "
         "starts a new one)");
+  }
+  if (!messages.back().tool_calls.empty() || messages.back().role == "tool") {
+    return absl::InvalidArgumentError(absl::StrCat("continue_final_message: the last message (messages[",
+                                                   messages.size() - 1, "]) is a tool call or result, not text"));
   }
   // As transformers: mark the end of the last message, render, and cut at the
   // mark; where the template stripped the message (the mark's trailing space

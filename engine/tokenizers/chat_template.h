@@ -38,7 +38,7 @@ enum class ChatFormat {
   kPhi3,    // <s><|user|>\n...<|end|>\n (Phi-3-mini-4k-instruct)
   kMistral,  // <s>[INST] user [/INST]answer</s> (Mistral-7B-Instruct-v0.2, Mixtral-8x7B-Instruct)
   kQwen2,    // ChatML with a default system message (Qwen2-Instruct)
-  kLlama31,  // Llama-3's turns after a dated system block (Llama-3.1-Instruct; no tools)
+  kLlama31,  // Llama-3's turns after a dated system block; tools, calls and results (Llama-3.1-Instruct)
 };
 
 // "chatml", "llama2", "llama3", "zephyr", "gemma", "phi3", "mistral", "qwen2",
@@ -63,9 +63,20 @@ std::vector<absl::string_view> ChatMarkerTokens(ChatFormat format);
 // whitespace removed); nullopt when it is none of them.
 std::optional<ChatFormat> KnownChatTemplate(absl::string_view jinja);
 
+// True where the format's template shows tools and has turns for tool calls
+// and their results (llama3.1).
+bool ChatFormatHasTools(ChatFormat format);
+
+// One function call an assistant made.
+struct ChatToolCall {
+  std::string name;
+  std::string arguments;  // a JSON object's text
+};
+
 struct ChatMessage {
-  std::string role;  // "system", "user", "assistant" (what each format does with others: as its template)
+  std::string role;  // "system", "user", "assistant", "tool" (what each format does with others: as its template)
   std::string content;
+  std::vector<ChatToolCall> tool_calls = {};  // an assistant's calls (formats with tools only)
 };
 
 struct ChatRenderOptions {
@@ -78,11 +89,17 @@ struct ChatRenderOptions {
   bool continue_final_message = false;
   std::string bos_token;  // the text of the model's BOS / EOS tokens ("<s>", "</s>")
   std::string eos_token;
+  // The tools shown to the model, each as a JSON object's text (OpenAI's
+  // {"type": "function", "function": {...}}, as the client sent it); only
+  // formats with tools take any.
+  std::vector<std::string> tools;
 };
 
 // The prompt text. INVALID_ARGUMENT, naming the message, where the template
-// would raise (roles out of turn, a system message the format refuses) or
-// for an empty conversation.
+// would raise (roles out of turn, a system message the format refuses, more
+// than one call in a turn), for an empty conversation, for tools or tool
+// calls given to a format without them, and for continue_final_message
+// after a tool call or result.
 absl::StatusOr<std::string> RenderChat(ChatFormat format, absl::Span<const ChatMessage> messages,
                                        const ChatRenderOptions& options);
 

@@ -54,13 +54,21 @@ absl::StatusOr<std::vector<int32_t>> ChatPromptIds(const v1::ChatPrompt& chat, c
   messages.reserve(chat.messages_size());
   for (int i = 0; i < chat.messages_size(); ++i) {
     const v1::ChatMessage& m = chat.messages(i);
-    if (m.role() != "system" && m.role() != "user" && m.role() != "assistant") {
+    const bool tools = ChatFormatHasTools(*setup.format);
+    if (m.role() != "system" && m.role() != "user" && m.role() != "assistant" && !(tools && m.role() == "tool")) {
       return absl::InvalidArgumentError(absl::StrCat("chat.messages[", i, "].role: '", m.role().substr(0, 32),
-                                                     "' is not one of system, user, assistant"));
+                                                     "' is not one of system, user, assistant",
+                                                     tools ? ", tool" : " (the chat template has no tool turns)"));
     }
-    messages.push_back({m.role(), m.content()});
+    if (m.tool_calls_size() > 0 && m.role() != "assistant") {
+      return absl::InvalidArgumentError(absl::StrCat("chat.messages[", i, "].tool_calls: only an assistant's"));
+    }
+    ChatMessage message{m.role(), m.content(), {}};
+    for (const v1::ChatToolCall& call : m.tool_calls()) message.tool_calls.push_back({call.name(), call.arguments()});
+    messages.push_back(std::move(message));
   }
   ChatRenderOptions options;
+  options.tools.assign(chat.tools().begin(), chat.tools().end());
   options.add_generation_prompt = chat.has_add_generation_prompt() ? chat.add_generation_prompt() : true;
   options.continue_final_message = chat.continue_final_message();
   options.bos_token = setup.bos_token;

@@ -140,6 +140,43 @@ OPTIONS = [
 ]
 
 
+# Tools, as OpenAI's clients send them (key order kept), and conversations
+# with a call and its result, for the templates that show them (llama3.1).
+# Arguments are objects here, as vLLM hands them to a template (it parses
+# the client's JSON text first).
+TOOLS = [
+    {"type": "function", "function": {
+        "name": "get_weather", "description": "The weather in a city — now",
+        "parameters": {"type": "object", "properties": {
+            "city": {"type": "string", "description": "e.g. \"Zürich\""},
+            "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+            "days": {"type": "integer", "minimum": 1, "maximum": 7.5}},
+            "required": ["city"], "additionalProperties": False}}},
+    {"type": "function", "function": {"name": "now", "parameters": {"type": "object", "properties": {}}}},
+]
+CALL = {"role": "assistant", "tool_calls": [{"id": "call_1", "type": "function", "function": {
+    "name": "get_weather", "arguments": {"city": "Zürich", "unit": "celsius", "days": 2, "note": None,
+                                         "ratio": 0.25, "tiny": 1e-07, "tags": [], "nested": {}}}}]}
+RESULT = {"role": "tool", "tool_call_id": "call_1", "content": "18 °C, \"sunny\"\n\twindy\u0001"}
+TOOL_CONVERSATIONS = {
+    "tools_system_user": [SYSTEM, {"role": "user", "content": "  Weather in Zürich?  "}],
+    "tools_user": [{"role": "user", "content": "Weather in Zürich?"}],
+    "tools_call_result": [SYSTEM, {"role": "user", "content": "Weather in Zürich?"}, CALL, RESULT],
+    "tools_call_result_answer": [{"role": "user", "content": "Weather?"}, CALL, RESULT,
+                                 {"role": "assistant", "content": "It is 18 °C."},
+                                 {"role": "user", "content": "And tomorrow?"}],
+    "tools_ipython_result": [{"role": "user", "content": "Weather?"}, CALL,
+                             {"role": "ipython", "content": "[1, 2]"}],
+    "tools_only_system": [SYSTEM],
+    "tools_two_calls": [{"role": "user", "content": "Both?"},
+                        {"role": "assistant", "tool_calls": CALL["tool_calls"] * 2}],
+}
+# Without tools: a call and a result in an ordinary conversation.
+NO_TOOLS_CONVERSATIONS = {
+    "call_result_no_tools": [{"role": "user", "content": "Weather?"}, CALL, RESULT],
+}
+
+
 def tokenizer_for(bos, eos):
     # A one-word vocabulary is enough: only bos_token / eos_token are read.
     model = tokenizers.models.WordLevel({"[UNK]": 0, bos: 1, eos: 2}, unk_token="[UNK]")
@@ -187,6 +224,20 @@ def main():
                 except (jinja2.TemplateError, ValueError) as e:
                     case["error"] = str(e).split("\n")[0]
                 cases.append(case)
+    t = TEMPLATES["llama3.1"]
+    tok = tokenizer_for(t["bos"], t["eos"])
+    for conv_name, messages in list(TOOL_CONVERSATIONS.items()) + list(NO_TOOLS_CONVERSATIONS.items()):
+        tools = TOOLS if conv_name in TOOL_CONVERSATIONS else None
+        for opt in OPTIONS[:2]:
+            case = {"format": "llama3.1", "conversation": conv_name, "messages": messages, **opt}
+            if tools:
+                case["tools"] = tools
+            try:
+                case["text"] = tok.apply_chat_template(messages, tools=tools, chat_template=t["jinja"], tokenize=False,
+                                                       **opt)
+            except (jinja2.TemplateError, ValueError) as e:
+                case["error"] = str(e).split("\n")[0]
+            cases.append(case)
     doc = {
         "generator": "tools/golden/chat_templates.py",
         "versions": {"python": sys.version.split()[0], "transformers": transformers.__version__,

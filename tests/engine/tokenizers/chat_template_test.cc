@@ -11,7 +11,8 @@
 namespace attnserve {
 namespace {
 
-using nlohmann::json;
+// Ordered: tools and call arguments are rendered in their key order.
+using json = nlohmann::ordered_json;
 
 // tools/golden/chat_templates.py: transformers' apply_chat_template on each
 // format's published template.
@@ -43,7 +44,10 @@ TEST(ChatTemplateTest, RecognisesEachPublishedTemplateAndNothingElse) {
 
 TEST(ChatTemplateTest, RendersAsTransformersDoes) {
   const json doc = Golden();
-  ASSERT_GE(doc["cases"].size(), 324u);
+  ASSERT_GE(doc["cases"].size(), 340u);
+  int with_tools = 0;
+  for (const json& c : doc["cases"]) with_tools += c.contains("tools") && c.contains("text") ? 1 : 0;
+  EXPECT_GE(with_tools, 10);
   int rendered = 0, refused = 0, want_refused = 0;
   for (const json& c : doc["cases"]) want_refused += c.contains("error") ? 1 : 0;
   for (const json& c : doc["cases"]) {
@@ -51,8 +55,15 @@ TEST(ChatTemplateTest, RendersAsTransformersDoes) {
     absl::StatusOr<ChatFormat> format = ChatFormatFromName(name);
     ASSERT_TRUE(format.ok()) << format.status();
     std::vector<ChatMessage> messages;
-    for (const json& m : c["messages"]) messages.push_back({m["role"], m["content"]});
+    for (const json& m : c["messages"]) {
+      ChatMessage message{m["role"], m.value("content", ""), {}};
+      for (const json& call : m.value("tool_calls", json::array())) {
+        message.tool_calls.push_back({call["function"]["name"], call["function"]["arguments"].dump()});
+      }
+      messages.push_back(std::move(message));
+    }
     ChatRenderOptions options;
+    for (const json& tool : c.value("tools", json::array())) options.tools.push_back(tool.dump());
     options.add_generation_prompt = c["add_generation_prompt"];
     options.continue_final_message = c["continue_final_message"];
     options.bos_token = doc["templates"][name]["bos_token"];
@@ -91,7 +102,7 @@ TEST(ChatTemplateTest, Stories260KPromptIdsAreSentencePieces) {
   ASSERT_EQ(doc["stories260K_llama2_ids"].size(), 5u);
   for (const json& c : doc["stories260K_llama2_ids"]) {
     std::vector<ChatMessage> messages;
-    for (const json& m : c["messages"]) messages.push_back({m["role"], m["content"]});
+    for (const json& m : c["messages"]) messages.push_back({m["role"], m["content"], {}});
     ChatRenderOptions options;
     options.add_generation_prompt = c["add_generation_prompt"];
     options.continue_final_message = c["continue_final_message"];

@@ -1,0 +1,126 @@
+#include "engine/tokenizers/python_json.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+namespace attnserve {
+namespace {
+
+// json.dumps' string escapes with ensure_ascii=False: '"', '\\' and the
+// control characters below 0x20; everything else as itself.
+void AppendString(const std::string& s, std::string& out) {
+  out += '"';
+  for (const char ch : s) {
+    const unsigned char c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+          out += buf;
+        } else {
+          out += ch;
+        }
+    }
+  }
+  out += '"';
+}
+
+// Python's float repr: the shortest text that reads back, with ".0" where
+// it would look like an integer, and Infinity / NaN as json.dumps writes them.
+void AppendFloat(double v, std::string& out) {
+  if (std::isnan(v)) {
+    out += "NaN";
+    return;
+  }
+  if (std::isinf(v)) {
+    out += v < 0 ? "-Infinity" : "Infinity";
+    return;
+  }
+  char buf[64];
+  // Python switches to exponent form below 1e-4 and from 1e16 on.
+  const double a = std::fabs(v);
+  const bool scientific = a != 0.0 && (a < 1e-4 || a >= 1e16);
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v,
+                                       scientific ? std::chars_format::scientific : std::chars_format::fixed);
+  std::string text(buf, ec == std::errc() ? end : buf);
+  if (scientific) {
+    // C++ writes "1e-07" / "1.5e+16" like Python, but a one-digit exponent
+    // as "e+5": Python pads to two digits.
+    const size_t e = text.find('e');
+    if (e != std::string::npos && text.size() - e == 3) text.insert(e + 2, "0");
+  } else if (text.find('.') == std::string::npos) {
+    text += ".0";
+  }
+  out += text;
+}
+
+void Append(const nlohmann::ordered_json& v, int indent, int level, std::string& out) {
+  const auto newline = [&](int depth) {
+    out += '\n';
+    out.append(static_cast<size_t>(indent * depth), ' ');
+  };
+  switch (v.type()) {
+    case nlohmann::ordered_json::value_t::object: {
+      if (v.empty()) {
+        out += "{}";
+        return;
+      }
+      out += '{';
+      bool first = true;
+      for (auto it = v.begin(); it != v.end(); ++it) {
+        if (!first) out += indent < 0 ? ", " : ",";
+        first = false;
+        if (indent >= 0) newline(level + 1);
+        AppendString(it.key(), out);
+        out += ": ";
+        Append(it.value(), indent, level + 1, out);
+      }
+      if (indent >= 0) newline(level);
+      out += '}';
+      return;
+    }
+    case nlohmann::ordered_json::value_t::array: {
+      if (v.empty()) {
+        out += "[]";
+        return;
+      }
+      out += '[';
+      bool first = true;
+      for (const auto& item : v) {
+        if (!first) out += indent < 0 ? ", " : ",";
+        first = false;
+        if (indent >= 0) newline(level + 1);
+        Append(item, indent, level + 1, out);
+      }
+      if (indent >= 0) newline(level);
+      out += ']';
+      return;
+    }
+    case nlohmann::ordered_json::value_t::string: AppendString(v.get_ref<const std::string&>(), out); return;
+    case nlohmann::ordered_json::value_t::boolean: out += v.get<bool>() ? "true" : "false"; return;
+    case nlohmann::ordered_json::value_t::number_integer: out += std::to_string(v.get<int64_t>()); return;
+    case nlohmann::ordered_json::value_t::number_unsigned: out += std::to_string(v.get<uint64_t>()); return;
+    case nlohmann::ordered_json::value_t::number_float: AppendFloat(v.get<double>(), out); return;
+    default: out += "null"; return;
+  }
+}
+
+}  // namespace
+
+std::string PythonJsonDumps(const nlohmann::ordered_json& value, int indent) {
+  std::string out;
+  Append(value, indent, 0, out);
+  return out;
+}
+
+}  // namespace attnserve
