@@ -104,7 +104,8 @@ std::map<std::string, HttpHandler> Server::HttpRoutes() {
   std::map<std::string, HttpHandler> routes = ApiRoutes(core_.get(), metrics_.get(),
                                                          GatewayOptions{.log_requests = options_.logging.log_requests,
                                                                         .api_key = options_.auth.api_key,
-                                                                        .max_inference_calls = HttpMaxInferenceCalls(options_)});
+                                                                        .max_inference_calls = HttpMaxInferenceCalls(options_),
+                                                                        .tool_call_parser = options_.models.tool_call_parser});
   routes["/healthz"] = [](const HttpRequest&, HttpResponseWriter& w) {
     w.Send(200, "text/plain; charset=utf-8", "ok\n");
   };

@@ -158,6 +158,15 @@ absl::StatusOr<std::unique_ptr<InferenceCore>> InferenceCore::Create(const Serve
       LOG(WARNING) << "chat prompts refused: " << m.chat.origin;
     }
     if (!m.chat.warning.empty()) LOG(WARNING) << m.chat.warning;
+    // A parser reads calls in the form a template asks for: without a
+    // template that shows the tools, "auto" would never see a call.
+    if (!options.models.tool_call_parser.empty() &&
+        !(m.chat.format.has_value() && ChatFormatHasTools(*m.chat.format))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--tool-call-parser=", options.models.tool_call_parser, ": needs a chat template that shows tools (",
+          "--chat-template=llama3.1); the chat template here is ",
+          m.chat.format.has_value() ? std::string(ChatFormatName(*m.chat.format)) : std::string("none")));
+    }
   }
 
   // The KV pool's pages are touched only as sequences fill it: a pool past
@@ -191,6 +200,10 @@ bool InferenceCore::has_encoder() const { return models_->encoder != nullptr; }
 bool InferenceCore::has_decoder() const { return models_->decoder != nullptr; }
 std::string InferenceCore::encoder_name() const { return models_->encoder_name; }
 std::string InferenceCore::decoder_name() const { return models_->decoder_name; }
+
+bool InferenceCore::chat_shows_tools() const {
+  return models_->chat.format.has_value() && ChatFormatHasTools(*models_->chat.format);
+}
 
 void InferenceCore::Encode(const v1::EncodeRequest& request, std::shared_ptr<RequestControl> control,
                            EncodeDone done) {

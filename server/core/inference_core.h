@@ -81,6 +81,8 @@ class InferenceCore {
   // Short model names for /v1/models and responses ("" when absent).
   std::string encoder_name() const;
   std::string decoder_name() const;
+  // The chat template shows tools and has tool turns (llama3.1).
+  bool chat_shows_tools() const;
 
   // Drain: new requests get UNAVAILABLE; queued and running ones continue.
   void BeginDrain();

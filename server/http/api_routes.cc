@@ -203,7 +203,10 @@ class Gateway {
 
   // /v1/chat/completions: the same path, a chat prompt and chat objects.
   void ChatCompletions(const HttpRequest& request, HttpResponseWriter& w) {
-    RunCompletion(request, w, ParseChatCompletionRequest(request.body));
+    RunCompletion(request, w,
+                  ParseChatCompletionRequest(request.body,
+                                             ToolSupport{.template_shows_tools = backend_.chat_shows_tools,
+                                                         .auto_parser = !options_.tool_call_parser.empty()}));
   }
 
   void RunCompletion(const HttpRequest& request, HttpResponseWriter& w, absl::StatusOr<CompletionCall> call) {

@@ -53,6 +53,8 @@ struct GatewayOptions {
   // threads kept for probes and /metrics are never all held by streams.
   // 0 = no limit (tests).
   int max_inference_calls = 0;
+  // --tool-call-parser: "" (tool_choice "auto" refused) or "llama3_json".
+  std::string tool_call_parser;
 };
 
 // What the gateway needs from the inference core. A seam so the routes can be
@@ -66,6 +68,9 @@ struct GatewayBackend {
   std::function<v1::GetModelInfoResponse(const v1::GetModelInfoRequest&)> model_info;
   std::string encoder_name;  // "" when no encoder is loaded
   std::string decoder_name;  // "" when no decoder is loaded
+  // The chat template shows tools and has tool turns: tools go into chat
+  // prompts and tool messages are taken (openai_tools.h).
+  bool chat_shows_tools = false;
   // Ids for requests whose client sent no usable X-Request-Id; null: the
   // gateway makes its own (tests).
   std::function<std::string()> new_request_id;

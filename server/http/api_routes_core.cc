@@ -16,6 +16,7 @@ std::map<std::string, HttpHandler> ApiRoutes(InferenceCore* core, ServerMetrics*
   backend.model_info = [core](const v1::GetModelInfoRequest& request) { return core->GetModelInfo(request); };
   backend.encoder_name = core->has_encoder() ? core->encoder_name() : "";
   backend.decoder_name = core->has_decoder() ? core->decoder_name() : "";
+  backend.chat_shows_tools = core->has_decoder() && core->chat_shows_tools();
   backend.new_request_id = [core]() { return core->NewRequestId(); };
   return ApiRoutes(std::move(backend), metrics, options);
 }

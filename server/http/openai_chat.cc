@@ -37,7 +37,35 @@ absl::StatusOr<std::string> MessageContent(const json& content, const std::strin
   return text;
 }
 
-absl::Status ParseMessages(const json& root, v1::ChatPrompt* chat) {
+// An assistant's "tool_calls": [{"id", "type": "function", "function":
+// {"name", "arguments": a JSON object's text}}].
+absl::Status ParseToolCalls(const json& calls, const std::string& field, v1::ChatMessage* out) {
+  if (!calls.is_array()) return TypeError(field, "an array of tool calls", calls);
+  for (size_t k = 0; k < calls.size(); ++k) {
+    const json& c = calls[k];
+    const std::string f = absl::StrCat(field, "[", k, "]");
+    if (!c.is_object()) return TypeError(f, "an object", c);
+    const json* function = Field(c, "function");
+    if (function == nullptr || !function->is_object()) return absl::InvalidArgumentError(f + ".function: required");
+    const json* name = Field(*function, "name");
+    if (name == nullptr || !name->is_string()) return absl::InvalidArgumentError(f + ".function.name: required");
+    const json* arguments = Field(*function, "arguments");
+    if (arguments == nullptr || !arguments->is_string()) {
+      return absl::InvalidArgumentError(f + ".function.arguments: required, a JSON object's text");
+    }
+    // The template is given the arguments as an object (vLLM parses them).
+    if (!json::parse(arguments->get<std::string>(), nullptr, /*allow_exceptions=*/false).is_object()) {
+      return absl::InvalidArgumentError(f + ".function.arguments: not a JSON object's text");
+    }
+    v1::ChatToolCall* call = out->add_tool_calls();
+    if (const json* id = Field(c, "id"); id != nullptr && id->is_string()) call->set_id(id->get<std::string>());
+    call->set_name(name->get<std::string>());
+    call->set_arguments(arguments->get<std::string>());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseMessages(const json& root, bool tool_turns, v1::ChatPrompt* chat) {
   const json* messages = Field(root, "messages");
   if (messages == nullptr) return absl::InvalidArgumentError("messages: required");
   if (!messages->is_array()) return TypeError("messages", "an array of messages", *messages);
@@ -51,19 +79,33 @@ absl::Status ParseMessages(const json& root, v1::ChatPrompt* chat) {
     if (!role->is_string()) return TypeError(field + ".role", "a string", *role);
     std::string r = role->get<std::string>();
     if (r == "developer") r = "system";  // OpenAI's newer name for the system message
-    if (r != "system" && r != "user" && r != "assistant") {
-      return Unsupported(field + ".role", absl::StrCat("'", SanitizeUtf8(r.substr(0, 32)),
-                                                       "': only system, developer, user and assistant (the chat "
-                                                       "templates have no tool turns)"));
+    if (r != "system" && r != "user" && r != "assistant" && !(tool_turns && r == "tool")) {
+      return Unsupported(field + ".role",
+                         absl::StrCat("'", SanitizeUtf8(r.substr(0, 32)), "': only system, developer, user",
+                                      tool_turns ? ", assistant and tool"
+                                                 : " and assistant (this chat template has no tool turns)"));
     }
-    if (Field(m, "tool_calls") != nullptr || Field(m, "function_call") != nullptr) {
-      return Unsupported(field + ".tool_calls", "the chat templates have no tool turns");
+    if (Field(m, "function_call") != nullptr) {
+      return Unsupported(field + ".function_call", "OpenAI's deprecated function calling; use tool_calls");
     }
-    const json* content = Field(m, "content");
-    if (content == nullptr) return absl::InvalidArgumentError(field + ".content: required");
-    ASSIGN_OR_RETURN(std::string text, MessageContent(*content, field + ".content"));
     v1::ChatMessage* out = chat->add_messages();
     out->set_role(r);
+    const json* calls = Field(m, "tool_calls");
+    if (calls != nullptr && !calls->is_null()) {
+      if (!tool_turns) return Unsupported(field + ".tool_calls", "this chat template has no tool turns");
+      if (r != "assistant") return absl::InvalidArgumentError(field + ".tool_calls: only an assistant's");
+      RETURN_IF_ERROR(ParseToolCalls(*calls, field + ".tool_calls", out));
+    }
+    if (r == "tool") {
+      if (const json* id = Field(m, "tool_call_id"); id != nullptr && id->is_string()) {
+        out->set_tool_call_id(id->get<std::string>());
+      }
+    }
+    const json* content = Field(m, "content");
+    // An assistant's message of calls may have no content (OpenAI sends null).
+    if (out->tool_calls_size() > 0 && (content == nullptr || content->is_null())) continue;
+    if (content == nullptr) return absl::InvalidArgumentError(field + ".content: required");
+    ASSIGN_OR_RETURN(std::string text, MessageContent(*content, field + ".content"));
     out->set_content(std::move(text));
   }
   return absl::OkStatus();
@@ -121,7 +163,7 @@ json ChatLogprobEntries(const v1::GenerateResponse& chunk) {
 
 }  // namespace
 
-absl::StatusOr<CompletionCall> ParseChatCompletionRequest(absl::string_view body) {
+absl::StatusOr<CompletionCall> ParseChatCompletionRequest(absl::string_view body, const ToolSupport& tools) {
   absl::StatusOr<json> parsed = ParseJsonObject(body);
   if (!parsed.ok()) return parsed.status();
   const json& root = *parsed;
@@ -131,7 +173,7 @@ absl::StatusOr<CompletionCall> ParseChatCompletionRequest(absl::string_view body
   call.format.chat = true;
   v1::GenerateRequest prompt;
   v1::ChatPrompt* chat = prompt.mutable_chat();
-  RETURN_IF_ERROR(ParseMessages(root, chat));
+  RETURN_IF_ERROR(ParseMessages(root, tools.template_shows_tools, chat));
   RETURN_IF_ERROR(Optional<bool>(root, "add_generation_prompt", BoolField,
                                  [&](bool v) { chat->set_add_generation_prompt(v); }));
   RETURN_IF_ERROR(Optional<bool>(root, "continue_final_message", BoolField,
@@ -142,8 +184,15 @@ absl::StatusOr<CompletionCall> ParseChatCompletionRequest(absl::string_view body
   RETURN_IF_ERROR(ParseSharedCompletionFields(root, body, 1, &call, &shared));
   v1::SamplingParams* sampling = shared.mutable_sampling();
   std::string tool_schema;
-  RETURN_IF_ERROR(ParseToolChoice(root, body, &call.format.tools, &tool_schema));
-  if (call.format.tools.mode != ToolCallFormat::Mode::kNone) {
+  RETURN_IF_ERROR(ParseToolChoice(root, body, tools, &call.format.tools, &tool_schema));
+  if (tools.template_shows_tools && Field(root, "tools") != nullptr) {
+    // Shown to the model as the client wrote them (key order kept), as vLLM
+    // hands them to the template whatever the tool_choice.
+    const nlohmann::ordered_json ordered = nlohmann::ordered_json::parse(body, nullptr, /*allow_exceptions=*/false);
+    for (const nlohmann::ordered_json& tool : ordered["tools"]) chat->add_tools(tool.dump());
+  }
+  if (call.format.tools.mode == ToolCallFormat::Mode::kNamed ||
+      call.format.tools.mode == ToolCallFormat::Mode::kRequired) {
     if (sampling->response_format() != v1::RESPONSE_FORMAT_TEXT) {
       return absl::InvalidArgumentError(
           "tool_choice: tool calls and a response_format, guided_json or guided_choice exclude each other");
@@ -197,9 +246,9 @@ json ChatCompletionResponse(const std::vector<std::vector<v1::GenerateResponse>>
     json message = {{"role", "assistant"}, {"content", SanitizeUtf8(text)}};
     if (std::optional<json> calls = ToolCalls(format.tools, text, ToolCallIdPrefix(id, index)); calls.has_value()) {
       message = {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", std::move(*calls)}};
-      // "required": the answer was calls; a named call keeps the engine's
-      // reason (a cut one says "length").
-      if (format.tools.mode == ToolCallFormat::Mode::kRequired) finish = "tool_calls";
+      // "required" and "auto": the answer was calls; a named call keeps the
+      // engine's reason (a cut one says "length").
+      if (format.tools.mode != ToolCallFormat::Mode::kNamed) finish = "tool_calls";
     }
     choices.push_back(json{{"index", index},
                            {"message", std::move(message)},
@@ -258,9 +307,24 @@ json ChatCompletionChunk(const v1::GenerateResponse& chunk, const CompletionIden
       delta["tool_calls"] = json::array({std::move(call)});
       break;
     }
+    case ToolCallFormat::Mode::kAuto:
+      // Held back while the answer may still be calls; once it cannot be,
+      // what was held and all that follows is content.
+      if (stream->content) {
+        if (!chunk.text().empty() || !last) delta["content"] = SanitizeUtf8(chunk.text());
+        break;
+      }
+      stream->text += chunk.text();
+      if (!MayBecomeLlama3JsonToolCall(stream->text)) {
+        stream->content = true;
+        delta["content"] = SanitizeUtf8(stream->text);
+        break;
+      }
+      if (!last) break;
+      [[fallthrough]];
     case ToolCallFormat::Mode::kRequired: {
       // The calls once the list is whole; the text if it never was.
-      stream->text += chunk.text();
+      if (format.tools.mode == ToolCallFormat::Mode::kRequired) stream->text += chunk.text();
       if (!last) break;
       std::optional<json> calls = ToolCalls(format.tools, stream->text, ToolCallIdPrefix(id, index));
       if (!calls.has_value()) {

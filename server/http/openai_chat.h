@@ -6,10 +6,11 @@
 //
 // Accepted beyond OpenAI's fields, as vLLM: add_generation_prompt,
 // continue_final_message and the sampling extensions; tools with
-// tool_choice "required" or a named function (openai_tools.h). Refused with
-// a 400 naming the field rather than ignored: tool_choice "auto",
-// functions, non-text content parts, echo, and roles other than system /
-// developer / user / assistant.
+// tool_choice "required", a named function, or "auto" with a tool-call
+// parser (openai_tools.h). Refused with a 400 naming the field rather than
+// ignored: "auto" without a parser, functions, non-text content parts,
+// echo, and roles other than system / developer / user / assistant (and
+// tool where the template has tool turns).
 #ifndef ATTNSERVE_SERVER_HTTP_OPENAI_CHAT_H_
 #define ATTNSERVE_SERVER_HTTP_OPENAI_CHAT_H_
 
@@ -21,6 +22,7 @@
 #include "attnserve/v1/inference.pb.h"
 #include "nlohmann/json.hpp"
 #include "server/http/openai_api.h"
+#include "server/http/openai_tools.h"
 
 namespace attnserve {
 
@@ -33,7 +35,9 @@ inline constexpr int kOpenAiMaxTopLogprobs = 20;
 //  "temperature", "top_p", the penalties, "logit_bias", ...}. Without a
 // token limit the answer may run to the end of the context (the core's
 // default for chat prompts). The result has format.chat set.
-absl::StatusOr<CompletionCall> ParseChatCompletionRequest(absl::string_view body);
+// `tools`: whether the template shows tools (tool turns taken, tools put
+// in the prompt) and whether tool_choice "auto" has a parser.
+absl::StatusOr<CompletionCall> ParseChatCompletionRequest(absl::string_view body, const ToolSupport& tools = {});
 
 // {"id": "chatcmpl-..", "object": "chat.completion", "created", "model",
 //  "choices": [{"index", "message": {"role": "assistant", "content"} (or
@@ -50,7 +54,8 @@ nlohmann::json ChatRoleChunk(const CompletionIdentity& id, int index, ChunkUsage
 // What a stream of one chat choice has sent so far (tool calls need it).
 struct ChatChoiceStream {
   bool tool_call_opened = false;  // a named call's id and name went out
-  std::string text;               // tool_choice "required": the answer so far
+  std::string text;               // tool_choice "required" / "auto": the answer held back so far
+  bool content = false;           // "auto": the answer is not calls, now streamed as content
 };
 
 // One streamed "chat.completion.chunk" of choice `index`: delta {"content"}

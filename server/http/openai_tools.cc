@@ -4,7 +4,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "engine/tokenizers/python_json.h"
 #include "server/http/json_body.h"
 #include "server/http/json_fields.h"
 
@@ -26,39 +28,14 @@ bool ValidFunctionName(const std::string& name) {
   return true;
 }
 
-// A value as Python's json.dumps(ensure_ascii=False) writes it, which is
-// how JSON schema mode writes answers (", " and ": ").
-void Dumps(const ojson& v, std::string* out) {
-  if (v.is_object()) {
-    *out += '{';
-    bool first = true;
-    for (const auto& [key, value] : v.items()) {
-      if (!first) *out += ", ";
-      first = false;
-      *out += ojson(key).dump();
-      *out += ": ";
-      Dumps(value, out);
-    }
-    *out += '}';
-  } else if (v.is_array()) {
-    *out += '[';
-    for (size_t i = 0; i < v.size(); ++i) {
-      if (i > 0) *out += ", ";
-      Dumps(v[i], out);
-    }
-    *out += ']';
-  } else {
-    *out += v.dump();
-  }
-}
-
 json Call(const std::string& id, const std::string& name, std::string arguments) {
   return json{{"id", id}, {"type", "function"}, {"function", {{"name", name}, {"arguments", std::move(arguments)}}}};
 }
 
 }  // namespace
 
-absl::Status ParseToolChoice(const json& root, absl::string_view body, ToolCallFormat* format, std::string* schema) {
+absl::Status ParseToolChoice(const json& root, absl::string_view body, const ToolSupport& support,
+                             ToolCallFormat* format, std::string* schema) {
   const json* tools = Field(root, "tools");
   if (tools != nullptr && !tools->is_array()) return TypeError("tools", "an array of tools", *tools);
   const bool have_tools = tools != nullptr && !tools->empty();
@@ -97,20 +74,23 @@ absl::Status ParseToolChoice(const json& root, absl::string_view body, ToolCallF
   }
   const json* choice = Field(root, "tool_choice");
   format->mode = ToolCallFormat::Mode::kNone;
-  if (choice == nullptr) {
-    if (!have_tools) return absl::OkStatus();
-    return Unsupported("tool_choice",
-                       "tools given with tool_choice \"auto\" (OpenAI's default): this server has no tool-call "
-                       "parser for its models; send \"required\", a named function or \"none\"");
-  }
+  // "auto", OpenAI's default once tools are given: the model answers
+  // freely and --tool-call-parser reads any calls out of the answer.
+  auto choose_auto = [&]() -> absl::Status {
+    if (!support.auto_parser) {
+      return Unsupported("tool_choice",
+                         "\"auto\" (OpenAI's default once tools are given) needs a tool-call parser: start the server "
+                         "with --tool-call-parser (and a chat template that shows tools), or send \"required\", a "
+                         "named function or \"none\"");
+    }
+    if (have_tools) format->mode = ToolCallFormat::Mode::kAuto;
+    return absl::OkStatus();
+  };
+  if (choice == nullptr) return have_tools ? choose_auto() : absl::OkStatus();
   if (choice->is_string()) {
     const std::string c = choice->get<std::string>();
     if (c == "none") return absl::OkStatus();
-    if (c == "auto") {
-      return Unsupported("tool_choice",
-                         "\"auto\": this server has no tool-call parser for its models; send \"required\", a named "
-                         "function or \"none\"");
-    }
+    if (c == "auto") return choose_auto();
     if (c != "required") {
       return absl::InvalidArgumentError("tool_choice: must be \"none\", \"auto\", \"required\" or "
                                         "{\"type\": \"function\", \"function\": {\"name\": ...}}");
@@ -185,7 +165,55 @@ absl::Status ParseToolChoice(const json& root, absl::string_view body, ToolCallF
   return absl::OkStatus();
 }
 
+std::optional<json> Llama3JsonToolCalls(const std::string& text, const std::string& id_prefix) {
+  constexpr absl::string_view kPythonTag = "<|python_tag|>";
+  size_t at = absl::StartsWith(text, kPythonTag) ? kPythonTag.size() : 0;
+  if (at == 0 && !absl::StartsWith(text, "{")) return std::nullopt;
+  json out = json::array();
+  while (at < text.size()) {
+    // Python's raw_decode of one object from `at`: its end is where its
+    // braces close (strings and escapes skipped), then the text must parse.
+    if (text[at] != '{') return std::nullopt;
+    size_t end = at;
+    int depth = 0;
+    bool in_string = false;
+    for (; end < text.size(); ++end) {
+      const char c = text[end];
+      if (in_string) {
+        if (c == '\\') {
+          ++end;
+        } else if (c == '"') {
+          in_string = false;
+        }
+      } else if (c == '"') {
+        in_string = true;
+      } else if (c == '{' || c == '[') {
+        ++depth;
+      } else if ((c == '}' || c == ']') && --depth == 0) {
+        break;
+      }
+    }
+    if (end >= text.size()) return std::nullopt;
+    const ojson call = ojson::parse(text.substr(at, end + 1 - at), nullptr, /*allow_exceptions=*/false);
+    if (!call.is_object()) return std::nullopt;
+    const auto name = call.find("name");
+    auto arguments = call.find("arguments");
+    if (arguments == call.end()) arguments = call.find("parameters");
+    if (name == call.end() || !name->is_string() || arguments == call.end()) return std::nullopt;
+    out.push_back(Call(absl::StrCat(id_prefix, out.size()), name->get<std::string>(), PythonJsonDumps(*arguments)));
+    at = end + 1 + 2;  // vLLM steps over "; " (two characters, whatever they are)
+  }
+  return out;
+}
+
+bool MayBecomeLlama3JsonToolCall(const std::string& text) {
+  constexpr absl::string_view kPythonTag = "<|python_tag|>";
+  return text.empty() || absl::StartsWith(text, "{") || absl::StartsWith(text, kPythonTag) ||
+         absl::StartsWith(kPythonTag, text);
+}
+
 std::optional<json> ToolCalls(const ToolCallFormat& format, const std::string& text, const std::string& id_prefix) {
+  if (format.mode == ToolCallFormat::Mode::kAuto) return Llama3JsonToolCalls(text, id_prefix);
   if (format.mode == ToolCallFormat::Mode::kNamed) {
     return json::array({Call(id_prefix + "0", format.function, text)});
   }
@@ -198,9 +226,8 @@ std::optional<json> ToolCalls(const ToolCallFormat& format, const std::string& t
     if (!c.is_object() || !c.contains("name") || !c["name"].is_string() || !c.contains("parameters")) {
       return std::nullopt;
     }
-    std::string arguments;
-    Dumps(c["parameters"], &arguments);
-    out.push_back(Call(absl::StrCat(id_prefix, i), c["name"].get<std::string>(), std::move(arguments)));
+    // As JSON schema mode wrote them: json.dumps' ", " and ": ".
+    out.push_back(Call(absl::StrCat(id_prefix, i), c["name"].get<std::string>(), PythonJsonDumps(c["parameters"])));
   }
   return out;
 }

@@ -10,16 +10,20 @@
 //     schema; the calls are a tagged union on "name"; exactly one with
 //     parallel_tool_calls false); the message carries them with
 //     finish_reason "tool_calls".
-//   tool_choice "none": the tools are ignored.
-//   tool_choice "auto" (OpenAI's default when tools are given): refused,
-//     as vLLM refuses it without --tool-call-parser: whether a free answer
-//     is a call depends on how each model family writes calls.
+//   tool_choice "none": no calls.
+//   tool_choice "auto" (OpenAI's default when tools are given): with
+//     --tool-call-parser=llama3_json (vLLM's parser of that name), the
+//     model answers freely and an answer that is {"name": ..., "parameters"
+//     (or "arguments"): ...}, several joined by "; ", optionally after
+//     <|python_tag|>, becomes the calls (finish_reason "tool_calls"); any
+//     other answer is content. Without the flag it is refused, as vLLM
+//     refuses it without --tool-call-parser: how a free answer writes a
+//     call depends on the model family.
 //
-// The tools are not shown to the model: the built-in chat templates are
-// published templates without tool sections (engine/tokenizers/
-// chat_template.h), so what the model needs must be in the messages. For
-// the same reason messages with role "tool" or with "tool_calls" are
-// refused (openai_chat.cc).
+// Where the chat template shows tools (llama3.1: ToolSupport::
+// template_shows_tools) the tools go into the prompt and messages with
+// role "tool" or with "tool_calls" are taken; elsewhere the tools are not
+// shown to the model and such messages are refused (openai_chat.cc).
 #ifndef ATTNSERVE_SERVER_HTTP_OPENAI_TOOLS_H_
 #define ATTNSERVE_SERVER_HTTP_OPENAI_TOOLS_H_
 
@@ -34,8 +38,14 @@ namespace attnserve {
 
 inline constexpr size_t kMaxTools = 128;
 
+// What the server offers for tools: its chat template and its flags.
+struct ToolSupport {
+  bool template_shows_tools = false;  // tools go into the prompt; tool turns are taken
+  bool auto_parser = false;           // --tool-call-parser=llama3_json: tool_choice "auto"
+};
+
 struct ToolCallFormat {
-  enum class Mode { kNone, kNamed, kRequired };
+  enum class Mode { kNone, kNamed, kRequired, kAuto };
   Mode mode = Mode::kNone;
   std::string function;  // kNamed: the function called
 };
@@ -44,16 +54,26 @@ struct ToolCallFormat {
 // text, read again in order because a schema's property order is the
 // answer's). For kNamed and kRequired, *schema is the JSON schema the
 // answer must follow. INVALID_ARGUMENT names the field.
-absl::Status ParseToolChoice(const nlohmann::json& root, absl::string_view body, ToolCallFormat* format,
-                             std::string* schema);
+absl::Status ParseToolChoice(const nlohmann::json& root, absl::string_view body, const ToolSupport& support,
+                             ToolCallFormat* format, std::string* schema);
 
 // OpenAI's "tool_calls" of an answer `text`: [{"id", "type": "function",
 // "function": {"name", "arguments"}}]. kNamed: one call whose arguments are
 // the text (cut short if the answer was); kRequired: the calls the text
-// lists, nullopt when it is not a whole list (the token limit cut it).
-// Ids are `id_prefix` plus the call's position.
+// lists, nullopt when it is not a whole list (the token limit cut it);
+// kAuto: Llama3JsonToolCalls. Ids are `id_prefix` plus the call's position.
 std::optional<nlohmann::json> ToolCalls(const ToolCallFormat& format, const std::string& text,
                                         const std::string& id_prefix);
+
+// vLLM's llama3_json parser: the calls when `text` is one or more call
+// objects as above, nullopt (the text is content) otherwise, as vLLM falls
+// back when its parse fails. Arguments are written as json.dumps writes
+// them.
+std::optional<nlohmann::json> Llama3JsonToolCalls(const std::string& text, const std::string& id_prefix);
+
+// The answer so far may still turn out to be calls (a stream holds it back
+// until it knows).
+bool MayBecomeLlama3JsonToolCall(const std::string& text);
 
 }  // namespace attnserve
 

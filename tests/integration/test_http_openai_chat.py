@@ -146,7 +146,7 @@ def test_what_the_template_or_the_server_refuses_is_a_400_naming_it(client):
          "(the llama2 chat template)"),
         ([{"role": "tool", "content": "42", "tool_call_id": "x"}], {}, "messages[0].role: not supported"),
         ([{"role": "user", "content": "a"}], {"tools": [{"type": "function", "function": {"name": "f"}}]},
-         "tool_choice: not supported (tools given with tool_choice \"auto\""),
+         "tool_choice: not supported (\"auto\" (OpenAI's default once tools are given) needs a tool-call parser"),
         ([{"role": "user", "content": "a"}], {"tools": [{"type": "function", "function": {"name": "f"}}],
                                               "tool_choice": {"type": "function", "function": {"name": "g"}}},
          "tool_choice.function.name: \"g\" is not one of the tools"),

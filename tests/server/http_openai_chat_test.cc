@@ -1,5 +1,7 @@
 #include "server/http/openai_chat.h"
 
+#include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -91,7 +93,8 @@ TEST(OpenAiChatTest, BadShapesAndUnsupportedOptionsNameTheField) {
       {json{{"messages", {user}}, {"tools", "get_weather"}}, "tools: must be an array of tools"},
       {json{{"messages", {user}}, {"tools", {{{"type", "code"}, {"function", {{"name", "f"}}}}}}},
        "tools[0].type: must be \"function\""},
-      {json{{"messages", {user}}, {"tools", {weather}}}, "tool_choice: not supported (tools given with tool_choice \"auto\""},
+      {json{{"messages", {user}}, {"tools", {weather}}},
+       "tool_choice: not supported (\"auto\" (OpenAI's default once tools are given) needs a tool-call parser"},
       {json{{"messages", {user}}, {"tools", {weather}}, {"tool_choice", "auto"}}, "tool_choice: not supported (\"auto\""},
       {json{{"messages", {user}}, {"tool_choice", "required"}}, "tool_choice: \"required\" needs tools"},
       {json{{"messages", {user}}, {"tools", {weather}}, {"tool_choice", "always"}}, "tool_choice: must be \"none\""},
@@ -344,6 +347,147 @@ TEST(OpenAiChatTest, StreamChunks) {
   v1::GenerateUsage total;
   AddCompletionUsage(chunks[1].usage(), &total);
   EXPECT_EQ(CompletionUsageChunk(total, id, "chat.completion.chunk")["object"], "chat.completion.chunk");
+}
+
+
+// tool_choice "auto" with the llama3_json parser reads an answer as vLLM's
+// parser does: every case of tools/golden/llama3_json_tool_calls.py (vLLM's
+// algorithm on Python's json) gives the same calls, or none.
+TEST(OpenAiChatTest, Llama3JsonCallsAreVllmsOnEveryGoldenCase) {
+  std::ifstream in(ATTNSERVE_SOURCE_DIR "/tests/golden/tool_calls/llama3_json.json");
+  ASSERT_TRUE(in.good()) << "run tools/golden/llama3_json_tool_calls.py";
+  const json doc = json::parse(in);
+  int with_calls = 0;
+  for (const json& c : doc["cases"]) {
+    const std::string text = c["text"];
+    const std::optional<json> calls = Llama3JsonToolCalls(text, "call_x_");
+    ASSERT_EQ(calls.has_value(), !c["calls"].is_null()) << text;
+    if (!calls.has_value()) continue;
+    ++with_calls;
+    ASSERT_EQ(calls->size(), c["calls"].size()) << text;
+    for (size_t k = 0; k < calls->size(); ++k) {
+      EXPECT_EQ((*calls)[k]["id"], "call_x_" + std::to_string(k));
+      EXPECT_EQ((*calls)[k]["type"], "function");
+      EXPECT_EQ((*calls)[k]["function"]["name"], c["calls"][k]["name"]) << text;
+      EXPECT_EQ((*calls)[k]["function"]["arguments"], c["calls"][k]["arguments"]) << text;
+    }
+  }
+  EXPECT_GE(with_calls, 10);
+}
+
+TEST(OpenAiChatTest, AutoToolChoiceNeedsAParserAndShowsTheToolsWhereTheTemplateDoes) {
+  const std::string body = std::string(kToolsBody).replace(std::string(kToolsBody).find("TOOL_CHOICE"), 11, R"("auto")");
+  EXPECT_THAT(std::string(ParseChatCompletionRequest(body).status().message()),
+              HasSubstr("\"auto\" (OpenAI's default once tools are given) needs a tool-call parser"));
+  absl::StatusOr<CompletionCall> call =
+      ParseChatCompletionRequest(body, ToolSupport{.template_shows_tools = true, .auto_parser = true});
+  ASSERT_TRUE(call.ok()) << call.status();
+  EXPECT_EQ(call->format.tools.mode, ToolCallFormat::Mode::kAuto);
+  // A free answer: no constraint; the tools in the prompt in the body's order.
+  EXPECT_EQ(call->requests[0].sampling().response_format(), v1::RESPONSE_FORMAT_TEXT);
+  const v1::ChatPrompt& chat = call->requests[0].chat();
+  ASSERT_EQ(chat.tools_size(), 2);
+  EXPECT_EQ(chat.tools(0),
+            R"({"type":"function","function":{"name":"get_weather","description":"Weather now","parameters":)"
+            R"({"type":"object","properties":{"unit":{"enum":["c","f"]},"city":{"type":"string"}},)"
+            R"("required":["city"]}}})");
+  // Tools without tool_choice are "auto" too (OpenAI's default).
+  std::string implicit = kToolsBody;
+  const std::string choice_field = ",\n  \"tool_choice\": TOOL_CHOICE";
+  implicit.replace(implicit.find(choice_field), choice_field.size(), "");
+  call = ParseChatCompletionRequest(implicit, ToolSupport{.template_shows_tools = true, .auto_parser = true});
+  ASSERT_TRUE(call.ok()) << call.status() << implicit;
+  EXPECT_EQ(call->format.tools.mode, ToolCallFormat::Mode::kAuto);
+  // A template without tools does not get them (named and required work as before).
+  call = ParseChatCompletionRequest(std::string(kToolsBody).replace(std::string(kToolsBody).find("TOOL_CHOICE"), 11,
+                                                                     R"("required")"));
+  ASSERT_TRUE(call.ok()) << call.status();
+  EXPECT_EQ(call->requests[0].chat().tools_size(), 0);
+
+  // The answer: calls with finish_reason "tool_calls", or content.
+  const CompletionIdentity id{"chatcmpl-9", 5, "m"};
+  CompletionFormat format{.chat = true};
+  format.tools = {ToolCallFormat::Mode::kAuto, ""};
+  json j = ChatCompletionResponse(
+      {Chunks({R"({"name": "get_time", )", R"("parameters": {}})"}, v1::FINISH_REASON_EOS)}, id, format);
+  EXPECT_TRUE(j["choices"][0]["message"]["content"].is_null());
+  EXPECT_EQ(j["choices"][0]["message"]["tool_calls"][0]["function"], json({{"name", "get_time"}, {"arguments", "{}"}}));
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "tool_calls");
+  j = ChatCompletionResponse({Chunks({"It is ", "sunny."}, v1::FINISH_REASON_EOS)}, id, format);
+  EXPECT_EQ(j["choices"][0]["message"]["content"], "It is sunny.");
+  EXPECT_FALSE(j["choices"][0]["message"].contains("tool_calls"));
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
+
+  // Streamed: a call is held back and sent whole at the end...
+  ChatChoiceStream stream;
+  std::vector<v1::GenerateResponse> chunks =
+      Chunks({"<|python", R"(_tag|>{"name": "get_time", )", R"("arguments": {}})"}, v1::FINISH_REASON_EOS);
+  EXPECT_EQ(ChatCompletionChunk(chunks[0], id, format, 0, ChunkUsage::kNone, &stream)["choices"][0]["delta"],
+            json::object());
+  EXPECT_EQ(ChatCompletionChunk(chunks[1], id, format, 0, ChunkUsage::kNone, &stream)["choices"][0]["delta"],
+            json::object());
+  json last = ChatCompletionChunk(chunks[2], id, format, 0, ChunkUsage::kNone, &stream);
+  EXPECT_EQ(last["choices"][0]["delta"]["tool_calls"][0]["function"]["name"], "get_time");
+  EXPECT_EQ(last["choices"][0]["delta"]["tool_calls"][0]["index"], 0);
+  EXPECT_EQ(last["choices"][0]["finish_reason"], "tool_calls");
+  // ...and text streams as content from the first chunk that cannot be a call.
+  stream = ChatChoiceStream();
+  chunks = Chunks({"", "It", " is"}, v1::FINISH_REASON_LENGTH);
+  EXPECT_EQ(ChatCompletionChunk(chunks[0], id, format, 0, ChunkUsage::kNone, &stream)["choices"][0]["delta"],
+            json::object());
+  EXPECT_EQ(ChatCompletionChunk(chunks[1], id, format, 0, ChunkUsage::kNone, &stream)["choices"][0]["delta"],
+            json({{"content", "It"}}));
+  last = ChatCompletionChunk(chunks[2], id, format, 0, ChunkUsage::kNone, &stream);
+  EXPECT_EQ(last["choices"][0]["delta"], json({{"content", " is"}}));
+  EXPECT_EQ(last["choices"][0]["finish_reason"], "length");
+  // A stream that looked like a call but is not one ends as content.
+  stream = ChatChoiceStream();
+  chunks = Chunks({"{oops", "}"}, v1::FINISH_REASON_EOS);
+  ChatCompletionChunk(chunks[0], id, format, 0, ChunkUsage::kNone, &stream);
+  last = ChatCompletionChunk(chunks[1], id, format, 0, ChunkUsage::kNone, &stream);
+  EXPECT_EQ(last["choices"][0]["delta"], json({{"content", "{oops}"}}));
+  EXPECT_EQ(last["choices"][0]["finish_reason"], "stop");
+}
+
+// Where the template has tool turns: an assistant's calls and a tool's
+// result map onto the chat prompt; elsewhere they are refused by name.
+TEST(OpenAiChatTest, ToolTurnsMapOntoTheChatPromptWhereTheTemplateHasThem) {
+  const json body = {
+      {"messages",
+       {{{"role", "user"}, {"content", "Weather?"}},
+        {{"role", "assistant"},
+         {"content", nullptr},
+         {"tool_calls",
+          {{{"id", "call_1"},
+            {"type", "function"},
+            {"function", {{"name", "get_weather"}, {"arguments", R"({"city": "Oslo"})"}}}}}}},
+        {{"role", "tool"}, {"tool_call_id", "call_1"}, {"content", "18 C"}}}}};
+  absl::StatusOr<CompletionCall> call = ParseChatCompletionRequest(body.dump(), ToolSupport{.template_shows_tools = true});
+  ASSERT_TRUE(call.ok()) << call.status();
+  const v1::ChatPrompt& chat = call->requests[0].chat();
+  ASSERT_EQ(chat.messages_size(), 3);
+  ASSERT_EQ(chat.messages(1).tool_calls_size(), 1);
+  EXPECT_EQ(chat.messages(1).tool_calls(0).id(), "call_1");
+  EXPECT_EQ(chat.messages(1).tool_calls(0).name(), "get_weather");
+  EXPECT_EQ(chat.messages(1).tool_calls(0).arguments(), R"({"city": "Oslo"})");
+  EXPECT_EQ(chat.messages(2).role(), "tool");
+  EXPECT_EQ(chat.messages(2).tool_call_id(), "call_1");
+  EXPECT_EQ(chat.messages(2).content(), "18 C");
+
+  EXPECT_THAT(std::string(ParseChatCompletionRequest(body.dump()).status().message()),
+              HasSubstr("messages[1].tool_calls: not supported (this chat template has no tool turns)"));
+  json bad = body;
+  bad["messages"][1]["tool_calls"][0]["function"]["arguments"] = "city=Oslo";
+  EXPECT_THAT(std::string(ParseChatCompletionRequest(bad.dump(), ToolSupport{.template_shows_tools = true})
+                              .status()
+                              .message()),
+              HasSubstr("messages[1].tool_calls[0].function.arguments: not a JSON object's text"));
+  bad = body;
+  bad["messages"][0]["tool_calls"] = body["messages"][1]["tool_calls"];
+  EXPECT_THAT(std::string(ParseChatCompletionRequest(bad.dump(), ToolSupport{.template_shows_tools = true})
+                              .status()
+                              .message()),
+              HasSubstr("messages[0].tool_calls: only an assistant's"));
 }
 
 }  // namespace
