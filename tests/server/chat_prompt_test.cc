@@ -101,7 +101,24 @@ TEST_F(ChatPromptTest, RefusalsNameTheField) {
   absl::StatusOr<std::vector<int32_t>> ids = ChatPromptIds(Chat({{"tool", "42"}}), setup, tokenizer());
   ASSERT_FALSE(ids.ok());
   EXPECT_EQ(ids.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(ids.status().message(), "chat.messages[0].role: 'tool' is not one of system, user, assistant");
+  EXPECT_EQ(ids.status().message(),
+            "chat.messages[0].role: 'tool' is not one of system, user, assistant (the chat template has no tool "
+            "turns)");
+  // Tools for a template without them (gRPC's door reaches here directly).
+  v1::ChatPrompt with_tools = Chat({{"user", "a"}});
+  with_tools.add_tools(R"({"type": "function", "function": {"name": "f"}})");
+  ids = ChatPromptIds(with_tools, setup, tokenizer());
+  ASSERT_FALSE(ids.ok());
+  EXPECT_EQ(ids.status().message(), "chat.tools: the llama2 chat template does not show tools (llama3.1's does)");
+  // Where the template has tool turns, a tool's result is taken; calls
+  // only from an assistant.
+  const ChatSetup llama31 = ResolveChatSetup("llama3.1", "", tokenizer());
+  EXPECT_TRUE(ChatPromptIds(Chat({{"user", "a"}, {"tool", "42"}}), llama31, tokenizer()).ok());
+  v1::ChatPrompt user_call = Chat({{"user", "a"}});
+  user_call.mutable_messages(0)->add_tool_calls()->set_name("f");
+  ids = ChatPromptIds(user_call, llama31, tokenizer());
+  ASSERT_FALSE(ids.ok());
+  EXPECT_EQ(ids.status().message(), "chat.messages[0].tool_calls: only an assistant's");
   ids = ChatPromptIds(Chat({{"user", "a"}, {"user", "b"}}), setup, tokenizer());
   ASSERT_FALSE(ids.ok());
   EXPECT_THAT(std::string(ids.status().message()), HasSubstr("chat.messages[1]: Conversation roles must alternate"));

@@ -1,0 +1,132 @@
+"""tool_choice "auto" and tool turns against the real binary: stories260K
+served with --chat-template=llama3.1 --tool-call-parser=llama3_json.
+
+The prompt the server builds from OpenAI-style messages with tools, a call
+and its result is checked against transformers' rendering of Llama-3.1's
+published template (tests/golden/chat_templates/renders.json, from
+tools/golden/chat_templates.py): its text, tokenized by the server as plain
+text, must be the chat's prompt, and the chat's greedy answer the native
+API's greedy continuation of those ids. stories260K writes stories, not
+calls, so "auto" answers here are content; what the parser makes of a call
+is checked against vLLM's algorithm in server_http_gateway_test."""
+import json
+
+import pytest
+
+from conftest import REPO, ServerProcess
+from test_http_openai_chat import native_greedy
+from test_server_lifecycle import start_failure
+
+DECODER = REPO.parent / "shared/models/stories260K/stories260K.gguf"
+GOLDEN = json.loads((REPO / "tests/golden/chat_templates/renders.json").read_text())
+
+
+def golden(conversation, add_generation_prompt=True):
+    for c in GOLDEN["cases"]:
+        if c["format"] == "llama3.1" and c["conversation"] == conversation and \
+                c["add_generation_prompt"] == add_generation_prompt and not c["continue_final_message"]:
+            return c
+    raise KeyError(conversation)
+
+
+def openai_messages(messages):
+    """The golden's messages as an OpenAI client sends them: a call's
+    arguments as JSON text (the template was given them as an object)."""
+    out = []
+    for m in messages:
+        m = dict(m)
+        if "tool_calls" in m:
+            m["content"] = None
+            m["tool_calls"] = [{**c, "function": {**c["function"],
+                                                  "arguments": json.dumps(c["function"]["arguments"],
+                                                                          ensure_ascii=False)}}
+                               for c in m["tool_calls"]]
+        out.append(m)
+    return out
+
+
+@pytest.fixture(scope="module")
+def server():
+    # Tools shown as indented JSON take 1,200+ of stories260K's small-vocabulary
+    # tokens: a longer context than it was trained with (rotary, as llama.cpp's -c).
+    s = ServerProcess(f"--decoder-model={DECODER}", "--threads=1", "--decoder-context-length=2048",
+                      "--chat-template=llama3.1", "--tool-call-parser=llama3_json")
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    openai = pytest.importorskip("openai")
+    return openai.OpenAI(base_url=server.url("/v1"), api_key="unused", max_retries=0)
+
+
+def tokenize_text(server, text):
+    import http.client
+    conn = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=60)
+    conn.request("POST", "/v1/tokenize", body=json.dumps({"text": text, "add_special_tokens": False}),
+                 headers={"Content-Type": "application/json"})
+    r = conn.getresponse()
+    body = json.loads(r.read())
+    assert r.status == 200, body
+    return body["token_ids"]
+
+
+@pytest.mark.parametrize("conversation", ["tools_system_user", "tools_call_result", "tools_call_result_answer",
+                                          "call_result_no_tools"])
+def test_tools_calls_and_results_make_transformers_prompt(server, client, conversation):
+    case = golden(conversation)
+    # The template writes the model's BOS: stories260K's is <s>, not Llama-3's.
+    bos = GOLDEN["templates"]["llama3.1"]["bos_token"]
+    assert case["text"].startswith(bos)
+    ids = tokenize_text(server, "<s>" + case["text"][len(bos):])
+    extra = {"tools": case["tools"]} if "tools" in case else {}
+    r = client.chat.completions.create(model="stories260K", messages=openai_messages(case["messages"]),
+                                       max_tokens=16, temperature=0, **extra)
+    assert r.usage.prompt_tokens == len(ids), (r.usage, len(ids))
+    expected, _ = native_greedy(server, ids, 16)
+    choice = r.choices[0]
+    # stories260K answers in prose: "auto" leaves it as content.
+    assert choice.message.tool_calls is None and choice.message.content == expected, choice
+    assert choice.finish_reason in ("stop", "length")
+
+
+def test_auto_streams_prose_as_content(server, client):
+    case = golden("tools_user")
+    stream = client.chat.completions.create(model="stories260K", messages=case["messages"], tools=case["tools"],
+                                            tool_choice="auto", max_tokens=12, temperature=0, stream=True)
+    text, finish = "", None
+    for chunk in stream:
+        delta = chunk.choices[0].delta
+        assert not delta.tool_calls
+        text += delta.content or ""
+        finish = chunk.choices[0].finish_reason or finish
+    whole = client.chat.completions.create(model="stories260K", messages=case["messages"], tools=case["tools"],
+                                           max_tokens=12, temperature=0)
+    assert text == whole.choices[0].message.content and text
+    assert finish == whole.choices[0].finish_reason
+
+
+def test_template_refusals_are_400s_naming_them(client):
+    openai = pytest.importorskip("openai")
+    case = golden("tools_call_result")
+    two_calls = openai_messages(case["messages"])
+    two_calls[2]["tool_calls"] = two_calls[2]["tool_calls"] * 2
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(model="stories260K", messages=two_calls, tools=case["tools"], max_tokens=4)
+    assert "chat.messages[2]: This model only supports single tool-calls at once! (the llama3.1 chat template)" \
+        in str(e.value), str(e.value)
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(model="stories260K", messages=[{"role": "system", "content": "x"}],
+                                       tools=case["tools"], max_tokens=4)
+    assert "Cannot put tools in the first user message" in str(e.value), str(e.value)
+
+
+def test_a_parser_without_a_template_that_shows_tools_refuses_to_start():
+    rc, out = start_failure("--grpc-port=0", "--http-port=0", f"--decoder-model={DECODER}", "--chat-template=llama2",
+                            "--tool-call-parser=llama3_json")
+    assert rc != 0
+    assert "--tool-call-parser=llama3_json: needs a chat template that shows tools (--chat-template=llama3.1); " \
+           "the chat template here is llama2" in out, out[-2000:]
+    rc, out = start_failure("--grpc-port=0", "--http-port=0", "--tool-call-parser=hermes")
+    assert rc != 0 and "--tool-call-parser=hermes: must be llama3_json or empty" in out, out[-2000:]
