@@ -1,6 +1,7 @@
 // OpenAI's tool calling on /v1/chat/completions ("tools", "tool_choice"),
-// done as vLLM does it without a model-specific tool-call parser: through
-// JSON schema mode, so it works with any model and the calls always parse.
+// done as vLLM does it. A named function and "required" go through JSON
+// schema mode, so they work with any model and the calls always parse;
+// "auto" needs a model-specific parser (--tool-call-parser).
 //
 //   tool_choice {"type": "function", "function": {"name": N}}: the answer is
 //     N's arguments, an instance of its "parameters" schema; the message
