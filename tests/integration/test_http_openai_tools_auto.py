@@ -130,3 +130,34 @@ def test_a_parser_without_a_template_that_shows_tools_refuses_to_start():
            "the chat template here is llama2" in out, out[-2000:]
     rc, out = start_failure("--grpc-port=0", "--http-port=0", "--tool-call-parser=hermes")
     assert rc != 0 and "--tool-call-parser=hermes: must be llama3_json or empty" in out, out[-2000:]
+
+
+def test_grpc_chat_takes_tools_calls_and_results(server, client, proto_modules):
+    """The same conversation through gRPC Generate's ChatPrompt (tools as
+    JSON texts, a call's arguments as JSON text) gives the same prompt and
+    greedy answer as the OpenAI door."""
+    import grpc
+    pb, pb_grpc = proto_modules
+    case = golden("tools_call_result")
+    messages = []
+    for m in openai_messages(case["messages"]):
+        calls = [pb.ChatToolCall(id=c["id"], name=c["function"]["name"], arguments=c["function"]["arguments"])
+                 for c in m.get("tool_calls", [])]
+        messages.append(pb.ChatMessage(role=m["role"], content=m.get("content") or "", tool_calls=calls,
+                                       tool_call_id=m.get("tool_call_id", "")))
+    chat = pb.ChatPrompt(messages=messages, tools=[json.dumps(t) for t in case["tools"]])
+    with grpc.insecure_channel(server.grpc_target) as channel:
+        stub = pb_grpc.InferenceStub(channel)
+        out = list(stub.Generate(pb.GenerateRequest(chat=chat, sampling=pb.SamplingParams(max_new_tokens=8,
+                                                                                        temperature=0)),
+                                 timeout=60))
+        bad = pb.ChatPrompt(messages=messages, tools=["{not json"])
+        with pytest.raises(grpc.RpcError) as e:
+            list(stub.Generate(pb.GenerateRequest(chat=bad, sampling=pb.SamplingParams(max_new_tokens=2)),
+                               timeout=60))
+        assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "chat.tools[0]: not valid JSON" in e.value.details(), e.value.details()
+    r = client.chat.completions.create(model="stories260K", messages=openai_messages(case["messages"]),
+                                       tools=case["tools"], max_tokens=8, temperature=0)
+    assert out[-1].usage.prompt_tokens == r.usage.prompt_tokens
+    assert "".join(m.text for m in out) == r.choices[0].message.content
