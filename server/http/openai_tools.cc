@@ -165,8 +165,10 @@ absl::Status ParseToolChoice(const json& root, absl::string_view body, const Too
   return absl::OkStatus();
 }
 
+// What Llama 3.1 may write before a call (vLLM's llama3_json bot_token).
+constexpr absl::string_view kPythonTag = "<|python_tag|>";
+
 std::optional<json> Llama3JsonToolCalls(const std::string& text, const std::string& id_prefix) {
-  constexpr absl::string_view kPythonTag = "<|python_tag|>";
   size_t at = absl::StartsWith(text, kPythonTag) ? kPythonTag.size() : 0;
   if (at == 0 && !absl::StartsWith(text, "{")) return std::nullopt;
   json out = json::array();
@@ -207,7 +209,6 @@ std::optional<json> Llama3JsonToolCalls(const std::string& text, const std::stri
 }
 
 bool MayBecomeLlama3JsonToolCall(const std::string& text) {
-  constexpr absl::string_view kPythonTag = "<|python_tag|>";
   return text.empty() || absl::StartsWith(text, "{") || absl::StartsWith(text, kPythonTag) ||
          absl::StartsWith(kPythonTag, text);
 }
