@@ -7,7 +7,6 @@
 
 #include <fstream>
 #include <limits>
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -16,6 +15,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "re2/re2.h"
 
 namespace attnserve {
 namespace {
@@ -109,7 +109,7 @@ TEST(JsonSchemaTest, RepeatedFormatIsOneAutomaton) {
 
 // A pattern with minLength / maxLength (xgrammar drops the lengths there,
 // so no golden): every string over each case's alphabet, up to a length
-// past the bounds, is taken exactly when std::regex matches it whole and
+// past the bounds, is taken exactly when RE2 matches it whole and
 // its length in characters is within the bounds; and every prefix taken
 // can still be completed, so a token mask never leads into a dead end.
 struct LengthCase {
@@ -127,12 +127,12 @@ size_t Utf8Chars(const std::string& s) {
 // Walks every string over the alphabet up to `depth` characters below
 // `state` (the acceptor after `text`); returns whether any of them, or
 // `text` itself, is whole. Checks each against the reference on the way.
-bool WalkPatternStrings(const LengthCase& c, const std::regex& re, const JsonSchemaAcceptor& state,
+bool WalkPatternStrings(const LengthCase& c, const RE2& re, const JsonSchemaAcceptor& state,
                         const std::string& text, int depth, int* checked) {
   JsonSchemaAcceptor closed = state;
   const bool whole = closed.Feed('"') && closed.Feed(']') && closed.complete();
   const size_t chars = Utf8Chars(text);
-  const bool want = std::regex_match(text, re) && static_cast<int>(chars) >= c.min_length &&
+  const bool want = RE2::FullMatch(text, re) && static_cast<int>(chars) >= c.min_length &&
                     (c.max_length < 0 || chars <= static_cast<size_t>(c.max_length));
   EXPECT_EQ(whole, want) << c.pattern << " [" << c.min_length << ", " << c.max_length << "] " << text;
   ++*checked;
@@ -153,7 +153,7 @@ bool WalkPatternStrings(const LengthCase& c, const std::regex& re, const JsonSch
       // Refused: then no string beginning so may be whole.
       const std::string longer = text + ch;
       const size_t n = Utf8Chars(longer);
-      const bool could = std::regex_match(longer, re) && static_cast<int>(n) >= c.min_length &&
+      const bool could = RE2::FullMatch(longer, re) && static_cast<int>(n) >= c.min_length &&
                          (c.max_length < 0 || n <= static_cast<size_t>(c.max_length));
       EXPECT_FALSE(could) << c.pattern << " refused " << longer;
       ++*checked;
@@ -184,7 +184,8 @@ TEST(JsonSchemaTest, PatternWithLengthBoundsAgreesWithRegexAndLength) {
     ASSERT_TRUE(schema.ok()) << schema.status();
     JsonSchemaAcceptor start(schema->get());
     ASSERT_TRUE(start.Feed('[') && start.Feed('"'));
-    const std::regex re(c.pattern);
+    const RE2 re(c.pattern);
+    ASSERT_TRUE(re.ok()) << c.pattern;
     int checked = 0;
     const int depth = (c.max_length >= 0 ? c.max_length : c.min_length) + 4;
     EXPECT_TRUE(WalkPatternStrings(c, re, start, "", depth, &checked)) << c.pattern;
