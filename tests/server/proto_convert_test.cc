@@ -57,7 +57,7 @@ TEST(AppendGenerateChunkTest, AnEmptyFinalMessageOnlyAddsItsEnding) {
 TEST(SetStopReasonTest, NamesWhatStopped) {
   GenerationParams p;
   p.stop = {"The end", "\n\n"};
-  p.stop_token_ids = {13};
+  p.stop_token_ids.assign(1, 13);  // "= {13}" trips GCC 14's -Warray-bounds under the asan build
   v1::GenerateResponse by_string;
   by_string.set_finish_reason(v1::FINISH_REASON_STOP_STRING);
   SetStopReason(p, 42, 1, &by_string);
