@@ -560,11 +560,11 @@ class Compiler {
         pattern = p->get<std::string>();
         keyword = "pattern";
       }
-      if (const auto f = s.find("format"); f != s.end() && FormatRegex(f->get<std::string>()) != nullptr) {
+      const auto f = s.find("format");
+      if (const FormatPattern* format = f != s.end() ? FormatRegex(f->get<std::string>()) : nullptr) {
         if (keyword != nullptr) return Unsupported(path, "'format' beside 'pattern' is not supported");
-        const FormatPattern& format = *FormatRegex(f->get<std::string>());
-        pattern = format.regex;
-        escaped = format.escaped;
+        pattern = format->regex;
+        escaped = format->escaped;
         keyword = "format";
       }
       if (keyword != nullptr) {

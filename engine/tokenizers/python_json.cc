@@ -2,37 +2,17 @@
 
 #include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <string>
 
 namespace attnserve {
 namespace {
 
-// json.dumps' string escapes with ensure_ascii=False: '"', '\\' and the
-// control characters below 0x20; everything else as itself.
+// json.dumps' string escapes with ensure_ascii=False are nlohmann's: '"',
+// '\\', \b \f \n \r \t and \u00xx for the other control characters;
+// everything else as itself. (Text here comes from parsed JSON or proto
+// strings, so it is valid UTF-8; anything else would become U+FFFD.)
 void AppendString(const std::string& s, std::string& out) {
-  out += '"';
-  for (const char ch : s) {
-    const unsigned char c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-          out += buf;
-        } else {
-          out += ch;
-        }
-    }
-  }
-  out += '"';
+  out += nlohmann::ordered_json(s).dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 // Python's float repr: the shortest text that reads back, with ".0" where
@@ -70,40 +50,25 @@ void Append(const nlohmann::ordered_json& v, int indent, int level, std::string&
     out.append(static_cast<size_t>(indent * depth), ' ');
   };
   switch (v.type()) {
-    case nlohmann::ordered_json::value_t::object: {
+    case nlohmann::ordered_json::value_t::object:
+    case nlohmann::ordered_json::value_t::array: {
+      const bool object = v.is_object();
       if (v.empty()) {
-        out += "{}";
+        out += object ? "{}" : "[]";
         return;
       }
-      out += '{';
-      bool first = true;
+      out += object ? '{' : '[';
       for (auto it = v.begin(); it != v.end(); ++it) {
-        if (!first) out += indent < 0 ? ", " : ",";
-        first = false;
+        if (it != v.begin()) out += indent < 0 ? ", " : ",";
         if (indent >= 0) newline(level + 1);
-        AppendString(it.key(), out);
-        out += ": ";
+        if (object) {
+          AppendString(it.key(), out);
+          out += ": ";
+        }
         Append(it.value(), indent, level + 1, out);
       }
       if (indent >= 0) newline(level);
-      out += '}';
-      return;
-    }
-    case nlohmann::ordered_json::value_t::array: {
-      if (v.empty()) {
-        out += "[]";
-        return;
-      }
-      out += '[';
-      bool first = true;
-      for (const auto& item : v) {
-        if (!first) out += indent < 0 ? ", " : ",";
-        first = false;
-        if (indent >= 0) newline(level + 1);
-        Append(item, indent, level + 1, out);
-      }
-      if (indent >= 0) newline(level);
-      out += ']';
+      out += object ? '}' : ']';
       return;
     }
     case nlohmann::ordered_json::value_t::string: AppendString(v.get_ref<const std::string&>(), out); return;

@@ -52,9 +52,9 @@ absl::StatusOr<std::vector<int32_t>> ChatPromptIds(const v1::ChatPrompt& chat, c
   if (!setup.format.has_value()) return absl::FailedPreconditionError(absl::StrCat("chat: ", setup.origin));
   std::vector<ChatMessage> messages;
   messages.reserve(chat.messages_size());
+  const bool tools = ChatFormatHasTools(*setup.format);
   for (int i = 0; i < chat.messages_size(); ++i) {
     const v1::ChatMessage& m = chat.messages(i);
-    const bool tools = ChatFormatHasTools(*setup.format);
     if (m.role() != "system" && m.role() != "user" && m.role() != "assistant" && !(tools && m.role() == "tool")) {
       return absl::InvalidArgumentError(absl::StrCat("chat.messages[", i, "].role: '", m.role().substr(0, 32),
                                                      "' is not one of system, user, assistant",
