@@ -171,10 +171,7 @@ bool JsonSchemaAcceptor::StartValue(uint8_t byte) {
       phase_ = Phase::kNumber;
       flags_ = 0;
       cand_ = 0;
-      if (!n.value_bounded()) return true;
-      flags_ = byte == '-' ? kNegative : kDigits;
-      cand_ = byte == '-' ? 0 : byte - '0';
-      return IntegerInRange(false);
+      return !n.range.bounded() || StartBoundedNumber(n.range, byte, cand_, flags_);
     case SchemaNode::Kind::kLiterals:
     case SchemaNode::Kind::kTagged:
       phase_ = Phase::kLiteral;
@@ -242,14 +239,11 @@ bool JsonSchemaAcceptor::Feed(uint8_t byte) {
     case Phase::kNumber:
       switch (lexer_.number.Feed(byte)) {
         case LexStep::kMore:
-          if (!node().value_bounded()) return true;
-          // A bounded integer's bytes after the first are digits.
-          cand_ = cand_ >= kHugeMagnitude / 10 ? kHugeMagnitude : cand_ * 10 + (byte - '0');
-          flags_ |= kDigits;
-          return IntegerInRange(false);
+          return !node().range.bounded() || FeedBoundedNumber(node().range, byte, cand_, flags_);
         case LexStep::kRefused: return false;
         case LexStep::kDone:  // the byte is the parent's
-          return (!node().value_bounded() || IntegerInRange(true)) && EndValue() && Feed(byte);
+          return (!node().range.bounded() || BoundedNumberEnds(node().range, cand_, flags_)) && EndValue() &&
+                 Feed(byte);
       }
       return false;
     case Phase::kLiteral:
@@ -303,28 +297,6 @@ bool JsonSchemaAcceptor::FeedString(uint8_t byte) {
     case LexStep::kDone: return offset_ >= n.min_length && EndValue();
   }
   return false;
-}
-
-bool JsonSchemaAcceptor::IntegerInRange(bool whole) const {
-  const SchemaNode& n = node();
-  // Beyond every magnitude the digits can reach where a side is unbounded.
-  constexpr __int128 kFar = __int128{1} << 100;
-  const __int128 lo = n.has_min_value ? n.min_value : -kFar, hi = n.has_max_value ? n.max_value : kFar;
-  if (!(flags_ & kDigits)) return lo <= -1;  // "-": any negative integer may follow
-  const bool negative = flags_ & kNegative;
-  const uint64_t magnitude = cand_;
-  auto value = [&](__int128 m) { return negative ? -m : m; };
-  if (whole) return value(magnitude) >= lo && value(magnitude) <= hi;
-  if (magnitude == 0) return lo <= 0 && hi >= 0;  // "0" takes no more digits
-  // The values reachable with k more digits: magnitudes m*10^k to
-  // m*10^k + 10^k - 1.
-  const __int128 limit = __int128{1} << 64;
-  for (__int128 span = 1, m = magnitude;; span *= 10) {
-    const __int128 a = m * span, b = a + span - 1;
-    const __int128 vlo = negative ? -b : a, vhi = negative ? -a : b;
-    if (vlo <= hi && vhi >= lo) return true;
-    if (a > limit) return false;
-  }
 }
 
 static_assert(sizeof(JsonSchemaAcceptor) == 32, "the mask walk copies the state per byte: keep it at 32 bytes");

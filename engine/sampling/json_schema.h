@@ -25,8 +25,11 @@
 //   minLength / maxLength of strings (in characters; such a string is
 //   written without escapes, as xgrammar writes it), minItems / maxItems of
 //   arrays (at most 3 bounded arrays nested), minimum, maximum,
-//   exclusiveMinimum and exclusiveMaximum of integers (counts and lengths up
-//   to 65535, bounds within 64-bit integers; not beside enum or const);
+//   exclusiveMinimum and exclusiveMaximum of integers and numbers (counts
+//   and lengths up to 65535; an integer's bounds within 64-bit integers, a
+//   number's within ±10^12; not beside enum or const; a bounded number is
+//   written as xgrammar writes one, without an exponent and with at most
+//   six fractional digits: number_range.h);
 //   pattern (the string's text matches it whole, as xgrammar reads a
 //   pattern, and is written without escapes; the syntax in regex_dfa.h;
 //   not beside enum or const); format date, time, date-time, duration,
@@ -61,6 +64,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/sampling/json_lexer.h"
+#include "engine/sampling/number_range.h"
 #include "engine/sampling/regex_dfa.h"
 
 namespace attnserve {
@@ -98,10 +102,8 @@ struct SchemaNode {
   // count slots holds its count (the number of bounded arrays above it; -1
   // when unbounded).
   int min_items = 0, max_items = -1, count_slot = -1;
-  // kInteger: inclusive bounds, where it has them.
-  bool has_min_value = false, has_max_value = false;
-  int64_t min_value = 0, max_value = 0;
-  bool value_bounded() const { return has_min_value || has_max_value; }
+  // kInteger, kNumber: bounds, where it has them (number_range.h).
+  NumberRange range;
   // kLiterals (enum, const, boolean, null): each value as json.dumps writes it.
   // kTagged: each alternative's opening text through one of its tag values,
   // and which alternative (index into children) it opens.
@@ -166,16 +168,12 @@ class JsonSchemaAcceptor {
   bool FeedMembers(uint8_t byte);
   bool FeedLiteral(uint8_t byte);
   bool FeedString(uint8_t byte);
-  // kInteger with bounds: whether the digits so far can still end in range
-  // (`whole`: they end here).
-  bool IntegerInRange(bool whole) const;
   uint16_t& ItemCount() { return items_[node().count_slot]; }
   // Byte k of member candidate j of the current object (-1 past its end);
   // j == kCloseBrace is "}".
   int MemberByte(int j, int k) const;
 
   static constexpr int kCloseBrace = 63;
-  static constexpr uint64_t kHugeMagnitude = 10'000'000'000'000'000'000u;
 
   // The state is copied for every byte of every token a mask walk tries,
   // so it is kept to 32 bytes: past that GCC copies it through memory and a
@@ -183,8 +181,8 @@ class JsonSchemaAcceptor {
   // docs/benchmarks.md). Hence fields that serve two phases, and the union.
   const CompiledJsonSchema* schema_;
   // kMembers / kLiteral: candidates still matching; kNumber of a bounded
-  // integer: its digits' value so far (saturating at kHugeMagnitude, past
-  // every 64-bit bound); kString with a pattern: the pattern's DFA state.
+  // integer or number: its value so far (number_range.h); kString with a
+  // pattern: the pattern's DFA state.
   uint64_t cand_ = 0;
   uint16_t node_;
   // kMembers / kLiteral / kAfterItem: bytes matched; kString of a bounded
@@ -192,10 +190,10 @@ class JsonSchemaAcceptor {
   uint16_t offset_ = 0;
   Phase phase_ = Phase::kStart;
   // kMembers: the first property still to come (kNextMask) and kWritten (a
-  // member was written: the next needs ", "); kNumber of a bounded integer:
-  // kNegative and kDigits.
+  // member was written: the next needs ", "); kNumber of a bounded integer
+  // or number: number_range.h's flags.
   uint8_t flags_ = 0;
-  static constexpr uint8_t kNextMask = 63, kWritten = 64, kNegative = 1, kDigits = 2;
+  static constexpr uint8_t kNextMask = 63, kWritten = 64;
   union Lexer {  // kString: string; kNumber: number
     Lexer() : string() {}
     JsonStringLexer string;

@@ -5,10 +5,13 @@
 
 #include <algorithm>
 #include <bitset>
+#include <charconv>
 #include <cmath>
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
+#include <system_error>
 #include <tuple>
 #include <utility>
 #include <set>
@@ -140,7 +143,7 @@ absl::Status Unsupported(const std::string& path, const std::string& what) {
       " (supported: type, properties, required, additionalProperties: false, items, enum, const, local $ref, "
       "anyOf/oneOf whose alternatives begin differently or are tagged objects, allOf of one schema, "
       "minLength/maxLength, pattern, format, "
-      "minItems/maxItems, integer minimum/maximum, and annotations)"));
+      "minItems/maxItems, minimum/maximum, and annotations)"));
 }
 
 // The value as json.dumps writes it (", " / ": " separators; strings with
@@ -156,17 +159,65 @@ bool LiteralHasType(const ojson& v, const std::string& type) {
   return false;
 }
 
-// Whether a literal's text (json.dumps form) is also read by a node of this
-// kind, so that a union holding both needs only the node.
-bool KindReadsLiteral(SchemaNode::Kind kind, const std::string& text) {
+// Whether a literal's text (json.dumps form) is also read by this node, so
+// that a union holding both needs only the node. Exact: a literal the node
+// would refuse (out of its bounds, not matching its pattern) stays an
+// alternative of its own.
+bool NodeReadsLiteral(const SchemaNode& n, const std::string& text) {
   const bool number = text[0] == '-' || json_lexer_internal::IsDigit(static_cast<uint8_t>(text[0]));
-  switch (kind) {
-    case SchemaNode::Kind::kString: return text[0] == '"';
-    case SchemaNode::Kind::kNumber: return number;
+  switch (n.kind) {
+    case SchemaNode::Kind::kString: {
+      if (text[0] != '"') return false;
+      if (!n.pattern && n.min_length == 0 && n.max_length < 0) return true;
+      // The text between the quotes as the acceptor reads it: through the
+      // pattern's automaton as written, characters counted.
+      const std::string_view inner = std::string_view(text).substr(1, text.size() - 2);
+      if (!n.pattern && inner.find('\\') != std::string_view::npos) return false;  // bounded: no escapes
+      int state = n.pattern ? n.pattern->start : 0, chars = 0;
+      for (const char c : inner) {
+        const uint8_t byte = static_cast<uint8_t>(c);
+        if (byte < 0x80 || byte >= 0xC0) ++chars;
+        if (n.pattern && (state = n.pattern->Step(state, byte)) < 0) return false;
+      }
+      return (!n.pattern || n.pattern->accepting[state]) && chars >= n.min_length &&
+             (n.max_length < 0 || chars <= n.max_length);
+    }
+    case SchemaNode::Kind::kNumber:
+      return number && (!n.range.bounded() || NumberRangeTakes(n.range, text));
     case SchemaNode::Kind::kInteger:
-      return number && text.find_first_of(".eE") == std::string::npos && text != "-0";
+      return number && text.find_first_of(".eE") == std::string::npos && text != "-0" &&
+             (!n.range.bounded() || NumberRangeTakes(n.range, text));
     default: return false;
   }
+}
+
+// A value in a range's units as decimal text (a number's: 10^-6 units).
+std::string UnitsText(__int128 units, bool decimal) {
+  const bool negative = units < 0;
+  unsigned __int128 m = negative ? -static_cast<unsigned __int128>(units) : units;
+  std::string digits;
+  do {
+    digits.insert(digits.begin(), static_cast<char>('0' + static_cast<int>(m % 10)));
+    m /= 10;
+  } while (m > 0);
+  if (decimal) {
+    if (digits.size() <= static_cast<size_t>(kMaxFractionDigits)) {
+      digits.insert(0, kMaxFractionDigits + 1 - digits.size(), '0');
+    }
+    digits.insert(digits.size() - kMaxFractionDigits, ".");
+    while (digits.back() == '0') digits.pop_back();
+    if (digits.back() == '.') digits.pop_back();
+  }
+  return negative ? "-" + digits : digits;
+}
+
+// Whether a number node reads every value an integer node does (so a union
+// of both needs only the number).
+bool NumberReadsIntegers(const NumberRange& number, const NumberRange& integer) {
+  if (!number.bounded()) return true;
+  const __int128 unit = kNumberGridUnit;
+  return (!number.has_min || (integer.has_min && integer.min * unit >= number.min)) &&
+         (!number.has_max || (integer.has_max && integer.max * unit <= number.max));
 }
 
 // The bytes a value of this node can begin with.
@@ -387,10 +438,19 @@ class Compiler {
     auto has_kind = [&](SchemaNode::Kind k) {
       return std::any_of(alts.begin(), alts.end(), [&](int c) { return out_.nodes[c].kind == k; });
     };
-    if (has_kind(SchemaNode::Kind::kNumber)) {
+    if (const auto number = std::find_if(alts.begin(), alts.end(),
+                                         [&](int c) { return out_.nodes[c].kind == SchemaNode::Kind::kNumber; });
+        number != alts.end()) {
       if (disjoint && has_kind(SchemaNode::Kind::kInteger)) return overlap();
+      // An integer alternative the number takes whole is left to it; one it
+      // does not (a bounded number) stays, and is refused below as
+      // beginning like the number.
+      const NumberRange range = out_.nodes[*number].range;
       alts.erase(std::remove_if(alts.begin(), alts.end(),
-                                [&](int c) { return out_.nodes[c].kind == SchemaNode::Kind::kInteger; }),
+                                [&](int c) {
+                                  return out_.nodes[c].kind == SchemaNode::Kind::kInteger &&
+                                         NumberReadsIntegers(range, out_.nodes[c].range);
+                                }),
                  alts.end());
     }
     int literals = -1;
@@ -433,7 +493,7 @@ class Compiler {
       lits.erase(std::remove_if(lits.begin(), lits.end(),
                                 [&](const std::string& l) {
                                   return std::any_of(alts.begin(), alts.end(), [&](int c) {
-                                    return KindReadsLiteral(out_.nodes[c].kind, l);
+                                    return NodeReadsLiteral(out_.nodes[c], l);
                                   });
                                 }),
                  lits.end());
@@ -591,17 +651,9 @@ class Compiler {
       }
       return id;
     }
-    if (type == "number") {
-      for (const char* bound : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
-        if (s.contains(bound)) {
-          return Unsupported(path, absl::StrCat("'", bound, "' of a number is not supported (of an integer it is)"));
-        }
-      }
-      return Add(SchemaNode::Kind::kNumber, parent, index);
-    }
-    if (type == "integer") {
-      const int id = Add(SchemaNode::Kind::kInteger, parent, index);
-      return IntegerBounds(s, path, id);
+    if (type == "number" || type == "integer") {
+      const int id = Add(type == "number" ? SchemaNode::Kind::kNumber : SchemaNode::Kind::kInteger, parent, index);
+      return ValueBounds(s, path, id);
     }
     if (type == "boolean" || type == "null") {
       const int id = Add(SchemaNode::Kind::kLiterals, parent, index);
@@ -686,55 +738,76 @@ class Compiler {
     return std::make_pair(*min, *max);
   }
 
-  // Integer node `id`'s bounds from minimum, maximum and the exclusive ones
-  // (numbers; a fractional bound rounds inwards).
-  absl::StatusOr<int> IntegerBounds(const ojson& s, const std::string& path, int id) {
-    constexpr int64_t kMin = std::numeric_limits<int64_t>::min(), kMax = std::numeric_limits<int64_t>::max();
-    int64_t lo = kMin, hi = kMax;
-    bool has_lo = false, has_hi = false;
+  // Integer or number node `id`'s bounds from minimum, maximum and the
+  // exclusive ones, rounded inwards to its units (number_range.h). A bound
+  // is read from its JSON text (a double's shortest text, as Python writes
+  // it): 0.1 is one tenth, not the double nearest it.
+  absl::StatusOr<int> ValueBounds(const ojson& s, const std::string& path, int id) {
+    NumberRange& r = out_.nodes[id].range;
+    r.decimal = out_.nodes[id].kind == SchemaNode::Kind::kNumber;
+    const char* what = r.decimal ? "number" : "integer";
+    const __int128 lowest = r.decimal ? -__int128{kMaxNumberBound} * kNumberGridUnit
+                                      : __int128{std::numeric_limits<int64_t>::min()};
+    const __int128 highest = r.decimal ? __int128{kMaxNumberBound} * kNumberGridUnit
+                                       : __int128{std::numeric_limits<int64_t>::max()};
+    __int128 lo = lowest, hi = highest;
     for (const std::string key : {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"}) {
       const auto it = s.find(key);
       if (it == s.end()) continue;
       if (!it->is_number()) return Unsupported(path, absl::StrCat("'", key, "' must be a number"));
-      const bool lower = key == "minimum" || key == "exclusiveMinimum", exclusive = key[0] == 'e';
-      int64_t bound;
-      if (it->is_number_integer() && !(it->is_number_unsigned() && it->get<uint64_t>() > uint64_t{kMax})) {
-        bound = it->get<int64_t>();
-        if (exclusive && bound == (lower ? kMax : kMin)) {
-          return absl::InvalidArgumentError(absl::StrCat(Where(path), ": no integer is beyond '", key, "'"));
-        }
-        if (exclusive) bound += lower ? 1 : -1;
+      const bool lower = key == "minimum" || key == "exclusiveMinimum";
+      std::string text;
+      if (it->is_number_float()) {
+        char buffer[32];
+        const auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, it->get<double>());
+        text.assign(buffer, ec == std::errc() ? end : buffer);
       } else {
-        const double v = it->get<double>();
-        if (!(std::fabs(v) < 9.2e18)) {  // within int64 with room to round
-          return Unsupported(path, absl::StrCat("'", key, "' outside 64-bit integers is not supported"));
-        }
-        bound = static_cast<int64_t>(lower ? (exclusive ? std::floor(v) + 1 : std::ceil(v))
-                                           : (exclusive ? std::ceil(v) - 1 : std::floor(v)));
+        text = it->dump();
+      }
+      const int scale = r.decimal ? kMaxFractionDigits : 0;
+      const std::optional<__int128> down = ScaledDecimal(text, scale, false), up = ScaledDecimal(text, scale, true);
+      // The first unit within the bound: an exclusive bound on a unit steps
+      // past it, one between units rounds inwards as an inclusive one does.
+      std::optional<__int128> bound;
+      if (down.has_value() && up.has_value()) {
+        if (key == "minimum") bound = *up;
+        if (key == "exclusiveMinimum") bound = *down + 1;
+        if (key == "maximum") bound = *down;
+        if (key == "exclusiveMaximum") bound = *up - 1;
+      }
+      if (!bound.has_value() || *bound > highest || *bound < lowest) {
+        return Unsupported(path, absl::StrCat("'", key, "' ", text,
+                                              r.decimal ? " of a number beyond ±10^12" : " outside 64-bit integers",
+                                              " is not supported"));
       }
       if (lower) {
-        lo = std::max(lo, bound);
-        has_lo = true;
+        lo = std::max(lo, *bound);
+        r.has_min = true;
+        // A '-' may begin the text only below a negative lower bound; -1e-9
+        // rounds to zero on the grid and still lets "-0.0" through, as in
+        // xgrammar.
+        r.negative_sign = r.negative_sign && text[0] == '-' && text.find_first_of("123456789") < text.find_first_of("eE");
       } else {
-        hi = std::min(hi, bound);
-        has_hi = true;
+        hi = std::min(hi, *bound);
+        r.has_max = true;
       }
     }
-    if (const auto f = s.find("format"); f != s.end()) {
+    if (const auto f = s.find("format"); f != s.end() && !r.decimal) {
       if (const std::pair<int64_t, int64_t>* range = IntegerFormatRange(f->get<std::string>())) {
-        lo = std::max(lo, range->first);
-        hi = std::min(hi, range->second);
-        has_lo = has_hi = true;
+        lo = std::max(lo, __int128{range->first});
+        hi = std::min(hi, __int128{range->second});
+        r.has_min = r.has_max = true;
+        r.negative_sign = r.negative_sign && lo < 0;
       }
     }
+    if (!r.decimal && r.has_min) r.negative_sign = lo < 0;
     if (lo > hi) {
-      return absl::InvalidArgumentError(absl::StrCat(Where(path), ": no integer lies within its bounds (", lo, " to ",
-                                                     hi, ")"));
+      return absl::InvalidArgumentError(absl::StrCat(Where(path), ": no ", what, " lies within its bounds (",
+                                                     UnitsText(lo, r.decimal), " to ", UnitsText(hi, r.decimal),
+                                                     r.decimal ? ", with at most 6 fractional digits)" : ")"));
     }
-    out_.nodes[id].has_min_value = has_lo;
-    out_.nodes[id].has_max_value = has_hi;
-    out_.nodes[id].min_value = lo;
-    out_.nodes[id].max_value = hi;
+    r.min = static_cast<int64_t>(lo);
+    r.max = static_cast<int64_t>(hi);
     return id;
   }
 

@@ -546,6 +546,58 @@ def test_openai_parse_with_formats_and_lengths(server, client):
     assert isinstance(contact.server, ipaddress.IPv6Address) and isinstance(contact.wait, datetime.timedelta), raw
 
 
+def test_openai_parse_with_bounded_floats(server, client):
+    """pydantic's bounds on floats (Field(ge=, le=), gt=, lt=, confloat)
+    become minimum / maximum / exclusiveMinimum / exclusiveMaximum of
+    numbers; the answer is read back (and so validated) by pydantic. Written
+    as xgrammar writes a bounded number: no exponent, at most six fractional
+    digits, so the story model cannot run on writing digits."""
+    import re
+    from typing import Optional
+
+    import pydantic
+
+    class Reading(pydantic.BaseModel):
+        confidence: float = pydantic.Field(ge=0, le=1)
+        celsius: float = pydantic.Field(gt=-40, lt=60.5)
+        debt: pydantic.confloat(le=-0.25)
+        lat: Optional[float] = pydantic.Field(ge=-90, le=90)
+
+    schema = Reading.model_json_schema()
+    assert schema["properties"]["celsius"] == {"exclusiveMaximum": 60.5, "exclusiveMinimum": -40,
+                                               "title": "Celsius", "type": "number"}, schema
+    # Byte token 49 '.' favoured: the story model writes fractions.
+    r = client.chat.completions.parse(model="stories260K", messages=[{"role": "user", "content": "Tell me a story."}],
+                                      max_tokens=120, temperature=0, logit_bias={"49": 8},
+                                      response_format=Reading)
+    choice = r.choices[0]
+    assert choice.finish_reason == "stop", choice.message.content
+    reading = choice.message.parsed
+    assert isinstance(reading, Reading), choice.message.content
+    numbers = re.findall(r"-?[0-9][0-9.eE+-]*", choice.message.content)
+    assert len(numbers) >= 3 and all(re.fullmatch(r"-?(0|[1-9][0-9]*)(\.[0-9]{1,6})?", n) for n in numbers), numbers
+    assert "." in choice.message.content, choice.message.content
+    # Seeded sampling at temperature 1: every answer that ends is in range.
+    ended = 0
+    for seed in range(4):
+        r = client.chat.completions.parse(model="stories260K", messages=[{"role": "user", "content": "Go on."}],
+                                          max_tokens=120, temperature=1.0, seed=seed, response_format=Reading)
+        if r.choices[0].finish_reason == "stop":
+            assert isinstance(r.choices[0].message.parsed, Reading), r.choices[0].message.content
+            ended += 1
+    assert ended >= 2
+    # Bounds no number meets are a 400 naming the field.
+    import openai
+
+    class Empty(pydantic.BaseModel):
+        p: float = pydantic.Field(gt=0.5, le=0.5)
+
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.parse(model="stories260K", messages=[{"role": "user", "content": "x"}],
+                                      max_tokens=8, response_format=Empty)
+    assert "properties.p: no number lies within its bounds" in str(e.value), str(e.value)
+
+
 WEATHER_TOOL = {"type": "function", "function": {
     "name": "get_weather", "description": "The weather in a city now",
     "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 20},

@@ -192,6 +192,13 @@ CASES = [
         "host": {"type": "string", "format": "hostname"}, "site": {"type": "string", "format": "uri"},
         "wait": {"type": "string", "format": "duration"}}, "required": ["host", "site", "wait"]}},
      CAT, 80, {37: 12, 467: 10}),
+    # Bounded numbers: at most six fractional digits, no exponent, within
+    # the bounds (a favoured '.' makes the story model write fractions).
+    ("schema_number_bounds", {"schema": {"type": "object", "properties": {
+        "score": {"type": "number", "minimum": 0, "maximum": 1},
+        "temp": {"type": "number", "exclusiveMinimum": -40, "maximum": 60.5},
+        "debt": {"type": "number", "maximum": -0.25}}, "required": ["score", "temp", "debt"]}},
+     ONCE, 60, {49: 8}),
     # A whole output held to a regex (vLLM's guided_regex): it may end once
     # it matches, or go on where the regex allows.
     ("regex_sentence", {"regex": "(Once|One day), [a-z]+( [a-z]+){2,6}\\.( [A-Z][a-z]+( [a-z]+){1,5}\\.)?"},

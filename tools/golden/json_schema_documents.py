@@ -149,6 +149,18 @@ SCHEMAS = [
         "link": {"type": ["string", "null"], "format": "uri-reference"},
         "span": {"type": "string", "format": "duration"}},
      "required": ["mail", "site"]},
+    # Bounded numbers (at most six fractional digits, no exponent, as
+    # xgrammar writes them), and an integer alternative a bounded number
+    # takes whole.
+    {"type": "object", "properties": {
+        "p": {"type": "number", "minimum": 0, "maximum": 1},
+        "t": {"type": "number", "exclusiveMinimum": -40.5, "exclusiveMaximum": 60},
+        "lat": {"type": ["number", "null"], "minimum": -90, "maximum": 90},
+        "gain": {"type": "number", "exclusiveMinimum": 0},
+        "debt": {"type": "number", "maximum": -0.25},
+        "n": {"anyOf": [{"type": "integer", "minimum": 0, "maximum": 9}, {"type": "number", "minimum": 0,
+                                                                          "maximum": 99.5}]}},
+     "required": ["p", "t"]},
 ]
 
 # Strings of each format (the mutants give the rest).
@@ -247,6 +259,8 @@ def instance(rng, s, root=None):
             return rng.choice([lo, hi, rng.randint(lo, hi)])
         return rng.choice([0, 7, -3, 123456789012, -1])
     if t == "number":
+        if any(k in s for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")):
+            return bounded_number(rng, s)
         return rng.choice([0, -0.5, 3.25, 1e-7, -12, 6.02e23, 100])
     if t == "boolean":
         return rng.random() < 0.5
@@ -261,6 +275,34 @@ def instance(rng, s, root=None):
         if k in req or rng.random() < 0.6:
             out[k] = instance(rng, sub, root)
     return out
+
+
+def bounded_number(rng, s):
+    """A value within a number's bounds that json.dumps writes as xgrammar's
+    bounded numbers are written: no exponent, at most six fractional
+    digits."""
+    lo = max(s.get("minimum", -1000), s.get("exclusiveMinimum", -1001) + 1e-6)
+    hi = min(s.get("maximum", 1000), s.get("exclusiveMaximum", 1001) - 1e-6)
+    while True:
+        v = rng.choice([lo, hi, round(rng.uniform(lo, hi), rng.randint(0, 6)), int(rng.uniform(lo, hi))])
+        v = round(v, 6)
+        if v == int(v) and rng.random() < 0.5:
+            v = int(v)
+        text = json.dumps(v)
+        if lo <= v <= hi and "e" not in text and len(text.partition(".")[2]) <= 6:
+            return v
+
+
+NUMBER_DOCS = [
+    '{"p": 0, "t": 0}', '{"p": 1, "t": -40}', '{"p": 1.0, "t": -40.5}', '{"p": 1.000001, "t": 1}',
+    '{"p": 0.1234567, "t": 1}', '{"p": 0.123456, "t": 59.999999}', '{"p": -0, "t": 1}', '{"p": -0.0, "t": 1}',
+    '{"p": 0.5, "t": 60}', '{"p": 0.5, "t": -40.499999}', '{"p": 1e-3, "t": 1}', '{"p": 0.5, "t": 1, "gain": 0}',
+    '{"p": 0.5, "t": 1, "gain": 0.000001}', '{"p": 0.5, "t": 1, "gain": 0.0000001}', '{"p": 0.5, "t": 1, "debt": -0.25}',
+    '{"p": 0.5, "t": 1, "debt": -0.249999}', '{"p": 0.5, "t": 1, "debt": -1000000}', '{"p": 0.5, "t": 1, "lat": -90.0}',
+    '{"p": 0.5, "t": 1, "lat": null}', '{"p": 0.5, "t": 1, "lat": 90.000001}', '{"p": 0.5, "t": 1, "n": 99.5}',
+    '{"p": 0.5, "t": 1, "n": 99.500001}', '{"p": 0.5, "t": 1, "n": 7}', '{"p": 0.5, "t": 1, "n": -1}',
+    '{"p": 0.5, "t": 1, "gain": 12345678901234567890}', '{"p": 0.5, "t": 1, "gain": 1.5E3}',
+]
 
 
 # JSON mode's bytes less newline, tab and DEL.
@@ -297,6 +339,8 @@ def main():
         docs.update([b"", b"{}", b"{ }", b"[]", b"null", b'{"name": "x", "age": 1, "extra": 2}'])
         if schema is SCHEMAS[7]:
             docs.update(d.encode() for d in BOUNDS_DOCS)
+        if schema is SCHEMAS[12]:
+            docs.update(d.encode() for d in NUMBER_DOCS)
         verdicts = sorted((d.hex(), *xgrammar_reads(d)) for d in docs)
         accepted = sum(v for _, _, v in verdicts)
         print(f"schema {len(cases)}: {len(verdicts)} documents, {accepted} taken", file=sys.stderr)

@@ -43,7 +43,7 @@ TEST(JsonSchemaTest, AgreesWithXgrammarOnEveryDocument) {
   std::ifstream in(ATTNSERVE_SOURCE_DIR "/tests/golden/json/schema_documents.json");
   // ordered: a schema's property order is the output's.
   const nlohmann::ordered_json golden = nlohmann::ordered_json::parse(in);
-  ASSERT_GE(golden["cases"].size(), 12u);
+  ASSERT_GE(golden["cases"].size(), 13u);
   int taken = 0, refused = 0;
   for (const nlohmann::ordered_json& c : golden["cases"]) {
     absl::StatusOr<std::shared_ptr<const CompiledJsonSchema>> schema = CompileJsonSchema(c["schema"].dump());
@@ -62,6 +62,87 @@ TEST(JsonSchemaTest, AgreesWithXgrammarOnEveryDocument) {
   }
   EXPECT_GT(taken, 300);
   EXPECT_GT(refused, 2000);
+}
+
+// Bounded numbers and integers against xgrammar, every text over a small
+// alphabet up to five bytes and a few longer ones (six and seven fractional
+// digits, exponents): the verdict, and the byte where it refuses.
+TEST(JsonSchemaTest, NumberBoundsAgreeWithXgrammarOnEveryShortText) {
+  std::ifstream in(ATTNSERVE_SOURCE_DIR "/tests/golden/json/number_bounds.json");
+  const nlohmann::ordered_json golden = nlohmann::ordered_json::parse(in);
+  const std::string alphabet = golden["alphabet"];
+  const int max_length = golden["max_length"];
+  ASSERT_GE(golden["cases"].size(), 20u);
+  int taken = 0, refused = 0;
+  for (const nlohmann::ordered_json& c : golden["cases"]) {
+    absl::StatusOr<std::shared_ptr<const CompiledJsonSchema>> schema = CompileJsonSchema(c["schema"].dump());
+    ASSERT_TRUE(schema.ok()) << schema.status() << c["schema"].dump();
+    const std::string head = R"({"x": )";
+    auto check = [&](const std::string& text, size_t want_taken, bool want_whole) {
+      const std::string doc = head + text + "}";
+      const size_t read = std::min(BytesRead(**schema, doc) - head.size(), text.size());
+      EXPECT_EQ(read, want_taken) << c["schema"]["properties"]["x"].dump() << " " << text;
+      EXPECT_EQ(Takes(**schema, doc), want_whole) << c["schema"]["properties"]["x"].dump() << " " << text;
+      (want_whole ? taken : refused) += 1;
+    };
+    const std::string codes = c["codes"];
+    size_t at = 0;
+    for (int length = 1; length <= max_length; ++length) {
+      std::vector<size_t> digit(length, 0);  // itertools.product's order: the last letter turns fastest
+      for (bool more = true; more;) {
+        std::string text;
+        for (size_t d : digit) text += alphabet[d];
+        ASSERT_LT(at, codes.size());
+        const char code = codes[at++];
+        check(text, code == 'A' ? text.size() : static_cast<size_t>(code - '0'), code == 'A');
+        more = false;
+        for (int i = length - 1; i >= 0 && !more; --i) {
+          if (++digit[i] < alphabet.size()) {
+            more = true;
+          } else {
+            digit[i] = 0;
+          }
+        }
+      }
+    }
+    EXPECT_EQ(at, codes.size());
+    for (const nlohmann::ordered_json& e : c["extra"]) check(e["text"], e["taken"], e["accepted"]);
+  }
+  EXPECT_GT(taken, 2000);
+  EXPECT_GT(refused, 50000);
+}
+
+// A bound is read from its text: 0.1 is a tenth (the double nearest it is
+// a little above), and an exclusive bound between grid points rounds
+// inwards like an inclusive one.
+TEST(JsonSchemaTest, NumberBoundsAreExactDecimals) {
+  absl::StatusOr<std::shared_ptr<const CompiledJsonSchema>> schema = CompileJsonSchema(R"({"type": "array",
+      "items": {"type": "number", "minimum": 0.1, "exclusiveMaximum": 0.3000005}})");
+  ASSERT_TRUE(schema.ok()) << schema.status();
+  EXPECT_TRUE(Takes(**schema, "[0.1, 0.100000, 0.3, 0.300000]"));
+  EXPECT_FALSE(Takes(**schema, "[0.099999]"));
+  EXPECT_FALSE(Takes(**schema, "[0.300001]"));
+  // Large bounds, near the supported ±10^12.
+  schema = CompileJsonSchema(R"({"type": "array", "items": {"type": "number", "minimum": -1e12, "maximum": 1e12}})");
+  ASSERT_TRUE(schema.ok()) << schema.status();
+  EXPECT_TRUE(Takes(**schema, "[1000000000000, -1000000000000.000000, 999999999999.999999]"));
+  EXPECT_FALSE(Takes(**schema, "[1000000000000.000001]"));
+  EXPECT_FALSE(Takes(**schema, "[10000000000000]"));
+  EXPECT_EQ(BytesRead(**schema, "[10000000000000]"), 14u);  // the 14th digit is past every value
+}
+
+// In a union a bounded number or integer reads a literal or an integer only
+// within its range; what it does not read stays an alternative (and one
+// that begins like it is refused, naming the byte).
+TEST(JsonSchemaTest, BoundedAlternativesReadOnlyWhatTheyTake) {
+  absl::StatusOr<std::shared_ptr<const CompiledJsonSchema>> schema = CompileJsonSchema(R"({"type": "array",
+      "items": {"anyOf": [{"type": "integer", "minimum": 0, "maximum": 5}, {"type": "number", "minimum": 0,
+      "maximum": 10}, {"enum": [2, 7.5, null]}, {"type": "string", "pattern": "[a-c]+"}, {"const": "abc"}]}})");
+  ASSERT_TRUE(schema.ok()) << schema.status();
+  EXPECT_TRUE(Takes(**schema, R"([3, 7.5, 10, 0.25, null, "abc", "b"])"));
+  EXPECT_FALSE(Takes(**schema, "[11]"));
+  EXPECT_FALSE(Takes(**schema, "[-1]"));
+  EXPECT_FALSE(Takes(**schema, R"(["d"])"));
 }
 
 // pydantic's IPvAnyAddress writes "ipvanyaddress", which xgrammar reads as
@@ -334,8 +415,23 @@ TEST(JsonSchemaTest, RefusesWhatItDoesNotImplementNamingWhere) {
     const char* message;
   };
   const Case cases[] = {
-      {R"({"type": "object", "properties": {"age": {"type": "number", "minimum": 0}}})",
-       "properties.age: 'minimum' of a number is not supported"},
+      {R"({"type": "object", "properties": {"age": {"type": "number", "maximum": 1e13}}})",
+       "properties.age: 'maximum' 1e+13 of a number beyond ±10^12 is not supported"},
+      {R"({"type": "object", "properties": {"p": {"type": "number", "exclusiveMinimum": 0.5, "maximum": 0.5}}})",
+       "properties.p: no number lies within its bounds (0.500001 to 0.5, with at most 6 fractional digits)"},
+      {R"({"type": "object", "properties": {"p": {"type": "number", "minimum": 1.0000001, "maximum": 1.0000009}}})",
+       "properties.p: no number lies within its bounds (1.000001 to 1"},
+      {R"({"type": "object", "properties": {"p": {"type": "number", "minimum": -2e-7, "maximum": -1e-7}}})",
+       "properties.p: no number lies within its bounds (0 to -0.000001"},
+      {R"({"type": "object", "properties": {"x": {"anyOf": [{"type": "number", "minimum": 0},
+           {"type": "integer"}]}}})",
+       "properties.x: 'anyOf' alternatives that can both begin with '-'"},
+      {R"({"type": "object", "properties": {"x": {"anyOf": [{"type": "integer", "maximum": 9},
+           {"enum": [3, 12]}]}}})",
+       "properties.x: 'anyOf' alternatives that can both begin with '1'"},
+      {R"({"type": "object", "properties": {"x": {"anyOf": [{"type": "string", "maxLength": 2},
+           {"const": "abc"}]}}})",
+       "properties.x: 'anyOf' alternatives that can both begin with '\"'"},
       {R"({"type": "object", "properties": {"n": {"type": "integer", "multipleOf": 2}}})",
        "properties.n: 'multipleOf' is not supported"},
       {R"({"type": "object", "properties": {"n": {"type": "integer", "minimum": 5, "exclusiveMaximum": 5}}})",
@@ -343,7 +439,7 @@ TEST(JsonSchemaTest, RefusesWhatItDoesNotImplementNamingWhere) {
       {R"({"type": "object", "properties": {"n": {"type": "integer", "exclusiveMinimum": true}}})",
        "'exclusiveMinimum' must be a number"},
       {R"({"type": "object", "properties": {"n": {"type": "integer", "maximum": 1e30}}})",
-       "'maximum' outside 64-bit integers is not supported"},
+       "'maximum' 1e+30 outside 64-bit integers is not supported"},
       {R"({"type": "object", "properties": {"s": {"type": "string", "minLength": 4, "maxLength": 3}}})",
        "properties.s: 'minLength' 4 is above 'maxLength' 3"},
       {R"({"type": "object", "properties": {"s": {"type": "string", "minLength": -1}}})",
