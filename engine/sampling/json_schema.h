@@ -14,7 +14,10 @@
 //   additionalProperties (only false, or absent: taken as false), items,
 //   enum and const (of strings, numbers, booleans and null);
 //   $ref to a JSON pointer inside the schema ("#/$defs/Name", as pydantic
-//   and the openai client write nested models), but not recursively;
+//   and the openai client write nested models), recursive ones unrolled
+//   kMaxRecursionDepth levels deep (fewer where the schema's nodes would
+//   pass kMaxSchemaNodes; a value nested deeper is refused, where xgrammar
+//   follows recursion without end);
 //   anyOf and oneOf whose alternatives begin with different bytes (object,
 //   array, string, number, or distinct literals: pydantic's Optional[X] is
 //   anyOf [X, null]), so the first byte picks the alternative and "one of"
@@ -71,6 +74,9 @@ namespace attnserve {
 
 inline constexpr int kMaxSchemaNodes = 1024;
 inline constexpr int kMaxSchemaDepth = 32;
+// A recursive $ref is unrolled this many levels deep where the limits allow,
+// else fewer (at least 2).
+inline constexpr int kMaxRecursionDepth = 8;
 inline constexpr int kMaxSchemaMembers = 63;  // properties of an object, values of an enum
 inline constexpr size_t kMaxSchemaBytes = 64 * 1024;
 inline constexpr int kMaxBoundedArrayDepth = 3;  // arrays with minItems/maxItems inside one another
@@ -115,6 +121,9 @@ struct CompiledJsonSchema {
   std::vector<SchemaNode> nodes;  // some may be unreachable (alternatives merged into a sibling)
   int root = 0;                   // the top-level object
   int64_t pattern_bytes = 0;      // its pattern automata (RegexDfa::bytes), at most kMaxSchemaPatternBytes
+  // A recursive schema: how many levels deep it was unrolled (0: not
+  // recursive). A value nested deeper is refused.
+  int recursion_depth = 0;
 };
 
 // The schema's JSON text. INVALID_ARGUMENT names what is unsupported and

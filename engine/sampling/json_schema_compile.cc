@@ -249,9 +249,21 @@ std::string ByteName(int b) {
   return b >= 0x20 && b < 0x7f ? absl::StrCat("'", std::string(1, static_cast<char>(b)), "'") : absl::StrCat(b);
 }
 
+// What Node gives for a value with no instance within the recursion depth
+// (a $ref opened more than the depth allows, or an object that requires
+// one): its parent leaves it out, or is itself kNever.
+constexpr int kNever = -1;
+
 class Compiler {
  public:
-  Compiler(CompiledJsonSchema& out, const ojson& root) : out_(out), root_(root) {}
+  // `recursion_depth`: how many times a $ref target may be open at once
+  // (the root counts as open), so a recursive schema is read unrolled to
+  // that depth.
+  Compiler(CompiledJsonSchema& out, const ojson& root, int recursion_depth)
+      : out_(out), root_(root), recursion_depth_(recursion_depth), expanding_{&root} {}
+
+  // Whether a $ref reached a schema already open (the schema is recursive).
+  bool unrolled() const { return unrolled_; }
 
   absl::StatusOr<int> Node(const ojson& s, const std::string& path, int parent, int index, int depth) {
     if (depth > kMaxSchemaDepth) {
@@ -284,14 +296,15 @@ class Compiler {
       }
       // anyOf and oneOf: the alternatives must begin differently (checked
       // in Union), so no value is taken by two of them and "one of" is
-      // "any of".
+      // "any of". An alternative past the recursion depth is left out.
       const int id = Add(SchemaNode::Kind::kUnion, parent, index);
       for (size_t i = 0; i < list.size(); ++i) {
-        absl::StatusOr<int> c = Node(list[i], absl::StrCat(Join(path, applicator), "[", i, "]"), id,
-                                     static_cast<int>(i), depth + 1);
+        absl::StatusOr<int> c = Child(list[i], absl::StrCat(Join(path, applicator), "[", i, "]"), id,
+                                      static_cast<int>(i), depth + 1);
         if (!c.ok()) return c.status();
-        out_.nodes[id].children.push_back(*c);
+        if (*c != kNever) out_.nodes[id].children.push_back(*c);
       }
+      if (out_.nodes[id].children.empty()) return kNever;
       return Union(id, path, absl::StrCat("'", applicator, "' alternatives"),
                    /*disjoint=*/std::string(applicator) == "oneOf");
     }
@@ -365,14 +378,36 @@ class Compiler {
     // A list of types: a union of one node per type.
     const int id = Add(SchemaNode::Kind::kUnion, parent, index);
     for (const std::string& type : types) {
+      const int mark = static_cast<int>(out_.nodes.size());
       absl::StatusOr<int> c = Typed(s, type, path, id, static_cast<int>(out_.nodes[id].children.size()), depth);
       if (!c.ok()) return c.status();
-      out_.nodes[id].children.push_back(*c);
+      if (*c == kNever) {
+        Drop(mark);
+      } else {
+        out_.nodes[id].children.push_back(*c);
+      }
     }
+    if (out_.nodes[id].children.empty()) return kNever;
     return Union(id, path, "types", /*disjoint=*/false);
   }
 
  private:
+  // Node, with the nodes it added dropped where it gives kNever.
+  absl::StatusOr<int> Child(const ojson& s, const std::string& path, int parent, int index, int depth) {
+    const int mark = static_cast<int>(out_.nodes.size());
+    absl::StatusOr<int> c = Node(s, path, parent, index, depth);
+    if (c.ok() && *c == kNever) Drop(mark);
+    return c;
+  }
+
+  // Drops the nodes from `mark` on (a value left out: the last ones added).
+  void Drop(int mark) {
+    out_.nodes.resize(mark);
+    bounded_arrays_.erase(std::remove_if(bounded_arrays_.begin(), bounded_arrays_.end(),
+                                         [&](const auto& a) { return a.first >= mark; }),
+                          bounded_arrays_.end());
+  }
+
   int Add(SchemaNode::Kind kind, int parent, int index) {
     SchemaNode n;
     n.kind = kind;
@@ -384,8 +419,10 @@ class Compiler {
 
   // A local reference ("#", "#/$defs/Name", any JSON pointer into this
   // schema), read in place of the schema that holds it. A reference back
-  // into one being read (a recursive schema) is refused: the acceptor's
-  // state is a node of a tree.
+  // into one being read (a recursive schema) is read again, a copy of its
+  // nodes per level, up to the recursion depth; past it, kNever. The
+  // acceptor's state is a node of a tree, so recursion is unrolled rather
+  // than followed (as outlines unrolls it).
   absl::StatusOr<int> Ref(const ojson& ref, const std::string& path, int parent, int index, int depth) {
     if (!ref.is_string() || ref.get<std::string>().rfind('#', 0) != 0) {
       return Unsupported(path, "'$ref' must be a local reference (\"#/$defs/Name\")");
@@ -405,10 +442,9 @@ class Compiler {
         target_path = Join(target_path, name);
       }
     }
-    if (std::find(expanding_.begin(), expanding_.end(), target) != expanding_.end() || target == &root_) {
-      return Unsupported(path, absl::StrCat("'$ref' ", Canonical(ref), " refers back to a schema that holds it "
-                                            "(recursive schemas are not supported)"));
-    }
+    const int open = static_cast<int>(std::count(expanding_.begin(), expanding_.end(), target));
+    if (open > 0) unrolled_ = true;
+    if (open >= recursion_depth_) return kNever;
     expanding_.push_back(target);
     absl::StatusOr<int> id = Node(*target, target_path, parent, index, depth + 1);
     expanding_.pop_back();
@@ -669,8 +705,15 @@ class Compiler {
       const int id = Add(SchemaNode::Kind::kArray, parent, index);
       std::tie(out_.nodes[id].min_items, out_.nodes[id].max_items) = *items_count;
       bounded_arrays_.push_back({id, path});
-      absl::StatusOr<int> child = Node(*items, Join(path, "items"), id, 0, depth + 1);
+      absl::StatusOr<int> child = Child(*items, Join(path, "items"), id, 0, depth + 1);
       if (!child.ok()) return child.status();
+      if (*child == kNever) {  // items past the recursion depth: only "[]"
+        if (out_.nodes[id].min_items > 0) return kNever;
+        Drop(id);
+        const int empty = Add(SchemaNode::Kind::kLiterals, parent, index);
+        out_.nodes[empty].literals = {"[]"};
+        return empty;
+      }
       out_.nodes[id].children.push_back(*child);
       return id;
     }
@@ -680,32 +723,38 @@ class Compiler {
       return Unsupported(path, "'additionalProperties' other than false is not supported");
     }
     const int id = Add(SchemaNode::Kind::kObject, parent, index);
-    std::vector<std::string> names;
-    if (const auto props = s.find("properties"); props != s.end()) {
+    const auto props = s.find("properties");
+    if (props != s.end()) {
       if (!props->is_object()) return Unsupported(path, "'properties' must be an object");
       if (props->size() > static_cast<size_t>(kMaxSchemaMembers)) {
         return Unsupported(path, absl::StrCat("more than ", kMaxSchemaMembers, " properties"));
       }
-      for (const auto& [name, sub] : props->items()) {
-        const int k = static_cast<int>(names.size());
-        names.push_back(name);
-        out_.nodes[id].keys.push_back(Canonical(ojson(name)) + ": ");
-        out_.nodes[id].required.push_back(false);
-        absl::StatusOr<int> child = Node(sub, Join(path, absl::StrCat("properties.", name)), id, k, depth + 1);
-        if (!child.ok()) return child.status();
-        out_.nodes[id].children.push_back(*child);
-      }
     }
+    std::set<std::string> required;
     if (const auto req = s.find("required"); req != s.end()) {
       if (!req->is_array()) return Unsupported(path, "'required' must be a list of property names");
       for (const ojson& r : *req) {
-        const auto it = r.is_string() ? std::find(names.begin(), names.end(), r.get<std::string>()) : names.end();
-        if (it == names.end()) {
+        if (!r.is_string() || props == s.end() || !props->contains(r.get<std::string>())) {
           return absl::InvalidArgumentError(
               absl::StrCat(Where(path), ": required ", Canonical(r), " is not one of its properties"));
         }
-        out_.nodes[id].required[it - names.begin()] = true;
+        required.insert(r.get<std::string>());
       }
+    }
+    if (props == s.end()) return id;
+    for (const auto& [name, sub] : props->items()) {
+      const int k = static_cast<int>(out_.nodes[id].keys.size());
+      absl::StatusOr<int> child = Child(sub, Join(path, absl::StrCat("properties.", name)), id, k, depth + 1);
+      if (!child.ok()) return child.status();
+      // Past the recursion depth: an optional property is left out; a
+      // required one leaves the object without an instance.
+      if (*child == kNever) {
+        if (required.count(name) > 0) return kNever;
+        continue;
+      }
+      out_.nodes[id].keys.push_back(Canonical(ojson(name)) + ": ");
+      out_.nodes[id].required.push_back(required.count(name) > 0);
+      out_.nodes[id].children.push_back(*child);
     }
     return id;
   }
@@ -834,9 +883,11 @@ class Compiler {
  private:
   CompiledJsonSchema& out_;
   const ojson& root_;
+  const int recursion_depth_;
   std::vector<std::pair<int, std::string>> bounded_arrays_;  // every array node and its path
   std::map<std::pair<std::string, bool>, std::shared_ptr<const RegexDfa>> automata_;  // by pattern, escaped
-  std::vector<const ojson*> expanding_;  // the $ref targets being read, innermost last
+  std::vector<const ojson*> expanding_;  // the schemas being read (the root, $ref targets), innermost last
+  bool unrolled_ = false;
 };
 
 }  // namespace
@@ -851,19 +902,39 @@ absl::StatusOr<std::shared_ptr<const CompiledJsonSchema>> CompileJsonSchema(std:
   const absl::Status not_object = absl::InvalidArgumentError(
       "schema: the top level must be an object or an array ({\"type\": \"object\", ...})");
   if (!schema.is_object()) return not_object;
-  auto out = std::make_shared<CompiledJsonSchema>();
-  Compiler compiler(*out, schema);
-  absl::StatusOr<int> root = compiler.Node(schema, "", -1, 0, 0);
-  if (!root.ok()) return root.status();
-  // Containers only: their last byte ends the answer, where a number's end
-  // would need the end of output to read.
-  const SchemaNode::Kind top = out->nodes[*root].kind;
-  if (top != SchemaNode::Kind::kObject && top != SchemaNode::Kind::kArray && top != SchemaNode::Kind::kTagged) {
-    return not_object;
+  // A recursive schema is unrolled as deep as it fits the limits on nodes,
+  // nesting and bounded arrays, from kMaxRecursionDepth down to 2 levels.
+  absl::Status last;
+  for (int depth = kMaxRecursionDepth; depth >= 2; --depth) {
+    auto out = std::make_shared<CompiledJsonSchema>();
+    Compiler compiler(*out, schema, depth);
+    absl::StatusOr<int> root = compiler.Node(schema, "", -1, 0, 0);
+    absl::Status status = root.status();
+    if (root.ok() && *root == kNever) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "schema: no value of it ends within ", depth,
+          " levels of recursion (a recursive '$ref' is required at every level, or its arrays need items)"));
+    }
+    if (root.ok()) {
+      // Containers only: their last byte ends the answer, where a number's
+      // end would need the end of output to read.
+      const SchemaNode::Kind top = out->nodes[*root].kind;
+      if (top != SchemaNode::Kind::kObject && top != SchemaNode::Kind::kArray &&
+          top != SchemaNode::Kind::kTagged) {
+        return not_object;
+      }
+      status = compiler.AssignCountSlots();
+      if (status.ok()) {
+        out->root = *root;
+        out->recursion_depth = compiler.unrolled() ? depth : 0;
+        return std::shared_ptr<const CompiledJsonSchema>(std::move(out));
+      }
+    }
+    if (!compiler.unrolled()) return status;
+    last = absl::Status(status.code(), absl::StrCat(status.message(), " (its recursive references unrolled to ",
+                                                    depth, " levels)"));
   }
-  RETURN_IF_ERROR(compiler.AssignCountSlots());
-  out->root = *root;
-  return std::shared_ptr<const CompiledJsonSchema>(std::move(out));
+  return last;
 }
 
 absl::StatusOr<std::shared_ptr<const CompiledJsonSchema>> CompileRegexConstraint(std::string_view regex) {

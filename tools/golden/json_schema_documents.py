@@ -161,6 +161,15 @@ SCHEMAS = [
         "n": {"anyOf": [{"type": "integer", "minimum": 0, "maximum": 9}, {"type": "number", "minimum": 0,
                                                                           "maximum": 99.5}]}},
      "required": ["p", "t"]},
+    # Recursive models, as pydantic writes them: a list of comments with
+    # replies, a linked list, an optional child. The engine unrolls them to
+    # 8 levels (its documents here stay within 4), xgrammar follows them.
+    {"$defs": {"Comment": {"type": "object", "properties": {
+        "text": {"type": "string"}, "replies": {"type": "array", "items": {"$ref": "#/$defs/Comment"}},
+        "next": {"anyOf": [{"$ref": "#/$defs/Comment"}, {"type": "null"}]}},
+        "required": ["text", "replies"]}},
+     "type": "object", "properties": {"thread": {"$ref": "#/$defs/Comment"}, "pinned": {"$ref": "#/$defs/Comment"}},
+     "required": ["thread"]},
 ]
 
 # Strings of each format (the mutants give the rest).
@@ -221,18 +230,27 @@ BOUNDED_CHARS = ["a", "x", " ", "é", "日", "😀"]
 PIECES = ["a", "Lily", " ", "\"", "\\", "/", "\n", "\t", "\u0001", "\u007f", "é", "日本", "😀", "\u2028", "x y"]
 
 
-def instance(rng, s, root=None):
+def refers(s):
+    """Whether a schema holds a $ref (recursion may go on through it)."""
+    return "$ref" in json.dumps(s)
+
+
+def instance(rng, s, root=None, depth=0):
+    """A random instance; past DEEPEST references only where nothing else
+    is allowed, so recursive schemas give documents within the engine's
+    unrolled depth."""
     root = s if root is None else root
     if "$ref" in s:
         target = root
         for part in s["$ref"][2:].split("/"):
             target = target[part.replace("~1", "/").replace("~0", "~")]
-        return instance(rng, target, root)
+        return instance(rng, target, root, depth + 1)
     for key in ("anyOf", "oneOf"):
         if key in s:
-            return instance(rng, rng.choice(s[key]), root)
+            options = [a for a in s[key] if depth < DEEPEST or not refers(a)] or s[key]
+            return instance(rng, rng.choice(options), root, depth)
     if "allOf" in s:
-        return instance(rng, s["allOf"][0], root)
+        return instance(rng, s["allOf"][0], root, depth)
     if "const" in s:
         return s["const"]
     if "enum" in s:
@@ -268,12 +286,13 @@ def instance(rng, s, root=None):
         return None
     if t == "array":
         lo = s.get("minItems", 0)
-        return [instance(rng, s["items"], root) for _ in range(rng.randint(lo, s.get("maxItems", lo + 3)))]
+        hi = lo if depth >= DEEPEST and refers(s["items"]) else s.get("maxItems", lo + 3)
+        return [instance(rng, s["items"], root, depth) for _ in range(rng.randint(lo, hi))]
     out = {}
     req = set(s.get("required", []))
     for k, sub in s.get("properties", {}).items():
-        if k in req or rng.random() < 0.6:
-            out[k] = instance(rng, sub, root)
+        if k in req or (rng.random() < 0.6 and (depth < DEEPEST or not refers(sub))):
+            out[k] = instance(rng, sub, root, depth)
     return out
 
 
@@ -303,6 +322,10 @@ NUMBER_DOCS = [
     '{"p": 0.5, "t": 1, "n": 99.500001}', '{"p": 0.5, "t": 1, "n": 7}', '{"p": 0.5, "t": 1, "n": -1}',
     '{"p": 0.5, "t": 1, "gain": 12345678901234567890}', '{"p": 0.5, "t": 1, "gain": 1.5E3}',
 ]
+
+
+# How deep instances of a recursive schema go (the engine unrolls to 8).
+DEEPEST = 4
 
 
 # JSON mode's bytes less newline, tab and DEL.

@@ -5,7 +5,9 @@
 // it does not implement, naming the keyword and where it is.
 #include "engine/sampling/json_schema.h"
 
+#include <algorithm>
 #include <fstream>
+#include <random>
 #include <limits>
 #include <string>
 #include <vector>
@@ -43,7 +45,7 @@ TEST(JsonSchemaTest, AgreesWithXgrammarOnEveryDocument) {
   std::ifstream in(ATTNSERVE_SOURCE_DIR "/tests/golden/json/schema_documents.json");
   // ordered: a schema's property order is the output's.
   const nlohmann::ordered_json golden = nlohmann::ordered_json::parse(in);
-  ASSERT_GE(golden["cases"].size(), 13u);
+  ASSERT_GE(golden["cases"].size(), 14u);
   int taken = 0, refused = 0;
   for (const nlohmann::ordered_json& c : golden["cases"]) {
     absl::StatusOr<std::shared_ptr<const CompiledJsonSchema>> schema = CompileJsonSchema(c["schema"].dump());
@@ -372,6 +374,103 @@ TEST(JsonSchemaTest, EveryPrefixOfATakenDocumentStaysOpen) {
   EXPECT_FALSE(Takes(**schema, R"({"n": 1, "s": [1.5]})"));
 }
 
+// pydantic's recursive models ("$defs" and a "$ref" back): unrolled to
+// kMaxRecursionDepth levels; a value nested deeper is refused where it
+// would begin, and the levels' own alternatives (null, an empty list) end it.
+TEST(JsonSchemaTest, RecursiveSchemaIsReadToItsDepth) {
+  auto list = CompileJsonSchema(R"({"$defs": {"Node": {"properties": {"value": {"type": "integer"},
+      "next": {"anyOf": [{"$ref": "#/$defs/Node"}, {"type": "null"}]}}, "required": ["value", "next"],
+      "type": "object"}}, "$ref": "#/$defs/Node"})");
+  ASSERT_TRUE(list.ok()) << list.status();
+  EXPECT_EQ((*list)->recursion_depth, kMaxRecursionDepth);
+  auto chain = [](int levels) {
+    std::string doc;
+    for (int i = 0; i < levels; ++i) absl::StrAppend(&doc, R"({"value": )", i, R"(, "next": )");
+    doc += "null";
+    for (int i = 0; i < levels; ++i) doc += "}";
+    return doc;
+  };
+  for (int levels = 1; levels <= kMaxRecursionDepth; ++levels) EXPECT_TRUE(Takes(**list, chain(levels))) << levels;
+  const std::string deep = chain(kMaxRecursionDepth + 1);
+  EXPECT_FALSE(Takes(**list, deep));
+  // Refused at the ninth '{', where the eighth level's "next" may only be null.
+  size_t ninth = 0;
+  for (int i = 0; i <= kMaxRecursionDepth; ++i) ninth = deep.find('{', i == 0 ? 0 : ninth + 1);
+  EXPECT_EQ(BytesRead(**list, deep), ninth);
+
+  // Children in a list: the deepest level's list can only be empty.
+  auto tree = CompileJsonSchema(R"({"$defs": {"T": {"type": "object", "properties": {"name": {"type": "string"},
+      "kids": {"type": "array", "items": {"$ref": "#/$defs/T"}}}, "required": ["name", "kids"]}},
+      "$ref": "#/$defs/T"})");
+  ASSERT_TRUE(tree.ok()) << tree.status();
+  EXPECT_EQ((*tree)->recursion_depth, kMaxRecursionDepth);
+  EXPECT_TRUE(Takes(**tree, R"({"name": "a", "kids": [{"name": "b", "kids": []}, {"name": "c", "kids": [{"name": "d", "kids": []}]}]})"));
+  std::string nested = R"({"name": "x", "kids": []})";
+  for (int i = 1; i < kMaxRecursionDepth; ++i) nested = R"({"name": "x", "kids": [)" + nested + "]}";
+  EXPECT_TRUE(Takes(**tree, nested));
+  nested = R"({"name": "x", "kids": [)" + nested + "]}";
+  EXPECT_FALSE(Takes(**tree, nested));
+}
+
+// Two recursive references a level (a binary tree) double the nodes with
+// each level: unrolled as deep as kMaxSchemaNodes allows.
+TEST(JsonSchemaTest, BranchingRecursionIsUnrolledAsDeepAsTheNodesAllow) {
+  auto tree = CompileJsonSchema(R"({"$defs": {"B": {"type": "object", "properties": {"v": {"type": "number"},
+      "left": {"anyOf": [{"$ref": "#/$defs/B"}, {"type": "null"}]},
+      "right": {"anyOf": [{"$ref": "#/$defs/B"}, {"type": "null"}]}}, "required": ["v", "left", "right"]}},
+      "type": "object", "properties": {"root": {"$ref": "#/$defs/B"}}, "required": ["root"]})");
+  ASSERT_TRUE(tree.ok()) << tree.status();
+  const int depth = (*tree)->recursion_depth;
+  EXPECT_GE(depth, 2);
+  EXPECT_LT(depth, kMaxRecursionDepth);
+  EXPECT_LE(static_cast<int>((*tree)->nodes.size()), kMaxSchemaNodes);
+  auto full = [](auto& self, int levels) -> std::string {
+    if (levels == 0) return "null";
+    const std::string sub = self(self, levels - 1);
+    return R"({"v": 1, "left": )" + sub + R"(, "right": )" + sub + "}";
+  };
+  // The root object is not the recursive schema: B is open `depth` times.
+  EXPECT_TRUE(Takes(**tree, R"({"root": )" + full(full, depth) + "}"));
+  EXPECT_FALSE(Takes(**tree, R"({"root": )" + full(full, depth + 1) + "}"));
+}
+
+// Random walks over a recursive schema's bytes, going deep where they can:
+// from every state reached some byte is taken or the value is complete, so
+// a token mask never leads into a level that cannot be ended.
+TEST(JsonSchemaTest, RecursiveSchemaHasNoDeadEnds) {
+  auto schema = CompileJsonSchema(R"({"$defs": {"N": {"type": "object", "properties": {
+      "tag": {"enum": ["a", "b"]}, "kids": {"type": "array", "items": {"$ref": "#/$defs/N"}, "maxItems": 2},
+      "next": {"anyOf": [{"$ref": "#/$defs/N"}, {"type": "null"}]}, "child": {"$ref": "#/$defs/N"},
+      "only": {"anyOf": [{"$ref": "#/$defs/N"}]}}, "required": ["tag"]}}, "$ref": "#/$defs/N"})");
+  ASSERT_TRUE(schema.ok()) << schema.status();
+  std::mt19937 rng(20261205);
+  int deepest = 0;
+  for (int walk = 0; walk < 300; ++walk) {
+    JsonSchemaAcceptor a(schema->get());
+    int depth = 0;
+    for (int step = 0; step < 4000 && !a.complete(); ++step) {
+      std::vector<uint8_t> taken;
+      for (int b = 0; b < 256; ++b) {
+        JsonSchemaAcceptor next = a;
+        if (next.Feed(static_cast<uint8_t>(b))) taken.push_back(static_cast<uint8_t>(b));
+      }
+      ASSERT_FALSE(taken.empty()) << "dead end after " << step << " bytes, walk " << walk;
+      // Prefer opening a level early in a walk and closing later.
+      uint8_t pick = taken[rng() % taken.size()];
+      for (uint8_t want : {uint8_t{'{'}, uint8_t{'['}, uint8_t{','}, uint8_t{'n'}}) {
+        if (std::find(taken.begin(), taken.end(), want) != taken.end() && rng() % 4 < (step < 300 ? 3u : 1u)) {
+          pick = want;
+          break;
+        }
+      }
+      depth += pick == '{' ? 1 : 0;
+      ASSERT_TRUE(a.Feed(pick));
+    }
+    deepest = std::max(deepest, depth);
+  }
+  EXPECT_GE(deepest, 2 * (*schema)->recursion_depth);
+}
+
 // A reference at the top, and alternatives one of which is left: the
 // acceptor starts at the node they resolve to.
 TEST(JsonSchemaTest, TopLevelReachedThroughRefOrOneAlternative) {
@@ -494,10 +593,11 @@ TEST(JsonSchemaTest, RefusesWhatItDoesNotImplementNamingWhere) {
       {R"({"type": "object", "properties": {"x": {"$ref": "#/$defs/y"}}})",
        "properties.x: '$ref' \"#/$defs/y\" points at nothing"},
       {R"({"type": "object", "properties": {"x": {"$ref": "other.json#/a"}}})", "must be a local reference"},
-      {R"({"type": "object", "properties": {"x": {"$ref": "#"}}})", "recursive schemas are not supported"},
-      {R"({"type": "object", "$defs": {"n": {"type": "object", "properties": {"next": {"$ref": "#/$defs/n"}}}},
-           "properties": {"head": {"$ref": "#/$defs/n"}}})",
-       "$defs.n.properties.next: '$ref' \"#/$defs/n\" refers back"},
+      {R"({"type": "object", "properties": {"x": {"$ref": "#"}}, "required": ["x"]})",
+       "schema: no value of it ends within 8 levels of recursion"},
+      {R"({"$defs": {"T": {"type": "object", "properties": {"kids": {"type": "array", "minItems": 1,
+           "items": {"$ref": "#/$defs/T"}}}, "required": ["kids"]}}, "$ref": "#/$defs/T"})",
+       "schema: no value of it ends within 8 levels of recursion"},
       {R"({"type": "object", "$defs": {"n": {"type": "integer", "multipleOf": 3}},
            "properties": {"a": {"$ref": "#/$defs/n"}}})",
        "$defs.n: 'multipleOf' is not supported"},
