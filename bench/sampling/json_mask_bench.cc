@@ -157,8 +157,9 @@ int Main(int argc, char** argv) {
   }
   const double setup_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_compile).count();
   // Keyed as the engine keys its cache (the horizon: the longest token, so
-  // a long maxLength's far lengths share a key), and, in the same run, with
-  // a key per length as before that (the horizon unbounded).
+  // a long maxLength's far lengths share a key, as do a bounded number's
+  // values its bounds no longer restrict), and, in the same run, with a key
+  // per length and per value as before that (the horizon unbounded).
   for (const int horizon : {vocabulary->longest_token_bytes(), std::numeric_limits<int>::max()}) {
     absl::flat_hash_map<JsonSchemaAcceptor::Key, std::vector<uint8_t>> cache;
     std::vector<double> per_step;
@@ -196,7 +197,7 @@ int Main(int argc, char** argv) {
     std::printf(
         "{\"bench\":\"json_mask\",\"impl\":\"%s\",\"vocab\":%d,\"steps\":%zu,\"us_per_step\":%.2f,"
         "\"first_us_per_step\":%.2f,\"setup_ms\":%.3f,\"masks\":%zu,\"mode\":\"json_schema\",\"doc\":\"%s\"}\n",
-        engine_keys ? "attnserve" : "attnserve, a key per length", tok.vocab_size(), ids.size() + 1,
+        engine_keys ? "attnserve" : "attnserve, a key per length and value", tok.vocab_size(), ids.size() + 1,
         Median(per_step), first, setup_ms, cache.size(), doc_name.c_str());
   }
   return 0;

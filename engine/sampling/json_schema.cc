@@ -318,6 +318,13 @@ JsonSchemaAcceptor::Key JsonSchemaAcceptor::StateKey(int horizon) const {
     case Phase::kNumber:
       lexer = lexer_.number.Key() | uint64_t{flags_} << 40;
       value = cand_;
+      // Where the bounds refuse nothing more, the values share one key: a
+      // number's fractional digits well inside its range are one mask walk,
+      // not one per value written.
+      if (const NumberRange& r = node().range;
+          horizon < std::numeric_limits<int>::max() && r.bounded() && BoundedNumberIsFree(r, cand_, flags_)) {
+        value = uint64_t{1} << 63;
+      }
       break;
     case Phase::kMembers:
       members = flags_;

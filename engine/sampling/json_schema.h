@@ -149,11 +149,14 @@ class JsonSchemaAcceptor {
   // match, more may).
   bool can_continue() const;
 
-  // Equal exactly when every byte string of at most `horizon` bytes gets
-  // the same answer (for caching token masks: the horizon is the longest
+  // Equal only when every byte string of at most `horizon` bytes gets the
+  // same answer (for caching token masks: the horizon is the longest
   // token; the schema itself is not part of the key). Inside a string with
   // a maxLength, a length that no `horizon` bytes can take to the bound
-  // counts as far, so a long bound does not make every length a new mask.
+  // counts as far, so a long bound does not make every length a new mask;
+  // a bounded number whose bounds refuse nothing more (its fractional
+  // digits well inside the range) keys without its value. With no horizon
+  // (the default) neither is merged: a key per length and per value.
   using Key = std::array<uint64_t, 4>;
   Key StateKey(int horizon = std::numeric_limits<int>::max()) const;
 

@@ -140,6 +140,26 @@ bool BoundedNumberEnds(const NumberRange& range, uint64_t value, uint8_t flags) 
   return Reachable(range, value, flags, true);
 }
 
+bool BoundedNumberIsFree(const NumberRange& r, uint64_t value, uint8_t flags) {
+  const bool negative = flags & kNegative;
+  const __int128 lo = r.has_min ? r.min : -kFar, hi = r.has_max ? r.max : kFar;
+  const __int128 unit = r.decimal ? kNumberGridUnit : 1;
+  // "-": every negative value may follow (and a number's "-0.0", zero).
+  if (!(flags & kDigits)) return !r.has_min && hi >= (r.decimal ? 0 : -1);
+  auto within = [&](__int128 a, __int128 b) {  // magnitudes a..b with the sign
+    const __int128 vlo = negative ? -b : a, vhi = negative ? -a : b;
+    return vlo >= lo && vhi <= hi;
+  };
+  const __int128 v = value;
+  if (flags & kDot) {
+    const int count = FractionDigits(flags);
+    return within(v, v + (count == 0 ? unit : Pow10(kMaxFractionDigits - count)) - 1);
+  }
+  if (value == 0) return within(0, unit - 1);
+  // Integer digits that more may follow: magnitudes from v up, without end.
+  return negative ? !r.has_min && -v <= hi : !r.has_max && v >= lo;
+}
+
 bool NumberRangeTakes(const NumberRange& range, std::string_view text) {
   if (text.empty()) return false;
   JsonNumberLexer lexer(!range.decimal);

@@ -53,6 +53,11 @@ bool StartBoundedNumber(const NumberRange& range, uint8_t byte, uint64_t& value,
 bool FeedBoundedNumber(const NumberRange& range, uint8_t byte, uint64_t& value, uint8_t& flags);
 bool BoundedNumberEnds(const NumberRange& range, uint64_t value, uint8_t flags);
 
+// Whether every text the syntax lets go on from this reading is in range:
+// the bounds refuse nothing more, so what may follow (a token mask) does
+// not depend on the value, only on the syntax state and `flags`.
+bool BoundedNumberIsFree(const NumberRange& range, uint64_t value, uint8_t flags);
+
 // Whether a whole JSON number's text (an enum or const value as written) is
 // in the range's language: what an alternative with this range would read.
 bool NumberRangeTakes(const NumberRange& range, std::string_view text);

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -406,6 +407,49 @@ TEST(JsonSchemaModeTest, LengthsThatShareAMaskKeyHaveTheSameMask) {
     }
     EXPECT_GE(lengths, 30) << item;
     EXPECT_LT(masks.size() + 10, static_cast<size_t>(lengths)) << item;
+  }
+}
+
+// Bounded numbers: where the bounds refuse nothing more (fractional digits
+// inside the range, integer digits with no bound above), values share a
+// key; every value that does has the same freshly walked mask.
+TEST(JsonSchemaModeTest, NumbersThatShareAMaskKeyHaveTheSameMask) {
+  const SortedVocabulary vocabulary(Stories()->tokenizer());
+  std::mt19937 rng(7);
+  for (const char* item : {R"({"type": "number", "minimum": 0, "maximum": 1})",
+                           R"({"type": "number", "minimum": -90, "maximum": 90})",
+                           R"({"type": "number", "exclusiveMinimum": 0})",
+                           R"({"type": "number", "maximum": -0.25})",
+                           R"({"type": "integer", "minimum": 0})"}) {
+    auto schema = CompileJsonSchema(std::string(R"({"type": "array", "items": )") + item + "}");
+    ASSERT_TRUE(schema.ok()) << schema.status();
+    std::map<JsonSchemaAcceptor::Key, std::vector<uint8_t>> masks;
+    int states = 0;
+    for (int text = 0; text < 60; ++text) {
+      JsonSchemaAcceptor state(schema->get());
+      ASSERT_TRUE(state.Feed('['));
+      // A random number the bounds allow, a byte at a time.
+      for (int bytes = 0; bytes < 12; ++bytes) {
+        std::vector<uint8_t> allowed(vocabulary.vocab_size(), 0);
+        vocabulary.Walk(state, allowed);
+        if (bytes > 0) {
+          ++states;
+          const auto [it, fresh] = masks.emplace(state.StateKey(vocabulary.longest_token_bytes()), allowed);
+          if (!fresh) {
+            EXPECT_TRUE(it->second == allowed) << item << " text " << text << " byte " << bytes;
+          }
+        }
+        std::string next;
+        for (char c : std::string("-0123456789.")) {
+          JsonSchemaAcceptor probe = state;
+          if (probe.Feed(static_cast<uint8_t>(c))) next += c;
+        }
+        if (next.empty()) break;
+        ASSERT_TRUE(state.Feed(static_cast<uint8_t>(next[rng() % next.size()])));
+      }
+    }
+    EXPECT_GE(states, 300) << item;
+    EXPECT_LT(masks.size() * 2, static_cast<size_t>(states)) << item;
   }
 }
 
