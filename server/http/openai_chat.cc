@@ -244,11 +244,13 @@ json ChatCompletionResponse(const std::vector<std::vector<v1::GenerateResponse>>
     }
     AddCompletionUsage(usage, &total);
     json message = {{"role", "assistant"}, {"content", SanitizeUtf8(text)}};
-    if (std::optional<json> calls = ToolCalls(format.tools, text, ToolCallIdPrefix(id, index)); calls.has_value()) {
+    bool whole = true;
+    if (std::optional<json> calls = ToolCalls(format.tools, text, ToolCallIdPrefix(id, index), &whole);
+        calls.has_value()) {
       message = {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", std::move(*calls)}};
-      // "required" and "auto": the answer was calls; a named call keeps the
-      // engine's reason (a cut one says "length").
-      if (format.tools.mode != ToolCallFormat::Mode::kNamed) finish = "tool_calls";
+      // "required" and "auto": the answer was calls; a named call, or a
+      // list the token limit cut, keeps the engine's reason ("length").
+      if (format.tools.mode != ToolCallFormat::Mode::kNamed && whole) finish = "tool_calls";
     }
     choices.push_back(json{{"index", index},
                            {"message", std::move(message)},
@@ -307,7 +309,33 @@ json ChatCompletionChunk(const v1::GenerateResponse& chunk, const CompletionIden
       delta["tool_calls"] = json::array({std::move(call)});
       break;
     }
-    case ToolCallFormat::Mode::kAuto:
+    case ToolCallFormat::Mode::kRequired: {
+      // Each call's id and name once the name is whole, then its arguments
+      // as they come; a list cut before its first name ends as content,
+      // as ChatCompletionResponse has it.
+      stream->text += chunk.text();
+      std::vector<RequiredToolCallsReader::Piece> pieces;
+      stream->required.Feed(chunk.text(), &pieces);
+      json calls = json::array();
+      for (RequiredToolCallsReader::Piece& p : pieces) {
+        json call = {{"index", p.index}, {"function", {{"arguments", SanitizeUtf8(p.arguments)}}}};
+        if (p.opens) {
+          call["id"] = ToolCallIdPrefix(id, index) + std::to_string(p.index);
+          call["type"] = "function";
+          call["function"]["name"] = p.name;
+        }
+        calls.push_back(std::move(call));
+      }
+      if (!calls.empty()) delta["tool_calls"] = std::move(calls);
+      if (!last) break;
+      if (stream->required.complete()) {
+        finish = "tool_calls";
+      } else if (stream->required.calls() == 0) {
+        delta["content"] = SanitizeUtf8(stream->text);
+      }
+      break;
+    }
+    case ToolCallFormat::Mode::kAuto: {
       // Held back while the answer may still be calls; once it cannot be,
       // what was held and all that follows is content.
       if (stream->content) {
@@ -321,11 +349,7 @@ json ChatCompletionChunk(const v1::GenerateResponse& chunk, const CompletionIden
         break;
       }
       if (!last) break;
-      [[fallthrough]];
-    case ToolCallFormat::Mode::kRequired: {
-      // The calls once the list is whole; the text if it never was.
-      if (format.tools.mode == ToolCallFormat::Mode::kRequired) stream->text += chunk.text();
-      if (!last) break;
+      // The calls once the answer is whole; the text if it was not calls.
       std::optional<json> calls = ToolCalls(format.tools, stream->text, ToolCallIdPrefix(id, index));
       if (!calls.has_value()) {
         delta["content"] = SanitizeUtf8(stream->text);

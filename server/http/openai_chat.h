@@ -23,6 +23,7 @@
 #include "nlohmann/json.hpp"
 #include "server/http/openai_api.h"
 #include "server/http/openai_tools.h"
+#include "server/http/required_tool_calls.h"
 
 namespace attnserve {
 
@@ -53,9 +54,10 @@ nlohmann::json ChatRoleChunk(const CompletionIdentity& id, int index, ChunkUsage
 
 // What a stream of one chat choice has sent so far (tool calls need it).
 struct ChatChoiceStream {
-  bool tool_call_opened = false;  // a named call's id and name went out
-  std::string text;               // tool_choice "required" / "auto": the answer held back so far
-  bool content = false;           // "auto": the answer is not calls, now streamed as content
+  bool tool_call_opened = false;     // a named call's id and name went out
+  std::string text;                  // tool_choice "required" / "auto": the answer so far
+  bool content = false;              // "auto": the answer is not calls, now streamed as content
+  RequiredToolCallsReader required;  // "required": the calls read so far
 };
 
 // One streamed "chat.completion.chunk" of choice `index`: delta {"content"}
@@ -63,7 +65,7 @@ struct ChatChoiceStream {
 // finish_reason (and usage, as CompletionChunk). With a named tool choice
 // the delta is {"tool_calls": [{"index": 0, "function": {"arguments"}}]}
 // (the first also with the call's id, type and name); with "required" the
-// deltas are empty until the last, which carries every call.
+// same for each call of the list, its index its position.
 nlohmann::json ChatCompletionChunk(const v1::GenerateResponse& chunk, const CompletionIdentity& id,
                                    const CompletionFormat& format, int index, ChunkUsage usage,
                                    ChatChoiceStream* stream);

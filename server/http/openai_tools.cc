@@ -9,6 +9,7 @@
 #include "engine/tokenizers/python_json.h"
 #include "server/http/json_body.h"
 #include "server/http/json_fields.h"
+#include "server/http/required_tool_calls.h"
 
 namespace attnserve {
 namespace {
@@ -213,22 +214,24 @@ bool MayBecomeLlama3JsonToolCall(const std::string& text) {
          absl::StartsWith(kPythonTag, text);
 }
 
-std::optional<json> ToolCalls(const ToolCallFormat& format, const std::string& text, const std::string& id_prefix) {
+std::optional<json> ToolCalls(const ToolCallFormat& format, const std::string& text, const std::string& id_prefix,
+                              bool* whole) {
+  if (whole != nullptr) *whole = true;
   if (format.mode == ToolCallFormat::Mode::kAuto) return Llama3JsonToolCalls(text, id_prefix);
   if (format.mode == ToolCallFormat::Mode::kNamed) {
     return json::array({Call(id_prefix + "0", format.function, text)});
   }
   if (format.mode != ToolCallFormat::Mode::kRequired) return std::nullopt;
-  const ojson calls = ojson::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!calls.is_array() || calls.empty()) return std::nullopt;
+  // The arguments as the answer wrote them (JSON schema mode: json.dumps'
+  // ", " and ": "), the same text a stream sends.
+  RequiredToolCallsReader reader;
+  std::vector<RequiredToolCallsReader::Piece> pieces;
+  reader.Feed(text, &pieces);
+  if (reader.broken() || reader.calls() == 0) return std::nullopt;
+  if (whole != nullptr) *whole = reader.complete();
   json out = json::array();
-  for (size_t i = 0; i < calls.size(); ++i) {
-    const ojson& c = calls[i];
-    if (!c.is_object() || !c.contains("name") || !c["name"].is_string() || !c.contains("parameters")) {
-      return std::nullopt;
-    }
-    // As JSON schema mode wrote them: json.dumps' ", " and ": ".
-    out.push_back(Call(absl::StrCat(id_prefix, i), c["name"].get<std::string>(), PythonJsonDumps(c["parameters"])));
+  for (const RequiredToolCallsReader::Piece& p : pieces) {  // fed whole: one piece a call
+    out.push_back(Call(absl::StrCat(id_prefix, p.index), p.name, p.arguments));
   }
   return out;
 }

@@ -10,7 +10,9 @@
 //     {...}}, ...], one or more calls, each to one of the tools (vLLM's
 //     schema; the calls are a tagged union on "name"; exactly one with
 //     parallel_tool_calls false); the message carries them with
-//     finish_reason "tool_calls".
+//     finish_reason "tool_calls". Streamed, each call's id and name go out
+//     once the name is whole, then its arguments as they are written
+//     (required_tool_calls.h), as vLLM streams them.
 //   tool_choice "none": no calls.
 //   tool_choice "auto" (OpenAI's default when tools are given): with
 //     --tool-call-parser=llama3_json (vLLM's parser of that name), the
@@ -61,10 +63,12 @@ absl::Status ParseToolChoice(const nlohmann::json& root, absl::string_view body,
 // OpenAI's "tool_calls" of an answer `text`: [{"id", "type": "function",
 // "function": {"name", "arguments"}}]. kNamed: one call whose arguments are
 // the text (cut short if the answer was); kRequired: the calls the text
-// lists, nullopt when it is not a whole list (the token limit cut it);
-// kAuto: Llama3JsonToolCalls. Ids are `id_prefix` plus the call's position.
+// lists, their arguments as written (the last cut short, and *whole false,
+// if the token limit cut the list; nullopt if it cut it before the first
+// name was whole); kAuto: Llama3JsonToolCalls. Ids are `id_prefix` plus
+// the call's position.
 std::optional<nlohmann::json> ToolCalls(const ToolCallFormat& format, const std::string& text,
-                                        const std::string& id_prefix);
+                                        const std::string& id_prefix, bool* whole = nullptr);
 
 // vLLM's llama3_json parser: the calls when `text` is one or more call
 // objects as above, nullopt (the text is content) otherwise, as vLLM falls

@@ -644,23 +644,27 @@ def test_tool_calls_named_and_required(server, client):
     # "required": a list of calls, each to one of the tools. Commas (piece
     # 432, byte token 47) disfavoured: the story model then closes the list
     # rather than writing calls until the token limit.
+    # Streamed, each call's id and name come once, then its arguments as
+    # they are written; the openai client's stream helper puts them
+    # together into the same calls as the answer not streamed.
     schemas = {t["function"]["name"]: t["function"]["parameters"] for t in (WEATHER_TOOL, TIME_TOOL)}
-    for stream in (False, True):
-        kwargs = dict(model="stories260K", messages=case["messages"], max_tokens=200, temperature=0,
-                      logit_bias={"37": 6, "432": -100, "47": -100}, tools=[WEATHER_TOOL, TIME_TOOL],
-                      tool_choice="required")
-        if stream:
-            chunks = list(client.chat.completions.create(stream=True, **kwargs))
-            calls = [tc for c in chunks if c.choices and c.choices[0].delta.tool_calls
-                     for tc in c.choices[0].delta.tool_calls]
-            finish = chunks[-1].choices[0].finish_reason
-        else:
-            r = client.chat.completions.create(**kwargs)
-            calls, finish = r.choices[0].message.tool_calls, r.choices[0].finish_reason
-        assert finish == "tool_calls", (stream, calls)
-        assert calls, stream
-        for c in calls:
-            jsonschema.validate(json.loads(c.function.arguments), schemas[c.function.name])
+    kwargs = dict(model="stories260K", messages=case["messages"], max_tokens=200, temperature=0,
+                  logit_bias={"37": 6, "432": -100, "47": -100}, tools=[WEATHER_TOOL, TIME_TOOL],
+                  tool_choice="required")
+    r = client.chat.completions.create(**kwargs)
+    calls = r.choices[0].message.tool_calls
+    assert r.choices[0].finish_reason == "tool_calls" and calls, r.choices[0]
+    for c in calls:
+        jsonschema.validate(json.loads(c.function.arguments), schemas[c.function.name])
+    with client.chat.completions.stream(**kwargs) as events:
+        argument_deltas = sum(1 for e in events if e.type == "tool_calls.function.arguments.delta")
+        streamed = events.get_final_completion().choices[0]
+    assert streamed.finish_reason == "tool_calls"
+    assert [(c.function.name, c.function.arguments) for c in streamed.message.tool_calls] == \
+        [(c.function.name, c.function.arguments) for c in calls]
+    assert all(c.id.startswith("call_") and c.id.endswith(f"_0_{i}")  # the response's id differs
+               for i, c in enumerate(streamed.message.tool_calls))
+    assert argument_deltas > len(calls), argument_deltas  # arguments came in pieces, not whole at the end
     # parallel_tool_calls false: exactly one call, even where the story model
     # would go on writing calls (no comma bias here).
     r = client.chat.completions.create(model="stories260K", messages=case["messages"], max_tokens=120,

@@ -255,22 +255,61 @@ TEST(OpenAiChatTest, RequiredToolChoiceAnswersWithAListOfCalls) {
   // The arguments as the answer wrote them: json.dumps' separators, its order.
   EXPECT_EQ(calls[1]["function"]["arguments"], R"({"unit": "c", "city": "Oslo"})");
   EXPECT_EQ(j["choices"][0]["finish_reason"], "tool_calls");
-  // Cut by the token limit: no calls, the text as content.
-  j = ChatCompletionResponse({Chunks({answer.substr(0, 30)}, v1::FINISH_REASON_LENGTH)}, id, format);
+  // Cut by the token limit inside a call: the calls so far, the last one's
+  // arguments cut short, as a named call's are; "length".
+  const size_t cut = answer.find("Oslo");
+  j = ChatCompletionResponse({Chunks({answer.substr(0, cut)}, v1::FINISH_REASON_LENGTH)}, id, format);
+  ASSERT_EQ(j["choices"][0]["message"]["tool_calls"].size(), 2u);
+  EXPECT_EQ(j["choices"][0]["message"]["tool_calls"][1]["function"]["arguments"], R"({"unit": "c", "city": ")");
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
+  // Cut before the first name is whole: no calls, the text as content.
+  j = ChatCompletionResponse({Chunks({answer.substr(0, 15)}, v1::FINISH_REASON_LENGTH)}, id, format);
   EXPECT_FALSE(j["choices"][0]["message"].contains("tool_calls"));
-  EXPECT_EQ(j["choices"][0]["message"]["content"], answer.substr(0, 30));
+  EXPECT_EQ(j["choices"][0]["message"]["content"], answer.substr(0, 15));
   EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
 
-  // Streamed: empty deltas, then every call in the last.
+  // Streamed, split anywhere, or a byte a chunk: each call's id, type and
+  // name once, then its arguments as they come; put together by index, as
+  // the openai client does, they are the calls of the whole answer.
+  const json whole_calls = ChatCompletionResponse({Chunks({answer}, v1::FINISH_REASON_EOS)}, id, format)["choices"][0]
+                                                 ["message"]["tool_calls"];
+  for (size_t split = 0; split <= answer.size() + 1; ++split) {
+    std::vector<std::string> parts;
+    if (split <= answer.size()) {
+      parts = {answer.substr(0, split), answer.substr(split)};
+    } else {
+      for (char c : answer) parts.push_back(std::string(1, c));
+    }
+    ChatChoiceStream stream;
+    const std::vector<v1::GenerateResponse> chunks = Chunks(parts, v1::FINISH_REASON_EOS);
+    json gathered = json::array();
+    json finish;
+    for (const v1::GenerateResponse& chunk : chunks) {
+      json out = ChatCompletionChunk(chunk, id, format, 0, ChunkUsage::kNone, &stream);
+      const json& delta = out["choices"][0]["delta"];
+      EXPECT_FALSE(delta.contains("content")) << split;
+      for (const json& call : delta.value("tool_calls", json::array())) {
+        const size_t i = call["index"];
+        if (call.contains("id")) {
+          ASSERT_EQ(i, gathered.size()) << split;  // opened once, in order
+          gathered.push_back({{"id", call["id"]}, {"type", call["type"]},
+                              {"function", {{"name", call["function"]["name"]}, {"arguments", ""}}}});
+        }
+        ASSERT_LT(i, gathered.size()) << split;
+        gathered[i]["function"]["arguments"] =
+            gathered[i]["function"]["arguments"].get<std::string>() + call["function"]["arguments"].get<std::string>();
+      }
+      finish = out["choices"][0]["finish_reason"];
+    }
+    EXPECT_EQ(gathered, whole_calls) << split;
+    EXPECT_EQ(finish, "tool_calls") << split;
+  }
+  // Streamed and cut before the first name is whole: the text as content.
   ChatChoiceStream stream;
-  const std::vector<v1::GenerateResponse> chunks = Chunks({answer.substr(0, 20), answer.substr(20)}, v1::FINISH_REASON_EOS);
-  json first = ChatCompletionChunk(chunks[0], id, format, 0, ChunkUsage::kNone, &stream);
-  EXPECT_EQ(first["choices"][0]["delta"], json::object());
-  json last = ChatCompletionChunk(chunks[1], id, format, 0, ChunkUsage::kNone, &stream);
-  ASSERT_EQ(last["choices"][0]["delta"]["tool_calls"].size(), 2u);
-  EXPECT_EQ(last["choices"][0]["delta"]["tool_calls"][1]["index"], 1);
-  EXPECT_EQ(last["choices"][0]["delta"]["tool_calls"][1]["function"]["name"], "get_weather");
-  EXPECT_EQ(last["choices"][0]["finish_reason"], "tool_calls");
+  json last = ChatCompletionChunk(Chunks({answer.substr(0, 15)}, v1::FINISH_REASON_LENGTH)[0], id, format, 0,
+                                  ChunkUsage::kNone, &stream);
+  EXPECT_EQ(last["choices"][0]["delta"], json({{"content", answer.substr(0, 15)}}));
+  EXPECT_EQ(last["choices"][0]["finish_reason"], "length");
 }
 
 std::vector<v1::GenerateResponse> TwoChunks() {

@@ -1,0 +1,109 @@
+// tool_choice "required"'s calls read as the answer comes
+// (required_tool_calls.h).
+#include "server/http/required_tool_calls.h"
+
+#include "nlohmann/json.hpp"
+
+namespace attnserve {
+
+void RequiredToolCallsReader::Expect(absl::string_view literal, Next next) {
+  state_ = State::kLiteral;
+  literal_.assign(literal.data(), literal.size());
+  next_ = next;
+}
+
+void RequiredToolCallsReader::Feed(absl::string_view text, std::vector<Piece>* pieces) {
+  // The piece of the call being read, added on its first news.
+  auto piece = [&]() -> Piece& {
+    if (pieces->empty() || pieces->back().index != calls_ - 1) {
+      pieces->emplace_back();
+      pieces->back().index = calls_ - 1;
+    }
+    return pieces->back();
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    switch (state_) {
+      case State::kLiteral:
+        if (c != literal_[0]) {
+          state_ = State::kBroken;
+          return;
+        }
+        literal_.erase(0, 1);
+        if (!literal_.empty()) break;
+        switch (next_) {
+          case Next::kName:
+            state_ = State::kName;
+            name_.clear();
+            escaped_ = false;
+            break;
+          case Next::kArguments:
+            state_ = State::kArguments;
+            depth_ = 0;
+            in_string_ = escaped_ = false;
+            break;
+          case Next::kCallEnd:
+            state_ = State::kBetween;
+            break;
+        }
+        break;
+      case State::kName:
+        if (c == '"' && !escaped_) {
+          // The name as a JSON string's content, decoded.
+          const nlohmann::json name = nlohmann::json::parse("\"" + name_ + "\"", nullptr, false);
+          if (!name.is_string()) {
+            state_ = State::kBroken;
+            return;
+          }
+          ++calls_;
+          Piece& p = piece();
+          p.opens = true;
+          p.name = name.get<std::string>();
+          Expect(", \"parameters\": ", Next::kArguments);
+          break;
+        }
+        escaped_ = !escaped_ && c == '\\';
+        name_ += c;
+        break;
+      case State::kArguments: {
+        if (depth_ == 0 && c != '{') {
+          state_ = State::kBroken;
+          return;
+        }
+        piece().arguments += c;
+        if (in_string_) {
+          if (escaped_) {
+            escaped_ = false;
+          } else if (c == '\\') {
+            escaped_ = true;
+          } else if (c == '"') {
+            in_string_ = false;
+          }
+        } else if (c == '"') {
+          in_string_ = true;
+        } else if (c == '{' || c == '[') {
+          ++depth_;
+        } else if ((c == '}' || c == ']') && --depth_ == 0) {
+          Expect("}", Next::kCallEnd);
+        }
+        break;
+      }
+      case State::kBetween:
+        if (c == ']') {
+          state_ = State::kDone;
+        } else if (c == ',') {
+          Expect(" {\"name\": \"", Next::kName);
+        } else {
+          state_ = State::kBroken;
+          return;
+        }
+        break;
+      case State::kDone:
+      case State::kBroken:
+        state_ = State::kBroken;  // nothing may follow the list
+        return;
+    }
+  }
+}
+
+}  // namespace attnserve
