@@ -130,6 +130,11 @@ bool JsonSchemaAcceptor::EndValue() {
     case SchemaNode::Kind::kObject:
       EnterMembers(index + 1, true);
       return true;
+    case SchemaNode::Kind::kMap:
+      phase_ = Phase::kMapNext;
+      flags_ = kWritten;
+      offset_ = 0;
+      return true;
     case SchemaNode::Kind::kArray: {
       phase_ = Phase::kAfterItem;
       offset_ = 0;
@@ -192,6 +197,8 @@ bool JsonSchemaAcceptor::StartValue(uint8_t byte) {
           case SchemaNode::Kind::kLiterals:
             for (const std::string& l : alt.literals) starts |= static_cast<uint8_t>(l[0]) == byte;
             break;
+          case SchemaNode::Kind::kMap: starts = byte == '{'; break;
+          case SchemaNode::Kind::kAny:  // never beside another alternative (Union leaves it alone)
           case SchemaNode::Kind::kUnion:
           case SchemaNode::Kind::kText: break;  // flattened; only a root
         }
@@ -204,6 +211,126 @@ bool JsonSchemaAcceptor::StartValue(uint8_t byte) {
       return false;
     case SchemaNode::Kind::kText:
       return false;  // read in Phase::kText from the start
+    case SchemaNode::Kind::kAny:
+      phase_ = Phase::kAny;
+      cand_ = 0;
+      offset_ = 0;
+      return AnyStart(byte);
+    case SchemaNode::Kind::kMap:
+      if (byte != '{') return false;
+      phase_ = Phase::kMapNext;
+      flags_ = 0;
+      offset_ = 0;
+      return true;
+  }
+  return false;
+}
+
+bool JsonSchemaAcceptor::AnyStart(uint8_t byte) {
+  switch (byte) {
+    case '{':
+    case '[':
+      if (AnyDepth() == kMaxAnyDepth) return false;
+      if (byte == '{') {
+        cand_ |= uint64_t{1} << AnyDepth();
+      } else {
+        cand_ &= ~(uint64_t{1} << AnyDepth());
+      }
+      ++offset_;
+      SetAnyMode(byte == '{' ? kAnyObjectOpen : kAnyArrayOpen);
+      return true;
+    case '"':
+      SetAnyMode(kAnyString);
+      lexer_.string = JsonStringLexer();
+      return true;
+    case 't':
+    case 'f':
+    case 'n':
+      flags_ = static_cast<uint8_t>(kAnyLiteral | (byte == 't' ? 0 : byte == 'f' ? 1 : 2) << kAnyLiteralShift);
+      offset_ = static_cast<uint16_t>(AnyDepth() | 1 << 8);
+      return true;
+    default:
+      lexer_.number = JsonNumberLexer(false);
+      if (lexer_.number.Start(byte) == LexStep::kRefused) return false;
+      SetAnyMode(kAnyNumber);
+      return true;
+  }
+}
+
+bool JsonSchemaAcceptor::AnyValueDone() {
+  if (AnyDepth() == 0) return EndValue();
+  SetAnyMode(kAnyAfter);
+  return true;
+}
+
+bool JsonSchemaAcceptor::FeedAny(uint8_t byte) {
+  const bool bit = flags_ & kAnyBit;
+  switch (static_cast<AnyMode>(flags_ & kAnyModeMask)) {
+    case kAnyValue:
+      return AnyStart(byte);
+    case kAnyArrayOpen:
+      if (byte != ']') return AnyStart(byte);
+      --offset_;
+      return AnyValueDone();
+    case kAnyObjectOpen:
+    case kAnyKey:
+      if (byte == '}' && (flags_ & kAnyModeMask) == kAnyObjectOpen) {
+        --offset_;
+        return AnyValueDone();
+      }
+      if (byte != '"') return false;
+      flags_ = kAnyString | kAnyBit;
+      lexer_.string = JsonStringLexer();
+      return true;
+    case kAnyColon:
+      if (byte != (bit ? ' ' : ':')) return false;
+      flags_ = bit ? kAnyValue : kAnyColon | kAnyBit;
+      return true;
+    case kAnyAfter:
+      if (bit) {
+        if (byte != ' ') return false;
+        SetAnyMode(AnyInObject() ? kAnyKey : kAnyValue);
+        return true;
+      }
+      if (byte == ',') {
+        flags_ = kAnyAfter | kAnyBit;
+        return true;
+      }
+      if (byte != (AnyInObject() ? '}' : ']')) return false;
+      --offset_;
+      return AnyValueDone();
+    case kAnyString:
+      switch (lexer_.string.Feed(byte)) {
+        case LexStep::kMore: return true;
+        case LexStep::kRefused: return false;
+        case LexStep::kDone:
+          if (!bit) return AnyValueDone();
+          SetAnyMode(kAnyColon);
+          return true;
+      }
+      return false;
+    case kAnyNumber:
+      switch (lexer_.number.Feed(byte)) {
+        case LexStep::kMore: return true;
+        case LexStep::kRefused: return false;
+        case LexStep::kDone:  // the byte is the container's, or the parent's
+          if (AnyDepth() == 0) return EndValue() && Feed(byte);
+          SetAnyMode(kAnyAfter);
+          return FeedAny(byte);
+      }
+      return false;
+    case kAnyLiteral: {
+      static constexpr const char* kLiterals[] = {"true", "false", "null"};
+      const char* literal = kLiterals[(flags_ >> kAnyLiteralShift) & 3];
+      const int matched = offset_ >> 8;
+      if (static_cast<uint8_t>(literal[matched]) != byte) return false;
+      if (literal[matched + 1] != '\0') {
+        offset_ = static_cast<uint16_t>(AnyDepth() | (matched + 1) << 8);
+        return true;
+      }
+      offset_ = static_cast<uint16_t>(AnyDepth());
+      return AnyValueDone();
+    }
   }
   return false;
 }
@@ -254,6 +381,38 @@ bool JsonSchemaAcceptor::Feed(uint8_t byte) {
       cand_ = static_cast<uint64_t>(next);
       return true;
     }
+    case Phase::kAny:
+      return FeedAny(byte);
+    case Phase::kMapNext:
+      // After "{": a key or "}"; after a value: ", " then a key, or "}".
+      if (!(flags_ & kWritten) || offset_ == 2) {
+        if (byte == '}' && offset_ == 0) return EndValue();
+        if (byte != '"') return false;
+        phase_ = Phase::kMapKey;
+        lexer_.string = JsonStringLexer();
+        return true;
+      }
+      if (offset_ == 0 && byte == '}') return EndValue();
+      if (byte != ", "[offset_]) return false;
+      ++offset_;
+      return true;
+    case Phase::kMapKey:
+      switch (lexer_.string.Feed(byte)) {
+        case LexStep::kMore: return true;
+        case LexStep::kRefused: return false;
+        case LexStep::kDone:
+          phase_ = Phase::kMapColon;
+          offset_ = 0;
+          return true;
+      }
+      return false;
+    case Phase::kMapColon:
+      if (byte != ": "[offset_]) return false;
+      if (++offset_ < 2) return true;
+      node_ = static_cast<uint16_t>(node().children[0]);
+      phase_ = Phase::kStart;
+      offset_ = 0;
+      return true;
     case Phase::kDone:
       return false;
   }
@@ -340,6 +499,24 @@ JsonSchemaAcceptor::Key JsonSchemaAcceptor::StateKey(int horizon) const {
       break;
     case Phase::kText:
       value = cand_;
+      break;
+    case Phase::kAny: {
+      // The lexers' state only where a string or number is being read; the
+      // open containers below the depth.
+      const uint8_t mode = flags_ & kAnyModeMask;
+      lexer = (mode == kAnyString ? lexer_.string.Key() : mode == kAnyNumber ? lexer_.number.Key() : 0) |
+              uint64_t{flags_} << 40;
+      offset = offset_;
+      value = AnyDepth() >= 64 ? cand_ : cand_ & ((uint64_t{1} << AnyDepth()) - 1);
+      break;
+    }
+    case Phase::kMapNext:
+    case Phase::kMapColon:
+      members = flags_ & kWritten ? 1 : 0;
+      offset = offset_;
+      break;
+    case Phase::kMapKey:
+      lexer = lexer_.string.Key();
       break;
     default:
       break;

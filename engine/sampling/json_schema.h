@@ -11,7 +11,11 @@
 // Supported keywords (anything else is refused at compile time, naming the
 // keyword and where it is, so a constraint is never silently dropped):
 //   type (one type or a list of them), properties, required,
-//   additionalProperties (only false, or absent: taken as false), items,
+//   additionalProperties (false, or absent: taken as false, beside
+//   properties; true or a schema where there are none: an object of any
+//   keys, whose values follow it; {"type": "object"} alone is any object,
+//   as xgrammar reads it), {} (any value, in json.dumps' form, nested up to
+//   64 deep), items,
 //   enum and const (of strings, numbers, booleans and null);
 //   $ref to a JSON pointer inside the schema ("#/$defs/Name", as pydantic
 //   and the openai client write nested models), recursive ones unrolled
@@ -90,7 +94,11 @@ struct SchemaNode {
   // through its tag value ("{\"type\": \"dog\""), read like kLiterals.
   // kText: a whole output held to a regex (CompileRegexConstraint), the
   // only node of its "schema".
-  enum class Kind : uint8_t { kObject, kArray, kString, kNumber, kInteger, kLiterals, kUnion, kTagged, kText };
+  // kAny: any JSON value (the schema {}), in json.dumps' form. kMap: an
+  // object of any keys whose values are its child (additionalProperties
+  // with no properties: pydantic's dict[str, X]; {"type": "object"} alone is
+  // one of kAny values).
+  enum class Kind : uint8_t { kObject, kArray, kString, kNumber, kInteger, kLiterals, kUnion, kTagged, kText, kAny, kMap };
   Kind kind = Kind::kString;
   int parent = -1;
   int index_in_parent = 0;  // which property (object parent) or alternative (union parent)
@@ -170,8 +178,27 @@ class JsonSchemaAcceptor {
     kNumber,      // inside a number (number_)
     kLiteral,     // matching node_'s literals (cand_, offset_)
     kText,        // a kText node's regex (its DFA state in cand_)
+    kAny,         // inside a kAny value (FeedAny)
+    kMapNext,     // in node_ (a kMap) after "{" or a value: a key, ", " or "}" (offset_)
+    kMapKey,      // inside a kMap's key (string_)
+    kMapColon,    // after a kMap's key: ": " (offset_)
     kDone,
   };
+  // kAny: the mode (flags_'s low 4 bits), kAnyBit (a string being read is
+  // a key; ':' or ',' read, the space next), a literal's index (bits 5-6);
+  // cand_ the open containers (bit d: level d + 1 is an object); offset_
+  // the depth (low byte) and a literal's letters matched (high byte).
+  enum AnyMode : uint8_t {
+    kAnyValue, kAnyObjectOpen, kAnyKey, kAnyColon, kAnyArrayOpen, kAnyAfter, kAnyString, kAnyNumber, kAnyLiteral
+  };
+  static constexpr uint8_t kAnyModeMask = 15, kAnyBit = 16, kAnyLiteralShift = 5;
+  static constexpr int kMaxAnyDepth = 64;
+  bool FeedAny(uint8_t byte);
+  bool AnyStart(uint8_t byte);  // a value's first byte
+  bool AnyValueDone();          // a value ended: the container goes on, or the kAny node ends
+  int AnyDepth() const { return offset_ & 0xFF; }
+  bool AnyInObject() const { return AnyDepth() > 0 && ((cand_ >> (AnyDepth() - 1)) & 1u) != 0; }
+  void SetAnyMode(uint8_t mode) { flags_ = mode; }
 
   const SchemaNode& node() const { return schema_->nodes[node_]; }
   bool StartValue(uint8_t byte);

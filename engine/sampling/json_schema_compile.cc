@@ -140,7 +140,8 @@ std::string Join(const std::string& path, const std::string& key) {
 absl::Status Unsupported(const std::string& path, const std::string& what) {
   return absl::InvalidArgumentError(absl::StrCat(
       Where(path), ": ", what,
-      " (supported: type, properties, required, additionalProperties: false, items, enum, const, local $ref, "
+      " (supported: type, properties, required, additionalProperties (false, or alone), items, enum, const, "
+      "local $ref, any value ({}), "
       "anyOf/oneOf whose alternatives begin differently or are tagged objects, allOf of one schema, "
       "minLength/maxLength, pattern, format, "
       "minItems/maxItems, minimum/maximum, and annotations)"));
@@ -226,7 +227,11 @@ std::bitset<256> FirstBytes(const CompiledJsonSchema& schema, int id) {
   std::bitset<256> first;
   switch (n.kind) {
     case SchemaNode::Kind::kObject:
+    case SchemaNode::Kind::kMap:
     case SchemaNode::Kind::kTagged: first.set('{'); break;
+    case SchemaNode::Kind::kAny:
+      for (const char c : std::string("{[\"-0123456789tfn")) first.set(static_cast<uint8_t>(c));
+      break;
     case SchemaNode::Kind::kArray: first.set('['); break;
     case SchemaNode::Kind::kString: first.set('"'); break;
     case SchemaNode::Kind::kNumber:
@@ -373,7 +378,14 @@ class Compiler {
       out_.nodes[id].literals = std::move(literals);
       return id;
     }
-    if (types.empty()) return Unsupported(path, "a schema without 'type', 'enum' or 'const'");
+    if (types.empty()) {
+      // {} (annotations at most): any value, as xgrammar reads it
+      // (pydantic's Any). With other keywords but no type, refused.
+      for (const auto& [key, value] : s.items()) {
+        if (!IsAnnotation(key)) return Unsupported(path, "a schema without 'type', 'enum' or 'const'");
+      }
+      return Add(SchemaNode::Kind::kAny, parent, index);
+    }
     if (types.size() == 1) return Typed(s, types[0], path, parent, index, depth);
     // A list of types: a union of one node per type.
     const int id = Add(SchemaNode::Kind::kUnion, parent, index);
@@ -474,6 +486,13 @@ class Compiler {
     auto has_kind = [&](SchemaNode::Kind k) {
       return std::any_of(alts.begin(), alts.end(), [&](int c) { return out_.nodes[c].kind == k; });
     };
+    // Any value beside other alternatives reads all of theirs too.
+    if (const auto any = std::find_if(alts.begin(), alts.end(),
+                                      [&](int c) { return out_.nodes[c].kind == SchemaNode::Kind::kAny; });
+        any != alts.end()) {
+      if (disjoint && alts.size() > 1) return overlap();
+      alts = {*any};
+    }
     if (const auto number = std::find_if(alts.begin(), alts.end(),
                                          [&](int c) { return out_.nodes[c].kind == SchemaNode::Kind::kNumber; });
         number != alts.end()) {
@@ -718,12 +737,35 @@ class Compiler {
       return id;
     }
     // object
-    if (const auto extra = s.find("additionalProperties");
-        extra != s.end() && !(extra->is_boolean() && !extra->get<bool>())) {
-      return Unsupported(path, "'additionalProperties' other than false is not supported");
+    const auto props = s.find("properties");
+    const auto extra = s.find("additionalProperties");
+    const bool no_properties = props == s.end() || (props->is_object() && props->empty());
+    const bool extra_false = extra != s.end() && extra->is_boolean() && !extra->get<bool>();
+    // Keys of its own choosing: additionalProperties true or a schema with
+    // no properties beside (pydantic's dict[str, X]), and an object with
+    // neither (xgrammar reads {"type": "object"} as any object).
+    if (no_properties && !extra_false && (extra != s.end() || props == s.end()) && !s.contains("required")) {
+      const int id = Add(SchemaNode::Kind::kMap, parent, index);
+      if (extra == s.end() || extra->is_boolean()) {
+        const int any = Add(SchemaNode::Kind::kAny, id, 0);  // before indexing: Add may move the nodes
+        out_.nodes[id].children.push_back(any);
+        return id;
+      }
+      absl::StatusOr<int> child = Child(*extra, Join(path, "additionalProperties"), id, 0, depth + 1);
+      if (!child.ok()) return child.status();
+      if (*child == kNever) {  // values past the recursion depth: only "{}"
+        Drop(id);
+        const int empty = Add(SchemaNode::Kind::kLiterals, parent, index);
+        out_.nodes[empty].literals = {"{}"};
+        return empty;
+      }
+      out_.nodes[id].children.push_back(*child);
+      return id;
+    }
+    if (extra != s.end() && !extra_false) {
+      return Unsupported(path, "'additionalProperties' other than false beside 'properties' is not supported");
     }
     const int id = Add(SchemaNode::Kind::kObject, parent, index);
-    const auto props = s.find("properties");
     if (props != s.end()) {
       if (!props->is_object()) return Unsupported(path, "'properties' must be an object");
       if (props->size() > static_cast<size_t>(kMaxSchemaMembers)) {
@@ -919,8 +961,8 @@ absl::StatusOr<std::shared_ptr<const CompiledJsonSchema>> CompileJsonSchema(std:
       // Containers only: their last byte ends the answer, where a number's
       // end would need the end of output to read.
       const SchemaNode::Kind top = out->nodes[*root].kind;
-      if (top != SchemaNode::Kind::kObject && top != SchemaNode::Kind::kArray &&
-          top != SchemaNode::Kind::kTagged) {
+      if (top != SchemaNode::Kind::kObject && top != SchemaNode::Kind::kArray && top != SchemaNode::Kind::kTagged &&
+          top != SchemaNode::Kind::kMap) {
         return not_object;
       }
       status = compiler.AssignCountSlots();

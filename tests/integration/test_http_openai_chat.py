@@ -605,6 +605,38 @@ def test_openai_parse_with_bounded_floats(server, client):
     assert "properties.p: no number lies within its bounds" in str(e.value), str(e.value)
 
 
+def test_openai_parse_with_dicts_and_any(server, client):
+    """pydantic's dict[str, X], dict and Any: objects of the model's own
+    keys and any values, written as json.dumps writes them; the answer is
+    read back into the model."""
+    from typing import Any, Dict
+
+    import pydantic
+
+    class Inventory(pydantic.BaseModel):
+        counts: Dict[str, pydantic.conint(ge=0, le=100)]
+        notes: dict
+        extra: Any
+
+    schema = Inventory.model_json_schema()
+    assert schema["properties"]["counts"] == {"additionalProperties": {"maximum": 100, "minimum": 0,
+                                                                       "type": "integer"},
+                                              "title": "Counts", "type": "object"}, schema
+    # '"' (piece 436) and '}' (byte token 128) favoured, commas (piece 432,
+    # byte token 47) not: keys and objects end.
+    r = client.chat.completions.parse(model="stories260K", messages=[{"role": "user", "content": "Count them."}],
+                                      max_tokens=150, temperature=0,
+                                      logit_bias={"436": 6, "128": 4, "432": -100, "47": -100},
+                                      response_format=Inventory)
+    choice = r.choices[0]
+    assert choice.finish_reason == "stop", choice.message.content
+    inventory = choice.message.parsed
+    assert isinstance(inventory, Inventory), choice.message.content
+    assert inventory.counts and all(0 <= v <= 100 for v in inventory.counts.values()), choice.message.content
+    # json.dumps' form: parsing and writing again gives the same text.
+    assert json.dumps(json.loads(choice.message.content), ensure_ascii=False) == choice.message.content
+
+
 WEATHER_TOOL = {"type": "function", "function": {
     "name": "get_weather", "description": "The weather in a city now",
     "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 20},
@@ -697,3 +729,5 @@ def test_openai_pydantic_function_tool(server, client):
     (call,) = r.choices[0].message.tool_calls
     assert isinstance(call.function.parsed_arguments, GetWeather), call
     assert 1 <= call.function.parsed_arguments.days <= 7
+
+

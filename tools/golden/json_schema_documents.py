@@ -170,6 +170,15 @@ SCHEMAS = [
         "required": ["text", "replies"]}},
      "type": "object", "properties": {"thread": {"$ref": "#/$defs/Comment"}, "pinned": {"$ref": "#/$defs/Comment"}},
      "required": ["thread"]},
+    # Any value and objects of any keys, as pydantic writes Any, dict and
+    # dict[str, X]: {}, {"type": "object"}, additionalProperties.
+    {"type": "object", "properties": {
+        "data": {}, "meta": {"type": "object"},
+        "counts": {"type": "object", "additionalProperties": {"type": "integer"}},
+        "labels": {"type": "object", "additionalProperties": {"type": "string", "maxLength": 4}},
+        "extra": {"type": "object", "additionalProperties": True},
+        "maybe": {"anyOf": [{}, {"type": "null"}]}},
+     "required": ["data", "meta", "counts"]},
 ]
 
 # Strings of each format (the mutants give the rest).
@@ -230,6 +239,26 @@ BOUNDED_CHARS = ["a", "x", " ", "é", "日", "😀"]
 PIECES = ["a", "Lily", " ", "\"", "\\", "/", "\n", "\t", "\u0001", "\u007f", "é", "日本", "😀", "\u2028", "x y"]
 
 
+KEYS = ["a", "key", "", "日本", "x y", "\"q\"", "n1"]
+
+
+def any_value(rng, depth):
+    """A random JSON value, nested a few levels at most."""
+    kinds = ["int", "float", "str", "true", "false", "null"] + (["list", "dict"] if depth < 3 else [])
+    kind = rng.choice(kinds)
+    if kind == "int":
+        return rng.choice([0, -7, 123456789])
+    if kind == "float":
+        return rng.choice([0.5, -1e-07, 6.02e23, 3.25])
+    if kind == "str":
+        return "".join(rng.choice(PIECES) for _ in range(rng.randint(0, 2)))
+    if kind == "list":
+        return [any_value(rng, depth + 1) for _ in range(rng.randint(0, 3))]
+    if kind == "dict":
+        return {rng.choice(KEYS): any_value(rng, depth + 1) for _ in range(rng.randint(0, 3))}
+    return {"true": True, "false": False, "null": None}[kind]
+
+
 def refers(s):
     """Whether a schema holds a $ref (recursion may go on through it)."""
     return "$ref" in json.dumps(s)
@@ -253,6 +282,8 @@ def instance(rng, s, root=None, depth=0):
         return instance(rng, s["allOf"][0], root, depth)
     if "const" in s:
         return s["const"]
+    if not any(k in s for k in ("type", "enum", "const", "$ref", "anyOf", "oneOf", "allOf")):
+        return any_value(rng, depth)
     if "enum" in s:
         return rng.choice(s["enum"])
     t = s["type"]
@@ -288,6 +319,11 @@ def instance(rng, s, root=None, depth=0):
         lo = s.get("minItems", 0)
         hi = lo if depth >= DEEPEST and refers(s["items"]) else s.get("maxItems", lo + 3)
         return [instance(rng, s["items"], root, depth) for _ in range(rng.randint(lo, hi))]
+    if "properties" not in s:  # keys of its own choosing
+        extra = s.get("additionalProperties", True)
+        return {rng.choice(KEYS): (instance(rng, extra, root, depth + 1) if isinstance(extra, dict)
+                                   else any_value(rng, depth + 1))
+                for _ in range(rng.randint(0, 3))}
     out = {}
     req = set(s.get("required", []))
     for k, sub in s.get("properties", {}).items():
@@ -333,10 +369,12 @@ MUTATION_BYTES = b'{}[]":, .-+eE0123456789tfnul\\/abc\x00\x1f\x80\xc3\xff'
 
 
 def main():
-    rng = random.Random(20261205)
     compiler = xgrammar_bytes.byte_compiler()
     cases = []
-    for schema in SCHEMAS:
+    for index, schema in enumerate(SCHEMAS):
+        # A generator per schema: a schema added or changed leaves the
+        # others' documents as they were.
+        rng = random.Random(f"20261205-{index}")
         compiled = compiler.compile_json_schema(json.dumps(schema), any_whitespace=False)
 
         def xgrammar_reads(doc):
@@ -351,7 +389,7 @@ def main():
             jsonschema.validate(inst, schema)
             # Escaped non-ASCII only where lengths are not bounded (a bounded
             # string is written without escapes).
-            text = json.dumps(inst, ensure_ascii=rng.random() < 0.3 and schema not in (SCHEMAS[7], SCHEMAS[9])).encode()
+            text = json.dumps(inst, ensure_ascii=rng.random() < 0.3 and schema not in (SCHEMAS[7], SCHEMAS[9], SCHEMAS[14])).encode()
             assert xgrammar_takes(text), text
             docs.add(text)
             docs.update(json_documents.mutants(rng, text, 8, MUTATION_BYTES))

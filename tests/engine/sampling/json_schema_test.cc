@@ -45,7 +45,7 @@ TEST(JsonSchemaTest, AgreesWithXgrammarOnEveryDocument) {
   std::ifstream in(ATTNSERVE_SOURCE_DIR "/tests/golden/json/schema_documents.json");
   // ordered: a schema's property order is the output's.
   const nlohmann::ordered_json golden = nlohmann::ordered_json::parse(in);
-  ASSERT_GE(golden["cases"].size(), 14u);
+  ASSERT_GE(golden["cases"].size(), 15u);
   int taken = 0, refused = 0;
   for (const nlohmann::ordered_json& c : golden["cases"]) {
     absl::StatusOr<std::shared_ptr<const CompiledJsonSchema>> schema = CompileJsonSchema(c["schema"].dump());
@@ -438,37 +438,81 @@ TEST(JsonSchemaTest, BranchingRecursionIsUnrolledAsDeepAsTheNodesAllow) {
 // from every state reached some byte is taken or the value is complete, so
 // a token mask never leads into a level that cannot be ended.
 TEST(JsonSchemaTest, RecursiveSchemaHasNoDeadEnds) {
-  auto schema = CompileJsonSchema(R"({"$defs": {"N": {"type": "object", "properties": {
-      "tag": {"enum": ["a", "b"]}, "kids": {"type": "array", "items": {"$ref": "#/$defs/N"}, "maxItems": 2},
-      "next": {"anyOf": [{"$ref": "#/$defs/N"}, {"type": "null"}]}, "child": {"$ref": "#/$defs/N"},
-      "only": {"anyOf": [{"$ref": "#/$defs/N"}]}}, "required": ["tag"]}}, "$ref": "#/$defs/N"})");
-  ASSERT_TRUE(schema.ok()) << schema.status();
-  std::mt19937 rng(20261205);
-  int deepest = 0;
-  for (int walk = 0; walk < 300; ++walk) {
-    JsonSchemaAcceptor a(schema->get());
-    int depth = 0;
-    for (int step = 0; step < 4000 && !a.complete(); ++step) {
-      std::vector<uint8_t> taken;
-      for (int b = 0; b < 256; ++b) {
-        JsonSchemaAcceptor next = a;
-        if (next.Feed(static_cast<uint8_t>(b))) taken.push_back(static_cast<uint8_t>(b));
-      }
-      ASSERT_FALSE(taken.empty()) << "dead end after " << step << " bytes, walk " << walk;
-      // Prefer opening a level early in a walk and closing later.
-      uint8_t pick = taken[rng() % taken.size()];
-      for (uint8_t want : {uint8_t{'{'}, uint8_t{'['}, uint8_t{','}, uint8_t{'n'}}) {
-        if (std::find(taken.begin(), taken.end(), want) != taken.end() && rng() % 4 < (step < 300 ? 3u : 1u)) {
-          pick = want;
-          break;
+  // The recursive schema, then any values and maps (nested up to 64 deep).
+  for (const char* text : {
+           R"({"$defs": {"N": {"type": "object", "properties": {
+               "tag": {"enum": ["a", "b"]}, "kids": {"type": "array", "items": {"$ref": "#/$defs/N"}, "maxItems": 2},
+               "next": {"anyOf": [{"$ref": "#/$defs/N"}, {"type": "null"}]}, "child": {"$ref": "#/$defs/N"},
+               "only": {"anyOf": [{"$ref": "#/$defs/N"}]}}, "required": ["tag"]}}, "$ref": "#/$defs/N"})",
+           R"({"type": "object", "properties": {"a": {}, "m": {"type": "object", "additionalProperties":
+               {"type": "array", "items": {"type": "object"}, "maxItems": 2}}}, "required": ["a"]})",
+           // As the openai client sends pydantic's dict[str, conint(ge=0, le=100)], dict and Any.
+           R"({"properties": {"counts": {"additionalProperties": {"maximum": 100, "minimum": 0, "type": "integer"},
+               "type": "object"}, "notes": {"additionalProperties": true, "type": "object"}, "extra": {}},
+               "required": ["counts", "notes", "extra"], "type": "object", "additionalProperties": false})"}) {
+    auto schema = CompileJsonSchema(text);
+    ASSERT_TRUE(schema.ok()) << schema.status();
+    std::mt19937 rng(20261205);
+    int deepest = 0;
+    for (int walk = 0; walk < 300; ++walk) {
+      JsonSchemaAcceptor a(schema->get());
+      int depth = 0;
+      for (int step = 0; step < 4000 && !a.complete(); ++step) {
+        std::vector<uint8_t> taken;
+        for (int b = 0; b < 256; ++b) {
+          JsonSchemaAcceptor next = a;
+          if (next.Feed(static_cast<uint8_t>(b))) taken.push_back(static_cast<uint8_t>(b));
         }
+        ASSERT_FALSE(taken.empty()) << "dead end after " << step << " bytes, walk " << walk << " of " << text;
+        // Prefer opening a level early in a walk and closing later.
+        uint8_t pick = taken[rng() % taken.size()];
+        for (uint8_t want : {uint8_t{'{'}, uint8_t{'['}, uint8_t{','}, uint8_t{'n'}, uint8_t{'"'}}) {
+          if (std::find(taken.begin(), taken.end(), want) != taken.end() && rng() % 4 < (step < 300 ? 3u : 1u)) {
+            pick = want;
+            break;
+          }
+        }
+        depth += pick == '{' ? 1 : 0;
+        ASSERT_TRUE(a.Feed(pick));
       }
-      depth += pick == '{' ? 1 : 0;
-      ASSERT_TRUE(a.Feed(pick));
+      deepest = std::max(deepest, depth);
     }
-    deepest = std::max(deepest, depth);
+    EXPECT_GE(deepest, std::max(2 * (*schema)->recursion_depth, 8)) << text;
   }
-  EXPECT_GE(deepest, 2 * (*schema)->recursion_depth);
+}
+
+// pydantic's Any ({}), dict ({"type": "object"}) and dict[str, X]
+// (additionalProperties X): any value, or an object of any keys, in
+// json.dumps' form (xgrammar's basic_any with any_whitespace false).
+TEST(JsonSchemaTest, AnyValueAndMapsOfAnyKeys) {
+  auto schema = CompileJsonSchema(R"({"type": "object", "properties": {"any": {}, "obj": {"type": "object"},
+      "counts": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}},
+      "free": {"type": "object", "additionalProperties": true}, "maybe": {"anyOf": [{}, {"type": "null"}]}},
+      "required": ["any", "obj", "counts"]})");
+  ASSERT_TRUE(schema.ok()) << schema.status();
+  for (const char* doc : {
+           R"({"any": 1, "obj": {}, "counts": {}})",
+           R"({"any": [1, -0.5e+3, "x\"y", true, false, null, [], {}, {"a": [{"b": null}]}], "obj": {"k": []}, "counts": {"a": 1, "b\u00e9": 0}})",
+           R"({"any": "s", "obj": {"": {"": ""}}, "counts": {"x": 3}, "free": {"n": null}, "maybe": null})",
+           R"({"any": {"nested": {"deeper": [[[["end"]]]]}}, "obj": {"a": 1, "b": 2}, "counts": {}, "maybe": [null]})"}) {
+    EXPECT_TRUE(Takes(**schema, doc)) << doc;
+  }
+  for (const char* doc : {
+           R"({"any": 1, "obj": [], "counts": {}})",             // obj: an object
+           R"({"any": 1, "obj": {}, "counts": {"a": -1}})",      // counts: integers from 0
+           R"({"any": 1, "obj": {}, "counts": {"a": 1.5}})",
+           R"({"any": {"a":1}, "obj": {}, "counts": {}})",       // json.dumps' separators
+           R"({"any": [1,2], "obj": {}, "counts": {}})",
+           R"({"any": tru, "obj": {}, "counts": {}})",
+           R"({"any": {1: 2}, "obj": {}, "counts": {}})",
+           R"({"any": 1, "obj": {"a": 1,}, "counts": {}})"}) {
+    EXPECT_FALSE(Takes(**schema, doc)) << doc;
+  }
+  // Nesting up to 64 levels inside a value, as JSON mode's depth.
+  std::string deep = R"({"any": )", close;
+  for (int i = 0; i < 64; ++i) deep += "[", close += "]";
+  EXPECT_TRUE(Takes(**schema, deep + close + R"(, "obj": {}, "counts": {}})"));
+  EXPECT_EQ(BytesRead(**schema, deep + "[]"), deep.size());
 }
 
 // A reference at the top, and alternatives one of which is left: the
@@ -588,7 +632,11 @@ TEST(JsonSchemaTest, RefusesWhatItDoesNotImplementNamingWhere) {
        "'format' beside 'pattern' is not supported"},
       {R"js({"type": "object", "properties": {"s": {"type": "string", "format": "uuid", "maxLength": 35}}})js",
        "properties.s: 'maxLength' 35: no string of the 'format' is that short"},
-      {R"({"type": "object", "additionalProperties": true})", "'additionalProperties' other than false"},
+      {R"({"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": true})",
+       "'additionalProperties' other than false beside 'properties' is not supported"},
+      {R"({"type": "object", "properties": {"x": {"oneOf": [{}, {"type": "null"}]}}})",
+       "properties.x: 'oneOf' alternatives that overlap"},
+      {R"({"type": "object", "properties": {"x": {"minLength": 2}}})", "a schema without 'type', 'enum' or 'const'"},
       {R"({"type": "object", "properties": {"x": {"not": {"type": "string"}}}})", "properties.x: 'not' is not supported"},
       {R"({"type": "object", "properties": {"x": {"$ref": "#/$defs/y"}}})",
        "properties.x: '$ref' \"#/$defs/y\" points at nothing"},
@@ -603,7 +651,7 @@ TEST(JsonSchemaTest, RefusesWhatItDoesNotImplementNamingWhere) {
        "$defs.n: 'multipleOf' is not supported"},
       {R"({"type": "object", "properties": {"x": {"$ref": "#/$defs/y", "type": "string"}}})",
        "'type' beside '$ref' is not supported"},
-      {R"({"type": "object", "properties": {"x": {"anyOf": [{"type": "object"}, {"type": "object",
+      {R"({"type": "object", "properties": {"x": {"anyOf": [{"type": "object", "properties": {}}, {"type": "object",
            "properties": {"a": {"type": "string"}}}]}}})",
        "properties.x: 'anyOf' alternatives that are objects need a tag (an object without a required first "
        "property)"},
@@ -637,7 +685,6 @@ TEST(JsonSchemaTest, RefusesWhatItDoesNotImplementNamingWhere) {
            "format": "uint8"}]}}})",
        "properties.x.anyOf[1]: 'format' \"uint8\" is not supported"},
       {R"({"anyOf": [{"type": "object"}, {"type": "null"}]})", "the top level must be"},
-      {R"({"type": "object", "properties": {"x": {}}})", "properties.x: a schema without 'type'"},
       {R"({"type": "object", "properties": {"x": {"type": "array"}}})", "properties.x: an array needs 'items'"},
       {R"({"type": "object", "properties": {"x": {"type": "date"}}})", "type 'date' is not supported"},
       {R"({"type": "object", "required": ["y"]})", "required \"y\" is not one of its properties"},
