@@ -138,8 +138,9 @@ bool JsonSchemaAcceptor::EndValue() {
     case SchemaNode::Kind::kArray: {
       phase_ = Phase::kAfterItem;
       offset_ = 0;
-      cand_ = 0;
       const SchemaNode& a = node();
+      // A tuple's next position (the rest's child stays the rest's).
+      cand_ = a.prefix_items > 0 ? static_cast<uint64_t>(std::min(index + 1, a.prefix_items)) : 0;
       if (a.count_slot >= 0) {
         const int cap = a.max_items >= 0 ? a.max_items : a.min_items;
         ItemCount() = static_cast<uint16_t>(std::min<int>(ItemCount() + 1, cap));
@@ -349,15 +350,18 @@ bool JsonSchemaAcceptor::Feed(uint8_t byte) {
       return StartValue(byte);
     case Phase::kAfterItem:
       if (offset_ == 0) {
-        const bool counted = node().count_slot >= 0;
-        if (byte == ']') return (!counted || ItemCount() >= node().min_items) && EndValue();
+        // Items so far: the count slot's, or a tuple's position (cand_).
+        const SchemaNode& a = node();
+        const bool counted = a.count_slot >= 0, by_position = !counted && a.prefix_items > 0;
+        const int written = counted ? ItemCount() : by_position ? static_cast<int>(cand_) : 0;
+        if (byte == ']') return (!(counted || by_position) || written >= a.min_items) && EndValue();
         if (byte != ',') return false;
-        if (counted && node().max_items >= 0 && ItemCount() >= node().max_items) return false;
+        if ((counted || by_position) && a.max_items >= 0 && written >= a.max_items) return false;
         offset_ = 1;
         return true;
       }
       if (byte != ' ') return false;
-      node_ = static_cast<uint16_t>(node().children[0]);
+      node_ = static_cast<uint16_t>(node().children[node().prefix_items > 0 ? cand_ : 0]);
       phase_ = Phase::kStart;
       offset_ = 0;
       return true;
@@ -496,6 +500,7 @@ JsonSchemaAcceptor::Key JsonSchemaAcceptor::StateKey(int horizon) const {
       break;
     case Phase::kAfterItem:
       offset = offset_;
+      cand = cand_;  // a tuple's position
       break;
     case Phase::kText:
       value = cand_;

@@ -15,7 +15,9 @@
 //   properties; true or a schema where there are none: an object of any
 //   keys, whose values follow it; {"type": "object"} alone is any object,
 //   as xgrammar reads it), {} (any value, in json.dumps' form, nested up to
-//   64 deep), items,
+//   64 deep), items (absent: any items, or with a count bound only []),
+//   prefixItems (a tuple: a schema per leading position, then items for
+//   the rest, none where absent or false; counted by position),
 //   enum and const (of strings, numbers, booleans and null);
 //   $ref to a JSON pointer inside the schema ("#/$defs/Name", as pydantic
 //   and the openai client write nested models), recursive ones unrolled
@@ -114,8 +116,10 @@ struct SchemaNode {
   std::shared_ptr<const RegexDfa> pattern;
   // kArray: item count bounds (max -1: none), and which of the acceptor's
   // count slots holds its count (the number of bounded arrays above it; -1
-  // when unbounded).
-  int min_items = 0, max_items = -1, count_slot = -1;
+  // when unbounded, or a tuple counted by position). A tuple's first
+  // `prefix_items` children are its positions' schemas; the child after
+  // them, if any, is the rest's (an array's only child is its items').
+  int min_items = 0, max_items = -1, count_slot = -1, prefix_items = 0;
   // kInteger, kNumber: bounds, where it has them (number_range.h).
   NumberRange range;
   // kLiterals (enum, const, boolean, null): each value as json.dumps writes it.

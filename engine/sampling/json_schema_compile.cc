@@ -42,7 +42,7 @@ const std::set<std::string>& SupportedKeywords() {
       "type",      "properties", "required",  "additionalProperties", "items",   "enum",
       "const",     "$ref",       "anyOf",     "oneOf",                "allOf",   "minLength",
       "maxLength", "minItems",   "maxItems",  "minimum",              "maximum", "exclusiveMinimum",
-      "exclusiveMaximum", "pattern", "format"};
+      "exclusiveMaximum", "pattern", "format", "prefixItems"};
   return *keywords;
 }
 
@@ -716,26 +716,7 @@ class Compiler {
                                                : std::vector<std::string>{"true", "false"};
       return id;
     }
-    if (type == "array") {
-      const auto items = s.find("items");
-      if (items == s.end()) return Unsupported(path, "an array needs 'items'");
-      absl::StatusOr<std::pair<int, int>> items_count = CountBounds(s, "minItems", "maxItems", path);
-      if (!items_count.ok()) return items_count.status();
-      const int id = Add(SchemaNode::Kind::kArray, parent, index);
-      std::tie(out_.nodes[id].min_items, out_.nodes[id].max_items) = *items_count;
-      bounded_arrays_.push_back({id, path});
-      absl::StatusOr<int> child = Child(*items, Join(path, "items"), id, 0, depth + 1);
-      if (!child.ok()) return child.status();
-      if (*child == kNever) {  // items past the recursion depth: only "[]"
-        if (out_.nodes[id].min_items > 0) return kNever;
-        Drop(id);
-        const int empty = Add(SchemaNode::Kind::kLiterals, parent, index);
-        out_.nodes[empty].literals = {"[]"};
-        return empty;
-      }
-      out_.nodes[id].children.push_back(*child);
-      return id;
-    }
+    if (type == "array") return Array(s, path, parent, index, depth);
     // object
     const auto props = s.find("properties");
     const auto extra = s.find("additionalProperties");
@@ -797,6 +778,85 @@ class Compiler {
       out_.nodes[id].keys.push_back(Canonical(ojson(name)) + ": ");
       out_.nodes[id].required.push_back(required.count(name) > 0);
       out_.nodes[id].children.push_back(*child);
+    }
+    return id;
+  }
+
+  // An array: its items (any value where "items" is absent and no count is
+  // bounded, as xgrammar reads it), or a tuple: "prefixItems", one schema
+  // for each leading position, then "items" for the rest (none where absent
+  // or false), as pydantic writes tuple[X, Y].
+  absl::StatusOr<int> Array(const ojson& s, const std::string& path, int parent, int index, int depth) {
+    absl::StatusOr<std::pair<int, int>> items_count = CountBounds(s, "minItems", "maxItems", path);
+    if (!items_count.ok()) return items_count.status();
+    auto [min_items, max_items] = *items_count;
+    const auto items = s.find("items");
+    const auto prefix = s.find("prefixItems");
+    if (prefix != s.end() && (!prefix->is_array() || prefix->size() > static_cast<size_t>(kMaxSchemaMembers))) {
+      return Unsupported(path, absl::StrCat("'prefixItems' must be a list of at most ", kMaxSchemaMembers, " schemas"));
+    }
+    if (items != s.end() && !items->is_object() && !(items->is_boolean() && !items->get<bool>())) {
+      return Unsupported(path, "'items' must be a schema or false");
+    }
+    if (items == s.end() && prefix == s.end() && (min_items > 0 || max_items >= 0)) {
+      // xgrammar reads counts without items as an empty array.
+      if (min_items > 0) return Unsupported(path, "'minItems' without 'items' is not supported");
+      const int empty = Add(SchemaNode::Kind::kLiterals, parent, index);
+      out_.nodes[empty].literals = {"[]"};
+      return empty;
+    }
+    const int id = Add(SchemaNode::Kind::kArray, parent, index);
+    // Listed before the arrays inside it, so a refusal names the outermost.
+    bounded_arrays_.push_back({id, path});
+    int positions = 0;
+    if (prefix != s.end()) {
+      for (size_t i = 0; i < prefix->size(); ++i) {
+        absl::StatusOr<int> child =
+            Child((*prefix)[i], absl::StrCat(Join(path, "prefixItems"), "[", i, "]"), id, static_cast<int>(i), depth + 1);
+        if (!child.ok()) return child.status();
+        if (*child == kNever) {  // past the recursion depth: the tuple ends before it
+          if (static_cast<int>(i) < min_items) return kNever;
+          max_items = static_cast<int>(i);
+          break;
+        }
+        out_.nodes[id].children.push_back(*child);
+        ++positions;
+      }
+    }
+    bool rest = positions == static_cast<int>(prefix == s.end() ? 0 : prefix->size()) &&
+                (prefix == s.end() || (items != s.end() && items->is_object()));
+    if (rest) {
+      const int k = positions;
+      absl::StatusOr<int> child = items == s.end() ? absl::StatusOr<int>(Add(SchemaNode::Kind::kAny, id, k))
+                                                   : Child(*items, Join(path, "items"), id, k, depth + 1);
+      if (!child.ok()) return child.status();
+      if (*child == kNever) {  // items past the recursion depth: none beyond the prefix
+        rest = false;
+      } else {
+        out_.nodes[id].children.push_back(*child);
+      }
+    }
+    if (!rest) max_items = max_items < 0 ? positions : std::min(max_items, positions);
+    if (min_items > max_items && max_items >= 0) {
+      if (positions == 0 && prefix == s.end()) return kNever;  // items past the recursion depth, some required
+      return absl::InvalidArgumentError(absl::StrCat(Where(path), ": 'minItems' ", min_items, " is more than the ",
+                                                     max_items, " items the tuple can hold"));
+    }
+    SchemaNode& a = out_.nodes[id];
+    a.min_items = min_items;
+    a.max_items = max_items;
+    a.prefix_items = positions;
+    if (max_items == 0) {  // only "[]" (a tuple of none, or items past the recursion depth)
+      Drop(id);
+      const int empty = Add(SchemaNode::Kind::kLiterals, parent, index);
+      out_.nodes[empty].literals = {"[]"};
+      return empty;
+    }
+    // A tuple without rest items counts by position; other bounded arrays
+    // take one of the acceptor's count slots.
+    if (!rest) {
+      bounded_arrays_.erase(std::find_if(bounded_arrays_.begin(), bounded_arrays_.end(),
+                                         [&](const auto& b) { return b.first == id; }));
     }
     return id;
   }

@@ -637,6 +637,31 @@ def test_openai_parse_with_dicts_and_any(server, client):
     assert json.dumps(json.loads(choice.message.content), ensure_ascii=False) == choice.message.content
 
 
+def test_openai_parse_with_tuples(server, client):
+    """pydantic's tuple[X, Y] (prefixItems) and tuple[X, ...]: each position
+    held to its own schema; the answer read back into the model."""
+    from typing import List, Tuple
+
+    import pydantic
+
+    class Route(pydantic.BaseModel):
+        start: Tuple[pydantic.confloat(ge=-90, le=90), pydantic.confloat(ge=-180, le=180)]
+        stops: List[Tuple[str, pydantic.conint(ge=0, le=99)]] = pydantic.Field(max_length=2)
+        tags: Tuple[str, ...] = pydantic.Field(max_length=2)
+
+    schema = Route.model_json_schema()
+    assert schema["properties"]["start"]["prefixItems"] == [{"maximum": 90, "minimum": -90, "type": "number"},
+                                                            {"maximum": 180, "minimum": -180, "type": "number"}]
+    r = client.chat.completions.parse(model="stories260K", messages=[{"role": "user", "content": "Where to?"}],
+                                      max_tokens=150, temperature=0, logit_bias={"436": 6, "96": 4},
+                                      response_format=Route)
+    choice = r.choices[0]
+    assert choice.finish_reason == "stop", choice.message.content
+    route = choice.message.parsed
+    assert isinstance(route, Route) and len(route.start) == 2, choice.message.content
+    assert all(isinstance(name, str) and isinstance(n, int) for name, n in route.stops), choice.message.content
+
+
 WEATHER_TOOL = {"type": "function", "function": {
     "name": "get_weather", "description": "The weather in a city now",
     "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 20},

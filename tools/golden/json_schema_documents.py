@@ -179,6 +179,21 @@ SCHEMAS = [
         "extra": {"type": "object", "additionalProperties": True},
         "maybe": {"anyOf": [{}, {"type": "null"}]}},
      "required": ["data", "meta", "counts"]},
+    # Tuples (prefixItems, as pydantic writes tuple[X, Y]), a prefix with
+    # rest items and bounds, a prefix any leading part of which may be
+    # written, an array without items, the empty tuple.
+    {"type": "object", "properties": {
+        "point": {"type": "array", "prefixItems": [{"type": "number"}, {"type": "number"}],
+                  "minItems": 2, "maxItems": 2},
+        "row": {"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}, {"type": "boolean"}],
+                "minItems": 3, "maxItems": 3},
+        "head": {"type": "array", "prefixItems": [{"type": "integer"}], "items": {"type": "string"},
+                 "minItems": 2, "maxItems": 4},
+        "some": {"type": "array", "prefixItems": [{"type": "integer"}, {"type": ["string", "null"]}]},
+        "open": {"type": "array", "prefixItems": [{"enum": ["a", "b"]}], "items": {"type": "integer"}},
+        "anything": {"type": "array"},
+        "none": {"type": "array", "minItems": 0, "maxItems": 0}},
+     "required": ["point", "row"]},
 ]
 
 # Strings of each format (the mutants give the rest).
@@ -315,6 +330,17 @@ def instance(rng, s, root=None, depth=0):
         return rng.random() < 0.5
     if t == "null":
         return None
+    if t == "array" and ("prefixItems" in s or "items" not in s):
+        prefix = s.get("prefixItems", [])
+        rest = s.get("items")
+        if not prefix and rest is None:
+            return [] if "maxItems" in s else [any_value(rng, depth + 1) for _ in range(rng.randint(0, 3))]
+        lo = s.get("minItems", 0)
+        hi = s.get("maxItems", len(prefix) + (2 if rest else 0))
+        if not rest:
+            hi = min(hi, len(prefix))
+        n = rng.randint(lo, hi)
+        return [instance(rng, prefix[i] if i < len(prefix) else rest, root, depth) for i in range(n)]
     if t == "array":
         lo = s.get("minItems", 0)
         hi = lo if depth >= DEEPEST and refers(s["items"]) else s.get("maxItems", lo + 3)

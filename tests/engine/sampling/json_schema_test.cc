@@ -45,7 +45,7 @@ TEST(JsonSchemaTest, AgreesWithXgrammarOnEveryDocument) {
   std::ifstream in(ATTNSERVE_SOURCE_DIR "/tests/golden/json/schema_documents.json");
   // ordered: a schema's property order is the output's.
   const nlohmann::ordered_json golden = nlohmann::ordered_json::parse(in);
-  ASSERT_GE(golden["cases"].size(), 15u);
+  ASSERT_GE(golden["cases"].size(), 16u);
   int taken = 0, refused = 0;
   for (const nlohmann::ordered_json& c : golden["cases"]) {
     absl::StatusOr<std::shared_ptr<const CompiledJsonSchema>> schema = CompileJsonSchema(c["schema"].dump());
@@ -515,6 +515,35 @@ TEST(JsonSchemaTest, AnyValueAndMapsOfAnyKeys) {
   EXPECT_EQ(BytesRead(**schema, deep + "[]"), deep.size());
 }
 
+// Tuples (prefixItems): each position its own schema, then the rest's;
+// counted by position, so tuples inside bounded arrays take no count slot.
+TEST(JsonSchemaTest, TuplesReadEachPositionWithItsSchema) {
+  auto schema = CompileJsonSchema(R"({"type": "object", "properties": {
+      "grid": {"type": "array", "minItems": 1, "items": {"type": "array", "minItems": 1, "items": {"type": "array",
+          "minItems": 1, "items": {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}],
+          "minItems": 2, "maxItems": 2}}}},
+      "head": {"type": "array", "prefixItems": [{"type": "integer"}], "items": {"type": "boolean"},
+               "minItems": 2, "maxItems": 3},
+      "some": {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}]}},
+      "required": ["grid"]})");
+  ASSERT_TRUE(schema.ok()) << schema.status();
+  for (const char* doc : {R"({"grid": [[[[1, "a"], [2, "b"]]]]})",
+                          R"({"grid": [[[[1, "a"]]]], "head": [1, true], "some": []})",
+                          R"({"grid": [[[[1, "a"]]]], "head": [1, true, false], "some": [5]})",
+                          R"({"grid": [[[[1, "a"]]]], "some": [5, "x"]})"}) {
+    EXPECT_TRUE(Takes(**schema, doc)) << doc;
+  }
+  for (const char* doc : {R"({"grid": [[[[1]]]]})", R"({"grid": [[[["a", 1]]]]})", R"({"grid": [[[[1, "a", 2]]]]})",
+                          R"({"grid": [[[[1, "a"]]]], "head": [1]})", R"({"grid": [[[[1, "a"]]]], "head": [1, 2]})",
+                          R"({"grid": [[[[1, "a"]]]], "head": [1, true, true, true]})",
+                          R"({"grid": [[[[1, "a"]]]], "some": [5, "x", 6]})"}) {
+    EXPECT_FALSE(Takes(**schema, doc)) << doc;
+  }
+  // The third item of a pair is refused at its ',': the pair is whole.
+  const std::string three = R"({"grid": [[[[1, "a", 2]]]]})";
+  EXPECT_EQ(BytesRead(**schema, three), three.find(", 2"));
+}
+
 // A reference at the top, and alternatives one of which is left: the
 // acceptor starts at the node they resolve to.
 TEST(JsonSchemaTest, TopLevelReachedThroughRefOrOneAlternative) {
@@ -685,7 +714,11 @@ TEST(JsonSchemaTest, RefusesWhatItDoesNotImplementNamingWhere) {
            "format": "uint8"}]}}})",
        "properties.x.anyOf[1]: 'format' \"uint8\" is not supported"},
       {R"({"anyOf": [{"type": "object"}, {"type": "null"}]})", "the top level must be"},
-      {R"({"type": "object", "properties": {"x": {"type": "array"}}})", "properties.x: an array needs 'items'"},
+      {R"({"type": "object", "properties": {"x": {"type": "array", "minItems": 1}}})",
+       "properties.x: 'minItems' without 'items' is not supported"},
+      {R"({"type": "object", "properties": {"x": {"type": "array", "prefixItems": [{"type": "integer"}],
+           "minItems": 2}}})",
+       "properties.x: 'minItems' 2 is more than the 1 items the tuple can hold"},
       {R"({"type": "object", "properties": {"x": {"type": "date"}}})", "type 'date' is not supported"},
       {R"({"type": "object", "required": ["y"]})", "required \"y\" is not one of its properties"},
       {R"({"type": "object", "properties": {"x": {"type": "string", "enum": [1]}}})", "is not of the type"},
