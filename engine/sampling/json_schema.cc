@@ -41,6 +41,21 @@ void JsonSchemaAcceptor::EnterMembers(int next, bool written) {
     }
   }
   if (!required_left) cand_ |= uint64_t{1} << kCloseBrace;
+  // Past the last required property, a key of its own choosing
+  // (additionalProperties), but none of the declared ones: every declared
+  // key is followed too, to tell when the free key is one of them.
+  if (n.has_extra && !required_left) cand_ |= uint64_t{1} << kFreeKey | ((uint64_t{1} << count) - 1);
+}
+
+uint64_t JsonSchemaAcceptor::AllowedMembers() const {
+  const SchemaNode& n = node();
+  const int count = static_cast<int>(n.keys.size());
+  uint64_t allowed = uint64_t{1} << kCloseBrace | uint64_t{1} << kFreeKey;
+  for (int j = flags_ & kNextMask; j < count; ++j) {
+    allowed |= uint64_t{1} << j;
+    if (n.required[j]) break;
+  }
+  return allowed;
 }
 
 int JsonSchemaAcceptor::MemberByte(int j, int k) const {
@@ -54,14 +69,45 @@ int JsonSchemaAcceptor::MemberByte(int j, int k) const {
 }
 
 bool JsonSchemaAcceptor::FeedMembers(uint8_t byte) {
+  constexpr uint64_t kFree = uint64_t{1} << kFreeKey;
   uint64_t next_cand = 0;
-  for (uint64_t c = cand_; c != 0; c &= c - 1) {
+  for (uint64_t c = cand_ & ~kFree; c != 0; c &= c - 1) {
     const int j = __builtin_ctzll(c);
     if (MemberByte(j, offset_) == byte) next_cand |= uint64_t{1} << j;
   }
-  if (next_cand == 0) return false;
+  if (cand_ & kFree) {
+    // The free key: ", " after a member, '"', the string, then ": " (in
+    // kMapColon, once it is known not to be a declared key).
+    const int lead = flags_ & kWritten ? 2 : 0;
+    bool alive = false, closed = false;
+    if (offset_ < lead) {
+      alive = byte == ", "[offset_];
+    } else if (offset_ == lead) {
+      alive = byte == '"';
+      lexer_.string = JsonStringLexer();
+    } else {
+      const LexStep step = lexer_.string.Feed(byte);
+      alive = step != LexStep::kRefused;
+      closed = step == LexStep::kDone;
+    }
+    if (alive && closed) {
+      // A declared key still matching through its closing quote is this
+      // very key: then it is not free. Otherwise only the free one is left.
+      const uint64_t declared = next_cand & ~(uint64_t{1} << kCloseBrace);
+      if (declared == 0) {
+        phase_ = Phase::kMapColon;
+        offset_ = 0;
+        return true;
+      }
+    } else if (alive) {
+      next_cand |= kFree;
+    }
+  }
+  // Declared keys not allowed here are followed only for the free key.
+  if (next_cand == 0 || (node().has_extra && (next_cand & AllowedMembers()) == 0)) return false;
   cand_ = next_cand;
   ++offset_;
+  if (cand_ & kFree) return true;  // still in the free key (or its lead)
   // No candidate's text begins another's (each key's ends in ": ", "}" is
   // alone), so a whole one is the only one left.
   const int j = __builtin_ctzll(cand_);
@@ -413,7 +459,7 @@ bool JsonSchemaAcceptor::Feed(uint8_t byte) {
     case Phase::kMapColon:
       if (byte != ": "[offset_]) return false;
       if (++offset_ < 2) return true;
-      node_ = static_cast<uint16_t>(node().children[0]);
+      node_ = static_cast<uint16_t>(node().children.back());  // a kMap's values, or an object's additional ones
       phase_ = Phase::kStart;
       offset_ = 0;
       return true;
@@ -493,6 +539,9 @@ JsonSchemaAcceptor::Key JsonSchemaAcceptor::StateKey(int horizon) const {
       members = flags_;
       offset = offset_;
       cand = cand_;
+      // Inside a free key, its string's state (the declared keys matching
+      // and the offset tell the rest).
+      if ((cand_ >> kFreeKey & 1) && offset_ > (flags_ & kWritten ? 2 : 0)) lexer = lexer_.string.Key();
       break;
     case Phase::kLiteral:
       offset = offset_;

@@ -12,9 +12,9 @@
 // keyword and where it is, so a constraint is never silently dropped):
 //   type (one type or a list of them), properties, required,
 //   additionalProperties (false, or absent: taken as false, beside
-//   properties; true or a schema where there are none: an object of any
-//   keys, whose values follow it; {"type": "object"} alone is any object,
-//   as xgrammar reads it), {} (any value, in json.dumps' form, nested up to
+//   properties; true or a schema: keys of the output's own choosing after
+//   the declared ones, never a declared name, whose values follow it;
+//   {"type": "object"} alone is any object, as xgrammar reads it), {} (any value, in json.dumps' form, nested up to
 //   64 deep), items (absent: any items, or with a count bound only []),
 //   prefixItems (a tuple: a schema per leading position, then items for
 //   the rest, none where absent or false; counted by position),
@@ -84,6 +84,9 @@ inline constexpr int kMaxSchemaDepth = 32;
 // else fewer (at least 2).
 inline constexpr int kMaxRecursionDepth = 8;
 inline constexpr int kMaxSchemaMembers = 63;  // properties of an object, values of an enum
+// Properties of an object that also takes keys of its own choosing
+// (additionalProperties): one candidate bit fewer.
+inline constexpr int kMaxPropertiesBesideExtra = 62;
 inline constexpr size_t kMaxSchemaBytes = 64 * 1024;
 inline constexpr int kMaxBoundedArrayDepth = 3;  // arrays with minItems/maxItems inside one another
 inline constexpr int kMaxSchemaCount = 65535;    // minLength, maxLength, minItems, maxItems
@@ -107,6 +110,10 @@ struct SchemaNode {
   // kObject: each property's text from the quote to ": " ("\"name\": "),
   // its value's node and whether it is required.
   std::vector<std::string> keys;
+  // kObject: whether keys of its own choosing may follow the declared ones
+  // (additionalProperties true or a schema beside properties); their
+  // values' node is the last child, after one per key.
+  bool has_extra = false;
   // kObject: one per key; kArray: the items; kUnion, kTagged: the alternatives.
   std::vector<int> children;
   std::vector<bool> required;
@@ -217,6 +224,10 @@ class JsonSchemaAcceptor {
   int MemberByte(int j, int k) const;
 
   static constexpr int kCloseBrace = 63;
+  static constexpr int kFreeKey = kMaxPropertiesBesideExtra;  // a key of its own choosing (additionalProperties)
+  // The members that may come at this point: declared keys from the next
+  // through the next required one, "}", a free key.
+  uint64_t AllowedMembers() const;
 
   // The state is copied for every byte of every token a mask walk tries,
   // so it is kept to 32 bytes: past that GCC copies it through memory and a

@@ -140,7 +140,7 @@ std::string Join(const std::string& path, const std::string& key) {
 absl::Status Unsupported(const std::string& path, const std::string& what) {
   return absl::InvalidArgumentError(absl::StrCat(
       Where(path), ": ", what,
-      " (supported: type, properties, required, additionalProperties (false, or alone), items, enum, const, "
+      " (supported: type, properties, required, additionalProperties, items, enum, const, "
       "local $ref, any value ({}), "
       "anyOf/oneOf whose alternatives begin differently or are tagged objects, allOf of one schema, "
       "minLength/maxLength, pattern, format, "
@@ -743,8 +743,8 @@ class Compiler {
       out_.nodes[id].children.push_back(*child);
       return id;
     }
-    if (extra != s.end() && !extra_false) {
-      return Unsupported(path, "'additionalProperties' other than false beside 'properties' is not supported");
+    if (extra != s.end() && !extra->is_boolean() && !extra->is_object()) {
+      return Unsupported(path, "'additionalProperties' must be a schema or a boolean");
     }
     const int id = Add(SchemaNode::Kind::kObject, parent, index);
     if (props != s.end()) {
@@ -778,6 +778,24 @@ class Compiler {
       out_.nodes[id].keys.push_back(Canonical(ojson(name)) + ": ");
       out_.nodes[id].required.push_back(required.count(name) > 0);
       out_.nodes[id].children.push_back(*child);
+    }
+    // additionalProperties true or a schema beside properties: keys of its
+    // own choosing after the declared ones (as xgrammar orders them), their
+    // values its last child.
+    if (extra != s.end() && !extra_false) {
+      const int k = static_cast<int>(out_.nodes[id].keys.size());
+      if (k > kMaxPropertiesBesideExtra) {
+        return Unsupported(path, absl::StrCat("more than ", kMaxPropertiesBesideExtra,
+                                              " properties beside 'additionalProperties'"));
+      }
+      absl::StatusOr<int> child = extra->is_boolean() ? absl::StatusOr<int>(Add(SchemaNode::Kind::kAny, id, k))
+                                                      : Child(*extra, Join(path, "additionalProperties"), id, k,
+                                                              depth + 1);
+      if (!child.ok()) return child.status();
+      if (*child != kNever) {  // past the recursion depth: the declared keys only
+        out_.nodes[id].children.push_back(*child);
+        out_.nodes[id].has_extra = true;
+      }
     }
     return id;
   }

@@ -637,6 +637,41 @@ def test_openai_parse_with_dicts_and_any(server, client):
     assert json.dumps(json.loads(choice.message.content), ensure_ascii=False) == choice.message.content
 
 
+def test_extra_keys_after_the_declared_ones(server, client):
+    """additionalProperties beside properties (pydantic's extra="allow", or
+    typed extras): the declared members, then keys of the model's own
+    choosing whose values follow the extras' schema. The story model,
+    favouring '"' (piece 436), writes empty keys until the token limit; the
+    text so far has the declared members first, then only free ones."""
+    import re
+
+    import pydantic
+
+    class Card(pydantic.BaseModel):
+        model_config = pydantic.ConfigDict(extra="allow")
+        name: str = pydantic.Field(max_length=8)
+
+    assert Card.model_json_schema()["additionalProperties"] is True
+    schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 8},
+                                               "age": {"type": "integer", "minimum": 0, "maximum": 99}},
+              "required": ["name", "age"], "additionalProperties": {"type": "integer", "minimum": 0, "maximum": 9}}
+    r = client.chat.completions.create(model="stories260K", messages=[{"role": "user", "content": "Who is it?"}],
+                                       max_tokens=60, temperature=0, logit_bias={"436": 8},
+                                       response_format={"type": "json_schema",
+                                                        "json_schema": {"name": "card", "schema": schema}})
+    choice = r.choices[0]
+    text = choice.message.content
+    head = re.match(r'\{"name": "[^"]{0,8}", "age": [0-9]{1,2}', text)
+    assert head, text
+    members = re.findall(r', "([^"]*)": ([0-9]+)', text[head.end():])
+    assert len(members) >= 3 and all(k not in ("name", "age") and 0 <= int(v) <= 9 for k, v in members), text
+    # pydantic's own model: extras of any type, read back into it.
+    r = client.chat.completions.parse(model="stories260K", messages=[{"role": "user", "content": "Who is it?"}],
+                                      max_tokens=60, temperature=0, logit_bias={"436": 10, "432": -100, "47": -100},
+                                      response_format=Card)
+    assert r.choices[0].finish_reason == "stop" and isinstance(r.choices[0].message.parsed, Card), r.choices[0]
+
+
 def test_openai_parse_with_tuples(server, client):
     """pydantic's tuple[X, Y] (prefixItems) and tuple[X, ...]: each position
     held to its own schema; the answer read back into the model."""
@@ -754,5 +789,8 @@ def test_openai_pydantic_function_tool(server, client):
     (call,) = r.choices[0].message.tool_calls
     assert isinstance(call.function.parsed_arguments, GetWeather), call
     assert 1 <= call.function.parsed_arguments.days <= 7
+
+
+
 
 

@@ -194,6 +194,16 @@ SCHEMAS = [
         "anything": {"type": "array"},
         "none": {"type": "array", "minItems": 0, "maxItems": 0}},
      "required": ["point", "row"]},
+    # Declared properties and keys of its own choosing after them
+    # (additionalProperties beside properties: pydantic's extra="allow"),
+    # never one of the declared names.
+    {"type": "object", "properties": {
+        "id": {"type": "integer"}, "name": {"type": "string"}, "nick": {"type": "string"},
+        "attrs": {"type": "object", "properties": {"a": {"type": "boolean"}, "ab": {"type": "null"}},
+                  "additionalProperties": {"type": "integer"}},
+        "tail": {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"],
+                 "additionalProperties": True}},
+     "required": ["id"], "additionalProperties": {"type": "string", "maxLength": 3}},
 ]
 
 # Strings of each format (the mutants give the rest).
@@ -345,6 +355,18 @@ def instance(rng, s, root=None, depth=0):
         lo = s.get("minItems", 0)
         hi = lo if depth >= DEEPEST and refers(s["items"]) else s.get("maxItems", lo + 3)
         return [instance(rng, s["items"], root, depth) for _ in range(rng.randint(lo, hi))]
+    extra = s.get("additionalProperties", False)
+    if "properties" in s and extra is not False:  # declared keys, then some of its own choosing
+        out = {}
+        req = set(s.get("required", []))
+        for k, sub in s["properties"].items():
+            if k in req or rng.random() < 0.6:
+                out[k] = instance(rng, sub, root, depth)
+        for _ in range(rng.randint(0, 2)):
+            key = rng.choice(["zz", "idx", "nam", "a b", "日", "", "abc", "x1"])
+            if key not in s["properties"]:
+                out[key] = instance(rng, extra, root, depth + 1) if isinstance(extra, dict) else any_value(rng, depth)
+        return out
     if "properties" not in s:  # keys of its own choosing
         extra = s.get("additionalProperties", True)
         return {rng.choice(KEYS): (instance(rng, extra, root, depth + 1) if isinstance(extra, dict)
@@ -386,6 +408,18 @@ NUMBER_DOCS = [
 ]
 
 
+# Keys of its own choosing against declared ones: a declared name as a free
+# key, keys sharing a declared one's beginning, free keys before declared.
+EXTRA_DOCS = [
+    '{"id": 1, "zz": "a"}', '{"id": 1, "id": "a"}', '{"id": 1, "name": "n", "nam": "x"}', '{"id": 1, "names": "x"}',
+    '{"id": 1, "zz": "a", "name": "n"}', '{"id": 1, "nick": "k", "name": "n"}', '{"id": 1, "nick": "k", "zz": "abc"}',
+    '{"id": 1, "zz": "abcd"}', '{"id": 1, "attrs": {"ab": null, "a": true}}', '{"id": 1, "attrs": {"a": true, "ab": 1}}',
+    '{"id": 1, "attrs": {"abc": 1, "b": 2}}', '{"id": 1, "attrs": {"ab": null, "a": 1}}', '{"id": 1, "attrs": {"a": 7}}',
+    '{"id": 1, "tail": {"x": 1, "y": [1, {"z": null}]}}', '{"id": 1, "tail": {"y": 1}}', '{"id": 1, "tail": {"x": 1, "x": 2}}',
+    '{"id": 1, "\\u0069d": "x"}', '{"id": 1, "i\\"d": "x"}', '{"id": 1, "": ""}', '{"zz": "a", "id": 1}',
+]
+
+
 # How deep instances of a recursive schema go (the engine unrolls to 8).
 DEEPEST = 4
 
@@ -415,7 +449,7 @@ def main():
             jsonschema.validate(inst, schema)
             # Escaped non-ASCII only where lengths are not bounded (a bounded
             # string is written without escapes).
-            text = json.dumps(inst, ensure_ascii=rng.random() < 0.3 and schema not in (SCHEMAS[7], SCHEMAS[9], SCHEMAS[14])).encode()
+            text = json.dumps(inst, ensure_ascii=rng.random() < 0.3 and schema not in (SCHEMAS[7], SCHEMAS[9], SCHEMAS[14], SCHEMAS[16])).encode()
             assert xgrammar_takes(text), text
             docs.add(text)
             docs.update(json_documents.mutants(rng, text, 8, MUTATION_BYTES))
@@ -428,6 +462,8 @@ def main():
             docs.update(d.encode() for d in BOUNDS_DOCS)
         if schema is SCHEMAS[12]:
             docs.update(d.encode() for d in NUMBER_DOCS)
+        if schema is SCHEMAS[16]:
+            docs.update(d.encode() for d in EXTRA_DOCS)
         verdicts = sorted((d.hex(), *xgrammar_reads(d)) for d in docs)
         accepted = sum(v for _, _, v in verdicts)
         print(f"schema {len(cases)}: {len(verdicts)} documents, {accepted} taken", file=sys.stderr)
