@@ -156,6 +156,13 @@ def server_factory():
         s.close()
 
 
+@pytest.fixture(scope="module")
+def client(server):
+    """The official openai client against the module's own `server` fixture."""
+    openai = pytest.importorskip("openai")
+    return openai.OpenAI(base_url=server.url("/v1"), api_key="unused", max_retries=0)
+
+
 @pytest.fixture(scope="session")
 def proto_modules(tmp_path_factory):
     """Python stubs for attnserve.v1, generated from the proto with grpcio-tools."""

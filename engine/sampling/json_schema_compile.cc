@@ -420,6 +420,13 @@ class Compiler {
                           bounded_arrays_.end());
   }
 
+  // A container that can only be empty: its text as a literal.
+  int Empty(const char* text, int parent, int index) {
+    const int id = Add(SchemaNode::Kind::kLiterals, parent, index);
+    out_.nodes[id].literals = {text};
+    return id;
+  }
+
   int Add(SchemaNode::Kind kind, int parent, int index) {
     SchemaNode n;
     n.kind = kind;
@@ -736,9 +743,7 @@ class Compiler {
       if (!child.ok()) return child.status();
       if (*child == kNever) {  // values past the recursion depth: only "{}"
         Drop(id);
-        const int empty = Add(SchemaNode::Kind::kLiterals, parent, index);
-        out_.nodes[empty].literals = {"{}"};
-        return empty;
+        return Empty("{}", parent, index);
       }
       out_.nodes[id].children.push_back(*child);
       return id;
@@ -819,9 +824,7 @@ class Compiler {
     if (items == s.end() && prefix == s.end() && (min_items > 0 || max_items >= 0)) {
       // xgrammar reads counts without items as an empty array.
       if (min_items > 0) return Unsupported(path, "'minItems' without 'items' is not supported");
-      const int empty = Add(SchemaNode::Kind::kLiterals, parent, index);
-      out_.nodes[empty].literals = {"[]"};
-      return empty;
+      return Empty("[]", parent, index);
     }
     const int id = Add(SchemaNode::Kind::kArray, parent, index);
     // Listed before the arrays inside it, so a refusal names the outermost.
@@ -866,9 +869,7 @@ class Compiler {
     a.prefix_items = positions;
     if (max_items == 0) {  // only "[]" (a tuple of none, or items past the recursion depth)
       Drop(id);
-      const int empty = Add(SchemaNode::Kind::kLiterals, parent, index);
-      out_.nodes[empty].literals = {"[]"};
-      return empty;
+      return Empty("[]", parent, index);
     }
     // A tuple without rest items counts by position; other bounded arrays
     // take one of the acceptor's count slots.

@@ -2,6 +2,7 @@
 #include "engine/sampling/number_range.h"
 
 #include <string>
+#include <utility>
 
 #include "engine/sampling/json_lexer.h"
 
@@ -24,6 +25,26 @@ __int128 Pow10(int n) {
 
 int FractionDigits(uint8_t flags) { return (flags & kCountMask) >> kCountShift; }
 
+// A range's bounds (kFar where a side has none) and unit, wide.
+struct Bounds {
+  __int128 lo, hi, unit;
+};
+
+Bounds BoundsOf(const NumberRange& r) {
+  return {r.has_min ? r.min : -kFar, r.has_max ? r.max : kFar, r.decimal ? kNumberGridUnit : 1};
+}
+
+// The magnitudes a text can reach from a reading that takes no more integer
+// digits (after a '.', or an integer part "0"): first..last.
+std::pair<__int128, __int128> ClosedSpan(const Bounds& b, uint64_t value, uint8_t flags) {
+  // "n." needs a digit: anything to n.999999; "n.ddd": n.ddd to n.ddd999;
+  // "0": 0 and any fraction.
+  if (!(flags & kDot)) return {0, b.unit - 1};
+  const int count = FractionDigits(flags);
+  const __int128 v = value;
+  return {v, v + (count == 0 ? b.unit : Pow10(kMaxFractionDigits - count)) - 1};
+}
+
 // Whether some text going on from this reading (or ending here, `whole`)
 // has a value within the range.
 bool Reachable(const NumberRange& r, uint64_t value, uint8_t flags, bool whole) {
@@ -32,25 +53,22 @@ bool Reachable(const NumberRange& r, uint64_t value, uint8_t flags, bool whole) 
   // "-" alone: a negative-signed value (or "-0.0", zero) lies in range,
   // since the lower bound is below zero and the range is not empty.
   if (!(flags & kDigits)) return true;
-  const __int128 lo = r.has_min ? r.min : -kFar, hi = r.has_max ? r.max : kFar;
-  const __int128 unit = r.decimal ? kNumberGridUnit : 1;
-  auto meets = [&](__int128 a, __int128 b) {  // magnitudes a..b with the sign
-    const __int128 vlo = negative ? -b : a, vhi = negative ? -a : b;
-    return vlo <= hi && vhi >= lo;
+  const Bounds b = BoundsOf(r);
+  auto meets = [&](__int128 first, __int128 last) {  // magnitudes first..last with the sign
+    const __int128 vlo = negative ? -last : first, vhi = negative ? -first : last;
+    return vlo <= b.hi && vhi >= b.lo;
   };
   const __int128 v = value;
   if (whole) return !(negative && value == 0 && !(flags & kDot)) && meets(v, v);  // never a bare "-0"
-  if (flags & kDot) {
-    // "n." needs a digit: anything to n.999999; "n.ddd": n.ddd to n.ddd999.
-    const int count = FractionDigits(flags);
-    return meets(v, v + (count == 0 ? unit : Pow10(kMaxFractionDigits - count)) - 1);
+  if ((flags & kDot) || value == 0) {
+    const auto [first, last] = ClosedSpan(b, value, flags);
+    return meets(first, last);
   }
-  if (value == 0) return meets(0, unit - 1);  // "0": a fraction may follow (a number's)
   // k more integer digits (and any fraction): magnitudes v*10^k up to
   // (v + unit)*10^k - 1.
   for (__int128 span = 1;; span *= 10) {
     const __int128 a = v * span;
-    if (meets(a, a + unit * span - 1)) return true;
+    if (meets(a, a + b.unit * span - 1)) return true;
     if (a > (__int128{1} << 70)) return false;
   }
 }
@@ -142,22 +160,17 @@ bool BoundedNumberEnds(const NumberRange& range, uint64_t value, uint8_t flags) 
 
 bool BoundedNumberIsFree(const NumberRange& r, uint64_t value, uint8_t flags) {
   const bool negative = flags & kNegative;
-  const __int128 lo = r.has_min ? r.min : -kFar, hi = r.has_max ? r.max : kFar;
-  const __int128 unit = r.decimal ? kNumberGridUnit : 1;
+  const Bounds b = BoundsOf(r);
   // "-": every negative value may follow (and a number's "-0.0", zero).
-  if (!(flags & kDigits)) return !r.has_min && hi >= (r.decimal ? 0 : -1);
-  auto within = [&](__int128 a, __int128 b) {  // magnitudes a..b with the sign
-    const __int128 vlo = negative ? -b : a, vhi = negative ? -a : b;
-    return vlo >= lo && vhi <= hi;
-  };
-  const __int128 v = value;
-  if (flags & kDot) {
-    const int count = FractionDigits(flags);
-    return within(v, v + (count == 0 ? unit : Pow10(kMaxFractionDigits - count)) - 1);
+  if (!(flags & kDigits)) return !r.has_min && b.hi >= (r.decimal ? 0 : -1);
+  if ((flags & kDot) || value == 0) {
+    const auto [first, last] = ClosedSpan(b, value, flags);
+    const __int128 vlo = negative ? -last : first, vhi = negative ? -first : last;
+    return vlo >= b.lo && vhi <= b.hi;
   }
-  if (value == 0) return within(0, unit - 1);
   // Integer digits that more may follow: magnitudes from v up, without end.
-  return negative ? !r.has_min && -v <= hi : !r.has_max && v >= lo;
+  const __int128 v = value;
+  return negative ? !r.has_min && -v <= b.hi : !r.has_max && v >= b.lo;
 }
 
 bool NumberRangeTakes(const NumberRange& range, std::string_view text) {

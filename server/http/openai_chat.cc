@@ -313,7 +313,8 @@ json ChatCompletionChunk(const v1::GenerateResponse& chunk, const CompletionIden
       // Each call's id and name once the name is whole, then its arguments
       // as they come; a list cut before its first name ends as content,
       // as ChatCompletionResponse has it.
-      stream->text += chunk.text();
+      // The text is kept only while it may still end as content.
+      if (stream->required.calls() == 0) stream->text += chunk.text();
       std::vector<RequiredToolCallsReader::Piece> pieces;
       stream->required.Feed(chunk.text(), &pieces);
       json calls = json::array();

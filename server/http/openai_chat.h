@@ -55,7 +55,7 @@ nlohmann::json ChatRoleChunk(const CompletionIdentity& id, int index, ChunkUsage
 // What a stream of one chat choice has sent so far (tool calls need it).
 struct ChatChoiceStream {
   bool tool_call_opened = false;     // a named call's id and name went out
-  std::string text;                  // tool_choice "required" / "auto": the answer so far
+  std::string text;                  // "auto": the answer so far; "required": until a call opens
   bool content = false;              // "auto": the answer is not calls, now streamed as content
   RequiredToolCallsReader required;  // "required": the calls read so far
 };

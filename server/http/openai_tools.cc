@@ -9,6 +9,7 @@
 #include "engine/tokenizers/python_json.h"
 #include "server/http/json_body.h"
 #include "server/http/json_fields.h"
+#include "server/http/json_value_end.h"
 #include "server/http/required_tool_calls.h"
 
 namespace attnserve {
@@ -177,25 +178,9 @@ std::optional<json> Llama3JsonToolCalls(const std::string& text, const std::stri
     // Python's raw_decode of one object from `at`: its end is where its
     // braces close (strings and escapes skipped), then the text must parse.
     if (text[at] != '{') return std::nullopt;
+    JsonValueEnd scan;
     size_t end = at;
-    int depth = 0;
-    bool in_string = false;
-    for (; end < text.size(); ++end) {
-      const char c = text[end];
-      if (in_string) {
-        if (c == '\\') {
-          ++end;
-        } else if (c == '"') {
-          in_string = false;
-        }
-      } else if (c == '"') {
-        in_string = true;
-      } else if (c == '{' || c == '[') {
-        ++depth;
-      } else if ((c == '}' || c == ']') && --depth == 0) {
-        break;
-      }
-    }
+    while (end < text.size() && !scan.Feed(text[end])) ++end;
     if (end >= text.size()) return std::nullopt;
     const ojson call = ojson::parse(text.substr(at, end + 1 - at), nullptr, /*allow_exceptions=*/false);
     if (!call.is_object()) return std::nullopt;

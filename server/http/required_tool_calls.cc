@@ -39,8 +39,7 @@ void RequiredToolCallsReader::Feed(absl::string_view text, std::vector<Piece>* p
             break;
           case Next::kArguments:
             state_ = State::kArguments;
-            depth_ = 0;
-            in_string_ = escaped_ = false;
+            arguments_end_ = JsonValueEnd();
             break;
           case Next::kCallEnd:
             state_ = State::kBetween;
@@ -65,29 +64,14 @@ void RequiredToolCallsReader::Feed(absl::string_view text, std::vector<Piece>* p
         escaped_ = !escaped_ && c == '\\';
         name_ += c;
         break;
-      case State::kArguments: {
-        if (depth_ == 0 && c != '{') {
+      case State::kArguments:
+        if (arguments_end_.depth() == 0 && c != '{') {
           state_ = State::kBroken;
           return;
         }
         piece().arguments += c;
-        if (in_string_) {
-          if (escaped_) {
-            escaped_ = false;
-          } else if (c == '\\') {
-            escaped_ = true;
-          } else if (c == '"') {
-            in_string_ = false;
-          }
-        } else if (c == '"') {
-          in_string_ = true;
-        } else if (c == '{' || c == '[') {
-          ++depth_;
-        } else if ((c == '}' || c == ']') && --depth_ == 0) {
-          Expect("}", Next::kCallEnd);
-        }
+        if (arguments_end_.Feed(c)) Expect("}", Next::kCallEnd);
         break;
-      }
       case State::kBetween:
         if (c == ']') {
           state_ = State::kDone;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "server/http/json_value_end.h"
 
 namespace attnserve {
 
@@ -48,9 +49,8 @@ class RequiredToolCallsReader {
   std::string literal_ = "[{\"name\": \"";  // kLiteral: the text still expected
   Next next_ = Next::kName;                 // kLiteral: what follows it
   std::string name_;                        // kName: the name's text so far (JSON escapes as written)
-  bool escaped_ = false;                    // kName / kArguments: after a backslash in a string
-  bool in_string_ = false;                  // kArguments
-  int depth_ = 0;                           // kArguments: braces and brackets open
+  bool escaped_ = false;                    // kName: after a backslash
+  JsonValueEnd arguments_end_;              // kArguments: where the object ends
   int calls_ = 0;
 };
 

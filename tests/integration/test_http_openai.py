@@ -74,12 +74,6 @@ def hold_prompt_in_cache(server, ids):
     return conn
 
 
-@pytest.fixture(scope="module")
-def client(server):
-    openai = pytest.importorskip("openai")
-    return openai.OpenAI(base_url=server.url("/v1"), api_key="unused", max_retries=0)
-
-
 def test_models_lists_both_models(client):
     models = client.models.list().data
     ids = [m.id for m in models]

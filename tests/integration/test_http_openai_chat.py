@@ -42,12 +42,6 @@ def server(chat_gguf):
     s.close()
 
 
-@pytest.fixture(scope="module")
-def client(server):
-    openai = pytest.importorskip("openai")
-    return openai.OpenAI(base_url=server.url("/v1"), api_key="unused", max_retries=0)
-
-
 def native_greedy(server, ids, max_new_tokens, logprobs=0):
     """The native API's greedy continuation of `ids`: (text, response json)."""
     import http.client

@@ -55,12 +55,6 @@ def server():
     s.close()
 
 
-@pytest.fixture(scope="module")
-def client(server):
-    openai = pytest.importorskip("openai")
-    return openai.OpenAI(base_url=server.url("/v1"), api_key="unused", max_retries=0)
-
-
 def tokenize_text(server, text):
     import http.client
     conn = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=60)
