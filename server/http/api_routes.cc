@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "engine/core/status_macros.h"
 #include "server/core/api_key.h"
 #include "server/core/proto_convert.h"
 #include "server/core/request_log.h"
@@ -22,6 +23,7 @@
 #include "server/http/openai_api.h"
 #include "server/http/openai_chat.h"
 #include "server/http/result_channels.h"
+#include "server/http/score_api.h"
 #include "server/status_util.h"
 
 namespace attnserve {
@@ -110,32 +112,46 @@ class Gateway {
   }
 
   void Encode(const HttpRequest& request, HttpResponseWriter& w) {
-    const std::string id = RequestId(request, w);
-    absl::StatusOr<v1::EncodeRequest> parsed = ParseEncodeRequest(request.body);
-    if (!parsed.ok()) return Refuse(w, "Encode", parsed.status(), id);
-    auto control = NewControl(request, w, "Encode", id);
-    if (control == nullptr) return;
-    std::optional<absl::StatusOr<v1::EncodeResponse>> waited = RunEncode(*parsed, control, w);
-    if (!waited.has_value()) return ClientGone(control, "Encode");
-    absl::StatusOr<v1::EncodeResponse>& response = *waited;
-    if (!response.ok()) return Fail(w, "Encode", response.status());
-    Finish("Encode", absl::OkStatus());
-    w.Send(200, kJson, ProtoToJson(*response));
+    ServeEncode(request, w, ErrorStyle::kNative, ParseEncodeRequest(request.body), Itself,
+                [](const v1::EncodeRequest&, const v1::EncodeResponse& response, const std::string&) {
+                  return ProtoToJson(response);
+                });
   }
 
   void Embeddings(const HttpRequest& request, HttpResponseWriter& w) {
-    const std::string id = RequestId(request, w);
-    absl::StatusOr<EmbeddingsCall> call = ParseEmbeddingsRequest(request.body);
-    if (!call.ok()) return Refuse(w, "Encode", call.status(), id);
-    auto control = NewControl(request, w, "Encode", id);
-    if (control == nullptr) return;
-    std::optional<absl::StatusOr<v1::EncodeResponse>> waited = RunEncode(call->request, control, w);
-    if (!waited.has_value()) return ClientGone(control, "Encode");
-    absl::StatusOr<v1::EncodeResponse>& response = *waited;
-    if (!response.ok()) return Fail(w, "Encode", WithOpenAiFieldNames(response.status()));
-    Finish("Encode", absl::OkStatus());
-    const std::string model = response->model().empty() ? backend_.encoder_name : response->model();
-    w.Send(200, kJson, Dump(EmbeddingsResponse(*response, model, call->base64)));
+    ServeEncode(
+        request, w, ErrorStyle::kNative, ParseEmbeddingsRequest(request.body),
+        [](const EmbeddingsCall& call) -> const v1::EncodeRequest& { return call.request; },
+        [this](const EmbeddingsCall& call, const v1::EncodeResponse& response, const std::string&) {
+          return Dump(EmbeddingsResponse(response, EncoderName(response), call.base64));
+        },
+        WithOpenAiFieldNames);
+  }
+
+  // vLLM's /score and /rerank with an embedding model, and TEI's
+  // /similarity: cosine similarities of pooled embeddings (score_api.h).
+  void Score(const HttpRequest& request, HttpResponseWriter& w) {
+    ServeScore(request, w, ErrorStyle::kNative, ParseScoreRequest(request.body),
+               [this](const ScoreCall&, const std::vector<double>& scores, const v1::EncodeResponse& response,
+                      const std::string& id) {
+                 return Dump(ScoreResponse(scores, response.usage().prompt_tokens(), "score-" + id,
+                                           EncoderName(response), absl::ToUnixSeconds(absl::Now())));
+               });
+  }
+
+  void Rerank(const HttpRequest& request, HttpResponseWriter& w) {
+    ServeScore(request, w, ErrorStyle::kNative, ParseRerankRequest(request.body),
+               [this](const ScoreCall& call, const std::vector<double>& scores, const v1::EncodeResponse& response,
+                      const std::string& id) {
+                 return Dump(RerankResponse(call, scores, response.usage().prompt_tokens(), "rerank-" + id,
+                                            EncoderName(response)));
+               });
+  }
+
+  void TeiSimilarity(const HttpRequest& request, HttpResponseWriter& w) {
+    ServeScore(request, w, ErrorStyle::kTei, ParseSimilarityRequest(request.body),
+               [](const ScoreCall&, const std::vector<double>& scores, const v1::EncodeResponse&,
+                  const std::string&) { return Dump(SimilarityResponse(scores)); });
   }
 
   void Generate(const HttpRequest& request, HttpResponseWriter& w) {
@@ -272,20 +288,19 @@ class Gateway {
   void TgiGenerate(const HttpRequest& request, HttpResponseWriter& w) { TgiGenerateCall(request, w, false); }
   void TgiGenerateStream(const HttpRequest& request, HttpResponseWriter& w) { TgiGenerateCall(request, w, true); }
 
-  // TEI's /embed: a list of embeddings.
+  // TEI's /embed: a list of embeddings; /embed_all: each input's token states.
   void TeiEmbed(const HttpRequest& request, HttpResponseWriter& w) {
-    constexpr ErrorStyle kTei = ErrorStyle::kTei;
-    const std::string id = RequestId(request, w);
-    absl::StatusOr<v1::EncodeRequest> parsed = ParseTeiEmbedRequest(request.body);
-    if (!parsed.ok()) return Refuse(w, "Encode", parsed.status(), id, kTei);
-    auto control = NewControl(request, w, "Encode", id, kTei);
-    if (control == nullptr) return;
-    std::optional<absl::StatusOr<v1::EncodeResponse>> waited = RunEncode(*parsed, control, w);
-    if (!waited.has_value()) return ClientGone(control, "Encode");
-    absl::StatusOr<v1::EncodeResponse>& response = *waited;
-    if (!response.ok()) return Fail(w, "Encode", response.status(), kTei);
-    Finish("Encode", absl::OkStatus());
-    w.Send(200, kJson, Dump(TeiEmbedResponse(*response)));
+    ServeEncode(request, w, ErrorStyle::kTei, ParseTeiEmbedRequest(request.body), Itself,
+                [](const v1::EncodeRequest&, const v1::EncodeResponse& response, const std::string&) {
+                  return Dump(TeiEmbedResponse(response));
+                });
+  }
+
+  void TeiEmbedAll(const HttpRequest& request, HttpResponseWriter& w) {
+    ServeEncode(request, w, ErrorStyle::kTei, ParseTeiEmbedAllRequest(request.body), Itself,
+                [](const v1::EncodeRequest&, const v1::EncodeResponse& response, const std::string&) {
+                  return Dump(TeiEmbedAllResponse(response));
+                });
   }
 
   // Tokenize, Detokenize and GetModelInfo answer at once on the handler's
@@ -447,6 +462,49 @@ class Gateway {
     return channel;
   }
 
+  static const v1::EncodeRequest& Itself(const v1::EncodeRequest& request) { return request; }
+  static absl::Status AsIs(const absl::Status& status) { return status; }
+
+  std::string EncoderName(const v1::EncodeResponse& response) const {
+    return response.model().empty() ? backend_.encoder_name : response.model();
+  }
+
+  // One Encode call read from the body by a route's parser (`parsed`):
+  // `request_of(call)` runs, and `answer(call, response, request id)` makes
+  // the 200 body (or fails); a failure of the call goes through `rename` (the route's field names)
+  // and is answered in `style`.
+  template <typename Call, typename RequestOf, typename Answer, typename Rename = decltype(&AsIs)>
+  void ServeEncode(const HttpRequest& request, HttpResponseWriter& w, ErrorStyle style,
+                   const absl::StatusOr<Call>& parsed, RequestOf request_of, Answer answer, Rename rename = AsIs) {
+    const std::string id = RequestId(request, w);
+    if (!parsed.ok()) return Refuse(w, "Encode", parsed.status(), id, style);
+    auto control = NewControl(request, w, "Encode", id, style);
+    if (control == nullptr) return;
+    std::optional<absl::StatusOr<v1::EncodeResponse>> waited = RunEncode(request_of(*parsed), control, w);
+    if (!waited.has_value()) return ClientGone(control, "Encode");
+    const absl::StatusOr<v1::EncodeResponse>& response = *waited;
+    if (!response.ok()) return Fail(w, "Encode", rename(response.status()), style);
+    absl::StatusOr<std::string> body = answer(*parsed, *response, id);
+    if (!body.ok()) return Fail(w, "Encode", body.status(), style);
+    Finish("Encode", absl::OkStatus());
+    w.Send(200, kJson, *body);
+  }
+
+  // A scoring call: the pairs' cosine similarities, answered by
+  // `answer(call, scores, response, request id)`.
+  template <typename Answer>
+  void ServeScore(const HttpRequest& request, HttpResponseWriter& w, ErrorStyle style,
+                  const absl::StatusOr<ScoreCall>& parsed, Answer answer) {
+    ServeEncode(
+        request, w, style, parsed, [](const ScoreCall& call) -> const v1::EncodeRequest& { return call.request; },
+        [&answer](const ScoreCall& call, const v1::EncodeResponse& response,
+                  const std::string& id) -> absl::StatusOr<std::string> {
+          ASSIGN_OR_RETURN(const std::vector<double> scores, PairScores(call, response));
+          return answer(call, scores, response, id);
+        },
+        [&parsed](const absl::Status& status) { return WithScoreFieldNames(status, *parsed); });
+  }
+
   // The result, or nullopt when the client left first (then the request is
   // still queued or running; the caller cancels it).
   std::optional<absl::StatusOr<v1::EncodeResponse>> RunEncode(const v1::EncodeRequest& request,
@@ -591,6 +649,16 @@ std::map<std::string, HttpHandler> ApiRoutes(GatewayBackend backend, ServerMetri
   routes["/generate_stream"] =
       Route("POST", "Generate", kInference, gateway, &Gateway::TgiGenerateStream, ErrorStyle::kTgi);
   routes["/embed"] = Route("POST", "Encode", kInference, gateway, &Gateway::TeiEmbed, ErrorStyle::kTei);
+  routes["/embed_all"] = Route("POST", "Encode", kInference, gateway, &Gateway::TeiEmbedAll, ErrorStyle::kTei);
+  routes["/similarity"] = Route("POST", "Encode", kInference, gateway, &Gateway::TeiSimilarity, ErrorStyle::kTei);
+  // vLLM's scoring routes (rerank in Jina's and Cohere's shape; /v2/rerank is
+  // the path Cohere's v2 client posts to).
+  for (const char* path : {"/score", "/v1/score"}) {
+    routes[path] = Route("POST", "Encode", kInference, gateway, &Gateway::Score);
+  }
+  for (const char* path : {"/rerank", "/v1/rerank", "/v2/rerank"}) {
+    routes[path] = Route("POST", "Encode", kInference, gateway, &Gateway::Rerank);
+  }
   return routes;
 }
 

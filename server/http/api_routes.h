@@ -19,6 +19,11 @@
 //                              TGI's compat route), errors in TGI's shape
 //   POST /generate_stream      TGI's token stream (SSE, no [DONE])
 //   POST /embed                TEI's embed: [[f32, ...], ...]
+//   POST /embed_all            TEI's token states: [[[f32, ...]]]
+//   POST /similarity           TEI's sentence similarity: [f32, ...]
+//   POST /v1/score, /score     vLLM's score (cosine of encoder embeddings)
+//   POST /v1/rerank, /rerank, /v2/rerank
+//                              vLLM's rerank (Jina's and Cohere's shape)
 //
 // Handlers run on civetweb worker threads and block there until the core's
 // callbacks (which only queue results and return) deliver the answer. A

@@ -308,20 +308,11 @@ json TgiError(const absl::Status& status) {
   return json{{"error", SanitizeUtf8(status.message())}, {"error_type", type}};
 }
 
-absl::StatusOr<v1::EncodeRequest> ParseTeiEmbedRequest(absl::string_view body) {
-  ASSIGN_OR_RETURN(const json root, ParseJsonObject(body));
-  v1::EncodeRequest request;
-  const json* inputs = Field(root, "inputs");
-  if (inputs == nullptr) return absl::InvalidArgumentError("inputs: required");
-  RETURN_IF_ERROR(AddEncodeInputs(*inputs, "inputs", &request));
-  if (request.inputs_size() == 0) return absl::InvalidArgumentError("inputs: must not be empty");
-  bool normalize = true;
-  RETURN_IF_ERROR(Optional<bool>(root, "normalize", BoolField, [&](bool v) { normalize = v; }));
-  request.set_normalize(normalize);
+absl::Status ReadTeiTruncation(const json& object, v1::EncodeRequest* request) {
   bool truncate = false;
-  RETURN_IF_ERROR(Optional<bool>(root, "truncate", BoolField, [&](bool v) { truncate = v; }));
-  request.set_truncation(truncate ? v1::TRUNCATION_END : v1::TRUNCATION_NONE);
-  if (const json* direction = Field(root, "truncation_direction"); direction != nullptr) {
+  RETURN_IF_ERROR(Optional<bool>(object, "truncate", BoolField, [&](bool v) { truncate = v; }));
+  request->set_truncation(truncate ? v1::TRUNCATION_END : v1::TRUNCATION_NONE);
+  if (const json* direction = Field(object, "truncation_direction"); direction != nullptr) {
     if (!direction->is_string()) return TypeError("truncation_direction", "\"right\" or \"left\"", *direction);
     const std::string d = absl::AsciiStrToLower(direction->get<std::string>());
     if (d != "right" && d != "left") {
@@ -330,9 +321,35 @@ absl::StatusOr<v1::EncodeRequest> ParseTeiEmbedRequest(absl::string_view body) {
     }
     if (d == "left" && truncate) return Unsupported("truncation_direction", "inputs are cut at the end only");
   }
-  if (Field(root, "prompt_name") != nullptr) return Unsupported("prompt_name", "no prompts are configured");
+  if (Field(object, "prompt_name") != nullptr) return Unsupported("prompt_name", "no prompts are configured");
+  return absl::OkStatus();
+}
+
+namespace {
+
+// TEI's {"inputs", "truncate", "truncation_direction", "prompt_name"},
+// shared by /embed and /embed_all.
+absl::StatusOr<std::pair<json, v1::EncodeRequest>> ParseTeiInputs(absl::string_view body) {
+  ASSIGN_OR_RETURN(json root, ParseJsonObject(body));
+  v1::EncodeRequest request;
+  const json* inputs = Field(root, "inputs");
+  if (inputs == nullptr) return absl::InvalidArgumentError("inputs: required");
+  RETURN_IF_ERROR(AddEncodeInputs(*inputs, "inputs", &request));
+  if (request.inputs_size() == 0) return absl::InvalidArgumentError("inputs: must not be empty");
+  RETURN_IF_ERROR(ReadTeiTruncation(root, &request));
+  return std::make_pair(std::move(root), std::move(request));
+}
+
+}  // namespace
+
+absl::StatusOr<v1::EncodeRequest> ParseTeiEmbedRequest(absl::string_view body) {
+  ASSIGN_OR_RETURN(auto parsed, ParseTeiInputs(body));
+  auto& [root, request] = parsed;
+  bool normalize = true;
+  RETURN_IF_ERROR(Optional<bool>(root, "normalize", BoolField, [&](bool v) { normalize = v; }));
+  request.set_normalize(normalize);
   if (Field(root, "dimensions") != nullptr) return Unsupported("dimensions", "the embedding size is fixed by the model");
-  return request;
+  return std::move(request);
 }
 
 json TeiEmbedResponse(const v1::EncodeResponse& response) {
@@ -340,6 +357,31 @@ json TeiEmbedResponse(const v1::EncodeResponse& response) {
   for (const v1::EncodeResult& result : response.results()) {
     const auto& values = result.embedding().values();
     out.push_back(json(std::vector<float>(values.begin(), values.end())));
+  }
+  return out;
+}
+
+absl::StatusOr<v1::EncodeRequest> ParseTeiEmbedAllRequest(absl::string_view body) {
+  ASSIGN_OR_RETURN(auto parsed, ParseTeiInputs(body));
+  v1::EncodeRequest& request = parsed.second;
+  request.set_pooling(v1::POOLING_NONE);
+  // The last layer's states as they are: the model's Normalize module (which
+  // the encoder applies by default) belongs to the pooled embedding.
+  request.set_normalize(false);
+  return std::move(request);
+}
+
+json TeiEmbedAllResponse(const v1::EncodeResponse& response) {
+  json out = json::array();
+  for (const v1::EncodeResult& result : response.results()) {
+    const v1::Tensor& states = result.embedding();
+    const int64_t width = states.shape_size() == 2 ? states.shape(1) : 0;
+    json rows = json::array();
+    for (int64_t start = 0; width > 0 && start + width <= states.values_size(); start += width) {
+      rows.push_back(json(std::vector<float>(states.values().begin() + start,
+                                             states.values().begin() + start + width)));
+    }
+    out.push_back(std::move(rows));
   }
   return out;
 }

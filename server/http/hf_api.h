@@ -80,6 +80,20 @@ absl::StatusOr<v1::EncodeRequest> ParseTeiEmbedRequest(absl::string_view body);
 // [[f32, ...], ...]: one embedding per input, in order.
 nlohmann::json TeiEmbedResponse(const v1::EncodeResponse& response);
 
+// TEI's /embed_all: {"inputs", "truncate", "truncation_direction",
+// "prompt_name"}, answered with every token's last hidden state, special
+// tokens included and not normalised (POOLING_NONE).
+absl::StatusOr<v1::EncodeRequest> ParseTeiEmbedAllRequest(absl::string_view body);
+
+// [[[f32, ...] per token] per input].
+nlohmann::json TeiEmbedAllResponse(const v1::EncodeResponse& response);
+
+// TEI's "truncate" (default false: an input over the model's length is
+// refused), "truncation_direction" ("right"; "left" only without truncation)
+// and "prompt_name" (refused: no prompts are configured) of `object` onto
+// `request`.
+absl::Status ReadTeiTruncation(const nlohmann::json& object, v1::EncodeRequest* request);
+
 // {"error": message, "error_type": "Validation" | "Overloaded" | ...} as TEI
 // writes it.
 nlohmann::json TeiError(const absl::Status& status);

@@ -38,7 +38,8 @@ def post(server, path, body, timeout=60):
 
 
 GENERATE_PATHS = ["/v1/generate", "/v1/generate_stream"]
-ALL_PATHS = ["/v1/encode", *GENERATE_PATHS, "/v1/embeddings", "/v1/completions", "/v1/chat/completions"]
+ALL_PATHS = ["/v1/encode", *GENERATE_PATHS, "/v1/embeddings", "/v1/completions", "/v1/chat/completions",
+             "/v1/score", "/v1/rerank"]
 USER = [{"role": "user", "content": "a"}]
 GOOD_PROMPT = {"token_ids": {"ids": [1, 403]}}
 
@@ -55,6 +56,12 @@ CASES = [
     *[(p, {**GOOD_PROMPT, "sampling": {"max_new_tokens": "many"}}, 400, "max_new_tokens") for p in GENERATE_PATHS],
     *[(p, {**GOOD_PROMPT, "sampling": {"temperature": [1]}}, 400, "temperature") for p in GENERATE_PATHS],
     ("/v1/embeddings", {"model": "m", "input": ["a", 3]}, 400, "input[1]"),
+    ("/v1/score", {"text_1": "a", "text_2": [["a"]]}, 400, "text_2[0]: must be a string"),
+    ("/v1/score", b'{"text_1": "a", "text_2": "\xff"}', 400, "text_2"),
+    ("/v1/score", {"text_1": "a", "text_2": ["b"] * 2000}, 400, "too many texts: 2001 to encode"),
+    ("/v1/rerank", {"query": "a", "documents": ["b", 7]}, 400, "documents[1]"),
+    ("/v1/rerank", {"query": "a", "documents": ["b"], "top_n": "all"}, 400, "top_n"),
+    ("/v1/rerank", b'{"query": "a", "documents": ["\xed\xa0\x80"]}', 400, "documents[0]"),
     ("/v1/completions", {"model": "m", "prompt": "a", "max_tokens": "5"}, 400, "max_tokens"),
     ("/v1/completions", {"model": "m", "prompt": {"text": "a"}}, 400, "prompt"),
     # unknown fields on the native doors
@@ -156,7 +163,8 @@ CASES = [
 # {"error": message, "error_type": ...}, TGI with its 422 for invalid input.
 HF_CASES = [
     *[(p, b'{"inputs": ', s, t, "not valid JSON") for p, s, t in
-      [("/generate", 422, "validation"), ("/generate_stream", 422, "validation"), ("/embed", 400, "Validation")]],
+      [("/generate", 422, "validation"), ("/generate_stream", 422, "validation"), ("/embed", 400, "Validation"),
+       ("/embed_all", 400, "Validation"), ("/similarity", 400, "Validation")]],
     ("/generate", b'{"inputs": "\xff\xfe"}', 422, "validation", "UTF-8"),
     ("/embed", b'{"inputs": "\xc3"}', 400, "Validation", "UTF-8"),
     ("/generate", {"inputs": 5}, 422, "validation", "inputs: must be a string"),
@@ -169,6 +177,10 @@ HF_CASES = [
     ("/embed", {"inputs": []}, 400, "Validation", "inputs: must not be empty"),
     ("/embed", {"inputs": [[1, 999999]]}, 400, "Validation", "999999"),
     ("/embed", {"inputs": "a", "truncate": "yes"}, 400, "Validation", "truncate: must be a boolean"),
+    ("/embed_all", {"inputs": [[1, 999999]]}, 400, "Validation", "999999"),
+    ("/similarity", {"inputs": {"source_sentence": "a", "sentences": ["b", None]}}, 400, "Validation",
+     "inputs.sentences[1]: must be a string"),
+    ("/similarity", b'{"inputs": {"source_sentence": "\xc3", "sentences": ["b"]}}', 400, "Validation", "UTF-8"),
 ]
 
 

@@ -260,5 +260,34 @@ TEST(TeiEmbedTest, ResponseIsAListOfEmbeddingsAndErrorsAreTeiShaped) {
   EXPECT_EQ(TeiError(absl::UnavailableError("d"))["error_type"], "Unhealthy");
 }
 
+TEST(TeiEmbedAllTest, TokenStatesUnpooledAndTheSameTruncationRules) {
+  absl::StatusOr<v1::EncodeRequest> r = ParseTeiEmbedAllRequest(R"({"inputs": ["a b", [101, 102]], "truncate": true})");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->pooling(), v1::POOLING_NONE);
+  ASSERT_TRUE(r->has_normalize());  // TEI's embed_all returns the states as they are,
+  EXPECT_FALSE(r->normalize());     // not the model's default (normalised for MiniLM)
+  EXPECT_EQ(r->truncation(), v1::TRUNCATION_END);
+  ASSERT_EQ(r->inputs_size(), 2);
+  EXPECT_EQ(r->inputs(1).token_ids().ids_size(), 2);
+  r = ParseTeiEmbedAllRequest(R"({"inputs": "a"})");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->truncation(), v1::TRUNCATION_NONE);
+  for (const char* body : {R"({})", R"({"inputs": []})", R"({"inputs": "a", "prompt_name": "q"})",
+                           R"({"inputs": "a", "truncation_direction": 1})"}) {
+    EXPECT_EQ(ParseTeiEmbedAllRequest(body).status().code(), absl::StatusCode::kInvalidArgument) << body;
+  }
+
+  v1::EncodeResponse response;
+  v1::Tensor* states = response.add_results()->mutable_embedding();  // 2 tokens of width 3
+  states->add_shape(2);
+  states->add_shape(3);
+  for (float v : {1.f, 2.f, 3.f, 4.f, 5.f, 6.f}) states->add_values(v);
+  v1::Tensor* one = response.add_results()->mutable_embedding();  // 1 token of width 3
+  one->add_shape(1);
+  one->add_shape(3);
+  for (float v : {7.f, 8.f, 9.f}) one->add_values(v);
+  EXPECT_EQ(TeiEmbedAllResponse(response), json({{{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}}, {{7.0, 8.0, 9.0}}}));
+}
+
 }  // namespace
 }  // namespace attnserve

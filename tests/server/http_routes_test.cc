@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <thread>
 #include <vector>
 
@@ -25,6 +26,7 @@ namespace {
 
 using ::nlohmann::json;
 using ::testing::HasSubstr;
+using ::testing::StartsWith;
 
 // A stand-in for InferenceCore. Encode embeds each input as [len, 1, 2];
 // Generate streams "t0 ", "t1 ", ... on its own thread (as the scheduler
@@ -67,10 +69,23 @@ class FakeCore {
       if (r.inputs_size() == 0) return done(absl::InvalidArgumentError("inputs: at least one input is required"));
       if (r.inputs(0).text() == "full") return done(absl::ResourceExhaustedError("queue is full (--max-queue=1)"));
       v1::EncodeResponse response;
-      for (const v1::EncodeInput& in : r.inputs()) {
+      for (int i = 0; i < r.inputs_size(); ++i) {
+        const std::string& text = r.inputs(i).text();
+        if (text == "long") {
+          return done(absl::InvalidArgumentError(absl::StrCat(
+              "inputs[", i, "]: the input has 600 tokens; the model's limit is 256 tokens (truncation is off)")));
+        }
         v1::Tensor* t = response.add_results()->mutable_embedding();
+        if (r.pooling() == v1::POOLING_NONE) {  // a row (k, 1, 2) per byte k
+          t->add_shape(static_cast<int64_t>(text.size()));
+          t->add_shape(3);
+          for (size_t k = 0; k < text.size(); ++k) {
+            for (float v : {static_cast<float>(k), 1.0f, 2.0f}) t->add_values(v);
+          }
+          continue;
+        }
         t->add_shape(3);
-        t->add_values(static_cast<float>(in.text().size()));
+        t->add_values(static_cast<float>(text.size()));
         t->add_values(1);
         t->add_values(2);
       }
@@ -444,6 +459,77 @@ TEST_F(HttpRoutesTest, EmbeddingsAndModels) {
   EXPECT_EQ(j["data"][1]["id"], "fake-encoder");
 }
 
+// The fake's embedding of a text is (bytes, 1, 2), so a pair's cosine is
+// known in closed form.
+double FakeCosine(double a, double b) { return (a * b + 5) / (std::sqrt(a * a + 5) * std::sqrt(b * b + 5)); }
+
+TEST_F(HttpRoutesTest, ScoreRerankAndSimilarityAnswerCosinesOfOneEncodeCall) {
+  Reply r = Post("/v1/score", R"({"model": "m", "text_1": "abc", "text_2": ["abc", "a", "abcdefgh"]})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  json j = json::parse(r.body);
+  EXPECT_EQ(j["object"], "list");
+  EXPECT_EQ(j["model"], "fake-encoder");
+  EXPECT_THAT(j["id"].get<std::string>(), StartsWith("score-"));
+  ASSERT_EQ(j["data"].size(), 3u);
+  EXPECT_EQ(j["data"][1]["index"], 1);
+  EXPECT_EQ(j["data"][1]["object"], "score");
+  EXPECT_NEAR(j["data"][0]["score"].get<double>(), 1.0, 1e-12);
+  EXPECT_NEAR(j["data"][1]["score"].get<double>(), FakeCosine(3, 1), 1e-12);
+  EXPECT_NEAR(j["data"][2]["score"].get<double>(), FakeCosine(3, 8), 1e-12);
+  EXPECT_EQ(j["usage"]["prompt_tokens"], 8);  // the fake counts 2 a text: 4 texts, "abc" once
+  EXPECT_EQ(core_.calls(), 1);
+
+  r = Post("/rerank", R"({"query": "abc", "documents": ["a", {"text": "abcd"}, "abcdefgh"], "top_n": 2})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  j = json::parse(r.body);
+  ASSERT_EQ(j["results"].size(), 2u);
+  EXPECT_EQ(j["results"][0]["index"], 1);
+  EXPECT_EQ(j["results"][0]["document"]["text"], "abcd");
+  EXPECT_NEAR(j["results"][0]["relevance_score"].get<double>(), FakeCosine(3, 4), 1e-12);
+  EXPECT_EQ(j["results"][1]["index"], 2);
+  for (const char* path : {"/v1/rerank", "/v2/rerank", "/score"}) {
+    EXPECT_EQ(Post(path, R"({"query": "a", "documents": ["b"], "text_1": "a", "text_2": "b"})").status, 200) << path;
+  }
+
+  r = Post("/similarity", R"({"inputs": {"source_sentence": "ab", "sentences": ["ab", "abcdef"]}})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  j = json::parse(r.body);
+  ASSERT_TRUE(j.is_array());
+  ASSERT_EQ(j.size(), 2u);
+  EXPECT_NEAR(j[0].get<double>(), 1.0, 1e-6);
+  EXPECT_NEAR(j[1].get<double>(), FakeCosine(2, 6), 1e-6);
+}
+
+TEST_F(HttpRoutesTest, ScoreErrorsNameTheClientsFields) {
+  Reply r = Post("/v1/score", R"({"text_1": ["a", "b"], "text_2": ["a", "b", "c"]})");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_THAT(r.body, HasSubstr("1:1, 1:N or N:N"));
+  EXPECT_EQ(core_.calls(), 0);
+  r = Post("/v1/rerank", R"({"query": "a", "documents": ["b", "long"]})");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_THAT(json::parse(r.body)["error"]["message"].get<std::string>(),
+              StartsWith("documents[1]: the input has 600 tokens"));
+  r = Post("/similarity", R"({"inputs": {"source_sentence": "a", "sentences": ["long"]}})");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(json::parse(r.body)["error_type"], "Validation");  // TEI's shape
+  EXPECT_THAT(json::parse(r.body)["error"].get<std::string>(), StartsWith("inputs.sentences[0]: the input has"));
+  r = Post("/v1/score", R"({"text_1": "full", "text_2": "b"})");
+  EXPECT_EQ(r.status, 429);
+  EXPECT_EQ(r.headers["retry-after"], "1");
+}
+
+TEST_F(HttpRoutesTest, EmbedAllAnswersEveryTokensState) {
+  Reply r = Post("/embed_all", R"({"inputs": ["ab", "xyz"]})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body), json({{{0.0, 1.0, 2.0}, {1.0, 1.0, 2.0}},
+                                       {{0.0, 1.0, 2.0}, {1.0, 1.0, 2.0}, {2.0, 1.0, 2.0}}}));
+  r = Post("/embed_all", R"({"inputs": "a", "normalize": true})");
+  EXPECT_EQ(r.status, 200) << r.body;  // TEI's embed_all has no normalize; unknown fields are ignored
+  r = Post("/embed_all", R"({"inputs": []})");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(json::parse(r.body)["error_type"], "Validation");
+}
+
 TEST_F(HttpRoutesTest, TimeoutHeaderBecomesTheDeadline) {
   const absl::Time before = absl::Now();
   Reply r = Post("/v1/encode", R"({"inputs": [{"text": "a"}]})", "X-Request-Timeout: 30\r\n");
@@ -533,11 +619,13 @@ TEST(HttpRoutesAuthTest, EveryRouteNeedsTheKey) {
   const int port = (*server)->port();
   const std::string body = R"({"inputs": [{"text": "a"}]})";
   for (const char* path : {"/v1/encode", "/v1/generate", "/v1/generate_stream", "/v1/embeddings",
-                           "/v1/completions", "/v1/tokenize", "/v1/detokenize"}) {
+                           "/v1/completions", "/v1/tokenize", "/v1/detokenize", "/v1/score", "/v1/rerank",
+                           "/similarity", "/embed_all"}) {
     Reply r = Call(port, "POST", path, body);
     EXPECT_EQ(r.status, 401) << path;
     EXPECT_EQ(r.headers["www-authenticate"], "Bearer") << path;
-    EXPECT_THAT(r.body, HasSubstr("unauthenticated")) << path;
+    // TEI's routes answer in TEI's shape, which has no code.
+    EXPECT_THAT(r.body, HasSubstr(path[1] == 'v' ? "unauthenticated" : "needs an API key")) << path;
     r = Call(port, "POST", path, body, "Authorization: Bearer wrong\r\n");
     EXPECT_EQ(r.status, 401) << path;
   }
