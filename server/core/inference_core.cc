@@ -357,6 +357,7 @@ void InferenceCore::Generate(const v1::GenerateRequest& request, std::shared_ptr
         usage->set_time_to_first_token_us(absl::ToInt64Microseconds(summary.time_to_first_token));
         usage->set_peak_kv_cache_bytes(summary.peak_kv_bytes);
         usage->set_preemptions(summary.preemptions);
+        usage->set_cached_prompt_tokens(summary.cached_prompt_tokens);
         if (stream->last_event.has_value()) {
           AppendGenerateChunk(&*stream->last_event, std::move(last));
           last = std::move(*stream->last_event);

@@ -22,6 +22,7 @@
 #include "server/http/native_api.h"
 #include "server/http/openai_api.h"
 #include "server/http/openai_chat.h"
+#include "server/http/openai_responses.h"
 #include "server/http/result_channels.h"
 #include "server/http/score_api.h"
 #include "server/status_util.h"
@@ -223,6 +224,59 @@ class Gateway {
                   ParseChatCompletionRequest(request.body,
                                              ToolSupport{.template_shows_tools = backend_.chat_shows_tools,
                                                          .auto_parser = !options_.tool_call_parser.empty()}));
+  }
+
+  // OpenAI's Responses API (openai_responses.h): one chat choice, answered
+  // as a response object or, streamed, as the API's typed events (no
+  // [DONE]). As on the other routes, a refusal before the first token is a
+  // plain error answer; after it, response.failed ends the stream.
+  void Responses(const HttpRequest& request, HttpResponseWriter& w) {
+    const std::string id = RequestId(request, w);
+    absl::StatusOr<ResponsesCall> call = ParseResponsesRequest(
+        request.body, ToolSupport{.template_shows_tools = backend_.chat_shows_tools,
+                                  .auto_parser = !options_.tool_call_parser.empty()});
+    if (!call.ok()) return Refuse(w, "Generate", call.status(), id);
+    auto control = NewControl(request, w, "Generate", id);
+    if (control == nullptr) return;
+    const ResponseIdentity identity{absl::StrCat("resp_", id), absl::ToUnixSeconds(absl::Now()),
+                                    backend_.decoder_name};
+    const bool stream = call->completion.stream;
+    auto channel = StartGenerate(call->completion.requests[0], control);
+    ResponsesStream events(*call, identity);
+    std::vector<v1::GenerateResponse> chunks;
+    bool started = false;
+    for (;;) {
+      GenerateChannel::Event e = channel->Next(ClientGoneCheck(w));
+      if (e.got == GenerateChannel::Got::kClientGone) return ClientGone(control, "Generate");
+      if (e.got == GenerateChannel::Got::kEnd) {
+        if (e.status.ok()) break;
+        const absl::Status s = WithResponsesFieldNames(WithOpenAiFieldNames(e.status), *call);
+        if (!started) return Fail(w, "Generate", s);
+        Finish("Generate", s);
+        w.Write(events.Failed(s));
+        w.EndStream();
+        return;
+      }
+      if (!stream) {
+        chunks.push_back(std::move(e.chunk));
+        continue;
+      }
+      std::string out;
+      if (!started) {
+        started = true;
+        if (!w.StartStream(200, kEventStream)) return ClientGone(control, "Generate");
+        out = events.Start();
+      }
+      out += events.Next(e.chunk);
+      if (!w.Write(out)) return ClientGone(control, "Generate");
+    }
+    Finish("Generate", absl::OkStatus());
+    if (stream) {
+      w.EndStream();
+      return;
+    }
+    w.Send(200, kJson,
+           ResponseObject(*call, chunks, identity).dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
   }
 
   void RunCompletion(const HttpRequest& request, HttpResponseWriter& w, absl::StatusOr<CompletionCall> call) {
@@ -639,6 +693,7 @@ std::map<std::string, HttpHandler> ApiRoutes(GatewayBackend backend, ServerMetri
   routes["/v1/embeddings"] = Route("POST", "Encode", kInference, gateway, &Gateway::Embeddings);
   routes["/v1/completions"] = Route("POST", "Generate", kInference, gateway, &Gateway::Completions);
   routes["/v1/chat/completions"] = Route("POST", "Generate", kInference, gateway, &Gateway::ChatCompletions);
+  routes["/v1/responses"] = Route("POST", "Generate", kInference, gateway, &Gateway::Responses);
   routes["/v1/models"] = Route("GET", "Models", kQuick, gateway, &Gateway::Models);
   routes["/v1/tokenize"] = Route("POST", "Tokenize", kQuick, gateway, &Gateway::Tokenize);
   routes["/v1/detokenize"] = Route("POST", "Detokenize", kQuick, gateway, &Gateway::Detokenize);

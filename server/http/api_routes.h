@@ -11,6 +11,9 @@
 //   POST /v1/embeddings        OpenAI embeddings
 //   POST /v1/completions       OpenAI completions ("stream": true: SSE chunks,
 //                              then `data: [DONE]`)
+//   POST /v1/chat/completions  OpenAI chat completions (SSE with "stream")
+//   POST /v1/responses         OpenAI's Responses API (typed SSE events with
+//                              "stream"; openai_responses.h)
 //   GET  /v1/models            OpenAI model list
 //   POST /v1/tokenize          TokenizeRequest JSON   -> TokenizeResponse JSON
 //   POST /v1/detokenize        DetokenizeRequest JSON -> DetokenizeResponse JSON

@@ -209,6 +209,8 @@ json CompletionUsage(const v1::GenerateUsage& usage) {
   return json{{"prompt_tokens", usage.prompt_tokens()},
               {"completion_tokens", usage.generated_tokens()},
               {"total_tokens", usage.prompt_tokens() + usage.generated_tokens()},
+              // OpenAI's: the prompt tokens the prefix cache served.
+              {"prompt_tokens_details", {{"cached_tokens", usage.cached_prompt_tokens()}}},
               {"peak_kv_cache_bytes", usage.peak_kv_cache_bytes()}};
 }
 
@@ -513,6 +515,7 @@ void AddCompletionUsage(const v1::GenerateUsage& usage, v1::GenerateUsage* total
   total->set_prompt_tokens(total->prompt_tokens() + usage.prompt_tokens());
   total->set_generated_tokens(total->generated_tokens() + usage.generated_tokens());
   total->set_peak_kv_cache_bytes(total->peak_kv_cache_bytes() + usage.peak_kv_cache_bytes());
+  total->set_cached_prompt_tokens(total->cached_prompt_tokens() + usage.cached_prompt_tokens());
 }
 
 json CompletionResponse(const std::vector<std::vector<v1::GenerateResponse>>& per_choice, const CompletionIdentity& id,

@@ -50,6 +50,7 @@ struct Scheduler::GenerateRequest {
   std::optional<SeqId> seq;        // set while it holds KV blocks
   int prompt_len_now = 0;          // prompt of the current engine sequence
   int fed = 0;                     // of it, positions already computed (or taken from the prefix cache)
+  int cached_prompt_tokens = 0;    // positions the prefix cache gave at first admission
   bool started = false;
   bool done = false;
   absl::Time first_token, last_token, prefill_start, decode_start;
@@ -376,6 +377,7 @@ void Scheduler::AdmitWaiting() {
     request->seq = *seq;
     request->prompt_len_now = prompt_len;
     request->fed = generate_->CachedPromptTokens(*seq);
+    if (!request->started) request->cached_prompt_tokens = request->fed;
     metrics_->prefix_cache_query_tokens().Increment(prompt_len);
     metrics_->prefix_cache_hit_tokens().Increment(request->fed);
     if (!request->started) {
@@ -699,6 +701,7 @@ void Scheduler::FinishGenerate(GenerateRequest* request, const absl::Status& sta
   summary.time_to_first_token = request->generated.empty() ? absl::ZeroDuration() : request->first_token - request->arrival;
   summary.peak_kv_bytes = request->peak_kv_bytes;
   summary.preemptions = request->preemptions;
+  summary.cached_prompt_tokens = request->cached_prompt_tokens;
   metrics_->request_duration(WorkKind::kGenerate).Observe(Seconds(now - request->arrival));
   metrics_->prompt_tokens(WorkKind::kGenerate).Observe(summary.prompt_tokens);
   if (status.ok()) {

@@ -138,6 +138,7 @@ struct GenerateSummary {
   absl::Duration time_to_first_token;
   int64_t peak_kv_bytes = 0;
   int preemptions = 0;
+  int cached_prompt_tokens = 0;  // taken from the prefix cache at first admission
 };
 
 struct GenerateTask {

@@ -39,7 +39,7 @@ def post(server, path, body, timeout=60):
 
 GENERATE_PATHS = ["/v1/generate", "/v1/generate_stream"]
 ALL_PATHS = ["/v1/encode", *GENERATE_PATHS, "/v1/embeddings", "/v1/completions", "/v1/chat/completions",
-             "/v1/score", "/v1/rerank"]
+             "/v1/score", "/v1/rerank", "/v1/responses"]
 USER = [{"role": "user", "content": "a"}]
 GOOD_PROMPT = {"token_ids": {"ids": [1, 403]}}
 

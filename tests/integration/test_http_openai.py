@@ -547,3 +547,6 @@ def test_a_finished_prompts_blocks_stay_cached_for_the_next_request(server):
     assert metric(server, queries) - q0 == 50
     assert metric(server, hits) - h0 == 16
     assert json.loads(second)["token_ids"] == json.loads(first)["token_ids"]
+    # Each request's usage says how many of its prompt tokens came from the cache.
+    assert json.loads(first)["usage"]["cached_prompt_tokens"] == 0
+    assert json.loads(second)["usage"]["cached_prompt_tokens"] == 16

@@ -246,6 +246,8 @@ def test_a_repeated_conversation_takes_its_prompt_from_the_prefix_cache(server, 
     # Every full 16-token block but the one holding the last prompt token.
     assert metric(server, hits) - h0 == (len(case["ids"]) - 1) // 16 * 16
     assert again.choices[0].message.content == first.choices[0].message.content
+    # OpenAI's usage field for it, read by the openai client.
+    assert again.usage.prompt_tokens_details.cached_tokens == (len(case["ids"]) - 1) // 16 * 16
 
 
 def test_a_stream_of_two_choices_opens_each_with_its_role(server, client):

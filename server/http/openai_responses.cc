@@ -1,0 +1,490 @@
+#include "server/http/openai_responses.h"
+
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "engine/core/status_macros.h"
+#include "server/http/json_body.h"
+#include "server/http/json_fields.h"
+#include "server/status_util.h"
+
+namespace attnserve {
+namespace {
+
+using nlohmann::json;
+using ojson = nlohmann::ordered_json;
+
+// The field, or nullptr when absent or null (as json_fields.h's Field).
+const ojson* Get(const ojson& object, const char* name) {
+  if (!object.is_object()) return nullptr;
+  const auto it = object.find(name);
+  return it == object.end() || it->is_null() ? nullptr : &*it;
+}
+
+absl::Status TypeErrorOf(const std::string& field, absl::string_view expected, const ojson& got) {
+  return TypeError(field, expected, json::parse(got.dump()));
+}
+
+// What this server cannot do of the Responses API: refused by name rather
+// than ignored, since each would change the answer or promise a later one.
+absl::Status RefuseUnsupported(const ojson& root) {
+  static constexpr std::pair<const char*, const char*> kRefused[] = {
+      {"previous_response_id", "responses are not stored: send the whole conversation as input"},
+      {"conversation", "responses are not stored: send the whole conversation as input"},
+      {"prompt", "no prompt templates are stored"},
+      {"max_tool_calls", "the tool calls are bounded by tool_choice and parallel_tool_calls"},
+  };
+  for (const auto& [field, why] : kRefused) {
+    if (Get(root, field) != nullptr) return Unsupported(field, why);
+  }
+  for (const char* field : {"store", "background"}) {
+    const ojson* v = Get(root, field);
+    if (v != nullptr && !v->is_boolean()) return TypeErrorOf(field, "a boolean", *v);
+    if (v != nullptr && v->get<bool>()) {
+      return Unsupported(field, std::string(field) == "store" ? "responses are not stored; send false or leave it out"
+                                                              : "responses are answered in the request");
+    }
+  }
+  if (const ojson* reasoning = Get(root, "reasoning"); reasoning != nullptr) {
+    if (!reasoning->is_object()) return TypeErrorOf("reasoning", "an object", *reasoning);
+    for (const auto& [key, value] : reasoning->items()) {
+      if (!value.is_null()) return Unsupported(absl::StrCat("reasoning.", key), "the model does not reason apart");
+    }
+  }
+  if (const ojson* include = Get(root, "include"); include != nullptr && !(include->is_array() && include->empty())) {
+    return Unsupported("include", "no extra output (logprobs, reasoning, tool results) is offered");
+  }
+  if (const ojson* top = Get(root, "top_logprobs"); top != nullptr && !(top->is_number_integer() && *top == 0)) {
+    return Unsupported("top_logprobs", "the Responses API's logprobs are not offered; /v1/chat/completions has them");
+  }
+  if (const ojson* truncation = Get(root, "truncation"); truncation != nullptr && *truncation != "disabled") {
+    return Unsupported("truncation", "only \"disabled\": a conversation over the context is refused");
+  }
+  return absl::OkStatus();
+}
+
+// A content part's text: input_text / output_text / text parts; others are
+// refused (text only).
+absl::StatusOr<std::string> PartText(const ojson& part, const std::string& field) {
+  if (!part.is_object()) return TypeErrorOf(field, "a content part object", part);
+  const ojson* type = Get(part, "type");
+  const std::string t = type != nullptr && type->is_string() ? type->get<std::string>() : "";
+  if (t != "input_text" && t != "output_text" && t != "text") {
+    return Unsupported(absl::StrCat(field, ".type"), absl::StrCat("'", SanitizeUtf8(t), "': text parts only"));
+  }
+  const ojson* text = Get(part, "text");
+  if (text == nullptr || !text->is_string()) return TypeErrorOf(field + ".text", "a string", text ? *text : ojson());
+  return text->get<std::string>();
+}
+
+// A message's content: a string, or text parts (joined with "\n" as chat
+// joins its parts).
+absl::StatusOr<ojson> MessageContent(const ojson& content, const std::string& field) {
+  if (content.is_string()) return content;
+  if (!content.is_array()) return TypeErrorOf(field, "a string or an array of content parts", content);
+  ojson parts = ojson::array();
+  for (size_t k = 0; k < content.size(); ++k) {
+    ASSIGN_OR_RETURN(std::string text, PartText(content[k], absl::StrCat(field, "[", k, "]")));
+    parts.push_back(ojson{{"type", "text"}, {"text", std::move(text)}});
+  }
+  return parts;
+}
+
+absl::StatusOr<std::string> StringField(const ojson& item, const char* name, const std::string& field) {
+  const ojson* v = Get(item, name);
+  if (v == nullptr) return absl::InvalidArgumentError(absl::StrCat(field, ".", name, ": required"));
+  if (!v->is_string()) return TypeErrorOf(absl::StrCat(field, ".", name), "a string", *v);
+  return v->get<std::string>();
+}
+
+// input (a string, or message / function_call / function_call_output items)
+// and instructions as chat messages; fields[k] names message k's source.
+absl::Status AddMessages(const ojson& root, ojson* messages, std::vector<std::string>* fields) {
+  if (const ojson* instructions = Get(root, "instructions"); instructions != nullptr) {
+    if (!instructions->is_string()) return TypeErrorOf("instructions", "a string", *instructions);
+    messages->push_back(ojson{{"role", "system"}, {"content", *instructions}});
+    fields->push_back("instructions");
+  }
+  const ojson* input = Get(root, "input");
+  if (input == nullptr) return absl::InvalidArgumentError("input: required");
+  if (input->is_string()) {
+    messages->push_back(ojson{{"role", "user"}, {"content", *input}});
+    fields->push_back("input");
+    return absl::OkStatus();
+  }
+  if (!input->is_array()) return TypeErrorOf("input", "a string or an array of input items", *input);
+  if (input->empty()) return absl::InvalidArgumentError("input: must not be empty");
+  bool after_call = false;  // the item before was a function_call
+  for (size_t j = 0; j < input->size(); ++j) {
+    const ojson& item = (*input)[j];
+    const std::string field = absl::StrCat("input[", j, "]");
+    if (!item.is_object()) return TypeErrorOf(field, "an input item object", item);
+    const ojson* type = Get(item, "type");
+    const std::string t = type == nullptr ? "message" : (type->is_string() ? type->get<std::string>() : "");
+    const bool call_follows_call = after_call && t == "function_call";
+    after_call = t == "function_call";
+    if (t == "message") {
+      ASSIGN_OR_RETURN(const std::string role, StringField(item, "role", field));
+      const ojson* content = Get(item, "content");
+      if (content == nullptr) return absl::InvalidArgumentError(field + ".content: required");
+      ASSIGN_OR_RETURN(ojson text, MessageContent(*content, field + ".content"));
+      messages->push_back(ojson{{"role", role}, {"content", std::move(text)}});
+    } else if (t == "function_call") {
+      ASSIGN_OR_RETURN(const std::string call_id, StringField(item, "call_id", field));
+      ASSIGN_OR_RETURN(const std::string name, StringField(item, "name", field));
+      ASSIGN_OR_RETURN(const std::string arguments, StringField(item, "arguments", field));
+      ojson call{{"id", call_id}, {"type", "function"}, {"function", {{"name", name}, {"arguments", arguments}}}};
+      // Calls in a row are one assistant turn, as chat writes them.
+      if (call_follows_call) {
+        messages->back()["tool_calls"].push_back(std::move(call));
+        continue;
+      }
+      messages->push_back(ojson{{"role", "assistant"}, {"tool_calls", ojson::array({std::move(call)})}});
+    } else if (t == "function_call_output") {
+      ASSIGN_OR_RETURN(const std::string call_id, StringField(item, "call_id", field));
+      const ojson* output = Get(item, "output");
+      if (output == nullptr) return absl::InvalidArgumentError(field + ".output: required");
+      ASSIGN_OR_RETURN(ojson text, MessageContent(*output, field + ".output"));
+      messages->push_back(ojson{{"role", "tool"}, {"tool_call_id", call_id}, {"content", std::move(text)}});
+    } else {
+      return Unsupported(field + ".type", absl::StrCat("'", SanitizeUtf8(t),
+                                                       "': messages, function_call and function_call_output only"));
+    }
+    fields->push_back(field);
+  }
+  return absl::OkStatus();
+}
+
+// Function tools in chat's shape.
+absl::StatusOr<ojson> ChatTools(const ojson& tools) {
+  if (!tools.is_array()) return TypeErrorOf("tools", "an array of tools", tools);
+  ojson out = ojson::array();
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const ojson& tool = tools[i];
+    const std::string field = absl::StrCat("tools[", i, "]");
+    if (!tool.is_object()) return TypeErrorOf(field, "a tool object", tool);
+    ASSIGN_OR_RETURN(const std::string type, StringField(tool, "type", field));
+    if (type != "function") {
+      return Unsupported(field + ".type", absl::StrCat("'", SanitizeUtf8(type), "': function tools only"));
+    }
+    ojson function = ojson::object();
+    for (const char* key : {"name", "description", "parameters", "strict"}) {
+      if (const ojson* v = Get(tool, key); v != nullptr) function[key] = *v;
+    }
+    out.push_back(ojson{{"type", "function"}, {"function", std::move(function)}});
+  }
+  return out;
+}
+
+absl::StatusOr<ojson> ChatToolChoice(const ojson& choice) {
+  if (choice.is_string()) return choice;
+  if (!choice.is_object()) return TypeErrorOf("tool_choice", "\"auto\", \"none\", \"required\" or a function", choice);
+  const ojson* type = Get(choice, "type");
+  if (type == nullptr || *type != "function") {
+    return Unsupported("tool_choice.type", "only {\"type\": \"function\", \"name\": ...} beside the strings");
+  }
+  ASSIGN_OR_RETURN(const std::string name, StringField(choice, "name", "tool_choice"));
+  return ojson{{"type", "function"}, {"function", {{"name", name}}}};
+}
+
+// text.format as chat's response_format (none for "text").
+absl::StatusOr<ojson> ChatResponseFormat(const ojson& text) {
+  if (!text.is_object()) return TypeErrorOf("text", "an object", text);
+  const ojson* format = Get(text, "format");
+  if (format == nullptr) return ojson();
+  if (!format->is_object()) return TypeErrorOf("text.format", "an object", *format);
+  ASSIGN_OR_RETURN(const std::string type, StringField(*format, "type", "text.format"));
+  if (type == "text") return ojson();
+  if (type == "json_object") return ojson{{"type", "json_object"}};
+  if (type != "json_schema") {
+    return Unsupported("text.format.type", absl::StrCat("'", SanitizeUtf8(type), "': text, json_object or json_schema"));
+  }
+  ojson schema = ojson::object();
+  for (const char* key : {"name", "description", "schema", "strict"}) {
+    if (const ojson* v = Get(*format, key); v != nullptr) schema[key] = *v;
+  }
+  return ojson{{"type", "json_schema"}, {"json_schema", std::move(schema)}};
+}
+
+// The request's fields a response object repeats, with their defaults.
+ojson Echo(const ojson& root) {
+  auto value = [&](const char* key, ojson fallback) {
+    const ojson* v = Get(root, key);
+    return v != nullptr ? *v : fallback;
+  };
+  ojson format{{"type", "text"}};
+  if (const ojson* text = Get(root, "text"); text != nullptr) {
+    if (const ojson* f = Get(*text, "format"); f != nullptr) format = *f;
+  }
+  return ojson{{"instructions", value("instructions", nullptr)},
+               {"max_output_tokens", value("max_output_tokens", nullptr)},
+               {"metadata", value("metadata", ojson::object())},
+               {"parallel_tool_calls", value("parallel_tool_calls", true)},
+               {"previous_response_id", nullptr},
+               {"reasoning", {{"effort", nullptr}, {"summary", nullptr}}},
+               {"store", false},
+               {"temperature", value("temperature", 1.0)},
+               {"text", {{"format", format}}},
+               {"tool_choice", value("tool_choice", "auto")},
+               {"tools", value("tools", ojson::array())},
+               {"top_p", value("top_p", 1.0)},
+               {"truncation", "disabled"},
+               {"user", value("user", nullptr)}};
+}
+
+std::string Suffix(const ResponseIdentity& id) {
+  return absl::StartsWith(id.id, "resp_") ? id.id.substr(5) : id.id;
+}
+
+ojson Usage(const json& chat_usage) {
+  const int64_t input = chat_usage.value("prompt_tokens", int64_t{0});
+  const int64_t output = chat_usage.value("completion_tokens", int64_t{0});
+  return ojson{{"input_tokens", input},
+               {"input_tokens_details", {{"cached_tokens", chat_usage["prompt_tokens_details"]["cached_tokens"]}}},
+               {"output_tokens", output},
+               {"output_tokens_details", {{"reasoning_tokens", 0}}},
+               {"total_tokens", input + output},
+               {"peak_kv_cache_bytes", chat_usage.value("peak_kv_cache_bytes", int64_t{0})}};
+}
+
+ojson OutputText(const std::string& text) {
+  return ojson{{"type", "output_text"}, {"text", text}, {"annotations", ojson::array()}, {"logprobs", ojson::array()}};
+}
+
+ojson MessageItem(const std::string& id, const char* status, ojson content) {
+  return ojson{{"id", id}, {"type", "message"}, {"status", status}, {"role", "assistant"}, {"content", std::move(content)}};
+}
+
+ojson CallItem(const std::string& id, const std::string& call_id, const std::string& name,
+               const std::string& arguments, const char* status) {
+  return ojson{{"id", id},           {"type", "function_call"}, {"status", status},
+               {"arguments", arguments}, {"call_id", call_id},  {"name", name}};
+}
+
+}  // namespace
+
+absl::StatusOr<ResponsesCall> ParseResponsesRequest(absl::string_view body, const ToolSupport& tools) {
+  RETURN_IF_ERROR(ParseJsonObject(body).status());  // the shape errors every route gives
+  const ojson root = ojson::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+  RETURN_IF_ERROR(RefuseUnsupported(root));
+  ResponsesCall call;
+  ojson chat = ojson::object();
+  ojson messages = ojson::array();
+  RETURN_IF_ERROR(AddMessages(root, &messages, &call.message_fields));
+  chat["messages"] = std::move(messages);
+  for (const char* key : {"model", "user", "temperature", "top_p", "stream", "parallel_tool_calls"}) {
+    if (const ojson* v = Get(root, key); v != nullptr) chat[key] = *v;
+  }
+  if (const ojson* v = Get(root, "max_output_tokens"); v != nullptr) chat["max_completion_tokens"] = *v;
+  if (const ojson* v = Get(root, "metadata"); v != nullptr && !v->is_object()) {
+    return TypeErrorOf("metadata", "an object of strings", *v);
+  }
+  if (const ojson* v = Get(root, "text"); v != nullptr) {
+    ASSIGN_OR_RETURN(ojson format, ChatResponseFormat(*v));
+    if (!format.is_null()) chat["response_format"] = std::move(format);
+  }
+  if (const ojson* v = Get(root, "tools"); v != nullptr) {
+    ASSIGN_OR_RETURN(chat["tools"], ChatTools(*v));
+  }
+  if (const ojson* v = Get(root, "tool_choice"); v != nullptr) {
+    ASSIGN_OR_RETURN(chat["tool_choice"], ChatToolChoice(*v));
+  }
+  absl::StatusOr<CompletionCall> completion = ParseChatCompletionRequest(chat.dump(), tools);
+  if (!completion.ok()) return WithResponsesFieldNames(completion.status(), call);
+  call.completion = std::move(*completion);
+  call.echo = Echo(root);
+  return call;
+}
+
+absl::Status WithResponsesFieldNames(const absl::Status& status, const ResponsesCall& call) {
+  if (status.code() != absl::StatusCode::kInvalidArgument) return status;
+  std::string message(status.message());
+  // messages[k] -> the input item (or instructions) it came from.
+  // (the core says chat.messages[k], the chat parser messages[k])
+  constexpr char kMessages[] = "messages[";
+  if (size_t at = message.find(kMessages); at != std::string::npos) {
+    const size_t digits = at + sizeof(kMessages) - 1;
+    if (at >= 5 && message.compare(at - 5, 5, "chat.") == 0) at -= 5;
+    const size_t close = message.find(']', digits);
+    int k = -1;
+    if (close != std::string::npos && absl::SimpleAtoi(message.substr(digits, close - digits), &k) && k >= 0 &&
+        k < static_cast<int>(call.message_fields.size())) {
+      message = absl::StrCat(message.substr(0, at), call.message_fields[k], message.substr(close + 1));
+    }
+  }
+  // A JSON schema's own errors start "json_schema: <path in the schema>".
+  // A tool's schema keeps that name: its path says which tool.
+  const ToolCallFormat::Mode tools = call.completion.format.tools.mode;
+  if (tools != ToolCallFormat::Mode::kNamed && tools != ToolCallFormat::Mode::kRequired) {
+    for (absl::string_view prefix : {"sampling: json_schema: ", "json_schema: "}) {
+      if (absl::StartsWith(message, prefix)) {
+        message = absl::StrCat("text.format.schema: ", message.substr(prefix.size()));
+        break;
+      }
+    }
+  }
+  message = absl::StrReplaceAll(message, {{"max_completion_tokens", "max_output_tokens"},
+                                          {"'max_tokens'", "'max_output_tokens'"},
+                                          {"response_format.json_schema.", "text.format."},
+                                          {"response_format", "text.format"},
+                                          {".function.", "."}});
+  return absl::InvalidArgumentError(message);
+}
+
+ojson ResponseObject(const ResponsesCall& call, const std::vector<v1::GenerateResponse>& chunks,
+                     const ResponseIdentity& id) {
+  const json chat =
+      ChatCompletionResponse({chunks}, CompletionIdentity{id.id, id.created_at, id.model}, call.completion.format);
+  const json& choice = chat["choices"][0];
+  const json& message = choice["message"];
+  const bool cut = choice["finish_reason"] == "length";
+  const char* item_status = cut ? "incomplete" : "completed";
+  ojson output = ojson::array();
+  if (message.contains("tool_calls")) {
+    for (size_t i = 0; i < message["tool_calls"].size(); ++i) {
+      const json& c = message["tool_calls"][i];
+      output.push_back(CallItem(absl::StrCat("fc_", Suffix(id), "_", i), c["id"], c["function"]["name"],
+                                c["function"]["arguments"], item_status));
+    }
+  } else {
+    output.push_back(MessageItem(absl::StrCat("msg_", Suffix(id)), item_status,
+                                 ojson::array({OutputText(message["content"].get<std::string>())})));
+  }
+  ojson out{{"id", id.id},
+            {"object", "response"},
+            {"created_at", id.created_at},
+            {"status", cut ? "incomplete" : "completed"},
+            {"error", nullptr},
+            {"incomplete_details", cut ? ojson{{"reason", "max_output_tokens"}} : ojson()},
+            {"model", id.model},
+            {"output", std::move(output)}};
+  for (const auto& [key, value] : call.echo.items()) out[key] = value;
+  out["usage"] = Usage(chat["usage"]);
+  return out;
+}
+
+ResponsesStream::ResponsesStream(const ResponsesCall& call, ResponseIdentity id) : call_(call), id_(std::move(id)) {}
+
+std::string ResponsesStream::Event(ojson event) {
+  event["sequence_number"] = sequence_++;
+  return absl::StrCat("event: ", event["type"].get<std::string>(), "\ndata: ",
+                      event.dump(-1, ' ', false, ojson::error_handler_t::replace), "\n\n");
+}
+
+ojson ResponsesStream::Shell(const char* status) const {
+  ojson out{{"id", id_.id},         {"object", "response"}, {"created_at", id_.created_at}, {"status", status},
+            {"error", nullptr},     {"incomplete_details", nullptr}, {"model", id_.model},
+            {"output", ojson::array()}};
+  for (const auto& [key, value] : call_.echo.items()) out[key] = value;
+  out["usage"] = nullptr;
+  return out;
+}
+
+std::string ResponsesStream::Start() {
+  // One statement each: the events number themselves in the order made.
+  std::string events = Event(ojson{{"type", "response.created"}, {"response", Shell("in_progress")}});
+  events += Event(ojson{{"type", "response.in_progress"}, {"response", Shell("in_progress")}});
+  return events;
+}
+
+std::string ResponsesStream::OpenMessage() {
+  message_index_ = output_items_++;
+  const std::string item_id = absl::StrCat("msg_", Suffix(id_));
+  std::string events = Event(ojson{{"type", "response.output_item.added"},
+                                   {"output_index", message_index_},
+                                   {"item", MessageItem(item_id, "in_progress", ojson::array())}});
+  events += Event(ojson{{"type", "response.content_part.added"},
+                        {"item_id", item_id},
+                        {"output_index", message_index_},
+                        {"content_index", 0},
+                        {"part", OutputText("")}});
+  return events;
+}
+
+std::string ResponsesStream::Next(const v1::GenerateResponse& chunk) {
+  chunks_.push_back(chunk);
+  const json delta_chunk = ChatCompletionChunk(chunk, CompletionIdentity{id_.id, id_.created_at, id_.model},
+                                               call_.completion.format, 0, ChunkUsage::kNone, &chat_);
+  const json& delta = delta_chunk["choices"][0]["delta"];
+  std::string events;
+  if (const auto content = delta.find("content"); content != delta.end() && content->is_string() &&
+                                                  !content->get_ref<const std::string&>().empty()) {
+    if (message_index_ < 0) events += OpenMessage();
+    text_ += content->get<std::string>();
+    events += Event(ojson{{"type", "response.output_text.delta"},
+                          {"item_id", absl::StrCat("msg_", Suffix(id_))},
+                          {"output_index", message_index_},
+                          {"content_index", 0},
+                          {"delta", *content},
+                          {"logprobs", ojson::array()}});
+  }
+  if (const auto tool_calls = delta.find("tool_calls"); tool_calls != delta.end()) {
+    for (const json& c : *tool_calls) {
+      const size_t index = c["index"].get<size_t>();
+      const json function = c.value("function", json::object());
+      if (index >= calls_.size()) {  // chat opens a call with its id and name
+        calls_.push_back(Call{output_items_++, absl::StrCat("fc_", Suffix(id_), "_", index), c.value("id", ""),
+                              function.value("name", ""), ""});
+        const Call& opened = calls_.back();
+        events += Event(ojson{{"type", "response.output_item.added"},
+                              {"output_index", opened.output_index},
+                              {"item", CallItem(opened.item_id, opened.call_id, opened.name, "", "in_progress")}});
+      }
+      Call& call = calls_[index];
+      const std::string arguments = function.value("arguments", "");
+      if (arguments.empty()) continue;
+      call.arguments += arguments;
+      events += Event(ojson{{"type", "response.function_call_arguments.delta"},
+                            {"item_id", call.item_id},
+                            {"output_index", call.output_index},
+                            {"delta", arguments}});
+    }
+  }
+  if (chunk.finish_reason() == v1::FINISH_REASON_UNSPECIFIED) return events;
+  // The answer ended: close its items, then the whole response.
+  const ojson response = ResponseObject(call_, chunks_, id_);
+  const ojson& output = response["output"];
+  if (calls_.empty() && message_index_ < 0 && output[0]["type"] == "message") events += OpenMessage();
+  for (const Call& call : calls_) {
+    events += Event(ojson{{"type", "response.function_call_arguments.done"},
+                          {"item_id", call.item_id},
+                          {"output_index", call.output_index},
+                          {"name", call.name},
+                          {"arguments", call.arguments}});
+    const size_t i = &call - calls_.data();
+    events += Event(ojson{{"type", "response.output_item.done"},
+                          {"output_index", call.output_index},
+                          {"item", i < output.size() ? output[i] : ojson()}});
+  }
+  if (message_index_ >= 0) {
+    const std::string item_id = absl::StrCat("msg_", Suffix(id_));
+    const ojson& item = output[0];
+    const ojson& part = item["content"][0];
+    events += Event(ojson{{"type", "response.output_text.done"},
+                          {"item_id", item_id},
+                          {"output_index", message_index_},
+                          {"content_index", 0},
+                          {"text", part["text"]},
+                          {"logprobs", ojson::array()}});
+    events += Event(ojson{{"type", "response.content_part.done"},
+                          {"item_id", item_id},
+                          {"output_index", message_index_},
+                          {"content_index", 0},
+                          {"part", part}});
+    events += Event(ojson{{"type", "response.output_item.done"}, {"output_index", message_index_}, {"item", item}});
+  }
+  const bool cut = response["status"] == "incomplete";
+  events += Event(ojson{{"type", cut ? "response.incomplete" : "response.completed"}, {"response", response}});
+  return events;
+}
+
+std::string ResponsesStream::Failed(const absl::Status& status) {
+  ojson response = Shell("failed");
+  response["error"] = ojson{{"code", "server_error"}, {"message", SanitizeUtf8(status.message())}};
+  return Event(ojson{{"type", "response.failed"}, {"response", std::move(response)}});
+}
+
+}  // namespace attnserve
