@@ -155,3 +155,35 @@ def test_grpc_chat_takes_tools_calls_and_results(server, client, proto_modules):
                                        tools=case["tools"], max_tokens=8, temperature=0)
     assert out[-1].usage.prompt_tokens == r.usage.prompt_tokens
     assert "".join(m.text for m in out) == r.choices[0].message.content
+
+
+def responses_input(messages):
+    """The golden's messages as Responses API input items: calls as
+    function_call items, results as function_call_output items."""
+    items = []
+    for m in openai_messages(messages):
+        if m.get("tool_calls"):
+            items += [{"type": "function_call", "call_id": c["id"], "name": c["function"]["name"],
+                       "arguments": c["function"]["arguments"]} for c in m["tool_calls"]]
+        elif m["role"] == "tool":
+            items.append({"type": "function_call_output", "call_id": m["tool_call_id"], "output": m["content"]})
+        else:
+            items.append({"role": m["role"], "content": m["content"]})
+    return items
+
+
+@pytest.mark.parametrize("conversation", ["tools_call_result", "tools_call_result_answer"])
+def test_responses_function_call_items_make_transformers_prompt(server, client, conversation):
+    """/v1/responses with a call and its output as input items, and the tools
+    in the Responses shape: the prompt is transformers' rendering of the
+    same conversation (its token count), and the answer the native greedy
+    continuation of it."""
+    case = golden(conversation)
+    bos = GOLDEN["templates"]["llama3.1"]["bos_token"]
+    ids = tokenize_text(server, "<s>" + case["text"][len(bos):])
+    tools = [{"type": "function", **t["function"]} for t in case["tools"]]
+    r = client.responses.create(model="stories260K", input=responses_input(case["messages"]), tools=tools,
+                                max_output_tokens=16, temperature=0)
+    assert r.usage.input_tokens == len(ids), (r.usage, len(ids))
+    expected, _ = native_greedy(server, ids, 16)
+    assert [o.type for o in r.output] == ["message"] and r.output_text == expected
