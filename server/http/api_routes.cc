@@ -16,6 +16,7 @@
 #include "server/core/api_key.h"
 #include "server/core/proto_convert.h"
 #include "server/core/request_log.h"
+#include "server/http/anthropic_messages.h"
 #include "server/http/gateway_util.h"
 #include "server/http/hf_api.h"
 #include "server/http/json_body.h"
@@ -40,12 +41,13 @@ std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_hand
 // Whose error shape a route answers in: attnserve's {"error": {"code",
 // "message"}}, or TGI's / TEI's {"error": message, "error_type": ...}, which
 // their clients read.
-enum class ErrorStyle { kNative, kTgi, kTei };
+enum class ErrorStyle { kNative, kTgi, kTei, kAnthropic };
 
 std::string ErrorBody(const absl::Status& status, ErrorStyle style) {
   switch (style) {
     case ErrorStyle::kTgi: return Dump(TgiError(status));
     case ErrorStyle::kTei: return Dump(TeiError(status));
+    case ErrorStyle::kAnthropic: return Dump(AnthropicError(status));
     default: return StatusJson(status);
   }
 }
@@ -72,7 +74,12 @@ class Gateway {
   bool Authorized(const HttpRequest& request, HttpResponseWriter& w, const char* rpc, ErrorStyle style) {
     if (!auth_.enabled()) return true;
     auto it = request.headers.find("authorization");
-    const absl::Status s = auth_.Check(it == request.headers.end() ? "" : it->second);
+    // Anthropic's clients send the key as x-api-key.
+    auto x_api_key = request.headers.find("x-api-key");
+    const absl::Status s =
+        auth_.Check(it != request.headers.end()          ? it->second
+                    : x_api_key != request.headers.end() ? absl::StrCat("Bearer ", x_api_key->second)
+                                                         : "");
     if (s.ok()) return true;
     Finish(rpc, s);
     w.Send(401, kJson, ErrorBody(s, style), {{"WWW-Authenticate", "Bearer"}});
@@ -226,57 +233,29 @@ class Gateway {
                                                          .auto_parser = !options_.tool_call_parser.empty()}));
   }
 
-  // OpenAI's Responses API (openai_responses.h): one chat choice, answered
-  // as a response object or, streamed, as the API's typed events (no
-  // [DONE]). As on the other routes, a refusal before the first token is a
-  // plain error answer; after it, response.failed ends the stream.
+  // OpenAI's Responses API (openai_responses.h) and Anthropic's Messages
+  // API (anthropic_messages.h): one chat choice under another API's shape.
   void Responses(const HttpRequest& request, HttpResponseWriter& w) {
     const std::string id = RequestId(request, w);
-    absl::StatusOr<ResponsesCall> call = ParseResponsesRequest(
-        request.body, ToolSupport{.template_shows_tools = backend_.chat_shows_tools,
-                                  .auto_parser = !options_.tool_call_parser.empty()});
+    const absl::StatusOr<ResponsesCall> call = ParseResponsesRequest(request.body, ChatTools());
     if (!call.ok()) return Refuse(w, "Generate", call.status(), id);
-    auto control = NewControl(request, w, "Generate", id);
-    if (control == nullptr) return;
     const ResponseIdentity identity{absl::StrCat("resp_", id), absl::ToUnixSeconds(absl::Now()),
                                     backend_.decoder_name};
-    const bool stream = call->completion.stream;
-    auto channel = StartGenerate(call->completion.requests[0], control);
-    ResponsesStream events(*call, identity);
-    std::vector<v1::GenerateResponse> chunks;
-    bool started = false;
-    for (;;) {
-      GenerateChannel::Event e = channel->Next(ClientGoneCheck(w));
-      if (e.got == GenerateChannel::Got::kClientGone) return ClientGone(control, "Generate");
-      if (e.got == GenerateChannel::Got::kEnd) {
-        if (e.status.ok()) break;
-        const absl::Status s = WithResponsesFieldNames(WithOpenAiFieldNames(e.status), *call);
-        if (!started) return Fail(w, "Generate", s);
-        Finish("Generate", s);
-        w.Write(events.Failed(s));
-        w.EndStream();
-        return;
-      }
-      if (!stream) {
-        chunks.push_back(std::move(e.chunk));
-        continue;
-      }
-      std::string out;
-      if (!started) {
-        started = true;
-        if (!w.StartStream(200, kEventStream)) return ClientGone(control, "Generate");
-        out = events.Start();
-      }
-      out += events.Next(e.chunk);
-      if (!w.Write(out)) return ClientGone(control, "Generate");
-    }
-    Finish("Generate", absl::OkStatus());
-    if (stream) {
-      w.EndStream();
-      return;
-    }
-    w.Send(200, kJson,
-           ResponseObject(*call, chunks, identity).dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
+    ServeChatChoice(
+        request, w, ErrorStyle::kNative, id, call->completion, ResponsesStream(*call, identity),
+        [&](const std::vector<v1::GenerateResponse>& chunks) { return ResponseObject(*call, chunks, identity); },
+        [&](const absl::Status& s) { return WithResponsesFieldNames(s, *call); });
+  }
+
+  void AnthropicMessages(const HttpRequest& request, HttpResponseWriter& w) {
+    const std::string id = RequestId(request, w);
+    const absl::StatusOr<AnthropicCall> call = ParseAnthropicMessagesRequest(request.body, ChatTools());
+    if (!call.ok()) return Refuse(w, "Generate", call.status(), id, ErrorStyle::kAnthropic);
+    const AnthropicIdentity identity{absl::StrCat("msg_", id), backend_.decoder_name};
+    ServeChatChoice(
+        request, w, ErrorStyle::kAnthropic, id, call->completion, AnthropicStream(*call, identity),
+        [&](const std::vector<v1::GenerateResponse>& chunks) { return AnthropicMessage(*call, chunks, identity); },
+        [&](const absl::Status& s) { return WithAnthropicFieldNames(s, *call); });
   }
 
   void RunCompletion(const HttpRequest& request, HttpResponseWriter& w, absl::StatusOr<CompletionCall> call) {
@@ -516,6 +495,54 @@ class Gateway {
     return channel;
   }
 
+  ToolSupport ChatTools() const {
+    return ToolSupport{.template_shows_tools = backend_.chat_shows_tools,
+                       .auto_parser = !options_.tool_call_parser.empty()};
+  }
+
+  // Runs `completion`'s one choice: unstreamed, answers `whole(chunks)`;
+  // streamed, `events`' Start() before the first chunk's Next(chunk), no
+  // [DONE]. A failure goes through `rename` (the API's field names): before
+  // the first event it is a plain error answer in `style`, after it the
+  // stream ends with events.Failed.
+  template <typename Events, typename Whole, typename Rename>
+  void ServeChatChoice(const HttpRequest& request, HttpResponseWriter& w, ErrorStyle style, const std::string& id,
+                       const CompletionCall& completion, Events events, Whole whole, Rename rename) {
+    auto control = NewControl(request, w, "Generate", id, style);
+    if (control == nullptr) return;
+    auto channel = StartGenerate(completion.requests[0], control);
+    std::vector<v1::GenerateResponse> chunks;
+    bool started = false;
+    for (;;) {
+      GenerateChannel::Event e = channel->Next(ClientGoneCheck(w));
+      if (e.got == GenerateChannel::Got::kClientGone) return ClientGone(control, "Generate");
+      if (e.got == GenerateChannel::Got::kEnd) {
+        if (e.status.ok()) break;
+        const absl::Status s = rename(WithOpenAiFieldNames(e.status));
+        if (!started) return Fail(w, "Generate", s, style);
+        Finish("Generate", s);
+        w.Write(events.Failed(s));
+        w.EndStream();
+        return;
+      }
+      if (!completion.stream) {
+        chunks.push_back(std::move(e.chunk));
+        continue;
+      }
+      std::string out;
+      if (!started) {
+        started = true;
+        if (!w.StartStream(200, kEventStream)) return ClientGone(control, "Generate");
+        out = events.Start();
+      }
+      out += events.Next(e.chunk);
+      if (!w.Write(out)) return ClientGone(control, "Generate");
+    }
+    Finish("Generate", absl::OkStatus());
+    if (completion.stream) return w.EndStream();
+    w.Send(200, kJson, whole(chunks).dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
+  }
+
   static const v1::EncodeRequest& Itself(const v1::EncodeRequest& request) { return request; }
   static absl::Status AsIs(const absl::Status& status) { return status; }
 
@@ -694,6 +721,8 @@ std::map<std::string, HttpHandler> ApiRoutes(GatewayBackend backend, ServerMetri
   routes["/v1/completions"] = Route("POST", "Generate", kInference, gateway, &Gateway::Completions);
   routes["/v1/chat/completions"] = Route("POST", "Generate", kInference, gateway, &Gateway::ChatCompletions);
   routes["/v1/responses"] = Route("POST", "Generate", kInference, gateway, &Gateway::Responses);
+  routes["/v1/messages"] =
+      Route("POST", "Generate", kInference, gateway, &Gateway::AnthropicMessages, ErrorStyle::kAnthropic);
   routes["/v1/models"] = Route("GET", "Models", kQuick, gateway, &Gateway::Models);
   routes["/v1/tokenize"] = Route("POST", "Tokenize", kQuick, gateway, &Gateway::Tokenize);
   routes["/v1/detokenize"] = Route("POST", "Detokenize", kQuick, gateway, &Gateway::Detokenize);

@@ -14,6 +14,8 @@
 //   POST /v1/chat/completions  OpenAI chat completions (SSE with "stream")
 //   POST /v1/responses         OpenAI's Responses API (typed SSE events with
 //                              "stream"; openai_responses.h)
+//   POST /v1/messages          Anthropic's Messages API (its events with
+//                              "stream", its error shape; anthropic_messages.h)
 //   GET  /v1/models            OpenAI model list
 //   POST /v1/tokenize          TokenizeRequest JSON   -> TokenizeResponse JSON
 //   POST /v1/detokenize        DetokenizeRequest JSON -> DetokenizeResponse JSON

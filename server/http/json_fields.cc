@@ -19,6 +19,16 @@ absl::Status TypeError(absl::string_view field, absl::string_view expected, cons
   return absl::InvalidArgumentError(absl::StrCat(field, ": must be ", expected, ", got ", got.type_name()));
 }
 
+const nlohmann::ordered_json* Field(const nlohmann::ordered_json& object, const char* name) {
+  if (!object.is_object()) return nullptr;
+  const auto it = object.find(name);
+  return it == object.end() || it->is_null() ? nullptr : &*it;
+}
+
+absl::Status TypeError(absl::string_view field, absl::string_view expected, const nlohmann::ordered_json& got) {
+  return absl::InvalidArgumentError(absl::StrCat(field, ": must be ", expected, ", got ", got.type_name()));
+}
+
 absl::Status Unsupported(absl::string_view field, absl::string_view why) {
   return absl::InvalidArgumentError(absl::StrCat(field, ": not supported (", why, ")"));
 }

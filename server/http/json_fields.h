@@ -22,6 +22,11 @@ const nlohmann::json* Field(const nlohmann::json& object, const char* name);
 // "<field>: must be <expected>, got <type>".
 absl::Status TypeError(absl::string_view field, absl::string_view expected, const nlohmann::json& got);
 
+// The same for bodies read in their written key order (ordered_json), where
+// the order matters (a JSON schema's properties, a rewritten body).
+const nlohmann::ordered_json* Field(const nlohmann::ordered_json& object, const char* name);
+absl::Status TypeError(absl::string_view field, absl::string_view expected, const nlohmann::ordered_json& got);
+
 // "<field>: not supported (<why>)": an option the client may send that this
 // server cannot honour, refused rather than silently ignored.
 absl::Status Unsupported(absl::string_view field, absl::string_view why);

@@ -17,17 +17,6 @@ namespace {
 using nlohmann::json;
 using ojson = nlohmann::ordered_json;
 
-// The field, or nullptr when absent or null (as json_fields.h's Field).
-const ojson* Get(const ojson& object, const char* name) {
-  if (!object.is_object()) return nullptr;
-  const auto it = object.find(name);
-  return it == object.end() || it->is_null() ? nullptr : &*it;
-}
-
-absl::Status TypeErrorOf(const std::string& field, absl::string_view expected, const ojson& got) {
-  return TypeError(field, expected, json::parse(got.dump()));
-}
-
 // What this server cannot do of the Responses API: refused by name rather
 // than ignored, since each would change the answer or promise a later one.
 absl::Status RefuseUnsupported(const ojson& root) {
@@ -38,29 +27,29 @@ absl::Status RefuseUnsupported(const ojson& root) {
       {"max_tool_calls", "the tool calls are bounded by tool_choice and parallel_tool_calls"},
   };
   for (const auto& [field, why] : kRefused) {
-    if (Get(root, field) != nullptr) return Unsupported(field, why);
+    if (Field(root, field) != nullptr) return Unsupported(field, why);
   }
   for (const char* field : {"store", "background"}) {
-    const ojson* v = Get(root, field);
-    if (v != nullptr && !v->is_boolean()) return TypeErrorOf(field, "a boolean", *v);
+    const ojson* v = Field(root, field);
+    if (v != nullptr && !v->is_boolean()) return TypeError(field, "a boolean", *v);
     if (v != nullptr && v->get<bool>()) {
       return Unsupported(field, std::string(field) == "store" ? "responses are not stored; send false or leave it out"
                                                               : "responses are answered in the request");
     }
   }
-  if (const ojson* reasoning = Get(root, "reasoning"); reasoning != nullptr) {
-    if (!reasoning->is_object()) return TypeErrorOf("reasoning", "an object", *reasoning);
+  if (const ojson* reasoning = Field(root, "reasoning"); reasoning != nullptr) {
+    if (!reasoning->is_object()) return TypeError("reasoning", "an object", *reasoning);
     for (const auto& [key, value] : reasoning->items()) {
       if (!value.is_null()) return Unsupported(absl::StrCat("reasoning.", key), "the model does not reason apart");
     }
   }
-  if (const ojson* include = Get(root, "include"); include != nullptr && !(include->is_array() && include->empty())) {
+  if (const ojson* include = Field(root, "include"); include != nullptr && !(include->is_array() && include->empty())) {
     return Unsupported("include", "no extra output (logprobs, reasoning, tool results) is offered");
   }
-  if (const ojson* top = Get(root, "top_logprobs"); top != nullptr && !(top->is_number_integer() && *top == 0)) {
+  if (const ojson* top = Field(root, "top_logprobs"); top != nullptr && !(top->is_number_integer() && *top == 0)) {
     return Unsupported("top_logprobs", "the Responses API's logprobs are not offered; /v1/chat/completions has them");
   }
-  if (const ojson* truncation = Get(root, "truncation"); truncation != nullptr && *truncation != "disabled") {
+  if (const ojson* truncation = Field(root, "truncation"); truncation != nullptr && *truncation != "disabled") {
     return Unsupported("truncation", "only \"disabled\": a conversation over the context is refused");
   }
   return absl::OkStatus();
@@ -69,14 +58,14 @@ absl::Status RefuseUnsupported(const ojson& root) {
 // A content part's text: input_text / output_text / text parts; others are
 // refused (text only).
 absl::StatusOr<std::string> PartText(const ojson& part, const std::string& field) {
-  if (!part.is_object()) return TypeErrorOf(field, "a content part object", part);
-  const ojson* type = Get(part, "type");
+  if (!part.is_object()) return TypeError(field, "a content part object", part);
+  const ojson* type = Field(part, "type");
   const std::string t = type != nullptr && type->is_string() ? type->get<std::string>() : "";
   if (t != "input_text" && t != "output_text" && t != "text") {
     return Unsupported(absl::StrCat(field, ".type"), absl::StrCat("'", SanitizeUtf8(t), "': text parts only"));
   }
-  const ojson* text = Get(part, "text");
-  if (text == nullptr || !text->is_string()) return TypeErrorOf(field + ".text", "a string", text ? *text : ojson());
+  const ojson* text = Field(part, "text");
+  if (text == nullptr || !text->is_string()) return TypeError(field + ".text", "a string", text ? *text : ojson());
   return text->get<std::string>();
 }
 
@@ -84,7 +73,7 @@ absl::StatusOr<std::string> PartText(const ojson& part, const std::string& field
 // joins its parts).
 absl::StatusOr<ojson> MessageContent(const ojson& content, const std::string& field) {
   if (content.is_string()) return content;
-  if (!content.is_array()) return TypeErrorOf(field, "a string or an array of content parts", content);
+  if (!content.is_array()) return TypeError(field, "a string or an array of content parts", content);
   ojson parts = ojson::array();
   for (size_t k = 0; k < content.size(); ++k) {
     ASSIGN_OR_RETURN(std::string text, PartText(content[k], absl::StrCat(field, "[", k, "]")));
@@ -94,41 +83,41 @@ absl::StatusOr<ojson> MessageContent(const ojson& content, const std::string& fi
 }
 
 absl::StatusOr<std::string> StringField(const ojson& item, const char* name, const std::string& field) {
-  const ojson* v = Get(item, name);
+  const ojson* v = Field(item, name);
   if (v == nullptr) return absl::InvalidArgumentError(absl::StrCat(field, ".", name, ": required"));
-  if (!v->is_string()) return TypeErrorOf(absl::StrCat(field, ".", name), "a string", *v);
+  if (!v->is_string()) return TypeError(absl::StrCat(field, ".", name), "a string", *v);
   return v->get<std::string>();
 }
 
 // input (a string, or message / function_call / function_call_output items)
 // and instructions as chat messages; fields[k] names message k's source.
 absl::Status AddMessages(const ojson& root, ojson* messages, std::vector<std::string>* fields) {
-  if (const ojson* instructions = Get(root, "instructions"); instructions != nullptr) {
-    if (!instructions->is_string()) return TypeErrorOf("instructions", "a string", *instructions);
+  if (const ojson* instructions = Field(root, "instructions"); instructions != nullptr) {
+    if (!instructions->is_string()) return TypeError("instructions", "a string", *instructions);
     messages->push_back(ojson{{"role", "system"}, {"content", *instructions}});
     fields->push_back("instructions");
   }
-  const ojson* input = Get(root, "input");
+  const ojson* input = Field(root, "input");
   if (input == nullptr) return absl::InvalidArgumentError("input: required");
   if (input->is_string()) {
     messages->push_back(ojson{{"role", "user"}, {"content", *input}});
     fields->push_back("input");
     return absl::OkStatus();
   }
-  if (!input->is_array()) return TypeErrorOf("input", "a string or an array of input items", *input);
+  if (!input->is_array()) return TypeError("input", "a string or an array of input items", *input);
   if (input->empty()) return absl::InvalidArgumentError("input: must not be empty");
   bool after_call = false;  // the item before was a function_call
   for (size_t j = 0; j < input->size(); ++j) {
     const ojson& item = (*input)[j];
     const std::string field = absl::StrCat("input[", j, "]");
-    if (!item.is_object()) return TypeErrorOf(field, "an input item object", item);
-    const ojson* type = Get(item, "type");
+    if (!item.is_object()) return TypeError(field, "an input item object", item);
+    const ojson* type = Field(item, "type");
     const std::string t = type == nullptr ? "message" : (type->is_string() ? type->get<std::string>() : "");
     const bool call_follows_call = after_call && t == "function_call";
     after_call = t == "function_call";
     if (t == "message") {
       ASSIGN_OR_RETURN(const std::string role, StringField(item, "role", field));
-      const ojson* content = Get(item, "content");
+      const ojson* content = Field(item, "content");
       if (content == nullptr) return absl::InvalidArgumentError(field + ".content: required");
       ASSIGN_OR_RETURN(ojson text, MessageContent(*content, field + ".content"));
       messages->push_back(ojson{{"role", role}, {"content", std::move(text)}});
@@ -145,7 +134,7 @@ absl::Status AddMessages(const ojson& root, ojson* messages, std::vector<std::st
       messages->push_back(ojson{{"role", "assistant"}, {"tool_calls", ojson::array({std::move(call)})}});
     } else if (t == "function_call_output") {
       ASSIGN_OR_RETURN(const std::string call_id, StringField(item, "call_id", field));
-      const ojson* output = Get(item, "output");
+      const ojson* output = Field(item, "output");
       if (output == nullptr) return absl::InvalidArgumentError(field + ".output: required");
       ASSIGN_OR_RETURN(ojson text, MessageContent(*output, field + ".output"));
       messages->push_back(ojson{{"role", "tool"}, {"tool_call_id", call_id}, {"content", std::move(text)}});
@@ -160,19 +149,19 @@ absl::Status AddMessages(const ojson& root, ojson* messages, std::vector<std::st
 
 // Function tools in chat's shape.
 absl::StatusOr<ojson> ChatTools(const ojson& tools) {
-  if (!tools.is_array()) return TypeErrorOf("tools", "an array of tools", tools);
+  if (!tools.is_array()) return TypeError("tools", "an array of tools", tools);
   ojson out = ojson::array();
   for (size_t i = 0; i < tools.size(); ++i) {
     const ojson& tool = tools[i];
     const std::string field = absl::StrCat("tools[", i, "]");
-    if (!tool.is_object()) return TypeErrorOf(field, "a tool object", tool);
+    if (!tool.is_object()) return TypeError(field, "a tool object", tool);
     ASSIGN_OR_RETURN(const std::string type, StringField(tool, "type", field));
     if (type != "function") {
       return Unsupported(field + ".type", absl::StrCat("'", SanitizeUtf8(type), "': function tools only"));
     }
     ojson function = ojson::object();
     for (const char* key : {"name", "description", "parameters", "strict"}) {
-      if (const ojson* v = Get(tool, key); v != nullptr) function[key] = *v;
+      if (const ojson* v = Field(tool, key); v != nullptr) function[key] = *v;
     }
     out.push_back(ojson{{"type", "function"}, {"function", std::move(function)}});
   }
@@ -181,8 +170,8 @@ absl::StatusOr<ojson> ChatTools(const ojson& tools) {
 
 absl::StatusOr<ojson> ChatToolChoice(const ojson& choice) {
   if (choice.is_string()) return choice;
-  if (!choice.is_object()) return TypeErrorOf("tool_choice", "\"auto\", \"none\", \"required\" or a function", choice);
-  const ojson* type = Get(choice, "type");
+  if (!choice.is_object()) return TypeError("tool_choice", "\"auto\", \"none\", \"required\" or a function", choice);
+  const ojson* type = Field(choice, "type");
   if (type == nullptr || *type != "function") {
     return Unsupported("tool_choice.type", "only {\"type\": \"function\", \"name\": ...} beside the strings");
   }
@@ -192,10 +181,10 @@ absl::StatusOr<ojson> ChatToolChoice(const ojson& choice) {
 
 // text.format as chat's response_format (none for "text").
 absl::StatusOr<ojson> ChatResponseFormat(const ojson& text) {
-  if (!text.is_object()) return TypeErrorOf("text", "an object", text);
-  const ojson* format = Get(text, "format");
+  if (!text.is_object()) return TypeError("text", "an object", text);
+  const ojson* format = Field(text, "format");
   if (format == nullptr) return ojson();
-  if (!format->is_object()) return TypeErrorOf("text.format", "an object", *format);
+  if (!format->is_object()) return TypeError("text.format", "an object", *format);
   ASSIGN_OR_RETURN(const std::string type, StringField(*format, "type", "text.format"));
   if (type == "text") return ojson();
   if (type == "json_object") return ojson{{"type", "json_object"}};
@@ -204,7 +193,7 @@ absl::StatusOr<ojson> ChatResponseFormat(const ojson& text) {
   }
   ojson schema = ojson::object();
   for (const char* key : {"name", "description", "schema", "strict"}) {
-    if (const ojson* v = Get(*format, key); v != nullptr) schema[key] = *v;
+    if (const ojson* v = Field(*format, key); v != nullptr) schema[key] = *v;
   }
   return ojson{{"type", "json_schema"}, {"json_schema", std::move(schema)}};
 }
@@ -212,12 +201,12 @@ absl::StatusOr<ojson> ChatResponseFormat(const ojson& text) {
 // The request's fields a response object repeats, with their defaults.
 ojson Echo(const ojson& root) {
   auto value = [&](const char* key, ojson fallback) {
-    const ojson* v = Get(root, key);
+    const ojson* v = Field(root, key);
     return v != nullptr ? *v : fallback;
   };
   ojson format{{"type", "text"}};
-  if (const ojson* text = Get(root, "text"); text != nullptr) {
-    if (const ojson* f = Get(*text, "format"); f != nullptr) format = *f;
+  if (const ojson* text = Field(root, "text"); text != nullptr) {
+    if (const ojson* f = Field(*text, "format"); f != nullptr) format = *f;
   }
   return ojson{{"instructions", value("instructions", nullptr)},
                {"max_output_tokens", value("max_output_tokens", nullptr)},
@@ -276,20 +265,20 @@ absl::StatusOr<ResponsesCall> ParseResponsesRequest(absl::string_view body, cons
   RETURN_IF_ERROR(AddMessages(root, &messages, &call.message_fields));
   chat["messages"] = std::move(messages);
   for (const char* key : {"model", "user", "temperature", "top_p", "stream", "parallel_tool_calls"}) {
-    if (const ojson* v = Get(root, key); v != nullptr) chat[key] = *v;
+    if (const ojson* v = Field(root, key); v != nullptr) chat[key] = *v;
   }
-  if (const ojson* v = Get(root, "max_output_tokens"); v != nullptr) chat["max_completion_tokens"] = *v;
-  if (const ojson* v = Get(root, "metadata"); v != nullptr && !v->is_object()) {
-    return TypeErrorOf("metadata", "an object of strings", *v);
+  if (const ojson* v = Field(root, "max_output_tokens"); v != nullptr) chat["max_completion_tokens"] = *v;
+  if (const ojson* v = Field(root, "metadata"); v != nullptr && !v->is_object()) {
+    return TypeError("metadata", "an object of strings", *v);
   }
-  if (const ojson* v = Get(root, "text"); v != nullptr) {
+  if (const ojson* v = Field(root, "text"); v != nullptr) {
     ASSIGN_OR_RETURN(ojson format, ChatResponseFormat(*v));
     if (!format.is_null()) chat["response_format"] = std::move(format);
   }
-  if (const ojson* v = Get(root, "tools"); v != nullptr) {
+  if (const ojson* v = Field(root, "tools"); v != nullptr) {
     ASSIGN_OR_RETURN(chat["tools"], ChatTools(*v));
   }
-  if (const ojson* v = Get(root, "tool_choice"); v != nullptr) {
+  if (const ojson* v = Field(root, "tool_choice"); v != nullptr) {
     ASSIGN_OR_RETURN(chat["tool_choice"], ChatToolChoice(*v));
   }
   absl::StatusOr<CompletionCall> completion = ParseChatCompletionRequest(chat.dump(), tools);

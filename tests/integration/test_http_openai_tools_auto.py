@@ -187,3 +187,45 @@ def test_responses_function_call_items_make_transformers_prompt(server, client, 
     assert r.usage.input_tokens == len(ids), (r.usage, len(ids))
     expected, _ = native_greedy(server, ids, 16)
     assert [o.type for o in r.output] == ["message"] and r.output_text == expected
+
+
+def anthropic_messages(messages):
+    """The golden's messages in Anthropic's shape: the system prompt apart,
+    calls as tool_use blocks, results as tool_result blocks."""
+    system, out = None, []
+    for m in messages:
+        if m["role"] == "system":
+            system = m["content"]
+        elif m.get("tool_calls"):
+            out.append({"role": "assistant", "content": [
+                {"type": "tool_use", "id": c["id"], "name": c["function"]["name"], "input": c["function"]["arguments"]}
+                for c in m["tool_calls"]]})
+        elif m["role"] == "tool":
+            out.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": m["tool_call_id"],
+                                                     "content": m["content"]}]})
+        else:
+            out.append({"role": m["role"], "content": m["content"]})
+    return system, out
+
+
+@pytest.mark.parametrize("conversation", ["tools_call_result", "tools_call_result_answer"])
+def test_anthropic_tool_use_and_result_blocks_make_transformers_prompt(server, conversation):
+    """/v1/messages through the anthropic SDK with a tool_use block and its
+    tool_result: the prompt is transformers' rendering of the same
+    conversation (its token count), and the answer the native greedy
+    continuation of it."""
+    import anthropic
+    case = golden(conversation)
+    bos = GOLDEN["templates"]["llama3.1"]["bos_token"]
+    ids = tokenize_text(server, "<s>" + case["text"][len(bos):])
+    tools = [{"name": t["function"]["name"], **({"description": t["function"]["description"]}
+                                                 if "description" in t["function"] else {}),
+              "input_schema": t["function"]["parameters"]} for t in case["tools"]]
+    system, messages = anthropic_messages(case["messages"])
+    client = anthropic.Anthropic(base_url=server.url(""), api_key="none", max_retries=0)
+    extra = {"system": system} if system else {}
+    m = client.messages.create(model="stories260K", messages=messages, tools=tools, max_tokens=16,
+                               extra_body={"temperature": 0}, **extra)
+    assert m.usage.input_tokens + m.usage.cache_read_input_tokens == len(ids), (m.usage, len(ids))
+    expected, _ = native_greedy(server, ids, 16)
+    assert [b.type for b in m.content] == ["text"] and m.content[0].text == expected

@@ -1,0 +1,419 @@
+#include "server/http/anthropic_messages.h"
+
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "engine/core/status_macros.h"
+#include "server/http/json_body.h"
+#include "server/http/json_fields.h"
+#include "server/status_util.h"
+
+namespace attnserve {
+namespace {
+
+using nlohmann::json;
+using ojson = nlohmann::ordered_json;
+
+absl::StatusOr<std::string> StringOf(const ojson& object, const char* name, const std::string& field) {
+  const ojson* v = Field(object, name);
+  if (v == nullptr) return absl::InvalidArgumentError(absl::StrCat(field, ".", name, ": required"));
+  if (!v->is_string()) return TypeError(absl::StrCat(field, ".", name), "a string", *v);
+  return v->get<std::string>();
+}
+
+// A block's type, refused unless it is one of `allowed`.
+absl::StatusOr<std::string> BlockType(const ojson& block, const std::string& field,
+                                      std::initializer_list<const char*> allowed, const char* why) {
+  if (!block.is_object()) return TypeError(field, "a content block object", block);
+  ASSIGN_OR_RETURN(std::string type, StringOf(block, "type", field));
+  for (const char* a : allowed) {
+    if (type == a) return type;
+  }
+  return Unsupported(field + ".type", absl::StrCat("'", SanitizeUtf8(type), "': ", why));
+}
+
+// A string, or text blocks joined with "\n" (system prompts, tool results).
+absl::StatusOr<std::string> TextOf(const ojson& value, const std::string& field) {
+  if (value.is_string()) return value.get<std::string>();
+  if (!value.is_array()) return TypeError(field, "a string or an array of text blocks", value);
+  std::string text;
+  for (size_t k = 0; k < value.size(); ++k) {
+    const std::string block_field = absl::StrCat(field, "[", k, "]");
+    RETURN_IF_ERROR(BlockType(value[k], block_field, {"text"}, "text blocks only").status());
+    ASSIGN_OR_RETURN(const std::string part, StringOf(value[k], "text", block_field));
+    absl::StrAppend(&text, k == 0 ? "" : "\n", part);
+  }
+  return text;
+}
+
+// One Anthropic message as chat messages: a user message's tool_result
+// blocks are tool messages (before its text), an assistant's tool_use
+// blocks its tool_calls.
+absl::Status AddMessage(const ojson& message, const std::string& field, ojson* messages,
+                        std::vector<std::string>* fields) {
+  if (!message.is_object()) return TypeError(field, "a message object", message);
+  ASSIGN_OR_RETURN(const std::string role, StringOf(message, "role", field));
+  if (role != "user" && role != "assistant") {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ".role: '", SanitizeUtf8(role), "' is not one of \"user\", \"assistant\""));
+  }
+  const ojson* content = Field(message, "content");
+  if (content == nullptr) return absl::InvalidArgumentError(field + ".content: required");
+  if (content->is_string()) {
+    messages->push_back(ojson{{"role", role}, {"content", *content}});
+    fields->push_back(field);
+    return absl::OkStatus();
+  }
+  if (!content->is_array()) return TypeError(field + ".content", "a string or an array of content blocks", *content);
+  ojson parts = ojson::array(), calls = ojson::array();
+  for (size_t k = 0; k < content->size(); ++k) {
+    const ojson& block = (*content)[k];
+    const std::string block_field = absl::StrCat(field, ".content[", k, "]");
+    ASSIGN_OR_RETURN(const std::string type,
+                     role == "user" ? BlockType(block, block_field, {"text", "tool_result"}, "text and tool_result only")
+                                    : BlockType(block, block_field, {"text", "tool_use"}, "text and tool_use only"));
+    if (type == "text") {
+      ASSIGN_OR_RETURN(std::string text, StringOf(block, "text", block_field));
+      parts.push_back(ojson{{"type", "text"}, {"text", std::move(text)}});
+    } else if (type == "tool_use") {
+      ASSIGN_OR_RETURN(const std::string id, StringOf(block, "id", block_field));
+      ASSIGN_OR_RETURN(const std::string name, StringOf(block, "name", block_field));
+      const ojson* input = Field(block, "input");
+      if (input == nullptr || !input->is_object()) {
+        return TypeError(block_field + ".input", "an object", input ? *input : ojson());
+      }
+      calls.push_back(
+          ojson{{"id", id}, {"type", "function"}, {"function", {{"name", name}, {"arguments", input->dump()}}}});
+    } else {  // tool_result: a tool message of its own
+      ASSIGN_OR_RETURN(const std::string id, StringOf(block, "tool_use_id", block_field));
+      const ojson* result = Field(block, "content");
+      std::string text;
+      if (result != nullptr) {
+        ASSIGN_OR_RETURN(text, TextOf(*result, block_field + ".content"));
+      }
+      messages->push_back(ojson{{"role", "tool"}, {"tool_call_id", id}, {"content", std::move(text)}});
+      fields->push_back(block_field);
+    }
+  }
+  if (!calls.empty()) {
+    ojson m{{"role", "assistant"}, {"tool_calls", std::move(calls)}};
+    if (!parts.empty()) m["content"] = std::move(parts);
+    messages->push_back(std::move(m));
+    fields->push_back(field);
+  } else if (!parts.empty() || content->empty()) {
+    messages->push_back(ojson{{"role", role}, {"content", std::move(parts)}});
+    fields->push_back(field);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ojson> ChatTools(const ojson& tools) {
+  if (!tools.is_array()) return TypeError("tools", "an array of tools", tools);
+  ojson out = ojson::array();
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const ojson& tool = tools[i];
+    const std::string field = absl::StrCat("tools[", i, "]");
+    if (!tool.is_object()) return TypeError(field, "a tool object", tool);
+    if (const ojson* type = Field(tool, "type"); type != nullptr && *type != "custom") {
+      return Unsupported(field + ".type", absl::StrCat(type->dump(), ": client tools only (no server tools)"));
+    }
+    ojson function = ojson::object();
+    if (const ojson* v = Field(tool, "name"); v != nullptr) function["name"] = *v;
+    if (const ojson* v = Field(tool, "description"); v != nullptr) function["description"] = *v;
+    if (const ojson* v = Field(tool, "input_schema"); v != nullptr) function["parameters"] = *v;
+    out.push_back(ojson{{"type", "function"}, {"function", std::move(function)}});
+  }
+  return out;
+}
+
+// tool_choice {"type": "auto" | "any" | "tool" | "none", "name",
+// "disable_parallel_tool_use"} as chat's tool_choice and parallel_tool_calls.
+absl::Status ChatToolChoice(const ojson& choice, ojson* chat) {
+  if (!choice.is_object()) return TypeError("tool_choice", "an object", choice);
+  ASSIGN_OR_RETURN(const std::string type, StringOf(choice, "type", "tool_choice"));
+  if (type == "auto" || type == "none") {
+    (*chat)["tool_choice"] = type;
+  } else if (type == "any") {
+    (*chat)["tool_choice"] = "required";
+  } else if (type == "tool") {
+    ASSIGN_OR_RETURN(const std::string name, StringOf(choice, "name", "tool_choice"));
+    (*chat)["tool_choice"] = ojson{{"type", "function"}, {"function", {{"name", name}}}};
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("tool_choice.type: '", SanitizeUtf8(type),
+                                                   "' is not one of \"auto\", \"any\", \"tool\", \"none\""));
+  }
+  if (const ojson* v = Field(choice, "disable_parallel_tool_use"); v != nullptr) {
+    if (!v->is_boolean()) return TypeError("tool_choice.disable_parallel_tool_use", "a boolean", *v);
+    (*chat)["parallel_tool_calls"] = !v->get<bool>();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RefuseUnsupported(const ojson& root) {
+  if (const ojson* thinking = Field(root, "thinking"); thinking != nullptr) {
+    const ojson* type = Field(*thinking, "type");
+    if (type == nullptr || *type != "disabled") {
+      return Unsupported("thinking", "the model does not think apart; leave it out or send {\"type\": \"disabled\"}");
+    }
+  }
+  if (const ojson* servers = Field(root, "mcp_servers"); servers != nullptr && !(servers->is_array() && servers->empty())) {
+    return Unsupported("mcp_servers", "no server tools");
+  }
+  if (Field(root, "container") != nullptr) return Unsupported("container", "no server tools");
+  return absl::OkStatus();
+}
+
+ojson Usage(const json& chat_usage) {
+  const int64_t prompt = chat_usage.value("prompt_tokens", int64_t{0});
+  const int64_t cached = chat_usage["prompt_tokens_details"].value("cached_tokens", int64_t{0});
+  // Anthropic counts cached prompt tokens apart from input_tokens.
+  return ojson{{"input_tokens", prompt - cached},
+               {"cache_creation_input_tokens", 0},
+               {"cache_read_input_tokens", cached},
+               {"output_tokens", chat_usage.value("completion_tokens", int64_t{0})}};
+}
+
+std::string Sse(const ojson& event) {
+  return absl::StrCat("event: ", event["type"].get<std::string>(), "\ndata: ",
+                      event.dump(-1, ' ', false, ojson::error_handler_t::replace), "\n\n");
+}
+
+}  // namespace
+
+absl::StatusOr<AnthropicCall> ParseAnthropicMessagesRequest(absl::string_view body, const ToolSupport& tools) {
+  RETURN_IF_ERROR(ParseJsonObject(body).status());  // the shape errors every route gives
+  const ojson root = ojson::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+  RETURN_IF_ERROR(RefuseUnsupported(root));
+  AnthropicCall call;
+  ojson chat{{"messages", ojson::array()}};
+  if (const ojson* system = Field(root, "system"); system != nullptr) {
+    ASSIGN_OR_RETURN(std::string text, TextOf(*system, "system"));
+    chat["messages"].push_back(ojson{{"role", "system"}, {"content", std::move(text)}});
+    call.message_fields.push_back("system");
+  }
+  const ojson* messages = Field(root, "messages");
+  if (messages == nullptr) return absl::InvalidArgumentError("messages: required");
+  if (!messages->is_array()) return TypeError("messages", "an array of messages", *messages);
+  if (messages->empty()) return absl::InvalidArgumentError("messages: must not be empty");
+  for (size_t j = 0; j < messages->size(); ++j) {
+    RETURN_IF_ERROR(AddMessage((*messages)[j], absl::StrCat("messages[", j, "]"), &chat["messages"],
+                               &call.message_fields));
+  }
+  // Anthropic requires max_tokens: there is no default length.
+  const ojson* max_tokens = Field(root, "max_tokens");
+  if (max_tokens == nullptr) return absl::InvalidArgumentError("max_tokens: required");
+  chat["max_completion_tokens"] = *max_tokens;
+  if (const ojson* t = Field(root, "temperature"); t != nullptr) {
+    if (!t->is_number()) return TypeError("temperature", "a number", *t);
+    if (t->get<double>() < 0 || t->get<double>() > 1) {
+      return absl::InvalidArgumentError(absl::StrCat("temperature = ", t->dump(), ": must be in [0, 1]"));
+    }
+    chat["temperature"] = *t;
+  }
+  for (const char* key : {"model", "top_p", "top_k", "stream"}) {
+    if (const ojson* v = Field(root, key); v != nullptr) chat[key] = *v;
+  }
+  if (const ojson* stop = Field(root, "stop_sequences"); stop != nullptr) {
+    if (!stop->is_array()) return TypeError("stop_sequences", "an array of strings", *stop);
+    chat["stop"] = *stop;
+  }
+  if (const ojson* v = Field(root, "tools"); v != nullptr) {
+    ASSIGN_OR_RETURN(chat["tools"], ChatTools(*v));
+  }
+  if (const ojson* v = Field(root, "tool_choice"); v != nullptr) RETURN_IF_ERROR(ChatToolChoice(*v, &chat));
+  // Structured outputs: output_config.format {"type": "json_schema", "schema"}.
+  if (const ojson* config = Field(root, "output_config"); config != nullptr) {
+    if (!config->is_object()) return TypeError("output_config", "an object", *config);
+    if (Field(*config, "effort") != nullptr) {
+      return Unsupported("output_config.effort", "the model does not reason apart");
+    }
+    if (const ojson* format = Field(*config, "format"); format != nullptr) {
+      if (!format->is_object()) return TypeError("output_config.format", "an object", *format);
+      ASSIGN_OR_RETURN(const std::string type, StringOf(*format, "type", "output_config.format"));
+      if (type != "json_schema") {
+        return Unsupported("output_config.format.type", absl::StrCat("'", SanitizeUtf8(type), "': json_schema only"));
+      }
+      const ojson* schema = Field(*format, "schema");
+      if (schema == nullptr) return absl::InvalidArgumentError("output_config.format.schema: required");
+      chat["response_format"] = ojson{{"type", "json_schema"}, {"json_schema", {{"name", "output"}, {"schema", *schema}}}};
+    }
+  }
+  absl::StatusOr<CompletionCall> completion = ParseChatCompletionRequest(chat.dump(), tools);
+  if (!completion.ok()) return WithAnthropicFieldNames(completion.status(), call);
+  call.completion = std::move(*completion);
+  return call;
+}
+
+absl::Status WithAnthropicFieldNames(const absl::Status& status, const AnthropicCall& call) {
+  if (status.code() != absl::StatusCode::kInvalidArgument) return status;
+  std::string message(status.message());
+  // (the core says chat.messages[k], the chat parser messages[k])
+  constexpr char kMessages[] = "messages[";
+  if (size_t at = message.find(kMessages); at != std::string::npos) {
+    const size_t digits = at + sizeof(kMessages) - 1;
+    if (at >= 5 && message.compare(at - 5, 5, "chat.") == 0) at -= 5;
+    const size_t close = message.find(']', digits);
+    int k = -1;
+    if (close != std::string::npos && absl::SimpleAtoi(message.substr(digits, close - digits), &k) && k >= 0 &&
+        k < static_cast<int>(call.message_fields.size())) {
+      message = absl::StrCat(message.substr(0, at), call.message_fields[k], message.substr(close + 1));
+    }
+  }
+  if (absl::StartsWith(message, "stop:") || absl::StartsWith(message, "stop[")) {
+    message = absl::StrCat("stop_sequences", message.substr(4));
+  }
+  for (absl::string_view prefix : {"sampling: json_schema: ", "json_schema: "}) {
+    const ToolCallFormat::Mode tools = call.completion.format.tools.mode;
+    if (absl::StartsWith(message, prefix) && tools != ToolCallFormat::Mode::kNamed &&
+        tools != ToolCallFormat::Mode::kRequired) {
+      message = absl::StrCat("output_config.format.schema: ", message.substr(prefix.size()));
+      break;
+    }
+  }
+  message = absl::StrReplaceAll(message, {{"max_completion_tokens", "max_tokens"},
+                                          {"response_format", "output_config.format"},
+                                          {".function.parameters", ".input_schema"},
+                                          {".function.", "."}});
+  return absl::InvalidArgumentError(message);
+}
+
+json AnthropicError(const absl::Status& status) {
+  const char* type = "api_error";
+  switch (status.code()) {
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kOutOfRange: type = "invalid_request_error"; break;
+    case absl::StatusCode::kUnauthenticated: type = "authentication_error"; break;
+    case absl::StatusCode::kPermissionDenied: type = "permission_error"; break;
+    case absl::StatusCode::kNotFound: type = "not_found_error"; break;
+    case absl::StatusCode::kResourceExhausted: type = "rate_limit_error"; break;
+    case absl::StatusCode::kUnavailable: type = "overloaded_error"; break;
+    default: break;
+  }
+  return json{{"type", "error"}, {"error", {{"type", type}, {"message", SanitizeUtf8(status.message())}}}};
+}
+
+ojson AnthropicMessage(const AnthropicCall& call, const std::vector<v1::GenerateResponse>& chunks,
+                       const AnthropicIdentity& id) {
+  const json chat = ChatCompletionResponse({chunks}, CompletionIdentity{id.id, 0, id.model}, call.completion.format);
+  const json& choice = chat["choices"][0];
+  const json& message = choice["message"];
+  ojson content = ojson::array();
+  if (message.contains("tool_calls")) {
+    for (const json& c : message["tool_calls"]) {
+      const std::string& arguments = c["function"]["arguments"].get_ref<const std::string&>();
+      ojson input = ojson::parse(arguments, nullptr, /*allow_exceptions=*/false);
+      // A call cut by max_tokens has no whole input: its text is kept.
+      if (!input.is_object()) {
+        content.push_back(ojson{{"type", "text"}, {"text", arguments}});
+        continue;
+      }
+      content.push_back(ojson{{"type", "tool_use"}, {"id", c["id"]}, {"name", c["function"]["name"]},
+                              {"input", std::move(input)}});
+    }
+  } else if (!message["content"].get_ref<const std::string&>().empty()) {
+    content.push_back(ojson{{"type", "text"}, {"text", message["content"]}});
+  }
+  const std::string finish = choice["finish_reason"];
+  const json& stop = choice["stop_reason"];
+  ojson stop_reason = "end_turn", stop_sequence;
+  if (finish == "length") {
+    stop_reason = "max_tokens";
+  } else if (message.contains("tool_calls")) {
+    stop_reason = "tool_use";
+  } else if (stop.is_string()) {
+    stop_reason = "stop_sequence";
+    stop_sequence = stop.get<std::string>();
+  }
+  return ojson{{"id", id.id},
+               {"type", "message"},
+               {"role", "assistant"},
+               {"model", id.model},
+               {"content", std::move(content)},
+               {"stop_reason", std::move(stop_reason)},
+               {"stop_sequence", std::move(stop_sequence)},
+               {"usage", Usage(chat["usage"])}};
+}
+
+AnthropicStream::AnthropicStream(const AnthropicCall& call, AnthropicIdentity id) : call_(call), id_(std::move(id)) {}
+
+std::string AnthropicStream::Start() {
+  return Sse(ojson{{"type", "message_start"},
+                   {"message",
+                    {{"id", id_.id},
+                     {"type", "message"},
+                     {"role", "assistant"},
+                     {"model", id_.model},
+                     {"content", ojson::array()},
+                     {"stop_reason", nullptr},
+                     {"stop_sequence", nullptr},
+                     {"usage", {{"input_tokens", 0}, {"output_tokens", 0}}}}}});
+}
+
+std::string AnthropicStream::Close() {
+  if (!block_open_) return "";
+  block_open_ = false;
+  return Sse(ojson{{"type", "content_block_stop"}, {"index", blocks_ - 1}});
+}
+
+std::string AnthropicStream::Next(const v1::GenerateResponse& chunk) {
+  chunks_.push_back(chunk);
+  const json delta_chunk = ChatCompletionChunk(chunk, CompletionIdentity{id_.id, 0, id_.model}, call_.completion.format,
+                                               0, ChunkUsage::kNone, &chat_);
+  const json& delta = delta_chunk["choices"][0]["delta"];
+  std::string events;
+  if (const auto text = delta.find("content"); text != delta.end() && text->is_string() &&
+                                               !text->get_ref<const std::string&>().empty()) {
+    if (!block_open_ || !text_open_) {
+      events += Close();
+      events += Sse(ojson{{"type", "content_block_start"},
+                          {"index", blocks_++},
+                          {"content_block", {{"type", "text"}, {"text", ""}}}});
+      block_open_ = text_open_ = true;
+    }
+    events += Sse(ojson{{"type", "content_block_delta"},
+                        {"index", blocks_ - 1},
+                        {"delta", {{"type", "text_delta"}, {"text", *text}}}});
+  }
+  if (const auto tool_calls = delta.find("tool_calls"); tool_calls != delta.end()) {
+    for (const json& c : *tool_calls) {
+      const json function = c.value("function", json::object());
+      if (c["index"].get<int>() >= calls_) {  // chat opens a call with its id and name
+        ++calls_;
+        events += Close();
+        events += Sse(ojson{{"type", "content_block_start"},
+                            {"index", blocks_++},
+                            {"content_block",
+                             {{"type", "tool_use"},
+                              {"id", c.value("id", "")},
+                              {"name", function.value("name", "")},
+                              {"input", ojson::object()}}}});
+        block_open_ = true;
+        text_open_ = false;
+      }
+      const std::string arguments = function.value("arguments", "");
+      if (arguments.empty()) continue;
+      events += Sse(ojson{{"type", "content_block_delta"},
+                          {"index", blocks_ - 1},
+                          {"delta", {{"type", "input_json_delta"}, {"partial_json", arguments}}}});
+    }
+  }
+  if (chunk.finish_reason() == v1::FINISH_REASON_UNSPECIFIED) return events;
+  const ojson message = AnthropicMessage(call_, chunks_, id_);
+  events += Close();
+  events += Sse(ojson{{"type", "message_delta"},
+                      {"delta", {{"stop_reason", message["stop_reason"]}, {"stop_sequence", message["stop_sequence"]}}},
+                      {"usage", message["usage"]}});
+  events += Sse(ojson{{"type", "message_stop"}});
+  return events;
+}
+
+std::string AnthropicStream::Failed(const absl::Status& status) {
+  return absl::StrCat("event: error\ndata: ", AnthropicError(status).dump(-1, ' ', false, json::error_handler_t::replace),
+                      "\n\n");
+}
+
+}  // namespace attnserve

@@ -1,0 +1,90 @@
+// Anthropic's Messages API (POST /v1/messages), as llama.cpp's server and
+// vLLM serve it for the anthropic SDK and the tools built on it, on the chat
+// path: the body is rewritten as a /v1/chat/completions body ("system" a
+// leading system message, text blocks messages, tool_use blocks an
+// assistant's tool_calls, tool_result blocks tool messages, tools and
+// tool_choice chat's) and parsed by ParseChatCompletionRequest, so
+// templates, limits and tool calls are exactly chat's. The answer is a
+// "message" with text and tool_use content blocks; streamed, the API's
+// events (message_start ... message_stop).
+//
+// Refused (400 naming the field): image and document blocks, thinking,
+// server tools and MCP servers, and a temperature outside Anthropic's
+// [0, 1].
+#ifndef ATTNSERVE_SERVER_HTTP_ANTHROPIC_MESSAGES_H_
+#define ATTNSERVE_SERVER_HTTP_ANTHROPIC_MESSAGES_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "attnserve/v1/inference.pb.h"
+#include "nlohmann/json.hpp"
+#include "server/http/openai_chat.h"
+
+namespace attnserve {
+
+struct AnthropicCall {
+  CompletionCall completion;  // one chat choice
+  // Where chat message k came from ("system", "messages[2]"), so chat's
+  // errors name what the client sent.
+  std::vector<std::string> message_fields;
+};
+
+absl::StatusOr<AnthropicCall> ParseAnthropicMessagesRequest(absl::string_view body, const ToolSupport& tools);
+
+// A chat-path failure in the Messages API's terms: messages[k] becomes the
+// message (or system) it came from, max_completion_tokens max_tokens,
+// stop stop_sequences, tools[i].function tools[i].
+absl::Status WithAnthropicFieldNames(const absl::Status& status, const AnthropicCall& call);
+
+// {"type": "error", "error": {"type": "invalid_request_error" |
+// "authentication_error" | "rate_limit_error" | "not_found_error" |
+// "overloaded_error" | "api_error", "message"}}, as the SDK reads it.
+nlohmann::json AnthropicError(const absl::Status& status);
+
+struct AnthropicIdentity {
+  std::string id;  // "msg_<request id>"
+  std::string model;
+};
+
+// The message of an answer from its stream chunks: content blocks (text,
+// or tool_use with the parsed arguments as input), stop_reason "end_turn",
+// "max_tokens", "stop_sequence" or "tool_use", and usage (input_tokens
+// without the cached ones, cache_read_input_tokens, output_tokens).
+nlohmann::ordered_json AnthropicMessage(const AnthropicCall& call, const std::vector<v1::GenerateResponse>& chunks,
+                                        const AnthropicIdentity& id);
+
+// A streamed message: each event "event: <type>\ndata: {...}\n\n".
+class AnthropicStream {
+ public:
+  AnthropicStream(const AnthropicCall& call, AnthropicIdentity id);
+
+  // message_start (its usage counts come with message_delta: the prompt's
+  // tokens are known when the answer ends).
+  std::string Start();
+  // The events of one chunk; the chunk that ends the answer closes the open
+  // block and ends with message_delta and message_stop.
+  std::string Next(const v1::GenerateResponse& chunk);
+  // An error event, after the stream started.
+  std::string Failed(const absl::Status& status);
+
+ private:
+  std::string Close();
+
+  const AnthropicCall& call_;
+  const AnthropicIdentity id_;
+  std::vector<v1::GenerateResponse> chunks_;
+  ChatChoiceStream chat_;
+  int blocks_ = 0;          // content blocks opened so far
+  bool block_open_ = false;
+  bool text_open_ = false;  // the open block is text (else a tool_use)
+  int calls_ = 0;           // chat tool calls seen
+};
+
+}  // namespace attnserve
+
+#endif  // ATTNSERVE_SERVER_HTTP_ANTHROPIC_MESSAGES_H_
