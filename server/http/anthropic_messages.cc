@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "engine/core/status_macros.h"
+#include "server/http/chat_rewrite.h"
 #include "server/http/json_body.h"
 #include "server/http/json_fields.h"
 #include "server/status_util.h"
@@ -17,18 +18,11 @@ namespace {
 using nlohmann::json;
 using ojson = nlohmann::ordered_json;
 
-absl::StatusOr<std::string> StringOf(const ojson& object, const char* name, const std::string& field) {
-  const ojson* v = Field(object, name);
-  if (v == nullptr) return absl::InvalidArgumentError(absl::StrCat(field, ".", name, ": required"));
-  if (!v->is_string()) return TypeError(absl::StrCat(field, ".", name), "a string", *v);
-  return v->get<std::string>();
-}
-
 // A block's type, refused unless it is one of `allowed`.
 absl::StatusOr<std::string> BlockType(const ojson& block, const std::string& field,
                                       std::initializer_list<const char*> allowed, const char* why) {
   if (!block.is_object()) return TypeError(field, "a content block object", block);
-  ASSIGN_OR_RETURN(std::string type, StringOf(block, "type", field));
+  ASSIGN_OR_RETURN(std::string type, RequiredString(block, "type", field));
   for (const char* a : allowed) {
     if (type == a) return type;
   }
@@ -43,7 +37,7 @@ absl::StatusOr<std::string> TextOf(const ojson& value, const std::string& field)
   for (size_t k = 0; k < value.size(); ++k) {
     const std::string block_field = absl::StrCat(field, "[", k, "]");
     RETURN_IF_ERROR(BlockType(value[k], block_field, {"text"}, "text blocks only").status());
-    ASSIGN_OR_RETURN(const std::string part, StringOf(value[k], "text", block_field));
+    ASSIGN_OR_RETURN(const std::string part, RequiredString(value[k], "text", block_field));
     absl::StrAppend(&text, k == 0 ? "" : "\n", part);
   }
   return text;
@@ -55,7 +49,7 @@ absl::StatusOr<std::string> TextOf(const ojson& value, const std::string& field)
 absl::Status AddMessage(const ojson& message, const std::string& field, ojson* messages,
                         std::vector<std::string>* fields) {
   if (!message.is_object()) return TypeError(field, "a message object", message);
-  ASSIGN_OR_RETURN(const std::string role, StringOf(message, "role", field));
+  ASSIGN_OR_RETURN(const std::string role, RequiredString(message, "role", field));
   if (role != "user" && role != "assistant") {
     return absl::InvalidArgumentError(
         absl::StrCat(field, ".role: '", SanitizeUtf8(role), "' is not one of \"user\", \"assistant\""));
@@ -76,11 +70,11 @@ absl::Status AddMessage(const ojson& message, const std::string& field, ojson* m
                      role == "user" ? BlockType(block, block_field, {"text", "tool_result"}, "text and tool_result only")
                                     : BlockType(block, block_field, {"text", "tool_use"}, "text and tool_use only"));
     if (type == "text") {
-      ASSIGN_OR_RETURN(std::string text, StringOf(block, "text", block_field));
+      ASSIGN_OR_RETURN(std::string text, RequiredString(block, "text", block_field));
       parts.push_back(ojson{{"type", "text"}, {"text", std::move(text)}});
     } else if (type == "tool_use") {
-      ASSIGN_OR_RETURN(const std::string id, StringOf(block, "id", block_field));
-      ASSIGN_OR_RETURN(const std::string name, StringOf(block, "name", block_field));
+      ASSIGN_OR_RETURN(const std::string id, RequiredString(block, "id", block_field));
+      ASSIGN_OR_RETURN(const std::string name, RequiredString(block, "name", block_field));
       const ojson* input = Field(block, "input");
       if (input == nullptr || !input->is_object()) {
         return TypeError(block_field + ".input", "an object", input ? *input : ojson());
@@ -88,7 +82,7 @@ absl::Status AddMessage(const ojson& message, const std::string& field, ojson* m
       calls.push_back(
           ojson{{"id", id}, {"type", "function"}, {"function", {{"name", name}, {"arguments", input->dump()}}}});
     } else {  // tool_result: a tool message of its own
-      ASSIGN_OR_RETURN(const std::string id, StringOf(block, "tool_use_id", block_field));
+      ASSIGN_OR_RETURN(const std::string id, RequiredString(block, "tool_use_id", block_field));
       const ojson* result = Field(block, "content");
       std::string text;
       if (result != nullptr) {
@@ -110,36 +104,29 @@ absl::Status AddMessage(const ojson& message, const std::string& field, ojson* m
   return absl::OkStatus();
 }
 
-absl::StatusOr<ojson> ChatTools(const ojson& tools) {
-  if (!tools.is_array()) return TypeError("tools", "an array of tools", tools);
-  ojson out = ojson::array();
-  for (size_t i = 0; i < tools.size(); ++i) {
-    const ojson& tool = tools[i];
-    const std::string field = absl::StrCat("tools[", i, "]");
-    if (!tool.is_object()) return TypeError(field, "a tool object", tool);
-    if (const ojson* type = Field(tool, "type"); type != nullptr && *type != "custom") {
-      return Unsupported(field + ".type", absl::StrCat(type->dump(), ": client tools only (no server tools)"));
-    }
-    ojson function = ojson::object();
-    if (const ojson* v = Field(tool, "name"); v != nullptr) function["name"] = *v;
-    if (const ojson* v = Field(tool, "description"); v != nullptr) function["description"] = *v;
-    if (const ojson* v = Field(tool, "input_schema"); v != nullptr) function["parameters"] = *v;
-    out.push_back(ojson{{"type", "function"}, {"function", std::move(function)}});
+// A client tool {"name", "description", "input_schema"} as chat's function.
+absl::StatusOr<ojson> ChatFunction(const ojson& tool, const std::string& field) {
+  if (const ojson* type = Field(tool, "type"); type != nullptr && *type != "custom") {
+    return Unsupported(field + ".type", absl::StrCat(type->dump(), ": client tools only (no server tools)"));
   }
-  return out;
+  ojson function = ojson::object();
+  if (const ojson* v = Field(tool, "name"); v != nullptr) function["name"] = *v;
+  if (const ojson* v = Field(tool, "description"); v != nullptr) function["description"] = *v;
+  if (const ojson* v = Field(tool, "input_schema"); v != nullptr) function["parameters"] = *v;
+  return function;
 }
 
 // tool_choice {"type": "auto" | "any" | "tool" | "none", "name",
 // "disable_parallel_tool_use"} as chat's tool_choice and parallel_tool_calls.
 absl::Status ChatToolChoice(const ojson& choice, ojson* chat) {
   if (!choice.is_object()) return TypeError("tool_choice", "an object", choice);
-  ASSIGN_OR_RETURN(const std::string type, StringOf(choice, "type", "tool_choice"));
+  ASSIGN_OR_RETURN(const std::string type, RequiredString(choice, "type", "tool_choice"));
   if (type == "auto" || type == "none") {
     (*chat)["tool_choice"] = type;
   } else if (type == "any") {
     (*chat)["tool_choice"] = "required";
   } else if (type == "tool") {
-    ASSIGN_OR_RETURN(const std::string name, StringOf(choice, "name", "tool_choice"));
+    ASSIGN_OR_RETURN(const std::string name, RequiredString(choice, "name", "tool_choice"));
     (*chat)["tool_choice"] = ojson{{"type", "function"}, {"function", {{"name", name}}}};
   } else {
     return absl::InvalidArgumentError(absl::StrCat("tool_choice.type: '", SanitizeUtf8(type),
@@ -221,7 +208,7 @@ absl::StatusOr<AnthropicCall> ParseAnthropicMessagesRequest(absl::string_view bo
     chat["stop"] = *stop;
   }
   if (const ojson* v = Field(root, "tools"); v != nullptr) {
-    ASSIGN_OR_RETURN(chat["tools"], ChatTools(*v));
+    ASSIGN_OR_RETURN(chat["tools"], ChatFunctionTools(*v, ChatFunction));
   }
   if (const ojson* v = Field(root, "tool_choice"); v != nullptr) RETURN_IF_ERROR(ChatToolChoice(*v, &chat));
   // Structured outputs: output_config.format {"type": "json_schema", "schema"}.
@@ -232,7 +219,7 @@ absl::StatusOr<AnthropicCall> ParseAnthropicMessagesRequest(absl::string_view bo
     }
     if (const ojson* format = Field(*config, "format"); format != nullptr) {
       if (!format->is_object()) return TypeError("output_config.format", "an object", *format);
-      ASSIGN_OR_RETURN(const std::string type, StringOf(*format, "type", "output_config.format"));
+      ASSIGN_OR_RETURN(const std::string type, RequiredString(*format, "type", "output_config.format"));
       if (type != "json_schema") {
         return Unsupported("output_config.format.type", absl::StrCat("'", SanitizeUtf8(type), "': json_schema only"));
       }
@@ -249,30 +236,11 @@ absl::StatusOr<AnthropicCall> ParseAnthropicMessagesRequest(absl::string_view bo
 
 absl::Status WithAnthropicFieldNames(const absl::Status& status, const AnthropicCall& call) {
   if (status.code() != absl::StatusCode::kInvalidArgument) return status;
-  std::string message(status.message());
-  // (the core says chat.messages[k], the chat parser messages[k])
-  constexpr char kMessages[] = "messages[";
-  if (size_t at = message.find(kMessages); at != std::string::npos) {
-    const size_t digits = at + sizeof(kMessages) - 1;
-    if (at >= 5 && message.compare(at - 5, 5, "chat.") == 0) at -= 5;
-    const size_t close = message.find(']', digits);
-    int k = -1;
-    if (close != std::string::npos && absl::SimpleAtoi(message.substr(digits, close - digits), &k) && k >= 0 &&
-        k < static_cast<int>(call.message_fields.size())) {
-      message = absl::StrCat(message.substr(0, at), call.message_fields[k], message.substr(close + 1));
-    }
-  }
+  std::string message = NameChatMessage(std::string(status.message()), call.message_fields);
   if (absl::StartsWith(message, "stop:") || absl::StartsWith(message, "stop[")) {
     message = absl::StrCat("stop_sequences", message.substr(4));
   }
-  for (absl::string_view prefix : {"sampling: json_schema: ", "json_schema: "}) {
-    const ToolCallFormat::Mode tools = call.completion.format.tools.mode;
-    if (absl::StartsWith(message, prefix) && tools != ToolCallFormat::Mode::kNamed &&
-        tools != ToolCallFormat::Mode::kRequired) {
-      message = absl::StrCat("output_config.format.schema: ", message.substr(prefix.size()));
-      break;
-    }
-  }
+  message = NameResponseSchema(message, call.completion.format.tools.mode, "output_config.format.schema");
   message = absl::StrReplaceAll(message, {{"max_completion_tokens", "max_tokens"},
                                           {"response_format", "output_config.format"},
                                           {".function.parameters", ".input_schema"},

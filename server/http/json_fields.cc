@@ -29,6 +29,14 @@ absl::Status TypeError(absl::string_view field, absl::string_view expected, cons
   return absl::InvalidArgumentError(absl::StrCat(field, ": must be ", expected, ", got ", got.type_name()));
 }
 
+absl::StatusOr<std::string> RequiredString(const nlohmann::ordered_json& object, const char* name,
+                                           absl::string_view parent) {
+  const nlohmann::ordered_json* v = Field(object, name);
+  if (v == nullptr) return absl::InvalidArgumentError(absl::StrCat(parent, ".", name, ": required"));
+  if (!v->is_string()) return TypeError(absl::StrCat(parent, ".", name), "a string", *v);
+  return v->get<std::string>();
+}
+
 absl::Status Unsupported(absl::string_view field, absl::string_view why) {
   return absl::InvalidArgumentError(absl::StrCat(field, ": not supported (", why, ")"));
 }

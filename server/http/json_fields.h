@@ -7,6 +7,7 @@
 #define ATTNSERVE_SERVER_HTTP_JSON_FIELDS_H_
 
 #include <cstdint>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -26,6 +27,10 @@ absl::Status TypeError(absl::string_view field, absl::string_view expected, cons
 // the order matters (a JSON schema's properties, a rewritten body).
 const nlohmann::ordered_json* Field(const nlohmann::ordered_json& object, const char* name);
 absl::Status TypeError(absl::string_view field, absl::string_view expected, const nlohmann::ordered_json& got);
+// The string `name` of `object` (whose own name is `parent`): errors name
+// "<parent>.<name>" ("required", "must be a string").
+absl::StatusOr<std::string> RequiredString(const nlohmann::ordered_json& object, const char* name,
+                                           absl::string_view parent);
 
 // "<field>: not supported (<why>)": an option the client may send that this
 // server cannot honour, refused rather than silently ignored.

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "engine/core/status_macros.h"
+#include "server/http/chat_rewrite.h"
 #include "server/http/json_body.h"
 #include "server/http/json_fields.h"
 #include "server/status_util.h"
@@ -82,13 +83,6 @@ absl::StatusOr<ojson> MessageContent(const ojson& content, const std::string& fi
   return parts;
 }
 
-absl::StatusOr<std::string> StringField(const ojson& item, const char* name, const std::string& field) {
-  const ojson* v = Field(item, name);
-  if (v == nullptr) return absl::InvalidArgumentError(absl::StrCat(field, ".", name, ": required"));
-  if (!v->is_string()) return TypeError(absl::StrCat(field, ".", name), "a string", *v);
-  return v->get<std::string>();
-}
-
 // input (a string, or message / function_call / function_call_output items)
 // and instructions as chat messages; fields[k] names message k's source.
 absl::Status AddMessages(const ojson& root, ojson* messages, std::vector<std::string>* fields) {
@@ -116,15 +110,15 @@ absl::Status AddMessages(const ojson& root, ojson* messages, std::vector<std::st
     const bool call_follows_call = after_call && t == "function_call";
     after_call = t == "function_call";
     if (t == "message") {
-      ASSIGN_OR_RETURN(const std::string role, StringField(item, "role", field));
+      ASSIGN_OR_RETURN(const std::string role, RequiredString(item, "role", field));
       const ojson* content = Field(item, "content");
       if (content == nullptr) return absl::InvalidArgumentError(field + ".content: required");
       ASSIGN_OR_RETURN(ojson text, MessageContent(*content, field + ".content"));
       messages->push_back(ojson{{"role", role}, {"content", std::move(text)}});
     } else if (t == "function_call") {
-      ASSIGN_OR_RETURN(const std::string call_id, StringField(item, "call_id", field));
-      ASSIGN_OR_RETURN(const std::string name, StringField(item, "name", field));
-      ASSIGN_OR_RETURN(const std::string arguments, StringField(item, "arguments", field));
+      ASSIGN_OR_RETURN(const std::string call_id, RequiredString(item, "call_id", field));
+      ASSIGN_OR_RETURN(const std::string name, RequiredString(item, "name", field));
+      ASSIGN_OR_RETURN(const std::string arguments, RequiredString(item, "arguments", field));
       ojson call{{"id", call_id}, {"type", "function"}, {"function", {{"name", name}, {"arguments", arguments}}}};
       // Calls in a row are one assistant turn, as chat writes them.
       if (call_follows_call) {
@@ -133,7 +127,7 @@ absl::Status AddMessages(const ojson& root, ojson* messages, std::vector<std::st
       }
       messages->push_back(ojson{{"role", "assistant"}, {"tool_calls", ojson::array({std::move(call)})}});
     } else if (t == "function_call_output") {
-      ASSIGN_OR_RETURN(const std::string call_id, StringField(item, "call_id", field));
+      ASSIGN_OR_RETURN(const std::string call_id, RequiredString(item, "call_id", field));
       const ojson* output = Field(item, "output");
       if (output == nullptr) return absl::InvalidArgumentError(field + ".output: required");
       ASSIGN_OR_RETURN(ojson text, MessageContent(*output, field + ".output"));
@@ -147,25 +141,17 @@ absl::Status AddMessages(const ojson& root, ojson* messages, std::vector<std::st
   return absl::OkStatus();
 }
 
-// Function tools in chat's shape.
-absl::StatusOr<ojson> ChatTools(const ojson& tools) {
-  if (!tools.is_array()) return TypeError("tools", "an array of tools", tools);
-  ojson out = ojson::array();
-  for (size_t i = 0; i < tools.size(); ++i) {
-    const ojson& tool = tools[i];
-    const std::string field = absl::StrCat("tools[", i, "]");
-    if (!tool.is_object()) return TypeError(field, "a tool object", tool);
-    ASSIGN_OR_RETURN(const std::string type, StringField(tool, "type", field));
-    if (type != "function") {
-      return Unsupported(field + ".type", absl::StrCat("'", SanitizeUtf8(type), "': function tools only"));
-    }
-    ojson function = ojson::object();
-    for (const char* key : {"name", "description", "parameters", "strict"}) {
-      if (const ojson* v = Field(tool, key); v != nullptr) function[key] = *v;
-    }
-    out.push_back(ojson{{"type", "function"}, {"function", std::move(function)}});
+// A function tool {"type": "function", "name", ...} as chat's function.
+absl::StatusOr<ojson> ChatFunction(const ojson& tool, const std::string& field) {
+  ASSIGN_OR_RETURN(const std::string type, RequiredString(tool, "type", field));
+  if (type != "function") {
+    return Unsupported(field + ".type", absl::StrCat("'", SanitizeUtf8(type), "': function tools only"));
   }
-  return out;
+  ojson function = ojson::object();
+  for (const char* key : {"name", "description", "parameters", "strict"}) {
+    if (const ojson* v = Field(tool, key); v != nullptr) function[key] = *v;
+  }
+  return function;
 }
 
 absl::StatusOr<ojson> ChatToolChoice(const ojson& choice) {
@@ -175,7 +161,7 @@ absl::StatusOr<ojson> ChatToolChoice(const ojson& choice) {
   if (type == nullptr || *type != "function") {
     return Unsupported("tool_choice.type", "only {\"type\": \"function\", \"name\": ...} beside the strings");
   }
-  ASSIGN_OR_RETURN(const std::string name, StringField(choice, "name", "tool_choice"));
+  ASSIGN_OR_RETURN(const std::string name, RequiredString(choice, "name", "tool_choice"));
   return ojson{{"type", "function"}, {"function", {{"name", name}}}};
 }
 
@@ -185,7 +171,7 @@ absl::StatusOr<ojson> ChatResponseFormat(const ojson& text) {
   const ojson* format = Field(text, "format");
   if (format == nullptr) return ojson();
   if (!format->is_object()) return TypeError("text.format", "an object", *format);
-  ASSIGN_OR_RETURN(const std::string type, StringField(*format, "type", "text.format"));
+  ASSIGN_OR_RETURN(const std::string type, RequiredString(*format, "type", "text.format"));
   if (type == "text") return ojson();
   if (type == "json_object") return ojson{{"type", "json_object"}};
   if (type != "json_schema") {
@@ -276,7 +262,7 @@ absl::StatusOr<ResponsesCall> ParseResponsesRequest(absl::string_view body, cons
     if (!format.is_null()) chat["response_format"] = std::move(format);
   }
   if (const ojson* v = Field(root, "tools"); v != nullptr) {
-    ASSIGN_OR_RETURN(chat["tools"], ChatTools(*v));
+    ASSIGN_OR_RETURN(chat["tools"], ChatFunctionTools(*v, ChatFunction));
   }
   if (const ojson* v = Field(root, "tool_choice"); v != nullptr) {
     ASSIGN_OR_RETURN(chat["tool_choice"], ChatToolChoice(*v));
@@ -290,31 +276,9 @@ absl::StatusOr<ResponsesCall> ParseResponsesRequest(absl::string_view body, cons
 
 absl::Status WithResponsesFieldNames(const absl::Status& status, const ResponsesCall& call) {
   if (status.code() != absl::StatusCode::kInvalidArgument) return status;
-  std::string message(status.message());
   // messages[k] -> the input item (or instructions) it came from.
-  // (the core says chat.messages[k], the chat parser messages[k])
-  constexpr char kMessages[] = "messages[";
-  if (size_t at = message.find(kMessages); at != std::string::npos) {
-    const size_t digits = at + sizeof(kMessages) - 1;
-    if (at >= 5 && message.compare(at - 5, 5, "chat.") == 0) at -= 5;
-    const size_t close = message.find(']', digits);
-    int k = -1;
-    if (close != std::string::npos && absl::SimpleAtoi(message.substr(digits, close - digits), &k) && k >= 0 &&
-        k < static_cast<int>(call.message_fields.size())) {
-      message = absl::StrCat(message.substr(0, at), call.message_fields[k], message.substr(close + 1));
-    }
-  }
-  // A JSON schema's own errors start "json_schema: <path in the schema>".
-  // A tool's schema keeps that name: its path says which tool.
-  const ToolCallFormat::Mode tools = call.completion.format.tools.mode;
-  if (tools != ToolCallFormat::Mode::kNamed && tools != ToolCallFormat::Mode::kRequired) {
-    for (absl::string_view prefix : {"sampling: json_schema: ", "json_schema: "}) {
-      if (absl::StartsWith(message, prefix)) {
-        message = absl::StrCat("text.format.schema: ", message.substr(prefix.size()));
-        break;
-      }
-    }
-  }
+  std::string message = NameChatMessage(std::string(status.message()), call.message_fields);
+  message = NameResponseSchema(message, call.completion.format.tools.mode, "text.format.schema");
   message = absl::StrReplaceAll(message, {{"max_completion_tokens", "max_output_tokens"},
                                           {"'max_tokens'", "'max_output_tokens'"},
                                           {"response_format.json_schema.", "text.format."},

@@ -14,21 +14,13 @@ import anthropic
 import jsonschema
 import pytest
 
-from conftest import ServerProcess
-from test_http_openai_chat import PROMPTS, chat_gguf, native_greedy  # noqa: F401 (fixture)
+from test_http_openai_chat import PROMPTS, chat_gguf, native_greedy, server  # noqa: F401 (fixtures)
 
 
 # The SDK no longer takes sampling parameters (Claude's current models fix
 # them); the API still does, as llama.cpp's and vLLM's do, so they go in the
 # body as older clients and raw HTTP send them.
 GREEDY = {"extra_body": {"temperature": 0}}
-
-
-@pytest.fixture(scope="module")
-def server(chat_gguf):  # noqa: F811
-    s = ServerProcess(f"--decoder-model={chat_gguf}", "--threads=2", "--decoder-context-length=512")
-    yield s
-    s.close()
 
 
 @pytest.fixture(scope="module")

@@ -16,15 +16,7 @@ import openai
 import pydantic
 import pytest
 
-from conftest import REPO, ServerProcess
-from test_http_openai_chat import GOLDEN, PROMPTS, chat_gguf, native_greedy  # noqa: F401 (fixture)
-
-
-@pytest.fixture(scope="module")
-def server(chat_gguf):  # noqa: F811
-    s = ServerProcess(f"--decoder-model={chat_gguf}", "--threads=2", "--decoder-context-length=512")
-    yield s
-    s.close()
+from test_http_openai_chat import PROMPTS, chat_gguf, native_greedy, server  # noqa: F401 (fixtures)
 
 
 @pytest.fixture(scope="module")

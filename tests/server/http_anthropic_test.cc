@@ -10,6 +10,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/server/sse_events.h"
 
 namespace attnserve {
 namespace {
@@ -123,30 +124,7 @@ TEST(AnthropicRequestTest, RefusalsNameTheMessagesField) {
 }
 
 v1::GenerateResponse Chunk(const std::string& text, v1::FinishReason finish = v1::FINISH_REASON_UNSPECIFIED) {
-  v1::GenerateResponse chunk;
-  chunk.add_token_ids(7);
-  chunk.set_text(text);
-  if (finish != v1::FINISH_REASON_UNSPECIFIED) {
-    chunk.set_finish_reason(finish);
-    chunk.mutable_usage()->set_prompt_tokens(20);
-    chunk.mutable_usage()->set_generated_tokens(2);
-    chunk.mutable_usage()->set_cached_prompt_tokens(16);
-  }
-  return chunk;
-}
-
-std::vector<json> Events(const std::string& sse) {
-  std::vector<json> out;
-  for (size_t at = 0; at < sse.size();) {
-    const size_t end = sse.find("\n\n", at);
-    const std::string block = sse.substr(at, end - at);
-    const size_t newline = block.find('\n');
-    json e = json::parse(block.substr(newline + 7));
-    EXPECT_EQ(block.substr(7, newline - 7), e["type"].get<std::string>());
-    out.push_back(std::move(e));
-    at = end + 2;
-  }
-  return out;
+  return TextChunk(text, finish, 20, 16);
 }
 
 TEST(AnthropicMessageTest, ContentStopReasonsAndUsage) {
@@ -176,7 +154,7 @@ TEST(AnthropicStreamTest, TextThenAToolUseBlockInOrder) {
   std::string sse = text.Start();
   sse += text.Next(Chunk("He"));
   sse += text.Next(Chunk("llo", v1::FINISH_REASON_EOS));
-  std::vector<json> events = Events(sse);
+  std::vector<json> events = SseEvents(sse);
   std::vector<std::string> types;
   for (const json& e : events) types.push_back(e["type"]);
   EXPECT_THAT(types, ElementsAre("message_start", "content_block_start", "content_block_delta", "content_block_delta",
@@ -197,7 +175,7 @@ TEST(AnthropicStreamTest, TextThenAToolUseBlockInOrder) {
   sse = tool.Start();
   sse += tool.Next(Chunk("{\"x\": "));
   sse += tool.Next(Chunk("1}", v1::FINISH_REASON_EOS));
-  events = Events(sse);
+  events = SseEvents(sse);
   types.clear();
   std::string partial;
   for (const json& e : events) {
@@ -210,7 +188,7 @@ TEST(AnthropicStreamTest, TextThenAToolUseBlockInOrder) {
   EXPECT_EQ(events[1]["content_block"]["name"], "f");
   EXPECT_EQ(partial, "{\"x\": 1}");
   EXPECT_EQ(events[5]["delta"]["stop_reason"], "tool_use");
-  const std::vector<json> failed = Events(tool.Failed(absl::DeadlineExceededError("deadline passed")));
+  const std::vector<json> failed = SseEvents(tool.Failed(absl::DeadlineExceededError("deadline passed")));
   EXPECT_EQ(failed[0], json::parse(R"({"type": "error", "error": {"type": "api_error", "message": "deadline passed"}})"));
 }
 

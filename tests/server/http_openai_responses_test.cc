@@ -10,6 +10,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/server/sse_events.h"
 
 namespace attnserve {
 namespace {
@@ -145,32 +146,7 @@ TEST(ResponsesRequestTest, CoreErrorsAreRenamed) {
 }
 
 v1::GenerateResponse Chunk(const std::string& text, v1::FinishReason finish = v1::FINISH_REASON_UNSPECIFIED) {
-  v1::GenerateResponse chunk;
-  chunk.add_token_ids(7);
-  chunk.set_text(text);
-  if (finish != v1::FINISH_REASON_UNSPECIFIED) {
-    chunk.set_finish_reason(finish);
-    chunk.mutable_usage()->set_prompt_tokens(5);
-    chunk.mutable_usage()->set_generated_tokens(2);
-    chunk.mutable_usage()->set_cached_prompt_tokens(4);
-  }
-  return chunk;
-}
-
-// The events of an SSE text, parsed; checks each block's event name.
-std::vector<json> Events(const std::string& sse) {
-  std::vector<json> out;
-  size_t at = 0;
-  while (at < sse.size()) {
-    const size_t end = sse.find("\n\n", at);
-    const std::string block = sse.substr(at, end - at);
-    const size_t newline = block.find('\n');
-    json e = json::parse(block.substr(newline + 7));
-    EXPECT_EQ(block.substr(7, newline - 7), e["type"].get<std::string>());
-    out.push_back(std::move(e));
-    at = end + 2;
-  }
-  return out;
+  return TextChunk(text, finish, 5, 4);
 }
 
 TEST(ResponsesObjectTest, MessageOutputStatusAndUsage) {
@@ -200,7 +176,7 @@ TEST(ResponsesStreamTest, TextEventsInOrderNumberedFromZero) {
   std::string sse = stream.Start();  // one call a statement: the events number themselves as made
   sse += stream.Next(Chunk("He"));
   sse += stream.Next(Chunk("llo", v1::FINISH_REASON_EOS));
-  const std::vector<json> events = Events(sse);
+  const std::vector<json> events = SseEvents(sse);
   std::vector<std::string> types;
   for (size_t i = 0; i < events.size(); ++i) {
     types.push_back(events[i]["type"]);
@@ -216,7 +192,7 @@ TEST(ResponsesStreamTest, TextEventsInOrderNumberedFromZero) {
   EXPECT_EQ(events[9]["response"]["output"][0]["content"][0]["text"], "Hello");
   EXPECT_EQ(events[9]["response"]["status"], "completed");
   // Failed after the start: response.failed carries the error.
-  const std::vector<json> failed = Events(stream.Failed(absl::DeadlineExceededError("deadline passed")));
+  const std::vector<json> failed = SseEvents(stream.Failed(absl::DeadlineExceededError("deadline passed")));
   EXPECT_EQ(failed[0]["type"], "response.failed");
   EXPECT_EQ(failed[0]["response"]["error"]["message"], "deadline passed");
   EXPECT_EQ(failed[0]["sequence_number"], 10);
@@ -231,7 +207,7 @@ TEST(ResponsesStreamTest, ANamedCallStreamsItsArgumentsAndEndsWithTheItem) {
   std::string sse = stream.Start();
   sse += stream.Next(Chunk("{\"x\": "));
   sse += stream.Next(Chunk("1}", v1::FINISH_REASON_EOS));
-  const std::vector<json> events = Events(sse);
+  const std::vector<json> events = SseEvents(sse);
   std::vector<std::string> types;
   std::string arguments;
   for (const json& e : events) {
