@@ -234,6 +234,19 @@ absl::StatusOr<AnthropicCall> ParseAnthropicMessagesRequest(absl::string_view bo
   return call;
 }
 
+absl::StatusOr<v1::TokenizeRequest> ParseAnthropicCountTokensRequest(absl::string_view body,
+                                                                     const ToolSupport& tools) {
+  RETURN_IF_ERROR(ParseJsonObject(body).status());
+  ojson root = ojson::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+  // Counting writes nothing: a length is not needed, so any will do.
+  if (Field(root, "max_tokens") == nullptr) root["max_tokens"] = 1;
+  ASSIGN_OR_RETURN(const AnthropicCall call, ParseAnthropicMessagesRequest(root.dump(), tools));
+  v1::TokenizeRequest request;
+  request.set_model(v1::MODEL_KIND_DECODER);
+  *request.mutable_chat() = call.completion.requests[0].chat();
+  return request;
+}
+
 absl::Status WithAnthropicFieldNames(const absl::Status& status, const AnthropicCall& call) {
   if (status.code() != absl::StatusCode::kInvalidArgument) return status;
   std::string message = NameChatMessage(std::string(status.message()), call.message_fields);

@@ -36,6 +36,12 @@ struct AnthropicCall {
 
 absl::StatusOr<AnthropicCall> ParseAnthropicMessagesRequest(absl::string_view body, const ToolSupport& tools);
 
+// /v1/messages/count_tokens: the same body (max_tokens may be left out) as
+// the decoder's tokenize request of the chat prompt a message would get,
+// tools shown included; answered {"input_tokens": n}.
+absl::StatusOr<v1::TokenizeRequest> ParseAnthropicCountTokensRequest(absl::string_view body,
+                                                                     const ToolSupport& tools);
+
 // A chat-path failure in the Messages API's terms: messages[k] becomes the
 // message (or system) it came from, max_completion_tokens max_tokens,
 // stop stop_sequences, tools[i].function tools[i].

@@ -258,6 +258,17 @@ class Gateway {
         [&](const absl::Status& s) { return WithAnthropicFieldNames(s, *call); });
   }
 
+  // Anthropic's /v1/messages/count_tokens: the chat prompt's tokens, at once.
+  void AnthropicCountTokens(const HttpRequest& request, HttpResponseWriter& w) {
+    constexpr ErrorStyle kStyle = ErrorStyle::kAnthropic;
+    const absl::StatusOr<v1::TokenizeRequest> parsed = ParseAnthropicCountTokensRequest(request.body, ChatTools());
+    if (!parsed.ok()) return Refuse(w, "Tokenize", parsed.status(), "", kStyle);
+    const absl::StatusOr<v1::TokenizeResponse> tokens = backend_.tokenize(*parsed);
+    if (!tokens.ok()) return Fail(w, "Tokenize", tokens.status(), kStyle);
+    Finish("Tokenize", absl::OkStatus());
+    w.Send(200, kJson, Dump(json{{"input_tokens", tokens->token_ids_size()}}));
+  }
+
   void RunCompletion(const HttpRequest& request, HttpResponseWriter& w, absl::StatusOr<CompletionCall> call) {
     const std::string id = RequestId(request, w);
     if (!call.ok()) return Refuse(w, "Generate", call.status(), id);
@@ -723,6 +734,8 @@ std::map<std::string, HttpHandler> ApiRoutes(GatewayBackend backend, ServerMetri
   routes["/v1/responses"] = Route("POST", "Generate", kInference, gateway, &Gateway::Responses);
   routes["/v1/messages"] =
       Route("POST", "Generate", kInference, gateway, &Gateway::AnthropicMessages, ErrorStyle::kAnthropic);
+  routes["/v1/messages/count_tokens"] =
+      Route("POST", "Tokenize", kQuick, gateway, &Gateway::AnthropicCountTokens, ErrorStyle::kAnthropic);
   routes["/v1/models"] = Route("GET", "Models", kQuick, gateway, &Gateway::Models);
   routes["/v1/tokenize"] = Route("POST", "Tokenize", kQuick, gateway, &Gateway::Tokenize);
   routes["/v1/detokenize"] = Route("POST", "Detokenize", kQuick, gateway, &Gateway::Detokenize);

@@ -16,6 +16,7 @@
 //                              "stream"; openai_responses.h)
 //   POST /v1/messages          Anthropic's Messages API (its events with
 //                              "stream", its error shape; anthropic_messages.h)
+//   POST /v1/messages/count_tokens  {"input_tokens": n} of that prompt
 //   GET  /v1/models            OpenAI model list
 //   POST /v1/tokenize          TokenizeRequest JSON   -> TokenizeResponse JSON
 //   POST /v1/detokenize        DetokenizeRequest JSON -> DetokenizeResponse JSON

@@ -46,6 +46,17 @@ def test_a_conversation_answers_the_native_greedy_continuation(server, client):
     assert m.usage.input_tokens + m.usage.cache_read_input_tokens == len(case["ids"])
 
 
+def test_count_tokens_counts_the_prompt_a_message_gets(server, client):
+    """/v1/messages/count_tokens: transformers' prompt ids' count, and the
+    usage of the same conversation's message."""
+    for name in ("llama_cpp", "system_and_user", "whitespace_unicode"):
+        case = PROMPTS[name]
+        system, messages = split_system(case["messages"])
+        extra = {"system": system} if system else {}
+        counted = client.messages.count_tokens(model="stories260K", messages=messages, **extra)
+        assert counted.input_tokens == len(case["ids"]), name
+
+
 def test_system_as_text_blocks_and_content_as_blocks(server, client):
     case = PROMPTS["system_and_user"]
     expected, _ = native_greedy(server, case["ids"], 12)

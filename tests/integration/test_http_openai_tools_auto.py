@@ -227,5 +227,8 @@ def test_anthropic_tool_use_and_result_blocks_make_transformers_prompt(server, c
     m = client.messages.create(model="stories260K", messages=messages, tools=tools, max_tokens=16,
                                extra_body={"temperature": 0}, **extra)
     assert m.usage.input_tokens + m.usage.cache_read_input_tokens == len(ids), (m.usage, len(ids))
+    # count_tokens counts the same prompt, the tools shown in it included.
+    assert client.messages.count_tokens(model="stories260K", messages=messages, tools=tools,
+                                        **extra).input_tokens == len(ids)
     expected, _ = native_greedy(server, ids, 16)
     assert [b.type for b in m.content] == ["text"] and m.content[0].text == expected

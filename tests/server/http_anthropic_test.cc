@@ -86,6 +86,20 @@ TEST(AnthropicRequestTest, ToolUseAndToolResultBlocksAreChatsToolTurns) {
   EXPECT_EQ(call->completion.format.tools.mode, ToolCallFormat::Mode::kNamed);
 }
 
+TEST(AnthropicRequestTest, CountTokensIsTheDecodersChatTokenizeRequest) {
+  absl::StatusOr<v1::TokenizeRequest> r = ParseAnthropicCountTokensRequest(
+      json{{"model", "m"}, {"system", "s"}, {"messages", {{{"role", "user"}, {"content", "a"}}}}}.dump(), {});
+  ASSERT_TRUE(r.ok()) << r.status();  // no max_tokens needed
+  EXPECT_EQ(r->model(), v1::MODEL_KIND_DECODER);
+  ASSERT_EQ(r->chat().messages_size(), 2);
+  EXPECT_EQ(r->chat().messages(0).role(), "system");
+  EXPECT_EQ(r->chat().messages(1).content(), "a");
+  EXPECT_THAT(std::string(ParseAnthropicCountTokensRequest(R"({"messages": [{"role": "bot", "content": "a"}]})", {})
+                              .status()
+                              .message()),
+              HasSubstr("messages[0].role"));
+}
+
 TEST(AnthropicRequestTest, RefusalsNameTheMessagesField) {
   const json user = {{{"role", "user"}, {"content", "a"}}};
   const std::pair<json, const char*> bad[] = {
