@@ -44,11 +44,14 @@ absl::Status RefuseUnsupported(const ojson& root) {
       if (!value.is_null()) return Unsupported(absl::StrCat("reasoning.", key), "the model does not reason apart");
     }
   }
-  if (const ojson* include = Field(root, "include"); include != nullptr && !(include->is_array() && include->empty())) {
-    return Unsupported("include", "no extra output (logprobs, reasoning, tool results) is offered");
-  }
-  if (const ojson* top = Field(root, "top_logprobs"); top != nullptr && !(top->is_number_integer() && *top == 0)) {
-    return Unsupported("top_logprobs", "the Responses API's logprobs are not offered; /v1/chat/completions has them");
+  if (const ojson* include = Field(root, "include"); include != nullptr) {
+    if (!include->is_array()) return TypeError("include", "an array of strings", *include);
+    for (size_t i = 0; i < include->size(); ++i) {
+      if ((*include)[i] != "message.output_text.logprobs") {
+        return Unsupported(absl::StrCat("include[", i, "]"),
+                           absl::StrCat((*include)[i].dump(), ": only \"message.output_text.logprobs\""));
+      }
+    }
   }
   if (const ojson* truncation = Field(root, "truncation"); truncation != nullptr && *truncation != "disabled") {
     return Unsupported("truncation", "only \"disabled\": a conversation over the context is refused");
@@ -225,6 +228,13 @@ ojson Usage(const json& chat_usage) {
                {"peak_kv_cache_bytes", chat_usage.value("peak_kv_cache_bytes", int64_t{0})}};
 }
 
+// A chat chunk's logprobs entries ({token, logprob, bytes, top_logprobs},
+// the Responses API's shape too), or none.
+ojson DeltaLogprobs(const json& chat_chunk) {
+  const json& logprobs = chat_chunk["choices"][0]["logprobs"];
+  return logprobs.is_object() ? ojson::parse(logprobs["content"].dump()) : ojson::array();
+}
+
 ojson OutputText(const std::string& text) {
   return ojson{{"type", "output_text"}, {"text", text}, {"annotations", ojson::array()}, {"logprobs", ojson::array()}};
 }
@@ -254,6 +264,11 @@ absl::StatusOr<ResponsesCall> ParseResponsesRequest(absl::string_view body, cons
     if (const ojson* v = Field(root, key); v != nullptr) chat[key] = *v;
   }
   if (const ojson* v = Field(root, "max_output_tokens"); v != nullptr) chat["max_completion_tokens"] = *v;
+  // Logprobs: asked by include (and top_logprobs, the alternatives a token).
+  const ojson* include = Field(root, "include");
+  const ojson* top = Field(root, "top_logprobs");
+  if ((include != nullptr && !include->empty()) || (top != nullptr && *top != 0)) chat["logprobs"] = true;
+  if (top != nullptr && *top != 0) chat["top_logprobs"] = *top;
   if (const ojson* v = Field(root, "metadata"); v != nullptr && !v->is_object()) {
     return TypeError("metadata", "an object of strings", *v);
   }
@@ -303,8 +318,9 @@ ojson ResponseObject(const ResponsesCall& call, const std::vector<v1::GenerateRe
                                 c["function"]["arguments"], item_status));
     }
   } else {
-    output.push_back(MessageItem(absl::StrCat("msg_", Suffix(id)), item_status,
-                                 ojson::array({OutputText(message["content"].get<std::string>())})));
+    ojson text = OutputText(message["content"].get<std::string>());
+    if (call.completion.format.logprobs) text["logprobs"] = ojson::parse(choice["logprobs"]["content"].dump());
+    output.push_back(MessageItem(absl::StrCat("msg_", Suffix(id)), item_status, ojson::array({std::move(text)})));
   }
   ojson out{{"id", id.id},
             {"object", "response"},
@@ -372,7 +388,7 @@ std::string ResponsesStream::Next(const v1::GenerateResponse& chunk) {
                           {"output_index", message_index_},
                           {"content_index", 0},
                           {"delta", *content},
-                          {"logprobs", ojson::array()}});
+                          {"logprobs", DeltaLogprobs(delta_chunk)}});
   }
   if (const auto tool_calls = delta.find("tool_calls"); tool_calls != delta.end()) {
     for (const json& c : *tool_calls) {
@@ -421,7 +437,7 @@ std::string ResponsesStream::Next(const v1::GenerateResponse& chunk) {
                           {"output_index", message_index_},
                           {"content_index", 0},
                           {"text", part["text"]},
-                          {"logprobs", ojson::array()}});
+                          {"logprobs", part["logprobs"]}});
     events += Event(ojson{{"type", "response.content_part.done"},
                           {"item_id", item_id},
                           {"output_index", message_index_},

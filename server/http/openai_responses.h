@@ -10,8 +10,8 @@
 //
 // Not stored: previous_response_id, conversation, store: true and
 // background are refused (400 naming the field), as are built-in tools,
-// non-text inputs, reasoning, logprobs (include, top_logprobs) and
-// truncation "auto".
+// non-text inputs, reasoning, include of anything but the output text's
+// logprobs, and truncation "auto".
 #ifndef ATTNSERVE_SERVER_HTTP_OPENAI_RESPONSES_H_
 #define ATTNSERVE_SERVER_HTTP_OPENAI_RESPONSES_H_
 

@@ -46,6 +46,28 @@ def test_a_conversation_answers_the_native_greedy_continuation(server, client):
     assert r.max_output_tokens == 16 and r.temperature == 0 and r.store is False
 
 
+def test_logprobs_are_the_native_apis_streamed_or_not(server, client):
+    case = PROMPTS["llama_cpp"]
+    kwargs = dict(model="stories260K", input=as_input(case["messages"]), max_output_tokens=6, temperature=0,
+                  include=["message.output_text.logprobs"], top_logprobs=3)
+    r = client.responses.create(**kwargs)
+    _, native = native_greedy(server, case["ids"], 6, logprobs=3)
+    got = r.output[0].content[0].logprobs
+    assert len(got) == len(native["logprobs"]) == 6
+    for entry, want in zip(got, native["logprobs"]):
+        assert entry.logprob == pytest.approx(want["logprob"], abs=1e-6)
+        assert [t.logprob for t in entry.top_logprobs] == pytest.approx([t["logprob"] for t in want["top"]], abs=1e-6)
+        assert entry.top_logprobs[0].token == entry.token  # greedy: the chosen token is the most likely
+    streamed = []
+    with client.responses.stream(**kwargs) as stream:
+        for event in stream:
+            if event.type == "response.output_text.delta":
+                streamed += event.logprobs
+    final = event.response.output[0].content[0].logprobs  # the stream's last event, response.incomplete
+    assert [(e.token, e.logprob) for e in streamed] == [(e.token, e.logprob) for e in got]
+    assert [(e.token, e.logprob) for e in final] == [(e.token, e.logprob) for e in got]
+
+
 def test_instructions_are_the_system_message_and_a_string_input_the_user_turn(server, client):
     case = PROMPTS["system_and_user"]
     expected, _ = native_greedy(server, case["ids"], 12)
@@ -161,7 +183,8 @@ def test_required_calls_one_of_the_functions(server, client):
     ({"input": "a", "previous_response_id": "resp_1"}, 400, "previous_response_id: not supported"),
     ({"input": "a", "store": True}, 400, "store: not supported"),
     ({"input": "a", "background": True}, 400, "background: not supported"),
-    ({"input": "a", "include": ["message.output_text.logprobs"]}, 400, "include: not supported"),
+    ({"input": "a", "include": ["reasoning.encrypted_content"]}, 400, "include[0]: not supported"),
+    ({"input": "a", "top_logprobs": 50}, 400, "top_logprobs"),
     ({"input": "a", "reasoning": {"effort": "high"}}, 400, "reasoning.effort: not supported"),
     ({"input": "a", "truncation": "auto"}, 400, "truncation: not supported"),
     ({"input": "a", "tools": [{"type": "web_search"}]}, 400, "tools[0].type: not supported"),
