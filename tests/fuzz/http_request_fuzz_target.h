@@ -8,8 +8,9 @@
 // queued: a crash or an uncaught exception here takes the whole server down
 // with every request in flight. The first input byte picks the endpoint
 // (selector % kHttpFuzzEndpoints): /v1/encode, /v1/generate, /v1/tokenize,
-// /v1/detokenize, /v1/embeddings, /v1/completions, /v1/chat/completions; the
-// rest is the body.
+// /v1/detokenize, /v1/embeddings, /v1/completions, /v1/chat/completions,
+// /v1/responses, /v1/messages, /v1/messages/count_tokens, /v1/score,
+// /v1/rerank, TEI's /similarity and /embed_all; the rest is the body.
 //
 // Contracts (a violation aborts, which libFuzzer and the gtest report):
 // - no crash, no sanitizer report, no exception out of the parser;
@@ -32,7 +33,9 @@
 //   ids in [0, vocab), at least one and fewer than the context; encode
 //   inputs in [1, 32], attention layers in [0, 6)).
 // - a completion call has n >= 1 choices per prompt, at least one prompt,
-//   at most kMaxCompletionChoices requests in all.
+//   at most kMaxCompletionChoices requests in all; a Responses or Messages
+//   call exactly one request, a chat prompt;
+// - a scoring call names each input, and pairs its texts 1:N or N:N.
 #ifndef ATTNSERVE_TESTS_FUZZ_HTTP_REQUEST_FUZZ_TARGET_H_
 #define ATTNSERVE_TESTS_FUZZ_HTTP_REQUEST_FUZZ_TARGET_H_
 
@@ -63,7 +66,11 @@
 #include "server/http/native_api.h"
 #include "server/core/chat_prompt.h"
 #include "server/http/openai_api.h"
+#include "server/http/anthropic_messages.h"
+#include "server/http/hf_api.h"
 #include "server/http/openai_chat.h"
+#include "server/http/openai_responses.h"
+#include "server/http/score_api.h"
 
 namespace attnserve::fuzz {
 
@@ -76,7 +83,7 @@ struct HttpFuzzContext {
   ChatSetup chat;  // the Llama-2 format over the tokenizer
 };
 
-inline constexpr int kHttpFuzzEndpoints = 7;
+inline constexpr int kHttpFuzzEndpoints = 14;
 
 inline constexpr int kHttpFuzzMaxNewTokens = 256;  // below the context, so this limit is the one that binds
 inline constexpr int kHttpFuzzContext = 512;
@@ -218,6 +225,33 @@ inline bool CheckGenerate(const HttpFuzzContext& ctx, const char* endpoint, cons
   return true;
 }
 
+// A Responses or Messages call: one chat request, checked as Generate's.
+inline bool CheckOneChatChoice(const HttpFuzzContext& ctx, const char* endpoint, const absl::Status& status,
+                               const CompletionCall* call, absl::string_view body) {
+  if (!status.ok()) {
+    CheckRefusal(endpoint, status, body);
+    return false;
+  }
+  if (call->requests.size() != 1 || !call->format.chat || !call->requests[0].has_chat()) {
+    Fail(endpoint, "not one chat request", std::to_string(call->requests.size()), body);
+  }
+  return CheckGenerate(ctx, endpoint, call->requests[0], body);
+}
+
+inline bool CheckScore(const HttpFuzzContext& ctx, const char* endpoint, const absl::StatusOr<ScoreCall>& call,
+                       absl::string_view body) {
+  if (!call.ok()) {
+    CheckRefusal(endpoint, call.status(), body);
+    return false;
+  }
+  if (call->left < 1 || call->right() < 1 || (call->left != 1 && call->left != call->right()) ||
+      call->fields.size() != static_cast<size_t>(call->request.inputs_size())) {
+    Fail(endpoint, "scoring pairs out of shape",
+         std::to_string(call->left) + " against " + std::to_string(call->right()), body);
+  }
+  return CheckEncode(ctx, endpoint, call->request, body);
+}
+
 }  // namespace http_fuzz_internal
 
 // True when the body was accepted: it parsed and passed every check the
@@ -247,6 +281,34 @@ inline bool HttpRequestFuzzOne(const HttpFuzzContext& ctx, const uint8_t* data, 
         return false;
       }
       return CheckEncode(ctx, "embeddings", call->request, body);
+    }
+    case 7: {
+      const absl::StatusOr<ResponsesCall> call = ParseResponsesRequest(body, ToolSupport{});
+      return CheckOneChatChoice(ctx, "responses", call.status(), call.ok() ? &call->completion : nullptr, body);
+    }
+    case 8: {
+      const absl::StatusOr<AnthropicCall> call = ParseAnthropicMessagesRequest(body, ToolSupport{});
+      return CheckOneChatChoice(ctx, "messages", call.status(), call.ok() ? &call->completion : nullptr, body);
+    }
+    case 9: {
+      const absl::StatusOr<v1::TokenizeRequest> r = ParseAnthropicCountTokensRequest(body, ToolSupport{});
+      if (!r.ok()) {
+        CheckRefusal("count_tokens", r.status(), body);
+        return false;
+      }
+      if (!r->has_chat() || r->model() != v1::MODEL_KIND_DECODER) Fail("count_tokens", "not a chat", "", body);
+      return true;
+    }
+    case 10: return CheckScore(ctx, "score", ParseScoreRequest(body), body);
+    case 11: return CheckScore(ctx, "rerank", ParseRerankRequest(body), body);
+    case 12: return CheckScore(ctx, "similarity", ParseSimilarityRequest(body), body);
+    case 13: {
+      absl::StatusOr<v1::EncodeRequest> r = ParseTeiEmbedAllRequest(body);
+      if (!r.ok()) {
+        CheckRefusal("embed_all", r.status(), body);
+        return false;
+      }
+      return CheckEncode(ctx, "embed_all", *r, body);
     }
     default: {
       const bool chat = data[0] % kHttpFuzzEndpoints == 6;

@@ -152,6 +152,16 @@ def http_request_seeds(out: pathlib.Path) -> None:
         (5, {"prompt": "Once upon", "max_tokens": 8, "temperature": 0, "stop": "\n", "seed": 3, "logprobs": 2,
              "stream": True, "n": 2, "echo": True, "top_k": 5, "ignore_eos": True, "stop_token_ids": [2]}),
         (5, {"prompt": [[1, 403], [1, 407, 500]], "max_tokens": 0, "echo": True, "logprobs": 0}),
+        (6, {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4}),
+        (7, {"instructions": "Be kind.", "input": [{"role": "user", "content": "Hi"}], "max_output_tokens": 8,
+             "include": ["message.output_text.logprobs"], "top_logprobs": 2}),
+        (8, {"system": "Be kind.", "messages": [{"role": "user", "content": [{"type": "text", "text": "Hi"}]}],
+             "max_tokens": 8, "stop_sequences": ["\n"]}),
+        (9, {"messages": [{"role": "user", "content": "Hi"}]}),
+        (10, {"text_1": "a query", "text_2": ["one", "two"]}),
+        (11, {"query": "q", "documents": ["one", {"text": "two"}], "top_n": 1}),
+        (12, {"inputs": {"source_sentence": "s", "sentences": ["a", "b"]}}),
+        (13, {"inputs": ["hello", [101, 7592, 102]]}),
     ]
     for i, (selector, body) in enumerate(bodies):
         (out / f"body_{selector}_{i}").write_bytes(bytes([selector]) + json.dumps(body).encode())

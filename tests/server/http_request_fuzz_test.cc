@@ -76,6 +76,26 @@ std::vector<std::string> SeedCorpus() {
           R"("required":["name"],"additionalProperties":false}}}})"},
       {5, R"({"prompt":"x","guided_json":"{\"type\":\"object\",\"properties\":{\"k\":{\"const\":true}}}"})"},
       {1, R"({"text":"x","sampling":{"response_format":"RESPONSE_FORMAT_JSON_OBJECT","max_new_tokens":3}})"},
+      {7, R"({"model":"m","instructions":"Be kind.","input":[{"role":"user","content":"Hi"},)"
+          R"({"type":"message","role":"assistant","content":[{"type":"output_text","text":"Hello"}]},)"
+          R"({"role":"user","content":[{"type":"input_text","text":"A story"}]}],"max_output_tokens":8,)"
+          R"("temperature":0.5,"top_p":0.9,"stream":true,"include":["message.output_text.logprobs"],"top_logprobs":2,)"
+          R"("metadata":{"k":"v"},"store":false})"},
+      {7, R"({"input":"Who?","text":{"format":{"type":"json_schema","name":"p","schema":{"type":"object",)"
+          R"("properties":{"name":{"type":"string"}},"required":["name"]}}},"tools":[{"type":"function","name":"f",)"
+          R"("parameters":{"type":"object","properties":{}}}],"tool_choice":"none"})"},
+      {8, R"({"model":"m","system":[{"type":"text","text":"Be kind."}],"messages":[{"role":"user","content":"Hi"},)"
+          R"({"role":"assistant","content":[{"type":"text","text":"Hello"}]},{"role":"user","content":"More"}],)"
+          R"("max_tokens":8,"temperature":0.5,"top_k":3,"stop_sequences":["\n"],"stream":true,"metadata":{"user_id":"u"}})"},
+      {8, R"({"messages":[{"role":"user","content":"Who?"}],"max_tokens":16,"tools":[{"name":"f","input_schema":)"
+          R"({"type":"object","properties":{"a":{"type":"integer"}}}}],"tool_choice":{"type":"tool","name":"f"},)"
+          R"("output_config":{}})"},
+      {9, R"({"model":"m","system":"s","messages":[{"role":"user","content":[{"type":"text","text":"Hi"}]}]})"},
+      {10, R"({"model":"m","text_1":"a query","text_2":["one","two"],"truncate_prompt_tokens":-1})"},
+      {10, R"({"text_1":["a","b"],"text_2":["c","d"]})"},
+      {11, R"({"query":"q","documents":["one",{"text":"two"}],"top_n":1,"return_documents":false})"},
+      {12, R"({"inputs":{"source_sentence":"s","sentences":["a","b"]},"parameters":{"truncate":true}})"},
+      {13, R"({"inputs":["hello",[101,7592,102]],"truncate":false,"truncation_direction":"right"})"},
   };
   std::vector<std::string> corpus;
   for (const auto& [selector, body] : bodies) corpus.push_back(std::string(1, selector) + body);
@@ -92,7 +112,10 @@ std::string Mutate(const std::string& in, const std::vector<std::string>& corpus
       "\"token_ids\":", "\"seed\":", "\"max_tokens\":", "\"best_of\":", "\"unknown_field\":", "1000000",
       "\"frequency_penalty\":", "\"presence_penalty\":", "\"logit_bias\":{", "\"-1\":", "\"512\":",
       "\"messages\":[{", "\"role\":", "\"content\":", "\"user\"", "\"assistant\"", "\"system\"",
-      "\"continue_final_message\":", "\"add_generation_prompt\":", "\"chat\":{"};
+      "\"continue_final_message\":", "\"add_generation_prompt\":", "\"chat\":{", "\"instructions\":",
+      "\"max_output_tokens\":", "\"type\":", "\"function_call\"", "\"tool_use\"", "\"tool_result\"",
+      "\"system\":", "\"stop_sequences\":[", "\"text_1\":", "\"text_2\":[", "\"documents\":[", "\"query\":",
+      "\"top_n\":", "\"source_sentence\":", "\"sentences\":[", "\"include\":[", "\"tool_choice\":{"};
   // Numbers at and past every limit the checks enforce, written as JSON
   // allows (and as it does not).
   static const char* kNumbers[] = {"-1", "0", "-0", "0.0", "1", "2", "20", "21", "100", "100.5", "10.01",
