@@ -200,7 +200,9 @@ absl::StatusOr<AnthropicCall> ParseAnthropicMessagesRequest(absl::string_view bo
     }
     chat["temperature"] = *t;
   }
-  for (const char* key : {"model", "top_p", "top_k", "stream"}) {
+  // Anthropic's own fields, then vLLM's sampling extensions as chat takes them.
+  for (const char* key : {"model", "top_p", "top_k", "stream", "seed", "min_p", "repetition_penalty", "min_tokens",
+                          "ignore_eos"}) {
     if (const ojson* v = Field(root, key); v != nullptr) chat[key] = *v;
   }
   if (const ojson* stop = Field(root, "stop_sequences"); stop != nullptr) {

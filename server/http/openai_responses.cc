@@ -260,7 +260,9 @@ absl::StatusOr<ResponsesCall> ParseResponsesRequest(absl::string_view body, cons
   ojson messages = ojson::array();
   RETURN_IF_ERROR(AddMessages(root, &messages, &call.message_fields));
   chat["messages"] = std::move(messages);
-  for (const char* key : {"model", "user", "temperature", "top_p", "stream", "parallel_tool_calls"}) {
+  // OpenAI's own fields, then vLLM's sampling extensions as chat takes them.
+  for (const char* key : {"model", "user", "temperature", "top_p", "stream", "parallel_tool_calls", "seed", "top_k",
+                          "min_p", "repetition_penalty", "min_tokens", "ignore_eos"}) {
     if (const ojson* v = Field(root, key); v != nullptr) chat[key] = *v;
   }
   if (const ojson* v = Field(root, "max_output_tokens"); v != nullptr) chat["max_completion_tokens"] = *v;

@@ -22,8 +22,9 @@ MAX_NEW = 30000
 
 @pytest.fixture(scope="module")
 def server():
+    # The llama2 chat template for the chat-path routes (Responses, Messages).
     s = ServerProcess(f"--decoder-model={DECODER}", "--decoder-context-length=32768", "--max-new-tokens-limit=30000",
-                      "--threads=1")
+                      "--threads=1", "--chat-template=llama2")
     yield s
     s.close()
 
@@ -51,6 +52,11 @@ def wait_until(predicate, what, timeout=30.0):
     ("/v1/generate", {"token_ids": {"ids": PROMPT},
                       "sampling": {"max_new_tokens": MAX_NEW, "temperature": 0, "ignore_eos": True}}),
     ("/v1/completions", {"prompt": PROMPT, "max_tokens": MAX_NEW, "temperature": 0, "ignore_eos": True}),
+    # vLLM's ignore_eos passes through the Responses and Messages rewrites.
+    ("/v1/responses", {"input": "Tell me a story.", "max_output_tokens": MAX_NEW, "temperature": 0,
+                       "ignore_eos": True}),
+    ("/v1/messages", {"messages": [{"role": "user", "content": "Tell me a story."}], "max_tokens": MAX_NEW,
+                      "temperature": 0, "ignore_eos": True}),
 ])
 def test_disconnect_while_waiting_cancels_and_frees_kv_blocks(server, path, body):
     blocks = "attnserve_kv_cache_blocks_used"

@@ -33,7 +33,9 @@ TEST(ResponsesRequestTest, InputItemsAndInstructionsBecomeTheChatPrompt) {
       {"max_output_tokens", 7},
       {"temperature", 0.5},
       {"top_p", 0.9},
-      {"metadata", {{"k", "v"}}}});
+      {"metadata", {{"k", "v"}}},
+      {"seed", 9},
+      {"ignore_eos", true}});
   ASSERT_TRUE(call.ok()) << call.status();
   ASSERT_EQ(call->completion.requests.size(), 1u);
   const v1::GenerateRequest& r = call->completion.requests[0];
@@ -45,6 +47,8 @@ TEST(ResponsesRequestTest, InputItemsAndInstructionsBecomeTheChatPrompt) {
   EXPECT_EQ(r.sampling().max_new_tokens(), 7);
   EXPECT_FLOAT_EQ(r.sampling().temperature(), 0.5f);
   EXPECT_FLOAT_EQ(r.sampling().top_p(), 0.9f);
+  EXPECT_EQ(r.sampling().seed(), 9u);  // vLLM's extensions pass through
+  EXPECT_TRUE(r.sampling().ignore_eos());
   EXPECT_THAT(call->message_fields, ElementsAre("instructions", "input[0]", "input[1]", "input[2]"));
   EXPECT_EQ(call->echo["instructions"], "Be brief.");
   EXPECT_EQ(call->echo["metadata"], nlohmann::ordered_json({{"k", "v"}}));
