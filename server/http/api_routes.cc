@@ -756,6 +756,20 @@ std::map<std::string, HttpHandler> ApiRoutes(GatewayBackend backend, ServerMetri
   for (const char* path : {"/rerank", "/v1/rerank", "/v2/rerank"}) {
     routes[path] = Route("POST", "Encode", kInference, gateway, &Gateway::Rerank);
   }
+  // Every API route counted and timed by route and status class.
+  if (metrics != nullptr) {
+    std::vector<std::string> paths;
+    for (const auto& [path, handler] : routes) paths.push_back(path);
+    metrics->RegisterHttpRoutes(paths);
+    for (auto& [path, handler] : routes) {
+      handler = [route = path, inner = std::move(handler), metrics](const HttpRequest& request,
+                                                                    HttpResponseWriter& w) {
+        const absl::Time start = absl::Now();
+        inner(request, w);
+        metrics->RecordHttpRequest(route, w.status(), absl::ToDoubleSeconds(absl::Now() - start));
+      };
+    }
+  }
   return routes;
 }
 

@@ -89,6 +89,7 @@ void HttpResponseWriter::AddHeader(std::string name, std::string value) {
 
 void HttpResponseWriter::Send(int status, const std::string& content_type, const std::string& body,
                               const std::vector<std::pair<std::string, std::string>>& extra_headers) {
+  status_ = status;
   std::string head = absl::StrFormat("HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n", status,
                                      ReasonPhrase(status), content_type, body.size());
   AppendHeaders(headers_, &head);
@@ -100,6 +101,7 @@ void HttpResponseWriter::Send(int status, const std::string& content_type, const
 
 bool HttpResponseWriter::StartStream(int status, const std::string& content_type) {
   streaming_ = true;
+  status_ = status;
   std::string head = absl::StrFormat(
       "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n", status,
       ReasonPhrase(status), content_type);

@@ -54,11 +54,14 @@ class HttpResponseWriter {
   // or consume input; for handlers that wait before answering (see
   // peer_socket.h). The first call looks up the connection's socket.
   bool ClientGone();
+  // The status answered (Send or StartStream); 0 before either.
+  int status() const { return status_; }
 
  private:
   mg_connection* conn_;
   int local_port_;
   int fd_ = -2;  // the connection's socket; -2 not looked up yet, -1 not found
+  int status_ = 0;
   std::vector<std::pair<std::string, std::string>> headers_;  // from AddHeader
   bool streaming_ = false;
   bool ended_ = false;

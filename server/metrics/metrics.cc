@@ -63,6 +63,14 @@ ServerMetrics::ServerMetrics(const BuildLabels& build)
                     .Name("attnserve_requests_total")
                     .Help("Finished requests by RPC (or HTTP route) and status code.")
                     .Register(*registry_)),
+      http_requests_(prometheus::BuildCounter()
+                         .Name("attnserve_http_requests_total")
+                         .Help("HTTP API requests by route and status class (none: the client left unanswered).")
+                         .Register(*registry_)),
+      http_duration_(prometheus::BuildHistogram()
+                         .Name("attnserve_http_request_duration_seconds")
+                         .Help("HTTP API requests by route, arrival to the answer's last byte.")
+                         .Register(*registry_)),
       queue_encode_(NewHistogram(*registry_, "attnserve_queue_time_seconds",
                                  "Time from arrival to the first engine step that ran the request.",
                                  LatencyBuckets(), {{"rpc", "Encode"}})),
@@ -182,6 +190,29 @@ ServerMetrics::ServerMetrics(const BuildLabels& build)
 
 void ServerMetrics::RecordRequest(const std::string& rpc, absl::StatusCode code) {
   requests_.Add({{"rpc", rpc}, {"code", StatusCodeName(code)}}).Increment();
+}
+
+namespace {
+
+const char* HttpStatusClass(int status) {
+  if (status >= 200 && status < 300) return "2xx";
+  if (status >= 400 && status < 500) return "4xx";
+  if (status >= 500 && status < 600) return "5xx";
+  return "none";  // nothing was answered (the client left), or an unexpected 1xx/3xx
+}
+
+}  // namespace
+
+void ServerMetrics::RegisterHttpRoutes(const std::vector<std::string>& routes) {
+  for (const std::string& route : routes) {
+    for (const char* status : {"2xx", "4xx", "5xx"}) http_requests_.Add({{"route", route}, {"status", status}});
+    http_duration_.Add({{"route", route}}, LatencyBuckets());
+  }
+}
+
+void ServerMetrics::RecordHttpRequest(const std::string& route, int http_status, double seconds) {
+  http_requests_.Add({{"route", route}, {"status", HttpStatusClass(http_status)}}).Increment();
+  http_duration_.Add({{"route", route}}, LatencyBuckets()).Observe(seconds);
 }
 
 void ServerMetrics::RecordRejection(RejectReason reason) {

@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "prometheus/counter.h"
@@ -40,6 +41,14 @@ class ServerMetrics {
 
   // Counts a finished RPC or HTTP request: attnserve_requests_total{rpc,code}.
   void RecordRequest(const std::string& rpc, absl::StatusCode code);
+  // The HTTP API's routes, answered or not, by route and status class
+  // (attnserve_http_requests_total{route,status}, status "2xx" / "4xx" /
+  // "5xx" / "none" when the client left before any answer) and their
+  // duration, arrival to the answer's last byte
+  // (attnserve_http_request_duration_seconds{route}), as vLLM exports per
+  // handler. RegisterHttpRoutes creates every route's series at start-up.
+  void RegisterHttpRoutes(const std::vector<std::string>& routes);
+  void RecordHttpRequest(const std::string& route, int http_status, double seconds);
   void RecordRejection(RejectReason reason);
   void RecordCancellation(RequestPhase phase, int64_t kv_bytes_reclaimed, int64_t tokens_wasted);
 
@@ -108,6 +117,8 @@ class ServerMetrics {
  private:
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Family<prometheus::Counter>& requests_;
+  prometheus::Family<prometheus::Counter>& http_requests_;
+  prometheus::Family<prometheus::Histogram>& http_duration_;
   prometheus::Histogram &queue_encode_, &queue_generate_, &duration_encode_, &duration_generate_;
   prometheus::Histogram &prompt_tokens_encode_, &prompt_tokens_generate_, &batch_encode_, &batch_generate_;
   prometheus::Histogram &step_encode_, &step_generate_, &ttft_, &itl_, &generated_tokens_, &step_tokens_;

@@ -68,6 +68,8 @@ def test_disconnect_while_waiting_cancels_and_frees_kv_blocks(server, path, body
     before_cancelled = metric(server, cancelled, default=0.0)
     before_decode = metric(server, decode_cancels, default=0.0)
     before_ok = metric(server, ok, default=0.0)
+    unanswered = f'attnserve_http_requests_total{{route="{path}",status="none"}}'
+    before_unanswered = metric(server, unanswered, default=0.0)
 
     sock = open_request(server, path, body)
     # Decoding: it holds KV blocks beyond the idle value and has streamed tokens.
@@ -84,6 +86,8 @@ def test_disconnect_while_waiting_cancels_and_frees_kv_blocks(server, path, body
     wait_for_metric(server, blocks, idle)
     wait_for_metric(server, "attnserve_running_sequences", 0.0)
     assert metric(server, ok, default=0.0) == before_ok
+    # The route's own count: a request the client left unanswered.
+    wait_for_metric(server, unanswered, before_unanswered + 1)
 
 
 def test_client_that_stays_gets_its_answer(server):

@@ -654,6 +654,35 @@ TEST_F(HttpRoutesTest, ClientDisconnectMidStreamCancelsTheRequest) {
   EXPECT_TRUE(core_.cancelled().WaitForNotificationWithTimeout(absl::Seconds(60)));
 }
 
+TEST(HttpRoutesMetricsTest, EveryRouteIsCountedByStatusClassAndTimed) {
+  FakeCore core;
+  ServerMetrics metrics(BuildLabels{});
+  HttpServerOptions options;
+  options.listen_address = "127.0.0.1";
+  options.port = 0;
+  absl::StatusOr<std::unique_ptr<HttpServer>> server =
+      HttpServer::Start(options, ApiRoutes(core.Backend(), &metrics, GatewayOptions{}));
+  ASSERT_TRUE(server.ok()) << server.status();
+  const int port = (*server)->port();
+  // Every route's series exists before its first request.
+  std::string scrape = metrics.Scrape();
+  EXPECT_THAT(scrape, HasSubstr("attnserve_http_requests_total{route=\"/v1/messages\",status=\"2xx\"} 0"));
+  EXPECT_THAT(scrape, HasSubstr("attnserve_http_request_duration_seconds_count{route=\"/v1/responses\"} 0"));
+
+  EXPECT_EQ(Call(port, "POST", "/v1/score", R"({"text_1": "a", "text_2": ["b", "cd"]})").status, 200);
+  EXPECT_EQ(Call(port, "POST", "/v1/score", R"({"text_1": "a"})").status, 400);
+  EXPECT_EQ(Call(port, "POST", "/v1/encode", R"({"inputs": [{"text": "full"}]})").status, 429);
+  EXPECT_EQ(Call(port, "GET", "/v1/models", "").status, 200);
+  EXPECT_EQ(Call(port, "GET", "/v1/score", "").status, 405);
+  scrape = metrics.Scrape();
+  EXPECT_THAT(scrape, HasSubstr("attnserve_http_requests_total{route=\"/v1/score\",status=\"2xx\"} 1"));
+  EXPECT_THAT(scrape, HasSubstr("attnserve_http_requests_total{route=\"/v1/score\",status=\"4xx\"} 2"));
+  EXPECT_THAT(scrape, HasSubstr("attnserve_http_requests_total{route=\"/v1/encode\",status=\"4xx\"} 1"));
+  EXPECT_THAT(scrape, HasSubstr("attnserve_http_requests_total{route=\"/v1/models\",status=\"2xx\"} 1"));
+  EXPECT_THAT(scrape, HasSubstr("attnserve_http_request_duration_seconds_count{route=\"/v1/score\"} 3"));
+  server->reset();
+}
+
 TEST(HttpRoutesLimitTest, InferenceCallsPastTheLimitGet429AtOnceWhileQuickRoutesStillAnswer) {
   FakeCore core;
   ServerMetrics metrics(BuildLabels{});
