@@ -250,12 +250,18 @@ std::vector<std::pair<std::string, std::string>> SseEvents(const std::string& bo
   return events;
 }
 
+// A server on a free local port.
+HttpServerOptions LocalServer() {
+  HttpServerOptions options;
+  options.listen_address = "127.0.0.1";
+  options.port = 0;
+  return options;
+}
+
 class HttpRoutesTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    HttpServerOptions options;
-    options.listen_address = "127.0.0.1";
-    options.port = 0;
+    HttpServerOptions options = LocalServer();
     options.max_body_bytes = 1 << 16;
     absl::StatusOr<std::unique_ptr<HttpServer>> server =
         HttpServer::Start(options, ApiRoutes(core_.Backend(), nullptr, GatewayOptions{}));
@@ -609,12 +615,10 @@ TEST_F(HttpRoutesTest, TokenizeDetokenizeAndModelInfo) {
 // WWW-Authenticate otherwise, and the core never sees the request.
 TEST(HttpRoutesAuthTest, EveryRouteNeedsTheKey) {
   FakeCore core;
-  HttpServerOptions options;
-  options.listen_address = "127.0.0.1";
-  options.port = 0;
   GatewayOptions gateway;
   gateway.api_key = "k-123";
-  absl::StatusOr<std::unique_ptr<HttpServer>> server = HttpServer::Start(options, ApiRoutes(core.Backend(), nullptr, gateway));
+  absl::StatusOr<std::unique_ptr<HttpServer>> server =
+      HttpServer::Start(LocalServer(), ApiRoutes(core.Backend(), nullptr, gateway));
   ASSERT_TRUE(server.ok()) << server.status();
   const int port = (*server)->port();
   const std::string body = R"({"inputs": [{"text": "a"}]})";
@@ -657,11 +661,8 @@ TEST_F(HttpRoutesTest, ClientDisconnectMidStreamCancelsTheRequest) {
 TEST(HttpRoutesMetricsTest, EveryRouteIsCountedByStatusClassAndTimed) {
   FakeCore core;
   ServerMetrics metrics(BuildLabels{});
-  HttpServerOptions options;
-  options.listen_address = "127.0.0.1";
-  options.port = 0;
   absl::StatusOr<std::unique_ptr<HttpServer>> server =
-      HttpServer::Start(options, ApiRoutes(core.Backend(), &metrics, GatewayOptions{}));
+      HttpServer::Start(LocalServer(), ApiRoutes(core.Backend(), &metrics, GatewayOptions{}));
   ASSERT_TRUE(server.ok()) << server.status();
   const int port = (*server)->port();
   // Every route's series exists before its first request.
@@ -686,9 +687,7 @@ TEST(HttpRoutesMetricsTest, EveryRouteIsCountedByStatusClassAndTimed) {
 TEST(HttpRoutesLimitTest, InferenceCallsPastTheLimitGet429AtOnceWhileQuickRoutesStillAnswer) {
   FakeCore core;
   ServerMetrics metrics(BuildLabels{});
-  HttpServerOptions options;
-  options.listen_address = "127.0.0.1";
-  options.port = 0;
+  HttpServerOptions options = LocalServer();
   options.threads = 4;
   GatewayOptions gateway;
   gateway.max_inference_calls = 1;
