@@ -162,16 +162,10 @@ ojson Usage(const json& chat_usage) {
                {"output_tokens", chat_usage.value("completion_tokens", int64_t{0})}};
 }
 
-std::string Sse(const ojson& event) {
-  return absl::StrCat("event: ", event["type"].get<std::string>(), "\ndata: ",
-                      event.dump(-1, ' ', false, ojson::error_handler_t::replace), "\n\n");
-}
-
 }  // namespace
 
 absl::StatusOr<AnthropicCall> ParseAnthropicMessagesRequest(absl::string_view body, const ToolSupport& tools) {
-  RETURN_IF_ERROR(ParseJsonObject(body).status());  // the shape errors every route gives
-  const ojson root = ojson::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+  ASSIGN_OR_RETURN(const ojson root, ParseOrderedJsonObject(body));
   RETURN_IF_ERROR(RefuseUnsupported(root));
   AnthropicCall call;
   ojson chat{{"messages", ojson::array()}};
@@ -237,8 +231,7 @@ absl::StatusOr<AnthropicCall> ParseAnthropicMessagesRequest(absl::string_view bo
 
 absl::StatusOr<v1::TokenizeRequest> ParseAnthropicCountTokensRequest(absl::string_view body,
                                                                      const ToolSupport& tools) {
-  RETURN_IF_ERROR(ParseJsonObject(body).status());
-  ojson root = ojson::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+  ASSIGN_OR_RETURN(ojson root, ParseOrderedJsonObject(body));
   // Counting writes nothing: a length is not needed, so any will do.
   if (Field(root, "max_tokens") == nullptr) root["max_tokens"] = 1;
   ASSIGN_OR_RETURN(const AnthropicCall call, ParseAnthropicMessagesRequest(root.dump(), tools));
@@ -323,7 +316,7 @@ ojson AnthropicMessage(const AnthropicCall& call, const std::vector<v1::Generate
 AnthropicStream::AnthropicStream(const AnthropicCall& call, AnthropicIdentity id) : call_(call), id_(std::move(id)) {}
 
 std::string AnthropicStream::Start() {
-  return Sse(ojson{{"type", "message_start"},
+  return TypedSseEvent(ojson{{"type", "message_start"},
                    {"message",
                     {{"id", id_.id},
                      {"type", "message"},
@@ -338,7 +331,7 @@ std::string AnthropicStream::Start() {
 std::string AnthropicStream::Close() {
   if (!block_open_) return "";
   block_open_ = false;
-  return Sse(ojson{{"type", "content_block_stop"}, {"index", blocks_ - 1}});
+  return TypedSseEvent(ojson{{"type", "content_block_stop"}, {"index", blocks_ - 1}});
 }
 
 std::string AnthropicStream::Next(const v1::GenerateResponse& chunk) {
@@ -351,12 +344,12 @@ std::string AnthropicStream::Next(const v1::GenerateResponse& chunk) {
                                                !text->get_ref<const std::string&>().empty()) {
     if (!block_open_ || !text_open_) {
       events += Close();
-      events += Sse(ojson{{"type", "content_block_start"},
+      events += TypedSseEvent(ojson{{"type", "content_block_start"},
                           {"index", blocks_++},
                           {"content_block", {{"type", "text"}, {"text", ""}}}});
       block_open_ = text_open_ = true;
     }
-    events += Sse(ojson{{"type", "content_block_delta"},
+    events += TypedSseEvent(ojson{{"type", "content_block_delta"},
                         {"index", blocks_ - 1},
                         {"delta", {{"type", "text_delta"}, {"text", *text}}}});
   }
@@ -366,7 +359,7 @@ std::string AnthropicStream::Next(const v1::GenerateResponse& chunk) {
       if (c["index"].get<int>() >= calls_) {  // chat opens a call with its id and name
         ++calls_;
         events += Close();
-        events += Sse(ojson{{"type", "content_block_start"},
+        events += TypedSseEvent(ojson{{"type", "content_block_start"},
                             {"index", blocks_++},
                             {"content_block",
                              {{"type", "tool_use"},
@@ -378,7 +371,7 @@ std::string AnthropicStream::Next(const v1::GenerateResponse& chunk) {
       }
       const std::string arguments = function.value("arguments", "");
       if (arguments.empty()) continue;
-      events += Sse(ojson{{"type", "content_block_delta"},
+      events += TypedSseEvent(ojson{{"type", "content_block_delta"},
                           {"index", blocks_ - 1},
                           {"delta", {{"type", "input_json_delta"}, {"partial_json", arguments}}}});
     }
@@ -386,16 +379,15 @@ std::string AnthropicStream::Next(const v1::GenerateResponse& chunk) {
   if (chunk.finish_reason() == v1::FINISH_REASON_UNSPECIFIED) return events;
   const ojson message = AnthropicMessage(call_, chunks_, id_);
   events += Close();
-  events += Sse(ojson{{"type", "message_delta"},
+  events += TypedSseEvent(ojson{{"type", "message_delta"},
                       {"delta", {{"stop_reason", message["stop_reason"]}, {"stop_sequence", message["stop_sequence"]}}},
                       {"usage", message["usage"]}});
-  events += Sse(ojson{{"type", "message_stop"}});
+  events += TypedSseEvent(ojson{{"type", "message_stop"}});
   return events;
 }
 
 std::string AnthropicStream::Failed(const absl::Status& status) {
-  return absl::StrCat("event: error\ndata: ", AnthropicError(status).dump(-1, ' ', false, json::error_handler_t::replace),
-                      "\n\n");
+  return TypedSseEvent(ojson::parse(AnthropicError(status).dump()));
 }
 
 }  // namespace attnserve

@@ -4,6 +4,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "engine/core/status_macros.h"
+#include "server/http/gateway_util.h"
 #include "server/http/json_fields.h"
 
 namespace attnserve {
@@ -46,6 +47,11 @@ absl::StatusOr<nlohmann::ordered_json> ChatFunctionTools(
     out.push_back(ojson{{"type", "function"}, {"function", std::move(f)}});
   }
   return out;
+}
+
+std::string TypedSseEvent(const nlohmann::ordered_json& event) {
+  return SseEvent(event.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace),
+                  event["type"].get<std::string>());
 }
 
 }  // namespace attnserve

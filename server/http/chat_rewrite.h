@@ -33,6 +33,10 @@ absl::StatusOr<nlohmann::ordered_json> ChatFunctionTools(
     const std::function<absl::StatusOr<nlohmann::ordered_json>(const nlohmann::ordered_json&, const std::string&)>&
         function);
 
+// A typed event, "event: <its type>\ndata: <it>\n\n" (gateway_util.h's
+// SseEvent), as the Responses and Messages streams send them.
+std::string TypedSseEvent(const nlohmann::ordered_json& event);
+
 }  // namespace attnserve
 
 #endif  // ATTNSERVE_SERVER_HTTP_CHAT_REWRITE_H_

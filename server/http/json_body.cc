@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/util/json_util.h"
+#include "engine/core/status_macros.h"
 
 namespace attnserve {
 namespace {
@@ -194,6 +195,11 @@ absl::StatusOr<json> ParseJsonObject(absl::string_view body) {
         absl::StrCat("request body must be a JSON object, not ", parsed.is_discarded() ? "invalid" : parsed.type_name()));
   }
   return parsed;
+}
+
+absl::StatusOr<nlohmann::ordered_json> ParseOrderedJsonObject(absl::string_view body) {
+  RETURN_IF_ERROR(ParseJsonObject(body).status());  // its errors name the byte and the field
+  return nlohmann::ordered_json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
 }
 
 absl::Status JsonToProto(absl::string_view body, google::protobuf::Message* message) {

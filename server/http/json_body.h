@@ -21,6 +21,11 @@ namespace attnserve {
 // valid UTF-8").
 absl::StatusOr<nlohmann::json> ParseJsonObject(absl::string_view body);
 
+// The same, kept in the body's key order (ordered_json), for bodies that are
+// rewritten into another API's (openai_responses.h, anthropic_messages.h),
+// where a JSON schema's property order is the answer's.
+absl::StatusOr<nlohmann::ordered_json> ParseOrderedJsonObject(absl::string_view body);
+
 // Parses `body` into `message` with protobuf's JSON mapping (field names as in
 // the proto or lowerCamelCase). Unknown fields are errors, so a typo is a 400
 // naming it rather than a silently ignored option.

@@ -251,8 +251,7 @@ ojson CallItem(const std::string& id, const std::string& call_id, const std::str
 }  // namespace
 
 absl::StatusOr<ResponsesCall> ParseResponsesRequest(absl::string_view body, const ToolSupport& tools) {
-  RETURN_IF_ERROR(ParseJsonObject(body).status());  // the shape errors every route gives
-  const ojson root = ojson::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+  ASSIGN_OR_RETURN(const ojson root, ParseOrderedJsonObject(body));
   RETURN_IF_ERROR(RefuseUnsupported(root));
   ResponsesCall call;
   ojson chat = ojson::object();
@@ -340,8 +339,7 @@ ResponsesStream::ResponsesStream(const ResponsesCall& call, ResponseIdentity id)
 
 std::string ResponsesStream::Event(ojson event) {
   event["sequence_number"] = sequence_++;
-  return absl::StrCat("event: ", event["type"].get<std::string>(), "\ndata: ",
-                      event.dump(-1, ' ', false, ojson::error_handler_t::replace), "\n\n");
+  return TypedSseEvent(event);
 }
 
 ojson ResponsesStream::Shell(const char* status) const {
