@@ -35,6 +35,10 @@ struct DecoderEngine::Sequence {
   std::optional<ChoiceAcceptor> choice;
   std::shared_ptr<SchemaMasks> schema;  // the schema and its cached masks
   std::optional<JsonSchemaAcceptor> schema_state;
+  // kLazyJsonSchema before its first bytes: free text or the schema's
+  // value may begin (the first token with bytes decides; free text drops
+  // schema and schema_state).
+  bool lazy = false;
   int32_t constraint_prev = -1;
   bool constrained() const { return json.has_value() || choice.has_value() || schema_state.has_value(); }
   bool constraint_complete() const {
@@ -95,6 +99,18 @@ absl::StatusOr<std::shared_ptr<const CompiledJsonSchema>> CompileConstraint(cons
   return schema;
 }
 
+// Walks a vocabulary for the tokens whose first byte may begin `start`'s
+// value (the bytes after it are not looked at).
+struct FirstByteOf {
+  JsonSchemaAcceptor start;
+  bool fed = false;
+  bool Feed(uint8_t byte) {
+    if (fed) return true;
+    fed = true;
+    return start.Feed(byte);
+  }
+};
+
 }  // namespace
 
 absl::Status ValidateGenerationParams(const GenerationParams& p, const ModelDescription& model,
@@ -149,7 +165,8 @@ absl::Status ValidateGenerationParams(const GenerationParams& p, const ModelDesc
   }
   // A JSON schema or a regex: the constraint decides where the output may
   // end, and must compile.
-  const bool schema = p.output_format == OutputFormat::kJsonSchema, regex = p.output_format == OutputFormat::kRegex;
+  const bool schema = p.output_format == OutputFormat::kJsonSchema || p.output_format == OutputFormat::kLazyJsonSchema;
+  const bool regex = p.output_format == OutputFormat::kRegex;
   if (!schema && !p.json_schema.empty()) return absl::InvalidArgumentError("json_schema: only with the JSON schema format");
   if (!regex && !p.regex.empty()) return absl::InvalidArgumentError("regex: only with the regex format");
   if (schema || regex) {
@@ -254,7 +271,8 @@ absl::StatusOr<SeqId> DecoderEngine::AddSequence(std::vector<int32_t> prompt,
     if (params.output_format == OutputFormat::kJsonObject) {
       if (json_mask_ == nullptr) json_mask_ = std::make_unique<JsonTokenMask>(vocabulary_);
       s->json.emplace();
-    } else if (params.output_format == OutputFormat::kJsonSchema || params.output_format == OutputFormat::kRegex) {
+    } else if (params.output_format == OutputFormat::kJsonSchema || params.output_format == OutputFormat::kRegex ||
+               params.output_format == OutputFormat::kLazyJsonSchema) {
       // Regexes share the schemas' cache; no schema text starts so.
       const std::string key =
           params.output_format == OutputFormat::kRegex ? "regex:" + params.regex : params.json_schema;
@@ -264,7 +282,8 @@ absl::StatusOr<SeqId> DecoderEngine::AddSequence(std::vector<int32_t> prompt,
           // Forget the schemas no running sequence uses (entry is new, so kept).
           for (auto it = schemas_.begin(); it != schemas_.end();) {
             if (it->second != nullptr && it->second.use_count() == 1) {
-              schema_mask_bytes_ -= static_cast<int64_t>(it->second->masks.size()) * model_->config().vocab_size;
+              schema_mask_bytes_ -= static_cast<int64_t>(it->second->masks.size()) * model_->config().vocab_size +
+                                    static_cast<int64_t>(it->second->free_first.size());
               schema_pattern_bytes_ -= it->second->schema->pattern_bytes;
               schemas_.erase(it++);
             } else {
@@ -286,13 +305,14 @@ absl::StatusOr<SeqId> DecoderEngine::AddSequence(std::vector<int32_t> prompt,
         s->schema = entry;
       }
       s->schema_state.emplace(s->schema->schema.get());
+      s->lazy = params.output_format == OutputFormat::kLazyJsonSchema;
     } else {
       s->sorted_choices = params.choices;
       std::sort(s->sorted_choices.begin(), s->sorted_choices.end());
       s->choice.emplace(&s->sorted_choices);
     }
     s->constraint_prev = prompt[prompt_end - 1];
-    for (size_t i = prompt_end; i < prompt.size(); ++i) {
+    for (size_t i = prompt_end; i < prompt.size() && s->constrained(); ++i) {  // a lazy one may end free
       if (!AdvanceConstraint(*s, prompt[i])) {
         return absl::InvalidArgumentError(absl::StrCat("resumed_tokens: token ", prompt[i], " at ", i,
                                                        " does not continue the constrained output"));
@@ -318,6 +338,27 @@ absl::StatusOr<SeqId> DecoderEngine::AddSequence(std::vector<int32_t> prompt,
 
 bool DecoderEngine::AdvanceConstraint(Sequence& s, int32_t token) {
   const Tokenizer& tok = model_->tokenizer();
+  if (s.lazy) {
+    // The first token with bytes decides: the schema's value begun, or free
+    // text (the mask let only such tokens through, but SortedVocabulary's
+    // bytes of a first token after a lone BOS keep a space the exact bytes
+    // lose: a token the schema then refuses leaves the output free too).
+    if (tok.IsControl(token)) return true;
+    const std::string bytes = tok.TokenBytes(token, s.constraint_prev);
+    if (bytes.empty()) return true;
+    s.lazy = false;
+    JsonSchemaAcceptor begun = *s.schema_state;
+    for (char c : bytes) {
+      if (!begun.Feed(static_cast<uint8_t>(c))) {
+        s.schema_state.reset();
+        s.schema.reset();
+        return true;
+      }
+    }
+    s.schema_state = begun;
+    s.constraint_prev = token;
+    return true;
+  }
   const bool complete = s.constraint_complete();
   // An end id passes the mask only where the output is whole (and after a
   // whole JSON object nothing else does).
@@ -374,14 +415,29 @@ int DecoderEngine::FillConstraintMask(Sequence& s) {
     } else {
       constraint_allowed_.assign(vocab, 0);
       count = vocabulary_->Walk(*s.schema_state, constraint_allowed_);
-      if (schema_mask_bytes_ + vocab > kSchemaMaskCacheBytes) {
-        for (auto& [text, entry] : schemas_) entry->masks.clear();
-        schema_mask_bytes_ = 0;
-      }
+      if (schema_mask_bytes_ + vocab > kSchemaMaskCacheBytes) ClearSchemaMasks();
       masks[key] = {constraint_allowed_, count};
       schema_mask_bytes_ += vocab;
     }
-    return count + (complete ? allow_ends() : 0);
+    count += complete ? allow_ends() : 0;
+    if (!s.lazy) return count;
+    // Undecided: the tokens that cannot begin the value may come as well.
+    std::vector<uint8_t>& free_first = s.schema->free_first;
+    if (free_first.empty()) {
+      if (schema_mask_bytes_ + vocab > kSchemaMaskCacheBytes) ClearSchemaMasks();
+      std::vector<uint8_t> begins(vocab, 0);
+      vocabulary_->Walk(FirstByteOf{*s.schema_state}, begins);
+      free_first.resize(vocab);
+      for (int id = 0; id < vocab; ++id) free_first[id] = begins[id] == 0;
+      schema_mask_bytes_ += vocab;
+    }
+    for (int id = 0; id < vocab; ++id) {
+      if (free_first[id] != 0 && constraint_allowed_[id] == 0) {
+        constraint_allowed_[id] = 1;
+        ++count;
+      }
+    }
+    return count;
   }
   constraint_allowed_.assign(model_->config().vocab_size, 0);
   int count = 0;
@@ -395,6 +451,14 @@ int DecoderEngine::FillConstraintMask(Sequence& s) {
   }
   if (s.choice->can_continue()) count += vocabulary_->Walk(*s.choice, constraint_allowed_);
   return count;
+}
+
+void DecoderEngine::ClearSchemaMasks() {
+  for (auto& [text, entry] : schemas_) {
+    entry->masks.clear();
+    entry->free_first.clear();
+  }
+  schema_mask_bytes_ = 0;
 }
 
 void DecoderEngine::Finish(Sequence& s, FinishReason reason) {

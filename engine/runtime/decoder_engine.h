@@ -54,7 +54,13 @@ namespace attnserve {
 // kRegex (vLLM's guided_regex): the whole output matches
 // GenerationParams::regex (engine/sampling/regex_dfa.h); it may end once it
 // does, or go on where the regex allows.
-enum class OutputFormat : uint8_t { kText, kJsonObject, kChoice, kJsonSchema, kRegex };
+// kLazyJsonSchema (llama.cpp's lazy grammars): free text, unless the
+// output's first byte is one the schema's value may begin with ('{' for an
+// object): then the whole output is kJsonSchema's. Until a token with
+// bytes is drawn (control tokens have none) either may come; tokens that
+// begin with such a byte but leave the schema are masked. How tool_choice
+// "auto" keeps a call the model begins to the tools' schemas.
+enum class OutputFormat : uint8_t { kText, kJsonObject, kChoice, kJsonSchema, kRegex, kLazyJsonSchema };
 
 // JSON schema mode keeps each schema's token masks by grammar state across
 // requests (the same schema's next request starts warm): at most this many
@@ -111,7 +117,7 @@ struct GenerationParams {
   OutputFormat output_format = OutputFormat::kText;
   // kChoice: 1..kMaxChoices distinct strings of 1..kMaxChoiceBytes bytes.
   std::vector<std::string> choices;
-  // kJsonSchema: the schema's JSON text (CompileJsonSchema's subset).
+  // kJsonSchema, kLazyJsonSchema: the schema's JSON text (CompileJsonSchema's subset).
   std::string json_schema;
   // kRegex: the regex (at most kMaxRegexBytes).
   std::string regex;
@@ -207,6 +213,8 @@ class DecoderEngine {
   // Which tokens may come next for constrained `s`, into constraint_allowed_;
   // returns how many.
   int FillConstraintMask(Sequence& s);
+  // Forgets every schema's cached masks (the cache is full).
+  void ClearSchemaMasks();
   void AppendToken(Sequence& s, const SampledToken& tok, StepEvent& ev);
   bool FlushText(Sequence& s, StepEvent& ev);
   // Scores the prompt tokens that rows [first_row, first_row + end - begin)
@@ -224,6 +232,10 @@ class DecoderEngine {
   struct SchemaMasks {
     std::shared_ptr<const CompiledJsonSchema> schema;
     absl::flat_hash_map<JsonSchemaAcceptor::Key, std::pair<std::vector<uint8_t>, int>> masks;
+    // kLazyJsonSchema, built for its first such request: 1 for each token
+    // whose bytes cannot begin the schema's value (no bytes, or a first
+    // byte the value never starts with), which leave the output free.
+    std::vector<uint8_t> free_first;
   };
   absl::flat_hash_map<std::string, std::shared_ptr<SchemaMasks>> schemas_;  // by the schema's text
   int64_t schema_mask_bytes_ = 0;

@@ -150,6 +150,7 @@ absl::StatusOr<GenerationParams> ToGenerationParams(const v1::GenerateRequest& r
     case v1::RESPONSE_FORMAT_CHOICE: p.output_format = OutputFormat::kChoice; break;
     case v1::RESPONSE_FORMAT_JSON_SCHEMA: p.output_format = OutputFormat::kJsonSchema; break;
     case v1::RESPONSE_FORMAT_REGEX: p.output_format = OutputFormat::kRegex; break;
+    case v1::RESPONSE_FORMAT_LAZY_JSON_SCHEMA: p.output_format = OutputFormat::kLazyJsonSchema; break;
     default:
       return absl::InvalidArgumentError(
           absl::StrCat("sampling.response_format = ", s.response_format(), ": not a known format"));
