@@ -247,7 +247,7 @@ absl::Status WithAnthropicFieldNames(const absl::Status& status, const Anthropic
   if (absl::StartsWith(message, "stop:") || absl::StartsWith(message, "stop[")) {
     message = absl::StrCat("stop_sequences", message.substr(4));
   }
-  message = NameResponseSchema(message, call.completion.format.tools.mode, "output_config.format.schema");
+  message = NameResponseSchema(message, call.completion.format.tools, "output_config.format.schema");
   message = absl::StrReplaceAll(message, {{"max_completion_tokens", "max_tokens"},
                                           {"response_format", "output_config.format"},
                                           {".function.parameters", ".input_schema"},

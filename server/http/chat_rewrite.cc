@@ -24,9 +24,12 @@ std::string NameChatMessage(const std::string& message, const std::vector<std::s
   return absl::StrCat(message.substr(0, at), fields[k], message.substr(close + 1));
 }
 
-std::string NameResponseSchema(const std::string& message, ToolCallFormat::Mode tools,
+std::string NameResponseSchema(const std::string& message, const ToolCallFormat& tools,
                                absl::string_view schema_field) {
-  if (tools == ToolCallFormat::Mode::kNamed || tools == ToolCallFormat::Mode::kRequired) return message;
+  if (tools.mode == ToolCallFormat::Mode::kNamed || tools.mode == ToolCallFormat::Mode::kRequired ||
+      tools.call_schema) {
+    return message;
+  }
   for (absl::string_view prefix : {"sampling: json_schema: ", "json_schema: "}) {
     if (absl::StartsWith(message, prefix)) return absl::StrCat(schema_field, ": ", message.substr(prefix.size()));
   }

@@ -22,8 +22,9 @@ std::string NameChatMessage(const std::string& message, const std::vector<std::s
 
 // A JSON schema's own error ("json_schema: ..." or the core's "sampling:
 // json_schema: ...") named `schema_field` instead, unless the schema is a
-// tool choice's (named or "required"), whose path already says which tool.
-std::string NameResponseSchema(const std::string& message, ToolCallFormat::Mode tools,
+// tool choice's (named, "required", or "auto"'s call schema), whose path
+// already says which tool.
+std::string NameResponseSchema(const std::string& message, const ToolCallFormat& tools,
                                absl::string_view schema_field);
 
 // `tools` (an array of objects; errors name "tools[i]") as chat's tools

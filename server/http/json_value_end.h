@@ -1,7 +1,7 @@
 // Where a JSON object's or array's text ends, read a byte at a time: its
 // brackets counted outside strings, escapes skipped. Nothing else is
 // checked; what tells the value's end is all the tool-call readers need
-// (openai_tools.cc reads a whole answer, required_tool_calls.cc one that
+// (openai_tools.cc reads a whole answer, tool_calls_reader.cc one that
 // comes in pieces).
 #ifndef ATTNSERVE_SERVER_HTTP_JSON_VALUE_END_H_
 #define ATTNSERVE_SERVER_HTTP_JSON_VALUE_END_H_

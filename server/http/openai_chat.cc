@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/core/status_macros.h"
+#include "engine/sampling/json_schema.h"
 #include "server/http/json_body.h"
 #include "server/http/json_fields.h"
 #include "server/http/openai_tools.h"
@@ -200,6 +201,18 @@ absl::StatusOr<CompletionCall> ParseChatCompletionRequest(absl::string_view body
     sampling->set_response_format(v1::RESPONSE_FORMAT_JSON_SCHEMA);
     sampling->set_json_schema(tool_schema);
   }
+  // "auto": a call the model begins is held to the tools' schemas, unless
+  // the answer has a format of its own, must run past where a call ends,
+  // or a tool's parameters use what JSON schema mode does not implement
+  // (the model then writes its calls freely, as before: vLLM takes any
+  // schema with "auto", and so does this).
+  if (call.format.tools.mode == ToolCallFormat::Mode::kAuto &&
+      sampling->response_format() == v1::RESPONSE_FORMAT_TEXT && !sampling->ignore_eos() &&
+      sampling->min_tokens() == 0 && CompileJsonSchema(tool_schema).ok()) {
+    sampling->set_response_format(v1::RESPONSE_FORMAT_LAZY_JSON_SCHEMA);
+    sampling->set_json_schema(tool_schema);
+    call.format.tools.call_schema = true;
+  }
   // OpenAI's newer name wins over the deprecated max_tokens, as vLLM.
   RETURN_IF_ERROR(Optional<int32_t>(root, "max_completion_tokens", Int32Field,
                                     [&](int32_t v) { sampling->set_max_new_tokens(v); }));
@@ -268,6 +281,25 @@ json ChatCompletionResponse(const std::vector<std::vector<v1::GenerateResponse>>
 
 namespace {
 
+// The delta's "tool_calls" for what a ToolCallsReader read from `text`:
+// each call's id, type and name once its name is whole, then its
+// arguments as they come.
+void AddCallDeltas(absl::string_view text, const std::string& id_prefix, ToolCallsReader* reader, json* delta) {
+  std::vector<ToolCallsReader::Piece> pieces;
+  reader->Feed(text, &pieces);
+  json calls = json::array();
+  for (ToolCallsReader::Piece& p : pieces) {
+    json call = {{"index", p.index}, {"function", {{"arguments", SanitizeUtf8(p.arguments)}}}};
+    if (p.opens) {
+      call["id"] = id_prefix + std::to_string(p.index);
+      call["type"] = "function";
+      call["function"]["name"] = p.name;
+    }
+    calls.push_back(std::move(call));
+  }
+  if (!calls.empty()) (*delta)["tool_calls"] = std::move(calls);
+}
+
 json ChunkEnvelope(const CompletionIdentity& id, json choice) {
   return json{{"id", id.id},
               {"object", "chat.completion.chunk"},
@@ -314,24 +346,12 @@ json ChatCompletionChunk(const v1::GenerateResponse& chunk, const CompletionIden
       // as they come; a list cut before its first name ends as content,
       // as ChatCompletionResponse has it.
       // The text is kept only while it may still end as content.
-      if (stream->required.calls() == 0) stream->text += chunk.text();
-      std::vector<RequiredToolCallsReader::Piece> pieces;
-      stream->required.Feed(chunk.text(), &pieces);
-      json calls = json::array();
-      for (RequiredToolCallsReader::Piece& p : pieces) {
-        json call = {{"index", p.index}, {"function", {{"arguments", SanitizeUtf8(p.arguments)}}}};
-        if (p.opens) {
-          call["id"] = ToolCallIdPrefix(id, index) + std::to_string(p.index);
-          call["type"] = "function";
-          call["function"]["name"] = p.name;
-        }
-        calls.push_back(std::move(call));
-      }
-      if (!calls.empty()) delta["tool_calls"] = std::move(calls);
+      if (stream->calls.calls() == 0) stream->text += chunk.text();
+      AddCallDeltas(chunk.text(), ToolCallIdPrefix(id, index), &stream->calls, &delta);
       if (!last) break;
-      if (stream->required.complete()) {
+      if (stream->calls.complete()) {
         finish = "tool_calls";
-      } else if (stream->required.calls() == 0) {
+      } else if (stream->calls.calls() == 0) {
         delta["content"] = SanitizeUtf8(stream->text);
       }
       break;
@@ -344,6 +364,24 @@ json ChatCompletionChunk(const v1::GenerateResponse& chunk, const CompletionIden
         break;
       }
       stream->text += chunk.text();
+      // A call held to the call schema: streamed as "required" streams one
+      // (ChatCompletionResponse reads the same text so).
+      if (!stream->schema_call && BeginsSchemaToolCall(format.tools, stream->text)) {
+        stream->schema_call = true;
+        stream->calls = ToolCallsReader(ToolCallsReader::Form::kOneCall);
+        AddCallDeltas(stream->text, ToolCallIdPrefix(id, index), &stream->calls, &delta);
+      } else if (stream->schema_call) {
+        AddCallDeltas(chunk.text(), ToolCallIdPrefix(id, index), &stream->calls, &delta);
+      }
+      if (stream->schema_call && !stream->calls.broken()) {
+        if (!last) break;
+        if (stream->calls.complete()) {
+          finish = "tool_calls";
+        } else if (stream->calls.calls() == 0) {
+          delta["content"] = SanitizeUtf8(stream->text);
+        }
+        break;
+      }
       if (!MayBecomeLlama3JsonToolCall(stream->text)) {
         stream->content = true;
         delta["content"] = SanitizeUtf8(stream->text);

@@ -23,7 +23,7 @@
 #include "nlohmann/json.hpp"
 #include "server/http/openai_api.h"
 #include "server/http/openai_tools.h"
-#include "server/http/required_tool_calls.h"
+#include "server/http/tool_calls_reader.h"
 
 namespace attnserve {
 
@@ -54,10 +54,11 @@ nlohmann::json ChatRoleChunk(const CompletionIdentity& id, int index, ChunkUsage
 
 // What a stream of one chat choice has sent so far (tool calls need it).
 struct ChatChoiceStream {
-  bool tool_call_opened = false;     // a named call's id and name went out
-  std::string text;                  // "auto": the answer so far; "required": until a call opens
-  bool content = false;              // "auto": the answer is not calls, now streamed as content
-  RequiredToolCallsReader required;  // "required": the calls read so far
+  bool tool_call_opened = false;  // a named call's id and name went out
+  std::string text;               // "auto": the answer so far; "required": until a call opens
+  bool content = false;           // "auto": the answer is not calls, now streamed as content
+  bool schema_call = false;       // "auto": the answer began a call held to the call schema
+  ToolCallsReader calls;          // "required", and "auto"'s schema_call: the calls read so far
 };
 
 // One streamed "chat.completion.chunk" of choice `index`: delta {"content"}
@@ -65,7 +66,9 @@ struct ChatChoiceStream {
 // finish_reason (and usage, as CompletionChunk). With a named tool choice
 // the delta is {"tool_calls": [{"index": 0, "function": {"arguments"}}]}
 // (the first also with the call's id, type and name); with "required" the
-// same for each call of the list, its index its position.
+// same for each call of the list, its index its position, and with "auto"
+// the same for a call held to the call schema (other answers that may be
+// calls are held back and sent whole at the end).
 nlohmann::json ChatCompletionChunk(const v1::GenerateResponse& chunk, const CompletionIdentity& id,
                                    const CompletionFormat& format, int index, ChunkUsage usage,
                                    ChatChoiceStream* stream);

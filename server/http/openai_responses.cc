@@ -293,7 +293,7 @@ absl::Status WithResponsesFieldNames(const absl::Status& status, const Responses
   if (status.code() != absl::StatusCode::kInvalidArgument) return status;
   // messages[k] -> the input item (or instructions) it came from.
   std::string message = NameChatMessage(std::string(status.message()), call.message_fields);
-  message = NameResponseSchema(message, call.completion.format.tools.mode, "text.format.schema");
+  message = NameResponseSchema(message, call.completion.format.tools, "text.format.schema");
   message = absl::StrReplaceAll(message, {{"max_completion_tokens", "max_output_tokens"},
                                           {"'max_tokens'", "'max_output_tokens'"},
                                           {"response_format.json_schema.", "text.format."},

@@ -6,11 +6,12 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "engine/core/status_macros.h"
 #include "engine/tokenizers/python_json.h"
 #include "server/http/json_body.h"
 #include "server/http/json_fields.h"
 #include "server/http/json_value_end.h"
-#include "server/http/required_tool_calls.h"
+#include "server/http/tool_calls_reader.h"
 
 namespace attnserve {
 namespace {
@@ -88,16 +89,21 @@ absl::Status ParseToolChoice(const json& root, absl::string_view body, const Too
     if (have_tools) format->mode = ToolCallFormat::Mode::kAuto;
     return absl::OkStatus();
   };
-  if (choice == nullptr) return have_tools ? choose_auto() : absl::OkStatus();
-  if (choice->is_string()) {
+  if (choice == nullptr) {
+    if (!have_tools) return absl::OkStatus();
+    RETURN_IF_ERROR(choose_auto());
+  } else if (choice->is_string()) {
     const std::string c = choice->get<std::string>();
     if (c == "none") return absl::OkStatus();
-    if (c == "auto") return choose_auto();
-    if (c != "required") {
+    if (c == "auto") {
+      RETURN_IF_ERROR(choose_auto());
+      if (!have_tools) return absl::OkStatus();
+    } else if (c != "required") {
       return absl::InvalidArgumentError("tool_choice: must be \"none\", \"auto\", \"required\" or "
                                         "{\"type\": \"function\", \"function\": {\"name\": ...}}");
+    } else {
+      format->mode = ToolCallFormat::Mode::kRequired;
     }
-    format->mode = ToolCallFormat::Mode::kRequired;
   } else if (choice->is_object()) {
     const json* function = Field(*choice, "function");
     const json* name = function != nullptr && function->is_object() ? Field(*function, "name") : nullptr;
@@ -137,7 +143,8 @@ absl::Status ParseToolChoice(const json& root, absl::string_view body, const Too
   }
   // vLLM's schema for "required": a list of one or more {"name",
   // "parameters"}; each tool's $defs moved to the top, where its "#/$defs/.."
-  // references now point.
+  // references now point. "auto": one such call (the llama3.1 template
+  // renders one call a turn; llama.cpp's grammar for Llama 3 likewise).
   ojson alternatives = ojson::array(), defs = ojson::object();
   for (size_t i = 0; i < names.size(); ++i) {
     ojson p = parameters(i);
@@ -155,6 +162,12 @@ absl::Status ParseToolChoice(const json& root, absl::string_view body, const Too
                                  {"properties", {{"name", {{"type", "string"}, {"enum", {names[i]}}}},
                                                  {"parameters", std::move(p)}}},
                                  {"required", {"name", "parameters"}}});
+  }
+  if (format->mode == ToolCallFormat::Mode::kAuto) {
+    ojson call{{"anyOf", std::move(alternatives)}};
+    if (!defs.empty()) call["$defs"] = std::move(defs);
+    *schema = call.dump();
+    return absl::OkStatus();
   }
   ojson s{{"type", "array"}, {"minItems", 1}, {"items", {{"anyOf", std::move(alternatives)}}}};
   // OpenAI's parallel_tool_calls: false, at most one call.
@@ -199,26 +212,50 @@ bool MayBecomeLlama3JsonToolCall(const std::string& text) {
          absl::StartsWith(kPythonTag, text);
 }
 
-std::optional<json> ToolCalls(const ToolCallFormat& format, const std::string& text, const std::string& id_prefix,
-                              bool* whole) {
-  if (whole != nullptr) *whole = true;
-  if (format.mode == ToolCallFormat::Mode::kAuto) return Llama3JsonToolCalls(text, id_prefix);
-  if (format.mode == ToolCallFormat::Mode::kNamed) {
-    return json::array({Call(id_prefix + "0", format.function, text)});
-  }
-  if (format.mode != ToolCallFormat::Mode::kRequired) return std::nullopt;
-  // The arguments as the answer wrote them (JSON schema mode: json.dumps'
-  // ", " and ": "), the same text a stream sends.
-  RequiredToolCallsReader reader;
-  std::vector<RequiredToolCallsReader::Piece> pieces;
+namespace {
+
+// The calls JSON schema mode wrote, their arguments as written (json.dumps'
+// ", " and ": "), the same text a stream sends.
+std::optional<json> SchemaToolCalls(const std::string& text, ToolCallsReader::Form form,
+                                    const std::string& id_prefix, bool* whole) {
+  ToolCallsReader reader(form);
+  std::vector<ToolCallsReader::Piece> pieces;
   reader.Feed(text, &pieces);
   if (reader.broken() || reader.calls() == 0) return std::nullopt;
   if (whole != nullptr) *whole = reader.complete();
   json out = json::array();
-  for (const RequiredToolCallsReader::Piece& p : pieces) {  // fed whole: one piece a call
+  for (const ToolCallsReader::Piece& p : pieces) {  // fed whole: one piece a call
     out.push_back(Call(absl::StrCat(id_prefix, p.index), p.name, p.arguments));
   }
   return out;
+}
+
+}  // namespace
+
+bool BeginsSchemaToolCall(const ToolCallFormat& format, const std::string& text) {
+  return format.mode == ToolCallFormat::Mode::kAuto && format.call_schema && absl::StartsWith(text, "{");
+}
+
+std::optional<json> ToolCalls(const ToolCallFormat& format, const std::string& text, const std::string& id_prefix,
+                              bool* whole) {
+  if (whole != nullptr) *whole = true;
+  if (format.mode == ToolCallFormat::Mode::kAuto) {
+    if (BeginsSchemaToolCall(format, text)) {
+      // Held to the call schema from its "{" on: read as written, a call
+      // the token limit cut kept as "required" keeps one. The fallback
+      // serves a free answer that began with "{" all the same (a first
+      // token after a lone BOS: engine/runtime/decoder_engine.cc).
+      if (std::optional<json> calls = SchemaToolCalls(text, ToolCallsReader::Form::kOneCall, id_prefix, whole)) {
+        return calls;
+      }
+    }
+    return Llama3JsonToolCalls(text, id_prefix);
+  }
+  if (format.mode == ToolCallFormat::Mode::kNamed) {
+    return json::array({Call(id_prefix + "0", format.function, text)});
+  }
+  if (format.mode != ToolCallFormat::Mode::kRequired) return std::nullopt;
+  return SchemaToolCalls(text, ToolCallsReader::Form::kList, id_prefix, whole);
 }
 
 }  // namespace attnserve

@@ -12,16 +12,21 @@
 //     parallel_tool_calls false); the message carries them with
 //     finish_reason "tool_calls". Streamed, each call's id and name go out
 //     once the name is whole, then its arguments as they are written
-//     (required_tool_calls.h), as vLLM streams them.
+//     (tool_calls_reader.h), as vLLM streams them.
 //   tool_choice "none": no calls.
 //   tool_choice "auto" (OpenAI's default when tools are given): with
 //     --tool-call-parser=llama3_json (vLLM's parser of that name), the
 //     model answers freely and an answer that is {"name": ..., "parameters"
 //     (or "arguments"): ...}, several joined by "; ", optionally after
 //     <|python_tag|>, becomes the calls (finish_reason "tool_calls"); any
-//     other answer is content. Without the flag it is refused, as vLLM
-//     refuses it without --tool-call-parser: how a free answer writes a
-//     call depends on the model family.
+//     other answer is content. Unless another format holds the answer (a
+//     response_format, ignore_eos, min_tokens), an answer that begins with
+//     "{" is held to one call's schema from there on (RESPONSE_FORMAT_LAZY_
+//     JSON_SCHEMA, as llama.cpp's lazy grammars hold a call): it is always
+//     a call to one of the tools with arguments their schema accepts, and
+//     a stream sends it as "required" sends a call. Without the flag
+//     "auto" is refused, as vLLM refuses it without --tool-call-parser:
+//     how a free answer writes a call depends on the model family.
 //
 // Where the chat template shows tools (llama3.1: ToolSupport::
 // template_shows_tools) the tools go into the prompt and messages with
@@ -51,12 +56,17 @@ struct ToolCallFormat {
   enum class Mode { kNone, kNamed, kRequired, kAuto };
   Mode mode = Mode::kNone;
   std::string function;  // kNamed: the function called
+  // kAuto: an answer that begins with "{" is held to one call's schema
+  // (the request's format is RESPONSE_FORMAT_LAZY_JSON_SCHEMA).
+  bool call_schema = false;
 };
 
 // Reads "tools" and "tool_choice" of the request `root` (`body` is its
 // text, read again in order because a schema's property order is the
 // answer's). For kNamed and kRequired, *schema is the JSON schema the
-// answer must follow. INVALID_ARGUMENT names the field.
+// answer must follow; for kAuto, that of one call {"name": ...,
+// "parameters": ...} (the caller decides whether to hold a call to it).
+// INVALID_ARGUMENT names the field.
 absl::Status ParseToolChoice(const nlohmann::json& root, absl::string_view body, const ToolSupport& support,
                              ToolCallFormat* format, std::string* schema);
 
@@ -65,7 +75,8 @@ absl::Status ParseToolChoice(const nlohmann::json& root, absl::string_view body,
 // the text (cut short if the answer was); kRequired: the calls the text
 // lists, their arguments as written (the last cut short, and *whole false,
 // if the token limit cut the list; nullopt if it cut it before the first
-// name was whole); kAuto: Llama3JsonToolCalls. Ids are `id_prefix` plus
+// name was whole); kAuto: an answer held to the call schema as kRequired
+// reads one call, any other Llama3JsonToolCalls. Ids are `id_prefix` plus
 // the call's position.
 std::optional<nlohmann::json> ToolCalls(const ToolCallFormat& format, const std::string& text,
                                         const std::string& id_prefix, bool* whole = nullptr);
@@ -75,6 +86,9 @@ std::optional<nlohmann::json> ToolCalls(const ToolCallFormat& format, const std:
 // back when its parse fails. Arguments are written as json.dumps writes
 // them.
 std::optional<nlohmann::json> Llama3JsonToolCalls(const std::string& text, const std::string& id_prefix);
+
+// A kAuto answer held to the call schema: it begins with "{".
+bool BeginsSchemaToolCall(const ToolCallFormat& format, const std::string& text);
 
 // The answer so far may still turn out to be calls (a stream holds it back
 // until it knows).

@@ -7,8 +7,10 @@ published template (tests/golden/chat_templates/renders.json, from
 tools/golden/chat_templates.py): its text, tokenized by the server as plain
 text, must be the chat's prompt, and the chat's greedy answer the native
 API's greedy continuation of those ids. stories260K writes stories, not
-calls, so "auto" answers here are content; what the parser makes of a call
-is checked against vLLM's algorithm in server_http_gateway_test."""
+calls, so "auto" answers here are content unless a logit bias makes the
+answer begin with "{": then the server holds it to one call's schema (the
+lazy JSON schema format) and it is a call. What the parser makes of a free
+call is checked against vLLM's algorithm in server_http_gateway_test."""
 import json
 
 import pytest
@@ -232,3 +234,123 @@ def test_anthropic_tool_use_and_result_blocks_make_transformers_prompt(server, c
                                         **extra).input_tokens == len(ids)
     expected, _ = native_greedy(server, ids, 16)
     assert [b.type for b in m.content] == ["text"] and m.content[0].text == expected
+
+
+# Tools whose arguments hold no free text, so that a bias towards "{" (which
+# acts at every step) can begin a call without filling a string with braces.
+CALL_TOOLS = [
+    {"type": "function", "function": {
+        "name": "get_weather", "description": "The weather forecast",
+        "parameters": {"type": "object", "properties": {
+            "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+            "days": {"type": "integer", "minimum": 1, "maximum": 7}}, "required": ["unit", "days"]}}},
+    {"type": "function", "function": {
+        "name": "get_time", "parameters": {"type": "object", "properties": {
+            "zone": {"type": "string", "enum": ["utc", "local"]}}, "required": ["zone"]}}},
+]
+CALL_MESSAGES = [{"role": "user", "content": "Will it rain?"}]
+
+
+def open_brace_token(server):
+    """stories260K writes "{" only as its byte token <0x7B>."""
+    import http.client
+    conn = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=60)
+    conn.request("POST", "/v1/detokenize", body=json.dumps({"token_ids": [3 + ord("{")]}),
+                 headers={"Content-Type": "application/json"})
+    r = conn.getresponse()
+    assert json.loads(r.read())["text"] == "{"
+    return 3 + ord("{")
+
+
+def test_auto_call_the_model_begins_is_held_to_the_tools_schemas(server, client):
+    """Biased to begin with "{", stories260K's "auto" answer is a call to one
+    of the tools whose arguments their schema accepts; it is JSON schema
+    mode's answer to the same prompt held to the call schema from the start
+    (tool_choice "none", so the same tools are shown); and streamed, it comes
+    as the openai client's stream helper puts together into the same call,
+    its name first and then its arguments in more than one piece."""
+    import jsonschema
+    bias = {"logit_bias": {str(open_brace_token(server)): 100}}
+    r = client.chat.completions.create(model="stories260K", messages=CALL_MESSAGES, tools=CALL_TOOLS,
+                                       tool_choice="auto", max_tokens=64, temperature=0, extra_body=bias)
+    choice = r.choices[0]
+    assert choice.finish_reason == "tool_calls", choice
+    assert choice.message.content is None and len(choice.message.tool_calls) == 1, choice
+    call = choice.message.tool_calls[0]
+    tool = next(t["function"] for t in CALL_TOOLS if t["function"]["name"] == call.function.name)
+    jsonschema.validate(json.loads(call.function.arguments), tool["parameters"])
+
+    one_call = {"anyOf": [{"type": "object", "properties": {
+        "name": {"type": "string", "enum": [t["function"]["name"]]},
+        "parameters": t["function"]["parameters"]}, "required": ["name", "parameters"]} for t in CALL_TOOLS]}
+    strict = client.chat.completions.create(
+        model="stories260K", messages=CALL_MESSAGES, tools=CALL_TOOLS, tool_choice="none", max_tokens=64,
+        temperature=0, extra_body=bias,
+        response_format={"type": "json_schema", "json_schema": {"name": "call", "schema": one_call}})
+    assert strict.choices[0].message.content == \
+        f'{{"name": "{call.function.name}", "parameters": {call.function.arguments}}}'
+    assert strict.usage.prompt_tokens == r.usage.prompt_tokens
+
+    argument_pieces = 0
+    with client.beta.chat.completions.stream(model="stories260K", messages=CALL_MESSAGES, tools=CALL_TOOLS,
+                                             tool_choice="auto", max_tokens=64, temperature=0,
+                                             extra_body=bias) as stream:
+        for event in stream:
+            if event.type == "tool_calls.function.arguments.delta":
+                argument_pieces += 1
+                assert event.name == call.function.name
+            assert event.type != "content.delta" or not event.delta, event  # the role chunk's ""
+        streamed = stream.get_final_completion().choices[0]
+    assert argument_pieces > 1
+    assert streamed.finish_reason == "tool_calls"
+    assert streamed.message.tool_calls[0].function.name == call.function.name
+    assert streamed.message.tool_calls[0].function.arguments == call.function.arguments
+
+
+def test_auto_call_cut_by_the_token_limit_keeps_the_call_begun(server, client):
+    """max_tokens cuts the call: as with tool_choice "required", the call
+    begun with its arguments so far and finish_reason "length", streamed and
+    not alike."""
+    bias = {"logit_bias": {str(open_brace_token(server)): 100}}
+    r = client.chat.completions.create(model="stories260K", messages=CALL_MESSAGES, tools=CALL_TOOLS,
+                                       max_tokens=40, temperature=0, extra_body=bias)
+    choice = r.choices[0]
+    assert choice.finish_reason == "length" and choice.message.tool_calls, choice
+    arguments = choice.message.tool_calls[0].function.arguments
+    assert arguments.startswith("{")
+    with pytest.raises(ValueError):
+        json.loads(arguments)
+    stream = client.chat.completions.create(model="stories260K", messages=CALL_MESSAGES, tools=CALL_TOOLS,
+                                            max_tokens=40, temperature=0, extra_body=bias, stream=True)
+    name, streamed, finish = None, "", None
+    for chunk in stream:
+        for c in chunk.choices[0].delta.tool_calls or []:
+            name = c.function.name or name
+            streamed += c.function.arguments or ""
+        finish = chunk.choices[0].finish_reason or finish
+    assert (name, streamed, finish) == (choice.message.tool_calls[0].function.name, arguments, "length")
+
+
+def test_native_lazy_json_schema_format(server):
+    """The proto's RESPONSE_FORMAT_LAZY_JSON_SCHEMA through the native JSON
+    API (gRPC's messages): free text where the model does not begin the
+    value, JSON schema mode's output where it does."""
+    import http.client
+    schema = json.dumps({"type": "object", "properties": {"unit": {"enum": ["celsius", "fahrenheit"]}},
+                         "required": ["unit"]})
+
+    def generate(**sampling):
+        conn = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=60)
+        conn.request("POST", "/v1/generate", body=json.dumps({"text": "Once upon a time", "sampling": {
+            "max_new_tokens": 32, "temperature": 0, **sampling}}), headers={"Content-Type": "application/json"})
+        r = conn.getresponse()
+        body = json.loads(r.read())
+        assert r.status == 200, body
+        return body["text"]
+
+    lazy = {"response_format": "RESPONSE_FORMAT_LAZY_JSON_SCHEMA", "json_schema": schema}
+    assert generate(**lazy) == generate() and not generate().startswith("{")
+    bias = {"logit_bias": {str(open_brace_token(server)): 100}}
+    begun = generate(**lazy, **bias)
+    assert begun == generate(response_format="RESPONSE_FORMAT_JSON_SCHEMA", json_schema=schema, **bias)
+    assert json.loads(begun)["unit"] in ("celsius", "fahrenheit")

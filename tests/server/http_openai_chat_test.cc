@@ -422,8 +422,9 @@ TEST(OpenAiChatTest, AutoToolChoiceNeedsAParserAndShowsTheToolsWhereTheTemplateD
       ParseChatCompletionRequest(body, ToolSupport{.template_shows_tools = true, .auto_parser = true});
   ASSERT_TRUE(call.ok()) << call.status();
   EXPECT_EQ(call->format.tools.mode, ToolCallFormat::Mode::kAuto);
-  // A free answer: no constraint; the tools in the prompt in the body's order.
-  EXPECT_EQ(call->requests[0].sampling().response_format(), v1::RESPONSE_FORMAT_TEXT);
+  // A free answer, unless it begins a call (AutoToolCallsAreHeldToTheCallSchemaOnceBegun);
+  // the tools in the prompt in the body's order.
+  EXPECT_EQ(call->requests[0].sampling().response_format(), v1::RESPONSE_FORMAT_LAZY_JSON_SCHEMA);
   const v1::ChatPrompt& chat = call->requests[0].chat();
   ASSERT_EQ(chat.tools_size(), 2);
   EXPECT_EQ(chat.tools(0),
@@ -443,7 +444,9 @@ TEST(OpenAiChatTest, AutoToolChoiceNeedsAParserAndShowsTheToolsWhereTheTemplateD
   ASSERT_TRUE(call.ok()) << call.status();
   EXPECT_EQ(call->requests[0].chat().tools_size(), 0);
 
-  // The answer: calls with finish_reason "tool_calls", or content.
+  // The answer: calls with finish_reason "tool_calls", or content (here
+  // a request whose calls the model writes freely: its own response_format,
+  // ignore_eos, min_tokens, or a schema JSON schema mode does not implement).
   const CompletionIdentity id{"chatcmpl-9", 5, "m"};
   CompletionFormat format{.chat = true};
   format.tools = {ToolCallFormat::Mode::kAuto, ""};
@@ -486,6 +489,93 @@ TEST(OpenAiChatTest, AutoToolChoiceNeedsAParserAndShowsTheToolsWhereTheTemplateD
   last = ChatCompletionChunk(chunks[1], id, format, 0, ChunkUsage::kNone, &stream);
   EXPECT_EQ(last["choices"][0]["delta"], json({{"content", "{oops}"}}));
   EXPECT_EQ(last["choices"][0]["finish_reason"], "stop");
+}
+
+// "auto" holds a call the model begins to one call's schema (the lazy
+// format), unless something else decides the answer's form; such a call is
+// read and streamed as "required" reads and streams one.
+TEST(OpenAiChatTest, AutoToolCallsAreHeldToTheCallSchemaOnceBegun) {
+  const ToolSupport support{.template_shows_tools = true, .auto_parser = true};
+  auto parse = [&](const std::string& extra) {
+    std::string body = kToolsBody;
+    body.replace(body.find("TOOL_CHOICE"), 11, "\"auto\"" + extra);
+    return ParseChatCompletionRequest(body, support);
+  };
+  absl::StatusOr<CompletionCall> call = parse("");
+  ASSERT_TRUE(call.ok()) << call.status();
+  EXPECT_TRUE(call->format.tools.call_schema);
+  EXPECT_EQ(call->requests[0].sampling().response_format(), v1::RESPONSE_FORMAT_LAZY_JSON_SCHEMA);
+  EXPECT_EQ(json::parse(call->requests[0].sampling().json_schema()),
+            json::parse(R"({"anyOf": [
+    {"type": "object", "properties": {"name": {"type": "string", "enum": ["get_weather"]},
+     "parameters": {"type": "object", "properties": {"unit": {"enum": ["c", "f"]}, "city": {"type": "string"}},
+                    "required": ["city"]}}, "required": ["name", "parameters"]},
+    {"type": "object", "properties": {"name": {"type": "string", "enum": ["get_time"]},
+     "parameters": {"type": "object", "properties": {}}}, "required": ["name", "parameters"]}]})"));
+  for (const std::string extra : {R"(, "response_format": {"type": "json_object"})", R"(, "ignore_eos": true)",
+                                  R"(, "min_tokens": 2)"}) {
+    call = parse(extra);
+    ASSERT_TRUE(call.ok()) << call.status() << extra;
+    EXPECT_FALSE(call->format.tools.call_schema) << extra;
+    EXPECT_NE(call->requests[0].sampling().response_format(), v1::RESPONSE_FORMAT_LAZY_JSON_SCHEMA) << extra;
+  }
+  std::string unsupported = kToolsBody;
+  unsupported.replace(unsupported.find(R"({"type": "string"})"), 18, R"({"type": "integer", "multipleOf": 3})");
+  unsupported.replace(unsupported.find("TOOL_CHOICE"), 11, "\"auto\"");
+  call = ParseChatCompletionRequest(unsupported, support);
+  ASSERT_TRUE(call.ok()) << call.status();
+  EXPECT_FALSE(call->format.tools.call_schema);
+  EXPECT_EQ(call->requests[0].sampling().response_format(), v1::RESPONSE_FORMAT_TEXT);
+
+  const CompletionIdentity id{"chatcmpl-9", 5, "m"};
+  CompletionFormat format{.chat = true};
+  format.tools = {ToolCallFormat::Mode::kAuto, "", /*call_schema=*/true};
+  const json call_0 = {{"index", 0}, {"id", "call_chatcmpl-9_0_0"}, {"type", "function"}};
+  // Streamed: the call's id and name once the name is whole, then its
+  // arguments as they come; unstreamed, the same call.
+  ChatChoiceStream stream;
+  std::vector<v1::GenerateResponse> chunks =
+      Chunks({R"({"name": "get_)", R"(weather", "parameters": {"city": )", R"("Oslo"}})"}, v1::FINISH_REASON_EOS);
+  std::vector<json> deltas;
+  for (const v1::GenerateResponse& c : chunks) {
+    deltas.push_back(ChatCompletionChunk(c, id, format, 0, ChunkUsage::kNone, &stream)["choices"][0]);
+  }
+  EXPECT_EQ(deltas[0]["delta"], json::object());
+  json opened = call_0;
+  opened["function"] = {{"name", "get_weather"}, {"arguments", R"({"city": )"}};
+  EXPECT_EQ(deltas[1]["delta"], json({{"tool_calls", {opened}}}));
+  EXPECT_EQ(deltas[2]["delta"], json({{"tool_calls", {{{"index", 0}, {"function", {{"arguments", R"("Oslo"})"}}}}}}}));
+  EXPECT_EQ(deltas[2]["finish_reason"], "tool_calls");
+  json j = ChatCompletionResponse({chunks}, id, format);
+  EXPECT_TRUE(j["choices"][0]["message"]["content"].is_null());
+  EXPECT_EQ(j["choices"][0]["message"]["tool_calls"][0]["id"], "call_chatcmpl-9_0_0");
+  EXPECT_EQ(j["choices"][0]["message"]["tool_calls"][0]["function"],
+            json({{"name", "get_weather"}, {"arguments", R"({"city": "Oslo"})"}}));
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "tool_calls");
+  // Cut by the token limit: the call begun, its arguments cut short, with
+  // "length", as "required" keeps one; cut before its name is whole, content.
+  chunks = Chunks({R"({"name": "get_weather", "parameters": {"ci)"}, v1::FINISH_REASON_LENGTH);
+  stream = ChatChoiceStream();
+  json last = ChatCompletionChunk(chunks[0], id, format, 0, ChunkUsage::kNone, &stream)["choices"][0];
+  opened["function"]["arguments"] = R"({"ci)";
+  EXPECT_EQ(last["delta"], json({{"tool_calls", {opened}}}));
+  EXPECT_EQ(last["finish_reason"], "length");
+  j = ChatCompletionResponse({chunks}, id, format);
+  EXPECT_EQ(j["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"], R"({"ci)");
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
+  chunks = Chunks({R"({"na)", R"(me": "get)"}, v1::FINISH_REASON_LENGTH);
+  stream = ChatChoiceStream();
+  EXPECT_EQ(ChatCompletionChunk(chunks[0], id, format, 0, ChunkUsage::kNone, &stream)["choices"][0]["delta"],
+            json::object());
+  last = ChatCompletionChunk(chunks[1], id, format, 0, ChunkUsage::kNone, &stream)["choices"][0];
+  EXPECT_EQ(last["delta"], json({{"content", R"({"name": "get)"}}));
+  j = ChatCompletionResponse({chunks}, id, format);
+  EXPECT_EQ(j["choices"][0]["message"]["content"], R"({"name": "get)");
+  // Prose streams as content from its first byte.
+  stream = ChatChoiceStream();
+  EXPECT_EQ(ChatCompletionChunk(Chunks({"It"}, v1::FINISH_REASON_UNSPECIFIED)[0], id, format, 0, ChunkUsage::kNone,
+                                &stream)["choices"][0]["delta"],
+            json({{"content", "It"}}));
 }
 
 // Where the template has tool turns: an assistant's calls and a tool's

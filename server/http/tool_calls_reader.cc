@@ -1,18 +1,18 @@
-// tool_choice "required"'s calls read as the answer comes
-// (required_tool_calls.h).
-#include "server/http/required_tool_calls.h"
+// Tool calls written in JSON schema mode read as the answer comes
+// (tool_calls_reader.h).
+#include "server/http/tool_calls_reader.h"
 
 #include "nlohmann/json.hpp"
 
 namespace attnserve {
 
-void RequiredToolCallsReader::Expect(absl::string_view literal, Next next) {
+void ToolCallsReader::Expect(absl::string_view literal, Next next) {
   state_ = State::kLiteral;
   literal_.assign(literal.data(), literal.size());
   next_ = next;
 }
 
-void RequiredToolCallsReader::Feed(absl::string_view text, std::vector<Piece>* pieces) {
+void ToolCallsReader::Feed(absl::string_view text, std::vector<Piece>* pieces) {
   // The piece of the call being read, added on its first news.
   auto piece = [&]() -> Piece& {
     if (pieces->empty() || pieces->back().index != calls_ - 1) {
@@ -42,7 +42,7 @@ void RequiredToolCallsReader::Feed(absl::string_view text, std::vector<Piece>* p
             arguments_end_ = JsonValueEnd();
             break;
           case Next::kCallEnd:
-            state_ = State::kBetween;
+            state_ = form_ == Form::kList ? State::kBetween : State::kDone;
             break;
         }
         break;
@@ -84,7 +84,7 @@ void RequiredToolCallsReader::Feed(absl::string_view text, std::vector<Piece>* p
         break;
       case State::kDone:
       case State::kBroken:
-        state_ = State::kBroken;  // nothing may follow the list
+        state_ = State::kBroken;  // nothing may follow the list or the call
         return;
     }
   }

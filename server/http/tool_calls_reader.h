@@ -1,12 +1,13 @@
-// The calls of tool_choice "required" read from the answer as it comes, so
-// a stream can send each call's name as soon as it is whole and then its
+// Tool calls written in JSON schema mode read from the answer as it comes,
+// so a stream can send each call's name as soon as it is whole and then its
 // arguments as they are written, as vLLM streams them. The answer follows
 // JSON schema mode's one way of writing vLLM's schema (openai_tools.h):
-//   [{"name": "N", "parameters": {...}}, {"name": ...}]
+//   tool_choice "required":  [{"name": "N", "parameters": {...}}, {"name": ...}]
+//   tool_choice "auto" (a call the model began): {"name": "N", "parameters": {...}}
 // so reading it needs no JSON parser: fixed text, a string, then an object
 // whose end is found by counting braces outside strings.
-#ifndef ATTNSERVE_SERVER_HTTP_REQUIRED_TOOL_CALLS_H_
-#define ATTNSERVE_SERVER_HTTP_REQUIRED_TOOL_CALLS_H_
+#ifndef ATTNSERVE_SERVER_HTTP_TOOL_CALLS_READER_H_
+#define ATTNSERVE_SERVER_HTTP_TOOL_CALLS_READER_H_
 
 #include <string>
 #include <vector>
@@ -16,8 +17,12 @@
 
 namespace attnserve {
 
-class RequiredToolCallsReader {
+class ToolCallsReader {
  public:
+  enum class Form { kList, kOneCall };
+  explicit ToolCallsReader(Form form = Form::kList)
+      : form_(form), literal_(form == Form::kList ? "[{\"name\": \"" : "{\"name\": \"") {}
+
   // What one Feed learned about call `index`: it opened (its name is
   // whole), and/or more of its arguments' text, as written.
   struct Piece {
@@ -31,7 +36,8 @@ class RequiredToolCallsReader {
   // call they touched, in order.
   void Feed(absl::string_view text, std::vector<Piece>* pieces);
 
-  // The list's closing ']' was read: every call is whole.
+  // The list's closing ']' (kOneCall: the call's closing '}') was read:
+  // every call is whole.
   bool complete() const { return state_ == State::kDone; }
   // The text left the form (which schema mode never writes): nothing more
   // is read.
@@ -45,8 +51,9 @@ class RequiredToolCallsReader {
 
   void Expect(absl::string_view literal, Next next);
 
+  Form form_;
   State state_ = State::kLiteral;
-  std::string literal_ = "[{\"name\": \"";  // kLiteral: the text still expected
+  std::string literal_;                     // kLiteral: the text still expected
   Next next_ = Next::kName;                 // kLiteral: what follows it
   std::string name_;                        // kName: the name's text so far (JSON escapes as written)
   bool escaped_ = false;                    // kName: after a backslash
@@ -56,4 +63,4 @@ class RequiredToolCallsReader {
 
 }  // namespace attnserve
 
-#endif  // ATTNSERVE_SERVER_HTTP_REQUIRED_TOOL_CALLS_H_
+#endif  // ATTNSERVE_SERVER_HTTP_TOOL_CALLS_READER_H_
