@@ -425,6 +425,7 @@ absl::StatusOr<v1::DetokenizeResponse> InferenceCore::Detokenize(const v1::Detok
   const Tokenizer& tokenizer = models_->decoder->tokenizer();
   std::string text;
   int32_t prev = -1;
+  bool after_written_special = false;
   for (size_t i = 0; i < ids.size(); ++i) {
     const int32_t id = ids[i];
     if (id < 0 || id >= tokenizer.vocab_size()) {
@@ -432,9 +433,17 @@ absl::StatusOr<v1::DetokenizeResponse> InferenceCore::Detokenize(const v1::Detok
           absl::StrCat("token_ids[", i, "] = ", id, " is out of range [0, ", tokenizer.vocab_size(), ")"));
     }
     if (tokenizer.IsControl(id)) {
-      if (!request.skip_special_tokens()) text += tokenizer.IdToPiece(id);
+      if (!request.skip_special_tokens()) {
+        text += tokenizer.IdToPiece(id);
+        after_written_special = true;
+      }
     } else {
-      text += tokenizer.TokenBytes(id, prev);
+      // A special token written out is text, so the piece after it does not
+      // begin the text and keeps its space ("<s> Hello", as transformers'
+      // decode and llama.cpp's detokenize give): it is read as following an
+      // ordinary token (itself stands in for one).
+      text += tokenizer.TokenBytes(id, after_written_special ? id : prev);
+      after_written_special = false;
     }
     prev = id;
   }

@@ -26,6 +26,7 @@
 #include "server/http/openai_responses.h"
 #include "server/http/result_channels.h"
 #include "server/http/score_api.h"
+#include "server/http/vllm_tokenize.h"
 #include "server/status_util.h"
 
 namespace attnserve {
@@ -269,6 +270,32 @@ class Gateway {
     w.Send(200, kJson, Dump(json{{"input_tokens", tokens->token_ids_size()}}));
   }
 
+  // vLLM's /tokenize and /detokenize, at once, with the decoder (else the
+  // encoder) as vLLM serves its one model.
+  void VllmTokenize(const HttpRequest& request, HttpResponseWriter& w) {
+    const v1::ModelKind model = VllmModel();
+    const absl::StatusOr<VllmTokenizeCall> call = ParseVllmTokenizeRequest(request.body, model, ChatTools());
+    if (!call.ok()) return Refuse(w, "Tokenize", call.status());
+    const absl::StatusOr<v1::TokenizeResponse> tokens = backend_.tokenize(call->request);
+    if (!tokens.ok()) return Fail(w, "Tokenize", tokens.status());
+    int max_model_len = 0;
+    const v1::GetModelInfoResponse loaded = backend_.model_info(v1::GetModelInfoRequest());
+    for (const v1::ModelInfo& info : loaded.models()) {
+      if (info.kind() == model) max_model_len = info.max_positions();
+    }
+    Finish("Tokenize", absl::OkStatus());
+    w.Send(200, kJson, Dump(VllmTokenizeResponse(*call, *tokens, max_model_len)));
+  }
+
+  void VllmDetokenize(const HttpRequest& request, HttpResponseWriter& w) {
+    const absl::StatusOr<v1::DetokenizeRequest> parsed = ParseVllmDetokenizeRequest(request.body, VllmModel());
+    if (!parsed.ok()) return Refuse(w, "Detokenize", parsed.status());
+    const absl::StatusOr<v1::DetokenizeResponse> text = backend_.detokenize(*parsed);
+    if (!text.ok()) return Fail(w, "Detokenize", text.status());
+    Finish("Detokenize", absl::OkStatus());
+    w.Send(200, kJson, Dump(VllmDetokenizeResponse(*text)));
+  }
+
   void RunCompletion(const HttpRequest& request, HttpResponseWriter& w, absl::StatusOr<CompletionCall> call) {
     const std::string id = RequestId(request, w);
     if (!call.ok()) return Refuse(w, "Generate", call.status(), id);
@@ -506,6 +533,10 @@ class Gateway {
     return channel;
   }
 
+  v1::ModelKind VllmModel() const {
+    return backend_.decoder_name.empty() ? v1::MODEL_KIND_ENCODER : v1::MODEL_KIND_DECODER;
+  }
+
   ToolSupport ChatTools() const {
     return ToolSupport{.template_shows_tools = backend_.chat_shows_tools,
                        .auto_parser = !options_.tool_call_parser.empty()};
@@ -739,6 +770,8 @@ std::map<std::string, HttpHandler> ApiRoutes(GatewayBackend backend, ServerMetri
   routes["/v1/models"] = Route("GET", "Models", kQuick, gateway, &Gateway::Models);
   routes["/v1/tokenize"] = Route("POST", "Tokenize", kQuick, gateway, &Gateway::Tokenize);
   routes["/v1/detokenize"] = Route("POST", "Detokenize", kQuick, gateway, &Gateway::Detokenize);
+  routes["/tokenize"] = Route("POST", "Tokenize", kQuick, gateway, &Gateway::VllmTokenize);
+  routes["/detokenize"] = Route("POST", "Detokenize", kQuick, gateway, &Gateway::VllmDetokenize);
   routes["/v1/model_info"] = Route("GET", "GetModelInfo", kQuick, gateway, &Gateway::ModelInfo);
   // For clients written for Hugging Face's TGI and TEI (their paths, bodies
   // and error shape).

@@ -21,6 +21,7 @@
 //   POST /v1/tokenize          TokenizeRequest JSON   -> TokenizeResponse JSON
 //   POST /v1/detokenize        DetokenizeRequest JSON -> DetokenizeResponse JSON
 //   GET  /v1/model_info        GetModelInfoResponse JSON (every loaded model)
+//   POST /tokenize, /detokenize  vLLM's (vllm_tokenize.h)
 //   POST /generate             TGI's generate ("stream": true streams, as on
 //                              TGI's compat route), errors in TGI's shape
 //   POST /generate_stream      TGI's token stream (SSE, no [DONE])

@@ -10,7 +10,10 @@
 // (selector % kHttpFuzzEndpoints): /v1/encode, /v1/generate, /v1/tokenize,
 // /v1/detokenize, /v1/embeddings, /v1/completions, /v1/chat/completions,
 // /v1/responses, /v1/messages, /v1/messages/count_tokens, /v1/score,
-// /v1/rerank, TEI's /similarity and /embed_all; the rest is the body.
+// /v1/rerank, TEI's /similarity and /embed_all, vLLM's /tokenize and
+// /detokenize; the rest is the body. Chat completions are read as with
+// --tool-call-parser (tool_choice "auto" holds a call to the tools'
+// schemas, compiled by the shared checks).
 //
 // Contracts (a violation aborts, which libFuzzer and the gtest report):
 // - no crash, no sanitizer report, no exception out of the parser;
@@ -70,6 +73,7 @@
 #include "server/http/hf_api.h"
 #include "server/http/openai_chat.h"
 #include "server/http/openai_responses.h"
+#include "server/http/vllm_tokenize.h"
 #include "server/http/score_api.h"
 
 namespace attnserve::fuzz {
@@ -83,7 +87,7 @@ struct HttpFuzzContext {
   ChatSetup chat;  // the Llama-2 format over the tokenizer
 };
 
-inline constexpr int kHttpFuzzEndpoints = 14;
+inline constexpr int kHttpFuzzEndpoints = 16;
 
 inline constexpr int kHttpFuzzMaxNewTokens = 256;  // below the context, so this limit is the one that binds
 inline constexpr int kHttpFuzzContext = 512;
@@ -310,10 +314,30 @@ inline bool HttpRequestFuzzOne(const HttpFuzzContext& ctx, const uint8_t* data, 
       }
       return CheckEncode(ctx, "embed_all", *r, body);
     }
+    case 14: {
+      const absl::StatusOr<VllmTokenizeCall> call =
+          ParseVllmTokenizeRequest(body, v1::MODEL_KIND_DECODER, ToolSupport{.auto_parser = true});
+      if (!call.ok()) {
+        CheckRefusal("vllm tokenize", call.status(), body);
+        return false;
+      }
+      if (call->request.model() != v1::MODEL_KIND_DECODER) Fail("vllm tokenize", "not the decoder", "", body);
+      return true;
+    }
+    case 15: {
+      const absl::StatusOr<v1::DetokenizeRequest> r = ParseVllmDetokenizeRequest(body, v1::MODEL_KIND_DECODER);
+      if (!r.ok()) {
+        CheckRefusal("vllm detokenize", r.status(), body);
+        return false;
+      }
+      if (r->skip_special_tokens()) Fail("vllm detokenize", "skips special tokens", "", body);
+      return true;
+    }
     default: {
       const bool chat = data[0] % kHttpFuzzEndpoints == 6;
       const char* endpoint = chat ? "chat completions" : "completions";
-      absl::StatusOr<CompletionCall> call = chat ? ParseChatCompletionRequest(body) : ParseCompletionRequest(body);
+      absl::StatusOr<CompletionCall> call =
+          chat ? ParseChatCompletionRequest(body, ToolSupport{.auto_parser = true}) : ParseCompletionRequest(body);
       if (!call.ok()) {
         CheckRefusal(endpoint, call.status(), body);
         return false;

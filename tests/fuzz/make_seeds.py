@@ -162,6 +162,13 @@ def http_request_seeds(out: pathlib.Path) -> None:
         (11, {"query": "q", "documents": ["one", {"text": "two"}], "top_n": 1}),
         (12, {"inputs": {"source_sentence": "s", "sentences": ["a", "b"]}}),
         (13, {"inputs": ["hello", [101, 7592, 102]]}),
+        (6, {"messages": [{"role": "user", "content": "Weather?"}], "tool_choice": "auto", "tools": [{
+            "type": "function", "function": {"name": "w", "parameters": {"type": "object", "properties": {
+                "unit": {"enum": ["c", "f"]}}}}}]}),
+        (14, {"prompt": "Once upon a time", "add_special_tokens": False, "return_token_strs": True}),
+        (14, {"messages": [{"role": "user", "content": "Hi"}], "tools": [{"type": "function", "function": {
+            "name": "f", "parameters": {"type": "object", "properties": {"a": {"type": "integer"}}}}}]}),
+        (15, {"tokens": [1, 403, 407, 2]}),
     ]
     for i, (selector, body) in enumerate(bodies):
         (out / f"body_{selector}_{i}").write_bytes(bytes([selector]) + json.dumps(body).encode())

@@ -70,6 +70,9 @@ std::vector<std::string> SeedCorpus() {
       {5, R"({"prompt":"{","response_format":{"type":"json_object"},"temperature":0.7,"seed":2})"},
       {5, R"({"prompt":"Is it?","guided_choice":["yes","no","\u00e9t\u00e9"],"max_tokens":4})"},
       {6, R"({"messages":[{"role":"user","content":"Pick"}],"structured_outputs":{"choice":["a","b"]}})"},
+      {6, R"({"messages":[{"role":"user","content":"Weather?"}],"tools":[{"type":"function","function":{"name":"w",)"
+          R"("parameters":{"type":"object","properties":{"unit":{"enum":["c","f"]},"days":{"type":"integer",)"
+          R"("minimum":1}},"required":["unit"]}}}],"tool_choice":"auto","max_tokens":8})"},
       {6, R"({"messages":[{"role":"user","content":"Who?"}],"response_format":{"type":"json_schema","json_schema":)"
           R"({"name":"p","strict":true,"schema":{"type":"object","properties":{"name":{"type":"string"},)"
           R"("age":{"type":["integer","null"]},"tags":{"type":"array","items":{"enum":["a",1,null]}}},)"
@@ -96,6 +99,10 @@ std::vector<std::string> SeedCorpus() {
       {11, R"({"query":"q","documents":["one",{"text":"two"}],"top_n":1,"return_documents":false})"},
       {12, R"({"inputs":{"source_sentence":"s","sentences":["a","b"]},"parameters":{"truncate":true}})"},
       {13, R"({"inputs":["hello",[101,7592,102]],"truncate":false,"truncation_direction":"right"})"},
+      {14, R"({"model":"m","prompt":"Once upon a time","add_special_tokens":false,"return_token_strs":true})"},
+      {14, R"({"messages":[{"role":"user","content":"Hi"}],"add_generation_prompt":true,"tools":[{"type":"function",)"
+           R"("function":{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"integer"}}}}}]})"},
+      {15, R"({"model":"m","tokens":[1,403,407,2]})"},
   };
   std::vector<std::string> corpus;
   for (const auto& [selector, body] : bodies) corpus.push_back(std::string(1, selector) + body);
