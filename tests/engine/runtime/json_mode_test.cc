@@ -621,6 +621,48 @@ TEST(LazyJsonSchemaTest, AResumedSequenceGoesOnWithTheSameOutput) {
   }
 }
 
+// A byte-level BPE vocabulary (Qwen2's, as Llama 3's and GPT-2's), random
+// weights: "{" is an ordinary token there, and the same holds.
+TEST(LazyJsonSchemaTest, AByteLevelVocabularyToo) {
+  auto model = DecoderModel::Load(ATTNSERVE_SOURCE_DIR "/tests/golden/decoder_models/qwen2_tiny", DecoderLoadOptions());
+  ASSERT_TRUE(model.ok()) << model.status();
+  KvCacheOptions kv;
+  kv.kv_cache_bytes = (*model)->description().kv_bytes_per_token * 1024;
+  auto engine = DecoderEngine::Create(*model, kv);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  const Tokenizer& tok = (*model)->tokenizer();
+  const std::optional<int32_t> brace = tok.PieceToId("{"), bracket = tok.PieceToId("[");
+  ASSERT_TRUE(brace.has_value() && bracket.has_value());
+  auto prompt = tok.Encode("Call a tool:");
+  ASSERT_TRUE(prompt.ok());
+  auto run = [&](const GenerationParams& p) {
+    JsonRun r;
+    absl::Status st = GenerateOne(**engine, *prompt, p, [&](const StepEvent& ev) {
+      r.ids.insert(r.ids.end(), ev.token_ids.begin(), ev.token_ids.end());
+      r.text += ev.text;
+      if (ev.finished) r.reason = ev.finish_reason;
+      return true;
+    });
+    EXPECT_TRUE(st.ok()) << st;
+    return r;
+  };
+  GenerationParams lazy = LazyParams(80, 0.0f);
+  lazy.logit_bias = {{*brace, 100.0f}};
+  GenerationParams strict = lazy;
+  strict.output_format = OutputFormat::kJsonSchema;
+  const JsonRun call = run(lazy);
+  EXPECT_EQ(call.ids, run(strict).ids);
+  EXPECT_EQ(call.text.rfind("{\"name\": \"get_", 0), 0u) << call.text;
+  EXPECT_TRUE(SchemaTakes(call.text, /*whole=*/call.reason == FinishReason::kStop)) << call.text;
+  lazy.logit_bias = {{*bracket, 100.0f}};
+  GenerationParams text = lazy;
+  text.output_format = OutputFormat::kText;
+  text.json_schema.clear();
+  const JsonRun free = run(lazy);
+  EXPECT_EQ(free.text.substr(0, 1), "[");
+  EXPECT_EQ(free.ids, run(text).ids);
+}
+
 TEST(LazyJsonSchemaTest, RefusedWhereItCannotWork) {
   auto engine = MakeEngine();
   GenerationParams p = LazyParams(8, 0.0f);
