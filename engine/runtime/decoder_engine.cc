@@ -283,7 +283,7 @@ absl::StatusOr<SeqId> DecoderEngine::AddSequence(std::vector<int32_t> prompt,
           for (auto it = schemas_.begin(); it != schemas_.end();) {
             if (it->second != nullptr && it->second.use_count() == 1) {
               schema_mask_bytes_ -= static_cast<int64_t>(it->second->masks.size()) * model_->config().vocab_size +
-                                    static_cast<int64_t>(it->second->free_first.size());
+                                    static_cast<int64_t>(it->second->lazy_start.size());
               schema_pattern_bytes_ -= it->second->schema->pattern_bytes;
               schemas_.erase(it++);
             } else {
@@ -387,6 +387,7 @@ int DecoderEngine::FillConstraintMask(Sequence& s) {
   if (s.json.has_value()) return json_mask_->Fill(*s.json, end_ids_, constraint_allowed_);
   if (s.schema_state.has_value()) {
     const int vocab = model_->config().vocab_size;
+    if (s.lazy) return FillLazyStartMask(*s.schema, *s.schema_state);
     // Where the output may end, the end ids; where it may go on, the tokens
     // that keep it on course (a regex match may do both).
     const bool complete = s.schema_state->complete();
@@ -419,25 +420,7 @@ int DecoderEngine::FillConstraintMask(Sequence& s) {
       masks[key] = {constraint_allowed_, count};
       schema_mask_bytes_ += vocab;
     }
-    count += complete ? allow_ends() : 0;
-    if (!s.lazy) return count;
-    // Undecided: the tokens that cannot begin the value may come as well.
-    std::vector<uint8_t>& free_first = s.schema->free_first;
-    if (free_first.empty()) {
-      if (schema_mask_bytes_ + vocab > kSchemaMaskCacheBytes) ClearSchemaMasks();
-      std::vector<uint8_t> begins(vocab, 0);
-      vocabulary_->Walk(FirstByteOf{*s.schema_state}, begins);
-      free_first.resize(vocab);
-      for (int id = 0; id < vocab; ++id) free_first[id] = begins[id] == 0;
-      schema_mask_bytes_ += vocab;
-    }
-    for (int id = 0; id < vocab; ++id) {
-      if (free_first[id] != 0 && constraint_allowed_[id] == 0) {
-        constraint_allowed_[id] = 1;
-        ++count;
-      }
-    }
-    return count;
+    return count + (complete ? allow_ends() : 0);
   }
   constraint_allowed_.assign(model_->config().vocab_size, 0);
   int count = 0;
@@ -453,10 +436,33 @@ int DecoderEngine::FillConstraintMask(Sequence& s) {
   return count;
 }
 
+int DecoderEngine::FillLazyStartMask(SchemaMasks& entry, const JsonSchemaAcceptor& start) {
+  if (entry.lazy_start.empty()) {
+    const int vocab = model_->config().vocab_size;
+    std::vector<uint8_t> begins(vocab, 0);
+    vocabulary_->Walk(FirstByteOf{start}, begins);
+    constraint_allowed_.assign(vocab, 0);
+    int count = vocabulary_->Walk(start, constraint_allowed_);  // the value begun as the schema allows
+    for (int id = 0; id < vocab; ++id) {
+      if (begins[id] == 0 && constraint_allowed_[id] == 0) {  // cannot begin it: free
+        constraint_allowed_[id] = 1;
+        ++count;
+      }
+    }
+    if (schema_mask_bytes_ + vocab > kSchemaMaskCacheBytes) ClearSchemaMasks();
+    entry.lazy_start = constraint_allowed_;
+    entry.lazy_start_count = count;
+    schema_mask_bytes_ += vocab;
+    return count;
+  }
+  constraint_allowed_ = entry.lazy_start;
+  return entry.lazy_start_count;
+}
+
 void DecoderEngine::ClearSchemaMasks() {
   for (auto& [text, entry] : schemas_) {
     entry->masks.clear();
-    entry->free_first.clear();
+    entry->lazy_start.clear();
   }
   schema_mask_bytes_ = 0;
 }

@@ -205,6 +205,7 @@ class DecoderEngine {
 
  private:
   struct Sequence;
+  struct SchemaMasks;
   DecoderEngine(std::shared_ptr<const DecoderModel> model, std::unique_ptr<KvCache> kv);
   void Finish(Sequence& s, FinishReason reason);
   // A constrained sequence: feeds `token`'s bytes to its acceptor; false if
@@ -213,6 +214,9 @@ class DecoderEngine {
   // Which tokens may come next for constrained `s`, into constraint_allowed_;
   // returns how many.
   int FillConstraintMask(Sequence& s);
+  // kLazyJsonSchema before its first bytes, into constraint_allowed_ (cached
+  // in `entry`); returns how many tokens it allows.
+  int FillLazyStartMask(SchemaMasks& entry, const JsonSchemaAcceptor& start);
   // Forgets every schema's cached masks (the cache is full).
   void ClearSchemaMasks();
   void AppendToken(Sequence& s, const SampledToken& tok, StepEvent& ev);
@@ -232,10 +236,13 @@ class DecoderEngine {
   struct SchemaMasks {
     std::shared_ptr<const CompiledJsonSchema> schema;
     absl::flat_hash_map<JsonSchemaAcceptor::Key, std::pair<std::vector<uint8_t>, int>> masks;
-    // kLazyJsonSchema, built for its first such request: 1 for each token
-    // whose bytes cannot begin the schema's value (no bytes, or a first
-    // byte the value never starts with), which leave the output free.
-    std::vector<uint8_t> free_first;
+    // kLazyJsonSchema's mask before the first bytes (always at the schema's
+    // start), built for its first such request: the tokens that begin the
+    // value as the schema allows, and every token that cannot begin it (no
+    // bytes, end ids among them, or a first byte the value never starts
+    // with), which leaves the output free.
+    std::vector<uint8_t> lazy_start;
+    int lazy_start_count = 0;
   };
   absl::flat_hash_map<std::string, std::shared_ptr<SchemaMasks>> schemas_;  // by the schema's text
   int64_t schema_mask_bytes_ = 0;
