@@ -1,5 +1,6 @@
 #include "server/http/anthropic_messages.h"
 
+#include <optional>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -9,6 +10,7 @@
 #include "server/http/chat_rewrite.h"
 #include "server/http/json_body.h"
 #include "server/http/json_fields.h"
+#include "server/http/partial_json.h"
 #include "server/status_util.h"
 
 namespace attnserve {
@@ -281,10 +283,16 @@ ojson AnthropicMessage(const AnthropicCall& call, const std::vector<v1::Generate
     for (const json& c : message["tool_calls"]) {
       const std::string& arguments = c["function"]["arguments"].get_ref<const std::string&>();
       ojson input = ojson::parse(arguments, nullptr, /*allow_exceptions=*/false);
-      // A call cut by max_tokens has no whole input: its text is kept.
       if (!input.is_object()) {
-        content.push_back(ojson{{"type", "text"}, {"text", arguments}});
-        continue;
+        // A call cut by max_tokens: its input as far as it was written, as
+        // the anthropic SDK reads a streamed one (jiter's partial mode; none
+        // written: the {} its content_block_start carries).
+        std::optional<ojson> partial = arguments.empty() ? ojson::object() : PartialJsonValue(arguments);
+        if (!partial.has_value() || !partial->is_object()) {
+          content.push_back(ojson{{"type", "text"}, {"text", arguments}});
+          continue;
+        }
+        input = std::move(*partial);
       }
       content.push_back(ojson{{"type", "tool_use"}, {"id", c["id"]}, {"name", c["function"]["name"]},
                               {"input", std::move(input)}});

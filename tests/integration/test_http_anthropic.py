@@ -124,6 +124,35 @@ def test_a_named_tool_gives_a_tool_use_block_streamed_or_not(server, client):
     assert json.loads("".join(pieces)) == block.input
 
 
+def test_a_tool_call_cut_by_max_tokens_keeps_its_input_so_far(server, client):
+    """max_tokens cuts the named call: the unstreamed answer's tool_use block
+    has the input the anthropic SDK makes of the streamed deltas (jiter's
+    partial mode), stop_reason max_tokens both ways."""
+    import jiter
+    kwargs = dict(model="stories260K", messages=[{"role": "user", "content": "Weather in Paris?"}], tools=TOOLS,
+                  tool_choice={"type": "tool", "name": "get_weather"}, **GREEDY)
+    # The shortest limit that cuts the call after a whole member (greedy:
+    # the same text at every limit).
+    for limit in range(12, 60, 2):
+        m = client.messages.create(max_tokens=limit, **kwargs)
+        assert m.stop_reason == "max_tokens" and [b.type for b in m.content] == ["tool_use"], m
+        if m.content[0].input:
+            break
+    kwargs["max_tokens"] = limit
+    pieces = []
+    with client.messages.stream(**kwargs) as stream:
+        for event in stream:
+            if event.type == "input_json":
+                pieces.append(event.partial_json)
+        final = stream.get_final_message()
+    written = "".join(pieces)
+    with pytest.raises(ValueError):
+        json.loads(written)
+    assert m.content[0].input == final.content[0].input == jiter.from_json(written.encode(), partial_mode=True)
+    assert m.content[0].input  # a whole member was written
+    assert final.stop_reason == "max_tokens" and final.content[0].name == m.content[0].name == "get_weather"
+
+
 def test_any_tool_calls_one_of_them(server, client):
     m = client.messages.create(model="stories260K", messages=[{"role": "user", "content": "Weather?"}], tools=TOOLS,
                                tool_choice={"type": "any", "disable_parallel_tool_use": True}, max_tokens=80,

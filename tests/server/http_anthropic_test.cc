@@ -202,6 +202,16 @@ TEST(AnthropicStreamTest, TextThenAToolUseBlockInOrder) {
   EXPECT_EQ(events[1]["content_block"]["name"], "f");
   EXPECT_EQ(partial, "{\"x\": 1}");
   EXPECT_EQ(events[5]["delta"]["stop_reason"], "tool_use");
+  // Cut by max_tokens: the call's input as far as it was written, as the
+  // SDK reads the streamed deltas (partial_json.h), or {} before any.
+  nlohmann::ordered_json cut =
+      AnthropicMessage(*tool_call, {Chunk("{\"x\": 1, \"y\": [2, "), Chunk("\"ab", v1::FINISH_REASON_LENGTH)},
+                       AnthropicIdentity{"msg_abc", "m"});
+  EXPECT_EQ(json::parse(cut["content"].dump()),
+            json::parse(R"([{"type": "tool_use", "id": "call_msg_abc_0_0", "name": "f", "input": {"x": 1, "y": [2]}}])"));
+  EXPECT_EQ(cut["stop_reason"], "max_tokens");
+  cut = AnthropicMessage(*tool_call, {Chunk("", v1::FINISH_REASON_LENGTH)}, AnthropicIdentity{"msg_abc", "m"});
+  EXPECT_EQ(json::parse(cut["content"].dump())[0]["input"], json::object());
   const std::vector<json> failed = SseEvents(tool.Failed(absl::DeadlineExceededError("deadline passed")));
   EXPECT_EQ(failed[0], json::parse(R"({"type": "error", "error": {"type": "api_error", "message": "deadline passed"}})"));
 }
