@@ -300,6 +300,17 @@ void AddCallDeltas(absl::string_view text, const std::string& id_prefix, ToolCal
   if (!calls.empty()) (*delta)["tool_calls"] = std::move(calls);
 }
 
+// The last chunk of a stream of calls read by stream.calls: finish_reason
+// "tool_calls" when they are whole; a text cut before the first name was
+// whole is content, as ChatCompletionResponse has it.
+void EndCallDeltas(const ChatChoiceStream& stream, json* delta, json* finish) {
+  if (stream.calls.complete()) {
+    *finish = "tool_calls";
+  } else if (stream.calls.calls() == 0) {
+    (*delta)["content"] = SanitizeUtf8(stream.text);
+  }
+}
+
 json ChunkEnvelope(const CompletionIdentity& id, json choice) {
   return json{{"id", id.id},
               {"object", "chat.completion.chunk"},
@@ -348,12 +359,7 @@ json ChatCompletionChunk(const v1::GenerateResponse& chunk, const CompletionIden
       // The text is kept only while it may still end as content.
       if (stream->calls.calls() == 0) stream->text += chunk.text();
       AddCallDeltas(chunk.text(), ToolCallIdPrefix(id, index), &stream->calls, &delta);
-      if (!last) break;
-      if (stream->calls.complete()) {
-        finish = "tool_calls";
-      } else if (stream->calls.calls() == 0) {
-        delta["content"] = SanitizeUtf8(stream->text);
-      }
+      if (last) EndCallDeltas(*stream, &delta, &finish);
       break;
     }
     case ToolCallFormat::Mode::kAuto: {
@@ -374,12 +380,7 @@ json ChatCompletionChunk(const v1::GenerateResponse& chunk, const CompletionIden
         AddCallDeltas(chunk.text(), ToolCallIdPrefix(id, index), &stream->calls, &delta);
       }
       if (stream->schema_call && !stream->calls.broken()) {
-        if (!last) break;
-        if (stream->calls.complete()) {
-          finish = "tool_calls";
-        } else if (stream->calls.calls() == 0) {
-          delta["content"] = SanitizeUtf8(stream->text);
-        }
+        if (last) EndCallDeltas(*stream, &delta, &finish);
         break;
       }
       if (!MayBecomeLlama3JsonToolCall(stream->text)) {

@@ -105,6 +105,16 @@ TOOLS = [{"name": "get_weather", "description": "The weather in a city.",
                            "required": ["city", "days"]}}]
 
 
+def streamed_tool_input(client, kwargs):
+    """The input_json deltas of a streamed message, and the SDK's final message."""
+    pieces = []
+    with client.messages.stream(**kwargs) as stream:
+        for event in stream:
+            if event.type == "input_json":
+                pieces.append(event.partial_json)
+        return pieces, stream.get_final_message()
+
+
 def test_a_named_tool_gives_a_tool_use_block_streamed_or_not(server, client):
     kwargs = dict(model="stories260K", messages=[{"role": "user", "content": "Weather in Paris?"}], tools=TOOLS,
                   tool_choice={"type": "tool", "name": "get_weather"}, max_tokens=60, **GREEDY)
@@ -113,12 +123,7 @@ def test_a_named_tool_gives_a_tool_use_block_streamed_or_not(server, client):
     block = m.content[0]
     assert block.name == "get_weather" and block.id
     jsonschema.validate(block.input, TOOLS[0]["input_schema"])
-    pieces = []
-    with client.messages.stream(**kwargs) as stream:
-        for event in stream:
-            if event.type == "input_json":
-                pieces.append(event.partial_json)
-        final = stream.get_final_message()
+    pieces, final = streamed_tool_input(client, kwargs)
     assert len(pieces) > 1
     assert final.content[0].input == block.input and final.stop_reason == "tool_use"
     assert json.loads("".join(pieces)) == block.input
@@ -139,12 +144,7 @@ def test_a_tool_call_cut_by_max_tokens_keeps_its_input_so_far(server, client):
         if m.content[0].input:
             break
     kwargs["max_tokens"] = limit
-    pieces = []
-    with client.messages.stream(**kwargs) as stream:
-        for event in stream:
-            if event.type == "input_json":
-                pieces.append(event.partial_json)
-        final = stream.get_final_message()
+    pieces, final = streamed_tool_input(client, kwargs)
     written = "".join(pieces)
     with pytest.raises(ValueError):
         json.loads(written)

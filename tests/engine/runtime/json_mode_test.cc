@@ -635,17 +635,7 @@ TEST(LazyJsonSchemaTest, AByteLevelVocabularyToo) {
   ASSERT_TRUE(brace.has_value() && bracket.has_value());
   auto prompt = tok.Encode("Call a tool:");
   ASSERT_TRUE(prompt.ok());
-  auto run = [&](const GenerationParams& p) {
-    JsonRun r;
-    absl::Status st = GenerateOne(**engine, *prompt, p, [&](const StepEvent& ev) {
-      r.ids.insert(r.ids.end(), ev.token_ids.begin(), ev.token_ids.end());
-      r.text += ev.text;
-      if (ev.finished) r.reason = ev.finish_reason;
-      return true;
-    });
-    EXPECT_TRUE(st.ok()) << st;
-    return r;
-  };
+  auto run = [&](const GenerationParams& p) { return Generate(**engine, *prompt, p); };
   GenerationParams lazy = LazyParams(80, 0.0f);
   lazy.logit_bias = {{*brace, 100.0f}};
   GenerationParams strict = lazy;
