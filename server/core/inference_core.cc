@@ -62,6 +62,7 @@ struct GenerateStream {
   int stop_index = -1;      // the stop string that matched (StepEvent::stop_index)
   // The sequence's finishing event, held to ride on the ending message.
   std::optional<v1::GenerateResponse> last_event;
+  bool first_sent = false;  // the first message (with the prompt's token count) was made
 };
 
 // The request's id: the door's, else a new one (kept in `control`).
@@ -330,24 +331,29 @@ void InferenceCore::Generate(const v1::GenerateRequest& request, std::shared_ptr
   // The last token comes in the ending message, with finish_reason and usage,
   // so a client knows the token it reads is the last (TGI's stream shape
   // needs that; vLLM's OpenAI chunks do the same).
-  task.on_event = [stream, delivery, key](const StepEvent& event) {
-    delivery->Stage(key, [stream, event]() {
+  const int prompt_token_count = static_cast<int>(task.prompt.size());
+  task.on_event = [stream, delivery, key, prompt_token_count](const StepEvent& event) {
+    delivery->Stage(key, [stream, event, prompt_token_count]() {
       if (!event.token_ids.empty()) stream->last_token = event.token_ids.back();
       if (event.stop_index >= 0) stream->stop_index = event.stop_index;
+      v1::GenerateResponse chunk = ToGenerateChunk(event);
+      if (!stream->first_sent) chunk.set_prompt_token_count(prompt_token_count);
+      stream->first_sent = true;
       if (event.finished) {
-        stream->last_event = ToGenerateChunk(event);
+        stream->last_event = std::move(chunk);
       } else {
-        stream->sink.on_chunk(ToGenerateChunk(event));
+        stream->sink.on_chunk(std::move(chunk));
       }
     });
   };
   const GenerationParams p = *params;
-  task.on_done = [stream, p, delivery, key, summary_slot = summary](const absl::Status& status,
-                                                                  const GenerateSummary& summary) {
-    delivery->Post(key, [stream, p, status, summary, summary_slot]() {
+  task.on_done = [stream, p, delivery, key, summary_slot = summary, prompt_token_count](
+                     const absl::Status& status, const GenerateSummary& summary) {
+    delivery->Post(key, [stream, p, status, summary, summary_slot, prompt_token_count]() {
       *summary_slot = summary;
       if (status.ok()) {
         v1::GenerateResponse last;
+        if (!stream->first_sent) last.set_prompt_token_count(prompt_token_count);  // no token event came
         last.set_finish_reason(ToProtoFinishReason(summary.finish_reason, stream->last_token, p));
         SetStopReason(p, stream->last_token, stream->stop_index, &last);
         v1::GenerateUsage* usage = last.mutable_usage();

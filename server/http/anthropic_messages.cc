@@ -323,7 +323,7 @@ ojson AnthropicMessage(const AnthropicCall& call, const std::vector<v1::Generate
 
 AnthropicStream::AnthropicStream(const AnthropicCall& call, AnthropicIdentity id) : call_(call), id_(std::move(id)) {}
 
-std::string AnthropicStream::Start() {
+std::string AnthropicStream::Start(const v1::GenerateResponse& first) {
   return TypedSseEvent(ojson{{"type", "message_start"},
                    {"message",
                     {{"id", id_.id},
@@ -333,7 +333,7 @@ std::string AnthropicStream::Start() {
                      {"content", ojson::array()},
                      {"stop_reason", nullptr},
                      {"stop_sequence", nullptr},
-                     {"usage", {{"input_tokens", 0}, {"output_tokens", 0}}}}}});
+                     {"usage", {{"input_tokens", first.prompt_token_count()}, {"output_tokens", 0}}}}}});
 }
 
 std::string AnthropicStream::Close() {

@@ -69,9 +69,11 @@ class AnthropicStream {
  public:
   AnthropicStream(const AnthropicCall& call, AnthropicIdentity id);
 
-  // message_start (its usage counts come with message_delta: the prompt's
-  // tokens are known when the answer ends).
-  std::string Start();
+  // message_start, made when the answer's `first` chunk comes: its usage
+  // has the prompt's tokens as input_tokens (message_delta's usage, at the
+  // end, splits off those the prefix cache served as
+  // cache_read_input_tokens, and counts the output).
+  std::string Start(const v1::GenerateResponse& first);
   // The events of one chunk; the chunk that ends the answer closes the open
   // block and ends with message_delta and message_stop.
   std::string Next(const v1::GenerateResponse& chunk);

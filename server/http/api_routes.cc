@@ -413,6 +413,7 @@ class Gateway {
     const ChunkUsage usage =
         call.include_usage ? ChunkUsage::kNull : (count == 1 ? ChunkUsage::kOnLast : ChunkUsage::kNone);
     std::vector<int64_t> offsets(count, 0);
+    std::vector<int64_t> prompt_tokens(count, 0), completion_tokens(count, 0);
     std::vector<bool> opened(count, false);
     std::vector<ChatChoiceStream> chat_streams(count);
     v1::GenerateUsage total;
@@ -444,20 +445,31 @@ class Gateway {
           return ClientGone(control, "Generate");
         }
       }
+      if (e.chunk.prompt_token_count() != 0) prompt_tokens[e.index] = e.chunk.prompt_token_count();
+      // vLLM's continuous usage: each chunk says its choice's usage so far.
+      auto so_far = [&](json chunk) {
+        if (call.continuous_usage) {
+          const int64_t prompt = prompt_tokens[e.index], generated = completion_tokens[e.index];
+          chunk["usage"] = {{"prompt_tokens", prompt}, {"completion_tokens", generated},
+                            {"total_tokens", prompt + generated}};
+        }
+        return Dump(chunk);
+      };
       DropGenerated(call.format, &e.chunk);
       if (e.chunk.has_usage()) AddCompletionUsage(e.chunk.usage(), &total);
       std::string event;
+      // A chat choice opens with a chunk naming the assistant's role.
+      if (call.format.chat && !opened[e.index]) event = SseEvent(so_far(ChatRoleChunk(completion, e.index, usage)));
+      opened[e.index] = true;
+      completion_tokens[e.index] += e.chunk.token_ids_size();
       if (call.format.chat) {
-        // A chat choice opens with a chunk naming the assistant's role.
-        if (!opened[e.index]) event = SseEvent(Dump(ChatRoleChunk(completion, e.index, usage)));
-        opened[e.index] = true;
-        event += SseEvent(Dump(ChatCompletionChunk(e.chunk, completion, call.format, e.index, usage,
-                                                   &chat_streams[e.index])));
+        event += SseEvent(so_far(ChatCompletionChunk(e.chunk, completion, call.format, e.index, usage,
+                                                     &chat_streams[e.index])));
       } else {
         const json chunk = CompletionChunk(e.chunk, completion, call.format, offsets[e.index], e.index, usage,
                                            &call.requests[e.index]);
         offsets[e.index] += static_cast<int64_t>(chunk["choices"][0]["text"].get_ref<const std::string&>().size());
-        event = SseEvent(Dump(chunk));
+        event = SseEvent(so_far(chunk));
       }
       if (!w.Write(event)) {
         cancel_all();
@@ -543,7 +555,7 @@ class Gateway {
   }
 
   // Runs `completion`'s one choice: unstreamed, answers `whole(chunks)`;
-  // streamed, `events`' Start() before the first chunk's Next(chunk), no
+  // streamed, `events`' Start(chunk) before the first chunk's Next(chunk), no
   // [DONE]. A failure goes through `rename` (the API's field names): before
   // the first event it is a plain error answer in `style`, after it the
   // stream ends with events.Failed.
@@ -575,7 +587,7 @@ class Gateway {
       if (!started) {
         started = true;
         if (!w.StartStream(200, kEventStream)) return ClientGone(control, "Generate");
-        out = events.Start();
+        out = events.Start(e.chunk);
       }
       out += events.Next(e.chunk);
       if (!w.Write(out)) return ClientGone(control, "Generate");

@@ -85,10 +85,10 @@ absl::Status RefuseNonDefaults(const json& body) {
   return absl::OkStatus();
 }
 
-// "stream_options": {"include_usage": bool}. As OpenAI and vLLM, only with
-// "stream": true; other keys are ignored like unknown top-level fields, except
-// vLLM's continuous_usage_stats, which is refused when true rather than
-// silently not done.
+// "stream_options": {"include_usage": bool, "continuous_usage_stats": bool}.
+// As OpenAI and vLLM, only with "stream": true; other keys are ignored like
+// unknown top-level fields. continuous_usage_stats counts only with
+// include_usage, as vLLM has it.
 absl::Status ParseStreamOptions(const json& body, CompletionCall* call) {
   const json* options = Field(body, "stream_options");
   if (options == nullptr) return absl::OkStatus();
@@ -99,7 +99,7 @@ absl::Status ParseStreamOptions(const json& body, CompletionCall* call) {
   }
   if (const json* c = Field(*options, "continuous_usage_stats"); c != nullptr) {
     ASSIGN_OR_RETURN(const bool continuous, BoolField(*c, "stream_options.continuous_usage_stats"));
-    if (continuous) return Unsupported("stream_options.continuous_usage_stats", "usage comes at the end only");
+    call->continuous_usage = continuous && call->include_usage;
   }
   return absl::OkStatus();
 }

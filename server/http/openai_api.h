@@ -70,6 +70,10 @@ struct CompletionCall {
   // stream_options.include_usage: every choice chunk has "usage": null and a
   // chunk with no choices and the summed usage ends the stream, as OpenAI.
   bool include_usage = false;
+  // vLLM's stream_options.continuous_usage_stats (with include_usage, as
+  // vLLM reads it): every choice chunk has that choice's usage so far
+  // instead of null ({"prompt_tokens", "completion_tokens", "total_tokens"}).
+  bool continuous_usage = false;
   CompletionFormat format;
   size_t prompts() const { return requests.size() / static_cast<size_t>(n); }
 };

@@ -351,7 +351,7 @@ ojson ResponsesStream::Shell(const char* status) const {
   return out;
 }
 
-std::string ResponsesStream::Start() {
+std::string ResponsesStream::Start(const v1::GenerateResponse& /*first*/) {
   // One statement each: the events number themselves in the order made.
   std::string events = Event(ojson{{"type", "response.created"}, {"response", Shell("in_progress")}});
   events += Event(ojson{{"type", "response.in_progress"}, {"response", Shell("in_progress")}});

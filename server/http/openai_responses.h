@@ -65,8 +65,9 @@ class ResponsesStream {
  public:
   ResponsesStream(const ResponsesCall& call, ResponseIdentity id);
 
-  // response.created and response.in_progress.
-  std::string Start();
+  // response.created and response.in_progress, made when the answer's
+  // first chunk comes (OpenAI's response has no usage until it ends).
+  std::string Start(const v1::GenerateResponse& first);
   // The events of one chunk; the chunk that ends the answer also closes its
   // items and ends with response.completed (or response.incomplete)
   // carrying ResponseObject.

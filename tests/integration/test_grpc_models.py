@@ -171,6 +171,9 @@ def test_generate_reproduces_llama2c_greedy_reference(stub, pb):
     assert last.finish_reason == pb.FINISH_REASON_LENGTH
     assert last.usage.prompt_tokens == len(ref["prompt_ids_with_bos"])
     assert last.usage.generated_tokens == ref["n_generated"]
+    # The first message already says how long the prompt is; no later one does.
+    messages = list(stub.Generate(greedy(pb, text=ref["prompt"], max_new=4), timeout=120))
+    assert [m.prompt_token_count for m in messages] == [len(ref["prompt_ids_with_bos"])] + [0] * (len(messages) - 1)
     # 2 * layers 5 * kv heads 4 * head dim 8 * 4 bytes = 1280 bytes per token, whole 16-token blocks.
     positions = len(ref["prompt_ids_with_bos"]) + ref["n_generated"]
     assert last.usage.peak_kv_cache_bytes in (1280 * 16 * ((positions - 1 + 15) // 16), 1280 * 16 * ((positions + 15) // 16))

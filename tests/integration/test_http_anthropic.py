@@ -72,18 +72,22 @@ def test_the_stream_builds_the_same_message(server, client):
     expected, _ = native_greedy(server, case["ids"], 10)
     kwargs = dict(model="stories260K", messages=case["messages"], max_tokens=10, **GREEDY)
     whole = client.messages.create(**kwargs)
-    types, text = [], ""
+    types, text, started = [], "", None
     with client.messages.stream(**kwargs) as stream:
         for event in stream:
             types.append(event.type)
             if event.type == "text":
                 text += event.text
+            if event.type == "message_start":
+                started = event.message.usage
         final = stream.get_final_message()
     assert text == expected == final.content[0].text == whole.content[0].text
     assert types[0] == "message_start" and types[1] == "content_block_start"
     assert types[-3:] == ["content_block_stop", "message_delta", "message_stop"]
     assert final.stop_reason == "max_tokens"
-    # The counts come with message_delta; the SDK's final message has them.
+    # message_start counts the prompt; message_delta splits off the cached
+    # part and counts the output, and the SDK's final message has its counts.
+    assert (started.input_tokens, started.output_tokens) == (len(case["ids"]), 0)
     assert final.usage.output_tokens == 10
     assert final.usage.input_tokens + final.usage.cache_read_input_tokens == len(case["ids"])
 

@@ -421,6 +421,27 @@ def test_stream_options_include_usage_ends_with_a_usage_chunk(client):
     assert "stream_options" in str(e.value)
 
 
+def test_continuous_usage_stats_count_each_choice_as_it_goes(client):
+    """vLLM's stream_options.continuous_usage_stats (with include_usage):
+    every choice chunk has its choice's usage so far, the prompt's tokens
+    from the first chunk on, the completion's growing by the chunk's tokens
+    to the final count; the usage chunk still ends the stream."""
+    kwargs = dict(model="m", prompt=[ONCE["prompt_ids_with_bos"], ONCE["prompt_ids_with_bos"][:3]], max_tokens=9,
+                  temperature=0, logprobs=0)
+    unary = client.completions.create(**kwargs)
+    chunks = list(client.completions.create(stream=True, **kwargs,
+                                            stream_options={"include_usage": True, "continuous_usage_stats": True}))
+    assert chunks[-1].choices == [] and chunks[-1].usage.completion_tokens == unary.usage.completion_tokens == 18
+    prompts = [len(ONCE["prompt_ids_with_bos"]), 3]
+    made = [0, 0]
+    for c in chunks[:-1]:
+        i = c.choices[0].index
+        made[i] += len(c.choices[0].logprobs.tokens)
+        assert (c.usage.prompt_tokens, c.usage.completion_tokens, c.usage.total_tokens) == \
+            (prompts[i], made[i], prompts[i] + made[i]), c
+    assert made == [9, 9] and sum(prompts) == unary.usage.prompt_tokens
+
+
 def test_truncate_prompt_tokens_runs_the_prompts_tail(client):
     """vLLM's truncate_prompt_tokens: the answer is the tail's, usage counts
     the tail, and echo returns the tokens the model saw (not the text sent)."""

@@ -107,6 +107,22 @@ def test_stream_opens_with_the_role_and_adds_up_to_the_answer(server, client):
     assert chunks[-1].usage.prompt_tokens == len(case["ids"])
 
 
+def test_continuous_usage_stats_in_a_chat_stream(server, client):
+    """vLLM's continuous usage on chat: the role chunk counts the prompt and
+    no completion tokens, each later chunk the tokens so far."""
+    case = PROMPTS["no_system"]
+    chunks = list(client.chat.completions.create(
+        model="stories260K", messages=case["messages"], max_tokens=10, temperature=0, stream=True, logprobs=True,
+        stream_options={"include_usage": True, "continuous_usage_stats": True}))
+    prompt = len(case["ids"])
+    assert (chunks[0].usage.prompt_tokens, chunks[0].usage.completion_tokens) == (prompt, 0)
+    made = 0
+    for c in chunks[1:-1]:
+        made += len(c.choices[0].logprobs.content)
+        assert (c.usage.prompt_tokens, c.usage.completion_tokens, c.usage.total_tokens) == (prompt, made, prompt + made)
+    assert made == chunks[-1].usage.completion_tokens == 10
+
+
 def test_logprobs_are_the_native_apis(server, client):
     case = PROMPTS["system_and_user"]
     r = client.chat.completions.create(model="stories260K", messages=case["messages"], max_tokens=6,

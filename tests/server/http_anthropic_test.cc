@@ -165,14 +165,18 @@ TEST(AnthropicStreamTest, TextThenAToolUseBlockInOrder) {
       Parse(json{{"max_tokens", 5}, {"stream", true}, {"messages", {{{"role", "user"}, {"content", "a"}}}}});
   ASSERT_TRUE(text_call.ok());
   AnthropicStream text(*text_call, AnthropicIdentity{"msg_abc", "m"});
-  std::string sse = text.Start();
-  sse += text.Next(Chunk("He"));
+  v1::GenerateResponse first = Chunk("He");
+  first.set_prompt_token_count(21);
+  std::string sse = text.Start(first);
+  sse += text.Next(first);
   sse += text.Next(Chunk("llo", v1::FINISH_REASON_EOS));
   std::vector<json> events = SseEvents(sse);
   std::vector<std::string> types;
   for (const json& e : events) types.push_back(e["type"]);
   EXPECT_THAT(types, ElementsAre("message_start", "content_block_start", "content_block_delta", "content_block_delta",
                                  "content_block_stop", "message_delta", "message_stop"));
+  // message_start has the prompt's tokens; message_delta the split and the output.
+  EXPECT_EQ(events[0]["message"]["usage"], json::parse(R"({"input_tokens": 21, "output_tokens": 0})"));
   EXPECT_EQ(events[3]["delta"], json::parse(R"({"type": "text_delta", "text": "llo"})"));
   EXPECT_EQ(events[5]["delta"]["stop_reason"], "end_turn");
   EXPECT_EQ(events[5]["usage"]["output_tokens"], 2);
@@ -186,7 +190,7 @@ TEST(AnthropicStreamTest, TextThenAToolUseBlockInOrder) {
                                                        {"messages", {{{"role", "user"}, {"content", "a"}}}}});
   ASSERT_TRUE(tool_call.ok()) << tool_call.status();
   AnthropicStream tool(*tool_call, AnthropicIdentity{"msg_abc", "m"});
-  sse = tool.Start();
+  sse = tool.Start(Chunk("{\"x\": "));
   sse += tool.Next(Chunk("{\"x\": "));
   sse += tool.Next(Chunk("1}", v1::FINISH_REASON_EOS));
   events = SseEvents(sse);

@@ -177,7 +177,7 @@ TEST(ResponsesStreamTest, TextEventsInOrderNumberedFromZero) {
   absl::StatusOr<ResponsesCall> call = Parse(json{{"input", "a"}, {"stream", true}});
   ASSERT_TRUE(call.ok());
   ResponsesStream stream(*call, ResponseIdentity{"resp_abc", 1, "m"});
-  std::string sse = stream.Start();  // one call a statement: the events number themselves as made
+  std::string sse = stream.Start(v1::GenerateResponse());  // one call a statement: the events number themselves as made
   sse += stream.Next(Chunk("He"));
   sse += stream.Next(Chunk("llo", v1::FINISH_REASON_EOS));
   const std::vector<json> events = SseEvents(sse);
@@ -208,7 +208,7 @@ TEST(ResponsesStreamTest, ANamedCallStreamsItsArgumentsAndEndsWithTheItem) {
       Parse(json{{"input", "a"}, {"stream", true}, {"tools", tools}, {"tool_choice", {{"type", "function"}, {"name", "f"}}}});
   ASSERT_TRUE(call.ok()) << call.status();
   ResponsesStream stream(*call, ResponseIdentity{"resp_abc", 1, "m"});
-  std::string sse = stream.Start();
+  std::string sse = stream.Start(v1::GenerateResponse());
   sse += stream.Next(Chunk("{\"x\": "));
   sse += stream.Next(Chunk("1}", v1::FINISH_REASON_EOS));
   const std::vector<json> events = SseEvents(sse);

@@ -307,8 +307,8 @@ TEST(OpenAiCompletionsTest, BadShapesAndUnsupportedOptionsNameTheField) {
       {R"({"model": "m", "prompt": "x", "stream": true, "stream_options": true})", "stream_options: must be an object"},
       {R"({"model": "m", "prompt": "x", "stream": true, "stream_options": {"include_usage": 1}})",
        "stream_options.include_usage: must be a boolean"},
-      {R"({"model": "m", "prompt": "x", "stream": true, "stream_options": {"continuous_usage_stats": true}})",
-       "stream_options.continuous_usage_stats: not supported"},
+      {R"({"model": "m", "prompt": "x", "stream": true, "stream_options": {"continuous_usage_stats": 1}})",
+       "stream_options.continuous_usage_stats: must be a boolean"},
   };
   for (const auto& [body, expected] : cases) {
     absl::StatusOr<CompletionCall> c = ParseCompletionRequest(body);
@@ -496,6 +496,16 @@ TEST(OpenAiCompletionsTest, StreamOptionsIncludeUsage) {
   c = ParseCompletionRequest(
       R"({"model": "m", "prompt": "x", "stream": true, "stream_options": {"continuous_usage_stats": false}})");
   ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->continuous_usage);
+  // vLLM's continuous usage counts only with include_usage.
+  c = ParseCompletionRequest(
+      R"({"model": "m", "prompt": "x", "stream": true, "stream_options": {"continuous_usage_stats": true}})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->continuous_usage);
+  c = ParseCompletionRequest(R"({"model": "m", "prompt": "x", "stream": true,)"
+                             R"( "stream_options": {"continuous_usage_stats": true, "include_usage": true}})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->continuous_usage);
   c = ParseCompletionRequest(R"({"model": "m", "prompt": "x", "stream": false, "stream_options": null})");
   ASSERT_TRUE(c.ok()) << c.status();
 
