@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/core/status_macros.h"
+#include "engine/sampling/lazy_schema_mask.h"
 #include "engine/tokenizers/stop_strings.h"
 #include "engine/tokenizers/streaming_detokenizer.h"
 
@@ -98,18 +99,6 @@ absl::StatusOr<std::shared_ptr<const CompiledJsonSchema>> CompileConstraint(cons
   if (!schema.ok()) return absl::InvalidArgumentError(absl::StrCat("json_schema: ", schema.status().message()));
   return schema;
 }
-
-// Walks a vocabulary for the tokens whose first byte may begin `start`'s
-// value (the bytes after it are not looked at).
-struct FirstByteOf {
-  JsonSchemaAcceptor start;
-  bool fed = false;
-  bool Feed(uint8_t byte) {
-    if (fed) return true;
-    fed = true;
-    return start.Feed(byte);
-  }
-};
 
 }  // namespace
 
@@ -439,16 +428,7 @@ int DecoderEngine::FillConstraintMask(Sequence& s) {
 int DecoderEngine::FillLazyStartMask(SchemaMasks& entry, const JsonSchemaAcceptor& start) {
   if (entry.lazy_start.empty()) {
     const int vocab = model_->config().vocab_size;
-    std::vector<uint8_t> begins(vocab, 0);
-    vocabulary_->Walk(FirstByteOf{start}, begins);
-    constraint_allowed_.assign(vocab, 0);
-    int count = vocabulary_->Walk(start, constraint_allowed_);  // the value begun as the schema allows
-    for (int id = 0; id < vocab; ++id) {
-      if (begins[id] == 0 && constraint_allowed_[id] == 0) {  // cannot begin it: free
-        constraint_allowed_[id] = 1;
-        ++count;
-      }
-    }
+    const int count = LazySchemaStartMask(*vocabulary_, start, vocab, constraint_allowed_);
     if (schema_mask_bytes_ + vocab > kSchemaMaskCacheBytes) ClearSchemaMasks();
     entry.lazy_start = constraint_allowed_;
     entry.lazy_start_count = count;
