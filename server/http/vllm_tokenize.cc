@@ -2,6 +2,7 @@
 #include "server/http/vllm_tokenize.h"
 
 #include <string>
+#include <vector>
 
 #include "engine/core/status_macros.h"
 #include "server/http/json_body.h"
