@@ -90,9 +90,10 @@ absl::Status ValidateOptions(const ServerOptions& o) {
                                                      "must be one of ", ChatFormatNames()));
     }
   }
-  if (!o.models.tool_call_parser.empty() && o.models.tool_call_parser != "llama3_json") {
+  if (!o.models.tool_call_parser.empty() && o.models.tool_call_parser != "llama3_json" &&
+      o.models.tool_call_parser != "hermes") {
     return absl::InvalidArgumentError(
-        absl::StrCat("--tool-call-parser=", o.models.tool_call_parser, ": must be llama3_json or empty"));
+        absl::StrCat("--tool-call-parser=", o.models.tool_call_parser, ": must be llama3_json, hermes or empty"));
   }
   if (absl::Status s = CheckModelPath("encoder-model", o.models.encoder_model); !s.ok()) return s;
   if (absl::Status s = CheckModelPath("decoder-model", o.models.decoder_model); !s.ok()) return s;

@@ -34,7 +34,7 @@ struct ModelOptions {
   // A chat format name (engine/tokenizers/chat_template.h) for chat prompts;
   // empty = the model's own template when it is one attnserve reproduces.
   std::string chat_template;
-  // "" or "llama3_json": how tool_choice "auto" reads calls out of an
+  // "", "llama3_json" or "hermes": how tool_choice "auto" reads calls out of an
   // answer (server/http/openai_tools.h); needs a template that shows tools.
   std::string tool_call_parser;
 };

@@ -9,6 +9,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "engine/tokenizers/chat_render_qwen25.h"
 #include "engine/tokenizers/python_json.h"
 #include "engine/tokenizers/unicode_util.h"
 #include "nlohmann/json.hpp"
@@ -27,7 +28,7 @@ struct FormatEntry {
 // Each from the model named beside it; tools/golden/chat_templates.py holds
 // the same texts and renders them with transformers, and the C++ test checks
 // that KnownChatTemplate recognises each golden file's template.
-constexpr std::array<FormatEntry, 9> kFormats = {{
+constexpr std::array<FormatEntry, 10> kFormats = {{
     // teknium/OpenHermes-2.5-Mistral-7B
     {ChatFormat::kChatMl, "chatml",
      R"({% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %})"},
@@ -168,6 +169,63 @@ constexpr std::array<FormatEntry, 9> kFormats = {{
 {%- if add_generation_prompt %}
     {{- '<|start_header_id|>assistant<|end_header_id|>\n\n' }}
 {%- endif %})jinja"},
+    // Qwen/Qwen2.5-7B-Instruct (every Qwen2.5-Instruct size carries it):
+    // tools in the system turn, <tool_call> / <tool_response> blocks
+    {ChatFormat::kQwen25, "qwen2.5",
+     R"jinja({%- if tools %}
+    {{- '<|im_start|>system\n' }}
+    {%- if messages[0]['role'] == 'system' %}
+        {{- messages[0]['content'] }}
+    {%- else %}
+        {{- 'You are Qwen, created by Alibaba Cloud. You are a helpful assistant.' }}
+    {%- endif %}
+    {{- "\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>" }}
+    {%- for tool in tools %}
+        {{- "\n" }}
+        {{- tool | tojson }}
+    {%- endfor %}
+    {{- "\n</tools>\n\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n" }}
+{%- else %}
+    {%- if messages[0]['role'] == 'system' %}
+        {{- '<|im_start|>system\n' + messages[0]['content'] + '<|im_end|>\n' }}
+    {%- else %}
+        {{- '<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n' }}
+    {%- endif %}
+{%- endif %}
+{%- for message in messages %}
+    {%- if (message.role == "user") or (message.role == "system" and not loop.first) or (message.role == "assistant" and not message.tool_calls) %}
+        {{- '<|im_start|>' + message.role + '\n' + message.content + '<|im_end|>' + '\n' }}
+    {%- elif message.role == "assistant" %}
+        {{- '<|im_start|>' + message.role }}
+        {%- if message.content %}
+            {{- '\n' + message.content }}
+        {%- endif %}
+        {%- for tool_call in message.tool_calls %}
+            {%- if tool_call.function is defined %}
+                {%- set tool_call = tool_call.function %}
+            {%- endif %}
+            {{- '\n<tool_call>\n{"name": "' }}
+            {{- tool_call.name }}
+            {{- '", "arguments": ' }}
+            {{- tool_call.arguments | tojson }}
+            {{- '}\n</tool_call>' }}
+        {%- endfor %}
+        {{- '<|im_end|>\n' }}
+    {%- elif message.role == "tool" %}
+        {%- if (loop.index0 == 0) or (messages[loop.index0 - 1].role != "tool") %}
+            {{- '<|im_start|>user' }}
+        {%- endif %}
+        {{- '\n<tool_response>\n' }}
+        {{- message.content }}
+        {{- '\n</tool_response>' }}
+        {%- if loop.last or (messages[loop.index0 + 1].role != "tool") %}
+            {{- '<|im_end|>\n' }}
+        {%- endif %}
+    {%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}
+    {{- '<|im_start|>assistant\n' }}
+{%- endif %})jinja"},
 }};
 
 // What Python's str.strip() (and so Jinja's trim) removes: Unicode
@@ -288,7 +346,7 @@ absl::StatusOr<std::string> Render(ChatFormat format, absl::Span<const ChatMessa
   if (!ChatFormatHasTools(format)) {
     if (!o.tools.empty()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("tools: the ", ChatFormatName(format), " chat template does not show tools (llama3.1's does)"));
+          absl::StrCat("tools: the ", ChatFormatName(format), " chat template does not show tools (llama3.1's and qwen2.5's do)"));
     }
     for (size_t i = 0; i < m.size(); ++i) {
       if (!m[i].tool_calls.empty()) return Refusal(i, "the template has no tool calls", format);
@@ -361,6 +419,7 @@ absl::StatusOr<std::string> Render(ChatFormat format, absl::Span<const ChatMessa
       if (gen) out += "<|im_start|>assistant\n";
       return out;
     case ChatFormat::kLlama31: return RenderLlama31(m, gen, o);
+    case ChatFormat::kQwen25: return RenderQwen25(m, gen, o);
     case ChatFormat::kPhi3:
       out += o.bos_token;
       for (const ChatMessage& msg : m) absl::StrAppend(&out, "<|", msg.role, "|>\n", msg.content, "<|end|>\n");
@@ -379,12 +438,15 @@ absl::string_view ChatFormatName(ChatFormat format) {
   return "unknown";
 }
 
-bool ChatFormatHasTools(ChatFormat format) { return format == ChatFormat::kLlama31; }
+bool ChatFormatHasTools(ChatFormat format) {
+  return format == ChatFormat::kLlama31 || format == ChatFormat::kQwen25;
+}
 
 absl::string_view ChatEndOfTurn(ChatFormat format) {
   switch (format) {
     case ChatFormat::kChatMl:
-    case ChatFormat::kQwen2: return "<|im_end|>";
+    case ChatFormat::kQwen2:
+    case ChatFormat::kQwen25: return "<|im_end|>";
     case ChatFormat::kLlama3:
     case ChatFormat::kLlama31: return "<|eot_id|>";
     case ChatFormat::kGemma: return "<end_of_turn>";
@@ -396,7 +458,8 @@ absl::string_view ChatEndOfTurn(ChatFormat format) {
 std::vector<absl::string_view> ChatMarkerTokens(ChatFormat format) {
   switch (format) {
     case ChatFormat::kChatMl:
-    case ChatFormat::kQwen2: return {"<|im_start|>", "<|im_end|>"};
+    case ChatFormat::kQwen2:
+    case ChatFormat::kQwen25: return {"<|im_start|>", "<|im_end|>"};
     case ChatFormat::kLlama3:
     case ChatFormat::kLlama31: return {"<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"};
     case ChatFormat::kGemma: return {"<start_of_turn>", "<end_of_turn>"};

@@ -39,10 +39,11 @@ enum class ChatFormat {
   kMistral,  // <s>[INST] user [/INST]answer</s> (Mistral-7B-Instruct-v0.2, Mixtral-8x7B-Instruct)
   kQwen2,    // ChatML with a default system message (Qwen2-Instruct)
   kLlama31,  // Llama-3's turns after a dated system block; tools, calls and results (Llama-3.1-Instruct)
+  kQwen25,   // ChatML, Qwen's default system message; tools, <tool_call> calls and results (Qwen2.5-Instruct)
 };
 
 // "chatml", "llama2", "llama3", "zephyr", "gemma", "phi3", "mistral", "qwen2",
-// "llama3.1".
+// "llama3.1", "qwen2.5".
 absl::string_view ChatFormatName(ChatFormat format);
 // The format of that name; INVALID_ARGUMENT listing the names otherwise.
 absl::StatusOr<ChatFormat> ChatFormatFromName(absl::string_view name);
@@ -64,7 +65,7 @@ std::vector<absl::string_view> ChatMarkerTokens(ChatFormat format);
 std::optional<ChatFormat> KnownChatTemplate(absl::string_view jinja);
 
 // True where the format's template shows tools and has turns for tool calls
-// and their results (llama3.1).
+// and their results (llama3.1, qwen2.5).
 bool ChatFormatHasTools(ChatFormat format);
 
 // One function call an assistant made.

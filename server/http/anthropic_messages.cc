@@ -279,6 +279,10 @@ ojson AnthropicMessage(const AnthropicCall& call, const std::vector<v1::Generate
   const json& choice = chat["choices"][0];
   const json& message = choice["message"];
   ojson content = ojson::array();
+  // Text first: hermes writes text before its calls.
+  if (message["content"].is_string() && !message["content"].get_ref<const std::string&>().empty()) {
+    content.push_back(ojson{{"type", "text"}, {"text", message["content"]}});
+  }
   if (message.contains("tool_calls")) {
     for (const json& c : message["tool_calls"]) {
       const std::string& arguments = c["function"]["arguments"].get_ref<const std::string&>();
@@ -297,8 +301,6 @@ ojson AnthropicMessage(const AnthropicCall& call, const std::vector<v1::Generate
       content.push_back(ojson{{"type", "tool_use"}, {"id", c["id"]}, {"name", c["function"]["name"]},
                               {"input", std::move(input)}});
     }
-  } else if (!message["content"].get_ref<const std::string&>().empty()) {
-    content.push_back(ojson{{"type", "text"}, {"text", message["content"]}});
   }
   const std::string finish = choice["finish_reason"];
   const json& stop = choice["stop_reason"];

@@ -228,10 +228,7 @@ class Gateway {
 
   // /v1/chat/completions: the same path, a chat prompt and chat objects.
   void ChatCompletions(const HttpRequest& request, HttpResponseWriter& w) {
-    RunCompletion(request, w,
-                  ParseChatCompletionRequest(request.body,
-                                             ToolSupport{.template_shows_tools = backend_.chat_shows_tools,
-                                                         .auto_parser = !options_.tool_call_parser.empty()}));
+    RunCompletion(request, w, ParseChatCompletionRequest(request.body, ChatTools()));
   }
 
   // OpenAI's Responses API (openai_responses.h) and Anthropic's Messages
@@ -550,8 +547,9 @@ class Gateway {
   }
 
   ToolSupport ChatTools() const {
+    // The flag was checked at start (server/options.cc).
     return ToolSupport{.template_shows_tools = backend_.chat_shows_tools,
-                       .auto_parser = !options_.tool_call_parser.empty()};
+                       .auto_parser = AutoToolParserFromName(options_.tool_call_parser).value_or(AutoToolParser::kNone)};
   }
 
   // Runs `completion`'s one choice: unstreamed, answers `whole(chunks)`;

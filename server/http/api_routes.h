@@ -65,7 +65,8 @@ struct GatewayOptions {
   // threads kept for probes and /metrics are never all held by streams.
   // 0 = no limit (tests).
   int max_inference_calls = 0;
-  // --tool-call-parser: "" (tool_choice "auto" refused) or "llama3_json".
+  // --tool-call-parser: "" (tool_choice "auto" refused), "llama3_json" or
+  // "hermes".
   std::string tool_call_parser;
 };
 

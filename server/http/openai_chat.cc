@@ -206,7 +206,9 @@ absl::StatusOr<CompletionCall> ParseChatCompletionRequest(absl::string_view body
   // or a tool's parameters use what JSON schema mode does not implement
   // (the model then writes its calls freely, as before: vLLM takes any
   // schema with "auto", and so does this).
+  // (hermes: not yet; a call there begins with a tag, not with "{").
   if (call.format.tools.mode == ToolCallFormat::Mode::kAuto &&
+      call.format.tools.parser == AutoToolParser::kLlama3Json &&
       sampling->response_format() == v1::RESPONSE_FORMAT_TEXT && !sampling->ignore_eos() &&
       sampling->min_tokens() == 0 && CompileJsonSchema(tool_schema).ok()) {
     sampling->set_response_format(v1::RESPONSE_FORMAT_LAZY_JSON_SCHEMA);
@@ -258,9 +260,12 @@ json ChatCompletionResponse(const std::vector<std::vector<v1::GenerateResponse>>
     AddCompletionUsage(usage, &total);
     json message = {{"role", "assistant"}, {"content", SanitizeUtf8(text)}};
     bool whole = true;
-    if (std::optional<json> calls = ToolCalls(format.tools, text, ToolCallIdPrefix(id, index), &whole);
+    std::string content;  // hermes: the text before the calls
+    if (std::optional<json> calls = ToolCalls(format.tools, text, ToolCallIdPrefix(id, index), &whole, &content);
         calls.has_value()) {
-      message = {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", std::move(*calls)}};
+      message = {{"role", "assistant"},
+                 {"content", content.empty() ? json() : json(SanitizeUtf8(content))},
+                 {"tool_calls", std::move(*calls)}};
       // "required" and "auto": the answer was calls; a named call, or a
       // list the token limit cut, keeps the engine's reason ("length").
       if (format.tools.mode != ToolCallFormat::Mode::kNamed && whole) finish = "tool_calls";
@@ -309,6 +314,35 @@ void EndCallDeltas(const ChatChoiceStream& stream, json* delta, json* finish) {
   } else if (stream.calls.calls() == 0) {
     (*delta)["content"] = SanitizeUtf8(stream.text);
   }
+}
+
+// A hermes answer streamed: its text as content up to its first
+// <tool_call> (an end that may begin the tag held back), then held; at the
+// end, the calls if HermesToolCalls reads the whole answer as calls, else
+// the held text as content. Joined, the deltas are what
+// ChatCompletionResponse answers.
+void HermesChunkDelta(const std::string& piece, bool last, const ToolCallFormat& tools, const std::string& id_prefix,
+                      ChatChoiceStream* stream, json* delta, json* finish) {
+  stream->text += piece;
+  const size_t content_end = last && stream->text.find("<tool_call>") == std::string::npos
+                                 ? stream->text.size()
+                                 : HermesContentBeforeCalls(stream->text);
+  std::string content;
+  if (content_end > stream->sent) {
+    content = stream->text.substr(stream->sent, content_end - stream->sent);
+    stream->sent = content_end;
+  }
+  if (last && stream->sent < stream->text.size()) {
+    if (std::optional<json> calls = ToolCalls(tools, stream->text, id_prefix); calls.has_value()) {
+      for (size_t i = 0; i < calls->size(); ++i) (*calls)[i]["index"] = i;
+      (*delta)["tool_calls"] = std::move(*calls);
+      *finish = "tool_calls";
+    } else {
+      content += stream->text.substr(stream->sent);
+      stream->sent = stream->text.size();
+    }
+  }
+  if (!content.empty()) (*delta)["content"] = SanitizeUtf8(content);
 }
 
 json ChunkEnvelope(const CompletionIdentity& id, json choice) {
@@ -363,6 +397,10 @@ json ChatCompletionChunk(const v1::GenerateResponse& chunk, const CompletionIden
       break;
     }
     case ToolCallFormat::Mode::kAuto: {
+      if (format.tools.parser == AutoToolParser::kHermes) {
+        HermesChunkDelta(chunk.text(), last, format.tools, ToolCallIdPrefix(id, index), stream, &delta, &finish);
+        break;
+      }
       // Held back while the answer may still be calls; once it cannot be,
       // what was held and all that follows is content.
       if (stream->content) {

@@ -59,6 +59,7 @@ struct ChatChoiceStream {
   bool content = false;           // "auto": the answer is not calls, now streamed as content
   bool schema_call = false;       // "auto": the answer began a call held to the call schema
   ToolCallsReader calls;          // "required", and "auto"'s schema_call: the calls read so far
+  size_t sent = 0;                // "auto" with hermes: the bytes of `text` sent as content
 };
 
 // One streamed "chat.completion.chunk" of choice `index`: delta {"content"}

@@ -311,16 +311,20 @@ ojson ResponseObject(const ResponsesCall& call, const std::vector<v1::GenerateRe
   const bool cut = choice["finish_reason"] == "length";
   const char* item_status = cut ? "incomplete" : "completed";
   ojson output = ojson::array();
-  if (message.contains("tool_calls")) {
+  // The text, unless the answer is calls alone (hermes writes text before
+  // its calls: a message item, then theirs, as a stream opens them).
+  const bool calls = message.contains("tool_calls");
+  if (!calls || (message["content"].is_string() && !message["content"].get_ref<const std::string&>().empty())) {
+    ojson text = OutputText(message["content"].get<std::string>());
+    if (call.completion.format.logprobs) text["logprobs"] = ojson::parse(choice["logprobs"]["content"].dump());
+    output.push_back(MessageItem(absl::StrCat("msg_", Suffix(id)), item_status, ojson::array({std::move(text)})));
+  }
+  if (calls) {
     for (size_t i = 0; i < message["tool_calls"].size(); ++i) {
       const json& c = message["tool_calls"][i];
       output.push_back(CallItem(absl::StrCat("fc_", Suffix(id), "_", i), c["id"], c["function"]["name"],
                                 c["function"]["arguments"], item_status));
     }
-  } else {
-    ojson text = OutputText(message["content"].get<std::string>());
-    if (call.completion.format.logprobs) text["logprobs"] = ojson::parse(choice["logprobs"]["content"].dump());
-    output.push_back(MessageItem(absl::StrCat("msg_", Suffix(id)), item_status, ojson::array({std::move(text)})));
   }
   ojson out{{"id", id.id},
             {"object", "response"},
@@ -422,14 +426,15 @@ std::string ResponsesStream::Next(const v1::GenerateResponse& chunk) {
                           {"output_index", call.output_index},
                           {"name", call.name},
                           {"arguments", call.arguments}});
-    const size_t i = &call - calls_.data();
     events += Event(ojson{{"type", "response.output_item.done"},
                           {"output_index", call.output_index},
-                          {"item", i < output.size() ? output[i] : ojson()}});
+                          {"item", static_cast<size_t>(call.output_index) < output.size()
+                                      ? output[static_cast<size_t>(call.output_index)]
+                                      : ojson()}});
   }
   if (message_index_ >= 0) {
     const std::string item_id = absl::StrCat("msg_", Suffix(id_));
-    const ojson& item = output[0];
+    const ojson& item = output[static_cast<size_t>(message_index_)];
     const ojson& part = item["content"][0];
     events += Event(ojson{{"type", "response.output_text.done"},
                           {"item_id", item_id},

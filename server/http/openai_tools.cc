@@ -37,6 +37,14 @@ json Call(const std::string& id, const std::string& name, std::string arguments)
 
 }  // namespace
 
+absl::StatusOr<AutoToolParser> AutoToolParserFromName(absl::string_view name) {
+  if (name.empty()) return AutoToolParser::kNone;
+  if (name == "llama3_json") return AutoToolParser::kLlama3Json;
+  if (name == "hermes") return AutoToolParser::kHermes;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--tool-call-parser=", name, ": must be llama3_json, hermes or empty"));
+}
+
 absl::Status ParseToolChoice(const json& root, absl::string_view body, const ToolSupport& support,
                              ToolCallFormat* format, std::string* schema) {
   const json* tools = Field(root, "tools");
@@ -80,13 +88,16 @@ absl::Status ParseToolChoice(const json& root, absl::string_view body, const Too
   // "auto", OpenAI's default once tools are given: the model answers
   // freely and --tool-call-parser reads any calls out of the answer.
   auto choose_auto = [&]() -> absl::Status {
-    if (!support.auto_parser) {
+    if (support.auto_parser == AutoToolParser::kNone) {
       return Unsupported("tool_choice",
                          "\"auto\" (OpenAI's default once tools are given) needs a tool-call parser: start the server "
                          "with --tool-call-parser (and a chat template that shows tools), or send \"required\", a "
                          "named function or \"none\"");
     }
-    if (have_tools) format->mode = ToolCallFormat::Mode::kAuto;
+    if (have_tools) {
+      format->mode = ToolCallFormat::Mode::kAuto;
+      format->parser = support.auto_parser;
+    }
     return absl::OkStatus();
   };
   if (choice == nullptr) {
@@ -207,6 +218,42 @@ std::optional<json> Llama3JsonToolCalls(const std::string& text, const std::stri
   return out;
 }
 
+constexpr absl::string_view kToolCallOpen = "<tool_call>";
+constexpr absl::string_view kToolCallClose = "</tool_call>";
+
+std::optional<json> HermesToolCalls(const std::string& text, const std::string& id_prefix, std::string* content) {
+  const absl::string_view all(text);
+  const size_t first = all.find(kToolCallOpen);
+  if (first == std::string::npos) return std::nullopt;
+  json out = json::array();
+  // As vLLM's regex <tool_call>(.*?)</tool_call>|<tool_call>(.*) finds
+  // them: each tag to the next close, the last open one to the end.
+  for (size_t at = first; at != std::string::npos;) {
+    const size_t body = at + kToolCallOpen.size();
+    const size_t close = all.find(kToolCallClose, body);
+    const absl::string_view inner = all.substr(body, close == std::string::npos ? std::string::npos : close - body);
+    const ojson call = ojson::parse(inner.begin(), inner.end(), nullptr, /*allow_exceptions=*/false);
+    if (!call.is_object()) return std::nullopt;
+    const auto name = call.find("name");
+    const auto arguments = call.find("arguments");
+    if (name == call.end() || !name->is_string() || arguments == call.end()) return std::nullopt;
+    out.push_back(Call(absl::StrCat(id_prefix, out.size()), name->get<std::string>(), PythonJsonDumps(*arguments)));
+    if (close == std::string::npos) break;
+    at = all.find(kToolCallOpen, close + kToolCallClose.size());
+  }
+  if (content != nullptr) *content = text.substr(0, first);
+  return out;
+}
+
+size_t HermesContentBeforeCalls(absl::string_view text) {
+  const size_t open = text.find(kToolCallOpen);
+  if (open != absl::string_view::npos) return open;
+  for (size_t keep = std::min(text.size(), kToolCallOpen.size() - 1); keep > 0; --keep) {
+    if (absl::EndsWith(text, kToolCallOpen.substr(0, keep))) return text.size() - keep;
+  }
+  return text.size();
+}
+
 bool MayBecomeLlama3JsonToolCall(const std::string& text) {
   return text.empty() || absl::StartsWith(text, "{") || absl::StartsWith(text, kPythonTag) ||
          absl::StartsWith(kPythonTag, text);
@@ -237,8 +284,12 @@ bool BeginsSchemaToolCall(const ToolCallFormat& format, const std::string& text)
 }
 
 std::optional<json> ToolCalls(const ToolCallFormat& format, const std::string& text, const std::string& id_prefix,
-                              bool* whole) {
+                              bool* whole, std::string* content) {
   if (whole != nullptr) *whole = true;
+  if (content != nullptr) content->clear();
+  if (format.mode == ToolCallFormat::Mode::kAuto && format.parser == AutoToolParser::kHermes) {
+    return HermesToolCalls(text, id_prefix, content);
+  }
   if (format.mode == ToolCallFormat::Mode::kAuto) {
     if (BeginsSchemaToolCall(format, text)) {
       // Held to the call schema from its "{" on: read as written, a call

@@ -15,6 +15,13 @@
 //     (tool_calls_reader.h), as vLLM streams them.
 //   tool_choice "none": no calls.
 //   tool_choice "auto" (OpenAI's default when tools are given): with
+//     --tool-call-parser=hermes (vLLM's parser of that name; Qwen2.5,
+//     Hermes-2-Pro and their fine-tunes), each <tool_call>{"name": ...,
+//     "arguments": ...}</tool_call> of the answer is a call and the text
+//     before the first is the message's content (finish_reason
+//     "tool_calls"); an answer with a tag that does not hold such a call
+//     is content, all of it, as vLLM falls back. Streamed, the content
+//     goes out as it comes and the calls once the answer is whole. With
 //     --tool-call-parser=llama3_json (vLLM's parser of that name), the
 //     model answers freely and an answer that is {"name": ..., "parameters"
 //     (or "arguments"): ...}, several joined by "; ", optionally after
@@ -28,7 +35,7 @@
 //     "auto" is refused, as vLLM refuses it without --tool-call-parser:
 //     how a free answer writes a call depends on the model family.
 //
-// Where the chat template shows tools (llama3.1: ToolSupport::
+// Where the chat template shows tools (llama3.1, qwen2.5: ToolSupport::
 // template_shows_tools) the tools go into the prompt and messages with
 // role "tool" or with "tool_calls" are taken; elsewhere the tools are not
 // shown to the model and such messages are refused (openai_chat.cc).
@@ -39,6 +46,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "nlohmann/json.hpp"
 
@@ -46,10 +54,17 @@ namespace attnserve {
 
 inline constexpr size_t kMaxTools = 128;
 
+// --tool-call-parser: how tool_choice "auto" reads calls out of a free
+// answer (none: "auto" is refused).
+enum class AutoToolParser { kNone, kLlama3Json, kHermes };
+
+// "llama3_json", "hermes" or "" (kNone); INVALID_ARGUMENT otherwise.
+absl::StatusOr<AutoToolParser> AutoToolParserFromName(absl::string_view name);
+
 // What the server offers for tools: its chat template and its flags.
 struct ToolSupport {
   bool template_shows_tools = false;  // tools go into the prompt; tool turns are taken
-  bool auto_parser = false;           // --tool-call-parser=llama3_json: tool_choice "auto"
+  AutoToolParser auto_parser = AutoToolParser::kNone;
 };
 
 struct ToolCallFormat {
@@ -59,6 +74,7 @@ struct ToolCallFormat {
   // kAuto: an answer that begins with "{" is held to one call's schema
   // (the request's format is RESPONSE_FORMAT_LAZY_JSON_SCHEMA).
   bool call_schema = false;
+  AutoToolParser parser = AutoToolParser::kNone;  // kAuto: how the answer is read (kNone: as llama3_json)
 };
 
 // Reads "tools" and "tool_choice" of the request `root` (`body` is its
@@ -76,16 +92,32 @@ absl::Status ParseToolChoice(const nlohmann::json& root, absl::string_view body,
 // lists, their arguments as written (the last cut short, and *whole false,
 // if the token limit cut the list; nullopt if it cut it before the first
 // name was whole); kAuto: an answer held to the call schema as kRequired
-// reads one call, any other Llama3JsonToolCalls. Ids are `id_prefix` plus
-// the call's position.
+// reads one call, any other as its parser reads it (Llama3JsonToolCalls,
+// HermesToolCalls, which also sets *content). Ids are `id_prefix` plus the
+// call's position.
 std::optional<nlohmann::json> ToolCalls(const ToolCallFormat& format, const std::string& text,
-                                        const std::string& id_prefix, bool* whole = nullptr);
+                                        const std::string& id_prefix, bool* whole = nullptr,
+                                        std::string* content = nullptr);
 
 // vLLM's llama3_json parser: the calls when `text` is one or more call
 // objects as above, nullopt (the text is content) otherwise, as vLLM falls
 // back when its parse fails. Arguments are written as json.dumps writes
 // them.
 std::optional<nlohmann::json> Llama3JsonToolCalls(const std::string& text, const std::string& id_prefix);
+
+// vLLM's hermes parser: the calls when `text` has a <tool_call> tag and
+// each tag holds a call object {"name": a string, "arguments": any JSON},
+// up to its </tool_call> or, the last, to the end of the text (a call the
+// token limit cut after its object closed); *content is the text before
+// the first tag. nullopt (the text is content) otherwise. Arguments are
+// written as json.dumps writes them.
+std::optional<nlohmann::json> HermesToolCalls(const std::string& text, const std::string& id_prefix,
+                                              std::string* content);
+
+// How much of a hermes answer so far is content whatever follows: up to
+// its first <tool_call>, or, without one, all but an end that may begin
+// the tag.
+size_t HermesContentBeforeCalls(absl::string_view text);
 
 // A kAuto answer held to the call schema: it begins with "{".
 bool BeginsSchemaToolCall(const ToolCallFormat& format, const std::string& text);

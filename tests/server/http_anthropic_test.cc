@@ -61,7 +61,7 @@ TEST(AnthropicRequestTest, ToolUseAndToolResultBlocksAreChatsToolTurns) {
         {{"role", "user"},
          {"content", {{{"type", "tool_result"}, {"tool_use_id", "t1"}, {"content", {{{"type", "text"}, {"text", "one"}}}}},
                       {{"type", "text"}, {"text", "and?"}}}}}}}};
-  absl::StatusOr<AnthropicCall> call = Parse(body, ToolSupport{.template_shows_tools = true, .auto_parser = true});
+  absl::StatusOr<AnthropicCall> call = Parse(body, ToolSupport{.template_shows_tools = true, .auto_parser = AutoToolParser::kLlama3Json});
   ASSERT_TRUE(call.ok()) << call.status();
   const v1::ChatPrompt& chat = call->completion.requests[0].chat();
   ASSERT_EQ(chat.messages_size(), 4);
@@ -76,12 +76,12 @@ TEST(AnthropicRequestTest, ToolUseAndToolResultBlocksAreChatsToolTurns) {
   // tool_choice: "any" is chat's "required", "tool" a named function.
   json any = body;
   any["tool_choice"] = {{"type", "any"}, {"disable_parallel_tool_use", true}};
-  call = Parse(any, ToolSupport{.template_shows_tools = true, .auto_parser = true});
+  call = Parse(any, ToolSupport{.template_shows_tools = true, .auto_parser = AutoToolParser::kLlama3Json});
   ASSERT_TRUE(call.ok()) << call.status();
   EXPECT_EQ(call->completion.format.tools.mode, ToolCallFormat::Mode::kRequired);
   EXPECT_THAT(call->completion.requests[0].sampling().json_schema(), HasSubstr("\"maxItems\":1"));
   any["tool_choice"] = {{"type", "tool"}, {"name", "f"}};
-  call = Parse(any, ToolSupport{.template_shows_tools = true, .auto_parser = true});
+  call = Parse(any, ToolSupport{.template_shows_tools = true, .auto_parser = AutoToolParser::kLlama3Json});
   ASSERT_TRUE(call.ok()) << call.status();
   EXPECT_EQ(call->completion.format.tools.mode, ToolCallFormat::Mode::kNamed);
 }

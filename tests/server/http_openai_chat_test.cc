@@ -414,12 +414,129 @@ TEST(OpenAiChatTest, Llama3JsonCallsAreVllmsOnEveryGoldenCase) {
   EXPECT_GE(with_calls, 10);
 }
 
+// tool_choice "auto" with the hermes parser reads an answer as vLLM's
+// parser does: every case of tools/golden/hermes_tool_calls.py (vLLM's
+// algorithm on Python's re and json) gives the same calls and content, or
+// none and the whole text as content.
+TEST(OpenAiChatTest, HermesCallsAreVllmsOnEveryGoldenCase) {
+  std::ifstream in(ATTNSERVE_SOURCE_DIR "/tests/golden/tool_calls/hermes.json");
+  ASSERT_TRUE(in.good()) << "run tools/golden/hermes_tool_calls.py";
+  const json doc = json::parse(in);
+  int with_calls = 0, with_content = 0;
+  for (const json& c : doc["cases"]) {
+    const std::string text = c["text"];
+    std::string content = "unset";
+    const std::optional<json> calls = HermesToolCalls(text, "call_x_", &content);
+    ASSERT_EQ(calls.has_value(), !c["calls"].is_null()) << text;
+    if (!calls.has_value()) {
+      EXPECT_EQ(c["content"], text);  // the golden's fallback: all of it
+      continue;
+    }
+    ++with_calls;
+    EXPECT_EQ(content, c["content"].is_null() ? "" : c["content"].get<std::string>()) << text;
+    with_content += content.empty() ? 0 : 1;
+    ASSERT_EQ(calls->size(), c["calls"].size()) << text;
+    for (size_t k = 0; k < calls->size(); ++k) {
+      EXPECT_EQ((*calls)[k]["id"], "call_x_" + std::to_string(k));
+      EXPECT_EQ((*calls)[k]["type"], "function");
+      EXPECT_EQ((*calls)[k]["function"]["name"], c["calls"][k]["name"]) << text;
+      EXPECT_EQ((*calls)[k]["function"]["arguments"], c["calls"][k]["arguments"]) << text;
+    }
+  }
+  EXPECT_GE(with_calls, 15);
+  EXPECT_GE(with_content, 2);
+}
+
+TEST(OpenAiChatTest, HermesContentStopsWhereATagMayBegin) {
+  EXPECT_EQ(HermesContentBeforeCalls("Hello"), 5u);
+  EXPECT_EQ(HermesContentBeforeCalls("Hello <"), 6u);
+  EXPECT_EQ(HermesContentBeforeCalls("Hello <tool_cal"), 6u);
+  EXPECT_EQ(HermesContentBeforeCalls("Hello <tool_call>{"), 6u);
+  EXPECT_EQ(HermesContentBeforeCalls("a < b"), 5u);
+  EXPECT_EQ(HermesContentBeforeCalls("<tool_x"), 7u);
+  EXPECT_EQ(HermesContentBeforeCalls(""), 0u);
+}
+
+// Streamed in pieces of every size from 1 to 7 bytes, each golden answer's
+// deltas join to what the whole answer gives: the same content, the same
+// calls, the same finish_reason.
+TEST(OpenAiChatTest, HermesStreamsJoinToTheWholeAnswer) {
+  std::ifstream in(ATTNSERVE_SOURCE_DIR "/tests/golden/tool_calls/hermes.json");
+  ASSERT_TRUE(in.good());
+  const json doc = json::parse(in);
+  const CompletionIdentity id{"chatcmpl-9", 5, "m"};
+  CompletionFormat format{.chat = true};
+  format.tools.mode = ToolCallFormat::Mode::kAuto;
+  format.tools.parser = AutoToolParser::kHermes;
+  int streams = 0;
+  for (const json& c : doc["cases"]) {
+    const std::string text = c["text"];
+    const json whole = ChatCompletionResponse({Chunks({text}, v1::FINISH_REASON_EOS)}, id, format)["choices"][0];
+    EXPECT_EQ(whole["message"]["content"], c["content"]) << text;
+    EXPECT_EQ(whole["finish_reason"], c["calls"].is_null() ? "stop" : "tool_calls") << text;
+    for (size_t size = 1; size <= 7; ++size) {
+      std::vector<std::string> pieces;
+      for (size_t at = 0; at < text.size(); at += size) pieces.push_back(text.substr(at, size));
+      if (pieces.empty()) pieces.push_back("");
+      ChatChoiceStream stream;
+      std::string content;
+      json calls = json::array(), finish;
+      bool content_after_calls = false;
+      for (const v1::GenerateResponse& chunk : Chunks(pieces, v1::FINISH_REASON_EOS)) {
+        const json choice = ChatCompletionChunk(chunk, id, format, 0, ChunkUsage::kNone, &stream)["choices"][0];
+        if (choice["delta"].contains("content")) {
+          content_after_calls |= !calls.empty();
+          content += choice["delta"]["content"].get<std::string>();
+        }
+        for (json call : choice["delta"].value("tool_calls", json::array())) {
+          call.erase("index");
+          calls.push_back(std::move(call));
+        }
+        if (!choice["finish_reason"].is_null()) finish = choice["finish_reason"];
+      }
+      const std::string where = text + " in pieces of " + std::to_string(size);
+      EXPECT_FALSE(content_after_calls) << where;
+      EXPECT_EQ(content, whole["message"]["content"].is_null() ? "" : whole["message"]["content"].get<std::string>())
+          << where;
+      EXPECT_EQ(calls, whole["message"].value("tool_calls", json::array())) << where;
+      EXPECT_EQ(finish, whole["finish_reason"]) << where;
+      ++streams;
+    }
+  }
+  EXPECT_GE(streams, 200);
+}
+
+// Text before a tag streams as it comes; the calls go out once the answer
+// is whole.
+TEST(OpenAiChatTest, HermesStreamSendsTheTextBeforeACallAtOnce) {
+  const CompletionIdentity id{"chatcmpl-9", 5, "m"};
+  CompletionFormat format{.chat = true};
+  format.tools.mode = ToolCallFormat::Mode::kAuto;
+  format.tools.parser = AutoToolParser::kHermes;
+  ChatChoiceStream stream;
+  const std::vector<v1::GenerateResponse> chunks =
+      Chunks({"Let me", " check. <", "tool_call>\n{\"name\": \"now\", ", "\"arguments\": {}}\n</tool_call>"},
+             v1::FINISH_REASON_EOS);
+  auto delta = [&](size_t i) {
+    return ChatCompletionChunk(chunks[i], id, format, 0, ChunkUsage::kNone, &stream)["choices"][0];
+  };
+  EXPECT_EQ(delta(0)["delta"], json({{"content", "Let me"}}));
+  EXPECT_EQ(delta(1)["delta"], json({{"content", " check. "}}));  // "<" held: it may begin a tag
+  EXPECT_EQ(delta(2)["delta"], json::object());
+  const json last = delta(3);
+  EXPECT_EQ(last["delta"]["tool_calls"],
+            json::parse(R"([{"id": "call_chatcmpl-9_0_0", "type": "function", "index": 0,
+                             "function": {"name": "now", "arguments": "{}"}}])"))
+      << last;
+  EXPECT_EQ(last["finish_reason"], "tool_calls");
+}
+
 TEST(OpenAiChatTest, AutoToolChoiceNeedsAParserAndShowsTheToolsWhereTheTemplateDoes) {
   const std::string body = std::string(kToolsBody).replace(std::string(kToolsBody).find("TOOL_CHOICE"), 11, R"("auto")");
   EXPECT_THAT(std::string(ParseChatCompletionRequest(body).status().message()),
               HasSubstr("\"auto\" (OpenAI's default once tools are given) needs a tool-call parser"));
   absl::StatusOr<CompletionCall> call =
-      ParseChatCompletionRequest(body, ToolSupport{.template_shows_tools = true, .auto_parser = true});
+      ParseChatCompletionRequest(body, ToolSupport{.template_shows_tools = true, .auto_parser = AutoToolParser::kLlama3Json});
   ASSERT_TRUE(call.ok()) << call.status();
   EXPECT_EQ(call->format.tools.mode, ToolCallFormat::Mode::kAuto);
   // A free answer, unless it begins a call (AutoToolCallsAreHeldToTheCallSchemaOnceBegun);
@@ -435,7 +552,7 @@ TEST(OpenAiChatTest, AutoToolChoiceNeedsAParserAndShowsTheToolsWhereTheTemplateD
   std::string implicit = kToolsBody;
   const std::string choice_field = ",\n  \"tool_choice\": TOOL_CHOICE";
   implicit.replace(implicit.find(choice_field), choice_field.size(), "");
-  call = ParseChatCompletionRequest(implicit, ToolSupport{.template_shows_tools = true, .auto_parser = true});
+  call = ParseChatCompletionRequest(implicit, ToolSupport{.template_shows_tools = true, .auto_parser = AutoToolParser::kLlama3Json});
   ASSERT_TRUE(call.ok()) << call.status() << implicit;
   EXPECT_EQ(call->format.tools.mode, ToolCallFormat::Mode::kAuto);
   // A template without tools does not get them (named and required work as before).
@@ -495,7 +612,7 @@ TEST(OpenAiChatTest, AutoToolChoiceNeedsAParserAndShowsTheToolsWhereTheTemplateD
 // format), unless something else decides the answer's form; such a call is
 // read and streamed as "required" reads and streams one.
 TEST(OpenAiChatTest, AutoToolCallsAreHeldToTheCallSchemaOnceBegun) {
-  const ToolSupport support{.template_shows_tools = true, .auto_parser = true};
+  const ToolSupport support{.template_shows_tools = true, .auto_parser = AutoToolParser::kLlama3Json};
   auto parse = [&](const std::string& extra) {
     std::string body = kToolsBody;
     body.replace(body.find("TOOL_CHOICE"), 11, "\"auto\"" + extra);

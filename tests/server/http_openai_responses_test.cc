@@ -72,7 +72,7 @@ TEST(ResponsesRequestTest, FunctionCallsInARowAreOneAssistantTurn) {
                     {{"type", "function_call_output"}, {"call_id", "c1"}, {"output", "one"}}}},
                   {"tools", {{{"type", "function"}, {"name", "f"}}, {{"type", "function"}, {"name", "g"}}}}};
   absl::StatusOr<ResponsesCall> call =
-      ParseResponsesRequest(body.dump(), ToolSupport{.template_shows_tools = true, .auto_parser = true});
+      ParseResponsesRequest(body.dump(), ToolSupport{.template_shows_tools = true, .auto_parser = AutoToolParser::kLlama3Json});
   ASSERT_TRUE(call.ok()) << call.status();
   const v1::ChatPrompt& chat = call->completion.requests[0].chat();
   ASSERT_EQ(chat.messages_size(), 3);

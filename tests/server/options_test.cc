@@ -37,9 +37,17 @@ TEST(OptionsTest, BadValuesNameTheFlag) {
   o = ServerOptions{};
   o.models.chat_template = "vicuna";
   EXPECT_EQ(ValidateOptions(o).message(),
-            "--chat-template=vicuna: must be one of chatml, llama2, llama3, zephyr, gemma, phi3, mistral, qwen2, llama3.1");
+            "--chat-template=vicuna: must be one of chatml, llama2, llama3, zephyr, gemma, phi3, mistral, qwen2, "
+            "llama3.1, qwen2.5");
   o.models.chat_template = "zephyr";
   EXPECT_TRUE(ValidateOptions(o).ok());
+  o = ServerOptions{};
+  o.models.tool_call_parser = "xml";
+  EXPECT_EQ(ValidateOptions(o).message(), "--tool-call-parser=xml: must be llama3_json, hermes or empty");
+  for (const char* parser : {"llama3_json", "hermes"}) {
+    o.models.tool_call_parser = parser;
+    EXPECT_TRUE(ValidateOptions(o).ok()) << parser;
+  }
   o = ServerOptions{};
   o.network.http_port = o.network.grpc_port;
   EXPECT_THAT(ValidateOptions(o).message(), HasSubstr("must differ"));

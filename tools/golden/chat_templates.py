@@ -102,6 +102,19 @@ TEMPLATES["llama3.1"] = {
     "bos": "<|begin_of_text|>", "eos": "<|eot_id|>",
     "jinja": (pathlib.Path(__file__).resolve().parent / "chat_templates" / "llama3.1.jinja").read_text(),
 }
+# Qwen/Qwen2.5-7B-Instruct (every Qwen2.5-Instruct size carries the same):
+# the copy llama.cpp keeps in models/templates/Qwen-Qwen2.5-7B-Instruct.jinja,
+# taken from the llama-cpp-python 0.3.16 source distribution's
+# vendor/llama.cpp (sha256 cd8e9439f0570856fd70470bf8889ebd8b5d1107207f67a5efb46e342330527f).
+# Tools go into the system turn one JSON line each; a call is
+# <tool_call>\n{"name": ..., "arguments": ...}\n</tool_call>; results are
+# <tool_response> blocks in a user turn (what --tool-call-parser=hermes reads).
+TEMPLATES["qwen2.5"] = {
+    "model": "Qwen/Qwen2.5-7B-Instruct (llama.cpp's copy, models/templates/Qwen-Qwen2.5-7B-Instruct.jinja)",
+    "bos": "", "eos": "<|im_end|>",
+    "jinja": (pathlib.Path(__file__).resolve().parent / "chat_templates" / "qwen2.5.jinja").read_text(),
+}
+TOOL_FORMATS = ["llama3.1", "qwen2.5"]
 
 SYSTEM = {"role": "system", "content": "You are a helpful assistant"}
 CONVERSATIONS = {
@@ -141,7 +154,7 @@ OPTIONS = [
 
 
 # Tools, as OpenAI's clients send them (key order kept), and conversations
-# with a call and its result, for the templates that show them (llama3.1).
+# with a call and its result, for the templates that show them (TOOL_FORMATS).
 # Arguments are objects here, as vLLM hands them to a template (it parses
 # the client's JSON text first).
 TOOLS = [
@@ -170,6 +183,15 @@ TOOL_CONVERSATIONS = {
     "tools_only_system": [SYSTEM],
     "tools_two_calls": [{"role": "user", "content": "Both?"},
                         {"role": "assistant", "tool_calls": CALL["tool_calls"] * 2}],
+    # Text before the calls, two calls in a turn, their results in a row
+    # (Qwen's template joins them into one user turn), then an answer.
+    "tools_text_calls_results": [
+        {"role": "user", "content": "Weather and time?"},
+        {"role": "assistant", "content": "Let me check.", "tool_calls": [
+            CALL["tool_calls"][0],
+            {"id": "call_2", "type": "function", "function": {"name": "now", "arguments": {}}}]},
+        RESULT, {"role": "tool", "tool_call_id": "call_2", "content": "12:00"},
+        {"role": "assistant", "content": "18 °C at noon."}],
 }
 # Without tools: a call and a result in an ordinary conversation.
 NO_TOOLS_CONVERSATIONS = {
@@ -224,12 +246,13 @@ def main():
                 except (jinja2.TemplateError, ValueError) as e:
                     case["error"] = str(e).split("\n")[0]
                 cases.append(case)
-    t = TEMPLATES["llama3.1"]
-    tok = tokenizer_for(t["bos"], t["eos"])
-    for conv_name, messages in list(TOOL_CONVERSATIONS.items()) + list(NO_TOOLS_CONVERSATIONS.items()):
+    for fmt, conv_name, messages in [(f, n, m) for f in TOOL_FORMATS for n, m in
+                                     list(TOOL_CONVERSATIONS.items()) + list(NO_TOOLS_CONVERSATIONS.items())]:
+        t = TEMPLATES[fmt]
+        tok = tokenizer_for(t["bos"], t["eos"])
         tools = TOOLS if conv_name in TOOL_CONVERSATIONS else None
         for opt in OPTIONS[:2]:
-            case = {"format": "llama3.1", "conversation": conv_name, "messages": messages, **opt}
+            case = {"format": fmt, "conversation": conv_name, "messages": messages, **opt}
             if tools:
                 case["tools"] = tools
             try:

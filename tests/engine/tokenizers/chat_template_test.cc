@@ -26,7 +26,7 @@ json Golden() {
 
 TEST(ChatTemplateTest, RecognisesEachPublishedTemplateAndNothingElse) {
   const json doc = Golden();
-  ASSERT_EQ(doc["templates"].size(), 9u);
+  ASSERT_EQ(doc["templates"].size(), 10u);
   for (const auto& [name, t] : doc["templates"].items()) {
     const std::string jinja = t["jinja"].get<std::string>();
     std::optional<ChatFormat> format = KnownChatTemplate(jinja);
@@ -44,7 +44,7 @@ TEST(ChatTemplateTest, RecognisesEachPublishedTemplateAndNothingElse) {
 
 TEST(ChatTemplateTest, RendersAsTransformersDoes) {
   const json doc = Golden();
-  ASSERT_GE(doc["cases"].size(), 340u);
+  ASSERT_GE(doc["cases"].size(), 396u);
   int with_tools = 0;
   for (const json& c : doc["cases"]) with_tools += c.contains("tools") && c.contains("text") ? 1 : 0;
   EXPECT_GE(with_tools, 10);
@@ -156,7 +156,8 @@ TEST(ChatTemplateTest, RefusalsNameTheMessageAndTheTemplate) {
 }
 
 TEST(ChatTemplateTest, NamesRoundTrip) {
-  for (const char* name : {"chatml", "llama2", "llama3", "zephyr", "gemma", "phi3", "mistral", "qwen2", "llama3.1"}) {
+  for (const char* name :
+       {"chatml", "llama2", "llama3", "zephyr", "gemma", "phi3", "mistral", "qwen2", "llama3.1", "qwen2.5"}) {
     absl::StatusOr<ChatFormat> f = ChatFormatFromName(name);
     ASSERT_TRUE(f.ok()) << name;
     EXPECT_EQ(ChatFormatName(*f), name);
@@ -164,7 +165,8 @@ TEST(ChatTemplateTest, NamesRoundTrip) {
   absl::StatusOr<ChatFormat> bad = ChatFormatFromName("vicuna");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(),
-            "chat template 'vicuna' is not one of: chatml, llama2, llama3, zephyr, gemma, phi3, mistral, qwen2, llama3.1");
+            "chat template 'vicuna' is not one of: chatml, llama2, llama3, zephyr, gemma, phi3, mistral, qwen2, "
+            "llama3.1, qwen2.5");
 }
 
 }  // namespace
