@@ -47,8 +47,8 @@ absl::StatusOr<std::string> RenderQwen25(absl::Span<const ChatMessage> m, bool g
       out += "<|im_start|>assistant";
       if (!msg.content.empty()) absl::StrAppend(&out, "\n", msg.content);
       for (size_t c = 0; c < msg.tool_calls.size(); ++c) {
-        absl::StatusOr<std::string> arguments =
-            ToJson(msg.tool_calls[c].arguments, absl::StrCat("messages[", i, "].tool_calls[", c, "].function.arguments"));
+        absl::StatusOr<std::string> arguments = ToJson(
+            msg.tool_calls[c].arguments, absl::StrCat("messages[", i, "].tool_calls[", c, "].function.arguments"));
         if (!arguments.ok()) return arguments.status();
         absl::StrAppend(&out, "\n<tool_call>\n{\"name\": \"", msg.tool_calls[c].name, "\", \"arguments\": ", *arguments,
                         "}\n</tool_call>");

@@ -346,7 +346,8 @@ absl::StatusOr<std::string> Render(ChatFormat format, absl::Span<const ChatMessa
   if (!ChatFormatHasTools(format)) {
     if (!o.tools.empty()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("tools: the ", ChatFormatName(format), " chat template does not show tools (llama3.1's and qwen2.5's do)"));
+          absl::StrCat("tools: the ", ChatFormatName(format),
+                       " chat template does not show tools (llama3.1's and qwen2.5's do)"));
     }
     for (size_t i = 0; i < m.size(); ++i) {
       if (!m[i].tool_calls.empty()) return Refusal(i, "the template has no tool calls", format);

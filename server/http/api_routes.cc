@@ -548,8 +548,9 @@ class Gateway {
 
   ToolSupport ChatTools() const {
     // The flag was checked at start (server/options.cc).
-    return ToolSupport{.template_shows_tools = backend_.chat_shows_tools,
-                       .auto_parser = AutoToolParserFromName(options_.tool_call_parser).value_or(AutoToolParser::kNone)};
+    return ToolSupport{
+        .template_shows_tools = backend_.chat_shows_tools,
+        .auto_parser = AutoToolParserFromName(options_.tool_call_parser).value_or(AutoToolParser::kNone)};
   }
 
   // Runs `completion`'s one choice: unstreamed, answers `whole(chunks)`;

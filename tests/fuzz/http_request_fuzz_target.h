@@ -316,7 +316,8 @@ inline bool HttpRequestFuzzOne(const HttpFuzzContext& ctx, const uint8_t* data, 
     }
     case 14: {
       const absl::StatusOr<VllmTokenizeCall> call =
-          ParseVllmTokenizeRequest(body, v1::MODEL_KIND_DECODER, ToolSupport{.auto_parser = AutoToolParser::kLlama3Json});
+          ParseVllmTokenizeRequest(body, v1::MODEL_KIND_DECODER,
+                                   ToolSupport{.auto_parser = AutoToolParser::kLlama3Json});
       if (!call.ok()) {
         CheckRefusal("vllm tokenize", call.status(), body);
         return false;
@@ -337,7 +338,8 @@ inline bool HttpRequestFuzzOne(const HttpFuzzContext& ctx, const uint8_t* data, 
       const bool chat = data[0] % kHttpFuzzEndpoints == 6;
       const char* endpoint = chat ? "chat completions" : "completions";
       absl::StatusOr<CompletionCall> call =
-          chat ? ParseChatCompletionRequest(body, ToolSupport{.auto_parser = AutoToolParser::kLlama3Json}) : ParseCompletionRequest(body);
+          chat ? ParseChatCompletionRequest(body, ToolSupport{.auto_parser = AutoToolParser::kLlama3Json})
+               : ParseCompletionRequest(body);
       if (!call.ok()) {
         CheckRefusal(endpoint, call.status(), body);
         return false;

@@ -122,10 +122,10 @@ def test_a_parser_without_a_template_that_shows_tools_refuses_to_start():
     rc, out = start_failure("--grpc-port=0", "--http-port=0", f"--decoder-model={DECODER}", "--chat-template=llama2",
                             "--tool-call-parser=llama3_json")
     assert rc != 0
-    assert "--tool-call-parser=llama3_json: needs a chat template that shows tools (--chat-template=llama3.1); " \
-           "the chat template here is llama2" in out, out[-2000:]
-    rc, out = start_failure("--grpc-port=0", "--http-port=0", "--tool-call-parser=hermes")
-    assert rc != 0 and "--tool-call-parser=hermes: must be llama3_json or empty" in out, out[-2000:]
+    assert "--tool-call-parser=llama3_json: needs a chat template that shows tools (--chat-template=llama3.1 or " \
+           "qwen2.5); the chat template here is llama2" in out, out[-2000:]
+    rc, out = start_failure("--grpc-port=0", "--http-port=0", "--tool-call-parser=xml")
+    assert rc != 0 and "--tool-call-parser=xml: must be llama3_json, hermes or empty" in out, out[-2000:]
 
 
 def test_grpc_chat_takes_tools_calls_and_results(server, client, proto_modules):

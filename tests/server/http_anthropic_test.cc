@@ -19,6 +19,8 @@ using ::nlohmann::json;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
+constexpr AutoToolParser kLlama3Json = AutoToolParser::kLlama3Json;
+
 absl::StatusOr<AnthropicCall> Parse(const json& body, ToolSupport tools = {}) {
   return ParseAnthropicMessagesRequest(body.dump(), tools);
 }
@@ -61,7 +63,8 @@ TEST(AnthropicRequestTest, ToolUseAndToolResultBlocksAreChatsToolTurns) {
         {{"role", "user"},
          {"content", {{{"type", "tool_result"}, {"tool_use_id", "t1"}, {"content", {{{"type", "text"}, {"text", "one"}}}}},
                       {{"type", "text"}, {"text", "and?"}}}}}}}};
-  absl::StatusOr<AnthropicCall> call = Parse(body, ToolSupport{.template_shows_tools = true, .auto_parser = AutoToolParser::kLlama3Json});
+  absl::StatusOr<AnthropicCall> call =
+      Parse(body, ToolSupport{.template_shows_tools = true, .auto_parser = kLlama3Json});
   ASSERT_TRUE(call.ok()) << call.status();
   const v1::ChatPrompt& chat = call->completion.requests[0].chat();
   ASSERT_EQ(chat.messages_size(), 4);
@@ -76,12 +79,12 @@ TEST(AnthropicRequestTest, ToolUseAndToolResultBlocksAreChatsToolTurns) {
   // tool_choice: "any" is chat's "required", "tool" a named function.
   json any = body;
   any["tool_choice"] = {{"type", "any"}, {"disable_parallel_tool_use", true}};
-  call = Parse(any, ToolSupport{.template_shows_tools = true, .auto_parser = AutoToolParser::kLlama3Json});
+  call = Parse(any, ToolSupport{.template_shows_tools = true, .auto_parser = kLlama3Json});
   ASSERT_TRUE(call.ok()) << call.status();
   EXPECT_EQ(call->completion.format.tools.mode, ToolCallFormat::Mode::kRequired);
   EXPECT_THAT(call->completion.requests[0].sampling().json_schema(), HasSubstr("\"maxItems\":1"));
   any["tool_choice"] = {{"type", "tool"}, {"name", "f"}};
-  call = Parse(any, ToolSupport{.template_shows_tools = true, .auto_parser = AutoToolParser::kLlama3Json});
+  call = Parse(any, ToolSupport{.template_shows_tools = true, .auto_parser = kLlama3Json});
   ASSERT_TRUE(call.ok()) << call.status();
   EXPECT_EQ(call->completion.format.tools.mode, ToolCallFormat::Mode::kNamed);
 }
@@ -218,6 +221,41 @@ TEST(AnthropicStreamTest, TextThenAToolUseBlockInOrder) {
   EXPECT_EQ(json::parse(cut["content"].dump())[0]["input"], json::object());
   const std::vector<json> failed = SseEvents(tool.Failed(absl::DeadlineExceededError("deadline passed")));
   EXPECT_EQ(failed[0], json::parse(R"({"type": "error", "error": {"type": "api_error", "message": "deadline passed"}})"));
+}
+
+// A hermes answer with text before its call: a text block, then a
+// tool_use block, whole and streamed.
+TEST(AnthropicStreamTest, HermesTextBeforeACallIsATextBlockThenAToolUseBlock) {
+  const json tools = {{{"name", "f"}, {"input_schema", {{"type", "object"}}}}};
+  absl::StatusOr<AnthropicCall> call =
+      Parse(json{{"max_tokens", 50},
+                 {"stream", true},
+                 {"tools", tools},
+                 {"messages", {{{"role", "user"}, {"content", "a"}}}}},
+            ToolSupport{.template_shows_tools = true, .auto_parser = AutoToolParser::kHermes});
+  ASSERT_TRUE(call.ok()) << call.status();
+  const std::vector<v1::GenerateResponse> chunks = {
+      Chunk("Checking.\n"), Chunk("<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": 1}}\n</tool_call>",
+                                  v1::FINISH_REASON_EOS)};
+  const nlohmann::ordered_json whole = AnthropicMessage(*call, chunks, AnthropicIdentity{"msg_abc", "m"});
+  EXPECT_EQ(json::parse(whole["content"].dump()),
+            json::parse(R"([{"type": "text", "text": "Checking.\n"},
+                            {"type": "tool_use", "id": "call_msg_abc_0_0", "name": "f", "input": {"x": 1}}])"));
+  EXPECT_EQ(whole["stop_reason"], "tool_use");
+  AnthropicStream stream(*call, AnthropicIdentity{"msg_abc", "m"});
+  std::string sse = stream.Start(chunks[0]);
+  for (const v1::GenerateResponse& chunk : chunks) sse += stream.Next(chunk);
+  const std::vector<json> events = SseEvents(sse);
+  std::vector<std::string> types;
+  for (const json& e : events) types.push_back(e["type"]);
+  EXPECT_THAT(types, ElementsAre("message_start", "content_block_start", "content_block_delta", "content_block_stop",
+                                 "content_block_start", "content_block_delta", "content_block_stop", "message_delta",
+                                 "message_stop"));
+  EXPECT_EQ(events[2]["delta"], json::parse(R"({"type": "text_delta", "text": "Checking.\n"})"));
+  EXPECT_EQ(events[4]["content_block"]["type"], "tool_use");
+  EXPECT_EQ(events[4]["index"], 1);
+  EXPECT_EQ(events[5]["delta"], json::parse(R"({"type": "input_json_delta", "partial_json": "{\"x\": 1}"})"));
+  EXPECT_EQ(events[7]["delta"]["stop_reason"], "tool_use");
 }
 
 }  // namespace

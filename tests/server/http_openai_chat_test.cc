@@ -14,6 +14,8 @@ namespace {
 using ::nlohmann::json;
 using ::testing::HasSubstr;
 
+constexpr AutoToolParser kLlama3Json = AutoToolParser::kLlama3Json;
+
 absl::StatusOr<CompletionCall> Parse(const json& body) { return ParseChatCompletionRequest(body.dump()); }
 
 TEST(OpenAiChatTest, MessagesAndSamplingMapOntoAChatPrompt) {
@@ -536,7 +538,7 @@ TEST(OpenAiChatTest, AutoToolChoiceNeedsAParserAndShowsTheToolsWhereTheTemplateD
   EXPECT_THAT(std::string(ParseChatCompletionRequest(body).status().message()),
               HasSubstr("\"auto\" (OpenAI's default once tools are given) needs a tool-call parser"));
   absl::StatusOr<CompletionCall> call =
-      ParseChatCompletionRequest(body, ToolSupport{.template_shows_tools = true, .auto_parser = AutoToolParser::kLlama3Json});
+      ParseChatCompletionRequest(body, ToolSupport{.template_shows_tools = true, .auto_parser = kLlama3Json});
   ASSERT_TRUE(call.ok()) << call.status();
   EXPECT_EQ(call->format.tools.mode, ToolCallFormat::Mode::kAuto);
   // A free answer, unless it begins a call (AutoToolCallsAreHeldToTheCallSchemaOnceBegun);
@@ -552,7 +554,7 @@ TEST(OpenAiChatTest, AutoToolChoiceNeedsAParserAndShowsTheToolsWhereTheTemplateD
   std::string implicit = kToolsBody;
   const std::string choice_field = ",\n  \"tool_choice\": TOOL_CHOICE";
   implicit.replace(implicit.find(choice_field), choice_field.size(), "");
-  call = ParseChatCompletionRequest(implicit, ToolSupport{.template_shows_tools = true, .auto_parser = AutoToolParser::kLlama3Json});
+  call = ParseChatCompletionRequest(implicit, ToolSupport{.template_shows_tools = true, .auto_parser = kLlama3Json});
   ASSERT_TRUE(call.ok()) << call.status() << implicit;
   EXPECT_EQ(call->format.tools.mode, ToolCallFormat::Mode::kAuto);
   // A template without tools does not get them (named and required work as before).

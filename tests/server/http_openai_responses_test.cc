@@ -5,6 +5,7 @@
 // tests/integration/test_http_openai_responses.py.
 #include "server/http/openai_responses.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -19,7 +20,11 @@ using ::nlohmann::json;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-absl::StatusOr<ResponsesCall> Parse(const json& body) { return ParseResponsesRequest(body.dump(), ToolSupport{}); }
+constexpr AutoToolParser kLlama3Json = AutoToolParser::kLlama3Json;
+
+absl::StatusOr<ResponsesCall> Parse(const json& body, ToolSupport tools = {}) {
+  return ParseResponsesRequest(body.dump(), tools);
+}
 
 TEST(ResponsesRequestTest, InputItemsAndInstructionsBecomeTheChatPrompt) {
   absl::StatusOr<ResponsesCall> call = Parse(json{
@@ -72,7 +77,7 @@ TEST(ResponsesRequestTest, FunctionCallsInARowAreOneAssistantTurn) {
                     {{"type", "function_call_output"}, {"call_id", "c1"}, {"output", "one"}}}},
                   {"tools", {{{"type", "function"}, {"name", "f"}}, {{"type", "function"}, {"name", "g"}}}}};
   absl::StatusOr<ResponsesCall> call =
-      ParseResponsesRequest(body.dump(), ToolSupport{.template_shows_tools = true, .auto_parser = AutoToolParser::kLlama3Json});
+      ParseResponsesRequest(body.dump(), ToolSupport{.template_shows_tools = true, .auto_parser = kLlama3Json});
   ASSERT_TRUE(call.ok()) << call.status();
   const v1::ChatPrompt& chat = call->completion.requests[0].chat();
   ASSERT_EQ(chat.messages_size(), 3);
@@ -229,6 +234,40 @@ TEST(ResponsesStreamTest, ANamedCallStreamsItsArgumentsAndEndsWithTheItem) {
   EXPECT_EQ(events[6]["item"]["arguments"], arguments);
   EXPECT_EQ(events[6]["item"]["call_id"], events[2]["item"]["call_id"]);
   EXPECT_EQ(events[7]["response"]["output"][0], events[6]["item"]);
+}
+
+// A hermes answer with text before its calls: a message item, then a
+// function_call item each, whole and streamed, the items' output_index
+// their place in "output".
+TEST(ResponsesStreamTest, HermesTextBeforeCallsIsAMessageItemThenCallItems) {
+  const json tools = {{{"type", "function"}, {"name", "f"}, {"parameters", {{"type", "object"}}}}};
+  absl::StatusOr<ResponsesCall> call =
+      Parse(json{{"input", "a"}, {"stream", true}, {"tools", tools}},
+            ToolSupport{.template_shows_tools = true, .auto_parser = AutoToolParser::kHermes});
+  ASSERT_TRUE(call.ok()) << call.status();
+  const std::vector<v1::GenerateResponse> chunks = {
+      Chunk("Checking."), Chunk("<tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call>"),
+      Chunk("<tool_call>{\"name\": \"f\", \"arguments\": {\"x\": 2}}</tool_call>", v1::FINISH_REASON_EOS)};
+  const nlohmann::ordered_json whole = ResponseObject(*call, chunks, ResponseIdentity{"resp_abc", 1, "m"});
+  const nlohmann::ordered_json& output = whole["output"];
+  ASSERT_EQ(output.size(), 3u) << whole;
+  EXPECT_EQ(output[0]["type"], "message");
+  EXPECT_EQ(output[0]["content"][0]["text"], "Checking.");
+  EXPECT_EQ(output[1]["type"], "function_call");
+  EXPECT_EQ(output[1]["arguments"], "{}");
+  EXPECT_EQ(output[2]["arguments"], "{\"x\": 2}");
+  ResponsesStream stream(*call, ResponseIdentity{"resp_abc", 1, "m"});
+  std::string sse = stream.Start(v1::GenerateResponse());
+  for (const v1::GenerateResponse& chunk : chunks) sse += stream.Next(chunk);
+  std::map<int, json> done;  // output_index: the item output_item.done closed
+  json completed;
+  for (const json& e : SseEvents(sse)) {
+    if (e["type"] == "response.output_item.done") done[e["output_index"].get<int>()] = e["item"];
+    if (e["type"] == "response.completed") completed = e["response"];
+  }
+  ASSERT_EQ(done.size(), 3u) << sse;
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(done[i], json::parse(output[static_cast<size_t>(i)].dump())) << i;
+  EXPECT_EQ(completed["output"], json::parse(output.dump()));
 }
 
 }  // namespace
