@@ -40,6 +40,11 @@ struct DecoderEngine::Sequence {
   // value may begin (the first token with bytes decides; free text drops
   // schema and schema_state).
   bool lazy = false;
+  // kLazyJsonSchema with a trigger: the trigger; while the text is free
+  // (schema_state empty), its last bytes, which may be the trigger's start.
+  std::string trigger;
+  std::string trigger_tail;
+  bool watching() const { return !trigger.empty() && !schema_state.has_value(); }
   int32_t constraint_prev = -1;
   bool constrained() const { return json.has_value() || choice.has_value() || schema_state.has_value(); }
   bool constraint_complete() const {
@@ -158,6 +163,13 @@ absl::Status ValidateGenerationParams(const GenerationParams& p, const ModelDesc
   const bool regex = p.output_format == OutputFormat::kRegex;
   if (!schema && !p.json_schema.empty()) return absl::InvalidArgumentError("json_schema: only with the JSON schema format");
   if (!regex && !p.regex.empty()) return absl::InvalidArgumentError("regex: only with the regex format");
+  if (!p.lazy_trigger.empty() && p.output_format != OutputFormat::kLazyJsonSchema) {
+    return absl::InvalidArgumentError("lazy_trigger: only with the lazy JSON schema format");
+  }
+  if (p.lazy_trigger.size() > kMaxLazyTriggerBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("lazy_trigger: ", p.lazy_trigger.size(), " bytes, at most ", kMaxLazyTriggerBytes));
+  }
   if (schema || regex) {
     if (p.ignore_eos || p.min_tokens > 0) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -293,15 +305,18 @@ absl::StatusOr<SeqId> DecoderEngine::AddSequence(std::vector<int32_t> prompt,
       } else {
         s->schema = entry;
       }
-      s->schema_state.emplace(s->schema->schema.get());
-      s->lazy = params.output_format == OutputFormat::kLazyJsonSchema;
+      s->trigger = params.output_format == OutputFormat::kLazyJsonSchema ? params.lazy_trigger : "";
+      // With a trigger the text begins free: no acceptor until it is written.
+      if (s->trigger.empty()) s->schema_state.emplace(s->schema->schema.get());
+      s->lazy = params.output_format == OutputFormat::kLazyJsonSchema && s->trigger.empty();
     } else {
       s->sorted_choices = params.choices;
       std::sort(s->sorted_choices.begin(), s->sorted_choices.end());
       s->choice.emplace(&s->sorted_choices);
     }
     s->constraint_prev = prompt[prompt_end - 1];
-    for (size_t i = prompt_end; i < prompt.size() && s->constrained(); ++i) {  // a lazy one may end free
+    // A lazy one may end free; a triggered one is read while free too.
+    for (size_t i = prompt_end; i < prompt.size() && (s->constrained() || s->watching()); ++i) {
       if (!AdvanceConstraint(*s, prompt[i])) {
         return absl::InvalidArgumentError(absl::StrCat("resumed_tokens: token ", prompt[i], " at ", i,
                                                        " does not continue the constrained output"));
@@ -325,7 +340,43 @@ absl::StatusOr<SeqId> DecoderEngine::AddSequence(std::vector<int32_t> prompt,
   return id;
 }
 
+bool DecoderEngine::AdvanceTriggered(Sequence& s, int32_t token) {
+  const Tokenizer& tok = model_->tokenizer();
+  if (tok.IsControl(token)) return true;
+  const bool held_before = s.schema_state.has_value();
+  const std::string bytes = tok.TokenBytes(token, s.constraint_prev);
+  s.constraint_prev = token;
+  for (char c : bytes) {
+    if (!s.schema_state.has_value()) {
+      s.trigger_tail.push_back(c);
+      if (s.trigger_tail.size() > s.trigger.size()) s.trigger_tail.erase(0, 1);
+      if (s.trigger_tail == s.trigger) {
+        s.schema_state.emplace(s.schema->schema.get());
+        s.trigger_tail.clear();
+      }
+      continue;
+    }
+    if (!s.schema_state->Feed(static_cast<uint8_t>(c))) {
+      // The mask held a value begun before this token; one begun inside it
+      // (free text's tokens are not masked) that goes astray is free text.
+      if (held_before) return false;
+      s.schema_state.reset();
+      continue;
+    }
+    if (s.schema_state->complete() && !s.schema_state->can_continue()) s.schema_state.reset();
+  }
+  return true;
+}
+
 bool DecoderEngine::AdvanceConstraint(Sequence& s, int32_t token) {
+  if (!s.trigger.empty()) {
+    // An end id ends a held value only where it is whole (the mask's rule).
+    const bool end_id = std::binary_search(eos_ids_.begin(), eos_ids_.end(), token) ||
+                        std::find(s.params.end_of_turn_ids.begin(), s.params.end_of_turn_ids.end(), token) !=
+                            s.params.end_of_turn_ids.end();
+    if (end_id) return !s.schema_state.has_value() || s.schema_state->complete();
+    return AdvanceTriggered(s, token);
+  }
   const Tokenizer& tok = model_->tokenizer();
   if (s.lazy) {
     // The first token with bytes decides: the schema's value begun, or free
@@ -619,7 +670,7 @@ absl::StatusOr<std::vector<StepEvent>> DecoderEngine::Step(absl::Span<const Step
     SampledToken tok = SampleToken(row, s.sampling, s.history, s.params.resumed_tokens + s.generated, s.rng,
                                    sample_scratch_);
     s.sampling.allowed = {};
-    if (s.constrained() && !AdvanceConstraint(s, tok.id)) {
+    if ((s.constrained() || s.watching()) && !AdvanceConstraint(s, tok.id)) {
       // Cannot happen while the mask holds; end this sequence, not the batch.
       Finish(s, FlushText(s, ev) ? FinishReason::kStopString : FinishReason::kStop);
       ev.finished = true;

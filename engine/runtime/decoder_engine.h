@@ -59,7 +59,12 @@ namespace attnserve {
 // object): then the whole output is kJsonSchema's. Until a token with
 // bytes is drawn (control tokens have none) either may come; tokens that
 // begin with such a byte but leave the schema are masked. How tool_choice
-// "auto" keeps a call the model begins to the tools' schemas.
+// "auto" keeps a call the model begins to the tools' schemas. With a
+// GenerationParams::lazy_trigger the text is free until it writes the
+// trigger; the bytes after it are then held to the schema until its value
+// is whole, and the text is free again (another trigger holds another
+// value): llama.cpp's lazy grammar with a trigger word, how hermes calls
+// (<tool_call>\n{...}) are held.
 enum class OutputFormat : uint8_t { kText, kJsonObject, kChoice, kJsonSchema, kRegex, kLazyJsonSchema };
 
 // JSON schema mode keeps each schema's token masks by grammar state across
@@ -119,11 +124,15 @@ struct GenerationParams {
   std::vector<std::string> choices;
   // kJsonSchema, kLazyJsonSchema: the schema's JSON text (CompileJsonSchema's subset).
   std::string json_schema;
+  // kLazyJsonSchema: "" (the value may begin at the first byte), or the
+  // text after which each value begins (1..kMaxLazyTriggerBytes bytes).
+  std::string lazy_trigger;
   // kRegex: the regex (at most kMaxRegexBytes).
   std::string regex;
 };
 
 inline constexpr int kMaxStopStrings = 16;
+inline constexpr int kMaxLazyTriggerBytes = 64;
 inline constexpr int kMaxStopStringBytes = 256;
 
 // The sampler's share of `params` (logprobs off unless requested).
@@ -211,6 +220,10 @@ class DecoderEngine {
   // A constrained sequence: feeds `token`'s bytes to its acceptor; false if
   // it refuses them.
   bool AdvanceConstraint(Sequence& s, int32_t token);
+  // kLazyJsonSchema with a trigger: reads the token's bytes, free text
+  // until the trigger is written, then the schema's value until it is
+  // whole. False where a value begun before this token refuses a byte.
+  bool AdvanceTriggered(Sequence& s, int32_t token);
   // Which tokens may come next for constrained `s`, into constraint_allowed_;
   // returns how many.
   int FillConstraintMask(Sequence& s);

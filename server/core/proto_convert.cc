@@ -158,6 +158,7 @@ absl::StatusOr<GenerationParams> ToGenerationParams(const v1::GenerateRequest& r
   p.choices.assign(s.choice().begin(), s.choice().end());
   p.json_schema = s.json_schema();
   p.regex = s.regex();
+  p.lazy_trigger = s.lazy_trigger();
   if (absl::Status st = ValidateGenerationParams(p, model); !st.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("sampling: ", st.message()));
   }

@@ -206,13 +206,14 @@ absl::StatusOr<CompletionCall> ParseChatCompletionRequest(absl::string_view body
   // or a tool's parameters use what JSON schema mode does not implement
   // (the model then writes its calls freely, as before: vLLM takes any
   // schema with "auto", and so does this).
-  // (hermes: not yet; a call there begins with a tag, not with "{").
+  // hermes: each call after its "<tool_call>\n", the form Qwen2.5's
+  // template asks for (a call written otherwise is left free).
   if (call.format.tools.mode == ToolCallFormat::Mode::kAuto &&
-      call.format.tools.parser == AutoToolParser::kLlama3Json &&
       sampling->response_format() == v1::RESPONSE_FORMAT_TEXT && !sampling->ignore_eos() &&
       sampling->min_tokens() == 0 && CompileJsonSchema(tool_schema).ok()) {
     sampling->set_response_format(v1::RESPONSE_FORMAT_LAZY_JSON_SCHEMA);
     sampling->set_json_schema(tool_schema);
+    if (call.format.tools.parser == AutoToolParser::kHermes) sampling->set_lazy_trigger("<tool_call>\n");
     call.format.tools.call_schema = true;
   }
   // OpenAI's newer name wins over the deprecated max_tokens, as vLLM.

@@ -169,10 +169,14 @@ absl::Status ParseToolChoice(const json& root, absl::string_view body, const Too
       }
       p.erase("$defs");
     }
+    // hermes' calls say "arguments" (Qwen2.5's template asks for them so).
+    const char* arguments =
+        format->mode == ToolCallFormat::Mode::kAuto && format->parser == AutoToolParser::kHermes ? "arguments"
+                                                                                                   : "parameters";
     alternatives.push_back(ojson{{"type", "object"},
                                  {"properties", {{"name", {{"type", "string"}, {"enum", {names[i]}}}},
-                                                 {"parameters", std::move(p)}}},
-                                 {"required", {"name", "parameters"}}});
+                                                 {arguments, std::move(p)}}},
+                                 {"required", {"name", arguments}}});
   }
   if (format->mode == ToolCallFormat::Mode::kAuto) {
     ojson call{{"anyOf", std::move(alternatives)}};

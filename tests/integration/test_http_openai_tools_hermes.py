@@ -122,3 +122,40 @@ def test_auto_streams_prose_as_content(server, client):
     whole = client.chat.completions.create(model="stories260K", messages=case["messages"], tools=case["tools"],
                                            max_tokens=12, temperature=0)
     assert text == whole.choices[0].message.content and text
+
+
+def native_generate(server, sampling, text="Once upon a time"):
+    import http.client
+    conn = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=60)
+    conn.request("POST", "/v1/generate", body=json.dumps({"text": text, "sampling": sampling}),
+                 headers={"Content-Type": "application/json"})
+    r = conn.getresponse()
+    body = json.loads(r.read())
+    return r.status, body
+
+
+def test_a_lazy_trigger_holds_the_value_after_it_on_the_native_door(server):
+    """RESPONSE_FORMAT_LAZY_JSON_SCHEMA with lazy_trigger, the form hermes
+    calls are held in (after "<tool_call>\\n"), through /v1/generate: the
+    trigger is the end of the model's own first four tokens, so the story
+    is written up to it, then a value the schema accepts."""
+    status, plain = native_generate(server, {"max_new_tokens": 4, "temperature": 0})
+    assert status == 200, plain
+    head = plain["text"]
+    trigger = head[-6:]
+    assert len(trigger) == 6 and head.find(trigger) == len(head) - 6, head
+    schema = {"anyOf": [{"type": "object", "properties": {"name": {"type": "string", "enum": ["now"]},
+                                                          "arguments": {"type": "object", "properties": {}}},
+                         "required": ["name", "arguments"]}]}
+    status, held = native_generate(server, {"max_new_tokens": 120, "temperature": 0,
+                                            "response_format": "RESPONSE_FORMAT_LAZY_JSON_SCHEMA",
+                                            "json_schema": json.dumps(schema), "lazy_trigger": trigger})
+    assert status == 200, held
+    text = held["text"]
+    assert text.startswith(head), (head, text)
+    value, end = json.JSONDecoder().raw_decode(text[len(head):])
+    assert value == {"name": "now", "arguments": {}}, text
+    assert text[len(head):len(head) + end] == '{"name": "now", "arguments": {}}'
+    # Refusals name the field.
+    status, bad = native_generate(server, {"max_new_tokens": 4, "lazy_trigger": "x"})
+    assert status == 400 and "lazy_trigger: only with the lazy JSON schema format" in json.dumps(bad), bad

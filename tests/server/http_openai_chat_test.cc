@@ -508,6 +508,47 @@ TEST(OpenAiChatTest, HermesStreamsJoinToTheWholeAnswer) {
   EXPECT_GE(streams, 200);
 }
 
+// "auto" with hermes holds each call after "<tool_call>\n" to one call's
+// schema, which says "arguments" as the template asks; a request whose
+// answer has its own form leaves the calls free.
+TEST(OpenAiChatTest, HermesCallsAreHeldAfterTheirTag) {
+  const ToolSupport support{.template_shows_tools = true, .auto_parser = AutoToolParser::kHermes};
+  std::string body = kToolsBody;
+  body.replace(body.find("TOOL_CHOICE"), 11, "\"auto\"");
+  absl::StatusOr<CompletionCall> call = ParseChatCompletionRequest(body, support);
+  ASSERT_TRUE(call.ok()) << call.status();
+  EXPECT_EQ(call->format.tools.parser, AutoToolParser::kHermes);
+  const v1::SamplingParams& sampling = call->requests[0].sampling();
+  EXPECT_EQ(sampling.response_format(), v1::RESPONSE_FORMAT_LAZY_JSON_SCHEMA);
+  EXPECT_EQ(sampling.lazy_trigger(), "<tool_call>\n");
+  const json schema = json::parse(sampling.json_schema());
+  ASSERT_EQ(schema["anyOf"].size(), 2u);
+  EXPECT_EQ(schema["anyOf"][0]["required"], json({"name", "arguments"}));
+  EXPECT_EQ(schema["anyOf"][0]["properties"]["arguments"]["required"], json({"city"}));
+  EXPECT_EQ(schema["anyOf"][1]["properties"]["name"]["enum"], json({"get_time"}));
+  // The answer is read as hermes reads it, held or not.
+  const CompletionIdentity id{"chatcmpl-9", 5, "m"};
+  const json j = ChatCompletionResponse(
+      {Chunks({"<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}", "\n</tool_call>"}, v1::FINISH_REASON_EOS)},
+      id, call->format);
+  EXPECT_EQ(j["choices"][0]["message"]["tool_calls"][0]["function"], json({{"name", "get_time"}, {"arguments", "{}"}}));
+  // "required" keeps vLLM's list of {"name", "parameters"}, untriggered.
+  body = kToolsBody;
+  body.replace(body.find("TOOL_CHOICE"), 11, "\"required\"");
+  call = ParseChatCompletionRequest(body, support);
+  ASSERT_TRUE(call.ok()) << call.status();
+  EXPECT_EQ(call->requests[0].sampling().response_format(), v1::RESPONSE_FORMAT_JSON_SCHEMA);
+  EXPECT_EQ(call->requests[0].sampling().lazy_trigger(), "");
+  EXPECT_THAT(call->requests[0].sampling().json_schema(), HasSubstr("\"parameters\""));
+  // min_tokens: the calls are free (the held value would end the answer).
+  body = kToolsBody;
+  body.replace(body.find("TOOL_CHOICE"), 11, "\"auto\", \"min_tokens\": 3");
+  call = ParseChatCompletionRequest(body, support);
+  ASSERT_TRUE(call.ok()) << call.status();
+  EXPECT_EQ(call->requests[0].sampling().response_format(), v1::RESPONSE_FORMAT_TEXT);
+  EXPECT_EQ(call->requests[0].sampling().lazy_trigger(), "");
+}
+
 // Text before a tag streams as it comes; the calls go out once the answer
 // is whole.
 TEST(OpenAiChatTest, HermesStreamSendsTheTextBeforeACallAtOnce) {

@@ -579,6 +579,88 @@ TEST(LazyJsonSchemaTest, FreeTextUnlessTheFirstBytesBeginTheValueThenTheSchemasO
   EXPECT_EQ(engine->json_mask_bytes() - strict_masks, 512);
 }
 
+// kLazyJsonSchema with a trigger (hermes calls after "<tool_call>\n"): the
+// text is free until it writes the trigger, then held to the schema until
+// the value is whole, then free again. The trigger here is two words of
+// the model's own greedy story, so it is written where the unheld output
+// writes it.
+TEST(LazyJsonSchemaTest, ATriggerHoldsTheValueAfterItThenFreesTheText) {
+  auto engine = MakeEngine();
+  const Tokenizer& tok = Stories()->tokenizer();
+  const std::vector<int32_t> prompt = Prompt("Once upon a time");
+  GenerationParams text = LazyParams(60, 0.0f);
+  text.output_format = OutputFormat::kText;
+  text.json_schema.clear();
+  const JsonRun plain = Generate(*engine, prompt, text);
+  // The bytes of each output token as the engine reads them.
+  std::vector<std::string> bytes;
+  for (size_t j = 0; j < plain.ids.size(); ++j) {
+    bytes.push_back(tok.TokenBytes(plain.ids[j], j == 0 ? prompt.back() : plain.ids[j - 1]));
+  }
+  // The first two-token trigger of 5+ bytes written nowhere before it.
+  size_t end = 0;
+  std::string before, trigger;
+  for (size_t k = 2; k + 1 < plain.ids.size() && trigger.empty(); ++k) {
+    std::string upto;
+    for (size_t j = 0; j <= k; ++j) upto += bytes[j];
+    const std::string candidate = bytes[k - 1] + bytes[k];
+    if (candidate.size() >= 5 && upto.find(candidate) == upto.size() - candidate.size()) {
+      trigger = candidate;
+      before = upto;
+      end = k + 1;
+    }
+  }
+  ASSERT_FALSE(trigger.empty()) << plain.text;
+
+  GenerationParams held = LazyParams(200, 0.0f);
+  held.lazy_trigger = trigger;
+  const JsonRun run = Generate(*engine, prompt, held);
+  // Free, token for token, up to the trigger...
+  ASSERT_GT(run.ids.size(), end);
+  EXPECT_EQ(std::vector<int32_t>(run.ids.begin(), run.ids.begin() + end),
+            std::vector<int32_t>(plain.ids.begin(), plain.ids.begin() + end));
+  ASSERT_EQ(run.text.substr(0, before.size()), before);
+  // ...then JSON schema mode's value for the text so far, token for token...
+  std::vector<int32_t> so_far = prompt;
+  so_far.insert(so_far.end(), plain.ids.begin(), plain.ids.begin() + end);
+  GenerationParams strict = LazyParams(200, 0.0f);
+  strict.output_format = OutputFormat::kJsonSchema;
+  const JsonRun value = Generate(*engine, so_far, strict);
+  ASSERT_EQ(value.reason, FinishReason::kStop) << value.text;
+  ASSERT_EQ(value.ids.back(), tok.special().eos);
+  const std::vector<int32_t> value_ids(value.ids.begin(), value.ids.end() - 1);
+  ASSERT_GE(run.ids.size(), end + value_ids.size());
+  EXPECT_EQ(std::vector<int32_t>(run.ids.begin() + end, run.ids.begin() + end + value_ids.size()), value_ids);
+  const std::string call = run.text.substr(before.size(), value.text.size());
+  EXPECT_EQ(call, value.text);
+  EXPECT_TRUE(SchemaTakes(call, /*whole=*/true)) << call;
+  EXPECT_EQ(call.rfind("{\"name\": \"get_", 0), 0u) << call;
+  // ...then free again: the text after the value is not held (JSON schema
+  // mode would allow only the end there), here the story going on.
+  EXPECT_GT(run.text.size(), before.size() + call.size()) << run.text;
+  EXPECT_NE(run.ids[end + value_ids.size()], tok.special().eos) << run.text;
+
+  // Resumed after a preemption inside the value (its output so far at the
+  // end of the prompt), the rest is the same.
+  const size_t cut = end + 3;
+  std::vector<int32_t> resumed = prompt;
+  resumed.insert(resumed.end(), run.ids.begin(), run.ids.begin() + cut);
+  GenerationParams rp = held;
+  rp.resumed_tokens = static_cast<int>(cut);
+  rp.max_new_tokens = held.max_new_tokens - static_cast<int>(cut);
+  EXPECT_EQ(Generate(*engine, resumed, rp).ids, std::vector<int32_t>(run.ids.begin() + cut, run.ids.end()));
+
+  // A trigger only with the lazy format, and short.
+  GenerationParams bad = text;
+  bad.lazy_trigger = "x";
+  EXPECT_THAT(std::string(ValidateGenerationParams(bad, Stories()->description()).message()),
+              ::testing::HasSubstr("lazy_trigger: only with the lazy JSON schema format"));
+  bad = held;
+  bad.lazy_trigger = std::string(65, 'x');
+  EXPECT_THAT(std::string(ValidateGenerationParams(bad, Stories()->description()).message()),
+              ::testing::HasSubstr("lazy_trigger: 65 bytes, at most 64"));
+}
+
 TEST(LazyJsonSchemaTest, SampledOutputsAreFreeOrKeepToTheSchema) {
   auto engine = MakeEngine();
   GenerationParams p = LazyParams(60, 1.0f);
