@@ -182,6 +182,13 @@ absl::Status ValidateGenerationParams(const GenerationParams& p, const ModelDesc
   if (p.top_logprobs > 0 && !p.logprobs) {
     return absl::InvalidArgumentError("top_logprobs needs logprobs = true");
   }
+  if (p.prompt_top_logprobs < -1 || p.prompt_top_logprobs > kMaxTopLogprobs) {
+    return absl::InvalidArgumentError(absl::StrCat("prompt_top_logprobs must be in [0, ", kMaxTopLogprobs, "], got ",
+                                                   p.prompt_top_logprobs));
+  }
+  if (p.prompt_top_logprobs >= 0 && !p.prompt_logprobs) {
+    return absl::InvalidArgumentError("prompt_top_logprobs needs prompt_logprobs = true");
+  }
   if (p.stop.size() > kMaxStopStrings) {
     return absl::InvalidArgumentError(absl::StrCat("stop: at most ", kMaxStopStrings,
                                                    " strings, got ", p.stop.size()));
@@ -569,12 +576,15 @@ void DecoderEngine::ScorePromptChunk(Sequence& s, int begin, int end, int first_
   // token at the next position; the chunk's last row predicts the first
   // generated token when the prompt ends there (SampleToken's job).
   const int vocab = model_->config().vocab_size;
-  const int top_n = s.params.top_logprobs;
+  const int top_n = s.params.prompt_top_logprobs >= 0 ? s.params.prompt_top_logprobs : s.params.top_logprobs;
   for (int r = 0; r < end - begin; ++r) {
     const int next = s.prompt_fed + r + 1;
     if (next >= static_cast<int>(s.prompt.size())) break;
     absl::Span<const float> row(logits_.data() + (first_row + r) * static_cast<size_t>(vocab), vocab);
     SampledToken scored = ScoreToken(row, s.prompt[next], top_n);
+    // vLLM's rank: 1 + the tokens strictly more likely.
+    const float own = row[s.prompt[next]];
+    scored.rank = 1 + static_cast<int32_t>(std::count_if(row.begin(), row.end(), [own](float v) { return v > own; }));
     for (TokenLogprob& alt : scored.top) alt.text = model_->tokenizer().TokenBytes(alt.id, s.prompt[next - 1]);
     s.prompt_scores.push_back(std::move(scored));
   }

@@ -103,11 +103,15 @@ struct GenerationParams {
   bool logprobs = false;                // report logprob of each chosen token
   int top_logprobs = 0;                 // and the top-n alternatives (needs logprobs)
   // Score the prompt too: each prompt token after the first gets its
-  // log-probability given the tokens before it, with the top_logprobs best
-  // alternatives (vLLM's prompt_logprobs, TGI's decoder_input_details). The
-  // whole prompt is computed (no prefix-cache sharing for such a sequence);
-  // the scores come with the first generated token's event.
+  // log-probability given the tokens before it and its rank among the
+  // vocabulary, with the prompt_top_logprobs best alternatives (vLLM's
+  // prompt_logprobs, TGI's decoder_input_details). The whole prompt is
+  // computed (no prefix-cache sharing for such a sequence); the scores come
+  // with the first generated token's event.
   bool prompt_logprobs = false;
+  // How many alternatives each prompt position gets: 0..kMaxTopLogprobs,
+  // or -1 for top_logprobs (only with prompt_logprobs).
+  int prompt_top_logprobs = -1;
   // Resuming after a preemption: the last `resumed_tokens` prompt tokens are
   // this request's own output so far, recomputed rather than new prompt
   // (max_new_tokens then counts what is left). The sequence goes on as if it

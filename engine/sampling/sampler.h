@@ -103,6 +103,7 @@ struct SampledToken {
   int32_t id = 0;
   float logprob = 0.0f;               // model log-probability of `id` (0 unless params.logprob)
   std::vector<TokenLogprob> top;      // top_logprobs best, by descending logprob
+  int32_t rank = 0;                   // prompt scores: 1 + the tokens more likely; 0 elsewhere
 };
 
 // Buffers SampleToken reuses between calls (no allocation per token).

@@ -144,6 +144,7 @@ absl::StatusOr<GenerationParams> ToGenerationParams(const v1::GenerateRequest& r
   p.logprobs = s.logprobs() || s.top_logprobs() > 0;
   p.top_logprobs = s.top_logprobs();
   p.prompt_logprobs = s.prompt_logprobs();
+  p.prompt_top_logprobs = s.has_prompt_top_logprobs() ? s.prompt_top_logprobs() : -1;
   switch (s.response_format()) {
     case v1::RESPONSE_FORMAT_TEXT: p.output_format = OutputFormat::kText; break;
     case v1::RESPONSE_FORMAT_JSON_OBJECT: p.output_format = OutputFormat::kJsonObject; break;
@@ -218,6 +219,7 @@ namespace {
 
 void SetPositionLogprobs(const SampledToken& t, v1::PositionLogprobs* lp) {
   lp->set_logprob(t.logprob);
+  lp->set_rank(t.rank);
   for (const TokenLogprob& alt : t.top) {
     v1::TokenLogprob* a = lp->add_top();
     a->set_token_id(alt.id);

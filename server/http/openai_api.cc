@@ -173,7 +173,12 @@ ChunkPart Render(const v1::GenerateResponse& chunk, const CompletionFormat& form
       if (!format.logprobs) continue;
       const bool scored = t.has_logprobs();
       json alternatives = json::object();
-      for (const v1::TokenLogprob& alt : t.logprobs().top()) alternatives[SanitizeUtf8(alt.text())] = alt.logprob();
+      // Its own "logprobs": n of them (prompt_logprobs may have asked for more).
+      const int shown = request != nullptr ? request->sampling().top_logprobs() : t.logprobs().top_size();
+      for (int a = 0; a < std::min(shown, t.logprobs().top_size()); ++a) {
+        const v1::TokenLogprob& alt = t.logprobs().top(a);
+        alternatives[SanitizeUtf8(alt.text())] = alt.logprob();
+      }
       part.logprobs["tokens"].push_back(SanitizeUtf8(t.text()));
       part.logprobs["token_logprobs"].push_back(scored ? json(t.logprobs().logprob()) : json());
       part.logprobs["top_logprobs"].push_back(scored ? alternatives : json());
@@ -496,8 +501,51 @@ absl::StatusOr<CompletionCall> ParseCompletionRequest(absl::string_view body) {
       sampling->set_max_new_tokens(1);
     }
   }
+  RETURN_IF_ERROR(ParsePromptLogprobs(root, &call, sampling));
   ExpandCompletionChoices(prompts, request, &call);
   return call;
+}
+
+absl::Status ParsePromptLogprobs(const json& root, CompletionCall* call, v1::SamplingParams* sampling) {
+  const json* field = Field(root, "prompt_logprobs");
+  if (field == nullptr) return absl::OkStatus();
+  ASSIGN_OR_RETURN(const int32_t k, Int32Field(*field, "prompt_logprobs"));
+  if (k < 0 || k > kOpenAiMaxTopLogprobs) {
+    return absl::InvalidArgumentError(absl::StrCat("prompt_logprobs: ", k, " is outside [0, ", kOpenAiMaxTopLogprobs,
+                                                   "] (vLLM's -1, the whole vocabulary, is not offered)"));
+  }
+  // As vLLM: a stream carries no prompt logprobs, so it refuses to be asked
+  // for alternatives.
+  if (call->stream) {
+    if (k > 0) return absl::InvalidArgumentError("prompt_logprobs: not available with \"stream\": true");
+    return absl::OkStatus();
+  }
+  call->format.prompt_logprobs = k;
+  sampling->set_prompt_logprobs(true);
+  // echo's logprobs show top_logprobs alternatives of the same scores.
+  sampling->set_prompt_top_logprobs(std::max(k, sampling->logprobs() ? sampling->top_logprobs() : 0));
+  return absl::OkStatus();
+}
+
+json VllmPromptLogprobs(const v1::GenerateResponse& first, int k) {
+  json out = json::array();
+  for (const v1::PromptToken& t : first.prompt_tokens()) {
+    if (!t.has_logprobs()) {  // the first token: nothing before it
+      out.push_back(nullptr);
+      continue;
+    }
+    json position = json::object();
+    position[std::to_string(t.token_id())] = {
+        {"logprob", t.logprobs().logprob()}, {"rank", t.logprobs().rank()}, {"decoded_token", SanitizeUtf8(t.text())}};
+    for (int a = 0; a < std::min(k, t.logprobs().top_size()); ++a) {
+      const v1::TokenLogprob& alt = t.logprobs().top(a);
+      const std::string key = std::to_string(alt.token_id());
+      if (position.contains(key)) continue;  // the prompt token among the best: once
+      position[key] = {{"logprob", alt.logprob()}, {"rank", a + 1}, {"decoded_token", SanitizeUtf8(alt.text())}};
+    }
+    out.push_back(std::move(position));
+  }
+  return out;
 }
 
 const char* OpenAiFinishReason(v1::FinishReason reason) {
@@ -556,11 +604,15 @@ json CompletionChoice(const std::vector<v1::GenerateResponse>& chunks, int index
     if (chunk.has_usage()) usage = chunk.usage();
   }
   *usage_out = usage;
-  return json{{"index", index},
+  json choice{{"index", index},
               {"text", SanitizeUtf8(text)},
               {"logprobs", format.logprobs ? all_logprobs : json()},
               {"finish_reason", OpenAiFinishReason(finish)},
               {"stop_reason", std::move(stop_reason)}};
+  if (format.prompt_logprobs >= 0 && !chunks.empty()) {
+    choice["prompt_logprobs"] = VllmPromptLogprobs(chunks[0], format.prompt_logprobs);
+  }
+  return choice;
 }
 
 }  // namespace

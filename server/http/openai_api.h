@@ -57,7 +57,15 @@ struct CompletionFormat {
   bool chat = false;
   // Chat: the answer is tool calls (openai_tools.h).
   ToolCallFormat tools{};
+  // vLLM's "prompt_logprobs": k: each choice (chat: the response) carries
+  // "prompt_logprobs", null for the first prompt token, then per token
+  // {"<id>": {"logprob", "rank", "decoded_token"}} for it and the k most
+  // likely tokens there. -1: not asked.
+  int prompt_logprobs = -1;
 };
+
+// OpenAI's bound on top_logprobs for chat (vLLM's on prompt_logprobs).
+inline constexpr int kOpenAiMaxTopLogprobs = 20;
 
 struct CompletionCall {
   // One request per choice, prompt-major as OpenAI numbers choices: choice k
@@ -77,6 +85,14 @@ struct CompletionCall {
   CompletionFormat format;
   size_t prompts() const { return requests.size() / static_cast<size_t>(n); }
 };
+
+// Reads vLLM's "prompt_logprobs" (null, or 0..20 alternatives a position;
+// not above 0 with "stream", as vLLM) into `call` and its shared sampling.
+absl::Status ParsePromptLogprobs(const nlohmann::json& root, CompletionCall* call, v1::SamplingParams* sampling);
+
+// The "prompt_logprobs" list of a choice whose first chunk carried the
+// prompt's tokens (k alternatives a position).
+nlohmann::json VllmPromptLogprobs(const v1::GenerateResponse& first, int k);
 
 // {"prompt": str | [int] | [str] | [[int]] (a list: a batch, choices in
 //  prompt order), "model", "max_tokens", "temperature", "top_p",

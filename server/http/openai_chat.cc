@@ -234,6 +234,7 @@ absl::StatusOr<CompletionCall> ParseChatCompletionRequest(absl::string_view body
     call.format.logprobs = true;
     sampling->set_logprobs(true);
   }
+  RETURN_IF_ERROR(ParsePromptLogprobs(root, &call, sampling));
   ExpandCompletionChoices({prompt}, shared, &call);
   return call;
 }
@@ -277,12 +278,17 @@ json ChatCompletionResponse(const std::vector<std::vector<v1::GenerateResponse>>
                            {"finish_reason", std::move(finish)},
                            {"stop_reason", std::move(stop_reason)}});
   }
-  return json{{"id", id.id},
-              {"object", "chat.completion"},
-              {"created", id.created},
-              {"model", id.model},
-              {"choices", std::move(choices)},
-              {"usage", CompletionUsage(total)}};
+  json out{{"id", id.id},
+           {"object", "chat.completion"},
+           {"created", id.created},
+           {"model", id.model},
+           {"choices", std::move(choices)},
+           {"usage", CompletionUsage(total)}};
+  // vLLM's: the conversation's prompt, once for the response.
+  if (format.prompt_logprobs >= 0 && !per_choice.empty() && !per_choice[0].empty()) {
+    out["prompt_logprobs"] = VllmPromptLogprobs(per_choice[0][0], format.prompt_logprobs);
+  }
+  return out;
 }
 
 namespace {

@@ -27,9 +27,6 @@
 
 namespace attnserve {
 
-// OpenAI's bound on top_logprobs for chat.
-inline constexpr int kOpenAiMaxTopLogprobs = 20;
-
 // {"messages": [{"role", "content": str | [{"type": "text", "text"}]}],
 //  "model", "max_tokens" | "max_completion_tokens", "logprobs": bool,
 //  "top_logprobs": int, "n", "stream", "stream_options", "stop", "seed",

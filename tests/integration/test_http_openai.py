@@ -487,6 +487,41 @@ def test_echo_scores_the_prompt_as_lm_eval_harness_asks(server, client):
         assert r.choices[0].text.startswith("".join(lp.tokens[:len(ids)]))
 
 
+def test_vllm_prompt_logprobs_rank_llama2c_greedy_tokens_first(server, client):
+    """vLLM's prompt_logprobs=3 on /v1/completions (chat's: test_http_openai_chat):
+    a prompt followed by llama2.c's greedy continuation (an independent
+    reference) scores each continuation token rank 1, its logprob the best
+    of the three alternatives, ranked 1..3; the first entry is null; the
+    scores are echo's; a stream asking for them is a 400."""
+    cont = ONCE["generated_ids"][:10]
+    ids = ONCE["prompt_ids_with_bos"] + cont
+    status, _, raw = post(server, "/v1/completions", {"model": "m", "prompt": ids, "max_tokens": 1,
+                                                      "temperature": 0, "prompt_logprobs": 3})
+    assert status == 200, raw
+    scored = json.loads(raw)["choices"][0]["prompt_logprobs"]
+    assert len(scored) == len(ids) and scored[0] is None
+    for i in range(1, len(ids)):
+        entry = scored[i]
+        own = entry[str(ids[i])]
+        assert own["rank"] >= 1 and own["logprob"] <= 0
+        others = sorted((v for k, v in entry.items() if k != str(ids[i])), key=lambda v: v["rank"])
+        assert [v["rank"] for v in others] == list(range(1, len(others) + 1)) or own["rank"] <= 3
+        assert len(entry) in (3, 4)  # the prompt token, unless among the three best, and the three
+        if i >= len(ONCE["prompt_ids_with_bos"]):
+            assert own["rank"] == 1, (i, entry)
+            assert len(entry) == 3
+            assert own["logprob"] == pytest.approx(max(v["logprob"] for v in entry.values()), abs=1e-6)
+    echoed = client.completions.create(model="m", prompt=ids, max_tokens=0, temperature=0, logprobs=1, echo=True)
+    for i in range(1, len(ids)):
+        assert scored[i][str(ids[i])]["logprob"] == pytest.approx(echoed.choices[0].logprobs.token_logprobs[i],
+                                                                  abs=2e-5)
+    openai = pytest.importorskip("openai")
+    with pytest.raises(openai.BadRequestError) as e:
+        client.completions.create(model="m", prompt="Hi", max_tokens=2, stream=True,
+                                  extra_body={"prompt_logprobs": 1})
+    assert "prompt_logprobs: not available with \"stream\": true" in str(e.value)
+
+
 def test_prompt_logprobs_equal_the_decode_paths_logprobs(server):
     """Prompt token i's score (one prefill over the whole prompt) equals the
     logprob the decode path reports for that token when the prompt stops

@@ -138,6 +138,32 @@ def test_logprobs_are_the_native_apis(server, client):
         assert bytes(got.bytes) == got.token.encode()
 
 
+def test_vllm_prompt_logprobs_score_the_chat_prompt_once(server, client):
+    """vLLM's prompt_logprobs on a chat: the response's "prompt_logprobs"
+    covers the reference prompt's ids (null first), each entry the prompt
+    token and the k best, and the scores are the native API's."""
+    case = PROMPTS["system_and_user"]
+    r = client.chat.completions.create(model="stories260K", messages=case["messages"], max_tokens=2,
+                                       temperature=0, n=2, extra_body={"prompt_logprobs": 2})
+    scores = r.model_extra["prompt_logprobs"]
+    assert len(scores) == len(case["ids"]) == r.usage.prompt_tokens // 2 and scores[0] is None
+    import http.client
+    conn = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=60)
+    conn.request("POST", "/v1/generate", body=json.dumps({"token_ids": {"ids": case["ids"]}, "sampling": {
+        "max_new_tokens": 1, "temperature": 0, "prompt_logprobs": True, "prompt_top_logprobs": 2}}),
+        headers={"Content-Type": "application/json"})
+    native = json.loads(conn.getresponse().read())["prompt_tokens"]
+    for got, want in zip(scores[1:], native[1:]):
+        own = got[str(want["token_id"])]
+        assert own["logprob"] == pytest.approx(want["logprobs"]["logprob"], abs=1e-6)
+        assert own["rank"] == want["logprobs"]["rank"] >= 1
+        best = [t["token_id"] for t in want["logprobs"]["top"]]
+        assert len(best) == 2 and {int(k) for k in got} == set(best) | {want["token_id"]}
+        for rank, token in enumerate(best, 1):
+            if token != want["token_id"]:
+                assert got[str(token)]["rank"] == rank
+
+
 def test_n_choices_each_answer(server, client):
     case = PROMPTS["system_and_user"]
     r = client.chat.completions.create(model="stories260K", messages=case["messages"], max_tokens=8, n=2,

@@ -418,6 +418,62 @@ TEST(OpenAiCompletionsTest, EchoPutsThePromptFirst) {
   EXPECT_EQ(second["choices"][0]["text"], " upon");
 }
 
+// vLLM's prompt_logprobs = k: each choice's "prompt_logprobs", null for the
+// first prompt token, then {"<id>": {"logprob", "rank", "decoded_token"}}
+// for the prompt token and the k best there; beside echo, each shows its
+// own count of the same scores.
+TEST(OpenAiCompletionsTest, PromptLogprobsAreVllms) {
+  absl::StatusOr<CompletionCall> c = ParseCompletionRequest(R"({"prompt": "Hi there", "prompt_logprobs": 2})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->format.prompt_logprobs, 2);
+  EXPECT_TRUE(c->requests[0].sampling().prompt_logprobs());
+  EXPECT_EQ(c->requests[0].sampling().prompt_top_logprobs(), 2);
+  std::vector<v1::GenerateResponse> chunks = ThreeChunksWithPrompt();
+  for (int i = 1; i < 3; ++i) {
+    v1::PositionLogprobs* lp = chunks[0].mutable_prompt_tokens(i)->mutable_logprobs();
+    lp->set_rank(4 + i);
+    v1::TokenLogprob* alt = lp->add_top();  // a second best; the prompt token itself at " there"
+    alt->set_token_id(i == 2 ? 8 : 21);
+    alt->set_text(i == 2 ? " there" : "Ha");
+    alt->set_logprob(i == 2 ? -3.0f : -0.5f);
+    lp->add_top()->set_token_id(99);  // past k = 2: not shown
+  }
+  const CompletionIdentity id{"cmpl-p", 1, "m"};
+  json j = CompletionResponse({chunks}, id, c->format, c->requests);
+  EXPECT_EQ(j["choices"][0]["prompt_logprobs"], json::parse(R"([null,
+      {"7": {"logprob": -2.0, "rank": 5, "decoded_token": "Hi"},
+       "20": {"logprob": -0.25, "rank": 1, "decoded_token": "Ho"},
+       "21": {"logprob": -0.5, "rank": 2, "decoded_token": "Ha"}},
+      {"8": {"logprob": -3.0, "rank": 6, "decoded_token": " there"},
+       "20": {"logprob": -0.25, "rank": 1, "decoded_token": "Ho"}}])"));
+  EXPECT_TRUE(j["choices"][0]["logprobs"].is_null());
+  // Not asked: no such field.
+  c = ParseCompletionRequest(R"({"prompt": "Hi there"})");
+  ASSERT_TRUE(c.ok());
+  EXPECT_FALSE(CompletionResponse({chunks}, id, c->format, c->requests)["choices"][0].contains("prompt_logprobs"));
+  // With echo and logprobs 1: the scores cover the larger count; echo shows one.
+  c = ParseCompletionRequest(R"({"prompt": "Hi there", "echo": true, "logprobs": 1, "prompt_logprobs": 2})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->requests[0].sampling().prompt_top_logprobs(), 2);
+  j = CompletionResponse({chunks}, id, c->format, c->requests);
+  EXPECT_EQ(j["choices"][0]["logprobs"]["top_logprobs"][1], json({{"Ho", -0.25f}}));
+  EXPECT_EQ(j["choices"][0]["prompt_logprobs"][1].size(), 3u);
+  // Refusals name the field and the limit; a stream carries none (vLLM).
+  for (const auto& [body, message] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"prompt": "a", "prompt_logprobs": 21})", "prompt_logprobs: 21 is outside [0, 20]"},
+           {R"({"prompt": "a", "prompt_logprobs": -1})", "prompt_logprobs: -1 is outside [0, 20]"},
+           {R"({"prompt": "a", "prompt_logprobs": "2"})", "prompt_logprobs"},
+           {R"({"prompt": "a", "stream": true, "prompt_logprobs": 1})",
+            "prompt_logprobs: not available with \"stream\": true"}}) {
+    absl::StatusOr<CompletionCall> bad = ParseCompletionRequest(body);
+    ASSERT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument) << body;
+    EXPECT_THAT(std::string(bad.status().message()), ::testing::HasSubstr(message)) << body;
+  }
+  c = ParseCompletionRequest(R"({"prompt": "a", "stream": true, "prompt_logprobs": 0})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->requests[0].sampling().prompt_logprobs());
+}
+
 // echo with max_tokens 0 scores the prompt only: one token is generated (the
 // scores come with it) and dropped from text, logprobs and usage.
 TEST(OpenAiCompletionsTest, EchoWithZeroMaxTokensScoresThePromptOnly) {

@@ -32,8 +32,10 @@ class PromptLogprobsTest : public ::testing::TestWithParam<std::string> {
 };
 
 // Prompt logprobs (GenerationParams::prompt_logprobs) against HF: prompt
-// token p is scored by log_softmax of HF's logits at position p - 1, and its
-// alternatives are HF's best tokens there. The prompt runs in chunks of 7
+// token p is scored by log_softmax of HF's logits at position p - 1, its
+// rank is 1 + the tokens HF scores higher there, and its alternatives
+// (prompt_top_logprobs of them, not the generated tokens' top_logprobs)
+// are HF's best tokens there. The prompt runs in chunks of 7
 // next to nothing else, so rows of several steps are stitched together.
 TEST_P(PromptLogprobsTest, EqualHfLogSoftmaxOfThePreviousPosition) {
   const auto prompt = ref_["prompts"].back().get<std::vector<int32_t>>();
@@ -48,6 +50,7 @@ TEST_P(PromptLogprobsTest, EqualHfLogSoftmaxOfThePreviousPosition) {
   params.logprobs = true;
   params.top_logprobs = 3;
   params.prompt_logprobs = true;
+  params.prompt_top_logprobs = 5;
   std::vector<StepEvent> events;
   absl::Status s = GenerateOne(**engine, prompt, params, [&](const StepEvent& e) {
     events.push_back(e);
@@ -70,13 +73,21 @@ TEST_P(PromptLogprobsTest, EqualHfLogSoftmaxOfThePreviousPosition) {
     const SampledToken& got = first.prompt_logprobs[p - 1];
     EXPECT_EQ(got.id, prompt[p]);
     EXPECT_NEAR(got.logprob, row[prompt[p]] - lse, 3e-4) << "position " << p;
+    // The rank, where rounding within the logits' tolerance could move it:
+    // between the tokens surely above and those perhaps above.
+    const float own = row[prompt[p]];
+    const auto above = [&](float margin) {
+      return 1 + std::count_if(row.begin(), row.end(), [&](float x) { return x > own + margin; });
+    };
+    EXPECT_GE(got.rank, above(4 * kTol)) << "position " << p;
+    EXPECT_LE(got.rank, above(-4 * kTol)) << "position " << p;
     // HF's three best (lower id first on a tie), compared where their gaps
     // exceed the logits tolerance so rounding cannot reorder them.
     std::vector<int32_t> order(row.size());
     std::iota(order.begin(), order.end(), 0);
     std::partial_sort(order.begin(), order.begin() + 4, order.end(),
                       [&](int32_t a, int32_t b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
-    ASSERT_EQ(got.top.size(), 3u);
+    ASSERT_EQ(got.top.size(), 5u);
     for (int k = 0; k < 3; ++k) {
       EXPECT_NEAR(got.top[k].logprob, row[got.top[k].id] - lse, 3e-4);
       const bool separated = (k == 0 || row[order[k - 1]] - row[order[k]] > 4 * kTol) &&
@@ -84,6 +95,12 @@ TEST_P(PromptLogprobsTest, EqualHfLogSoftmaxOfThePreviousPosition) {
       if (separated) {
         EXPECT_EQ(got.top[k].id, order[k]) << "position " << p << " rank " << k;
       }
+    }
+  }
+  for (const StepEvent& e : events) {
+    for (const SampledToken& t : e.logprobs) {
+      EXPECT_EQ(t.top.size(), 3u);  // the generated tokens' own count
+      EXPECT_EQ(t.rank, 0);
     }
   }
   // The first generated token is still HF's greedy one.
