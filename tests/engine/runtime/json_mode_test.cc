@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_split.h"
 #include "engine/runtime/decoder_engine.h"
 #include "engine/sampling/json_acceptor.h"
 #include "engine/sampling/json_schema.h"
@@ -733,6 +734,45 @@ TEST(LazyJsonSchemaTest, AByteLevelVocabularyToo) {
   const JsonRun free = run(lazy);
   EXPECT_EQ(free.text.substr(0, 1), "[");
   EXPECT_EQ(free.ids, run(text).ids);
+}
+
+// A trigger that is one added token, as Qwen2.5's <tool_call> is: here
+// qwen2_tiny's non-special "<|custom|>", drawn at every free step by a
+// bias. Each time it is written the next value is held, and the text is
+// free after it, so the output is trigger, value, trigger, value, ...
+TEST(LazyJsonSchemaTest, AnAddedTokenTriggerHoldsEachValueAfterIt) {
+  auto model = DecoderModel::Load(ATTNSERVE_SOURCE_DIR "/tests/golden/decoder_models/qwen2_tiny", DecoderLoadOptions());
+  ASSERT_TRUE(model.ok()) << model.status();
+  KvCacheOptions kv;
+  kv.kv_cache_bytes = (*model)->description().kv_bytes_per_token * 1024;
+  auto engine = DecoderEngine::Create(*model, kv);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  const Tokenizer& tok = (*model)->tokenizer();
+  const std::optional<int32_t> custom = tok.PieceToId("<|custom|>");
+  ASSERT_TRUE(custom.has_value());
+  ASSERT_FALSE(tok.IsControl(*custom));
+  auto prompt = tok.Encode("Call a tool:");
+  ASSERT_TRUE(prompt.ok());
+  GenerationParams p = LazyParams(240, 0.0f);  // the model's whole context, less the prompt
+  p.lazy_trigger = "<|custom|>";
+  p.logit_bias = {{*custom, 100.0f}};
+  const JsonRun run = Generate(**engine, *prompt, p);
+  const std::vector<std::string> parts = absl::StrSplit(run.text, "<|custom|>");
+  ASSERT_GE(parts.size(), 3u) << run.text;
+  EXPECT_EQ(parts[0], "") << run.text;  // the first token: the trigger
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const bool last = i + 1 == parts.size();
+    EXPECT_TRUE(SchemaTakes(parts[i], /*whole=*/!last)) << i << ": " << parts[i];
+    EXPECT_EQ(parts[i].rfind("{\"name\": \"get_", 0), 0u) << i << ": " << parts[i];
+  }
+  EXPECT_EQ(run.reason, FinishReason::kLength);
+  // Without the trigger the bias writes the added token throughout.
+  GenerationParams text = p;
+  text.output_format = OutputFormat::kText;
+  text.json_schema.clear();
+  text.lazy_trigger.clear();
+  text.max_new_tokens = 5;
+  EXPECT_EQ(Generate(**engine, *prompt, text).text, "<|custom|><|custom|><|custom|><|custom|><|custom|>");
 }
 
 TEST(LazyJsonSchemaTest, RefusedWhereItCannotWork) {
