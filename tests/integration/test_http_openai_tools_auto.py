@@ -33,12 +33,13 @@ def golden(conversation, add_generation_prompt=True):
 
 def openai_messages(messages):
     """The golden's messages as an OpenAI client sends them: a call's
-    arguments as JSON text (the template was given them as an object)."""
+    arguments as JSON text (the template was given them as an object), the
+    text beside calls kept (null where there is none)."""
     out = []
     for m in messages:
         m = dict(m)
         if "tool_calls" in m:
-            m["content"] = None
+            m["content"] = m.get("content")
             m["tool_calls"] = [{**c, "function": {**c["function"],
                                                   "arguments": json.dumps(c["function"]["arguments"],
                                                                           ensure_ascii=False)}}

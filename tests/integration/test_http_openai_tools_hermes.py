@@ -18,7 +18,7 @@ import pytest
 
 from conftest import REPO, ServerProcess
 from test_http_openai_chat import native_greedy
-from test_http_openai_tools_auto import tokenize_text
+from test_http_openai_tools_auto import openai_messages, tokenize_text
 
 DECODER = REPO.parent / "shared/models/stories260K/stories260K.gguf"
 GOLDEN = json.loads((REPO / "tests/golden/chat_templates/renders.json").read_text())
@@ -32,23 +32,6 @@ def golden(conversation):
                 not c["continue_final_message"]:
             return c
     raise KeyError(conversation)
-
-
-def openai_messages(messages):
-    """The golden's messages as an OpenAI client sends them: a call's
-    arguments as JSON text (the template was given them as an object), the
-    text beside calls kept."""
-    out = []
-    for m in messages:
-        m = dict(m)
-        if "tool_calls" in m:
-            m["content"] = m.get("content")
-            m["tool_calls"] = [{**c, "function": {**c["function"],
-                                                  "arguments": json.dumps(c["function"]["arguments"],
-                                                                          ensure_ascii=False)}}
-                               for c in m["tool_calls"]]
-        out.append(m)
-    return out
 
 
 @pytest.fixture(scope="module")

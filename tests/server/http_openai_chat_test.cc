@@ -391,6 +391,18 @@ TEST(OpenAiChatTest, StreamChunks) {
 }
 
 
+// Calls a parser read (ids "call_x_<k>") against a golden's {"name",
+// "arguments"} list.
+void ExpectGoldenCalls(const json& calls, const json& golden, const std::string& text) {
+  ASSERT_EQ(calls.size(), golden.size()) << text;
+  for (size_t k = 0; k < calls.size(); ++k) {
+    EXPECT_EQ(calls[k]["id"], "call_x_" + std::to_string(k));
+    EXPECT_EQ(calls[k]["type"], "function");
+    EXPECT_EQ(calls[k]["function"]["name"], golden[k]["name"]) << text;
+    EXPECT_EQ(calls[k]["function"]["arguments"], golden[k]["arguments"]) << text;
+  }
+}
+
 // tool_choice "auto" with the llama3_json parser reads an answer as vLLM's
 // parser does: every case of tools/golden/llama3_json_tool_calls.py (vLLM's
 // algorithm on Python's json) gives the same calls, or none.
@@ -405,13 +417,7 @@ TEST(OpenAiChatTest, Llama3JsonCallsAreVllmsOnEveryGoldenCase) {
     ASSERT_EQ(calls.has_value(), !c["calls"].is_null()) << text;
     if (!calls.has_value()) continue;
     ++with_calls;
-    ASSERT_EQ(calls->size(), c["calls"].size()) << text;
-    for (size_t k = 0; k < calls->size(); ++k) {
-      EXPECT_EQ((*calls)[k]["id"], "call_x_" + std::to_string(k));
-      EXPECT_EQ((*calls)[k]["type"], "function");
-      EXPECT_EQ((*calls)[k]["function"]["name"], c["calls"][k]["name"]) << text;
-      EXPECT_EQ((*calls)[k]["function"]["arguments"], c["calls"][k]["arguments"]) << text;
-    }
+    ExpectGoldenCalls(*calls, c["calls"], text);
   }
   EXPECT_GE(with_calls, 10);
 }
@@ -437,13 +443,7 @@ TEST(OpenAiChatTest, HermesCallsAreVllmsOnEveryGoldenCase) {
     ++with_calls;
     EXPECT_EQ(content, c["content"].is_null() ? "" : c["content"].get<std::string>()) << text;
     with_content += content.empty() ? 0 : 1;
-    ASSERT_EQ(calls->size(), c["calls"].size()) << text;
-    for (size_t k = 0; k < calls->size(); ++k) {
-      EXPECT_EQ((*calls)[k]["id"], "call_x_" + std::to_string(k));
-      EXPECT_EQ((*calls)[k]["type"], "function");
-      EXPECT_EQ((*calls)[k]["function"]["name"], c["calls"][k]["name"]) << text;
-      EXPECT_EQ((*calls)[k]["function"]["arguments"], c["calls"][k]["arguments"]) << text;
-    }
+    ExpectGoldenCalls(*calls, c["calls"], text);
   }
   EXPECT_GE(with_calls, 15);
   EXPECT_GE(with_content, 2);

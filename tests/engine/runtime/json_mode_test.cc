@@ -39,12 +39,20 @@ std::shared_ptr<const DecoderModel> Stories() {
   return *model;
 }
 
-std::unique_ptr<DecoderEngine> MakeEngine() {
+std::unique_ptr<DecoderEngine> MakeEngine(const std::shared_ptr<const DecoderModel>& model = Stories()) {
   KvCacheOptions kv;
-  kv.kv_cache_bytes = Stories()->description().kv_bytes_per_token * 4096;
-  auto e = DecoderEngine::Create(Stories(), kv);
+  kv.kv_cache_bytes = model->description().kv_bytes_per_token * 4096;
+  auto e = DecoderEngine::Create(model, kv);
   EXPECT_TRUE(e.ok()) << e.status();
   return *std::move(e);
+}
+
+// The tiny random Qwen2 (a byte-level BPE vocabulary with an added
+// non-special token); null when it does not load.
+std::shared_ptr<const DecoderModel> QwenTiny() {
+  auto model = DecoderModel::Load(ATTNSERVE_SOURCE_DIR "/tests/golden/decoder_models/qwen2_tiny", DecoderLoadOptions());
+  EXPECT_TRUE(model.ok()) << model.status();
+  return model.ok() ? *model : nullptr;
 }
 
 struct JsonRun {
@@ -707,18 +715,15 @@ TEST(LazyJsonSchemaTest, AResumedSequenceGoesOnWithTheSameOutput) {
 // A byte-level BPE vocabulary (Qwen2's, as Llama 3's and GPT-2's), random
 // weights: "{" is an ordinary token there, and the same holds.
 TEST(LazyJsonSchemaTest, AByteLevelVocabularyToo) {
-  auto model = DecoderModel::Load(ATTNSERVE_SOURCE_DIR "/tests/golden/decoder_models/qwen2_tiny", DecoderLoadOptions());
-  ASSERT_TRUE(model.ok()) << model.status();
-  KvCacheOptions kv;
-  kv.kv_cache_bytes = (*model)->description().kv_bytes_per_token * 1024;
-  auto engine = DecoderEngine::Create(*model, kv);
-  ASSERT_TRUE(engine.ok()) << engine.status();
-  const Tokenizer& tok = (*model)->tokenizer();
+  const std::shared_ptr<const DecoderModel> model = QwenTiny();
+  ASSERT_NE(model, nullptr);
+  std::unique_ptr<DecoderEngine> engine = MakeEngine(model);
+  const Tokenizer& tok = model->tokenizer();
   const std::optional<int32_t> brace = tok.PieceToId("{"), bracket = tok.PieceToId("[");
   ASSERT_TRUE(brace.has_value() && bracket.has_value());
   auto prompt = tok.Encode("Call a tool:");
   ASSERT_TRUE(prompt.ok());
-  auto run = [&](const GenerationParams& p) { return Generate(**engine, *prompt, p); };
+  auto run = [&](const GenerationParams& p) { return Generate(*engine, *prompt, p); };
   GenerationParams lazy = LazyParams(80, 0.0f);
   lazy.logit_bias = {{*brace, 100.0f}};
   GenerationParams strict = lazy;
@@ -741,13 +746,10 @@ TEST(LazyJsonSchemaTest, AByteLevelVocabularyToo) {
 // bias. Each time it is written the next value is held, and the text is
 // free after it, so the output is trigger, value, trigger, value, ...
 TEST(LazyJsonSchemaTest, AnAddedTokenTriggerHoldsEachValueAfterIt) {
-  auto model = DecoderModel::Load(ATTNSERVE_SOURCE_DIR "/tests/golden/decoder_models/qwen2_tiny", DecoderLoadOptions());
-  ASSERT_TRUE(model.ok()) << model.status();
-  KvCacheOptions kv;
-  kv.kv_cache_bytes = (*model)->description().kv_bytes_per_token * 1024;
-  auto engine = DecoderEngine::Create(*model, kv);
-  ASSERT_TRUE(engine.ok()) << engine.status();
-  const Tokenizer& tok = (*model)->tokenizer();
+  const std::shared_ptr<const DecoderModel> model = QwenTiny();
+  ASSERT_NE(model, nullptr);
+  std::unique_ptr<DecoderEngine> engine = MakeEngine(model);
+  const Tokenizer& tok = model->tokenizer();
   const std::optional<int32_t> custom = tok.PieceToId("<|custom|>");
   ASSERT_TRUE(custom.has_value());
   ASSERT_FALSE(tok.IsControl(*custom));
@@ -756,7 +758,7 @@ TEST(LazyJsonSchemaTest, AnAddedTokenTriggerHoldsEachValueAfterIt) {
   GenerationParams p = LazyParams(240, 0.0f);  // the model's whole context, less the prompt
   p.lazy_trigger = "<|custom|>";
   p.logit_bias = {{*custom, 100.0f}};
-  const JsonRun run = Generate(**engine, *prompt, p);
+  const JsonRun run = Generate(*engine, *prompt, p);
   const std::vector<std::string> parts = absl::StrSplit(run.text, "<|custom|>");
   ASSERT_GE(parts.size(), 3u) << run.text;
   EXPECT_EQ(parts[0], "") << run.text;  // the first token: the trigger
@@ -772,7 +774,7 @@ TEST(LazyJsonSchemaTest, AnAddedTokenTriggerHoldsEachValueAfterIt) {
   text.json_schema.clear();
   text.lazy_trigger.clear();
   text.max_new_tokens = 5;
-  EXPECT_EQ(Generate(**engine, *prompt, text).text, "<|custom|><|custom|><|custom|><|custom|><|custom|>");
+  EXPECT_EQ(Generate(*engine, *prompt, text).text, "<|custom|><|custom|><|custom|><|custom|><|custom|>");
 }
 
 TEST(LazyJsonSchemaTest, RefusedWhereItCannotWork) {
