@@ -76,14 +76,19 @@ def test_tools_calls_and_results_make_transformers_prompt(server, client, conver
     # The template writes the model's BOS: stories260K's is <s>, not Llama-3's.
     bos = GOLDEN["templates"]["llama3.1"]["bos_token"]
     assert case["text"].startswith(bos)
-    ids = tokenize_text(server, "<s>" + case["text"][len(bos):])
+    assert_chat_continues_the_prompt(server, client, case, tokenize_text(server, "<s>" + case["text"][len(bos):]))
+
+
+def assert_chat_continues_the_prompt(server, client, case, ids):
+    """The golden case's conversation (and tools) as a chat: its prompt is
+    `ids`, and its answer the native API's greedy continuation of them,
+    prose that "auto" leaves as content."""
     extra = {"tools": case["tools"]} if "tools" in case else {}
     r = client.chat.completions.create(model="stories260K", messages=openai_messages(case["messages"]),
                                        max_tokens=16, temperature=0, **extra)
     assert r.usage.prompt_tokens == len(ids), (r.usage, len(ids))
     expected, _ = native_greedy(server, ids, 16)
     choice = r.choices[0]
-    # stories260K answers in prose: "auto" leaves it as content.
     assert choice.message.tool_calls is None and choice.message.content == expected, choice
     assert choice.finish_reason in ("stop", "length")
 
