@@ -45,6 +45,8 @@ struct DecoderEngine::Sequence {
   std::string trigger;
   std::string trigger_tail;
   bool watching() const { return !trigger.empty() && !schema_state.has_value(); }
+  // allowed_token_ids as a mask over the vocabulary (empty: no such list).
+  std::vector<uint8_t> allowed_ids;
   int32_t constraint_prev = -1;
   bool constrained() const { return json.has_value() || choice.has_value() || schema_state.has_value(); }
   bool constraint_complete() const {
@@ -189,6 +191,17 @@ absl::Status ValidateGenerationParams(const GenerationParams& p, const ModelDesc
   if (p.prompt_top_logprobs >= 0 && !p.prompt_logprobs) {
     return absl::InvalidArgumentError("prompt_top_logprobs needs prompt_logprobs = true");
   }
+  if (static_cast<int64_t>(p.allowed_token_ids.size()) > model.vocab_size) {
+    return absl::InvalidArgumentError(absl::StrCat("allowed_token_ids: ", p.allowed_token_ids.size(),
+                                                   " ids, at most the vocabulary's ", model.vocab_size));
+  }
+  for (size_t i = 0; i < p.allowed_token_ids.size(); ++i) {
+    if (p.allowed_token_ids[i] < 0 || p.allowed_token_ids[i] >= model.vocab_size) {
+      return absl::InvalidArgumentError(absl::StrCat("allowed_token_ids[", i, "]: token id ",
+                                                     p.allowed_token_ids[i], " is outside [0, ", model.vocab_size,
+                                                     ")"));
+    }
+  }
   if (p.stop.size() > kMaxStopStrings) {
     return absl::InvalidArgumentError(absl::StrCat("stop: at most ", kMaxStopStrings,
                                                    " strings, got ", p.stop.size()));
@@ -329,6 +342,10 @@ absl::StatusOr<SeqId> DecoderEngine::AddSequence(std::vector<int32_t> prompt,
                                                        " does not continue the constrained output"));
       }
     }
+  }
+  if (!params.allowed_token_ids.empty()) {
+    s->allowed_ids.assign(model_->config().vocab_size, 0);
+    for (int32_t id : params.allowed_token_ids) s->allowed_ids[id] = 1;
   }
   s->params = std::move(params);
   s->history = prompt;
@@ -666,7 +683,15 @@ absl::StatusOr<std::vector<StepEvent>> DecoderEngine::Step(absl::Span<const Step
     }
     absl::Span<const float> row(logits_.data() + sample_row[i] * static_cast<size_t>(vocab), vocab);
     if (s.constrained()) {
-      if (FillConstraintMask(s) == 0) {
+      int count = FillConstraintMask(s);
+      if (!s.allowed_ids.empty()) {  // the tokens both allow
+        count = 0;
+        for (size_t id = 0; id < constraint_allowed_.size(); ++id) {
+          constraint_allowed_[id] &= id < s.allowed_ids.size() ? s.allowed_ids[id] : 0;
+          count += constraint_allowed_[id];
+        }
+      }
+      if (count == 0) {
         // Nothing can follow: a whole object and a model without an end
         // id, or a vocabulary that cannot spell what must come next.
         Finish(s, FlushText(s, ev) ? FinishReason::kStopString : FinishReason::kStop);
@@ -675,6 +700,8 @@ absl::StatusOr<std::vector<StepEvent>> DecoderEngine::Step(absl::Span<const Step
         continue;
       }
       s.sampling.allowed = constraint_allowed_;
+    } else if (!s.allowed_ids.empty()) {
+      s.sampling.allowed = s.allowed_ids;
     }
     // A resumed sequence's earlier output is at the end of its prompt.
     SampledToken tok = SampleToken(row, s.sampling, s.history, s.params.resumed_tokens + s.generated, s.rng,

@@ -86,6 +86,10 @@ struct GenerationParams {
   float frequency_penalty = 0.0f;   // 0: off; counts this request's output tokens
   float presence_penalty = 0.0f;    // 0: off; likewise
   std::vector<LogitBias> logit_bias;  // OpenAI's logit_bias (SamplingParams)
+  // vLLM's allowed_token_ids: when not empty, every generated token is one
+  // of these (an end-of-sequence token only if listed); with a constrained
+  // format, one both allow.
+  std::vector<int32_t> allowed_token_ids;
   uint64_t seed = 0;
   std::vector<std::string> stop;        // stop strings (not in the text unless include_stop_string)
   bool include_stop_string = false;     // vLLM's include_stop_str_in_output

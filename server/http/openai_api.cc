@@ -438,6 +438,20 @@ absl::Status ParseSharedCompletionFields(const json& root, absl::string_view bod
   RETURN_IF_ERROR(Optional<float>(root, "presence_penalty", FloatField,
                                   [&](float v) { sampling->set_presence_penalty(v); }));
   RETURN_IF_ERROR(ParseLogitBias(root, sampling));
+  // vLLM's allowed_token_ids; their range is checked against the model.
+  if (const json* ids = Field(root, "allowed_token_ids"); ids != nullptr) {
+    if (!ids->is_array()) return TypeError("allowed_token_ids", "an array of token ids", *ids);
+    if (ids->empty()) return absl::InvalidArgumentError("allowed_token_ids: empty (no token could be generated)");
+    for (size_t i = 0; i < ids->size(); ++i) {
+      ASSIGN_OR_RETURN(const int32_t id, Int32Field((*ids)[i], absl::StrCat("allowed_token_ids[", i, "]")));
+      sampling->add_allowed_token_ids(id);
+    }
+  }
+  // Sampling where beam search was asked for would look like its answer.
+  if (const json* beam = Field(root, "use_beam_search"); beam != nullptr) {
+    ASSIGN_OR_RETURN(const bool use_beam_search, BoolField(*beam, "use_beam_search"));
+    if (use_beam_search) return Unsupported("use_beam_search", "beam search is not implemented");
+  }
   RETURN_IF_ERROR(
       Optional<bool>(root, "ignore_eos", BoolField, [&](bool v) { sampling->set_ignore_eos(v); }));
   RETURN_IF_ERROR(Optional<bool>(root, "include_stop_str_in_output", BoolField,

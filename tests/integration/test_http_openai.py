@@ -522,6 +522,22 @@ def test_vllm_prompt_logprobs_rank_llama2c_greedy_tokens_first(server, client):
     assert "prompt_logprobs: not available with \"stream\": true" in str(e.value)
 
 
+def test_allowed_token_ids_hold_the_output_to_them(server, client):
+    """vLLM's allowed_token_ids through the openai client: one allowed id
+    (not the end) repeats to max_tokens; an id past the vocabulary is a 400
+    naming it."""
+    status, _, raw = post(server, "/v1/detokenize", {"model": "MODEL_KIND_DECODER", "token_ids": [354] * 6})
+    assert status == 200, raw
+    expected = json.loads(raw)["text"]
+    r = client.completions.create(model="m", prompt="Once upon a time", max_tokens=6, temperature=0,
+                                  extra_body={"allowed_token_ids": [354]})
+    assert r.choices[0].text == expected and r.choices[0].finish_reason == "length", r
+    openai = pytest.importorskip("openai")
+    with pytest.raises(openai.BadRequestError) as e:
+        client.completions.create(model="m", prompt="Hi", max_tokens=2, extra_body={"allowed_token_ids": [5, 9999]})
+    assert "allowed_token_ids[1]: token id 9999 is outside [0, 512)" in str(e.value), str(e.value)
+
+
 def test_prompt_logprobs_equal_the_decode_paths_logprobs(server):
     """Prompt token i's score (one prefill over the whole prompt) equals the
     logprob the decode path reports for that token when the prompt stops

@@ -1,0 +1,129 @@
+// GenerationParams::allowed_token_ids (vLLM's allowed_token_ids) on
+// stories260K: greedy decoding draws the best token among the allowed ones,
+// the end-of-sequence token only if listed; with JSON mode, a token both
+// allow.
+#include <algorithm>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "engine/runtime/decoder_engine.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace attnserve {
+namespace {
+
+std::shared_ptr<const DecoderModel> Stories() {
+  static const std::shared_ptr<const DecoderModel> model = [] {
+    auto m = DecoderModel::Load(ATTNSERVE_SHARED_DIR "/models/stories260K/stories260K.gguf", DecoderLoadOptions());
+    EXPECT_TRUE(m.ok()) << m.status();
+    return m.ok() ? *m : nullptr;
+  }();
+  return model;
+}
+
+struct Output {
+  std::vector<int32_t> ids;
+  std::vector<SampledToken> logprobs;
+  FinishReason reason = FinishReason::kNone;
+};
+
+Output Generate(const std::vector<int32_t>& prompt, const GenerationParams& p) {
+  KvCacheOptions kv;
+  kv.kv_cache_bytes = Stories()->description().kv_bytes_per_token * 1024;
+  auto engine = DecoderEngine::Create(Stories(), kv);
+  EXPECT_TRUE(engine.ok()) << engine.status();
+  Output r;
+  absl::Status st = GenerateOne(**engine, prompt, p, [&](const StepEvent& ev) {
+    r.ids.insert(r.ids.end(), ev.token_ids.begin(), ev.token_ids.end());
+    r.logprobs.insert(r.logprobs.end(), ev.logprobs.begin(), ev.logprobs.end());
+    if (ev.finished) r.reason = ev.finish_reason;
+    return true;
+  });
+  EXPECT_TRUE(st.ok()) << st;
+  return r;
+}
+
+TEST(AllowedTokenIdsTest, GreedyDrawsTheBestAllowedToken) {
+  ASSERT_NE(Stories(), nullptr);
+  auto prompt = Stories()->tokenizer().Encode("Once upon a time");
+  ASSERT_TRUE(prompt.ok());
+  GenerationParams p;
+  p.temperature = 0.0f;
+  p.max_new_tokens = 1;
+  p.logprobs = true;
+  p.top_logprobs = 5;
+  const Output free = Generate(*prompt, p);
+  ASSERT_EQ(free.logprobs.size(), 1u);
+  ASSERT_EQ(free.logprobs[0].top.size(), 5u);
+  // Only the third and fifth best: the third is drawn.
+  const int32_t third = free.logprobs[0].top[2].id, fifth = free.logprobs[0].top[4].id;
+  p.allowed_token_ids = {fifth, third};
+  const Output held = Generate(*prompt, p);
+  ASSERT_EQ(held.ids.size(), 1u);
+  EXPECT_EQ(held.ids[0], third);
+  // Its logprob is the model's, unchanged by the mask (as vLLM reports it).
+  EXPECT_NEAR(held.logprobs[0].logprob, free.logprobs[0].top[2].logprob, 1e-5);
+
+  // One allowed token, not the end: the output runs to max_new_tokens.
+  p.max_new_tokens = 12;
+  p.logprobs = false;
+  p.top_logprobs = 0;
+  p.allowed_token_ids = {third};
+  const Output repeated = Generate(*prompt, p);
+  EXPECT_EQ(repeated.ids, std::vector<int32_t>(12, third));
+  EXPECT_EQ(repeated.reason, FinishReason::kLength);
+  // With EOS listed too, it may end.
+  const int32_t eos = Stories()->tokenizer().special().eos;
+  p.allowed_token_ids = {eos};
+  const Output ended = Generate(*prompt, p);
+  EXPECT_EQ(ended.ids, std::vector<int32_t>{eos});
+  EXPECT_EQ(ended.reason, FinishReason::kStop);
+}
+
+TEST(AllowedTokenIdsTest, WithJsonModeATokenBothAllow) {
+  ASSERT_NE(Stories(), nullptr);
+  const Tokenizer& tok = Stories()->tokenizer();
+  auto prompt = tok.Encode("Once upon a time");
+  ASSERT_TRUE(prompt.ok());
+  // "{", "}" and EOS: the one JSON object they can spell is "{}".
+  std::vector<int32_t> ids;
+  for (const char* piece : {"<0x7B>", "<0x7D>"}) {
+    const std::optional<int32_t> id = tok.PieceToId(piece);
+    ASSERT_TRUE(id.has_value()) << piece;
+    ids.push_back(*id);
+  }
+  ids.push_back(tok.special().eos);
+  GenerationParams p;
+  p.temperature = 0.0f;
+  p.max_new_tokens = 10;
+  p.output_format = OutputFormat::kJsonObject;
+  p.allowed_token_ids = ids;
+  const Output run = Generate(*prompt, p);
+  EXPECT_EQ(run.ids, (std::vector<int32_t>{ids[0], ids[1], ids[2]}));
+  EXPECT_EQ(run.reason, FinishReason::kStop);
+  // None of them can begin an object: nothing can be drawn, the output ends.
+  p.allowed_token_ids = {ids[1]};
+  const Output none = Generate(*prompt, p);
+  EXPECT_TRUE(none.ids.empty());
+  EXPECT_EQ(none.reason, FinishReason::kStop);
+}
+
+TEST(AllowedTokenIdsTest, RefusalsNameTheIdAndTheVocabulary) {
+  ASSERT_NE(Stories(), nullptr);
+  GenerationParams p;
+  p.allowed_token_ids = {3, 512};
+  EXPECT_EQ(ValidateGenerationParams(p, Stories()->description()).message(),
+            "allowed_token_ids[1]: token id 512 is outside [0, 512)");
+  p.allowed_token_ids = {-1};
+  EXPECT_THAT(std::string(ValidateGenerationParams(p, Stories()->description()).message()),
+              ::testing::HasSubstr("allowed_token_ids[0]: token id -1"));
+  p.allowed_token_ids.assign(513, 1);
+  EXPECT_EQ(ValidateGenerationParams(p, Stories()->description()).message(),
+            "allowed_token_ids: 513 ids, at most the vocabulary's 512");
+}
+
+}  // namespace
+}  // namespace attnserve
