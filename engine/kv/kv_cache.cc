@@ -78,9 +78,10 @@ const std::byte* KvCache::LayerBase(int layer) const {
   return memory_ + static_cast<size_t>(layer) * num_blocks_ * layout_.BlockBytes();
 }
 
-absl::Status KvCache::AddSequence(SeqId seq) {
+absl::Status KvCache::AddSequence(SeqId seq, uint64_t salt) {
   auto [it, inserted] = sequences_.try_emplace(seq);
   if (!inserted) return absl::AlreadyExistsError(absl::StrCat("kv cache: sequence ", seq, " exists"));
+  it->second.salt = salt;
   return absl::OkStatus();
 }
 
@@ -95,13 +96,13 @@ absl::StatusOr<int> KvCache::AttachPrefix(SeqId seq, absl::Span<const int32_t> p
   if (!prefix_sharing_ || prompt.empty()) return 0;
   const int bs = layout_.block_size;
   const int max_blocks = (static_cast<int>(prompt.size()) - 1) / bs;  // keep >= 1 token to compute
-  uint64_t parent_hash = 0;
+  uint64_t parent_hash = s.salt;
   int32_t parent_block = -1;
   for (int i = 0; i < max_blocks; ++i) {
     auto chunk = prompt.subspan(static_cast<size_t>(i) * bs, bs);
     const uint64_t h = ChainHash(parent_hash, chunk);
     auto p = published_.find(h);
-    if (p == published_.end() || p->second.parent != parent_block ||
+    if (p == published_.end() || p->second.parent != parent_block || p->second.salt != s.salt ||
         !std::equal(chunk.begin(), chunk.end(), p->second.tokens.begin(), p->second.tokens.end())) {
       break;
     }
@@ -174,14 +175,14 @@ absl::Status KvCache::Commit(SeqId seq, absl::Span<const int32_t> tokens, bool p
   // Hash (and maybe publish) every block that became full.
   while (s.hashes.size() < s.tokens.size() / bs) {
     const size_t i = s.hashes.size();
-    const uint64_t parent = i == 0 ? 0 : s.hashes[i - 1];
+    const uint64_t parent = i == 0 ? s.salt : s.hashes[i - 1];
     auto chunk = absl::MakeConstSpan(s.tokens).subspan(i * bs, bs);
     const uint64_t h = ChainHash(parent, chunk);
     s.hashes.push_back(h);
     const int32_t b = s.blocks[i];
     if (publish && prefix_sharing_ && block_hash_[b] == 0 && !published_.contains(h)) {
       published_[h] = PublishedBlock{b, i == 0 ? -1 : s.blocks[i - 1],
-                                     std::vector<int32_t>(chunk.begin(), chunk.end())};
+                                     std::vector<int32_t>(chunk.begin(), chunk.end()), s.salt};
       block_hash_[b] = h;
     }
   }

@@ -91,8 +91,11 @@ class KvCache {
   KvCache& operator=(const KvCache&) = delete;
   ~KvCache();
 
-  // Registers an empty sequence. ALREADY_EXISTS if the id is in use.
-  absl::Status AddSequence(SeqId seq);
+  // Registers an empty sequence. ALREADY_EXISTS if the id is in use. Its
+  // blocks are published, and shared, only among sequences of the same
+  // `salt` (vLLM's cache_salt: 0 for none), so one tenant cannot learn from
+  // timing what another's prompts began with.
+  absl::Status AddSequence(SeqId seq, uint64_t salt = 0);
 
   // Shares the longest run of published full blocks that match the start of
   // `prompt`, keeping at least one prompt token unshared (its logits are
@@ -140,11 +143,13 @@ class KvCache {
     std::vector<uint64_t> hashes;  // chained hash of each full block
     int shared_blocks = 0;
     int64_t peak_bytes = 0;
+    uint64_t salt = 0;  // the root of its hash chain
   };
   struct PublishedBlock {
     int32_t block = -1;
     int32_t parent = -1;          // previous block of the chain (-1 for the first); exact check
     std::vector<int32_t> tokens;  // this block's token ids; exact check against hash collisions
+    uint64_t salt = 0;            // its sequence's; exact check
   };
 
   KvCache(const KvLayout& layout, int num_layers, int64_t num_blocks, bool prefix_sharing);

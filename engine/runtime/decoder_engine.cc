@@ -4,6 +4,7 @@
 #include <optional>
 #include <utility>
 
+#include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "engine/core/status_macros.h"
 #include "engine/sampling/lazy_schema_mask.h"
@@ -98,6 +99,13 @@ SamplingParams SamplingParamsOf(const GenerationParams& p) {
 }
 
 namespace {
+
+// The root of a salted sequence's block hash chain (0: unsalted).
+uint64_t CacheSaltRoot(const std::string& salt) {
+  if (salt.empty()) return 0;
+  const uint64_t h = absl::HashOf(salt);
+  return h == 0 ? 1 : h;
+}
 
 // The JSON schema or regex of `p` compiled; its error names the field.
 absl::StatusOr<std::shared_ptr<const CompiledJsonSchema>> CompileConstraint(const GenerationParams& p) {
@@ -201,6 +209,10 @@ absl::Status ValidateGenerationParams(const GenerationParams& p, const ModelDesc
                                                      p.allowed_token_ids[i], " is outside [0, ", model.vocab_size,
                                                      ")"));
     }
+  }
+  if (p.cache_salt.size() > kMaxCacheSaltBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cache_salt: ", p.cache_salt.size(), " bytes, at most ", kMaxCacheSaltBytes));
   }
   if (p.stop.size() > kMaxStopStrings) {
     return absl::InvalidArgumentError(absl::StrCat("stop: at most ", kMaxStopStrings,
@@ -350,7 +362,7 @@ absl::StatusOr<SeqId> DecoderEngine::AddSequence(std::vector<int32_t> prompt,
   s->params = std::move(params);
   s->history = prompt;
   s->prompt = std::move(prompt);
-  RETURN_IF_ERROR(kv_->AddSequence(id));
+  RETURN_IF_ERROR(kv_->AddSequence(id, CacheSaltRoot(s->params.cache_salt)));
   // Shared prefix blocks skip computing those positions, whose logits
   // prompt logprobs need.
   absl::StatusOr<int> cached = s->params.prompt_logprobs ? 0 : kv_->AttachPrefix(id, s->prompt);

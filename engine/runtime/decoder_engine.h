@@ -90,6 +90,10 @@ struct GenerationParams {
   // of these (an end-of-sequence token only if listed); with a constrained
   // format, one both allow.
   std::vector<int32_t> allowed_token_ids;
+  // vLLM's cache_salt: prompt blocks are shared only with requests of the
+  // same salt ("" shares with others without one); at most
+  // kMaxCacheSaltBytes.
+  std::string cache_salt;
   uint64_t seed = 0;
   std::vector<std::string> stop;        // stop strings (not in the text unless include_stop_string)
   bool include_stop_string = false;     // vLLM's include_stop_str_in_output
@@ -141,6 +145,7 @@ struct GenerationParams {
 
 inline constexpr int kMaxStopStrings = 16;
 inline constexpr int kMaxLazyTriggerBytes = 64;
+inline constexpr int kMaxCacheSaltBytes = 1024;
 inline constexpr int kMaxStopStringBytes = 256;
 
 // The sampler's share of `params` (logprobs off unless requested).

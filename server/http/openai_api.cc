@@ -447,6 +447,13 @@ absl::Status ParseSharedCompletionFields(const json& root, absl::string_view bod
       sampling->add_allowed_token_ids(id);
     }
   }
+  // vLLM's cache_salt: a non-empty string when given, as vLLM checks it.
+  if (const json* salt = Field(root, "cache_salt"); salt != nullptr) {
+    if (!salt->is_string() || salt->get_ref<const std::string&>().empty()) {
+      return TypeError("cache_salt", "a non-empty string", *salt);
+    }
+    sampling->set_cache_salt(salt->get<std::string>());
+  }
   // Sampling where beam search was asked for would look like its answer.
   if (const json* beam = Field(root, "use_beam_search"); beam != nullptr) {
     ASSIGN_OR_RETURN(const bool use_beam_search, BoolField(*beam, "use_beam_search"));

@@ -538,6 +538,29 @@ def test_allowed_token_ids_hold_the_output_to_them(server, client):
     assert "allowed_token_ids[1]: token id 9999 is outside [0, 512)" in str(e.value), str(e.value)
 
 
+def test_cache_salt_keeps_prompts_apart(server, client):
+    """vLLM's cache_salt: with a prompt held in the prefix cache by an
+    unsalted stream, an unsalted request takes its blocks, a salted one
+    takes none; the next request of that salt takes the salted request's.
+    The answers are the same."""
+    ids = ONCE["prompt_ids_with_bos"] + ONCE["generated_ids"][:40]
+    conn = hold_prompt_in_cache(server, ids)
+    try:
+        answers = [client.completions.create(model="m", prompt=ids, max_tokens=4, temperature=0, extra_body=extra)
+                   for extra in ({}, {"cache_salt": "tenant-a"}, {"cache_salt": "tenant-a"},
+                                 {"cache_salt": "tenant-b"})]
+    finally:
+        conn.sock.close()
+        conn.close()
+    cached = [a.usage.prompt_tokens_details.cached_tokens for a in answers]
+    assert cached[0] > 0 and cached[1] == 0 and cached[2] > 0 and cached[3] == 0, cached
+    assert len({a.choices[0].text for a in answers}) == 1
+    openai = pytest.importorskip("openai")
+    with pytest.raises(openai.BadRequestError) as e:
+        client.completions.create(model="m", prompt="Hi", max_tokens=2, extra_body={"cache_salt": ""})
+    assert "cache_salt" in str(e.value)
+
+
 def test_prompt_logprobs_equal_the_decode_paths_logprobs(server):
     """Prompt token i's score (one prefill over the whole prompt) equals the
     logprob the decode path reports for that token when the prompt stops

@@ -219,6 +219,31 @@ TEST(KvCacheTest, GeneratedTokensAreNotPublished) {
   EXPECT_EQ(*cache->AttachPrefix(2, all), 0);
 }
 
+// vLLM's cache_salt: blocks are shared only within one salt; an unsalted
+// sequence shares with other unsalted ones only.
+TEST(KvCacheTest, ASaltSharesOnlyWithTheSameSalt) {
+  auto cache = MakeCache(16);
+  std::vector<int32_t> prompt(11);
+  std::iota(prompt.begin(), prompt.end(), 100);
+  ASSERT_TRUE(cache->AddSequence(1, /*salt=*/42).ok());
+  ASSERT_TRUE(cache->Reserve({1}, {11}).ok());
+  ASSERT_TRUE(cache->Commit(1, prompt, true).ok());
+  ASSERT_TRUE(cache->AddSequence(2).ok());
+  EXPECT_EQ(*cache->AttachPrefix(2, prompt), 0);  // unsalted
+  ASSERT_TRUE(cache->AddSequence(3, 43).ok());
+  EXPECT_EQ(*cache->AttachPrefix(3, prompt), 0);  // another salt
+  ASSERT_TRUE(cache->AddSequence(4, 42).ok());
+  EXPECT_EQ(*cache->AttachPrefix(4, prompt), 8);  // the same salt: two full blocks
+  EXPECT_EQ(cache->BlockTable(4)[0], cache->BlockTable(1)[0]);
+  // An unsalted chain is published for unsalted sequences alone.
+  ASSERT_TRUE(cache->Reserve({2}, {11}).ok());
+  ASSERT_TRUE(cache->Commit(2, prompt, true).ok());
+  ASSERT_TRUE(cache->AddSequence(5).ok());
+  EXPECT_EQ(*cache->AttachPrefix(5, prompt), 8);
+  EXPECT_EQ(cache->BlockTable(5)[0], cache->BlockTable(2)[0]);
+  EXPECT_NE(cache->BlockTable(5)[0], cache->BlockTable(1)[0]);
+}
+
 TEST(KvCacheTest, SharingCanBeTurnedOff) {
   KvCacheOptions opt;
   opt.block_size = 2;
