@@ -169,6 +169,12 @@ def http_request_seeds(out: pathlib.Path) -> None:
         (14, {"messages": [{"role": "user", "content": "Hi"}], "tools": [{"type": "function", "function": {
             "name": "f", "parameters": {"type": "object", "properties": {"a": {"type": "integer"}}}}}]}),
         (15, {"tokens": [1, 403, 407, 2]}),
+        (5, {"prompt": [1, 403, 407], "prompt_logprobs": 3, "allowed_token_ids": [403, 407, 2], "cache_salt": "t",
+             "use_beam_search": False, "echo": True, "logprobs": 1}),
+        (1, {"text": "x", "sampling": {"response_format": "RESPONSE_FORMAT_LAZY_JSON_SCHEMA",
+                                       "json_schema": "{\"type\": \"object\"}", "lazy_trigger": "<tool_call>\n",
+                                       "prompt_logprobs": True, "prompt_top_logprobs": 2,
+                                       "allowed_token_ids": [1, 2], "cache_salt": "s"}}),
     ]
     for i, (selector, body) in enumerate(bodies):
         (out / f"body_{selector}_{i}").write_bytes(bytes([selector]) + json.dumps(body).encode())

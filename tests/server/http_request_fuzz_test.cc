@@ -78,6 +78,13 @@ std::vector<std::string> SeedCorpus() {
           R"("age":{"type":["integer","null"]},"tags":{"type":"array","items":{"enum":["a",1,null]}}},)"
           R"("required":["name"],"additionalProperties":false}}}})"},
       {5, R"({"prompt":"x","guided_json":"{\"type\":\"object\",\"properties\":{\"k\":{\"const\":true}}}"})"},
+      {5, R"({"prompt":[1,403,407],"prompt_logprobs":3,"allowed_token_ids":[403,407,2],"cache_salt":"t",)"
+          R"("use_beam_search":false,"echo":true,"logprobs":1})"},
+      {6, R"({"messages":[{"role":"user","content":"Hi"}],"prompt_logprobs":0,"allowed_token_ids":[5],)"
+          R"("cache_salt":"tenant-a"})"},
+      {1, R"({"text":"x","sampling":{"response_format":"RESPONSE_FORMAT_LAZY_JSON_SCHEMA",)"
+          R"("json_schema":"{\"type\":\"object\"}","lazy_trigger":"<tool_call>\n","prompt_logprobs":true,)"
+          R"("prompt_top_logprobs":2,"allowed_token_ids":[1,2],"cache_salt":"s"}})"},
       {1, R"({"text":"x","sampling":{"response_format":"RESPONSE_FORMAT_JSON_OBJECT","max_new_tokens":3}})"},
       {7, R"({"model":"m","instructions":"Be kind.","input":[{"role":"user","content":"Hi"},)"
           R"({"type":"message","role":"assistant","content":[{"type":"output_text","text":"Hello"}]},)"
@@ -122,7 +129,9 @@ std::string Mutate(const std::string& in, const std::vector<std::string>& corpus
       "\"continue_final_message\":", "\"add_generation_prompt\":", "\"chat\":{", "\"instructions\":",
       "\"max_output_tokens\":", "\"type\":", "\"function_call\"", "\"tool_use\"", "\"tool_result\"",
       "\"system\":", "\"stop_sequences\":[", "\"text_1\":", "\"text_2\":[", "\"documents\":[", "\"query\":",
-      "\"top_n\":", "\"source_sentence\":", "\"sentences\":[", "\"include\":[", "\"tool_choice\":{"};
+      "\"top_n\":", "\"source_sentence\":", "\"sentences\":[", "\"include\":[", "\"tool_choice\":{",
+      "\"prompt_logprobs\":", "\"allowed_token_ids\":[", "\"cache_salt\":", "\"lazy_trigger\":",
+      "\"use_beam_search\":"};
   // Numbers at and past every limit the checks enforce, written as JSON
   // allows (and as it does not).
   static const char* kNumbers[] = {"-1", "0", "-0", "0.0", "1", "2", "20", "21", "100", "100.5", "10.01",
