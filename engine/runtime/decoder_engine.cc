@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/hash/hash.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "engine/core/status_macros.h"
 #include "engine/sampling/lazy_schema_mask.h"
@@ -48,6 +49,8 @@ struct DecoderEngine::Sequence {
   bool watching() const { return !trigger.empty() && !schema_state.has_value(); }
   // allowed_token_ids as a mask over the vocabulary (empty: no such list).
   std::vector<uint8_t> allowed_ids;
+  // bad_words, each as the token ids that spell it.
+  std::vector<std::vector<int32_t>> bad_word_ids;
   int32_t constraint_prev = -1;
   bool constrained() const { return json.has_value() || choice.has_value() || schema_state.has_value(); }
   bool constraint_complete() const {
@@ -210,6 +213,16 @@ absl::Status ValidateGenerationParams(const GenerationParams& p, const ModelDesc
                                                      ")"));
     }
   }
+  if (p.bad_words.size() > kMaxBadWords) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("bad_words: ", p.bad_words.size(), " words, at most ", kMaxBadWords));
+  }
+  for (size_t i = 0; i < p.bad_words.size(); ++i) {
+    if (absl::StripLeadingAsciiWhitespace(p.bad_words[i]).empty() || p.bad_words[i].size() > kMaxBadWordBytes) {
+      return absl::InvalidArgumentError(absl::StrCat("bad_words[", i, "] must be 1..", kMaxBadWordBytes,
+                                                     " bytes, not only spaces; got ", p.bad_words[i].size()));
+    }
+  }
   if (p.cache_salt.size() > kMaxCacheSaltBytes) {
     return absl::InvalidArgumentError(
         absl::StrCat("cache_salt: ", p.cache_salt.size(), " bytes, at most ", kMaxCacheSaltBytes));
@@ -355,6 +368,18 @@ absl::StatusOr<SeqId> DecoderEngine::AddSequence(std::vector<int32_t> prompt,
       }
     }
   }
+  for (const std::string& word : params.bad_words) {
+    // As vLLM: the word as written (leading spaces dropped), then after a
+    // space where that spells it with other tokens of the same count.
+    const std::string bare(absl::StripLeadingAsciiWhitespace(word));
+    TokenizeOptions plain;
+    plain.add_bos = false;
+    ASSIGN_OR_RETURN(std::vector<int32_t> ids, model_->tokenizer().Encode(bare, plain));
+    ASSIGN_OR_RETURN(std::vector<int32_t> spaced, model_->tokenizer().Encode(" " + bare, plain));
+    const bool other = !spaced.empty() && spaced.size() == ids.size() && spaced[0] != ids[0];
+    if (!ids.empty()) s->bad_word_ids.push_back(std::move(ids));
+    if (other) s->bad_word_ids.push_back(std::move(spaced));
+  }
   if (!params.allowed_token_ids.empty()) {
     s->allowed_ids.assign(model_->config().vocab_size, 0);
     for (int32_t id : params.allowed_token_ids) s->allowed_ids[id] = 1;
@@ -374,6 +399,20 @@ absl::StatusOr<SeqId> DecoderEngine::AddSequence(std::vector<int32_t> prompt,
   s->peak_kv_bytes = kv_->SequenceStats(id).peak_bytes;
   seqs_.emplace(id, std::move(s));
   return id;
+}
+
+void DecoderEngine::BanBadWords(Sequence& s) {
+  // The output so far (a resumed sequence's earlier output ends its prompt).
+  const size_t output = static_cast<size_t>(std::max(s.params.resumed_tokens, 0)) + static_cast<size_t>(s.generated);
+  const std::vector<int32_t>& h = s.history;
+  s.sampling.banned.clear();
+  for (const std::vector<int32_t>& word : s.bad_word_ids) {
+    const size_t rest = word.size() - 1;
+    if (rest > output || rest > h.size()) continue;
+    if (std::equal(word.begin(), word.end() - 1, h.end() - static_cast<std::ptrdiff_t>(rest))) {
+      s.sampling.banned.push_back(word.back());
+    }
+  }
 }
 
 bool DecoderEngine::AdvanceTriggered(Sequence& s, int32_t token) {
@@ -715,6 +754,7 @@ absl::StatusOr<std::vector<StepEvent>> DecoderEngine::Step(absl::Span<const Step
     } else if (!s.allowed_ids.empty()) {
       s.sampling.allowed = s.allowed_ids;
     }
+    if (!s.bad_word_ids.empty()) BanBadWords(s);
     // A resumed sequence's earlier output is at the end of its prompt.
     SampledToken tok = SampleToken(row, s.sampling, s.history, s.params.resumed_tokens + s.generated, s.rng,
                                    sample_scratch_);

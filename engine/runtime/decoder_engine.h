@@ -90,6 +90,12 @@ struct GenerationParams {
   // of these (an end-of-sequence token only if listed); with a constrained
   // format, one both allow.
   std::vector<int32_t> allowed_token_ids;
+  // vLLM's bad_words: none of these words is written. Each is tokenized
+  // as vLLM does (as written, and after a space where that gives other
+  // tokens of the same count); a one-token word's token is never drawn,
+  // a longer word's last token not after the output's tokens of the rest.
+  // At most kMaxBadWords of 1..kMaxBadWordBytes bytes.
+  std::vector<std::string> bad_words;
   // vLLM's cache_salt: prompt blocks are shared only with requests of the
   // same salt ("" shares with others without one); at most
   // kMaxCacheSaltBytes.
@@ -146,6 +152,8 @@ struct GenerationParams {
 inline constexpr int kMaxStopStrings = 16;
 inline constexpr int kMaxLazyTriggerBytes = 64;
 inline constexpr int kMaxCacheSaltBytes = 1024;
+inline constexpr int kMaxBadWords = 64;
+inline constexpr int kMaxBadWordBytes = 256;
 inline constexpr int kMaxStopStringBytes = 256;
 
 // The sampler's share of `params` (logprobs off unless requested).
@@ -237,6 +245,8 @@ class DecoderEngine {
   // until the trigger is written, then the schema's value until it is
   // whole. False where a value begun before this token refuses a byte.
   bool AdvanceTriggered(Sequence& s, int32_t token);
+  // bad_words: the tokens the next draw may not take, into s.sampling.banned.
+  void BanBadWords(Sequence& s);
   // Which tokens may come next for constrained `s`, into constraint_allowed_;
   // returns how many.
   int FillConstraintMask(Sequence& s);

@@ -121,7 +121,8 @@ void AddTopLogprobs(absl::Span<const float> logits, double lse, int top_logprobs
 
 // Whether ApplyBiasAndPenalties would change any logit.
 bool ChangesLogits(const SamplingParams& params, int output_tokens) {
-  return !params.allowed.empty() || (output_tokens < params.min_tokens && !params.min_tokens_suppressed.empty()) ||
+  return !params.allowed.empty() || !params.banned.empty() ||
+         (output_tokens < params.min_tokens && !params.min_tokens_suppressed.empty()) ||
          !params.logit_bias.empty() || params.repetition_penalty != 1.0f || params.frequency_penalty != 0.0f ||
          params.presence_penalty != 0.0f;
 }
@@ -144,6 +145,9 @@ void ApplyBiasAndPenalties(const SamplingParams& params, absl::Span<const int32_
     for (int32_t id : params.min_tokens_suppressed) {
       if (id >= 0 && id < vocab) s[id] = -std::numeric_limits<float>::infinity();
     }
+  }
+  for (int32_t id : params.banned) {
+    if (id >= 0 && id < vocab) s[id] = -std::numeric_limits<float>::infinity();
   }
   for (const LogitBias& b : params.logit_bias) {
     if (b.id >= 0 && b.id < vocab) s[b.id] += b.bias;

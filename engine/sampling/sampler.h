@@ -60,6 +60,9 @@ struct SamplingParams {
   // as transformers' MinNewTokensLengthLogitsProcessor and vLLM's min_tokens.
   int min_tokens = 0;
   std::vector<int32_t> min_tokens_suppressed;
+  // Ids banned at this draw (vLLM's bad_words, filled by the engine before
+  // each one): logit -inf.
+  std::vector<int32_t> banned;
   // Tokens an output constraint allows next (JSON mode: JsonTokenMask),
   // filled by the engine before each draw: allowed[id] == 0 gets logit
   // -inf before anything else, as do ids past its end. Empty: every token.

@@ -130,6 +130,7 @@ absl::StatusOr<GenerationParams> ToGenerationParams(const v1::GenerateRequest& r
   for (const auto& [id, bias] : s.logit_bias()) p.logit_bias.push_back({id, bias});
   p.allowed_token_ids.assign(s.allowed_token_ids().begin(), s.allowed_token_ids().end());
   p.cache_salt = s.cache_salt();
+  p.bad_words.assign(s.bad_words().begin(), s.bad_words().end());
   // A fixed order (the map's is not), so a request is applied the same way each time.
   std::sort(p.logit_bias.begin(), p.logit_bias.end(),
             [](const LogitBias& a, const LogitBias& b) { return a.id < b.id; });

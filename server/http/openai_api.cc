@@ -447,6 +447,14 @@ absl::Status ParseSharedCompletionFields(const json& root, absl::string_view bod
       sampling->add_allowed_token_ids(id);
     }
   }
+  // vLLM's bad_words: their count and lengths are checked with the rest.
+  if (const json* words = Field(root, "bad_words"); words != nullptr) {
+    if (!words->is_array()) return TypeError("bad_words", "an array of strings", *words);
+    for (size_t i = 0; i < words->size(); ++i) {
+      if (!(*words)[i].is_string()) return TypeError(absl::StrCat("bad_words[", i, "]"), "a string", (*words)[i]);
+      sampling->add_bad_words((*words)[i].get<std::string>());
+    }
+  }
   // vLLM's cache_salt: a non-empty string when given, as vLLM checks it.
   if (const json* salt = Field(root, "cache_salt"); salt != nullptr) {
     if (!salt->is_string() || salt->get_ref<const std::string&>().empty()) {

@@ -522,16 +522,23 @@ def test_vllm_prompt_logprobs_rank_llama2c_greedy_tokens_first(server, client):
     assert "prompt_logprobs: not available with \"stream\": true" in str(e.value)
 
 
-def test_allowed_token_ids_hold_the_output_to_them(server, client):
+def test_allowed_token_ids_and_bad_words_hold_the_output(server, client):
     """vLLM's allowed_token_ids through the openai client: one allowed id
     (not the end) repeats to max_tokens; an id past the vocabulary is a 400
-    naming it."""
+    naming it. Its bad_words: a banned phrase is not written."""
     status, _, raw = post(server, "/v1/detokenize", {"model": "MODEL_KIND_DECODER", "token_ids": [354] * 6})
     assert status == 200, raw
     expected = json.loads(raw)["text"]
     r = client.completions.create(model="m", prompt="Once upon a time", max_tokens=6, temperature=0,
                                   extra_body={"allowed_token_ids": [354]})
     assert r.choices[0].text == expected and r.choices[0].finish_reason == "length", r
+    # bad_words: the story that writes "there was" writes something else.
+    plain = client.completions.create(model="m", prompt="Once upon a time", max_tokens=24, temperature=0)
+    assert "there was" in plain.choices[0].text, plain
+    banned = client.completions.create(model="m", prompt="Once upon a time", max_tokens=24, temperature=0,
+                                       extra_body={"bad_words": ["there was"]})
+    assert "there was" not in banned.choices[0].text, banned
+    assert banned.choices[0].text.startswith(plain.choices[0].text.split("there was")[0] + "there"), banned
     openai = pytest.importorskip("openai")
     with pytest.raises(openai.BadRequestError) as e:
         client.completions.create(model="m", prompt="Hi", max_tokens=2, extra_body={"allowed_token_ids": [5, 9999]})

@@ -474,12 +474,15 @@ TEST(OpenAiCompletionsTest, PromptLogprobsAreVllms) {
   EXPECT_FALSE(c->requests[0].sampling().prompt_logprobs());
 }
 
-// vLLM's allowed_token_ids reach the sampling; use_beam_search is refused
+// vLLM's allowed_token_ids and bad_words reach the sampling; use_beam_search is refused
 // rather than answered by sampling.
 TEST(OpenAiCompletionsTest, AllowedTokenIdsAndBeamSearch) {
   absl::StatusOr<CompletionCall> c = ParseCompletionRequest(R"({"prompt": "a", "allowed_token_ids": [7, 3, 7]})");
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_THAT(c->requests[0].sampling().allowed_token_ids(), ::testing::ElementsAre(7, 3, 7));
+  c = ParseCompletionRequest(R"({"prompt": "a", "bad_words": ["x y", " z"]})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_THAT(c->requests[0].sampling().bad_words(), ::testing::ElementsAre("x y", " z"));
   c = ParseCompletionRequest(R"({"prompt": "a", "use_beam_search": false, "allowed_token_ids": null})");
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->requests[0].sampling().allowed_token_ids_size(), 0);
@@ -487,6 +490,8 @@ TEST(OpenAiCompletionsTest, AllowedTokenIdsAndBeamSearch) {
            {R"({"prompt": "a", "allowed_token_ids": []})", "allowed_token_ids: empty"},
            {R"({"prompt": "a", "allowed_token_ids": 7})", "allowed_token_ids"},
            {R"({"prompt": "a", "allowed_token_ids": [1, "2"]})", "allowed_token_ids[1]"},
+           {R"({"prompt": "a", "bad_words": "x"})", "bad_words"},
+           {R"({"prompt": "a", "bad_words": ["x", 3]})", "bad_words[1]"},
            {R"({"prompt": "a", "use_beam_search": true})", "use_beam_search: not supported (beam search is not implemented)"}}) {
     absl::StatusOr<CompletionCall> bad = ParseCompletionRequest(body);
     ASSERT_FALSE(bad.ok()) << body;

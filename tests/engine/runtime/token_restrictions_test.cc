@@ -1,7 +1,9 @@
-// GenerationParams::allowed_token_ids (vLLM's allowed_token_ids) on
-// stories260K: greedy decoding draws the best token among the allowed ones,
-// the end-of-sequence token only if listed; with JSON mode, a token both
-// allow.
+// Restrictions on which tokens a draw may take, on stories260K:
+// GenerationParams::allowed_token_ids (vLLM's): greedy decoding draws the
+// best token among the allowed ones, the end-of-sequence token only if
+// listed; with JSON mode, a token both allow. GenerationParams::bad_words
+// (vLLM's): a banned word's last token is not drawn after the rest of it,
+// the next best is.
 #include <algorithm>
 #include <memory>
 #include <set>
@@ -123,6 +125,69 @@ TEST(AllowedTokenIdsTest, RefusalsNameTheIdAndTheVocabulary) {
   p.allowed_token_ids.assign(513, 1);
   EXPECT_EQ(ValidateGenerationParams(p, Stories()->description()).message(),
             "allowed_token_ids: 513 ids, at most the vocabulary's 512");
+}
+
+// The first k at which the greedy output's tokens k..k+n-1 are whole
+// words (SentencePiece "▁word" pieces) and their text, stripped, encodes
+// to exactly those tokens; -1 if none.
+int WholeWordsAt(const std::vector<int32_t>& ids, size_t n, std::string* word) {
+  const Tokenizer& tok = Stories()->tokenizer();
+  TokenizeOptions plain;
+  plain.add_bos = false;
+  for (size_t k = 0; k + n <= ids.size(); ++k) {
+    std::string text;
+    bool words = true;
+    for (size_t j = k; j < k + n && words; ++j) {
+      const std::string piece = tok.IdToPiece(ids[j]);
+      words = piece.rfind("\xe2\x96\x81", 0) == 0 && piece.size() > 4;  // "▁" and a letter or more
+      if (words) text += (j == k ? "" : " ") + piece.substr(3);
+    }
+    if (!words) continue;
+    auto encoded = tok.Encode(text, plain);
+    if (encoded.ok() && std::equal(encoded->begin(), encoded->end(), ids.begin() + k, ids.begin() + k + n) &&
+        encoded->size() == n) {
+      *word = text;
+      return static_cast<int>(k);
+    }
+  }
+  return -1;
+}
+
+TEST(BadWordsTest, ABannedWordsLastTokenGivesWayToTheNextBest) {
+  ASSERT_NE(Stories(), nullptr);
+  auto prompt = Stories()->tokenizer().Encode("Once upon a time");
+  ASSERT_TRUE(prompt.ok());
+  GenerationParams p;
+  p.temperature = 0.0f;
+  p.max_new_tokens = 40;
+  p.logprobs = true;
+  p.top_logprobs = 2;
+  const Output plain = Generate(*prompt, p);
+  for (size_t n : {1u, 2u}) {
+    std::string word;
+    const int k = WholeWordsAt(plain.ids, n, &word);
+    ASSERT_GE(k, 0) << "no " << n << "-word run in the story";
+    const size_t last = static_cast<size_t>(k) + n - 1;  // where the word would end
+    GenerationParams banned = p;
+    banned.bad_words = {"  " + word};  // leading spaces do not count
+    const Output run = Generate(*prompt, banned);
+    ASSERT_GT(run.ids.size(), last) << word;
+    // The same story up to the word's last token, then the next best there.
+    EXPECT_EQ(std::vector<int32_t>(run.ids.begin(), run.ids.begin() + last),
+              std::vector<int32_t>(plain.ids.begin(), plain.ids.begin() + last))
+        << word;
+    ASSERT_EQ(plain.logprobs[last].top[0].id, plain.ids[last]);
+    EXPECT_EQ(run.ids[last], plain.logprobs[last].top[1].id) << word;
+    // Nowhere does the output spell the word.
+    for (size_t j = n - 1; j < run.ids.size(); ++j) {
+      EXPECT_FALSE(std::equal(plain.ids.begin() + k, plain.ids.begin() + k + n, run.ids.begin() + (j + 1 - n)))
+          << word << " at " << j;
+    }
+  }
+  GenerationParams bad = p;
+  bad.bad_words = {" "};
+  EXPECT_THAT(std::string(ValidateGenerationParams(bad, Stories()->description()).message()),
+              ::testing::HasSubstr("bad_words[0] must be 1..256 bytes, not only spaces"));
 }
 
 }  // namespace
