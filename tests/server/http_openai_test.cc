@@ -492,7 +492,8 @@ TEST(OpenAiCompletionsTest, AllowedTokenIdsAndBeamSearch) {
            {R"({"prompt": "a", "allowed_token_ids": [1, "2"]})", "allowed_token_ids[1]"},
            {R"({"prompt": "a", "bad_words": "x"})", "bad_words"},
            {R"({"prompt": "a", "bad_words": ["x", 3]})", "bad_words[1]"},
-           {R"({"prompt": "a", "use_beam_search": true})", "use_beam_search: not supported (beam search is not implemented)"}}) {
+           {R"({"prompt": "a", "use_beam_search": true})",
+            "use_beam_search: not supported (beam search is not implemented)"}}) {
     absl::StatusOr<CompletionCall> bad = ParseCompletionRequest(body);
     ASSERT_FALSE(bad.ok()) << body;
     EXPECT_THAT(std::string(bad.status().message()), HasSubstr(message)) << body;
