@@ -759,6 +759,14 @@ absl::StatusOr<std::vector<StepEvent>> DecoderEngine::Step(absl::Span<const Step
     SampledToken tok = SampleToken(row, s.sampling, s.history, s.params.resumed_tokens + s.generated, s.rng,
                                    sample_scratch_);
     s.sampling.allowed = {};
+    if (tok.id < 0) {
+      // The request's masks left nothing to draw (allowed_token_ids held
+      // back by min_tokens, or banned by bad_words): it ends here.
+      Finish(s, FlushText(s, ev) ? FinishReason::kStopString : FinishReason::kStop);
+      ev.finished = true;
+      ev.finish_reason = s.reason;
+      continue;
+    }
     if ((s.constrained() || s.watching()) && !AdvanceConstraint(s, tok.id)) {
       // Cannot happen while the mask holds; end this sequence, not the batch.
       Finish(s, FlushText(s, ev) ? FinishReason::kStopString : FinishReason::kStop);

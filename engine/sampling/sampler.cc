@@ -357,6 +357,7 @@ SampledToken SampleToken(absl::Span<const float> logits, const SamplingParams& p
     s.assign(logits.begin(), logits.end());
     ApplyBiasAndPenalties(params, history, output_tokens, scratch, s);
     out.id = ArgmaxLogit(s);
+    if (s[out.id] == -std::numeric_limits<float>::infinity()) out.id = -1;  // everything masked
   } else {
     SamplingProbabilities(logits, params, history, output_tokens, scratch);
     const std::vector<double>& prob = scratch.probs;
@@ -364,9 +365,9 @@ SampledToken SampleToken(absl::Span<const float> logits, const SamplingParams& p
     const double u = rng.Uniform();
     double cum = 0.0;
     out.id = -1;
-    int32_t last_nonzero = 0;
+    int32_t last_nonzero = -1;  // stays -1 when everything was masked
     for (int i = 0; i < vocab; ++i) {
-      if (prob[i] <= 0.0) continue;
+      if (!(prob[i] > 0.0)) continue;  // masked, or NaN (a row of -inf only)
       last_nonzero = i;
       cum += prob[i];
       if (u < cum) {
@@ -374,10 +375,10 @@ SampledToken SampleToken(absl::Span<const float> logits, const SamplingParams& p
         break;
       }
     }
-    if (out.id < 0) out.id = last_nonzero;  // rounding left u above the total
+    if (out.id < 0) out.id = last_nonzero;  // rounding left u above the total (-1: nothing drawable)
   }
 
-  if (!params.logprob && params.top_logprobs <= 0) return out;
+  if (out.id < 0 || (!params.logprob && params.top_logprobs <= 0)) return out;
   const double lse = LogSumExpLogits(logits);
   out.logprob = static_cast<float>(logits[out.id] - lse);
   AddTopLogprobs(logits, lse, params.top_logprobs, &out);

@@ -122,7 +122,8 @@ struct SamplingScratch {
 // Chooses the next token from `logits` ([vocab]). `history` holds the ids the
 // repetition penalty looks at (prompt + generated, as HF's input_ids); its
 // last `output_tokens` are the request's output, which the frequency and
-// presence penalties count.
+// presence penalties count. The id is -1 when the masks (allowed, banned,
+// min_tokens) leave no token at all: nothing may be drawn.
 SampledToken SampleToken(absl::Span<const float> logits, const SamplingParams& params,
                          absl::Span<const int32_t> history, int output_tokens, SamplingRng& rng,
                          SamplingScratch& scratch);

@@ -83,6 +83,16 @@ TEST(AllowedTokenIdsTest, GreedyDrawsTheBestAllowedToken) {
   const Output ended = Generate(*prompt, p);
   EXPECT_EQ(ended.ids, std::vector<int32_t>{eos});
   EXPECT_EQ(ended.reason, FinishReason::kStop);
+  // Only EOS allowed while min_tokens holds it back: every logit is -inf.
+  // Sampled or greedy, the draw still ends the output, with nothing drawn
+  // that was not allowed.
+  p.min_tokens = 3;
+  for (float temperature : {0.0f, 1.0f}) {
+    p.temperature = temperature;
+    const Output none = Generate(*prompt, p);
+    for (int32_t id : none.ids) EXPECT_EQ(id, eos) << temperature;
+    EXPECT_NE(none.reason, FinishReason::kNone) << temperature;
+  }
 }
 
 TEST(AllowedTokenIdsTest, WithJsonModeATokenBothAllow) {

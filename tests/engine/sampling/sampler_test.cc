@@ -334,9 +334,11 @@ TEST(SamplerTest, MinTokensSuppressesItsIdsUntilTheOutputIsLongEnough) {
   EXPECT_NE(ValidateSamplingParams(p, 6).message().find("min_tokens must be >= 0"), std::string::npos);
 }
 
-TEST(SamplerTest, EveryIdSuppressedStillGivesAnIdInRange) {
-  // A client can list every id as a stop token and ask for min_tokens: the
-  // row is all -inf. Whatever comes out must be a valid id, not a crash.
+TEST(SamplerTest, EveryIdSuppressedGivesNoId) {
+  // A client can list every id as a stop token and ask for min_tokens (or
+  // allow only them, or ban the rest): the row is all -inf. Nothing may be
+  // drawn, greedy or sampled: id -1, which ends the sequence
+  // (token_restrictions_test.cc), rather than a token the masks refused.
   SamplingParams p;
   p.min_tokens = 5;
   p.min_tokens_suppressed = {0, 1, 2, 3, 4, 5};
@@ -348,9 +350,14 @@ TEST(SamplerTest, EveryIdSuppressedStillGivesAnIdInRange) {
       p.top_p = top_p;
       p.min_p = top_p < 1.0f ? 0.1f : 0.0f;
       const SampledToken tok = SampleToken(kLogits, p, {}, 0, rng, scratch);
-      EXPECT_GE(tok.id, 0);
-      EXPECT_LT(tok.id, 6);
+      EXPECT_EQ(tok.id, -1) << t << " " << top_p;
     }
+  }
+  // One id left: that one.
+  p.min_tokens_suppressed = {0, 1, 2, 4, 5};
+  for (float t : {0.0f, 1.0f}) {
+    p.temperature = t;
+    EXPECT_EQ(SampleToken(kLogits, p, {}, 0, rng, scratch).id, 3) << t;
   }
 }
 
