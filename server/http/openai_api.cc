@@ -462,6 +462,14 @@ absl::Status ParseSharedCompletionFields(const json& root, absl::string_view bod
     }
     sampling->set_cache_salt(salt->get<std::string>());
   }
+  // Special tokens never reach the text: asked for, they would be missed
+  // without a word (vLLM's default, true, is what this does).
+  if (const json* skip = Field(root, "skip_special_tokens"); skip != nullptr) {
+    ASSIGN_OR_RETURN(const bool skip_special, BoolField(*skip, "skip_special_tokens"));
+    if (!skip_special) {
+      return Unsupported("skip_special_tokens", "false: special tokens are never written into the text");
+    }
+  }
   // Sampling where beam search was asked for would look like its answer.
   if (const json* beam = Field(root, "use_beam_search"); beam != nullptr) {
     ASSIGN_OR_RETURN(const bool use_beam_search, BoolField(*beam, "use_beam_search"));

@@ -483,7 +483,8 @@ TEST(OpenAiCompletionsTest, AllowedTokenIdsAndBeamSearch) {
   c = ParseCompletionRequest(R"({"prompt": "a", "bad_words": ["x y", " z"]})");
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_THAT(c->requests[0].sampling().bad_words(), ::testing::ElementsAre("x y", " z"));
-  c = ParseCompletionRequest(R"({"prompt": "a", "use_beam_search": false, "allowed_token_ids": null})");
+  c = ParseCompletionRequest(
+      R"({"prompt": "a", "use_beam_search": false, "allowed_token_ids": null, "skip_special_tokens": true})");
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->requests[0].sampling().allowed_token_ids_size(), 0);
   for (const auto& [body, message] : std::vector<std::pair<std::string, std::string>>{
@@ -492,6 +493,8 @@ TEST(OpenAiCompletionsTest, AllowedTokenIdsAndBeamSearch) {
            {R"({"prompt": "a", "allowed_token_ids": [1, "2"]})", "allowed_token_ids[1]"},
            {R"({"prompt": "a", "bad_words": "x"})", "bad_words"},
            {R"({"prompt": "a", "bad_words": ["x", 3]})", "bad_words[1]"},
+           {R"({"prompt": "a", "skip_special_tokens": false})",
+            "skip_special_tokens: not supported (false: special tokens are never written into the text)"},
            {R"({"prompt": "a", "use_beam_search": true})",
             "use_beam_search: not supported (beam search is not implemented)"}}) {
     absl::StatusOr<CompletionCall> bad = ParseCompletionRequest(body);
