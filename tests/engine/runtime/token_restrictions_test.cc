@@ -48,15 +48,22 @@ Output Generate(const std::vector<int32_t>& prompt, const GenerationParams& p) {
   return r;
 }
 
+// Greedy decoding of `n` tokens, each reported with its `top` best
+// alternatives.
+GenerationParams GreedyScored(int n, int top) {
+  GenerationParams p;
+  p.temperature = 0.0f;
+  p.max_new_tokens = n;
+  p.logprobs = true;
+  p.top_logprobs = top;
+  return p;
+}
+
 TEST(AllowedTokenIdsTest, GreedyDrawsTheBestAllowedToken) {
   ASSERT_NE(Stories(), nullptr);
   auto prompt = Stories()->tokenizer().Encode("Once upon a time");
   ASSERT_TRUE(prompt.ok());
-  GenerationParams p;
-  p.temperature = 0.0f;
-  p.max_new_tokens = 1;
-  p.logprobs = true;
-  p.top_logprobs = 5;
+  GenerationParams p = GreedyScored(1, 5);
   const Output free = Generate(*prompt, p);
   ASSERT_EQ(free.logprobs.size(), 1u);
   ASSERT_EQ(free.logprobs[0].top.size(), 5u);
@@ -167,11 +174,7 @@ TEST(BadWordsTest, ABannedWordsLastTokenGivesWayToTheNextBest) {
   ASSERT_NE(Stories(), nullptr);
   auto prompt = Stories()->tokenizer().Encode("Once upon a time");
   ASSERT_TRUE(prompt.ok());
-  GenerationParams p;
-  p.temperature = 0.0f;
-  p.max_new_tokens = 40;
-  p.logprobs = true;
-  p.top_logprobs = 2;
+  const GenerationParams p = GreedyScored(40, 2);
   const Output plain = Generate(*prompt, p);
   for (size_t n : {1u, 2u}) {
     std::string word;
