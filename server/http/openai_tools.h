@@ -21,7 +21,10 @@
 //     before the first is the message's content (finish_reason
 //     "tool_calls"); an answer with a tag that does not hold such a call
 //     is content, all of it, as vLLM falls back. Streamed, the content
-//     goes out as it comes and the calls once the answer is whole. With
+//     goes out as it comes and the calls once the answer is whole. Unless
+//     another format holds the answer, each call after "<tool_call>\n" is
+//     held to one call's schema ({"name", "arguments"}: the lazy format
+//     with that trigger), so it always parses. With
 //     --tool-call-parser=llama3_json (vLLM's parser of that name), the
 //     model answers freely and an answer that is {"name": ..., "parameters"
 //     (or "arguments"): ...}, several joined by "; ", optionally after
