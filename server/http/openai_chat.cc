@@ -331,9 +331,13 @@ void EndCallDeltas(const ChatChoiceStream& stream, json* delta, json* finish) {
 void HermesChunkDelta(const std::string& piece, bool last, const ToolCallFormat& tools, const std::string& id_prefix,
                       ChatChoiceStream* stream, json* delta, json* finish) {
   stream->text += piece;
-  const size_t content_end = last && stream->text.find("<tool_call>") == std::string::npos
-                                 ? stream->text.size()
-                                 : HermesContentBeforeCalls(stream->text);
+  // Only the unsent part is looked at: it begins at the first tag or at an
+  // end that may begin one, so a long held answer is not searched again
+  // from its start on every chunk.
+  const absl::string_view unsent = absl::string_view(stream->text).substr(stream->sent);
+  const size_t content_end =
+      stream->sent + (last && unsent.find("<tool_call>") == absl::string_view::npos ? unsent.size()
+                                                                                     : HermesContentBeforeCalls(unsent));
   std::string content;
   if (content_end > stream->sent) {
     content = stream->text.substr(stream->sent, content_end - stream->sent);
