@@ -335,9 +335,8 @@ void HermesChunkDelta(const std::string& piece, bool last, const ToolCallFormat&
   // end that may begin one, so a long held answer is not searched again
   // from its start on every chunk.
   const absl::string_view unsent = absl::string_view(stream->text).substr(stream->sent);
-  const size_t content_end =
-      stream->sent + (last && unsent.find("<tool_call>") == absl::string_view::npos ? unsent.size()
-                                                                                     : HermesContentBeforeCalls(unsent));
+  const bool whole = last && unsent.find("<tool_call>") == absl::string_view::npos;
+  const size_t content_end = stream->sent + (whole ? unsent.size() : HermesContentBeforeCalls(unsent));
   std::string content;
   if (content_end > stream->sent) {
     content = stream->text.substr(stream->sent, content_end - stream->sent);
