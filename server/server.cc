@@ -7,11 +7,13 @@
 #include "absl/strings/str_cat.h"
 #include "engine/core/build_info.h"
 #include "engine/core/engine_thread.h"
+#include "engine/runtime/decoder_engine.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/server_builder.h"
 #include "server/cgroup_limits.h"
 #include "server/http/api_routes.h"
+#include "server/http/openai_api.h"
 #include "server/version.h"
 
 namespace attnserve {
@@ -34,6 +36,18 @@ int ResolveEngineThreads(int flag) {
     LOG(INFO) << "--threads=0: " << threads << " engine threads, the CPUs in the affinity mask (no cgroup CPU quota)";
   }
   return threads;
+}
+
+// What GET /info reports of this server's limits.
+ServiceInfo InfoLimits(const ServerOptions& options) {
+  return ServiceInfo{.max_concurrent_requests = HttpMaxInferenceCalls(options),
+                     .max_stop_sequences = kMaxStopStrings,
+                     .max_prompts_per_request = static_cast<int>(kMaxCompletionChoices),
+                     .encode_max_batch_tokens = options.batching.encode_max_batch_tokens,
+                     .encode_max_batch_size = options.batching.encode_max_batch_size,
+                     .encode_max_inputs_per_request = options.batching.encode_max_inputs_per_request,
+                     .http_threads = HttpThreads(options),
+                     .version = kVersion};
 }
 
 }  // namespace
@@ -101,11 +115,12 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& requ
 }
 
 std::map<std::string, HttpHandler> Server::HttpRoutes() {
-  std::map<std::string, HttpHandler> routes = ApiRoutes(core_.get(), metrics_.get(),
-                                                         GatewayOptions{.log_requests = options_.logging.log_requests,
-                                                                        .api_key = options_.auth.api_key,
-                                                                        .max_inference_calls = HttpMaxInferenceCalls(options_),
-                                                                        .tool_call_parser = options_.models.tool_call_parser});
+  const GatewayOptions gateway{.log_requests = options_.logging.log_requests,
+                               .api_key = options_.auth.api_key,
+                               .max_inference_calls = HttpMaxInferenceCalls(options_),
+                               .tool_call_parser = options_.models.tool_call_parser,
+                               .info = InfoLimits(options_)};
+  std::map<std::string, HttpHandler> routes = ApiRoutes(core_.get(), metrics_.get(), gateway);
   routes["/healthz"] = [](const HttpRequest&, HttpResponseWriter& w) {
     w.Send(200, "text/plain; charset=utf-8", "ok\n");
   };

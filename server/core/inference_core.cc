@@ -4,12 +4,14 @@
 #include <filesystem>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "absl/log/log.h"
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "engine/core/status_macros.h"
+#include "engine/models/pooling.h"
 #include "server/cgroup_limits.h"
 #include "server/core/delivery_queue.h"
 #include "server/core/proto_convert.h"
@@ -63,6 +65,16 @@ struct GenerateStream {
   // The sequence's finishing event, held to ride on the ending message.
   std::optional<v1::GenerateResponse> last_event;
   bool first_sent = false;  // the first message (with the prompt's token count) was made
+  // GenerateRequest.return_prompt_token_ids: the prompt, for the first message.
+  std::vector<int32_t> prompt_ids;
+
+  // What only the first message carries.
+  void MarkFirst(int prompt_token_count, v1::GenerateResponse* first) {
+    first->set_prompt_token_count(prompt_token_count);
+    first->mutable_prompt_token_ids()->Assign(prompt_ids.begin(), prompt_ids.end());
+    prompt_ids = {};
+    first_sent = true;
+  }
 };
 
 // The request's id: the door's, else a new one (kept in `control`).
@@ -332,13 +344,13 @@ void InferenceCore::Generate(const v1::GenerateRequest& request, std::shared_ptr
   // so a client knows the token it reads is the last (TGI's stream shape
   // needs that; vLLM's OpenAI chunks do the same).
   const int prompt_token_count = static_cast<int>(task.prompt.size());
+  if (request.return_prompt_token_ids()) stream->prompt_ids = task.prompt;
   task.on_event = [stream, delivery, key, prompt_token_count](const StepEvent& event) {
     delivery->Stage(key, [stream, event, prompt_token_count]() {
       if (!event.token_ids.empty()) stream->last_token = event.token_ids.back();
       if (event.stop_index >= 0) stream->stop_index = event.stop_index;
       v1::GenerateResponse chunk = ToGenerateChunk(event);
-      if (!stream->first_sent) chunk.set_prompt_token_count(prompt_token_count);
-      stream->first_sent = true;
+      if (!stream->first_sent) stream->MarkFirst(prompt_token_count, &chunk);
       if (event.finished) {
         stream->last_event = std::move(chunk);
       } else {
@@ -353,7 +365,7 @@ void InferenceCore::Generate(const v1::GenerateRequest& request, std::shared_ptr
       *summary_slot = summary;
       if (status.ok()) {
         v1::GenerateResponse last;
-        if (!stream->first_sent) last.set_prompt_token_count(prompt_token_count);  // no token event came
+        if (!stream->first_sent) stream->MarkFirst(prompt_token_count, &last);  // no token event came
         last.set_finish_reason(ToProtoFinishReason(summary.finish_reason, stream->last_token, p));
         SetStopReason(p, stream->last_token, stream->stop_index, &last);
         v1::GenerateUsage* usage = last.mutable_usage();
@@ -462,11 +474,15 @@ v1::GetModelInfoResponse InferenceCore::GetModelInfo(const v1::GetModelInfoReque
   const bool want_encoder = request.model() != v1::MODEL_KIND_DECODER;
   const bool want_decoder = request.model() != v1::MODEL_KIND_ENCODER;
   if (want_encoder && has_encoder()) {
-    *response.add_models() = ToModelInfo(models_->encoder->description(), v1::MODEL_KIND_ENCODER);
+    v1::ModelInfo* info = response.add_models();
+    *info = ToModelInfo(models_->encoder->description(), v1::MODEL_KIND_ENCODER);
+    info->set_pooling(PoolingModeName(models_->encoder->default_pooling()));
+    info->set_max_input_tokens(models_->encoder->max_tokens());
   }
   if (want_decoder && has_decoder()) {
     v1::ModelInfo* info = response.add_models();
     *info = ToModelInfo(models_->decoder->description(), v1::MODEL_KIND_DECODER);
+    info->set_max_input_tokens(info->max_positions() - 1);
     if (models_->chat.format.has_value()) info->set_chat_template(std::string(ChatFormatName(*models_->chat.format)));
   }
   return response;

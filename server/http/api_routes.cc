@@ -386,6 +386,22 @@ class Gateway {
     w.Send(200, kJson, ProtoToJson(backend_.model_info(v1::GetModelInfoRequest())));
   }
 
+  // TGI's and TEI's GET /info: the decoder's as TGI has it, else the
+  // encoder's as TEI has it (one server may hold both; TGI's clients are the
+  // ones that read it to bound a prompt).
+  void HfInfo(const HttpRequest&, HttpResponseWriter& w) {
+    const v1::GetModelInfoResponse loaded = backend_.model_info(v1::GetModelInfoRequest());
+    const v1::ModelInfo* decoder = nullptr;
+    const v1::ModelInfo* encoder = nullptr;
+    for (const v1::ModelInfo& info : loaded.models()) {
+      (info.kind() == v1::MODEL_KIND_DECODER ? decoder : encoder) = &info;
+    }
+    Finish("GetModelInfo", absl::OkStatus());
+    if (decoder != nullptr) return w.Send(200, kJson, Dump(TgiInfo(*decoder, options_.info)));
+    if (encoder != nullptr) return w.Send(200, kJson, Dump(TeiInfo(*encoder, options_.info)));
+    w.Send(503, kJson, JsonError("unavailable", "no model is loaded"));
+  }
+
   void Models(const HttpRequest&, HttpResponseWriter& w) {
     ServedModel decoder{backend_.decoder_name}, encoder{backend_.encoder_name};
     const v1::GetModelInfoResponse loaded = backend_.model_info(v1::GetModelInfoRequest());
@@ -456,7 +472,9 @@ class Gateway {
       if (e.chunk.has_usage()) AddCompletionUsage(e.chunk.usage(), &total);
       std::string event;
       // A chat choice opens with a chunk naming the assistant's role.
-      if (call.format.chat && !opened[e.index]) event = SseEvent(so_far(ChatRoleChunk(completion, e.index, usage)));
+      if (call.format.chat && !opened[e.index]) {
+        event = SseEvent(so_far(ChatRoleChunk(completion, e.index, usage, call.format, e.chunk)));
+      }
       opened[e.index] = true;
       completion_tokens[e.index] += e.chunk.token_ids_size();
       if (call.format.chat) {
@@ -784,6 +802,7 @@ std::map<std::string, HttpHandler> ApiRoutes(GatewayBackend backend, ServerMetri
   routes["/tokenize"] = Route("POST", "Tokenize", kQuick, gateway, &Gateway::VllmTokenize);
   routes["/detokenize"] = Route("POST", "Detokenize", kQuick, gateway, &Gateway::VllmDetokenize);
   routes["/v1/model_info"] = Route("GET", "GetModelInfo", kQuick, gateway, &Gateway::ModelInfo);
+  routes["/info"] = Route("GET", "GetModelInfo", kQuick, gateway, &Gateway::HfInfo);
   // For clients written for Hugging Face's TGI and TEI (their paths, bodies
   // and error shape).
   routes["/generate"] = Route("POST", "Generate", kInference, gateway, &Gateway::TgiGenerate, ErrorStyle::kTgi);

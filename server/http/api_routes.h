@@ -21,6 +21,8 @@
 //   POST /v1/tokenize          TokenizeRequest JSON   -> TokenizeResponse JSON
 //   POST /v1/detokenize        DetokenizeRequest JSON -> DetokenizeResponse JSON
 //   GET  /v1/model_info        GetModelInfoResponse JSON (every loaded model)
+//   GET  /info                 TGI's Info for the decoder, or TEI's when only
+//                              an encoder is loaded (hf_info.h)
 //   POST /tokenize, /detokenize  vLLM's (vllm_tokenize.h)
 //   POST /generate             TGI's generate ("stream": true streams, as on
 //                              TGI's compat route), errors in TGI's shape
@@ -46,6 +48,7 @@
 #include <string>
 
 #include "server/core/inference_core.h"
+#include "server/http/hf_info.h"
 #include "server/http/http_server.h"
 #include "server/metrics/metrics.h"
 
@@ -68,6 +71,8 @@ struct GatewayOptions {
   // --tool-call-parser: "" (tool_choice "auto" refused), "llama3_json" or
   // "hermes".
   std::string tool_call_parser;
+  // The limits GET /info reports (TGI's and TEI's Info).
+  ServiceInfo info;
 };
 
 // What the gateway needs from the inference core. A seam so the routes can be

@@ -136,15 +136,17 @@ json EmptyLogprobs() {
               {"text_offset", json::array()}};
 }
 
-json LogprobsJson(const v1::GenerateResponse& chunk, int64_t text_offset) {
+json LogprobsJson(const v1::GenerateResponse& chunk, int64_t text_offset, bool as_ids) {
   json tokens = json::array(), token_logprobs = json::array(), top = json::array(), offsets = json::array();
   for (int i = 0; i < chunk.token_ids_size(); ++i) {
     const std::string text = ChunkTokenText(chunk, i);
     json alternatives = json::object();
     if (i < chunk.logprobs_size()) {
-      for (const v1::TokenLogprob& alt : chunk.logprobs(i).top()) alternatives[SanitizeUtf8(alt.text())] = alt.logprob();
+      for (const v1::TokenLogprob& alt : chunk.logprobs(i).top()) {
+        alternatives[LogprobTokenName(alt.text(), alt.token_id(), as_ids)] = alt.logprob();
+      }
     }
-    tokens.push_back(SanitizeUtf8(text));
+    tokens.push_back(LogprobTokenName(text, chunk.token_ids(i), as_ids));
     token_logprobs.push_back(i < chunk.logprobs_size() ? json(chunk.logprobs(i).logprob()) : json());
     top.push_back(std::move(alternatives));
     offsets.push_back(text_offset);
@@ -177,9 +179,9 @@ ChunkPart Render(const v1::GenerateResponse& chunk, const CompletionFormat& form
       const int shown = request != nullptr ? request->sampling().top_logprobs() : t.logprobs().top_size();
       for (int a = 0; a < std::min(shown, t.logprobs().top_size()); ++a) {
         const v1::TokenLogprob& alt = t.logprobs().top(a);
-        alternatives[SanitizeUtf8(alt.text())] = alt.logprob();
+        alternatives[LogprobTokenName(alt.text(), alt.token_id(), format.tokens_as_ids)] = alt.logprob();
       }
-      part.logprobs["tokens"].push_back(SanitizeUtf8(t.text()));
+      part.logprobs["tokens"].push_back(LogprobTokenName(t.text(), t.token_id(), format.tokens_as_ids));
       part.logprobs["token_logprobs"].push_back(scored ? json(t.logprobs().logprob()) : json());
       part.logprobs["top_logprobs"].push_back(scored ? alternatives : json());
       part.logprobs["text_offset"].push_back(offset);
@@ -192,13 +194,31 @@ ChunkPart Render(const v1::GenerateResponse& chunk, const CompletionFormat& form
                                                                                                     : joined;
   }
   if (format.logprobs) {
-    AppendLogprobs(LogprobsJson(chunk, text_offset + static_cast<int64_t>(part.text.size())), &part.logprobs);
+    AppendLogprobs(LogprobsJson(chunk, text_offset + static_cast<int64_t>(part.text.size()), format.tokens_as_ids),
+                   &part.logprobs);
   }
   part.text += chunk.text();
   return part;
 }
 
 }  // namespace
+
+std::string LogprobTokenName(const std::string& text, int32_t id, bool as_id) {
+  return as_id ? absl::StrCat("token_id:", id) : SanitizeUtf8(text);
+}
+
+void AddTokenIds(const CompletionFormat& format, const std::vector<v1::GenerateResponse>& chunks, json* choice) {
+  if (!format.return_token_ids) return;
+  json ids = json::array();
+  for (const v1::GenerateResponse& chunk : chunks) {
+    for (int32_t id : chunk.token_ids()) ids.push_back(id);
+  }
+  (*choice)["token_ids"] = std::move(ids);
+}
+
+json PromptTokenIds(const v1::GenerateResponse& first) {
+  return std::vector<int32_t>(first.prompt_token_ids().begin(), first.prompt_token_ids().end());
+}
 
 std::string ChunkTokenText(const v1::GenerateResponse& chunk, int i) {
   if (chunk.token_ids_size() == 1) return chunk.text();
@@ -462,6 +482,12 @@ absl::Status ParseSharedCompletionFields(const json& root, absl::string_view bod
     }
     sampling->set_cache_salt(salt->get<std::string>());
   }
+  RETURN_IF_ERROR(Optional<bool>(root, "return_token_ids", BoolField, [&](bool v) {
+    call->format.return_token_ids = v;
+    shared->set_return_prompt_token_ids(v);
+  }));
+  RETURN_IF_ERROR(Optional<bool>(root, "return_tokens_as_token_ids", BoolField,
+                                 [&](bool v) { call->format.tokens_as_ids = v; }));
   // Special tokens never reach the text: asked for, they would be missed
   // without a word (vLLM's default, true, is what this does).
   if (const json* skip = Field(root, "skip_special_tokens"); skip != nullptr) {
@@ -505,6 +531,7 @@ void ExpandCompletionChoices(const std::vector<v1::GenerateRequest>& prompts, co
       v1::GenerateRequest& choice = call->requests.emplace_back(prompt);
       *choice.mutable_sampling() = sampling;
       if (shared.has_truncate_prompt_tokens()) choice.set_truncate_prompt_tokens(shared.truncate_prompt_tokens());
+      choice.set_return_prompt_token_ids(shared.return_prompt_token_ids());
       // uint64 arithmetic: a seed near the top wraps, still distinct.
       if (sampling.has_seed()) choice.mutable_sampling()->set_seed(sampling.seed() + static_cast<uint64_t>(j));
     }
@@ -649,6 +676,8 @@ json CompletionChoice(const std::vector<v1::GenerateResponse>& chunks, int index
   if (format.prompt_logprobs >= 0 && !chunks.empty()) {
     choice["prompt_logprobs"] = VllmPromptLogprobs(chunks[0], format.prompt_logprobs);
   }
+  AddTokenIds(format, chunks, &choice);
+  if (format.return_token_ids) choice["prompt_token_ids"] = chunks.empty() ? json::array() : PromptTokenIds(chunks[0]);
   return choice;
 }
 
@@ -663,6 +692,11 @@ json CompletionChunk(const v1::GenerateResponse& chunk, const CompletionIdentity
               {"logprobs", std::move(part.logprobs)},
               {"finish_reason", last ? json(OpenAiFinishReason(chunk.finish_reason())) : json()},
               {"stop_reason", StopReason(chunk)}};
+  if (format.return_token_ids) {
+    // As vLLM: the prompt's ids on the choice's first chunk only.
+    if (chunk.prompt_token_ids_size() > 0) choice["prompt_token_ids"] = PromptTokenIds(chunk);
+    choice["token_ids"] = std::vector<int32_t>(chunk.token_ids().begin(), chunk.token_ids().end());
+  }
   json out{{"id", id.id},
            {"object", "text_completion"},
            {"created", id.created},

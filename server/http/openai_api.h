@@ -62,6 +62,14 @@ struct CompletionFormat {
   // {"<id>": {"logprob", "rank", "decoded_token"}} for it and the k most
   // likely tokens there. -1: not asked.
   int prompt_logprobs = -1;
+  // vLLM's "return_token_ids": each choice carries "token_ids" (a stream:
+  // each chunk's), and the prompt's "prompt_token_ids" (completions: in each
+  // choice, on its first chunk when streamed; chat: at the top level, on
+  // the role chunk when streamed).
+  bool return_token_ids = false;
+  // vLLM's "return_tokens_as_token_ids": logprobs name each token
+  // "token_id:<id>" rather than by its text, which may not be valid UTF-8.
+  bool tokens_as_ids = false;
 };
 
 // OpenAI's bound on top_logprobs for chat (vLLM's on prompt_logprobs).
@@ -159,6 +167,18 @@ nlohmann::json StopReason(const v1::GenerateResponse& chunk);
 // tokens join to the answer's text); otherwise the token's text from its
 // position's alternatives, when it is among them ("" if not).
 std::string ChunkTokenText(const v1::GenerateResponse& chunk, int i);
+
+// How logprobs name a token: its text, or "token_id:<id>" with
+// CompletionFormat::tokens_as_ids.
+std::string LogprobTokenName(const std::string& text, int32_t id, bool as_id);
+
+// With format.return_token_ids, sets (*choice)["token_ids"] to the ids of
+// `chunks` in order.
+void AddTokenIds(const CompletionFormat& format, const std::vector<v1::GenerateResponse>& chunks,
+                 nlohmann::json* choice);
+
+// The prompt's token ids a choice's first chunk carries (return_token_ids).
+nlohmann::json PromptTokenIds(const v1::GenerateResponse& first);
 
 // What /v1/completions and /v1/chat/completions parse alike.
 // "model" and "user" are strings when present.

@@ -145,14 +145,18 @@ json TokenBytes(const std::string& text) {
   return bytes;
 }
 
-json ChatLogprobEntries(const v1::GenerateResponse& chunk) {
+// With return_tokens_as_token_ids a token is "token_id:<id>", and its
+// bytes are that name's (as vLLM).
+json ChatLogprobEntries(const v1::GenerateResponse& chunk, bool as_ids) {
   json entries = json::array();
   for (int i = 0; i < chunk.token_ids_size() && i < chunk.logprobs_size(); ++i) {
     const v1::PositionLogprobs& position = chunk.logprobs(i);
-    const std::string text = ChunkTokenText(chunk, i);
+    const std::string text = as_ids ? LogprobTokenName("", chunk.token_ids(i), true) : ChunkTokenText(chunk, i);
     json top = json::array();
     for (const v1::TokenLogprob& alt : position.top()) {
-      top.push_back(json{{"token", SanitizeUtf8(alt.text())}, {"logprob", alt.logprob()}, {"bytes", TokenBytes(alt.text())}});
+      const std::string alt_text = as_ids ? LogprobTokenName("", alt.token_id(), true) : alt.text();
+      top.push_back(
+          json{{"token", SanitizeUtf8(alt_text)}, {"logprob", alt.logprob()}, {"bytes", TokenBytes(alt_text)}});
     }
     entries.push_back(json{{"token", SanitizeUtf8(text)},
                            {"logprob", position.logprob()},
@@ -251,7 +255,7 @@ json ChatCompletionResponse(const std::vector<std::vector<v1::GenerateResponse>>
     for (const v1::GenerateResponse& chunk : per_choice[index]) {
       text += chunk.text();
       if (format.logprobs) {
-        for (json& e : ChatLogprobEntries(chunk)) entries.push_back(std::move(e));
+        for (json& e : ChatLogprobEntries(chunk, format.tokens_as_ids)) entries.push_back(std::move(e));
       }
       if (chunk.finish_reason() != v1::FINISH_REASON_UNSPECIFIED) {
         finish = OpenAiFinishReason(chunk.finish_reason());
@@ -272,11 +276,13 @@ json ChatCompletionResponse(const std::vector<std::vector<v1::GenerateResponse>>
       // list the token limit cut, keeps the engine's reason ("length").
       if (format.tools.mode != ToolCallFormat::Mode::kNamed && whole) finish = "tool_calls";
     }
-    choices.push_back(json{{"index", index},
-                           {"message", std::move(message)},
-                           {"logprobs", format.logprobs ? json{{"content", std::move(entries)}} : json()},
-                           {"finish_reason", std::move(finish)},
-                           {"stop_reason", std::move(stop_reason)}});
+    json choice{{"index", index},
+                {"message", std::move(message)},
+                {"logprobs", format.logprobs ? json{{"content", std::move(entries)}} : json()},
+                {"finish_reason", std::move(finish)},
+                {"stop_reason", std::move(stop_reason)}};
+    AddTokenIds(format, per_choice[index], &choice);
+    choices.push_back(std::move(choice));
   }
   json out{{"id", id.id},
            {"object", "chat.completion"},
@@ -287,6 +293,10 @@ json ChatCompletionResponse(const std::vector<std::vector<v1::GenerateResponse>>
   // vLLM's: the conversation's prompt, once for the response.
   if (format.prompt_logprobs >= 0 && !per_choice.empty() && !per_choice[0].empty()) {
     out["prompt_logprobs"] = VllmPromptLogprobs(per_choice[0][0], format.prompt_logprobs);
+  }
+  if (format.return_token_ids) {
+    out["prompt_token_ids"] = per_choice.empty() || per_choice[0].empty() ? json::array()
+                                                                          : PromptTokenIds(per_choice[0][0]);
   }
   return out;
 }
@@ -365,12 +375,14 @@ json ChunkEnvelope(const CompletionIdentity& id, json choice) {
 
 }  // namespace
 
-json ChatRoleChunk(const CompletionIdentity& id, int index, ChunkUsage usage) {
+json ChatRoleChunk(const CompletionIdentity& id, int index, ChunkUsage usage, const CompletionFormat& format,
+                   const v1::GenerateResponse& first) {
   json out = ChunkEnvelope(id, json{{"index", index},
                                     {"delta", {{"role", "assistant"}, {"content", ""}}},
                                     {"logprobs", json()},
                                     {"finish_reason", json()}});
   if (usage == ChunkUsage::kNull) out["usage"] = json();
+  if (format.return_token_ids) out["prompt_token_ids"] = PromptTokenIds(first);
   return out;
 }
 
@@ -449,12 +461,16 @@ json ChatCompletionChunk(const v1::GenerateResponse& chunk, const CompletionIden
       break;
     }
   }
-  json out = ChunkEnvelope(
-      id, json{{"index", index},
-               {"delta", std::move(delta)},
-               {"logprobs", format.logprobs ? json{{"content", ChatLogprobEntries(chunk)}} : json()},
-               {"finish_reason", std::move(finish)},
-               {"stop_reason", StopReason(chunk)}});
+  json logprobs = format.logprobs ? json{{"content", ChatLogprobEntries(chunk, format.tokens_as_ids)}} : json();
+  json choice{{"index", index},
+              {"delta", std::move(delta)},
+              {"logprobs", std::move(logprobs)},
+              {"finish_reason", std::move(finish)},
+              {"stop_reason", StopReason(chunk)}};
+  if (format.return_token_ids) {
+    choice["token_ids"] = std::vector<int32_t>(chunk.token_ids().begin(), chunk.token_ids().end());
+  }
+  json out = ChunkEnvelope(id, std::move(choice));
   if (usage == ChunkUsage::kNull) out["usage"] = json();
   if (usage == ChunkUsage::kOnLast && last && chunk.has_usage()) out["usage"] = CompletionUsage(chunk.usage());
   return out;

@@ -46,8 +46,11 @@ nlohmann::json ChatCompletionResponse(const std::vector<std::vector<v1::Generate
                                       const CompletionIdentity& id, const CompletionFormat& format);
 
 // The first chunk of choice `index` in a stream: delta {"role":
-// "assistant", "content": ""}, as OpenAI starts each choice.
-nlohmann::json ChatRoleChunk(const CompletionIdentity& id, int index, ChunkUsage usage);
+// "assistant", "content": ""}, as OpenAI starts each choice; with
+// format.return_token_ids also the prompt's "prompt_token_ids" from the
+// choice's first message, as vLLM.
+nlohmann::json ChatRoleChunk(const CompletionIdentity& id, int index, ChunkUsage usage,
+                             const CompletionFormat& format, const v1::GenerateResponse& first);
 
 // What a stream of one chat choice has sent so far (tool calls need it).
 struct ChatChoiceStream {

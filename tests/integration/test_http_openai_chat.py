@@ -164,6 +164,25 @@ def test_vllm_prompt_logprobs_score_the_chat_prompt_once(server, client):
                 assert got[str(token)]["rank"] == rank
 
 
+def test_vllm_return_token_ids_on_a_chat(server, client):
+    """vLLM's return_token_ids on a chat: "prompt_token_ids" is the reference
+    rendering's ids (transformers + sentencepiece), "token_ids" the native
+    API's greedy answer to them, unstreamed and streamed (the prompt's ids
+    on the role chunk)."""
+    case = PROMPTS["system_and_user"]
+    _, native = native_greedy(server, case["ids"], 8)
+    r = client.chat.completions.create(model="stories260K", messages=case["messages"], max_tokens=8, temperature=0,
+                                       extra_body={"return_token_ids": True})
+    assert r.model_extra["prompt_token_ids"] == case["ids"]
+    assert r.choices[0].model_extra["token_ids"] == native["token_ids"]
+    chunks = list(client.chat.completions.create(model="stories260K", messages=case["messages"], max_tokens=8,
+                                                 temperature=0, stream=True, extra_body={"return_token_ids": True}))
+    assert chunks[0].choices[0].delta.role == "assistant"
+    assert chunks[0].model_extra["prompt_token_ids"] == case["ids"]
+    assert not any(c.model_extra.get("prompt_token_ids") for c in chunks[1:])
+    assert [i for c in chunks[1:] for i in c.choices[0].model_extra["token_ids"]] == native["token_ids"]
+
+
 def test_n_choices_each_answer(server, client):
     case = PROMPTS["system_and_user"]
     r = client.chat.completions.create(model="stories260K", messages=case["messages"], max_tokens=8, n=2,

@@ -2,6 +2,7 @@
 // bodies onto attnserve.v1 messages, answers back into TGI's and TEI's JSON.
 // The real clients run against the binary in tests/integration/test_http_hf.py.
 #include "server/http/hf_api.h"
+#include "server/http/hf_info.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -287,6 +288,43 @@ TEST(TeiEmbedAllTest, TokenStatesUnpooledAndTheSameTruncationRules) {
   one->add_shape(3);
   for (float v : {7.f, 8.f, 9.f}) one->add_values(v);
   EXPECT_EQ(TeiEmbedAllResponse(response), json({{{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}}, {{7.0, 8.0, 9.0}}}));
+}
+
+// GET /info: TGI's Info from a decoder's ModelInfo and the server's limits,
+// TEI's from an encoder's (its names for the dtype and the pooling).
+TEST(HfInfoTest, TgiAndTeiInfoFromTheModelAndTheLimits) {
+  const ServiceInfo service{.max_concurrent_requests = 300,
+                            .max_stop_sequences = 16,
+                            .max_prompts_per_request = 256,
+                            .encode_max_batch_tokens = 8192,
+                            .encode_max_batch_size = 32,
+                            .encode_max_inputs_per_request = 1024,
+                            .http_threads = 304,
+                            .version = "0.1.0"};
+  v1::ModelInfo decoder;
+  decoder.set_name("stories260K");
+  decoder.set_max_positions(512);
+  decoder.set_max_input_tokens(511);
+  EXPECT_EQ(TgiInfo(decoder, service), nlohmann::json::parse(R"({
+      "model_id": "stories260K", "model_sha": null, "model_pipeline_tag": "text-generation",
+      "max_concurrent_requests": 300, "max_best_of": 1, "max_stop_sequences": 16, "max_input_tokens": 511,
+      "max_total_tokens": 512, "validation_workers": 304, "max_client_batch_size": 256, "router": "attnserve",
+      "version": "0.1.0", "sha": null, "docker_label": null})"));
+  v1::ModelInfo encoder;
+  encoder.set_name("all-MiniLM-L6-v2");
+  encoder.set_max_positions(512);
+  encoder.set_max_input_tokens(256);
+  encoder.set_weight_dtype("bf16");
+  encoder.set_pooling("lasttoken");
+  EXPECT_EQ(TeiInfo(encoder, service), nlohmann::json::parse(R"({
+      "model_id": "all-MiniLM-L6-v2", "model_sha": null, "model_dtype": "bfloat16",
+      "model_type": {"embedding": {"pooling": "last_token"}}, "max_concurrent_requests": 300,
+      "max_input_length": 256, "max_batch_tokens": 8192, "max_batch_requests": 32, "max_client_batch_size": 1024,
+      "auto_truncate": false, "tokenization_workers": 304, "version": "0.1.0", "sha": null, "docker_label": null})"));
+  encoder.set_weight_dtype("f32");
+  encoder.set_pooling("cls");
+  EXPECT_EQ(TeiInfo(encoder, service)["model_dtype"], "float32");
+  EXPECT_EQ(TeiInfo(encoder, service)["model_type"]["embedding"]["pooling"], "cls");
 }
 
 }  // namespace

@@ -336,6 +336,12 @@ std::vector<v1::GenerateResponse> TwoChunks() {
   return chunks;
 }
 
+json TokenBytesOf(const std::string& text) {
+  json bytes = json::array();
+  for (unsigned char ch : text) bytes.push_back(static_cast<int>(ch));
+  return bytes;
+}
+
 TEST(OpenAiChatTest, ResponseObject) {
   const CompletionIdentity id{"chatcmpl-1", 1700000000, "stories260K"};
   json j = ChatCompletionResponse({TwoChunks()}, id, CompletionFormat{.chat = true});
@@ -366,7 +372,7 @@ TEST(OpenAiChatTest, ResponseObject) {
 
 TEST(OpenAiChatTest, StreamChunks) {
   const CompletionIdentity id{"chatcmpl-2", 5, "m"};
-  json role = ChatRoleChunk(id, 1, ChunkUsage::kOnLast);
+  json role = ChatRoleChunk(id, 1, ChunkUsage::kOnLast, CompletionFormat{}, v1::GenerateResponse());
   EXPECT_EQ(role["object"], "chat.completion.chunk");
   EXPECT_EQ(role["choices"][0]["index"], 1);
   EXPECT_EQ(role["choices"][0]["delta"], json({{"role", "assistant"}, {"content", ""}}));
@@ -390,6 +396,47 @@ TEST(OpenAiChatTest, StreamChunks) {
   EXPECT_EQ(CompletionUsageChunk(total, id, "chat.completion.chunk")["object"], "chat.completion.chunk");
 }
 
+
+// vLLM's return_token_ids on a chat: "prompt_token_ids" at the top level (the
+// role chunk's when streamed), "token_ids" in each choice (each chunk's).
+// return_tokens_as_token_ids names logprobs' tokens "token_id:<id>", their
+// bytes that name's.
+TEST(OpenAiChatTest, ReturnTokenIdsAndTokensAsTokenIdsAreVllms) {
+  absl::StatusOr<CompletionCall> c = ParseChatCompletionRequest(
+      R"({"messages": [{"role": "user", "content": "hi"}], "n": 2, "logprobs": true, "top_logprobs": 1,
+          "return_token_ids": true, "return_tokens_as_token_ids": true})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->requests.size(), 2u);
+  EXPECT_TRUE(c->requests[1].return_prompt_token_ids());
+  std::vector<v1::GenerateResponse> chunks = TwoChunks();
+  chunks[0].add_prompt_token_ids(1);
+  chunks[0].add_prompt_token_ids(5);
+  const CompletionIdentity id{"chatcmpl-t", 1, "m"};
+  json j = ChatCompletionResponse({chunks, chunks}, id, c->format);
+  EXPECT_EQ(j["prompt_token_ids"], json({1, 5}));
+  EXPECT_EQ(j["choices"][1]["token_ids"], json({10, 11}));
+  const json& entry = j["choices"][0]["logprobs"]["content"][1];
+  EXPECT_EQ(entry["token"], "token_id:11");
+  EXPECT_EQ(entry["bytes"], TokenBytesOf("token_id:11"));
+  EXPECT_EQ(entry["top_logprobs"][0]["token"], "token_id:11");
+  EXPECT_EQ(j["choices"][0]["message"]["content"], "Once upon");
+
+  json role = ChatRoleChunk(id, 0, ChunkUsage::kOnLast, c->format, chunks[0]);
+  EXPECT_EQ(role["prompt_token_ids"], json({1, 5}));
+  ChatChoiceStream stream;
+  json first = ChatCompletionChunk(chunks[0], id, c->format, 0, ChunkUsage::kOnLast, &stream);
+  EXPECT_EQ(first["choices"][0]["token_ids"], json({10}));
+  EXPECT_FALSE(first.contains("prompt_token_ids"));
+  EXPECT_EQ(first["choices"][0]["logprobs"]["content"][0]["token"], "token_id:10");
+
+  c = ParseChatCompletionRequest(R"({"messages": [{"role": "user", "content": "hi"}]})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->requests[0].return_prompt_token_ids());
+  j = ChatCompletionResponse({chunks}, id, c->format);
+  EXPECT_FALSE(j.contains("prompt_token_ids"));
+  EXPECT_FALSE(j["choices"][0].contains("token_ids"));
+  EXPECT_FALSE(ChatRoleChunk(id, 0, ChunkUsage::kOnLast, c->format, chunks[0]).contains("prompt_token_ids"));
+}
 
 // Calls a parser read (ids "call_x_<k>") against a golden's {"name",
 // "arguments"} list.

@@ -474,6 +474,65 @@ TEST(OpenAiCompletionsTest, PromptLogprobsAreVllms) {
   EXPECT_FALSE(c->requests[0].sampling().prompt_logprobs());
 }
 
+// vLLM's return_token_ids: each request asks the core for the prompt's ids;
+// each choice carries its generated ids and the prompt's (a stream: the ids
+// of each chunk, the prompt's on the choice's first chunk only).
+TEST(OpenAiCompletionsTest, ReturnTokenIdsAreVllms) {
+  absl::StatusOr<CompletionCall> c =
+      ParseCompletionRequest(R"({"prompt": ["a", "b"], "n": 2, "return_token_ids": true})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->format.return_token_ids);
+  ASSERT_EQ(c->requests.size(), 4u);
+  for (const v1::GenerateRequest& r : c->requests) EXPECT_TRUE(r.return_prompt_token_ids());
+  std::vector<v1::GenerateResponse> chunks = ThreeChunks();
+  chunks[0].add_prompt_token_ids(1);
+  chunks[0].add_prompt_token_ids(7);
+  const CompletionIdentity id{"cmpl-t", 1, "m"};
+  json j = CompletionResponse({chunks}, id, c->format);
+  EXPECT_EQ(j["choices"][0]["token_ids"], json({10, 11, 12}));
+  EXPECT_EQ(j["choices"][0]["prompt_token_ids"], json({1, 7}));
+  json first = CompletionChunk(chunks[0], id, c->format, 0);
+  EXPECT_EQ(first["choices"][0]["token_ids"], json({10}));
+  EXPECT_EQ(first["choices"][0]["prompt_token_ids"], json({1, 7}));
+  json second = CompletionChunk(chunks[1], id, c->format, 4);
+  EXPECT_EQ(second["choices"][0]["token_ids"], json({11}));
+  EXPECT_FALSE(second["choices"][0].contains("prompt_token_ids"));
+  // Not asked (or false): neither field, and the core is not asked.
+  for (const char* body : {R"({"prompt": "a"})", R"({"prompt": "a", "return_token_ids": false})",
+                           R"({"prompt": "a", "return_token_ids": null})"}) {
+    c = ParseCompletionRequest(body);
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_FALSE(c->requests[0].return_prompt_token_ids()) << body;
+    j = CompletionResponse({chunks}, id, c->format);
+    EXPECT_FALSE(j["choices"][0].contains("token_ids")) << body;
+    EXPECT_FALSE(j["choices"][0].contains("prompt_token_ids")) << body;
+    EXPECT_FALSE(CompletionChunk(chunks[0], id, c->format, 0)["choices"][0].contains("token_ids")) << body;
+  }
+  c = ParseCompletionRequest(R"({"prompt": "a", "return_token_ids": 1})");
+  ASSERT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(c.status().message(), HasSubstr("return_token_ids: must be a boolean"));
+}
+
+// vLLM's return_tokens_as_token_ids: logprobs name tokens "token_id:<id>"
+// (the prompt's too, with echo); the text and the offsets stay the text's.
+TEST(OpenAiCompletionsTest, TokensAsTokenIdsNameLogprobsByTheirIds) {
+  absl::StatusOr<CompletionCall> c = ParseCompletionRequest(
+      R"({"prompt": "Hi there", "echo": true, "logprobs": 1, "return_tokens_as_token_ids": true})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->format.tokens_as_ids);
+  const CompletionIdentity id{"cmpl-i", 1, "m"};
+  json j = CompletionResponse({ThreeChunksWithPrompt()}, id, c->format, c->requests);
+  const json& lp = j["choices"][0]["logprobs"];
+  EXPECT_EQ(lp["tokens"], json({"token_id:1", "token_id:7", "token_id:8", "token_id:10", "token_id:11",
+                                "token_id:12"}));
+  EXPECT_EQ(lp["top_logprobs"][1], json({{"token_id:20", -0.25f}}));
+  EXPECT_EQ(lp["top_logprobs"][4], json({{"token_id:11", -1.0f}}));
+  EXPECT_EQ(lp["text_offset"], json({0, 0, 2, 8, 12, 17}));
+  EXPECT_EQ(j["choices"][0]["text"], "Hi thereOnce upon a");
+  json chunk = CompletionChunk(ThreeChunks()[1], id, c->format, 4);
+  EXPECT_EQ(chunk["choices"][0]["logprobs"]["tokens"], json({"token_id:11"}));
+}
+
 // vLLM's allowed_token_ids and bad_words reach the sampling; use_beam_search is refused
 // rather than answered by sampling.
 TEST(OpenAiCompletionsTest, AllowedTokenIdsAndBeamSearch) {

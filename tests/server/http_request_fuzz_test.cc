@@ -79,9 +79,11 @@ std::vector<std::string> SeedCorpus() {
           R"("required":["name"],"additionalProperties":false}}}})"},
       {5, R"({"prompt":"x","guided_json":"{\"type\":\"object\",\"properties\":{\"k\":{\"const\":true}}}"})"},
       {5, R"({"prompt":[1,403,407],"prompt_logprobs":3,"allowed_token_ids":[403,407,2],"cache_salt":"t",)"
-          R"("use_beam_search":false,"echo":true,"logprobs":1})"},
+          R"("use_beam_search":false,"echo":true,"logprobs":1,"return_token_ids":true,)"
+          R"("return_tokens_as_token_ids":true})"},
       {6, R"({"messages":[{"role":"user","content":"Hi"}],"prompt_logprobs":0,"allowed_token_ids":[5],)"
-          R"("cache_salt":"tenant-a"})"},
+          R"("cache_salt":"tenant-a","return_token_ids":true,"logprobs":true,"return_tokens_as_token_ids":true})"},
+      {1, R"({"text":"x","return_prompt_token_ids":true,"sampling":{"max_new_tokens":2}})"},
       {1, R"({"text":"x","sampling":{"response_format":"RESPONSE_FORMAT_LAZY_JSON_SCHEMA",)"
           R"("json_schema":"{\"type\":\"object\"}","lazy_trigger":"<tool_call>\n","prompt_logprobs":true,)"
           R"("prompt_top_logprobs":2,"allowed_token_ids":[1,2],"cache_salt":"s"}})"},
@@ -131,7 +133,8 @@ std::string Mutate(const std::string& in, const std::vector<std::string>& corpus
       "\"system\":", "\"stop_sequences\":[", "\"text_1\":", "\"text_2\":[", "\"documents\":[", "\"query\":",
       "\"top_n\":", "\"source_sentence\":", "\"sentences\":[", "\"include\":[", "\"tool_choice\":{",
       "\"prompt_logprobs\":", "\"allowed_token_ids\":[", "\"cache_salt\":", "\"lazy_trigger\":",
-      "\"use_beam_search\":"};
+      "\"use_beam_search\":", "\"return_token_ids\":", "\"return_tokens_as_token_ids\":",
+      "\"return_prompt_token_ids\":"};
   // Numbers at and past every limit the checks enforce, written as JSON
   // allows (and as it does not).
   static const char* kNumbers[] = {"-1", "0", "-0", "0.0", "1", "2", "20", "21", "100", "100.5", "10.01",

@@ -61,7 +61,11 @@ class FakeCore {
     };
     b.model_info = [](const v1::GetModelInfoRequest&) {
       v1::GetModelInfoResponse response;
-      response.add_models()->set_name("fake-decoder");
+      v1::ModelInfo* decoder = response.add_models();
+      decoder->set_name("fake-decoder");
+      decoder->set_kind(v1::MODEL_KIND_DECODER);
+      decoder->set_max_positions(64);
+      decoder->set_max_input_tokens(63);
       return response;
     };
     b.encode = [this](const v1::EncodeRequest& r, std::shared_ptr<RequestControl> c, EncodeDone done) {
@@ -609,6 +613,14 @@ TEST_F(HttpRoutesTest, TokenizeDetokenizeAndModelInfo) {
   EXPECT_EQ(json::parse(r.body)["models"][0]["name"], "fake-decoder");
   r = Post("/v1/model_info", "{}");
   EXPECT_EQ(r.status, 405);
+  // TGI's /info for the decoder.
+  r = Call(server_->port(), "GET", "/info", "");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json info = json::parse(r.body);
+  EXPECT_EQ(info["model_id"], "fake-decoder");
+  EXPECT_EQ(info["max_input_tokens"], 63);
+  EXPECT_EQ(info["max_total_tokens"], 64);
+  EXPECT_EQ(Post("/info", "{}").status, 405);
 }
 
 // With an API key every route needs "Authorization: Bearer <key>": 401 with
@@ -633,7 +645,7 @@ TEST(HttpRoutesAuthTest, EveryRouteNeedsTheKey) {
     r = Call(port, "POST", path, body, "Authorization: Bearer wrong\r\n");
     EXPECT_EQ(r.status, 401) << path;
   }
-  for (const char* path : {"/v1/models", "/v1/model_info"}) {
+  for (const char* path : {"/v1/models", "/v1/model_info", "/info"}) {
     EXPECT_EQ(Call(port, "GET", path, "").status, 401) << path;
     EXPECT_EQ(Call(port, "GET", path, "", "Authorization: Bearer k-123\r\n").status, 200) << path;
   }

@@ -52,6 +52,21 @@ TEST(AppendGenerateChunkTest, AnEmptyFinalMessageOnlyAddsItsEnding) {
   EXPECT_EQ(merged.finish_reason(), v1::FINISH_REASON_EOS);
 }
 
+// The first message's prompt ids (return_prompt_token_ids) survive a merge,
+// whichever side carries them.
+TEST(AppendGenerateChunkTest, KeepsThePromptTokenIds) {
+  v1::GenerateResponse merged = Chunk({5}, "a", 0.0f);
+  merged.add_prompt_token_ids(1);
+  merged.add_prompt_token_ids(9);
+  AppendGenerateChunk(&merged, Chunk({6}, "b", 0.0f));
+  EXPECT_THAT(merged.prompt_token_ids(), ElementsAre(1, 9));
+  v1::GenerateResponse empty;
+  v1::GenerateResponse first = Chunk({5}, "a", 0.0f);
+  first.add_prompt_token_ids(3);
+  AppendGenerateChunk(&empty, first);
+  EXPECT_THAT(empty.prompt_token_ids(), ElementsAre(3));
+}
+
 // vLLM's stop_reason: the stop string for STOP_STRING, the generated stop
 // id for STOP_TOKEN, nothing for EOS or the length; kept when merged.
 TEST(SetStopReasonTest, NamesWhatStopped) {
