@@ -134,6 +134,8 @@ std::map<std::string, HttpHandler> Server::HttpRoutes() {
   // TGI, TEI and vLLM answer GET /health; clients and load balancers made for
   // them probe it. Readiness semantics: 503 while draining.
   routes["/health"] = routes["/readyz"];
+  // vLLM's /ping (GET or POST, SageMaker's probe): the same answer.
+  routes["/ping"] = routes["/readyz"];
   routes["/version"] = [](const HttpRequest&, HttpResponseWriter& w) {
     w.Send(200, "application/json", absl::StrCat("{\"version\":\"", kVersion, "\"}"));
   };

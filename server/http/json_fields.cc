@@ -41,6 +41,12 @@ absl::Status Unsupported(absl::string_view field, absl::string_view why) {
   return absl::InvalidArgumentError(absl::StrCat(field, ": not supported (", why, ")"));
 }
 
+absl::Status RefuseNonZeroPriority(const nlohmann::json& body) {
+  const nlohmann::json* p = Field(body, "priority");
+  if (p == nullptr || (p->is_number_integer() && p->get<int64_t>() == 0)) return absl::OkStatus();
+  return Unsupported("priority", "requests are served first come, first served");
+}
+
 absl::StatusOr<int32_t> Int32Field(const json& value, absl::string_view field) {
   if (!value.is_number_integer()) return TypeError(field, "an integer", value);
   if (value.is_number_unsigned()) {

@@ -36,6 +36,11 @@ absl::StatusOr<std::string> RequiredString(const nlohmann::ordered_json& object,
 // server cannot honour, refused rather than silently ignored.
 absl::Status Unsupported(absl::string_view field, absl::string_view why);
 
+// vLLM's "priority": only 0 (absent or null) is taken; another value is
+// refused as vLLM refuses it without priority scheduling, since a request
+// served first come, first served would not get what it asked for.
+absl::Status RefuseNonZeroPriority(const nlohmann::json& body);
+
 absl::StatusOr<int32_t> Int32Field(const nlohmann::json& value, absl::string_view field);
 absl::StatusOr<float> FloatField(const nlohmann::json& value, absl::string_view field);
 absl::StatusOr<bool> BoolField(const nlohmann::json& value, absl::string_view field);

@@ -271,6 +271,7 @@ absl::StatusOr<EmbeddingsCall> ParseEmbeddingsRequest(absl::string_view body) {
   if (Field(root, "dimensions") != nullptr) {
     return Unsupported("dimensions", "the embedding size is fixed by the model");
   }
+  RETURN_IF_ERROR(RefuseNonZeroPriority(root));
   const json* input = Field(root, "input");
   if (input == nullptr) return absl::InvalidArgumentError("input: required");
   RETURN_IF_ERROR(AddEncodeInputs(*input, "input", &call.request));
@@ -496,6 +497,7 @@ absl::Status ParseSharedCompletionFields(const json& root, absl::string_view bod
       return Unsupported("skip_special_tokens", "false: special tokens are never written into the text");
     }
   }
+  RETURN_IF_ERROR(RefuseNonZeroPriority(root));
   // Sampling where beam search was asked for would look like its answer.
   if (const json* beam = Field(root, "use_beam_search"); beam != nullptr) {
     ASSIGN_OR_RETURN(const bool use_beam_search, BoolField(*beam, "use_beam_search"));

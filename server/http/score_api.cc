@@ -63,10 +63,7 @@ absl::Status CheckTruncatePromptTokens(const json& root) {
 absl::Status CheckVllmOptions(const json& root) {
   RETURN_IF_ERROR(CheckOpenAiModelField(root));
   RETURN_IF_ERROR(CheckTruncatePromptTokens(root));
-  if (const json* p = Field(root, "priority"); p != nullptr && !(p->is_number_integer() && p->get<int64_t>() == 0)) {
-    return Unsupported("priority", "requests are served first come, first served");
-  }
-  return absl::OkStatus();
+  return RefuseNonZeroPriority(root);
 }
 
 double Cosine(const float* a, const float* b, int64_t n) {

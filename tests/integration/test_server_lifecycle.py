@@ -7,6 +7,7 @@ import signal
 import socket
 import subprocess
 import time
+import urllib.request
 
 import grpc
 import pytest
@@ -51,6 +52,8 @@ def test_http_health_ready_and_metrics_pass_promtool(server_factory):
     assert check.returncode == 0, check.stdout.decode() + check.stderr.decode()
     assert http_get(server.url("/nope"))[0] == 404
     assert http_get(server.url("/health"))[0] == 200
+    assert http_get(server.url("/ping"))[0] == 200
+    assert urllib.request.urlopen(urllib.request.Request(server.url("/ping"), data=b"", method="POST")).status == 200
     status, body = http_get(server.url("/version"))
     assert status == 200 and json.loads(body)["version"]
 
@@ -66,7 +69,7 @@ def test_sigterm_drains_and_exits_zero(server_factory):
 
 
 def test_readiness_is_off_while_a_stream_drains(server_factory):
-    """SIGTERM with a long stream in flight: /readyz and /health answer 503
+    """SIGTERM with a long stream in flight: /readyz, /health and /ping answer 503
     while it drains (the HTTP door still serves the stream), then exit 0."""
     gguf = REPO.parent / "shared/models/stories260K/stories260K.gguf"
     # 4,000 tokens take 1-2 s here alone, but tens of seconds when the
@@ -83,15 +86,15 @@ def test_readiness_is_off_while_a_stream_drains(server_factory):
     server.proc.send_signal(signal.SIGTERM)
     deadline = time.monotonic() + 20
     seen = set()
-    while time.monotonic() < deadline and seen != {"/readyz", "/health"}:
-        for path in ("/readyz", "/health"):
+    while time.monotonic() < deadline and seen != {"/readyz", "/health", "/ping"}:
+        for path in ("/readyz", "/health", "/ping"):
             try:
                 if http_get(server.url(path), timeout=2)[0] == 503:
                     seen.add(path)
             except OSError:
                 break
         time.sleep(0.005)
-    assert seen == {"/readyz", "/health"}, "readiness never went off while draining"
+    assert seen == {"/readyz", "/health", "/ping"}, "readiness never went off while draining"
     last = b""
     while line := r.fp.readline():  # raw chunked body, to the end of the stream
         if line.startswith(b"data: "):

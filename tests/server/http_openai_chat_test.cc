@@ -83,6 +83,7 @@ TEST(OpenAiChatTest, BadShapesAndUnsupportedOptionsNameTheField) {
       {json::object(), "messages: required"},
       {json{{"messages", "Hi"}}, "messages: must be an array of messages"},
       {json{{"messages", json::array()}}, "messages: the conversation is empty"},
+      {json{{"messages", {user}}, {"priority", 2}}, "priority: not supported (requests are served first come"},
       {json{{"messages", {{{"content", "Hi"}}}}}, "messages[0].role: required"},
       {json{{"messages", {{{"role", 3}, {"content", "Hi"}}}}}, "messages[0].role: must be a string"},
       {json{{"messages", {{{"role", "tool"}, {"content", "42"}}}}}, "messages[0].role: not supported ('tool'"},

@@ -55,6 +55,7 @@ TEST(OpenAiEmbeddingsTest, BadShapesNameTheField) {
       {R"({"input": "a", "model": 3})", "model: must be a string"},
       {R"({"input": "a", "model": "m", "encoding_format": "int8"})", "encoding_format"},
       {R"({"input": "a", "model": "m", "dimensions": 64})", "dimensions: not supported"},
+      {R"({"input": "a", "model": "m", "priority": 1})", "priority: not supported"},
   };
   for (const auto& [body, expected] : cases) {
     absl::StatusOr<EmbeddingsCall> c = ParseEmbeddingsRequest(body);
@@ -543,7 +544,8 @@ TEST(OpenAiCompletionsTest, AllowedTokenIdsAndBeamSearch) {
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_THAT(c->requests[0].sampling().bad_words(), ::testing::ElementsAre("x y", " z"));
   c = ParseCompletionRequest(
-      R"({"prompt": "a", "use_beam_search": false, "allowed_token_ids": null, "skip_special_tokens": true})");
+      R"({"prompt": "a", "use_beam_search": false, "allowed_token_ids": null, "skip_special_tokens": true,
+          "priority": 0})");
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->requests[0].sampling().allowed_token_ids_size(), 0);
   for (const auto& [body, message] : std::vector<std::pair<std::string, std::string>>{
@@ -555,7 +557,9 @@ TEST(OpenAiCompletionsTest, AllowedTokenIdsAndBeamSearch) {
            {R"({"prompt": "a", "skip_special_tokens": false})",
             "skip_special_tokens: not supported (false: special tokens are never written into the text)"},
            {R"({"prompt": "a", "use_beam_search": true})",
-            "use_beam_search: not supported (beam search is not implemented)"}}) {
+            "use_beam_search: not supported (beam search is not implemented)"},
+           {R"({"prompt": "a", "priority": -5})", "priority: not supported (requests are served first come, first served)"},
+           {R"({"prompt": "a", "priority": "high"})", "priority: not supported"}}) {
     absl::StatusOr<CompletionCall> bad = ParseCompletionRequest(body);
     ASSERT_FALSE(bad.ok()) << body;
     EXPECT_THAT(std::string(bad.status().message()), HasSubstr(message)) << body;
