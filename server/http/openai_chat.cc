@@ -129,6 +129,17 @@ absl::Status RefuseUnsupported(const json& root) {
     ASSIGN_OR_RETURN(const bool e, BoolField(*echo, "echo"));
     if (e) return Unsupported("echo", "not for chat");
   }
+  // vLLM's add_special_tokens: true puts BOS before what the template wrote
+  // (a second BOS where the template writes one), as /tokenize refuses it.
+  if (const json* add = Field(root, "add_special_tokens"); add != nullptr) {
+    ASSIGN_OR_RETURN(const bool a, BoolField(*add, "add_special_tokens"));
+    if (a) return Unsupported("add_special_tokens", "true: the chat template writes the special tokens");
+  }
+  // vLLM's documents go to a Jinja template that shows them; the built-in
+  // formats show none, so the model would answer without them.
+  if (const json* docs = Field(root, "documents"); docs != nullptr && !(docs->is_array() && docs->empty())) {
+    return Unsupported("documents", "the built-in chat formats show no documents");
+  }
   return absl::OkStatus();
 }
 
