@@ -1,6 +1,7 @@
 #include "server/core/inference_core.h"
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <optional>
 #include <utility>
@@ -67,10 +68,14 @@ struct GenerateStream {
   bool first_sent = false;  // the first message (with the prompt's token count) was made
   // GenerateRequest.return_prompt_token_ids: the prompt, for the first message.
   std::vector<int32_t> prompt_ids;
+  // Set on the scheduler thread at admission, read by the first message's
+  // job, which the delivery queue's lock orders after it.
+  std::atomic<int> cached_prompt_tokens{0};
 
   // What only the first message carries.
   void MarkFirst(int prompt_token_count, v1::GenerateResponse* first) {
     first->set_prompt_token_count(prompt_token_count);
+    first->set_cached_prompt_token_count(cached_prompt_tokens.load(std::memory_order_relaxed));
     first->mutable_prompt_token_ids()->Assign(prompt_ids.begin(), prompt_ids.end());
     prompt_ids = {};
     first_sent = true;
@@ -358,6 +363,7 @@ void InferenceCore::Generate(const v1::GenerateRequest& request, std::shared_ptr
       }
     });
   };
+  task.on_admitted = [stream](int cached) { stream->cached_prompt_tokens.store(cached, std::memory_order_relaxed); };
   const GenerationParams p = *params;
   task.on_done = [stream, p, delivery, key, summary_slot = summary, prompt_token_count](
                      const absl::Status& status, const GenerateSummary& summary) {

@@ -260,6 +260,7 @@ void AppendGenerateChunk(v1::GenerateResponse* into, v1::GenerateResponse next) 
   if (next.has_stop_string()) into->set_stop_string(next.stop_string());
   if (next.has_stop_token_id()) into->set_stop_token_id(next.stop_token_id());
   if (next.prompt_token_count() != 0) into->set_prompt_token_count(next.prompt_token_count());
+  if (next.cached_prompt_token_count() != 0) into->set_cached_prompt_token_count(next.cached_prompt_token_count());
   into->mutable_prompt_token_ids()->Add(next.prompt_token_ids().begin(), next.prompt_token_ids().end());
 }
 

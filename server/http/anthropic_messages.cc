@@ -164,6 +164,16 @@ ojson Usage(const json& chat_usage) {
                {"output_tokens", chat_usage.value("completion_tokens", int64_t{0})}};
 }
 
+// message_start's usage from a stream's first message: the prompt split as
+// Usage splits it (the cache's part apart), nothing written yet.
+ojson StartUsage(const v1::GenerateResponse& first) {
+  const int64_t cached = first.cached_prompt_token_count();
+  return ojson{{"input_tokens", first.prompt_token_count() - cached},
+               {"cache_creation_input_tokens", 0},
+               {"cache_read_input_tokens", cached},
+               {"output_tokens", 0}};
+}
+
 }  // namespace
 
 absl::StatusOr<AnthropicCall> ParseAnthropicMessagesRequest(absl::string_view body, const ToolSupport& tools) {
@@ -335,7 +345,7 @@ std::string AnthropicStream::Start(const v1::GenerateResponse& first) {
                      {"content", ojson::array()},
                      {"stop_reason", nullptr},
                      {"stop_sequence", nullptr},
-                     {"usage", {{"input_tokens", first.prompt_token_count()}, {"output_tokens", 0}}}}}});
+                     {"usage", StartUsage(first)}}}});
 }
 
 std::string AnthropicStream::Close() {

@@ -377,7 +377,10 @@ void Scheduler::AdmitWaiting() {
     request->seq = *seq;
     request->prompt_len_now = prompt_len;
     request->fed = generate_->CachedPromptTokens(*seq);
-    if (!request->started) request->cached_prompt_tokens = request->fed;
+    if (!request->started) {
+      request->cached_prompt_tokens = request->fed;
+      if (request->task.on_admitted) request->task.on_admitted(request->fed);
+    }
     metrics_->prefix_cache_query_tokens().Increment(prompt_len);
     metrics_->prefix_cache_hit_tokens().Increment(request->fed);
     if (!request->started) {

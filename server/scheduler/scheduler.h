@@ -148,6 +148,10 @@ struct GenerateTask {
   // Every step that produced tokens or text (engine thread, must not block).
   // Its work may wait for SchedulerOptions::end_of_pass.
   std::function<void(const StepEvent&)> on_event;
+  // Called once, on the scheduler thread, when the request is first admitted
+  // (before any on_event): the prompt tokens the prefix cache gave it.
+  // Optional; must not block.
+  std::function<void(int cached_prompt_tokens)> on_admitted;
   // Called once at the end.
   std::function<void(const absl::Status&, const GenerateSummary&)> on_done;
 };

@@ -85,11 +85,45 @@ def test_the_stream_builds_the_same_message(server, client):
     assert types[0] == "message_start" and types[1] == "content_block_start"
     assert types[-3:] == ["content_block_stop", "message_delta", "message_stop"]
     assert final.stop_reason == "max_tokens"
-    # message_start counts the prompt; message_delta splits off the cached
-    # part and counts the output, and the SDK's final message has its counts.
-    assert (started.input_tokens, started.output_tokens) == (len(case["ids"]), 0)
-    assert final.usage.output_tokens == 10
-    assert final.usage.input_tokens + final.usage.cache_read_input_tokens == len(case["ids"])
+    # message_start splits the prompt as message_delta does (the prefix
+    # cache's part apart: the unstreamed request just ran the same prompt, so
+    # its full blocks may be cached); message_delta counts the output, and
+    # the SDK's final message has its counts.
+    assert started.input_tokens + started.cache_read_input_tokens == len(case["ids"])
+    assert (started.input_tokens, started.cache_read_input_tokens) == (final.usage.input_tokens,
+                                                                       final.usage.cache_read_input_tokens)
+    assert started.output_tokens == 0 and final.usage.output_tokens == 10
+
+
+def test_message_start_splits_off_the_prompt_the_cache_gave(server, client):
+    """With the conversation's prompt held in the prefix cache by a native
+    stream, a streamed message's message_start counts the cached blocks in
+    cache_read_input_tokens (> 0) and the rest in input_tokens, as the
+    message_delta at its end counts them (Anthropic's split, which an SDK
+    that keeps message_start's counts reports)."""
+    import http.client
+    case = PROMPTS["no_system"]
+    hold = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=60)
+    hold.request("POST", "/v1/generate_stream", headers={"Content-Type": "application/json"},
+                 body=json.dumps({"token_ids": {"ids": case["ids"]},
+                                  "sampling": {"max_new_tokens": 400, "temperature": 0, "ignore_eos": True}}))
+    r = hold.getresponse()
+    assert r.status == 200 and r.fp.readline()  # its first token: the prompt's blocks are published
+    try:
+        system, messages = split_system(case["messages"])
+        kwargs = dict(model="stories260K", messages=messages, max_tokens=4, **GREEDY)
+        if system is not None:
+            kwargs["system"] = system
+        with client.messages.stream(**kwargs) as stream:
+            started = next(e for e in stream if e.type == "message_start").message.usage
+            final = stream.get_final_message()
+    finally:
+        hold.sock.close()
+        hold.close()
+    assert started.cache_read_input_tokens > 0, started
+    assert started.input_tokens + started.cache_read_input_tokens == len(case["ids"])
+    assert (started.input_tokens, started.cache_read_input_tokens) == (final.usage.input_tokens,
+                                                                       final.usage.cache_read_input_tokens)
 
 
 def test_a_stop_sequence_ends_the_answer_and_is_named(server, client):

@@ -170,6 +170,7 @@ TEST(AnthropicStreamTest, TextThenAToolUseBlockInOrder) {
   AnthropicStream text(*text_call, AnthropicIdentity{"msg_abc", "m"});
   v1::GenerateResponse first = Chunk("He");
   first.set_prompt_token_count(21);
+  first.set_cached_prompt_token_count(16);
   std::string sse = text.Start(first);
   sse += text.Next(first);
   sse += text.Next(Chunk("llo", v1::FINISH_REASON_EOS));
@@ -178,8 +179,10 @@ TEST(AnthropicStreamTest, TextThenAToolUseBlockInOrder) {
   for (const json& e : events) types.push_back(e["type"]);
   EXPECT_THAT(types, ElementsAre("message_start", "content_block_start", "content_block_delta", "content_block_delta",
                                  "content_block_stop", "message_delta", "message_stop"));
-  // message_start has the prompt's tokens; message_delta the split and the output.
-  EXPECT_EQ(events[0]["message"]["usage"], json::parse(R"({"input_tokens": 21, "output_tokens": 0})"));
+  // message_start splits the prompt's tokens as message_delta does (the
+  // cache's apart); message_delta also counts the output.
+  EXPECT_EQ(events[0]["message"]["usage"], json::parse(R"({"input_tokens": 5, "cache_creation_input_tokens": 0,
+                                                           "cache_read_input_tokens": 16, "output_tokens": 0})"));
   EXPECT_EQ(events[3]["delta"], json::parse(R"({"type": "text_delta", "text": "llo"})"));
   EXPECT_EQ(events[5]["delta"]["stop_reason"], "end_turn");
   EXPECT_EQ(events[5]["usage"]["output_tokens"], 2);

@@ -221,6 +221,8 @@ struct GenerateOutcome {
   absl::Status status;
   std::vector<int32_t> tokens;
   GenerateSummary summary;
+  int admissions = 0;             // on_admitted calls
+  bool admitted_before_tokens = true;
 };
 
 GenerateTask MakeGenerate(std::vector<int32_t> prompt, int max_new, GenerateOutcome* out,
@@ -230,8 +232,10 @@ GenerateTask MakeGenerate(std::vector<int32_t> prompt, int max_new, GenerateOutc
   task.params.max_new_tokens = max_new;
   task.control = std::move(control);
   task.on_event = [out](const StepEvent& ev) {
+    if (out->admissions == 0) out->admitted_before_tokens = false;
     out->tokens.insert(out->tokens.end(), ev.token_ids.begin(), ev.token_ids.end());
   };
+  task.on_admitted = [out](int) { ++out->admissions; };
   task.on_done = [out](const absl::Status& s, const GenerateSummary& summary) {
     out->status = s;
     out->summary = summary;
@@ -484,6 +488,9 @@ TEST_F(SchedulerTest, PreemptsWhenBlocksRunOutAndStillProducesExactTokens) {
     ASSERT_TRUE(outs[r]->status.ok()) << outs[r]->status;
     EXPECT_EQ(outs[r]->tokens, Expected(std::vector<int32_t>(4, r + 2), 12)) << "request " << r;
     preemptions += outs[r]->summary.preemptions;
+    // Admitted once, before its first event, however often it comes back.
+    EXPECT_EQ(outs[r]->admissions, 1) << "request " << r;
+    EXPECT_TRUE(outs[r]->admitted_before_tokens) << "request " << r;
   }
   EXPECT_GT(preemptions, 0);
   ASSERT_TRUE(scheduler.WaitIdle(absl::Now() + absl::Seconds(10)));
