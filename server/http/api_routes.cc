@@ -294,7 +294,7 @@ class Gateway {
   }
 
   void RunCompletion(const HttpRequest& request, HttpResponseWriter& w, absl::StatusOr<CompletionCall> call) {
-    const std::string id = RequestId(request, w);
+    const std::string id = RequestId(request, w, call.ok() ? call->request_id : "");
     if (!call.ok()) return Refuse(w, "Generate", call.status(), id);
     auto control = NewControl(request, w, "Generate", id);
     if (control == nullptr) return;
@@ -695,11 +695,14 @@ class Gateway {
 
   // The request's id: the client's X-Request-Id when usable, else a new one;
   // every answer to this request carries it.
-  std::string RequestId(const HttpRequest& request, HttpResponseWriter& w) {
+  // The client's X-Request-Id when usable, else `body_id` (a body's own
+  // request id, vLLM's), else a new one.
+  std::string RequestId(const HttpRequest& request, HttpResponseWriter& w, const std::string& body_id = "") {
     std::optional<std::string> id;
     if (auto it = request.headers.find("x-request-id"); it != request.headers.end()) {
       id = ValidClientRequestId(it->second);
     }
+    if (!id && !body_id.empty()) id = body_id;
     if (!id) id = backend_.new_request_id ? backend_.new_request_id() : own_ids_.Next();
     w.AddHeader("X-Request-Id", *id);
     return *id;

@@ -2,11 +2,13 @@
 
 #include <cstring>
 #include <limits>
+#include <optional>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "engine/core/status_macros.h"
+#include "server/core/request_log.h"
 #include "server/http/json_body.h"
 #include "server/http/json_fields.h"
 
@@ -498,6 +500,16 @@ absl::Status ParseSharedCompletionFields(const json& root, absl::string_view bod
     }
   }
   RETURN_IF_ERROR(RefuseNonZeroPriority(root));
+  if (const json* id = Field(root, "request_id"); id != nullptr) {
+    const std::optional<std::string> valid =
+        id->is_string() ? ValidClientRequestId(id->get_ref<const std::string&>()) : std::nullopt;
+    if (!valid) {
+      return TypeError("request_id", absl::StrCat("a string of 1 to ", kMaxRequestIdBytes,
+                                                  " letters, digits and -_.:/+=@ (it goes into logs and headers)"),
+                       *id);
+    }
+    call->request_id = *valid;
+  }
   // Sampling where beam search was asked for would look like its answer.
   if (const json* beam = Field(root, "use_beam_search"); beam != nullptr) {
     ASSIGN_OR_RETURN(const bool use_beam_search, BoolField(*beam, "use_beam_search"));

@@ -91,6 +91,9 @@ struct CompletionCall {
   // instead of null ({"prompt_tokens", "completion_tokens", "total_tokens"}).
   bool continuous_usage = false;
   CompletionFormat format;
+  // vLLM's "request_id": the request's id when the client sent no usable
+  // X-Request-Id header (the header wins, as vLLM has it); empty: none.
+  std::string request_id;
   size_t prompts() const { return requests.size() / static_cast<size_t>(n); }
 };
 

@@ -585,6 +585,20 @@ TEST_F(HttpRoutesTest, RequestIdIsTheClientsOrANewOneOnEveryAnswer) {
   ASSERT_EQ(r.status, 200);
   EXPECT_THAT(r.headers["content-type"], HasSubstr("text/event-stream"));
   EXPECT_EQ(r.headers["x-request-id"], "s1");
+
+  // vLLM's body request_id names a completion that has no usable header;
+  // the header wins, as in vLLM; a bad one is a 400 naming the field.
+  r = Post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "hi"}], "request_id": "rl-42"})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.headers["x-request-id"], "rl-42");
+  EXPECT_EQ(core_.last_request_id(), "rl-42");
+  EXPECT_EQ(json::parse(r.body)["id"], "chatcmpl-rl-42");
+  r = Post("/v1/completions", R"({"prompt": "hi", "max_tokens": 2, "request_id": "rl-43"})", "X-Request-Id: h-1\r\n");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["id"], "cmpl-h-1");
+  r = Post("/v1/completions", R"({"prompt": "hi", "request_id": "two words"})");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_THAT(r.body, HasSubstr("request_id: must be a string of 1 to 128 letters"));
 }
 
 // The tokenizer and model-info calls of the gRPC door, over HTTP/JSON with
