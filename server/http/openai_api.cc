@@ -318,6 +318,26 @@ std::string OrderedSchemaText(absl::string_view body, std::initializer_list<cons
 
 }  // namespace
 
+namespace {
+
+// vLLM's "request_id", held to what X-Request-Id may be (it reaches logs and
+// headers).
+absl::Status ParseRequestId(const json& root, std::string* out) {
+  const json* id = Field(root, "request_id");
+  if (id == nullptr) return absl::OkStatus();
+  const std::optional<std::string> valid =
+      id->is_string() ? ValidClientRequestId(id->get_ref<const std::string&>()) : std::nullopt;
+  if (!valid) {
+    return TypeError("request_id", absl::StrCat("a string of 1 to ", kMaxRequestIdBytes,
+                                                " letters, digits and -_.:/+=@ (it goes into logs and headers)"),
+                     *id);
+  }
+  *out = *valid;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status ParseSharedCompletionFields(const json& root, absl::string_view body, size_t prompts,
                                          CompletionCall* call, v1::GenerateRequest* shared) {
   // vLLM's constrained-decoding extensions: unconstrained output where a
@@ -500,16 +520,7 @@ absl::Status ParseSharedCompletionFields(const json& root, absl::string_view bod
     }
   }
   RETURN_IF_ERROR(RefuseNonZeroPriority(root));
-  if (const json* id = Field(root, "request_id"); id != nullptr) {
-    const std::optional<std::string> valid =
-        id->is_string() ? ValidClientRequestId(id->get_ref<const std::string&>()) : std::nullopt;
-    if (!valid) {
-      return TypeError("request_id", absl::StrCat("a string of 1 to ", kMaxRequestIdBytes,
-                                                  " letters, digits and -_.:/+=@ (it goes into logs and headers)"),
-                       *id);
-    }
-    call->request_id = *valid;
-  }
+  RETURN_IF_ERROR(ParseRequestId(root, &call->request_id));
   // Sampling where beam search was asked for would look like its answer.
   if (const json* beam = Field(root, "use_beam_search"); beam != nullptr) {
     ASSIGN_OR_RETURN(const bool use_beam_search, BoolField(*beam, "use_beam_search"));
