@@ -135,6 +135,19 @@ absl::Status RefuseUnsupported(const json& root) {
     ASSIGN_OR_RETURN(const bool a, BoolField(*add, "add_special_tokens"));
     if (a) return Unsupported("add_special_tokens", "true: the chat template writes the special tokens");
   }
+  // Output other than text, and OpenAI's built-in web search: answered
+  // with plain text they would look served.
+  if (const json* modalities = Field(root, "modalities"); modalities != nullptr) {
+    if (!modalities->is_array()) return TypeError("modalities", "an array of strings", *modalities);
+    for (size_t i = 0; i < modalities->size(); ++i) {
+      const json& m = (*modalities)[i];
+      if (!m.is_string() || m.get_ref<const std::string&>() != "text") {
+        return Unsupported(absl::StrCat("modalities[", i, "]"), "text output only");
+      }
+    }
+  }
+  if (Field(root, "audio") != nullptr) return Unsupported("audio", "text output only");
+  if (Field(root, "web_search_options") != nullptr) return Unsupported("web_search_options", "no web search");
   // vLLM's documents go to a Jinja template that shows them; the built-in
   // formats show none, so the model would answer without them.
   if (const json* docs = Field(root, "documents"); docs != nullptr && !(docs->is_array() && docs->empty())) {
