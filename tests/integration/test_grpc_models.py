@@ -179,6 +179,23 @@ def test_generate_reproduces_llama2c_greedy_reference(stub, pb):
     assert last.usage.peak_kv_cache_bytes in (1280 * 16 * ((positions - 1 + 15) // 16), 1280 * 16 * ((positions + 15) // 16))
 
 
+def test_return_prompt_token_ids_gives_the_prompt_as_the_model_saw_it(stub, pb):
+    """return_prompt_token_ids: the first message carries the prompt's ids
+    (llama2.c's, BOS included; after truncation the kept tail), no later
+    message does; without it, none."""
+    ref = case("the_cat_n64")
+    request = greedy(pb, text=ref["prompt"], max_new=4)
+    request.return_prompt_token_ids = True
+    messages = list(stub.Generate(request, timeout=120))
+    assert list(messages[0].prompt_token_ids) == ref["prompt_ids_with_bos"]
+    assert all(len(m.prompt_token_ids) == 0 for m in messages[1:])
+    request.truncate_prompt_tokens = 2
+    first = next(iter(stub.Generate(request, timeout=120)))
+    assert list(first.prompt_token_ids) == ref["prompt_ids_with_bos"][-2:]
+    plain = list(stub.Generate(greedy(pb, text=ref["prompt"], max_new=4), timeout=120))
+    assert all(len(m.prompt_token_ids) == 0 for m in plain)
+
+
 def test_generate_256_tokens_past_the_declared_context(stub, pb):
     """The GGUF declares 128 positions; with --decoder-context-length=512 the
     whole 256-token no-prompt reference (BOS only) is reproduced."""
