@@ -64,8 +64,9 @@ struct DecoderEngine::Sequence {
     return choice->can_continue();
   }
 
-  Sequence(const Tokenizer& tokenizer, int32_t last_prompt_token, std::vector<std::string> stop, bool include_stop)
-      : detok(tokenizer, last_prompt_token), stops(std::move(stop), include_stop) {}
+  Sequence(const Tokenizer& tokenizer, int32_t last_prompt_token, std::vector<std::string> stop, bool include_stop,
+           bool write_special)
+      : detok(tokenizer, last_prompt_token, write_special), stops(std::move(stop), include_stop) {}
   bool in_prefill() const { return prompt_fed < static_cast<int>(prompt.size()); }
   // Stop strings are looked for in the text of output tokens past
   // min_tokens (the output counts the tokens made before a preemption).
@@ -292,7 +293,7 @@ absl::StatusOr<SeqId> DecoderEngine::AddSequence(std::vector<int32_t> prompt,
   const size_t prompt_end = prompt.size() - static_cast<size_t>(resumed);  // the request's own prompt
   const SeqId id = next_id_++;
   auto s = std::make_unique<Sequence>(model_->tokenizer(), prompt[prompt_end - 1], params.stop,
-                                      params.include_stop_string);
+                                      params.include_stop_string, !params.skip_special_tokens);
   s->id = id;
   s->sampling = SamplingParamsOf(params);
   if (params.min_tokens > 0) {

@@ -105,6 +105,11 @@ struct GenerationParams {
   bool include_stop_string = false;     // vLLM's include_stop_str_in_output
   std::vector<int32_t> stop_token_ids;  // extra ids that end generation
   bool ignore_eos = false;              // keep going past the model's EOS ids
+  // Control tokens generated mid-answer add nothing to the text (vLLM's
+  // default, skip_special_tokens); false writes each as its vocabulary entry
+  // ("<|im_start|>"). A token that ends the answer (EOS, end of turn, a stop
+  // id) is never written, as vLLM leaves it out either way.
+  bool skip_special_tokens = true;
   // More ids that end generation as EOS does (and are ignored with it): a
   // chat template's end-of-turn token ("<|im_end|>", "<|eot_id|>") where it
   // is not the model's EOS.

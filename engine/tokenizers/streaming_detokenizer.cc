@@ -57,8 +57,20 @@ std::string TakeCompleteUtf8(std::string& bytes, bool final) {
 }
 
 std::string StreamingDetokenizer::Push(int32_t token) {
-  pending_ += tokenizer_.TokenBytes(token, prev_);
-  if (!tokenizer_.IsControl(token)) prev_ = token;  // control tokens add no text (Tokenizer::TokenBytes)
+  if (tokenizer_.IsControl(token)) {
+    // Control tokens add no text (Tokenizer::TokenBytes) unless written out.
+    if (write_special_) {
+      pending_ += tokenizer_.IdToPiece(token);
+      after_written_special_ = true;
+    }
+  } else {
+    // After a written special token the piece does not begin the text: it is
+    // read as following an ordinary token (itself stands in for one), as
+    // InferenceCore::Detokenize reads it.
+    pending_ += tokenizer_.TokenBytes(token, after_written_special_ ? token : prev_);
+    after_written_special_ = false;
+    prev_ = token;
+  }
   return TakeCompleteUtf8(pending_, /*final=*/false);
 }
 

@@ -19,8 +19,12 @@ class StreamingDetokenizer {
  public:
   // `prev_token`: the token before the first one pushed (the last prompt
   // token, or -1 when there is none), for SentencePiece's leading-space rule.
-  explicit StreamingDetokenizer(const Tokenizer& tokenizer, int32_t prev_token = -1)
-      : tokenizer_(tokenizer), prev_(prev_token) {}
+  // `write_special`: control tokens are written as their vocabulary entry
+  // ("<s>", "<|im_start|>"), as transformers' decode with
+  // skip_special_tokens=False writes them; the piece after one keeps its
+  // leading space (it does not begin the text). Else they add nothing.
+  explicit StreamingDetokenizer(const Tokenizer& tokenizer, int32_t prev_token = -1, bool write_special = false)
+      : tokenizer_(tokenizer), prev_(prev_token), write_special_(write_special) {}
 
   // Adds one token; returns the newly completed text (possibly "").
   std::string Push(int32_t token);
@@ -32,6 +36,8 @@ class StreamingDetokenizer {
  private:
   const Tokenizer& tokenizer_;
   int32_t prev_;
+  bool write_special_;
+  bool after_written_special_ = false;
   std::string pending_;
 };
 

@@ -143,6 +143,7 @@ absl::StatusOr<GenerationParams> ToGenerationParams(const v1::GenerateRequest& r
   p.include_stop_string = s.include_stop_str_in_output();
   p.stop_token_ids.assign(s.stop_token_ids().begin(), s.stop_token_ids().end());
   p.ignore_eos = s.ignore_eos();
+  p.skip_special_tokens = !s.has_skip_special_tokens() || s.skip_special_tokens();
   p.min_tokens = s.min_tokens();
   p.logprobs = s.logprobs() || s.top_logprobs() > 0;
   p.top_logprobs = s.top_logprobs();

@@ -511,14 +511,8 @@ absl::Status ParseSharedCompletionFields(const json& root, absl::string_view bod
   }));
   RETURN_IF_ERROR(Optional<bool>(root, "return_tokens_as_token_ids", BoolField,
                                  [&](bool v) { call->format.tokens_as_ids = v; }));
-  // Special tokens never reach the text: asked for, they would be missed
-  // without a word (vLLM's default, true, is what this does).
-  if (const json* skip = Field(root, "skip_special_tokens"); skip != nullptr) {
-    ASSIGN_OR_RETURN(const bool skip_special, BoolField(*skip, "skip_special_tokens"));
-    if (!skip_special) {
-      return Unsupported("skip_special_tokens", "false: special tokens are never written into the text");
-    }
-  }
+  RETURN_IF_ERROR(Optional<bool>(root, "skip_special_tokens", BoolField,
+                                 [&](bool v) { sampling->set_skip_special_tokens(v); }));
   RETURN_IF_ERROR(RefuseNonZeroPriority(root));
   RETURN_IF_ERROR(ParseRequestId(root, &call->request_id));
   // Sampling where beam search was asked for would look like its answer.

@@ -244,6 +244,13 @@ absl::StatusOr<CompletionCall> ParseChatCompletionRequest(absl::string_view body
     if (call.format.tools.parser == AutoToolParser::kHermes) sampling->set_lazy_trigger("<tool_call>\n");
     call.format.tools.call_schema = true;
   }
+  // hermes, as vLLM's parser: special tokens are written into the answer
+  // unless the client says otherwise, since some models' <tool_call> tags
+  // are special tokens, which would vanish before the parser saw them.
+  if (call.format.tools.mode == ToolCallFormat::Mode::kAuto &&
+      call.format.tools.parser == AutoToolParser::kHermes && !sampling->has_skip_special_tokens()) {
+    sampling->set_skip_special_tokens(false);
+  }
   // OpenAI's newer name wins over the deprecated max_tokens, as vLLM.
   RETURN_IF_ERROR(Optional<int32_t>(root, "max_completion_tokens", Int32Field,
                                     [&](int32_t v) { sampling->set_max_new_tokens(v); }));

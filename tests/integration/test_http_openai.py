@@ -552,6 +552,38 @@ def test_vllm_return_token_ids_are_llama2cs_ids(server, client):
     assert native["prompt_token_ids"] == ONCE["prompt_ids_with_bos"] and native["token_ids"] == want[:3], native
 
 
+def test_skip_special_tokens_false_writes_them_as_transformers_decode(server, client):
+    """vLLM's skip_special_tokens: false. A seeded draw held to BOS and two
+    words (allowed_token_ids, BOS favoured by logit_bias) mixes them; the
+    text is transformers' decode of prompt + answer ids with special tokens
+    kept, less the prompt's decode ("<s> Once", the space kept after a
+    written BOS); streamed, the same. With the default the same ids give
+    transformers' decode with special tokens skipped."""
+    transformers = pytest.importorskip("transformers")
+    hf = transformers.PreTrainedTokenizerFast(
+        tokenizer_file=str(REPO / "tests/golden/decoder_tokenizers/tok512_legacy_tokenizer.json"),
+        bos_token="<s>", eos_token="</s>")
+    prompt = ONCE["prompt_ids_with_bos"]
+    extra = {"allowed_token_ids": [1, 403, 407], "logit_bias": {"1": 15}, "return_token_ids": True}
+    texts = {}
+    for skip in (False, True):
+        r = client.completions.create(model="m", prompt=prompt, max_tokens=16, temperature=1.0, seed=5,
+                                      extra_body={**extra, "skip_special_tokens": skip})
+        ids = r.choices[0].model_extra["token_ids"]
+        assert 1 in ids and set(ids) - {1}, ids  # both kinds drawn, so the test says something
+        whole, head = (hf.decode(prompt + ids, skip_special_tokens=skip), hf.decode(prompt, skip_special_tokens=skip))
+        assert whole.startswith(head)
+        assert r.choices[0].text == whole[len(head):], (skip, ids)
+        texts[skip] = r.choices[0].text
+        chunks = list(client.completions.create(model="m", prompt=prompt, max_tokens=16, temperature=1.0, seed=5,
+                                                stream=True, extra_body={**extra, "skip_special_tokens": skip}))
+        assert "".join(c.choices[0].text for c in chunks) == r.choices[0].text
+    assert "<s>" in texts[False] and "<s>" not in texts[True]
+    plain = client.completions.create(model="m", prompt=prompt, max_tokens=16, temperature=1.0, seed=5,
+                                      extra_body=extra)
+    assert plain.choices[0].text == texts[True]
+
+
 def test_allowed_token_ids_and_bad_words_hold_the_output(server, client):
     """vLLM's allowed_token_ids through the openai client: one allowed id
     (not the end) repeats to max_tokens; an id past the vocabulary is a 400

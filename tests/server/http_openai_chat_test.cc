@@ -578,6 +578,17 @@ TEST(OpenAiChatTest, HermesCallsAreHeldAfterTheirTag) {
   const v1::SamplingParams& sampling = call->requests[0].sampling();
   EXPECT_EQ(sampling.response_format(), v1::RESPONSE_FORMAT_LAZY_JSON_SCHEMA);
   EXPECT_EQ(sampling.lazy_trigger(), "<tool_call>\n");
+  // As vLLM's hermes parser: special tokens are written (a model's tags may
+  // be special tokens), unless the client said otherwise.
+  EXPECT_TRUE(sampling.has_skip_special_tokens());
+  EXPECT_FALSE(sampling.skip_special_tokens());
+  {
+    std::string own = kToolsBody;
+    own.replace(own.find("TOOL_CHOICE"), 11, "\"auto\", \"skip_special_tokens\": true");
+    absl::StatusOr<CompletionCall> kept = ParseChatCompletionRequest(own, support);
+    ASSERT_TRUE(kept.ok()) << kept.status();
+    EXPECT_TRUE(kept->requests[0].sampling().skip_special_tokens());
+  }
   const json schema = json::parse(sampling.json_schema());
   ASSERT_EQ(schema["anyOf"].size(), 2u);
   EXPECT_EQ(schema["anyOf"][0]["required"], json({"name", "arguments"}));

@@ -548,14 +548,21 @@ TEST(OpenAiCompletionsTest, AllowedTokenIdsAndBeamSearch) {
           "priority": 0})");
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->requests[0].sampling().allowed_token_ids_size(), 0);
+  EXPECT_TRUE(c->requests[0].sampling().skip_special_tokens());
+  // vLLM's skip_special_tokens reaches the sampling only when sent.
+  c = ParseCompletionRequest(R"({"prompt": "a", "skip_special_tokens": false})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->requests[0].sampling().has_skip_special_tokens());
+  EXPECT_FALSE(c->requests[0].sampling().skip_special_tokens());
+  c = ParseCompletionRequest(R"({"prompt": "a"})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->requests[0].sampling().has_skip_special_tokens());
   for (const auto& [body, message] : std::vector<std::pair<std::string, std::string>>{
            {R"({"prompt": "a", "allowed_token_ids": []})", "allowed_token_ids: empty"},
            {R"({"prompt": "a", "allowed_token_ids": 7})", "allowed_token_ids"},
            {R"({"prompt": "a", "allowed_token_ids": [1, "2"]})", "allowed_token_ids[1]"},
            {R"({"prompt": "a", "bad_words": "x"})", "bad_words"},
            {R"({"prompt": "a", "bad_words": ["x", 3]})", "bad_words[1]"},
-           {R"({"prompt": "a", "skip_special_tokens": false})",
-            "skip_special_tokens: not supported (false: special tokens are never written into the text)"},
            {R"({"prompt": "a", "use_beam_search": true})",
             "use_beam_search: not supported (beam search is not implemented)"},
            {R"({"prompt": "a", "priority": -5})", "priority: not supported (requests are served first come, first served)"},

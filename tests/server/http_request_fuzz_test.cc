@@ -83,7 +83,7 @@ std::vector<std::string> SeedCorpus() {
           R"("return_tokens_as_token_ids":true})"},
       {6, R"({"messages":[{"role":"user","content":"Hi"}],"prompt_logprobs":0,"allowed_token_ids":[5],)"
           R"("cache_salt":"tenant-a","return_token_ids":true,"logprobs":true,"return_tokens_as_token_ids":true})"},
-      {1, R"({"text":"x","return_prompt_token_ids":true,"sampling":{"max_new_tokens":2}})"},
+      {1, R"({"text":"x","return_prompt_token_ids":true,"sampling":{"max_new_tokens":2,"skip_special_tokens":false}})"},
       {1, R"({"text":"x","sampling":{"response_format":"RESPONSE_FORMAT_LAZY_JSON_SCHEMA",)"
           R"("json_schema":"{\"type\":\"object\"}","lazy_trigger":"<tool_call>\n","prompt_logprobs":true,)"
           R"("prompt_top_logprobs":2,"allowed_token_ids":[1,2],"cache_salt":"s"}})"},
@@ -134,7 +134,7 @@ std::string Mutate(const std::string& in, const std::vector<std::string>& corpus
       "\"top_n\":", "\"source_sentence\":", "\"sentences\":[", "\"include\":[", "\"tool_choice\":{",
       "\"prompt_logprobs\":", "\"allowed_token_ids\":[", "\"cache_salt\":", "\"lazy_trigger\":",
       "\"use_beam_search\":", "\"return_token_ids\":", "\"return_tokens_as_token_ids\":",
-      "\"return_prompt_token_ids\":"};
+      "\"return_prompt_token_ids\":", "\"skip_special_tokens\":"};
   // Numbers at and past every limit the checks enforce, written as JSON
   // allows (and as it does not).
   static const char* kNumbers[] = {"-1", "0", "-0", "0.0", "1", "2", "20", "21", "100", "100.5", "10.01",

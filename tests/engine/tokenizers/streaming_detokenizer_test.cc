@@ -69,6 +69,30 @@ TEST(StreamingDetokenizerTest, StreamEqualsWholeDecodeOnReferenceRun) {
   }
 }
 
+// With write_special, control tokens are written as their vocabulary entry
+// and the piece after one keeps its space, as the core's Detokenize (checked
+// against transformers' decode with skip_special_tokens=False) writes the
+// same ids; without it they add nothing.
+TEST(StreamingDetokenizerTest, WritesSpecialTokensWhenAsked) {
+  auto t = Stories();
+  TokenizeOptions o;
+  o.add_bos = false;
+  const std::vector<int32_t> once = *t->Encode("Once upon", o);
+  const int32_t bos = t->special().bos, eos = t->special().eos;
+  std::vector<int32_t> ids = {bos};
+  ids.insert(ids.end(), once.begin(), once.end());
+  ids.push_back(eos);
+  ids.push_back(bos);
+  ids.insert(ids.end(), once.begin(), once.end());
+  for (bool write : {true, false}) {
+    StreamingDetokenizer d(*t, /*prev_token=*/-1, write);
+    std::string streamed;
+    for (int32_t id : ids) streamed += d.Push(id);
+    streamed += d.Flush();
+    EXPECT_EQ(streamed, write ? "<s> Once upon</s><s> Once upon" : "Once upon Once upon") << write;
+  }
+}
+
 TEST(StreamingDetokenizerTest, InvalidBytesBecomeReplacementCharacters) {
   std::string b = "a\xFF" "b";
   EXPECT_EQ(TakeCompleteUtf8(b, false), "a\xEF\xBF\xBD" "b");
