@@ -418,10 +418,18 @@ void DecoderEngine::BanBadWords(Sequence& s) {
 
 bool DecoderEngine::AdvanceTriggered(Sequence& s, int32_t token) {
   const Tokenizer& tok = model_->tokenizer();
-  if (tok.IsControl(token)) return true;
   const bool held_before = s.schema_state.has_value();
-  const std::string bytes = tok.TokenBytes(token, s.constraint_prev);
-  s.constraint_prev = token;
+  std::string bytes;
+  if (tok.IsControl(token)) {
+    // A control token is text the trigger may hold only where the answer
+    // writes it (skip_special_tokens false: a model whose tag is a special
+    // token); a held value's mask never lets one through.
+    if (s.params.skip_special_tokens || held_before) return true;
+    bytes = tok.IdToPiece(token);
+  } else {
+    bytes = tok.TokenBytes(token, s.constraint_prev);
+    s.constraint_prev = token;
+  }
   for (char c : bytes) {
     if (!s.schema_state.has_value()) {
       s.trigger_tail.push_back(c);

@@ -777,6 +777,42 @@ TEST(LazyJsonSchemaTest, AnAddedTokenTriggerHoldsEachValueAfterIt) {
   EXPECT_EQ(Generate(*engine, *prompt, text).text, "<|custom|><|custom|><|custom|><|custom|><|custom|>");
 }
 
+// A trigger that is a special token, as some models' <tool_call> is: here
+// qwen2_tiny's "<|im_start|>". Written into the answer (skip_special_tokens
+// false) it holds each value after it as an ordinary trigger does; skipped
+// (the default) the text never holds it, so nothing is held.
+TEST(LazyJsonSchemaTest, ASpecialTokenTriggerHoldsWhereSpecialTokensAreWritten) {
+  const std::shared_ptr<const DecoderModel> model = QwenTiny();
+  ASSERT_NE(model, nullptr);
+  std::unique_ptr<DecoderEngine> engine = MakeEngine(model);
+  const Tokenizer& tok = model->tokenizer();
+  const std::optional<int32_t> start = tok.PieceToId("<|im_start|>");
+  ASSERT_TRUE(start.has_value());
+  ASSERT_TRUE(tok.IsControl(*start));
+  auto prompt = tok.Encode("Call a tool:");
+  ASSERT_TRUE(prompt.ok());
+  GenerationParams p = LazyParams(240, 0.0f);
+  p.lazy_trigger = "<|im_start|>";
+  p.logit_bias = {{*start, 100.0f}};
+  p.skip_special_tokens = false;
+  const JsonRun run = Generate(*engine, *prompt, p);
+  const std::vector<std::string> parts = absl::StrSplit(run.text, "<|im_start|>");
+  ASSERT_GE(parts.size(), 3u) << run.text;
+  EXPECT_EQ(parts[0], "") << run.text;
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const bool last = i + 1 == parts.size();
+    EXPECT_TRUE(SchemaTakes(parts[i], /*whole=*/!last)) << i << ": " << parts[i];
+    EXPECT_EQ(parts[i].rfind("{\"name\": \"get_", 0), 0u) << i << ": " << parts[i];
+  }
+  // Skipped, the special token is no text: the bias draws it throughout and
+  // nothing is held.
+  p.skip_special_tokens = true;
+  p.max_new_tokens = 6;
+  const JsonRun skipped = Generate(*engine, *prompt, p);
+  EXPECT_EQ(skipped.ids, std::vector<int32_t>(6, *start));
+  EXPECT_EQ(skipped.text, "");
+}
+
 TEST(LazyJsonSchemaTest, RefusedWhereItCannotWork) {
   auto engine = MakeEngine();
   GenerationParams p = LazyParams(8, 0.0f);
