@@ -13,6 +13,7 @@
 #include "absl/synchronization/mutex.h"
 #include "engine/core/status_macros.h"
 #include "engine/models/pooling.h"
+#include "engine/tokenizers/streaming_detokenizer.h"
 #include "server/cgroup_limits.h"
 #include "server/core/delivery_queue.h"
 #include "server/core/proto_convert.h"
@@ -447,30 +448,19 @@ absl::StatusOr<v1::DetokenizeResponse> InferenceCore::Detokenize(const v1::Detok
   }
   if (!has_decoder()) return absl::FailedPreconditionError("model: no decoder model is loaded");
   const Tokenizer& tokenizer = models_->decoder->tokenizer();
-  std::string text;
-  int32_t prev = -1;
-  bool after_written_special = false;
   for (size_t i = 0; i < ids.size(); ++i) {
-    const int32_t id = ids[i];
-    if (id < 0 || id >= tokenizer.vocab_size()) {
+    if (ids[i] < 0 || ids[i] >= tokenizer.vocab_size()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("token_ids[", i, "] = ", id, " is out of range [0, ", tokenizer.vocab_size(), ")"));
+          absl::StrCat("token_ids[", i, "] = ", ids[i], " is out of range [0, ", tokenizer.vocab_size(), ")"));
     }
-    if (tokenizer.IsControl(id)) {
-      if (!request.skip_special_tokens()) {
-        text += tokenizer.IdToPiece(id);
-        after_written_special = true;
-      }
-    } else {
-      // A special token written out is text, so the piece after it does not
-      // begin the text and keeps its space ("<s> Hello", as transformers'
-      // decode and llama.cpp's detokenize give): it is read as following an
-      // ordinary token (itself stands in for one).
-      text += tokenizer.TokenBytes(id, after_written_special ? id : prev);
-      after_written_special = false;
-    }
-    prev = id;
   }
+  // As a stream writes the same ids: special tokens written out when asked,
+  // the piece after one keeping its space ("<s> Hello", as transformers'
+  // decode and llama.cpp's detokenize give).
+  StreamingDetokenizer detok(tokenizer, /*prev_token=*/-1, /*write_special=*/!request.skip_special_tokens());
+  std::string text;
+  for (int32_t id : ids) text += detok.Push(id);
+  text += detok.Flush();
   response.set_text(ReplaceInvalidUtf8(text));
   return response;
 }

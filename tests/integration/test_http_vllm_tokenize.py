@@ -51,10 +51,15 @@ def test_detokenize_is_transformers_decode(server, hf):
             status, body = call(server, "/detokenize", {"model": "stories260K", "tokens": ids})
             assert status == 200, body
             assert body == {"prompt": hf.decode(ids)}, (text, ids)
-    # The native door keeps special tokens the same way when asked to.
+    # The native door keeps special tokens the same way when asked to, and
+    # skips them as transformers does, a special token mid-text included.
     ids = hf("Hello world")["input_ids"]
     status, body = call(server, "/v1/detokenize", {"token_ids": ids, "skip_special_tokens": False})
     assert status == 200 and body["text"] == hf.decode(ids) == "<s> Hello world", body
+    mixed = ids + [hf.bos_token_id] + hf("the cat", add_special_tokens=False)["input_ids"] + [hf.eos_token_id]
+    for skip in (True, False):
+        status, body = call(server, "/v1/detokenize", {"token_ids": mixed, "skip_special_tokens": skip})
+        assert status == 200 and body["text"] == hf.decode(mixed, skip_special_tokens=skip), (skip, body)
 
 
 @pytest.mark.parametrize("conversation", ["tools_system_user", "tools_call_result", "no_system"])

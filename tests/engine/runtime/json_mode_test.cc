@@ -741,6 +741,20 @@ TEST(LazyJsonSchemaTest, AByteLevelVocabularyToo) {
   EXPECT_EQ(free.ids, run(text).ids);
 }
 
+// The output is trigger, value, trigger, value, ...: it begins with the
+// trigger, and each value after one is a call the schema takes (whole but
+// for the last, which the length may cut).
+void ExpectAValueHeldAfterEachTrigger(const JsonRun& run, const std::string& trigger) {
+  const std::vector<std::string> parts = absl::StrSplit(run.text, trigger);
+  ASSERT_GE(parts.size(), 3u) << run.text;
+  EXPECT_EQ(parts[0], "") << run.text;  // the first token: the trigger
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const bool last = i + 1 == parts.size();
+    EXPECT_TRUE(SchemaTakes(parts[i], /*whole=*/!last)) << i << ": " << parts[i];
+    EXPECT_EQ(parts[i].rfind("{\"name\": \"get_", 0), 0u) << i << ": " << parts[i];
+  }
+}
+
 // A trigger that is one added token, as Qwen2.5's <tool_call> is: here
 // qwen2_tiny's non-special "<|custom|>", drawn at every free step by a
 // bias. Each time it is written the next value is held, and the text is
@@ -759,14 +773,7 @@ TEST(LazyJsonSchemaTest, AnAddedTokenTriggerHoldsEachValueAfterIt) {
   p.lazy_trigger = "<|custom|>";
   p.logit_bias = {{*custom, 100.0f}};
   const JsonRun run = Generate(*engine, *prompt, p);
-  const std::vector<std::string> parts = absl::StrSplit(run.text, "<|custom|>");
-  ASSERT_GE(parts.size(), 3u) << run.text;
-  EXPECT_EQ(parts[0], "") << run.text;  // the first token: the trigger
-  for (size_t i = 1; i < parts.size(); ++i) {
-    const bool last = i + 1 == parts.size();
-    EXPECT_TRUE(SchemaTakes(parts[i], /*whole=*/!last)) << i << ": " << parts[i];
-    EXPECT_EQ(parts[i].rfind("{\"name\": \"get_", 0), 0u) << i << ": " << parts[i];
-  }
+  ExpectAValueHeldAfterEachTrigger(run, "<|custom|>");
   EXPECT_EQ(run.reason, FinishReason::kLength);
   // Without the trigger the bias writes the added token throughout.
   GenerationParams text = p;
@@ -795,15 +802,7 @@ TEST(LazyJsonSchemaTest, ASpecialTokenTriggerHoldsWhereSpecialTokensAreWritten) 
   p.lazy_trigger = "<|im_start|>";
   p.logit_bias = {{*start, 100.0f}};
   p.skip_special_tokens = false;
-  const JsonRun run = Generate(*engine, *prompt, p);
-  const std::vector<std::string> parts = absl::StrSplit(run.text, "<|im_start|>");
-  ASSERT_GE(parts.size(), 3u) << run.text;
-  EXPECT_EQ(parts[0], "") << run.text;
-  for (size_t i = 1; i < parts.size(); ++i) {
-    const bool last = i + 1 == parts.size();
-    EXPECT_TRUE(SchemaTakes(parts[i], /*whole=*/!last)) << i << ": " << parts[i];
-    EXPECT_EQ(parts[i].rfind("{\"name\": \"get_", 0), 0u) << i << ": " << parts[i];
-  }
+  ExpectAValueHeldAfterEachTrigger(Generate(*engine, *prompt, p), "<|im_start|>");
   // Skipped, the special token is no text: the bias draws it throughout and
   // nothing is held.
   p.skip_special_tokens = true;
