@@ -4,12 +4,14 @@
 #include <cstring>
 #include <limits>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/core/half.h"
 #include "engine/core/status_macros.h"
+#include "engine/formats/ggml_dequantize.h"
 
 namespace attnserve {
 namespace {
@@ -182,6 +184,8 @@ const char* GgmlTypeName(GgmlType type) {
     case GgmlType::kQ5_K: return "Q5_K";
     case GgmlType::kQ6_K: return "Q6_K";
     case GgmlType::kQ8_K: return "Q8_K";
+    case GgmlType::kIQ4_NL: return "IQ4_NL";
+    case GgmlType::kIQ4_XS: return "IQ4_XS";
     case GgmlType::kI8: return "I8";
     case GgmlType::kI16: return "I16";
     case GgmlType::kI32: return "I32";
@@ -209,6 +213,8 @@ std::optional<GgmlTypeTraits> GgmlTraits(uint32_t type_id) {
     case GgmlType::kQ5_K: return GgmlTypeTraits{256, 176};
     case GgmlType::kQ6_K: return GgmlTypeTraits{256, 210};
     case GgmlType::kQ8_K: return GgmlTypeTraits{256, 292};
+    case GgmlType::kIQ4_NL: return GgmlTypeTraits{32, 18};
+    case GgmlType::kIQ4_XS: return GgmlTypeTraits{256, 136};
     case GgmlType::kI8: return GgmlTypeTraits{1, 1};
     case GgmlType::kI16: return GgmlTypeTraits{1, 2};
     case GgmlType::kI32: return GgmlTypeTraits{1, 4};
@@ -471,18 +477,6 @@ absl::StatusOr<const std::vector<int64_t>*> GgufFile::GetIntArray(absl::string_v
   return &v->ints;
 }
 
-void DequantizeQ8_0(const std::byte* src, float* dst, int64_t n) {
-  // Block: f16 scale d, then 32 int8 quants; x = d * q.
-  for (int64_t b = 0; b < n / 32; ++b) {
-    const std::byte* blk = src + b * 34;
-    uint16_t dh;
-    std::memcpy(&dh, blk, 2);
-    float d = F16ToFloat(dh);
-    const int8_t* q = reinterpret_cast<const int8_t*>(blk + 2);
-    for (int k = 0; k < 32; ++k) dst[b * 32 + k] = d * static_cast<float>(q[k]);
-  }
-}
-
 absl::StatusOr<Tensor> GgufFile::LoadTensor(absl::string_view name, DType storage) const {
   const GgufTensorInfo* info = FindTensor(name);
   if (info == nullptr) return absl::NotFoundError(absl::StrCat(where_, ": tensor '", name, "' is missing"));
@@ -491,27 +485,39 @@ absl::StatusOr<Tensor> GgufFile::LoadTensor(absl::string_view name, DType storag
   switch (info->type) {
     case GgmlType::kF32:
       ConvertTensorData(info->data.data(), DType::kF32, out.raw(), storage, n);
-      break;
+      return out;
     case GgmlType::kF16:
       ConvertTensorData(info->data.data(), DType::kF16, out.raw(), storage, n);
-      break;
+      return out;
     case GgmlType::kBF16:
       ConvertTensorData(info->data.data(), DType::kBF16, out.raw(), storage, n);
-      break;
-    case GgmlType::kQ8_0: {
-      if (storage == DType::kF32) {
-        DequantizeQ8_0(info->data.data(), out.f32(), n);
-      } else {
-        Tensor tmp = Tensor::Empty(info->shape, DType::kF32);
-        DequantizeQ8_0(info->data.data(), tmp.f32(), n);
-        ConvertTensorData(reinterpret_cast<const std::byte*>(tmp.raw()), DType::kF32, out.raw(), storage, n);
-      }
-      break;
-    }
+      return out;
     default:
-      return absl::UnimplementedError(absl::StrCat(where_, ": tensor '", name, "' has ggml type ",
-                                                   GgmlTypeName(info->type),
-                                                   "; only F32, F16, BF16 and Q8_0 can be loaded"));
+      break;
+  }
+  if (!CanDequantizeGgml(info->type)) {
+    return absl::UnimplementedError(absl::StrCat(
+        where_, ": tensor '", name, "' has ggml type ", GgmlTypeName(info->type),
+        "; F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS can be "
+        "loaded"));
+  }
+  if (storage == DType::kF32) {
+    DequantizeGgml(info->type, info->data.data(), out.f32(), n);
+    return out;
+  }
+  // Other storage: through an f32 buffer a slice at a time, so a large
+  // tensor does not need an f32 copy of itself on the way.
+  const GgmlTypeTraits traits = *GgmlTraits(static_cast<uint32_t>(info->type));
+  constexpr int64_t kSliceBlocks = 1024;
+  const int64_t slice = kSliceBlocks * traits.block_size;
+  std::vector<float> buffer(static_cast<size_t>(std::min(n, slice)));
+  const size_t out_elem = DTypeSize(storage);
+  for (int64_t done = 0; done < n; done += slice) {
+    const int64_t count = std::min(slice, n - done);
+    DequantizeGgml(info->type, info->data.data() + done / traits.block_size * traits.block_bytes, buffer.data(),
+                   count);
+    ConvertTensorData(reinterpret_cast<const std::byte*>(buffer.data()), DType::kF32,
+                      static_cast<char*>(out.raw()) + done * out_elem, storage, count);
   }
   return out;
 }

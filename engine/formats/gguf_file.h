@@ -42,12 +42,14 @@ enum class GgufValueType : uint32_t {
 };
 const char* GgufValueTypeName(GgufValueType type);
 
-// ggml tensor types this reader knows the size of. Only F32, F16, BF16 and
-// Q8_0 can be loaded; others parse (so a file is described fully) but
+// ggml tensor types this reader knows the size of. F32, F16, BF16 and the
+// block quantisations ggml_dequantize.h expands can be loaded; the others
+// (Q8_1, Q8_K: llama.cpp's intermediate formats, never a weight's; the
+// integer and f64 types) parse, so a file is described fully, but
 // LoadTensor refuses them with UNIMPLEMENTED.
 enum class GgmlType : uint32_t {
   kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ5_0 = 6, kQ5_1 = 7, kQ8_0 = 8, kQ8_1 = 9,
-  kQ2_K = 10, kQ3_K = 11, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14, kQ8_K = 15,
+  kQ2_K = 10, kQ3_K = 11, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14, kQ8_K = 15, kIQ4_NL = 20, kIQ4_XS = 23,
   kI8 = 24, kI16 = 25, kI32 = 26, kI64 = 27, kF64 = 28, kBF16 = 30,
 };
 const char* GgmlTypeName(GgmlType type);
@@ -118,8 +120,9 @@ class GgufFile {
   absl::StatusOr<const std::vector<int64_t>*> GetIntArray(absl::string_view key) const;
 
   // Copies tensor NAME out as a row-major Tensor of `storage` (kF32, kBF16 or
-  // kF16), dequantising F16 / BF16 / Q8_0. NOT_FOUND when absent;
-  // UNIMPLEMENTED for other ggml types.
+  // kF16), converting F16 / BF16 and dequantising block types
+  // (CanDequantizeGgml). NOT_FOUND when absent; UNIMPLEMENTED for other
+  // ggml types.
   absl::StatusOr<Tensor> LoadTensor(absl::string_view name, DType storage) const;
   // LoadTensor plus a check of the row-major shape (INVALID_ARGUMENT naming
   // the tensor and both shapes).
@@ -147,9 +150,6 @@ struct GgmlTypeTraits {
   int64_t block_bytes;
 };
 std::optional<GgmlTypeTraits> GgmlTraits(uint32_t type_id);
-
-// Dequantises n elements (n a multiple of 32) of Q8_0 blocks into f32.
-void DequantizeQ8_0(const std::byte* src, float* dst, int64_t n);
 
 }  // namespace attnserve
 

@@ -11,6 +11,7 @@ purpose: libFuzzer mutates faster and caps input length from the seeds.
 
 import json
 import pathlib
+import shutil
 import struct
 import sys
 
@@ -90,6 +91,10 @@ def gguf_seeds(out: pathlib.Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     tiny_llama(out / "tiny_llama_f32.gguf", q8=False)
     tiny_llama(out / "tiny_llama_q8_0.gguf", q8=True)
+    # One tensor in each block type llama.cpp quantises weights to
+    # (tools/golden/decoder_make_models.py, llama_quant_mix).
+    mix = pathlib.Path(__file__).resolve().parents[2] / "tests/golden/decoder_models/llama_quant_mix/model.gguf"
+    shutil.copyfile(mix, out / "llama_quant_mix.gguf")
     # Metadata of every scalar type and an array, and an f16 tensor.
     w = GGUFWriter(str(out / "metadata.gguf"), "test")
     w.add_uint8("u8", 1)

@@ -26,6 +26,8 @@ GGUF F16 / Q8_0 (llama_tiny_f16, llama_tiny_q8_0): an independent reference
 for our GGUF loading: llama_tiny's HF model with every weight replaced by the
 GGUF's values dequantised by gguf.quants.dequantize (Q/K rows un-permuted
 from llama.cpp's order), on llama_tiny's prompts. Same keys as above.
+llama_quant_mix (a weight in each of llama.cpp's block types): the same,
+the HF model made from its config.json alone, on prompts of its own.
 
 Usage: .cache/venv/bin/python tools/golden/decoder_logits.py [--only NAME,...]
 """
@@ -106,9 +108,9 @@ def load_gguf_weights(model, t):
     assert not unexpected and all("rotary" in k for k in missing), (missing, unexpected)
 
 
-def load_dequantised(gguf_path):
-    """llama_tiny's HF model with its weights replaced by the GGUF's, dequantised."""
-    model = load("llama_tiny")
+def load_dequantised(gguf_path, model=None):
+    """An HF model (default llama_tiny's) with its weights replaced by the GGUF's, dequantised."""
+    model = load("llama_tiny") if model is None else model
     reader = gguf.GGUFReader(str(gguf_path))
     t = {x.name: np.array(gguf.quants.dequantize(x.data, x.tensor_type), dtype=np.float32)
          for x in reader.tensors}
@@ -193,6 +195,16 @@ def main():
         prompts = json.loads((OUT / "llama_tiny.json").read_text())["prompts"]
         model = load_dequantised(MODELS / "llama_tiny" / fname)
         reference(name, lambda: model, prompts, extra_decode=False)
+    # llama_quant_mix has no f32 weights on disk: the model is its config with
+    # every weight the GGUF's, dequantised by gguf-py.
+    if not only or "llama_quant_mix" in only:
+        d = MODELS / "llama_quant_mix"
+        model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.from_pretrained(str(d)),
+                                                              dtype=torch.float32).eval()
+        model = load_dequantised(d / "model.gguf", model)
+        rng = np.random.default_rng([SEED, 100])
+        prompts = [[int(x) for x in rng.integers(2, model.config.vocab_size, size=n)] for n in PROMPT_LENGTHS]
+        reference("llama_quant_mix", lambda: model, prompts, extra_decode=False)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,11 @@ Makes, with a fixed seed, under tests/golden/decoder_models/<name>/:
                and rope_parameters {rope_type dynamic, factor 2} (dynamic NTK
                changes the base once a forward passes 32 positions).
                (HF directories only; same tokenizer as llama_tiny.)
+  llama_quant_mix  LlamaForCausalLM, hidden 256, 2 layers, GQA 4/2, llama_tiny's
+               tokenizer, written only as model.gguf with each weight in one of the
+               block types llama.cpp quantises to (QUANT_MIX: Q4_0 ... Q8_0, IQ4_NL,
+               Q2_K ... Q6_K, IQ4_XS; K-quants by ggml_quantize.py), plus
+               config.json and tokenizer.json for the reference.
 Each as an HF directory (config.json, model.safetensors, tokenizer.json) plus
 GGUF v3 files written with gguf.GGUFWriter in llama.cpp's conventions
 (convert_hf_to_gguf.py): model.gguf (F32) for each; for llama_tiny also
@@ -120,14 +125,14 @@ def gguf_tokenizer(writer, tok, pre, bos_name, eos_name, add_bos):
     writer.add_add_bos_token(add_bos)
 
 
-def write_llama_gguf(path, model, cfg, tok, arch, qtype):
+def write_llama_gguf(path, model, cfg, tok, arch, qtype, file_type=None):
     sd = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
     w = gguf.GGUFWriter(str(path), arch)
     theta = (cfg.rope_parameters["rope_theta"] if getattr(cfg, "rope_parameters", None) else cfg.rope_theta)
     add_hparams(w, name=path.parent.name, n_layers=cfg.num_hidden_layers, context=cfg.max_position_embeddings,
                 hidden=cfg.hidden_size, ffn=cfg.intermediate_size, n_head=cfg.num_attention_heads,
                 n_head_kv=cfg.num_key_value_heads, rope_theta=theta, rms_eps=cfg.rms_norm_eps,
-                vocab=cfg.vocab_size, qtype=qtype)
+                vocab=cfg.vocab_size, qtype=qtype, file_type=file_type)
     if arch == "llama":
         gguf_tokenizer(w, tok, "llama-bpe", "<|begin_of_text|>", "<|end_of_text|>", True)
     else:
@@ -216,6 +221,61 @@ def make_rope_scaled(name, head_dim, max_positions, rope_parameters):
     return {"class": "LlamaForCausalLM", "vocab": vocab, "rope_parameters": cfg.rope_parameters}
 
 
+# llama_quant_mix: one tensor in each block type llama.cpp writes weights
+# in, as llama-quantize mixes them (Q4_K_M: Q4_K with Q6_K for the output
+# and some ffn_down / attn_v); hidden 256 because the K-quants and IQ4_XS
+# need rows of 256.
+T = gguf.GGMLQuantizationType
+QUANT_MIX = {
+    "token_embd.weight": T.Q4_K, "output.weight": T.Q6_K,
+    "blk.0.attn_q.weight": T.Q4_0, "blk.0.attn_k.weight": T.Q4_1, "blk.0.attn_v.weight": T.Q5_0,
+    "blk.0.attn_output.weight": T.Q5_1, "blk.0.ffn_gate.weight": T.Q8_0, "blk.0.ffn_up.weight": T.IQ4_NL,
+    "blk.0.ffn_down.weight": T.Q2_K,
+    "blk.1.attn_q.weight": T.Q3_K, "blk.1.attn_k.weight": T.Q4_K, "blk.1.attn_v.weight": T.Q5_K,
+    "blk.1.attn_output.weight": T.Q6_K, "blk.1.ffn_gate.weight": T.IQ4_XS, "blk.1.ffn_up.weight": T.Q4_K,
+    "blk.1.ffn_down.weight": T.Q6_K,
+}
+
+
+def make_quant_mix():
+    """LlamaForCausalLM, hidden 256, 2 layers, GQA 4/2 (head_dim 64), llama_tiny's
+    tokenizer; config.json, tokenizer.json and model.gguf in the QUANT_MIX
+    types only (no f32 weights: the reference is the GGUF's own values,
+    dequantised by gguf-py; tools/golden/decoder_logits.py)."""
+    import decoder_logits  # noqa: E402  (its HF loading of llama.cpp-named tensors)
+    torch.manual_seed(SEED)
+    tok = train_tokenizer("llama3")
+    vocab = tok.get_vocab_size(with_added_tokens=True)
+    cfg = transformers.LlamaConfig(
+        vocab_size=vocab, hidden_size=256, intermediate_size=256, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+        rms_norm_eps=1e-5, rope_theta=50000.0, tie_word_embeddings=False, attention_bias=False,
+        bos_token_id=tok.token_to_id("<|begin_of_text|>"), eos_token_id=tok.token_to_id("<|end_of_text|>"))
+    model = transformers.LlamaForCausalLM(cfg).eval()
+    init_random(model)
+    d = OUT / "llama_quant_mix"
+    d.mkdir(parents=True, exist_ok=True)
+    cfg.save_pretrained(str(d))
+    tok.save(str(d / "tokenizer.json"))
+    write_llama_gguf(d / "model.gguf", model, cfg, tok, "llama", QUANT_MIX,
+                     file_type=gguf.LlamaFileType.MOSTLY_Q4_K_M)
+    # How far the quantisation moved the model: the last logits of a prompt,
+    # f32 against the GGUF's dequantised values (a sanity check of the
+    # quantisers; the C++ tests compare against the latter).
+    reader = gguf.GGUFReader(str(d / "model.gguf"))
+    assert {t.name: t.tensor_type for t in reader.tensors if t.name in QUANT_MIX} == QUANT_MIX
+    quantised = transformers.LlamaForCausalLM(cfg).eval()
+    decoder_logits.load_gguf_weights(quantised, {t.name: np.array(gguf.quants.dequantize(t.data, t.tensor_type),
+                                                                  dtype=np.float32) for t in reader.tensors})
+    prompt = torch.tensor([[5, 17, 42, 99, 7, 250, 3, 64]])
+    with torch.no_grad():
+        diff = float((model(input_ids=prompt).logits - quantised(input_ids=prompt).logits).abs().max())
+        scale = float(model(input_ids=prompt).logits.abs().max())
+    return {"class": "LlamaForCausalLM", "vocab": vocab, "gguf_only": True,
+            "types": {k: v.name for k, v in QUANT_MIX.items()},
+            "max_abs_logit_change_from_quantisation": round(diff, 4), "max_abs_logit": round(scale, 4)}
+
+
 ROPE_SCALED = {
     "llama_yarn_tiny": dict(head_dim=32, max_positions=256,
                             rope_parameters={"rope_type": "yarn", "factor": 4.0,
@@ -242,11 +302,13 @@ def main():
     for name, kw in ROPE_SCALED.items():
         if want(name):
             made[name] = make_rope_scaled(name, **kw)
+    if want("llama_quant_mix"):
+        made["llama_quant_mix"] = make_quant_mix()
     if only and not only & {"llama_tiny", "qwen2_tiny", "gpt2_tiny"}:
         write_versions(made)
         return
     if only:
-        sys.exit("--only supports the rope-scaled models; remake the others with no --only")
+        sys.exit("--only supports the rope-scaled models and llama_quant_mix; remake the others with no --only")
 
     # --- llama_tiny: GQA 4/2, rope_theta 50000, untied, no bias, Llama-3 regex tokenizer.
     tok = train_tokenizer("llama3")

@@ -10,6 +10,8 @@ tests load and the one llama.cpp is benchmarked on are written the same way.
 import gguf
 import numpy as np
 
+import ggml_quantize
+
 FILE_TYPE = {
     gguf.GGMLQuantizationType.F32: gguf.LlamaFileType.ALL_F32,
     gguf.GGMLQuantizationType.F16: gguf.LlamaFileType.MOSTLY_F16,
@@ -27,19 +29,24 @@ def permute_qk(w, n_head):
 
 
 def add_matrix(writer, name, arr, qtype):
-    """One tensor in `qtype`; 1-D tensors (norms, biases) always f32."""
+    """One tensor in `qtype` (a type, or a dict of tensor name -> type for a
+    mix as llama-quantize writes one); 1-D tensors (norms, biases) always
+    f32. The K-quants and IQ4 types through ggml_quantize (gguf-py reads
+    them but cannot write them)."""
+    if isinstance(qtype, dict):
+        qtype = qtype.get(name, gguf.GGMLQuantizationType.F32)
     arr = np.ascontiguousarray(arr.astype(np.float32))
     if arr.ndim == 1 or qtype == gguf.GGMLQuantizationType.F32:
         writer.add_tensor(name, arr)
     elif qtype == gguf.GGMLQuantizationType.F16:
         writer.add_tensor(name, arr.astype(np.float16))
     else:
-        q = gguf.quants.quantize(arr, qtype)
+        q = ggml_quantize.quantize(arr, qtype)
         writer.add_tensor(name, q, raw_shape=q.shape, raw_dtype=qtype)
 
 
 def add_hparams(writer, *, name, n_layers, context, hidden, ffn, n_head, n_head_kv, rope_theta, rms_eps,
-                vocab, qtype):
+                vocab, qtype, file_type=None):
     writer.add_name(name)
     writer.add_block_count(n_layers)
     writer.add_context_length(context)
@@ -51,7 +58,7 @@ def add_hparams(writer, *, name, n_layers, context, hidden, ffn, n_head, n_head_
     writer.add_layer_norm_rms_eps(rms_eps)
     writer.add_vocab_size(vocab)
     writer.add_rope_dimension_count(hidden // n_head)
-    writer.add_file_type(FILE_TYPE[qtype])
+    writer.add_file_type(FILE_TYPE[qtype] if file_type is None else file_type)
 
 
 def add_tensors(writer, sd, *, n_layers, n_head, n_head_kv, qtype, permute, tied):

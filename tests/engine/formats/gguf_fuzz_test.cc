@@ -76,6 +76,8 @@ TEST(GgufFuzzTest, FixedSeedMutationLoop) {
       ReadBytes(std::string(ATTNSERVE_SOURCE_DIR) + "/tests/golden/decoder_models/llama_tiny/model-q8_0.gguf"),
       ReadBytes(std::string(ATTNSERVE_SOURCE_DIR) + "/tests/golden/decoder_models/qwen2_tiny/model.gguf"),
       ReadBytes(std::string(ATTNSERVE_SOURCE_DIR) + "/tests/golden/decoder_models/gpt2_tiny/model.gguf"),
+      // Every block type llama.cpp quantises weights to, one tensor each.
+      ReadBytes(std::string(ATTNSERVE_SOURCE_DIR) + "/tests/golden/decoder_models/llama_quant_mix/model.gguf"),
   };
   for (const auto& s : seeds) {
     ASSERT_GT(s.size(), 100u);

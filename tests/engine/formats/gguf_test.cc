@@ -344,15 +344,17 @@ TEST(GgufMalformedTest, TensorErrors) {
     ExpectInvalid(w.Build(), "duplicate tensor name 't'");
   }
   {
-    // Parses, but a quantisation this reader does not dequantise is refused at load.
+    // Parses, but a type this reader does not dequantise (Q8_1, llama.cpp's
+    // intermediate format) is refused at load, naming the file, the tensor
+    // and the type.
     GgufTestWriter w;
-    w.Tensor("t", {32}, 2, std::vector<std::byte>(18));
+    w.Tensor("t", {32}, 9, std::vector<std::byte>(36));
     std::vector<std::byte> img = w.Build();
-    auto f = GgufFile::Parse(Span(img), "q4.gguf");
+    auto f = GgufFile::Parse(Span(img), "q8_1.gguf");
     ASSERT_TRUE(f.ok()) << f.status();
     absl::Status s = (*f)->LoadTensor("t", DType::kF32).status();
     EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
-    EXPECT_THAT(std::string(s.message()), HasSubstr("Q4_0"));
+    EXPECT_THAT(std::string(s.message()), HasSubstr("q8_1.gguf: tensor 't' has ggml type Q8_1"));
   }
 }
 

@@ -87,5 +87,44 @@ INSTANTIATE_TEST_SUITE_P(LlamaTiny, GgufQuantTest,
                                            Case{"model-q8_0.gguf", "llama_tiny_q8_0", 0.4f}),
                          CaseName);
 
+// A GGUF as llama-quantize writes one, every weight in a block type
+// (tests/golden/decoder_models/llama_quant_mix: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
+// IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS across its 16 matrices),
+// against the HF model holding the same file's values as gguf-py
+// dequantises them.
+class GgufQuantMixTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto model = DecoderModel::Load(ATTNSERVE_SOURCE_DIR "/tests/golden/decoder_models/llama_quant_mix/model.gguf",
+                                    DecoderLoadOptions());
+    ASSERT_TRUE(model.ok()) << model.status();
+    model_ = *model;
+    ref_ = ReadJson(ATTNSERVE_SOURCE_DIR "/tests/golden/decoder_logits/llama_quant_mix.json");
+    ASSERT_FALSE(ref_.is_discarded());
+    prompts_ = ref_["prompts"].get<std::vector<std::vector<int32_t>>>();
+  }
+
+  std::shared_ptr<const DecoderModel> model_;
+  nlohmann::json ref_;
+  std::vector<std::vector<int32_t>> prompts_;
+};
+
+TEST_F(GgufQuantMixTest, LogitsMatchGgufPyDequantisedHf) {
+  const auto want = ref_["logits"].get<std::vector<std::vector<float>>>();
+  ASSERT_EQ(want.size(), prompts_.size());
+  for (size_t p = 0; p < prompts_.size(); ++p) {
+    EXPECT_LE(MaxAbsDiff(LastLogits(*model_, prompts_[p]), want[p]), 2e-4f) << "prompt " << p;
+  }
+}
+
+TEST_F(GgufQuantMixTest, Greedy64TokensIdenticalToGgufPyDequantisedHf) {
+  const auto want = ref_["greedy"].get<std::vector<std::vector<int32_t>>>();
+  for (size_t p = 0; p < prompts_.size(); ++p) {
+    auto got = GreedyOverModel(*model_, prompts_[p], 64, /*chunk=*/5);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(*got, want[p]) << "prompt " << p;
+  }
+}
+
 }  // namespace
 }  // namespace attnserve
