@@ -229,13 +229,13 @@ absl::StatusOr<DecoderConfig> DecoderConfigFromGguf(const GgufFile& g) {
   ASSIGN_OR_RETURN(c.architecture, g.GetString("general.architecture"));
   ASSIGN_OR_RETURN(c.name, g.GetStringOr("general.name", ""));
   const std::string& a = c.architecture;
-  if (a == "llama" || a == "mistral" || a == "qwen2") {
+  if (a == "llama" || a == "mistral" || a == "qwen2" || a == "qwen3") {
     c.arch = DecoderArch::kLlama;
   } else if (a == "gpt2") {
     c.arch = DecoderArch::kGpt2;
   } else {
     return absl::InvalidArgumentError(absl::StrCat(g.where(), ": general.architecture '", a,
-                                                   "' is not supported (llama, mistral, qwen2, gpt2)"));
+                                                   "' is not supported (llama, mistral, qwen2, qwen3, gpt2)"));
   }
   const std::string p = a + ".";
   ASSIGN_OR_RETURN(c.num_layers, GgufPositiveInt(g, p + "block_count"));
@@ -285,8 +285,9 @@ absl::StatusOr<DecoderConfig> DecoderConfigFromGguf(const GgufFile& g) {
     c.rope_theta = static_cast<float>(theta);
     ASSIGN_OR_RETURN(c.rope_dim, GgufIntOr(g, p + "rope.dimension_count", c.head_dim));
     // See the header: llama.cpp permutes Q/K of `llama` so adjacent pairs apply;
-    // qwen2 is converted unpermuted and run with NEOX (half-split) rope.
-    c.rope_pairing = a == "qwen2" ? RopePairing::kHalfSplit : RopePairing::kAdjacent;
+    // qwen2 and qwen3 are converted unpermuted and run with NEOX (half-split) rope.
+    c.rope_pairing = a == "qwen2" || a == "qwen3" ? RopePairing::kHalfSplit : RopePairing::kAdjacent;
+    c.qk_norm = a == "qwen3";
     ASSIGN_OR_RETURN(std::string scaling, g.GetStringOr(p + "rope.scaling.type", ""));
     ASSIGN_OR_RETURN(c.rope_scaling.kind, ParseScalingType(scaling, g.where()));
     ASSIGN_OR_RETURN(double factor, g.GetFloatOr(p + "rope.scaling.factor", 1.0));
@@ -444,7 +445,7 @@ absl::StatusOr<DecoderConfig> DecoderConfigFromHf(const HfConfig& hf) {
     c.mlp = MlpKind::kGeluTanh;
     c.positions = PositionKind::kLearned;
     c.qkv_bias = c.attn_out_bias = c.mlp_bias = true;
-  } else if (t == "llama" || t == "mistral" || t == "qwen2") {
+  } else if (t == "llama" || t == "mistral" || t == "qwen2" || t == "qwen3") {
     c.arch = DecoderArch::kLlama;
     ASSIGN_OR_RETURN(int64_t hidden, hf.Int("hidden_size", 1, kMax));
     ASSIGN_OR_RETURN(int64_t layers, hf.Int("num_hidden_layers", 1, kMax));
@@ -467,6 +468,15 @@ absl::StatusOr<DecoderConfig> DecoderConfigFromHf(const HfConfig& hf) {
       c.qkv_bias = c.attn_out_bias = attention_bias;
       ASSIGN_OR_RETURN(c.mlp_bias, hf.BoolOr("mlp_bias", false));
     }
+    if (t == "qwen3") {
+      c.qk_norm = true;
+      // Qwen3's sliding window (off in every released config) is not run.
+      ASSIGN_OR_RETURN(bool sliding, hf.BoolOr("use_sliding_window", false));
+      if (sliding) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(hf.path(), ": use_sliding_window true is not supported (full attention only)"));
+      }
+    }
     c.hidden_size = static_cast<int>(hidden);
     c.num_layers = static_cast<int>(layers);
     c.num_heads = static_cast<int>(heads);
@@ -481,7 +491,7 @@ absl::StatusOr<DecoderConfig> DecoderConfigFromHf(const HfConfig& hf) {
     RETURN_IF_ERROR(ReadHfRope(hf, c));
   } else {
     return absl::InvalidArgumentError(absl::StrCat(hf.path(), ": model_type '", t,
-                                                   "' is not a supported decoder (llama, mistral, qwen2, gpt2)"));
+                                                   "' is not a supported decoder (llama, mistral, qwen2, qwen3, gpt2)"));
   }
   RETURN_IF_ERROR(ReadHfSpecialIds(hf, c));
   c.name = t;

@@ -1,5 +1,5 @@
 // DecoderConfig: the one canonical description of a decoder-only transformer
-// (Llama family incl. Mistral-like and Qwen2, and GPT-2), filled either from
+// (Llama family incl. Mistral-like, Qwen2 and Qwen3, and GPT-2), filled either from
 // GGUF metadata (llama.* / qwen2.* / gpt2.* keys) or from a Hugging Face
 // config.json. The runtime builds ONE decoder block type from these options;
 // nothing downstream looks at the file format again.
@@ -48,7 +48,7 @@
 
 namespace attnserve {
 
-enum class DecoderArch : uint8_t { kLlama, kGpt2 };  // kLlama covers mistral, qwen2
+enum class DecoderArch : uint8_t { kLlama, kGpt2 };  // kLlama covers mistral, qwen2, qwen3
 enum class NormKind : uint8_t { kRmsNorm, kLayerNorm };
 enum class MlpKind : uint8_t { kSwiGlu, kGeluTanh };  // SwiGLU: down(silu(gate x) * up x)
 enum class PositionKind : uint8_t { kRope, kLearned };
@@ -112,6 +112,9 @@ struct DecoderConfig {
   std::vector<float> rope_freq_factors;
 
   bool qkv_bias = false;       // Qwen2, GPT-2, Llama attention_bias=true
+  // Qwen3: each q and k head is RMS-normalised over head_dim (weights
+  // q_norm / k_norm, eps norm_eps) after the projection, before rope.
+  bool qk_norm = false;
   bool attn_out_bias = false;  // GPT-2 (and Llama attention_bias=true)
   bool mlp_bias = false;       // GPT-2
   bool norm_bias = false;      // LayerNorm has a bias (GPT-2)
@@ -136,7 +139,7 @@ class HfConfig;
 // From GGUF metadata (general.architecture llama / qwen2 / gpt2 and its
 // keys) plus tensor presence (biases, output.weight, rope_freqs.weight).
 absl::StatusOr<DecoderConfig> DecoderConfigFromGguf(const GgufFile& gguf);
-// From a Hugging Face config.json (model_type llama, mistral, qwen2, gpt2).
+// From a Hugging Face config.json (model_type llama, mistral, qwen2, qwen3, gpt2).
 absl::StatusOr<DecoderConfig> DecoderConfigFromHf(const HfConfig& hf);
 
 // Inverse rotary frequencies, rope_dim/2 of them, frequency index i for pair

@@ -70,6 +70,10 @@ absl::StatusOr<DecoderWeights> LoadLlama(const DecoderConfig& c, const Names& n,
       ASSIGN_OR_RETURN(l.k_bias, load(L("k_bias"), {kv}, DType::kF32));
       ASSIGN_OR_RETURN(l.v_bias, load(L("v_bias"), {kv}, DType::kF32));
     }
+    if (c.qk_norm) {
+      ASSIGN_OR_RETURN(l.q_norm_weight, load(L("q_norm"), {c.head_dim}, DType::kF32));
+      ASSIGN_OR_RETURN(l.k_norm_weight, load(L("k_norm"), {c.head_dim}, DType::kF32));
+    }
     ASSIGN_OR_RETURN(l.o_weight, load(L("o"), {h, q}, md));
     if (c.attn_out_bias) {
       ASSIGN_OR_RETURN(l.o_bias, load(L("o_bias"), {h}, DType::kF32));
@@ -108,9 +112,9 @@ int64_t DecoderWeights::TotalBytes() const {
   add(lm_head);
   for (const DecoderLayerWeights& l : layers) {
     for (const Tensor* t : {&l.attn_norm_weight, &l.attn_norm_bias, &l.q_weight, &l.k_weight, &l.v_weight,
-                            &l.q_bias, &l.k_bias, &l.v_bias, &l.o_weight, &l.o_bias, &l.mlp_norm_weight,
-                            &l.mlp_norm_bias, &l.gate_weight, &l.gate_bias, &l.up_weight, &l.up_bias,
-                            &l.down_weight, &l.down_bias}) {
+                            &l.q_bias, &l.k_bias, &l.v_bias, &l.q_norm_weight, &l.k_norm_weight, &l.o_weight,
+                            &l.o_bias, &l.mlp_norm_weight, &l.mlp_norm_bias, &l.gate_weight, &l.gate_bias,
+                            &l.up_weight, &l.up_bias, &l.down_weight, &l.down_bias}) {
       add(*t);
     }
   }
@@ -151,6 +155,8 @@ absl::Status ValidateDecoderWeights(const DecoderConfig& c, const DecoderWeights
     RETURN_IF_ERROR(check(p + "q_bias", l.q_bias, c.qkv_bias, {q}, DType::kF32));
     RETURN_IF_ERROR(check(p + "k_bias", l.k_bias, c.qkv_bias, {kv}, DType::kF32));
     RETURN_IF_ERROR(check(p + "v_bias", l.v_bias, c.qkv_bias, {kv}, DType::kF32));
+    RETURN_IF_ERROR(check(p + "q_norm_weight", l.q_norm_weight, c.qk_norm, {c.head_dim}, DType::kF32));
+    RETURN_IF_ERROR(check(p + "k_norm_weight", l.k_norm_weight, c.qk_norm, {c.head_dim}, DType::kF32));
     RETURN_IF_ERROR(check(p + "o_weight", l.o_weight, true, {h, q}, md));
     RETURN_IF_ERROR(check(p + "o_bias", l.o_bias, c.attn_out_bias, {h}, DType::kF32));
     RETURN_IF_ERROR(check(p + "mlp_norm_weight", l.mlp_norm_weight, true, {h}, DType::kF32));
@@ -186,7 +192,8 @@ absl::StatusOr<DecoderWeights> LoadDecoderWeightsFromGguf(const GgufFile& g, con
       static const std::map<std::string, std::string> kMap = {
           {"attn_norm", "attn_norm.weight"}, {"q", "attn_q.weight"}, {"k", "attn_k.weight"},
           {"v", "attn_v.weight"}, {"q_bias", "attn_q.bias"}, {"k_bias", "attn_k.bias"},
-          {"v_bias", "attn_v.bias"}, {"o", "attn_output.weight"}, {"o_bias", "attn_output.bias"},
+          {"v_bias", "attn_v.bias"}, {"q_norm", "attn_q_norm.weight"}, {"k_norm", "attn_k_norm.weight"},
+          {"o", "attn_output.weight"}, {"o_bias", "attn_output.bias"},
           {"mlp_norm", "ffn_norm.weight"}, {"gate", "ffn_gate.weight"}, {"up", "ffn_up.weight"},
           {"down", "ffn_down.weight"}, {"gate_bias", "ffn_gate.bias"}, {"up_bias", "ffn_up.bias"},
           {"down_bias", "ffn_down.bias"}};
@@ -251,7 +258,8 @@ absl::StatusOr<DecoderWeights> LoadDecoderWeightsFromHf(const SafetensorsArchive
           {"attn_norm", "input_layernorm.weight"}, {"q", "self_attn.q_proj.weight"},
           {"k", "self_attn.k_proj.weight"}, {"v", "self_attn.v_proj.weight"},
           {"q_bias", "self_attn.q_proj.bias"}, {"k_bias", "self_attn.k_proj.bias"},
-          {"v_bias", "self_attn.v_proj.bias"}, {"o", "self_attn.o_proj.weight"},
+          {"v_bias", "self_attn.v_proj.bias"}, {"q_norm", "self_attn.q_norm.weight"},
+          {"k_norm", "self_attn.k_norm.weight"}, {"o", "self_attn.o_proj.weight"},
           {"o_bias", "self_attn.o_proj.bias"}, {"mlp_norm", "post_attention_layernorm.weight"},
           {"gate", "mlp.gate_proj.weight"}, {"up", "mlp.up_proj.weight"}, {"down", "mlp.down_proj.weight"},
           {"gate_bias", "mlp.gate_proj.bias"}, {"up_bias", "mlp.up_proj.bias"}, {"down_bias", "mlp.down_proj.bias"}};

@@ -7,9 +7,9 @@
 // c_attn is split into q/k/v. GGUF matrices (ne = [in, out]) are already this
 // memory layout.
 // Storage dtype: matrices (embeddings, lm_head, q/k/v/o, gate/up/down) are in
-// the weight dtype asked of the loader (f32 or bf16; F16/BF16/Q8_0 in the file
-// are converted at load). 1-D tensors (norm weights/biases, linear biases)
-// are always f32.
+// the weight dtype asked of the loader (f32 or bf16; F16/BF16 and llama.cpp's
+// block quantisations in the file are converted at load). 1-D tensors (norm
+// weights/biases, linear biases) are always f32.
 // Optional tensors (biases, gate for GPT-2, position_embedding for rope
 // models, lm_head when tied) are empty Tensors (Tensor::empty()).
 // Q/K rows are as stored in the file: see DecoderConfig::rope_pairing.
@@ -34,6 +34,8 @@ struct DecoderLayerWeights {
   Tensor q_bias;            // [num_heads * head_dim] f32, if qkv_bias
   Tensor k_bias;            // [num_kv_heads * head_dim] f32, if qkv_bias
   Tensor v_bias;            // [num_kv_heads * head_dim] f32, if qkv_bias
+  Tensor q_norm_weight;     // [head_dim] f32, if qk_norm (Qwen3)
+  Tensor k_norm_weight;     // [head_dim] f32, if qk_norm (Qwen3)
   Tensor o_weight;          // [hidden, num_heads * head_dim]
   Tensor o_bias;            // [hidden] f32, if attn_out_bias
   Tensor mlp_norm_weight;   // [hidden] f32

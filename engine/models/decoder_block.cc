@@ -64,6 +64,8 @@ absl::StatusOr<DecoderBlock> DecoderBlock::Create(const DecoderConfig& config,
   b.attn_norm_b_ = ToVector(w.attn_norm_bias);
   b.mlp_norm_w_ = ToVector(w.mlp_norm_weight);
   b.mlp_norm_b_ = ToVector(w.mlp_norm_bias);
+  b.q_norm_w_ = ToVector(w.q_norm_weight);
+  b.k_norm_w_ = ToVector(w.k_norm_weight);
   const int64_t q_out = int64_t{b.heads_} * b.head_dim_;
   const int64_t kv_out = int64_t{b.kv_heads_} * b.head_dim_;
 
@@ -108,7 +110,8 @@ int64_t DecoderBlock::weight_bytes() const {
   return qkv_->weight_bytes() + out_->weight_bytes() + gate_up_->weight_bytes() +
          down_->weight_bytes() +
          static_cast<int64_t>(sizeof(float)) *
-             (attn_norm_w_.size() + attn_norm_b_.size() + mlp_norm_w_.size() + mlp_norm_b_.size());
+             (attn_norm_w_.size() + attn_norm_b_.size() + mlp_norm_w_.size() + mlp_norm_b_.size() +
+              q_norm_w_.size() + k_norm_w_.size());
 }
 
 absl::Status DecoderBlock::CreateAllPrimitives() const {
@@ -199,11 +202,19 @@ absl::Status DecoderBlock::Forward(const ForwardBatch& batch, KvCache& kv, const
 
   Norm(h, attn_norm_w_, attn_norm_b_, T, sc.normed.data());
   RETURN_IF_ERROR(qkv_->Forward(sc.normed.data(), T, sc.qkv.data()));
-  if (rope != nullptr) {
-    const int rd = rope->rope_dim();
+  if (!q_norm_w_.empty() || rope != nullptr) {
     ParallelFor(T, T * row >= (1 << 15), [&](int64_t t) {
+      float* qk = sc.qkv.data() + t * row;
+      if (!q_norm_w_.empty()) {
+        // Qwen3: each head over its own head_dim values, q heads then k
+        // heads (one row at a time: this already runs per token).
+        for (int hd = 0; hd < heads_ + kv_heads_; ++hd) {
+          const std::vector<float>& w = hd < heads_ ? q_norm_w_ : k_norm_w_;
+          RmsNorm(qk + int64_t{hd} * d, w.data(), 1, d, config_->norm_eps, qk + int64_t{hd} * d);
+        }
+      }
       // q and k heads are contiguous in the qkv row and rotate alike.
-      rope->Rotate(sc.qkv.data() + t * row, heads_ + kv_heads_, rope_angles + t * rd);
+      if (rope != nullptr) rope->Rotate(qk, heads_ + kv_heads_, rope_angles + t * rope->rope_dim());
     });
   }
   WriteKv(batch, kv, sc.qkv.data());

@@ -5,7 +5,8 @@
 //   positions rotary, adjacent or half-split pairs, rope scaling (Llama) |
 //             none here (GPT-2 adds learned positions to the embeddings)
 //   attention GQA (Hkv divides Hq; MHA when equal), optional QKV bias
-//             (Qwen2, GPT-2), optional output bias; K/V go to the paged cache
+//             (Qwen2, GPT-2), optional output bias, optional RMSNorm of
+//             each q and k head before rope (Qwen3); K/V go to the paged cache
 //   mlp       SwiGLU down(silu(gate x) * up x) | GELU-tanh down(gelu(up x))
 //
 // Projections are oneDNN matmuls (engine/ops/linear.h), Q/K/V fused into one
@@ -74,6 +75,7 @@ class DecoderBlock {
   int layer_ = 0;
   int hidden_ = 0, heads_ = 0, kv_heads_ = 0, head_dim_ = 0, inter_ = 0;
   std::vector<float> attn_norm_w_, attn_norm_b_, mlp_norm_w_, mlp_norm_b_;
+  std::vector<float> q_norm_w_, k_norm_w_;  // qk_norm (Qwen3) only, [head_dim]
   std::optional<Linear> qkv_, out_, gate_up_, down_;
 };
 

@@ -172,7 +172,7 @@ def main():
     torch.manual_seed(SEED)
     OUT.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(SEED)
-    for name in ["llama_tiny", "qwen2_tiny", "gpt2_tiny"]:
+    for name in ["llama_tiny", "qwen2_tiny", "gpt2_tiny", "qwen3_tiny"]:
         path = MODELS / name
         model = transformers.AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32)
         model.eval()

@@ -14,6 +14,8 @@ Makes, with a fixed seed, under tests/golden/decoder_models/<name>/:
                and rope_parameters {rope_type dynamic, factor 2} (dynamic NTK
                changes the base once a forward passes 32 positions).
                (HF directories only; same tokenizer as llama_tiny.)
+  qwen3_tiny   Qwen3ForCausalLM: q/k RMSNorm per head, head_dim 32 (not hidden / heads),
+               tied embeddings, Qwen2 regex tokenizer; HF directory and model.gguf.
   llama_quant_mix  LlamaForCausalLM, hidden 256, 2 layers, GQA 4/2, llama_tiny's
                tokenizer, written only as model.gguf with each weight in one of the
                block types llama.cpp quantises to (QUANT_MIX: Q4_0 ... Q8_0, IQ4_NL,
@@ -132,7 +134,7 @@ def write_llama_gguf(path, model, cfg, tok, arch, qtype, file_type=None):
     add_hparams(w, name=path.parent.name, n_layers=cfg.num_hidden_layers, context=cfg.max_position_embeddings,
                 hidden=cfg.hidden_size, ffn=cfg.intermediate_size, n_head=cfg.num_attention_heads,
                 n_head_kv=cfg.num_key_value_heads, rope_theta=theta, rms_eps=cfg.rms_norm_eps,
-                vocab=cfg.vocab_size, qtype=qtype, file_type=file_type)
+                vocab=cfg.vocab_size, qtype=qtype, file_type=file_type, head_dim=getattr(cfg, "head_dim", None))
     if arch == "llama":
         gguf_tokenizer(w, tok, "llama-bpe", "<|begin_of_text|>", "<|end_of_text|>", True)
     else:
@@ -221,6 +223,26 @@ def make_rope_scaled(name, head_dim, max_positions, rope_parameters):
     return {"class": "LlamaForCausalLM", "vocab": vocab, "rope_parameters": cfg.rope_parameters}
 
 
+def make_qwen3():
+    """Qwen3ForCausalLM: per-head q/k RMSNorm, heads of 32 over hidden 64 (so
+    head_dim is not hidden / heads), tied embeddings (as Qwen3-0.6B), no
+    bias, Qwen2's tokenizer; HF directory and model.gguf (arch qwen3)."""
+    torch.manual_seed(SEED)
+    tok = train_tokenizer("qwen2")
+    vocab = tok.get_vocab_size(with_added_tokens=True)
+    cfg = transformers.Qwen3Config(
+        vocab_size=vocab, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=32, max_position_embeddings=256,
+        rms_norm_eps=1e-6, rope_theta=50000.0, tie_word_embeddings=True, attention_bias=False,
+        bos_token_id=tok.token_to_id("<|endoftext|>"), eos_token_id=tok.token_to_id("<|im_end|>"))
+    model = transformers.Qwen3ForCausalLM(cfg).eval()
+    init_random(model)
+    d = OUT / "qwen3_tiny"
+    save_hf(model, tok, d)
+    write_llama_gguf(d / "model.gguf", model, cfg, tok, "qwen3", gguf.GGMLQuantizationType.F32)
+    return {"class": "Qwen3ForCausalLM", "vocab": vocab}
+
+
 # llama_quant_mix: one tensor in each block type llama.cpp writes weights
 # in, as llama-quantize mixes them (Q4_K_M: Q4_K with Q6_K for the output
 # and some ffn_down / attn_v); hidden 256 because the K-quants and IQ4_XS
@@ -304,11 +326,14 @@ def main():
             made[name] = make_rope_scaled(name, **kw)
     if want("llama_quant_mix"):
         made["llama_quant_mix"] = make_quant_mix()
+    if want("qwen3_tiny"):
+        made["qwen3_tiny"] = make_qwen3()
     if only and not only & {"llama_tiny", "qwen2_tiny", "gpt2_tiny"}:
         write_versions(made)
         return
     if only:
-        sys.exit("--only supports the rope-scaled models and llama_quant_mix; remake the others with no --only")
+        sys.exit("--only supports the rope-scaled models, llama_quant_mix and qwen3_tiny; remake the others with "
+                 "no --only")
 
     # --- llama_tiny: GQA 4/2, rope_theta 50000, untied, no bias, Llama-3 regex tokenizer.
     tok = train_tokenizer("llama3")

@@ -46,7 +46,7 @@ def add_matrix(writer, name, arr, qtype):
 
 
 def add_hparams(writer, *, name, n_layers, context, hidden, ffn, n_head, n_head_kv, rope_theta, rms_eps,
-                vocab, qtype, file_type=None):
+                vocab, qtype, file_type=None, head_dim=None):
     writer.add_name(name)
     writer.add_block_count(n_layers)
     writer.add_context_length(context)
@@ -57,7 +57,11 @@ def add_hparams(writer, *, name, n_layers, context, hidden, ffn, n_head, n_head_
     writer.add_rope_freq_base(rope_theta)
     writer.add_layer_norm_rms_eps(rms_eps)
     writer.add_vocab_size(vocab)
-    writer.add_rope_dimension_count(hidden // n_head)
+    if head_dim is not None and head_dim != hidden // n_head:
+        # Qwen3 and others whose heads are not hidden / n_head wide.
+        writer.add_key_length(head_dim)
+        writer.add_value_length(head_dim)
+    writer.add_rope_dimension_count(head_dim or hidden // n_head)
     writer.add_file_type(FILE_TYPE[qtype] if file_type is None else file_type)
 
 
@@ -78,6 +82,10 @@ def add_tensors(writer, sd, *, n_layers, n_head, n_head_kv, qtype, permute, tied
             key = p + f"self_attn.{b}_proj.bias"
             if key in sd:
                 add_matrix(writer, f"blk.{i}.{nm}.bias", sd[key], qtype)
+        for b in ("q", "k"):  # Qwen3's per-head norms
+            key = p + f"self_attn.{b}_norm.weight"
+            if key in sd:
+                add_matrix(writer, f"blk.{i}.attn_{b}_norm.weight", sd[key], qtype)
         add_matrix(writer, f"blk.{i}.attn_output.weight", sd[p + "self_attn.o_proj.weight"], qtype)
         add_matrix(writer, f"blk.{i}.ffn_norm.weight", sd[p + "post_attention_layernorm.weight"], qtype)
         add_matrix(writer, f"blk.{i}.ffn_gate.weight", sd[p + "mlp.gate_proj.weight"], qtype)

@@ -91,6 +91,23 @@ TEST(DecoderConfigTest, Qwen2HasQkvBiasAndHalfSplitInBothFormats) {
   }
 }
 
+TEST(DecoderConfigTest, Qwen3HasQkNormHalfSplitAndItsOwnHeadDimInBothFormats) {
+  DecoderConfig hf = FromHfDir(kModels + "qwen3_tiny");
+  DecoderConfig gg = FromGgufFile(kModels + "qwen3_tiny/model.gguf");
+  for (const DecoderConfig* c : {&hf, &gg}) {
+    EXPECT_EQ(c->arch, DecoderArch::kLlama);
+    EXPECT_TRUE(c->qk_norm);
+    EXPECT_FALSE(c->qkv_bias || c->attn_out_bias);
+    EXPECT_EQ(c->rope_pairing, RopePairing::kHalfSplit);
+    EXPECT_EQ(c->head_dim, 32);  // not hidden 64 / 4 heads
+    EXPECT_EQ(c->rope_dim, 32);
+    EXPECT_TRUE(c->tie_word_embeddings);
+  }
+  // Qwen2 and Llama have no q/k norms.
+  EXPECT_FALSE(FromHfDir(kModels + "qwen2_tiny").qk_norm);
+  EXPECT_FALSE(FromGgufFile(kModels + "llama_tiny/model.gguf").qk_norm);
+}
+
 TEST(DecoderConfigTest, Gpt2) {
   DecoderConfig hf = FromHfDir(kModels + "gpt2_tiny");
   DecoderConfig gg = FromGgufFile(kModels + "gpt2_tiny/model.gguf");
@@ -216,6 +233,10 @@ TEST(DecoderConfigTest, HfErrorsNameTheProblem) {
   EXPECT_THAT(std::string(missing.status().message()), HasSubstr("test/config.json"));
   auto act = FromJsonText(std::string(kLlamaBase) + R"(, "hidden_act": "relu"})");
   EXPECT_THAT(std::string(act.status().message()), HasSubstr("relu"));
+  auto sliding = FromJsonText(R"({"model_type": "qwen3", "hidden_size": 64, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "intermediate_size": 96, "vocab_size": 100, "use_sliding_window": true})");
+  EXPECT_THAT(std::string(sliding.status().message()),
+              HasSubstr("test/config.json: use_sliding_window true is not supported"));
 }
 
 }  // namespace

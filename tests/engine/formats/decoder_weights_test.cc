@@ -111,6 +111,28 @@ TEST(DecoderWeightsTest, Qwen2BiasesMatchAcrossFormats) {
   }
 }
 
+TEST(DecoderWeightsTest, Qwen3QkNormsMatchAcrossFormats) {
+  Loaded hf = FromHf(kModels + "qwen3_tiny", DType::kF32);
+  Loaded gg = FromGguf(kModels + "qwen3_tiny/model.gguf", DType::kF32);
+  for (size_t i = 0; i < hf.weights.layers.size(); ++i) {
+    const DecoderLayerWeights& a = hf.weights.layers[i];
+    ASSERT_EQ(a.q_norm_weight.shape(), (std::vector<int64_t>{32}));
+    ExpectSame(a.q_norm_weight, gg.weights.layers[i].q_norm_weight, "q_norm");
+    ExpectSame(a.k_norm_weight, gg.weights.layers[i].k_norm_weight, "k_norm");
+    ExpectSame(a.q_weight, gg.weights.layers[i].q_weight, "q (qwen3 is not permuted)");
+    EXPECT_EQ(a.q_weight.shape(), (std::vector<int64_t>{128, 64}));  // 4 heads of 32 over hidden 64
+  }
+  // A file without the norms is refused, naming the missing tensor.
+  auto g = GgufFile::Open(kModels + "qwen2_tiny/model.gguf");
+  ASSERT_TRUE(g.ok());
+  auto c = DecoderConfigFromGguf(**g);
+  ASSERT_TRUE(c.ok());
+  c->qk_norm = true;
+  c->qkv_bias = false;
+  absl::Status s = LoadDecoderWeightsFromGguf(**g, *c, DType::kF32).status();
+  EXPECT_THAT(std::string(s.message()), HasSubstr("blk.0.attn_q_norm.weight"));
+}
+
 TEST(DecoderWeightsTest, Gpt2ConvWeightsTransposedAndSplit) {
   Loaded hf = FromHf(kModels + "gpt2_tiny", DType::kF32);
   Loaded gg = FromGguf(kModels + "gpt2_tiny/model.gguf", DType::kF32);

@@ -1,7 +1,9 @@
 // The decoder forward against Hugging Face transformers (fixtures from
 // tools/golden/decoder_logits.py): tiny random Llama (GQA, rope_theta 50000,
-// untied embeddings, no QKV bias), Qwen2 (QKV bias) and GPT-2 (LayerNorm,
-// learned positions, GELU-tanh, Conv1D), each from safetensors and GGUF.
+// untied embeddings, no QKV bias), Qwen2 (QKV bias), GPT-2 (LayerNorm,
+// learned positions, GELU-tanh, Conv1D) and Qwen3 (per-head q/k RMSNorm,
+// head_dim 32 over hidden 64, tied embeddings), each from safetensors and
+// GGUF.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -120,7 +122,8 @@ TEST_P(DecoderHfTest, Greedy64TokensIdentical) {
 INSTANTIATE_TEST_SUITE_P(TinyModels, DecoderHfTest,
                          ::testing::Values(Case{"llama_tiny", ""}, Case{"llama_tiny", "model.gguf"},
                                            Case{"qwen2_tiny", ""}, Case{"qwen2_tiny", "model.gguf"},
-                                           Case{"gpt2_tiny", ""}, Case{"gpt2_tiny", "model.gguf"}),
+                                           Case{"gpt2_tiny", ""}, Case{"gpt2_tiny", "model.gguf"},
+                                           Case{"qwen3_tiny", ""}, Case{"qwen3_tiny", "model.gguf"}),
                          CaseName);
 
 TEST(DecoderModelTest, Bf16WeightsStayCloseToF32) {
