@@ -1,8 +1,10 @@
 #include "engine/formats/ggml_dequantize.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "engine/core/half.h"
+#include "engine/core/parallel.h"
 
 namespace attnserve {
 namespace {
@@ -98,11 +100,17 @@ void Q2_K(const uint8_t* b, float* y) {
   const uint8_t* scales = b;
   const uint8_t* qs = b + 16;
   const float d = HalfAt(b + 80), dmin = HalfAt(b + 82);
-  for (int e = 0; e < kQK; ++e) {
-    const int h = e / 128, s = (e / 32) % 4, l = e % 32;
-    const int q = (qs[h * 32 + l] >> (2 * s)) & 3;
-    const uint8_t sc = scales[e / 16];
-    y[e] = d * static_cast<float>(sc & 0x0F) * static_cast<float>(q) - dmin * static_cast<float>(sc >> 4);
+  // Loops in element order: h, s, then two 16-element sub-blocks t.
+  for (int h = 0; h < 2; ++h) {
+    for (int s = 0; s < 4; ++s) {
+      for (int t = 0; t < 2; ++t) {
+        const uint8_t sc = scales[h * 8 + s * 2 + t];
+        const float dl = d * static_cast<float>(sc & 0x0F), ml = dmin * static_cast<float>(sc >> 4);
+        const uint8_t* q = qs + h * 32 + t * 16;
+        float* out = y + h * 128 + s * 32 + t * 16;
+        for (int l = 0; l < 16; ++l) out[l] = dl * static_cast<float>((q[l] >> (2 * s)) & 3) - ml;
+      }
+    }
   }
 }
 
@@ -121,11 +129,19 @@ void Q3_K(const uint8_t* b, float* y) {
     const int high = (sc[8 + j % 4] >> (2 * (j / 4))) & 3;
     scale[j] = static_cast<float>((low | (high << 4)) - 32);
   }
-  for (int e = 0; e < kQK; ++e) {
-    const int h = e / 128, s = (e / 32) % 4, l = e % 32;
-    int q = (qs[h * 32 + l] >> (2 * s)) & 3;
-    if (((hmask[l] >> (h * 4 + s)) & 1) == 0) q -= 4;
-    y[e] = d * scale[e / 16] * static_cast<float>(q);
+  for (int h = 0; h < 2; ++h) {
+    for (int s = 0; s < 4; ++s) {
+      const int bit = h * 4 + s;
+      for (int t = 0; t < 2; ++t) {
+        const float dl = d * scale[h * 8 + s * 2 + t];
+        float* out = y + h * 128 + s * 32 + t * 16;
+        for (int l = t * 16; l < t * 16 + 16; ++l) {
+          int q = (qs[h * 32 + l] >> (2 * s)) & 3;
+          if (((hmask[l] >> bit) & 1) == 0) q -= 4;
+          out[l - t * 16] = dl * static_cast<float>(q);
+        }
+      }
+    }
   }
 }
 
@@ -185,11 +201,22 @@ void Q6_K(const uint8_t* b, float* y) {
   const uint8_t* qh = b + 128;
   const int8_t* scales = reinterpret_cast<const int8_t*>(b + 192);
   const float d = HalfAt(b + 208);
-  for (int e = 0; e < kQK; ++e) {
-    const int h = e / 128, r = e % 128;
-    const int low = (ql[h * 64 + r % 64] >> (4 * (r / 64))) & 0x0F;
-    const int high = (qh[h * 32 + r % 32] >> (2 * (r / 32))) & 3;
-    y[e] = d * static_cast<float>(scales[e / 16]) * static_cast<float>((low | (high << 4)) - 32);
+  for (int h = 0; h < 2; ++h) {
+    const uint8_t* lo = ql + h * 64;
+    const uint8_t* hi = qh + h * 32;
+    const int8_t* sc = scales + h * 8;
+    float* out = y + h * 128;
+    for (int l = 0; l < 32; ++l) {
+      const int is = l / 16;
+      const int q1 = ((lo[l] & 0x0F) | (((hi[l] >> 0) & 3) << 4)) - 32;
+      const int q2 = ((lo[l + 32] & 0x0F) | (((hi[l] >> 2) & 3) << 4)) - 32;
+      const int q3 = ((lo[l] >> 4) | (((hi[l] >> 4) & 3) << 4)) - 32;
+      const int q4 = ((lo[l + 32] >> 4) | (((hi[l] >> 6) & 3) << 4)) - 32;
+      out[l] = d * static_cast<float>(sc[is]) * static_cast<float>(q1);
+      out[l + 32] = d * static_cast<float>(sc[is + 2]) * static_cast<float>(q2);
+      out[l + 64] = d * static_cast<float>(sc[is + 4]) * static_cast<float>(q3);
+      out[l + 96] = d * static_cast<float>(sc[is + 6]) * static_cast<float>(q4);
+    }
   }
 }
 
@@ -248,7 +275,15 @@ bool CanDequantizeGgml(GgmlType type) { return DecoderFor(type).fn != nullptr; }
 void DequantizeGgml(GgmlType type, const std::byte* src, float* dst, int64_t n) {
   const BlockDecoder dec = DecoderFor(type);
   const auto* p = reinterpret_cast<const uint8_t*>(src);
-  for (int64_t b = 0; b < n / dec.block_size; ++b) dec.fn(p + b * dec.block_bytes, dst + b * dec.block_size);
+  // A 7B model's weights are billions of values: split over the engine's
+  // threads (load happens before any request runs).
+  constexpr int64_t kChunkBlocks = 256;
+  const int64_t blocks = n / dec.block_size;
+  const int64_t chunks = (blocks + kChunkBlocks - 1) / kChunkBlocks;
+  ParallelFor(chunks, n >= kParallelMinMacs, [&](int64_t c) {
+    const int64_t end = std::min(blocks, (c + 1) * kChunkBlocks);
+    for (int64_t b = c * kChunkBlocks; b < end; ++b) dec.fn(p + b * dec.block_bytes, dst + b * dec.block_size);
+  });
 }
 
 }  // namespace attnserve

@@ -508,8 +508,7 @@ absl::StatusOr<Tensor> GgufFile::LoadTensor(absl::string_view name, DType storag
   // Other storage: through an f32 buffer a slice at a time, so a large
   // tensor does not need an f32 copy of itself on the way.
   const GgmlTypeTraits traits = *GgmlTraits(static_cast<uint32_t>(info->type));
-  constexpr int64_t kSliceBlocks = 1024;
-  const int64_t slice = kSliceBlocks * traits.block_size;
+  const int64_t slice = (int64_t{1} << 20) / traits.block_size * traits.block_size;  // 4 MiB of f32
   std::vector<float> buffer(static_cast<size_t>(std::min(n, slice)));
   const size_t out_elem = DTypeSize(storage);
   for (int64_t done = 0; done < n; done += slice) {

@@ -95,12 +95,13 @@ TEST(GgmlDequantizeTest, UnquantisedAndIntermediateTypesAreNotDequantised) {
 }
 
 // Through a GGUF file: a 2-D tensor of the golden blocks repeated past the
-// loader's 1,024-block slice, loaded into f32 and into bf16 storage.
+// loader's 2^20-value slice and the parallel threshold, loaded into f32 and
+// into bf16 storage.
 TEST(GgmlDequantizeTest, LoadTensorExpandsEveryTypeIntoF32AndBf16) {
   for (const QuantCase& c : ReadCases()) {
     SCOPED_TRACE(c.name);
     const int64_t golden_blocks = static_cast<int64_t>(c.values.size()) / c.block_size;
-    const int64_t repeats = 1100 / golden_blocks + 1;  // > 1,024 blocks
+    const int64_t repeats = ((int64_t{1} << 20) + 4096) / (golden_blocks * c.block_size) + 1;  // > 2^20 values
     std::vector<std::byte> data;
     std::vector<float> want;
     for (int64_t r = 0; r < repeats; ++r) {
