@@ -337,9 +337,7 @@ namespace {
 // The delta's "tool_calls" for what a ToolCallsReader read from `text`:
 // each call's id, type and name once its name is whole, then its
 // arguments as they come.
-void AddCallDeltas(absl::string_view text, const std::string& id_prefix, ToolCallsReader* reader, json* delta) {
-  std::vector<ToolCallsReader::Piece> pieces;
-  reader->Feed(text, &pieces);
+void AddCallPieces(std::vector<ToolCallsReader::Piece>& pieces, const std::string& id_prefix, json* delta) {
   json calls = json::array();
   for (ToolCallsReader::Piece& p : pieces) {
     json call = {{"index", p.index}, {"function", {{"arguments", SanitizeUtf8(p.arguments)}}}};
@@ -351,6 +349,12 @@ void AddCallDeltas(absl::string_view text, const std::string& id_prefix, ToolCal
     calls.push_back(std::move(call));
   }
   if (!calls.empty()) (*delta)["tool_calls"] = std::move(calls);
+}
+
+void AddCallDeltas(absl::string_view text, const std::string& id_prefix, ToolCallsReader* reader, json* delta) {
+  std::vector<ToolCallsReader::Piece> pieces;
+  reader->Feed(text, &pieces);
+  AddCallPieces(pieces, id_prefix, delta);
 }
 
 // The last chunk of a stream of calls read by stream.calls: finish_reason
@@ -365,12 +369,36 @@ void EndCallDeltas(const ChatChoiceStream& stream, json* delta, json* finish) {
 }
 
 // A hermes answer streamed: its text as content up to its first
-// <tool_call> (an end that may begin the tag held back), then held; at the
-// end, the calls if HermesToolCalls reads the whole answer as calls, else
+// <tool_call> (an end that may begin the tag held back); then, when the
+// calls are held, each call's id and name once the name is whole and its
+// arguments as written (hermes_calls_reader.h); otherwise held, and at the
+// end the calls if HermesToolCalls reads the whole answer as calls, else
 // the held text as content. Joined, the deltas are what
 // ChatCompletionResponse answers.
 void HermesChunkDelta(const std::string& piece, bool last, const ToolCallFormat& tools, const std::string& id_prefix,
                       ChatChoiceStream* stream, json* delta, json* finish) {
+  if (tools.call_schema) {
+    // The text is kept for the end in case no held call is read.
+    if (stream->hermes.calls() == 0) stream->text += piece;
+    HermesCallsReader::Output out;
+    stream->hermes.Feed(piece, &out);
+    stream->sent += out.content.size();
+    AddCallPieces(out.pieces, id_prefix, delta);
+    std::string content = std::move(out.content);
+    if (last && stream->hermes.calls() > 0) {
+      if (stream->hermes.complete()) *finish = "tool_calls";  // else the engine's reason ("length")
+    } else if (last && stream->sent < stream->text.size()) {
+      if (std::optional<json> calls = ToolCalls(tools, stream->text, id_prefix); calls.has_value()) {
+        for (size_t i = 0; i < calls->size(); ++i) (*calls)[i]["index"] = i;
+        (*delta)["tool_calls"] = std::move(*calls);
+        *finish = "tool_calls";
+      } else {
+        content += stream->text.substr(stream->sent);
+      }
+    }
+    if (!content.empty()) (*delta)["content"] = SanitizeUtf8(content);
+    return;
+  }
   stream->text += piece;
   // Only the unsent part is looked at: it begins at the first tag or at an
   // end that may begin one, so a long held answer is not searched again

@@ -21,6 +21,7 @@
 #include "absl/strings/string_view.h"
 #include "attnserve/v1/inference.pb.h"
 #include "nlohmann/json.hpp"
+#include "server/http/hermes_calls_reader.h"
 #include "server/http/openai_api.h"
 #include "server/http/openai_tools.h"
 #include "server/http/tool_calls_reader.h"
@@ -60,6 +61,7 @@ struct ChatChoiceStream {
   bool schema_call = false;       // "auto": the answer began a call held to the call schema
   ToolCallsReader calls;          // "required", and "auto"'s schema_call: the calls read so far
   size_t sent = 0;                // "auto" with hermes: the bytes of `text` sent as content
+  HermesCallsReader hermes;       // "auto" with hermes, calls held: what the answer's calls are so far
 };
 
 // One streamed "chat.completion.chunk" of choice `index`: delta {"content"}

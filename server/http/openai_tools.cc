@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/core/status_macros.h"
 #include "engine/tokenizers/python_json.h"
+#include "server/http/hermes_calls_reader.h"
 #include "server/http/json_body.h"
 #include "server/http/json_fields.h"
 #include "server/http/json_value_end.h"
@@ -281,6 +282,24 @@ std::optional<json> SchemaToolCalls(const std::string& text, ToolCallsReader::Fo
   return out;
 }
 
+// Hermes calls held by the lazy format, read as a stream reads them
+// (hermes_calls_reader.h), their arguments as written; nullopt when no held
+// call opened.
+std::optional<json> HeldHermesToolCalls(const std::string& text, const std::string& id_prefix, bool* whole,
+                                        std::string* content) {
+  HermesCallsReader reader;
+  HermesCallsReader::Output out;
+  reader.Feed(text, &out);
+  if (reader.calls() == 0) return std::nullopt;
+  if (whole != nullptr) *whole = reader.complete();
+  if (content != nullptr) *content = std::move(out.content);
+  json calls = json::array();
+  for (const ToolCallsReader::Piece& p : out.pieces) {  // fed whole: one piece a call
+    calls.push_back(Call(absl::StrCat(id_prefix, p.index), p.name, p.arguments));
+  }
+  return calls;
+}
+
 }  // namespace
 
 bool BeginsSchemaToolCall(const ToolCallFormat& format, const std::string& text) {
@@ -292,6 +311,9 @@ std::optional<json> ToolCalls(const ToolCallFormat& format, const std::string& t
   if (whole != nullptr) *whole = true;
   if (content != nullptr) content->clear();
   if (format.mode == ToolCallFormat::Mode::kAuto && format.parser == AutoToolParser::kHermes) {
+    if (format.call_schema) {
+      if (std::optional<json> calls = HeldHermesToolCalls(text, id_prefix, whole, content)) return calls;
+    }
     return HermesToolCalls(text, id_prefix, content);
   }
   if (format.mode == ToolCallFormat::Mode::kAuto) {

@@ -20,11 +20,14 @@
 //     "arguments": ...}</tool_call> of the answer is a call and the text
 //     before the first is the message's content (finish_reason
 //     "tool_calls"); an answer with a tag that does not hold such a call
-//     is content, all of it, as vLLM falls back. Streamed, the content
-//     goes out as it comes and the calls once the answer is whole. Unless
-//     another format holds the answer, each call after "<tool_call>\n" is
-//     held to one call's schema ({"name", "arguments"}: the lazy format
-//     with that trigger), so it always parses. With
+//     is content, all of it, as vLLM falls back. Unless another format
+//     holds the answer, each call after "<tool_call>\n" is held to one
+//     call's schema ({"name", "arguments"}: the lazy format with that
+//     trigger), so it always parses, and held calls are read as written
+//     (hermes_calls_reader.h): streamed, each call's id and name once the
+//     name is whole, then its arguments as they come. Calls not held are
+//     streamed once the answer is whole; the content before the first tag
+//     goes out as it comes. With
 //     --tool-call-parser=llama3_json (vLLM's parser of that name), the
 //     model answers freely and an answer that is {"name": ..., "parameters"
 //     (or "arguments"): ...}, several joined by "; ", optionally after
@@ -95,9 +98,11 @@ absl::Status ParseToolChoice(const nlohmann::json& root, absl::string_view body,
 // lists, their arguments as written (the last cut short, and *whole false,
 // if the token limit cut the list; nullopt if it cut it before the first
 // name was whole); kAuto: an answer held to the call schema as kRequired
-// reads one call, any other as its parser reads it (Llama3JsonToolCalls,
-// HermesToolCalls, which also sets *content). Ids are `id_prefix` plus the
-// call's position.
+// reads one call, hermes calls held after their tags as a stream reads them
+// (HermesCallsReader: as written, *whole false if the last was cut, the text
+// before them in *content), any other as its parser reads it
+// (Llama3JsonToolCalls, HermesToolCalls, which also sets *content). Ids are
+// `id_prefix` plus the call's position.
 std::optional<nlohmann::json> ToolCalls(const ToolCallFormat& format, const std::string& text,
                                         const std::string& id_prefix, bool* whole = nullptr,
                                         std::string* content = nullptr);

@@ -58,7 +58,7 @@ void ToolCallsReader::Feed(absl::string_view text, std::vector<Piece>* pieces) {
           Piece& p = piece();
           p.opens = true;
           p.name = name.get<std::string>();
-          Expect(", \"parameters\": ", Next::kArguments);
+          Expect(after_name_, Next::kArguments);
           break;
         }
         escaped_ = !escaped_ && c == '\\';

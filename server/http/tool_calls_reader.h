@@ -4,6 +4,7 @@
 // JSON schema mode's one way of writing vLLM's schema (openai_tools.h):
 //   tool_choice "required":  [{"name": "N", "parameters": {...}}, {"name": ...}]
 //   tool_choice "auto" (a call the model began): {"name": "N", "parameters": {...}}
+//   a hermes call after its "<tool_call>\n": {"name": "N", "arguments": {...}}
 // so reading it needs no JSON parser: fixed text, a string, then an object
 // whose end is found by counting braces outside strings.
 #ifndef ATTNSERVE_SERVER_HTTP_TOOL_CALLS_READER_H_
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "server/http/json_value_end.h"
 
@@ -20,8 +22,12 @@ namespace attnserve {
 class ToolCallsReader {
  public:
   enum class Form { kList, kOneCall };
-  explicit ToolCallsReader(Form form = Form::kList)
-      : form_(form), literal_(form == Form::kList ? "[{\"name\": \"" : "{\"name\": \"") {}
+  // `arguments_key`: the member after "name" ("parameters" in vLLM's
+  // schema; "arguments" in a hermes call).
+  explicit ToolCallsReader(Form form = Form::kList, absl::string_view arguments_key = "parameters")
+      : form_(form),
+        literal_(form == Form::kList ? "[{\"name\": \"" : "{\"name\": \""),
+        after_name_(absl::StrCat(", \"", arguments_key, "\": ")) {}
 
   // What one Feed learned about call `index`: it opened (its name is
   // whole), and/or more of its arguments' text, as written.
@@ -54,6 +60,7 @@ class ToolCallsReader {
   Form form_;
   State state_ = State::kLiteral;
   std::string literal_;                     // kLiteral: the text still expected
+  std::string after_name_;                  // what follows the name: ", \"parameters\": "
   Next next_ = Next::kName;                 // kLiteral: what follows it
   std::string name_;                        // kName: the name's text so far (JSON escapes as written)
   bool escaped_ = false;                    // kName: after a backslash

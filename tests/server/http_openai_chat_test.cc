@@ -642,6 +642,108 @@ TEST(OpenAiChatTest, HermesStreamSendsTheTextBeforeACallAtOnce) {
   EXPECT_EQ(last["finish_reason"], "tool_calls");
 }
 
+// Calls held after "<tool_call>\n" (the request's own format, as
+// ParseChatCompletionRequest sets it with the hermes parser): a stream sends
+// each call's id and name once the name is whole, then its arguments as
+// written, as vLLM streams them; the whole answer reads the same text the
+// same way, so in pieces of every size the deltas join to it.
+TEST(OpenAiChatTest, HeldHermesCallsStreamTheirArgumentsAsWritten) {
+  const CompletionIdentity id{"chatcmpl-9", 5, "m"};
+  CompletionFormat format{.chat = true};
+  format.tools.mode = ToolCallFormat::Mode::kAuto;
+  format.tools.parser = AutoToolParser::kHermes;
+  format.tools.call_schema = true;
+  struct Case {
+    std::string text;
+    v1::FinishReason reason;
+    std::string content;
+    std::vector<std::pair<std::string, std::string>> calls;  // name, arguments
+    std::string finish;
+  };
+  const std::string weather = "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}";
+  const std::vector<Case> cases = {
+      {"Let me check.\n<tool_call>\n" + weather + "\n</tool_call>\n<tool_call>\n{\"name\": \"now\", \"arguments\": "
+       "{}}\n</tool_call>",
+       v1::FINISH_REASON_EOS, "Let me check.\n", {{"get_weather", R"({"city": "Paris"})"}, {"now", "{}"}},
+       "tool_calls"},
+      {"<tool_call>\n" + weather + "\n</tool_call>", v1::FINISH_REASON_EOS, "",
+       {{"get_weather", R"({"city": "Paris"})"}}, "tool_calls"},
+      // Written as held, not re-dumped: non-ASCII stays, the last call needs no close tag.
+      {"<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Z\xC3\xBCrich\", \"n\": 1.50}}",
+       v1::FINISH_REASON_EOS, "", {{"get_weather", "{\"city\": \"Z\xC3\xBCrich\", \"n\": 1.50}"}}, "tool_calls"},
+      // Cut by the token limit: the call as far as written, the engine's reason.
+      {"a <tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Pa", v1::FINISH_REASON_LENGTH, "a ",
+       {{"get_weather", R"({"city": "Pa)"}}, "length"},
+      // A later tag the lazy format did not hold ends the calls.
+      {"<tool_call>\n" + weather + "\n</tool_call><tool_call>{\"name\": \"now\", \"arguments\": {}}</tool_call>",
+       v1::FINISH_REASON_EOS, "", {{"get_weather", R"({"city": "Paris"})"}}, "tool_calls"},
+      // No held call: read whole at the end, as vLLM reads it (json.dumps'd arguments).
+      {"Hi <tool_call>{\"name\":\"now\",\"arguments\":{}}</tool_call>", v1::FINISH_REASON_EOS, "Hi ", {{"now", "{}"}},
+       "tool_calls"},
+      {"Just a < b and <tool_x", v1::FINISH_REASON_EOS, "Just a < b and <tool_x", {}, "stop"},
+      {"ok <tool_call>\n{\"na", v1::FINISH_REASON_LENGTH, "ok <tool_call>\n{\"na", {}, "length"},
+  };
+  for (const Case& c : cases) {
+    const json whole = ChatCompletionResponse({Chunks({c.text}, c.reason)}, id, format)["choices"][0];
+    json want_calls = json::array();
+    for (size_t i = 0; i < c.calls.size(); ++i) {
+      want_calls.push_back({{"id", "call_chatcmpl-9_0_" + std::to_string(i)},
+                            {"type", "function"},
+                            {"function", {{"name", c.calls[i].first}, {"arguments", c.calls[i].second}}}});
+    }
+    EXPECT_EQ(whole["message"].value("tool_calls", json::array()), want_calls) << c.text;
+    EXPECT_EQ(whole["message"]["content"].is_null() ? "" : whole["message"]["content"].get<std::string>(),
+              c.content)
+        << c.text;
+    EXPECT_EQ(whole["finish_reason"], c.finish) << c.text;
+    for (size_t size = 1; size <= 7; ++size) {
+      // Pieces of `size` bytes, a character never split (the engine's
+      // detokenizer sends whole characters).
+      std::vector<std::string> pieces;
+      for (size_t at = 0; at < c.text.size();) {
+        size_t end = std::min(c.text.size(), at + size);
+        while (end < c.text.size() && (static_cast<unsigned char>(c.text[end]) & 0xC0) == 0x80) ++end;
+        pieces.push_back(c.text.substr(at, end - at));
+        at = end;
+      }
+      ChatChoiceStream stream;
+      std::string content;
+      json calls = json::array(), finish;
+      int argument_deltas = 0;
+      bool content_after_calls = false;
+      for (const v1::GenerateResponse& chunk : Chunks(pieces, c.reason)) {
+        const json choice = ChatCompletionChunk(chunk, id, format, 0, ChunkUsage::kNone, &stream)["choices"][0];
+        if (choice["delta"].contains("content")) {
+          content_after_calls |= !calls.empty();
+          content += choice["delta"]["content"].get<std::string>();
+        }
+        for (const json& d : choice["delta"].value("tool_calls", json::array())) {
+          const size_t index = d["index"];
+          if (index == calls.size()) {
+            ASSERT_TRUE(d.contains("id") && d["function"].contains("name")) << d;  // a call opens with its name
+            calls.push_back({{"id", d["id"]}, {"type", d["type"]},
+                             {"function", {{"name", d["function"]["name"]}, {"arguments", ""}}}});
+          }
+          ASSERT_LT(index, calls.size()) << d;
+          const std::string part = d["function"]["arguments"];
+          argument_deltas += !part.empty();
+          calls[index]["function"]["arguments"] = calls[index]["function"]["arguments"].get<std::string>() + part;
+        }
+        if (!choice["finish_reason"].is_null()) finish = choice["finish_reason"];
+      }
+      const std::string where = c.text + " in pieces of " + std::to_string(size);
+      EXPECT_FALSE(content_after_calls) << where;
+      EXPECT_EQ(content, c.content) << where;
+      EXPECT_EQ(calls, want_calls) << where;
+      EXPECT_EQ(finish, c.finish) << where;
+      // Held calls' arguments come in parts as they are written.
+      if (size == 1 && c.text.starts_with("Let me")) {
+        EXPECT_GE(argument_deltas, 10) << where;
+      }
+    }
+  }
+}
+
 TEST(OpenAiChatTest, AutoToolChoiceNeedsAParserAndShowsTheToolsWhereTheTemplateDoes) {
   const std::string body = std::string(kToolsBody).replace(std::string(kToolsBody).find("TOOL_CHOICE"), 11, R"("auto")");
   EXPECT_THAT(std::string(ParseChatCompletionRequest(body).status().message()),
