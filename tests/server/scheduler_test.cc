@@ -10,6 +10,7 @@
 #include <map>
 #include <numeric>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
@@ -474,14 +475,24 @@ TEST_F(SchedulerTest, RequestThatCanNeverFitIsRefusedNamingBytes) {
 TEST_F(SchedulerTest, PreemptsWhenBlocksRunOutAndStillProducesExactTokens) {
   // Each request needs up to 4 blocks; 6 blocks cannot hold three at once.
   FakeGenerateBackend generate(/*blocks=*/6);
+  // No step runs before all three are in: on a loaded machine the first
+  // could otherwise finish alone before the others arrive, and nothing would
+  // need preempting.
+  absl::Notification all_submitted;
+  generate.on_step = [&] { all_submitted.WaitForNotification(); };
   SchedulerOptions options;
   options.max_step_tokens = 64;
   Scheduler scheduler(options, nullptr, &generate, &metrics_);
+  // Released before the scheduler joins its thread, also on a failed ASSERT.
+  absl::Cleanup release = [&] {
+    if (!all_submitted.HasBeenNotified()) all_submitted.Notify();
+  };
   std::vector<std::unique_ptr<GenerateOutcome>> outs;
   for (int r = 0; r < 3; ++r) {
     outs.push_back(std::make_unique<GenerateOutcome>());
     ASSERT_TRUE(scheduler.SubmitGenerate(MakeGenerate(std::vector<int32_t>(4, r + 2), 12, outs.back().get())).ok());
   }
+  all_submitted.Notify();
   int preemptions = 0;
   for (int r = 0; r < 3; ++r) {
     outs[r]->done.WaitForNotification();
