@@ -95,6 +95,11 @@ absl::Status ValidateOptions(const ServerOptions& o) {
     return absl::InvalidArgumentError(
         absl::StrCat("--tool-call-parser=", o.models.tool_call_parser, ": must be llama3_json, hermes or empty"));
   }
+  if (!o.models.reasoning_parser.empty() && o.models.reasoning_parser != "deepseek_r1" &&
+      o.models.reasoning_parser != "qwen3") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--reasoning-parser=", o.models.reasoning_parser, ": must be deepseek_r1, qwen3 or empty"));
+  }
   if (absl::Status s = CheckModelPath("encoder-model", o.models.encoder_model); !s.ok()) return s;
   if (absl::Status s = CheckModelPath("decoder-model", o.models.decoder_model); !s.ok()) return s;
   return absl::OkStatus();

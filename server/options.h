@@ -37,6 +37,9 @@ struct ModelOptions {
   // "", "llama3_json" or "hermes": how tool_choice "auto" reads calls out of an
   // answer (server/http/openai_tools.h); needs a template that shows tools.
   std::string tool_call_parser;
+  // "", "deepseek_r1" or "qwen3": how /v1/chat/completions sets a reasoning
+  // model's <think> part apart (server/http/reasoning_splitter.h).
+  std::string reasoning_parser;
 };
 
 struct EngineOptions {

@@ -119,6 +119,7 @@ std::map<std::string, HttpHandler> Server::HttpRoutes() {
                                .api_key = options_.auth.api_key,
                                .max_inference_calls = HttpMaxInferenceCalls(options_),
                                .tool_call_parser = options_.models.tool_call_parser,
+                               .reasoning_parser = options_.models.reasoning_parser,
                                .info = InfoLimits(options_)};
   std::map<std::string, HttpHandler> routes = ApiRoutes(core_.get(), metrics_.get(), gateway);
   routes["/healthz"] = [](const HttpRequest&, HttpResponseWriter& w) {

@@ -228,7 +228,19 @@ class Gateway {
 
   // /v1/chat/completions: the same path, a chat prompt and chat objects.
   void ChatCompletions(const HttpRequest& request, HttpResponseWriter& w) {
-    RunCompletion(request, w, ParseChatCompletionRequest(request.body, ChatTools()));
+    absl::StatusOr<CompletionCall> call = ParseChatCompletionRequest(request.body, ChatTools());
+    if (call.ok() && !call->requests.empty()) {
+      // Not where JSON (response_format, named or required tools) holds the
+      // answer from its first token: it leaves nothing to think in, and
+      // deepseek_r1 would read the whole JSON as unfinished reasoning. A
+      // choice or a regex holds the whole answer too, but may spell the
+      // thinking out ("<think>[^<]*</think>\n\n(yes|no)").
+      const v1::ResponseFormat held = call->requests[0].sampling().response_format();
+      if (held != v1::RESPONSE_FORMAT_JSON_OBJECT && held != v1::RESPONSE_FORMAT_JSON_SCHEMA) {
+        call->format.reasoning = ReasoningParserFromName(options_.reasoning_parser).value_or(ReasoningParser::kNone);
+      }
+    }
+    RunCompletion(request, w, std::move(call));
   }
 
   // OpenAI's Responses API (openai_responses.h) and Anthropic's Messages

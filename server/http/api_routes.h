@@ -71,6 +71,9 @@ struct GatewayOptions {
   // --tool-call-parser: "" (tool_choice "auto" refused), "llama3_json" or
   // "hermes".
   std::string tool_call_parser;
+  // --reasoning-parser: "" (the answer is all content), "deepseek_r1" or
+  // "qwen3" (reasoning_splitter.h); /v1/chat/completions only.
+  std::string reasoning_parser;
   // The limits GET /info reports (TGI's and TEI's Info).
   ServiceInfo info;
 };

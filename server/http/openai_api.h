@@ -19,6 +19,7 @@
 #include "attnserve/v1/inference.pb.h"
 #include "nlohmann/json.hpp"
 #include "server/http/openai_tools.h"
+#include "server/http/reasoning_splitter.h"
 
 namespace attnserve {
 
@@ -70,6 +71,10 @@ struct CompletionFormat {
   // vLLM's "return_tokens_as_token_ids": logprobs name each token
   // "token_id:<id>" rather than by its text, which may not be valid UTF-8.
   bool tokens_as_ids = false;
+  // Chat: --reasoning-parser, the answer's reasoning apart from its content
+  // (reasoning_splitter.h); kNone where a format holds the answer from its
+  // first token (nothing there is reasoning).
+  ReasoningParser reasoning = ReasoningParser::kNone;
 };
 
 // OpenAI's bound on top_logprobs for chat (vLLM's on prompt_logprobs).

@@ -295,7 +295,11 @@ json ChatCompletionResponse(const std::vector<std::vector<v1::GenerateResponse>>
       if (chunk.has_usage()) usage = chunk.usage();
     }
     AddCompletionUsage(usage, &total);
+    // The reasoning apart; what follows it is the answer tools are read from.
+    ReasonedAnswer answer = SplitReasoning(format.reasoning, text);
+    text = std::move(answer.content);
     json message = {{"role", "assistant"}, {"content", SanitizeUtf8(text)}};
+    if (answer.reasoning.has_value() && text.empty()) message["content"] = nullptr;  // vLLM: content or None
     bool whole = true;
     std::string content;  // hermes: the text before the calls
     if (std::optional<json> calls = ToolCalls(format.tools, text, ToolCallIdPrefix(id, index), &whole, &content);
@@ -306,6 +310,11 @@ json ChatCompletionResponse(const std::vector<std::vector<v1::GenerateResponse>>
       // "required" and "auto": the answer was calls; a named call, or a
       // list the token limit cut, keeps the engine's reason ("length").
       if (format.tools.mode != ToolCallFormat::Mode::kNamed && whole) finish = "tool_calls";
+    }
+    if (format.reasoning != ReasoningParser::kNone) {
+      const json reasoning = answer.reasoning.has_value() ? json(SanitizeUtf8(*answer.reasoning)) : json();
+      message["reasoning"] = reasoning;
+      message["reasoning_content"] = reasoning;  // vLLM's name before "reasoning"
     }
     json choice{{"index", index},
                 {"message", std::move(message)},
@@ -450,14 +459,29 @@ json ChatCompletionChunk(const v1::GenerateResponse& chunk, const CompletionIden
   const bool last = chunk.finish_reason() != v1::FINISH_REASON_UNSPECIFIED;
   json delta = json::object();
   json finish = last ? json(OpenAiFinishReason(chunk.finish_reason())) : json();
+  // The reasoning apart; `text` is this chunk's part of what follows it,
+  // read below as the answer.
+  std::string text, reasoning;
+  if (format.reasoning == ReasoningParser::kNone) {
+    text = chunk.text();
+  } else {
+    if (!stream->reasoning.has_value()) stream->reasoning.emplace(format.reasoning);
+    stream->reasoning->Feed(chunk.text(), last, &reasoning, &text);
+    if (!reasoning.empty()) {
+      delta["reasoning"] = SanitizeUtf8(reasoning);
+      delta["reasoning_content"] = delta["reasoning"];  // vLLM's name before "reasoning"
+    }
+  }
   switch (format.tools.mode) {
     case ToolCallFormat::Mode::kNone:
-      if (!chunk.text().empty() || !last) delta["content"] = SanitizeUtf8(chunk.text());
+      // A chunk that only held a tag back still says something (an empty
+      // content), as every chunk does; one with reasoning says that.
+      if (!text.empty() || (!last && reasoning.empty())) delta["content"] = SanitizeUtf8(text);
       break;
     case ToolCallFormat::Mode::kNamed: {
       // The call's arguments as they come; its id and name with the first.
-      if (chunk.text().empty() && stream->tool_call_opened) break;
-      json call = {{"index", 0}, {"function", {{"arguments", SanitizeUtf8(chunk.text())}}}};
+      if (text.empty() && stream->tool_call_opened) break;
+      json call = {{"index", 0}, {"function", {{"arguments", SanitizeUtf8(text)}}}};
       if (!stream->tool_call_opened) {
         call["id"] = ToolCallIdPrefix(id, index) + "0";
         call["type"] = "function";
@@ -472,23 +496,23 @@ json ChatCompletionChunk(const v1::GenerateResponse& chunk, const CompletionIden
       // as they come; a list cut before its first name ends as content,
       // as ChatCompletionResponse has it.
       // The text is kept only while it may still end as content.
-      if (stream->calls.calls() == 0) stream->text += chunk.text();
-      AddCallDeltas(chunk.text(), ToolCallIdPrefix(id, index), &stream->calls, &delta);
+      if (stream->calls.calls() == 0) stream->text += text;
+      AddCallDeltas(text, ToolCallIdPrefix(id, index), &stream->calls, &delta);
       if (last) EndCallDeltas(*stream, &delta, &finish);
       break;
     }
     case ToolCallFormat::Mode::kAuto: {
       if (format.tools.parser == AutoToolParser::kHermes) {
-        HermesChunkDelta(chunk.text(), last, format.tools, ToolCallIdPrefix(id, index), stream, &delta, &finish);
+        HermesChunkDelta(text, last, format.tools, ToolCallIdPrefix(id, index), stream, &delta, &finish);
         break;
       }
       // Held back while the answer may still be calls; once it cannot be,
       // what was held and all that follows is content.
       if (stream->content) {
-        if (!chunk.text().empty() || !last) delta["content"] = SanitizeUtf8(chunk.text());
+        if (!text.empty() || (!last && reasoning.empty())) delta["content"] = SanitizeUtf8(text);
         break;
       }
-      stream->text += chunk.text();
+      stream->text += text;
       // A call held to the call schema: streamed as "required" streams one
       // (ChatCompletionResponse reads the same text so).
       if (!stream->schema_call && BeginsSchemaToolCall(format.tools, stream->text)) {
@@ -496,7 +520,7 @@ json ChatCompletionChunk(const v1::GenerateResponse& chunk, const CompletionIden
         stream->calls = ToolCallsReader(ToolCallsReader::Form::kOneCall);
         AddCallDeltas(stream->text, ToolCallIdPrefix(id, index), &stream->calls, &delta);
       } else if (stream->schema_call) {
-        AddCallDeltas(chunk.text(), ToolCallIdPrefix(id, index), &stream->calls, &delta);
+        AddCallDeltas(text, ToolCallIdPrefix(id, index), &stream->calls, &delta);
       }
       if (stream->schema_call && !stream->calls.broken()) {
         if (last) EndCallDeltas(*stream, &delta, &finish);

@@ -14,6 +14,7 @@
 #ifndef ATTNSERVE_SERVER_HTTP_OPENAI_CHAT_H_
 #define ATTNSERVE_SERVER_HTTP_OPENAI_CHAT_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,7 @@
 #include "server/http/hermes_calls_reader.h"
 #include "server/http/openai_api.h"
 #include "server/http/openai_tools.h"
+#include "server/http/reasoning_splitter.h"
 #include "server/http/tool_calls_reader.h"
 
 namespace attnserve {
@@ -62,6 +64,7 @@ struct ChatChoiceStream {
   ToolCallsReader calls;          // "required", and "auto"'s schema_call: the calls read so far
   size_t sent = 0;                // "auto" with hermes: the bytes of `text` sent as content
   HermesCallsReader hermes;       // "auto" with hermes, calls held: what the answer's calls are so far
+  std::optional<ReasoningSplitter> reasoning;  // --reasoning-parser: where the reasoning ends
 };
 
 // One streamed "chat.completion.chunk" of choice `index`: delta {"content"}

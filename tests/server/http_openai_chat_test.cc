@@ -744,6 +744,88 @@ TEST(OpenAiChatTest, HeldHermesCallsStreamTheirArgumentsAsWritten) {
   }
 }
 
+// --reasoning-parser: the thinking apart, as vLLM's deepseek_r1 and qwen3
+// parsers set it; streamed in pieces of every size the reasoning and
+// content deltas join to the unstreamed message, reasoning first.
+TEST(OpenAiChatTest, ReasoningParsersSetTheThinkingApart) {
+  const CompletionIdentity id{"chatcmpl-9", 5, "m"};
+  struct Case {
+    ReasoningParser parser;
+    std::string text;
+    json reasoning;  // null: none
+    json content;
+  };
+  const ReasoningParser r1 = ReasoningParser::kDeepSeekR1, qwen3 = ReasoningParser::kQwen3;
+  const std::vector<Case> cases = {
+      {r1, "<think>\nabc\n</think>\n\nHello", "\nabc\n", "\n\nHello"},
+      {r1, "abc</think>Hi", "abc", "Hi"},           // R1's template wrote the <think>
+      {r1, "abc", "abc", nullptr},                   // cut while thinking: all reasoning
+      {r1, "abc</think>", "abc", nullptr},           // vLLM: content or None
+      {r1, "<thinking> a</think>b", "<thinking> a", "b"},
+      {r1, "x </thin y", "x </thin y", nullptr},     // a held "</thin" given back at the end
+      {qwen3, "<think>x</think>y", "x", "y"},
+      {qwen3, "<think>x", "x", nullptr},
+      {qwen3, "Hello <think>x</think> y", nullptr, "Hello <think>x</think> y"},  // thinking off
+      {qwen3, "<thin", nullptr, "<thin"},
+      {qwen3, "", nullptr, ""},
+  };
+  for (const Case& c : cases) {
+    CompletionFormat format{.chat = true};
+    format.reasoning = c.parser;
+    const json message =
+        ChatCompletionResponse({Chunks({c.text}, v1::FINISH_REASON_EOS)}, id, format)["choices"][0]["message"];
+    EXPECT_EQ(message["reasoning"], c.reasoning) << c.text;
+    EXPECT_EQ(message["reasoning_content"], c.reasoning) << c.text;
+    EXPECT_EQ(message["content"], c.content) << c.text;
+    for (size_t size = 1; size <= 5; ++size) {
+      std::vector<std::string> pieces;
+      for (size_t at = 0; at < c.text.size(); at += size) pieces.push_back(c.text.substr(at, size));
+      if (pieces.empty()) pieces.push_back("");
+      ChatChoiceStream stream;
+      std::string reasoning, content;
+      bool saw_reasoning = false, reasoning_after_content = false;
+      for (const v1::GenerateResponse& chunk : Chunks(pieces, v1::FINISH_REASON_EOS)) {
+        const json delta = ChatCompletionChunk(chunk, id, format, 0, ChunkUsage::kNone, &stream)["choices"][0]["delta"];
+        if (delta.contains("reasoning")) {
+          EXPECT_EQ(delta["reasoning"], delta["reasoning_content"]);
+          reasoning_after_content |= !content.empty();
+          reasoning += delta["reasoning"].get<std::string>();
+          saw_reasoning = true;
+        }
+        if (delta.contains("content")) content += delta["content"].get<std::string>();
+      }
+      const std::string where = c.text + " in pieces of " + std::to_string(size);
+      EXPECT_FALSE(reasoning_after_content) << where;
+      EXPECT_EQ(reasoning, c.reasoning.is_null() ? "" : c.reasoning.get<std::string>()) << where;
+      if (c.reasoning.is_null()) {
+        EXPECT_FALSE(saw_reasoning) << where;
+      }
+      EXPECT_EQ(content, c.content.is_null() ? "" : c.content.get<std::string>()) << where;
+    }
+  }
+  // Without a parser the message has no reasoning and keeps the tags.
+  const json plain = ChatCompletionResponse({Chunks({"<think>x</think>y"}, v1::FINISH_REASON_EOS)}, id,
+                                            CompletionFormat{.chat = true})["choices"][0]["message"];
+  EXPECT_FALSE(plain.contains("reasoning"));
+  EXPECT_EQ(plain["content"], "<think>x</think>y");
+  // Tools are read from what follows the reasoning (a held hermes call here).
+  CompletionFormat tools{.chat = true};
+  tools.reasoning = qwen3;
+  tools.tools.mode = ToolCallFormat::Mode::kAuto;
+  tools.tools.parser = AutoToolParser::kHermes;
+  tools.tools.call_schema = true;
+  const json called = ChatCompletionResponse(
+      {Chunks({"<think>I need the time. <tool_call> later</think>\n\n<tool_call>\n{\"name\": \"now\", \"arguments\": {}}"},
+              v1::FINISH_REASON_EOS)},
+      id, tools)["choices"][0];
+  EXPECT_EQ(called["message"]["reasoning"], "I need the time. <tool_call> later");
+  EXPECT_EQ(called["message"]["content"], "\n\n");
+  EXPECT_EQ(called["message"]["tool_calls"][0]["function"], json({{"name", "now"}, {"arguments", "{}"}}));
+  EXPECT_EQ(called["finish_reason"], "tool_calls");
+  EXPECT_FALSE(ReasoningParserFromName("r1").ok());
+  EXPECT_EQ(*ReasoningParserFromName(""), ReasoningParser::kNone);
+}
+
 TEST(OpenAiChatTest, AutoToolChoiceNeedsAParserAndShowsTheToolsWhereTheTemplateDoes) {
   const std::string body = std::string(kToolsBody).replace(std::string(kToolsBody).find("TOOL_CHOICE"), 11, R"("auto")");
   EXPECT_THAT(std::string(ParseChatCompletionRequest(body).status().message()),

@@ -49,6 +49,13 @@ TEST(OptionsTest, BadValuesNameTheFlag) {
     EXPECT_TRUE(ValidateOptions(o).ok()) << parser;
   }
   o = ServerOptions{};
+  o.models.reasoning_parser = "r1";
+  EXPECT_EQ(ValidateOptions(o).message(), "--reasoning-parser=r1: must be deepseek_r1, qwen3 or empty");
+  for (const char* parser : {"deepseek_r1", "qwen3"}) {
+    o.models.reasoning_parser = parser;
+    EXPECT_TRUE(ValidateOptions(o).ok()) << parser;
+  }
+  o = ServerOptions{};
   o.network.http_port = o.network.grpc_port;
   EXPECT_THAT(ValidateOptions(o).message(), HasSubstr("must differ"));
 }
