@@ -17,7 +17,7 @@ import gguf
 import numpy as np
 import pytest
 
-from conftest import REPO, ServerProcess, http_get
+from conftest import REPO, ServerProcess, metric
 
 MODELS = REPO / "tests/golden/decoder_models"
 QUANT_MIX = MODELS / "llama_quant_mix/model.gguf"
@@ -25,14 +25,6 @@ QUANT_MIX = MODELS / "llama_quant_mix/model.gguf"
 
 def golden(name):
     return json.loads((REPO / f"tests/golden/decoder_logits/{name}.json").read_text())
-
-
-def metric(server, name):
-    _, body = http_get(server.url("/metrics"))
-    for line in body.decode().splitlines():
-        if line.startswith(name + "{") or line.startswith(name + " "):
-            return float(line.rsplit(" ", 1)[1])
-    raise AssertionError(f"{name} not exported")
 
 
 def greedy_ids(pb, stub, prompt, n):
@@ -80,7 +72,7 @@ def test_a_quantised_gguf_holds_its_expanded_weights(pb, proto_modules, weight_d
             expanded = expanded_bytes(bytes_per_value)
             assert expanded <= info.weight_bytes <= expanded * 1.01, (info.weight_bytes, expanded)
             assert info.weight_bytes > 2.5 * QUANT_MIX.stat().st_size
-            assert metric(server, "attnserve_weight_bytes") == info.weight_bytes
+            assert metric(server, 'attnserve_weight_bytes{model="decoder"}') == info.weight_bytes
             # bf16 storage still answers (its numbers are not the reference's).
             assert len(greedy_ids(pb, stub, golden("llama_quant_mix")["prompts"][0], 8)) == 8
     finally:
