@@ -417,6 +417,18 @@ absl::StatusOr<DecoderConfig> DecoderConfigFromHf(const HfConfig& hf) {
   c.architecture = hf.model_type();
   const std::string& t = c.architecture;
   constexpr int64_t kMax = int64_t{1} << 30;
+  // GPTQ, AWQ, bitsandbytes, FP8... checkpoints store packed integer
+  // tensors under other names: say so rather than report a missing weight.
+  if (const auto q = hf.json().find("quantization_config"); q != hf.json().end() && !q->is_null()) {
+    const std::string method =
+        q->is_object() && q->contains("quant_method") && (*q)["quant_method"].is_string()
+            ? (*q)["quant_method"].get<std::string>()
+            : "unknown";
+    return absl::InvalidArgumentError(absl::StrCat(
+        hf.path(), ": quantization_config (quant_method ", method,
+        ") is not supported: load the unquantised checkpoint (f32, f16 or bf16 safetensors) or a GGUF file, "
+        "which may be quantised (Q4_K_M, Q8_0, ...)"));
+  }
   if (t == "gpt2") {
     c.arch = DecoderArch::kGpt2;
     ASSIGN_OR_RETURN(int64_t hidden, hf.Int("n_embd", 1, kMax));

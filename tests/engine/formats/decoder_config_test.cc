@@ -233,6 +233,9 @@ TEST(DecoderConfigTest, HfErrorsNameTheProblem) {
   EXPECT_THAT(std::string(missing.status().message()), HasSubstr("test/config.json"));
   auto act = FromJsonText(std::string(kLlamaBase) + R"(, "hidden_act": "relu"})");
   EXPECT_THAT(std::string(act.status().message()), HasSubstr("relu"));
+  auto gptq = FromJsonText(std::string(kLlamaBase) + R"(, "quantization_config": {"quant_method": "gptq", "bits": 4}})");
+  EXPECT_THAT(std::string(gptq.status().message()),
+              HasSubstr("test/config.json: quantization_config (quant_method gptq) is not supported"));
   auto sliding = FromJsonText(R"({"model_type": "qwen3", "hidden_size": 64, "num_hidden_layers": 2,
     "num_attention_heads": 4, "intermediate_size": 96, "vocab_size": 100, "use_sliding_window": true})");
   EXPECT_THAT(std::string(sliding.status().message()),
