@@ -157,40 +157,28 @@ void ScaleMinK4(const uint8_t* p, int j, float* scale, float* min) {
   }
 }
 
-// Q4_K: f16 d, f16 dmin, 12 scale bytes, 128 bytes of nibbles. Element
-// c*64 + h*32 + l (c < 4, h < 2) is nibble h of byte c*32 + l, in
-// sub-block 2c + h; x = d * scale * q - dmin * min.
-void Q4_K(const uint8_t* b, float* y) {
+// Q4_K and Q5_K: f16 d, f16 dmin, 12 scale bytes, then (Q5_K only) 32
+// bytes of fifth bits, then 128 bytes of nibbles. Element c*64 + h*32 + l
+// (c < 4, h < 2) is nibble h of byte c*32 + l, in sub-block j = 2c + h, and
+// takes bit j of qh[l] as its fifth bit; x = d * scale * q - dmin * min.
+void ScaleMinK(const uint8_t* b, const uint8_t* qh, const uint8_t* qs, float* y) {
   const float d = HalfAt(b), dmin = HalfAt(b + 2);
   const uint8_t* scales = b + 4;
-  const uint8_t* qs = b + 16;
-  for (int j = 0; j < 8; ++j) {
-    float sc, m;
-    ScaleMinK4(scales, j, &sc, &m);
-    const float dl = d * sc, ml = dmin * m;
-    const int c = j / 2, h = j % 2;
-    for (int l = 0; l < 32; ++l) y[j * 32 + l] = dl * static_cast<float>((qs[c * 32 + l] >> (4 * h)) & 0x0F) - ml;
-  }
-}
-
-// Q5_K: as Q4_K with 32 bytes of fifth bits before the nibbles: element
-// j*32 + l takes bit j of qh[l].
-void Q5_K(const uint8_t* b, float* y) {
-  const float d = HalfAt(b), dmin = HalfAt(b + 2);
-  const uint8_t* scales = b + 4;
-  const uint8_t* qh = b + 16;
-  const uint8_t* qs = b + 48;
   for (int j = 0; j < 8; ++j) {
     float sc, m;
     ScaleMinK4(scales, j, &sc, &m);
     const float dl = d * sc, ml = dmin * m;
     const int c = j / 2, h = j % 2;
     for (int l = 0; l < 32; ++l) {
-      const int q = ((qs[c * 32 + l] >> (4 * h)) & 0x0F) | (((qh[l] >> j) & 1) << 4);
+      int q = (qs[c * 32 + l] >> (4 * h)) & 0x0F;
+      if (qh != nullptr) q |= ((qh[l] >> j) & 1) << 4;
       y[j * 32 + l] = dl * static_cast<float>(q) - ml;
     }
   }
 }
+
+void Q4_K(const uint8_t* b, float* y) { ScaleMinK(b, nullptr, b + 16, y); }
+void Q5_K(const uint8_t* b, float* y) { ScaleMinK(b, b + 16, b + 48, y); }
 
 // Q6_K: 128 bytes of low nibbles, 64 bytes of 2-bit highs, 16 int8
 // scales, f16 d. Element h*128 + k*64 + l (l < 64) has nibble k of byte

@@ -266,6 +266,16 @@ bool MayBecomeLlama3JsonToolCall(const std::string& text) {
 
 namespace {
 
+// OpenAI's calls from a reader's pieces of a whole answer (fed at once:
+// one piece a call).
+json CallsFromPieces(const std::vector<ToolCallsReader::Piece>& pieces, const std::string& id_prefix) {
+  json out = json::array();
+  for (const ToolCallsReader::Piece& p : pieces) {
+    out.push_back(Call(absl::StrCat(id_prefix, p.index), p.name, p.arguments));
+  }
+  return out;
+}
+
 // The calls JSON schema mode wrote, their arguments as written (json.dumps'
 // ", " and ": "), the same text a stream sends.
 std::optional<json> SchemaToolCalls(const std::string& text, ToolCallsReader::Form form,
@@ -275,11 +285,7 @@ std::optional<json> SchemaToolCalls(const std::string& text, ToolCallsReader::Fo
   reader.Feed(text, &pieces);
   if (reader.broken() || reader.calls() == 0) return std::nullopt;
   if (whole != nullptr) *whole = reader.complete();
-  json out = json::array();
-  for (const ToolCallsReader::Piece& p : pieces) {  // fed whole: one piece a call
-    out.push_back(Call(absl::StrCat(id_prefix, p.index), p.name, p.arguments));
-  }
-  return out;
+  return CallsFromPieces(pieces, id_prefix);
 }
 
 // Hermes calls held by the lazy format, read as a stream reads them
@@ -293,11 +299,7 @@ std::optional<json> HeldHermesToolCalls(const std::string& text, const std::stri
   if (reader.calls() == 0) return std::nullopt;
   if (whole != nullptr) *whole = reader.complete();
   if (content != nullptr) *content = std::move(out.content);
-  json calls = json::array();
-  for (const ToolCallsReader::Piece& p : out.pieces) {  // fed whole: one piece a call
-    calls.push_back(Call(absl::StrCat(id_prefix, p.index), p.name, p.arguments));
-  }
-  return calls;
+  return CallsFromPieces(out.pieces, id_prefix);
 }
 
 }  // namespace

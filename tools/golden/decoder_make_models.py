@@ -205,18 +205,26 @@ def save_hf(model, tok, d):
     tok.save(str(d / "tokenizer.json"))
 
 
+def llama3_config(tok, **sizes):
+    """A LlamaConfig with llama_tiny's shape and the Llama-3 tokenizer's BOS/EOS;
+    `sizes` override (rope_parameters replaces rope_theta)."""
+    kw = dict(vocab_size=tok.get_vocab_size(with_added_tokens=True), hidden_size=64, intermediate_size=96,
+              num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+              rms_norm_eps=1e-5, rope_theta=50000.0, tie_word_embeddings=False, attention_bias=False,
+              bos_token_id=tok.token_to_id("<|begin_of_text|>"), eos_token_id=tok.token_to_id("<|end_of_text|>"))
+    kw.update(sizes)
+    if "rope_parameters" in sizes:
+        del kw["rope_theta"]
+    return transformers.LlamaConfig(**kw)
+
+
 def make_rope_scaled(name, head_dim, max_positions, rope_parameters):
     """A llama_tiny-sized LlamaForCausalLM with a rope_scaling kind (HF dir only)."""
     torch.manual_seed(SEED)
     tok = train_tokenizer("llama3")
     vocab = tok.get_vocab_size(with_added_tokens=True)
-    cfg = transformers.LlamaConfig(
-        vocab_size=vocab, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, head_dim=head_dim,
-        max_position_embeddings=max_positions, rms_norm_eps=1e-5,
-        rope_parameters=dict(rope_parameters, rope_theta=10000.0), tie_word_embeddings=False,
-        attention_bias=False, bos_token_id=tok.token_to_id("<|begin_of_text|>"),
-        eos_token_id=tok.token_to_id("<|end_of_text|>"))
+    cfg = llama3_config(tok, head_dim=head_dim, max_position_embeddings=max_positions,
+                        rope_parameters=dict(rope_parameters, rope_theta=10000.0))
     model = transformers.LlamaForCausalLM(cfg).eval()
     init_random(model)
     save_hf(model, tok, OUT / name)
@@ -268,11 +276,7 @@ def make_quant_mix():
     torch.manual_seed(SEED)
     tok = train_tokenizer("llama3")
     vocab = tok.get_vocab_size(with_added_tokens=True)
-    cfg = transformers.LlamaConfig(
-        vocab_size=vocab, hidden_size=256, intermediate_size=256, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
-        rms_norm_eps=1e-5, rope_theta=50000.0, tie_word_embeddings=False, attention_bias=False,
-        bos_token_id=tok.token_to_id("<|begin_of_text|>"), eos_token_id=tok.token_to_id("<|end_of_text|>"))
+    cfg = llama3_config(tok, hidden_size=256, intermediate_size=256)
     model = transformers.LlamaForCausalLM(cfg).eval()
     init_random(model)
     d = OUT / "llama_quant_mix"
@@ -338,11 +342,7 @@ def main():
     # --- llama_tiny: GQA 4/2, rope_theta 50000, untied, no bias, Llama-3 regex tokenizer.
     tok = train_tokenizer("llama3")
     vocab = tok.get_vocab_size(with_added_tokens=True)
-    cfg = transformers.LlamaConfig(
-        vocab_size=vocab, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
-        rms_norm_eps=1e-5, rope_theta=50000.0, tie_word_embeddings=False, attention_bias=False,
-        bos_token_id=tok.token_to_id("<|begin_of_text|>"), eos_token_id=tok.token_to_id("<|end_of_text|>"))
+    cfg = llama3_config(tok)
     model = transformers.LlamaForCausalLM(cfg).eval()
     init_random(model)
     d = OUT / "llama_tiny"

@@ -103,25 +103,28 @@ def _pack_k4_scales(sc, m):
     return out
 
 
-def _q4_k(x):
+def _scale_min_k(x, bits):
+    """Q4_K (4 bits) and Q5_K (5): scales and mins, [Q5_K: fifth bits], nibbles."""
     x = x.reshape(-1, 8, 32)
     n = x.shape[0]
-    d, dmin, sc, m, q, recon = _scale_min(x, 15, 6)
-    q = q.reshape(n, 4, 2, 32)  # sub-block 2c + h: nibble h of byte c*32 + l
-    qs = (q[:, :, 0] | (q[:, :, 1] << 4)).reshape(n, 128)
-    return np.concatenate([_f16_bytes(d), _f16_bytes(dmin), _pack_k4_scales(sc, m), qs], axis=1), recon
+    d, dmin, sc, m, q, recon = _scale_min(x, 2 ** bits - 1, 6)
+    low = (q & 0x0F).reshape(n, 4, 2, 32)  # sub-block 2c + h: nibble h of byte c*32 + l
+    parts = [_f16_bytes(d), _f16_bytes(dmin), _pack_k4_scales(sc, m)]
+    if bits == 5:
+        qh = np.zeros((n, 32), dtype=np.uint8)
+        for j in range(8):
+            qh |= ((q[:, j] >> 4) & 1) << j
+        parts.append(qh)
+    parts.append((low[:, :, 0] | (low[:, :, 1] << 4)).reshape(n, 128))
+    return np.concatenate(parts, axis=1), recon
+
+
+def _q4_k(x):
+    return _scale_min_k(x, 4)
 
 
 def _q5_k(x):
-    x = x.reshape(-1, 8, 32)
-    n = x.shape[0]
-    d, dmin, sc, m, q, recon = _scale_min(x, 31, 6)
-    low = (q & 0x0F).reshape(n, 4, 2, 32)
-    qs = (low[:, :, 0] | (low[:, :, 1] << 4)).reshape(n, 128)
-    qh = np.zeros((n, 32), dtype=np.uint8)
-    for j in range(8):
-        qh |= ((q[:, j] >> 4) & 1) << j
-    return np.concatenate([_f16_bytes(d), _f16_bytes(dmin), _pack_k4_scales(sc, m), qh, qs], axis=1), recon
+    return _scale_min_k(x, 5)
 
 
 def _q6_k(x):
