@@ -12,6 +12,7 @@
 #include "server/http/json_body.h"
 #include "server/http/json_fields.h"
 #include "server/http/json_value_end.h"
+#include "server/http/partial_tag.h"
 #include "server/http/tool_calls_reader.h"
 
 namespace attnserve {
@@ -253,10 +254,7 @@ std::optional<json> HermesToolCalls(const std::string& text, const std::string& 
 size_t HermesContentBeforeCalls(absl::string_view text) {
   const size_t open = text.find(kToolCallOpen);
   if (open != absl::string_view::npos) return open;
-  for (size_t keep = std::min(text.size(), kToolCallOpen.size() - 1); keep > 0; --keep) {
-    if (absl::EndsWith(text, kToolCallOpen.substr(0, keep))) return text.size() - keep;
-  }
-  return text.size();
+  return text.size() - TagStartAtEnd(text, kToolCallOpen);
 }
 
 bool MayBecomeLlama3JsonToolCall(const std::string& text) {

@@ -1,26 +1,16 @@
 // vLLM's reasoning parsers, read as the answer comes (reasoning_splitter.h).
 #include "server/http/reasoning_splitter.h"
 
-#include <algorithm>
-
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "server/http/partial_tag.h"
 
 namespace attnserve {
 namespace {
 
 constexpr absl::string_view kStart = "<think>";
 constexpr absl::string_view kEnd = "</think>";
-
-// The length of the longest end of `text` that begins `tag` (a tag cut by
-// the chunk boundary), shorter than the tag.
-size_t HeldTagStart(absl::string_view text, absl::string_view tag) {
-  for (size_t keep = std::min(text.size(), tag.size() - 1); keep > 0; --keep) {
-    if (absl::EndsWith(text, tag.substr(0, keep))) return keep;
-  }
-  return 0;
-}
 
 }  // namespace
 
@@ -62,7 +52,7 @@ void ReasoningSplitter::Feed(absl::string_view text, bool last, std::string* rea
           state_ = State::kContent;
           break;
         }
-        const size_t keep = last ? 0 : HeldTagStart(held_, kEnd);
+        const size_t keep = last ? 0 : TagStartAtEnd(held_, kEnd);
         reasoning->append(held_, 0, held_.size() - keep);
         held_.erase(0, held_.size() - keep);
         return;
