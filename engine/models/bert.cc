@@ -82,6 +82,10 @@ absl::StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::Load(const Safetensors
     m->layers_.push_back(Layer{std::move(qkv), std::move(out), std::move(ff1), std::move(ff2), std::move(ln1_g),
                                std::move(ln1_b), std::move(ln2_g), std::move(ln2_b)});
   }
+  if (!c.labels.empty()) {
+    ASSIGN_OR_RETURN(m->classifier_,
+                     ClassifierHead::Load(w, p, c.hidden_size, static_cast<int>(c.labels.size())));
+  }
   return m;
 }
 
@@ -92,6 +96,7 @@ int64_t BertEncoder::weight_bytes() const {
     bytes += l.qkv.weight_bytes() + l.out.weight_bytes() + l.ff1.weight_bytes() + l.ff2.weight_bytes();
     bytes += static_cast<int64_t>(l.ln1_g.bytes() + l.ln1_b.bytes() + l.ln2_g.bytes() + l.ln2_b.bytes());
   }
+  if (classifier_.has_value()) bytes += classifier_->weight_bytes();
   return bytes;
 }
 
@@ -114,15 +119,17 @@ int64_t BertEncoder::ScratchBytes(int batch_size, int seq_len) const {
 }
 
 absl::Status BertEncoder::Forward(absl::Span<const int32_t> token_ids, absl::Span<const int32_t> lengths,
-                                  const BertForwardRequest& request, BertForwardResult* result) const {
-  ASSIGN_OR_RETURN(std::unique_ptr<BertForwardJob> job, Begin(token_ids, lengths, request));
+                                  const BertForwardRequest& request, BertForwardResult* result,
+                                  absl::Span<const int32_t> type_ids) const {
+  ASSIGN_OR_RETURN(std::unique_ptr<BertForwardJob> job, Begin(token_ids, lengths, request, type_ids));
   while (!job->done()) RETURN_IF_ERROR(job->RunSlice());
   return job->Finish(result);
 }
 
 absl::StatusOr<std::unique_ptr<BertForwardJob>> BertEncoder::Begin(absl::Span<const int32_t> token_ids,
                                                                    absl::Span<const int32_t> lengths,
-                                                                   const BertForwardRequest& request) const {
+                                                                   const BertForwardRequest& request,
+                                                                   absl::Span<const int32_t> type_ids) const {
   const int batch = static_cast<int>(lengths.size());
   if (batch == 0) return absl::InvalidArgumentError("BertEncoder::Forward: empty batch");
   int64_t total = 0;
@@ -144,6 +151,16 @@ absl::StatusOr<std::unique_ptr<BertForwardJob>> BertEncoder::Begin(absl::Span<co
                                                      " outside [0, ", config_.vocab_size, ")"));
     }
   }
+  if (!type_ids.empty() && type_ids.size() != token_ids.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("BertEncoder::Forward: ", type_ids.size(), " token types for ",
+                                                   token_ids.size(), " token ids"));
+  }
+  for (size_t i = 0; i < type_ids.size(); ++i) {
+    if (type_ids[i] < 0 || type_ids[i] >= config_.type_vocab_size) {
+      return absl::InvalidArgumentError(absl::StrCat("BertEncoder::Forward: token type ", type_ids[i],
+                                                     " outside [0, ", config_.type_vocab_size, ")"));
+    }
+  }
   for (int layer : request.attention_layers) {
     if (layer < 0 || layer >= config_.num_layers) {
       return absl::InvalidArgumentError(
@@ -158,6 +175,7 @@ absl::StatusOr<std::unique_ptr<BertForwardJob>> BertEncoder::Begin(absl::Span<co
   job->max_len_ = max_len;
   job->total_ = total;
   job->token_ids_.assign(token_ids.begin(), token_ids.end());
+  job->type_ids_.assign(type_ids.begin(), type_ids.end());
   job->lengths_.assign(lengths.begin(), lengths.end());
   job->starts_.resize(batch);
   for (int b = 0, s = 0; b < batch; s += lengths[b], ++b) job->starts_[b] = s;
@@ -203,7 +221,8 @@ absl::Status BertForwardJob::Finish(BertForwardResult* result) {
   return absl::OkStatus();
 }
 
-// Embeddings. Token type is always 0 (single-sequence inputs).
+// Embeddings: word + position + token type (segment 0 unless the batch
+// carries pairs).
 void BertForwardJob::Embed() {
   const BertConfig& config = model_->config_;
   const int d = config.hidden_size;
@@ -215,7 +234,7 @@ void BertForwardJob::Embed() {
       float* row = xp + t * d;
       bert_internal::AddRow(model_->word_, token_ids_[t], row, /*first=*/true);
       bert_internal::AddRow(model_->position_, pos, row, false);
-      bert_internal::AddRow(model_->token_type_, 0, row, false);
+      bert_internal::AddRow(model_->token_type_, type_ids_.empty() ? 0 : type_ids_[t], row, false);
     }
   }
   bert_internal::AddLayerNorm(xp, nullptr, model_->emb_ln_g_.f32(), model_->emb_ln_b_.f32(), total_, d,

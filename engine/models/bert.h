@@ -1,7 +1,7 @@
 // BertEncoder: the BERT encoder forward (post-LN), f32 compute, f32 or bf16
 // weight storage.
 //
-//   x = LayerNorm(word[id] + position[pos] + token_type[0])
+//   x = LayerNorm(word[id] + position[pos] + token_type[segment])
 //   per layer: x = LayerNorm(x + O(Attention(Q, K, V, key padding mask)))
 //              x = LayerNorm(x + W2 GELU_erf(W1 x))
 //
@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,6 +34,7 @@
 #include "engine/core/tensor.h"
 #include "engine/formats/safetensors.h"
 #include "engine/models/bert_config.h"
+#include "engine/models/classifier_head.h"
 #include "engine/ops/linear.h"
 
 namespace attnserve {
@@ -86,6 +88,7 @@ class BertForwardJob {
   int max_len_ = 0;
   int64_t total_ = 0;
   std::vector<int32_t> token_ids_;  // [T] packed
+  std::vector<int32_t> type_ids_;   // [T] packed, or empty: every token is segment 0
   std::vector<int32_t> lengths_;    // [B]; also the attention key lengths
   std::vector<int64_t> starts_;     // [B] first packed row of each sequence (attention's row offsets)
   Tensor x_, qkv_, ctx_, tmp_, ff_;  // [T, D], [T, 3D], [T, D], [T, D], [T, I]
@@ -106,15 +109,22 @@ class BertEncoder {
 
   // token_ids: the B sequences concatenated; lengths: [B], each in
   // [1, max_positions], summing to token_ids.size(); ids in [0, vocab).
+  // type_ids: each token's segment (token_type_ids) in [0, type_vocab_size),
+  // as many as token_ids, or empty for all 0 (single texts).
   absl::Status Forward(absl::Span<const int32_t> token_ids, absl::Span<const int32_t> lengths,
-                       const BertForwardRequest& request, BertForwardResult* result) const;
+                       const BertForwardRequest& request, BertForwardResult* result,
+                       absl::Span<const int32_t> type_ids = {}) const;
   // The same forward, to be run slice by slice (see BertForwardJob). Checks
   // the inputs as Forward does, before any compute.
   absl::StatusOr<std::unique_ptr<BertForwardJob>> Begin(absl::Span<const int32_t> token_ids,
                                                         absl::Span<const int32_t> lengths,
-                                                        const BertForwardRequest& request) const;
+                                                        const BertForwardRequest& request,
+                                                        absl::Span<const int32_t> type_ids = {}) const;
 
   const BertConfig& config() const { return config_; }
+  // The sequence-classification head when config().labels is not empty
+  // (BertForSequenceClassification), else null.
+  const ClassifierHead* classifier() const { return classifier_.has_value() ? &*classifier_ : nullptr; }
   DType storage() const { return storage_; }
   int64_t weight_bytes() const;
   // Creates every oneDNN primitive the projections could use
@@ -140,6 +150,7 @@ class BertEncoder {
   Tensor word_, position_, token_type_;   // storage dtype
   Tensor emb_ln_g_, emb_ln_b_;
   std::vector<Layer> layers_;
+  std::optional<ClassifierHead> classifier_;
 };
 
 }  // namespace attnserve

@@ -3,6 +3,9 @@
 #ifndef ATTNSERVE_ENGINE_MODELS_BERT_CONFIG_H_
 #define ATTNSERVE_ENGINE_MODELS_BERT_CONFIG_H_
 
+#include <string>
+#include <vector>
+
 #include "absl/status/statusor.h"
 #include "engine/formats/hf_config.h"
 
@@ -17,11 +20,17 @@ struct BertConfig {
   int max_positions = 0;      // max_position_embeddings
   int type_vocab_size = 0;
   float layer_norm_eps = 1e-12f;
+  // BertForSequenceClassification (a cross-encoder or classifier): its
+  // labels in id order (config.json id2label, else num_labels as
+  // "LABEL_<i>", else Hugging Face's default of two). Empty: a plain
+  // encoder.
+  std::vector<std::string> labels;
   int head_dim() const { return hidden_size / num_heads; }
 };
 
 // Validates every field (ranges, D % H == 0, hidden_act "gelu",
-// position_embedding_type "absolute"); errors name config.json and the field.
+// position_embedding_type "absolute", id2label keys 0..n-1); errors name
+// config.json and the field.
 absl::StatusOr<BertConfig> ParseBertConfig(const HfConfig& config);
 
 }  // namespace attnserve

@@ -58,6 +58,7 @@ absl::StatusOr<std::unique_ptr<EncoderModel>> EncoderModel::Load(const std::stri
   d.kv_dtype = DType::kF32;
   d.weight_bytes = m->bert_->weight_bytes();
   d.kv_bytes_per_token = 0;
+  d.labels = config.labels;
   return m;
 }
 
@@ -83,17 +84,26 @@ absl::StatusOr<std::unique_ptr<EncodeJob>> EncoderModel::StartEncode(absl::Span<
   std::vector<int32_t> packed;
   std::vector<int32_t> lengths;
   lengths.reserve(inputs.size());
+  // Segments, kept per input until we know whether any input is a pair.
+  std::vector<std::vector<int32_t>> type_ids(inputs.size());
+  bool any_pair = false;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const EncoderInput& in = inputs[i];
     EncodeResult& r = results[i];
     if (in.is_text) {
+      const int limit = options.truncate ? max_tokens_ : 0;
       absl::StatusOr<WordPieceEncoding> enc =
-          tokenizer_->Encode(in.text, /*add_special_tokens=*/true, options.truncate ? max_tokens_ : 0);
+          in.text_pair.has_value() ? tokenizer_->EncodePair(in.text, *in.text_pair, limit)
+                                   : tokenizer_->Encode(in.text, /*add_special_tokens=*/true, limit);
       if (!enc.ok()) {
         return absl::InvalidArgumentError(absl::StrCat("Encode: input ", i, ": ", enc.status().message()));
       }
       r.token_ids = std::move(enc->ids);
       r.truncated = enc->truncated;
+      type_ids[i] = std::move(enc->type_ids);
+      any_pair = any_pair || in.text_pair.has_value();
+    } else if (in.text_pair.has_value()) {
+      return absl::InvalidArgumentError(absl::StrCat("Encode: input ", i, ": a text pair needs a text, not token ids"));
     } else {
       if (in.token_ids.empty()) {
         return absl::InvalidArgumentError(absl::StrCat("Encode: input ", i, ": no token ids"));
@@ -119,13 +129,25 @@ absl::StatusOr<std::unique_ptr<EncodeJob>> EncoderModel::StartEncode(absl::Span<
     lengths.push_back(static_cast<int32_t>(r.token_ids.size()));
     packed.insert(packed.end(), r.token_ids.begin(), r.token_ids.end());
   }
+  std::vector<int32_t> packed_types;
+  if (any_pair) {
+    packed_types.reserve(packed.size());
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (type_ids[i].empty()) {
+        packed_types.insert(packed_types.end(), lengths[i], 0);
+      } else {
+        packed_types.insert(packed_types.end(), type_ids[i].begin(), type_ids[i].end());
+      }
+    }
+  }
 
   BertForwardRequest request;
   request.hidden_states = options.return_hidden_states;
   request.attention_layers = options.attention_layers;
   request.average_heads = options.attention_average_heads;
   std::unique_ptr<EncodeJob> job(new EncodeJob());
-  ASSIGN_OR_RETURN(job->forward_, bert_->Begin(packed, lengths, request));
+  job->type_ids_ = std::move(packed_types);
+  ASSIGN_OR_RETURN(job->forward_, bert_->Begin(packed, lengths, request, job->type_ids_));
   job->model_ = this;
   job->options_ = options;
   job->results_ = std::move(results);
@@ -146,11 +168,16 @@ absl::StatusOr<std::vector<EncodeResult>> EncodeJob::Finish() {
   const int d = config.hidden_size;
   const int heads = config.num_heads;
   const float* hidden = forward.last_hidden.f32();
+  const ClassifierHead* classifier = model_->bert_->classifier();
   int64_t start = 0;
   for (size_t i = 0; i < results.size(); ++i) {
     EncodeResult& r = results[i];
     const int n = lengths[i];
     const float* rows = hidden + start * d;
+    if (classifier != nullptr) {
+      r.logits.resize(classifier->num_labels());
+      classifier->Logits(rows, r.logits.data());  // the [CLS] row
+    }
     if (pooling == PoolingMode::kNone) {
       r.embedding = Tensor::Empty({n, d});
       std::memcpy(r.embedding.f32(), rows, sizeof(float) * n * d);

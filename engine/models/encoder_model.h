@@ -39,6 +39,10 @@ struct EncoderLoadOptions {
 struct EncoderInput {
   bool is_text = true;
   std::string text;               // when is_text
+  // With text: a second text read with it as BERT reads a pair ([CLS] text
+  // [SEP] text_pair [SEP], the second in segment 1), which is how a
+  // cross-encoder scores a query against a document.
+  std::optional<std::string> text_pair;
   std::vector<int32_t> token_ids; // otherwise: exactly what the model sees (no [CLS]/[SEP] added)
 };
 
@@ -57,6 +61,8 @@ struct EncodeResult {
   bool truncated = false;
   std::vector<Tensor> hidden_states;       // L+1 x [N, D] when asked
   std::vector<std::pair<int, Tensor>> attentions;  // (layer, [H,N,N] or [N,N]) when asked
+  // A model with a classification head: its raw logits, one per label.
+  std::vector<float> logits;
 };
 
 class EncoderModel;
@@ -87,6 +93,7 @@ class EncodeJob {
   EncodeOptions options_;
   std::vector<EncodeResult> results_;  // token ids and truncation filled at start
   std::vector<int32_t> lengths_;
+  std::vector<int32_t> type_ids_;  // packed; empty when no input is a pair
   std::unique_ptr<BertForwardJob> forward_;
 };
 
@@ -97,8 +104,8 @@ class EncoderModel {
   const ModelDescription& description() const { return description_; }
 
   // Validates every input (empty batch, invalid UTF-8, token ids out of
-  // [0, vocab), empty token-id input, over-long with truncate=false, attention
-  // layers out of range) BEFORE computing; errors are INVALID_ARGUMENT naming
+  // [0, vocab), empty token-id input, a text_pair without text, over-long
+  // with truncate=false, attention layers out of range) BEFORE computing; errors are INVALID_ARGUMENT naming
   // the input index and the limit. The span runs as one padded batch; results
   // are in input order.
   absl::StatusOr<std::vector<EncodeResult>> Encode(absl::Span<const EncoderInput> inputs,

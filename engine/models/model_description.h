@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "engine/core/tensor.h"
 #include "engine/ops/matmul_precision.h"
@@ -27,6 +28,9 @@ struct ModelDescription {
   DType kv_dtype = DType::kF32;      // decoders only
   int64_t weight_bytes = 0;          // bytes of weights held in memory
   int64_t kv_bytes_per_token = 0;    // 2 * layers * kv_heads * head_dim * dtype bytes; 0 for encoders
+  // An encoder with a sequence-classification head (a cross-encoder /
+  // reranker, or a classifier): its labels in id order. Empty otherwise.
+  std::vector<std::string> labels;
 };
 
 }  // namespace attnserve

@@ -207,6 +207,47 @@ absl::StatusOr<WordPieceEncoding> WordPieceTokenizer::Encode(absl::string_view t
   return enc;
 }
 
+absl::StatusOr<WordPieceEncoding> WordPieceTokenizer::EncodePair(absl::string_view first,
+                                                                 absl::string_view second, int max_length) const {
+  ASSIGN_OR_RETURN(WordPieceEncoding a, Encode(first, /*add_special_tokens=*/false));
+  ASSIGN_OR_RETURN(WordPieceEncoding b, Encode(second, /*add_special_tokens=*/false));
+  constexpr int kSpecials = 3;
+  WordPieceEncoding enc;
+  enc.untruncated_length = static_cast<int64_t>(a.ids.size() + b.ids.size()) + kSpecials;
+  if (max_length > 0 && enc.untruncated_length > max_length) {
+    // tokenizers' TruncationStrategy::LongestFirst on the two sequences.
+    const size_t budget = static_cast<size_t>(std::max(0, max_length - kSpecials));
+    const bool swapped = a.ids.size() > b.ids.size();
+    size_t shorter = std::min(a.ids.size(), b.ids.size());
+    size_t longer = shorter > budget ? shorter : std::max(shorter, budget - shorter);
+    if (shorter + longer > budget) {
+      shorter = budget / 2;
+      longer = shorter + budget % 2;
+    }
+    const size_t keep_a = swapped ? longer : shorter;
+    const size_t keep_b = swapped ? shorter : longer;
+    a.ids.resize(std::min(a.ids.size(), keep_a));
+    a.offsets.resize(a.ids.size());
+    b.ids.resize(std::min(b.ids.size(), keep_b));
+    b.offsets.resize(b.ids.size());
+    enc.truncated = true;
+  }
+  enc.ids.reserve(a.ids.size() + b.ids.size() + kSpecials);
+  enc.ids.push_back(cls_id_);
+  enc.offsets.emplace_back(0, 0);
+  enc.ids.insert(enc.ids.end(), a.ids.begin(), a.ids.end());
+  enc.offsets.insert(enc.offsets.end(), a.offsets.begin(), a.offsets.end());
+  enc.ids.push_back(sep_id_);
+  enc.offsets.emplace_back(0, 0);
+  enc.type_ids.assign(enc.ids.size(), 0);
+  enc.ids.insert(enc.ids.end(), b.ids.begin(), b.ids.end());
+  enc.offsets.insert(enc.offsets.end(), b.offsets.begin(), b.offsets.end());
+  enc.ids.push_back(sep_id_);
+  enc.offsets.emplace_back(0, 0);
+  enc.type_ids.resize(enc.ids.size(), 1);
+  return enc;
+}
+
 absl::Status WordPieceTokenizer::EncodeSegment(absl::string_view segment, uint32_t base,
                                                WordPieceEncoding* out) const {
   if (segment.empty()) return absl::OkStatus();

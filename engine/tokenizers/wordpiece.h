@@ -36,6 +36,10 @@ struct WordPieceEncoding {
   // Tokens the full text has (with special tokens when they were added),
   // before truncation.
   int64_t untruncated_length = 0;
+  // Segment of each token (BERT's token_type_ids): filled by EncodePair (0
+  // for [CLS], the first text and its [SEP]; 1 for the second text and the
+  // last [SEP]); empty from Encode, where every token is segment 0.
+  std::vector<int32_t> type_ids;
 };
 
 class WordPieceTokenizer {
@@ -52,6 +56,15 @@ class WordPieceTokenizer {
   // as Hugging Face's truncation of a single sequence does).
   absl::StatusOr<WordPieceEncoding> Encode(absl::string_view text, bool add_special_tokens,
                                            int max_length = 0) const;
+  // A text pair as a cross-encoder reads it, the tokenizer.json
+  // TemplateProcessing of BERT: [CLS] first [SEP] second [SEP]. With
+  // max_length > 0 the texts are cut by Hugging Face's "longest_first" rule
+  // to fit max_length with the three special tokens: the shorter text is
+  // kept whole when the longer can take the rest, else the budget is split
+  // in half (the odd token to the longer text, to the second when they tie).
+  // Offsets are byte spans in the text each token came from.
+  absl::StatusOr<WordPieceEncoding> EncodePair(absl::string_view first, absl::string_view second,
+                                               int max_length = 0) const;
   // "[UNK]"-like strings; out-of-range ids give "<invalid id N>".
   std::string IdToToken(int32_t id) const;
   // Hugging Face's WordPiece decoder: tokens joined by spaces, "##" pieces
