@@ -39,11 +39,11 @@ struct EncoderLoadOptions {
 struct EncoderInput {
   bool is_text = true;
   std::string text;               // when is_text
+  std::vector<int32_t> token_ids; // otherwise: exactly what the model sees (no [CLS]/[SEP] added)
   // With text: a second text read with it as BERT reads a pair ([CLS] text
   // [SEP] text_pair [SEP], the second in segment 1), which is how a
   // cross-encoder scores a query against a document.
-  std::optional<std::string> text_pair;
-  std::vector<int32_t> token_ids; // otherwise: exactly what the model sees (no [CLS]/[SEP] added)
+  std::optional<std::string> text_pair = std::nullopt;
 };
 
 struct EncodeOptions {

@@ -52,8 +52,13 @@ absl::StatusOr<EncodeCall> ToEncodeCall(const v1::EncodeRequest& request, const 
       case v1::EncodeInput::kText:
         input.is_text = true;
         input.text = in.text();
+        if (in.has_text_pair()) input.text_pair = in.text_pair();
         break;
       case v1::EncodeInput::kTokenIds:
+        if (in.has_text_pair()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("inputs[", i, "].text_pair: a pair needs inputs[", i, "].text, not token_ids"));
+        }
         input.is_text = false;
         input.token_ids.assign(in.token_ids().ids().begin(), in.token_ids().ids().end());
         break;
@@ -89,6 +94,7 @@ v1::EncodeResponse ToEncodeResponse(std::vector<EncodeResult> results, const v1:
     ToProtoTensor(r.embedding, out->mutable_embedding());
     out->mutable_token_ids()->Assign(r.token_ids.begin(), r.token_ids.end());
     out->set_truncated(r.truncated);
+    out->mutable_logits()->Assign(r.logits.begin(), r.logits.end());
     for (const Tensor& h : r.hidden_states) ToProtoTensor(h, out->add_hidden_states());
     for (const auto& [layer, weights] : r.attentions) {
       v1::LayerAttention* a = out->add_attentions();
@@ -340,6 +346,7 @@ v1::ModelInfo ToModelInfo(const ModelDescription& d, v1::ModelKind kind) {
   info.set_kv_bytes_per_token(d.kv_bytes_per_token);
   info.set_source(d.source);
   info.set_matmul_precision(MatmulPrecisionName(d.matmul_precision));
+  for (const std::string& label : d.labels) info.add_labels(label);
   return info;
 }
 

@@ -17,6 +17,7 @@
 #include "server/core/proto_convert.h"
 #include "server/core/request_log.h"
 #include "server/http/anthropic_messages.h"
+#include "server/http/classify_api.h"
 #include "server/http/gateway_util.h"
 #include "server/http/hf_api.h"
 #include "server/http/json_body.h"
@@ -137,10 +138,11 @@ class Gateway {
         WithOpenAiFieldNames);
   }
 
-  // vLLM's /score and /rerank with an embedding model, and TEI's
-  // /similarity: cosine similarities of pooled embeddings (score_api.h).
+  // vLLM's /score and /rerank, TEI's /rerank and /similarity: cosine
+  // similarities of pooled embeddings, or a cross-encoder's scores of the
+  // pairs when the encoder is one (score_api.h).
   void Score(const HttpRequest& request, HttpResponseWriter& w) {
-    ServeScore(request, w, ErrorStyle::kNative, ParseScoreRequest(request.body),
+    ServeScore(request, w, ErrorStyle::kNative, CrossEncoded(ParseScoreRequest(request.body)),
                [this](const ScoreCall&, const std::vector<double>& scores, const v1::EncodeResponse& response,
                       const std::string& id) {
                  return Dump(ScoreResponse(scores, response.usage().prompt_tokens(), "score-" + id,
@@ -148,8 +150,18 @@ class Gateway {
                });
   }
 
+  // One path, two bodies: vLLM's (Jina's, Cohere's) "documents", answered in
+  // its shape, or TEI's "texts", answered and refused in TEI's.
   void Rerank(const HttpRequest& request, HttpResponseWriter& w) {
-    ServeScore(request, w, ErrorStyle::kNative, ParseRerankRequest(request.body),
+    const absl::StatusOr<json> root = ParseJsonObject(request.body);
+    if (root.ok() && IsTeiRerank(*root)) {
+      ServeScore(request, w, ErrorStyle::kTei, CrossEncoded(ParseTeiRerankJson(*root)),
+                 [](const ScoreCall& call, const std::vector<double>& scores, const v1::EncodeResponse&,
+                    const std::string&) { return Dump(TeiRerankResponse(call, scores)); });
+      return;
+    }
+    ServeScore(request, w, ErrorStyle::kNative,
+               CrossEncoded(root.ok() ? ParseRerankJson(*root) : absl::StatusOr<ScoreCall>(root.status())),
                [this](const ScoreCall& call, const std::vector<double>& scores, const v1::EncodeResponse& response,
                       const std::string& id) {
                  return Dump(RerankResponse(call, scores, response.usage().prompt_tokens(), "rerank-" + id,
@@ -158,9 +170,35 @@ class Gateway {
   }
 
   void TeiSimilarity(const HttpRequest& request, HttpResponseWriter& w) {
-    ServeScore(request, w, ErrorStyle::kTei, ParseSimilarityRequest(request.body),
+    ServeScore(request, w, ErrorStyle::kTei, CrossEncoded(ParseSimilarityRequest(request.body)),
                [](const ScoreCall&, const std::vector<double>& scores, const v1::EncodeResponse&,
                   const std::string&) { return Dump(SimilarityResponse(scores)); });
+  }
+
+  // TEI's /predict and vLLM's /classify: an encoder with a classification
+  // head labels texts (classify_api.h).
+  void TeiPredict(const HttpRequest& request, HttpResponseWriter& w) {
+    ServeEncode(
+        request, w, ErrorStyle::kTei, ForClassifier(ParsePredictRequest(request.body), "/predict"),
+        [](const ClassifyCall& call) -> const v1::EncodeRequest& { return call.request; },
+        [this](const ClassifyCall& call, const v1::EncodeResponse& response,
+               const std::string&) -> absl::StatusOr<std::string> {
+          ASSIGN_OR_RETURN(const json body, PredictResponse(call, response, backend_.encoder_labels));
+          return Dump(body);
+        });
+  }
+
+  void Classify(const HttpRequest& request, HttpResponseWriter& w) {
+    ServeEncode(
+        request, w, ErrorStyle::kNative, ForClassifier(ParseClassifyRequest(request.body), "/classify"),
+        [](const ClassifyCall& call) -> const v1::EncodeRequest& { return call.request; },
+        [this](const ClassifyCall&, const v1::EncodeResponse& response,
+               const std::string& id) -> absl::StatusOr<std::string> {
+          ASSIGN_OR_RETURN(const json body, ClassifyResponse(response, backend_.encoder_labels, "classify-" + id,
+                                                             EncoderName(response), absl::ToUnixSeconds(absl::Now())));
+          return Dump(body);
+        },
+        WithOpenAiFieldNames);
   }
 
   void Generate(const HttpRequest& request, HttpResponseWriter& w) {
@@ -654,7 +692,21 @@ class Gateway {
     w.Send(200, kJson, *body);
   }
 
-  // A scoring call: the pairs' cosine similarities, answered by
+  // A parsed scoring call made a cross-encoder's when the encoder is one.
+  absl::StatusOr<ScoreCall> CrossEncoded(absl::StatusOr<ScoreCall> parsed) const {
+    if (!parsed.ok()) return parsed;
+    RETURN_IF_ERROR(UseCrossEncoder(backend_.encoder_labels, &*parsed));
+    return parsed;
+  }
+
+  // A parsed classify call, refused when the encoder has no head.
+  absl::StatusOr<ClassifyCall> ForClassifier(absl::StatusOr<ClassifyCall> parsed, absl::string_view route) const {
+    if (!parsed.ok()) return parsed;
+    RETURN_IF_ERROR(RequireClassifier(backend_.encoder_labels, route));
+    return parsed;
+  }
+
+  // A scoring call: the pairs' scores (score_api.h), answered by
   // `answer(call, scores, response, request id)`.
   template <typename Answer>
   void ServeScore(const HttpRequest& request, HttpResponseWriter& w, ErrorStyle style,
@@ -826,6 +878,10 @@ std::map<std::string, HttpHandler> ApiRoutes(GatewayBackend backend, ServerMetri
   routes["/embed"] = Route("POST", "Encode", kInference, gateway, &Gateway::TeiEmbed, ErrorStyle::kTei);
   routes["/embed_all"] = Route("POST", "Encode", kInference, gateway, &Gateway::TeiEmbedAll, ErrorStyle::kTei);
   routes["/similarity"] = Route("POST", "Encode", kInference, gateway, &Gateway::TeiSimilarity, ErrorStyle::kTei);
+  routes["/predict"] = Route("POST", "Encode", kInference, gateway, &Gateway::TeiPredict, ErrorStyle::kTei);
+  for (const char* path : {"/classify", "/v1/classify"}) {
+    routes[path] = Route("POST", "Encode", kInference, gateway, &Gateway::Classify);
+  }
   // vLLM's scoring routes (rerank in Jina's and Cohere's shape; /v2/rerank is
   // the path Cohere's v2 client posts to).
   for (const char* path : {"/score", "/v1/score"}) {

@@ -46,6 +46,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "server/core/inference_core.h"
 #include "server/http/hf_info.h"
@@ -88,6 +89,9 @@ struct GatewayBackend {
   std::function<absl::StatusOr<v1::DetokenizeResponse>(const v1::DetokenizeRequest&)> detokenize;
   std::function<v1::GetModelInfoResponse(const v1::GetModelInfoRequest&)> model_info;
   std::string encoder_name;  // "" when no encoder is loaded
+  // The encoder's classification labels (a cross-encoder has one); empty
+  // for an embedding model.
+  std::vector<std::string> encoder_labels;
   std::string decoder_name;  // "" when no decoder is loaded
   // The chat template shows tools and has tool turns: tools go into chat
   // prompts and tool messages are taken (openai_tools.h).

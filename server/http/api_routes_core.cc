@@ -15,6 +15,14 @@ std::map<std::string, HttpHandler> ApiRoutes(InferenceCore* core, ServerMetrics*
   backend.detokenize = [core](const v1::DetokenizeRequest& request) { return core->Detokenize(request); };
   backend.model_info = [core](const v1::GetModelInfoRequest& request) { return core->GetModelInfo(request); };
   backend.encoder_name = core->has_encoder() ? core->encoder_name() : "";
+  if (core->has_encoder()) {
+    v1::GetModelInfoRequest encoder;
+    encoder.set_model(v1::MODEL_KIND_ENCODER);
+    const v1::GetModelInfoResponse models = core->GetModelInfo(encoder);
+    for (const v1::ModelInfo& info : models.models()) {
+      backend.encoder_labels.assign(info.labels().begin(), info.labels().end());
+    }
+  }
   backend.decoder_name = core->has_decoder() ? core->decoder_name() : "";
   backend.chat_shows_tools = core->has_decoder() && core->chat_shows_tools();
   backend.new_request_id = [core]() { return core->NewRequestId(); };

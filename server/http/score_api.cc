@@ -57,15 +57,6 @@ absl::Status CheckTruncatePromptTokens(const json& root) {
   return absl::OkStatus();
 }
 
-// What a vLLM body may carry beside its texts: "model" (any string; the
-// loaded encoder answers) and truncate_prompt_tokens; a priority other than
-// 0 is refused, as vLLM does without priority scheduling.
-absl::Status CheckVllmOptions(const json& root) {
-  RETURN_IF_ERROR(CheckOpenAiModelField(root));
-  RETURN_IF_ERROR(CheckTruncatePromptTokens(root));
-  return RefuseNonZeroPriority(root);
-}
-
 double Cosine(const float* a, const float* b, int64_t n) {
   double dot = 0, aa = 0, bb = 0;
   for (int64_t i = 0; i < n; ++i) {
@@ -80,6 +71,21 @@ double Cosine(const float* a, const float* b, int64_t n) {
 }
 
 }  // namespace
+
+std::vector<size_t> BestFirst(const std::vector<double>& scores) {
+  std::vector<size_t> order(scores.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return scores[a] > scores[b]; });
+  return order;
+}
+
+// A priority other than 0 is refused, as vLLM does without priority
+// scheduling.
+absl::Status CheckVllmOptions(const json& root) {
+  RETURN_IF_ERROR(CheckOpenAiModelField(root));
+  RETURN_IF_ERROR(CheckTruncatePromptTokens(root));
+  return RefuseNonZeroPriority(root);
+}
 
 absl::StatusOr<ScoreCall> ParseScoreRequest(absl::string_view body) {
   ASSIGN_OR_RETURN(const json root, ParseJsonObject(body));
@@ -100,6 +106,10 @@ absl::StatusOr<ScoreCall> ParseScoreRequest(absl::string_view body) {
 
 absl::StatusOr<ScoreCall> ParseRerankRequest(absl::string_view body) {
   ASSIGN_OR_RETURN(const json root, ParseJsonObject(body));
+  return ParseRerankJson(root);
+}
+
+absl::StatusOr<ScoreCall> ParseRerankJson(const json& root) {
   RETURN_IF_ERROR(CheckVllmOptions(root));
   ScoreCall call;
   const json* query = Field(root, "query");
@@ -108,14 +118,7 @@ absl::StatusOr<ScoreCall> ParseRerankRequest(absl::string_view body) {
   AddText(query->get<std::string>(), "query", &call);
   call.left = 1;
   const json* documents = Field(root, "documents");
-  if (documents == nullptr) {
-    if (Field(root, "texts") != nullptr) {
-      return absl::InvalidArgumentError(
-          "documents: required (\"texts\" is TEI's rerank of a cross-encoder; this route takes vLLM's, Jina's and "
-          "Cohere's \"documents\")");
-    }
-    return absl::InvalidArgumentError("documents: required");
-  }
+  if (documents == nullptr) return absl::InvalidArgumentError("documents: required (or TEI's \"texts\")");
   if (!documents->is_array()) return TypeError("documents", "an array of strings", *documents);
   if (documents->empty()) return absl::InvalidArgumentError("documents: must not be empty");
   for (size_t i = 0; i < documents->size(); ++i) {
@@ -133,6 +136,53 @@ absl::StatusOr<ScoreCall> ParseRerankRequest(absl::string_view body) {
   }
   RETURN_IF_ERROR(Optional<bool>(root, "return_documents", BoolField, [&](bool v) { call.return_documents = v; }));
   return call;
+}
+
+bool IsTeiRerank(const json& root) { return Field(root, "texts") != nullptr && Field(root, "documents") == nullptr; }
+
+absl::StatusOr<ScoreCall> ParseTeiRerankJson(const json& root) {
+  ScoreCall call;
+  const json* query = Field(root, "query");
+  if (query == nullptr) return absl::InvalidArgumentError("query: required");
+  if (!query->is_string()) return TypeError("query", "a string", *query);
+  AddText(query->get<std::string>(), "query", &call);
+  call.left = 1;
+  const json* texts = Field(root, "texts");
+  if (texts == nullptr) return absl::InvalidArgumentError("texts: required");
+  if (!texts->is_array()) return TypeError("texts", "an array of strings", *texts);
+  RETURN_IF_ERROR(AddTexts(*texts, "texts", &call).status());
+  for (const json& text : *texts) call.documents.push_back(text.get<std::string>());
+  RETURN_IF_ERROR(ReadTeiTruncation(root, &call.request));  // TEI's default: refuse over-long pairs
+  call.return_documents = false;
+  RETURN_IF_ERROR(Optional<bool>(root, "return_text", BoolField, [&](bool v) { call.return_documents = v; }));
+  RETURN_IF_ERROR(Optional<bool>(root, "raw_scores", BoolField, [&](bool v) { call.raw_scores = v; }));
+  return call;
+}
+
+absl::Status UseCrossEncoder(const std::vector<std::string>& labels, ScoreCall* call) {
+  if (labels.empty() || call->cross) return absl::OkStatus();
+  if (labels.size() != 1) {
+    std::string names;
+    for (size_t i = 0; i < labels.size() && i < 8; ++i) absl::StrAppend(&names, i == 0 ? "" : ", ", labels[i]);
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the encoder is a classifier with ", labels.size(), " labels (", SanitizeUtf8(names), labels.size() > 8 ? ", ..." : "",
+        "); scoring text pairs needs a cross-encoder with one label or an embedding model (POST /predict "
+        "classifies with this one)"));
+  }
+  const v1::EncodeRequest texts = std::move(call->request);
+  call->request = texts;
+  call->request.clear_inputs();
+  std::vector<std::string> fields;
+  const int right = texts.inputs_size() - call->left;
+  for (int j = 0; j < right; ++j) {
+    v1::EncodeInput* pair = call->request.add_inputs();
+    pair->set_text(texts.inputs(call->left == 1 ? 0 : j).text());
+    pair->set_text_pair(texts.inputs(call->left + j).text());
+    fields.push_back(call->fields[call->left + j]);
+  }
+  call->fields = std::move(fields);
+  call->cross = true;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<ScoreCall> ParseSimilarityRequest(absl::string_view body) {
@@ -163,8 +213,18 @@ absl::StatusOr<ScoreCall> ParseSimilarityRequest(absl::string_view body) {
 
 absl::StatusOr<std::vector<double>> PairScores(const ScoreCall& call, const v1::EncodeResponse& response) {
   if (response.results_size() != call.request.inputs_size()) {
-    return absl::InternalError(absl::StrCat("score: ", response.results_size(), " embeddings for ",
-                                            call.request.inputs_size(), " texts"));
+    return absl::InternalError(absl::StrCat("score: ", response.results_size(), " results for ",
+                                            call.request.inputs_size(), " inputs"));
+  }
+  if (call.cross) {
+    std::vector<double> scores;
+    scores.reserve(call.right());
+    for (const v1::EncodeResult& r : response.results()) {
+      if (r.logits_size() != 1) return absl::InternalError("score: a cross-encoder pair without exactly one logit");
+      const double logit = r.logits(0);
+      scores.push_back(call.raw_scores ? logit : 1.0 / (1.0 + std::exp(-logit)));
+    }
+    return scores;
   }
   const int64_t width = response.results(0).embedding().values_size();
   for (const v1::EncodeResult& r : response.results()) {
@@ -186,6 +246,11 @@ absl::Status WithScoreFieldNames(const absl::Status& status, const ScoreCall& ca
   if (status.code() != absl::StatusCode::kInvalidArgument) return status;
   const std::string message(status.message());
   // The core's per-request input limit counts every text of the call.
+  if (absl::StartsWith(message, "inputs:") && call.cross) {
+    return absl::InvalidArgumentError(absl::StrCat("too many pairs: ", call.right(),
+                                                   " to score, each one input to the cross-encoder;",
+                                                   message.substr(message.find(';') + 1)));
+  }
   if (absl::StartsWith(message, "inputs:")) {
     return absl::InvalidArgumentError(absl::StrCat(
         "too many texts: ", call.request.inputs_size(), " to encode (", call.left, " + ", call.right(),
@@ -226,10 +291,7 @@ json ScoreResponse(const std::vector<double>& scores, int64_t tokens, const std:
 
 json RerankResponse(const ScoreCall& call, const std::vector<double>& scores, int64_t tokens, const std::string& id,
                     const std::string& model) {
-  std::vector<size_t> order(scores.size());
-  std::iota(order.begin(), order.end(), 0);
-  // Best first; equal scores keep the documents' order.
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return scores[a] > scores[b]; });
+  std::vector<size_t> order = BestFirst(scores);
   if (call.top_n > 0 && static_cast<size_t>(call.top_n) < order.size()) order.resize(call.top_n);
   json results = json::array();
   for (size_t i : order) {
@@ -241,6 +303,16 @@ json RerankResponse(const ScoreCall& call, const std::vector<double>& scores, in
               {"model", model},
               {"usage", {{"prompt_tokens", tokens}, {"total_tokens", tokens}}},
               {"results", std::move(results)}};
+}
+
+json TeiRerankResponse(const ScoreCall& call, const std::vector<double>& scores) {
+  json out = json::array();
+  for (size_t i : BestFirst(scores)) {
+    json rank{{"index", i}, {"score", static_cast<float>(scores[i])}};
+    if (call.return_documents) rank["text"] = call.documents[i];
+    out.push_back(std::move(rank));
+  }
+  return out;
 }
 
 json SimilarityResponse(const std::vector<double>& scores) {

@@ -13,6 +13,13 @@
 // A left text is encoded once, however many texts it is scored against, and
 // every text of a call goes in the same Encode request, so the scheduler
 // batches them and --encode-max-inputs-per-request bounds them together.
+//
+// With a cross-encoder (an encoder with a one-label classification head,
+// such as a BERT reranker) every pair is instead one input read as a pair
+// (UseCrossEncoder), and its score is the sigmoid of its logit, as
+// sentence-transformers' CrossEncoder, TEI and vLLM score it (the logit
+// itself with TEI's raw_scores). TEI's own /rerank shape {"query", "texts",
+// "raw_scores", "return_text", "truncate"} is read too (ParseTeiRerankJson).
 #ifndef ATTNSERVE_SERVER_HTTP_SCORE_API_H_
 #define ATTNSERVE_SERVER_HTTP_SCORE_API_H_
 
@@ -41,16 +48,40 @@ struct ScoreCall {
   std::vector<std::string> documents;
   int top_n = 0;
   bool return_documents = true;
+  // Scored by a cross-encoder: request holds one input per pair (text and
+  // text_pair), and `fields` names each pair by its right text.
+  bool cross = false;
+  // TEI's raw_scores: a cross-encoder's logit rather than its sigmoid.
+  bool raw_scores = false;
 
-  int right() const { return request.inputs_size() - left; }
+  int right() const { return cross ? request.inputs_size() : request.inputs_size() - left; }
 };
+
+// What a vLLM pooling body may carry beside its texts: "model" (any string;
+// the loaded encoder answers), truncate_prompt_tokens (-1 only) and a
+// priority of 0.
+absl::Status CheckVllmOptions(const nlohmann::json& root);
 
 absl::StatusOr<ScoreCall> ParseScoreRequest(absl::string_view body);
 absl::StatusOr<ScoreCall> ParseRerankRequest(absl::string_view body);
+absl::StatusOr<ScoreCall> ParseRerankJson(const nlohmann::json& root);
 absl::StatusOr<ScoreCall> ParseSimilarityRequest(absl::string_view body);
+// TEI's /rerank body: "texts" rather than "documents" (IsTeiRerank). Over-long
+// pairs are refused unless "truncate" is true, as TEI does; return_text
+// (default false) echoes the texts.
+bool IsTeiRerank(const nlohmann::json& root);
+absl::StatusOr<ScoreCall> ParseTeiRerankJson(const nlohmann::json& root);
 
-// The cosine similarity of each pair, in the right texts' order. INTERNAL
-// when the response does not hold one embedding per input of one size.
+// Turns `call` into a cross-encoder's when the encoder has a classification
+// head (`labels` not empty): one input per pair. FAILED_PRECONDITION when the
+// head has more than one label (a classifier, not a reranker: /predict
+// serves it). An embedding model (no labels) leaves the call as it is.
+absl::Status UseCrossEncoder(const std::vector<std::string>& labels, ScoreCall* call);
+
+// The score of each pair, in the right texts' order: the cosine similarity
+// of the embeddings, or a cross-encoder's sigmoid(logit) (the logit with
+// raw_scores). INTERNAL when the response does not hold one embedding per
+// input of one size, or one logit per pair.
 absl::StatusOr<std::vector<double>> PairScores(const ScoreCall& call, const v1::EncodeResponse& response);
 
 // An Encode failure in the client's terms: "input i" becomes the field it
@@ -64,6 +95,12 @@ nlohmann::json RerankResponse(const ScoreCall& call, const std::vector<double>& 
                               const std::string& id, const std::string& model);
 // TEI's: the scores as a JSON array of floats.
 nlohmann::json SimilarityResponse(const std::vector<double>& scores);
+// The indices of `scores`, best first; equal scores keep their order.
+std::vector<size_t> BestFirst(const std::vector<double>& scores);
+
+// TEI's /rerank answer: [{"index", "score", "text" with return_text}], best
+// first.
+nlohmann::json TeiRerankResponse(const ScoreCall& call, const std::vector<double>& scores);
 
 }  // namespace attnserve
 

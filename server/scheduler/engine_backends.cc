@@ -7,7 +7,11 @@ namespace attnserve {
 absl::StatusOr<int> EncoderBackend::CountTokens(const EncoderInput& input, const EncodeOptions& options) const {
   const int limit = model_->max_tokens();
   int n = 0;
-  if (input.is_text) {
+  if (input.is_text && input.text_pair.has_value()) {
+    absl::StatusOr<WordPieceEncoding> pair = model_->tokenizer().EncodePair(input.text, *input.text_pair);
+    if (!pair.ok()) return pair.status();
+    n = static_cast<int>(pair->ids.size());
+  } else if (input.is_text) {
     absl::StatusOr<std::vector<int32_t>> ids = model_->Tokenize(input.text, /*add_special_tokens=*/true);
     if (!ids.ok()) return ids.status();
     n = static_cast<int>(ids->size());

@@ -304,7 +304,19 @@ inline bool HttpRequestFuzzOne(const HttpFuzzContext& ctx, const uint8_t* data, 
       return true;
     }
     case 10: return CheckScore(ctx, "score", ParseScoreRequest(body), body);
-    case 11: return CheckScore(ctx, "rerank", ParseRerankRequest(body), body);
+    case 11: {
+      // As the gateway reads /rerank: TEI's "texts" or vLLM's "documents";
+      // scored by a one-label cross-encoder when the body's length is odd.
+      const absl::StatusOr<nlohmann::json> root = ParseJsonObject(body);
+      absl::StatusOr<ScoreCall> call = !root.ok()          ? absl::StatusOr<ScoreCall>(root.status())
+                                       : IsTeiRerank(*root) ? ParseTeiRerankJson(*root)
+                                                            : ParseRerankJson(*root);
+      if (call.ok() && body.size() % 2 == 1) {
+        const absl::Status cross = UseCrossEncoder({"LABEL_0"}, &*call);
+        if (!cross.ok()) Fail("rerank", "a one-label cross-encoder refused", std::string(cross.message()), body);
+      }
+      return CheckScore(ctx, "rerank", call, body);
+    }
     case 12: return CheckScore(ctx, "similarity", ParseSimilarityRequest(body), body);
     case 13: {
       absl::StatusOr<v1::EncodeRequest> r = ParseTeiEmbedAllRequest(body);

@@ -117,11 +117,24 @@ def test_embed_all_equals_sentence_transformers_token_embeddings(server, model):
         np.testing.assert_allclose(got, ref.numpy(), atol=5e-4)
 
 
+def test_tei_rerank_body_with_an_embedding_model_scores_cosines(server, model):
+    status, body = post(server, "/rerank", {"query": QUERY, "texts": DOCUMENTS[:4], "return_text": True})
+    assert status == 200, body
+    want = reference(model, [QUERY], DOCUMENTS[:4])[0]
+    assert [r["index"] for r in body] == list(np.argsort(-want, kind="stable"))
+    for r in body:
+        assert r["score"] == pytest.approx(float(want[r["index"]]), abs=1e-4)
+        assert r["text"] == DOCUMENTS[r["index"]]
+
+
 def test_errors_name_the_field_in_each_surfaces_shape(server):
     status, body = post(server, "/v1/score", {"text_1": ["a", "b"], "text_2": ["a", "b", "c"]})
     assert status == 400 and "1:1, 1:N or N:N" in body["error"]["message"]
-    status, body = post(server, "/v1/rerank", {"query": "q", "texts": ["a"]})
+    status, body = post(server, "/v1/rerank", {"query": "q"})
     assert status == 400 and "documents: required" in body["error"]["message"]
+    # TEI's rerank body ("texts") in TEI's error shape.
+    status, body = post(server, "/rerank", {"query": "q", "texts": ["a", 5]})
+    assert status == 400 and body["error_type"] == "Validation" and "texts[1]" in body["error"], body
     status, body = post(server, "/v1/rerank", {"query": "q", "documents": ["a", "b\ud800"]})
     assert status == 400 and "documents[1]" in body["error"]["message"]
     # Over-long on TEI's route: refused (TEI's default, truncate false),

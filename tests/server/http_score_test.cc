@@ -90,7 +90,7 @@ TEST(RerankRequestTest, QueryDocumentsTopNAndReturnDocuments) {
       {R"({"documents": ["a"]})", "query: required"},
       {R"({"query": ["q"], "documents": ["a"]})", "query: must be a string"},
       {R"({"query": "q"})", "documents: required"},
-      {R"({"query": "q", "texts": ["a"]})", "\"texts\" is TEI's rerank of a cross-encoder"},
+      {R"({"query": "q", "texts": ["a"]})", "documents: required (or TEI's \"texts\")"},
       {R"({"query": "q", "documents": []})", "documents: must not be empty"},
       {R"({"query": "q", "documents": "a"})", "documents: must be an array of strings"},
       {R"({"query": "q", "documents": [{"txt": "a"}]})", "documents[0]: must be a string or {\"text\": string}"},
@@ -200,6 +200,87 @@ TEST(ScoreResponseTest, VllmsScoreAndRerankShapesAndTeisList) {
   EXPECT_EQ(RerankResponse(*call, {0.1, 0.9, 0.1, 0.5}, 9, "r", "enc")["results"].size(), 4u);
 
   EXPECT_EQ(SimilarityResponse({1.0, 0.25}), json({1.0f, 0.25f}));
+}
+
+// A response carrying these logits, one result per pair.
+v1::EncodeResponse Logits(const std::vector<std::vector<float>>& logits) {
+  v1::EncodeResponse response;
+  for (const std::vector<float>& l : logits) {
+    v1::EncodeResult* r = response.add_results();
+    for (float x : l) r->add_logits(x);
+  }
+  return response;
+}
+
+TEST(CrossEncoderScoreTest, PairsBecomeOneInputEachAndScoreAsSigmoids) {
+  absl::StatusOr<ScoreCall> call = ParseScoreRequest(R"({"text_1": "q", "text_2": ["a", "b"]})");
+  ASSERT_TRUE(call.ok());
+  // An embedding model: unchanged.
+  ASSERT_TRUE(UseCrossEncoder({}, &*call).ok());
+  EXPECT_FALSE(call->cross);
+  EXPECT_THAT(Texts(*call), ElementsAre("q", "a", "b"));
+  ASSERT_TRUE(UseCrossEncoder({"LABEL_0"}, &*call).ok());
+  EXPECT_TRUE(call->cross);
+  ASSERT_EQ(call->request.inputs_size(), 2);
+  EXPECT_EQ(call->request.inputs(0).text(), "q");
+  EXPECT_EQ(call->request.inputs(0).text_pair(), "a");
+  EXPECT_EQ(call->request.inputs(1).text_pair(), "b");
+  EXPECT_EQ(call->right(), 2);
+  EXPECT_THAT(call->fields, ElementsAre("text_2[0]", "text_2[1]"));
+  absl::StatusOr<std::vector<double>> scores = PairScores(*call, Logits({{0.0f}, {2.0f}}));
+  ASSERT_TRUE(scores.ok()) << scores.status();
+  EXPECT_DOUBLE_EQ((*scores)[0], 0.5);
+  EXPECT_NEAR((*scores)[1], 1 / (1 + std::exp(-2.0)), 1e-12);
+  call->raw_scores = true;
+  scores = PairScores(*call, Logits({{0.0f}, {2.0f}}));
+  ASSERT_TRUE(scores.ok());
+  EXPECT_DOUBLE_EQ((*scores)[1], 2.0);
+  EXPECT_EQ(PairScores(*call, Logits({{0.0f, 1.0f}, {2.0f}})).status().code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(WithScoreFieldNames(absl::InvalidArgumentError("inputs[1]: the input has 600 tokens"), *call).message(),
+            "text_2[1]: the input has 600 tokens");
+  EXPECT_EQ(WithScoreFieldNames(absl::InvalidArgumentError(
+                                    "inputs: 2 inputs; the limit is 1 (--encode-max-inputs-per-request)"),
+                                *call)
+                .message(),
+            "too many pairs: 2 to score, each one input to the cross-encoder; the limit is 1 "
+            "(--encode-max-inputs-per-request)");
+
+  // N:N pairs i with i.
+  call = ParseScoreRequest(R"({"text_1": ["p", "q"], "text_2": ["a", "b"]})");
+  ASSERT_TRUE(UseCrossEncoder({"LABEL_0"}, &*call).ok());
+  EXPECT_EQ(call->request.inputs(1).text(), "q");
+  EXPECT_EQ(call->request.inputs(1).text_pair(), "b");
+  // A classifier with several labels does not score pairs.
+  call = ParseScoreRequest(R"({"text_1": "q", "text_2": "a"})");
+  absl::Status s = UseCrossEncoder({"contradiction", "entailment", "neutral"}, &*call);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("classifier with 3 labels (contradiction, entailment, neutral)"));
+}
+
+TEST(TeiRerankTest, TextsRawScoresReturnTextAndTruncation) {
+  const json root = json::parse(R"({"query": "q", "texts": ["a", "b", "c"], "return_text": true})");
+  EXPECT_TRUE(IsTeiRerank(root));
+  EXPECT_FALSE(IsTeiRerank(json::parse(R"({"query": "q", "documents": ["a"], "texts": ["b"]})")));
+  absl::StatusOr<ScoreCall> call = ParseTeiRerankJson(root);
+  ASSERT_TRUE(call.ok()) << call.status();
+  EXPECT_THAT(Texts(*call), ElementsAre("q", "a", "b", "c"));
+  EXPECT_EQ(call->request.truncation(), v1::TRUNCATION_NONE);  // TEI refuses over-long inputs by default
+  EXPECT_FALSE(call->raw_scores);
+  EXPECT_EQ(TeiRerankResponse(*call, {0.25, 0.75, 0.25}),
+            json::parse(R"([{"index": 1, "score": 0.75, "text": "b"}, {"index": 0, "score": 0.25, "text": "a"},
+                            {"index": 2, "score": 0.25, "text": "c"}])"));
+  call = ParseTeiRerankJson(json::parse(R"({"query": "q", "texts": ["a"], "raw_scores": true, "truncate": true})"));
+  ASSERT_TRUE(call.ok()) << call.status();
+  EXPECT_TRUE(call->raw_scores);
+  EXPECT_EQ(call->request.truncation(), v1::TRUNCATION_END);
+  EXPECT_EQ(TeiRerankResponse(*call, {-1.5}), json::parse(R"([{"index": 0, "score": -1.5}])"));
+  const std::pair<const char*, const char*> bad[] = {
+      {R"({"texts": ["a"]})", "query: required"},
+      {R"({"query": "q", "texts": []})", "texts: must not be empty"},
+      {R"({"query": "q", "texts": [1]})", "texts[0]"},
+      {R"({"query": "q", "texts": ["a"], "raw_scores": "yes"})", "raw_scores"},
+  };
+  for (const auto& [body, expected] : bad) ExpectRefused(ParseTeiRerankJson(json::parse(body)), expected, body);
 }
 
 }  // namespace
