@@ -5,6 +5,8 @@ The server binary links Debian 13 libraries, so it is started through
 `./dev exec` replaces itself with the binary, so the Popen's PID is the
 server's own and signals reach it.
 """
+import http.client
+import json
 import os
 import pathlib
 import socket
@@ -45,6 +47,18 @@ def http_get(url: str, timeout: float = 5.0):
     except urllib.error.HTTPError as e:
         return e.code, e.read()
 
+
+
+def post_json(server, path, body, timeout: float = 60.0):
+    """(status, parsed JSON body) of a JSON POST to the server's HTTP port;
+    HTTP errors are returned, not raised."""
+    conn = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=timeout)
+    try:
+        conn.request("POST", path, body=json.dumps(body), headers={"Content-Type": "application/json"})
+        r = conn.getresponse()
+        return r.status, json.loads(r.read())
+    finally:
+        conn.close()
 
 
 def metric(server, name, default=None):

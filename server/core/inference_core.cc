@@ -410,10 +410,20 @@ absl::StatusOr<v1::TokenizeResponse> InferenceCore::Tokenize(const v1::TokenizeR
   }
   if (use_encoder) {
     if (!has_encoder()) return absl::FailedPreconditionError("model: no encoder model is loaded");
-    absl::StatusOr<std::vector<int32_t>> ids = models_->encoder->Tokenize(request.text(), request.add_special_tokens());
-    if (!ids.ok()) return absl::InvalidArgumentError(absl::StrCat("text: ", ids.status().message()));
-    response.mutable_token_ids()->Assign(ids->begin(), ids->end());
-    for (std::string& piece : models_->encoder->TokenStrings(*ids)) response.add_tokens(std::move(piece));
+    const WordPieceTokenizer& tokenizer = models_->encoder->tokenizer();
+    absl::StatusOr<WordPieceEncoding> enc = tokenizer.Encode(request.text(), request.add_special_tokens());
+    if (!enc.ok()) return absl::InvalidArgumentError(absl::StrCat("text: ", enc.status().message()));
+    response.mutable_token_ids()->Assign(enc->ids.begin(), enc->ids.end());
+    for (std::string& piece : models_->encoder->TokenStrings(enc->ids)) response.add_tokens(std::move(piece));
+    for (size_t i = 0; i < enc->ids.size(); ++i) {
+      v1::TokenSpan* span = response.add_spans();
+      // Added by the tokenizer ([CLS], [SEP]): no bytes of the text. A
+      // special token written in the text keeps its span and is not
+      // counted special, as Hugging Face's special_tokens_mask has it.
+      span->set_special(enc->offsets[i].first == enc->offsets[i].second);
+      span->set_start(static_cast<int32_t>(enc->offsets[i].first));
+      span->set_end(static_cast<int32_t>(enc->offsets[i].second));
+    }
     return response;
   }
   if (!has_decoder()) return absl::FailedPreconditionError("model: no decoder model is loaded");

@@ -8,6 +8,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/log/log.h"
 #include "absl/random/random.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
@@ -27,6 +28,7 @@
 #include "server/http/openai_responses.h"
 #include "server/http/result_channels.h"
 #include "server/http/score_api.h"
+#include "server/http/tei_tokenize.h"
 #include "server/http/vllm_tokenize.h"
 #include "server/status_util.h"
 
@@ -130,7 +132,7 @@ class Gateway {
 
   void Embeddings(const HttpRequest& request, HttpResponseWriter& w) {
     ServeEncode(
-        request, w, ErrorStyle::kNative, ParseEmbeddingsRequest(request.body),
+        request, w, ErrorStyle::kNative, ForEmbeddingModel(ParseEmbeddingsRequest(request.body), "/v1/embeddings"),
         [](const EmbeddingsCall& call) -> const v1::EncodeRequest& { return call.request; },
         [this](const EmbeddingsCall& call, const v1::EncodeResponse& response, const std::string&) {
           return Dump(EmbeddingsResponse(response, EncoderName(response), call.base64));
@@ -320,6 +322,9 @@ class Gateway {
   // vLLM's /tokenize and /detokenize, at once, with the decoder (else the
   // encoder) as vLLM serves its one model.
   void VllmTokenize(const HttpRequest& request, HttpResponseWriter& w) {
+    if (const absl::StatusOr<json> root = ParseJsonObject(request.body); root.ok() && IsTeiTokenize(*root)) {
+      return TeiTokenize(*root, w);
+    }
     const v1::ModelKind model = VllmModel();
     const absl::StatusOr<VllmTokenizeCall> call = ParseVllmTokenizeRequest(request.body, model, ChatTools());
     if (!call.ok()) return Refuse(w, "Tokenize", call.status());
@@ -332,6 +337,52 @@ class Gateway {
     }
     Finish("Tokenize", absl::OkStatus());
     w.Send(200, kJson, Dump(VllmTokenizeResponse(*call, *tokens, max_model_len)));
+  }
+
+  // TEI's /tokenize (its body on the shared path) and /decode, with the
+  // encoder's tokenizer (tei_tokenize.h); errors in TEI's shape.
+  void TeiTokenize(const json& root, HttpResponseWriter& w) {
+    const absl::StatusOr<std::vector<v1::TokenizeRequest>> requests = ParseTeiTokenizeJson(root);
+    if (!requests.ok()) return Refuse(w, "Tokenize", requests.status(), "", ErrorStyle::kTei);
+    std::vector<v1::TokenizeResponse> responses;
+    for (size_t i = 0; i < requests->size(); ++i) {
+      absl::StatusOr<v1::TokenizeResponse> tokens = backend_.tokenize((*requests)[i]);
+      if (!tokens.ok()) {
+        return Fail(w, "Tokenize", InputNamed(tokens.status(), "text", i, requests->size()), ErrorStyle::kTei);
+      }
+      responses.push_back(*std::move(tokens));
+    }
+    const absl::StatusOr<json> body = TeiTokenizeResponse(*requests, responses);
+    if (!body.ok()) return Fail(w, "Tokenize", body.status(), ErrorStyle::kTei);
+    Finish("Tokenize", absl::OkStatus());
+    w.Send(200, kJson, Dump(*body));
+  }
+
+  void TeiDecode(const HttpRequest& request, HttpResponseWriter& w) {
+    const absl::StatusOr<std::vector<v1::DetokenizeRequest>> requests = ParseTeiDecodeRequest(request.body);
+    if (!requests.ok()) return Refuse(w, "Detokenize", requests.status(), "", ErrorStyle::kTei);
+    json texts = json::array();
+    for (size_t i = 0; i < requests->size(); ++i) {
+      const absl::StatusOr<v1::DetokenizeResponse> text = backend_.detokenize((*requests)[i]);
+      if (!text.ok()) {
+        return Fail(w, "Detokenize", InputNamed(text.status(), "token_ids", i, requests->size()), ErrorStyle::kTei);
+      }
+      texts.push_back(text->text());
+    }
+    Finish("Detokenize", absl::OkStatus());
+    w.Send(200, kJson, Dump(texts));
+  }
+
+  // The core names its request's field (`core_field`: "text", "token_ids");
+  // a TEI client sent input `index` of `count`: "inputs[2]" / "ids[2]"
+  // where it sent a list.
+  static absl::Status InputNamed(const absl::Status& status, absl::string_view core_field, size_t index,
+                                 size_t count) {
+    const absl::string_view tei_field = core_field == "text" ? "inputs" : "ids";
+    const std::string name = count > 1 ? absl::StrCat(tei_field, "[", index, "]") : std::string(tei_field);
+    std::string message(status.message());
+    if (absl::StartsWith(message, core_field)) message = absl::StrCat(name, message.substr(core_field.size()));
+    return absl::Status(status.code(), message);
   }
 
   void VllmDetokenize(const HttpRequest& request, HttpResponseWriter& w) {
@@ -408,14 +459,15 @@ class Gateway {
 
   // TEI's /embed: a list of embeddings; /embed_all: each input's token states.
   void TeiEmbed(const HttpRequest& request, HttpResponseWriter& w) {
-    ServeEncode(request, w, ErrorStyle::kTei, ParseTeiEmbedRequest(request.body), Itself,
+    ServeEncode(request, w, ErrorStyle::kTei, ForEmbeddingModel(ParseTeiEmbedRequest(request.body), "/embed"), Itself,
                 [](const v1::EncodeRequest&, const v1::EncodeResponse& response, const std::string&) {
                   return Dump(TeiEmbedResponse(response));
                 });
   }
 
   void TeiEmbedAll(const HttpRequest& request, HttpResponseWriter& w) {
-    ServeEncode(request, w, ErrorStyle::kTei, ParseTeiEmbedAllRequest(request.body), Itself,
+    ServeEncode(request, w, ErrorStyle::kTei, ForEmbeddingModel(ParseTeiEmbedAllRequest(request.body), "/embed_all"),
+                Itself,
                 [](const v1::EncodeRequest&, const v1::EncodeResponse& response, const std::string&) {
                   return Dump(TeiEmbedAllResponse(response));
                 });
@@ -699,6 +751,14 @@ class Gateway {
     return parsed;
   }
 
+  // A parsed embedding call, refused when the encoder is a cross-encoder.
+  template <typename Call>
+  absl::StatusOr<Call> ForEmbeddingModel(absl::StatusOr<Call> parsed, absl::string_view route) const {
+    if (!parsed.ok()) return parsed;
+    RETURN_IF_ERROR(RequireEmbeddingModel(backend_.encoder_labels, route));
+    return parsed;
+  }
+
   // A parsed classify call, refused when the encoder has no head.
   absl::StatusOr<ClassifyCall> ForClassifier(absl::StatusOr<ClassifyCall> parsed, absl::string_view route) const {
     if (!parsed.ok()) return parsed;
@@ -878,6 +938,7 @@ std::map<std::string, HttpHandler> ApiRoutes(GatewayBackend backend, ServerMetri
   routes["/embed"] = Route("POST", "Encode", kInference, gateway, &Gateway::TeiEmbed, ErrorStyle::kTei);
   routes["/embed_all"] = Route("POST", "Encode", kInference, gateway, &Gateway::TeiEmbedAll, ErrorStyle::kTei);
   routes["/similarity"] = Route("POST", "Encode", kInference, gateway, &Gateway::TeiSimilarity, ErrorStyle::kTei);
+  routes["/decode"] = Route("POST", "Detokenize", kQuick, gateway, &Gateway::TeiDecode, ErrorStyle::kTei);
   routes["/predict"] = Route("POST", "Encode", kInference, gateway, &Gateway::TeiPredict, ErrorStyle::kTei);
   for (const char* path : {"/classify", "/v1/classify"}) {
     routes[path] = Route("POST", "Encode", kInference, gateway, &Gateway::Classify);

@@ -91,6 +91,14 @@ absl::Status RequireClassifier(const std::vector<std::string>& labels, absl::str
              "directory); the loaded encoder is an embedding model"));
 }
 
+absl::Status RequireEmbeddingModel(const std::vector<std::string>& labels, absl::string_view route) {
+  if (labels.empty()) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      route, " answers sentence embeddings; the loaded encoder is a cross-encoder / classifier with ", labels.size(),
+      labels.size() == 1 ? " label" : " labels",
+      ", whose pooled states are not embeddings (POST /rerank, /v1/score or /predict use it)"));
+}
+
 std::vector<double> LabelProbabilities(const google::protobuf::RepeatedField<float>& logits) {
   std::vector<double> p(logits.begin(), logits.end());
   if (p.size() == 1) {
@@ -112,7 +120,9 @@ absl::StatusOr<json> PredictResponse(const ClassifyCall& call, const v1::EncodeR
     const std::vector<double> scores =
         call.raw_scores ? std::vector<double>(r.logits().begin(), r.logits().end()) : LabelProbabilities(r.logits());
     json predictions = json::array();
-    for (size_t k : BestFirst(scores)) predictions.push_back(json{{"score", static_cast<float>(scores[k])}, {"label", labels[k]}});
+    for (size_t k : BestFirst(scores)) {
+      predictions.push_back(json{{"score", static_cast<float>(scores[k])}, {"label", labels[k]}});
+    }
     all.push_back(std::move(predictions));
   }
   if (!call.batch) return std::move(all[0]);
@@ -131,13 +141,7 @@ absl::StatusOr<json> ClassifyResponse(const v1::EncodeResponse& response, const 
                         {"probs", probs},
                         {"num_classes", static_cast<int>(labels.size())}});
   }
-  const int64_t tokens = response.usage().prompt_tokens();
-  return json{{"id", id},
-              {"object", "list"},
-              {"created", created},
-              {"model", model},
-              {"data", std::move(data)},
-              {"usage", {{"prompt_tokens", tokens}, {"total_tokens", tokens}, {"completion_tokens", 0}}}};
+  return VllmPoolingList(std::move(data), response.usage().prompt_tokens(), id, model, created);
 }
 
 }  // namespace attnserve

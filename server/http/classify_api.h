@@ -40,6 +40,13 @@ absl::StatusOr<ClassifyCall> ParseClassifyRequest(absl::string_view body);
 // head (`labels` empty: an embedding model).
 absl::Status RequireClassifier(const std::vector<std::string>& labels, absl::string_view route);
 
+// FAILED_PRECONDITION naming `route` when the encoder has a classification
+// head: a cross-encoder's pooled states are not sentence embeddings, so the
+// embedding routes refuse it (as TEI does) rather than answer vectors that
+// look right and mean nothing. /v1/encode still answers them beside the
+// logits.
+absl::Status RequireEmbeddingModel(const std::vector<std::string>& labels, absl::string_view route);
+
 // Probabilities of the labels from their logits.
 std::vector<double> LabelProbabilities(const google::protobuf::RepeatedField<float>& logits);
 

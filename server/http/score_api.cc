@@ -57,6 +57,16 @@ absl::Status CheckTruncatePromptTokens(const json& root) {
   return absl::OkStatus();
 }
 
+// A rerank body's "query": the one left text.
+absl::Status AddQuery(const json& root, ScoreCall* call) {
+  const json* query = Field(root, "query");
+  if (query == nullptr) return absl::InvalidArgumentError("query: required");
+  if (!query->is_string()) return TypeError("query", "a string", *query);
+  AddText(query->get<std::string>(), "query", call);
+  call->left = 1;
+  return absl::OkStatus();
+}
+
 double Cosine(const float* a, const float* b, int64_t n) {
   double dot = 0, aa = 0, bb = 0;
   for (int64_t i = 0; i < n; ++i) {
@@ -112,11 +122,7 @@ absl::StatusOr<ScoreCall> ParseRerankRequest(absl::string_view body) {
 absl::StatusOr<ScoreCall> ParseRerankJson(const json& root) {
   RETURN_IF_ERROR(CheckVllmOptions(root));
   ScoreCall call;
-  const json* query = Field(root, "query");
-  if (query == nullptr) return absl::InvalidArgumentError("query: required");
-  if (!query->is_string()) return TypeError("query", "a string", *query);
-  AddText(query->get<std::string>(), "query", &call);
-  call.left = 1;
+  RETURN_IF_ERROR(AddQuery(root, &call));
   const json* documents = Field(root, "documents");
   if (documents == nullptr) return absl::InvalidArgumentError("documents: required (or TEI's \"texts\")");
   if (!documents->is_array()) return TypeError("documents", "an array of strings", *documents);
@@ -142,11 +148,7 @@ bool IsTeiRerank(const json& root) { return Field(root, "texts") != nullptr && F
 
 absl::StatusOr<ScoreCall> ParseTeiRerankJson(const json& root) {
   ScoreCall call;
-  const json* query = Field(root, "query");
-  if (query == nullptr) return absl::InvalidArgumentError("query: required");
-  if (!query->is_string()) return TypeError("query", "a string", *query);
-  AddText(query->get<std::string>(), "query", &call);
-  call.left = 1;
+  RETURN_IF_ERROR(AddQuery(root, &call));
   const json* texts = Field(root, "texts");
   if (texts == nullptr) return absl::InvalidArgumentError("texts: required");
   if (!texts->is_array()) return TypeError("texts", "an array of strings", *texts);
@@ -165,7 +167,8 @@ absl::Status UseCrossEncoder(const std::vector<std::string>& labels, ScoreCall* 
     std::string names;
     for (size_t i = 0; i < labels.size() && i < 8; ++i) absl::StrAppend(&names, i == 0 ? "" : ", ", labels[i]);
     return absl::FailedPreconditionError(absl::StrCat(
-        "the encoder is a classifier with ", labels.size(), " labels (", SanitizeUtf8(names), labels.size() > 8 ? ", ..." : "",
+        "the encoder is a classifier with ", labels.size(), " labels (", SanitizeUtf8(names),
+        labels.size() > 8 ? ", ..." : "",
         "); scoring text pairs needs a cross-encoder with one label or an embedding model (POST /predict "
         "classifies with this one)"));
   }
@@ -281,6 +284,10 @@ json ScoreResponse(const std::vector<double>& scores, int64_t tokens, const std:
   for (size_t i = 0; i < scores.size(); ++i) {
     data.push_back(json{{"index", i}, {"object", "score"}, {"score", scores[i]}});
   }
+  return VllmPoolingList(std::move(data), tokens, id, model, created);
+}
+
+json VllmPoolingList(json data, int64_t tokens, const std::string& id, const std::string& model, int64_t created) {
   return json{{"id", id},
               {"object", "list"},
               {"created", created},

@@ -88,6 +88,10 @@ absl::StatusOr<std::vector<double>> PairScores(const ScoreCall& call, const v1::
 // came from, and the per-request input limit says it counts every text.
 absl::Status WithScoreFieldNames(const absl::Status& status, const ScoreCall& call);
 
+// vLLM's list envelope of a pooling answer (score, classify): {"id",
+// "object": "list", "created", "model", "data", "usage"}.
+nlohmann::json VllmPoolingList(nlohmann::json data, int64_t tokens, const std::string& id, const std::string& model,
+                               int64_t created);
 // vLLM's answers. `tokens` is the tokens encoded (each left text once).
 nlohmann::json ScoreResponse(const std::vector<double>& scores, int64_t tokens, const std::string& id,
                              const std::string& model, int64_t created);

