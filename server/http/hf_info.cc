@@ -1,5 +1,8 @@
 #include "server/http/hf_info.h"
 
+#include <string>
+#include <utility>
+
 namespace attnserve {
 namespace {
 
@@ -35,11 +38,29 @@ json TgiInfo(const v1::ModelInfo& decoder, const ServiceInfo& service) {
               {"docker_label", nullptr}};
 }
 
+namespace {
+
+// TEI's ModelType: a classification head with one label is a reranker,
+// with more a classifier; else an embedding model and its pooling.
+json TeiModelType(const v1::ModelInfo& encoder) {
+  if (encoder.labels().empty()) return json{{"embedding", {{"pooling", TeiPooling(encoder.pooling())}}}};
+  json id2label = json::object();
+  json label2id = json::object();
+  for (int i = 0; i < encoder.labels_size(); ++i) {
+    id2label[std::to_string(i)] = encoder.labels(i);
+    label2id[encoder.labels(i)] = i;
+  }
+  return json{{encoder.labels_size() == 1 ? "reranker" : "classifier",
+               {{"id2label", std::move(id2label)}, {"label2id", std::move(label2id)}}}};
+}
+
+}  // namespace
+
 json TeiInfo(const v1::ModelInfo& encoder, const ServiceInfo& service) {
   return json{{"model_id", encoder.name()},
               {"model_sha", nullptr},
               {"model_dtype", TeiDtype(encoder.weight_dtype())},
-              {"model_type", {{"embedding", {{"pooling", TeiPooling(encoder.pooling())}}}}},
+              {"model_type", TeiModelType(encoder)},
               {"max_concurrent_requests", service.max_concurrent_requests},
               {"max_input_length", encoder.max_input_tokens()},
               {"max_batch_tokens", service.encode_max_batch_tokens},

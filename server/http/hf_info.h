@@ -42,7 +42,9 @@ struct ServiceInfo {
 nlohmann::json TgiInfo(const v1::ModelInfo& decoder, const ServiceInfo& service);
 
 // TEI's Info: {"model_id", "model_sha": null, "model_dtype" ("float32",
-// "bfloat16"), "model_type": {"embedding": {"pooling"}}, "max_concurrent_requests",
+// "bfloat16"), "model_type": {"embedding": {"pooling"}} (or, for an encoder
+// with a classification head, {"reranker" | "classifier": {"id2label",
+// "label2id"}}: one label or several), "max_concurrent_requests",
 // "max_input_length" (ModelInfo's max_input_tokens), "max_batch_tokens", "max_batch_requests",
 // "max_client_batch_size", "auto_truncate": false, "tokenization_workers",
 // "version", "sha": null, "docker_label": null}.

@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from conftest import REPO, ServerProcess, post_json
+from conftest import REPO, ServerProcess, http_get, post_json
 
 MODELS = REPO / "tests/golden/encoder_models"
 RERANKER = MODELS / "bert_reranker_tiny"
@@ -124,6 +124,15 @@ def test_vllm_classify(nli):
         assert d["num_classes"] == 3
     assert body["object"] == "list" and body["id"].startswith("classify-")
     assert body["usage"]["prompt_tokens"] == sum(len(c["ids"]) for c in singles)
+
+
+def test_tei_info_says_reranker_or_classifier(reranker, nli):
+    _, body = http_get(reranker.url("/info"))
+    assert json.loads(body)["model_type"] == {"reranker": {"id2label": {"0": "LABEL_0"}, "label2id": {"LABEL_0": 0}}}
+    _, body = http_get(nli.url("/info"))
+    labels = GOLDEN["models"]["bert_nli_tiny"]["labels"]
+    assert json.loads(body)["model_type"] == {"classifier": {"id2label": {str(i): l for i, l in enumerate(labels)},
+                                                             "label2id": {l: i for i, l in enumerate(labels)}}}
 
 
 def test_grpc_encode_with_pairs_and_model_info(reranker, pb, proto_modules):

@@ -325,6 +325,13 @@ TEST(HfInfoTest, TgiAndTeiInfoFromTheModelAndTheLimits) {
   encoder.set_pooling("cls");
   EXPECT_EQ(TeiInfo(encoder, service)["model_dtype"], "float32");
   EXPECT_EQ(TeiInfo(encoder, service)["model_type"]["embedding"]["pooling"], "cls");
+  encoder.add_labels("LABEL_0");
+  EXPECT_EQ(TeiInfo(encoder, service)["model_type"],
+            nlohmann::json::parse(R"({"reranker": {"id2label": {"0": "LABEL_0"}, "label2id": {"LABEL_0": 0}}})"));
+  encoder.add_labels("yes");
+  EXPECT_EQ(TeiInfo(encoder, service)["model_type"],
+            nlohmann::json::parse(R"({"classifier": {"id2label": {"0": "LABEL_0", "1": "yes"},
+                                                     "label2id": {"LABEL_0": 0, "yes": 1}}})"));
 }
 
 }  // namespace
