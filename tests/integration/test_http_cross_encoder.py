@@ -193,3 +193,52 @@ def test_embedding_routes_refuse_a_cross_encoder(reranker):
     status, body = post_json(reranker, "/v1/encode", {"inputs": [{"text": QUERY, "text_pair": DOCUMENTS[0]}]})
     assert status == 200, body
     assert body["results"][0]["logits"] == [pytest.approx(GOLDEN["rerank"]["logits"][0], abs=1e-4)]
+
+
+@pytest.fixture(scope="module")
+def minilm_cross_encoder():
+    """A cross-encoder of ms-marco-MiniLM-L-6-v2's shape (6 layers, hidden
+    384, 12 heads, the 30,522-piece uncased vocabulary, 512 positions): all-
+    MiniLM-L6-v2's trained encoder and pooler under a seeded random
+    one-label classifier, written by transformers' save_pretrained (under
+    the repository: the server runs in the build environment, which sees
+    it and not /tmp)."""
+    transformers = pytest.importorskip("transformers")
+    import shutil
+    import torch
+    out = REPO / ".cache/test-data/minilm_cross_encoder"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    config = transformers.BertConfig.from_pretrained(str(MINILM), num_labels=1,
+                                                     architectures=["BertForSequenceClassification"])
+    torch.manual_seed(20261206)
+    model = transformers.BertForSequenceClassification.from_pretrained(str(MINILM), config=config)
+    with torch.no_grad():
+        model.classifier.weight.normal_(0, 0.5)
+        model.classifier.bias.normal_(0, 0.1)
+    model.save_pretrained(str(out), safe_serialization=True)
+    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
+        shutil.copy(MINILM / name, out / name)
+    return out
+
+
+def test_minilm_sized_cross_encoder_equals_cross_encoder_at_full_length(minilm_cross_encoder, cross_encoder,
+                                                                        server_factory):
+    """Real vocabulary and shapes, pairs past 512 tokens cut longest-first."""
+    s = server_factory(f"--encoder-model={minilm_cross_encoder}", "--threads=2")
+    query = "How do cats spend the afternoon?"
+    documents = ["A cat sleeps in the sun on the windowsill all afternoon.",
+                 "The stock market fell sharply on Monday.",
+                 " ".join(["Kittens chase string, nap after lunch and watch birds from the window."] * 40),
+                 "Café naïve — 東京 (Tokyo) is large; cats there nap too!"]
+    reference = cross_encoder(minilm_cross_encoder)
+    assert reference.max_seq_length == 512
+    want = reference.predict([(query, d) for d in documents])
+    status, body = post_json(s, "/rerank", {"query": query, "texts": documents, "truncate": True})
+    assert status == 200, body
+    assert [r["index"] for r in body] == list(np.argsort(-want, kind="stable"))
+    for r in body:
+        assert r["score"] == pytest.approx(float(want[r["index"]]), abs=1e-4)
+    # Without truncate the long pair is refused, naming the text and the limit.
+    status, body = post_json(s, "/rerank", {"query": query, "texts": documents})
+    assert status == 400 and "texts[2]" in body["error"] and "512" in body["error"], body
