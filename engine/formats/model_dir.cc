@@ -97,6 +97,11 @@ absl::StatusOr<ModelDir> OpenModelDir(const std::string& dir) {
   ASSIGN_OR_RETURN(m.weights, SafetensorsArchive::OpenDirectory(dir));
   const std::string tok = (fs::path(dir) / "tokenizer.json").string();
   if (fs::exists(tok, ec)) m.tokenizer_json = tok;
+  for (auto [name, field] : {std::pair<const char*, std::string*>{"vocab.txt", &m.vocab_txt},
+                             {"tokenizer_config.json", &m.tokenizer_config}}) {
+    const std::string path = (fs::path(dir) / name).string();
+    if (fs::exists(path, ec)) *field = path;
+  }
   ASSIGN_OR_RETURN(m.sentence_transformers, ReadSentenceTransformersConfig(dir));
   return m;
 }

@@ -1,6 +1,6 @@
 // A Hugging Face model directory opened for loading: config.json, the
-// safetensors weights (single or sharded, memory-mapped), the path of
-// tokenizer.json, and the sentence-transformers extras when present
+// safetensors weights (single or sharded, memory-mapped), the paths of
+// tokenizer.json (or vocab.txt and tokenizer_config.json), and the sentence-transformers extras when present
 // (modules.json -> pooling config and a Normalize module,
 // sentence_bert_config.json -> max_seq_length).
 #ifndef ATTNSERVE_ENGINE_FORMATS_MODEL_DIR_H_
@@ -32,6 +32,10 @@ struct ModelDir {
   HfConfig config;
   std::unique_ptr<SafetensorsArchive> weights;
   std::string tokenizer_json;       // path; empty when the directory has none
+  // Paths of vocab.txt and tokenizer_config.json (empty when absent): a
+  // BERT checkpoint saved without tokenizer.json is read from these.
+  std::string vocab_txt;
+  std::string tokenizer_config;
   SentenceTransformersConfig sentence_transformers;
 };
 

@@ -9,6 +9,7 @@
 #include "engine/core/status_macros.h"
 #include "engine/formats/model_dir.h"
 #include "engine/models/bert_config.h"
+#include "engine/tokenizers/bert_vocab_txt.h"
 
 namespace attnserve {
 
@@ -16,11 +17,17 @@ absl::StatusOr<std::unique_ptr<EncoderModel>> EncoderModel::Load(const std::stri
                                                                  const EncoderLoadOptions& options) {
   ASSIGN_OR_RETURN(ModelDir md, OpenModelDir(dir));
   ASSIGN_OR_RETURN(BertConfig config, ParseBertConfig(md.config));
-  if (md.tokenizer_json.empty()) {
-    return absl::NotFoundError(absl::StrCat(dir, ": no tokenizer.json (the encoder needs a WordPiece tokenizer.json)"));
-  }
   std::unique_ptr<EncoderModel> m(new EncoderModel());
-  ASSIGN_OR_RETURN(m->tokenizer_, WordPieceTokenizer::FromFile(md.tokenizer_json));
+  if (!md.tokenizer_json.empty()) {
+    ASSIGN_OR_RETURN(m->tokenizer_, WordPieceTokenizer::FromFile(md.tokenizer_json));
+  } else if (!md.vocab_txt.empty()) {
+    // Older BERT checkpoints ship only the slow tokenizer's files.
+    ASSIGN_OR_RETURN(nlohmann::json described, BertTokenizerJsonFromVocab(md.vocab_txt, md.tokenizer_config));
+    ASSIGN_OR_RETURN(m->tokenizer_, WordPieceTokenizer::FromJson(described, md.vocab_txt));
+  } else {
+    return absl::NotFoundError(
+        absl::StrCat(dir, ": no tokenizer.json or vocab.txt (the encoder needs a WordPiece tokenizer)"));
+  }
   if (m->tokenizer_->vocab_size() > config.vocab_size) {
     return absl::InvalidArgumentError(absl::StrCat(md.tokenizer_json, ": tokenizer has ", m->tokenizer_->vocab_size(),
                                                    " tokens but config.json vocab_size is ", config.vocab_size));
