@@ -29,7 +29,8 @@ absl::StatusOr<std::unique_ptr<EncoderModel>> EncoderModel::Load(const std::stri
         absl::StrCat(dir, ": no tokenizer.json or vocab.txt (the encoder needs a WordPiece tokenizer)"));
   }
   if (m->tokenizer_->vocab_size() > config.vocab_size) {
-    return absl::InvalidArgumentError(absl::StrCat(md.tokenizer_json, ": tokenizer has ", m->tokenizer_->vocab_size(),
+    return absl::InvalidArgumentError(absl::StrCat(md.tokenizer_json.empty() ? md.vocab_txt : md.tokenizer_json,
+                                                   ": tokenizer has ", m->tokenizer_->vocab_size(),
                                                    " tokens but config.json vocab_size is ", config.vocab_size));
   }
   ASSIGN_OR_RETURN(m->bert_, BertEncoder::Load(*md.weights, config, options.weight_dtype,
@@ -153,8 +154,7 @@ absl::StatusOr<std::unique_ptr<EncodeJob>> EncoderModel::StartEncode(absl::Span<
   request.attention_layers = options.attention_layers;
   request.average_heads = options.attention_average_heads;
   std::unique_ptr<EncodeJob> job(new EncodeJob());
-  job->type_ids_ = std::move(packed_types);
-  ASSIGN_OR_RETURN(job->forward_, bert_->Begin(packed, lengths, request, job->type_ids_));
+  ASSIGN_OR_RETURN(job->forward_, bert_->Begin(packed, lengths, request, packed_types));
   job->model_ = this;
   job->options_ = options;
   job->results_ = std::move(results);

@@ -93,7 +93,6 @@ class EncodeJob {
   EncodeOptions options_;
   std::vector<EncodeResult> results_;  // token ids and truncation filled at start
   std::vector<int32_t> lengths_;
-  std::vector<int32_t> type_ids_;  // packed; empty when no input is a pair
   std::unique_ptr<BertForwardJob> forward_;
 };
 
