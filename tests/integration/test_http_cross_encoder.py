@@ -7,6 +7,7 @@ predict: sigmoid of the logit for one label, the logits for three) and the
 transformers logits in the golden file."""
 import json
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -197,29 +198,13 @@ def test_embedding_routes_refuse_a_cross_encoder(reranker):
 
 @pytest.fixture(scope="module")
 def minilm_cross_encoder():
-    """A cross-encoder of ms-marco-MiniLM-L-6-v2's shape (6 layers, hidden
-    384, 12 heads, the 30,522-piece uncased vocabulary, 512 positions): all-
-    MiniLM-L6-v2's trained encoder and pooler under a seeded random
-    one-label classifier, written by transformers' save_pretrained (under
-    the repository: the server runs in the build environment, which sees
-    it and not /tmp)."""
-    transformers = pytest.importorskip("transformers")
-    import shutil
-    import torch
-    out = REPO / ".cache/test-data/minilm_cross_encoder"
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
-    config = transformers.BertConfig.from_pretrained(str(MINILM), num_labels=1,
-                                                     architectures=["BertForSequenceClassification"])
-    torch.manual_seed(20261206)
-    model = transformers.BertForSequenceClassification.from_pretrained(str(MINILM), config=config)
-    with torch.no_grad():
-        model.classifier.weight.normal_(0, 0.5)
-        model.classifier.bias.normal_(0, 0.1)
-    model.save_pretrained(str(out), safe_serialization=True)
-    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
-        shutil.copy(MINILM / name, out / name)
-    return out
+    """ms-marco-MiniLM-L-6-v2's shape: MiniLM's trained encoder under a seeded
+    head (tools/python/minilm_cross_encoder.py), written under the repository:
+    the server runs in the build environment, which sees it and not /tmp."""
+    pytest.importorskip("transformers")
+    sys.path.insert(0, str(REPO / "tools" / "python"))
+    from minilm_cross_encoder import write_minilm_cross_encoder
+    return write_minilm_cross_encoder(MINILM, REPO / ".cache/test-data/minilm_cross_encoder")
 
 
 def test_minilm_sized_cross_encoder_equals_cross_encoder_at_full_length(minilm_cross_encoder, cross_encoder,
