@@ -12,17 +12,17 @@ namespace {
 
 using nlohmann::json;
 
-// [id, ...] into `request` (`field` names it in errors).
+// [id, ...] into `request` (`field` names it in errors): json_fields' token
+// ids, each also a possible id (not negative).
 absl::Status ReadIds(const json& ids, const std::string& field, v1::DetokenizeRequest* request) {
   if (!ids.is_array()) return TypeError(field, "an array of token ids", ids);
-  for (size_t k = 0; k < ids.size(); ++k) {
-    if (!ids[k].is_number_integer()) return TypeError(absl::StrCat(field, "[", k, "]"), "a token id", ids[k]);
-    const int64_t id = ids[k].get<int64_t>();
-    if (id < 0 || id > INT32_MAX) {
-      return absl::InvalidArgumentError(absl::StrCat(field, "[", k, "] = ", id, ": not a token id"));
+  ASSIGN_OR_RETURN(const v1::TokenIds read, TokenIdsField(ids, field));
+  for (int k = 0; k < read.ids_size(); ++k) {
+    if (read.ids(k) < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(field, "[", k, "] = ", read.ids(k), ": not a token id"));
     }
-    request->add_token_ids(static_cast<int32_t>(id));
   }
+  *request->mutable_token_ids() = read.ids();
   return absl::OkStatus();
 }
 

@@ -10,22 +10,14 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/server/encode_responses.h"
 
 namespace attnserve {
 namespace {
 
 using ::nlohmann::json;
 using ::testing::HasSubstr;
-
-v1::EncodeResponse Logits(const std::vector<std::vector<float>>& logits) {
-  v1::EncodeResponse response;
-  for (const std::vector<float>& l : logits) {
-    v1::EncodeResult* r = response.add_results();
-    for (float x : l) r->add_logits(x);
-  }
-  response.mutable_usage()->set_prompt_tokens(11);
-  return response;
-}
+using testing_util::Logits;
 
 TEST(PredictRequestTest, StringPairAndBatchShapes) {
   absl::StatusOr<ClassifyCall> call = ParsePredictRequest(R"({"inputs": "a"})");
@@ -82,7 +74,8 @@ TEST(ClassifyAnswerTest, SigmoidOfOneSoftmaxOfSeveralBestFirst) {
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(s.message(), HasSubstr("/predict needs an encoder with a classification head"));
 
-  const v1::EncodeResponse three = Logits({{0.0f, std::log(3.0f), 0.0f}});
+  v1::EncodeResponse three = Logits({{0.0f, std::log(3.0f), 0.0f}});
+  three.mutable_usage()->set_prompt_tokens(11);
   std::vector<double> p = LabelProbabilities(three.results(0).logits());
   EXPECT_NEAR(p[0], 0.2, 1e-7);
   EXPECT_NEAR(p[1], 0.6, 1e-7);

@@ -10,6 +10,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/server/encode_responses.h"
 
 namespace attnserve {
 namespace {
@@ -17,22 +18,13 @@ namespace {
 using ::nlohmann::json;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using testing_util::Embeddings;
+using testing_util::Logits;
 
 std::vector<std::string> Texts(const ScoreCall& call) {
   std::vector<std::string> out;
   for (const v1::EncodeInput& in : call.request.inputs()) out.push_back(in.text());
   return out;
-}
-
-// A response with these embeddings, in input order.
-v1::EncodeResponse Embeddings(const std::vector<std::vector<float>>& vectors) {
-  v1::EncodeResponse response;
-  for (const std::vector<float>& v : vectors) {
-    v1::Tensor* t = response.add_results()->mutable_embedding();
-    t->add_shape(static_cast<int64_t>(v.size()));
-    for (float x : v) t->add_values(x);
-  }
-  return response;
 }
 
 void ExpectRefused(const absl::StatusOr<ScoreCall>& call, const std::string& expected, const std::string& body) {
@@ -200,16 +192,6 @@ TEST(ScoreResponseTest, VllmsScoreAndRerankShapesAndTeisList) {
   EXPECT_EQ(RerankResponse(*call, {0.1, 0.9, 0.1, 0.5}, 9, "r", "enc")["results"].size(), 4u);
 
   EXPECT_EQ(SimilarityResponse({1.0, 0.25}), json({1.0f, 0.25f}));
-}
-
-// A response carrying these logits, one result per pair.
-v1::EncodeResponse Logits(const std::vector<std::vector<float>>& logits) {
-  v1::EncodeResponse response;
-  for (const std::vector<float>& l : logits) {
-    v1::EncodeResult* r = response.add_results();
-    for (float x : l) r->add_logits(x);
-  }
-  return response;
 }
 
 TEST(CrossEncoderScoreTest, PairsBecomeOneInputEachAndScoreAsSigmoids) {
