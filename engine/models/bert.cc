@@ -13,10 +13,12 @@
 namespace attnserve {
 namespace {
 
-// Checkpoints saved from BertModel name tensors "embeddings...."; those saved
-// from a task model (BertForMaskedLM, ...) prefix them with "bert.".
+// Checkpoints saved from BertModel / XLMRobertaModel name tensors
+// "embeddings...."; those saved from a task model (BertForMaskedLM,
+// XLMRobertaForSequenceClassification, ...) prefix them with "bert." or
+// "roberta.".
 std::string DetectPrefix(const SafetensorsArchive& w) {
-  for (const char* p : {"", "bert.", "model."}) {
+  for (const char* p : {"", "bert.", "roberta.", "model."}) {
     if (w.Find(absl::StrCat(p, "embeddings.word_embeddings.weight")) != nullptr) return p;
   }
   return "";
@@ -84,7 +86,8 @@ absl::StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::Load(const Safetensors
   }
   if (!c.labels.empty()) {
     ASSIGN_OR_RETURN(m->classifier_,
-                     ClassifierHead::Load(w, p, c.hidden_size, static_cast<int>(c.labels.size())));
+                     ClassifierHead::Load(w, p, c.hidden_size, static_cast<int>(c.labels.size()),
+                                          c.family == EncoderFamily::kRoberta));
   }
   return m;
 }
@@ -135,9 +138,9 @@ absl::StatusOr<std::unique_ptr<BertForwardJob>> BertEncoder::Begin(absl::Span<co
   int64_t total = 0;
   int max_len = 0;
   for (int b = 0; b < batch; ++b) {
-    if (lengths[b] < 1 || lengths[b] > config_.max_positions) {
+    if (lengths[b] < 1 || lengths[b] > config_.max_sequence_length()) {
       return absl::InvalidArgumentError(absl::StrCat("BertEncoder::Forward: length of sequence ", b, " is ",
-                                                     lengths[b], ", outside [1, ", config_.max_positions, "]"));
+                                                     lengths[b], ", outside [1, ", config_.max_sequence_length(), "]"));
     }
     total += lengths[b];
     max_len = std::max(max_len, lengths[b]);
@@ -229,11 +232,17 @@ void BertForwardJob::Embed() {
   float* xp = x_.f32();
 #pragma omp parallel for schedule(static)
   for (int b = 0; b < batch_; ++b) {
+    int counted = 0;  // RoBERTa: the sequence's non-pad tokens so far
     for (int pos = 0; pos < lengths_[b]; ++pos) {
       const int64_t t = starts_[b] + pos;
       float* row = xp + t * d;
+      int position = pos;
+      if (config.family == EncoderFamily::kRoberta) {
+        const int pad = config.pad_token_id;
+        position = token_ids_[t] == pad ? pad : pad + ++counted;
+      }
       bert_internal::AddRow(model_->word_, token_ids_[t], row, /*first=*/true);
-      bert_internal::AddRow(model_->position_, pos, row, false);
+      bert_internal::AddRow(model_->position_, position, row, false);
       bert_internal::AddRow(model_->token_type_, type_ids_.empty() ? 0 : type_ids_[t], row, false);
     }
   }

@@ -108,7 +108,7 @@ class BertEncoder {
       MatmulPrecision precision = MatmulPrecision::kF32);
 
   // token_ids: the B sequences concatenated; lengths: [B], each in
-  // [1, max_positions], summing to token_ids.size(); ids in [0, vocab).
+  // [1, config.max_sequence_length()], summing to token_ids.size(); ids in [0, vocab).
   // type_ids: each token's segment (token_type_ids) in [0, type_vocab_size),
   // as many as token_ids, or empty for all 0 (single texts).
   absl::Status Forward(absl::Span<const int32_t> token_ids, absl::Span<const int32_t> lengths,

@@ -1,6 +1,8 @@
 #include "engine/models/bert_config.h"
 
+#include <algorithm>
 #include <exception>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -53,11 +55,17 @@ absl::StatusOr<std::vector<std::string>> SequenceClassificationLabels(const HfCo
 
 absl::StatusOr<BertConfig> ParseBertConfig(const HfConfig& config) {
   const std::string& path = config.path();
-  if (config.model_type() != "bert") {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": model_type \"", config.model_type(), "\" is not supported by the encoder (bert)"));
-  }
   BertConfig c;
+  const std::string& type = config.model_type();
+  if (type == "bert") {
+    c.family = EncoderFamily::kBert;
+  } else if (type == "xlm-roberta" || type == "roberta" || type == "camembert") {
+    c.family = EncoderFamily::kRoberta;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": model_type \"", type,
+                                                   "\" is not supported by the encoder (bert, xlm-roberta, roberta, "
+                                                   "camembert)"));
+  }
   ASSIGN_OR_RETURN(int64_t hidden, config.Int("hidden_size", 1, 1 << 16));
   ASSIGN_OR_RETURN(int64_t layers, config.Int("num_hidden_layers", 1, 1024));
   ASSIGN_OR_RETURN(int64_t heads, config.Int("num_attention_heads", 1, 1024));
@@ -90,8 +98,19 @@ absl::StatusOr<BertConfig> ParseBertConfig(const HfConfig& config) {
   c.max_positions = static_cast<int>(positions);
   c.type_vocab_size = static_cast<int>(types);
   c.layer_norm_eps = static_cast<float>(eps);
+  if (c.family == EncoderFamily::kRoberta) {
+    ASSIGN_OR_RETURN(int64_t pad, config.IntOr("pad_token_id", 1, 0, vocab - 1));
+    c.pad_token_id = static_cast<int>(pad);
+    if (c.max_sequence_length() < 1) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": max_position_embeddings ", positions,
+                                                     " leaves no position after pad_token_id ", pad));
+    }
+  }
+  static constexpr const char* kClassifiers[] = {"BertForSequenceClassification", "XLMRobertaForSequenceClassification",
+                                                 "RobertaForSequenceClassification",
+                                                 "CamembertForSequenceClassification"};
   for (const std::string& architecture : config.architectures()) {
-    if (architecture == "BertForSequenceClassification") {
+    if (std::find(std::begin(kClassifiers), std::end(kClassifiers), architecture) != std::end(kClassifiers)) {
       ASSIGN_OR_RETURN(c.labels, SequenceClassificationLabels(config));
     }
   }

@@ -1,5 +1,8 @@
-// BERT hyper-parameters from a Hugging Face config.json (model_type "bert"
-// and the BERT-shaped families that share its weights layout).
+// BERT hyper-parameters from a Hugging Face config.json: model_type "bert",
+// and the RoBERTa family ("xlm-roberta", "roberta", "camembert"), which has
+// BERT's layers and differs in two places: position ids start after the
+// padding id (RoBERTa's create_position_ids_from_input_ids) and the
+// sequence-classification head is RobertaClassificationHead.
 #ifndef ATTNSERVE_ENGINE_MODELS_BERT_CONFIG_H_
 #define ATTNSERVE_ENGINE_MODELS_BERT_CONFIG_H_
 
@@ -11,21 +14,34 @@
 
 namespace attnserve {
 
+enum class EncoderFamily { kBert, kRoberta };
+
 struct BertConfig {
+  EncoderFamily family = EncoderFamily::kBert;
   int hidden_size = 0;        // D
   int num_layers = 0;         // L
   int num_heads = 0;          // H; head_dim = D / H
   int intermediate_size = 0;  // feed-forward width
   int vocab_size = 0;
-  int max_positions = 0;      // max_position_embeddings
+  int max_positions = 0;      // max_position_embeddings (rows of the position table)
+  // RoBERTa: pad_token_id. Token t of a sequence has position
+  // pad + (non-pad tokens up to and including t), a pad token position pad;
+  // so a sequence holds at most max_positions - pad - 1 tokens. -1 for BERT
+  // (position = index).
+  int pad_token_id = -1;
   int type_vocab_size = 0;
   float layer_norm_eps = 1e-12f;
-  // BertForSequenceClassification (a cross-encoder or classifier): its
+  // BertForSequenceClassification / XLMRobertaForSequenceClassification (a
+  // cross-encoder or classifier): its
   // labels in id order (config.json id2label, else num_labels as
   // "LABEL_<i>", else Hugging Face's default of two). Empty: a plain
   // encoder.
   std::vector<std::string> labels;
   int head_dim() const { return hidden_size / num_heads; }
+  // The longest sequence the position table allows.
+  int max_sequence_length() const {
+    return family == EncoderFamily::kRoberta ? max_positions - pad_token_id - 1 : max_positions;
+  }
 };
 
 // Validates every field (ranges, D % H == 0, hidden_act "gelu",

@@ -8,15 +8,17 @@
 namespace attnserve {
 
 absl::StatusOr<ClassifierHead> ClassifierHead::Load(const SafetensorsArchive& w, const std::string& prefix,
-                                                    int hidden_size, int num_labels) {
+                                                    int hidden_size, int num_labels, bool roberta_head) {
   ClassifierHead head;
   head.hidden_ = hidden_size;
   head.num_labels_ = num_labels;
   const int64_t d = hidden_size;
-  ASSIGN_OR_RETURN(head.pooler_w_, w.LoadWithShape(prefix + "pooler.dense.weight", {d, d}, DType::kF32));
-  ASSIGN_OR_RETURN(head.pooler_b_, w.LoadWithShape(prefix + "pooler.dense.bias", {d}, DType::kF32));
-  ASSIGN_OR_RETURN(head.classifier_w_, w.LoadWithShape("classifier.weight", {num_labels, d}, DType::kF32));
-  ASSIGN_OR_RETURN(head.classifier_b_, w.LoadWithShape("classifier.bias", {num_labels}, DType::kF32));
+  const std::string dense = roberta_head ? "classifier.dense" : prefix + "pooler.dense";
+  const std::string out = roberta_head ? "classifier.out_proj" : "classifier";
+  ASSIGN_OR_RETURN(head.pooler_w_, w.LoadWithShape(dense + ".weight", {d, d}, DType::kF32));
+  ASSIGN_OR_RETURN(head.pooler_b_, w.LoadWithShape(dense + ".bias", {d}, DType::kF32));
+  ASSIGN_OR_RETURN(head.classifier_w_, w.LoadWithShape(out + ".weight", {num_labels, d}, DType::kF32));
+  ASSIGN_OR_RETURN(head.classifier_b_, w.LoadWithShape(out + ".bias", {num_labels}, DType::kF32));
   return head;
 }
 

@@ -1,11 +1,13 @@
 // The sequence-classification head of Hugging Face's
-// BertForSequenceClassification, what a cross-encoder (reranker) or a text
-// classifier answers with:
+// BertForSequenceClassification and RobertaClassificationHead (XLM-R,
+// RoBERTa, CamemBERT), what a cross-encoder (reranker) or a text classifier
+// answers with. Both are
 //
-//   logits = classifier(tanh(pooler(hidden[first token])))
+//   logits = out(tanh(dense(hidden[first token])))
 //
-// pooler: [D, D] + bias ("bert.pooler.dense"), classifier: [labels, D] +
-// bias ("classifier"). Dropout is inactive at inference. The head is a few
+// BERT: dense [D, D] + bias "bert.pooler.dense", out [labels, D] + bias
+// "classifier"; RoBERTa: "classifier.dense" and "classifier.out_proj".
+// Dropout is inactive at inference. The head is a few
 // thousand multiply-adds per sequence beside the forward's millions, so it
 // runs as plain f32 loops on the [CLS] row, with f32 weights whatever the
 // encoder's storage dtype.
@@ -25,10 +27,11 @@ namespace attnserve {
 
 class ClassifierHead {
  public:
-  // Reads `<prefix>pooler.dense.{weight,bias}` and `classifier.{weight,bias}`;
-  // errors name the file, the tensor and both shapes.
+  // BERT: reads `<prefix>pooler.dense.{weight,bias}` and
+  // `classifier.{weight,bias}`; RoBERTa: `classifier.dense.*` and
+  // `classifier.out_proj.*`. Errors name the file, the tensor and both shapes.
   static absl::StatusOr<ClassifierHead> Load(const SafetensorsArchive& weights, const std::string& prefix,
-                                             int hidden_size, int num_labels);
+                                             int hidden_size, int num_labels, bool roberta_head);
 
   int num_labels() const { return num_labels_; }
   // out[num_labels] = the logits of one sequence whose first-token hidden
@@ -39,8 +42,8 @@ class ClassifierHead {
  private:
   int hidden_ = 0;
   int num_labels_ = 0;
-  Tensor pooler_w_, pooler_b_;          // [D, D], [D]
-  Tensor classifier_w_, classifier_b_;  // [labels, D], [labels]
+  Tensor pooler_w_, pooler_b_;          // dense: [D, D], [D]
+  Tensor classifier_w_, classifier_b_;  // out: [labels, D], [labels]
 };
 
 }  // namespace attnserve

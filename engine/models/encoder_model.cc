@@ -10,6 +10,7 @@
 #include "engine/formats/model_dir.h"
 #include "engine/models/bert_config.h"
 #include "engine/tokenizers/bert_vocab_txt.h"
+#include "engine/tokenizers/wordpiece.h"
 
 namespace attnserve {
 
@@ -19,14 +20,14 @@ absl::StatusOr<std::unique_ptr<EncoderModel>> EncoderModel::Load(const std::stri
   ASSIGN_OR_RETURN(BertConfig config, ParseBertConfig(md.config));
   std::unique_ptr<EncoderModel> m(new EncoderModel());
   if (!md.tokenizer_json.empty()) {
-    ASSIGN_OR_RETURN(m->tokenizer_, WordPieceTokenizer::FromFile(md.tokenizer_json));
+    ASSIGN_OR_RETURN(m->tokenizer_, LoadEncoderTokenizer(md.tokenizer_json));
   } else if (!md.vocab_txt.empty()) {
     // Older BERT checkpoints ship only the slow tokenizer's files.
     ASSIGN_OR_RETURN(nlohmann::json described, BertTokenizerJsonFromVocab(md.vocab_txt, md.tokenizer_config));
     ASSIGN_OR_RETURN(m->tokenizer_, WordPieceTokenizer::FromJson(described, md.vocab_txt));
   } else {
     return absl::NotFoundError(
-        absl::StrCat(dir, ": no tokenizer.json or vocab.txt (the encoder needs a WordPiece tokenizer)"));
+        absl::StrCat(dir, ": no tokenizer.json or vocab.txt (the encoder needs its tokenizer)"));
   }
   if (m->tokenizer_->vocab_size() > config.vocab_size) {
     return absl::InvalidArgumentError(absl::StrCat(md.tokenizer_json.empty() ? md.vocab_txt : md.tokenizer_json,
@@ -44,7 +45,7 @@ absl::StatusOr<std::unique_ptr<EncoderModel>> EncoderModel::Load(const std::stri
     m->default_pooling_ = *mode;
   }
   m->default_normalize_ = st.normalize;
-  m->max_tokens_ = std::min(st.max_seq_length.value_or(config.max_positions), config.max_positions);
+  m->max_tokens_ = std::min(st.max_seq_length.value_or(config.max_sequence_length()), config.max_sequence_length());
 
   ModelDescription& d = m->description_;
   // Packaged models often live in ".../<package>/model": the parent names it.
@@ -52,7 +53,7 @@ absl::StatusOr<std::unique_ptr<EncoderModel>> EncoderModel::Load(const std::stri
   if (p.filename().empty()) p = p.parent_path();
   d.name = p.filename() == "model" && p.has_parent_path() ? p.parent_path().filename().string()
                                                           : p.filename().string();
-  d.architecture = "bert";
+  d.architecture = config.family == EncoderFamily::kRoberta ? md.config.model_type() : "bert";
   d.source = dir;
   d.num_layers = config.num_layers;
   d.num_heads = config.num_heads;
@@ -60,7 +61,7 @@ absl::StatusOr<std::unique_ptr<EncoderModel>> EncoderModel::Load(const std::stri
   d.head_dim = config.head_dim();
   d.hidden_size = config.hidden_size;
   d.vocab_size = config.vocab_size;
-  d.max_positions = config.max_positions;
+  d.max_positions = config.max_sequence_length();
   d.weight_dtype = options.weight_dtype;
   d.matmul_precision = options.matmul_precision;
   d.kv_dtype = DType::kF32;
@@ -100,7 +101,7 @@ absl::StatusOr<std::unique_ptr<EncodeJob>> EncoderModel::StartEncode(absl::Span<
     EncodeResult& r = results[i];
     if (in.is_text) {
       const int limit = options.truncate ? max_tokens_ : 0;
-      absl::StatusOr<WordPieceEncoding> enc =
+      absl::StatusOr<TextEncoding> enc =
           in.text_pair.has_value() ? tokenizer_->EncodePair(in.text, *in.text_pair, limit)
                                    : tokenizer_->Encode(in.text, /*add_special_tokens=*/true, limit);
       if (!enc.ok()) {
@@ -220,7 +221,7 @@ absl::StatusOr<std::vector<EncodeResult>> EncodeJob::Finish() {
 }
 
 absl::StatusOr<std::vector<int32_t>> EncoderModel::Tokenize(std::string_view text, bool add_special_tokens) const {
-  ASSIGN_OR_RETURN(WordPieceEncoding enc,
+  ASSIGN_OR_RETURN(TextEncoding enc,
                    tokenizer_->Encode(absl::string_view(text.data(), text.size()), add_special_tokens));
   return std::move(enc.ids);
 }

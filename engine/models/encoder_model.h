@@ -1,5 +1,6 @@
-// EncoderModel: a BERT-family sentence encoder loaded from a Hugging Face /
-// sentence-transformers directory: tokenizer + BertEncoder + pooling +
+// EncoderModel: a BERT- or XLM-RoBERTa-family sentence encoder loaded from a
+// Hugging Face / sentence-transformers directory: tokenizer (WordPiece or
+// Unigram, engine/tokenizers/encoder_tokenizer.h) + BertEncoder + pooling +
 // optional L2 normalisation. What the Encode RPC serves.
 //
 // Immutable after Load; Encode and StartEncode are const and thread-safe.
@@ -22,7 +23,7 @@
 #include "engine/models/bert.h"
 #include "engine/models/model_description.h"
 #include "engine/models/pooling.h"
-#include "engine/tokenizers/wordpiece.h"
+#include "engine/tokenizers/encoder_tokenizer.h"
 
 namespace attnserve {
 
@@ -125,14 +126,14 @@ class EncoderModel {
   // The pooling and normalisation the model directory asks for.
   PoolingMode default_pooling() const { return default_pooling_; }
   bool default_normalize() const { return default_normalize_; }
-  const WordPieceTokenizer& tokenizer() const { return *tokenizer_; }
+  const EncoderTokenizer& tokenizer() const { return *tokenizer_; }
 
  private:
   friend class EncodeJob;
   EncoderModel() = default;
 
   ModelDescription description_;
-  std::unique_ptr<WordPieceTokenizer> tokenizer_;
+  std::unique_ptr<EncoderTokenizer> tokenizer_;
   std::unique_ptr<BertEncoder> bert_;
   PoolingMode default_pooling_ = PoolingMode::kMean;
   bool default_normalize_ = false;

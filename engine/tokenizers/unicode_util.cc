@@ -1,10 +1,13 @@
 #include "engine/tokenizers/unicode_util.h"
 
+#include <unicode/brkiter.h>
 #include <unicode/normalizer2.h>
 #include <unicode/uchar.h>
 #include <unicode/unistr.h>
 #include <unicode/ustring.h>
 #include <unicode/utf16.h>
+
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 
@@ -159,6 +162,33 @@ void AppendLower(char32_t c, std::u32string* out) {
     return;
   }
   AppendUnicodeString(icu::UnicodeString(dst, n), out);
+}
+
+std::vector<size_t> GraphemeStarts(const std::u32string& text) {
+  std::vector<size_t> starts;
+  starts.reserve(text.size() + 1);
+  UErrorCode status = U_ZERO_ERROR;
+  std::unique_ptr<icu::BreakIterator> it(icu::BreakIterator::createCharacterInstance(icu::Locale::getRoot(), status));
+  if (U_FAILURE(status) || it == nullptr) {
+    // No break data: every code point its own cluster.
+    for (size_t i = 0; i <= text.size(); ++i) starts.push_back(i);
+    return starts;
+  }
+  const icu::UnicodeString u16 =
+      icu::UnicodeString::fromUTF32(reinterpret_cast<const UChar32*>(text.data()), static_cast<int32_t>(text.size()));
+  it->setText(u16);
+  // Boundaries come in UTF-16 units; walk the code points alongside.
+  size_t cp = 0;
+  int32_t unit = 0;
+  for (int32_t b = it->first(); b != icu::BreakIterator::DONE; b = it->next()) {
+    while (unit < b && cp < text.size()) {
+      unit += text[cp] > 0xFFFF ? 2 : 1;
+      ++cp;
+    }
+    starts.push_back(cp);
+  }
+  if (starts.empty() || starts.back() != text.size()) starts.push_back(text.size());
+  return starts;
 }
 
 }  // namespace attnserve

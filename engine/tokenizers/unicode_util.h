@@ -38,6 +38,9 @@ bool IsNonspacingMark(char32_t c);
 // ranges BERT isolates as single-character words (the Hugging Face ranges,
 // which start the Extension E block at U+2B920).
 bool IsCjkIdeograph(char32_t c);
+// Extended grapheme clusters (Unicode UAX #29, ICU's rules): the index in
+// `text` where each cluster starts, then text.size().
+std::vector<size_t> GraphemeStarts(const std::u32string& text);
 // Appends the canonical (NFD) decomposition of `c` (c itself if none).
 void AppendNfd(char32_t c, std::u32string* out);
 // Appends the full, context-free lowercase mapping of `c` (may be several

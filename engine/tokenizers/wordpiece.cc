@@ -1,6 +1,7 @@
 #include "engine/tokenizers/wordpiece.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -22,20 +23,6 @@ bool IsAsciiPunctuation(char32_t c) {
 }
 
 bool IsBertPunctuation(char32_t c) { return IsAsciiPunctuation(c) || IsPunctuationCategory(c); }
-
-// Reads the special token id named in a post-processor's special_tokens map.
-absl::StatusOr<int32_t> SpecialFromPostProcessor(const nlohmann::json& pp, const std::string& name,
-                                                 const std::string& path) {
-  auto st = pp.find("special_tokens");
-  if (st == pp.end() || !st->is_object() || !st->contains(name)) {
-    return Unsupported(path, absl::StrCat("post_processor has no special token ", name));
-  }
-  const nlohmann::json& ids = (*st)[name]["ids"];
-  if (!ids.is_array() || ids.size() != 1 || !ids[0].is_number_integer()) {
-    return Unsupported(path, absl::StrCat("post_processor special token ", name, " must have exactly one id"));
-  }
-  return ids[0].get<int32_t>();
-}
 
 }  // namespace
 
@@ -127,24 +114,7 @@ absl::StatusOr<std::unique_ptr<WordPieceTokenizer>> WordPieceTokenizer::FromJson
     return Unsupported(path, absl::StrCat("pre_tokenizer.type \"", ptype.value_or(""), "\" is not supported (BertPreTokenizer only)"));
   }
   const nlohmann::json& pp = j.contains("post_processor") ? j["post_processor"] : nlohmann::json();
-  ASSIGN_OR_RETURN(std::optional<std::string> pptype, JsonOptionalString(pp, "type", path));
-  if (pptype == "TemplateProcessing") {
-    ASSIGN_OR_RETURN(t->cls_id_, SpecialFromPostProcessor(pp, "[CLS]", path));
-    ASSIGN_OR_RETURN(t->sep_id_, SpecialFromPostProcessor(pp, "[SEP]", path));
-  } else if (pptype == "BertProcessing") {
-    if (!pp["cls"].is_array() || pp["cls"].size() != 2 || !pp["cls"][1].is_number_integer() ||
-        !pp["sep"].is_array() || pp["sep"].size() != 2 || !pp["sep"][1].is_number_integer()) {
-      return Unsupported(path, "post_processor cls/sep must be [token, id]");
-    }
-    t->cls_id_ = pp["cls"][1].get<int32_t>();
-    t->sep_id_ = pp["sep"][1].get<int32_t>();
-  } else {
-    return Unsupported(path, absl::StrCat("post_processor.type \"", pptype.value_or(""),
-                                          "\" is not supported (TemplateProcessing or BertProcessing)"));
-  }
-  if (t->cls_id_ < 0 || t->cls_id_ > max_id || t->sep_id_ < 0 || t->sep_id_ > max_id) {
-    return Unsupported(path, "post_processor [CLS]/[SEP] ids are outside the vocabulary");
-  }
+  ASSIGN_OR_RETURN(t->template_, SequenceTemplate::FromPostProcessor(pp, max_id + 1, path));
   auto pad_it = t->vocab_.find("[PAD]");
   t->pad_id_ = pad_it == t->vocab_.end() ? 0 : pad_it->second;
   const nlohmann::json& dec = j.contains("decoder") ? j["decoder"] : nlohmann::json();
@@ -157,14 +127,14 @@ bool WordPieceTokenizer::IsSpecial(int32_t id) const {
   return id >= 0 && static_cast<size_t>(id) < special_.size() && special_[id];
 }
 
-absl::StatusOr<WordPieceEncoding> WordPieceTokenizer::Encode(absl::string_view text, bool add_special_tokens,
+absl::StatusOr<TextEncoding> WordPieceTokenizer::Encode(absl::string_view text, bool add_special_tokens,
                                                              int max_length) const {
   if (!IsValidUtf8(text)) {
     std::vector<char32_t> cps;
     std::vector<uint32_t> offs;
     return DecodeUtf8(text, &cps, &offs);  // the error with its byte offset
   }
-  WordPieceEncoding enc;
+  TextEncoding enc;
   // Split out added tokens (leftmost, longest first), tokenizing the text
   // between them.
   size_t segment_start = 0;
@@ -190,66 +160,18 @@ absl::StatusOr<WordPieceEncoding> WordPieceTokenizer::Encode(absl::string_view t
   }
   RETURN_IF_ERROR(EncodeSegment(text.substr(segment_start), static_cast<uint32_t>(segment_start), &enc));
 
-  const int specials = add_special_tokens ? 2 : 0;
-  enc.untruncated_length = static_cast<int64_t>(enc.ids.size()) + specials;
-  if (max_length > 0 && enc.untruncated_length > max_length) {
-    size_t keep = static_cast<size_t>(std::max(0, max_length - specials));
-    enc.ids.resize(keep);
-    enc.offsets.resize(keep);
-    enc.truncated = true;
-  }
-  if (add_special_tokens) {
-    enc.ids.insert(enc.ids.begin(), cls_id_);
-    enc.offsets.insert(enc.offsets.begin(), {0, 0});
-    enc.ids.push_back(sep_id_);
-    enc.offsets.emplace_back(0, 0);
-  }
-  return enc;
+  return template_.Single(std::move(enc), add_special_tokens, max_length);
 }
 
-absl::StatusOr<WordPieceEncoding> WordPieceTokenizer::EncodePair(absl::string_view first,
-                                                                 absl::string_view second, int max_length) const {
-  ASSIGN_OR_RETURN(WordPieceEncoding a, Encode(first, /*add_special_tokens=*/false));
-  ASSIGN_OR_RETURN(WordPieceEncoding b, Encode(second, /*add_special_tokens=*/false));
-  constexpr int kSpecials = 3;
-  WordPieceEncoding enc;
-  enc.untruncated_length = static_cast<int64_t>(a.ids.size() + b.ids.size()) + kSpecials;
-  if (max_length > 0 && enc.untruncated_length > max_length) {
-    // tokenizers' TruncationStrategy::LongestFirst on the two sequences.
-    const size_t budget = static_cast<size_t>(std::max(0, max_length - kSpecials));
-    const bool swapped = a.ids.size() > b.ids.size();
-    size_t shorter = std::min(a.ids.size(), b.ids.size());
-    size_t longer = shorter > budget ? shorter : std::max(shorter, budget - shorter);
-    if (shorter + longer > budget) {
-      shorter = budget / 2;
-      longer = shorter + budget % 2;
-    }
-    const size_t keep_a = swapped ? longer : shorter;
-    const size_t keep_b = swapped ? shorter : longer;
-    a.ids.resize(std::min(a.ids.size(), keep_a));
-    a.offsets.resize(a.ids.size());
-    b.ids.resize(std::min(b.ids.size(), keep_b));
-    b.offsets.resize(b.ids.size());
-    enc.truncated = true;
-  }
-  enc.ids.reserve(a.ids.size() + b.ids.size() + kSpecials);
-  enc.ids.push_back(cls_id_);
-  enc.offsets.emplace_back(0, 0);
-  enc.ids.insert(enc.ids.end(), a.ids.begin(), a.ids.end());
-  enc.offsets.insert(enc.offsets.end(), a.offsets.begin(), a.offsets.end());
-  enc.ids.push_back(sep_id_);
-  enc.offsets.emplace_back(0, 0);
-  enc.type_ids.assign(enc.ids.size(), 0);
-  enc.ids.insert(enc.ids.end(), b.ids.begin(), b.ids.end());
-  enc.offsets.insert(enc.offsets.end(), b.offsets.begin(), b.offsets.end());
-  enc.ids.push_back(sep_id_);
-  enc.offsets.emplace_back(0, 0);
-  enc.type_ids.resize(enc.ids.size(), 1);
-  return enc;
+absl::StatusOr<TextEncoding> WordPieceTokenizer::EncodePair(absl::string_view first, absl::string_view second,
+                                                            int max_length) const {
+  ASSIGN_OR_RETURN(TextEncoding a, Encode(first, /*add_special_tokens=*/false));
+  ASSIGN_OR_RETURN(TextEncoding b, Encode(second, /*add_special_tokens=*/false));
+  return template_.Pair(std::move(a), std::move(b), max_length);
 }
 
 absl::Status WordPieceTokenizer::EncodeSegment(absl::string_view segment, uint32_t base,
-                                               WordPieceEncoding* out) const {
+                                               TextEncoding* out) const {
   if (segment.empty()) return absl::OkStatus();
   std::vector<char32_t> cps;
   std::vector<uint32_t> offsets;
@@ -279,7 +201,7 @@ absl::Status WordPieceTokenizer::EncodeSegment(absl::string_view segment, uint32
 }
 
 void WordPieceTokenizer::EncodeWord(const std::vector<NormalizedChar>& chars, size_t begin, size_t end,
-                                    WordPieceEncoding* out) const {
+                                    TextEncoding* out) const {
   const size_t n = end - begin;
   if (n > static_cast<size_t>(max_input_chars_per_word_)) {
     out->ids.push_back(unk_id_);

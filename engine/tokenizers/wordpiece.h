@@ -24,25 +24,12 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "engine/tokenizers/bert_normalizer.h"
+#include "engine/tokenizers/encoder_tokenizer.h"
+#include "engine/tokenizers/sequence_template.h"
 
 namespace attnserve {
 
-struct WordPieceEncoding {
-  std::vector<int32_t> ids;
-  // Byte span [begin, end) of each token in the input text; (0, 0) for
-  // [CLS] / [SEP].
-  std::vector<std::pair<uint32_t, uint32_t>> offsets;
-  bool truncated = false;
-  // Tokens the full text has (with special tokens when they were added),
-  // before truncation.
-  int64_t untruncated_length = 0;
-  // Segment of each token (BERT's token_type_ids): filled by EncodePair (0
-  // for [CLS], the first text and its [SEP]; 1 for the second text and the
-  // last [SEP]); empty from Encode, where every token is segment 0.
-  std::vector<int32_t> type_ids;
-};
-
-class WordPieceTokenizer {
+class WordPieceTokenizer : public EncoderTokenizer {
  public:
   // Reads tokenizer.json; INVALID_ARGUMENT naming the file and the field for
   // anything unsupported (another model type, normalizer or pre-tokenizer).
@@ -50,34 +37,26 @@ class WordPieceTokenizer {
   static absl::StatusOr<std::unique_ptr<WordPieceTokenizer>> FromJson(const nlohmann::json& json,
                                                                      const std::string& path);
 
-  // Tokenizes `text` (must be valid UTF-8: INVALID_ARGUMENT otherwise). With
-  // max_length > 0 the result is cut to at most max_length tokens, counting
-  // [CLS] and [SEP] when add_special_tokens (the tail of the text is dropped,
-  // as Hugging Face's truncation of a single sequence does).
-  absl::StatusOr<WordPieceEncoding> Encode(absl::string_view text, bool add_special_tokens,
-                                           int max_length = 0) const;
-  // A text pair as a cross-encoder reads it, the tokenizer.json
-  // TemplateProcessing of BERT: [CLS] first [SEP] second [SEP]. With
-  // max_length > 0 the texts are cut by Hugging Face's "longest_first" rule
-  // to fit max_length with the three special tokens: the shorter text is
-  // kept whole when the longer can take the rest, else the budget is split
-  // in half (the odd token to the longer text, to the second when they tie).
-  // Offsets are byte spans in the text each token came from.
-  absl::StatusOr<WordPieceEncoding> EncodePair(absl::string_view first, absl::string_view second,
-                                               int max_length = 0) const;
+  // EncoderTokenizer (see there): [CLS] text [SEP] by the post-processor.
+  absl::StatusOr<TextEncoding> Encode(absl::string_view text, bool add_special_tokens,
+                                      int max_length = 0) const override;
+  // [CLS] first [SEP] second [SEP], the second in segment 1.
+  absl::StatusOr<TextEncoding> EncodePair(absl::string_view first, absl::string_view second,
+                                          int max_length = 0) const override;
   // "[UNK]"-like strings; out-of-range ids give "<invalid id N>".
-  std::string IdToToken(int32_t id) const;
+  std::string IdToToken(int32_t id) const override;
   // Hugging Face's WordPiece decoder: tokens joined by spaces, "##" pieces
   // glued, then the BERT clean-up of spaces before punctuation and
   // contractions. INVALID_ARGUMENT for ids out of range.
-  absl::StatusOr<std::string> Decode(absl::Span<const int32_t> ids, bool skip_special_tokens) const;
+  absl::StatusOr<std::string> Decode(absl::Span<const int32_t> ids, bool skip_special_tokens) const override;
 
-  int vocab_size() const { return static_cast<int>(id_to_token_.size()); }
-  int32_t cls_id() const { return cls_id_; }
-  int32_t sep_id() const { return sep_id_; }
+  int vocab_size() const override { return static_cast<int>(id_to_token_.size()); }
+  int32_t cls_id() const { return template_.FirstSpecialId(); }
+  int32_t sep_id() const { return template_.LastSpecialId(); }
   int32_t pad_id() const { return pad_id_; }
   int32_t unk_id() const { return unk_id_; }
-  bool IsSpecial(int32_t id) const;
+  bool IsSpecial(int32_t id) const override;
+  absl::string_view kind() const override { return "wordpiece"; }
 
  private:
   struct AddedToken {
@@ -88,9 +67,9 @@ class WordPieceTokenizer {
   WordPieceTokenizer() = default;
   // Normalizes, pre-tokenizes and WordPiece-splits one segment of text that
   // contains no added token; appends ids and offsets (shifted by `base`).
-  absl::Status EncodeSegment(absl::string_view segment, uint32_t base, WordPieceEncoding* out) const;
+  absl::Status EncodeSegment(absl::string_view segment, uint32_t base, TextEncoding* out) const;
   void EncodeWord(const std::vector<NormalizedChar>& chars, size_t begin, size_t end,
-                  WordPieceEncoding* out) const;
+                  TextEncoding* out) const;
 
   BertNormalizerOptions normalizer_;
   bool has_normalizer_ = true;
@@ -103,8 +82,7 @@ class WordPieceTokenizer {
   std::string continuing_prefix_ = "##";
   int max_input_chars_per_word_ = 100;
   int32_t unk_id_ = -1;
-  int32_t cls_id_ = -1;
-  int32_t sep_id_ = -1;
+  SequenceTemplate template_;
   int32_t pad_id_ = 0;
   bool decoder_cleanup_ = true;
 };

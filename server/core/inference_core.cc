@@ -410,8 +410,8 @@ absl::StatusOr<v1::TokenizeResponse> InferenceCore::Tokenize(const v1::TokenizeR
   }
   if (use_encoder) {
     if (!has_encoder()) return absl::FailedPreconditionError("model: no encoder model is loaded");
-    const WordPieceTokenizer& tokenizer = models_->encoder->tokenizer();
-    absl::StatusOr<WordPieceEncoding> enc = tokenizer.Encode(request.text(), request.add_special_tokens());
+    const EncoderTokenizer& tokenizer = models_->encoder->tokenizer();
+    absl::StatusOr<TextEncoding> enc = tokenizer.Encode(request.text(), request.add_special_tokens());
     if (!enc.ok()) return absl::InvalidArgumentError(absl::StrCat("text: ", enc.status().message()));
     response.mutable_token_ids()->Assign(enc->ids.begin(), enc->ids.end());
     for (std::string& piece : models_->encoder->TokenStrings(enc->ids)) response.add_tokens(std::move(piece));

@@ -8,7 +8,7 @@ absl::StatusOr<int> EncoderBackend::CountTokens(const EncoderInput& input, const
   const int limit = model_->max_tokens();
   int n = 0;
   if (input.is_text && input.text_pair.has_value()) {
-    absl::StatusOr<WordPieceEncoding> pair = model_->tokenizer().EncodePair(input.text, *input.text_pair);
+    absl::StatusOr<TextEncoding> pair = model_->tokenizer().EncodePair(input.text, *input.text_pair);
     if (!pair.ok()) return pair.status();
     n = static_cast<int>(pair->ids.size());
   } else if (input.is_text) {

@@ -63,6 +63,7 @@
 #include "engine/tokenizers/streaming_detokenizer.h"
 #include "engine/tokenizers/tokenizer.h"
 #include "engine/tokenizers/tokenizer_factory.h"
+#include "engine/tokenizers/encoder_tokenizer.h"
 #include "engine/tokenizers/unicode_util.h"
 #include "engine/tokenizers/wordpiece.h"
 #include "tests/engine/models/encoder_test_util.h"
@@ -72,6 +73,7 @@ namespace attnserve::fuzz {
 struct TokenizerFuzzSet {
   std::vector<std::unique_ptr<Tokenizer>> tokenizers;
   std::unique_ptr<WordPieceTokenizer> wordpiece;
+  std::unique_ptr<EncoderTokenizer> unigram;  // XLM-R's (Precompiled + Metaspace + Unigram)
 };
 
 // `source_dir`: the repository (tests/golden); `shared_dir`: ../shared.
@@ -93,6 +95,10 @@ inline absl::StatusOr<TokenizerFuzzSet> LoadTokenizerFuzzSet(const std::string& 
       WordPieceTokenizer::FromFile(testing_util::MiniLmDir() + "/tokenizer.json");
   if (!wp.ok()) return wp.status();
   set.wordpiece = std::move(*wp);
+  absl::StatusOr<std::unique_ptr<EncoderTokenizer>> unigram =
+      LoadEncoderTokenizer(source_dir + "/tests/golden/encoder_models/xlmr_tiny/tokenizer.json");
+  if (!unigram.ok()) return unigram.status();
+  set.unigram = std::move(*unigram);
   return set;
 }
 
@@ -120,21 +126,26 @@ inline std::string Escaped(std::string_view s) {
 
 }  // namespace tokenizer_fuzz_internal
 
-// WordPiece's part (selectors 6-7); true when the text was encoded.
-inline bool WordPieceFuzzOne(const WordPieceTokenizer& wp, std::string_view input) {
+// The encoder tokenizers' part (selectors 6-7 WordPiece, 8 Unigram); true
+// when the text was encoded.
+inline bool EncoderTokenizerFuzzOne(const EncoderTokenizer& wp, std::string_view input) {
   using tokenizer_fuzz_internal::Escaped;
   if (input.empty()) return false;
   const uint8_t knobs = static_cast<uint8_t>(input[0]);
   const bool add_special = (knobs & 1) != 0;
   int max_length = knobs >> 1 >= 64 ? 0 : knobs >> 1;  // 0..63, or none
-  // [CLS] and [SEP] take two of max_length; callers pass the model's limit.
+  // The template's tokens around an empty text ([CLS] [SEP], <s> </s>).
+  const absl::StatusOr<TextEncoding> empty = wp.Encode("", /*add_special_tokens=*/true);
+  if (!empty.ok() || empty->ids.size() != 2) std::abort();
+  // They take two of max_length; callers pass the model's limit.
   if (add_special && max_length == 1) max_length = 2;
   const absl::string_view text(input.data() + 1, input.size() - 1);
   auto fail = [&](const char* what, const std::string& detail) {
-    std::fprintf(stderr, "tokenizer fuzz (wordpiece): %s: %s (text %s)\n", what, detail.c_str(), Escaped(std::string_view(text.data(), text.size())).c_str());
+    std::fprintf(stderr, "tokenizer fuzz (%s): %s: %s (text %s)\n", std::string(wp.kind()).c_str(), what, detail.c_str(),
+                 Escaped(std::string_view(text.data(), text.size())).c_str());
     std::abort();
   };
-  absl::StatusOr<WordPieceEncoding> enc = wp.Encode(text, add_special, max_length);
+  absl::StatusOr<TextEncoding> enc = wp.Encode(text, add_special, max_length);
   if (!IsValidUtf8(text)) {
     if (enc.ok()) fail("Encode accepted invalid UTF-8", "");
     return false;
@@ -145,8 +156,8 @@ inline bool WordPieceFuzzOne(const WordPieceTokenizer& wp, std::string_view inpu
   for (int32_t id : ids) {
     if (id < 0 || id >= wp.vocab_size()) fail("id out of range", std::to_string(id));
   }
-  if (add_special && (ids.size() < 2 || ids.front() != wp.cls_id() || ids.back() != wp.sep_id())) {
-    fail("[CLS] ... [SEP] missing", std::to_string(ids.size()) + " ids");
+  if (add_special && (ids.size() < 2 || ids.front() != empty->ids.front() || ids.back() != empty->ids.back())) {
+    fail("the template's first and last tokens are missing", std::to_string(ids.size()) + " ids");
   }
   uint32_t last_begin = 0;
   for (size_t i = 0; i < ids.size(); ++i) {
@@ -160,7 +171,7 @@ inline bool WordPieceFuzzOne(const WordPieceTokenizer& wp, std::string_view inpu
   if (max_length > 0) {
     if (static_cast<int>(ids.size()) > max_length) fail("more tokens than max_length", std::to_string(ids.size()));
     if (enc->truncated != (enc->untruncated_length > max_length)) fail("truncated flag wrong", std::to_string(enc->untruncated_length));
-    absl::StatusOr<WordPieceEncoding> full = wp.Encode(text, add_special, 0);
+    absl::StatusOr<TextEncoding> full = wp.Encode(text, add_special, 0);
     if (!full.ok() || full->ids.size() != static_cast<size_t>(enc->untruncated_length)) fail("untruncated length wrong", std::to_string(enc->untruncated_length));
     const size_t body = ids.size() - (add_special ? 1 : 0);  // the kept tokens, [SEP] aside
     for (size_t i = 0; i < body; ++i) {
@@ -182,10 +193,11 @@ inline bool WordPieceFuzzOne(const WordPieceTokenizer& wp, std::string_view inpu
 inline bool TokenizerFuzzOne(const TokenizerFuzzSet& set, const uint8_t* data, size_t size) {
   using tokenizer_fuzz_internal::Escaped;
   using tokenizer_fuzz_internal::Fail;
-  if (size == 0 || set.tokenizers.size() != 3 || set.wordpiece == nullptr) return false;
-  const int selector = data[0] % 8;
+  if (size == 0 || set.tokenizers.size() != 3 || set.wordpiece == nullptr || set.unigram == nullptr) return false;
+  const int selector = data[0] % 9;
   const std::string_view payload(reinterpret_cast<const char*>(data) + 1, size - 1);
-  if (selector >= 6) return WordPieceFuzzOne(*set.wordpiece, payload);
+  if (selector == 8) return EncoderTokenizerFuzzOne(*set.unigram, payload);
+  if (selector >= 6) return EncoderTokenizerFuzzOne(*set.wordpiece, payload);
   const Tokenizer& t = *set.tokenizers[selector % 3];
   const bool ids_mode = selector >= 3;
   if (!ids_mode) {

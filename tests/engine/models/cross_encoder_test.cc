@@ -50,7 +50,7 @@ TEST_P(CrossEncoderTest, TokenizesPairsAsHuggingFace) {
   for (size_t i = 0; i < cases.size(); ++i) {
     const nlohmann::json& c = cases[i];
     const int max_length = c["max_length"].get<int>();
-    absl::StatusOr<WordPieceEncoding> enc =
+    absl::StatusOr<TextEncoding> enc =
         c["text_pair"].is_null()
             ? (*model)->tokenizer().Encode(c["text"].get<std::string>(), true, max_length)
             : (*model)->tokenizer().EncodePair(c["text"].get<std::string>(), c["text_pair"].get<std::string>(),

@@ -27,14 +27,15 @@ const TokenizerFuzzSet& Set() {
   return *set;
 }
 
-// Seeds for every selector byte 0..7 (tokenizer and mode); WordPiece's
-// payload starts with its knobs byte.
+// Seeds for every selector byte 0..8 (tokenizer and mode); the encoder
+// tokenizers' (6: WordPiece, 8: Unigram) payload starts with its knobs byte.
 std::vector<std::string> SeedCorpus() {
   const std::vector<std::string> texts = {
       "Once upon a time, there was a little girl named Lily.",
       "  two leading spaces\n\nand\ttabs\r\n 123 4567 89.0",
       "caf\xc3\xa9 na\xc3\xafve \xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e \xf0\x9f\x98\x80\xf0\x9f\x91\x8d\xf0\x9f\x8f\xbd",
       "<s></s><|endoftext|><unk> \xe2\x96\x81 <0x0A>",
+      "\xef\xbd\x86\xef\xbd\x95 \xef\xac\x81 e\xcc\x81 \xef\xbc\xa1\xcc\x81  a <mask>  b\xe2\x80\x8b",
       std::string("nul\0inside", 10),
       "\xff\xfe invalid \xc3 \xe2\x82",
   };
@@ -43,7 +44,10 @@ std::vector<std::string> SeedCorpus() {
     for (const std::string& text : texts) corpus.push_back(std::string(1, static_cast<char>(selector)) + text);
   }
   for (const char knobs : {'\x00', '\x01', '\x0b', '\x10'}) {  // none / special; max_length 5 / 8
-    for (const std::string& text : texts) corpus.push_back(std::string(1, '\x06') + knobs + text);
+    for (const std::string& text : texts) {
+      corpus.push_back(std::string(1, '\x06') + knobs + text);
+      corpus.push_back(std::string(1, '\x08') + knobs + text);
+    }
   }
   return corpus;
 }
@@ -52,7 +56,7 @@ std::string Mutate(const std::string& in, const std::vector<std::string>& corpus
   static const char* kFragments[] = {" ",    "  ",   "\n",   "\xe2\x96\x81", "\xc3\xa9", "\xe6\x97\xa5", "\xf0\x9f\x98\x80",
                                      "\xf0", "\x9f", "\xe2", "\x80",         "<s>",      "</s>",         "0x",
                                      "'s",   "123",  "\t",   "\r\n",         "\xef\xbf\xbd"};
-  static const SelectorEditOptions kEdits{kFragments, sizeof(kFragments) / sizeof(kFragments[0]), /*selectors=*/8};
+  static const SelectorEditOptions kEdits{kFragments, sizeof(kFragments) / sizeof(kFragments[0]), /*selectors=*/9};
   std::string s = in;
   const int steps = 1 + static_cast<int>(rng() % 4);
   for (int k = 0; k < steps; ++k) {
@@ -68,6 +72,8 @@ TEST(TokenizerFuzzTest, LoadsOneTokenizerOfEachKind) {
   EXPECT_EQ(Set().tokenizers[1]->kind(), "hf_sentencepiece_bpe");
   EXPECT_EQ(Set().tokenizers[2]->kind(), "byte_level_bpe");
   EXPECT_NE(Set().wordpiece, nullptr);
+  ASSERT_NE(Set().unigram, nullptr);
+  EXPECT_EQ(Set().unigram->kind(), "unigram");
 }
 
 TEST(TokenizerFuzzTest, FixedSeedMutationLoop) {

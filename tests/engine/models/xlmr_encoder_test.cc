@@ -1,0 +1,146 @@
+// XLM-RoBERTa encoders (the multilingual-e5 / bge-m3 / bge-reranker family)
+// against transformers and sentence-transformers
+// (tools/golden/xlmr_golden.py): mean-pooled embeddings of XLMRobertaModel,
+// RoBERTa's position ids (counted after the padding id, a <pad> written in
+// the text keeping the padding position), the 64-token limit of a 66-row
+// position table, and XLMRobertaForSequenceClassification's logits.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "engine/formats/json_util.h"
+#include "engine/models/encoder_model.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace attnserve {
+namespace {
+
+using ::testing::ElementsAreArray;
+using ::testing::HasSubstr;
+
+std::string ModelDir(const std::string& name) {
+  return ATTNSERVE_SOURCE_DIR "/tests/golden/encoder_models/" + name;
+}
+
+const nlohmann::json& Golden() {
+  static const nlohmann::json* golden = [] {
+    auto g = ReadJsonFile(ATTNSERVE_SOURCE_DIR "/tests/golden/encoder/xlmr_golden.json");
+    return new nlohmann::json(g.ok() ? std::move(*g) : nlohmann::json());
+  }();
+  return *golden;
+}
+
+EncoderInput TextInput(const std::string& text) {
+  EncoderInput in;
+  in.text = text;
+  return in;
+}
+
+TEST(XlmrEncoderTest, LoadsTheConfigAsRoberta) {
+  auto model = EncoderModel::Load(ModelDir("xlmr_tiny"), {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ((*model)->description().architecture, "xlm-roberta");
+  EXPECT_EQ((*model)->max_tokens(), 64);  // 66 positions - padding id 1 - 1
+  EXPECT_EQ((*model)->description().max_positions, 64);
+  EXPECT_EQ((*model)->default_pooling(), PoolingMode::kMean);
+  EXPECT_TRUE((*model)->description().labels.empty());
+}
+
+// Every text in one batch, then each alone.
+TEST(XlmrEncoderTest, EmbeddingsMatchTransformers) {
+  ASSERT_FALSE(Golden().is_null());
+  auto model = EncoderModel::Load(ModelDir("xlmr_tiny"), {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  std::vector<EncoderInput> inputs;
+  for (const nlohmann::json& c : Golden()["embeddings"]) inputs.push_back(TextInput(c["text"].get<std::string>()));
+  ASSERT_GE(inputs.size(), 12u);
+  auto batch = (*model)->Encode(inputs, {});
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  int truncated = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const nlohmann::json& c = Golden()["embeddings"][i];
+    EXPECT_THAT((*batch)[i].token_ids, ElementsAreArray(c["ids"].get<std::vector<int32_t>>())) << inputs[i].text;
+    const std::vector<float> want = c["embedding"].get<std::vector<float>>();
+    ASSERT_EQ((*batch)[i].embedding.numel(), static_cast<int64_t>(want.size()));
+    for (size_t k = 0; k < want.size(); ++k) {
+      EXPECT_NEAR((*batch)[i].embedding.f32()[k], want[k], 1e-4) << inputs[i].text << " [" << k << "]";
+    }
+    auto alone = (*model)->Encode({&inputs[i], 1}, {});
+    ASSERT_TRUE(alone.ok()) << alone.status();
+    for (size_t k = 0; k < want.size(); ++k) EXPECT_NEAR((*alone)[0].embedding.f32()[k], want[k], 1e-4);
+    truncated += (*batch)[i].truncated;
+  }
+  EXPECT_EQ(truncated, 1);  // the 120-word text, cut to 64 tokens
+}
+
+TEST(XlmrEncoderTest, PadTokenInTheTextKeepsThePaddingPosition) {
+  // The golden text with "<pad>" in it: its embedding (checked above) needs
+  // the pad's position to be the padding id and the count to skip it; a
+  // model that numbered it like any token differs.
+  auto model = EncoderModel::Load(ModelDir("xlmr_tiny"), {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  const nlohmann::json* pad_case = nullptr;
+  for (const nlohmann::json& c : Golden()["embeddings"]) {
+    if (c["text"].get<std::string>().find("<pad>") != std::string::npos) pad_case = &c;
+  }
+  ASSERT_NE(pad_case, nullptr);
+  const std::vector<int32_t> ids = (*pad_case)["ids"].get<std::vector<int32_t>>();
+  ASSERT_THAT(ids, ::testing::Contains(1));
+  EncoderInput in;
+  in.is_text = false;
+  in.token_ids = ids;
+  auto r = (*model)->Encode({&in, 1}, {});
+  ASSERT_TRUE(r.ok()) << r.status();
+  const std::vector<float> want = (*pad_case)["embedding"].get<std::vector<float>>();
+  for (size_t k = 0; k < want.size(); ++k) EXPECT_NEAR((*r)[0].embedding.f32()[k], want[k], 1e-4);
+}
+
+TEST(XlmrEncoderTest, OverLongInputNamesTheLimit) {
+  auto model = EncoderModel::Load(ModelDir("xlmr_tiny"), {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  std::string words;
+  for (int i = 0; i < 80; ++i) words += "the quick brown fox ";
+  EncoderInput in = TextInput(words);
+  EncodeOptions strict;
+  strict.truncate = false;
+  auto r = (*model)->Encode({&in, 1}, strict);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("the model's limit is 64"));
+}
+
+TEST(XlmrRerankerTest, LogitsMatchTransformers) {
+  ASSERT_FALSE(Golden().is_null());
+  auto model = EncoderModel::Load(ModelDir("xlmr_reranker_tiny"), {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ((*model)->description().labels, std::vector<std::string>{"LABEL_0"});
+  std::vector<EncoderInput> inputs;
+  for (const nlohmann::json& c : Golden()["logits"]) {
+    EncoderInput in = TextInput(c["text"].get<std::string>());
+    if (!c["text_pair"].is_null()) in.text_pair = c["text_pair"].get<std::string>();
+    inputs.push_back(in);
+  }
+  ASSERT_GE(inputs.size(), 8u);
+  auto batch = (*model)->Encode(inputs, {});
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const nlohmann::json& c = Golden()["logits"][i];
+    EXPECT_THAT((*batch)[i].token_ids, ElementsAreArray(c["ids"].get<std::vector<int32_t>>())) << inputs[i].text;
+    const std::vector<float> want = c["logits"].get<std::vector<float>>();
+    ASSERT_EQ((*batch)[i].logits.size(), want.size());
+    EXPECT_NEAR((*batch)[i].logits[0], want[0], 1e-4) << inputs[i].text;
+  }
+  EncoderLoadOptions bf16;
+  bf16.weight_dtype = DType::kBF16;
+  auto rounded = EncoderModel::Load(ModelDir("xlmr_reranker_tiny"), bf16);
+  ASSERT_TRUE(rounded.ok()) << rounded.status();
+  auto approx = (*rounded)->Encode(inputs, {});
+  ASSERT_TRUE(approx.ok()) << approx.status();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    EXPECT_NEAR((*approx)[i].logits[0], Golden()["logits"][i]["logits"][0].get<float>(), 0.1);
+  }
+}
+
+}  // namespace
+}  // namespace attnserve

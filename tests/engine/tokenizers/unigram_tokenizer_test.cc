@@ -1,0 +1,170 @@
+// XLM-RoBERTa's tokenizer (SentencePiece Unigram with a Precompiled nmt_nfkc
+// normalizer) against Hugging Face tokenizers (tools/golden/xlmr_golden.py):
+// ids, byte offsets, decoding and pair templates for both tokenizer.json
+// layouts in use (the checkpoints' own, and transformers 5's), and the
+// refusals of malformed files.
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/formats/json_util.h"
+#include "engine/tokenizers/encoder_tokenizer.h"
+#include "engine/tokenizers/precompiled_charsmap.h"
+#include "engine/tokenizers/unigram_tokenizer.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace attnserve {
+namespace {
+
+using ::testing::ElementsAreArray;
+using ::testing::HasSubstr;
+
+const nlohmann::json& Golden() {
+  static const nlohmann::json* golden = [] {
+    auto g = ReadJsonFile(ATTNSERVE_SOURCE_DIR "/tests/golden/encoder/xlmr_golden.json");
+    return new nlohmann::json(g.ok() ? std::move(*g) : nlohmann::json());
+  }();
+  return *golden;
+}
+
+// Which model directory carries each layout's tokenizer.json.
+std::string TokenizerPath(const std::string& layout) {
+  return std::string(ATTNSERVE_SOURCE_DIR "/tests/golden/encoder_models/") +
+         (layout == "legacy" ? "xlmr_tiny" : "xlmr_reranker_tiny") + "/tokenizer.json";
+}
+
+nlohmann::json TokenizerJson() {
+  auto j = ReadJsonFile(TokenizerPath("legacy"));
+  return j.ok() ? *j : nlohmann::json();
+}
+
+class UnigramGoldenTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(UnigramGoldenTest, IdsAndOffsetsEqualTokenizers) {
+  ASSERT_FALSE(Golden().is_null());
+  auto tok = LoadEncoderTokenizer(TokenizerPath(GetParam()));
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  EXPECT_EQ((*tok)->kind(), "unigram");
+  const nlohmann::json& cases = Golden()["tokenizer"][GetParam()];
+  ASSERT_GE(cases.size(), 10u);
+  for (const nlohmann::json& c : cases) {
+    const std::string text = c["text"].get<std::string>();
+    auto enc = (*tok)->Encode(text, /*add_special_tokens=*/true);
+    ASSERT_TRUE(enc.ok()) << enc.status();
+    EXPECT_THAT(enc->ids, ElementsAreArray(c["ids"].get<std::vector<int32_t>>())) << text;
+    std::vector<std::pair<uint32_t, uint32_t>> offsets;
+    for (const nlohmann::json& o : c["offsets"]) offsets.emplace_back(o[0].get<uint32_t>(), o[1].get<uint32_t>());
+    EXPECT_THAT(enc->offsets, ElementsAreArray(offsets)) << text;
+    auto decoded = (*tok)->Decode(enc->ids, /*skip_special_tokens=*/false);
+    ASSERT_TRUE(decoded.ok());
+    EXPECT_EQ(*decoded, c["decoded"].get<std::string>()) << text;
+    auto skipped = (*tok)->Decode(enc->ids, /*skip_special_tokens=*/true);
+    ASSERT_TRUE(skipped.ok());
+    EXPECT_EQ(*skipped, c["decoded_skip_special"].get<std::string>()) << text;
+  }
+}
+
+TEST_P(UnigramGoldenTest, PairsAndTruncationEqualTokenizers) {
+  ASSERT_FALSE(Golden().is_null());
+  auto tok = LoadEncoderTokenizer(TokenizerPath(GetParam()));
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  int truncated = 0;
+  for (const nlohmann::json& c : Golden()["pairs"][GetParam()]) {
+    auto enc = (*tok)->EncodePair(c["text"].get<std::string>(), c["text_pair"].get<std::string>(),
+                                  c["max_length"].get<int>());
+    ASSERT_TRUE(enc.ok()) << enc.status();
+    EXPECT_THAT(enc->ids, ElementsAreArray(c["ids"].get<std::vector<int32_t>>())) << c["text"];
+    EXPECT_THAT(enc->type_ids, ElementsAreArray(c["type_ids"].get<std::vector<int32_t>>())) << c["text"];
+    EXPECT_LE(static_cast<int>(enc->ids.size()), c["max_length"].get<int>());
+    truncated += enc->truncated;
+  }
+  EXPECT_GE(truncated, 3);  // the long pairs were cut
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, UnigramGoldenTest, ::testing::Values("legacy", "v5"));
+
+TEST(UnigramTokenizerTest, SingleTruncationKeepsTheSpecialTokens) {
+  auto tok = LoadEncoderTokenizer(TokenizerPath("legacy"));
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  auto full = (*tok)->Encode("the quick brown fox jumps over the lazy dog", true);
+  auto cut = (*tok)->Encode("the quick brown fox jumps over the lazy dog", true, 5);
+  ASSERT_TRUE(full.ok() && cut.ok());
+  ASSERT_GT(full->ids.size(), 5u);
+  EXPECT_TRUE(cut->truncated);
+  EXPECT_EQ(cut->untruncated_length, static_cast<int64_t>(full->ids.size()));
+  std::vector<int32_t> expected(full->ids.begin(), full->ids.begin() + 4);
+  expected.push_back(full->ids.back());
+  EXPECT_THAT(cut->ids, ElementsAreArray(expected));
+}
+
+TEST(UnigramTokenizerTest, InvalidUtf8IsRefusedWithItsOffset) {
+  auto tok = LoadEncoderTokenizer(TokenizerPath("legacy"));
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  auto enc = (*tok)->Encode("abc\xff", true);
+  ASSERT_FALSE(enc.ok());
+  EXPECT_EQ(enc.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(enc.status().message(), HasSubstr("3"));
+}
+
+TEST(UnigramTokenizerTest, DecodeRefusesIdsOutsideTheVocabulary) {
+  auto tok = LoadEncoderTokenizer(TokenizerPath("legacy"));
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  auto text = (*tok)->Decode(std::vector<int32_t>{0, (*tok)->vocab_size()}, false);
+  ASSERT_FALSE(text.ok());
+  EXPECT_THAT(text.status().message(), HasSubstr("index 1"));
+}
+
+TEST(UnigramTokenizerTest, MalformedFilesNameTheComponent) {
+  nlohmann::json base = TokenizerJson();
+  ASSERT_FALSE(base.is_null());
+  struct Case {
+    const char* what;
+    std::function<void(nlohmann::json&)> damage;
+    const char* message;
+  };
+  const std::vector<Case> cases = {
+      {"bad base64", [](nlohmann::json& j) { j["normalizer"]["normalizers"][0]["precompiled_charsmap"] = "!!"; },
+       "precompiled_charsmap is not valid base64"},
+      {"short trie", [](nlohmann::json& j) { j["normalizer"]["normalizers"][0]["precompiled_charsmap"] = "/////w=="; },
+       "trie size"},
+      {"normalizer", [](nlohmann::json& j) { j["normalizer"] = {{"type", "NFKD"}}; }, "normalizer: type \"NFKD\""},
+      {"pre_tokenizer", [](nlohmann::json& j) { j["pre_tokenizer"] = {{"type", "ByteLevel"}}; },
+       "pre_tokenizer: type \"ByteLevel\""},
+      {"unk", [](nlohmann::json& j) { j["model"].erase("unk_id"); }, "unk_id is missing"},
+      {"vocab entry", [](nlohmann::json& j) { j["model"]["vocab"][5] = "x"; }, "vocab[5] is not [piece, score]"},
+      {"post_processor", [](nlohmann::json& j) { j["post_processor"]["pair"] = nlohmann::json::array(); },
+       "pair must hold $A and $B"},
+      {"model type", [](nlohmann::json& j) { j["model"]["type"] = "BPE"; }, "model.type \"BPE\""},
+  };
+  for (const Case& c : cases) {
+    nlohmann::json j = base;
+    c.damage(j);
+    auto tok = EncoderTokenizerFromJson(j, "dir/tokenizer.json");
+    ASSERT_FALSE(tok.ok()) << c.what;
+    EXPECT_EQ(tok.status().code(), absl::StatusCode::kInvalidArgument) << c.what;
+    EXPECT_THAT(tok.status().message(), HasSubstr("dir/tokenizer.json")) << c.what;
+    EXPECT_THAT(tok.status().message(), HasSubstr(c.message)) << c.what;
+  }
+}
+
+TEST(PrecompiledCharsmapTest, ShortestRuleWinsAndDamagedTriesMatchNothing) {
+  nlohmann::json j = TokenizerJson();
+  ASSERT_FALSE(j.is_null());
+  auto map = PrecompiledCharsmap::FromBase64(j["normalizer"]["normalizers"][0]["precompiled_charsmap"].get<std::string>(),
+                                             "t");
+  ASSERT_TRUE(map.ok()) << map.status();
+  EXPECT_EQ(map->Transform("\xEF\xBC\xA1"), "A");                 // fullwidth A: NFKC
+  EXPECT_EQ(map->Transform("\xEF\xBC\xA1\xCC\x81"), "A");         // + a combining accent: the shorter rule
+  EXPECT_EQ(map->Transform("\xEF\xAC\x81"), "fi");                // the fi ligature
+  EXPECT_EQ(map->Transform("\t"), " ");
+  EXPECT_FALSE(map->Transform("a").has_value());
+  // A trie of one unit whose offsets point outside it.
+  auto damaged = PrecompiledCharsmap::FromBase64("BAAAAP////8=", "t");
+  ASSERT_TRUE(damaged.ok()) << damaged.status();
+  EXPECT_FALSE(damaged->Transform("abc").has_value());
+}
+
+}  // namespace
+}  // namespace attnserve

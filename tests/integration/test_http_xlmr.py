@@ -1,0 +1,101 @@
+"""XLM-RoBERTa encoders served by the real binary (the tiny random-weight
+models of tools/golden/xlmr_golden.py, with a real sentencepiece-trained
+Unigram vocabulary and nmt_nfkc charsmap): OpenAI embeddings against
+sentence-transformers' SentenceTransformer on the same directory, TEI's
+/tokenize against Hugging Face tokenizers (ids and byte spans through the
+Precompiled normalizer), and TEI's /rerank against sentence-transformers'
+CrossEncoder on the XLMRobertaForSequenceClassification reranker."""
+import json
+
+import numpy as np
+import pytest
+
+from conftest import REPO, ServerProcess, http_get, post_json
+
+MODELS = REPO / "tests/golden/encoder_models"
+EMBEDDER = MODELS / "xlmr_tiny"
+RERANKER = MODELS / "xlmr_reranker_tiny"
+GOLDEN = json.loads((REPO / "tests/golden/encoder/xlmr_golden.json").read_text())
+# Multilingual texts with nothing sentence-transformers would strip.
+TEXTS = [
+    "Der schnelle braune Fuchs springt über den faulen Hund.",
+    "素早い茶色の狐がのろまな犬を飛び越える。",
+    "Быстрая коричневая лиса прыгает через ленивую собаку.",
+    "ｆｕｌｌｗｉｄｔｈ ＡＢＣ and the ﬁ ligature",
+    "what is the capital of france?",
+]
+QUERY = "what is the capital of france?"
+DOCUMENTS = [
+    "Paris is the capital and largest city of France.",
+    "París es la capital de Francia.",
+    "Berlin ist die Hauptstadt Deutschlands.",
+    "Bananas are a good source of potassium.",
+]
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    s = ServerProcess(f"--encoder-model={EMBEDDER}", "--threads=2")
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="module")
+def reranker():
+    s = ServerProcess(f"--encoder-model={RERANKER}", "--threads=2")
+    yield s
+    s.close()
+
+
+def test_embeddings_equal_sentence_transformers(embedder):
+    st = pytest.importorskip("sentence_transformers")
+    want = st.SentenceTransformer(str(EMBEDDER), device="cpu").encode(TEXTS, convert_to_numpy=True)
+    status, body = post_json(embedder, "/v1/embeddings", {"input": TEXTS, "model": "xlmr_tiny"})
+    assert status == 200, body
+    got = np.array([d["embedding"] for d in sorted(body["data"], key=lambda d: d["index"])])
+    np.testing.assert_allclose(got, want, atol=1e-4)
+
+
+def test_embeddings_keep_spaces_and_special_texts_as_tokenizer_json_reads_them(embedder):
+    # The golden embeddings are transformers' on tokenizers' ids (spaces kept,
+    # "<pad>" / "<mask>" in the text read as those tokens).
+    cases = [c for c in GOLDEN["embeddings"] if c["text"] != c["text"].strip() or "<" in c["text"]]
+    assert len(cases) >= 2
+    status, body = post_json(embedder, "/embed", {"inputs": [c["text"] for c in cases], "normalize": False})
+    assert status == 200, body
+    np.testing.assert_allclose(np.array(body), np.array([c["embedding"] for c in cases]), atol=1e-4)
+
+
+def test_tei_tokenize_equals_tokenizers(embedder):
+    tokenizers = pytest.importorskip("tokenizers")
+    tok = tokenizers.Tokenizer.from_file(str(EMBEDDER / "tokenizer.json"))
+    texts = [c["text"] for c in GOLDEN["tokenizer"]["legacy"] if c["text"]]
+    status, body = post_json(embedder, "/tokenize", {"inputs": texts})
+    assert status == 200, body
+    for text, tokens in zip(texts, body):
+        enc = tok.encode(text)
+        assert [t["id"] for t in tokens] == enc.ids, text
+        for t, (start, stop), special in zip(tokens, enc.offsets, enc.special_tokens_mask):
+            if special:
+                assert t["special"] and t["start"] is None, (text, t)
+            else:
+                assert (t["start"], t["stop"]) == (len(text[:start].encode()), len(text[:stop].encode())), (text, t)
+
+
+def test_tei_rerank_equals_cross_encoder(reranker):
+    st = pytest.importorskip("sentence_transformers")
+    want = st.CrossEncoder(str(RERANKER), device="cpu").predict([(QUERY, d) for d in DOCUMENTS])
+    status, body = post_json(reranker, "/rerank", {"query": QUERY, "texts": DOCUMENTS})
+    assert status == 200, body
+    assert [r["index"] for r in body] == list(np.argsort(-want, kind="stable"))
+    for r in body:
+        assert r["score"] == pytest.approx(float(want[r["index"]]), abs=2e-5)
+
+
+def test_model_info_names_the_architecture_and_limit(embedder):
+    status, raw = http_get(f"http://127.0.0.1:{embedder.http_port}/v1/model_info")
+    assert status == 200, raw
+    (info,) = json.loads(raw)["models"]
+    assert info["architecture"] == "xlm-roberta", info
+    # 66 position rows less RoBERTa's padding offset.
+    assert info["max_positions"] == info["max_input_tokens"] == GOLDEN["max_tokens"], info
