@@ -37,8 +37,20 @@ absl::StatusOr<UnigramModel> UnigramModel::FromJson(const nlohmann::json& model,
     if (!IsValidUtf8(piece)) return Bad(path, absl::StrCat("vocab[", i, "] is not valid UTF-8"));
     const double score = entry[1].get<double>();
     min_score = std::min(min_score, score);
-    m.max_piece_bytes_ = std::max(m.max_piece_bytes_, piece.size());
-    m.ids_.emplace(piece, static_cast<int32_t>(i));  // the first of duplicates, as tokenizers keeps
+    // A repeated piece maps to its last id, as tokenizers' token_to_ids
+    // (a map filled in order) has it.
+    m.ids_[piece] = static_cast<int32_t>(i);
+    if (!piece.empty()) {
+      int32_t node = 0;
+      if (m.trie_.empty()) m.trie_.emplace_back();
+      for (char ch : piece) {
+        const uint64_t key = (static_cast<uint64_t>(node) << 8) | static_cast<uint8_t>(ch);
+        auto [edge, added] = m.trie_edges_.emplace(key, static_cast<int32_t>(m.trie_.size()));
+        if (added) m.trie_.emplace_back();
+        node = edge->second;
+      }
+      m.trie_[node].piece = static_cast<int32_t>(i);
+    }
     m.pieces_.push_back(std::move(piece));
     m.scores_.push_back(score);
   }
@@ -54,7 +66,13 @@ absl::StatusOr<UnigramModel> UnigramModel::FromJson(const nlohmann::json& model,
   if (model.contains("byte_fallback") && model["byte_fallback"].is_boolean()) {
     m.byte_fallback_ = model["byte_fallback"].get<bool>();
   }
+  if (m.trie_.empty()) m.trie_.emplace_back();
   return m;
+}
+
+int32_t UnigramModel::Child(int32_t node, uint8_t byte) const {
+  auto it = trie_edges_.find((static_cast<uint64_t>(node) << 8) | byte);
+  return it == trie_edges_.end() ? -1 : it->second;
 }
 
 void UnigramModel::Tokenize(const AlignedText& piece, TextEncoding* out) const {
@@ -93,13 +111,15 @@ void UnigramModel::Tokenize(const AlignedText& piece, TextEncoding* out) const {
     }();
     const double here = best[start].score;
     bool single_char_piece = false;
-    const size_t longest = std::min(max_piece_bytes_, n - start);
-    for (size_t len = 1; len <= longest; ++len) {  // shortest first, as a trie's prefix search yields them
-      auto it = ids_.find(std::string_view(text).substr(start, len));
-      if (it == ids_.end()) continue;
+    int32_t node = 0;
+    for (size_t len = 1; start + len <= n; ++len) {  // shortest first, as a trie's prefix search yields them
+      node = Child(node, static_cast<uint8_t>(text[start + len - 1]));
+      if (node < 0) break;
+      const int32_t id = trie_[node].piece;
+      if (id < 0) continue;
       Node& target = best[start + len];
-      const double candidate = here + scores_[it->second];
-      if (!target.reached || candidate > target.score) target = {candidate, start, it->second, true};
+      const double candidate = here + scores_[id];
+      if (!target.reached || candidate > target.score) target = {candidate, start, id, true};
       if (len == char_len) single_char_piece = true;
     }
     if (!single_char_piece) {

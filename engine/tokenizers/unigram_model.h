@@ -39,8 +39,18 @@ class UnigramModel {
   int32_t unk_id() const { return unk_id_; }
 
  private:
+  // A byte trie of the pieces, so that the candidates at a position are
+  // found by walking its bytes until no piece continues (what tokenizers'
+  // trie does), not by looking up every length.
+  struct TrieNode {
+    int32_t piece = -1;  // the id of the piece ending here
+  };
+  int32_t Child(int32_t node, uint8_t byte) const;
+
   std::vector<std::string> pieces_;
   std::vector<double> scores_;
+  std::vector<TrieNode> trie_;                          // node 0: the root
+  std::unordered_map<uint64_t, int32_t> trie_edges_;    // (node << 8 | byte) -> child
   // Looked up by string_view (transparent hash). std::unordered_map: see
   // wordpiece.h on absl::flat_hash_map under UBSan.
   struct PieceHash {
@@ -48,7 +58,6 @@ class UnigramModel {
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
   std::unordered_map<std::string, int32_t, PieceHash, std::equal_to<>> ids_;
-  size_t max_piece_bytes_ = 0;
   int32_t unk_id_ = -1;
   double unk_score_ = 0;
   bool byte_fallback_ = false;
