@@ -40,17 +40,6 @@ absl::StatusOr<UnigramModel> UnigramModel::FromJson(const nlohmann::json& model,
     // A repeated piece maps to its last id, as tokenizers' token_to_ids
     // (a map filled in order) has it.
     m.ids_[piece] = static_cast<int32_t>(i);
-    if (!piece.empty()) {
-      int32_t node = 0;
-      if (m.trie_.empty()) m.trie_.emplace_back();
-      for (char ch : piece) {
-        const uint64_t key = (static_cast<uint64_t>(node) << 8) | static_cast<uint8_t>(ch);
-        auto [edge, added] = m.trie_edges_.emplace(key, static_cast<int32_t>(m.trie_.size()));
-        if (added) m.trie_.emplace_back();
-        node = edge->second;
-      }
-      m.trie_[node].piece = static_cast<int32_t>(i);
-    }
     m.pieces_.push_back(std::move(piece));
     m.scores_.push_back(score);
   }
@@ -66,13 +55,47 @@ absl::StatusOr<UnigramModel> UnigramModel::FromJson(const nlohmann::json& model,
   if (model.contains("byte_fallback") && model["byte_fallback"].is_boolean()) {
     m.byte_fallback_ = model["byte_fallback"].get<bool>();
   }
-  if (m.trie_.empty()) m.trie_.emplace_back();
+  m.BuildTrie();
   return m;
 }
 
+void UnigramModel::BuildTrie() {
+  // Pieces in byte order: each shares with the one before it exactly the
+  // path of their common prefix, so the trie is built without lookups by
+  // keeping that path.
+  std::vector<int32_t> order;
+  order.reserve(ids_.size());
+  for (const auto& [piece, id] : ids_) {
+    if (!piece.empty()) order.push_back(id);
+  }
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return pieces_[a] < pieces_[b]; });
+  trie_.assign(1, TrieNode());
+  std::vector<int32_t> path = {0};  // path[k]: the node after k bytes of `previous`
+  const std::string* previous = nullptr;
+  for (int32_t id : order) {
+    const std::string& piece = pieces_[id];
+    size_t common = 0;
+    if (previous != nullptr) {
+      while (common < piece.size() && common < previous->size() && piece[common] == (*previous)[common]) ++common;
+    }
+    path.resize(common + 1);
+    for (size_t k = common; k < piece.size(); ++k) {
+      const auto child = static_cast<int32_t>(trie_.size());
+      trie_.emplace_back();
+      trie_edges_.emplace_back((static_cast<uint64_t>(path.back()) << 8) | static_cast<uint8_t>(piece[k]), child);
+      path.push_back(child);
+    }
+    trie_[path.back()].piece = id;
+    previous = &piece;
+  }
+  std::sort(trie_edges_.begin(), trie_edges_.end());
+}
+
 int32_t UnigramModel::Child(int32_t node, uint8_t byte) const {
-  auto it = trie_edges_.find((static_cast<uint64_t>(node) << 8) | byte);
-  return it == trie_edges_.end() ? -1 : it->second;
+  const uint64_t key = (static_cast<uint64_t>(node) << 8) | byte;
+  auto it = std::lower_bound(trie_edges_.begin(), trie_edges_.end(), key,
+                             [](const std::pair<uint64_t, int32_t>& e, uint64_t k) { return e.first < k; });
+  return it == trie_edges_.end() || it->first != key ? -1 : it->second;
 }
 
 void UnigramModel::Tokenize(const AlignedText& piece, TextEncoding* out) const {

@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -45,12 +46,15 @@ class UnigramModel {
   struct TrieNode {
     int32_t piece = -1;  // the id of the piece ending here
   };
+  void BuildTrie();
   int32_t Child(int32_t node, uint8_t byte) const;
 
   std::vector<std::string> pieces_;
   std::vector<double> scores_;
-  std::vector<TrieNode> trie_;                          // node 0: the root
-  std::unordered_map<uint64_t, int32_t> trie_edges_;    // (node << 8 | byte) -> child
+  std::vector<TrieNode> trie_;  // node 0: the root
+  // Edges as sorted (node << 8 | byte, child) pairs: 16 bytes an edge, where
+  // a hash map of XLM-R's ~1M edges would take several times that.
+  std::vector<std::pair<uint64_t, int32_t>> trie_edges_;
   // Looked up by string_view (transparent hash). std::unordered_map: see
   // wordpiece.h on absl::flat_hash_map under UBSan.
   struct PieceHash {
