@@ -18,32 +18,6 @@ const nlohmann::json& Member(const nlohmann::json& j, const char* name) {
   return it == j.end() ? kNull : *it;
 }
 
-// The whitespace (Rust's char::is_whitespace) ending just before `pos` /
-// starting at `pos`, in bytes.
-size_t WhitespaceBefore(absl::string_view text, size_t pos, size_t floor) {
-  size_t begin = pos;
-  while (begin > floor) {
-    size_t k = begin - 1;
-    while (k > floor && (static_cast<uint8_t>(text[k]) & 0xC0) == 0x80) --k;
-    absl::StatusOr<AlignedText> c = AlignText(text.substr(k, begin - k), 0);
-    if (!c.ok() || c->size() != 1 || !IsUnicodeWhitespace(c->front().c)) break;
-    begin = k;
-  }
-  return begin;
-}
-
-size_t WhitespaceAfter(absl::string_view text, size_t pos) {
-  size_t end = pos;
-  while (end < text.size()) {
-    size_t k = end + 1;
-    while (k < text.size() && (static_cast<uint8_t>(text[k]) & 0xC0) == 0x80) ++k;
-    absl::StatusOr<AlignedText> c = AlignText(text.substr(end, k - end), 0);
-    if (!c.ok() || c->size() != 1 || !IsUnicodeWhitespace(c->front().c)) break;
-    end = k;
-  }
-  return end;
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<UnigramTokenizer>> UnigramTokenizer::FromJson(const nlohmann::json& j,
@@ -55,38 +29,14 @@ absl::StatusOr<std::unique_ptr<UnigramTokenizer>> UnigramTokenizer::FromJson(con
   ASSIGN_OR_RETURN(t->pre_tokenizer_, MetaspacePreTokenizer::FromJson(Member(j, "pre_tokenizer"), path));
   ASSIGN_OR_RETURN(t->decoder_, MetaspaceDecoder::FromJson(Member(j, "decoder"), path));
 
-  int64_t size = t->model_.vocab_size();
-  const nlohmann::json& added = Member(j, "added_tokens");
-  if (added.is_array()) {
-    for (const nlohmann::json& a : added) {
-      ASSIGN_OR_RETURN(std::optional<std::string> content, JsonOptionalString(a, "content", path));
-      ASSIGN_OR_RETURN(std::optional<int64_t> id, JsonOptionalInt(a, "id", path));
-      ASSIGN_OR_RETURN(std::optional<bool> special, JsonOptionalBool(a, "special", path));
-      ASSIGN_OR_RETURN(std::optional<bool> normalized, JsonOptionalBool(a, "normalized", path));
-      ASSIGN_OR_RETURN(std::optional<bool> lstrip, JsonOptionalBool(a, "lstrip", path));
-      ASSIGN_OR_RETURN(std::optional<bool> rstrip, JsonOptionalBool(a, "rstrip", path));
-      if (!content.has_value() || content->empty() || !id.has_value() || *id < 0 || *id > (1 << 24)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(path, ": added_tokens entries need a non-empty content and a valid id"));
-      }
-      size = std::max<int64_t>(size, *id + 1);
-      // As for WordPiece: only raw-text (normalized: false) tokens are split
-      // out; the checkpoints' special tokens are all of that kind.
-      if (!normalized.value_or(!special.value_or(false))) {
-        t->added_tokens_.push_back({*content, static_cast<int32_t>(*id), special.value_or(false),
-                                    lstrip.value_or(false), rstrip.value_or(false)});
-      }
-    }
-  }
-  std::stable_sort(t->added_tokens_.begin(), t->added_tokens_.end(),
-                   [](const AddedToken& a, const AddedToken& b) { return a.content.size() > b.content.size(); });
+  ASSIGN_OR_RETURN(t->added_, AddedVocabulary::FromJson(Member(j, "added_tokens"), path));
+  const int64_t size = std::max<int64_t>(t->model_.vocab_size(), t->added_.max_id() + 1);
   t->id_to_token_.resize(static_cast<size_t>(size));
   t->special_.assign(static_cast<size_t>(size), false);
   for (int32_t id = 0; id < t->model_.vocab_size(); ++id) t->id_to_token_[id] = t->model_.piece(id);
-  for (const nlohmann::json& a : added.is_array() ? added : nlohmann::json::array()) {
-    const int32_t id = a["id"].get<int32_t>();
-    t->id_to_token_[id] = a["content"].get<std::string>();
-    t->special_[id] = a.contains("special") && a["special"].is_boolean() && a["special"].get<bool>();
+  for (const AddedToken& a : t->added_.tokens()) {
+    t->id_to_token_[a.id] = a.content;
+    t->special_[a.id] = a.special;
   }
   ASSIGN_OR_RETURN(t->template_, SequenceTemplate::FromPostProcessor(Member(j, "post_processor"), size, path));
   return t;
@@ -113,32 +63,8 @@ absl::StatusOr<TextEncoding> UnigramTokenizer::Encode(absl::string_view text, bo
                                                       int max_length) const {
   if (!IsValidUtf8(text)) return AlignText(text, 0).status();  // the error with its byte offset
   TextEncoding enc;
-  // Added tokens, leftmost and then longest; lstrip / rstrip widen a match
-  // over the whitespace beside it (not into an earlier match).
-  size_t segment_start = 0;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    const AddedToken* match = nullptr;
-    for (const AddedToken& a : added_tokens_) {
-      if (text.substr(pos, a.content.size()) == a.content) {
-        match = &a;
-        break;
-      }
-    }
-    if (match == nullptr) {
-      ++pos;
-      continue;
-    }
-    const size_t begin = match->lstrip ? WhitespaceBefore(text, pos, segment_start) : pos;
-    const size_t end = match->rstrip ? WhitespaceAfter(text, pos + match->content.size()) : pos + match->content.size();
-    RETURN_IF_ERROR(EncodeSegment(text.substr(segment_start, begin - segment_start),
-                                  static_cast<uint32_t>(segment_start), &enc));
-    enc.ids.push_back(match->id);
-    enc.offsets.emplace_back(static_cast<uint32_t>(begin), static_cast<uint32_t>(end));
-    pos = end;
-    segment_start = pos;
-  }
-  RETURN_IF_ERROR(EncodeSegment(text.substr(segment_start), static_cast<uint32_t>(segment_start), &enc));
+  RETURN_IF_ERROR(added_.Split(
+      text, [&](absl::string_view segment, uint32_t base) { return EncodeSegment(segment, base, &enc); }, &enc));
   return template_.Single(std::move(enc), add_special_tokens, max_length);
 }
 

@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/status/statusor.h"
+#include "engine/tokenizers/added_vocabulary.h"
 #include "engine/tokenizers/encoder_tokenizer.h"
 #include "engine/tokenizers/metaspace.h"
 #include "engine/tokenizers/sequence_template.h"
@@ -46,13 +47,6 @@ class UnigramTokenizer : public EncoderTokenizer {
   absl::string_view kind() const override { return "unigram"; }
 
  private:
-  struct AddedToken {
-    std::string content;
-    int32_t id;
-    bool special;
-    bool lstrip;
-    bool rstrip;
-  };
   UnigramTokenizer() = default;
   // Normalizes, pre-tokenizes and tokenizes text between added tokens.
   absl::Status EncodeSegment(absl::string_view segment, uint32_t base, TextEncoding* out) const;
@@ -62,7 +56,7 @@ class UnigramTokenizer : public EncoderTokenizer {
   UnigramModel model_;
   SequenceTemplate template_;
   MetaspaceDecoder decoder_;
-  std::vector<AddedToken> added_tokens_;  // matched in raw text, longest first
+  AddedVocabulary added_;
   std::vector<std::string> id_to_token_;
   std::vector<bool> special_;
 };

@@ -58,30 +58,13 @@ absl::StatusOr<std::unique_ptr<WordPieceTokenizer>> WordPieceTokenizer::FromJson
     t->vocab_[it.key()] = id;
     max_id = std::max<int64_t>(max_id, id);
   }
-  auto added = j.find("added_tokens");
-  if (added != j.end() && added->is_array()) {
-    for (const nlohmann::json& a : *added) {
-      ASSIGN_OR_RETURN(std::optional<std::string> content, JsonOptionalString(a, "content", path));
-      ASSIGN_OR_RETURN(std::optional<int64_t> id, JsonOptionalInt(a, "id", path));
-      ASSIGN_OR_RETURN(std::optional<bool> special, JsonOptionalBool(a, "special", path));
-      ASSIGN_OR_RETURN(std::optional<bool> normalized, JsonOptionalBool(a, "normalized", path));
-      if (!content.has_value() || content->empty() || !id.has_value() || *id < 0 || *id > (1 << 24)) {
-        return Unsupported(path, "added_tokens entries need a non-empty content and a valid id");
-      }
-      max_id = std::max<int64_t>(max_id, *id);
-      // Added tokens that are matched after normalization are not used by
-      // BERT checkpoints; only raw-text (normalized: false) ones are split out.
-      if (!normalized.value_or(false)) {
-        t->added_tokens_.push_back({*content, static_cast<int32_t>(*id), special.value_or(false)});
-      }
-    }
-  }
-  std::sort(t->added_tokens_.begin(), t->added_tokens_.end(),
-            [](const AddedToken& a, const AddedToken& b) { return a.content.size() > b.content.size(); });
+  ASSIGN_OR_RETURN(t->added_, AddedVocabulary::FromJson(j.contains("added_tokens") ? j["added_tokens"] : nlohmann::json(),
+                                                        path));
+  max_id = std::max(max_id, t->added_.max_id());
   t->id_to_token_.resize(static_cast<size_t>(max_id + 1));
   t->special_.assign(static_cast<size_t>(max_id + 1), false);
   for (const auto& [token, id] : t->vocab_) t->id_to_token_[id] = token;
-  for (const AddedToken& a : t->added_tokens_) {
+  for (const AddedToken& a : t->added_.tokens()) {
     t->id_to_token_[a.id] = a.content;
     t->special_[a.id] = a.special;
   }
@@ -135,31 +118,8 @@ absl::StatusOr<TextEncoding> WordPieceTokenizer::Encode(absl::string_view text, 
     return DecodeUtf8(text, &cps, &offs);  // the error with its byte offset
   }
   TextEncoding enc;
-  // Split out added tokens (leftmost, longest first), tokenizing the text
-  // between them.
-  size_t segment_start = 0;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    const AddedToken* match = nullptr;
-    for (const AddedToken& a : added_tokens_) {  // a handful; longest first
-      if (text.substr(pos, a.content.size()) == a.content) {
-        match = &a;
-        break;
-      }
-    }
-    if (match == nullptr) {
-      ++pos;
-      continue;
-    }
-    RETURN_IF_ERROR(EncodeSegment(text.substr(segment_start, pos - segment_start),
-                                  static_cast<uint32_t>(segment_start), &enc));
-    enc.ids.push_back(match->id);
-    enc.offsets.emplace_back(static_cast<uint32_t>(pos), static_cast<uint32_t>(pos + match->content.size()));
-    pos += match->content.size();
-    segment_start = pos;
-  }
-  RETURN_IF_ERROR(EncodeSegment(text.substr(segment_start), static_cast<uint32_t>(segment_start), &enc));
-
+  RETURN_IF_ERROR(added_.Split(
+      text, [&](absl::string_view segment, uint32_t base) { return EncodeSegment(segment, base, &enc); }, &enc));
   return template_.Single(std::move(enc), add_special_tokens, max_length);
 }
 

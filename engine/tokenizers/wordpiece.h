@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "engine/tokenizers/added_vocabulary.h"
 #include "engine/tokenizers/bert_normalizer.h"
 #include "engine/tokenizers/encoder_tokenizer.h"
 #include "engine/tokenizers/sequence_template.h"
@@ -59,11 +60,6 @@ class WordPieceTokenizer : public EncoderTokenizer {
   absl::string_view kind() const override { return "wordpiece"; }
 
  private:
-  struct AddedToken {
-    std::string content;
-    int32_t id;
-    bool special;
-  };
   WordPieceTokenizer() = default;
   // Normalizes, pre-tokenizes and WordPiece-splits one segment of text that
   // contains no added token; appends ids and offsets (shifted by `base`).
@@ -77,7 +73,7 @@ class WordPieceTokenizer : public EncoderTokenizer {
   // under GCC 14 with UBSan (the asan preset).
   std::unordered_map<std::string, int32_t> vocab_;
   std::vector<std::string> id_to_token_;
-  std::vector<AddedToken> added_tokens_;  // matched in raw text, longest first
+  AddedVocabulary added_;
   std::vector<bool> special_;
   std::string continuing_prefix_ = "##";
   int max_input_chars_per_word_ = 100;

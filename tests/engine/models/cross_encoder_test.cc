@@ -20,17 +20,9 @@ namespace {
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 
-std::string ModelDir(const std::string& name) {
-  return ATTNSERVE_SOURCE_DIR "/tests/golden/encoder_models/" + name;
-}
+std::string ModelDir(const std::string& name) { return testing_util::GoldenEncoderModelDir(name); }
 
-const nlohmann::json& Golden() {
-  static const nlohmann::json* golden = [] {
-    auto g = ReadJsonFile(ATTNSERVE_SOURCE_DIR "/tests/golden/encoder/cross_encoder_golden.json");
-    return new nlohmann::json(g.ok() ? std::move(*g) : nlohmann::json());
-  }();
-  return *golden;
-}
+const nlohmann::json& Golden() { return testing_util::GoldenEncoderJson("cross_encoder_golden.json"); }
 
 EncoderInput InputOf(const nlohmann::json& c) {
   EncoderInput in;

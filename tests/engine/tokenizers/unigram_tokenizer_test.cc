@@ -14,6 +14,7 @@
 #include "engine/tokenizers/unigram_tokenizer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/engine/models/encoder_test_util.h"
 
 namespace attnserve {
 namespace {
@@ -21,18 +22,12 @@ namespace {
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 
-const nlohmann::json& Golden() {
-  static const nlohmann::json* golden = [] {
-    auto g = ReadJsonFile(ATTNSERVE_SOURCE_DIR "/tests/golden/encoder/xlmr_golden.json");
-    return new nlohmann::json(g.ok() ? std::move(*g) : nlohmann::json());
-  }();
-  return *golden;
-}
+const nlohmann::json& Golden() { return testing_util::GoldenEncoderJson("xlmr_golden.json"); }
 
 // Which model directory carries each layout's tokenizer.json.
 std::string TokenizerPath(const std::string& layout) {
-  return std::string(ATTNSERVE_SOURCE_DIR "/tests/golden/encoder_models/") +
-         (layout == "legacy" ? "xlmr_tiny" : "xlmr_reranker_tiny") + "/tokenizer.json";
+  return testing_util::GoldenEncoderModelDir(layout == "legacy" ? "xlmr_tiny" : "xlmr_reranker_tiny") +
+         "/tokenizer.json";
 }
 
 nlohmann::json TokenizerJson() {

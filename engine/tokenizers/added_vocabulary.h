@@ -1,0 +1,59 @@
+// A tokenizer.json's added_tokens ([CLS], <s>, <mask>, ...) and the split of
+// a text on them, shared by the encoder tokenizers: the tokens matched in the
+// raw text (normalized: false) are found leftmost, then longest; lstrip /
+// rstrip widen a match over the whitespace beside it (not into an earlier
+// match), as Hugging Face tokenizers' AddedVocabulary does. Tokens matched
+// after normalization (normalized: true) keep their ids but are not split
+// out; the checkpoints' special tokens are all raw-text ones.
+//
+// Immutable after parsing; thread-safe.
+#ifndef ATTNSERVE_ENGINE_TOKENIZERS_ADDED_VOCABULARY_H_
+#define ATTNSERVE_ENGINE_TOKENIZERS_ADDED_VOCABULARY_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "engine/tokenizers/encoder_tokenizer.h"
+
+namespace attnserve {
+
+struct AddedToken {
+  std::string content;
+  int32_t id = -1;
+  bool special = false;
+  bool lstrip = false;
+  bool rstrip = false;
+  bool normalized = false;
+};
+
+class AddedVocabulary {
+ public:
+  // `added_tokens` is the file's list (null: none). INVALID_ARGUMENT naming
+  // the file for an entry without content or with an id outside [0, 2^24].
+  static absl::StatusOr<AddedVocabulary> FromJson(const nlohmann::json& added_tokens, const std::string& path);
+
+  const std::vector<AddedToken>& tokens() const { return tokens_; }
+  int64_t max_id() const { return max_id_; }  // -1 when there are none
+
+  // Calls encode_segment(text, byte offset of it) for each stretch of `text`
+  // between matches (empty stretches too) and appends each matched token to
+  // `out` with its span, in text order.
+  absl::Status Split(absl::string_view text,
+                     absl::FunctionRef<absl::Status(absl::string_view, uint32_t)> encode_segment,
+                     TextEncoding* out) const;
+
+ private:
+  std::vector<AddedToken> tokens_;
+  std::vector<size_t> raw_;  // indices of the tokens matched in raw text, longest first
+  int64_t max_id_ = -1;
+};
+
+}  // namespace attnserve
+
+#endif  // ATTNSERVE_ENGINE_TOKENIZERS_ADDED_VOCABULARY_H_
