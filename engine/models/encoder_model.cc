@@ -82,6 +82,15 @@ absl::StatusOr<std::unique_ptr<EncodeJob>> EncoderModel::StartEncode(absl::Span<
                                                                      const EncodeOptions& options) const {
   if (inputs.empty()) return absl::InvalidArgumentError("Encode: empty batch (no inputs)");
   const BertConfig& config = bert_->config();
+  if (options.dimensions != 0) {
+    if (options.dimensions < 1 || options.dimensions > config.hidden_size) {
+      return absl::InvalidArgumentError(absl::StrCat("Encode: dimensions ", options.dimensions, " is outside [1, ",
+                                                     config.hidden_size, "] (the model's embedding size)"));
+    }
+    if (options.pooling == PoolingMode::kNone) {
+      return absl::InvalidArgumentError("Encode: dimensions shortens pooled embeddings; not with pooling none");
+    }
+  }
   for (int layer : options.attention_layers) {
     if (layer < 0 || layer >= config.num_layers) {
       return absl::InvalidArgumentError(absl::StrCat("Encode: attention layer ", layer, " is outside [0, ",
@@ -102,8 +111,9 @@ absl::StatusOr<std::unique_ptr<EncodeJob>> EncoderModel::StartEncode(absl::Span<
     if (in.is_text) {
       const int limit = options.truncate ? max_tokens_ : 0;
       absl::StatusOr<TextEncoding> enc =
-          in.text_pair.has_value() ? tokenizer_->EncodePair(in.text, *in.text_pair, limit)
-                                   : tokenizer_->Encode(in.text, /*add_special_tokens=*/true, limit);
+          in.text_pair.has_value()
+              ? tokenizer_->EncodePair(in.text, *in.text_pair, limit, options.truncation_side)
+              : tokenizer_->Encode(in.text, /*add_special_tokens=*/true, limit, options.truncation_side);
       if (!enc.ok()) {
         return absl::InvalidArgumentError(absl::StrCat("Encode: input ", i, ": ", enc.status().message()));
       }
@@ -126,7 +136,11 @@ absl::StatusOr<std::unique_ptr<EncodeJob>> EncoderModel::StartEncode(absl::Span<
       }
       r.token_ids = in.token_ids;
       if (options.truncate && static_cast<int>(r.token_ids.size()) > max_tokens_) {
-        r.token_ids.resize(max_tokens_);
+        if (options.truncation_side == TruncationSide::kStart) {
+          r.token_ids.erase(r.token_ids.begin(), r.token_ids.end() - max_tokens_);
+        } else {
+          r.token_ids.resize(max_tokens_);
+        }
         r.truncated = true;
       }
     }
@@ -195,7 +209,13 @@ absl::StatusOr<std::vector<EncodeResult>> EncodeJob::Finish() {
     } else {
       r.embedding = Tensor::Empty({d});
       PoolTokens(pooling, rows, n, d, r.embedding.f32());
-      if (normalize) L2Normalize(r.embedding.f32(), d);
+      if (options.dimensions > 0 && options.dimensions < d) {
+        // Matryoshka: the leading values, normalised (below) as a whole.
+        Tensor shortened = Tensor::Empty({options.dimensions});
+        std::memcpy(shortened.f32(), r.embedding.f32(), sizeof(float) * options.dimensions);
+        r.embedding = std::move(shortened);
+      }
+      if (normalize) L2Normalize(r.embedding.f32(), static_cast<int>(r.embedding.numel()));
     }
     for (const Tensor& h : forward.hidden_states) {
       Tensor slice = Tensor::Empty({n, d});

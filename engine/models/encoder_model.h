@@ -51,6 +51,13 @@ struct EncodeOptions {
   PoolingMode pooling = PoolingMode::kModelDefault;
   std::optional<bool> normalize;          // unset: the model's own (sentence-transformers Normalize module)
   bool truncate = true;                   // false: over-long input -> INVALID_ARGUMENT naming the limit
+  // Which end truncation cuts (kStart keeps the last tokens; the special
+  // tokens stay), for texts, pairs and token-id inputs alike.
+  TruncationSide truncation_side = TruncationSide::kEnd;
+  // > 0: keep the first `dimensions` values of each pooled embedding (a
+  // Matryoshka-trained model's shorter embedding), then normalise if asked.
+  // In [1, hidden size]; not with PoolingMode::kNone.
+  int dimensions = 0;
   bool return_hidden_states = false;
   std::vector<int> attention_layers;      // layers whose attention weights to return
   bool attention_average_heads = false;   // [N,N] instead of [H,N,N]

@@ -39,6 +39,11 @@ struct TextEncoding {
   std::vector<int32_t> type_ids;
 };
 
+// Which end of an over-long text truncation cuts: the end (Hugging Face's
+// default, "right") or the start ("left": the last tokens are kept). The
+// special tokens around the text stay either way.
+enum class TruncationSide { kEnd, kStart };
+
 class EncoderTokenizer {
  public:
   virtual ~EncoderTokenizer() = default;
@@ -46,16 +51,18 @@ class EncoderTokenizer {
   // Tokenizes `text` (must be valid UTF-8: INVALID_ARGUMENT otherwise). With
   // max_length > 0 the result is cut to at most max_length tokens, counting
   // the special tokens when add_special_tokens (the tail of the text is
-  // dropped, as Hugging Face's truncation of a single sequence does).
-  virtual absl::StatusOr<TextEncoding> Encode(absl::string_view text, bool add_special_tokens,
-                                              int max_length = 0) const = 0;
+  // dropped, as Hugging Face's truncation of a single sequence does; its
+  // start with TruncationSide::kStart).
+  virtual absl::StatusOr<TextEncoding> Encode(absl::string_view text, bool add_special_tokens, int max_length = 0,
+                                              TruncationSide side = TruncationSide::kEnd) const = 0;
   // A text pair as a cross-encoder reads it, by the post-processor's pair
   // template (BERT: [CLS] a [SEP] b [SEP]; XLM-R: <s> a </s></s> b </s>).
   // With max_length > 0 the texts are cut by Hugging Face's "longest_first"
-  // rule (see TruncateLongestFirst). Offsets are byte spans in the text each
-  // token came from.
+  // rule (see TruncateLongestFirst), each at the end `side` names. Offsets
+  // are byte spans in the text each token came from.
   virtual absl::StatusOr<TextEncoding> EncodePair(absl::string_view first, absl::string_view second,
-                                                  int max_length = 0) const = 0;
+                                                  int max_length = 0,
+                                                  TruncationSide side = TruncationSide::kEnd) const = 0;
   // The vocabulary entry ("[UNK]", "▁the"); out-of-range ids give
   // "<invalid id N>".
   virtual std::string IdToToken(int32_t id) const = 0;

@@ -10,6 +10,19 @@
 namespace attnserve {
 namespace {
 
+// Keeps `keep` tokens of `text`, from its end or its start.
+void Keep(size_t keep, TruncationSide side, TextEncoding* text) {
+  if (keep >= text->ids.size()) return;
+  if (side == TruncationSide::kStart) {
+    const auto drop = static_cast<std::ptrdiff_t>(text->ids.size() - keep);
+    text->ids.erase(text->ids.begin(), text->ids.begin() + drop);
+    text->offsets.erase(text->offsets.begin(), text->offsets.begin() + drop);
+  } else {
+    text->ids.resize(keep);
+    text->offsets.resize(keep);
+  }
+}
+
 absl::Status Bad(const std::string& path, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat(path, ": post_processor: ", what));
 }
@@ -118,14 +131,13 @@ TextEncoding SequenceTemplate::Assemble(const std::vector<Piece>& pieces, const 
   return out;
 }
 
-TextEncoding SequenceTemplate::Single(TextEncoding text, bool add_special_tokens, int max_length) const {
+TextEncoding SequenceTemplate::Single(TextEncoding text, bool add_special_tokens, int max_length,
+                                      TruncationSide side) const {
   const int added = add_special_tokens ? AddedTokens(false) : 0;
   const int64_t untruncated = static_cast<int64_t>(text.ids.size()) + added;
   bool truncated = false;
   if (max_length > 0 && untruncated > max_length) {
-    const size_t keep = static_cast<size_t>(std::max(0, max_length - added));
-    text.ids.resize(keep);
-    text.offsets.resize(keep);
+    Keep(static_cast<size_t>(std::max(0, max_length - added)), side, &text);
     truncated = true;
   }
   TextEncoding out;
@@ -141,17 +153,16 @@ TextEncoding SequenceTemplate::Single(TextEncoding text, bool add_special_tokens
   return out;
 }
 
-TextEncoding SequenceTemplate::Pair(TextEncoding first, TextEncoding second, int max_length) const {
+TextEncoding SequenceTemplate::Pair(TextEncoding first, TextEncoding second, int max_length,
+                                    TruncationSide side) const {
   const int added = AddedTokens(true);
   const int64_t untruncated = static_cast<int64_t>(first.ids.size() + second.ids.size()) + added;
   bool truncated = false;
   if (max_length > 0 && untruncated > max_length) {
     const auto [keep_first, keep_second] = TruncateLongestFirst(
         first.ids.size(), second.ids.size(), static_cast<size_t>(std::max(0, max_length - added)));
-    first.ids.resize(keep_first);
-    first.offsets.resize(keep_first);
-    second.ids.resize(keep_second);
-    second.offsets.resize(keep_second);
+    Keep(keep_first, side, &first);
+    Keep(keep_second, side, &second);
     truncated = true;
   }
   const TextEncoding* sequences[2] = {&first, &second};

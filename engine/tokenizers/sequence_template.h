@@ -38,11 +38,14 @@ class SequenceTemplate {
   // `text` is the tokenized text without special tokens (ids and offsets).
   // With add_special_tokens the single template is applied. With
   // max_length > 0 the text is cut so that the result has at most
-  // max_length tokens; untruncated_length and truncated are set.
-  TextEncoding Single(TextEncoding text, bool add_special_tokens, int max_length) const;
+  // max_length tokens (at the end `side` names); untruncated_length and
+  // truncated are set.
+  TextEncoding Single(TextEncoding text, bool add_special_tokens, int max_length,
+                      TruncationSide side = TruncationSide::kEnd) const;
   // The pair template, the texts cut by longest_first (TruncateLongestFirst)
   // to fit max_length (> 0) with the added tokens; type_ids filled.
-  TextEncoding Pair(TextEncoding first, TextEncoding second, int max_length) const;
+  TextEncoding Pair(TextEncoding first, TextEncoding second, int max_length,
+                    TruncationSide side = TruncationSide::kEnd) const;
 
  private:
   struct Piece {

@@ -60,19 +60,19 @@ absl::Status UnigramTokenizer::EncodeSegment(absl::string_view segment, uint32_t
 }
 
 absl::StatusOr<TextEncoding> UnigramTokenizer::Encode(absl::string_view text, bool add_special_tokens,
-                                                      int max_length) const {
+                                                      int max_length, TruncationSide side) const {
   if (!IsValidUtf8(text)) return AlignText(text, 0).status();  // the error with its byte offset
   TextEncoding enc;
   RETURN_IF_ERROR(added_.Split(
       text, [&](absl::string_view segment, uint32_t base) { return EncodeSegment(segment, base, &enc); }, &enc));
-  return template_.Single(std::move(enc), add_special_tokens, max_length);
+  return template_.Single(std::move(enc), add_special_tokens, max_length, side);
 }
 
 absl::StatusOr<TextEncoding> UnigramTokenizer::EncodePair(absl::string_view first, absl::string_view second,
-                                                          int max_length) const {
+                                                          int max_length, TruncationSide side) const {
   ASSIGN_OR_RETURN(TextEncoding a, Encode(first, /*add_special_tokens=*/false));
   ASSIGN_OR_RETURN(TextEncoding b, Encode(second, /*add_special_tokens=*/false));
-  return template_.Pair(std::move(a), std::move(b), max_length);
+  return template_.Pair(std::move(a), std::move(b), max_length, side);
 }
 
 absl::StatusOr<std::string> UnigramTokenizer::Decode(absl::Span<const int32_t> ids, bool skip_special_tokens) const {

@@ -36,10 +36,10 @@ class UnigramTokenizer : public EncoderTokenizer {
   static absl::StatusOr<std::unique_ptr<UnigramTokenizer>> FromJson(const nlohmann::json& json,
                                                                    const std::string& path);
 
-  absl::StatusOr<TextEncoding> Encode(absl::string_view text, bool add_special_tokens,
-                                      int max_length = 0) const override;
-  absl::StatusOr<TextEncoding> EncodePair(absl::string_view first, absl::string_view second,
-                                          int max_length = 0) const override;
+  absl::StatusOr<TextEncoding> Encode(absl::string_view text, bool add_special_tokens, int max_length = 0,
+                                      TruncationSide side = TruncationSide::kEnd) const override;
+  absl::StatusOr<TextEncoding> EncodePair(absl::string_view first, absl::string_view second, int max_length = 0,
+                                          TruncationSide side = TruncationSide::kEnd) const override;
   std::string IdToToken(int32_t id) const override;
   absl::StatusOr<std::string> Decode(absl::Span<const int32_t> ids, bool skip_special_tokens) const override;
   int vocab_size() const override { return static_cast<int>(id_to_token_.size()); }

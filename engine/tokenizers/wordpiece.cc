@@ -111,7 +111,7 @@ bool WordPieceTokenizer::IsSpecial(int32_t id) const {
 }
 
 absl::StatusOr<TextEncoding> WordPieceTokenizer::Encode(absl::string_view text, bool add_special_tokens,
-                                                             int max_length) const {
+                                                             int max_length, TruncationSide side) const {
   if (!IsValidUtf8(text)) {
     std::vector<char32_t> cps;
     std::vector<uint32_t> offs;
@@ -120,14 +120,14 @@ absl::StatusOr<TextEncoding> WordPieceTokenizer::Encode(absl::string_view text, 
   TextEncoding enc;
   RETURN_IF_ERROR(added_.Split(
       text, [&](absl::string_view segment, uint32_t base) { return EncodeSegment(segment, base, &enc); }, &enc));
-  return template_.Single(std::move(enc), add_special_tokens, max_length);
+  return template_.Single(std::move(enc), add_special_tokens, max_length, side);
 }
 
 absl::StatusOr<TextEncoding> WordPieceTokenizer::EncodePair(absl::string_view first, absl::string_view second,
-                                                            int max_length) const {
+                                                            int max_length, TruncationSide side) const {
   ASSIGN_OR_RETURN(TextEncoding a, Encode(first, /*add_special_tokens=*/false));
   ASSIGN_OR_RETURN(TextEncoding b, Encode(second, /*add_special_tokens=*/false));
-  return template_.Pair(std::move(a), std::move(b), max_length);
+  return template_.Pair(std::move(a), std::move(b), max_length, side);
 }
 
 absl::Status WordPieceTokenizer::EncodeSegment(absl::string_view segment, uint32_t base,

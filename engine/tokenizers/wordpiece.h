@@ -39,11 +39,11 @@ class WordPieceTokenizer : public EncoderTokenizer {
                                                                      const std::string& path);
 
   // EncoderTokenizer (see there): [CLS] text [SEP] by the post-processor.
-  absl::StatusOr<TextEncoding> Encode(absl::string_view text, bool add_special_tokens,
-                                      int max_length = 0) const override;
+  absl::StatusOr<TextEncoding> Encode(absl::string_view text, bool add_special_tokens, int max_length = 0,
+                                      TruncationSide side = TruncationSide::kEnd) const override;
   // [CLS] first [SEP] second [SEP], the second in segment 1.
-  absl::StatusOr<TextEncoding> EncodePair(absl::string_view first, absl::string_view second,
-                                          int max_length = 0) const override;
+  absl::StatusOr<TextEncoding> EncodePair(absl::string_view first, absl::string_view second, int max_length = 0,
+                                          TruncationSide side = TruncationSide::kEnd) const override;
   // "[UNK]"-like strings; out-of-range ids give "<invalid id N>".
   std::string IdToToken(int32_t id) const override;
   // Hugging Face's WordPiece decoder: tokens joined by spaces, "##" pieces

@@ -71,6 +71,17 @@ absl::StatusOr<EncodeCall> ToEncodeCall(const v1::EncodeRequest& request, const 
   o.pooling = ToPooling(request.pooling());
   if (request.has_normalize()) o.normalize = request.normalize();
   o.truncate = request.truncation() != v1::TRUNCATION_NONE;
+  o.truncation_side = request.truncation() == v1::TRUNCATION_START ? TruncationSide::kStart : TruncationSide::kEnd;
+  if (request.has_dimensions()) {
+    if (request.dimensions() < 1 || request.dimensions() > model.hidden_size) {
+      return absl::InvalidArgumentError(absl::StrCat("dimensions: ", request.dimensions(), " is outside [1, ",
+                                                     model.hidden_size, "] (the model's embedding size)"));
+    }
+    if (request.pooling() == v1::POOLING_NONE) {
+      return absl::InvalidArgumentError("dimensions: shortens pooled embeddings; not with pooling NONE");
+    }
+    o.dimensions = request.dimensions();
+  }
   o.return_hidden_states = request.return_hidden_states();
   for (int i = 0; i < request.attention_layers_size(); ++i) {
     const int layer = request.attention_layers(i);

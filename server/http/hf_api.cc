@@ -319,7 +319,7 @@ absl::Status ReadTeiTruncation(const json& object, v1::EncodeRequest* request) {
       return absl::InvalidArgumentError(absl::StrCat("truncation_direction: '", SanitizeUtf8(d),
                                                      "' is not one of \"right\", \"left\""));
     }
-    if (d == "left" && truncate) return Unsupported("truncation_direction", "inputs are cut at the end only");
+    if (d == "left" && truncate) request->set_truncation(v1::TRUNCATION_START);
   }
   if (Field(object, "prompt_name") != nullptr) return Unsupported("prompt_name", "no prompts are configured");
   return absl::OkStatus();
@@ -348,7 +348,7 @@ absl::StatusOr<v1::EncodeRequest> ParseTeiEmbedRequest(absl::string_view body) {
   bool normalize = true;
   RETURN_IF_ERROR(Optional<bool>(root, "normalize", BoolField, [&](bool v) { normalize = v; }));
   request.set_normalize(normalize);
-  if (Field(root, "dimensions") != nullptr) return Unsupported("dimensions", "the embedding size is fixed by the model");
+  RETURN_IF_ERROR(ReadEmbeddingDimensions(root, &request));
   return std::move(request);
 }
 

@@ -114,4 +114,8 @@ absl::Status AddEncodeInputs(const json& input, absl::string_view field, v1::Enc
   return absl::OkStatus();
 }
 
+absl::Status ReadEmbeddingDimensions(const json& object, v1::EncodeRequest* request) {
+  return Optional<int32_t>(object, "dimensions", Int32Field, [&](int32_t v) { request->set_dimensions(v); });
+}
+
 }  // namespace attnserve

@@ -63,6 +63,9 @@ absl::Status Optional(const nlohmann::json& body, const char* field, Parse parse
 // string, an array of strings, one array of token ids, or an array of token
 // id arrays; errors name "<field>[i]".
 absl::Status AddEncodeInputs(const nlohmann::json& input, absl::string_view field, v1::EncodeRequest* request);
+// OpenAI's and TEI's "dimensions" (an integer; its range against the model
+// is checked with the rest of the Encode request).
+absl::Status ReadEmbeddingDimensions(const nlohmann::json& object, v1::EncodeRequest* request);
 
 }  // namespace attnserve
 

@@ -270,13 +270,11 @@ absl::StatusOr<EmbeddingsCall> ParseEmbeddingsRequest(absl::string_view body) {
     }
     call.base64 = f == "base64";
   }
-  if (Field(root, "dimensions") != nullptr) {
-    return Unsupported("dimensions", "the embedding size is fixed by the model");
-  }
   RETURN_IF_ERROR(RefuseNonZeroPriority(root));
   const json* input = Field(root, "input");
   if (input == nullptr) return absl::InvalidArgumentError("input: required");
   RETURN_IF_ERROR(AddEncodeInputs(*input, "input", &call.request));
+  RETURN_IF_ERROR(ReadEmbeddingDimensions(root, &call.request));
   return call;
 }
 

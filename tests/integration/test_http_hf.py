@@ -181,9 +181,22 @@ def test_embed_refuses_over_long_input_unless_truncate(server):
     assert e.value.response.status_code == 400
     assert e.value.response.json()["error_type"] == "Validation"
     assert client.feature_extraction(long_text, truncate=True).shape == (1, 384)
-    with pytest.raises(HfHubHTTPError) as e:
-        client.feature_extraction(long_text, truncate=True, truncation_direction="left")
-    assert "truncation_direction: not supported" in e.value.response.json()["error"]
+
+
+
+def test_embed_truncates_from_the_left_as_the_tokenizer_does(server):
+    """truncation_direction "left" keeps the text's last tokens: equal to
+    sentence-transformers with its tokenizer's truncation_side = "left"."""
+    st = pytest.importorskip("sentence_transformers")
+    model = st.SentenceTransformer(str(ENCODER), device="cpu")
+    model.tokenizer.truncation_side = "left"
+    long_text = " ".join(f"word{i} is number {i}." for i in range(200))
+    want = model.encode([long_text])
+    client = InferenceClient(model=server.url("/embed"))
+    left = client.feature_extraction(long_text, truncate=True, truncation_direction="left")
+    np.testing.assert_allclose(left, want, atol=2e-4)
+    right = client.feature_extraction(long_text, truncate=True)
+    assert float(np.dot(left[0], right[0])) < 0.99  # the other end of the text
 
 
 def test_a_json_grammar_gives_an_instance_of_the_schema(tgi):

@@ -9,6 +9,7 @@ import json
 import pathlib
 import struct
 
+import numpy as np
 import pytest
 
 from conftest import REPO, ServerProcess, metric, wait_for_metric
@@ -260,8 +261,18 @@ def test_openai_client_sees_bad_request_naming_the_field(client):
         client.completions.create(model="m", prompt="x", best_of=2)
     assert "best_of: not supported" in str(e.value)
     with pytest.raises(openai.BadRequestError) as e:
-        client.embeddings.create(model="m", input="x", dimensions=8)
-    assert "dimensions" in str(e.value)
+        client.embeddings.create(model="m", input="x", dimensions=1000)
+    assert "dimensions: 1000 is outside [1, 384]" in str(e.value)
+
+
+def test_embeddings_dimensions_keep_the_leading_values_normalised(client):
+    """OpenAI's `dimensions`: the first values of the pooled embedding, then
+    normalised (MiniLM normalises), as sentence-transformers'
+    truncate_dim + normalize_embeddings does."""
+    full = np.array(client.embeddings.create(model="m", input="a short text").data[0].embedding)
+    short = np.array(client.embeddings.create(model="m", input="a short text", dimensions=8).data[0].embedding)
+    assert short.shape == (8,)
+    np.testing.assert_allclose(short, full[:8] / np.linalg.norm(full[:8]), atol=1e-5)
 
 
 def test_client_disconnect_mid_stream_frees_kv_blocks(server):

@@ -66,6 +66,25 @@ def test_embeddings_keep_spaces_and_special_texts_as_tokenizer_json_reads_them(e
     np.testing.assert_allclose(np.array(body), np.array([c["embedding"] for c in cases]), atol=1e-4)
 
 
+def test_dimensions_equal_sentence_transformers_truncate_dim(embedder):
+    st = pytest.importorskip("sentence_transformers")
+    want = st.SentenceTransformer(str(EMBEDDER), device="cpu", truncate_dim=8).encode(TEXTS, convert_to_numpy=True)
+    status, body = post_json(embedder, "/v1/embeddings", {"input": TEXTS, "model": "xlmr_tiny", "dimensions": 8})
+    assert status == 200, body
+    got = np.array([d["embedding"] for d in sorted(body["data"], key=lambda d: d["index"])])
+    np.testing.assert_allclose(got, want, atol=1e-4)
+    status, body = post_json(embedder, "/v1/embeddings", {"input": TEXTS, "model": "xlmr_tiny", "dimensions": 33})
+    assert status == 400 and "dimensions: 33 is outside [1, 32]" in body["error"]["message"], body
+
+
+def test_tei_left_truncation_keeps_the_end_of_the_text(embedder):
+    case = GOLDEN["left_truncation"]
+    status, body = post_json(embedder, "/embed", {"inputs": case["text"], "normalize": False, "truncate": True,
+                                                  "truncation_direction": "Left"})
+    assert status == 200, body
+    np.testing.assert_allclose(np.array(body[0]), np.array(case["embedding"]), atol=1e-4)
+
+
 def test_tei_tokenize_equals_tokenizers(embedder):
     tokenizers = pytest.importorskip("tokenizers")
     tok = tokenizers.Tokenizer.from_file(str(EMBEDDER / "tokenizer.json"))

@@ -228,16 +228,26 @@ TEST(TeiEmbedTest, RequestShapesAndDefaults) {
   EXPECT_EQ(r->inputs(1).token_ids().ids_size(), 2);
   EXPECT_FALSE(r->normalize());
   EXPECT_EQ(r->truncation(), v1::TRUNCATION_END);
+  EXPECT_FALSE(r->has_dimensions());
+  // "left" keeps the last tokens (when truncating at all); dimensions is
+  // passed on (its range is the model's, checked with the request).
+  r = ParseTeiEmbedRequest(R"({"inputs": "a", "truncate": true, "truncation_direction": "Left", "dimensions": 8})");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->truncation(), v1::TRUNCATION_START);
+  EXPECT_EQ(r->dimensions(), 8);
+  r = ParseTeiEmbedRequest(R"({"inputs": "a", "truncation_direction": "left"})");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->truncation(), v1::TRUNCATION_NONE);
 
   const std::pair<const char*, const char*> bad[] = {
       {R"({})", "inputs: required"},
       {R"({"inputs": []})", "inputs: must not be empty"},
       {R"({"inputs": [1.5]})", "inputs[0]"},
       {R"({"inputs": "a", "normalize": 1})", "normalize: must be a boolean"},
-      {R"({"inputs": "a", "truncate": true, "truncation_direction": "left"})", "truncation_direction: not supported"},
       {R"({"inputs": "a", "truncation_direction": "up"})", "truncation_direction: 'up' is not one of"},
       {R"({"inputs": "a", "prompt_name": "query"})", "prompt_name: not supported"},
-      {R"({"inputs": "a", "dimensions": 8})", "dimensions: not supported"},
+      {R"({"inputs": "a", "dimensions": "8"})", "dimensions: must be an integer"},
+      {R"({"inputs": "a", "dimensions": 4294967296})", "dimensions: 4294967296 is out of range"},
   };
   for (const auto& [body, expected] : bad) {
     absl::StatusOr<v1::EncodeRequest> c = ParseTeiEmbedRequest(body);

@@ -31,6 +31,11 @@ TEST(OpenAiEmbeddingsTest, InputShapesMapOntoEncodeInputs) {
   ASSERT_TRUE(c.ok()) << c.status();
   ASSERT_EQ(c->request.inputs_size(), 1);
   EXPECT_THAT(c->request.inputs(0).token_ids().ids(), ElementsAre(101, 102));
+  EXPECT_FALSE(c->request.has_dimensions());
+
+  c = ParseEmbeddingsRequest(R"({"input": "a", "model": "m", "dimensions": 64})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->request.dimensions(), 64);
 
   c = ParseEmbeddingsRequest(R"({"input": [[1, 2], [3]], "model": "m"})");
   ASSERT_TRUE(c.ok()) << c.status();
@@ -54,7 +59,7 @@ TEST(OpenAiEmbeddingsTest, BadShapesNameTheField) {
       {R"({"input": [1, 4294967296], "model": "m"})", "input[1]"},
       {R"({"input": "a", "model": 3})", "model: must be a string"},
       {R"({"input": "a", "model": "m", "encoding_format": "int8"})", "encoding_format"},
-      {R"({"input": "a", "model": "m", "dimensions": 64})", "dimensions: not supported"},
+      {R"({"input": "a", "model": "m", "dimensions": 6.5})", "dimensions: must be an integer"},
       {R"({"input": "a", "model": "m", "priority": 1})", "priority: not supported"},
   };
   for (const auto& [body, expected] : cases) {

@@ -32,6 +32,8 @@ tokenizer.json carries sentencepiece's normalizer as a Precompiled charsmap.
                 decoded_skip_special}
      pairs      per layout: {text, text_pair, max_length, ids, type_ids}
                 (longest_first truncation)
+     left_truncation  one over-long text cut from the left at 64 tokens (tokenizers'
+                direction="left"): {text, ids, embedding}
      embeddings xlmr_tiny: {text, ids, embedding}: the mean of XLMRobertaModel's last
                 hidden state, asserted equal to SentenceTransformer(dir).encode for the
                 texts without leading/trailing spaces (sentence-transformers strips them)
@@ -285,6 +287,15 @@ def main():
             assert torch.allclose(mean, torch.tensor(st_emb), atol=1e-5), text
         embeddings.append({"text": text, "ids": ids, "embedding": [float(x) for x in mean]})
     fixture["embeddings"] = embeddings
+    # Left truncation (TEI's truncation_direction "left"): the last tokens kept.
+    long_text = EMBED_TEXTS[-1] + " and the end of the text"
+    tok.enable_truncation(MAX_TOKENS, direction="left")
+    ids = tok.encode(long_text).ids
+    tok.no_truncation()
+    with torch.no_grad():
+        hidden = encoder(input_ids=torch.tensor([ids]), attention_mask=torch.ones(1, len(ids))).last_hidden_state[0]
+    fixture["left_truncation"] = {"text": long_text, "ids": ids,
+                                  "embedding": [float(x) for x in hidden.mean(dim=0)]}
 
     # The reranker (transformers 5's tokenizer layout).
     reranker = XLMRobertaForSequenceClassification(model_config(vocab_size, num_labels=1)).eval()

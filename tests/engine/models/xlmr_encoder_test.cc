@@ -103,6 +103,68 @@ TEST(XlmrEncoderTest, OverLongInputNamesTheLimit) {
   EXPECT_THAT(r.status().message(), HasSubstr("the model's limit is 64"));
 }
 
+TEST(XlmrEncoderTest, LeftTruncationKeepsTheLastTokens) {
+  ASSERT_FALSE(Golden().is_null());
+  auto model = EncoderModel::Load(ModelDir("xlmr_tiny"), {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  const nlohmann::json& c = Golden()["left_truncation"];
+  EncoderInput in = TextInput(c["text"].get<std::string>());
+  EncodeOptions left;
+  left.truncation_side = TruncationSide::kStart;
+  auto r = (*model)->Encode({&in, 1}, left);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE((*r)[0].truncated);
+  EXPECT_THAT((*r)[0].token_ids, ElementsAreArray(c["ids"].get<std::vector<int32_t>>()));
+  const std::vector<float> want = c["embedding"].get<std::vector<float>>();
+  for (size_t k = 0; k < want.size(); ++k) EXPECT_NEAR((*r)[0].embedding.f32()[k], want[k], 1e-4);
+  // Token ids given over-long are cut the same way: the last ones kept.
+  EncoderInput ids;
+  ids.is_text = false;
+  for (int i = 0; i < 70; ++i) ids.token_ids.push_back(5 + i);
+  auto cut = (*model)->Encode({&ids, 1}, left);
+  ASSERT_TRUE(cut.ok()) << cut.status();
+  ASSERT_EQ((*cut)[0].token_ids.size(), 64u);
+  EXPECT_EQ((*cut)[0].token_ids.front(), 11);
+  EXPECT_EQ((*cut)[0].token_ids.back(), 74);
+}
+
+TEST(XlmrEncoderTest, DimensionsKeepTheLeadingValuesThenNormalise) {
+  auto model = EncoderModel::Load(ModelDir("xlmr_tiny"), {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  EncoderInput in = TextInput("Der schnelle braune Fuchs");
+  auto full = (*model)->Encode({&in, 1}, {});
+  ASSERT_TRUE(full.ok()) << full.status();
+  EncodeOptions short_raw;
+  short_raw.dimensions = 8;
+  short_raw.normalize = false;
+  auto raw = (*model)->Encode({&in, 1}, short_raw);
+  ASSERT_TRUE(raw.ok()) << raw.status();
+  ASSERT_EQ((*raw)[0].embedding.numel(), 8);
+  double norm = 0;
+  for (int k = 0; k < 8; ++k) {
+    EXPECT_FLOAT_EQ((*raw)[0].embedding.f32()[k], (*full)[0].embedding.f32()[k]);
+    norm += double{(*full)[0].embedding.f32()[k]} * (*full)[0].embedding.f32()[k];
+  }
+  EncodeOptions short_unit = short_raw;
+  short_unit.normalize = true;
+  auto unit = (*model)->Encode({&in, 1}, short_unit);
+  ASSERT_TRUE(unit.ok()) << unit.status();
+  for (int k = 0; k < 8; ++k) {
+    EXPECT_NEAR((*unit)[0].embedding.f32()[k], (*full)[0].embedding.f32()[k] / std::sqrt(norm), 1e-6);
+  }
+  for (int bad : {-1, 33}) {
+    EncodeOptions o;
+    o.dimensions = bad;
+    auto r = (*model)->Encode({&in, 1}, o);
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(r.status().message(), HasSubstr("is outside [1, 32]"));
+  }
+  EncodeOptions per_token;
+  per_token.dimensions = 8;
+  per_token.pooling = PoolingMode::kNone;
+  EXPECT_THAT((*model)->Encode({&in, 1}, per_token).status().message(), HasSubstr("not with pooling none"));
+}
+
 TEST(XlmrRerankerTest, LogitsMatchTransformers) {
   ASSERT_FALSE(Golden().is_null());
   auto model = EncoderModel::Load(ModelDir("xlmr_reranker_tiny"), {});

@@ -94,6 +94,18 @@ TEST(UnigramTokenizerTest, SingleTruncationKeepsTheSpecialTokens) {
   EXPECT_THAT(cut->ids, ElementsAreArray(expected));
 }
 
+TEST(UnigramTokenizerTest, LeftTruncationEqualsTokenizers) {
+  ASSERT_FALSE(Golden().is_null());
+  auto tok = LoadEncoderTokenizer(TokenizerPath("legacy"));
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  const nlohmann::json& c = Golden()["left_truncation"];
+  auto enc = (*tok)->Encode(c["text"].get<std::string>(), true, Golden()["max_tokens"].get<int>(),
+                            TruncationSide::kStart);
+  ASSERT_TRUE(enc.ok()) << enc.status();
+  EXPECT_TRUE(enc->truncated);
+  EXPECT_THAT(enc->ids, ElementsAreArray(c["ids"].get<std::vector<int32_t>>()));
+}
+
 TEST(UnigramTokenizerTest, InvalidUtf8IsRefusedWithItsOffset) {
   auto tok = LoadEncoderTokenizer(TokenizerPath("legacy"));
   ASSERT_TRUE(tok.ok()) << tok.status();
