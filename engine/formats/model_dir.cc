@@ -13,9 +13,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-absl::StatusOr<std::string> ReadPooling(const std::string& path) {
+absl::StatusOr<std::string> ReadPooling(const std::string& path, bool* include_prompt) {
   ASSIGN_OR_RETURN(nlohmann::json j, ReadJsonFile(path));
   if (!j.is_object()) return absl::InvalidArgumentError(absl::StrCat(path, ": not a JSON object"));
+  ASSIGN_OR_RETURN(std::optional<bool> include, JsonOptionalBool(j, "include_prompt", path));
+  *include_prompt = include.value_or(true);
   // Newer sentence-transformers write "pooling_mode": "mean"; older ones one
   // boolean per mode. Exactly one mode must be on: combined poolings
   // (concatenated vectors) are not supported.
@@ -66,7 +68,8 @@ absl::StatusOr<SentenceTransformersConfig> ReadSentenceTransformersConfig(const 
         if (!sub.has_value() || sub->find("..") != std::string::npos) {
           return absl::InvalidArgumentError(absl::StrCat(modules_path, ": Pooling module without a valid \"path\""));
         }
-        ASSIGN_OR_RETURN(st.pooling, ReadPooling((fs::path(dir) / *sub / "config.json").string()));
+        ASSIGN_OR_RETURN(st.pooling,
+                         ReadPooling((fs::path(dir) / *sub / "config.json").string(), &st.pooling_include_prompt));
       } else if (type->ends_with(".Normalize")) {
         st.normalize = true;
       }
@@ -81,6 +84,29 @@ absl::StatusOr<SentenceTransformersConfig> ReadSentenceTransformersConfig(const 
         return absl::InvalidArgumentError(absl::StrCat(sbert_path, ": max_seq_length ", *max_len, " out of range"));
       }
       st.max_seq_length = static_cast<int>(*max_len);
+    }
+  }
+  const std::string prompts_path = (fs::path(dir) / "config_sentence_transformers.json").string();
+  if (fs::exists(prompts_path, ec)) {
+    ASSIGN_OR_RETURN(nlohmann::json j, ReadJsonFile(prompts_path));
+    if (!j.is_object()) return absl::InvalidArgumentError(absl::StrCat(prompts_path, ": not a JSON object"));
+    if (auto p = j.find("prompts"); p != j.end() && !p->is_null()) {
+      if (!p->is_object()) return absl::InvalidArgumentError(absl::StrCat(prompts_path, ": prompts is not an object"));
+      for (auto it = p->begin(); it != p->end(); ++it) {
+        if (!it.value().is_string()) {
+          return absl::InvalidArgumentError(absl::StrCat(prompts_path, ": prompts[\"", it.key(), "\"] is not a string"));
+        }
+        st.prompts[it.key()] = it.value().get<std::string>();
+      }
+    }
+    ASSIGN_OR_RETURN(std::optional<std::string> default_name,
+                     JsonOptionalString(j, "default_prompt_name", prompts_path));
+    if (default_name.has_value()) {
+      if (!st.prompts.contains(*default_name)) {
+        return absl::InvalidArgumentError(absl::StrCat(prompts_path, ": default_prompt_name \"", *default_name,
+                                                       "\" is not one of the prompts"));
+      }
+      st.default_prompt_name = *default_name;
     }
   }
   return st;

@@ -14,6 +14,8 @@
 #include "engine/formats/hf_config.h"
 #include "engine/formats/safetensors.h"
 
+#include <map>
+
 namespace attnserve {
 
 // What sentence-transformers adds on top of the transformer.
@@ -24,6 +26,14 @@ struct SentenceTransformersConfig {
   std::string pooling;
   bool normalize = false;           // a sentence_transformers.models.Normalize module follows
   std::optional<int> max_seq_length;  // sentence_bert_config.json
+  // 1_Pooling/config.json include_prompt: false means a prompt's tokens are
+  // left out of the pooling (INSTRUCTOR-style models).
+  bool pooling_include_prompt = true;
+  // config_sentence_transformers.json: named prompts ("query" -> "query: ")
+  // and the one sentence-transformers puts before every text by default
+  // (empty: none).
+  std::map<std::string, std::string> prompts;
+  std::string default_prompt_name;
 };
 
 struct ModelDir {

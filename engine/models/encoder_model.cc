@@ -45,6 +45,9 @@ absl::StatusOr<std::unique_ptr<EncoderModel>> EncoderModel::Load(const std::stri
     m->default_pooling_ = *mode;
   }
   m->default_normalize_ = st.normalize;
+  m->prompts_ = st.prompts;
+  m->default_prompt_name_ = st.default_prompt_name;
+  m->pooling_include_prompt_ = st.pooling_include_prompt;
   m->max_tokens_ = std::min(st.max_seq_length.value_or(config.max_sequence_length()), config.max_sequence_length());
 
   ModelDescription& d = m->description_;
@@ -97,6 +100,26 @@ absl::StatusOr<std::unique_ptr<EncodeJob>> EncoderModel::StartEncode(absl::Span<
                                                      config.num_layers, ")"));
     }
   }
+  // The prompt before single texts: asked for by name, else the model's default.
+  std::string prompt;
+  const bool explicit_prompt = options.prompt_name.has_value() && !options.prompt_name->empty();
+  const std::string prompt_name = options.prompt_name.value_or(default_prompt_name_);
+  if (!prompt_name.empty()) {
+    auto it = prompts_.find(prompt_name);
+    if (it == prompts_.end()) {
+      std::string names;
+      for (const auto& [name, text] : prompts_) absl::StrAppend(&names, names.empty() ? "" : ", ", name);
+      return absl::InvalidArgumentError(absl::StrCat("Encode: prompt_name \"", prompt_name,
+                                                     "\" is not one of the model's prompts (",
+                                                     names.empty() ? "it has none" : names, ")"));
+    }
+    prompt = it->second;
+    if (!prompt.empty() && !pooling_include_prompt_) {
+      return absl::InvalidArgumentError(
+          "Encode: this model's pooling leaves the prompt's tokens out (1_Pooling include_prompt false), "
+          "which is not supported");
+    }
+  }
   // Tokenize and validate everything before any compute.
   std::vector<EncodeResult> results(inputs.size());
   std::vector<int32_t> packed;
@@ -108,12 +131,18 @@ absl::StatusOr<std::unique_ptr<EncodeJob>> EncoderModel::StartEncode(absl::Span<
   for (size_t i = 0; i < inputs.size(); ++i) {
     const EncoderInput& in = inputs[i];
     EncodeResult& r = results[i];
+    if (explicit_prompt && !prompt.empty() && (!in.is_text || in.text_pair.has_value())) {
+      return absl::InvalidArgumentError(absl::StrCat("Encode: input ", i, ": prompt_name \"", prompt_name,
+                                                     "\" goes before a single text, not ",
+                                                     in.is_text ? "a text pair" : "token ids"));
+    }
     if (in.is_text) {
       const int limit = options.truncate ? max_tokens_ : 0;
       absl::StatusOr<TextEncoding> enc =
           in.text_pair.has_value()
               ? tokenizer_->EncodePair(in.text, *in.text_pair, limit, options.truncation_side)
-              : tokenizer_->Encode(in.text, /*add_special_tokens=*/true, limit, options.truncation_side);
+              : tokenizer_->Encode(prompt.empty() ? in.text : prompt + in.text, /*add_special_tokens=*/true, limit,
+                                   options.truncation_side);
       if (!enc.ok()) {
         return absl::InvalidArgumentError(absl::StrCat("Encode: input ", i, ": ", enc.status().message()));
       }

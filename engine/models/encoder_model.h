@@ -10,6 +10,7 @@
 #define ATTNSERVE_ENGINE_MODELS_ENCODER_MODEL_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -58,6 +59,12 @@ struct EncodeOptions {
   // Matryoshka-trained model's shorter embedding), then normalise if asked.
   // In [1, hidden size]; not with PoolingMode::kNone.
   int dimensions = 0;
+  // A prompt of the model's configuration (config_sentence_transformers.json
+  // "prompts") put before every single-text input, as sentence-transformers'
+  // encode(prompt_name=...) does. nullopt: the model's default_prompt_name,
+  // if any (applied to single texts only); "": no prompt. A named prompt
+  // with a text pair or token ids is INVALID_ARGUMENT.
+  std::optional<std::string> prompt_name;
   bool return_hidden_states = false;
   std::vector<int> attention_layers;      // layers whose attention weights to return
   bool attention_average_heads = false;   // [N,N] instead of [H,N,N]
@@ -133,6 +140,10 @@ class EncoderModel {
   // The pooling and normalisation the model directory asks for.
   PoolingMode default_pooling() const { return default_pooling_; }
   bool default_normalize() const { return default_normalize_; }
+  // Named prompts (config_sentence_transformers.json) and the default one's
+  // name ("" if none).
+  const std::map<std::string, std::string>& prompts() const { return prompts_; }
+  const std::string& default_prompt_name() const { return default_prompt_name_; }
   const EncoderTokenizer& tokenizer() const { return *tokenizer_; }
 
  private:
@@ -144,6 +155,9 @@ class EncoderModel {
   std::unique_ptr<BertEncoder> bert_;
   PoolingMode default_pooling_ = PoolingMode::kMean;
   bool default_normalize_ = false;
+  std::map<std::string, std::string> prompts_;
+  std::string default_prompt_name_;
+  bool pooling_include_prompt_ = true;
   int max_tokens_ = 0;
 };
 

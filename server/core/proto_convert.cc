@@ -82,6 +82,7 @@ absl::StatusOr<EncodeCall> ToEncodeCall(const v1::EncodeRequest& request, const 
     }
     o.dimensions = request.dimensions();
   }
+  if (request.has_prompt_name()) o.prompt_name = request.prompt_name();
   o.return_hidden_states = request.return_hidden_states();
   for (int i = 0; i < request.attention_layers_size(); ++i) {
     const int layer = request.attention_layers(i);

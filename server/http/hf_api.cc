@@ -321,7 +321,8 @@ absl::Status ReadTeiTruncation(const json& object, v1::EncodeRequest* request) {
     }
     if (d == "left" && truncate) request->set_truncation(v1::TRUNCATION_START);
   }
-  if (Field(object, "prompt_name") != nullptr) return Unsupported("prompt_name", "no prompts are configured");
+  RETURN_IF_ERROR(Optional<std::string>(object, "prompt_name", StringField,
+                                        [&](std::string v) { request->set_prompt_name(std::move(v)); }));
   return absl::OkStatus();
 }
 

@@ -73,6 +73,11 @@ absl::StatusOr<bool> BoolField(const json& value, absl::string_view field) {
   return value.get<bool>();
 }
 
+absl::StatusOr<std::string> StringField(const json& value, absl::string_view field) {
+  if (!value.is_string()) return TypeError(field, "a string", value);
+  return value.get<std::string>();
+}
+
 absl::StatusOr<v1::TokenIds> TokenIdsField(const json& array, absl::string_view field) {
   v1::TokenIds ids;
   for (size_t i = 0; i < array.size(); ++i) {

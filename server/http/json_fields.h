@@ -44,6 +44,7 @@ absl::Status RefuseNonZeroPriority(const nlohmann::json& body);
 absl::StatusOr<int32_t> Int32Field(const nlohmann::json& value, absl::string_view field);
 absl::StatusOr<float> FloatField(const nlohmann::json& value, absl::string_view field);
 absl::StatusOr<bool> BoolField(const nlohmann::json& value, absl::string_view field);
+absl::StatusOr<std::string> StringField(const nlohmann::json& value, absl::string_view field);
 
 // An array of token ids; element i's error names "<field>[i]".
 absl::StatusOr<v1::TokenIds> TokenIdsField(const nlohmann::json& array, absl::string_view field);

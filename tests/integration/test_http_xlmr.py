@@ -85,6 +85,24 @@ def test_tei_left_truncation_keeps_the_end_of_the_text(embedder):
     np.testing.assert_allclose(np.array(body[0]), np.array(case["embedding"]), atol=1e-4)
 
 
+def test_tei_prompt_name_equals_sentence_transformers(embedder):
+    st = pytest.importorskip("sentence_transformers")
+    model = st.SentenceTransformer(str(EMBEDDER), device="cpu")
+    for name in ("query", "passage"):
+        want = model.encode(TEXTS, prompt_name=name, normalize_embeddings=True, convert_to_numpy=True)
+        status, body = post_json(embedder, "/embed", {"inputs": TEXTS, "prompt_name": name})
+        assert status == 200, body
+        np.testing.assert_allclose(np.array(body), want, atol=1e-4)
+    status, body = post_json(embedder, "/embed", {"inputs": TEXTS, "prompt_name": "instruct"})
+    assert status == 400 and body["error_type"] == "Validation", body
+    assert "prompt_name \"instruct\" is not one of the model's prompts (passage, query)" in body["error"], body
+    # gRPC's field through the native route: the same request message.
+    status, body = post_json(embedder, "/v1/encode", {"inputs": [{"text": TEXTS[0]}], "promptName": "query"})
+    assert status == 200, body
+    np.testing.assert_allclose(np.array(body["results"][0]["embedding"]["values"]),
+                               model.encode([TEXTS[0]], prompt_name="query")[0], atol=1e-4)
+
+
 def test_tei_tokenize_equals_tokenizers(embedder):
     tokenizers = pytest.importorskip("tokenizers")
     tok = tokenizers.Tokenizer.from_file(str(EMBEDDER / "tokenizer.json"))

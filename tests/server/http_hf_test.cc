@@ -235,9 +235,10 @@ TEST(TeiEmbedTest, RequestShapesAndDefaults) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->truncation(), v1::TRUNCATION_START);
   EXPECT_EQ(r->dimensions(), 8);
-  r = ParseTeiEmbedRequest(R"({"inputs": "a", "truncation_direction": "left"})");
+  r = ParseTeiEmbedRequest(R"({"inputs": "a", "truncation_direction": "left", "prompt_name": "query"})");
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->truncation(), v1::TRUNCATION_NONE);
+  EXPECT_EQ(r->prompt_name(), "query");
 
   const std::pair<const char*, const char*> bad[] = {
       {R"({})", "inputs: required"},
@@ -245,7 +246,7 @@ TEST(TeiEmbedTest, RequestShapesAndDefaults) {
       {R"({"inputs": [1.5]})", "inputs[0]"},
       {R"({"inputs": "a", "normalize": 1})", "normalize: must be a boolean"},
       {R"({"inputs": "a", "truncation_direction": "up"})", "truncation_direction: 'up' is not one of"},
-      {R"({"inputs": "a", "prompt_name": "query"})", "prompt_name: not supported"},
+      {R"({"inputs": "a", "prompt_name": 5})", "prompt_name: must be a string"},
       {R"({"inputs": "a", "dimensions": "8"})", "dimensions: must be an integer"},
       {R"({"inputs": "a", "dimensions": 4294967296})", "dimensions: 4294967296 is out of range"},
   };
@@ -283,7 +284,7 @@ TEST(TeiEmbedAllTest, TokenStatesUnpooledAndTheSameTruncationRules) {
   r = ParseTeiEmbedAllRequest(R"({"inputs": "a"})");
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->truncation(), v1::TRUNCATION_NONE);
-  for (const char* body : {R"({})", R"({"inputs": []})", R"({"inputs": "a", "prompt_name": "q"})",
+  for (const char* body : {R"({})", R"({"inputs": []})", R"({"inputs": "a", "prompt_name": 5})",
                            R"({"inputs": "a", "truncation_direction": 1})"}) {
     EXPECT_EQ(ParseTeiEmbedAllRequest(body).status().code(), absl::StatusCode::kInvalidArgument) << body;
   }

@@ -112,8 +112,8 @@ TEST(SimilarityRequestTest, TeisShapeAndParameters) {
       {R"({"inputs": {"source_sentence": "s"}})", "inputs.sentences: required"},
       {R"({"inputs": {"source_sentence": "s", "sentences": []}})", "inputs.sentences: must not be empty"},
       {R"({"inputs": {"source_sentence": "s", "sentences": "a"}})", "inputs.sentences: must be an array"},
-      {R"({"inputs": {"source_sentence": "s", "sentences": ["a"]}, "parameters": {"prompt_name": "q"}})",
-       "parameters.prompt_name: not supported"},
+      {R"({"inputs": {"source_sentence": "s", "sentences": ["a"]}, "parameters": {"prompt_name": 5}})",
+       "parameters.prompt_name: must be a string"},
       {R"({"inputs": {"source_sentence": "s", "sentences": ["a"]}, "parameters": 1})", "parameters: must be an object"},
   };
   for (const auto& [body, expected] : bad) ExpectRefused(ParseSimilarityRequest(body), expected, body);

@@ -32,6 +32,8 @@ tokenizer.json carries sentencepiece's normalizer as a Precompiled charsmap.
                 decoded_skip_special}
      pairs      per layout: {text, text_pair, max_length, ids, type_ids}
                 (longest_first truncation)
+     prompted   xlmr_tiny's prompts (config_sentence_transformers.json, multilingual-e5's
+                "query: " / "passage: "): SentenceTransformer.encode(prompt_name=...)
      left_truncation  one over-long text cut from the left at 64 tokens (tokenizers'
                 direction="left"): {text, ids, embedding}
      embeddings xlmr_tiny: {text, ids, embedding}: the mean of XLMRobertaModel's last
@@ -110,6 +112,8 @@ PAIRS = [
     (" ".join(["alpha"] * 11), " ".join(["beta"] * 9), 16),
     (" ".join(["gamma"] * 9), " ".join(["delta"] * 9), 17),
 ]
+
+PROMPTS = {"query": "query: ", "passage": "passage: "}
 
 EMBED_TEXTS = TEXTS[:13] + [" ".join(["the quick brown fox"] * 30)]
 
@@ -268,6 +272,9 @@ def main():
                {"word_embedding_dimension": 32, "pooling_mode_mean_tokens": True, "pooling_mode_cls_token": False,
                 "pooling_mode_max_tokens": False, "pooling_mode_mean_sqrt_len_tokens": False})
     write_json(os.path.join(d, "sentence_bert_config.json"), {"max_seq_length": MAX_TOKENS, "do_lower_case": False})
+    # multilingual-e5's convention, as sentence-transformers prompts.
+    write_json(os.path.join(d, "config_sentence_transformers.json"),
+               {"prompts": PROMPTS, "default_prompt_name": None, "similarity_fn_name": "cosine"})
     st = SentenceTransformer(d, device="cpu")
     st_embeddings = st.encode(EMBED_TEXTS, batch_size=4, convert_to_numpy=True)
     tok = layouts["legacy"]
@@ -287,6 +294,14 @@ def main():
             assert torch.allclose(mean, torch.tensor(st_emb), atol=1e-5), text
         embeddings.append({"text": text, "ids": ids, "embedding": [float(x) for x in mean]})
     fixture["embeddings"] = embeddings
+    # Prompts: sentence-transformers' encode(prompt_name=...) puts the prompt
+    # before the text.
+    fixture["prompted"] = []
+    for name in sorted(PROMPTS):
+        text = "Der schnelle braune Fuchs springt über den faulen Hund."
+        emb = st.encode([text], prompt_name=name, convert_to_numpy=True)[0]
+        fixture["prompted"].append({"prompt_name": name, "prompt": PROMPTS[name], "text": text,
+                                    "embedding": [float(x) for x in emb]})
     # Left truncation (TEI's truncation_direction "left"): the last tokens kept.
     long_text = EMBED_TEXTS[-1] + " and the end of the text"
     tok.enable_truncation(MAX_TOKENS, direction="left")

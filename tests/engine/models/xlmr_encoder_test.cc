@@ -5,6 +5,8 @@
 // the text keeping the padding position), the 64-token limit of a 66-row
 // position table, and XLMRobertaForSequenceClassification's logits.
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -163,6 +165,79 @@ TEST(XlmrEncoderTest, DimensionsKeepTheLeadingValuesThenNormalise) {
   per_token.dimensions = 8;
   per_token.pooling = PoolingMode::kNone;
   EXPECT_THAT((*model)->Encode({&in, 1}, per_token).status().message(), HasSubstr("not with pooling none"));
+}
+
+TEST(XlmrEncoderTest, PromptsEqualSentenceTransformers) {
+  ASSERT_FALSE(Golden().is_null());
+  auto model = EncoderModel::Load(ModelDir("xlmr_tiny"), {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ((*model)->prompts().size(), 2u);
+  EXPECT_EQ((*model)->default_prompt_name(), "");
+  ASSERT_GE(Golden()["prompted"].size(), 2u);
+  for (const nlohmann::json& c : Golden()["prompted"]) {
+    EncoderInput in = TextInput(c["text"].get<std::string>());
+    EncodeOptions o;
+    o.prompt_name = c["prompt_name"].get<std::string>();
+    auto r = (*model)->Encode({&in, 1}, o);
+    ASSERT_TRUE(r.ok()) << r.status();
+    const std::vector<float> want = c["embedding"].get<std::vector<float>>();
+    for (size_t k = 0; k < want.size(); ++k) EXPECT_NEAR((*r)[0].embedding.f32()[k], want[k], 1e-4) << k;
+    // The same as writing the prompt into the text.
+    EncoderInput written = TextInput(c["prompt"].get<std::string>() + c["text"].get<std::string>());
+    auto same = (*model)->Encode({&written, 1}, {});
+    ASSERT_TRUE(same.ok());
+    EXPECT_EQ((*same)[0].token_ids, (*r)[0].token_ids);
+  }
+  EncoderInput in = TextInput("x");
+  EncodeOptions unknown;
+  unknown.prompt_name = "instruct";
+  EXPECT_THAT((*model)->Encode({&in, 1}, unknown).status().message(),
+              HasSubstr("prompt_name \"instruct\" is not one of the model's prompts (passage, query)"));
+  EncoderInput ids;
+  ids.is_text = false;
+  ids.token_ids = {0, 5, 2};
+  EncodeOptions query;
+  query.prompt_name = "query";
+  EXPECT_THAT((*model)->Encode({&ids, 1}, query).status().message(), HasSubstr("not token ids"));
+}
+
+TEST(XlmrEncoderTest, DefaultPromptAppliesToSingleTextsOnly) {
+  // A copy of the model whose configuration names a default prompt.
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(::testing::TempDir()) / "xlmr_default_prompt";
+  fs::remove_all(dir);
+  fs::copy(ModelDir("xlmr_tiny"), dir, fs::copy_options::recursive);
+  {
+    std::ofstream f(dir / "config_sentence_transformers.json", std::ios::trunc);
+    f << R"({"prompts": {"query": "query: ", "passage": "passage: "}, "default_prompt_name": "query"})";
+  }
+  auto model = EncoderModel::Load(dir.string(), {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ((*model)->default_prompt_name(), "query");
+  EncoderInput text = TextInput("hello");
+  EncoderInput ids;
+  ids.is_text = false;
+  ids.token_ids = {0, 5, 2};
+  auto r = (*model)->Encode(std::vector<EncoderInput>{text, ids}, {});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EncoderInput written = TextInput("query: hello");
+  EncodeOptions none;
+  none.prompt_name = "";
+  auto want = (*model)->Encode({&written, 1}, none);
+  ASSERT_TRUE(want.ok()) << want.status();
+  EXPECT_EQ((*r)[0].token_ids, (*want)[0].token_ids);
+  EXPECT_THAT((*r)[1].token_ids, ElementsAreArray({0, 5, 2}));  // token ids are used as given
+  auto bare = (*model)->Encode({&text, 1}, none);
+  ASSERT_TRUE(bare.ok());
+  EXPECT_LT((*bare)[0].token_ids.size(), (*want)[0].token_ids.size());
+  {
+    std::ofstream f(dir / "config_sentence_transformers.json", std::ios::trunc);
+    f << R"({"prompts": {"query": "query: "}, "default_prompt_name": "passage"})";
+  }
+  auto bad = EncoderModel::Load(dir.string(), {});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("config_sentence_transformers.json: default_prompt_name \"passage\""));
+  fs::remove_all(dir);
 }
 
 TEST(XlmrRerankerTest, LogitsMatchTransformers) {
