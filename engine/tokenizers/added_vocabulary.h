@@ -19,7 +19,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "engine/tokenizers/encoder_tokenizer.h"
+#include "engine/tokenizers/text_encoding.h"
 
 namespace attnserve {
 

@@ -1,13 +1,73 @@
 #include "engine/tokenizers/encoder_tokenizer.h"
 
+#include <algorithm>
+#include <utility>
+#include <vector>
+
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "engine/core/status_macros.h"
 #include "engine/formats/json_util.h"
+#include "engine/tokenizers/unicode_util.h"
 #include "engine/tokenizers/unigram_tokenizer.h"
 #include "engine/tokenizers/wordpiece.h"
 
 namespace attnserve {
+
+absl::StatusOr<TextEncoding> EncoderTokenizer::Encode(absl::string_view text, bool add_special_tokens,
+                                                      int max_length, TruncationSide side) const {
+  if (!IsValidUtf8(text)) {
+    std::vector<char32_t> cps;
+    std::vector<uint32_t> offsets;
+    return DecodeUtf8(text, &cps, &offsets);  // the error with its byte offset
+  }
+  TextEncoding enc;
+  RETURN_IF_ERROR(added_.Split(
+      text, [&](absl::string_view segment, uint32_t base) { return EncodeSegment(segment, base, &enc); }, &enc));
+  return template_.Single(std::move(enc), add_special_tokens, max_length, side);
+}
+
+absl::StatusOr<TextEncoding> EncoderTokenizer::EncodePair(absl::string_view first, absl::string_view second,
+                                                          int max_length, TruncationSide side) const {
+  ASSIGN_OR_RETURN(TextEncoding a, Encode(first, /*add_special_tokens=*/false));
+  ASSIGN_OR_RETURN(TextEncoding b, Encode(second, /*add_special_tokens=*/false));
+  return template_.Pair(std::move(a), std::move(b), max_length, side);
+}
+
+std::string EncoderTokenizer::IdToToken(int32_t id) const {
+  if (id < 0 || static_cast<size_t>(id) >= id_to_token_.size()) return absl::StrCat("<invalid id ", id, ">");
+  return id_to_token_[id];
+}
+
+bool EncoderTokenizer::IsSpecial(int32_t id) const {
+  return id >= 0 && static_cast<size_t>(id) < special_.size() && special_[id];
+}
+
+void EncoderTokenizer::SetEntries(int64_t size, const std::vector<std::string>& model_entries) {
+  id_to_token_ = model_entries;
+  id_to_token_.resize(static_cast<size_t>(std::max<int64_t>(size, added_.max_id() + 1)));
+  special_.assign(id_to_token_.size(), false);
+  for (const AddedToken& a : added_.tokens()) {
+    id_to_token_[a.id] = a.content;
+    special_[a.id] = a.special;
+  }
+}
+
+absl::StatusOr<std::vector<std::string>> EncoderTokenizer::Entries(absl::Span<const int32_t> ids,
+                                                                   bool skip_special_tokens) const {
+  std::vector<std::string> out;
+  out.reserve(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const int32_t id = ids[i];
+    if (id < 0 || static_cast<size_t>(id) >= id_to_token_.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("token id ", id, " at index ", i, " is outside the vocabulary [0, ", id_to_token_.size(), ")"));
+    }
+    if (skip_special_tokens && special_[id]) continue;
+    out.push_back(id_to_token_[id]);
+  }
+  return out;
+}
 
 absl::StatusOr<std::unique_ptr<EncoderTokenizer>> LoadEncoderTokenizer(const std::string& path) {
   ASSIGN_OR_RETURN(nlohmann::json j, ReadJsonFile(path));

@@ -13,7 +13,6 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -21,58 +20,63 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "engine/tokenizers/added_vocabulary.h"
+#include "engine/tokenizers/sequence_template.h"
+#include "engine/tokenizers/text_encoding.h"
 
 namespace attnserve {
-
-struct TextEncoding {
-  std::vector<int32_t> ids;
-  // Byte span [begin, end) of each token in the input text; (0, 0) for the
-  // special tokens the post-processor adds.
-  std::vector<std::pair<uint32_t, uint32_t>> offsets;
-  bool truncated = false;
-  // Tokens the full text has (with special tokens when they were added),
-  // before truncation.
-  int64_t untruncated_length = 0;
-  // Segment of each token (token_type_ids) as the post-processor's pair
-  // template gives them (BERT: 0 up to the first [SEP], 1 after; XLM-R: all
-  // 0); empty from Encode, where every token is segment 0.
-  std::vector<int32_t> type_ids;
-};
-
-// Which end of an over-long text truncation cuts: the end (Hugging Face's
-// default, "right") or the start ("left": the last tokens are kept). The
-// special tokens around the text stay either way.
-enum class TruncationSide { kEnd, kStart };
 
 class EncoderTokenizer {
  public:
   virtual ~EncoderTokenizer() = default;
 
-  // Tokenizes `text` (must be valid UTF-8: INVALID_ARGUMENT otherwise). With
+  // Tokenizes `text` (must be valid UTF-8: INVALID_ARGUMENT otherwise): the
+  // added tokens split out, the text between them by EncodeSegment, the
+  // post-processor's template around the result. With
   // max_length > 0 the result is cut to at most max_length tokens, counting
   // the special tokens when add_special_tokens (the tail of the text is
   // dropped, as Hugging Face's truncation of a single sequence does; its
   // start with TruncationSide::kStart).
-  virtual absl::StatusOr<TextEncoding> Encode(absl::string_view text, bool add_special_tokens, int max_length = 0,
-                                              TruncationSide side = TruncationSide::kEnd) const = 0;
+  absl::StatusOr<TextEncoding> Encode(absl::string_view text, bool add_special_tokens, int max_length = 0,
+                                      TruncationSide side = TruncationSide::kEnd) const;
   // A text pair as a cross-encoder reads it, by the post-processor's pair
   // template (BERT: [CLS] a [SEP] b [SEP]; XLM-R: <s> a </s></s> b </s>).
   // With max_length > 0 the texts are cut by Hugging Face's "longest_first"
   // rule (see TruncateLongestFirst), each at the end `side` names. Offsets
   // are byte spans in the text each token came from.
-  virtual absl::StatusOr<TextEncoding> EncodePair(absl::string_view first, absl::string_view second,
-                                                  int max_length = 0,
-                                                  TruncationSide side = TruncationSide::kEnd) const = 0;
+  absl::StatusOr<TextEncoding> EncodePair(absl::string_view first, absl::string_view second, int max_length = 0,
+                                          TruncationSide side = TruncationSide::kEnd) const;
   // The vocabulary entry ("[UNK]", "▁the"); out-of-range ids give
   // "<invalid id N>".
-  virtual std::string IdToToken(int32_t id) const = 0;
+  std::string IdToToken(int32_t id) const;
   // The tokenizer.json decoder's text. INVALID_ARGUMENT for ids out of range.
   virtual absl::StatusOr<std::string> Decode(absl::Span<const int32_t> ids, bool skip_special_tokens) const = 0;
-  virtual int vocab_size() const = 0;
+  int vocab_size() const { return static_cast<int>(id_to_token_.size()); }
   // Added tokens marked special ([CLS], <s>, <mask>, ...).
-  virtual bool IsSpecial(int32_t id) const = 0;
+  bool IsSpecial(int32_t id) const;
   // "wordpiece", "unigram".
   virtual absl::string_view kind() const = 0;
+
+ protected:
+  // Tokenizes a stretch of text that holds no added token, appending its ids
+  // and offsets (shifted by `base`, its place in the whole text) to `out`.
+  virtual absl::Status EncodeSegment(absl::string_view segment, uint32_t base, TextEncoding* out) const = 0;
+
+  // The vocabulary's entries, ids 0..n-1 (n: `size`, at least one past the
+  // last added token), with the added tokens (added_, read first) over them
+  // and their special flags.
+  void SetEntries(int64_t size, const std::vector<std::string>& model_entries);
+  // The entries of `ids` in order, special ones left out when asked;
+  // INVALID_ARGUMENT naming the index of an id outside the vocabulary.
+  absl::StatusOr<std::vector<std::string>> Entries(absl::Span<const int32_t> ids, bool skip_special_tokens) const;
+
+  // Filled by the implementations when they read tokenizer.json.
+  AddedVocabulary added_;
+  SequenceTemplate template_;
+
+ private:
+  std::vector<std::string> id_to_token_;
+  std::vector<bool> special_;
 };
 
 // Reads tokenizer.json and builds the tokenizer its model.type names

@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/status/statusor.h"
-#include "engine/tokenizers/encoder_tokenizer.h"
+#include "engine/tokenizers/text_encoding.h"
 
 namespace attnserve {
 

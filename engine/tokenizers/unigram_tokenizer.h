@@ -20,10 +20,8 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/status/statusor.h"
-#include "engine/tokenizers/added_vocabulary.h"
 #include "engine/tokenizers/encoder_tokenizer.h"
 #include "engine/tokenizers/metaspace.h"
-#include "engine/tokenizers/sequence_template.h"
 #include "engine/tokenizers/spm_normalizer.h"
 #include "engine/tokenizers/unigram_model.h"
 
@@ -36,29 +34,18 @@ class UnigramTokenizer : public EncoderTokenizer {
   static absl::StatusOr<std::unique_ptr<UnigramTokenizer>> FromJson(const nlohmann::json& json,
                                                                    const std::string& path);
 
-  absl::StatusOr<TextEncoding> Encode(absl::string_view text, bool add_special_tokens, int max_length = 0,
-                                      TruncationSide side = TruncationSide::kEnd) const override;
-  absl::StatusOr<TextEncoding> EncodePair(absl::string_view first, absl::string_view second, int max_length = 0,
-                                          TruncationSide side = TruncationSide::kEnd) const override;
-  std::string IdToToken(int32_t id) const override;
   absl::StatusOr<std::string> Decode(absl::Span<const int32_t> ids, bool skip_special_tokens) const override;
-  int vocab_size() const override { return static_cast<int>(id_to_token_.size()); }
-  bool IsSpecial(int32_t id) const override;
   absl::string_view kind() const override { return "unigram"; }
 
  private:
   UnigramTokenizer() = default;
   // Normalizes, pre-tokenizes and tokenizes text between added tokens.
-  absl::Status EncodeSegment(absl::string_view segment, uint32_t base, TextEncoding* out) const;
+  absl::Status EncodeSegment(absl::string_view segment, uint32_t base, TextEncoding* out) const override;
 
   SpmNormalizer normalizer_;
   MetaspacePreTokenizer pre_tokenizer_;
   UnigramModel model_;
-  SequenceTemplate template_;
   MetaspaceDecoder decoder_;
-  AddedVocabulary added_;
-  std::vector<std::string> id_to_token_;
-  std::vector<bool> special_;
 };
 
 }  // namespace attnserve

@@ -61,13 +61,9 @@ absl::StatusOr<std::unique_ptr<WordPieceTokenizer>> WordPieceTokenizer::FromJson
   ASSIGN_OR_RETURN(t->added_, AddedVocabulary::FromJson(j.contains("added_tokens") ? j["added_tokens"] : nlohmann::json(),
                                                         path));
   max_id = std::max(max_id, t->added_.max_id());
-  t->id_to_token_.resize(static_cast<size_t>(max_id + 1));
-  t->special_.assign(static_cast<size_t>(max_id + 1), false);
-  for (const auto& [token, id] : t->vocab_) t->id_to_token_[id] = token;
-  for (const AddedToken& a : t->added_.tokens()) {
-    t->id_to_token_[a.id] = a.content;
-    t->special_[a.id] = a.special;
-  }
+  std::vector<std::string> entries(static_cast<size_t>(max_id + 1));
+  for (const auto& [token, id] : t->vocab_) entries[id] = token;
+  t->SetEntries(max_id + 1, entries);
 
   ASSIGN_OR_RETURN(std::optional<std::string> unk, JsonOptionalString(model, "unk_token", path));
   auto unk_it = t->vocab_.find(unk.value_or("[UNK]"));
@@ -104,30 +100,6 @@ absl::StatusOr<std::unique_ptr<WordPieceTokenizer>> WordPieceTokenizer::FromJson
   ASSIGN_OR_RETURN(std::optional<bool> cleanup, JsonOptionalBool(dec, "cleanup", path));
   t->decoder_cleanup_ = cleanup.value_or(true);
   return t;
-}
-
-bool WordPieceTokenizer::IsSpecial(int32_t id) const {
-  return id >= 0 && static_cast<size_t>(id) < special_.size() && special_[id];
-}
-
-absl::StatusOr<TextEncoding> WordPieceTokenizer::Encode(absl::string_view text, bool add_special_tokens,
-                                                             int max_length, TruncationSide side) const {
-  if (!IsValidUtf8(text)) {
-    std::vector<char32_t> cps;
-    std::vector<uint32_t> offs;
-    return DecodeUtf8(text, &cps, &offs);  // the error with its byte offset
-  }
-  TextEncoding enc;
-  RETURN_IF_ERROR(added_.Split(
-      text, [&](absl::string_view segment, uint32_t base) { return EncodeSegment(segment, base, &enc); }, &enc));
-  return template_.Single(std::move(enc), add_special_tokens, max_length, side);
-}
-
-absl::StatusOr<TextEncoding> WordPieceTokenizer::EncodePair(absl::string_view first, absl::string_view second,
-                                                            int max_length, TruncationSide side) const {
-  ASSIGN_OR_RETURN(TextEncoding a, Encode(first, /*add_special_tokens=*/false));
-  ASSIGN_OR_RETURN(TextEncoding b, Encode(second, /*add_special_tokens=*/false));
-  return template_.Pair(std::move(a), std::move(b), max_length, side);
 }
 
 absl::Status WordPieceTokenizer::EncodeSegment(absl::string_view segment, uint32_t base,
@@ -208,23 +180,12 @@ void WordPieceTokenizer::EncodeWord(const std::vector<NormalizedChar>& chars, si
   }
 }
 
-std::string WordPieceTokenizer::IdToToken(int32_t id) const {
-  if (id < 0 || static_cast<size_t>(id) >= id_to_token_.size()) return absl::StrCat("<invalid id ", id, ">");
-  return id_to_token_[id];
-}
-
 absl::StatusOr<std::string> WordPieceTokenizer::Decode(absl::Span<const int32_t> ids,
                                                        bool skip_special_tokens) const {
+  ASSIGN_OR_RETURN(std::vector<std::string> tokens, Entries(ids, skip_special_tokens));
   std::string text;
   bool first = true;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    const int32_t id = ids[i];
-    if (id < 0 || static_cast<size_t>(id) >= id_to_token_.size()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("token id ", id, " at index ", i, " is outside the vocabulary [0, ", id_to_token_.size(), ")"));
-    }
-    if (skip_special_tokens && special_[id]) continue;
-    std::string token = id_to_token_[id];
+  for (std::string& token : tokens) {
     if (!first) {
       if (token.starts_with(continuing_prefix_)) {
         token.erase(0, continuing_prefix_.size());

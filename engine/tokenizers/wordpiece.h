@@ -23,10 +23,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "engine/tokenizers/added_vocabulary.h"
 #include "engine/tokenizers/bert_normalizer.h"
 #include "engine/tokenizers/encoder_tokenizer.h"
-#include "engine/tokenizers/sequence_template.h"
 
 namespace attnserve {
 
@@ -38,32 +36,22 @@ class WordPieceTokenizer : public EncoderTokenizer {
   static absl::StatusOr<std::unique_ptr<WordPieceTokenizer>> FromJson(const nlohmann::json& json,
                                                                      const std::string& path);
 
-  // EncoderTokenizer (see there): [CLS] text [SEP] by the post-processor.
-  absl::StatusOr<TextEncoding> Encode(absl::string_view text, bool add_special_tokens, int max_length = 0,
-                                      TruncationSide side = TruncationSide::kEnd) const override;
-  // [CLS] first [SEP] second [SEP], the second in segment 1.
-  absl::StatusOr<TextEncoding> EncodePair(absl::string_view first, absl::string_view second, int max_length = 0,
-                                          TruncationSide side = TruncationSide::kEnd) const override;
-  // "[UNK]"-like strings; out-of-range ids give "<invalid id N>".
-  std::string IdToToken(int32_t id) const override;
   // Hugging Face's WordPiece decoder: tokens joined by spaces, "##" pieces
   // glued, then the BERT clean-up of spaces before punctuation and
   // contractions. INVALID_ARGUMENT for ids out of range.
   absl::StatusOr<std::string> Decode(absl::Span<const int32_t> ids, bool skip_special_tokens) const override;
 
-  int vocab_size() const override { return static_cast<int>(id_to_token_.size()); }
   int32_t cls_id() const { return template_.FirstSpecialId(); }
   int32_t sep_id() const { return template_.LastSpecialId(); }
   int32_t pad_id() const { return pad_id_; }
   int32_t unk_id() const { return unk_id_; }
-  bool IsSpecial(int32_t id) const override;
   absl::string_view kind() const override { return "wordpiece"; }
 
  private:
   WordPieceTokenizer() = default;
   // Normalizes, pre-tokenizes and WordPiece-splits one segment of text that
   // contains no added token; appends ids and offsets (shifted by `base`).
-  absl::Status EncodeSegment(absl::string_view segment, uint32_t base, TextEncoding* out) const;
+  absl::Status EncodeSegment(absl::string_view segment, uint32_t base, TextEncoding* out) const override;
   void EncodeWord(const std::vector<NormalizedChar>& chars, size_t begin, size_t end,
                   TextEncoding* out) const;
 
@@ -72,13 +60,9 @@ class WordPieceTokenizer : public EncoderTokenizer {
   // std::unordered_map: absl::flat_hash_map<std::string, ...> does not compile
   // under GCC 14 with UBSan (the asan preset).
   std::unordered_map<std::string, int32_t> vocab_;
-  std::vector<std::string> id_to_token_;
-  AddedVocabulary added_;
-  std::vector<bool> special_;
   std::string continuing_prefix_ = "##";
   int max_input_chars_per_word_ = 100;
   int32_t unk_id_ = -1;
-  SequenceTemplate template_;
   int32_t pad_id_ = 0;
   bool decoder_cleanup_ = true;
 };
