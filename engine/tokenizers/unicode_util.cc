@@ -7,6 +7,7 @@
 #include <unicode/ustring.h>
 #include <unicode/utf16.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -167,6 +168,16 @@ void AppendLower(char32_t c, std::u32string* out) {
 std::vector<size_t> GraphemeStarts(const std::u32string& text) {
   std::vector<size_t> starts;
   starts.reserve(text.size() + 1);
+  // Below U+0300 (Latin, no combining marks, joiners, jamo or emoji) every
+  // code point is a cluster of its own except CR LF: no break iterator needed.
+  if (std::all_of(text.begin(), text.end(), [](char32_t c) { return c < 0x300; })) {
+    for (size_t i = 0; i < text.size(); ++i) {
+      if (i > 0 && text[i] == U'\n' && text[i - 1] == U'\r') continue;
+      starts.push_back(i);
+    }
+    starts.push_back(text.size());
+    return starts;
+  }
   UErrorCode status = U_ZERO_ERROR;
   std::unique_ptr<icu::BreakIterator> it(icu::BreakIterator::createCharacterInstance(icu::Locale::getRoot(), status));
   if (U_FAILURE(status) || it == nullptr) {
