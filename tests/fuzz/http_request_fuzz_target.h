@@ -104,6 +104,7 @@ inline absl::StatusOr<HttpFuzzContext> LoadHttpFuzzContext(const std::string& sh
   ctx.chat = ResolveChatSetup("llama2", "", *ctx.tokenizer);
   ctx.encoder.architecture = "bert";
   ctx.encoder.num_layers = 6;  // all-MiniLM-L6-v2
+  ctx.encoder.hidden_size = 384;
   ctx.decoder.architecture = "llama";
   ctx.decoder.num_layers = 5;
   ctx.decoder.vocab_size = ctx.tokenizer->vocab_size();
@@ -191,6 +192,10 @@ inline bool CheckEncode(const HttpFuzzContext& ctx, const char* endpoint, const 
   }
   for (int layer : call->options.attention_layers) {
     if (layer < 0 || layer >= ctx.encoder.num_layers) Fail(endpoint, "accepted an attention layer out of range", std::to_string(layer), body);
+  }
+  const int dims = call->options.dimensions;
+  if (dims < 0 || dims > ctx.encoder.hidden_size || (dims > 0 && call->options.pooling == PoolingMode::kNone)) {
+    Fail(endpoint, "accepted dimensions outside [1, hidden size] or without pooling", std::to_string(dims), body);
   }
   return true;
 }

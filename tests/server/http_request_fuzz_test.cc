@@ -52,6 +52,7 @@ std::vector<std::string> SeedCorpus() {
       {3, R"({"tokenIds":[1,403,407,2]})"},
       {4, R"({"input":["a sentence","another one"],"model":"all-MiniLM-L6-v2","encoding_format":"base64","user":"u"})"},
       {4, R"({"input":[[101,2023,102],[101,102]],"encoding_format":"float"})"},
+      {4, R"({"input":"a sentence","dimensions":8})"},
       {5, R"({"prompt":"Once upon","model":"stories260K","max_tokens":8,"temperature":0,"top_p":1,"stop":"\n",)"
           R"("seed":3,"logprobs":2,"stream":true,"n":2,"echo":true,"top_k":5,"repetition_penalty":1.0,)"
           R"("ignore_eos":true,"stop_token_ids":[2]})"},
@@ -108,6 +109,7 @@ std::vector<std::string> SeedCorpus() {
       {11, R"({"query":"q","documents":["one",{"text":"two"}],"top_n":1,"return_documents":false})"},
       {12, R"({"inputs":{"source_sentence":"s","sentences":["a","b"]},"parameters":{"truncate":true}})"},
       {13, R"({"inputs":["hello",[101,7592,102]],"truncate":false,"truncation_direction":"right"})"},
+      {13, R"({"inputs":"hello","truncate":true,"truncation_direction":"left","prompt_name":"query"})"},
       {14, R"({"model":"m","prompt":"Once upon a time","add_special_tokens":false,"return_token_strs":true})"},
       {14, R"({"messages":[{"role":"user","content":"Hi"}],"add_generation_prompt":true,"tools":[{"type":"function",)"
            R"("function":{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"integer"}}}}}]})"},
@@ -123,7 +125,8 @@ std::string Mutate(const std::string& in, const std::vector<std::string>& corpus
       "{", "}", "[", "]", ",", ":", "\"", "\\", "null", "true", "false", "0", "-1", "1.5", "-0",
       "1e309", "-1e309", "2147483648", "-2147483649", "18446744073709551616", "1e-50", "\"NaN\"", "\"Infinity\"",
       "\"-Infinity\"", "\"\\ud800\"", "\\u0000", "\xff", "\xc3", "\xf0\x9f\x98", "\"text\":", "\"ids\":[",
-      "\"sampling\":{", "\"max_new_tokens\":", "\"temperature\":", "\"top_p\":", "\"top_k\":", "\"stop\":[",
+      "\"sampling\":{", "\"dimensions\":", "\"prompt_name\":", "\"left\"", "\"max_new_tokens\":",
+      "\"temperature\":", "\"top_p\":", "\"top_k\":", "\"stop\":[",
       "\"n\":", "\"prompt\":", "\"input\":", "\"logprobs\":", "\"inputs\":[{", "\"attention_layers\":[",
       "\"token_ids\":", "\"seed\":", "\"max_tokens\":", "\"best_of\":", "\"unknown_field\":", "1000000",
       "\"frequency_penalty\":", "\"presence_penalty\":", "\"logit_bias\":{", "\"-1\":", "\"512\":",
