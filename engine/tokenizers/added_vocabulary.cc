@@ -41,7 +41,7 @@ absl::StatusOr<AddedVocabulary> AddedVocabulary::FromJson(const nlohmann::json& 
       return absl::InvalidArgumentError(
           absl::StrCat(path, ": added_tokens entries need a non-empty content and a valid id"));
     }
-    AddedToken t;
+    AddedVocabularyEntry t;
     t.content = *content;
     t.id = static_cast<int32_t>(*id);
     t.special = special.value_or(false);
@@ -66,7 +66,7 @@ absl::Status AddedVocabulary::Split(absl::string_view text,
   size_t segment_start = 0;
   size_t pos = 0;
   while (pos < text.size()) {
-    const AddedToken* match = nullptr;
+    const AddedVocabularyEntry* match = nullptr;
     for (size_t i : raw_) {  // a handful; longest first
       if (text.substr(pos, tokens_[i].content.size()) == tokens_[i].content) {
         match = &tokens_[i];

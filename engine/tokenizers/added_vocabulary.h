@@ -23,7 +23,8 @@
 
 namespace attnserve {
 
-struct AddedToken {
+// (Not AddedToken: pretokenizer.h has that name for the decoders' split.)
+struct AddedVocabularyEntry {
   std::string content;
   int32_t id = -1;
   bool special = false;
@@ -38,7 +39,7 @@ class AddedVocabulary {
   // the file for an entry without content or with an id outside [0, 2^24].
   static absl::StatusOr<AddedVocabulary> FromJson(const nlohmann::json& added_tokens, const std::string& path);
 
-  const std::vector<AddedToken>& tokens() const { return tokens_; }
+  const std::vector<AddedVocabularyEntry>& tokens() const { return tokens_; }
   int64_t max_id() const { return max_id_; }  // -1 when there are none
 
   // Calls encode_segment(text, byte offset of it) for each stretch of `text`
@@ -49,7 +50,7 @@ class AddedVocabulary {
                      TextEncoding* out) const;
 
  private:
-  std::vector<AddedToken> tokens_;
+  std::vector<AddedVocabularyEntry> tokens_;
   std::vector<size_t> raw_;  // indices of the tokens matched in raw text, longest first
   int64_t max_id_ = -1;
 };

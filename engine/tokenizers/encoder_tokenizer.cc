@@ -47,7 +47,7 @@ void EncoderTokenizer::SetEntries(int64_t size, const std::vector<std::string>& 
   id_to_token_ = model_entries;
   id_to_token_.resize(static_cast<size_t>(std::max<int64_t>(size, added_.max_id() + 1)));
   special_.assign(id_to_token_.size(), false);
-  for (const AddedToken& a : added_.tokens()) {
+  for (const AddedVocabularyEntry& a : added_.tokens()) {
     id_to_token_[a.id] = a.content;
     special_[a.id] = a.special;
   }
