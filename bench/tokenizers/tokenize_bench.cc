@@ -55,9 +55,10 @@ int main(int argc, char** argv) {
     elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   } while (elapsed < min_seconds);
   std::printf(
-      "{\"engine\": \"attnserve\", \"tokenizer\": \"%s\", \"label\": \"%s\", \"texts\": %zu, \"tokens\": %lld, "
-      "\"seconds_per_pass\": %.6f, \"tokens_per_second\": %.1f}\n",
-      std::string((*tokenizer)->kind()).c_str(), label.c_str(), texts.size(), static_cast<long long>(tokens),
+      "{\"engine\": \"attnserve\", \"tokenizer\": \"%s\", \"vocab\": %d, \"label\": \"%s\", \"texts\": %zu, "
+      "\"tokens\": %lld, \"seconds_per_pass\": %.6f, \"tokens_per_second\": %.1f}\n",
+      std::string((*tokenizer)->kind()).c_str(), (*tokenizer)->vocab_size(), label.c_str(), texts.size(),
+      static_cast<long long>(tokens),
       elapsed / passes, static_cast<double>(tokens) * passes / elapsed);
   return 0;
 }

@@ -70,6 +70,7 @@ void UnigramModel::BuildTrie() {
   }
   std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return pieces_[a] < pieces_[b]; });
   trie_.assign(1, TrieNode());
+  std::vector<std::pair<uint64_t, int32_t>> edges;  // (node << 8 | byte, child)
   std::vector<int32_t> path = {0};  // path[k]: the node after k bytes of `previous`
   const std::string* previous = nullptr;
   for (int32_t id : order) {
@@ -82,20 +83,29 @@ void UnigramModel::BuildTrie() {
     for (size_t k = common; k < piece.size(); ++k) {
       const auto child = static_cast<int32_t>(trie_.size());
       trie_.emplace_back();
-      trie_edges_.emplace_back((static_cast<uint64_t>(path.back()) << 8) | static_cast<uint8_t>(piece[k]), child);
+      edges.emplace_back((static_cast<uint64_t>(path.back()) << 8) | static_cast<uint8_t>(piece[k]), child);
       path.push_back(child);
     }
     trie_[path.back()].piece = id;
     previous = &piece;
   }
-  std::sort(trie_edges_.begin(), trie_edges_.end());
+  std::sort(edges.begin(), edges.end());
+  edge_begin_.assign(trie_.size() + 1, 0);
+  for (const auto& [key, child] : edges) ++edge_begin_[(key >> 8) + 1];
+  for (size_t n = 1; n < edge_begin_.size(); ++n) edge_begin_[n] += edge_begin_[n - 1];
+  edge_byte_.reserve(edges.size());
+  edge_child_.reserve(edges.size());
+  for (const auto& [key, child] : edges) {
+    edge_byte_.push_back(static_cast<uint8_t>(key & 0xFF));
+    edge_child_.push_back(child);
+  }
 }
 
 int32_t UnigramModel::Child(int32_t node, uint8_t byte) const {
-  const uint64_t key = (static_cast<uint64_t>(node) << 8) | byte;
-  auto it = std::lower_bound(trie_edges_.begin(), trie_edges_.end(), key,
-                             [](const std::pair<uint64_t, int32_t>& e, uint64_t k) { return e.first < k; });
-  return it == trie_edges_.end() || it->first != key ? -1 : it->second;
+  const auto first = edge_byte_.begin() + edge_begin_[node];
+  const auto last = edge_byte_.begin() + edge_begin_[node + 1];
+  const auto it = std::lower_bound(first, last, byte);
+  return it == last || *it != byte ? -1 : edge_child_[it - edge_byte_.begin()];
 }
 
 void UnigramModel::Tokenize(const AlignedText& piece, TextEncoding* out) const {
