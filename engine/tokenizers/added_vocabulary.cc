@@ -52,54 +52,65 @@ absl::StatusOr<AddedVocabulary> AddedVocabulary::FromJson(const nlohmann::json& 
     v.tokens_.push_back(std::move(t));
   }
   for (size_t i = 0; i < v.tokens_.size(); ++i) {
-    if (!v.tokens_[i].normalized) v.raw_.push_back(i);
+    if (v.tokens_[i].normalized) continue;
+    v.raw_.push_back({v.tokens_[i].content, v.tokens_[i].id});
+    v.raw_entry_.push_back(i);
   }
-  std::stable_sort(v.raw_.begin(), v.raw_.end(), [&v](size_t a, size_t b) {
-    return v.tokens_[a].content.size() > v.tokens_[b].content.size();
-  });
   return v;
 }
 
 absl::Status AddedVocabulary::Split(absl::string_view text,
                                     absl::FunctionRef<absl::Status(absl::string_view, uint32_t)> encode_segment,
                                     TextEncoding* out) const {
-  size_t segment_start = 0;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    const AddedVocabularyEntry* match = nullptr;
-    for (size_t i : raw_) {  // a handful; longest first
-      if (text.substr(pos, tokens_[i].content.size()) == tokens_[i].content) {
-        match = &tokens_[i];
-        break;
+  struct Piece {
+    size_t begin, end;
+    const AddedVocabularyEntry* token;  // null: a stretch of text
+  };
+  std::vector<Piece> pieces;
+  for (const TextSegment& s : SplitOnAddedTokens(text, raw_)) {
+    const size_t begin = static_cast<size_t>(s.text.data() - text.data());
+    const AddedVocabularyEntry* token = nullptr;
+    if (s.id >= 0) {
+      // SplitOnAddedTokens matched this content; find its entry.
+      for (size_t k = 0; k < raw_.size(); ++k) {
+        if (raw_[k].id == s.id && raw_[k].content == s.text) token = &tokens_[raw_entry_[k]];
       }
     }
-    if (match == nullptr) {
-      ++pos;
+    pieces.push_back({begin, begin + s.text.size(), token});
+  }
+  // lstrip / rstrip: the whitespace of the neighbouring stretch joins the
+  // token (never another token's bytes).
+  for (size_t p = 0; p < pieces.size(); ++p) {
+    if (pieces[p].token == nullptr) continue;
+    if (pieces[p].token->lstrip && p > 0 && pieces[p - 1].token == nullptr) {
+      Piece& before = pieces[p - 1];
+      while (before.end > before.begin) {
+        size_t k = before.end - 1;
+        while (k > before.begin && (static_cast<uint8_t>(text[k]) & 0xC0) == 0x80) --k;
+        if (!IsWhitespaceChar(text.substr(k, before.end - k))) break;
+        before.end = k;
+      }
+      pieces[p].begin = before.end;
+    }
+    if (pieces[p].token->rstrip && p + 1 < pieces.size() && pieces[p + 1].token == nullptr) {
+      Piece& after = pieces[p + 1];
+      while (after.begin < after.end && IsWhitespaceChar(text.substr(after.begin, CharLengthAt(text, after.begin)))) {
+        after.begin += CharLengthAt(text, after.begin);
+      }
+      pieces[p].end = after.begin;
+    }
+  }
+  for (const Piece& p : pieces) {
+    if (p.token == nullptr) {
+      if (p.end > p.begin) {
+        RETURN_IF_ERROR(encode_segment(text.substr(p.begin, p.end - p.begin), static_cast<uint32_t>(p.begin)));
+      }
       continue;
     }
-    size_t begin = pos;
-    if (match->lstrip) {
-      while (begin > segment_start) {
-        size_t k = begin - 1;
-        while (k > segment_start && (static_cast<uint8_t>(text[k]) & 0xC0) == 0x80) --k;
-        if (!IsWhitespaceChar(text.substr(k, begin - k))) break;
-        begin = k;
-      }
-    }
-    size_t end = pos + match->content.size();
-    if (match->rstrip) {
-      while (end < text.size() && IsWhitespaceChar(text.substr(end, CharLengthAt(text, end)))) {
-        end += CharLengthAt(text, end);
-      }
-    }
-    RETURN_IF_ERROR(encode_segment(text.substr(segment_start, begin - segment_start),
-                                   static_cast<uint32_t>(segment_start)));
-    out->ids.push_back(match->id);
-    out->offsets.emplace_back(static_cast<uint32_t>(begin), static_cast<uint32_t>(end));
-    pos = end;
-    segment_start = pos;
+    out->ids.push_back(p.token->id);
+    out->offsets.emplace_back(static_cast<uint32_t>(p.begin), static_cast<uint32_t>(p.end));
   }
-  return encode_segment(text.substr(segment_start), static_cast<uint32_t>(segment_start));
+  return absl::OkStatus();
 }
 
 }  // namespace attnserve

@@ -19,6 +19,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "engine/tokenizers/pretokenizer.h"
 #include "engine/tokenizers/text_encoding.h"
 
 namespace attnserve {
@@ -43,15 +44,18 @@ class AddedVocabulary {
   int64_t max_id() const { return max_id_; }  // -1 when there are none
 
   // Calls encode_segment(text, byte offset of it) for each stretch of `text`
-  // between matches (empty stretches too) and appends each matched token to
-  // `out` with its span, in text order.
+  // between matches and appends each matched token to `out` with its span,
+  // in text order. The matching is pretokenizer.h's SplitOnAddedTokens (the
+  // decoders' too); lstrip / rstrip then move whitespace from the stretch
+  // beside a token into its span.
   absl::Status Split(absl::string_view text,
                      absl::FunctionRef<absl::Status(absl::string_view, uint32_t)> encode_segment,
                      TextEncoding* out) const;
 
  private:
   std::vector<AddedVocabularyEntry> tokens_;
-  std::vector<size_t> raw_;  // indices of the tokens matched in raw text, longest first
+  std::vector<AddedToken> raw_;       // the tokens matched in raw text (content, id)
+  std::vector<size_t> raw_entry_;     // raw_[i]'s entry in tokens_
   int64_t max_id_ = -1;
 };
 

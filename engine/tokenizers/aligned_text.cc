@@ -22,6 +22,19 @@ std::string ToUtf8(const AlignedText& text) {
   return out;
 }
 
+std::string ToUtf8(const AlignedText& text, std::vector<size_t>* char_at_byte) {
+  std::string out;
+  out.reserve(text.size());
+  char_at_byte->assign(1, 0);
+  for (size_t i = 0; i < text.size(); ++i) {
+    (*char_at_byte)[out.size()] = i;
+    AppendUtf8(text[i].c, &out);
+    char_at_byte->resize(out.size() + 1, 0);
+  }
+  (*char_at_byte)[out.size()] = text.size();
+  return out;
+}
+
 AlignedText ApplyEdits(const AlignedText& text, const std::vector<CharEdit>& edits, size_t initial_offset) {
   AlignedText out;
   out.reserve(edits.size());

@@ -40,6 +40,10 @@ struct CharEdit {
 // shifted by `base`.
 absl::StatusOr<AlignedText> AlignText(absl::string_view text, uint32_t base);
 std::string ToUtf8(const AlignedText& text);
+// The same, and in `char_at_byte` (size: bytes + 1) the index of the
+// character each byte starts (the end maps to text.size(); continuation
+// bytes are unused).
+std::string ToUtf8(const AlignedText& text, std::vector<size_t>* char_at_byte);
 
 // tokenizers' NormalizedString::transform of the whole text: the edits are
 // applied in order after skipping `initial_offset` characters; characters no

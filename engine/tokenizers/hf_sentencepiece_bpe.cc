@@ -138,8 +138,8 @@ void HfSentencePieceBpe::EncodePiece(absl::string_view piece, bool at_start, std
   std::string s = absl::StrReplaceAll(piece, {{" ", kSpace}});
   const bool starts = absl::StartsWith(s, kSpace);
   if (!s.empty() && !starts &&
-      (vocab_.metaspace_prepend == MetaspacePrepend::kAlways ||
-       (vocab_.metaspace_prepend == MetaspacePrepend::kFirst && at_start))) {
+      (vocab_.metaspace_prepend == PrependScheme::kAlways ||
+       (vocab_.metaspace_prepend == PrependScheme::kFirst && at_start))) {
     s = absl::StrCat(kSpace, s);
   }
   if (!vocab_.metaspace_split) {

@@ -34,12 +34,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "engine/tokenizers/metaspace.h"
 #include "engine/tokenizers/pretokenizer.h"
 #include "engine/tokenizers/tokenizer.h"
 
 namespace attnserve {
-
-enum class MetaspacePrepend { kAlways, kFirst, kNever };
 
 struct HfSentencePieceVocab {
   std::vector<std::string> pieces;  // id -> model piece, or an added token's content
@@ -56,7 +55,7 @@ struct HfSentencePieceVocab {
   bool replace_spaces = false;  // Replace(" ", "▁")
   // Metaspace pre-tokenizer (step 4).
   bool metaspace = false;
-  MetaspacePrepend metaspace_prepend = MetaspacePrepend::kAlways;
+  PrependScheme metaspace_prepend = PrependScheme::kAlways;
   bool metaspace_split = false;
   // Model.
   bool byte_fallback = true;

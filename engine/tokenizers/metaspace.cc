@@ -27,30 +27,27 @@ absl::StatusOr<MetaspaceSettings> ReadMetaspace(const nlohmann::json& j, const s
                                                 absl::string_view component) {
   MetaspaceSettings s;
   ASSIGN_OR_RETURN(std::optional<std::string> replacement, JsonOptionalString(j, "replacement", path));
-  ASSIGN_OR_RETURN(std::optional<std::string> scheme, JsonOptionalString(j, "prepend_scheme", path));
-  ASSIGN_OR_RETURN(std::optional<bool> add_prefix_space, JsonOptionalBool(j, "add_prefix_space", path));
   ASSIGN_OR_RETURN(std::optional<bool> split, JsonOptionalBool(j, "split", path));
   if (replacement.has_value()) s.replacement = *replacement;
   absl::StatusOr<AlignedText> chars = AlignText(s.replacement, 0);
   if (!chars.ok() || chars->size() != 1) return Bad(path, component, "Metaspace replacement must be one character");
-  if (scheme.has_value()) {
-    if (*scheme == "always") {
-      s.prepend = PrependScheme::kAlways;
-    } else if (*scheme == "first") {
-      s.prepend = PrependScheme::kFirst;
-    } else if (*scheme == "never") {
-      s.prepend = PrependScheme::kNever;
-    } else {
-      return Bad(path, component, absl::StrCat("Metaspace prepend_scheme \"", *scheme, "\" is not known"));
-    }
-  } else if (add_prefix_space.has_value()) {
-    s.prepend = *add_prefix_space ? PrependScheme::kAlways : PrependScheme::kNever;
-  }
+  ASSIGN_OR_RETURN(s.prepend, ReadPrependScheme(j, path));
   s.split = split.value_or(true);
   return s;
 }
 
 }  // namespace
+
+absl::StatusOr<PrependScheme> ReadPrependScheme(const nlohmann::json& metaspace, const std::string& path) {
+  if (metaspace.contains("prepend_scheme") && metaspace["prepend_scheme"].is_string()) {
+    const std::string scheme = metaspace["prepend_scheme"].get<std::string>();
+    if (scheme == "always") return PrependScheme::kAlways;
+    if (scheme == "first") return PrependScheme::kFirst;
+    if (scheme == "never") return PrependScheme::kNever;
+    return absl::InvalidArgumentError(absl::StrCat(path, ": Metaspace prepend_scheme '", scheme, "' is unknown"));
+  }
+  return metaspace.value("add_prefix_space", true) ? PrependScheme::kAlways : PrependScheme::kNever;
+}
 
 absl::StatusOr<MetaspacePreTokenizer> MetaspacePreTokenizer::FromJson(const nlohmann::json& j,
                                                                       const std::string& path) {

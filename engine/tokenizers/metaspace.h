@@ -22,6 +22,12 @@ namespace attnserve {
 
 enum class PrependScheme { kAlways, kFirst, kNever };
 
+// A Metaspace component's prepend_scheme ("always", "first", "never";
+// another string is INVALID_ARGUMENT naming `path`), or in older files
+// add_prefix_space (true, the default: always; false: never). Shared by the
+// decoder tokenizers' and the encoder tokenizers' readers.
+absl::StatusOr<PrependScheme> ReadPrependScheme(const nlohmann::json& metaspace, const std::string& path);
+
 class MetaspacePreTokenizer {
  public:
   // tokenizer.json's pre_tokenizer: Metaspace, WhitespaceSplit, or a

@@ -174,19 +174,8 @@ void SpmNormalizer::Precompiled(const PrecompiledCharsmap& charsmap, AlignedText
 }
 
 void SpmNormalizer::Replace(const Step& step, AlignedText* text) {
-  const std::string utf8 = ToUtf8(*text);
-  // Character index of each byte offset that starts a character.
-  std::vector<size_t> char_at(utf8.size() + 1, 0);
-  {
-    size_t byte = 0;
-    for (size_t i = 0; i < text->size(); ++i) {
-      char_at[byte] = i;
-      std::string one;
-      AppendUtf8((*text)[i].c, &one);
-      byte += one.size();
-    }
-    char_at[byte] = text->size();
-  }
+  std::vector<size_t> char_at;
+  const std::string utf8 = ToUtf8(*text, &char_at);
   // Non-overlapping matches, left to right, as byte ranges.
   std::vector<std::pair<size_t, size_t>> matches;
   if (step.regex != nullptr) {

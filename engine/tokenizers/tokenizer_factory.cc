@@ -176,15 +176,7 @@ absl::Status ReadSentencePiecePipeline(const nlohmann::json& j, const std::strin
     if (pt.value("replacement", "") != kMetaspace) return JsonError(path, "Metaspace replacement must be \"\u2581\"");
     v->metaspace = true;
     v->metaspace_split = pt.value("split", true);
-    if (pt.contains("prepend_scheme") && pt["prepend_scheme"].is_string()) {
-      const std::string scheme = pt["prepend_scheme"].get<std::string>();
-      if (scheme == "always") v->metaspace_prepend = MetaspacePrepend::kAlways;
-      else if (scheme == "first") v->metaspace_prepend = MetaspacePrepend::kFirst;
-      else if (scheme == "never") v->metaspace_prepend = MetaspacePrepend::kNever;
-      else return JsonError(path, absl::StrCat("Metaspace prepend_scheme '", scheme, "' is unknown"));
-    } else {  // older files: add_prefix_space
-      v->metaspace_prepend = pt.value("add_prefix_space", true) ? MetaspacePrepend::kAlways : MetaspacePrepend::kNever;
-    }
+    ASSIGN_OR_RETURN(v->metaspace_prepend, ReadPrependScheme(pt, path));
   }
   // Decoder: Sequence of Replace("▁", " "), ByteFallback, Fuse, Strip(" ", 1, 0)
   // (any subset in that spirit), or one Metaspace decoder.

@@ -110,21 +110,9 @@ int32_t UnigramModel::Child(int32_t node, uint8_t byte) const {
 
 void UnigramModel::Tokenize(const AlignedText& piece, TextEncoding* out) const {
   if (piece.empty()) return;
-  const std::string text = ToUtf8(piece);
+  std::vector<size_t> char_of;  // the character each byte starts
+  const std::string text = ToUtf8(piece, &char_of);
   const size_t n = text.size();
-  // The character index of each byte that starts one.
-  std::vector<size_t> char_of(n + 1, 0);
-  {
-    size_t byte = 0;
-    std::string one;
-    for (size_t i = 0; i < piece.size(); ++i) {
-      char_of[byte] = i;
-      one.clear();
-      AppendUtf8(piece[i].c, &one);
-      byte += one.size();
-    }
-    char_of[n] = piece.size();
-  }
   // best[e]: the best segmentation of text[0, e): its score, where its last
   // token starts and which id it is.
   struct Node {
