@@ -61,7 +61,7 @@ absl::StatusOr<AddedVocabulary> AddedVocabulary::FromJson(const nlohmann::json& 
 
 absl::Status AddedVocabulary::Split(absl::string_view text,
                                     absl::FunctionRef<absl::Status(absl::string_view, uint32_t)> encode_segment,
-                                    TextEncoding* out) const {
+                                    absl::FunctionRef<void(int32_t, uint32_t, uint32_t)> added_token) const {
   struct Piece {
     size_t begin, end;
     const AddedVocabularyEntry* token;  // null: a stretch of text
@@ -107,8 +107,7 @@ absl::Status AddedVocabulary::Split(absl::string_view text,
       }
       continue;
     }
-    out->ids.push_back(p.token->id);
-    out->offsets.emplace_back(static_cast<uint32_t>(p.begin), static_cast<uint32_t>(p.end));
+    added_token(p.token->id, static_cast<uint32_t>(p.begin), static_cast<uint32_t>(p.end));
   }
   return absl::OkStatus();
 }

@@ -43,14 +43,14 @@ class AddedVocabulary {
   const std::vector<AddedVocabularyEntry>& tokens() const { return tokens_; }
   int64_t max_id() const { return max_id_; }  // -1 when there are none
 
-  // Calls encode_segment(text, byte offset of it) for each stretch of `text`
-  // between matches and appends each matched token to `out` with its span,
-  // in text order. The matching is pretokenizer.h's SplitOnAddedTokens (the
-  // decoders' too); lstrip / rstrip then move whitespace from the stretch
-  // beside a token into its span.
+  // In text order, calls encode_segment(text, byte offset of it) for each
+  // stretch of `text` between matches and added_token(id, begin, end) for
+  // each matched token with its byte span. The matching is pretokenizer.h's
+  // SplitOnAddedTokens (the decoders' too); lstrip / rstrip then move
+  // whitespace from the stretch beside a token into its span.
   absl::Status Split(absl::string_view text,
                      absl::FunctionRef<absl::Status(absl::string_view, uint32_t)> encode_segment,
-                     TextEncoding* out) const;
+                     absl::FunctionRef<void(int32_t, uint32_t, uint32_t)> added_token) const;
 
  private:
   std::vector<AddedVocabularyEntry> tokens_;

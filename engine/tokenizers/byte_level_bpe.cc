@@ -48,6 +48,12 @@ const ByteMap& Map() {
 
 const std::string& ByteToUnicode(uint8_t b) { return Map().to_unicode[b]; }
 
+std::optional<uint8_t> UnicodeToByte(absl::string_view ch) {
+  auto it = Map().to_byte.find(std::string(ch));
+  if (it == Map().to_byte.end()) return std::nullopt;
+  return it->second;
+}
+
 absl::StatusOr<std::unique_ptr<ByteLevelBpe>> ByteLevelBpe::Create(ByteLevelVocab vocab, const std::string& where) {
   const size_t n = vocab.pieces.size();
   if (n == 0) return absl::InvalidArgumentError(absl::StrCat(where, ": empty vocabulary"));
@@ -68,7 +74,6 @@ absl::StatusOr<std::unique_ptr<ByteLevelBpe>> ByteLevelBpe::Create(ByteLevelVoca
     t->all_added_.push_back({a.content, a.id});
     if (!a.special) t->nonspecial_added_.push_back({a.content, a.id});
   }
-  const ByteMap& m = Map();
   t->decoded_.resize(n);
   for (size_t i = 0; i < n; ++i) {
     const std::string& p = t->vocab_.pieces[i];
@@ -82,8 +87,8 @@ absl::StatusOr<std::unique_ptr<ByteLevelBpe>> ByteLevelBpe::Create(ByteLevelVoca
     // (malformed vocabularies) are kept as their UTF-8.
     std::string bytes;
     for (const std::string& ch : SplitUtf8Chars(p)) {
-      auto it = m.to_byte.find(ch);
-      if (it != m.to_byte.end()) bytes += static_cast<char>(it->second);
+      const std::optional<uint8_t> b = UnicodeToByte(ch);
+      if (b.has_value()) bytes += static_cast<char>(*b);
       else bytes += ch;
     }
     t->decoded_[i] = std::move(bytes);

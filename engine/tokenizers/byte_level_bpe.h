@@ -9,12 +9,14 @@
 #define ATTNSERVE_ENGINE_TOKENIZERS_BYTE_LEVEL_BPE_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <unordered_map>
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "engine/tokenizers/pretokenizer.h"
 #include "engine/tokenizers/tokenizer.h"
 
@@ -64,6 +66,9 @@ class ByteLevelBpe : public Tokenizer {
 
 // GPT-2's bytes_to_unicode: byte -> UTF-8 of its printable stand-in.
 const std::string& ByteToUnicode(uint8_t b);
+// The inverse, for one character's UTF-8; nullopt for a character that
+// stands for no byte.
+std::optional<uint8_t> UnicodeToByte(absl::string_view ch);
 
 }  // namespace attnserve
 

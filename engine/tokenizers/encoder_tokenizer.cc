@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/core/status_macros.h"
 #include "engine/formats/json_util.h"
+#include "engine/tokenizers/byte_level_bpe_encoder.h"
 #include "engine/tokenizers/unicode_util.h"
 #include "engine/tokenizers/unigram_tokenizer.h"
 #include "engine/tokenizers/wordpiece.h"
@@ -23,7 +24,8 @@ absl::StatusOr<TextEncoding> EncoderTokenizer::Encode(absl::string_view text, bo
   }
   TextEncoding enc;
   RETURN_IF_ERROR(added_.Split(
-      text, [&](absl::string_view segment, uint32_t base) { return EncodeSegment(segment, base, &enc); }, &enc));
+      text, [&](absl::string_view segment, uint32_t base) { return EncodeSegment(segment, base, &enc); },
+      [&](int32_t id, uint32_t begin, uint32_t end) { AppendAddedToken(text, id, begin, end, &enc); }));
   return template_.Single(std::move(enc), add_special_tokens, max_length, side);
 }
 
@@ -32,6 +34,12 @@ absl::StatusOr<TextEncoding> EncoderTokenizer::EncodePair(absl::string_view firs
   ASSIGN_OR_RETURN(TextEncoding a, Encode(first, /*add_special_tokens=*/false));
   ASSIGN_OR_RETURN(TextEncoding b, Encode(second, /*add_special_tokens=*/false));
   return template_.Pair(std::move(a), std::move(b), max_length, side);
+}
+
+void EncoderTokenizer::AppendAddedToken(absl::string_view /*text*/, int32_t id, uint32_t begin, uint32_t end,
+                                        TextEncoding* out) const {
+  out->ids.push_back(id);
+  out->offsets.emplace_back(begin, end);
 }
 
 std::string EncoderTokenizer::IdToToken(int32_t id) const {
@@ -88,8 +96,12 @@ absl::StatusOr<std::unique_ptr<EncoderTokenizer>> EncoderTokenizerFromJson(const
     ASSIGN_OR_RETURN(std::unique_ptr<UnigramTokenizer> t, UnigramTokenizer::FromJson(j, path));
     return std::unique_ptr<EncoderTokenizer>(std::move(t));
   }
+  if (type == "BPE") {
+    ASSIGN_OR_RETURN(std::unique_ptr<ByteLevelBpeEncoder> t, ByteLevelBpeEncoder::FromJson(j, path));
+    return std::unique_ptr<EncoderTokenizer>(std::move(t));
+  }
   return absl::InvalidArgumentError(absl::StrCat(path, ": model.type \"", type.value_or(""),
-                                                 "\" is not supported by the encoder (WordPiece or Unigram)"));
+                                                 "\" is not supported by the encoder (WordPiece, Unigram or BPE)"));
 }
 
 }  // namespace attnserve

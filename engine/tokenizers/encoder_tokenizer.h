@@ -54,13 +54,17 @@ class EncoderTokenizer {
   int vocab_size() const { return static_cast<int>(id_to_token_.size()); }
   // Added tokens marked special ([CLS], <s>, <mask>, ...).
   bool IsSpecial(int32_t id) const;
-  // "wordpiece", "unigram".
+  // "wordpiece", "unigram", "bpe".
   virtual absl::string_view kind() const = 0;
 
  protected:
   // Tokenizes a stretch of text that holds no added token, appending its ids
   // and offsets (shifted by `base`, its place in the whole text) to `out`.
   virtual absl::Status EncodeSegment(absl::string_view segment, uint32_t base, TextEncoding* out) const = 0;
+  // Appends an added token the text matched, with its byte span [begin, end)
+  // in `text` (lstrip / rstrip included), to `out`.
+  virtual void AppendAddedToken(absl::string_view text, int32_t id, uint32_t begin, uint32_t end,
+                                TextEncoding* out) const;
 
   // The vocabulary's entries, ids 0..n-1 (n: `size`, at least one past the
   // last added token), with the added tokens (added_, read first) over them
@@ -80,7 +84,7 @@ class EncoderTokenizer {
 };
 
 // Reads tokenizer.json and builds the tokenizer its model.type names
-// (WordPiece or Unigram); INVALID_ARGUMENT naming the file otherwise.
+// (WordPiece, Unigram or BPE); INVALID_ARGUMENT naming the file otherwise.
 absl::StatusOr<std::unique_ptr<EncoderTokenizer>> LoadEncoderTokenizer(const std::string& path);
 absl::StatusOr<std::unique_ptr<EncoderTokenizer>> EncoderTokenizerFromJson(const nlohmann::json& json,
                                                                            const std::string& path);

@@ -49,6 +49,14 @@ absl::StatusOr<SequenceTemplate> SequenceTemplate::FromPostProcessor(const nlohm
     ASSIGN_OR_RETURN(int32_t sep, BertProcessingId(pp, "sep", path));
     t.single_ = {{-1, {cls}, 0}, {0, {}, 0}, {-1, {sep}, 0}};
     t.pair_ = {{-1, {cls}, 0}, {0, {}, 0}, {-1, {sep}, 0}, {1, {}, 1}, {-1, {sep}, 1}};
+  } else if (type == "RobertaProcessing") {
+    // RoBERTa's: <s> $A </s> and <s> $A </s> </s> $B </s>, every token in
+    // segment 0 (its trim_offsets is the tokenizer's business: it depends on
+    // the byte-level tokens, see byte_level_bpe_encoder.h).
+    ASSIGN_OR_RETURN(int32_t cls, BertProcessingId(pp, "cls", path));
+    ASSIGN_OR_RETURN(int32_t sep, BertProcessingId(pp, "sep", path));
+    t.single_ = {{-1, {cls}, 0}, {0, {}, 0}, {-1, {sep}, 0}};
+    t.pair_ = {{-1, {cls}, 0}, {0, {}, 0}, {-1, {sep, sep}, 0}, {1, {}, 0}, {-1, {sep}, 0}};
   } else if (type == "TemplateProcessing") {
     const nlohmann::json& specials = pp.contains("special_tokens") ? pp["special_tokens"] : nlohmann::json();
     for (const char* which : {"single", "pair"}) {
@@ -85,7 +93,8 @@ absl::StatusOr<SequenceTemplate> SequenceTemplate::FromPostProcessor(const nlohm
       }
     }
   } else {
-    return Bad(path, absl::StrCat("type \"", type, "\" is not supported (TemplateProcessing or BertProcessing)"));
+    return Bad(path, absl::StrCat("type \"", type,
+                                  "\" is not supported (TemplateProcessing, BertProcessing or RobertaProcessing)"));
   }
   auto count = [](const std::vector<Piece>& pieces, int sequence) {
     return std::count_if(pieces.begin(), pieces.end(), [&](const Piece& p) { return p.sequence == sequence; });
@@ -120,12 +129,14 @@ TextEncoding SequenceTemplate::Assemble(const std::vector<Piece>& pieces, const 
         out.ids.push_back(id);
         out.offsets.emplace_back(0, 0);
         out.type_ids.push_back(p.type_id);
+        out.special_tokens_mask.push_back(1);
       }
     } else {
       const TextEncoding& s = *sequences[p.sequence];
       out.ids.insert(out.ids.end(), s.ids.begin(), s.ids.end());
       out.offsets.insert(out.offsets.end(), s.offsets.begin(), s.offsets.end());
       out.type_ids.insert(out.type_ids.end(), s.ids.size(), p.type_id);
+      out.special_tokens_mask.insert(out.special_tokens_mask.end(), s.ids.size(), 0);
     }
   }
   return out;

@@ -1,9 +1,11 @@
 // The special tokens a tokenizer.json post-processor puts around one text or
-// a pair (TemplateProcessing, BertProcessing), with their segment ids, and
-// Hugging Face's truncation to a length limit that counts them.
+// a pair (TemplateProcessing, BertProcessing, RobertaProcessing), with their
+// segment ids, and Hugging Face's truncation to a length limit that counts
+// them.
 //
 // BERT:    single [CLS] $A [SEP]          pair [CLS] $A [SEP] $B:1 [SEP]:1
 // XLM-R:   single <s> $A </s>             pair <s> $A </s> </s> $B </s>
+// RoBERTa: as XLM-R (RobertaProcessing; every token in segment 0)
 //
 // Immutable after parsing; thread-safe.
 #ifndef ATTNSERVE_ENGINE_TOKENIZERS_SEQUENCE_TEMPLATE_H_

@@ -22,6 +22,11 @@ struct TextEncoding {
   // template gives them (BERT: 0 up to the first [SEP], 1 after; XLM-R: all
   // 0); empty from Encode, where every token is segment 0.
   std::vector<int32_t> type_ids;
+  // 1 for each token the post-processor's template added ([CLS], </s>...),
+  // 0 for the text's own (Hugging Face's special_tokens_mask); empty when the
+  // template was not applied. Not the same as an empty span: a token of
+  // spaces can have one once RoBERTa trims offsets.
+  std::vector<uint8_t> special_tokens_mask;
 };
 
 // Which end of an over-long text truncation cuts: the end (Hugging Face's

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/core/status_macros.h"
 #include "engine/formats/json_util.h"
+#include "engine/tokenizers/bpe_model_json.h"
 #include "engine/tokenizers/byte_level_bpe.h"
 #include "engine/tokenizers/hf_sentencepiece_bpe.h"
 #include "engine/tokenizers/sentencepiece_bpe.h"
@@ -274,19 +275,13 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> TokenizerFromHfJson(const std::string
     return absl::UnimplementedError(absl::StrCat(path, ": model.type '", model.value("type", "?"),
                                                  "' is not supported by the decoder tokenizers (BPE)"));
   }
-  if (!model.contains("vocab") || !model["vocab"].is_object()) return JsonError(path, "model.vocab is missing");
   const bool sentencepiece_style = IsSentencePieceStyle(j);
   ByteLevelVocab v;
   if (!sentencepiece_style) {
     ASSIGN_OR_RETURN(v.pretokenizer, HfPretokenizer(j.value("pre_tokenizer", nlohmann::json()), path));
   }
-  size_t n = 0;
-  for (const auto& [piece, id] : model["vocab"].items()) {
-    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > (1 << 24)) {
-      return JsonError(path, absl::StrCat("model.vocab['", piece, "'] is not a valid id"));
-    }
-    n = std::max(n, static_cast<size_t>(id.get<int64_t>()) + 1);
-  }
+  ASSIGN_OR_RETURN(v.pieces, ReadBpeVocab(model, path));
+  size_t n = v.pieces.size();
   std::vector<nlohmann::json> added;
   if (j.contains("added_tokens") && j["added_tokens"].is_array()) {
     for (const auto& a : j["added_tokens"]) {
@@ -298,8 +293,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> TokenizerFromHfJson(const std::string
       added.push_back(a);
     }
   }
-  v.pieces.assign(n, "");
-  for (const auto& [piece, id] : model["vocab"].items()) v.pieces[id.get<size_t>()] = piece;
+  v.pieces.resize(n);
   for (const auto& a : added) {
     const int32_t id = a["id"].get<int32_t>();
     v.pieces[id] = a["content"].get<std::string>();
@@ -309,19 +303,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> TokenizerFromHfJson(const std::string
                                                    "' uses lstrip/rstrip/single_word, which is not supported"));
     }
   }
-  if (!model.contains("merges") || !model["merges"].is_array()) return JsonError(path, "model.merges is missing");
-  for (const auto& m : model["merges"]) {
-    if (m.is_string()) {
-      const std::string s = m.get<std::string>();
-      size_t sp = s.find(' ', 1);
-      if (sp == std::string::npos) return JsonError(path, absl::StrCat("merge '", s, "' is not two symbols"));
-      v.merges.emplace_back(s.substr(0, sp), s.substr(sp + 1));
-    } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
-      v.merges.emplace_back(m[0].get<std::string>(), m[1].get<std::string>());
-    } else {
-      return JsonError(path, "model.merges entries must be \"a b\" or [a, b]");
-    }
-  }
+  ASSIGN_OR_RETURN(v.merges, ReadBpeMerges(model, path));
   std::string first, last;
   HfTemplate(j.value("post_processor", nlohmann::json()), &first, &last);
   auto id_of = [&](const std::string& content) -> int32_t {

@@ -417,10 +417,10 @@ absl::StatusOr<v1::TokenizeResponse> InferenceCore::Tokenize(const v1::TokenizeR
     for (std::string& piece : models_->encoder->TokenStrings(enc->ids)) response.add_tokens(std::move(piece));
     for (size_t i = 0; i < enc->ids.size(); ++i) {
       v1::TokenSpan* span = response.add_spans();
-      // Added by the tokenizer ([CLS], [SEP]): no bytes of the text. A
-      // special token written in the text keeps its span and is not
-      // counted special, as Hugging Face's special_tokens_mask has it.
-      span->set_special(enc->offsets[i].first == enc->offsets[i].second);
+      // Added by the tokenizer's template ([CLS], [SEP]). A special token
+      // written in the text is not counted special, as Hugging Face's
+      // special_tokens_mask has it.
+      span->set_special(!enc->special_tokens_mask.empty() && enc->special_tokens_mask[i] != 0);
       span->set_start(static_cast<int32_t>(enc->offsets[i].first));
       span->set_end(static_cast<int32_t>(enc->offsets[i].second));
     }

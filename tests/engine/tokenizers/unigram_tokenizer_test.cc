@@ -143,7 +143,7 @@ TEST(UnigramTokenizerTest, MalformedFilesNameTheComponent) {
       {"vocab entry", [](nlohmann::json& j) { j["model"]["vocab"][5] = "x"; }, "vocab[5] is not [piece, score]"},
       {"post_processor", [](nlohmann::json& j) { j["post_processor"]["pair"] = nlohmann::json::array(); },
        "pair must hold $A and $B"},
-      {"model type", [](nlohmann::json& j) { j["model"]["type"] = "BPE"; }, "model.type \"BPE\""},
+      {"model type", [](nlohmann::json& j) { j["model"]["type"] = "WordLevel"; }, "model.type \"WordLevel\""},
   };
   for (const Case& c : cases) {
     nlohmann::json j = base;

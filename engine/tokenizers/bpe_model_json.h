@@ -1,0 +1,27 @@
+// Reading a tokenizer.json "BPE" model's vocabulary and merges, shared by the
+// decoder tokenizers (tokenizer_factory.cc) and the encoders' byte-level BPE
+// (RoBERTa, byte_level_bpe_encoder.h).
+#ifndef ATTNSERVE_ENGINE_TOKENIZERS_BPE_MODEL_JSON_H_
+#define ATTNSERVE_ENGINE_TOKENIZERS_BPE_MODEL_JSON_H_
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/status/statusor.h"
+
+namespace attnserve {
+
+// model.vocab ({piece: id}) as a table by id, one past the largest id long;
+// ids no piece names are "". INVALID_ARGUMENT naming the file and the piece
+// for an id outside [0, 2^24].
+absl::StatusOr<std::vector<std::string>> ReadBpeVocab(const nlohmann::json& model, const std::string& path);
+// model.merges in rank order, each written "a b" or [a, b].
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ReadBpeMerges(const nlohmann::json& model,
+                                                                               const std::string& path);
+
+}  // namespace attnserve
+
+#endif  // ATTNSERVE_ENGINE_TOKENIZERS_BPE_MODEL_JSON_H_

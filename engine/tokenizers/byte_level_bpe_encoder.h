@@ -1,0 +1,77 @@
+// The byte-level BPE tokenizer of RoBERTa-family encoders (roberta-base,
+// all-distilroberta-v1, the twitter-roberta sentiment classifiers, ...) read
+// from their tokenizer.json, producing exactly the `tokenizers` library's ids
+// and offsets:
+//   added tokens   matched in the raw text (AddedVocabulary: <mask> takes the
+//                  space before it with lstrip)
+//   pre_tokenizer  ByteLevel: with add_prefix_space a space before every
+//                  stretch between added tokens that lacks one, GPT-2's regex
+//                  split (pretokenizer.h) unless use_regex is false, each byte
+//                  written as its printable stand-in
+//   model          BPE: merges by rank within each piece (bpe_merge.h), an
+//                  unknown symbol as unk_token if there is one (fused with
+//                  fuse_unk), ignore_merges taking a whole piece found in the
+//                  vocabulary as it is
+//   post_processor RobertaProcessing (<s> $A </s></s> $B </s>), whose
+//                  trim_offsets drops the spaces at either end of a token
+//                  from its span, or TemplateProcessing / BertProcessing
+//   decoder        ByteLevel: the stand-ins back to bytes, invalid UTF-8 as
+//                  U+FFFD
+// A token's byte span covers whole characters of the text: a character split
+// across tokens gives each of them the character's span, as tokenizers does.
+//
+// Immutable after construction; thread-safe.
+#ifndef ATTNSERVE_ENGINE_TOKENIZERS_BYTE_LEVEL_BPE_ENCODER_H_
+#define ATTNSERVE_ENGINE_TOKENIZERS_BYTE_LEVEL_BPE_ENCODER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/status/statusor.h"
+#include "engine/tokenizers/encoder_tokenizer.h"
+
+namespace attnserve {
+
+class ByteLevelBpeEncoder : public EncoderTokenizer {
+ public:
+  // INVALID_ARGUMENT naming the file and the component for anything
+  // unsupported (a normalizer, another pre-tokenizer or decoder, a BPE with
+  // dropout, byte_fallback or a subword prefix / suffix).
+  static absl::StatusOr<std::unique_ptr<ByteLevelBpeEncoder>> FromJson(const nlohmann::json& json,
+                                                                       const std::string& path);
+
+  absl::StatusOr<std::string> Decode(absl::Span<const int32_t> ids, bool skip_special_tokens) const override;
+  absl::string_view kind() const override { return "bpe"; }
+
+ private:
+  ByteLevelBpeEncoder() = default;
+  absl::Status EncodeSegment(absl::string_view segment, uint32_t base, TextEncoding* out) const override;
+  // trim_offsets applies to added tokens too: <mask>'s lstrip span loses the
+  // spaces it took.
+  void AppendAddedToken(absl::string_view text, int32_t id, uint32_t begin, uint32_t end,
+                        TextEncoding* out) const override;
+  // RobertaProcessing's trim_offsets for a token of `leading` / `trailing`
+  // spaces at its ends and span [*begin, *end): those spaces leave the span,
+  // except the one add_prefix_space put before the text's first token.
+  void TrimOffsets(size_t leading, size_t trailing, const TextEncoding& so_far, uint32_t* begin,
+                   uint32_t* end) const;
+
+  std::unordered_map<std::string, int32_t> piece_to_id_;
+  std::unordered_map<std::string, int32_t> merge_rank_;  // "a b" -> rank
+  int32_t unk_id_ = -1;
+  bool fuse_unk_ = false;
+  bool ignore_merges_ = false;
+  bool add_prefix_space_ = false;  // the pre-tokenizer's
+  bool use_regex_ = true;
+  bool trim_offsets_ = false;      // RobertaProcessing's
+  bool trim_keeps_prefix_space_ = false;  // RobertaProcessing's add_prefix_space
+  std::string path_;
+};
+
+}  // namespace attnserve
+
+#endif  // ATTNSERVE_ENGINE_TOKENIZERS_BYTE_LEVEL_BPE_ENCODER_H_

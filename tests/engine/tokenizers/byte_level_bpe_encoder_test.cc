@@ -1,0 +1,184 @@
+// RoBERTa's tokenizer (byte-level BPE, RobertaProcessing) against Hugging Face
+// tokenizers (tools/golden/roberta_golden.py): ids, byte offsets (trimmed of
+// spaces, characters split across tokens), decoding and pair templates for
+// RoBERTa's own tokenizer.json and two variants (add_prefix_space; a
+// TemplateProcessing post-processor, which trims nothing), and the refusals of
+// malformed files.
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/formats/json_util.h"
+#include "engine/tokenizers/encoder_tokenizer.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/engine/models/encoder_test_util.h"
+
+namespace attnserve {
+namespace {
+
+using ::testing::ElementsAreArray;
+using ::testing::HasSubstr;
+
+const nlohmann::json& Golden() { return testing_util::GoldenEncoderJson("roberta_golden.json"); }
+
+nlohmann::json RobertaJson() {
+  auto j = ReadJsonFile(testing_util::GoldenEncoderModelDir("roberta_tiny") + "/tokenizer.json");
+  return j.ok() ? *j : nlohmann::json();
+}
+
+// roberta_tiny's tokenizer.json with the layout's pre-tokenizer and
+// post-processor, as the golden script made it.
+absl::StatusOr<std::unique_ptr<EncoderTokenizer>> LayoutTokenizer(const std::string& layout) {
+  nlohmann::json j = RobertaJson();
+  j["pre_tokenizer"] = Golden()["layouts"][layout]["pre_tokenizer"];
+  j["post_processor"] = Golden()["layouts"][layout]["post_processor"];
+  return EncoderTokenizerFromJson(j, layout + "/tokenizer.json");
+}
+
+std::vector<std::pair<uint32_t, uint32_t>> Offsets(const nlohmann::json& list) {
+  std::vector<std::pair<uint32_t, uint32_t>> offsets;
+  for (const nlohmann::json& o : list) offsets.emplace_back(o[0].get<uint32_t>(), o[1].get<uint32_t>());
+  return offsets;
+}
+
+class ByteLevelBpeGoldenTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ByteLevelBpeGoldenTest, IdsAndOffsetsEqualTokenizers) {
+  ASSERT_FALSE(Golden().is_null());
+  auto tok = LayoutTokenizer(GetParam());
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  EXPECT_EQ((*tok)->kind(), "bpe");
+  const nlohmann::json& cases = Golden()["tokenizer"][GetParam()];
+  ASSERT_GE(cases.size(), 10u);
+  for (const nlohmann::json& c : cases) {
+    const std::string text = c["text"].get<std::string>();
+    auto enc = (*tok)->Encode(text, /*add_special_tokens=*/true);
+    ASSERT_TRUE(enc.ok()) << enc.status();
+    EXPECT_THAT(enc->ids, ElementsAreArray(c["ids"].get<std::vector<int32_t>>())) << text;
+    EXPECT_THAT(enc->offsets, ElementsAreArray(Offsets(c["offsets"]))) << text;
+    auto decoded = (*tok)->Decode(enc->ids, /*skip_special_tokens=*/false);
+    ASSERT_TRUE(decoded.ok());
+    EXPECT_EQ(*decoded, c["decoded"].get<std::string>()) << text;
+    auto skipped = (*tok)->Decode(enc->ids, /*skip_special_tokens=*/true);
+    ASSERT_TRUE(skipped.ok());
+    EXPECT_EQ(*skipped, c["decoded_skip_special"].get<std::string>()) << text;
+  }
+}
+
+TEST_P(ByteLevelBpeGoldenTest, PairsAndTruncationEqualTokenizers) {
+  ASSERT_FALSE(Golden().is_null());
+  auto tok = LayoutTokenizer(GetParam());
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  int truncated = 0;
+  for (const nlohmann::json& c : Golden()["pairs"][GetParam()]) {
+    auto enc = (*tok)->EncodePair(c["text"].get<std::string>(), c["text_pair"].get<std::string>(),
+                                  c["max_length"].get<int>());
+    ASSERT_TRUE(enc.ok()) << enc.status();
+    EXPECT_THAT(enc->ids, ElementsAreArray(c["ids"].get<std::vector<int32_t>>())) << c["text"];
+    EXPECT_THAT(enc->type_ids, ElementsAreArray(c["type_ids"].get<std::vector<int32_t>>())) << c["text"];
+    EXPECT_LE(static_cast<int>(enc->ids.size()), c["max_length"].get<int>());
+    truncated += enc->truncated;
+  }
+  EXPECT_GE(truncated, 3);  // the long pairs were cut
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, ByteLevelBpeGoldenTest, ::testing::Values("roberta", "prefix", "template"));
+
+TEST(ByteLevelBpeEncoderTest, ACharacterSplitAcrossTokensGivesEachItsSpan) {
+  auto tok = LayoutTokenizer("roberta");
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  // U+1F642 is four bytes; the tiny vocabulary has no merge for them.
+  auto enc = (*tok)->Encode("\xF0\x9F\x99\x82", /*add_special_tokens=*/false);
+  ASSERT_TRUE(enc.ok()) << enc.status();
+  ASSERT_EQ(enc->ids.size(), 4u);
+  for (const auto& o : enc->offsets) EXPECT_EQ(o, std::make_pair(0u, 4u));
+  // A token cut at a character boundary decodes to U+FFFD, as tokenizers does.
+  auto half = (*tok)->Decode(std::vector<int32_t>(enc->ids.begin(), enc->ids.begin() + 2), false);
+  ASSERT_TRUE(half.ok());
+  EXPECT_EQ(*half, "\xEF\xBF\xBD");
+}
+
+TEST(ByteLevelBpeEncoderTest, InvalidUtf8IsRefusedWithItsOffset) {
+  auto tok = LayoutTokenizer("roberta");
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  auto enc = (*tok)->Encode("abc\xff", true);
+  ASSERT_FALSE(enc.ok());
+  EXPECT_EQ(enc.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(enc.status().message(), HasSubstr("3"));
+}
+
+TEST(ByteLevelBpeEncoderTest, DecodeRefusesIdsOutsideTheVocabulary) {
+  auto tok = LayoutTokenizer("roberta");
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  auto text = (*tok)->Decode(std::vector<int32_t>{0, (*tok)->vocab_size()}, false);
+  ASSERT_FALSE(text.ok());
+  EXPECT_THAT(text.status().message(), HasSubstr("index 1"));
+}
+
+TEST(ByteLevelBpeEncoderTest, MalformedFilesNameTheComponent) {
+  nlohmann::json base = RobertaJson();
+  ASSERT_FALSE(base.is_null());
+  struct Case {
+    const char* what;
+    std::function<void(nlohmann::json&)> damage;
+    const char* message;
+  };
+  const std::vector<Case> cases = {
+      {"normalizer", [](nlohmann::json& j) { j["normalizer"] = {{"type", "NFC"}}; }, "normalizer \"NFC\""},
+      {"pre_tokenizer", [](nlohmann::json& j) { j["pre_tokenizer"] = {{"type", "Whitespace"}}; },
+       "pre_tokenizer \"Whitespace\""},
+      {"decoder", [](nlohmann::json& j) { j["decoder"] = {{"type", "WordPiece"}}; }, "decoder \"WordPiece\""},
+      {"dropout", [](nlohmann::json& j) { j["model"]["dropout"] = 0.1; }, "model.dropout"},
+      {"subword prefix", [](nlohmann::json& j) { j["model"]["continuing_subword_prefix"] = "##"; },
+       "continuing_subword_prefix"},
+      {"byte fallback", [](nlohmann::json& j) { j["model"]["byte_fallback"] = true; }, "model.byte_fallback"},
+      {"unk", [](nlohmann::json& j) { j["model"]["unk_token"] = "<nothing>"; }, "unk_token \"<nothing>\""},
+      {"vocab id", [](nlohmann::json& j) { j["model"]["vocab"]["a"] = -3; }, "model.vocab['a']"},
+      {"merges", [](nlohmann::json& j) { j["model"]["merges"] = {7}; }, "model.merges entries"},
+      {"post_processor", [](nlohmann::json& j) { j["post_processor"]["sep"] = "</s>"; }, "sep must be [token, id]"},
+  };
+  for (const Case& c : cases) {
+    nlohmann::json j = base;
+    c.damage(j);
+    auto tok = EncoderTokenizerFromJson(j, "dir/tokenizer.json");
+    ASSERT_FALSE(tok.ok()) << c.what;
+    EXPECT_EQ(tok.status().code(), absl::StatusCode::kInvalidArgument) << c.what;
+    EXPECT_THAT(tok.status().message(), HasSubstr("dir/tokenizer.json")) << c.what;
+    EXPECT_THAT(tok.status().message(), HasSubstr(c.message)) << c.what;
+  }
+}
+
+TEST(ByteLevelBpeEncoderTest, UnknownSymbolsBecomeUnkAndFuse) {
+  nlohmann::json j = RobertaJson();
+  ASSERT_FALSE(j.is_null());
+  // Take the stand-ins of 0xF0 0x9F (an emoji's first bytes) out of the
+  // vocabulary; with unk_token they become <unk>, fused into one by fuse_unk.
+  j["model"]["vocab"].erase("\xC3\xB0");  // ð  (0xF0)
+  j["model"]["vocab"].erase("\xC5\x81");  // Ł  (0x9F)
+  j["model"]["unk_token"] = "<unk>";
+  auto plain = EncoderTokenizerFromJson(j, "t");
+  j["model"]["fuse_unk"] = true;
+  auto fused = EncoderTokenizerFromJson(j, "t");
+  ASSERT_TRUE(plain.ok() && fused.ok()) << plain.status() << fused.status();
+  auto a = (*plain)->Encode("\xF0\x9F\x99\x82", false);
+  auto b = (*fused)->Encode("\xF0\x9F\x99\x82", false);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a->ids.size(), 4u);
+  EXPECT_EQ(a->ids[0], 3);
+  EXPECT_EQ(a->ids[1], 3);
+  ASSERT_EQ(b->ids.size(), 3u);
+  EXPECT_EQ(b->ids[0], 3);
+  EXPECT_EQ(b->ids[1], a->ids[2]);
+  // Without an unk_token the text is refused, naming the symbol.
+  j["model"]["unk_token"] = nullptr;
+  auto strict = EncoderTokenizerFromJson(j, "t");
+  ASSERT_TRUE(strict.ok());
+  auto refused = (*strict)->Encode("\xF0\x9F\x99\x82", false);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(), HasSubstr("no unk_token"));
+}
+
+}  // namespace
+}  // namespace attnserve

@@ -1,0 +1,106 @@
+"""RoBERTa encoders served by the real binary (the tiny random-weight models of
+tools/golden/roberta_golden.py, with a real tokenizers-trained byte-level BPE
+vocabulary): OpenAI embeddings against sentence-transformers'
+SentenceTransformer on the same directory (all-distilroberta-v1's modules),
+TEI's /tokenize against Hugging Face tokenizers (ids and byte spans, trimmed
+of spaces as RobertaProcessing trims them), TEI's /predict against
+transformers' text-classification pipeline on the RobertaForSequenceClassification
+model, and /v1/model_info."""
+import json
+
+import numpy as np
+import pytest
+
+from conftest import REPO, ServerProcess, http_get, post_json
+
+MODELS = REPO / "tests/golden/encoder_models"
+EMBEDDER = MODELS / "roberta_tiny"
+CLASSIFIER = MODELS / "roberta_classifier_tiny"
+GOLDEN = json.loads((REPO / "tests/golden/encoder/roberta_golden.json").read_text())
+TEXTS = [
+    "The quick brown fox jumps over the lazy dog.",
+    "I don't think it's what we'll need, you're right",
+    "emoji 🙂 and ☃ split across tokens: naïve café",
+    "Der schnelle braune Fuchs springt über den faulen Hund.",
+    "numbers 123 4567 and 3.14159",
+]
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    s = ServerProcess(f"--encoder-model={EMBEDDER}", "--threads=2")
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="module")
+def classifier():
+    s = ServerProcess(f"--encoder-model={CLASSIFIER}", "--threads=2")
+    yield s
+    s.close()
+
+
+def test_embeddings_equal_sentence_transformers(embedder):
+    st = pytest.importorskip("sentence_transformers")
+    want = st.SentenceTransformer(str(EMBEDDER), device="cpu").encode(TEXTS, convert_to_numpy=True)
+    status, body = post_json(embedder, "/v1/embeddings", {"input": TEXTS, "model": "roberta_tiny"})
+    assert status == 200, body
+    got = np.array([d["embedding"] for d in sorted(body["data"], key=lambda d: d["index"])])
+    np.testing.assert_allclose(got, want, atol=1e-4)
+
+
+def test_texts_with_spaces_and_specials_as_tokenizer_json_reads_them(embedder):
+    # The golden embeddings are transformers' on tokenizers' ids (spaces kept
+    # as Ġ tokens, "<mask>" in the text read as that token).
+    cases = [c for c in GOLDEN["embeddings"] if c["text"] != c["text"].strip() or "<" in c["text"]]
+    assert len(cases) >= 3
+    status, body = post_json(embedder, "/embed", {"inputs": [c["text"] for c in cases]})
+    assert status == 200, body
+    np.testing.assert_allclose(np.array(body), np.array([c["embedding"] for c in cases]), atol=1e-4)
+
+
+def test_tei_tokenize_equals_tokenizers(embedder):
+    tokenizers = pytest.importorskip("tokenizers")
+    tok = tokenizers.Tokenizer.from_file(str(EMBEDDER / "tokenizer.json"))
+    texts = [c["text"] for c in GOLDEN["tokenizer"]["roberta"] if c["text"]]
+    status, body = post_json(embedder, "/tokenize", {"inputs": texts})
+    assert status == 200, body
+    for text, tokens in zip(texts, body):
+        enc = tok.encode(text)
+        assert [t["id"] for t in tokens] == enc.ids, text
+        for t, (start, stop), special in zip(tokens, enc.offsets, enc.special_tokens_mask):
+            if special:
+                assert t["special"] and t["start"] is None, (text, t)
+            else:
+                assert (t["start"], t["stop"]) == (len(text[:start].encode()), len(text[:stop].encode())), (text, t)
+
+
+def test_tei_decode_equals_tokenizers(embedder):
+    tokenizers = pytest.importorskip("tokenizers")
+    tok = tokenizers.Tokenizer.from_file(str(EMBEDDER / "tokenizer.json"))
+    ids = tok.encode(TEXTS[2]).ids
+    status, body = post_json(embedder, "/decode", {"ids": ids, "skip_special_tokens": True})
+    assert status == 200, body
+    assert body == [tok.decode(ids, skip_special_tokens=True)] == [TEXTS[2]]
+
+
+def test_tei_predict_equals_transformers_pipeline(classifier):
+    transformers = pytest.importorskip("transformers")
+    pipe = transformers.pipeline("text-classification", model=str(CLASSIFIER), device="cpu", top_k=None)
+    texts = [c["text"] for c in GOLDEN["logits"]
+             if c["text_pair"] is None and c["text"] == c["text"].strip() and len(c["ids"]) < GOLDEN["max_tokens"]]
+    assert len(texts) >= 3
+    status, body = post_json(classifier, "/predict", {"inputs": [[t] for t in texts]})
+    assert status == 200, body
+    for text, got, want in zip(texts, body, pipe(texts)):
+        assert [p["label"] for p in got] == [w["label"] for w in want], text
+        assert [p["score"] for p in got] == pytest.approx([w["score"] for w in want], abs=2e-5), text
+
+
+def test_model_info_names_the_architecture_and_limit(embedder):
+    status, raw = http_get(f"http://127.0.0.1:{embedder.http_port}/v1/model_info")
+    assert status == 200, raw
+    (info,) = json.loads(raw)["models"]
+    assert info["architecture"] == "roberta", info
+    # 66 position rows less RoBERTa's padding offset.
+    assert info["max_positions"] == info["max_input_tokens"] == GOLDEN["max_tokens"], info
