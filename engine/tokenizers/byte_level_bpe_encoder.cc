@@ -180,8 +180,7 @@ absl::Status ByteLevelBpeEncoder::EncodeSegment(absl::string_view segment, uint3
 
 void ByteLevelBpeEncoder::TrimOffsets(size_t leading, size_t trailing, const TextEncoding& so_far, uint32_t* begin,
                                       uint32_t* end) const {
-  // tokenizers' process_offsets, counts of characters added to byte offsets
-  // as it does.
+  // tokenizers' process_offsets.
   const bool first = so_far.ids.empty() || *begin == 0;
   if (leading > 0 && !(first && trim_keeps_prefix_space_ && leading == 1)) {
     *begin = std::min(*begin + static_cast<uint32_t>(leading), *end);
@@ -193,14 +192,20 @@ void ByteLevelBpeEncoder::AppendAddedToken(absl::string_view text, int32_t id, u
                                            TextEncoding* out) const {
   if (trim_offsets_) {
     // The token's text is what it matched; its whitespace characters (and a
-    // literal Ġ) at either end count.
+    // literal Ġ) at either end leave the span. Counted in bytes, where
+    // tokenizers adds their count of characters to the byte offsets and so
+    // ends a span inside a multi-byte space (U+3000 before a lstrip token).
+    const absl::string_view matched = text.substr(begin, end - begin);
     std::vector<char32_t> chars;
-    std::vector<uint32_t> unused;
-    if (DecodeUtf8(text.substr(begin, end - begin), &chars, &unused).ok()) {
-      auto blank = [](char32_t c) { return c == U'\u0120' || IsUnicodeWhitespace(c); };
-      const size_t leading = static_cast<size_t>(std::find_if_not(chars.begin(), chars.end(), blank) - chars.begin());
-      const size_t trailing =
-          static_cast<size_t>(std::find_if_not(chars.rbegin(), chars.rend(), blank) - chars.rbegin());
+    std::vector<uint32_t> starts;
+    if (DecodeUtf8(matched, &chars, &starts).ok()) {
+      auto blank = [&](size_t i) { return chars[i] == U'\u0120' || IsUnicodeWhitespace(chars[i]); };
+      size_t first = 0;
+      while (first < chars.size() && blank(first)) ++first;
+      size_t last = chars.size();
+      while (last > first && blank(last - 1)) --last;
+      const size_t leading = first < chars.size() ? starts[first] : matched.size();
+      const size_t trailing = last < chars.size() ? matched.size() - starts[last] : 0;
       TrimOffsets(leading, trailing, *out, &begin, &end);
     }
   }

@@ -54,8 +54,8 @@ class ByteLevelBpeEncoder : public EncoderTokenizer {
   // spaces it took.
   void AppendAddedToken(absl::string_view text, int32_t id, uint32_t begin, uint32_t end,
                         TextEncoding* out) const override;
-  // RobertaProcessing's trim_offsets for a token of `leading` / `trailing`
-  // spaces at its ends and span [*begin, *end): those spaces leave the span,
+  // RobertaProcessing's trim_offsets for a token with `leading` / `trailing`
+  // bytes of spaces at its ends and span [*begin, *end): they leave the span,
   // except the one add_prefix_space put before the text's first token.
   void TrimOffsets(size_t leading, size_t trailing, const TextEncoding& so_far, uint32_t* begin,
                    uint32_t* end) const;

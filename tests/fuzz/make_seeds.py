@@ -130,9 +130,12 @@ def tokenizer_seeds(out: pathlib.Path) -> None:
         else:
             ids = [1, 403, 407, 261, 378, 2, 35, 81, 13, 300, 500, 4000, 49000]
             (out / f"ids_{selector}").write_bytes(bytes([selector]) + b"".join(struct.pack("<H", i) for i in ids))
-    for knobs in (0, 1, 11, 16):  # WordPiece (selector 6): no specials / specials; max_length 5 / 8
-        for i, text in enumerate(texts):
-            (out / f"wordpiece_{knobs}_{i}").write_bytes(bytes([6, knobs]) + text.encode())
+    # The encoder tokenizers (6 WordPiece, 8 Unigram, 9 byte-level BPE): no
+    # specials / specials; max_length 5 / 8.
+    for selector, name in ((6, "wordpiece"), (8, "unigram"), (9, "bpe")):
+        for knobs in (0, 1, 11, 16):
+            for i, text in enumerate(texts):
+                (out / f"{name}_{knobs}_{i}").write_bytes(bytes([selector, knobs]) + text.encode())
 
 
 def http_request_seeds(out: pathlib.Path) -> None:

@@ -74,6 +74,7 @@ struct TokenizerFuzzSet {
   std::vector<std::unique_ptr<Tokenizer>> tokenizers;
   std::unique_ptr<WordPieceTokenizer> wordpiece;
   std::unique_ptr<EncoderTokenizer> unigram;  // XLM-R's (Precompiled + Metaspace + Unigram)
+  std::unique_ptr<EncoderTokenizer> bpe;      // RoBERTa's (byte-level BPE, trimmed offsets)
 };
 
 // `source_dir`: the repository (tests/golden); `shared_dir`: ../shared.
@@ -99,6 +100,10 @@ inline absl::StatusOr<TokenizerFuzzSet> LoadTokenizerFuzzSet(const std::string& 
       LoadEncoderTokenizer(source_dir + "/tests/golden/encoder_models/xlmr_tiny/tokenizer.json");
   if (!unigram.ok()) return unigram.status();
   set.unigram = std::move(*unigram);
+  absl::StatusOr<std::unique_ptr<EncoderTokenizer>> bpe =
+      LoadEncoderTokenizer(source_dir + "/tests/golden/encoder_models/roberta_tiny/tokenizer.json");
+  if (!bpe.ok()) return bpe.status();
+  set.bpe = std::move(*bpe);
   return set;
 }
 
@@ -126,7 +131,8 @@ inline std::string Escaped(std::string_view s) {
 
 }  // namespace tokenizer_fuzz_internal
 
-// The encoder tokenizers' part (selectors 6-7 WordPiece, 8 Unigram); true
+// The encoder tokenizers' part (selectors 6-7 WordPiece, 8 Unigram, 9
+// byte-level BPE); true
 // when the text was encoded.
 inline bool EncoderTokenizerFuzzOne(const EncoderTokenizer& wp, std::string_view input) {
   using tokenizer_fuzz_internal::Escaped;
@@ -193,9 +199,13 @@ inline bool EncoderTokenizerFuzzOne(const EncoderTokenizer& wp, std::string_view
 inline bool TokenizerFuzzOne(const TokenizerFuzzSet& set, const uint8_t* data, size_t size) {
   using tokenizer_fuzz_internal::Escaped;
   using tokenizer_fuzz_internal::Fail;
-  if (size == 0 || set.tokenizers.size() != 3 || set.wordpiece == nullptr || set.unigram == nullptr) return false;
-  const int selector = data[0] % 9;
+  if (size == 0 || set.tokenizers.size() != 3 || set.wordpiece == nullptr || set.unigram == nullptr ||
+      set.bpe == nullptr) {
+    return false;
+  }
+  const int selector = data[0] % 10;
   const std::string_view payload(reinterpret_cast<const char*>(data) + 1, size - 1);
+  if (selector == 9) return EncoderTokenizerFuzzOne(*set.bpe, payload);
   if (selector == 8) return EncoderTokenizerFuzzOne(*set.unigram, payload);
   if (selector >= 6) return EncoderTokenizerFuzzOne(*set.wordpiece, payload);
   const Tokenizer& t = *set.tokenizers[selector % 3];

@@ -27,8 +27,9 @@ const TokenizerFuzzSet& Set() {
   return *set;
 }
 
-// Seeds for every selector byte 0..8 (tokenizer and mode); the encoder
-// tokenizers' (6: WordPiece, 8: Unigram) payload starts with its knobs byte.
+// Seeds for every selector byte 0..9 (tokenizer and mode); the encoder
+// tokenizers' (6: WordPiece, 8: Unigram, 9: byte-level BPE) payload starts
+// with its knobs byte.
 std::vector<std::string> SeedCorpus() {
   const std::vector<std::string> texts = {
       "Once upon a time, there was a little girl named Lily.",
@@ -47,6 +48,7 @@ std::vector<std::string> SeedCorpus() {
     for (const std::string& text : texts) {
       corpus.push_back(std::string(1, '\x06') + knobs + text);
       corpus.push_back(std::string(1, '\x08') + knobs + text);
+      corpus.push_back(std::string(1, '\x09') + knobs + text);
     }
   }
   return corpus;
@@ -55,8 +57,8 @@ std::vector<std::string> SeedCorpus() {
 std::string Mutate(const std::string& in, const std::vector<std::string>& corpus, std::mt19937_64& rng) {
   static const char* kFragments[] = {" ",    "  ",   "\n",   "\xe2\x96\x81", "\xc3\xa9", "\xe6\x97\xa5", "\xf0\x9f\x98\x80",
                                      "\xf0", "\x9f", "\xe2", "\x80",         "<s>",      "</s>",         "0x",
-                                     "'s",   "123",  "\t",   "\r\n",         "\xef\xbf\xbd"};
-  static const SelectorEditOptions kEdits{kFragments, sizeof(kFragments) / sizeof(kFragments[0]), /*selectors=*/9};
+                                     "'s",   "123",  "\t",   "\r\n",         "\xef\xbf\xbd", "\xe3\x80\x80<mask>"};
+  static const SelectorEditOptions kEdits{kFragments, sizeof(kFragments) / sizeof(kFragments[0]), /*selectors=*/10};
   std::string s = in;
   const int steps = 1 + static_cast<int>(rng() % 4);
   for (int k = 0; k < steps; ++k) {
@@ -74,6 +76,8 @@ TEST(TokenizerFuzzTest, LoadsOneTokenizerOfEachKind) {
   EXPECT_NE(Set().wordpiece, nullptr);
   ASSERT_NE(Set().unigram, nullptr);
   EXPECT_EQ(Set().unigram->kind(), "unigram");
+  ASSERT_NE(Set().bpe, nullptr);
+  EXPECT_EQ(Set().bpe->kind(), "bpe");
 }
 
 TEST(TokenizerFuzzTest, FixedSeedMutationLoop) {
