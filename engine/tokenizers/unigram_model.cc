@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "engine/tokenizers/serde_json_float.h"
 #include "engine/tokenizers/unicode_util.h"
 
 namespace attnserve {
@@ -35,7 +36,9 @@ absl::StatusOr<UnigramModel> UnigramModel::FromJson(const nlohmann::json& model,
     }
     std::string piece = entry[0].get<std::string>();
     if (!IsValidUtf8(piece)) return Bad(path, absl::StrCat("vocab[", i, "] is not valid UTF-8"));
-    const double score = entry[1].get<double>();
+    // As tokenizers reads it (serde_json_float.h): ties between
+    // segmentations break on the last bit.
+    const double score = SerdeJsonFloat(entry[1].get<double>());
     min_score = std::min(min_score, score);
     // A repeated piece maps to its last id, as tokenizers' token_to_ids
     // (a map filled in order) has it.

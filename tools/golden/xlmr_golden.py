@@ -39,6 +39,13 @@ tokenizer.json carries sentencepiece's normalizer as a Precompiled charsmap.
      embeddings xlmr_tiny: {text, ids, embedding}: the mean of XLMRobertaModel's last
                 hidden state, asserted equal to SentenceTransformer(dir).encode for the
                 texts without leading/trailing spaces (sentence-transformers strips them)
+     score_ties a tokenizer.json (the legacy layout with a small vocabulary of runs
+                of one character: x, xx, ▁x, -, --, !!, ha, ... with seeded 17-digit
+                scores) and {text, ids} from tokenizers for runs of those characters:
+                where segmentations tie, tokenizers' reading of the scores
+                (serde_json, 1 ULP off for about one score in eight) picks the
+                winner; the script asserts some of these ids differ from a
+                Viterbi over correctly rounded scores, so the case can fail
      logits     xlmr_reranker_tiny: {text, text_pair, ids, logits} from
                 XLMRobertaForSequenceClassification; CrossEncoder(dir).predict
                 asserted equal to sigmoid(logit)
@@ -163,6 +170,64 @@ def build_tokenizers(proto):
         t.no_truncation()
         t.no_padding()
     return hf, {"legacy": legacy, "v5": v5}, len(vocab)
+
+
+TIE_PIECES = ["x", "xx", "xxx", "▁x", "▁xx", "-", "--", "---", "▁-", "▁--", "!", "!!", "▁!", "h", "a", "ha",
+              "▁ha", "▁h", "▁"]
+
+
+def viterbi(vocab, text):
+    """tokenizers' Unigram Viterbi over `text` (pre-tokenized), with the
+    scores as Python reads them (correctly rounded)."""
+    ids = {piece: i for i, (piece, _) in enumerate(vocab)}
+    b = text.encode()
+    best = [None] * (len(b) + 1)
+    best[0] = (0.0, None, None)
+    for start in range(len(b)):
+        if best[start] is None:
+            continue
+        for end in range(start + 1, len(b) + 1):
+            try:
+                piece = b[start:end].decode()
+            except UnicodeDecodeError:
+                continue
+            if piece in ids:
+                candidate = best[start][0] + vocab[ids[piece]][1]
+                if best[end] is None or candidate > best[end][0]:
+                    best[end] = (candidate, start, ids[piece])
+    out, end = [], len(b)
+    while end > 0:
+        out.append(best[end][2])
+        end = best[end][1]
+    return out[::-1]
+
+
+def score_ties(described):
+    rng = random.Random(11)  # a seed whose scores give ties that rounding breaks
+    vocab = ([["<s>", 0.0], ["<pad>", 0.0], ["</s>", 0.0], ["<unk>", 0.0]]
+             + [[piece, -rng.uniform(2.0, 16.0)] for piece in TIE_PIECES] + [["<mask>", 0.0]])
+    tiny = json.loads(json.dumps(described))
+    tiny["model"]["vocab"] = vocab
+    tiny["model"]["unk_id"] = 3
+    for added in tiny["added_tokens"]:
+        if added["content"] == "<mask>":
+            added["id"] = len(vocab) - 1
+    tok = Tokenizer.from_str(json.dumps(tiny))
+    texts = [c * n for c in ("x", "-", "!", "ha") for n in range(2, 120)]
+    cases, flipped = [], 0
+    for k, text in enumerate(texts):
+        ids = tok.encode(text, add_special_tokens=False).ids
+        differs = ids != viterbi(vocab, "▁" + text)
+        flipped += differs
+        # Every text whose ids the rounding decides, and a tenth of the rest.
+        if differs or k % 10 == 0:
+            cases.append({"text": text, "ids": ids, "differs_when_correctly_rounded": differs})
+    # The case must be able to fail: some ties break the other way with
+    # correctly rounded scores.
+    assert flipped >= 10, flipped
+    # The file as written here (Python writes the shortest digits), not
+    # tok.to_str(): that would write the scores tokenizers has already read.
+    return {"tokenizer": tiny, "cases": cases, "flipped_by_rounding": flipped}
 
 
 def byte_offsets(text, offsets):
@@ -330,6 +395,7 @@ def main():
     for score, case in zip(ce.predict(pairs), logits):
         assert abs(float(score) - 1 / (1 + math.exp(-case["logits"][0]))) < 1e-5, case["text"]
     fixture["logits"] = logits
+    fixture["score_ties"] = score_ties(json.loads(layouts["legacy"].to_str()))
     write_json(OUT_PATH, fixture)
     print("wrote", OUT_PATH)
 

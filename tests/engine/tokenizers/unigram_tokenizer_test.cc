@@ -3,7 +3,9 @@
 // ids, byte offsets, decoding and pair templates for both tokenizer.json
 // layouts in use (the checkpoints' own, and transformers 5's), and the
 // refusals of malformed files.
+#include <cmath>
 #include <functional>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,6 +13,7 @@
 #include "engine/formats/json_util.h"
 #include "engine/tokenizers/encoder_tokenizer.h"
 #include "engine/tokenizers/precompiled_charsmap.h"
+#include "engine/tokenizers/serde_json_float.h"
 #include "engine/tokenizers/unigram_tokenizer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -79,6 +82,35 @@ TEST_P(UnigramGoldenTest, PairsAndTruncationEqualTokenizers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, UnigramGoldenTest, ::testing::Values("legacy", "v5"));
+
+// Runs of one character tie between segmentations; tokenizers breaks the
+// ties by its serde_json reading of the scores (one in eight 1 ULP off the
+// correctly rounded value). The golden marks the texts where correctly
+// rounded scores would give other ids.
+TEST(UnigramTokenizerTest, ScoreTiesBreakAsTokenizersReadsTheScores) {
+  ASSERT_FALSE(Golden().is_null());
+  const nlohmann::json& ties = Golden()["score_ties"];
+  auto tok = EncoderTokenizerFromJson(ties["tokenizer"], "ties/tokenizer.json");
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  int decided_by_rounding = 0;
+  for (const nlohmann::json& c : ties["cases"]) {
+    auto enc = (*tok)->Encode(c["text"].get<std::string>(), /*add_special_tokens=*/false);
+    ASSERT_TRUE(enc.ok()) << enc.status();
+    EXPECT_THAT(enc->ids, ElementsAreArray(c["ids"].get<std::vector<int32_t>>())) << c["text"];
+    decided_by_rounding += c["differs_when_correctly_rounded"].get<bool>();
+  }
+  EXPECT_GE(decided_by_rounding, 10);
+}
+
+TEST(SerdeJsonFloatTest, TwoRoundingsAsSerdeJsonDoes) {
+  // Expected values from the same arithmetic in Python: float(digits) / 10**k.
+  EXPECT_EQ(SerdeJsonFloat(-12.526375739369499), -12.5263757393695);
+  EXPECT_EQ(SerdeJsonFloat(3.4028234663852886e+38), 3.402823466385289e+38);
+  for (double same : {-6.605040550231934, -10.557645797729492, 0.5, -1.5e-07, 0.0, -8.0, 123456.0}) {
+    EXPECT_EQ(SerdeJsonFloat(same), same) << same;
+  }
+  EXPECT_TRUE(std::isinf(SerdeJsonFloat(std::numeric_limits<double>::infinity())));
+}
 
 TEST(UnigramTokenizerTest, SingleTruncationKeepsTheSpecialTokens) {
   auto tok = LoadEncoderTokenizer(TokenizerPath("legacy"));
