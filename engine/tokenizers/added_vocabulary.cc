@@ -37,9 +37,14 @@ absl::StatusOr<AddedVocabulary> AddedVocabulary::FromJson(const nlohmann::json& 
     ASSIGN_OR_RETURN(std::optional<bool> normalized, JsonOptionalBool(a, "normalized", path));
     ASSIGN_OR_RETURN(std::optional<bool> lstrip, JsonOptionalBool(a, "lstrip", path));
     ASSIGN_OR_RETURN(std::optional<bool> rstrip, JsonOptionalBool(a, "rstrip", path));
+    ASSIGN_OR_RETURN(std::optional<bool> single_word, JsonOptionalBool(a, "single_word", path));
     if (!content.has_value() || content->empty() || !id.has_value() || *id < 0 || *id > (1 << 24)) {
       return absl::InvalidArgumentError(
           absl::StrCat(path, ": added_tokens entries need a non-empty content and a valid id"));
+    }
+    if (single_word.value_or(false)) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": added token \"", *content,
+                                                     "\" has single_word, which is not supported"));
     }
     AddedVocabularyEntry t;
     t.content = *content;
@@ -56,24 +61,22 @@ absl::StatusOr<AddedVocabulary> AddedVocabulary::FromJson(const nlohmann::json& 
     v.raw_.push_back({v.tokens_[i].content, v.tokens_[i].id});
     v.raw_entry_.push_back(i);
   }
+  // Until the tokenizer gives its normalizer: none (the byte-level BPE has none).
+  v.NormalizePatterns([](absl::string_view content) { return std::string(content); });
   return v;
 }
 
-absl::Status AddedVocabulary::Split(absl::string_view text,
-                                    absl::FunctionRef<absl::Status(absl::string_view, uint32_t)> encode_segment,
-                                    absl::FunctionRef<void(int32_t, uint32_t, uint32_t)> added_token) const {
-  struct Piece {
-    size_t begin, end;
-    const AddedVocabularyEntry* token;  // null: a stretch of text
-  };
+std::vector<AddedVocabulary::Piece> AddedVocabulary::Match(absl::string_view text,
+                                                          const std::vector<AddedToken>& patterns,
+                                                          const std::vector<size_t>& entry_of) const {
   std::vector<Piece> pieces;
-  for (const TextSegment& s : SplitOnAddedTokens(text, raw_)) {
+  for (const TextSegment& s : SplitOnAddedTokens(text, patterns)) {
     const size_t begin = static_cast<size_t>(s.text.data() - text.data());
     const AddedVocabularyEntry* token = nullptr;
     if (s.id >= 0) {
       // SplitOnAddedTokens matched this content; find its entry.
-      for (size_t k = 0; k < raw_.size(); ++k) {
-        if (raw_[k].id == s.id && raw_[k].content == s.text) token = &tokens_[raw_entry_[k]];
+      for (size_t k = 0; k < patterns.size(); ++k) {
+        if (patterns[k].id == s.id && patterns[k].content == s.text) token = &tokens_[entry_of[k]];
       }
     }
     pieces.push_back({begin, begin + s.text.size(), token});
@@ -100,7 +103,13 @@ absl::Status AddedVocabulary::Split(absl::string_view text,
       pieces[p].end = after.begin;
     }
   }
-  for (const Piece& p : pieces) {
+  return pieces;
+}
+
+absl::Status AddedVocabulary::Split(absl::string_view text,
+                                    absl::FunctionRef<absl::Status(absl::string_view, uint32_t)> encode_segment,
+                                    absl::FunctionRef<void(int32_t, uint32_t, uint32_t)> added_token) const {
+  for (const Piece& p : Match(text, raw_, raw_entry_)) {
     if (p.token == nullptr) {
       if (p.end > p.begin) {
         RETURN_IF_ERROR(encode_segment(text.substr(p.begin, p.end - p.begin), static_cast<uint32_t>(p.begin)));
@@ -108,6 +117,39 @@ absl::Status AddedVocabulary::Split(absl::string_view text,
       continue;
     }
     added_token(p.token->id, static_cast<uint32_t>(p.begin), static_cast<uint32_t>(p.end));
+  }
+  return absl::OkStatus();
+}
+
+void AddedVocabulary::NormalizePatterns(absl::FunctionRef<std::string(absl::string_view)> normalize) {
+  normalized_.clear();
+  normalized_entry_.clear();
+  for (size_t i = 0; i < tokens_.size(); ++i) {
+    if (!tokens_[i].normalized) continue;
+    std::string pattern = normalize(tokens_[i].content);
+    if (pattern.empty()) continue;  // the normalizer removes it: nothing can match
+    normalized_.push_back({std::move(pattern), tokens_[i].id});
+    normalized_entry_.push_back(i);
+  }
+}
+
+absl::Status AddedVocabulary::SplitNormalized(const AlignedText& text,
+                                              absl::FunctionRef<absl::Status(AlignedText)> stretch,
+                                              absl::FunctionRef<void(int32_t, uint32_t, uint32_t)> added_token) const {
+  if (normalized_.empty()) return text.empty() ? absl::OkStatus() : stretch(text);  // callers skip this copy
+  std::vector<size_t> char_at_byte;
+  const std::string utf8 = ToUtf8(text, &char_at_byte);
+  char_at_byte.push_back(text.size());  // one past the last character
+  for (const Piece& p : Match(utf8, normalized_, normalized_entry_)) {
+    if (p.end == p.begin) continue;
+    const size_t first = char_at_byte[p.begin];
+    const size_t last = char_at_byte[p.end];  // one past
+    if (p.token == nullptr) {
+      RETURN_IF_ERROR(stretch(AlignedText(text.begin() + static_cast<std::ptrdiff_t>(first),
+                                          text.begin() + static_cast<std::ptrdiff_t>(last))));
+    } else {
+      added_token(p.token->id, text[first].begin, text[last - 1].end);
+    }
   }
   return absl::OkStatus();
 }

@@ -2,9 +2,11 @@
 // a text on them, shared by the encoder tokenizers: the tokens matched in the
 // raw text (normalized: false) are found leftmost, then longest; lstrip /
 // rstrip widen a match over the whitespace beside it (not into an earlier
-// match), as Hugging Face tokenizers' AddedVocabulary does. Tokens matched
-// after normalization (normalized: true) keep their ids but are not split
-// out; the checkpoints' special tokens are all raw-text ones.
+// match), as Hugging Face tokenizers' AddedVocabulary does. Tokens with
+// normalized: true (tokenizers' default for non-special ones, and RoBERTa's
+// <s> </s> in older files) are matched afterwards, in each stretch's
+// normalized text, against their content put through the same normalizer
+// (SplitNormalized).
 //
 // Immutable after parsing; thread-safe.
 #ifndef ATTNSERVE_ENGINE_TOKENIZERS_ADDED_VOCABULARY_H_
@@ -19,6 +21,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "engine/tokenizers/aligned_text.h"
 #include "engine/tokenizers/pretokenizer.h"
 #include "engine/tokenizers/text_encoding.h"
 
@@ -52,10 +55,33 @@ class AddedVocabulary {
                      absl::FunctionRef<absl::Status(absl::string_view, uint32_t)> encode_segment,
                      absl::FunctionRef<void(int32_t, uint32_t, uint32_t)> added_token) const;
 
+  // The normalized: true tokens' patterns: each content through the
+  // tokenizer's normalizer (an identity one by default). Called once by the
+  // tokenizer after it has read its normalizer.
+  void NormalizePatterns(absl::FunctionRef<std::string(absl::string_view)> normalize);
+  bool has_normalized() const { return !normalized_.empty(); }
+  // The second pass on one stretch's normalized text: calls stretch(part)
+  // for the text between matches (non-empty) and added_token(id, begin,
+  // end) for each match with its span in the original text, in order;
+  // lstrip / rstrip take the normalized whitespace beside a match.
+  absl::Status SplitNormalized(const AlignedText& text, absl::FunctionRef<absl::Status(AlignedText)> stretch,
+                               absl::FunctionRef<void(int32_t, uint32_t, uint32_t)> added_token) const;
+
  private:
+  struct Piece {
+    size_t begin, end;                   // bytes of the matched text
+    const AddedVocabularyEntry* token;  // null: a stretch of text
+  };
+  // Leftmost-longest matches of `patterns` (pattern k is tokens_[entry_of[k]])
+  // with lstrip / rstrip applied.
+  std::vector<Piece> Match(absl::string_view text, const std::vector<AddedToken>& patterns,
+                           const std::vector<size_t>& entry_of) const;
+
   std::vector<AddedVocabularyEntry> tokens_;
   std::vector<AddedToken> raw_;       // the tokens matched in raw text (content, id)
   std::vector<size_t> raw_entry_;     // raw_[i]'s entry in tokens_
+  std::vector<AddedToken> normalized_;  // normalized patterns (content after the normalizer, id)
+  std::vector<size_t> normalized_entry_;
   int64_t max_id_ = -1;
 };
 

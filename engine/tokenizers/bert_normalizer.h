@@ -14,6 +14,8 @@
 #include <optional>
 #include <vector>
 
+#include "engine/tokenizers/aligned_text.h"
+
 namespace attnserve {
 
 struct BertNormalizerOptions {
@@ -24,12 +26,8 @@ struct BertNormalizerOptions {
 };
 
 // A normalized character and the byte span [begin, end) of the original text
-// it came from.
-struct NormalizedChar {
-  char32_t c;
-  uint32_t begin;
-  uint32_t end;
-};
+// it came from (the Unigram normalizer's AlignedChar).
+using NormalizedChar = AlignedChar;
 
 // Appends the normalization of `codepoints` to `out`; codepoints[i] spans
 // bytes [byte_offsets[i], byte_offsets[i + 1]) of the original text

@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "engine/core/status_macros.h"
+#include "engine/tokenizers/aligned_text.h"
 #include "engine/tokenizers/bpe_merge.h"
 #include "engine/tokenizers/bpe_model_json.h"
 #include "engine/tokenizers/byte_level_bpe.h"
@@ -111,6 +112,23 @@ absl::StatusOr<std::unique_ptr<ByteLevelBpeEncoder>> ByteLevelBpeEncoder::FromJs
 }
 
 absl::Status ByteLevelBpeEncoder::EncodeSegment(absl::string_view segment, uint32_t base, TextEncoding* out) const {
+  if (!added_.has_normalized()) return EncodeStretch(segment, base, out);
+  // No normalizer: the normalized: true tokens are matched in the stretch as
+  // it is, then each part between them is pre-tokenized on its own (with its
+  // own prefix space), as tokenizers' second split does.
+  ASSIGN_OR_RETURN(AlignedText text, AlignText(segment, base));
+  return added_.SplitNormalized(
+      text,
+      [&](AlignedText part) {
+        const uint32_t begin = part.front().begin;
+        return EncodeStretch(segment.substr(begin - base, part.back().end - begin), begin, out);
+      },
+      [&](int32_t id, uint32_t begin, uint32_t end) {
+        AppendAddedToken(segment.substr(begin - base, end - begin), id, begin, end, out);
+      });
+}
+
+absl::Status ByteLevelBpeEncoder::EncodeStretch(absl::string_view segment, uint32_t base, TextEncoding* out) const {
   if (segment.empty()) return absl::OkStatus();
   // ByteLevel's add_prefix_space: a space before a stretch that lacks one,
   // spanning nothing of the text (an empty span at its start).
@@ -188,14 +206,13 @@ void ByteLevelBpeEncoder::TrimOffsets(size_t leading, size_t trailing, const Tex
   if (trailing > 0 && *end >= trailing) *end = std::max(*end - static_cast<uint32_t>(trailing), *begin);
 }
 
-void ByteLevelBpeEncoder::AppendAddedToken(absl::string_view text, int32_t id, uint32_t begin, uint32_t end,
+void ByteLevelBpeEncoder::AppendAddedToken(absl::string_view matched, int32_t id, uint32_t begin, uint32_t end,
                                            TextEncoding* out) const {
   if (trim_offsets_) {
     // The token's text is what it matched; its whitespace characters (and a
     // literal Ġ) at either end leave the span. Counted in bytes, where
     // tokenizers adds their count of characters to the byte offsets and so
     // ends a span inside a multi-byte space (U+3000 before a lstrip token).
-    const absl::string_view matched = text.substr(begin, end - begin);
     std::vector<char32_t> chars;
     std::vector<uint32_t> starts;
     if (DecodeUtf8(matched, &chars, &starts).ok()) {

@@ -3,7 +3,8 @@
 // from their tokenizer.json, producing exactly the `tokenizers` library's ids
 // and offsets:
 //   added tokens   matched in the raw text (AddedVocabulary: <mask> takes the
-//                  space before it with lstrip)
+//                  space before it with lstrip), then the normalized: true
+//                  ones (older RoBERTa files' <s> </s>) in each stretch
 //   pre_tokenizer  ByteLevel: with add_prefix_space a space before every
 //                  stretch between added tokens that lacks one, GPT-2's regex
 //                  split (pretokenizer.h) unless use_regex is false, each byte
@@ -50,9 +51,11 @@ class ByteLevelBpeEncoder : public EncoderTokenizer {
  private:
   ByteLevelBpeEncoder() = default;
   absl::Status EncodeSegment(absl::string_view segment, uint32_t base, TextEncoding* out) const override;
+  // Pre-tokenizes and tokenizes text that holds no added token.
+  absl::Status EncodeStretch(absl::string_view segment, uint32_t base, TextEncoding* out) const;
   // trim_offsets applies to added tokens too: <mask>'s lstrip span loses the
   // spaces it took.
-  void AppendAddedToken(absl::string_view text, int32_t id, uint32_t begin, uint32_t end,
+  void AppendAddedToken(absl::string_view matched, int32_t id, uint32_t begin, uint32_t end,
                         TextEncoding* out) const override;
   // RobertaProcessing's trim_offsets for a token with `leading` / `trailing`
   // bytes of spaces at its ends and span [*begin, *end): they leave the span,

@@ -25,7 +25,9 @@ absl::StatusOr<TextEncoding> EncoderTokenizer::Encode(absl::string_view text, bo
   TextEncoding enc;
   RETURN_IF_ERROR(added_.Split(
       text, [&](absl::string_view segment, uint32_t base) { return EncodeSegment(segment, base, &enc); },
-      [&](int32_t id, uint32_t begin, uint32_t end) { AppendAddedToken(text, id, begin, end, &enc); }));
+      [&](int32_t id, uint32_t begin, uint32_t end) {
+        AppendAddedToken(text.substr(begin, end - begin), id, begin, end, &enc);
+      }));
   return template_.Single(std::move(enc), add_special_tokens, max_length, side);
 }
 
@@ -36,7 +38,7 @@ absl::StatusOr<TextEncoding> EncoderTokenizer::EncodePair(absl::string_view firs
   return template_.Pair(std::move(a), std::move(b), max_length, side);
 }
 
-void EncoderTokenizer::AppendAddedToken(absl::string_view /*text*/, int32_t id, uint32_t begin, uint32_t end,
+void EncoderTokenizer::AppendAddedToken(absl::string_view /*matched*/, int32_t id, uint32_t begin, uint32_t end,
                                         TextEncoding* out) const {
   out->ids.push_back(id);
   out->offsets.emplace_back(begin, end);

@@ -61,9 +61,9 @@ class EncoderTokenizer {
   // Tokenizes a stretch of text that holds no added token, appending its ids
   // and offsets (shifted by `base`, its place in the whole text) to `out`.
   virtual absl::Status EncodeSegment(absl::string_view segment, uint32_t base, TextEncoding* out) const = 0;
-  // Appends an added token the text matched, with its byte span [begin, end)
-  // in `text` (lstrip / rstrip included), to `out`.
-  virtual void AppendAddedToken(absl::string_view text, int32_t id, uint32_t begin, uint32_t end,
+  // Appends an added token to `out`: `matched` is the original text it
+  // matched (lstrip / rstrip included), [begin, end) its byte span there.
+  virtual void AppendAddedToken(absl::string_view matched, int32_t id, uint32_t begin, uint32_t end,
                                 TextEncoding* out) const;
 
   // The vocabulary's entries, ids 0..n-1 (n: `size`, at least one past the

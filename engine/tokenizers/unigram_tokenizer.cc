@@ -30,6 +30,13 @@ absl::StatusOr<std::unique_ptr<UnigramTokenizer>> UnigramTokenizer::FromJson(con
   ASSIGN_OR_RETURN(t->decoder_, MetaspaceDecoder::FromJson(Member(j, "decoder"), path));
 
   ASSIGN_OR_RETURN(t->added_, AddedVocabulary::FromJson(Member(j, "added_tokens"), path));
+  const SpmNormalizer& normalizer = t->normalizer_;
+  t->added_.NormalizePatterns([&](absl::string_view content) {
+    absl::StatusOr<AlignedText> text = AlignText(content, 0);
+    if (!text.ok()) return std::string();
+    normalizer.Apply(&*text);
+    return ToUtf8(*text);
+  });
   std::vector<std::string> entries;
   entries.reserve(static_cast<size_t>(t->model_.vocab_size()));
   for (int32_t id = 0; id < t->model_.vocab_size(); ++id) entries.push_back(t->model_.piece(id));
@@ -42,8 +49,20 @@ absl::Status UnigramTokenizer::EncodeSegment(absl::string_view segment, uint32_t
   if (segment.empty()) return absl::OkStatus();
   ASSIGN_OR_RETURN(AlignedText text, AlignText(segment, base));
   normalizer_.Apply(&text);
-  for (const AlignedText& piece : pre_tokenizer_.Split(std::move(text))) model_.Tokenize(piece, out);
-  return absl::OkStatus();
+  if (!added_.has_normalized()) {
+    for (const AlignedText& piece : pre_tokenizer_.Split(std::move(text))) model_.Tokenize(piece, out);
+    return absl::OkStatus();
+  }
+  return added_.SplitNormalized(
+      text,
+      [&](AlignedText part) {
+        for (const AlignedText& piece : pre_tokenizer_.Split(std::move(part))) model_.Tokenize(piece, out);
+        return absl::OkStatus();
+      },
+      [&](int32_t id, uint32_t begin, uint32_t end) {
+        out->ids.push_back(id);
+        out->offsets.emplace_back(begin, end);
+      });
 }
 
 absl::StatusOr<std::string> UnigramTokenizer::Decode(absl::Span<const int32_t> ids, bool skip_special_tokens) const {

@@ -99,6 +99,17 @@ absl::StatusOr<std::unique_ptr<WordPieceTokenizer>> WordPieceTokenizer::FromJson
   const nlohmann::json& dec = j.contains("decoder") ? j["decoder"] : nlohmann::json();
   ASSIGN_OR_RETURN(std::optional<bool> cleanup, JsonOptionalBool(dec, "cleanup", path));
   t->decoder_cleanup_ = cleanup.value_or(true);
+  if (t->has_normalizer_) {
+    const BertNormalizerOptions& options = t->normalizer_;
+    t->added_.NormalizePatterns([&](absl::string_view content) {
+      std::vector<char32_t> cps;
+      std::vector<uint32_t> offsets;
+      if (!DecodeUtf8(content, &cps, &offsets).ok()) return std::string();
+      std::vector<NormalizedChar> chars;
+      BertNormalize(options, cps, offsets, &chars);
+      return ToUtf8(chars);
+    });
+  }
   return t;
 }
 
@@ -116,6 +127,23 @@ absl::Status WordPieceTokenizer::EncodeSegment(absl::string_view segment, uint32
   } else {
     for (size_t i = 0; i < cps.size(); ++i) chars.push_back({cps[i], offsets[i], offsets[i + 1]});
   }
+  if (!added_.has_normalized()) {
+    EncodeWords(chars, out);
+    return absl::OkStatus();
+  }
+  return added_.SplitNormalized(
+      chars,
+      [&](AlignedText part) {
+        EncodeWords(part, out);
+        return absl::OkStatus();
+      },
+      [&](int32_t id, uint32_t begin, uint32_t end) {
+        out->ids.push_back(id);
+        out->offsets.emplace_back(begin, end);
+      });
+}
+
+void WordPieceTokenizer::EncodeWords(const std::vector<NormalizedChar>& chars, TextEncoding* out) const {
   // BertPreTokenizer: whitespace separates words and is dropped; each
   // punctuation character is a word of its own.
   size_t word_start = 0;
@@ -129,7 +157,6 @@ absl::Status WordPieceTokenizer::EncodeSegment(absl::string_view segment, uint32
       word_start = i + 1;
     }
   }
-  return absl::OkStatus();
 }
 
 void WordPieceTokenizer::EncodeWord(const std::vector<NormalizedChar>& chars, size_t begin, size_t end,

@@ -52,6 +52,8 @@ class WordPieceTokenizer : public EncoderTokenizer {
   // Normalizes, pre-tokenizes and WordPiece-splits one segment of text that
   // contains no added token; appends ids and offsets (shifted by `base`).
   absl::Status EncodeSegment(absl::string_view segment, uint32_t base, TextEncoding* out) const override;
+  // BertPreTokenizer's words of normalized text, each through EncodeWord.
+  void EncodeWords(const std::vector<NormalizedChar>& chars, TextEncoding* out) const;
   void EncodeWord(const std::vector<NormalizedChar>& chars, size_t begin, size_t end,
                   TextEncoding* out) const;
 
