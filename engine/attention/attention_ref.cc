@@ -48,6 +48,8 @@ absl::Status ScaledDotProductAttentionRef(const SdpaArgs& a) {
             int64_t off = i * nk + j;
             if (mk.additive.per_batch) {
               off += mk.additive.per_head ? (int64_t{b} * s.num_heads + h) * nq * nk : b * nq * nk;
+            } else if (mk.additive.per_head) {
+              off += int64_t{h} * nq * nk;
             }
             sc += mk.additive.data[off];
           }

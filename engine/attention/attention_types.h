@@ -75,13 +75,23 @@ struct KeyAllowMask {
   const uint8_t* data = nullptr;
 };
 
-// Float mask added to the scaled scores: [Nq, Nk], [B, Nq, Nk] (per_batch) or
-// [B, Hq, Nq, Nk] (per_batch and per_head). -inf blocks.
+// Float mask added to the scaled scores: [Nq, Nk], [B, Nq, Nk] (per_batch),
+// [Hq, Nq, Nk] (per_head: one bias per head for every sequence, as MPNet's
+// relative position bias) or [B, Hq, Nq, Nk] (both). -inf blocks.
 struct AdditiveMask {
   const float* data = nullptr;
   bool per_batch = false;
   bool per_head = false;
 };
+
+// Where query row i of batch b, head h starts in an additive mask's data.
+inline int64_t AdditiveMaskOffset(const AdditiveMask& m, const SdpaShape& s, int b, int h, int i) {
+  const int64_t plane = int64_t{s.q_len} * s.kv_len;
+  int64_t off = int64_t{i} * s.kv_len;
+  if (m.per_batch) off += (m.per_head ? int64_t{b} * s.num_heads + h : b) * plane;
+  else if (m.per_head) off += int64_t{h} * plane;
+  return off;
+}
 
 // Masks combine (a key is attended only if every mask allows it).
 struct AttentionMasks {

@@ -56,10 +56,6 @@ absl::Status Validate(const SdpaArgs& a) {
       }
     }
   }
-  if (a.masks.additive.per_head && !a.masks.additive.per_batch) {
-    return absl::InvalidArgumentError(
-        "attention: a per-head additive mask must be [B, Hq, Nq, Nk] (set per_batch too)");
-  }
   if (a.row_offsets != nullptr && (a.masks.key_lengths == nullptr || s.q_len != s.kv_len)) {
     return absl::InvalidArgumentError(
         "attention: row_offsets (ragged self-attention) needs key_lengths and q_len == kv_len");
@@ -104,11 +100,7 @@ FlashRow MakeRow(const SdpaArgs& a, int b, int h, int i) {
   if (mk.allow.data) row.allow_row = mk.allow.data + (mk.allow.per_batch ? b * nq * nk : 0) + i * nk;
   if (mk.key_allow.data) row.key_allow = mk.key_allow.data + b * nk;
   if (mk.additive.data) {
-    int64_t off = i * nk;
-    if (mk.additive.per_batch) {
-      off += mk.additive.per_head ? (int64_t{b} * a.shape.num_heads + h) * nq * nk : b * nq * nk;
-    }
-    row.add_row = mk.additive.data + off;
+    row.add_row = mk.additive.data + AdditiveMaskOffset(mk.additive, a.shape, b, h, i);
   }
   return row;
 }

@@ -122,12 +122,14 @@ Problem RandomProblem(std::mt19937& rng, std::string* label) {
     masks += per_batch ? "allow[B] " : "allow ";
   }
   if (rng() % 4 == 0) {
-    int kind = rng() % 3;  // 0: [Nq,Nk] 1: [B,Nq,Nk] 2: [B,H,Nq,Nk]
-    int64_t n = int64_t{nq} * nk * (kind == 0 ? 1 : B) * (kind == 2 ? s.num_heads : 1);
+    int kind = rng() % 4;  // 0: [Nq,Nk] 1: [B,Nq,Nk] 2: [B,H,Nq,Nk] 3: [H,Nq,Nk]
+    const bool per_batch = kind == 1 || kind == 2;
+    const bool per_head = kind >= 2;
+    int64_t n = int64_t{nq} * nk * (per_batch ? B : 1) * (per_head ? s.num_heads : 1);
     p.additive = RandomVec(n, rng, -3, 3);
     for (auto& x : p.additive)
       if (rng() % 10 == 0) x = -INFINITY;
-    p.masks.additive = {p.additive.data(), kind >= 1, kind == 2};
+    p.masks.additive = {p.additive.data(), per_batch, per_head};
     masks += "additive" + std::to_string(kind) + " ";
   }
   int w = rng() % 6;
@@ -407,6 +409,54 @@ TEST(SdpaTest, RejectsBadArguments) {
   a = r.Args(out, w);
   a.shape.head_dim = 0;
   EXPECT_FALSE(ScaledDotProductAttention(a).ok());
+}
+
+// A per-head additive bias shared by the batch ([Hq, Nmax, Nmax], MPNet's
+// relative position bias) on ragged rows: each sequence sees the top-left
+// [n, n] block of every head's plane, as the reference on that block alone.
+TEST(SdpaTest, RaggedBatchWithASharedPerHeadBias) {
+  const std::vector<int32_t> lengths = {9, 40, 1, 23};
+  const int B = 4, hq = 4, d = 16, nmax = 40;
+  std::vector<int64_t> offsets(B);
+  int64_t total = 0;
+  for (int b = 0; b < B; ++b) {
+    offsets[b] = total;
+    total += lengths[b];
+  }
+  std::mt19937 rng(33);
+  const std::vector<float> q = RandomVec(total * hq * d, rng, -2, 2);
+  const std::vector<float> k = RandomVec(total * hq * d, rng, -2, 2);
+  const std::vector<float> v = RandomVec(total * hq * d, rng);
+  const std::vector<float> bias = RandomVec(int64_t{hq} * nmax * nmax, rng, -3, 3);
+  std::vector<float> out(total * hq * d, -99.f);
+  SdpaArgs a;
+  a.shape = {B, hq, hq, nmax, nmax, d};
+  a.q = ConstAttnView::Interleaved(q.data(), hq, nmax, d);
+  a.k = ConstAttnView::Interleaved(k.data(), hq, nmax, d);
+  a.v = ConstAttnView::Interleaved(v.data(), hq, nmax, d);
+  a.out = AttnView::Interleaved(out.data(), hq, nmax, d);
+  a.masks.key_lengths = lengths.data();
+  a.masks.additive = {bias.data(), /*per_batch=*/false, /*per_head=*/true};
+  a.row_offsets = offsets.data();
+  ASSERT_TRUE(ScaledDotProductAttention(a).ok());
+  for (int b = 0; b < B; ++b) {
+    const int n = lengths[b];
+    std::vector<float> block(int64_t{hq} * n * n);
+    for (int h = 0; h < hq; ++h)
+      for (int i = 0; i < n; ++i)
+        for (int j = 0; j < n; ++j) block[(int64_t{h} * n + i) * n + j] = bias[(int64_t{h} * nmax + i) * nmax + j];
+    std::vector<float> ref_out(int64_t{n} * hq * d);
+    SdpaArgs r;
+    r.shape = {1, hq, hq, n, n, d};
+    r.q = ConstAttnView::Interleaved(q.data() + offsets[b] * hq * d, hq, n, d);
+    r.k = ConstAttnView::Interleaved(k.data() + offsets[b] * hq * d, hq, n, d);
+    r.v = ConstAttnView::Interleaved(v.data() + offsets[b] * hq * d, hq, n, d);
+    r.out = AttnView::Interleaved(ref_out.data(), hq, n, d);
+    r.masks.additive = {block.data(), /*per_batch=*/true, /*per_head=*/true};  // [1, H, n, n]
+    ASSERT_TRUE(ScaledDotProductAttentionRef(r).ok());
+    const std::vector<float> got(out.begin() + offsets[b] * hq * d, out.begin() + (offsets[b] + n) * hq * d);
+    EXPECT_TRUE(AllClose(got, ref_out, 2e-5, 1e-4)) << "sequence " << b;
+  }
 }
 
 // Ragged self-attention (row_offsets): sequences packed back to back, no
