@@ -1,6 +1,8 @@
 #include "engine/models/bert.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 #include "absl/status/status.h"
@@ -13,12 +15,12 @@
 namespace attnserve {
 namespace {
 
-// Checkpoints saved from BertModel / XLMRobertaModel name tensors
-// "embeddings...."; those saved from a task model (BertForMaskedLM,
-// XLMRobertaForSequenceClassification, ...) prefix them with "bert." or
-// "roberta.".
+// Checkpoints saved from BertModel / XLMRobertaModel / MPNetModel name
+// tensors "embeddings...."; those saved from a task model (BertForMaskedLM,
+// XLMRobertaForSequenceClassification, ...) prefix them with "bert.",
+// "roberta." or "mpnet.".
 std::string DetectPrefix(const SafetensorsArchive& w) {
-  for (const char* p : {"", "bert.", "roberta.", "model."}) {
+  for (const char* p : {"", "bert.", "roberta.", "mpnet.", "model."}) {
     if (w.Find(absl::StrCat(p, "embeddings.word_embeddings.weight")) != nullptr) return p;
   }
   return "";
@@ -32,14 +34,32 @@ absl::StatusOr<Linear> LoadLinear(const SafetensorsArchive& w, const std::string
   return Linear::Create(weight, &bias, storage, act, Linear::Kernel::kAuto, precision);
 }
 
+// Where a layer's attention tensors are: BERT's attention.self.query /
+// attention.output.dense / attention.output.LayerNorm, MPNet's
+// attention.attn.q / attention.attn.o / attention.LayerNorm.
+struct AttentionNames {
+  const char* q;
+  const char* k;
+  const char* v;
+  const char* out;
+  const char* norm;
+};
+AttentionNames AttentionNamesOf(EncoderFamily family) {
+  if (family == EncoderFamily::kMpnet) {
+    return {"attention.attn.q", "attention.attn.k", "attention.attn.v", "attention.attn.o", "attention.LayerNorm"};
+  }
+  return {"attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense",
+          "attention.output.LayerNorm"};
+}
+
 // Q, K and V projections concatenated into one [3D, D] GEMM.
-absl::StatusOr<Linear> LoadQkv(const SafetensorsArchive& w, const std::string& prefix, int64_t d, DType storage,
-                               MatmulPrecision precision) {
+absl::StatusOr<Linear> LoadQkv(const SafetensorsArchive& w, const std::string& prefix, const AttentionNames& names,
+                               int64_t d, DType storage, MatmulPrecision precision) {
   Tensor weight = Tensor::Empty({3 * d, d});
   Tensor bias = Tensor::Empty({3 * d});
   int part = 0;
-  for (const char* name : {"query", "key", "value"}) {
-    const std::string base = absl::StrCat(prefix, "attention.self.", name);
+  for (const char* name : {names.q, names.k, names.v}) {
+    const std::string base = absl::StrCat(prefix, name);
     ASSIGN_OR_RETURN(Tensor pw, w.LoadWithShape(base + ".weight", {d, d}, DType::kF32));
     ASSIGN_OR_RETURN(Tensor pb, w.LoadWithShape(base + ".bias", {d}, DType::kF32));
     std::memcpy(weight.f32() + part * d * d, pw.f32(), pw.bytes());
@@ -65,20 +85,28 @@ absl::StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::Load(const Safetensors
   ASSIGN_OR_RETURN(m->word_, w.LoadWithShape(p + "embeddings.word_embeddings.weight", {c.vocab_size, d}, storage));
   ASSIGN_OR_RETURN(m->position_,
                    w.LoadWithShape(p + "embeddings.position_embeddings.weight", {c.max_positions, d}, storage));
-  ASSIGN_OR_RETURN(m->token_type_,
-                   w.LoadWithShape(p + "embeddings.token_type_embeddings.weight", {c.type_vocab_size, d}, storage));
+  if (c.type_vocab_size > 0) {
+    ASSIGN_OR_RETURN(m->token_type_,
+                     w.LoadWithShape(p + "embeddings.token_type_embeddings.weight", {c.type_vocab_size, d}, storage));
+  }
+  if (c.relative_attention_buckets > 0) {
+    // [buckets, H], read per head into the batch's bias planes.
+    ASSIGN_OR_RETURN(m->relative_bias_, w.LoadWithShape(p + "encoder.relative_attention_bias.weight",
+                                                        {c.relative_attention_buckets, c.num_heads}, DType::kF32));
+  }
+  const AttentionNames names = AttentionNamesOf(c.family);
   ASSIGN_OR_RETURN(m->emb_ln_g_, w.LoadWithShape(p + "embeddings.LayerNorm.weight", {d}, DType::kF32));
   ASSIGN_OR_RETURN(m->emb_ln_b_, w.LoadWithShape(p + "embeddings.LayerNorm.bias", {d}, DType::kF32));
   m->layers_.reserve(c.num_layers);
   for (int i = 0; i < c.num_layers; ++i) {
     const std::string lp = absl::StrCat(p, "encoder.layer.", i, ".");
-    ASSIGN_OR_RETURN(Linear qkv, LoadQkv(w, lp, d, storage, precision));
-    ASSIGN_OR_RETURN(Linear out, LoadLinear(w, lp + "attention.output.dense", d, d, storage, precision));
+    ASSIGN_OR_RETURN(Linear qkv, LoadQkv(w, lp, names, d, storage, precision));
+    ASSIGN_OR_RETURN(Linear out, LoadLinear(w, lp + names.out, d, d, storage, precision));
     ASSIGN_OR_RETURN(Linear ff1, LoadLinear(w, lp + "intermediate.dense", c.intermediate_size, d, storage,
                                             precision, Activation::kGeluErf));
     ASSIGN_OR_RETURN(Linear ff2, LoadLinear(w, lp + "output.dense", d, c.intermediate_size, storage, precision));
-    ASSIGN_OR_RETURN(Tensor ln1_g, w.LoadWithShape(lp + "attention.output.LayerNorm.weight", {d}, DType::kF32));
-    ASSIGN_OR_RETURN(Tensor ln1_b, w.LoadWithShape(lp + "attention.output.LayerNorm.bias", {d}, DType::kF32));
+    ASSIGN_OR_RETURN(Tensor ln1_g, w.LoadWithShape(absl::StrCat(lp, names.norm, ".weight"), {d}, DType::kF32));
+    ASSIGN_OR_RETURN(Tensor ln1_b, w.LoadWithShape(absl::StrCat(lp, names.norm, ".bias"), {d}, DType::kF32));
     ASSIGN_OR_RETURN(Tensor ln2_g, w.LoadWithShape(lp + "output.LayerNorm.weight", {d}, DType::kF32));
     ASSIGN_OR_RETURN(Tensor ln2_b, w.LoadWithShape(lp + "output.LayerNorm.bias", {d}, DType::kF32));
     m->layers_.push_back(Layer{std::move(qkv), std::move(out), std::move(ff1), std::move(ff2), std::move(ln1_g),
@@ -87,14 +115,14 @@ absl::StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::Load(const Safetensors
   if (!c.labels.empty()) {
     ASSIGN_OR_RETURN(m->classifier_,
                      ClassifierHead::Load(w, p, c.hidden_size, static_cast<int>(c.labels.size()),
-                                          c.family == EncoderFamily::kRoberta));
+                                          c.family != EncoderFamily::kBert));
   }
   return m;
 }
 
 int64_t BertEncoder::weight_bytes() const {
   int64_t bytes = static_cast<int64_t>(word_.bytes() + position_.bytes() + token_type_.bytes() + emb_ln_g_.bytes() +
-                                       emb_ln_b_.bytes());
+                                       emb_ln_b_.bytes() + relative_bias_.bytes());
   for (const Layer& l : layers_) {
     bytes += l.qkv.weight_bytes() + l.out.weight_bytes() + l.ff1.weight_bytes() + l.ff2.weight_bytes();
     bytes += static_cast<int64_t>(l.ln1_g.bytes() + l.ln1_b.bytes() + l.ln2_g.bytes() + l.ln2_b.bytes());
@@ -116,8 +144,9 @@ int64_t BertEncoder::ScratchBytes(int batch_size, int seq_len) const {
   const int64_t t = int64_t{batch_size} * seq_len;
   const int64_t d = config_.hidden_size;
   // x, qkv, ctx, tmp, ff, all packed (attention reads and writes them in
-  // place).
-  const int64_t floats = t * (d + 3 * d + d + d + config_.intermediate_size);
+  // place); MPNet's bias planes [H, N, N].
+  int64_t floats = t * (d + 3 * d + d + d + config_.intermediate_size);
+  if (config_.relative_attention_buckets > 0) floats += int64_t{config_.num_heads} * seq_len * seq_len;
   return floats * static_cast<int64_t>(sizeof(float));
 }
 
@@ -158,10 +187,11 @@ absl::StatusOr<std::unique_ptr<BertForwardJob>> BertEncoder::Begin(absl::Span<co
     return absl::InvalidArgumentError(absl::StrCat("BertEncoder::Forward: ", type_ids.size(), " token types for ",
                                                    token_ids.size(), " token ids"));
   }
+  const int type_limit = std::max(1, config_.type_vocab_size);  // without a table, segment 0 only
   for (size_t i = 0; i < type_ids.size(); ++i) {
-    if (type_ids[i] < 0 || type_ids[i] >= config_.type_vocab_size) {
+    if (type_ids[i] < 0 || type_ids[i] >= type_limit) {
       return absl::InvalidArgumentError(absl::StrCat("BertEncoder::Forward: token type ", type_ids[i],
-                                                     " outside [0, ", config_.type_vocab_size, ")"));
+                                                     " outside [0, ", type_limit, ")"));
     }
   }
   for (int layer : request.attention_layers) {
@@ -188,7 +218,37 @@ absl::StatusOr<std::unique_ptr<BertForwardJob>> BertEncoder::Begin(absl::Span<co
   job->ctx_ = Tensor::Empty({total, d});
   job->tmp_ = Tensor::Empty({total, d});
   job->ff_ = Tensor::Empty({total, config_.intermediate_size});
+  if (config_.relative_attention_buckets > 0) job->position_bias_ = RelativePositionBias(max_len);
   return job;
+}
+
+int MpnetRelativePositionBucket(int relative_position) {
+  constexpr int kHalf = 16, kExact = 8, kMaxDistance = 128;
+  const int n = -relative_position;
+  const int base = n < 0 ? kHalf : 0;
+  const int distance = std::abs(n);
+  if (distance < kExact) return base + distance;
+  // float32 as torch computes it; at the exact points (16, 32, 64) it gives
+  // the integers 2, 4, 6 as double arithmetic does.
+  const float scaled = std::log(static_cast<float>(distance) / kExact) /
+                       static_cast<float>(std::log(static_cast<double>(kMaxDistance) / kExact)) * (kHalf - kExact);
+  return base + std::min(kExact + static_cast<int>(scaled), kHalf - 1);
+}
+
+Tensor BertEncoder::RelativePositionBias(int n) const {
+  const int heads = config_.num_heads;
+  Tensor bias = Tensor::Empty({heads, n, n});
+  std::vector<int> bucket(2 * static_cast<size_t>(n) - 1);  // by j - i + n - 1
+  for (int r = -(n - 1); r <= n - 1; ++r) bucket[static_cast<size_t>(r + n - 1)] = MpnetRelativePositionBucket(r);
+  const float* table = relative_bias_.f32();  // [buckets, H]
+  float* out = bias.f32();
+  for (int h = 0; h < heads; ++h) {
+    for (int i = 0; i < n; ++i) {
+      float* row = out + (int64_t{h} * n + i) * n;
+      for (int j = 0; j < n; ++j) row[j] = table[bucket[static_cast<size_t>(j - i + n - 1)] * heads + h];
+    }
+  }
+  return bias;
 }
 
 absl::Status BertForwardJob::RunSlice() {
@@ -237,13 +297,15 @@ void BertForwardJob::Embed() {
       const int64_t t = starts_[b] + pos;
       float* row = xp + t * d;
       int position = pos;
-      if (config.family == EncoderFamily::kRoberta) {
+      if (config.roberta_positions()) {
         const int pad = config.pad_token_id;
         position = token_ids_[t] == pad ? pad : pad + ++counted;
       }
       bert_internal::AddRow(model_->word_, token_ids_[t], row, /*first=*/true);
       bert_internal::AddRow(model_->position_, position, row, false);
-      bert_internal::AddRow(model_->token_type_, type_ids_.empty() ? 0 : type_ids_[t], row, false);
+      if (!model_->token_type_.empty()) {
+        bert_internal::AddRow(model_->token_type_, type_ids_.empty() ? 0 : type_ids_[t], row, false);
+      }
     }
   }
   bert_internal::AddLayerNorm(xp, nullptr, model_->emb_ln_g_.f32(), model_->emb_ln_b_.f32(), total_, d,
@@ -273,6 +335,10 @@ absl::Status BertForwardJob::AttentionBlock(int li) {
   args.k = {qkv_src + d, DType::kF32, n * row3, head_dim, row3};
   args.v = {qkv_src + 2 * d, DType::kF32, n * row3, head_dim, row3};
   args.masks.key_lengths = lengths_.data();
+  if (!position_bias_.empty()) {
+    // MPNet: the same [H, n, n] bias for every sequence (its top-left block).
+    args.masks.additive = {position_bias_.f32(), /*per_batch=*/false, /*per_head=*/true};
+  }
   args.out = AttnView::Interleaved(ctx_.f32(), heads, n, head_dim);
   Tensor weights;
   if (std::find(request_.attention_layers.begin(), request_.attention_layers.end(), li) !=

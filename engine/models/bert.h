@@ -1,8 +1,9 @@
 // BertEncoder: the BERT encoder forward (post-LN), f32 compute, f32 or bf16
-// weight storage.
+// weight storage; also RoBERTa's and MPNet's (bert_config.h).
 //
 //   x = LayerNorm(word[id] + position[pos] + token_type[segment])
-//   per layer: x = LayerNorm(x + O(Attention(Q, K, V, key padding mask)))
+//   per layer: x = LayerNorm(x + O(Attention(Q, K, V, key padding mask
+//                                            [+ MPNet's relative position bias])))
 //              x = LayerNorm(x + W2 GELU_erf(W1 x))
 //
 // A batch is B sequences of different lengths, packed: every GEMM runs on the
@@ -92,6 +93,7 @@ class BertForwardJob {
   std::vector<int32_t> lengths_;    // [B]; also the attention key lengths
   std::vector<int64_t> starts_;     // [B] first packed row of each sequence (attention's row offsets)
   Tensor x_, qkv_, ctx_, tmp_, ff_;  // [T, D], [T, 3D], [T, D], [T, D], [T, I]
+  Tensor position_bias_;            // MPNet: [H, Nmax, Nmax]; empty otherwise
   BertForwardResult result_;
   int next_slice_ = 0;
   bool finished_ = false;
@@ -144,14 +146,24 @@ class BertEncoder {
   };
   friend class BertForwardJob;
   BertEncoder() = default;
+  // MPNet: each head's bias for query i and key j of an n-token sequence,
+  // relative_attention_bias[bucket(j - i)] ([H, n, n]).
+  Tensor RelativePositionBias(int n) const;
 
   BertConfig config_;
   DType storage_ = DType::kF32;
-  Tensor word_, position_, token_type_;   // storage dtype
+  Tensor word_, position_, token_type_;   // storage dtype; token_type_ empty without a table (MPNet)
+  Tensor relative_bias_;                  // MPNet: [buckets, H] f32; empty otherwise
   Tensor emb_ln_g_, emb_ln_b_;
   std::vector<Layer> layers_;
   std::optional<ClassifierHead> classifier_;
 };
+
+// transformers' MPNet relative_position_bucket (T5's, bidirectional) for
+// relative_position = key index - query index: 32 buckets, half for keys
+// before the query and half after; distances under 8 exact, then
+// logarithmic up to 128 (computed in float32, as torch does).
+int MpnetRelativePositionBucket(int relative_position);
 
 }  // namespace attnserve
 

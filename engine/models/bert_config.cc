@@ -61,10 +61,12 @@ absl::StatusOr<BertConfig> ParseBertConfig(const HfConfig& config) {
     c.family = EncoderFamily::kBert;
   } else if (type == "xlm-roberta" || type == "roberta" || type == "camembert") {
     c.family = EncoderFamily::kRoberta;
+  } else if (type == "mpnet") {
+    c.family = EncoderFamily::kMpnet;
   } else {
     return absl::InvalidArgumentError(absl::StrCat(path, ": model_type \"", type,
                                                    "\" is not supported by the encoder (bert, xlm-roberta, roberta, "
-                                                   "camembert)"));
+                                                   "camembert, mpnet)"));
   }
   ASSIGN_OR_RETURN(int64_t hidden, config.Int("hidden_size", 1, 1 << 16));
   ASSIGN_OR_RETURN(int64_t layers, config.Int("num_hidden_layers", 1, 1024));
@@ -98,8 +100,21 @@ absl::StatusOr<BertConfig> ParseBertConfig(const HfConfig& config) {
   c.max_positions = static_cast<int>(positions);
   c.type_vocab_size = static_cast<int>(types);
   c.layer_norm_eps = static_cast<float>(eps);
-  if (c.family == EncoderFamily::kRoberta) {
-    ASSIGN_OR_RETURN(int64_t pad, config.IntOr("pad_token_id", 1, 0, vocab - 1));
+  if (c.family == EncoderFamily::kMpnet) {
+    c.type_vocab_size = 0;  // MPNetEmbeddings has no token-type table
+    ASSIGN_OR_RETURN(int64_t buckets, config.IntOr("relative_attention_num_buckets", 32, 1, 1 << 16));
+    if (buckets != 32) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ": relative_attention_num_buckets ", buckets,
+          " is not supported (32: transformers' MPNet computes 32 buckets whatever the table holds)"));
+    }
+    c.relative_attention_buckets = static_cast<int>(buckets);
+  }
+  if (c.roberta_positions()) {
+    // MPNetEmbeddings fixes its padding index at 1 whatever pad_token_id says.
+    ASSIGN_OR_RETURN(int64_t pad, c.family == EncoderFamily::kMpnet
+                                      ? absl::StatusOr<int64_t>(1)
+                                      : config.IntOr("pad_token_id", 1, 0, vocab - 1));
     c.pad_token_id = static_cast<int>(pad);
     if (c.max_sequence_length() < 1) {
       return absl::InvalidArgumentError(absl::StrCat(path, ": max_position_embeddings ", positions,
@@ -108,7 +123,8 @@ absl::StatusOr<BertConfig> ParseBertConfig(const HfConfig& config) {
   }
   static constexpr const char* kClassifiers[] = {"BertForSequenceClassification", "XLMRobertaForSequenceClassification",
                                                  "RobertaForSequenceClassification",
-                                                 "CamembertForSequenceClassification"};
+                                                 "CamembertForSequenceClassification",
+                                                 "MPNetForSequenceClassification"};
   for (const std::string& architecture : config.architectures()) {
     if (std::find(std::begin(kClassifiers), std::end(kClassifiers), architecture) != std::end(kClassifiers)) {
       ASSIGN_OR_RETURN(c.labels, SequenceClassificationLabels(config));

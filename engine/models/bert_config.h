@@ -1,8 +1,11 @@
 // BERT hyper-parameters from a Hugging Face config.json: model_type "bert",
-// and the RoBERTa family ("xlm-roberta", "roberta", "camembert"), which has
+// the RoBERTa family ("xlm-roberta", "roberta", "camembert"), which has
 // BERT's layers and differs in two places: position ids start after the
 // padding id (RoBERTa's create_position_ids_from_input_ids) and the
-// sequence-classification head is RobertaClassificationHead.
+// sequence-classification head is RobertaClassificationHead; and MPNet
+// ("mpnet": all-mpnet-base-v2, multi-qa-mpnet), RoBERTa's positions and head
+// plus a relative position bias added to every layer's attention scores (T5's
+// buckets, one table shared by the layers) and no token-type embeddings.
 #ifndef ATTNSERVE_ENGINE_MODELS_BERT_CONFIG_H_
 #define ATTNSERVE_ENGINE_MODELS_BERT_CONFIG_H_
 
@@ -14,7 +17,7 @@
 
 namespace attnserve {
 
-enum class EncoderFamily { kBert, kRoberta };
+enum class EncoderFamily { kBert, kRoberta, kMpnet };
 
 struct BertConfig {
   EncoderFamily family = EncoderFamily::kBert;
@@ -29,18 +32,23 @@ struct BertConfig {
   // so a sequence holds at most max_positions - pad - 1 tokens. -1 for BERT
   // (position = index).
   int pad_token_id = -1;
-  int type_vocab_size = 0;
+  int type_vocab_size = 0;   // 0: no token-type embeddings (MPNet); every token is segment 0
+  // MPNet: relative_attention_num_buckets (32, the count transformers'
+  // bucket function assumes); 0 for the others.
+  int relative_attention_buckets = 0;
   float layer_norm_eps = 1e-12f;
-  // BertForSequenceClassification / XLMRobertaForSequenceClassification (a
-  // cross-encoder or classifier): its
+  // BertForSequenceClassification / (XLM)RobertaForSequenceClassification /
+  // MPNetForSequenceClassification (a cross-encoder or classifier): its
   // labels in id order (config.json id2label, else num_labels as
   // "LABEL_<i>", else Hugging Face's default of two). Empty: a plain
   // encoder.
   std::vector<std::string> labels;
   int head_dim() const { return hidden_size / num_heads; }
+  // Positions counted after the padding id (RoBERTa and MPNet).
+  bool roberta_positions() const { return family != EncoderFamily::kBert; }
   // The longest sequence the position table allows.
   int max_sequence_length() const {
-    return family == EncoderFamily::kRoberta ? max_positions - pad_token_id - 1 : max_positions;
+    return roberta_positions() ? max_positions - pad_token_id - 1 : max_positions;
   }
 };
 

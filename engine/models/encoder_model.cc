@@ -56,7 +56,7 @@ absl::StatusOr<std::unique_ptr<EncoderModel>> EncoderModel::Load(const std::stri
   if (p.filename().empty()) p = p.parent_path();
   d.name = p.filename() == "model" && p.has_parent_path() ? p.parent_path().filename().string()
                                                           : p.filename().string();
-  d.architecture = config.family == EncoderFamily::kRoberta ? md.config.model_type() : "bert";
+  d.architecture = config.family == EncoderFamily::kBert ? "bert" : md.config.model_type();
   d.source = dir;
   d.num_layers = config.num_layers;
   d.num_heads = config.num_heads;

@@ -1,0 +1,75 @@
+"""MPNet encoders served by the real binary (the tiny random-weight models of
+tools/golden/mpnet_golden.py: all-mpnet-base-v2's architecture and modules,
+with a BERT-uncased WordPiece vocabulary and RoBERTa's template): OpenAI
+embeddings against sentence-transformers' SentenceTransformer on the same
+directory up to the 130-token limit (relative distances past 128), TEI's
+/tokenize against Hugging Face tokenizers, TEI's /predict against the golden
+transformers logits, and /v1/model_info."""
+import json
+
+import numpy as np
+import pytest
+
+from conftest import REPO, ServerProcess, http_get, post_json
+
+MODELS = REPO / "tests/golden/encoder_models"
+EMBEDDER = MODELS / "mpnet_tiny"
+CLASSIFIER = MODELS / "mpnet_classifier_tiny"
+GOLDEN = json.loads((REPO / "tests/golden/encoder/mpnet_golden.json").read_text())
+TEXTS = [c["text"] for c in GOLDEN["embeddings"]]
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    s = ServerProcess(f"--encoder-model={EMBEDDER}", "--threads=2")
+    yield s
+    s.close()
+
+
+def test_embeddings_equal_sentence_transformers(embedder):
+    st = pytest.importorskip("sentence_transformers")
+    want = st.SentenceTransformer(str(EMBEDDER), device="cpu").encode(TEXTS, convert_to_numpy=True)
+    status, body = post_json(embedder, "/v1/embeddings", {"input": TEXTS, "model": "mpnet_tiny"})
+    assert status == 200, body
+    got = np.array([d["embedding"] for d in sorted(body["data"], key=lambda d: d["index"])])
+    np.testing.assert_allclose(got, want, atol=1e-4)
+    # The long text is at the 130-token limit (TEI's truncate, OpenAI's none: cut).
+    assert body["usage"]["prompt_tokens"] == sum(len(c["ids"]) for c in GOLDEN["embeddings"])
+
+
+def test_tei_tokenize_equals_tokenizers(embedder):
+    tokenizers = pytest.importorskip("tokenizers")
+    tok = tokenizers.Tokenizer.from_file(str(EMBEDDER / "tokenizer.json"))
+    texts = TEXTS[:7]
+    status, body = post_json(embedder, "/tokenize", {"inputs": texts})
+    assert status == 200, body
+    for text, tokens in zip(texts, body):
+        enc = tok.encode(text)
+        assert [t["id"] for t in tokens] == enc.ids, text
+        for t, (start, stop), special in zip(tokens, enc.offsets, enc.special_tokens_mask):
+            if special:
+                assert t["special"] and t["start"] is None, (text, t)
+            else:
+                assert (t["start"], t["stop"]) == (len(text[:start].encode()), len(text[:stop].encode())), (text, t)
+
+
+def test_tei_predict_equals_transformers_logits():
+    cases = [c for c in GOLDEN["logits"] if c["text_pair"] is not None]
+    s = ServerProcess(f"--encoder-model={CLASSIFIER}", "--threads=2")
+    try:
+        status, body = post_json(s, "/predict", {"inputs": [[c["text"], c["text_pair"]] for c in cases],
+                                                 "raw_scores": True})
+    finally:
+        s.close()
+    assert status == 200, body
+    for got, c in zip(body, cases):
+        by_label = {p["label"]: p["score"] for p in got}
+        assert [by_label[f"LABEL_{k}"] for k in range(2)] == pytest.approx(c["logits"], abs=1e-4), c["text"]
+
+
+def test_model_info_names_the_architecture_and_limit(embedder):
+    status, raw = http_get(f"http://127.0.0.1:{embedder.http_port}/v1/model_info")
+    assert status == 200, raw
+    (info,) = json.loads(raw)["models"]
+    assert info["architecture"] == "mpnet", info
+    assert info["max_positions"] == info["max_input_tokens"] == GOLDEN["max_tokens"], info

