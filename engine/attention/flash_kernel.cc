@@ -655,11 +655,13 @@ __attribute__((target("avx2,fma"))) void TransposeRows8Avx2(const FlashRow* rows
 }
 
 // Rows this path takes: AVX-512, f32 K/V, d % 16 == 0, a block's worth of
-// rows, and no mask but the key limits.
+// rows, and no mask but the key limits and an additive one on every row or
+// none (MPNet's position bias).
 bool RowsTSupported(const FlashRow* rows, int num_rows, int d, DType dtype) {
   if (!Avx512KernelsEnabled() || dtype != DType::kF32 || d % 16 != 0 || num_rows < 16) return false;
   for (int r = 0; r < num_rows; ++r) {
-    if (rows[r].allow_row != nullptr || rows[r].key_allow != nullptr || rows[r].add_row != nullptr) return false;
+    if (rows[r].allow_row != nullptr || rows[r].key_allow != nullptr) return false;
+    if ((rows[r].add_row != nullptr) != (rows[0].add_row != nullptr)) return false;
   }
   return true;
 }
@@ -708,6 +710,14 @@ __attribute__((target("avx512f,avx2,fma"))) void RunRowsTBlock(const FlashRow* r
     for (int g = 0; g < t.num_segs; ++g) {
       const Segment& sg = t.seg[g];
       QkT(qt, reinterpret_cast<const float*>(sg.k), t.k_stride, sg.count, d, st + sg.col * kRowBlock);
+    }
+    if (rows[0].add_row != nullptr) {
+      // The additive mask onto the scaled scores (qt holds q * scale); a -inf
+      // there gives that key zero weight through the exp below.
+      for (int r = 0; r < n; ++r) {
+        const float* add = rows[r].add_row + start;
+        for (int j = 0; j < count; ++j) st[j * kRowBlock + r] += add[j];
+      }
     }
     for (int h = 0; h < 2; ++h) {
       // Keys at or past a row's limit are masked (left out of the max, zero

@@ -413,7 +413,9 @@ TEST(SdpaTest, RejectsBadArguments) {
 
 // A per-head additive bias shared by the batch ([Hq, Nmax, Nmax], MPNet's
 // relative position bias) on ragged rows: each sequence sees the top-left
-// [n, n] block of every head's plane, as the reference on that block alone.
+// [n, n] block of every head's plane, as the reference on that block alone;
+// -inf entries block keys, a row of them gives a zero output row. d = 16 and
+// the longer sequences take the AVX-512 row-block path where there is one.
 TEST(SdpaTest, RaggedBatchWithASharedPerHeadBias) {
   const std::vector<int32_t> lengths = {9, 40, 1, 23};
   const int B = 4, hq = 4, d = 16, nmax = 40;
@@ -427,7 +429,10 @@ TEST(SdpaTest, RaggedBatchWithASharedPerHeadBias) {
   const std::vector<float> q = RandomVec(total * hq * d, rng, -2, 2);
   const std::vector<float> k = RandomVec(total * hq * d, rng, -2, 2);
   const std::vector<float> v = RandomVec(total * hq * d, rng);
-  const std::vector<float> bias = RandomVec(int64_t{hq} * nmax * nmax, rng, -3, 3);
+  std::vector<float> bias = RandomVec(int64_t{hq} * nmax * nmax, rng, -3, 3);
+  for (auto& x : bias)
+    if (rng() % 10 == 0) x = -INFINITY;
+  for (int j = 0; j < nmax; ++j) bias[(int64_t{1} * nmax + 3) * nmax + j] = -INFINITY;  // head 1, query 3: no key
   std::vector<float> out(total * hq * d, -99.f);
   SdpaArgs a;
   a.shape = {B, hq, hq, nmax, nmax, d};
