@@ -12,23 +12,17 @@
 #include "engine/models/encoder_model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/engine/models/encoder_golden_checks.h"
 #include "tests/engine/models/encoder_test_util.h"
 
 namespace attnserve {
 namespace {
 
-using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 
 std::string ModelDir(const std::string& name) { return testing_util::GoldenEncoderModelDir(name); }
 
 const nlohmann::json& Golden() { return testing_util::GoldenEncoderJson("mpnet_golden.json"); }
-
-EncoderInput TextInput(const std::string& text) {
-  EncoderInput in;
-  in.text = text;
-  return in;
-}
 
 TEST(MpnetEncoderTest, RelativePositionBucketsEqualTransformers) {
   ASSERT_FALSE(Golden().is_null());
@@ -55,26 +49,9 @@ TEST(MpnetEncoderTest, EmbeddingsMatchTransformers) {
   ASSERT_FALSE(Golden().is_null());
   auto model = EncoderModel::Load(ModelDir("mpnet_tiny"), {});
   ASSERT_TRUE(model.ok()) << model.status();
-  std::vector<EncoderInput> inputs;
-  for (const nlohmann::json& c : Golden()["embeddings"]) inputs.push_back(TextInput(c["text"].get<std::string>()));
-  ASSERT_GE(inputs.size(), 8u);
-  auto batch = (*model)->Encode(inputs, {});
-  ASSERT_TRUE(batch.ok()) << batch.status();
-  int truncated = 0;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const nlohmann::json& c = Golden()["embeddings"][i];
-    EXPECT_THAT((*batch)[i].token_ids, ElementsAreArray(c["ids"].get<std::vector<int32_t>>())) << inputs[i].text;
-    const std::vector<float> want = c["embedding"].get<std::vector<float>>();
-    ASSERT_EQ((*batch)[i].embedding.numel(), static_cast<int64_t>(want.size()));
-    for (size_t k = 0; k < want.size(); ++k) {
-      EXPECT_NEAR((*batch)[i].embedding.f32()[k], want[k], 1e-4) << inputs[i].text << " [" << k << "]";
-    }
-    auto alone = (*model)->Encode({&inputs[i], 1}, {});
-    ASSERT_TRUE(alone.ok()) << alone.status();
-    for (size_t k = 0; k < want.size(); ++k) EXPECT_NEAR((*alone)[0].embedding.f32()[k], want[k], 1e-4);
-    truncated += (*batch)[i].truncated;
-  }
-  EXPECT_EQ(truncated, 1);  // the 12-sentence text, cut to 130 tokens
+  ASSERT_GE(Golden()["embeddings"].size(), 8u);
+  // The 12-sentence text is cut to 130 tokens.
+  EXPECT_EQ(testing_util::ExpectGoldenEmbeddings(**model, Golden()["embeddings"], 1e-4), 1);
 }
 
 TEST(MpnetClassifierTest, LogitsMatchTransformers) {
@@ -82,21 +59,7 @@ TEST(MpnetClassifierTest, LogitsMatchTransformers) {
   auto model = EncoderModel::Load(ModelDir("mpnet_classifier_tiny"), {});
   ASSERT_TRUE(model.ok()) << model.status();
   EXPECT_EQ((*model)->description().labels.size(), 2u);
-  std::vector<EncoderInput> inputs;
-  for (const nlohmann::json& c : Golden()["logits"]) {
-    EncoderInput in = TextInput(c["text"].get<std::string>());
-    if (!c["text_pair"].is_null()) in.text_pair = c["text_pair"].get<std::string>();
-    inputs.push_back(in);
-  }
-  auto batch = (*model)->Encode(inputs, {});
-  ASSERT_TRUE(batch.ok()) << batch.status();
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const nlohmann::json& c = Golden()["logits"][i];
-    EXPECT_THAT((*batch)[i].token_ids, ElementsAreArray(c["ids"].get<std::vector<int32_t>>())) << inputs[i].text;
-    const std::vector<float> want = c["logits"].get<std::vector<float>>();
-    ASSERT_EQ((*batch)[i].logits.size(), want.size());
-    for (size_t k = 0; k < want.size(); ++k) EXPECT_NEAR((*batch)[i].logits[k], want[k], 1e-4) << inputs[i].text;
-  }
+  testing_util::ExpectGoldenLogits(**model, Golden()["logits"], 1e-4);
 }
 
 TEST(MpnetEncoderTest, OtherBucketCountsAreRefusedNamingTheField) {

@@ -14,6 +14,7 @@
 #include "engine/models/encoder_model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/engine/models/encoder_golden_checks.h"
 #include "tests/engine/models/encoder_test_util.h"
 
 namespace attnserve {
@@ -47,26 +48,9 @@ TEST(XlmrEncoderTest, EmbeddingsMatchTransformers) {
   ASSERT_FALSE(Golden().is_null());
   auto model = EncoderModel::Load(ModelDir("xlmr_tiny"), {});
   ASSERT_TRUE(model.ok()) << model.status();
-  std::vector<EncoderInput> inputs;
-  for (const nlohmann::json& c : Golden()["embeddings"]) inputs.push_back(TextInput(c["text"].get<std::string>()));
-  ASSERT_GE(inputs.size(), 12u);
-  auto batch = (*model)->Encode(inputs, {});
-  ASSERT_TRUE(batch.ok()) << batch.status();
-  int truncated = 0;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const nlohmann::json& c = Golden()["embeddings"][i];
-    EXPECT_THAT((*batch)[i].token_ids, ElementsAreArray(c["ids"].get<std::vector<int32_t>>())) << inputs[i].text;
-    const std::vector<float> want = c["embedding"].get<std::vector<float>>();
-    ASSERT_EQ((*batch)[i].embedding.numel(), static_cast<int64_t>(want.size()));
-    for (size_t k = 0; k < want.size(); ++k) {
-      EXPECT_NEAR((*batch)[i].embedding.f32()[k], want[k], 1e-4) << inputs[i].text << " [" << k << "]";
-    }
-    auto alone = (*model)->Encode({&inputs[i], 1}, {});
-    ASSERT_TRUE(alone.ok()) << alone.status();
-    for (size_t k = 0; k < want.size(); ++k) EXPECT_NEAR((*alone)[0].embedding.f32()[k], want[k], 1e-4);
-    truncated += (*batch)[i].truncated;
-  }
-  EXPECT_EQ(truncated, 1);  // the 120-word text, cut to 64 tokens
+  ASSERT_GE(Golden()["embeddings"].size(), 12u);
+  // The 120-word text is cut to 64 tokens.
+  EXPECT_EQ(testing_util::ExpectGoldenEmbeddings(**model, Golden()["embeddings"], 1e-4), 1);
 }
 
 TEST(XlmrEncoderTest, PadTokenInTheTextKeepsThePaddingPosition) {
@@ -245,22 +229,9 @@ TEST(XlmrRerankerTest, LogitsMatchTransformers) {
   auto model = EncoderModel::Load(ModelDir("xlmr_reranker_tiny"), {});
   ASSERT_TRUE(model.ok()) << model.status();
   EXPECT_EQ((*model)->description().labels, std::vector<std::string>{"LABEL_0"});
-  std::vector<EncoderInput> inputs;
-  for (const nlohmann::json& c : Golden()["logits"]) {
-    EncoderInput in = TextInput(c["text"].get<std::string>());
-    if (!c["text_pair"].is_null()) in.text_pair = c["text_pair"].get<std::string>();
-    inputs.push_back(in);
-  }
+  const std::vector<EncoderInput> inputs = testing_util::GoldenInputs(Golden()["logits"]);
   ASSERT_GE(inputs.size(), 8u);
-  auto batch = (*model)->Encode(inputs, {});
-  ASSERT_TRUE(batch.ok()) << batch.status();
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const nlohmann::json& c = Golden()["logits"][i];
-    EXPECT_THAT((*batch)[i].token_ids, ElementsAreArray(c["ids"].get<std::vector<int32_t>>())) << inputs[i].text;
-    const std::vector<float> want = c["logits"].get<std::vector<float>>();
-    ASSERT_EQ((*batch)[i].logits.size(), want.size());
-    EXPECT_NEAR((*batch)[i].logits[0], want[0], 1e-4) << inputs[i].text;
-  }
+  testing_util::ExpectGoldenLogits(**model, Golden()["logits"], 1e-4);
   EncoderLoadOptions bf16;
   bf16.weight_dtype = DType::kBF16;
   auto rounded = EncoderModel::Load(ModelDir("xlmr_reranker_tiny"), bf16);

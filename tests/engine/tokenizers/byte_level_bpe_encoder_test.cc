@@ -14,6 +14,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/engine/models/encoder_test_util.h"
+#include "tests/engine/tokenizers/tokenizer_golden_checks.h"
 
 namespace attnserve {
 namespace {
@@ -37,12 +38,6 @@ absl::StatusOr<std::unique_ptr<EncoderTokenizer>> LayoutTokenizer(const std::str
   return EncoderTokenizerFromJson(j, layout + "/tokenizer.json");
 }
 
-std::vector<std::pair<uint32_t, uint32_t>> Offsets(const nlohmann::json& list) {
-  std::vector<std::pair<uint32_t, uint32_t>> offsets;
-  for (const nlohmann::json& o : list) offsets.emplace_back(o[0].get<uint32_t>(), o[1].get<uint32_t>());
-  return offsets;
-}
-
 class ByteLevelBpeGoldenTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ByteLevelBpeGoldenTest, IdsAndOffsetsEqualTokenizers) {
@@ -50,38 +45,15 @@ TEST_P(ByteLevelBpeGoldenTest, IdsAndOffsetsEqualTokenizers) {
   auto tok = LayoutTokenizer(GetParam());
   ASSERT_TRUE(tok.ok()) << tok.status();
   EXPECT_EQ((*tok)->kind(), "bpe");
-  const nlohmann::json& cases = Golden()["tokenizer"][GetParam()];
-  ASSERT_GE(cases.size(), 10u);
-  for (const nlohmann::json& c : cases) {
-    const std::string text = c["text"].get<std::string>();
-    auto enc = (*tok)->Encode(text, /*add_special_tokens=*/true);
-    ASSERT_TRUE(enc.ok()) << enc.status();
-    EXPECT_THAT(enc->ids, ElementsAreArray(c["ids"].get<std::vector<int32_t>>())) << text;
-    EXPECT_THAT(enc->offsets, ElementsAreArray(Offsets(c["offsets"]))) << text;
-    auto decoded = (*tok)->Decode(enc->ids, /*skip_special_tokens=*/false);
-    ASSERT_TRUE(decoded.ok());
-    EXPECT_EQ(*decoded, c["decoded"].get<std::string>()) << text;
-    auto skipped = (*tok)->Decode(enc->ids, /*skip_special_tokens=*/true);
-    ASSERT_TRUE(skipped.ok());
-    EXPECT_EQ(*skipped, c["decoded_skip_special"].get<std::string>()) << text;
-  }
+  ASSERT_GE(Golden()["tokenizer"][GetParam()].size(), 10u);
+  testing_util::ExpectGoldenEncodings(**tok, Golden()["tokenizer"][GetParam()]);
 }
 
 TEST_P(ByteLevelBpeGoldenTest, PairsAndTruncationEqualTokenizers) {
   ASSERT_FALSE(Golden().is_null());
   auto tok = LayoutTokenizer(GetParam());
   ASSERT_TRUE(tok.ok()) << tok.status();
-  int truncated = 0;
-  for (const nlohmann::json& c : Golden()["pairs"][GetParam()]) {
-    auto enc = (*tok)->EncodePair(c["text"].get<std::string>(), c["text_pair"].get<std::string>(),
-                                  c["max_length"].get<int>());
-    ASSERT_TRUE(enc.ok()) << enc.status();
-    EXPECT_THAT(enc->ids, ElementsAreArray(c["ids"].get<std::vector<int32_t>>())) << c["text"];
-    EXPECT_THAT(enc->type_ids, ElementsAreArray(c["type_ids"].get<std::vector<int32_t>>())) << c["text"];
-    EXPECT_LE(static_cast<int>(enc->ids.size()), c["max_length"].get<int>());
-    truncated += enc->truncated;
-  }
-  EXPECT_GE(truncated, 3);  // the long pairs were cut
+  EXPECT_GE(testing_util::ExpectGoldenPairs(**tok, Golden()["pairs"][GetParam()]), 3);  // the long pairs were cut
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, ByteLevelBpeGoldenTest, ::testing::Values("roberta", "prefix", "template"));
@@ -120,12 +92,7 @@ TEST(ByteLevelBpeEncoderTest, DecodeRefusesIdsOutsideTheVocabulary) {
 TEST(ByteLevelBpeEncoderTest, MalformedFilesNameTheComponent) {
   nlohmann::json base = RobertaJson();
   ASSERT_FALSE(base.is_null());
-  struct Case {
-    const char* what;
-    std::function<void(nlohmann::json&)> damage;
-    const char* message;
-  };
-  const std::vector<Case> cases = {
+  testing_util::ExpectRefusals(base, {
       {"normalizer", [](nlohmann::json& j) { j["normalizer"] = {{"type", "NFC"}}; }, "normalizer \"NFC\""},
       {"pre_tokenizer", [](nlohmann::json& j) { j["pre_tokenizer"] = {{"type", "Whitespace"}}; },
        "pre_tokenizer \"Whitespace\""},
@@ -138,16 +105,7 @@ TEST(ByteLevelBpeEncoderTest, MalformedFilesNameTheComponent) {
       {"vocab id", [](nlohmann::json& j) { j["model"]["vocab"]["a"] = -3; }, "model.vocab['a']"},
       {"merges", [](nlohmann::json& j) { j["model"]["merges"] = {7}; }, "model.merges entries"},
       {"post_processor", [](nlohmann::json& j) { j["post_processor"]["sep"] = "</s>"; }, "sep must be [token, id]"},
-  };
-  for (const Case& c : cases) {
-    nlohmann::json j = base;
-    c.damage(j);
-    auto tok = EncoderTokenizerFromJson(j, "dir/tokenizer.json");
-    ASSERT_FALSE(tok.ok()) << c.what;
-    EXPECT_EQ(tok.status().code(), absl::StatusCode::kInvalidArgument) << c.what;
-    EXPECT_THAT(tok.status().message(), HasSubstr("dir/tokenizer.json")) << c.what;
-    EXPECT_THAT(tok.status().message(), HasSubstr(c.message)) << c.what;
-  }
+  });
 }
 
 TEST(ByteLevelBpeEncoderTest, UnknownSymbolsBecomeUnkAndFuse) {

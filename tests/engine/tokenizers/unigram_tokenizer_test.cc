@@ -18,6 +18,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/engine/models/encoder_test_util.h"
+#include "tests/engine/tokenizers/tokenizer_golden_checks.h"
 
 namespace attnserve {
 namespace {
@@ -45,40 +46,15 @@ TEST_P(UnigramGoldenTest, IdsAndOffsetsEqualTokenizers) {
   auto tok = LoadEncoderTokenizer(TokenizerPath(GetParam()));
   ASSERT_TRUE(tok.ok()) << tok.status();
   EXPECT_EQ((*tok)->kind(), "unigram");
-  const nlohmann::json& cases = Golden()["tokenizer"][GetParam()];
-  ASSERT_GE(cases.size(), 10u);
-  for (const nlohmann::json& c : cases) {
-    const std::string text = c["text"].get<std::string>();
-    auto enc = (*tok)->Encode(text, /*add_special_tokens=*/true);
-    ASSERT_TRUE(enc.ok()) << enc.status();
-    EXPECT_THAT(enc->ids, ElementsAreArray(c["ids"].get<std::vector<int32_t>>())) << text;
-    std::vector<std::pair<uint32_t, uint32_t>> offsets;
-    for (const nlohmann::json& o : c["offsets"]) offsets.emplace_back(o[0].get<uint32_t>(), o[1].get<uint32_t>());
-    EXPECT_THAT(enc->offsets, ElementsAreArray(offsets)) << text;
-    auto decoded = (*tok)->Decode(enc->ids, /*skip_special_tokens=*/false);
-    ASSERT_TRUE(decoded.ok());
-    EXPECT_EQ(*decoded, c["decoded"].get<std::string>()) << text;
-    auto skipped = (*tok)->Decode(enc->ids, /*skip_special_tokens=*/true);
-    ASSERT_TRUE(skipped.ok());
-    EXPECT_EQ(*skipped, c["decoded_skip_special"].get<std::string>()) << text;
-  }
+  ASSERT_GE(Golden()["tokenizer"][GetParam()].size(), 10u);
+  testing_util::ExpectGoldenEncodings(**tok, Golden()["tokenizer"][GetParam()]);
 }
 
 TEST_P(UnigramGoldenTest, PairsAndTruncationEqualTokenizers) {
   ASSERT_FALSE(Golden().is_null());
   auto tok = LoadEncoderTokenizer(TokenizerPath(GetParam()));
   ASSERT_TRUE(tok.ok()) << tok.status();
-  int truncated = 0;
-  for (const nlohmann::json& c : Golden()["pairs"][GetParam()]) {
-    auto enc = (*tok)->EncodePair(c["text"].get<std::string>(), c["text_pair"].get<std::string>(),
-                                  c["max_length"].get<int>());
-    ASSERT_TRUE(enc.ok()) << enc.status();
-    EXPECT_THAT(enc->ids, ElementsAreArray(c["ids"].get<std::vector<int32_t>>())) << c["text"];
-    EXPECT_THAT(enc->type_ids, ElementsAreArray(c["type_ids"].get<std::vector<int32_t>>())) << c["text"];
-    EXPECT_LE(static_cast<int>(enc->ids.size()), c["max_length"].get<int>());
-    truncated += enc->truncated;
-  }
-  EXPECT_GE(truncated, 3);  // the long pairs were cut
+  EXPECT_GE(testing_util::ExpectGoldenPairs(**tok, Golden()["pairs"][GetParam()]), 3);  // the long pairs were cut
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, UnigramGoldenTest, ::testing::Values("legacy", "v5"));
@@ -158,12 +134,7 @@ TEST(UnigramTokenizerTest, DecodeRefusesIdsOutsideTheVocabulary) {
 TEST(UnigramTokenizerTest, MalformedFilesNameTheComponent) {
   nlohmann::json base = TokenizerJson();
   ASSERT_FALSE(base.is_null());
-  struct Case {
-    const char* what;
-    std::function<void(nlohmann::json&)> damage;
-    const char* message;
-  };
-  const std::vector<Case> cases = {
+  testing_util::ExpectRefusals(base, {
       {"bad base64", [](nlohmann::json& j) { j["normalizer"]["normalizers"][0]["precompiled_charsmap"] = "!!"; },
        "precompiled_charsmap is not valid base64"},
       {"short trie", [](nlohmann::json& j) { j["normalizer"]["normalizers"][0]["precompiled_charsmap"] = "/////w=="; },
@@ -176,16 +147,7 @@ TEST(UnigramTokenizerTest, MalformedFilesNameTheComponent) {
       {"post_processor", [](nlohmann::json& j) { j["post_processor"]["pair"] = nlohmann::json::array(); },
        "pair must hold $A and $B"},
       {"model type", [](nlohmann::json& j) { j["model"]["type"] = "WordLevel"; }, "model.type \"WordLevel\""},
-  };
-  for (const Case& c : cases) {
-    nlohmann::json j = base;
-    c.damage(j);
-    auto tok = EncoderTokenizerFromJson(j, "dir/tokenizer.json");
-    ASSERT_FALSE(tok.ok()) << c.what;
-    EXPECT_EQ(tok.status().code(), absl::StatusCode::kInvalidArgument) << c.what;
-    EXPECT_THAT(tok.status().message(), HasSubstr("dir/tokenizer.json")) << c.what;
-    EXPECT_THAT(tok.status().message(), HasSubstr(c.message)) << c.what;
-  }
+  });
 }
 
 TEST(PrecompiledCharsmapTest, ShortestRuleWinsAndDamagedTriesMatchNothing) {
