@@ -93,6 +93,25 @@ def assert_no_sanitizer_report(output: str):
             raise AssertionError(f"sanitizer report ({marker!r}) in the server's output:\n{output[-20000:]}")
 
 
+def tei_tokens_reference(tokenizer, text, add_special_tokens=True):
+    """TEI's /tokenize tokens for `text` from a Hugging Face tokenizers
+    encoding: byte offsets, the text's own bytes there, special tokens (the
+    template's, by special_tokens_mask) with their token string and null
+    offsets."""
+    enc = tokenizer.encode(text, add_special_tokens=add_special_tokens)
+    raw = text.encode()
+    out = []
+    for i, (id_, special) in enumerate(zip(enc.ids, enc.special_tokens_mask)):
+        if special:
+            out.append({"id": id_, "text": enc.tokens[i], "special": True, "start": None, "stop": None})
+            continue
+        # tokenizers' offsets are in characters; TEI's (from the Rust crate) in bytes.
+        start = len(text[:enc.offsets[i][0]].encode())
+        stop = len(text[:enc.offsets[i][1]].encode())
+        out.append({"id": id_, "text": raw[start:stop].decode(), "special": False, "start": start, "stop": stop})
+    return out
+
+
 class ServerProcess:
     """A running attnserve on free loopback ports; stopped on close()."""
 

