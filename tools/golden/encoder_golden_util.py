@@ -5,6 +5,7 @@ module files, byte offsets and JSON writing."""
 import json
 import os
 import random
+import shutil
 
 import torch
 
@@ -73,3 +74,23 @@ def write_mean_pooling_modules(d, hidden, max_seq_length, normalize):
                 "pooling_mode_max_tokens": False, "pooling_mode_mean_sqrt_len_tokens": False})
     write_json(os.path.join(d, "sentence_bert_config.json"), {"max_seq_length": max_seq_length, "do_lower_case": False})
     write_json(os.path.join(d, "modules.json"), modules)
+
+
+def save_model_dir(name, model, tok, tokenizer_config):
+    """tests/golden/encoder_models/<name>: the model (safetensors), tok's
+    tokenizer.json and tokenizer_config.json; returns the folder."""
+    d = os.path.join(MODELS_DIR, name)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    model.save_pretrained(d, safe_serialization=True)
+    tok.save(os.path.join(d, "tokenizer.json"))
+    write_json(os.path.join(d, "tokenizer_config.json"), tokenizer_config)
+    return d
+
+
+def truncated_ids(tok, text, pair, max_length):
+    """tokenizers' ids for a text (or pair), longest_first truncation."""
+    tok.enable_truncation(max_length, strategy="longest_first")
+    ids = tok.encode(text, pair).ids if pair is not None else tok.encode(text).ids
+    tok.no_truncation()
+    return ids

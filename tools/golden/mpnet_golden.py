@@ -34,7 +34,6 @@ Usage (host venv):
   .cache/venv/bin/python tools/golden/mpnet_golden.py
 """
 import os
-import shutil
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -48,7 +47,8 @@ from tokenizers import Tokenizer
 from transformers import MPNetConfig, MPNetForSequenceClassification, MPNetModel, MPNetTokenizer
 from transformers.models.mpnet.modeling_mpnet import MPNetEncoder
 
-from encoder_golden_util import MINILM_VOCAB, MODELS_DIR, REPO, reinit_, write_json, write_mean_pooling_modules
+from encoder_golden_util import (MINILM_VOCAB, REPO, reinit_, save_model_dir, truncated_ids, write_json,
+                                 write_mean_pooling_modules)
 
 SCRIPT = "tools/golden/mpnet_golden.py"
 OUT_PATH = os.path.join(REPO, "tests/golden/encoder/mpnet_golden.json")
@@ -107,23 +107,10 @@ def model_config(vocab_size, **extra):
 
 
 def save_dir(name, model, tok):
-    d = os.path.join(MODELS_DIR, name)
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
-    model.save_pretrained(d, safe_serialization=True)
-    tok.save(os.path.join(d, "tokenizer.json"))
-    write_json(os.path.join(d, "tokenizer_config.json"),
-               {"bos_token": "<s>", "eos_token": "</s>", "sep_token": "</s>", "cls_token": "<s>",
-                "unk_token": "[UNK]", "pad_token": "<pad>", "mask_token": "<mask>", "do_lower_case": True,
-                "tokenizer_class": "MPNetTokenizer", "model_max_length": MAX_TOKENS})
-    return d
-
-
-def ids_of(tok, text, pair=None):
-    tok.enable_truncation(MAX_TOKENS, strategy="longest_first")
-    ids = tok.encode(text, pair).ids if pair is not None else tok.encode(text).ids
-    tok.no_truncation()
-    return ids
+    return save_model_dir(name, model, tok, {
+        "bos_token": "<s>", "eos_token": "</s>", "sep_token": "</s>", "cls_token": "<s>", "unk_token": "[UNK]",
+        "pad_token": "<pad>", "mask_token": "<mask>", "do_lower_case": True, "tokenizer_class": "MPNetTokenizer",
+        "model_max_length": MAX_TOKENS})
 
 
 def main():
@@ -151,7 +138,7 @@ def main():
     st_embeddings = st.encode(TEXTS, batch_size=4, convert_to_numpy=True)
     embeddings = []
     for text, st_emb in zip(TEXTS, st_embeddings):
-        ids = ids_of(tok, text)
+        ids = truncated_ids(tok, text, None, MAX_TOKENS)
         with torch.no_grad():
             hidden = encoder(input_ids=torch.tensor([ids]), attention_mask=torch.ones(1, len(ids))).last_hidden_state[0]
         mean = torch.nn.functional.normalize(hidden.mean(dim=0), dim=0)
@@ -165,7 +152,7 @@ def main():
     save_dir("mpnet_classifier_tiny", classifier, tok)
     logits = []
     for text, pair in PAIRS + [(t, None) for t in TEXTS[:3]]:
-        ids = ids_of(tok, text, pair)
+        ids = truncated_ids(tok, text, pair, MAX_TOKENS)
         with torch.no_grad():
             out = classifier(input_ids=torch.tensor([ids]), attention_mask=torch.ones(1, len(ids))).logits[0]
         logits.append({"text": text, "text_pair": pair, "ids": ids, "logits": [float(x) for x in out]})

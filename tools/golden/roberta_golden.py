@@ -51,7 +51,6 @@ Usage (host venv):
 """
 import json
 import os
-import shutil
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -65,7 +64,8 @@ from sentence_transformers import SentenceTransformer
 from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers
 from transformers import RobertaConfig, RobertaForSequenceClassification, RobertaModel, RobertaTokenizer
 
-from encoder_golden_util import MODELS_DIR, REPO, byte_offsets, corpus, reinit_, write_json, write_mean_pooling_modules
+from encoder_golden_util import (REPO, byte_offsets, corpus, reinit_, save_model_dir, truncated_ids, write_json,
+                                 write_mean_pooling_modules)
 
 SCRIPT = "tools/golden/roberta_golden.py"
 OUT_PATH = os.path.join(REPO, "tests/golden/encoder/roberta_golden.json")
@@ -163,23 +163,10 @@ def model_config(vocab_size, **extra):
 
 
 def save_dir(name, model, tok):
-    d = os.path.join(MODELS_DIR, name)
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
-    model.save_pretrained(d, safe_serialization=True)
-    tok.save(os.path.join(d, "tokenizer.json"))
-    config = {"bos_token": "<s>", "eos_token": "</s>", "sep_token": "</s>", "cls_token": "<s>",
-              "unk_token": "<unk>", "pad_token": "<pad>", "mask_token": "<mask>",
-              "tokenizer_class": "RobertaTokenizer", "model_max_length": MAX_TOKENS}
-    write_json(os.path.join(d, "tokenizer_config.json"), config)
-    return d
-
-
-def ids_of(tok, text, pair=None, max_length=MAX_TOKENS):
-    tok.enable_truncation(max_length, strategy="longest_first")
-    ids = tok.encode(text, pair).ids if pair is not None else tok.encode(text).ids
-    tok.no_truncation()
-    return ids
+    return save_model_dir(name, model, tok, {
+        "bos_token": "<s>", "eos_token": "</s>", "sep_token": "</s>", "cls_token": "<s>", "unk_token": "<unk>",
+        "pad_token": "<pad>", "mask_token": "<mask>", "tokenizer_class": "RobertaTokenizer",
+        "model_max_length": MAX_TOKENS})
 
 
 def main():
@@ -236,7 +223,7 @@ def main():
     tok = layouts["roberta"]
     embeddings = []
     for text, st_emb in zip(EMBED_TEXTS, st_embeddings):
-        ids = ids_of(tok, text)
+        ids = truncated_ids(tok, text, None, MAX_TOKENS)
         with torch.no_grad():
             hidden = encoder(input_ids=torch.tensor([ids]), attention_mask=torch.ones(1, len(ids))).last_hidden_state[0]
         mean = torch.nn.functional.normalize(hidden.mean(dim=0), dim=0)
@@ -256,7 +243,7 @@ def main():
     save_dir("roberta_classifier_tiny", classifier, layouts["roberta"])
     logits = []
     for text, pair in CLASSIFY:
-        ids = ids_of(tok, text, pair)
+        ids = truncated_ids(tok, text, pair, MAX_TOKENS)
         with torch.no_grad():
             out = classifier(input_ids=torch.tensor([ids]), attention_mask=torch.ones(1, len(ids))).logits[0]
         logits.append({"text": text, "text_pair": pair, "ids": ids, "logits": [float(x) for x in out]})

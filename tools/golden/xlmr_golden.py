@@ -60,7 +60,6 @@ import json
 import math
 import os
 import random
-import shutil
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -76,7 +75,8 @@ from tokenizers import Regex, Tokenizer, normalizers, pre_tokenizers
 from transformers import (XLMRobertaConfig, XLMRobertaForSequenceClassification, XLMRobertaModel,
                           XLMRobertaTokenizer)
 
-from encoder_golden_util import MODELS_DIR, REPO, byte_offsets, corpus, reinit_, write_json, write_mean_pooling_modules
+from encoder_golden_util import (REPO, byte_offsets, corpus, reinit_, save_model_dir, write_json,
+                                 write_mean_pooling_modules)
 
 SCRIPT = "tools/golden/xlmr_golden.py"
 OUT_PATH = os.path.join(REPO, "tests/golden/encoder/xlmr_golden.json")
@@ -225,18 +225,10 @@ def model_config(vocab_size, **extra):
 
 
 def save_dir(name, model, tok, hf):
-    d = os.path.join(MODELS_DIR, name)
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
-    model.save_pretrained(d, safe_serialization=True)
-    tok.save(os.path.join(d, "tokenizer.json"))
     config = {k: v for k, v in hf.init_kwargs.items() if k in (
         "bos_token", "eos_token", "sep_token", "cls_token", "unk_token", "pad_token", "mask_token")}
     config.update({"tokenizer_class": "XLMRobertaTokenizer", "model_max_length": MAX_TOKENS})
-    with open(os.path.join(d, "tokenizer_config.json"), "w", encoding="utf-8") as f:
-        json.dump(config, f, indent=2, sort_keys=True)
-        f.write("\n")
-    return d
+    return save_model_dir(name, model, tok, config)
 
 
 def main():
