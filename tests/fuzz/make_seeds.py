@@ -132,7 +132,9 @@ def tokenizer_seeds(out: pathlib.Path) -> None:
             (out / f"ids_{selector}").write_bytes(bytes([selector]) + b"".join(struct.pack("<H", i) for i in ids))
     # The encoder tokenizers (6 WordPiece, 8 Unigram, 9 byte-level BPE): no
     # specials / specials; max_length 5 / 8.
-    for selector, name in ((6, "wordpiece"), (8, "unigram"), (9, "bpe")):
+    # 10-12: the same three with normalized added tokens.
+    for selector, name in ((6, "wordpiece"), (8, "unigram"), (9, "bpe"), (10, "wordpiece_added"),
+                           (11, "unigram_added"), (12, "bpe_added")):
         for knobs in (0, 1, 11, 16):
             for i, text in enumerate(texts):
                 (out / f"{name}_{knobs}_{i}").write_bytes(bytes([selector, knobs]) + text.encode())

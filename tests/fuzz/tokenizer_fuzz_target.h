@@ -60,6 +60,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/string_view.h"
 #include "engine/formats/gguf_file.h"
+#include "engine/formats/json_util.h"
 #include "engine/tokenizers/streaming_detokenizer.h"
 #include "engine/tokenizers/tokenizer.h"
 #include "engine/tokenizers/tokenizer_factory.h"
@@ -75,6 +76,9 @@ struct TokenizerFuzzSet {
   std::unique_ptr<WordPieceTokenizer> wordpiece;
   std::unique_ptr<EncoderTokenizer> unigram;  // XLM-R's (Precompiled + Metaspace + Unigram)
   std::unique_ptr<EncoderTokenizer> bpe;      // RoBERTa's (byte-level BPE, trimmed offsets)
+  // The three kinds again with added tokens matched after normalization
+  // (tests/golden/encoder/added_tokens_golden.json).
+  std::vector<std::unique_ptr<EncoderTokenizer>> with_normalized_added;
 };
 
 // `source_dir`: the repository (tests/golden); `shared_dir`: ../shared.
@@ -104,6 +108,14 @@ inline absl::StatusOr<TokenizerFuzzSet> LoadTokenizerFuzzSet(const std::string& 
       LoadEncoderTokenizer(source_dir + "/tests/golden/encoder_models/roberta_tiny/tokenizer.json");
   if (!bpe.ok()) return bpe.status();
   set.bpe = std::move(*bpe);
+  absl::StatusOr<nlohmann::json> added = ReadJsonFile(source_dir + "/tests/golden/encoder/added_tokens_golden.json");
+  if (!added.ok()) return added.status();
+  for (const char* kind : {"wordpiece", "unigram", "bpe"}) {
+    absl::StatusOr<std::unique_ptr<EncoderTokenizer>> t =
+        EncoderTokenizerFromJson((*added)[kind]["tokenizer"], std::string(kind) + "/tokenizer.json");
+    if (!t.ok()) return t.status();
+    set.with_normalized_added.push_back(std::move(*t));
+  }
   return set;
 }
 
@@ -132,7 +144,7 @@ inline std::string Escaped(std::string_view s) {
 }  // namespace tokenizer_fuzz_internal
 
 // The encoder tokenizers' part (selectors 6-7 WordPiece, 8 Unigram, 9
-// byte-level BPE); true
+// byte-level BPE, 10-12 the three with normalized added tokens); true
 // when the text was encoded.
 inline bool EncoderTokenizerFuzzOne(const EncoderTokenizer& wp, std::string_view input) {
   using tokenizer_fuzz_internal::Escaped;
@@ -200,11 +212,12 @@ inline bool TokenizerFuzzOne(const TokenizerFuzzSet& set, const uint8_t* data, s
   using tokenizer_fuzz_internal::Escaped;
   using tokenizer_fuzz_internal::Fail;
   if (size == 0 || set.tokenizers.size() != 3 || set.wordpiece == nullptr || set.unigram == nullptr ||
-      set.bpe == nullptr) {
+      set.bpe == nullptr || set.with_normalized_added.size() != 3) {
     return false;
   }
-  const int selector = data[0] % 10;
+  const int selector = data[0] % 13;
   const std::string_view payload(reinterpret_cast<const char*>(data) + 1, size - 1);
+  if (selector >= 10) return EncoderTokenizerFuzzOne(*set.with_normalized_added[selector - 10], payload);
   if (selector == 9) return EncoderTokenizerFuzzOne(*set.bpe, payload);
   if (selector == 8) return EncoderTokenizerFuzzOne(*set.unigram, payload);
   if (selector >= 6) return EncoderTokenizerFuzzOne(*set.wordpiece, payload);

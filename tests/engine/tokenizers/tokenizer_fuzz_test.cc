@@ -27,9 +27,9 @@ const TokenizerFuzzSet& Set() {
   return *set;
 }
 
-// Seeds for every selector byte 0..9 (tokenizer and mode); the encoder
-// tokenizers' (6: WordPiece, 8: Unigram, 9: byte-level BPE) payload starts
-// with its knobs byte.
+// Seeds for every selector byte 0..12 (tokenizer and mode); the encoder
+// tokenizers' (6: WordPiece, 8: Unigram, 9: byte-level BPE, 10-12: the three
+// with normalized added tokens) payload starts with its knobs byte.
 std::vector<std::string> SeedCorpus() {
   const std::vector<std::string> texts = {
       "Once upon a time, there was a little girl named Lily.",
@@ -48,7 +48,9 @@ std::vector<std::string> SeedCorpus() {
     for (const std::string& text : texts) {
       corpus.push_back(std::string(1, '\x06') + knobs + text);
       corpus.push_back(std::string(1, '\x08') + knobs + text);
-      corpus.push_back(std::string(1, '\x09') + knobs + text);
+      for (const char selector : {'\x09', '\x0a', '\x0b', '\x0c'}) {
+        corpus.push_back(std::string(1, selector) + knobs + text);
+      }
     }
   }
   return corpus;
@@ -57,8 +59,10 @@ std::vector<std::string> SeedCorpus() {
 std::string Mutate(const std::string& in, const std::vector<std::string>& corpus, std::mt19937_64& rng) {
   static const char* kFragments[] = {" ",    "  ",   "\n",   "\xe2\x96\x81", "\xc3\xa9", "\xe6\x97\xa5", "\xf0\x9f\x98\x80",
                                      "\xf0", "\x9f", "\xe2", "\x80",         "<s>",      "</s>",         "0x",
-                                     "'s",   "123",  "\t",   "\r\n",         "\xef\xbf\xbd", "\xe3\x80\x80<mask>"};
-  static const SelectorEditOptions kEdits{kFragments, sizeof(kFragments) / sizeof(kFragments[0]), /*selectors=*/10};
+                                     "'s",   "123",  "\t",   "\r\n",         "\xef\xbf\xbd", "\xe3\x80\x80<mask>",
+                                     // The normalized added tokens' texts (\xc3\x89: É).
+                                     "\xc3\x89" "cole", "[ENT]", "\xef\xac\x81" "sh", "hello world", "<ent>"};
+  static const SelectorEditOptions kEdits{kFragments, sizeof(kFragments) / sizeof(kFragments[0]), /*selectors=*/13};
   std::string s = in;
   const int steps = 1 + static_cast<int>(rng() % 4);
   for (int k = 0; k < steps; ++k) {
@@ -78,6 +82,7 @@ TEST(TokenizerFuzzTest, LoadsOneTokenizerOfEachKind) {
   EXPECT_EQ(Set().unigram->kind(), "unigram");
   ASSERT_NE(Set().bpe, nullptr);
   EXPECT_EQ(Set().bpe->kind(), "bpe");
+  EXPECT_EQ(Set().with_normalized_added.size(), 3u);
 }
 
 TEST(TokenizerFuzzTest, FixedSeedMutationLoop) {
