@@ -181,8 +181,13 @@ absl::StatusOr<std::unique_ptr<EncodeJob>> EncoderModel::StartEncode(absl::Span<
     lengths.push_back(static_cast<int32_t>(r.token_ids.size()));
     packed.insert(packed.end(), r.token_ids.begin(), r.token_ids.end());
   }
+  // Segments reach the model only in the BERT family: RoBERTa's, XLM-R's
+  // and MPNet's tokenizers return no token_type_ids (their
+  // model_input_names), so their models see segment 0 whatever the
+  // template's type ids say (MPNet's converted files give the second text
+  // type 1, and MPNet has no token-type table at all).
   std::vector<int32_t> packed_types;
-  if (any_pair) {
+  if (any_pair && config.family == EncoderFamily::kBert) {
     packed_types.reserve(packed.size());
     for (size_t i = 0; i < inputs.size(); ++i) {
       if (type_ids[i].empty()) {

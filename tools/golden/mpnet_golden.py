@@ -12,7 +12,9 @@ uncased WordPiece with <s> </s> around the text.
    (BERT uncased) vocabulary: MPNet's specials <s> <pad> </s> <unk> first,
    every single character and "##" + character of the original, every token
    the full vocabulary gives the texts below (so they tokenize the same,
-   asserted), in the original order; <mask> last.
+   asserted), in the original order; <mask> last. Its post-processor is the
+   one the checkpoints' files have (transformers' MPNetConverter: the second
+   text of a pair in segment 1, which the model ignores).
 2. Tiny random-weight models (hidden 32, 2 layers, 4 heads, intermediate 64,
    max_position_embeddings 132 = 130 tokens + padding_idx 1 + 1, so relative
    distances reach past 128, where the buckets stop growing), every
@@ -43,7 +45,7 @@ import tokenizers
 import torch
 import transformers
 from sentence_transformers import SentenceTransformer
-from tokenizers import Tokenizer
+from tokenizers import Tokenizer, processors
 from transformers import MPNetConfig, MPNetForSequenceClassification, MPNetModel, MPNetTokenizer
 from transformers.models.mpnet.modeling_mpnet import MPNetEncoder
 
@@ -95,6 +97,12 @@ def build_tokenizer():
     for text in TEXTS:
         assert hf.tokenize(text) == full.tokenize(text), text
     tok = Tokenizer.from_str(hf.backend_tokenizer.to_str())
+    # The checkpoints' own files (transformers' MPNetConverter) give the
+    # second text of a pair segment 1, which MPNet never reads; transformers 5
+    # writes RobertaProcessing (all 0) instead. The converter's is the harder case.
+    tok.post_processor = processors.TemplateProcessing(
+        single="<s>:0 $A:0 </s>:0", pair="<s>:0 $A:0 </s>:0 </s>:0 $B:1 </s>:1",
+        special_tokens=[("<s>", vocab["<s>"]), ("</s>", vocab["</s>"])])
     tok.no_truncation()
     tok.no_padding()
     return hf, tok, len(vocab)
