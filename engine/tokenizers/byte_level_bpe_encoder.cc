@@ -1,7 +1,10 @@
 #include "engine/tokenizers/byte_level_bpe_encoder.h"
 
 #include <algorithm>
+#include <functional>
 #include <optional>
+#include <queue>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -35,12 +38,6 @@ bool BoolOr(const nlohmann::json& j, const char* name, bool fallback) {
 bool Unset(const nlohmann::json& model, const char* name) {
   if (!model.contains(name) || model[name].is_null()) return true;
   return model[name].is_string() && model[name].get<std::string>().empty();
-}
-
-size_t CharCount(absl::string_view utf8) {
-  return static_cast<size_t>(std::count_if(utf8.begin(), utf8.end(), [](char c) {
-    return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
-  }));
 }
 
 }  // namespace
@@ -87,9 +84,26 @@ absl::StatusOr<std::unique_ptr<ByteLevelBpeEncoder>> ByteLevelBpeEncoder::FromJs
   for (size_t id = 0; id < vocab.size(); ++id) {
     if (!vocab[id].empty()) t->piece_to_id_.emplace(vocab[id], static_cast<int32_t>(id));
   }
+  for (int b = 0; b < 256; ++b) {
+    auto it = t->piece_to_id_.find(ByteToUnicode(static_cast<uint8_t>(b)));
+    t->byte_id_[static_cast<size_t>(b)] = it == t->piece_to_id_.end() ? -1 : it->second;
+  }
   ASSIGN_OR_RETURN(auto merges, ReadBpeMerges(model, path));
+  t->merges_.reserve(merges.size());
   for (size_t r = 0; r < merges.size(); ++r) {
-    t->merge_rank_.emplace(absl::StrCat(merges[r].first, " ", merges[r].second), static_cast<int32_t>(r));
+    const auto& [left, right] = merges[r];
+    auto a = t->piece_to_id_.find(left);
+    auto b = t->piece_to_id_.find(right);
+    auto merged = t->piece_to_id_.find(left + right);
+    // tokenizers refuses such a file too (MergeTokenOutOfVocabulary).
+    if (a == t->piece_to_id_.end() || b == t->piece_to_id_.end() || merged == t->piece_to_id_.end()) {
+      return Bad(path, absl::StrCat("model.merges[", r, "] \"", left, " ", right,
+                                    "\" names a token that is not in model.vocab"));
+    }
+    const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(a->second)) << 32) |
+                         static_cast<uint32_t>(b->second);
+    // A pair listed twice keeps its last rank, as tokenizers' map of merges does.
+    t->merges_.insert_or_assign(key, std::make_pair(static_cast<int32_t>(r), merged->second));
   }
   if (model.contains("unk_token") && model["unk_token"].is_string()) {
     auto it = t->piece_to_id_.find(model["unk_token"].get<std::string>());
@@ -142,29 +156,21 @@ absl::Status ByteLevelBpeEncoder::EncodeStretch(absl::string_view segment, uint3
     while (s > 0 && (static_cast<unsigned char>(segment[s]) & 0xC0) == 0x80) --s;
     return {static_cast<uint32_t>(s), static_cast<uint32_t>(s + static_cast<size_t>(Utf8CharLen(segment, s)))};
   };
-  auto rank = [&](absl::string_view a, absl::string_view b) -> std::optional<double> {
-    auto it = merge_rank_.find(absl::StrCat(a, " ", b));
-    if (it == merge_rank_.end()) return std::nullopt;
-    return it->second;
-  };
-
   const std::vector<absl::string_view> pieces =
       use_regex_ ? Pretokenize(text, PretokenizerKind::kGpt2) : std::vector<absl::string_view>{text};
+  std::vector<std::pair<int32_t, uint32_t>> tokens;  // (id or -1, bytes)
   for (absl::string_view piece : pieces) {
-    std::vector<std::string> symbols;
-    symbols.reserve(piece.size());
-    for (unsigned char b : piece) symbols.push_back(ByteToUnicode(b));
-    std::string whole;
+    tokens.clear();
     if (ignore_merges_) {
-      for (const std::string& s : symbols) whole += s;
+      std::string whole;
+      for (unsigned char b : piece) whole += ByteToUnicode(b);
+      auto it = piece_to_id_.find(whole);
+      if (it != piece_to_id_.end()) tokens.emplace_back(it->second, static_cast<uint32_t>(piece.size()));
     }
-    std::vector<std::string> tokens =
-        ignore_merges_ && piece_to_id_.count(whole) != 0 ? std::vector<std::string>{whole}
-                                                          : BpeMerge(std::move(symbols), rank);
+    if (tokens.empty()) MergePiece(piece, &tokens);
     size_t pos = static_cast<size_t>(piece.data() - text.data());
     bool previous_unknown = false;
-    for (const std::string& token : tokens) {
-      const size_t bytes = CharCount(token);  // one stand-in character per byte of the text
+    for (const auto& [id, bytes] : tokens) {
       uint32_t begin = char_span(pos).first;
       uint32_t end = char_span(pos + bytes - 1).second;
       begin += base;
@@ -177,23 +183,69 @@ absl::Status ByteLevelBpeEncoder::EncodeStretch(absl::string_view segment, uint3
         while (trailing < bytes && text[pos + bytes - 1 - trailing] == ' ') ++trailing;
         TrimOffsets(leading, trailing, *out, &begin, &end);
       }
-      pos += bytes;
-      auto it = piece_to_id_.find(token);
-      if (it == piece_to_id_.end() && unk_id_ < 0) {
-        return absl::InvalidArgumentError(absl::StrCat(path_, ": byte-level symbol '", token,
+      const bool unknown = id < 0;
+      if (unknown && unk_id_ < 0) {
+        return absl::InvalidArgumentError(absl::StrCat(path_, ": byte-level symbol '",
+                                                       ByteToUnicode(static_cast<uint8_t>(text[pos])),
                                                        "' is not in the vocabulary and there is no unk_token"));
       }
-      const bool unknown = it == piece_to_id_.end();
+      pos += bytes;
       if (unknown && previous_unknown && fuse_unk_) {
         out->offsets.back().second = end;
         continue;
       }
       previous_unknown = unknown;
-      out->ids.push_back(unknown ? unk_id_ : it->second);
+      out->ids.push_back(unknown ? unk_id_ : id);
       out->offsets.emplace_back(begin, end);
     }
   }
   return absl::OkStatus();
+}
+
+void ByteLevelBpeEncoder::MergePiece(absl::string_view piece,
+                                     std::vector<std::pair<int32_t, uint32_t>>* tokens) const {
+  const int n = static_cast<int>(piece.size());
+  std::vector<int32_t> id(n);
+  std::vector<uint32_t> bytes(n, 1);
+  std::vector<int> prev(n), next(n), version(n, 0);
+  for (int i = 0; i < n; ++i) {
+    id[i] = byte_id_[static_cast<uint8_t>(piece[i])];
+    prev[i] = i - 1;
+    next[i] = i + 1 < n ? i + 1 : -1;
+  }
+  // The merge of the pair starting at l, if any: (rank, merged id).
+  auto merge_of = [&](int l) -> const std::pair<int32_t, int32_t>* {
+    const int r = next[l];
+    if (r < 0 || id[l] < 0 || id[r] < 0) return nullptr;
+    auto it = merges_.find((static_cast<uint64_t>(static_cast<uint32_t>(id[l])) << 32) | static_cast<uint32_t>(id[r]));
+    return it == merges_.end() ? nullptr : &it->second;
+  };
+  // (rank, left position, left version, right version): a min-heap, so the
+  // lowest rank and then the leftmost pair merges first; an entry whose
+  // symbols have changed since it was pushed is skipped.
+  using Entry = std::tuple<int32_t, int, int, int>;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap;
+  auto push = [&](int l) {
+    if (l < 0) return;
+    if (const auto* m = merge_of(l)) heap.emplace(m->first, l, version[l], version[next[l]]);
+  };
+  for (int i = 0; i + 1 < n; ++i) push(i);
+  std::vector<bool> alive(n, true);
+  while (!heap.empty()) {
+    const auto [rank, l, vl, vr] = heap.top();
+    heap.pop();
+    const int r = next[l];
+    if (!alive[l] || r < 0 || version[l] != vl || version[r] != vr) continue;  // stale
+    id[l] = merge_of(l)->second;
+    bytes[l] += bytes[r];
+    alive[r] = false;
+    ++version[l];
+    next[l] = next[r];
+    if (next[r] >= 0) prev[next[r]] = l;
+    push(prev[l]);
+    push(l);
+  }
+  for (int i = 0; i >= 0 && i < n; i = next[i]) tokens->emplace_back(id[i], bytes[i]);
 }
 
 void ByteLevelBpeEncoder::TrimOffsets(size_t leading, size_t trailing, const TextEncoding& so_far, uint32_t* begin,

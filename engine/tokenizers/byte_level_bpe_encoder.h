@@ -9,7 +9,7 @@
 //                  stretch between added tokens that lacks one, GPT-2's regex
 //                  split (pretokenizer.h) unless use_regex is false, each byte
 //                  written as its printable stand-in
-//   model          BPE: merges by rank within each piece (bpe_merge.h), an
+//   model          BPE: merges by rank within each piece, on ids, an
 //                  unknown symbol as unk_token if there is one (fused with
 //                  fuse_unk), ignore_merges taking a whole piece found in the
 //                  vocabulary as it is
@@ -25,13 +25,17 @@
 #ifndef ATTNSERVE_ENGINE_TOKENIZERS_BYTE_LEVEL_BPE_ENCODER_H_
 #define ATTNSERVE_ENGINE_TOKENIZERS_BYTE_LEVEL_BPE_ENCODER_H_
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "engine/tokenizers/encoder_tokenizer.h"
 
@@ -63,8 +67,15 @@ class ByteLevelBpeEncoder : public EncoderTokenizer {
   void TrimOffsets(size_t leading, size_t trailing, const TextEncoding& so_far, uint32_t* begin,
                    uint32_t* end) const;
 
+  // The BPE merges of one piece's bytes, on ids: each byte's stand-in id
+  // (-1 when the vocabulary lacks it), merged by rank (ties: leftmost) as
+  // tokenizers' merge_word does. Appends (id or -1, byte count) per token.
+  void MergePiece(absl::string_view piece, std::vector<std::pair<int32_t, uint32_t>>* tokens) const;
+
   std::unordered_map<std::string, int32_t> piece_to_id_;
-  std::unordered_map<std::string, int32_t> merge_rank_;  // "a b" -> rank
+  std::array<int32_t, 256> byte_id_{};  // each byte's stand-in, -1 if not in the vocabulary
+  // (left id << 32 | right id) -> (rank, merged id), as tokenizers keys them.
+  absl::flat_hash_map<uint64_t, std::pair<int32_t, int32_t>> merges_;
   int32_t unk_id_ = -1;
   bool fuse_unk_ = false;
   bool ignore_merges_ = false;

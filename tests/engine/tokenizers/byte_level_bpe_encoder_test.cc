@@ -138,5 +138,35 @@ TEST(ByteLevelBpeEncoderTest, UnknownSymbolsBecomeUnkAndFuse) {
   EXPECT_THAT(refused.status().message(), HasSubstr("no unk_token"));
 }
 
+// [[a, b], ...] (a braced list of string pairs would read as an object).
+nlohmann::json Merges(const std::vector<std::pair<std::string, std::string>>& pairs) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& [a, b] : pairs) list.push_back(nlohmann::json::array({a, b}));
+  return list;
+}
+
+// A merge listed twice keeps its last rank (tokenizers collects the merges
+// into a map: encoding "abc" with merges [a b, b c, a b] gives a, bc there),
+// and a merge whose parts or result are not in the vocabulary is refused, as
+// tokenizers refuses it.
+TEST(ByteLevelBpeEncoderTest, MergesAsTokenizersReadsThem) {
+  nlohmann::json j = {
+      {"model", {{"type", "BPE"}, {"vocab", {{"a", 0}, {"b", 1}, {"c", 2}, {"ab", 3}, {"bc", 4}, {"<s>", 5}, {"</s>", 6}}},
+                 {"merges", Merges({{"a", "b"}, {"b", "c"}, {"a", "b"}})}}},
+      {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}}},
+      {"decoder", {{"type", "ByteLevel"}}},
+      {"post_processor", {{"type", "RobertaProcessing"}, {"cls", {"<s>", 5}}, {"sep", {"</s>", 6}}}},
+  };
+  auto tok = EncoderTokenizerFromJson(j, "t");
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  auto enc = (*tok)->Encode("abc", /*add_special_tokens=*/false);
+  ASSERT_TRUE(enc.ok()) << enc.status();
+  EXPECT_THAT(enc->ids, ElementsAreArray({0, 4}));
+  j["model"]["merges"] = Merges({{"a", "b"}, {"c", "a"}});
+  auto refused = EncoderTokenizerFromJson(j, "dir/tokenizer.json");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(), HasSubstr("model.merges[1] \"c a\" names a token that is not in model.vocab"));
+}
+
 }  // namespace
 }  // namespace attnserve
