@@ -93,6 +93,14 @@ def assert_no_sanitizer_report(output: str):
             raise AssertionError(f"sanitizer report ({marker!r}) in the server's output:\n{output[-20000:]}")
 
 
+def openai_embeddings(server, texts, model, **fields):
+    """POST /v1/embeddings; the vectors in input order (a numpy array)."""
+    import numpy as np
+    status, body = post_json(server, "/v1/embeddings", {"input": texts, "model": model, **fields})
+    assert status == 200, body
+    return np.array([d["embedding"] for d in sorted(body["data"], key=lambda d: d["index"])]), body
+
+
 def tei_tokens_reference(tokenizer, text, add_special_tokens=True):
     """TEI's /tokenize tokens for `text` from a Hugging Face tokenizers
     encoding: byte offsets, the text's own bytes there, special tokens (the

@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import REPO, ServerProcess, http_get, post_json, tei_tokens_reference
+from conftest import REPO, ServerProcess, http_get, openai_embeddings, post_json, tei_tokens_reference
 
 MODELS = REPO / "tests/golden/encoder_models"
 EMBEDDER = MODELS / "mpnet_tiny"
@@ -29,9 +29,7 @@ def embedder():
 def test_embeddings_equal_sentence_transformers(embedder):
     st = pytest.importorskip("sentence_transformers")
     want = st.SentenceTransformer(str(EMBEDDER), device="cpu").encode(TEXTS, convert_to_numpy=True)
-    status, body = post_json(embedder, "/v1/embeddings", {"input": TEXTS, "model": "mpnet_tiny"})
-    assert status == 200, body
-    got = np.array([d["embedding"] for d in sorted(body["data"], key=lambda d: d["index"])])
+    got, body = openai_embeddings(embedder, TEXTS, "mpnet_tiny")
     np.testing.assert_allclose(got, want, atol=1e-4)
     # The long text is at the 130-token limit (TEI's truncate, OpenAI's none: cut).
     assert body["usage"]["prompt_tokens"] == sum(len(c["ids"]) for c in GOLDEN["embeddings"])

@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import REPO, ServerProcess, http_get, post_json, tei_tokens_reference
+from conftest import REPO, ServerProcess, http_get, openai_embeddings, post_json, tei_tokens_reference
 
 MODELS = REPO / "tests/golden/encoder_models"
 EMBEDDER = MODELS / "xlmr_tiny"
@@ -50,9 +50,7 @@ def reranker():
 def test_embeddings_equal_sentence_transformers(embedder):
     st = pytest.importorskip("sentence_transformers")
     want = st.SentenceTransformer(str(EMBEDDER), device="cpu").encode(TEXTS, convert_to_numpy=True)
-    status, body = post_json(embedder, "/v1/embeddings", {"input": TEXTS, "model": "xlmr_tiny"})
-    assert status == 200, body
-    got = np.array([d["embedding"] for d in sorted(body["data"], key=lambda d: d["index"])])
+    got, body = openai_embeddings(embedder, TEXTS, "xlmr_tiny")
     np.testing.assert_allclose(got, want, atol=1e-4)
 
 
@@ -69,9 +67,7 @@ def test_embeddings_keep_spaces_and_special_texts_as_tokenizer_json_reads_them(e
 def test_dimensions_equal_sentence_transformers_truncate_dim(embedder):
     st = pytest.importorskip("sentence_transformers")
     want = st.SentenceTransformer(str(EMBEDDER), device="cpu", truncate_dim=8).encode(TEXTS, convert_to_numpy=True)
-    status, body = post_json(embedder, "/v1/embeddings", {"input": TEXTS, "model": "xlmr_tiny", "dimensions": 8})
-    assert status == 200, body
-    got = np.array([d["embedding"] for d in sorted(body["data"], key=lambda d: d["index"])])
+    got, body = openai_embeddings(embedder, TEXTS, "xlmr_tiny", dimensions=8)
     np.testing.assert_allclose(got, want, atol=1e-4)
     status, body = post_json(embedder, "/v1/embeddings", {"input": TEXTS, "model": "xlmr_tiny", "dimensions": 33})
     assert status == 400 and "dimensions: 33 is outside [1, 32]" in body["error"]["message"], body

@@ -54,6 +54,8 @@ import transformers
 from sentence_transformers import CrossEncoder
 from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 
+from encoder_golden_util import reinit_
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = "tools/golden/cross_encoder_golden.py"
 SOURCE_TOKENIZER = os.path.join(
@@ -183,27 +185,10 @@ def build_tokenizer():
     return tok, vocab
 
 
-def reinit_(model, seed):
-    """Re-initialises every parameter of a BertForSequenceClassification."""
-    gen = torch.Generator().manual_seed(seed)
-    done = set()
-    with torch.no_grad():
-        for mod_name, module in model.named_modules():
-            if isinstance(module, torch.nn.LayerNorm):
-                module.weight.copy_(1.0 + 0.1 * torch.randn(module.weight.shape, generator=gen))
-                module.bias.copy_(0.1 * torch.randn(module.bias.shape, generator=gen))
-            elif isinstance(module, torch.nn.Linear):
-                std = 0.5 if mod_name == "classifier" else 0.2
-                module.weight.copy_(std * torch.randn(module.weight.shape, generator=gen))
-                module.bias.copy_(0.1 * torch.randn(module.bias.shape, generator=gen))
-            elif isinstance(module, torch.nn.Embedding):
-                module.weight.copy_(0.2 * torch.randn(module.weight.shape, generator=gen))
-            else:
-                continue
-            for p_name, _ in module.named_parameters(recurse=False):
-                done.add(f"{mod_name}.{p_name}")
-    missing = [n for n, _ in model.named_parameters() if n not in done]
-    assert not missing, missing
+def reinit_bert_classifier_(model, seed):
+    """reinit_ (encoder_golden_util.py), then a check that segments 0 and 1
+    differ enough to matter."""
+    reinit_(model, seed)
     tt = model.bert.embeddings.token_type_embeddings.weight
     assert (tt[0] - tt[1]).abs().max() > 0.1
 
@@ -222,7 +207,7 @@ def make_model(name, seed, id2label, tok, vocab):
         architectures=["BertForSequenceClassification"])
     torch.manual_seed(seed)
     model = transformers.BertForSequenceClassification(config).float().eval()
-    reinit_(model, seed)
+    reinit_bert_classifier_(model, seed)
     model.save_pretrained(d, safe_serialization=True)
     tok.save(os.path.join(d, "tokenizer.json"))
     tokenizer_config = {

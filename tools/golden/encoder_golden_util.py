@@ -40,6 +40,7 @@ def reinit_(model, seed, embedding_std=None):
     1 + N(0, 0.1) / N(0, 0.1), Linear N(0, 0.2) (classifier N(0, 0.5)),
     biases N(0, 0.1), Embedding N(0, 0.2) or embedding_std(name)."""
     gen = torch.Generator().manual_seed(seed)
+    done = set()
     with torch.no_grad():
         for name, module in model.named_modules():
             if isinstance(module, torch.nn.LayerNorm):
@@ -52,6 +53,12 @@ def reinit_(model, seed, embedding_std=None):
             elif isinstance(module, torch.nn.Embedding):
                 std = embedding_std(name) if embedding_std else 0.2
                 module.weight.copy_(std * torch.randn(module.weight.shape, generator=gen))
+            else:
+                continue
+            done.update(f"{name}.{p}" for p, _ in module.named_parameters(recurse=False))
+    # Every parameter was redrawn (none left at the library's initialisation).
+    missing = [n for n, _ in model.named_parameters() if n not in done]
+    assert not missing, missing
 
 
 def write_json(path, obj):
