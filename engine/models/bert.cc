@@ -15,12 +15,12 @@
 namespace attnserve {
 namespace {
 
-// Checkpoints saved from BertModel / XLMRobertaModel / MPNetModel name
-// tensors "embeddings...."; those saved from a task model (BertForMaskedLM,
-// XLMRobertaForSequenceClassification, ...) prefix them with "bert.",
-// "roberta." or "mpnet.".
+// Checkpoints saved from BertModel / XLMRobertaModel / MPNetModel /
+// DistilBertModel name tensors "embeddings...."; those saved from a task
+// model (BertForMaskedLM, XLMRobertaForSequenceClassification, ...) prefix
+// them with "bert.", "roberta.", "mpnet." or "distilbert.".
 std::string DetectPrefix(const SafetensorsArchive& w) {
-  for (const char* p : {"", "bert.", "roberta.", "mpnet.", "model."}) {
+  for (const char* p : {"", "bert.", "roberta.", "mpnet.", "distilbert.", "model."}) {
     if (w.Find(absl::StrCat(p, "embeddings.word_embeddings.weight")) != nullptr) return p;
   }
   return "";
@@ -34,26 +34,53 @@ absl::StatusOr<Linear> LoadLinear(const SafetensorsArchive& w, const std::string
   return Linear::Create(weight, &bias, storage, act, Linear::Kernel::kAuto, precision);
 }
 
-// Where a layer's attention tensors are: BERT's attention.self.query /
-// attention.output.dense / attention.output.LayerNorm, MPNet's
-// attention.attn.q / attention.attn.o / attention.LayerNorm.
-struct AttentionNames {
+// Where a layer's tensors are, under `<prefix><layers><i>.`: BERT's
+// encoder.layer.i.attention.self.query / attention.output.dense /
+// attention.output.LayerNorm / intermediate.dense / output.dense /
+// output.LayerNorm; MPNet's attention.attn.q / attention.attn.o /
+// attention.LayerNorm and BERT's feed-forward; DistilBERT's
+// transformer.layer.i.attention.q_lin / attention.out_lin / sa_layer_norm /
+// ffn.lin1 / ffn.lin2 / output_layer_norm.
+struct LayerNames {
+  const char* layers;
   const char* q;
   const char* k;
   const char* v;
   const char* out;
-  const char* norm;
+  const char* norm1;
+  const char* ff1;
+  const char* ff2;
+  const char* norm2;
 };
-AttentionNames AttentionNamesOf(EncoderFamily family) {
+LayerNames LayerNamesOf(EncoderFamily family) {
   if (family == EncoderFamily::kMpnet) {
-    return {"attention.attn.q", "attention.attn.k", "attention.attn.v", "attention.attn.o", "attention.LayerNorm"};
+    return {"encoder.layer.", "attention.attn.q", "attention.attn.k", "attention.attn.v", "attention.attn.o",
+            "attention.LayerNorm", "intermediate.dense", "output.dense", "output.LayerNorm"};
   }
-  return {"attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense",
-          "attention.output.LayerNorm"};
+  if (family == EncoderFamily::kDistilBert) {
+    return {"transformer.layer.", "attention.q_lin", "attention.k_lin", "attention.v_lin", "attention.out_lin",
+            "sa_layer_norm", "ffn.lin1", "ffn.lin2", "output_layer_norm"};
+  }
+  return {"encoder.layer.", "attention.self.query", "attention.self.key", "attention.self.value",
+          "attention.output.dense", "attention.output.LayerNorm", "intermediate.dense", "output.dense",
+          "output.LayerNorm"};
+}
+
+ClassifierHead::Kind ClassifierKindOf(EncoderFamily family) {
+  switch (family) {
+    case EncoderFamily::kBert:
+      return ClassifierHead::Kind::kBertPooler;
+    case EncoderFamily::kDistilBert:
+      return ClassifierHead::Kind::kDistilBert;
+    case EncoderFamily::kRoberta:
+    case EncoderFamily::kMpnet:
+      return ClassifierHead::Kind::kRoberta;
+  }
+  return ClassifierHead::Kind::kBertPooler;
 }
 
 // Q, K and V projections concatenated into one [3D, D] GEMM.
-absl::StatusOr<Linear> LoadQkv(const SafetensorsArchive& w, const std::string& prefix, const AttentionNames& names,
+absl::StatusOr<Linear> LoadQkv(const SafetensorsArchive& w, const std::string& prefix, const LayerNames& names,
                                int64_t d, DType storage, MatmulPrecision precision) {
   Tensor weight = Tensor::Empty({3 * d, d});
   Tensor bias = Tensor::Empty({3 * d});
@@ -94,28 +121,28 @@ absl::StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::Load(const Safetensors
     ASSIGN_OR_RETURN(m->relative_bias_, w.LoadWithShape(p + "encoder.relative_attention_bias.weight",
                                                         {c.relative_attention_buckets, c.num_heads}, DType::kF32));
   }
-  const AttentionNames names = AttentionNamesOf(c.family);
+  const LayerNames names = LayerNamesOf(c.family);
   ASSIGN_OR_RETURN(m->emb_ln_g_, w.LoadWithShape(p + "embeddings.LayerNorm.weight", {d}, DType::kF32));
   ASSIGN_OR_RETURN(m->emb_ln_b_, w.LoadWithShape(p + "embeddings.LayerNorm.bias", {d}, DType::kF32));
   m->layers_.reserve(c.num_layers);
   for (int i = 0; i < c.num_layers; ++i) {
-    const std::string lp = absl::StrCat(p, "encoder.layer.", i, ".");
+    const std::string lp = absl::StrCat(p, names.layers, i, ".");
     ASSIGN_OR_RETURN(Linear qkv, LoadQkv(w, lp, names, d, storage, precision));
     ASSIGN_OR_RETURN(Linear out, LoadLinear(w, lp + names.out, d, d, storage, precision));
-    ASSIGN_OR_RETURN(Linear ff1, LoadLinear(w, lp + "intermediate.dense", c.intermediate_size, d, storage,
-                                            precision, Activation::kGeluErf));
-    ASSIGN_OR_RETURN(Linear ff2, LoadLinear(w, lp + "output.dense", d, c.intermediate_size, storage, precision));
-    ASSIGN_OR_RETURN(Tensor ln1_g, w.LoadWithShape(absl::StrCat(lp, names.norm, ".weight"), {d}, DType::kF32));
-    ASSIGN_OR_RETURN(Tensor ln1_b, w.LoadWithShape(absl::StrCat(lp, names.norm, ".bias"), {d}, DType::kF32));
-    ASSIGN_OR_RETURN(Tensor ln2_g, w.LoadWithShape(lp + "output.LayerNorm.weight", {d}, DType::kF32));
-    ASSIGN_OR_RETURN(Tensor ln2_b, w.LoadWithShape(lp + "output.LayerNorm.bias", {d}, DType::kF32));
+    ASSIGN_OR_RETURN(Linear ff1, LoadLinear(w, lp + names.ff1, c.intermediate_size, d, storage, precision,
+                                            Activation::kGeluErf));
+    ASSIGN_OR_RETURN(Linear ff2, LoadLinear(w, lp + names.ff2, d, c.intermediate_size, storage, precision));
+    ASSIGN_OR_RETURN(Tensor ln1_g, w.LoadWithShape(absl::StrCat(lp, names.norm1, ".weight"), {d}, DType::kF32));
+    ASSIGN_OR_RETURN(Tensor ln1_b, w.LoadWithShape(absl::StrCat(lp, names.norm1, ".bias"), {d}, DType::kF32));
+    ASSIGN_OR_RETURN(Tensor ln2_g, w.LoadWithShape(absl::StrCat(lp, names.norm2, ".weight"), {d}, DType::kF32));
+    ASSIGN_OR_RETURN(Tensor ln2_b, w.LoadWithShape(absl::StrCat(lp, names.norm2, ".bias"), {d}, DType::kF32));
     m->layers_.push_back(Layer{std::move(qkv), std::move(out), std::move(ff1), std::move(ff2), std::move(ln1_g),
                                std::move(ln1_b), std::move(ln2_g), std::move(ln2_b)});
   }
   if (!c.labels.empty()) {
     ASSIGN_OR_RETURN(m->classifier_,
                      ClassifierHead::Load(w, p, c.hidden_size, static_cast<int>(c.labels.size()),
-                                          c.family != EncoderFamily::kBert));
+                                          ClassifierKindOf(c.family)));
   }
   return m;
 }

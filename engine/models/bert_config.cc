@@ -63,27 +63,37 @@ absl::StatusOr<BertConfig> ParseBertConfig(const HfConfig& config) {
     c.family = EncoderFamily::kRoberta;
   } else if (type == "mpnet") {
     c.family = EncoderFamily::kMpnet;
+  } else if (type == "distilbert") {
+    c.family = EncoderFamily::kDistilBert;
   } else {
     return absl::InvalidArgumentError(absl::StrCat(path, ": model_type \"", type,
                                                    "\" is not supported by the encoder (bert, xlm-roberta, roberta, "
-                                                   "camembert, mpnet)"));
+                                                   "camembert, mpnet, distilbert)"));
   }
-  ASSIGN_OR_RETURN(int64_t hidden, config.Int("hidden_size", 1, 1 << 16));
-  ASSIGN_OR_RETURN(int64_t layers, config.Int("num_hidden_layers", 1, 1024));
-  ASSIGN_OR_RETURN(int64_t heads, config.Int("num_attention_heads", 1, 1024));
-  ASSIGN_OR_RETURN(int64_t inter, config.Int("intermediate_size", 1, 1 << 18));
+  // DistilBertConfig names the sizes dim / n_layers / n_heads / hidden_dim /
+  // activation and fixes every LayerNorm's eps at 1e-12.
+  const bool distil = c.family == EncoderFamily::kDistilBert;
+  ASSIGN_OR_RETURN(int64_t hidden, config.Int(distil ? "dim" : "hidden_size", 1, 1 << 16));
+  ASSIGN_OR_RETURN(int64_t layers, config.Int(distil ? "n_layers" : "num_hidden_layers", 1, 1024));
+  ASSIGN_OR_RETURN(int64_t heads, config.Int(distil ? "n_heads" : "num_attention_heads", 1, 1024));
+  ASSIGN_OR_RETURN(int64_t inter, config.Int(distil ? "hidden_dim" : "intermediate_size", 1, 1 << 18));
   ASSIGN_OR_RETURN(int64_t vocab, config.Int("vocab_size", 1, 1 << 24));
   ASSIGN_OR_RETURN(int64_t positions, config.Int("max_position_embeddings", 1, 1 << 20));
-  ASSIGN_OR_RETURN(int64_t types, config.IntOr("type_vocab_size", 2, 1, 1 << 16));
-  ASSIGN_OR_RETURN(double eps, config.DoubleOr("layer_norm_eps", 1e-12));
-  ASSIGN_OR_RETURN(std::string act, config.StringOr("hidden_act", "gelu"));
-  ASSIGN_OR_RETURN(std::string pos_type, config.StringOr("position_embedding_type", "absolute"));
+  ASSIGN_OR_RETURN(int64_t types, distil ? absl::StatusOr<int64_t>(0) : config.IntOr("type_vocab_size", 2, 1, 1 << 16));
+  ASSIGN_OR_RETURN(double eps, distil ? absl::StatusOr<double>(1e-12) : config.DoubleOr("layer_norm_eps", 1e-12));
+  const char* act_field = distil ? "activation" : "hidden_act";
+  ASSIGN_OR_RETURN(std::string act, config.StringOr(act_field, "gelu"));
+  // DistilBERT's positions are always learned-table lookups by index; a
+  // sinusoidal_pos_embds model stores its table in the checkpoint like any other.
+  ASSIGN_OR_RETURN(std::string pos_type,
+                   distil ? absl::StatusOr<std::string>("absolute") : config.StringOr("position_embedding_type", "absolute"));
   if (hidden % heads != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": hidden_size ", hidden,
-                                                   " is not a multiple of num_attention_heads ", heads));
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", distil ? "dim " : "hidden_size ", hidden,
+                                                   " is not a multiple of ", distil ? "n_heads " : "num_attention_heads ",
+                                                   heads));
   }
   if (act != "gelu") {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": hidden_act \"", act, "\" is not supported (gelu)"));
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", act_field, " \"", act, "\" is not supported (gelu)"));
   }
   if (pos_type != "absolute") {
     return absl::InvalidArgumentError(
@@ -124,7 +134,8 @@ absl::StatusOr<BertConfig> ParseBertConfig(const HfConfig& config) {
   static constexpr const char* kClassifiers[] = {"BertForSequenceClassification", "XLMRobertaForSequenceClassification",
                                                  "RobertaForSequenceClassification",
                                                  "CamembertForSequenceClassification",
-                                                 "MPNetForSequenceClassification"};
+                                                 "MPNetForSequenceClassification",
+                                                 "DistilBertForSequenceClassification"};
   for (const std::string& architecture : config.architectures()) {
     if (std::find(std::begin(kClassifiers), std::end(kClassifiers), architecture) != std::end(kClassifiers)) {
       ASSIGN_OR_RETURN(c.labels, SequenceClassificationLabels(config));

@@ -5,7 +5,12 @@
 // sequence-classification head is RobertaClassificationHead; and MPNet
 // ("mpnet": all-mpnet-base-v2, multi-qa-mpnet), RoBERTa's positions and head
 // plus a relative position bias added to every layer's attention scores (T5's
-// buckets, one table shared by the layers) and no token-type embeddings.
+// buckets, one table shared by the layers) and no token-type embeddings;
+// and DistilBERT ("distilbert": the sst-2 sentiment classifier, msmarco- and
+// multi-qa-distilbert embedders), BERT's layers under other names
+// (transformer.layer.N.attention.q_lin, sa_layer_norm, ffn.lin1, ...) and
+// config keys (dim, n_layers, n_heads, hidden_dim, activation), no
+// token-type embeddings, and a pre_classifier + ReLU classification head.
 #ifndef ATTNSERVE_ENGINE_MODELS_BERT_CONFIG_H_
 #define ATTNSERVE_ENGINE_MODELS_BERT_CONFIG_H_
 
@@ -17,7 +22,7 @@
 
 namespace attnserve {
 
-enum class EncoderFamily { kBert, kRoberta, kMpnet };
+enum class EncoderFamily { kBert, kRoberta, kMpnet, kDistilBert };
 
 struct BertConfig {
   EncoderFamily family = EncoderFamily::kBert;
@@ -32,29 +37,30 @@ struct BertConfig {
   // so a sequence holds at most max_positions - pad - 1 tokens. -1 for BERT
   // (position = index).
   int pad_token_id = -1;
-  int type_vocab_size = 0;   // 0: no token-type embeddings (MPNet); every token is segment 0
+  int type_vocab_size = 0;   // 0: no token-type embeddings (MPNet, DistilBERT); every token is segment 0
   // MPNet: relative_attention_num_buckets (32, the count transformers'
   // bucket function assumes); 0 for the others.
   int relative_attention_buckets = 0;
   float layer_norm_eps = 1e-12f;
   // BertForSequenceClassification / (XLM)RobertaForSequenceClassification /
-  // MPNetForSequenceClassification (a cross-encoder or classifier): its
+  // MPNetForSequenceClassification / DistilBertForSequenceClassification
+  // (a cross-encoder or classifier): its
   // labels in id order (config.json id2label, else num_labels as
   // "LABEL_<i>", else Hugging Face's default of two). Empty: a plain
   // encoder.
   std::vector<std::string> labels;
   int head_dim() const { return hidden_size / num_heads; }
   // Positions counted after the padding id (RoBERTa and MPNet).
-  bool roberta_positions() const { return family != EncoderFamily::kBert; }
+  bool roberta_positions() const { return family == EncoderFamily::kRoberta || family == EncoderFamily::kMpnet; }
   // The longest sequence the position table allows.
   int max_sequence_length() const {
     return roberta_positions() ? max_positions - pad_token_id - 1 : max_positions;
   }
 };
 
-// Validates every field (ranges, D % H == 0, hidden_act "gelu",
-// position_embedding_type "absolute", id2label keys 0..n-1); errors name
-// config.json and the field.
+// Validates every field (ranges, D % H == 0, hidden_act (DistilBERT:
+// activation) "gelu", position_embedding_type "absolute", id2label keys
+// 0..n-1); errors name config.json and the field as the file spells it.
 absl::StatusOr<BertConfig> ParseBertConfig(const HfConfig& config);
 
 }  // namespace attnserve

@@ -1,5 +1,6 @@
 #include "engine/models/classifier_head.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -8,13 +9,20 @@
 namespace attnserve {
 
 absl::StatusOr<ClassifierHead> ClassifierHead::Load(const SafetensorsArchive& w, const std::string& prefix,
-                                                    int hidden_size, int num_labels, bool roberta_head) {
+                                                    int hidden_size, int num_labels, Kind kind) {
   ClassifierHead head;
   head.hidden_ = hidden_size;
   head.num_labels_ = num_labels;
+  head.relu_ = kind == Kind::kDistilBert;
   const int64_t d = hidden_size;
-  const std::string dense = roberta_head ? "classifier.dense" : prefix + "pooler.dense";
-  const std::string out = roberta_head ? "classifier.out_proj" : "classifier";
+  std::string dense = prefix + "pooler.dense";
+  std::string out = "classifier";
+  if (kind == Kind::kRoberta) {
+    dense = "classifier.dense";
+    out = "classifier.out_proj";
+  } else if (kind == Kind::kDistilBert) {
+    dense = "pre_classifier";
+  }
   ASSIGN_OR_RETURN(head.pooler_w_, w.LoadWithShape(dense + ".weight", {d, d}, DType::kF32));
   ASSIGN_OR_RETURN(head.pooler_b_, w.LoadWithShape(dense + ".bias", {d}, DType::kF32));
   ASSIGN_OR_RETURN(head.classifier_w_, w.LoadWithShape(out + ".weight", {num_labels, d}, DType::kF32));
@@ -29,7 +37,7 @@ void ClassifierHead::Logits(const float* cls, float* out) const {
   for (int i = 0; i < d; ++i) {
     float acc = pooler_b_.f32()[i];
     for (int j = 0; j < d; ++j) acc += pw[int64_t{i} * d + j] * cls[j];
-    pooled[i] = std::tanh(acc);
+    pooled[i] = relu_ ? std::max(acc, 0.0f) : std::tanh(acc);
   }
   const float* cw = classifier_w_.f32();
   for (int k = 0; k < num_labels_; ++k) {

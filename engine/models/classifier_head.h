@@ -1,12 +1,14 @@
 // The sequence-classification head of Hugging Face's
-// BertForSequenceClassification and RobertaClassificationHead (XLM-R,
-// RoBERTa, CamemBERT), what a cross-encoder (reranker) or a text classifier
-// answers with. Both are
+// BertForSequenceClassification, RobertaClassificationHead (XLM-R, RoBERTa,
+// CamemBERT, MPNet) and DistilBertForSequenceClassification, what a
+// cross-encoder (reranker) or a text classifier answers with:
 //
-//   logits = out(tanh(dense(hidden[first token])))
+//   logits = out(act(dense(hidden[first token])))
 //
 // BERT: dense [D, D] + bias "bert.pooler.dense", out [labels, D] + bias
-// "classifier"; RoBERTa: "classifier.dense" and "classifier.out_proj".
+// "classifier", act tanh; RoBERTa: "classifier.dense" and
+// "classifier.out_proj", tanh; DistilBERT: "pre_classifier" and
+// "classifier", ReLU.
 // Dropout is inactive at inference. The head is a few
 // thousand multiply-adds per sequence beside the forward's millions, so it
 // runs as plain f32 loops on the [CLS] row, with f32 weights whatever the
@@ -27,11 +29,14 @@ namespace attnserve {
 
 class ClassifierHead {
  public:
+  enum class Kind { kBertPooler, kRoberta, kDistilBert };
+
   // BERT: reads `<prefix>pooler.dense.{weight,bias}` and
   // `classifier.{weight,bias}`; RoBERTa: `classifier.dense.*` and
-  // `classifier.out_proj.*`. Errors name the file, the tensor and both shapes.
+  // `classifier.out_proj.*`; DistilBERT: `pre_classifier.*` and
+  // `classifier.*`. Errors name the file, the tensor and both shapes.
   static absl::StatusOr<ClassifierHead> Load(const SafetensorsArchive& weights, const std::string& prefix,
-                                             int hidden_size, int num_labels, bool roberta_head);
+                                             int hidden_size, int num_labels, Kind kind);
 
   int num_labels() const { return num_labels_; }
   // out[num_labels] = the logits of one sequence whose first-token hidden
@@ -42,6 +47,7 @@ class ClassifierHead {
  private:
   int hidden_ = 0;
   int num_labels_ = 0;
+  bool relu_ = false;  // DistilBERT's ReLU where the others have tanh
   Tensor pooler_w_, pooler_b_;          // dense: [D, D], [D]
   Tensor classifier_w_, classifier_b_;  // out: [labels, D], [labels]
 };

@@ -1,4 +1,4 @@
-"""Helpers shared by the encoder golden scripts (xlmr_golden.py,
+"""Helpers shared by the encoder golden scripts (xlmr_golden.py, distilbert_golden.py,
 roberta_golden.py, mpnet_golden.py): the seeded corpus of MiniLM words, the
 re-initialisation of a tiny model's parameters, sentence-transformers'
 module files, byte offsets and JSON writing."""

@@ -1,0 +1,84 @@
+"""DistilBERT encoders served by the real binary (the tiny random-weight models
+of tools/golden/distilbert_golden.py: msmarco-distilbert-base-v4's modules
+and distilbert-base-uncased-finetuned-sst-2-english's head and labels, with a
+BERT-uncased WordPiece vocabulary): OpenAI embeddings against
+sentence-transformers' SentenceTransformer on the same directory up to the
+64-token limit, TEI's /tokenize against Hugging Face tokenizers, TEI's
+/predict against transformers' text-classification pipeline (texts) and the
+golden logits (pairs, whose segments DistilBERT never reads), and
+/v1/model_info."""
+import json
+
+import numpy as np
+import pytest
+
+from conftest import REPO, ServerProcess, http_get, openai_embeddings, post_json, tei_tokens_reference
+
+MODELS = REPO / "tests/golden/encoder_models"
+EMBEDDER = MODELS / "distilbert_tiny"
+CLASSIFIER = MODELS / "distilbert_classifier_tiny"
+GOLDEN = json.loads((REPO / "tests/golden/encoder/distilbert_golden.json").read_text())
+TEXTS = [c["text"] for c in GOLDEN["embeddings"]]
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    s = ServerProcess(f"--encoder-model={EMBEDDER}", "--threads=2")
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="module")
+def classifier():
+    s = ServerProcess(f"--encoder-model={CLASSIFIER}", "--threads=2")
+    yield s
+    s.close()
+
+
+def test_embeddings_equal_sentence_transformers(embedder):
+    st = pytest.importorskip("sentence_transformers")
+    want = st.SentenceTransformer(str(EMBEDDER), device="cpu").encode(TEXTS, convert_to_numpy=True)
+    got, body = openai_embeddings(embedder, TEXTS, "distilbert_tiny")
+    # No Normalize module: the raw mean, as sentence-transformers returns it.
+    assert abs(np.linalg.norm(want[0]) - 1.0) > 0.05
+    np.testing.assert_allclose(got, want, atol=1e-4)
+    assert body["usage"]["prompt_tokens"] == sum(len(c["ids"]) for c in GOLDEN["embeddings"])
+
+
+def test_tei_tokenize_equals_tokenizers(embedder):
+    tokenizers = pytest.importorskip("tokenizers")
+    tok = tokenizers.Tokenizer.from_file(str(EMBEDDER / "tokenizer.json"))
+    texts = TEXTS[:7]
+    status, body = post_json(embedder, "/tokenize", {"inputs": texts})
+    assert status == 200, body
+    assert body == [tei_tokens_reference(tok, t) for t in texts]
+
+
+def test_tei_predict_equals_transformers_pipeline(classifier):
+    transformers = pytest.importorskip("transformers")
+    pipe = transformers.pipeline("text-classification", model=str(CLASSIFIER), device="cpu", top_k=None)
+    texts = [c["text"] for c in GOLDEN["logits"] if c["text_pair"] is None and len(c["ids"]) < GOLDEN["max_tokens"]]
+    assert len(texts) >= 5
+    status, body = post_json(classifier, "/predict", {"inputs": [[t] for t in texts]})
+    assert status == 200, body
+    for text, got, want in zip(texts, body, pipe(texts)):
+        assert [p["label"] for p in got] == [w["label"] for w in want], text
+        assert [p["score"] for p in got] == pytest.approx([w["score"] for w in want], abs=2e-5), text
+
+
+def test_tei_predict_pairs_equal_transformers_logits(classifier):
+    cases = [c for c in GOLDEN["logits"] if c["text_pair"] is not None]
+    status, body = post_json(classifier, "/predict", {"inputs": [[c["text"], c["text_pair"]] for c in cases],
+                                                      "raw_scores": True})
+    assert status == 200, body
+    for got, c in zip(body, cases):
+        by_label = {p["label"]: p["score"] for p in got}
+        assert [by_label["NEGATIVE"], by_label["POSITIVE"]] == pytest.approx(c["logits"], abs=1e-4), c["text"]
+
+
+def test_model_info_names_the_architecture_and_limit(embedder):
+    status, raw = http_get(f"http://127.0.0.1:{embedder.http_port}/v1/model_info")
+    assert status == 200, raw
+    (info,) = json.loads(raw)["models"]
+    assert info["architecture"] == "distilbert", info
+    assert info["max_positions"] == info["max_input_tokens"] == GOLDEN["max_tokens"], info
