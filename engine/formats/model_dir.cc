@@ -52,6 +52,27 @@ absl::StatusOr<std::string> ReadPooling(const std::string& path, bool* include_p
 
 }  // namespace
 
+// sentence-transformers' SpladePooling config; its chunk_size and
+// embedding_dimension change nothing in the result.
+absl::Status ReadSpladePooling(const std::string& path, SentenceTransformersConfig& st) {
+  ASSIGN_OR_RETURN(nlohmann::json j, ReadJsonFile(path));
+  if (!j.is_object()) return absl::InvalidArgumentError(absl::StrCat(path, ": not a JSON object"));
+  ASSIGN_OR_RETURN(std::optional<std::string> strategy, JsonOptionalString(j, "pooling_strategy", path));
+  ASSIGN_OR_RETURN(std::optional<std::string> activation, JsonOptionalString(j, "activation_function", path));
+  st.splade = true;
+  st.splade_pooling_strategy = strategy.value_or("max");
+  st.splade_activation = activation.value_or("relu");
+  if (st.splade_pooling_strategy != "max" && st.splade_pooling_strategy != "sum") {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": pooling_strategy \"", st.splade_pooling_strategy,
+                                                   "\" is not supported (max, sum)"));
+  }
+  if (st.splade_activation != "relu" && st.splade_activation != "log1p_relu") {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": activation_function \"", st.splade_activation,
+                                                   "\" is not supported (relu, log1p_relu)"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<SentenceTransformersConfig> ReadSentenceTransformersConfig(const std::string& dir) {
   SentenceTransformersConfig st;
   std::error_code ec;
@@ -72,6 +93,12 @@ absl::StatusOr<SentenceTransformersConfig> ReadSentenceTransformersConfig(const 
                          ReadPooling((fs::path(dir) / *sub / "config.json").string(), &st.pooling_include_prompt));
       } else if (type->ends_with(".Normalize")) {
         st.normalize = true;
+      } else if (type->ends_with(".SpladePooling")) {
+        if (!sub.has_value() || sub->find("..") != std::string::npos) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(modules_path, ": SpladePooling module without a valid \"path\""));
+        }
+        RETURN_IF_ERROR(ReadSpladePooling((fs::path(dir) / *sub / "config.json").string(), st));
       }
     }
   }
@@ -98,6 +125,12 @@ absl::StatusOr<SentenceTransformersConfig> ReadSentenceTransformersConfig(const 
         }
         st.prompts[it.key()] = it.value().get<std::string>();
       }
+    }
+    // A SparseEncoder's max_active_dims keeps each embedding's largest
+    // entries only; not applied here, so refused rather than ignored.
+    if (auto dims = j.find("max_active_dims"); dims != j.end() && !dims->is_null()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(prompts_path, ": max_active_dims ", dims->dump(), " is not supported (null)"));
     }
     ASSIGN_OR_RETURN(std::optional<std::string> default_name,
                      JsonOptionalString(j, "default_prompt_name", prompts_path));

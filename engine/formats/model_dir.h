@@ -34,6 +34,12 @@ struct SentenceTransformersConfig {
   // (empty: none).
   std::map<std::string, std::string> prompts;
   std::string default_prompt_name;
+  // A SpladePooling module (a SparseEncoder: SPLADE over the masked-language
+  // model's logits) and its 1_SpladePooling/config.json: pooling_strategy
+  // "max" or "sum", activation_function "relu" or "log1p_relu".
+  bool splade = false;
+  std::string splade_pooling_strategy = "max";
+  std::string splade_activation = "relu";
 };
 
 struct ModelDir {

@@ -144,6 +144,9 @@ absl::StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::Load(const Safetensors
                      ClassifierHead::Load(w, p, c.hidden_size, static_cast<int>(c.labels.size()),
                                           ClassifierKindOf(c.family)));
   }
+  if (c.masked_lm_head) {
+    ASSIGN_OR_RETURN(m->mlm_head_, MlmHead::Load(w, p, c, precision));
+  }
   return m;
 }
 
@@ -155,6 +158,7 @@ int64_t BertEncoder::weight_bytes() const {
     bytes += static_cast<int64_t>(l.ln1_g.bytes() + l.ln1_b.bytes() + l.ln2_g.bytes() + l.ln2_b.bytes());
   }
   if (classifier_.has_value()) bytes += classifier_->weight_bytes();
+  if (mlm_head_.has_value()) bytes += mlm_head_->weight_bytes();
   return bytes;
 }
 

@@ -36,6 +36,7 @@
 #include "engine/formats/safetensors.h"
 #include "engine/models/bert_config.h"
 #include "engine/models/classifier_head.h"
+#include "engine/models/mlm_head.h"
 #include "engine/ops/linear.h"
 
 namespace attnserve {
@@ -127,6 +128,8 @@ class BertEncoder {
   // The sequence-classification head when config().labels is not empty
   // (BertForSequenceClassification), else null.
   const ClassifierHead* classifier() const { return classifier_.has_value() ? &*classifier_ : nullptr; }
+  // The masked-language-model head when config().masked_lm_head, else null.
+  const MlmHead* mlm_head() const { return mlm_head_.has_value() ? &*mlm_head_ : nullptr; }
   DType storage() const { return storage_; }
   int64_t weight_bytes() const;
   // Creates every oneDNN primitive the projections could use
@@ -157,6 +160,7 @@ class BertEncoder {
   Tensor emb_ln_g_, emb_ln_b_;
   std::vector<Layer> layers_;
   std::optional<ClassifierHead> classifier_;
+  std::optional<MlmHead> mlm_head_;
 };
 
 // transformers' MPNet relative_position_bucket (T5's, bidirectional) for

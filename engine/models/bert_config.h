@@ -49,6 +49,10 @@ struct BertConfig {
   // "LABEL_<i>", else Hugging Face's default of two). Empty: a plain
   // encoder.
   std::vector<std::string> labels;
+  // Load the masked-language-model head (BertForMaskedLM /
+  // DistilBertForMaskedLM) for SPLADE pooling; set by the model directory's
+  // sentence-transformers SpladePooling module, not by config.json.
+  bool masked_lm_head = false;
   int head_dim() const { return hidden_size / num_heads; }
   // Positions counted after the padding id (RoBERTa and MPNet).
   bool roberta_positions() const { return family == EncoderFamily::kRoberta || family == EncoderFamily::kMpnet; }

@@ -18,6 +18,8 @@ absl::StatusOr<std::unique_ptr<EncoderModel>> EncoderModel::Load(const std::stri
                                                                  const EncoderLoadOptions& options) {
   ASSIGN_OR_RETURN(ModelDir md, OpenModelDir(dir));
   ASSIGN_OR_RETURN(BertConfig config, ParseBertConfig(md.config));
+  const SentenceTransformersConfig& st = md.sentence_transformers;
+  config.masked_lm_head = st.splade;
   std::unique_ptr<EncoderModel> m(new EncoderModel());
   if (!md.tokenizer_json.empty()) {
     ASSIGN_OR_RETURN(m->tokenizer_, LoadEncoderTokenizer(md.tokenizer_json));
@@ -38,11 +40,15 @@ absl::StatusOr<std::unique_ptr<EncoderModel>> EncoderModel::Load(const std::stri
                                                 options.matmul_precision));
   if (options.prepare_kernels) RETURN_IF_ERROR(m->bert_->CreateAllPrimitives());
 
-  const SentenceTransformersConfig& st = md.sentence_transformers;
   if (!st.pooling.empty()) {
     absl::StatusOr<PoolingMode> mode = PoolingModeFromName(st.pooling);
     if (!mode.ok()) return absl::InvalidArgumentError(absl::StrCat(dir, ": 1_Pooling: ", mode.status().message()));
     m->default_pooling_ = *mode;
+  }
+  if (st.splade) {
+    m->default_pooling_ = PoolingMode::kSplade;
+    m->splade_.sum = st.splade_pooling_strategy == "sum";
+    m->splade_.double_log = st.splade_activation == "log1p_relu";
   }
   m->default_normalize_ = st.normalize;
   m->prompts_ = st.prompts;
@@ -92,6 +98,17 @@ absl::StatusOr<std::unique_ptr<EncodeJob>> EncoderModel::StartEncode(absl::Span<
     }
     if (options.pooling == PoolingMode::kNone) {
       return absl::InvalidArgumentError("Encode: dimensions shortens pooled embeddings; not with pooling none");
+    }
+  }
+  const PoolingMode pooling = options.pooling == PoolingMode::kModelDefault ? default_pooling_ : options.pooling;
+  if (pooling == PoolingMode::kSplade) {
+    if (bert_->mlm_head() == nullptr) {
+      return absl::InvalidArgumentError(
+          "Encode: pooling splade needs a SPLADE model (a masked-language model with a SpladePooling module); "
+          "this one has none");
+    }
+    if (options.dimensions != 0) {
+      return absl::InvalidArgumentError("Encode: dimensions shortens dense embeddings; not with pooling splade");
     }
   }
   for (int layer : options.attention_layers) {
@@ -211,6 +228,24 @@ absl::StatusOr<std::unique_ptr<EncodeJob>> EncoderModel::StartEncode(absl::Span<
   return job;
 }
 
+namespace {
+
+// The SPLADE vector of one sequence's rows as its non-zero entries.
+absl::Status SparseEmbedding(const MlmHead& head, const SpladePoolingConfig& pooling, const float* rows, int n,
+                             bool normalize, EncodeResult& r) {
+  std::vector<float> dense(head.vocab_size());
+  RETURN_IF_ERROR(head.Pool(pooling, rows, n, dense.data()));
+  if (normalize) L2Normalize(dense.data(), static_cast<int>(dense.size()));
+  for (size_t k = 0; k < dense.size(); ++k) {
+    if (dense[k] == 0.0f) continue;
+    r.sparse_indices.push_back(static_cast<int32_t>(k));
+    r.sparse_values.push_back(dense[k]);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<EncodeResult>> EncodeJob::Finish() {
   BertForwardResult forward;
   RETURN_IF_ERROR(forward_->Finish(&forward));
@@ -234,7 +269,9 @@ absl::StatusOr<std::vector<EncodeResult>> EncodeJob::Finish() {
       r.logits.resize(classifier->num_labels());
       classifier->Logits(rows, r.logits.data());  // the [CLS] row
     }
-    if (pooling == PoolingMode::kNone) {
+    if (pooling == PoolingMode::kSplade) {
+      RETURN_IF_ERROR(SparseEmbedding(*model_->bert_->mlm_head(), model_->splade_, rows, n, normalize, r));
+    } else if (pooling == PoolingMode::kNone) {
       r.embedding = Tensor::Empty({n, d});
       std::memcpy(r.embedding.f32(), rows, sizeof(float) * n * d);
       if (normalize) {
@@ -292,7 +329,9 @@ absl::StatusOr<std::string> EncoderModel::Detokenize(absl::Span<const int32_t> i
 }
 
 int64_t EncoderModel::ScratchBytes(int batch_size, int seq_len) const {
-  return bert_->ScratchBytes(batch_size, seq_len);
+  const MlmHead* head = bert_->mlm_head();
+  return bert_->ScratchBytes(batch_size, seq_len) +
+         (head == nullptr ? 0 : head->ScratchBytes() + int64_t{head->vocab_size()} * sizeof(float));
 }
 
 }  // namespace attnserve

@@ -78,6 +78,10 @@ struct EncodeResult {
   std::vector<std::pair<int, Tensor>> attentions;  // (layer, [H,N,N] or [N,N]) when asked
   // A model with a classification head: its raw logits, one per label.
   std::vector<float> logits;
+  // PoolingMode::kSplade (embedding then empty): the vocabulary entries with
+  // a non-zero weight, ids ascending, and their weights.
+  std::vector<int32_t> sparse_indices;
+  std::vector<float> sparse_values;
 };
 
 class EncoderModel;
@@ -139,6 +143,9 @@ class EncoderModel {
   int64_t ScratchBytes(int batch_size, int seq_len) const;
   // The pooling and normalisation the model directory asks for.
   PoolingMode default_pooling() const { return default_pooling_; }
+  // A SPLADE model (its directory's SpladePooling module): kSplade is its
+  // default pooling and the only one giving its sparse embeddings.
+  bool sparse() const { return bert_->mlm_head() != nullptr; }
   bool default_normalize() const { return default_normalize_; }
   // Named prompts (config_sentence_transformers.json) and the default one's
   // name ("" if none).
@@ -158,6 +165,7 @@ class EncoderModel {
   std::map<std::string, std::string> prompts_;
   std::string default_prompt_name_;
   bool pooling_include_prompt_ = true;
+  SpladePoolingConfig splade_;  // with a masked-language-model head
   int max_tokens_ = 0;
 };
 

@@ -14,7 +14,9 @@ absl::StatusOr<PoolingMode> PoolingModeFromName(const std::string& name) {
   if (name == "cls") return PoolingMode::kCls;
   if (name == "lasttoken") return PoolingMode::kLast;
   if (name == "max") return PoolingMode::kMax;
-  return absl::InvalidArgumentError(absl::StrCat("pooling \"", name, "\" is not supported (mean, cls, lasttoken, max)"));
+  if (name == "splade") return PoolingMode::kSplade;
+  return absl::InvalidArgumentError(
+      absl::StrCat("pooling \"", name, "\" is not supported (mean, cls, lasttoken, max, splade)"));
 }
 
 const char* PoolingModeName(PoolingMode mode) {
@@ -25,6 +27,7 @@ const char* PoolingModeName(PoolingMode mode) {
     case PoolingMode::kLast: return "lasttoken";
     case PoolingMode::kMax: return "max";
     case PoolingMode::kNone: return "none";
+    case PoolingMode::kSplade: return "splade";
   }
   return "unknown";
 }

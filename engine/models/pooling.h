@@ -11,11 +11,13 @@ namespace attnserve {
 
 // kModelDefault: what the model directory says (sentence-transformers
 // Pooling module; mean when there is none). kNone: no pooling, every token's
-// vector is returned.
-enum class PoolingMode { kModelDefault, kMean, kCls, kLast, kMax, kNone };
+// vector is returned. kSplade: a sparse vocabulary-sized vector from the
+// masked-language-model head (engine/models/mlm_head.h), for a model whose
+// directory has a SpladePooling module.
+enum class PoolingMode { kModelDefault, kMean, kCls, kLast, kMax, kNone, kSplade };
 
-// "mean", "cls", "lasttoken", "max" (the sentence-transformers names) to a
-// mode; other names are INVALID_ARGUMENT.
+// "mean", "cls", "lasttoken", "max" (the sentence-transformers names) and
+// "splade" to a mode; other names are INVALID_ARGUMENT.
 absl::StatusOr<PoolingMode> PoolingModeFromName(const std::string& name);
 const char* PoolingModeName(PoolingMode mode);
 

@@ -55,9 +55,11 @@ def reinit_(model, seed, embedding_std=None):
                 module.weight.copy_(std * torch.randn(module.weight.shape, generator=gen))
             else:
                 continue
-            done.update(f"{name}.{p}" for p, _ in module.named_parameters(recurse=False))
-    # Every parameter was redrawn (none left at the library's initialisation).
-    missing = [n for n, _ in model.named_parameters() if n not in done]
+            done.update(p.data_ptr() for _, p in module.named_parameters(recurse=False))
+    # Every parameter was redrawn (none left at the library's initialisation);
+    # by storage, as a tied parameter (BertLMPredictionHead's bias is its
+    # decoder's) is listed under one of its names only.
+    missing = [n for n, p in model.named_parameters() if p.data_ptr() not in done]
     assert not missing, missing
 
 
