@@ -22,6 +22,7 @@ PoolingMode ToPooling(v1::Pooling p) {
     case v1::POOLING_LAST: return PoolingMode::kLast;
     case v1::POOLING_NONE: return PoolingMode::kNone;
     case v1::POOLING_MAX: return PoolingMode::kMax;
+    case v1::POOLING_SPLADE: return PoolingMode::kSplade;
     default: return PoolingMode::kModelDefault;
   }
 }
@@ -107,6 +108,11 @@ v1::EncodeResponse ToEncodeResponse(std::vector<EncodeResult> results, const v1:
     out->mutable_token_ids()->Assign(r.token_ids.begin(), r.token_ids.end());
     out->set_truncated(r.truncated);
     out->mutable_logits()->Assign(r.logits.begin(), r.logits.end());
+    if (!r.sparse_indices.empty() || r.embedding.numel() == 0) {
+      v1::SparseEmbedding* sparse = out->mutable_sparse_embedding();
+      sparse->mutable_indices()->Assign(r.sparse_indices.begin(), r.sparse_indices.end());
+      sparse->mutable_values()->Assign(r.sparse_values.begin(), r.sparse_values.end());
+    }
     for (const Tensor& h : r.hidden_states) ToProtoTensor(h, out->add_hidden_states());
     for (const auto& [layer, weights] : r.attentions) {
       v1::LayerAttention* a = out->add_attentions();

@@ -466,10 +466,24 @@ class Gateway {
   }
 
   void TeiEmbedAll(const HttpRequest& request, HttpResponseWriter& w) {
-    ServeEncode(request, w, ErrorStyle::kTei, ForEmbeddingModel(ParseTeiEmbedAllRequest(request.body), "/embed_all"),
-                Itself,
+    ServeEncode(request, w, ErrorStyle::kTei,
+                ForEmbeddingModel(ParseTeiEmbedAllRequest(request.body), "/embed_all", /*sparse_ok=*/true), Itself,
                 [](const v1::EncodeRequest&, const v1::EncodeResponse& response, const std::string&) {
                   return Dump(TeiEmbedAllResponse(response));
+                });
+  }
+
+  // TEI's /embed_sparse: a SPLADE model's sparse vectors.
+  void TeiEmbedSparse(const HttpRequest& request, HttpResponseWriter& w) {
+    absl::StatusOr<v1::EncodeRequest> parsed = ParseTeiEmbedSparseRequest(request.body);
+    if (parsed.ok()) {
+      if (absl::Status usable = RequireSparseModel(backend_.encoder_sparse, "/embed_sparse"); !usable.ok()) {
+        parsed = usable;
+      }
+    }
+    ServeEncode(request, w, ErrorStyle::kTei, parsed, Itself,
+                [](const v1::EncodeRequest&, const v1::EncodeResponse& response, const std::string&) {
+                  return Dump(TeiEmbedSparseResponse(response));
                 });
   }
 
@@ -747,15 +761,19 @@ class Gateway {
   // A parsed scoring call made a cross-encoder's when the encoder is one.
   absl::StatusOr<ScoreCall> CrossEncoded(absl::StatusOr<ScoreCall> parsed) const {
     if (!parsed.ok()) return parsed;
+    RETURN_IF_ERROR(RequireDenseModel(backend_.encoder_sparse, "scoring (cosine similarity of embeddings)"));
     RETURN_IF_ERROR(UseCrossEncoder(backend_.encoder_labels, &*parsed));
     return parsed;
   }
 
-  // A parsed embedding call, refused when the encoder is a cross-encoder.
+  // A parsed embedding call, refused when the encoder is a cross-encoder
+  // or (unless `sparse_ok`: /embed_all's token states) a SPLADE model.
   template <typename Call>
-  absl::StatusOr<Call> ForEmbeddingModel(absl::StatusOr<Call> parsed, absl::string_view route) const {
+  absl::StatusOr<Call> ForEmbeddingModel(absl::StatusOr<Call> parsed, absl::string_view route,
+                                         bool sparse_ok = false) const {
     if (!parsed.ok()) return parsed;
     RETURN_IF_ERROR(RequireEmbeddingModel(backend_.encoder_labels, route));
+    if (!sparse_ok) RETURN_IF_ERROR(RequireDenseModel(backend_.encoder_sparse, route));
     return parsed;
   }
 
@@ -937,6 +955,8 @@ std::map<std::string, HttpHandler> ApiRoutes(GatewayBackend backend, ServerMetri
       Route("POST", "Generate", kInference, gateway, &Gateway::TgiGenerateStream, ErrorStyle::kTgi);
   routes["/embed"] = Route("POST", "Encode", kInference, gateway, &Gateway::TeiEmbed, ErrorStyle::kTei);
   routes["/embed_all"] = Route("POST", "Encode", kInference, gateway, &Gateway::TeiEmbedAll, ErrorStyle::kTei);
+  routes["/embed_sparse"] =
+      Route("POST", "Encode", kInference, gateway, &Gateway::TeiEmbedSparse, ErrorStyle::kTei);
   routes["/similarity"] = Route("POST", "Encode", kInference, gateway, &Gateway::TeiSimilarity, ErrorStyle::kTei);
   routes["/decode"] = Route("POST", "Detokenize", kQuick, gateway, &Gateway::TeiDecode, ErrorStyle::kTei);
   routes["/predict"] = Route("POST", "Encode", kInference, gateway, &Gateway::TeiPredict, ErrorStyle::kTei);

@@ -92,6 +92,8 @@ struct GatewayBackend {
   // The encoder's classification labels (a cross-encoder has one); empty
   // for an embedding model.
   std::vector<std::string> encoder_labels;
+  // The encoder is a SPLADE model (ModelInfo.pooling "splade").
+  bool encoder_sparse = false;
   std::string decoder_name;  // "" when no decoder is loaded
   // The chat template shows tools and has tool turns: tools go into chat
   // prompts and tool messages are taken (openai_tools.h).

@@ -21,6 +21,7 @@ std::map<std::string, HttpHandler> ApiRoutes(InferenceCore* core, ServerMetrics*
     const v1::GetModelInfoResponse models = core->GetModelInfo(encoder);
     for (const v1::ModelInfo& info : models.models()) {
       backend.encoder_labels.assign(info.labels().begin(), info.labels().end());
+      backend.encoder_sparse = info.pooling() == "splade";
     }
   }
   backend.decoder_name = core->has_decoder() ? core->decoder_name() : "";

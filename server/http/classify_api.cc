@@ -99,6 +99,20 @@ absl::Status RequireEmbeddingModel(const std::vector<std::string>& labels, absl:
       ", whose pooled states are not embeddings (POST /rerank, /v1/score or /predict use it)"));
 }
 
+absl::Status RequireDenseModel(bool sparse, absl::string_view route) {
+  if (!sparse) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      route, " answers dense embeddings; the loaded encoder is a SPLADE model, whose embeddings are sparse "
+             "(POST /embed_sparse, or gRPC Encode's sparse_embedding)"));
+}
+
+absl::Status RequireSparseModel(bool sparse, absl::string_view route) {
+  if (sparse) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      route, " answers sparse embeddings and needs a SPLADE model (a masked-language model with a "
+             "sentence-transformers SpladePooling module); the loaded encoder is a dense one (POST /embed)"));
+}
+
 std::vector<double> LabelProbabilities(const google::protobuf::RepeatedField<float>& logits) {
   std::vector<double> p(logits.begin(), logits.end());
   if (p.size() == 1) {

@@ -47,6 +47,14 @@ absl::Status RequireClassifier(const std::vector<std::string>& labels, absl::str
 // logits.
 absl::Status RequireEmbeddingModel(const std::vector<std::string>& labels, absl::string_view route);
 
+// FAILED_PRECONDITION naming `route`: a SPLADE model (`sparse`) answers
+// sparse vectors only on /embed_sparse (and gRPC Encode), so the dense
+// embedding and similarity routes refuse it, as TEI does.
+absl::Status RequireDenseModel(bool sparse, absl::string_view route);
+
+// The other way round: /embed_sparse needs a SPLADE model.
+absl::Status RequireSparseModel(bool sparse, absl::string_view route);
+
 // Probabilities of the labels from their logits.
 std::vector<double> LabelProbabilities(const google::protobuf::RepeatedField<float>& logits);
 

@@ -387,6 +387,26 @@ json TeiEmbedAllResponse(const v1::EncodeResponse& response) {
   return out;
 }
 
+absl::StatusOr<v1::EncodeRequest> ParseTeiEmbedSparseRequest(absl::string_view body) {
+  ASSIGN_OR_RETURN(auto parsed, ParseTeiInputs(body));
+  v1::EncodeRequest& request = parsed.second;
+  request.set_pooling(v1::POOLING_SPLADE);
+  return std::move(request);
+}
+
+json TeiEmbedSparseResponse(const v1::EncodeResponse& response) {
+  json out = json::array();
+  for (const v1::EncodeResult& result : response.results()) {
+    const v1::SparseEmbedding& sparse = result.sparse_embedding();
+    json entries = json::array();
+    for (int k = 0; k < sparse.indices_size() && k < sparse.values_size(); ++k) {
+      entries.push_back(json{{"index", sparse.indices(k)}, {"value", sparse.values(k)}});
+    }
+    out.push_back(std::move(entries));
+  }
+  return out;
+}
+
 json TeiError(const absl::Status& status) {
   const char* type = "Backend";
   switch (status.code()) {

@@ -88,6 +88,14 @@ absl::StatusOr<v1::EncodeRequest> ParseTeiEmbedAllRequest(absl::string_view body
 // [[[f32, ...] per token] per input].
 nlohmann::json TeiEmbedAllResponse(const v1::EncodeResponse& response);
 
+// TEI's /embed_sparse: {"inputs", "truncate", "truncation_direction",
+// "prompt_name"}, pooled by SPLADE (POOLING_SPLADE).
+absl::StatusOr<v1::EncodeRequest> ParseTeiEmbedSparseRequest(absl::string_view body);
+
+// [[{"index": token id, "value": weight}, ...] per input]: the non-zero
+// entries, ids ascending.
+nlohmann::json TeiEmbedSparseResponse(const v1::EncodeResponse& response);
+
 // TEI's "truncate" (default false: an input over the model's length is
 // refused), "truncation_direction" ("right"; "left" only without truncation)
 // and "prompt_name" (refused: no prompts are configured) of `object` onto

@@ -164,7 +164,8 @@ CASES = [
 HF_CASES = [
     *[(p, b'{"inputs": ', s, t, "not valid JSON") for p, s, t in
       [("/generate", 422, "validation"), ("/generate_stream", 422, "validation"), ("/embed", 400, "Validation"),
-       ("/embed_all", 400, "Validation"), ("/similarity", 400, "Validation")]],
+       ("/embed_all", 400, "Validation"), ("/similarity", 400, "Validation"),
+       ("/embed_sparse", 400, "Validation")]],
     ("/generate", b'{"inputs": "\xff\xfe"}', 422, "validation", "UTF-8"),
     ("/embed", b'{"inputs": "\xc3"}', 400, "Validation", "UTF-8"),
     ("/generate", {"inputs": 5}, 422, "validation", "inputs: must be a string"),
@@ -178,6 +179,7 @@ HF_CASES = [
     ("/embed", {"inputs": [[1, 999999]]}, 400, "Validation", "999999"),
     ("/embed", {"inputs": "a", "truncate": "yes"}, 400, "Validation", "truncate: must be a boolean"),
     ("/embed_all", {"inputs": [[1, 999999]]}, 400, "Validation", "999999"),
+    ("/embed_sparse", {"inputs": "a", "truncate": 1}, 400, "Validation", "truncate: must be a boolean"),
     ("/similarity", {"inputs": {"source_sentence": "a", "sentences": ["b", None]}}, 400, "Validation",
      "inputs.sentences[1]: must be a string"),
     ("/similarity", b'{"inputs": {"source_sentence": "\xc3", "sentences": ["b"]}}', 400, "Validation", "UTF-8"),

@@ -650,7 +650,7 @@ TEST(HttpRoutesAuthTest, EveryRouteNeedsTheKey) {
   const std::string body = R"({"inputs": [{"text": "a"}]})";
   for (const char* path : {"/v1/encode", "/v1/generate", "/v1/generate_stream", "/v1/embeddings",
                            "/v1/completions", "/v1/responses", "/v1/tokenize", "/v1/detokenize", "/v1/score", "/v1/rerank",
-                           "/similarity", "/embed_all"}) {
+                           "/similarity", "/embed_all", "/embed_sparse"}) {
     Reply r = Call(port, "POST", path, body);
     EXPECT_EQ(r.status, 401) << path;
     EXPECT_EQ(r.headers["www-authenticate"], "Bearer") << path;
