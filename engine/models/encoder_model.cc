@@ -225,30 +225,83 @@ absl::StatusOr<std::unique_ptr<EncodeJob>> EncoderModel::StartEncode(absl::Span<
   job->options_ = options;
   job->results_ = std::move(results);
   job->lengths_ = std::move(lengths);
+  if (pooling == PoolingMode::kSplade) {
+    // Slices of the head's rows, each about a third of a layer's
+    // multiply-adds (a layer: 4 D^2 for attention's projections, 2 D I for
+    // the feed-forward, per row).
+    const MlmHead& head = *bert_->mlm_head();
+    const int64_t d = config.hidden_size;
+    const int64_t third_of_layer = std::max<int64_t>(1, (4 * d * d + 2 * d * config.intermediate_size) / 3);
+    int64_t rows = 0;
+    for (int32_t n : job->lengths_) rows += n;
+    job->head_slices_ = static_cast<int>(
+        std::clamp<int64_t>((head.MacsPerRow() + third_of_layer - 1) / third_of_layer, 1, rows));
+    job->splade_.assign(job->lengths_.size() * static_cast<size_t>(head.vocab_size()), 0.0f);
+  }
   return job;
+}
+
+absl::Status EncodeJob::RunSlice() {
+  if (!forward_->done()) {
+    RETURN_IF_ERROR(forward_->RunSlice());
+    if (forward_->done()) {
+      forward_result_.emplace();
+      RETURN_IF_ERROR(forward_->Finish(&*forward_result_));
+    }
+    return absl::OkStatus();
+  }
+  if (head_slices_done_ < head_slices_) return RunHeadSlice();
+  return absl::FailedPreconditionError("EncodeJob::RunSlice: every slice has run");
+}
+
+// Head slice k pools the packed rows [k T / S, (k + 1) T / S) into their
+// sequences' vectors.
+absl::Status EncodeJob::RunHeadSlice() {
+  const MlmHead& head = *model_->bert_->mlm_head();
+  const int d = model_->bert_->config().hidden_size;
+  const int v = head.vocab_size();
+  int64_t total = 0;
+  for (int32_t n : lengths_) total += n;
+  const int64_t k = head_slices_done_;
+  const int64_t lo = k * total / head_slices_;
+  const int64_t hi = (k + 1) * total / head_slices_;
+  const float* hidden = forward_result_->last_hidden.f32();
+  int64_t start = 0;
+  for (size_t b = 0; b < lengths_.size(); ++b) {
+    const int64_t end = start + lengths_[b];
+    const int64_t from = std::max(start, lo);
+    const int64_t to = std::min(end, hi);
+    if (from < to) {
+      RETURN_IF_ERROR(head.Accumulate(model_->splade_, hidden + from * d, static_cast<int>(to - from),
+                                      splade_.data() + b * static_cast<size_t>(v)));
+    }
+    start = end;
+  }
+  ++head_slices_done_;
+  return absl::OkStatus();
 }
 
 namespace {
 
-// The SPLADE vector of one sequence's rows as its non-zero entries.
-absl::Status SparseEmbedding(const MlmHead& head, const SpladePoolingConfig& pooling, const float* rows, int n,
-                             bool normalize, EncodeResult& r) {
-  std::vector<float> dense(head.vocab_size());
-  RETURN_IF_ERROR(head.Pool(pooling, rows, n, dense.data()));
-  if (normalize) L2Normalize(dense.data(), static_cast<int>(dense.size()));
-  for (size_t k = 0; k < dense.size(); ++k) {
+// A sequence's pooled SPLADE vector dense[V] as its non-zero entries.
+void SparseEmbedding(float* dense, int v, bool normalize, EncodeResult& r) {
+  if (normalize) L2Normalize(dense, v);
+  for (int k = 0; k < v; ++k) {
     if (dense[k] == 0.0f) continue;
-    r.sparse_indices.push_back(static_cast<int32_t>(k));
+    r.sparse_indices.push_back(k);
     r.sparse_values.push_back(dense[k]);
   }
-  return absl::OkStatus();
 }
 
 }  // namespace
 
 absl::StatusOr<std::vector<EncodeResult>> EncodeJob::Finish() {
-  BertForwardResult forward;
-  RETURN_IF_ERROR(forward_->Finish(&forward));
+  if (!done() || !forward_result_.has_value()) {
+    return absl::FailedPreconditionError(absl::StrCat("EncodeJob::Finish: ", slices_done(), " of ", slices_total(),
+                                                      " slices have run, or the result was already taken"));
+  }
+  BertForwardResult forward = std::move(*forward_result_);
+  forward_result_.reset();
   const EncodeOptions& options = options_;
   const std::vector<int32_t>& lengths = lengths_;
   std::vector<EncodeResult> results = std::move(results_);
@@ -270,7 +323,8 @@ absl::StatusOr<std::vector<EncodeResult>> EncodeJob::Finish() {
       classifier->Logits(rows, r.logits.data());  // the [CLS] row
     }
     if (pooling == PoolingMode::kSplade) {
-      RETURN_IF_ERROR(SparseEmbedding(*model_->bert_->mlm_head(), model_->splade_, rows, n, normalize, r));
+      const int v = model_->bert_->mlm_head()->vocab_size();
+      SparseEmbedding(splade_.data() + i * static_cast<size_t>(v), v, normalize, r);
     } else if (pooling == PoolingMode::kNone) {
       r.embedding = Tensor::Empty({n, d});
       std::memcpy(r.embedding.f32(), rows, sizeof(float) * n * d);
@@ -330,8 +384,11 @@ absl::StatusOr<std::string> EncoderModel::Detokenize(absl::Span<const int32_t> i
 
 int64_t EncoderModel::ScratchBytes(int batch_size, int seq_len) const {
   const MlmHead* head = bert_->mlm_head();
+  // SPLADE: the head's chunk and each sequence's pooled [V] vector.
   return bert_->ScratchBytes(batch_size, seq_len) +
-         (head == nullptr ? 0 : head->ScratchBytes() + int64_t{head->vocab_size()} * sizeof(float));
+         (head == nullptr ? 0
+                          : head->ScratchBytes() + int64_t{batch_size} * head->vocab_size() *
+                                                       static_cast<int64_t>(sizeof(float)));
 }
 
 }  // namespace attnserve

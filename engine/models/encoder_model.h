@@ -88,18 +88,20 @@ class EncoderModel;
 
 // One encode batch in flight: the forward's activations plus what pooling
 // needs. RunSlice runs a bounded part of the forward (BertForwardJob: the
-// embeddings or a third of a layer); Finish pools. The results are
-// bit-identical to EncoderModel::Encode on the same inputs, which is
-// StartEncode + every slice + Finish.
+// embeddings or a third of a layer), then, with SPLADE pooling, of the
+// masked-language-model head (a share of the batch's rows, each share about
+// a third of a layer's work); Finish pools. The results are bit-identical to
+// EncoderModel::Encode on the same inputs, which is StartEncode + every
+// slice + Finish.
 class EncodeJob {
  public:
   EncodeJob(const EncodeJob&) = delete;
   EncodeJob& operator=(const EncodeJob&) = delete;
 
-  int slices_total() const { return forward_->slices_total(); }
-  int slices_done() const { return forward_->slices_done(); }
-  bool done() const { return forward_->done(); }
-  absl::Status RunSlice() { return forward_->RunSlice(); }
+  int slices_total() const { return forward_->slices_total() + head_slices_; }
+  int slices_done() const { return forward_->slices_done() + head_slices_done_; }
+  bool done() const { return forward_->done() && head_slices_done_ == head_slices_; }
+  absl::Status RunSlice();
   // After done(): the results in input order (FAILED_PRECONDITION before).
   // Once only.
   absl::StatusOr<std::vector<EncodeResult>> Finish();
@@ -113,6 +115,14 @@ class EncodeJob {
   std::vector<EncodeResult> results_;  // token ids and truncation filled at start
   std::vector<int32_t> lengths_;
   std::unique_ptr<BertForwardJob> forward_;
+  // Taken from forward_ when its last slice has run.
+  std::optional<BertForwardResult> forward_result_;
+  // SPLADE: the head's slices, and each sequence's pooled vector so far
+  // ([B, V], filled slice by slice).
+  int head_slices_ = 0;
+  int head_slices_done_ = 0;
+  std::vector<float> splade_;
+  absl::Status RunHeadSlice();
 };
 
 class EncoderModel {

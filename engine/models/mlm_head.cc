@@ -43,14 +43,14 @@ absl::StatusOr<MlmHead> MlmHead::Load(const SafetensorsArchive& w, const std::st
   return head;
 }
 
-absl::Status MlmHead::Pool(const SpladePoolingConfig& pooling, const float* hidden, int n, float* out) const {
+absl::Status MlmHead::Accumulate(const SpladePoolingConfig& pooling, const float* hidden, int n,
+                                 float* out) const {
+  if (n <= 0) return absl::OkStatus();
   const int d = hidden_;
   const int v = vocab_;
   const int rows_max = std::min(n, kRowsPerChunk);
   Tensor x = Tensor::Empty({rows_max, d});
   Tensor logits = Tensor::Empty({rows_max, v});
-  // Every activation value is >= 0: 0 is the identity for max and for sum.
-  std::fill(out, out + v, 0.0f);
   for (int start = 0; start < n; start += kRowsPerChunk) {
     const int rows = std::min(kRowsPerChunk, n - start);
     RETURN_IF_ERROR(transform_.Forward(hidden + int64_t{start} * d, rows, x.f32()));

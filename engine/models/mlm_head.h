@@ -13,9 +13,10 @@
 // "cls.predictions.decoder.weight" or, tied as checkpoints save it, the word
 // embeddings; bias "cls.predictions.bias". DistilBERT: "vocab_transform",
 // "vocab_layer_norm" (eps 1e-12), "vocab_projector" (or the tied word
-// embeddings). The decoder is a [V, D] product per token, as large as a
-// layer's at BERT-base's sizes; it runs in chunks of kRowsPerChunk tokens so
-// the [chunk, V] logits stay small.
+// embeddings). The decoder is a [V, D] product per token, three layers' worth
+// at BERT-base's sizes: callers run it over a few rows at a time (an
+// EncodeJob spreads it over slices, so generate steps interleave), and it
+// runs in chunks of kRowsPerChunk tokens so the [chunk, V] logits stay small.
 //
 // Immutable after Load; Pool is const and thread-safe.
 #ifndef ATTNSERVE_ENGINE_MODELS_MLM_HEAD_H_
@@ -49,8 +50,12 @@ class MlmHead {
                                       const BertConfig& config, MatmulPrecision precision);
 
   int vocab_size() const { return vocab_; }
-  // out[V] = SPLADE pooling of the n >= 1 token rows hidden[n, D].
-  absl::Status Pool(const SpladePoolingConfig& pooling, const float* hidden, int n, float* out) const;
+  // Pools the n token rows hidden[n, D] into out[V], which holds the pooling
+  // of the sequence's earlier rows (zeros before the first: every term is
+  // >= 0, so 0 is the identity of max and sum).
+  absl::Status Accumulate(const SpladePoolingConfig& pooling, const float* hidden, int n, float* out) const;
+  // Multiply-adds per token row (transform and decoder).
+  int64_t MacsPerRow() const { return int64_t{hidden_} * (hidden_ + vocab_); }
   int64_t weight_bytes() const;
   // The scratch one Pool call allocates.
   int64_t ScratchBytes() const;

@@ -76,6 +76,42 @@ TEST_P(SpladeGoldenTest, SparseEmbeddingsMatchSparseEncoder) {
 
 INSTANTIATE_TEST_SUITE_P(Models, SpladeGoldenTest, ::testing::Values("splade_tiny", "splade_distil_tiny"));
 
+// The head runs in slices after the forward's (the scheduler interleaves
+// generate steps between them); interleaved with another job's slices, the
+// result is bit-identical to a whole Encode.
+TEST(SpladeEncoderTest, HeadRunsInItsOwnSlicesInterleavedBitForBit) {
+  auto model = EncoderModel::Load(testing_util::GoldenEncoderModelDir("splade_tiny"), {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  const std::vector<EncoderInput> inputs = testing_util::GoldenInputs(Golden()["models"]["splade_tiny"]["cases"]);
+  auto sparse = (*model)->StartEncode(inputs, {});
+  EncodeOptions cls;
+  cls.pooling = PoolingMode::kCls;
+  auto dense = (*model)->StartEncode({&inputs[0], 2}, cls);
+  ASSERT_TRUE(sparse.ok() && dense.ok());
+  // hidden 32, intermediate 64, vocabulary 2,040: the head is 32 * 2,072
+  // multiply-adds a row against a third of a layer's 2,730: 25 slices.
+  const int forward_slices = 1 + 3 * 2;
+  EXPECT_EQ((*sparse)->slices_total(), forward_slices + 25);
+  EXPECT_EQ((*dense)->slices_total(), forward_slices);
+  while (!(*sparse)->done() || !(*dense)->done()) {
+    for (auto* job : {&*sparse, &*dense}) {
+      if (!(*job)->done()) {
+        ASSERT_TRUE((*job)->RunSlice().ok());
+      }
+    }
+  }
+  EXPECT_FALSE((*sparse)->RunSlice().ok());  // every slice has run
+  auto sliced = (*sparse)->Finish();
+  ASSERT_TRUE(sliced.ok()) << sliced.status();
+  auto whole = (*model)->Encode(inputs, {});
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    EXPECT_EQ((*sliced)[i].sparse_indices, (*whole)[i].sparse_indices);
+    EXPECT_EQ((*sliced)[i].sparse_values, (*whole)[i].sparse_values);
+  }
+  EXPECT_FALSE((*sparse)->Finish().ok());  // once only
+}
+
 TEST(SpladeEncoderTest, DensePoolingStillServesTheHiddenStates) {
   auto model = EncoderModel::Load(testing_util::GoldenEncoderModelDir("splade_tiny"), {});
   ASSERT_TRUE(model.ok()) << model.status();
