@@ -226,16 +226,10 @@ absl::StatusOr<std::unique_ptr<EncodeJob>> EncoderModel::StartEncode(absl::Span<
   job->results_ = std::move(results);
   job->lengths_ = std::move(lengths);
   if (pooling == PoolingMode::kSplade) {
-    // Slices of the head's rows, each about a third of a layer's
-    // multiply-adds (a layer: 4 D^2 for attention's projections, 2 D I for
-    // the feed-forward, per row).
+    // One slice per block of the head's vocabulary (each about a third of a
+    // layer's multiply-adds), the first also running the transform.
     const MlmHead& head = *bert_->mlm_head();
-    const int64_t d = config.hidden_size;
-    const int64_t third_of_layer = std::max<int64_t>(1, (4 * d * d + 2 * d * config.intermediate_size) / 3);
-    int64_t rows = 0;
-    for (int32_t n : job->lengths_) rows += n;
-    job->head_slices_ = static_cast<int>(
-        std::clamp<int64_t>((head.MacsPerRow() + third_of_layer - 1) / third_of_layer, 1, rows));
+    job->head_slices_ = head.num_blocks();
     job->splade_.assign(job->lengths_.size() * static_cast<size_t>(head.vocab_size()), 0.0f);
   }
   return job;
@@ -254,30 +248,24 @@ absl::Status EncodeJob::RunSlice() {
   return absl::FailedPreconditionError("EncodeJob::RunSlice: every slice has run");
 }
 
-// Head slice k pools the packed rows [k T / S, (k + 1) T / S) into their
-// sequences' vectors.
+// Head slice k pools vocabulary block k of every token into its sequence's
+// vector; the first runs the transform of every token.
 absl::Status EncodeJob::RunHeadSlice() {
   const MlmHead& head = *model_->bert_->mlm_head();
-  const int d = model_->bert_->config().hidden_size;
   const int v = head.vocab_size();
   int64_t total = 0;
   for (int32_t n : lengths_) total += n;
-  const int64_t k = head_slices_done_;
-  const int64_t lo = k * total / head_slices_;
-  const int64_t hi = (k + 1) * total / head_slices_;
-  const float* hidden = forward_result_->last_hidden.f32();
-  int64_t start = 0;
-  for (size_t b = 0; b < lengths_.size(); ++b) {
-    const int64_t end = start + lengths_[b];
-    const int64_t from = std::max(start, lo);
-    const int64_t to = std::min(end, hi);
-    if (from < to) {
-      RETURN_IF_ERROR(head.Accumulate(model_->splade_, hidden + from * d, static_cast<int>(to - from),
-                                      splade_.data() + b * static_cast<size_t>(v)));
+  if (head_slices_done_ == 0) {
+    head_x_ = Tensor::Empty({total, head.hidden_size()});
+    RETURN_IF_ERROR(head.Transform(forward_result_->last_hidden.f32(), total, head_x_.f32()));
+    head_row_out_.clear();
+    for (size_t b = 0; b < lengths_.size(); ++b) {
+      head_row_out_.insert(head_row_out_.end(), lengths_[b], splade_.data() + b * static_cast<size_t>(v));
     }
-    start = end;
   }
-  ++head_slices_done_;
+  RETURN_IF_ERROR(head.AccumulateBlock(model_->splade_, head_slices_done_, head_x_.f32(), total,
+                                       head_row_out_.data()));
+  if (++head_slices_done_ == head_slices_) head_x_ = Tensor();
   return absl::OkStatus();
 }
 
@@ -384,11 +372,12 @@ absl::StatusOr<std::string> EncoderModel::Detokenize(absl::Span<const int32_t> i
 
 int64_t EncoderModel::ScratchBytes(int batch_size, int seq_len) const {
   const MlmHead* head = bert_->mlm_head();
-  // SPLADE: the head's chunk and each sequence's pooled [V] vector.
-  return bert_->ScratchBytes(batch_size, seq_len) +
-         (head == nullptr ? 0
-                          : head->ScratchBytes() + int64_t{batch_size} * head->vocab_size() *
-                                                       static_cast<int64_t>(sizeof(float)));
+  if (head == nullptr) return bert_->ScratchBytes(batch_size, seq_len);
+  // SPLADE: the head's logits chunk, every token's transformed row and each
+  // sequence's pooled [V] vector.
+  const int64_t tokens = int64_t{batch_size} * seq_len;
+  return bert_->ScratchBytes(batch_size, seq_len) + head->ScratchBytes() +
+         static_cast<int64_t>(sizeof(float)) * (tokens * head->hidden_size() + int64_t{batch_size} * head->vocab_size());
 }
 
 }  // namespace attnserve

@@ -89,8 +89,8 @@ class EncoderModel;
 // One encode batch in flight: the forward's activations plus what pooling
 // needs. RunSlice runs a bounded part of the forward (BertForwardJob: the
 // embeddings or a third of a layer), then, with SPLADE pooling, of the
-// masked-language-model head (a share of the batch's rows, each share about
-// a third of a layer's work); Finish pools. The results are bit-identical to
+// masked-language-model head (one block of its vocabulary for every token,
+// about a third of a layer's work); Finish pools. The results are bit-identical to
 // EncoderModel::Encode on the same inputs, which is StartEncode + every
 // slice + Finish.
 class EncodeJob {
@@ -117,11 +117,15 @@ class EncodeJob {
   std::unique_ptr<BertForwardJob> forward_;
   // Taken from forward_ when its last slice has run.
   std::optional<BertForwardResult> forward_result_;
-  // SPLADE: the head's slices, and each sequence's pooled vector so far
-  // ([B, V], filled slice by slice).
+  // SPLADE: the head's slices (one per vocabulary block), each sequence's
+  // pooled vector so far ([B, V], filled slice by slice), every token's
+  // transformed row ([T, D], from the first head slice to the last) and
+  // each token's sequence vector.
   int head_slices_ = 0;
   int head_slices_done_ = 0;
   std::vector<float> splade_;
+  Tensor head_x_;
+  std::vector<float*> head_row_out_;
   absl::Status RunHeadSlice();
 };
 

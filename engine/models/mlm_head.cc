@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -27,38 +28,54 @@ absl::StatusOr<MlmHead> MlmHead::Load(const SafetensorsArchive& w, const std::st
   ASSIGN_OR_RETURN(Tensor tb, w.LoadWithShape(transform + ".bias", {d}, DType::kF32));
   ASSIGN_OR_RETURN(Linear t, Linear::Create(tw, &tb, DType::kF32, Activation::kGeluErf, Linear::Kernel::kAuto,
                                             precision));
-  // Saved checkpoints tie the decoder to the word embeddings and keep one copy.
-  const std::string decoder_name =
-      w.Find(decoder) != nullptr ? decoder : absl::StrCat(prefix, "embeddings.word_embeddings.weight");
-  ASSIGN_OR_RETURN(Tensor dw, w.LoadWithShape(decoder_name, {v, d}, DType::kF32));
-  ASSIGN_OR_RETURN(Tensor db, w.LoadWithShape(decoder_bias, {v}, DType::kF32));
-  ASSIGN_OR_RETURN(Linear dec, Linear::Create(dw, &db, DType::kF32, Activation::kNone, Linear::Kernel::kAuto,
-                                              precision));
-  MlmHead head(std::move(t), std::move(dec));
+  MlmHead head(std::move(t));
   head.hidden_ = static_cast<int>(d);
   head.vocab_ = static_cast<int>(v);
   head.eps_ = config.layer_norm_eps;  // DistilBERT's is 1e-12 like its other norms
   ASSIGN_OR_RETURN(head.norm_g_, w.LoadWithShape(norm + ".weight", {d}, DType::kF32));
   ASSIGN_OR_RETURN(head.norm_b_, w.LoadWithShape(norm + ".bias", {d}, DType::kF32));
+
+  // Saved checkpoints tie the decoder to the word embeddings and keep one copy.
+  const std::string decoder_name =
+      w.Find(decoder) != nullptr ? decoder : absl::StrCat(prefix, "embeddings.word_embeddings.weight");
+  ASSIGN_OR_RETURN(Tensor dw, w.LoadWithShape(decoder_name, {v, d}, DType::kF32));
+  ASSIGN_OR_RETURN(Tensor db, w.LoadWithShape(decoder_bias, {v}, DType::kF32));
+  // A block: about a third of a layer's multiply-adds per token (4 D^2 for
+  // attention's projections, 2 D I for the feed-forward), in rows of 64.
+  const int64_t third_of_layer = (4 * d * d + 2 * d * config.intermediate_size) / 3;
+  head.block_rows_ = static_cast<int>(std::clamp<int64_t>((third_of_layer / d + 63) / 64 * 64, 256, v));
+  for (int64_t start = 0; start < v; start += head.block_rows_) {
+    const int64_t rows = std::min<int64_t>(head.block_rows_, v - start);
+    Tensor bw = Tensor::Empty({rows, d});
+    Tensor bb = Tensor::Empty({rows});
+    std::memcpy(bw.f32(), dw.f32() + start * d, sizeof(float) * rows * d);
+    std::memcpy(bb.f32(), db.f32() + start, sizeof(float) * rows);
+    ASSIGN_OR_RETURN(Linear block, Linear::Create(bw, &bb, DType::kF32, Activation::kNone, Linear::Kernel::kAuto,
+                                                  precision));
+    head.blocks_.push_back(std::move(block));
+  }
   return head;
 }
 
-absl::Status MlmHead::Accumulate(const SpladePoolingConfig& pooling, const float* hidden, int n,
-                                 float* out) const {
-  if (n <= 0) return absl::OkStatus();
-  const int d = hidden_;
-  const int v = vocab_;
-  const int rows_max = std::min(n, kRowsPerChunk);
-  Tensor x = Tensor::Empty({rows_max, d});
-  Tensor logits = Tensor::Empty({rows_max, v});
-  for (int start = 0; start < n; start += kRowsPerChunk) {
-    const int rows = std::min(kRowsPerChunk, n - start);
-    RETURN_IF_ERROR(transform_.Forward(hidden + int64_t{start} * d, rows, x.f32()));
-    bert_internal::AddLayerNorm(x.f32(), nullptr, norm_g_.f32(), norm_b_.f32(), rows, d, eps_);
-    RETURN_IF_ERROR(decoder_.Forward(x.f32(), rows, logits.f32()));
-    for (int r = 0; r < rows; ++r) {
-      const float* row = logits.f32() + int64_t{r} * v;
-      for (int k = 0; k < v; ++k) {
+absl::Status MlmHead::Transform(const float* hidden, int64_t n, float* x) const {
+  RETURN_IF_ERROR(transform_.Forward(hidden, n, x));
+  bert_internal::AddLayerNorm(x, nullptr, norm_g_.f32(), norm_b_.f32(), n, hidden_, eps_);
+  return absl::OkStatus();
+}
+
+absl::Status MlmHead::AccumulateBlock(const SpladePoolingConfig& pooling, int block, const float* x, int64_t n,
+                                      float* const* row_out) const {
+  const Linear& decoder = blocks_[block];
+  const int64_t first = int64_t{block} * block_rows_;
+  const int width = static_cast<int>(decoder.out_features());
+  Tensor logits = Tensor::Empty({std::min<int64_t>(n, kRowsPerChunk), width});
+  for (int64_t start = 0; start < n; start += kRowsPerChunk) {
+    const int64_t rows = std::min<int64_t>(kRowsPerChunk, n - start);
+    RETURN_IF_ERROR(decoder.Forward(x + start * hidden_, rows, logits.f32()));
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* row = logits.f32() + r * width;
+      float* out = row_out[start + r] + first;
+      for (int k = 0; k < width; ++k) {
         if (row[k] <= 0.0f) continue;  // relu: contributes 0
         float value = std::log1p(row[k]);
         if (pooling.double_log) value = std::log1p(value);
@@ -70,11 +87,13 @@ absl::Status MlmHead::Accumulate(const SpladePoolingConfig& pooling, const float
 }
 
 int64_t MlmHead::weight_bytes() const {
-  return transform_.weight_bytes() + decoder_.weight_bytes() + static_cast<int64_t>(norm_g_.bytes() + norm_b_.bytes());
+  int64_t bytes = transform_.weight_bytes() + static_cast<int64_t>(norm_g_.bytes() + norm_b_.bytes());
+  for (const Linear& b : blocks_) bytes += b.weight_bytes();
+  return bytes;
 }
 
 int64_t MlmHead::ScratchBytes() const {
-  return static_cast<int64_t>(sizeof(float)) * kRowsPerChunk * (hidden_ + vocab_);
+  return static_cast<int64_t>(sizeof(float)) * kRowsPerChunk * block_rows_;
 }
 
 }  // namespace attnserve

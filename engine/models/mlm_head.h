@@ -4,7 +4,8 @@
 // what a sparse embedding model (naver/splade-v3, splade-cocondenser,
 // opensearch-neural-sparse-encoding) answers with:
 //
-//   logits[t] = decoder(LayerNorm(gelu(transform(hidden[t]))))   [V]
+//   x[t]      = LayerNorm(gelu(transform(hidden[t])))               [D]
+//   logits[t] = decoder(x[t])                                        [V]
 //   value[v]  = max_t (or sum_t) act(logits[t][v]),  act(x) = log(1 + relu(x))
 //               (activation "log1p_relu": log(1 + log(1 + relu(x))))
 //
@@ -13,17 +14,22 @@
 // "cls.predictions.decoder.weight" or, tied as checkpoints save it, the word
 // embeddings; bias "cls.predictions.bias". DistilBERT: "vocab_transform",
 // "vocab_layer_norm" (eps 1e-12), "vocab_projector" (or the tied word
-// embeddings). The decoder is a [V, D] product per token, three layers' worth
-// at BERT-base's sizes: callers run it over a few rows at a time (an
-// EncodeJob spreads it over slices, so generate steps interleave), and it
-// runs in chunks of kRowsPerChunk tokens so the [chunk, V] logits stay small.
+// embeddings).
 //
-// Immutable after Load; Pool is const and thread-safe.
+// The decoder is a [V, D] product per token, about three layers' worth at
+// BERT-base's sizes, and its weights (94 MB f32 there) are what it reads. It
+// is held as blocks of vocabulary rows, each about a third of a layer's
+// multiply-adds per token: a block runs over every token of a batch at once
+// (each read of its weights serving kRowsPerChunk tokens), and an
+// EncodeJob runs one block per slice, so generate steps interleave.
+//
+// Immutable after Load; the methods are const and thread-safe.
 #ifndef ATTNSERVE_ENGINE_MODELS_MLM_HEAD_H_
 #define ATTNSERVE_ENGINE_MODELS_MLM_HEAD_H_
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -42,7 +48,8 @@ struct SpladePoolingConfig {
 
 class MlmHead {
  public:
-  static constexpr int kRowsPerChunk = 16;
+  // Token rows per decoder product: bounds the [rows, block] logits.
+  static constexpr int kRowsPerChunk = 64;
 
   // prefix: the encoder tensors' prefix ("bert.", "distilbert.", ""), where
   // the tied word embeddings are. Errors name the file, the tensor and shapes.
@@ -50,25 +57,29 @@ class MlmHead {
                                       const BertConfig& config, MatmulPrecision precision);
 
   int vocab_size() const { return vocab_; }
-  // Pools the n token rows hidden[n, D] into out[V], which holds the pooling
-  // of the sequence's earlier rows (zeros before the first: every term is
-  // >= 0, so 0 is the identity of max and sum).
-  absl::Status Accumulate(const SpladePoolingConfig& pooling, const float* hidden, int n, float* out) const;
-  // Multiply-adds per token row (transform and decoder).
-  int64_t MacsPerRow() const { return int64_t{hidden_} * (hidden_ + vocab_); }
+  int hidden_size() const { return hidden_; }
+  int num_blocks() const { return static_cast<int>(blocks_.size()); }
+  // x[n, D] = LayerNorm(gelu(transform(hidden[n, D]))).
+  absl::Status Transform(const float* hidden, int64_t n, float* x) const;
+  // Pools block `block`'s vocabulary entries of the n transformed rows x[n, D]
+  // into row_out[r] (row r's sequence's [V] vector, holding the pooling of
+  // what came before: zeros at first, as every term is >= 0).
+  absl::Status AccumulateBlock(const SpladePoolingConfig& pooling, int block, const float* x, int64_t n,
+                               float* const* row_out) const;
   int64_t weight_bytes() const;
-  // The scratch one Pool call allocates.
+  // The scratch one AccumulateBlock call allocates.
   int64_t ScratchBytes() const;
 
  private:
+  explicit MlmHead(Linear transform) : transform_(std::move(transform)) {}
+
   int hidden_ = 0;
   int vocab_ = 0;
+  int block_rows_ = 0;           // vocabulary rows per block (the last may have fewer)
   float eps_ = 1e-12f;
   Linear transform_;             // [D, D] + bias, gelu fused
   Tensor norm_g_, norm_b_;       // [D]
-  Linear decoder_;               // [V, D] + bias
-
-  MlmHead(Linear transform, Linear decoder) : transform_(std::move(transform)), decoder_(std::move(decoder)) {}
+  std::vector<Linear> blocks_;   // [block_rows, D] + bias each
 };
 
 }  // namespace attnserve

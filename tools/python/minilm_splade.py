@@ -3,7 +3,7 @@
 size (6 layers, hidden 384, 12 heads, the 30,522-piece uncased vocabulary,
 512 positions): MiniLM's trained encoder with a seeded masked-language-model
 head (transform N(0, 0.05), its LayerNorm 1 / 0, the decoder tied to MiniLM's
-word embeddings as BertForMaskedLM ties it, decoder bias -2 so most entries
+word embeddings as BertForMaskedLM ties it, decoder bias -3.5 so most entries
 are zero), saved by sentence-transformers' SparseEncoder (MLMTransformer +
 SpladePooling max + relu) with MiniLM's tokenizer files. No trained SPLADE
 model is available offline; this one has a real model's shapes, vocabulary
@@ -36,7 +36,7 @@ def write_minilm_splade(minilm: pathlib.Path, out: pathlib.Path) -> pathlib.Path
         head.transform.dense.bias.zero_()
         head.transform.LayerNorm.weight.fill_(1.0)
         head.transform.LayerNorm.bias.zero_()
-        head.bias.fill_(-2.0)
+        head.bias.fill_(-3.5)
     model.save_pretrained(str(raw), safe_serialization=True)
     for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
         shutil.copy(minilm / name, raw / name)
