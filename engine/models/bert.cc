@@ -19,9 +19,12 @@ namespace {
 // DistilBertModel name tensors "embeddings...."; those saved from a task
 // model (BertForMaskedLM, XLMRobertaForSequenceClassification, ...) prefix
 // them with "bert.", "roberta.", "mpnet." or "distilbert.".
-std::string DetectPrefix(const SafetensorsArchive& w) {
+// ModernBERT's are "embeddings.tok_embeddings...", "model." in a task model.
+std::string DetectPrefix(const SafetensorsArchive& w, EncoderFamily family) {
+  const char* table = family == EncoderFamily::kModernBert ? "embeddings.tok_embeddings.weight"
+                                                           : "embeddings.word_embeddings.weight";
   for (const char* p : {"", "bert.", "roberta.", "mpnet.", "distilbert.", "model."}) {
-    if (w.Find(absl::StrCat(p, "embeddings.word_embeddings.weight")) != nullptr) return p;
+    if (w.Find(absl::StrCat(p, table)) != nullptr) return p;
   }
   return "";
 }
@@ -72,6 +75,8 @@ ClassifierHead::Kind ClassifierKindOf(EncoderFamily family) {
       return ClassifierHead::Kind::kBertPooler;
     case EncoderFamily::kDistilBert:
       return ClassifierHead::Kind::kDistilBert;
+    case EncoderFamily::kModernBert:
+      return ClassifierHead::Kind::kModernBert;
     case EncoderFamily::kRoberta:
     case EncoderFamily::kMpnet:
       return ClassifierHead::Kind::kRoberta;
@@ -107,8 +112,15 @@ absl::StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::Load(const Safetensors
   std::unique_ptr<BertEncoder> m(new BertEncoder());
   m->config_ = c;
   m->storage_ = storage;
-  const std::string p = DetectPrefix(w);
+  const std::string p = DetectPrefix(w, c.family);
   const int64_t d = c.hidden_size;
+  if (c.family == EncoderFamily::kModernBert) {
+    RETURN_IF_ERROR(m->LoadModernBert(w, p, storage, precision));
+    if (!c.labels.empty()) {
+      ASSIGN_OR_RETURN(m->classifier_, ClassifierHead::Load(w, p, c, ClassifierHead::Kind::kModernBert));
+    }
+    return m;
+  }
   ASSIGN_OR_RETURN(m->word_, w.LoadWithShape(p + "embeddings.word_embeddings.weight", {c.vocab_size, d}, storage));
   ASSIGN_OR_RETURN(m->position_,
                    w.LoadWithShape(p + "embeddings.position_embeddings.weight", {c.max_positions, d}, storage));
@@ -141,8 +153,7 @@ absl::StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::Load(const Safetensors
   }
   if (!c.labels.empty()) {
     ASSIGN_OR_RETURN(m->classifier_,
-                     ClassifierHead::Load(w, p, c.hidden_size, static_cast<int>(c.labels.size()),
-                                          ClassifierKindOf(c.family)));
+                     ClassifierHead::Load(w, p, c, ClassifierKindOf(c.family)));
   }
   if (c.masked_lm_head) {
     ASSIGN_OR_RETURN(m->mlm_head_, MlmHead::Load(w, p, c, precision));
@@ -152,7 +163,8 @@ absl::StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::Load(const Safetensors
 
 int64_t BertEncoder::weight_bytes() const {
   int64_t bytes = static_cast<int64_t>(word_.bytes() + position_.bytes() + token_type_.bytes() + emb_ln_g_.bytes() +
-                                       emb_ln_b_.bytes() + relative_bias_.bytes());
+                                       emb_ln_b_.bytes() + relative_bias_.bytes() + final_ln_g_.bytes() +
+                                       final_ln_b_.bytes() + rope_global_.bytes() + rope_local_.bytes());
   for (const Layer& l : layers_) {
     bytes += l.qkv.weight_bytes() + l.out.weight_bytes() + l.ff1.weight_bytes() + l.ff2.weight_bytes();
     bytes += static_cast<int64_t>(l.ln1_g.bytes() + l.ln1_b.bytes() + l.ln2_g.bytes() + l.ln2_b.bytes());
@@ -178,6 +190,11 @@ int64_t BertEncoder::ScratchBytes(int batch_size, int seq_len) const {
   // place); MPNet's bias planes [H, N, N].
   int64_t floats = t * (d + 3 * d + d + d + config_.intermediate_size);
   if (config_.relative_attention_buckets > 0) floats += int64_t{config_.num_heads} * seq_len * seq_len;
+  if (config_.family == EncoderFamily::kModernBert) {
+    // Wi's [T, 2I] and the GeGLU's [T, I]; the local layers' [n, n] window.
+    floats += t * 2 * int64_t{config_.intermediate_size};
+    if (seq_len > config_.modern.window + 1) floats += int64_t{seq_len} * seq_len;
+  }
   return floats * static_cast<int64_t>(sizeof(float));
 }
 
@@ -248,7 +265,18 @@ absl::StatusOr<std::unique_ptr<BertForwardJob>> BertEncoder::Begin(absl::Span<co
   job->qkv_ = Tensor::Empty({total, 3 * d});
   job->ctx_ = Tensor::Empty({total, d});
   job->tmp_ = Tensor::Empty({total, d});
-  job->ff_ = Tensor::Empty({total, config_.intermediate_size});
+  if (config_.family == EncoderFamily::kModernBert) {
+    job->ff_ = Tensor::Empty({total, 2 * int64_t{config_.intermediate_size}});
+    job->glu_ = Tensor::Empty({total, config_.intermediate_size});
+    const ModernBertConfig& modern = config_.modern;
+    const bool any_local = std::find(modern.global_layers.begin(), modern.global_layers.end(), false) !=
+                           modern.global_layers.end();
+    if (any_local && max_len > modern.window + 1) {
+      job->window_mask_ = BertForwardJob::ModernWindowMask(max_len, modern.window);
+    }
+  } else {
+    job->ff_ = Tensor::Empty({total, config_.intermediate_size});
+  }
   if (config_.relative_attention_buckets > 0) job->position_bias_ = RelativePositionBias(max_len);
   return job;
 }
@@ -286,7 +314,18 @@ absl::Status BertForwardJob::RunSlice() {
   if (!error_.ok()) return error_;
   if (done()) return absl::FailedPreconditionError("BertForwardJob::RunSlice: every slice has run");
   const int slice = next_slice_;
-  if (slice == 0) {
+  if (model_->config_.family == EncoderFamily::kModernBert) {
+    if (slice == 0) {
+      ModernEmbed();
+    } else {
+      const int li = (slice - 1) / 3;
+      switch ((slice - 1) % 3) {
+        case 0: error_ = ModernAttentionBlock(li); break;
+        case 1: error_ = ModernFeedForwardUp(li); break;
+        default: error_ = ModernFeedForwardDown(li); break;
+      }
+    }
+  } else if (slice == 0) {
     Embed();
   } else {
     const int li = (slice - 1) / 3;

@@ -37,6 +37,7 @@
 #include "engine/models/bert_config.h"
 #include "engine/models/classifier_head.h"
 #include "engine/models/mlm_head.h"
+#include "engine/models/rope.h"
 #include "engine/ops/linear.h"
 
 namespace attnserve {
@@ -82,6 +83,13 @@ class BertForwardJob {
   absl::Status AttentionBlock(int li);
   absl::Status FeedForwardUp(int li);
   absl::Status FeedForwardDown(int li);
+  // ModernBERT's (modernbert.cc).
+  void ModernEmbed();
+  absl::Status ModernAttentionBlock(int li);
+  absl::Status ModernFeedForwardUp(int li);
+  absl::Status ModernFeedForwardDown(int li);
+  // [n, n]: 0 where |i - j| <= window, -inf elsewhere.
+  static Tensor ModernWindowMask(int n, int window);
 
   const BertEncoder* model_ = nullptr;
   BertForwardRequest request_;
@@ -95,6 +103,8 @@ class BertForwardJob {
   std::vector<int64_t> starts_;     // [B] first packed row of each sequence (attention's row offsets)
   Tensor x_, qkv_, ctx_, tmp_, ff_;  // [T, D], [T, 3D], [T, D], [T, D], [T, I]
   Tensor position_bias_;            // MPNet: [H, Nmax, Nmax]; empty otherwise
+  Tensor glu_;                      // ModernBERT: [T, I] (ff_ is then [T, 2I])
+  Tensor window_mask_;              // ModernBERT's local layers: [Nmax, Nmax]; empty when no key is out of reach
   BertForwardResult result_;
   int next_slice_ = 0;
   bool finished_ = false;
@@ -143,8 +153,10 @@ class BertEncoder {
   struct Layer {
     Linear qkv;    // [3D, D]: query, key, value fused
     Linear out;    // [D, D]
-    Linear ff1;    // [I, D], GELU(erf) fused
+    Linear ff1;    // [I, D], GELU(erf) fused; ModernBERT: Wi [2I, D], nothing fused
     Linear ff2;    // [D, I]
+    // ModernBERT: attn_norm (empty in layer 0) and mlp_norm, applied before
+    // the block; the others: after it.
     Tensor ln1_g, ln1_b, ln2_g, ln2_b;
   };
   friend class BertForwardJob;
@@ -152,12 +164,20 @@ class BertEncoder {
   // MPNet: each head's bias for query i and key j of an n-token sequence,
   // relative_attention_bias[bucket(j - i)] ([H, n, n]).
   Tensor RelativePositionBias(int n) const;
+  // ModernBERT's tensors (modernbert.cc), under prefix p.
+  absl::Status LoadModernBert(const SafetensorsArchive& w, const std::string& p, DType storage,
+                              MatmulPrecision precision);
 
   BertConfig config_;
   DType storage_ = DType::kF32;
   Tensor word_, position_, token_type_;   // storage dtype; token_type_ empty without a table (MPNet)
   Tensor relative_bias_;                  // MPNet: [buckets, H] f32; empty otherwise
   Tensor emb_ln_g_, emb_ln_b_;
+  // ModernBERT: the final norm, rotary angles of every position for the
+  // global and local thetas ([P, head_dim]) and the rotation.
+  Tensor final_ln_g_, final_ln_b_;
+  Tensor rope_global_, rope_local_;
+  std::optional<Rope> rope_;
   std::vector<Layer> layers_;
   std::optional<ClassifierHead> classifier_;
   std::optional<MlmHead> mlm_head_;

@@ -51,6 +51,115 @@ absl::StatusOr<std::vector<std::string>> SequenceClassificationLabels(const HfCo
   return labels;
 }
 
+// "gelu" (the erf form: transformers' ACT2FN["gelu"]) is the only
+// activation the encoder runs.
+absl::Status RequireGelu(const HfConfig& config, const std::string& key) {
+  ASSIGN_OR_RETURN(std::string act, config.StringOr(key, "gelu"));
+  if (act == "gelu") return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(config.path(), ": ", key, " \"", act, "\" is not supported (gelu)"));
+}
+
+// A rope_parameters entry's theta (rope_type "default" only), else the
+// older key's value.
+absl::StatusOr<float> ModernRopeTheta(const HfConfig& config, const char* layer_type, const char* legacy_key,
+                                      double legacy_default) {
+  const nlohmann::json& root = config.json();
+  auto params = root.find("rope_parameters");
+  if (params != root.end() && params->is_object() && params->contains(layer_type)) {
+    const nlohmann::json& p = (*params)[layer_type];
+    const std::string type = p.is_object() && p.contains("rope_type") && p["rope_type"].is_string()
+                                 ? p["rope_type"].get<std::string>()
+                                 : "default";
+    if (type != "default") {
+      return absl::InvalidArgumentError(absl::StrCat(config.path(), ": rope_parameters.", layer_type,
+                                                     ".rope_type \"", type, "\" is not supported (default)"));
+    }
+    if (!p.is_object() || !p.contains("rope_theta") || !p["rope_theta"].is_number() ||
+        !(p["rope_theta"].get<double>() > 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(config.path(), ": rope_parameters.", layer_type, ".rope_theta must be a positive number"));
+    }
+    return static_cast<float>(p["rope_theta"].get<double>());
+  }
+  ASSIGN_OR_RETURN(double theta, config.DoubleOr(legacy_key, legacy_default));
+  if (!(theta > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(config.path(), ": ", legacy_key, " ", theta, " must be positive"));
+  }
+  return static_cast<float>(theta);
+}
+
+// ModernBERT's keys, in transformers 5's layout (layer_types,
+// rope_parameters) or the older one checkpoints on the hub have
+// (global_attn_every_n_layers, global_rope_theta, local_rope_theta).
+absl::StatusOr<BertConfig> ParseModernBertConfig(const HfConfig& config) {
+  const std::string& path = config.path();
+  BertConfig c;
+  c.family = EncoderFamily::kModernBert;
+  ASSIGN_OR_RETURN(int64_t hidden, config.Int("hidden_size", 1, 1 << 16));
+  ASSIGN_OR_RETURN(int64_t layers, config.Int("num_hidden_layers", 1, 1024));
+  ASSIGN_OR_RETURN(int64_t heads, config.Int("num_attention_heads", 1, 1024));
+  ASSIGN_OR_RETURN(int64_t inter, config.Int("intermediate_size", 1, 1 << 18));
+  ASSIGN_OR_RETURN(int64_t vocab, config.Int("vocab_size", 1, 1 << 24));
+  ASSIGN_OR_RETURN(int64_t positions, config.Int("max_position_embeddings", 1, 1 << 20));
+  ASSIGN_OR_RETURN(double eps, config.DoubleOr("norm_eps", 1e-5));
+  ASSIGN_OR_RETURN(int64_t local_attention, config.IntOr("local_attention", 128, 2, 1 << 20));
+  if (hidden % heads != 0 || (hidden / heads) % 2 != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": hidden_size ", hidden, " / num_attention_heads ", heads,
+                                                   " must be an even head size (rotary positions)"));
+  }
+  if (!(eps > 0 && eps < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": norm_eps ", eps, " is outside (0, 1)"));
+  }
+  RETURN_IF_ERROR(RequireGelu(config, "hidden_activation"));
+  RETURN_IF_ERROR(RequireGelu(config, "classifier_activation"));
+  ModernBertConfig& m = c.modern;
+  const nlohmann::json& root = config.json();
+  if (auto types = root.find("layer_types"); types != root.end() && !types->is_null()) {
+    if (!types->is_array() || static_cast<int64_t>(types->size()) != layers) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": layer_types must list one type per layer (", layers, ")"));
+    }
+    for (const nlohmann::json& t : *types) {
+      const std::string type = t.is_string() ? t.get<std::string>() : "";
+      if (type != "full_attention" && type != "sliding_attention") {
+        return absl::InvalidArgumentError(absl::StrCat(path, ": layer_types entry ", t.dump(),
+                                                       " is not supported (full_attention, sliding_attention)"));
+      }
+      m.global_layers.push_back(type == "full_attention");
+    }
+  } else {
+    ASSIGN_OR_RETURN(int64_t every, config.IntOr("global_attn_every_n_layers", 3, 1, 1024));
+    for (int64_t i = 0; i < layers; ++i) m.global_layers.push_back(i % every == 0);
+  }
+  ASSIGN_OR_RETURN(m.global_rope_theta, ModernRopeTheta(config, "full_attention", "global_rope_theta", 160000.0));
+  ASSIGN_OR_RETURN(m.local_rope_theta, ModernRopeTheta(config, "sliding_attention", "local_rope_theta", 10000.0));
+  m.window = static_cast<int>(local_attention / 2);
+  ASSIGN_OR_RETURN(m.attention_bias, config.BoolOr("attention_bias", false));
+  ASSIGN_OR_RETURN(m.mlp_bias, config.BoolOr("mlp_bias", false));
+  ASSIGN_OR_RETURN(m.norm_bias, config.BoolOr("norm_bias", false));
+  ASSIGN_OR_RETURN(m.classifier_bias, config.BoolOr("classifier_bias", false));
+  ASSIGN_OR_RETURN(std::string pooling, config.StringOr("classifier_pooling", "cls"));
+  if (pooling != "cls" && pooling != "mean") {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": classifier_pooling \"", pooling, "\" is not supported (cls, mean)"));
+  }
+  m.classifier_mean = pooling == "mean";
+  c.hidden_size = static_cast<int>(hidden);
+  c.num_layers = static_cast<int>(layers);
+  c.num_heads = static_cast<int>(heads);
+  c.intermediate_size = static_cast<int>(inter);
+  c.vocab_size = static_cast<int>(vocab);
+  c.max_positions = static_cast<int>(positions);
+  c.type_vocab_size = 0;
+  c.layer_norm_eps = static_cast<float>(eps);
+  for (const std::string& architecture : config.architectures()) {
+    if (architecture == "ModernBertForSequenceClassification") {
+      ASSIGN_OR_RETURN(c.labels, SequenceClassificationLabels(config));
+    }
+  }
+  return c;
+}
+
 }  // namespace
 
 absl::StatusOr<BertConfig> ParseBertConfig(const HfConfig& config) {
@@ -65,10 +174,12 @@ absl::StatusOr<BertConfig> ParseBertConfig(const HfConfig& config) {
     c.family = EncoderFamily::kMpnet;
   } else if (type == "distilbert") {
     c.family = EncoderFamily::kDistilBert;
+  } else if (type == "modernbert") {
+    return ParseModernBertConfig(config);
   } else {
     return absl::InvalidArgumentError(absl::StrCat(path, ": model_type \"", type,
                                                    "\" is not supported by the encoder (bert, xlm-roberta, roberta, "
-                                                   "camembert, mpnet, distilbert)"));
+                                                   "camembert, mpnet, distilbert, modernbert)"));
   }
   // DistilBertConfig names the sizes dim / n_layers / n_heads / hidden_dim /
   // activation and fixes every LayerNorm's eps at 1e-12.

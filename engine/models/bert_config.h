@@ -10,7 +10,8 @@
 // multi-qa-distilbert embedders), BERT's layers under other names
 // (transformer.layer.N.attention.q_lin, sa_layer_norm, ffn.lin1, ...) and
 // config keys (dim, n_layers, n_heads, hidden_dim, activation), no
-// token-type embeddings, and a pre_classifier + ReLU classification head.
+// token-type embeddings, and a pre_classifier + ReLU classification head;
+// and ModernBERT (ModernBertConfig below).
 #ifndef ATTNSERVE_ENGINE_MODELS_BERT_CONFIG_H_
 #define ATTNSERVE_ENGINE_MODELS_BERT_CONFIG_H_
 
@@ -22,7 +23,25 @@
 
 namespace attnserve {
 
-enum class EncoderFamily { kBert, kRoberta, kMpnet, kDistilBert };
+enum class EncoderFamily { kBert, kRoberta, kMpnet, kDistilBert, kModernBert };
+
+// ModernBERT's differences from BERT ("modernbert": ModernBERT-base,
+// gte-modernbert, modernbert-embed): pre-norm layers (the first without its
+// attention norm), biases only where the config asks, a fused Wqkv, rotary
+// positions (no position table), local layers that attend to keys within
+// `window` positions, a GeGLU feed-forward (Wi [2I, D]: gelu(first half) *
+// second half, then Wo), and a final norm.
+struct ModernBertConfig {
+  std::vector<bool> global_layers;  // per layer: full attention (else local)
+  float global_rope_theta = 160000.0f;
+  float local_rope_theta = 10000.0f;
+  int window = 64;                  // local_attention / 2: |query - key| <= window
+  bool attention_bias = false;      // Wqkv, Wo
+  bool mlp_bias = false;            // Wi, Wo
+  bool norm_bias = false;           // every LayerNorm
+  bool classifier_bias = false;     // the head's dense layer
+  bool classifier_mean = false;     // classifier_pooling "mean" (else "cls")
+};
 
 struct BertConfig {
   EncoderFamily family = EncoderFamily::kBert;
@@ -53,6 +72,7 @@ struct BertConfig {
   // DistilBertForMaskedLM) for SPLADE pooling; set by the model directory's
   // sentence-transformers SpladePooling module, not by config.json.
   bool masked_lm_head = false;
+  ModernBertConfig modern;  // family kModernBert only
   int head_dim() const { return hidden_size / num_heads; }
   // Positions counted after the padding id (RoBERTa and MPNet).
   bool roberta_positions() const { return family == EncoderFamily::kRoberta || family == EncoderFamily::kMpnet; }

@@ -1,9 +1,11 @@
 // The sequence-classification head of Hugging Face's
 // BertForSequenceClassification, RobertaClassificationHead (XLM-R, RoBERTa,
-// CamemBERT, MPNet) and DistilBertForSequenceClassification, what a
-// cross-encoder (reranker) or a text classifier answers with:
+// CamemBERT, MPNet), DistilBertForSequenceClassification and
+// ModernBertForSequenceClassification, what a cross-encoder (reranker) or a
+// text classifier answers with:
 //
 //   logits = out(act(dense(hidden[first token])))
+//   ModernBERT: out(LayerNorm(gelu(dense(hidden[first token] or the mean))))
 //
 // BERT: dense [D, D] + bias "bert.pooler.dense", out [labels, D] + bias
 // "classifier", act tanh; RoBERTa: "classifier.dense" and
@@ -24,30 +26,40 @@
 #include "absl/status/statusor.h"
 #include "engine/core/tensor.h"
 #include "engine/formats/safetensors.h"
+#include "engine/models/bert_config.h"
 
 namespace attnserve {
 
 class ClassifierHead {
  public:
-  enum class Kind { kBertPooler, kRoberta, kDistilBert };
+  enum class Kind { kBertPooler, kRoberta, kDistilBert, kModernBert };
 
   // BERT: reads `<prefix>pooler.dense.{weight,bias}` and
   // `classifier.{weight,bias}`; RoBERTa: `classifier.dense.*` and
   // `classifier.out_proj.*`; DistilBERT: `pre_classifier.*` and
-  // `classifier.*`. Errors name the file, the tensor and both shapes.
+  // `classifier.*`; ModernBERT: `head.dense.*` (bias if classifier_bias),
+  // `head.norm.*` (bias if norm_bias) and `classifier.*`. The labels are
+  // config.labels. Errors name the file, the tensor and both shapes.
   static absl::StatusOr<ClassifierHead> Load(const SafetensorsArchive& weights, const std::string& prefix,
-                                             int hidden_size, int num_labels, Kind kind);
+                                             const BertConfig& config, Kind kind);
 
   int num_labels() const { return num_labels_; }
-  // out[num_labels] = the logits of one sequence whose first-token hidden
-  // state is cls[hidden_size].
-  void Logits(const float* cls, float* out) const;
+  // out[num_labels] = the logits of one sequence whose last hidden states
+  // are rows[n, hidden_size] (the first row, or ModernBERT's
+  // classifier_pooling "mean" of all).
+  void Logits(const float* rows, int n, float* out) const;
   int64_t weight_bytes() const;
 
  private:
   int hidden_ = 0;
   int num_labels_ = 0;
   bool relu_ = false;  // DistilBERT's ReLU where the others have tanh
+  // ModernBERT: gelu, then LayerNorm (norm_g_, norm_b_, eps_), over the
+  // [CLS] row or the mean of the rows.
+  bool modern_ = false;
+  bool mean_ = false;
+  float eps_ = 0;
+  Tensor norm_g_, norm_b_;
   Tensor pooler_w_, pooler_b_;          // dense: [D, D], [D]
   Tensor classifier_w_, classifier_b_;  // out: [labels, D], [labels]
 };

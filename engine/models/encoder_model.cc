@@ -308,7 +308,7 @@ absl::StatusOr<std::vector<EncodeResult>> EncodeJob::Finish() {
     const float* rows = hidden + start * d;
     if (classifier != nullptr) {
       r.logits.resize(classifier->num_labels());
-      classifier->Logits(rows, r.logits.data());  // the [CLS] row
+      classifier->Logits(rows, n, r.logits.data());
     }
     if (pooling == PoolingMode::kSplade) {
       const int v = model_->bert_->mlm_head()->vocab_size();

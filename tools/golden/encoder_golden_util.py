@@ -43,13 +43,16 @@ def reinit_(model, seed, embedding_std=None):
     done = set()
     with torch.no_grad():
         for name, module in model.named_modules():
+            # Modules without a bias (ModernBERT's) draw none.
             if isinstance(module, torch.nn.LayerNorm):
                 module.weight.copy_(1.0 + 0.1 * torch.randn(module.weight.shape, generator=gen))
-                module.bias.copy_(0.1 * torch.randn(module.bias.shape, generator=gen))
+                if module.bias is not None:
+                    module.bias.copy_(0.1 * torch.randn(module.bias.shape, generator=gen))
             elif isinstance(module, torch.nn.Linear):
                 std = 0.5 if name.startswith("classifier") else 0.2
                 module.weight.copy_(std * torch.randn(module.weight.shape, generator=gen))
-                module.bias.copy_(0.1 * torch.randn(module.bias.shape, generator=gen))
+                if module.bias is not None:
+                    module.bias.copy_(0.1 * torch.randn(module.bias.shape, generator=gen))
             elif isinstance(module, torch.nn.Embedding):
                 std = embedding_std(name) if embedding_std else 0.2
                 module.weight.copy_(std * torch.randn(module.weight.shape, generator=gen))

@@ -1,0 +1,80 @@
+"""ModernBERT encoders served by the real binary (the tiny random-weight models
+of tools/golden/modernbert_golden.py: a byte-level BPE with [CLS] ... [SEP],
+global and local layers with rotary positions): OpenAI embeddings against
+sentence-transformers' SentenceTransformer on the same directory up to the
+100-token limit (far past the local layers' window), TEI's /tokenize against
+Hugging Face tokenizers, TEI's /rerank against sentence-transformers'
+CrossEncoder on the mean-pooled reranker, TEI's /predict against
+transformers' text-classification pipeline on the cls-pooled classifier
+(its config in the older key layout), and /v1/model_info."""
+import json
+
+import numpy as np
+import pytest
+
+from conftest import REPO, ServerProcess, http_get, openai_embeddings, post_json, tei_tokens_reference
+
+MODELS = REPO / "tests/golden/encoder_models"
+EMBEDDER = MODELS / "modernbert_tiny"
+RERANKER = MODELS / "modernbert_reranker_tiny"
+CLASSIFIER = MODELS / "modernbert_classifier_tiny"
+GOLDEN = json.loads((REPO / "tests/golden/encoder/modernbert_golden.json").read_text())
+TEXTS = [c["text"] for c in GOLDEN["embeddings"]]
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    s = ServerProcess(f"--encoder-model={EMBEDDER}", "--threads=2")
+    yield s
+    s.close()
+
+
+def test_embeddings_equal_sentence_transformers(embedder):
+    st = pytest.importorskip("sentence_transformers")
+    want = st.SentenceTransformer(str(EMBEDDER), device="cpu").encode(TEXTS, convert_to_numpy=True)
+    got, body = openai_embeddings(embedder, TEXTS, "modernbert_tiny")
+    np.testing.assert_allclose(got, want, atol=1e-4)
+    assert body["usage"]["prompt_tokens"] == sum(len(c["ids"]) for c in GOLDEN["embeddings"])
+
+
+def test_tei_tokenize_equals_tokenizers(embedder):
+    tokenizers = pytest.importorskip("tokenizers")
+    tok = tokenizers.Tokenizer.from_file(str(EMBEDDER / "tokenizer.json"))
+    texts = TEXTS[:6]
+    status, body = post_json(embedder, "/tokenize", {"inputs": texts})
+    assert status == 200, body
+    assert body == [tei_tokens_reference(tok, t) for t in texts]
+
+
+def test_tei_rerank_equals_cross_encoder(server_factory):
+    st = pytest.importorskip("sentence_transformers")
+    query = "what is the capital of france?"
+    docs = ["Paris is the capital and largest city of France.", "Bananas are a good source of potassium.",
+            " ".join(["alpha beta gamma delta"] * 20)]
+    want = st.CrossEncoder(str(RERANKER), device="cpu").predict([(query, d) for d in docs])
+    s = server_factory(f"--encoder-model={RERANKER}", "--threads=2")
+    status, body = post_json(s, "/rerank", {"query": query, "texts": docs, "truncate": True})
+    assert status == 200, body
+    got = {r["index"]: r["score"] for r in body}
+    assert [got[i] for i in range(len(docs))] == pytest.approx([float(x) for x in want], abs=1e-5)
+
+
+def test_tei_predict_equals_transformers_pipeline(server_factory):
+    transformers = pytest.importorskip("transformers")
+    pipe = transformers.pipeline("text-classification", model=str(CLASSIFIER), device="cpu", top_k=None)
+    texts = [c["text"] for c in GOLDEN["logits"]["modernbert_classifier_tiny"] if c["text_pair"] is None]
+    s = server_factory(f"--encoder-model={CLASSIFIER}", "--threads=2")
+    status, body = post_json(s, "/predict", {"inputs": [[t] for t in texts], "truncate": True})
+    assert status == 200, body
+    for text, got, want in zip(texts, body, pipe(texts, truncation=True)):
+        assert [p["label"] for p in got] == [w["label"] for w in want], text
+        assert [p["score"] for p in got] == pytest.approx([w["score"] for w in want], abs=2e-5), text
+
+
+def test_model_info_names_the_architecture_and_limit(embedder):
+    status, raw = http_get(f"http://127.0.0.1:{embedder.http_port}/v1/model_info")
+    assert status == 200, raw
+    (info,) = json.loads(raw)["models"]
+    assert info["architecture"] == "modernbert", info
+    assert info["max_input_tokens"] == GOLDEN["max_tokens"], info
+    assert info["max_positions"] == 128, info
