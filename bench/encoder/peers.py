@@ -84,7 +84,8 @@ def main():
 
     st = SentenceTransformer(model_dir, device="cpu").eval()
     os.makedirs(cache_dir, exist_ok=True)
-    onnx_path = os.path.join(cache_dir, "all-MiniLM-L6-v2.onnx")
+    # One export per model folder (the MiniLM run and the ModernBERT one share the cache folder's parent).
+    onnx_path = os.path.join(cache_dir, os.path.basename(os.path.normpath(model_dir)) + ".onnx")
     export_onnx(model_dir, onnx_path)
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads

