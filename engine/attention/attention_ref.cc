@@ -1,6 +1,7 @@
 #include "engine/attention/attention_ref.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <cstdint>
 #include <vector>
 
@@ -39,6 +40,7 @@ absl::Status ScaledDotProductAttentionRef(const SdpaArgs& a) {
           if (mk.key_lengths && j >= mk.key_lengths[b]) vis = false;
           if (mk.key_allow.data && !mk.key_allow.data[b * nk + j]) vis = false;
           if (mk.causal && j > i + nk - nq) vis = false;
+          if (mk.window >= 0 && std::abs(i - j) > mk.window) vis = false;
           if (mk.allow.data && !mk.allow.data[(mk.allow.per_batch ? b * nq * nk : 0) + i * nk + j])
             vis = false;
           double sc = 0;

@@ -101,6 +101,10 @@ struct AttentionMasks {
   // Query i sees keys j <= i + Nk - Nq (the bottom-right-aligned rule; with
   // Nq == Nk the usual lower triangle).
   bool causal = false;
+  // >= 0: query i sees only keys with |i - j| <= window (a bidirectional
+  // sliding window, ModernBERT's local layers; Nq == Nk). The kernels skip
+  // the keys outside it rather than mask them.
+  int window = -1;
   AllowMask allow;
   AdditiveMask additive;
 };

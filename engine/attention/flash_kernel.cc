@@ -666,6 +666,13 @@ bool RowsTSupported(const FlashRow* rows, int num_rows, int d, DType dtype) {
   return true;
 }
 
+// The 16 rows (lanes) that see key `key`: begin <= key < limit.
+__attribute__((target("avx512f"), always_inline)) inline __mmask16 VisibleRows(__m512i limit, __m512i begin,
+                                                                              int key) {
+  const __m512i k = _mm512_set1_epi32(key);
+  return _mm512_cmpgt_epi32_mask(limit, k) & _mm512_cmple_epi32_mask(begin, k);
+}
+
 // `prefetch`: ask for each next tile ahead (the job's first block; later
 // blocks find the tiles in cache).
 __attribute__((target("avx512f,avx2,fma"))) void RunRowsTBlock(const FlashRow* rows, int n, const KvSource& src,
@@ -675,14 +682,25 @@ __attribute__((target("avx512f,avx2,fma"))) void RunRowsTBlock(const FlashRow* r
   float* st = scratch.s();   // [kKeyTile][32]
   float* o = scratch.o();    // [32][d]
   alignas(64) int32_t limit[kRowBlock];
+  alignas(64) int32_t begin[kRowBlock];
   int max_limit = 0;
   int min_limit = std::numeric_limits<int>::max();
+  int min_begin = std::numeric_limits<int>::max();
+  int max_begin = 0;
   for (int r = 0; r < kRowBlock; ++r) {
     // Padding rows (r >= n) see no key: their lanes stay at zero weight.
     limit[r] = r < n ? rows[r].key_limit : 0;
+    begin[r] = r < n ? rows[r].key_begin : 0;
     max_limit = std::max(max_limit, limit[r]);
-    if (r < n) min_limit = std::min(min_limit, limit[r]);
+    if (r < n) {
+      min_limit = std::min(min_limit, limit[r]);
+      min_begin = std::min(min_begin, begin[r]);
+      max_begin = std::max(max_begin, begin[r]);
+    }
   }
+  // The block's first tile starts at its earliest visible key (a window's
+  // rows skip the keys before theirs).
+  const int first = std::min(min_begin, max_limit);
   int r8 = 0;
   for (; r8 + 8 <= n; r8 += 8) TransposeRows8Avx2(rows + r8, d, scale, qt + r8);
   for (int r = r8; r < kRowBlock; ++r) {
@@ -690,17 +708,18 @@ __attribute__((target("avx512f,avx2,fma"))) void RunRowsTBlock(const FlashRow* r
   }
   std::memset(o, 0, sizeof(float) * kRowBlock * d);
   __m512 m[2], l[2];
-  __m512i lim[2];
+  __m512i lim[2], beg[2];
   for (int h = 0; h < 2; ++h) {
     m[h] = _mm512_set1_ps(kNegInf);
     l[h] = _mm512_setzero_ps();
     lim[h] = _mm512_load_si512(limit + 16 * h);
+    beg[h] = _mm512_load_si512(begin + 16 * h);
   }
   alignas(64) float alpha[kRowBlock];
   Tile tiles[2];
   int cur = 0;
-  if (max_limit > 0) GetTile(src, 0, max_limit, tiles[0]);
-  for (int start = 0; start < max_limit;) {
+  if (max_limit > first) GetTile(src, first, max_limit, tiles[0]);
+  for (int start = first; start < max_limit;) {
     const Tile& t = tiles[cur];
     if (start + t.count < max_limit) {
       GetTile(src, start + t.count, max_limit, tiles[cur ^ 1]);
@@ -720,21 +739,29 @@ __attribute__((target("avx512f,avx2,fma"))) void RunRowsTBlock(const FlashRow* r
       }
     }
     for (int h = 0; h < 2; ++h) {
-      // Keys at or past a row's limit are masked (left out of the max, zero
-      // weight after the exp); keys below every row's limit need no mask.
-      // Four running maxima keep the loop off vmaxps's latency chain.
-      const int open = std::clamp(min_limit - start, 0, count);
+      // Keys outside a row's [begin, limit) are masked (left out of the max,
+      // zero weight after the exp); keys [open_lo, open_hi), inside every
+      // row's range, need no mask. Four running maxima keep the loop off
+      // vmaxps's latency chain.
+      const int open_lo = std::clamp(max_begin - start, 0, count);
+      const int open_hi = std::max(open_lo, std::clamp(min_limit - start, 0, count));
       __m512 mx[4];
       for (auto& v : mx) v = _mm512_set1_ps(kNegInf);
       const float* sh = st + 16 * h;
       int j = 0;
-      for (; j + 4 <= open; j += 4) {
+      for (; j < open_lo; ++j) {
+        mx[j & 3] = _mm512_mask_max_ps(mx[j & 3], VisibleRows(lim[h], beg[h], start + j), mx[j & 3], _mm512_loadu_ps(sh + j * kRowBlock));
+      }
+      for (; j + 4 <= open_hi; j += 4) {
 #pragma GCC unroll 4
         for (int u = 0; u < 4; ++u) mx[u] = _mm512_max_ps(mx[u], _mm512_loadu_ps(sh + (j + u) * kRowBlock));
       }
       for (; j < count; ++j) {
-        const __mmask16 vis = _mm512_cmpgt_epi32_mask(lim[h], _mm512_set1_epi32(start + j));
-        mx[j & 3] = _mm512_mask_max_ps(mx[j & 3], vis, mx[j & 3], _mm512_loadu_ps(sh + j * kRowBlock));
+        if (j < open_hi) {
+          mx[j & 3] = _mm512_max_ps(mx[j & 3], _mm512_loadu_ps(sh + j * kRowBlock));
+        } else {
+          mx[j & 3] = _mm512_mask_max_ps(mx[j & 3], VisibleRows(lim[h], beg[h], start + j), mx[j & 3], _mm512_loadu_ps(sh + j * kRowBlock));
+        }
       }
       const __m512 tmax = _mm512_max_ps(_mm512_max_ps(mx[0], mx[1]), _mm512_max_ps(mx[2], mx[3]));
       const __m512 m_new = _mm512_max_ps(m[h], tmax);
@@ -744,16 +771,10 @@ __attribute__((target("avx512f,avx2,fma"))) void RunRowsTBlock(const FlashRow* r
                                                 m_new, _mm512_setzero_ps());
       const __m512 a = ExpNonPositive16(_mm512_sub_ps(m[h], m_use));
       __m512 sums[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
-      for (j = 0; j < open; ++j) {
+      for (j = 0; j < count; ++j) {
         float* sp = st + j * kRowBlock + 16 * h;
-        const __m512 e = ExpNonPositive16(_mm512_sub_ps(_mm512_loadu_ps(sp), m_use));
-        _mm512_storeu_ps(sp, e);
-        sums[j & 1] = _mm512_add_ps(sums[j & 1], e);
-      }
-      for (; j < count; ++j) {
-        const __mmask16 vis = _mm512_cmpgt_epi32_mask(lim[h], _mm512_set1_epi32(start + j));
-        float* sp = st + j * kRowBlock + 16 * h;
-        const __m512 e = _mm512_maskz_mov_ps(vis, ExpNonPositive16(_mm512_sub_ps(_mm512_loadu_ps(sp), m_use)));
+        __m512 e = ExpNonPositive16(_mm512_sub_ps(_mm512_loadu_ps(sp), m_use));
+        if (j < open_lo || j >= open_hi) e = _mm512_maskz_mov_ps(VisibleRows(lim[h], beg[h], start + j), e);
         _mm512_storeu_ps(sp, e);
         sums[j & 1] = _mm512_add_ps(sums[j & 1], e);
       }
@@ -763,7 +784,7 @@ __attribute__((target("avx512f,avx2,fma"))) void RunRowsTBlock(const FlashRow* r
       _mm512_store_ps(alpha + 16 * h, a);
     }
     // O is still zero before the first tile: nothing to rescale.
-    if (start > 0) {
+    if (start > first) {
       for (int r = 0; r < n; ++r) {
         if (alpha[r] != 1.0f) ScaleRow(o + r * d, d, alpha[r], true);
       }
@@ -854,20 +875,23 @@ void RunFlashJob(const FlashRow* rows, int num_rows, const KvSource& src, int d,
   const bool use_direct = rows_pad == 4 && mk.simd;
 
   int max_limit = 0;
+  int first = std::numeric_limits<int>::max();  // the earliest key any row sees
   for (int r = 0; r < num_rows; ++r) {
     const float* q = rows[r].q;
     for (int p = 0; p < d; ++p) qp[r * d + p] = q[p] * scale;
     max_limit = std::max(max_limit, rows[r].key_limit);
+    first = std::min(first, rows[r].key_begin);
     m[r] = kNegInf;
     l[r] = 0.0f;
   }
+  first = std::min(first, max_limit);
   std::memset(qp + num_rows * d, 0, sizeof(float) * (rows_pad - num_rows) * d);
   std::memset(o, 0, sizeof(float) * rows_pad * d);
 
   Tile tiles[2];
   int cur = 0;
-  if (max_limit > 0) GetTile(src, 0, max_limit, tiles[0]);
-  for (int start = 0; start < max_limit;) {
+  if (max_limit > first) GetTile(src, first, max_limit, tiles[0]);
+  for (int start = first; start < max_limit;) {
     const Tile& t = tiles[cur];
     if (start + t.count < max_limit) {
       GetTile(src, start + t.count, max_limit, tiles[cur ^ 1]);
@@ -908,6 +932,8 @@ void RunFlashJob(const FlashRow* rows, int num_rows, const KvSource& src, int d,
       }
       const FlashRow& row = rows[r];
       const int lim = std::clamp(row.key_limit - start, 0, count);
+      const int beg = std::clamp(row.key_begin - start, 0, lim);
+      for (int j = 0; j < beg; ++j) srow[j] = kNegInf;
       for (int j = lim; j < count; ++j) srow[j] = kNegInf;
       if (row.allow_row != nullptr) {
         const uint8_t* a = row.allow_row + start;

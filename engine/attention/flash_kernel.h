@@ -22,7 +22,8 @@ inline constexpr int kKeyTile = 64;
 struct FlashRow {
   const float* q = nullptr;           // d floats
   float* out = nullptr;               // d floats
-  int key_limit = 0;                  // keys >= key_limit are blocked (causal, lengths)
+  int key_limit = 0;                  // keys >= key_limit are blocked (causal, lengths, window)
+  int key_begin = 0;                  // keys < key_begin are blocked (window)
   const uint8_t* allow_row = nullptr; // [Nk] allow mask row
   const uint8_t* key_allow = nullptr; // [Nk] key allow row (padding)
   const float* add_row = nullptr;     // [Nk] additive mask row
@@ -66,7 +67,7 @@ class FlashScratch {
   int64_t bytes_ = 0;
 };
 
-// Runs one job: every row attends to keys [0, its key_limit) of `src` with
+// Runs one job: every row attends to keys [key_begin, key_limit) of `src` with
 // scores scaled by `scale`. Rows whose keys are all blocked get zeros.
 void RunFlashJob(const FlashRow* rows, int num_rows, const KvSource& src, int head_dim,
                  float scale, FlashScratch& scratch);

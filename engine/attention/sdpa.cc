@@ -33,6 +33,10 @@ absl::Status Validate(const SdpaArgs& a) {
         "kv_len >= 0; got B=", s.batch_size, " Hq=", s.num_heads, " Hkv=", s.num_kv_heads,
         " Nq=", s.q_len, " Nk=", s.kv_len, " d=", s.head_dim));
   }
+  if (a.masks.window >= 0 && s.q_len != s.kv_len) {
+    return absl::InvalidArgumentError(absl::StrCat("attention: a sliding window needs q_len == kv_len; got Nq=",
+                                                   s.q_len, " Nk=", s.kv_len));
+  }
   if (s.num_heads % s.num_kv_heads != 0) {
     return absl::InvalidArgumentError(absl::StrCat("attention shape: num_heads (", s.num_heads,
                                                    ") must be a multiple of num_kv_heads (",
@@ -69,13 +73,17 @@ absl::Status Validate(const SdpaArgs& a) {
   return absl::OkStatus();
 }
 
-// Keys a query row may see by the range rules (lengths, causal): [0, limit).
+// Keys a query row may see by the range rules (lengths, causal, window):
+// [KeyBegin, KeyLimit).
 int KeyLimit(const SdpaArgs& a, int b, int i) {
   int limit = a.shape.kv_len;
   if (a.masks.key_lengths != nullptr) limit = std::min(limit, a.masks.key_lengths[b]);
   if (a.masks.causal) limit = std::min(limit, i + a.shape.kv_len - a.shape.q_len + 1);
+  if (a.masks.window >= 0) limit = std::min(limit, i + a.masks.window + 1);
   return std::max(limit, 0);
 }
+
+int KeyBegin(const SdpaArgs& a, int i) { return a.masks.window >= 0 ? std::max(0, i - a.masks.window) : 0; }
 
 // Element offset of sequence b's first row in a view: b batch strides, or
 // its row offset in a ragged batch.
@@ -97,6 +105,7 @@ FlashRow MakeRow(const SdpaArgs& a, int b, int h, int i) {
           i * a.q.row_stride;
   row.out = a.out.data + BatchStart(a, a.out, b) + h * a.out.head_stride + i * a.out.row_stride;
   row.key_limit = KeyLimit(a, b, i);
+  row.key_begin = KeyBegin(a, i);
   if (mk.allow.data) row.allow_row = mk.allow.data + (mk.allow.per_batch ? b * nq * nk : 0) + i * nk;
   if (mk.key_allow.data) row.key_allow = mk.key_allow.data + b * nk;
   if (mk.additive.data) {
@@ -178,7 +187,7 @@ void RunWithWeights(const SdpaArgs& a, float scale) {
         const int64_t vbase = BatchStart(a, a.v, b) + hk * a.v.head_stride;
         float mx = kNegInf;
         for (int j = 0; j < nk; ++j) {
-          bool vis = j < row.key_limit && (!row.allow_row || row.allow_row[j]) &&
+          bool vis = j >= row.key_begin && j < row.key_limit && (!row.allow_row || row.allow_row[j]) &&
                      (!row.key_allow || row.key_allow[j]);
           if (!vis) {
             p[j] = kNegInf;

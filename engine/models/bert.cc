@@ -191,9 +191,9 @@ int64_t BertEncoder::ScratchBytes(int batch_size, int seq_len) const {
   int64_t floats = t * (d + 3 * d + d + d + config_.intermediate_size);
   if (config_.relative_attention_buckets > 0) floats += int64_t{config_.num_heads} * seq_len * seq_len;
   if (config_.family == EncoderFamily::kModernBert) {
-    // Wi's [T, 2I] and the GeGLU's [T, I]; the local layers' [n, n] window.
+    // Wi's [T, 2I] and the GeGLU's [T, I] (the local layers' window is a
+    // key range per query row, no mask).
     floats += t * 2 * int64_t{config_.intermediate_size};
-    if (seq_len > config_.modern.window + 1) floats += int64_t{seq_len} * seq_len;
   }
   return floats * static_cast<int64_t>(sizeof(float));
 }
@@ -268,12 +268,6 @@ absl::StatusOr<std::unique_ptr<BertForwardJob>> BertEncoder::Begin(absl::Span<co
   if (config_.family == EncoderFamily::kModernBert) {
     job->ff_ = Tensor::Empty({total, 2 * int64_t{config_.intermediate_size}});
     job->glu_ = Tensor::Empty({total, config_.intermediate_size});
-    const ModernBertConfig& modern = config_.modern;
-    const bool any_local = std::find(modern.global_layers.begin(), modern.global_layers.end(), false) !=
-                           modern.global_layers.end();
-    if (any_local && max_len > modern.window + 1) {
-      job->window_mask_ = BertForwardJob::ModernWindowMask(max_len, modern.window);
-    }
   } else {
     job->ff_ = Tensor::Empty({total, config_.intermediate_size});
   }

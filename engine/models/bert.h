@@ -88,8 +88,6 @@ class BertForwardJob {
   absl::Status ModernAttentionBlock(int li);
   absl::Status ModernFeedForwardUp(int li);
   absl::Status ModernFeedForwardDown(int li);
-  // [n, n]: 0 where |i - j| <= window, -inf elsewhere.
-  static Tensor ModernWindowMask(int n, int window);
 
   const BertEncoder* model_ = nullptr;
   BertForwardRequest request_;
@@ -104,7 +102,6 @@ class BertForwardJob {
   Tensor x_, qkv_, ctx_, tmp_, ff_;  // [T, D], [T, 3D], [T, D], [T, D], [T, I]
   Tensor position_bias_;            // MPNet: [H, Nmax, Nmax]; empty otherwise
   Tensor glu_;                      // ModernBERT: [T, I] (ff_ is then [T, 2I])
-  Tensor window_mask_;              // ModernBERT's local layers: [Nmax, Nmax]; empty when no key is out of reach
   BertForwardResult result_;
   int next_slice_ = 0;
   bool finished_ = false;

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "engine/attention/sdpa.h"
@@ -147,7 +146,8 @@ absl::Status BertForwardJob::ModernAttentionBlock(int li) {
   args.k = {qkv_src + d, DType::kF32, n * row3, head_dim, row3};
   args.v = {qkv_src + 2 * d, DType::kF32, n * row3, head_dim, row3};
   args.masks.key_lengths = lengths_.data();
-  if (!global && !window_mask_.empty()) args.masks.additive = {window_mask_.f32(), false, false};
+  // Local layers: the kernels visit only the keys within the window.
+  if (!global) args.masks.window = config.modern.window;
   args.out = AttnView::Interleaved(ctx_.f32(), heads, n, head_dim);
   Tensor weights;
   if (std::find(request_.attention_layers.begin(), request_.attention_layers.end(), li) !=
@@ -198,16 +198,6 @@ absl::Status BertForwardJob::ModernFeedForwardDown(int li) {
                                 config.layer_norm_eps);
   }
   return absl::OkStatus();
-}
-
-Tensor BertForwardJob::ModernWindowMask(int n, int window) {
-  Tensor mask = Tensor::Empty({n, n});
-  constexpr float kBlocked = -std::numeric_limits<float>::infinity();
-  for (int i = 0; i < n; ++i) {
-    float* row = mask.f32() + int64_t{i} * n;
-    for (int j = 0; j < n; ++j) row[j] = std::abs(i - j) <= window ? 0.0f : kBlocked;
-  }
-  return mask;
 }
 
 }  // namespace attnserve

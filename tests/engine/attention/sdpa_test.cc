@@ -464,6 +464,102 @@ TEST(SdpaTest, RaggedBatchWithASharedPerHeadBias) {
   }
 }
 
+// A bidirectional sliding window (ModernBERT's local layers: |i - j| <=
+// window) on a ragged batch with GQA, against the reference run on each
+// sequence alone: the AVX-512 row-block path (d 16, blocks of 32 rows whose
+// windows start at different keys), the AVX2 and scalar job paths (d 8, and
+// with AVX-512 off / everything scalar), and the weights path, which must
+// give keys outside the window zero weight.
+TEST(SdpaTest, SlidingWindowOnARaggedBatchEqualsTheReference) {
+  const std::vector<int32_t> lengths = {100, 1, 9, 70};
+  const int B = 4, hq = 4, hkv = 2, nmax = 100, window = 8;
+  std::vector<int64_t> offsets(B);
+  int64_t total = 0;
+  for (int b = 0; b < B; ++b) {
+    offsets[b] = total;
+    total += lengths[b];
+  }
+  struct Variant {
+    int d;
+    bool no_avx512, scalar;
+    AttentionWeightsMode mode;
+  };
+  for (const Variant& var : {Variant{16, false, false, AttentionWeightsMode::kNone},
+                             Variant{8, false, false, AttentionWeightsMode::kNone},
+                             Variant{16, true, false, AttentionWeightsMode::kNone},
+                             Variant{16, true, true, AttentionWeightsMode::kNone},
+                             Variant{16, false, false, AttentionWeightsMode::kPerHead}}) {
+    const int d = var.d;
+    const std::string label = absl::StrCat("d ", d, var.no_avx512 ? ", no AVX-512" : "", var.scalar ? ", scalar" : "",
+                                           var.mode == AttentionWeightsMode::kNone ? "" : ", weights");
+    std::mt19937 rng(45 + d);
+    const std::vector<float> q = RandomVec(total * hq * d, rng, -2, 2);
+    const std::vector<float> k = RandomVec(total * hkv * d, rng, -2, 2);
+    const std::vector<float> v = RandomVec(total * hkv * d, rng);
+    std::vector<float> out(total * hq * d, -99.f);
+    std::vector<float> weights(var.mode == AttentionWeightsMode::kNone ? 0 : int64_t{B} * hq * nmax * nmax);
+    SdpaArgs a;
+    a.shape = {B, hq, hkv, nmax, nmax, d};
+    a.q = ConstAttnView::Interleaved(q.data(), hq, nmax, d);
+    a.k = ConstAttnView::Interleaved(k.data(), hkv, nmax, d);
+    a.v = ConstAttnView::Interleaved(v.data(), hkv, nmax, d);
+    a.out = AttnView::Interleaved(out.data(), hq, nmax, d);
+    a.masks.key_lengths = lengths.data();
+    a.masks.window = window;
+    a.row_offsets = offsets.data();
+    a.options.weights = var.mode;
+    a.weights = weights.empty() ? nullptr : weights.data();
+    attention_internal::DisableAvx512FlashKernel(var.no_avx512);
+    attention_internal::ForceScalarFlashKernel(var.scalar);
+    const absl::Status st = ScaledDotProductAttention(a);
+    attention_internal::DisableAvx512FlashKernel(false);
+    attention_internal::ForceScalarFlashKernel(false);
+    ASSERT_TRUE(st.ok()) << st;
+    for (int b = 0; b < B; ++b) {
+      const int n = lengths[b];
+      std::vector<float> ref_out(int64_t{n} * hq * d);
+      std::vector<float> ref_weights(int64_t{hq} * n * n);
+      SdpaArgs r;
+      r.shape = {1, hq, hkv, n, n, d};
+      r.q = ConstAttnView::Interleaved(q.data() + offsets[b] * hq * d, hq, n, d);
+      r.k = ConstAttnView::Interleaved(k.data() + offsets[b] * hkv * d, hkv, n, d);
+      r.v = ConstAttnView::Interleaved(v.data() + offsets[b] * hkv * d, hkv, n, d);
+      r.out = AttnView::Interleaved(ref_out.data(), hq, n, d);
+      r.masks.window = window;
+      r.options.weights = AttentionWeightsMode::kPerHead;
+      r.weights = ref_weights.data();
+      ASSERT_TRUE(ScaledDotProductAttentionRef(r).ok());
+      const std::vector<float> got(out.begin() + offsets[b] * hq * d, out.begin() + (offsets[b] + n) * hq * d);
+      EXPECT_TRUE(AllClose(got, ref_out, 2e-5, 1e-4)) << label << ", sequence " << b;
+      if (weights.empty()) continue;
+      for (int h = 0; h < hq; ++h) {
+        for (int i = 0; i < n; ++i) {
+          for (int j = 0; j < n; ++j) {
+            const float w = weights[((int64_t{b} * hq + h) * nmax + i) * nmax + j];
+            EXPECT_NEAR(w, ref_weights[(int64_t{h} * n + i) * n + j], 1e-5) << label << " " << b << h << i << j;
+            if (std::abs(i - j) > window) {
+              EXPECT_EQ(w, 0.0f);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(SdpaTest, SlidingWindowNeedsSelfAttention) {
+  std::vector<float> x(2 * 3 * 8);
+  SdpaArgs a;
+  a.shape = {1, 1, 1, 2, 3, 8};
+  a.q = ConstAttnView::Interleaved(x.data(), 1, 2, 8);
+  a.k = ConstAttnView::Interleaved(x.data(), 1, 3, 8);
+  a.v = ConstAttnView::Interleaved(x.data(), 1, 3, 8);
+  a.out = AttnView::Interleaved(x.data(), 1, 2, 8);
+  a.masks.window = 1;
+  const absl::Status st = ScaledDotProductAttention(a);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+}
+
 // Ragged self-attention (row_offsets): sequences packed back to back, no
 // padding. Each must equal the reference run on that sequence alone, rows
 // past the last sequence must stay untouched, and with weights the rows past
