@@ -377,18 +377,16 @@ void BertForwardJob::Embed() {
   if (request_.hidden_states) result_.hidden_states.push_back(x_.Copy());
 }
 
-// x = LayerNorm(x + O(Attention(Q, K, V))).
-absl::Status BertForwardJob::AttentionBlock(int li) {
+// Ragged self-attention straight on the packed rows: sequence b is rows
+// [starts_[b], starts_[b] + lengths_[b]) of qkv_ and ctx_ (the views' batch
+// strides go unused). `masks` brings a layer's additive bias or window; the
+// key lengths are added here. Keeps the weights when the request asks for
+// layer li.
+absl::Status BertForwardJob::SelfAttention(int li, AttentionMasks masks) {
   const BertConfig& config = model_->config_;
-  const BertEncoder::Layer& layer = model_->layers_[li];
   const int d = config.hidden_size;
   const int heads = config.num_heads;
   const int head_dim = config.head_dim();
-  float* xp = x_.f32();
-  RETURN_IF_ERROR(layer.qkv.Forward(xp, total_, qkv_.f32()));
-  // Ragged attention straight on the packed rows: sequence b is rows
-  // [starts_[b], starts_[b] + lengths_[b]) of qkv and ctx (the views' batch
-  // strides go unused).
   const float* qkv_src = qkv_.f32();
   const int n = max_len_;
   SdpaArgs args;
@@ -398,28 +396,35 @@ absl::Status BertForwardJob::AttentionBlock(int li) {
   args.q = {qkv_src, DType::kF32, n * row3, head_dim, row3};
   args.k = {qkv_src + d, DType::kF32, n * row3, head_dim, row3};
   args.v = {qkv_src + 2 * d, DType::kF32, n * row3, head_dim, row3};
+  args.masks = masks;
   args.masks.key_lengths = lengths_.data();
-  if (!position_bias_.empty()) {
-    // MPNet: the same [H, n, n] bias for every sequence (its top-left block).
-    args.masks.additive = {position_bias_.f32(), /*per_batch=*/false, /*per_head=*/true};
-  }
   args.out = AttnView::Interleaved(ctx_.f32(), heads, n, head_dim);
   Tensor weights;
   if (std::find(request_.attention_layers.begin(), request_.attention_layers.end(), li) !=
       request_.attention_layers.end()) {
-    if (request_.average_heads) {
-      weights = Tensor::Empty({batch_, n, n});
-      args.options.weights = AttentionWeightsMode::kAveraged;
-    } else {
-      weights = Tensor::Empty({batch_, heads, n, n});
-      args.options.weights = AttentionWeightsMode::kPerHead;
-    }
+    weights = request_.average_heads ? Tensor::Empty({batch_, n, n}) : Tensor::Empty({batch_, heads, n, n});
+    args.options.weights = request_.average_heads ? AttentionWeightsMode::kAveraged : AttentionWeightsMode::kPerHead;
     args.weights = weights.f32();
   }
   RETURN_IF_ERROR(ScaledDotProductAttention(args));
   if (!weights.empty()) result_.attentions.emplace_back(li, std::move(weights));
+  return absl::OkStatus();
+}
+
+// x = LayerNorm(x + O(Attention(Q, K, V))).
+absl::Status BertForwardJob::AttentionBlock(int li) {
+  const BertConfig& config = model_->config_;
+  const BertEncoder::Layer& layer = model_->layers_[li];
+  float* xp = x_.f32();
+  RETURN_IF_ERROR(layer.qkv.Forward(xp, total_, qkv_.f32()));
+  AttentionMasks masks;
+  if (!position_bias_.empty()) {
+    // MPNet: the same [H, n, n] bias for every sequence (its top-left block).
+    masks.additive = {position_bias_.f32(), /*per_batch=*/false, /*per_head=*/true};
+  }
+  RETURN_IF_ERROR(SelfAttention(li, masks));
   RETURN_IF_ERROR(layer.out.Forward(ctx_.f32(), total_, tmp_.f32()));
-  bert_internal::AddLayerNorm(xp, tmp_.f32(), layer.ln1_g.f32(), layer.ln1_b.f32(), total_, d,
+  bert_internal::AddLayerNorm(xp, tmp_.f32(), layer.ln1_g.f32(), layer.ln1_b.f32(), total_, config.hidden_size,
                               config.layer_norm_eps);
   return absl::OkStatus();
 }

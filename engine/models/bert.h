@@ -32,6 +32,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "engine/attention/attention_types.h"
 #include "engine/core/tensor.h"
 #include "engine/formats/safetensors.h"
 #include "engine/models/bert_config.h"
@@ -80,6 +81,7 @@ class BertForwardJob {
   friend class BertEncoder;
   BertForwardJob() = default;
   void Embed();
+  absl::Status SelfAttention(int li, AttentionMasks masks);
   absl::Status AttentionBlock(int li);
   absl::Status FeedForwardUp(int li);
   absl::Status FeedForwardDown(int li);

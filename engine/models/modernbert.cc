@@ -6,7 +6,6 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "engine/attention/sdpa.h"
 #include "engine/core/status_macros.h"
 #include "engine/models/bert.h"
 #include "engine/models/bert_kernels.h"
@@ -136,28 +135,10 @@ absl::Status BertForwardJob::ModernAttentionBlock(int li) {
       rope.Rotate(row + d, heads, cos_sin);  // keys
     }
   }
-  const float* qkv_src = qkv_.f32();
-  const int n = max_len_;
-  SdpaArgs args;
-  args.row_offsets = starts_.data();
-  args.shape = {batch_, heads, heads, n, n, head_dim};
-  const int64_t row3 = 3 * int64_t{d};
-  args.q = {qkv_src, DType::kF32, n * row3, head_dim, row3};
-  args.k = {qkv_src + d, DType::kF32, n * row3, head_dim, row3};
-  args.v = {qkv_src + 2 * d, DType::kF32, n * row3, head_dim, row3};
-  args.masks.key_lengths = lengths_.data();
+  AttentionMasks masks;
   // Local layers: the kernels visit only the keys within the window.
-  if (!global) args.masks.window = config.modern.window;
-  args.out = AttnView::Interleaved(ctx_.f32(), heads, n, head_dim);
-  Tensor weights;
-  if (std::find(request_.attention_layers.begin(), request_.attention_layers.end(), li) !=
-      request_.attention_layers.end()) {
-    weights = request_.average_heads ? Tensor::Empty({batch_, n, n}) : Tensor::Empty({batch_, heads, n, n});
-    args.options.weights = request_.average_heads ? AttentionWeightsMode::kAveraged : AttentionWeightsMode::kPerHead;
-    args.weights = weights.f32();
-  }
-  RETURN_IF_ERROR(ScaledDotProductAttention(args));
-  if (!weights.empty()) result_.attentions.emplace_back(li, std::move(weights));
+  if (!global) masks.window = config.modern.window;
+  RETURN_IF_ERROR(SelfAttention(li, masks));
   RETURN_IF_ERROR(layer.out.Forward(ctx_.f32(), total_, tmp_.f32()));
   AddInPlace(x_.f32(), tmp_.f32(), total_ * d);
   return absl::OkStatus();
