@@ -5,29 +5,13 @@ pairs, each for --seconds after a warm-up; prints a markdown table with the
 ratio. Every document of a point has exactly WORDS words, so the pairs of
 both engines have the same tokens. See run.sh."""
 import argparse
-import http.client
 import json
+import os
 import random
-import statistics
-import time
+import sys
 
-WORDS = ("cat sleeps sun window afternoon market fell sharply monday kitten chase string nap lunch bird garden "
-         "river bridge city train station morning coffee book table light music song dance rain cloud").split()
-
-
-def documents(count, words, rng):
-    return [" ".join(rng.choice(WORDS) for _ in range(words)) for _ in range(count)]
-
-
-def timed(call, seconds):
-    call()  # warm-up
-    latencies = []
-    start = time.perf_counter()
-    while time.perf_counter() - start < seconds or len(latencies) < 3:
-        t = time.perf_counter()
-        call()
-        latencies.append(time.perf_counter() - t)
-    return len(latencies), time.perf_counter() - start, statistics.median(latencies)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from closed_loop import post, texts, timed  # noqa: E402
 
 
 def main():
@@ -43,7 +27,6 @@ def main():
     import torch
     torch.set_num_threads(args.threads)
     reference = sentence_transformers.CrossEncoder(args.model, device="cpu")
-    host, port = args.url.split("//")[1].split(":")
     rng = random.Random(7)
     query = "how do cats spend the afternoon in the city?"
 
@@ -53,20 +36,12 @@ def main():
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for point in args.points.split(","):
         count, words = (int(x) for x in point.split("x"))
-        docs = documents(count, words, rng)
+        docs = texts(count, words, rng)
         body = json.dumps({"query": query, "texts": docs, "truncate": True})
         answer = {}
 
         def served():
-            # A connection per call: the server closes each after its answer.
-            conn = http.client.HTTPConnection(host, int(port), timeout=120)
-            conn.request("POST", "/rerank", body=body, headers={"Content-Type": "application/json"})
-            r = conn.getresponse()
-            data = r.read()
-            conn.close()
-            if r.status != 200:
-                raise RuntimeError(f"/rerank answered {r.status}: {data[:300]!r}")
-            answer["ranks"] = json.loads(data)
+            answer["ranks"] = post(args.url, "/rerank", body)
 
         pairs = [(query, d) for d in docs]
 

@@ -6,25 +6,13 @@ with the ratio, the non-zero entries per text and the largest weight
 difference. Every text of a point has exactly WORDS words, so both engines
 read the same tokens. See run.sh."""
 import argparse
-import http.client
 import json
+import os
 import random
-import statistics
-import time
+import sys
 
-WORDS = ("cat sleeps sun window afternoon market fell sharply monday kitten chase string nap lunch bird garden "
-         "river bridge city train station morning coffee book table light music song dance rain cloud").split()
-
-
-def timed(call, seconds):
-    call()  # warm-up
-    latencies = []
-    start = time.perf_counter()
-    while time.perf_counter() - start < seconds or len(latencies) < 3:
-        t = time.perf_counter()
-        call()
-        latencies.append(time.perf_counter() - t)
-    return len(latencies), time.perf_counter() - start, statistics.median(latencies)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from closed_loop import post, texts, timed  # noqa: E402
 
 
 def main():
@@ -40,7 +28,6 @@ def main():
     import torch
     torch.set_num_threads(args.threads)
     reference = sentence_transformers.SparseEncoder(args.model, device="cpu")
-    host, port = args.url.split("//")[1].split(":")
     rng = random.Random(7)
 
     print(f"threads {args.threads}, torch {torch.__version__}, sentence-transformers {sentence_transformers.__version__}")
@@ -49,23 +36,15 @@ def main():
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for point in args.points.split(","):
         count, words = (int(x) for x in point.split("x"))
-        texts = [" ".join(rng.choice(WORDS) for _ in range(words)) for _ in range(count)]
-        body = json.dumps({"inputs": texts, "truncate": True})
+        batch = texts(count, words, rng)
+        body = json.dumps({"inputs": batch, "truncate": True})
         answer = {}
 
         def served():
-            # A connection per call: the server closes each after its answer.
-            conn = http.client.HTTPConnection(host, int(port), timeout=120)
-            conn.request("POST", "/embed_sparse", body=body, headers={"Content-Type": "application/json"})
-            r = conn.getresponse()
-            data = r.read()
-            conn.close()
-            if r.status != 200:
-                raise RuntimeError(f"/embed_sparse answered {r.status}: {data[:300]!r}")
-            answer["ours"] = json.loads(data)
+            answer["ours"] = post(args.url, "/embed_sparse", body)
 
         def peer():
-            answer["peer"] = reference.encode(texts, batch_size=count, convert_to_tensor=True,
+            answer["peer"] = reference.encode(batch, batch_size=count, convert_to_tensor=True,
                                               show_progress_bar=False).to_dense()
 
         n_ours, s_ours, med_ours = timed(served, args.seconds)

@@ -38,16 +38,14 @@ import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-import sentence_transformers
 import sentencepiece as spm
-import tokenizers
 import torch
-import transformers
 from sentence_transformers import SentenceTransformer
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 from transformers import CamembertConfig, CamembertModel, CamembertTokenizer
 
-from encoder_golden_util import REPO, byte_offsets, reinit_, save_model_dir, write_json, write_mean_pooling_modules
+from encoder_golden_util import (REPO, pair_cases, reinit_, save_model_dir, tokenizer_cases, versions, write_json,
+                                 write_mean_pooling_modules)
 from xlmr_golden import PAIRS, train_spm
 
 SCRIPT = "tools/golden/camembert_golden.py"
@@ -100,37 +98,14 @@ def main():
     proto = train_spm()
     hf, layouts, vocab_size = build_tokenizers(proto)
     fixture = {
-        "versions": {
-            "script": SCRIPT,
-            "torch": torch.__version__,
-            "transformers": transformers.__version__,
-            "tokenizers": tokenizers.__version__,
-            "sentencepiece": spm.__version__,
-            "sentence_transformers": sentence_transformers.__version__,
-        },
+        "versions": versions(SCRIPT, sentencepiece=spm.__version__),
         "max_tokens": MAX_TOKENS,
         "tokenizer": {},
         "pairs": {},
     }
     for layout, tok in layouts.items():
-        cases = []
-        for text in TEXTS:
-            enc = tok.encode(text)
-            cases.append({
-                "text": text, "ids": enc.ids, "tokens": enc.tokens,
-                "offsets": byte_offsets(text, enc.offsets),
-                "decoded": tok.decode(enc.ids, skip_special_tokens=False),
-                "decoded_skip_special": tok.decode(enc.ids, skip_special_tokens=True),
-            })
-        fixture["tokenizer"][layout] = cases
-        pairs = []
-        for text, pair, max_length in PAIRS:
-            tok.enable_truncation(max_length, strategy="longest_first")
-            enc = tok.encode(text, pair)
-            tok.no_truncation()
-            pairs.append({"text": text, "text_pair": pair, "max_length": max_length,
-                          "ids": enc.ids, "type_ids": enc.type_ids})
-        fixture["pairs"][layout] = pairs
+        fixture["tokenizer"][layout] = tokenizer_cases(tok, TEXTS)
+        fixture["pairs"][layout] = pair_cases(tok, PAIRS)
     # The v5 file is in no model folder: the test reads it from here.
     fixture["v5_tokenizer_json"] = json.loads(layouts["v5"].to_str())
     # transformers' tokenizer agrees with both files on plain texts.

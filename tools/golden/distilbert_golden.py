@@ -39,16 +39,13 @@ import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-import sentence_transformers
-import tokenizers
 import torch
-import transformers
 from sentence_transformers import SentenceTransformer
 from tokenizers import Tokenizer
 from transformers import DistilBertConfig, DistilBertForSequenceClassification, DistilBertModel, DistilBertTokenizer
 
-from encoder_golden_util import (MINILM_VOCAB, REPO, reinit_, save_model_dir, truncated_ids, write_json,
-                                 write_mean_pooling_modules)
+from encoder_golden_util import (REPO, assert_same_tokens, minilm_vocab, reduced_minilm_vocab, reinit_, save_model_dir,
+                                 truncated_ids, versions, write_json, write_mean_pooling_modules)
 
 SCRIPT = "tools/golden/distilbert_golden.py"
 OUT_PATH = os.path.join(REPO, "tests/golden/encoder/distilbert_golden.json")
@@ -71,23 +68,11 @@ PAIRS = [
 ]
 
 
-def minilm_vocab():
-    with open(MINILM_VOCAB, encoding="utf-8") as f:
-        return [line.rstrip("\n") for line in f]
-
-
 def build_tokenizer():
-    full_vocab = minilm_vocab()
-    full = DistilBertTokenizer(vocab={t: i for i, t in enumerate(full_vocab)})
-    used = set()
-    for text in TEXTS + [t for pair in PAIRS for t in pair]:
-        used.update(full.tokenize(text))
-    keep = [t for t in full_vocab if t not in SPECIALS and (
-        t in used or len(t) == 1 or (t.startswith("##") and len(t) == 3))]
-    vocab = {t: i for i, t in enumerate(SPECIALS + keep)}
+    full = DistilBertTokenizer(vocab={t: i for i, t in enumerate(minilm_vocab())})
+    vocab = reduced_minilm_vocab(full.tokenize, TEXTS + [t for pair in PAIRS for t in pair], SPECIALS)
     hf = DistilBertTokenizer(vocab=vocab)
-    for text in TEXTS:
-        assert hf.tokenize(text) == full.tokenize(text), text
+    assert_same_tokens(full, hf, TEXTS)
     tok = Tokenizer.from_str(hf.backend_tokenizer.to_str())
     tok.no_truncation()
     tok.no_padding()
@@ -111,13 +96,7 @@ def main():
     torch.manual_seed(0)
     tok, vocab_size = build_tokenizer()
     fixture = {
-        "versions": {
-            "script": SCRIPT,
-            "torch": torch.__version__,
-            "transformers": transformers.__version__,
-            "tokenizers": tokenizers.__version__,
-            "sentence_transformers": sentence_transformers.__version__,
-        },
+        "versions": versions(SCRIPT),
         "max_tokens": MAX_TOKENS,
     }
 

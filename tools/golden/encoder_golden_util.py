@@ -106,3 +106,68 @@ def truncated_ids(tok, text, pair, max_length):
     ids = tok.encode(text, pair).ids if pair is not None else tok.encode(text).ids
     tok.no_truncation()
     return ids
+
+
+def versions(script, **extra):
+    """The fixture's "versions": this script and the reference libraries'
+    exact versions (extra: further name -> version)."""
+    import sentence_transformers
+    import tokenizers
+    import transformers
+    out = {"script": script, "torch": torch.__version__, "transformers": transformers.__version__,
+           "tokenizers": tokenizers.__version__, "sentence_transformers": sentence_transformers.__version__}
+    out.update(extra)
+    return out
+
+
+def minilm_vocab():
+    """all-MiniLM-L6-v2's vocabulary (BERT uncased), in id order."""
+    with open(MINILM_VOCAB, encoding="utf-8") as f:
+        return [line.rstrip("\n") for line in f]
+
+
+def reduced_minilm_vocab(full_tokenize, texts, specials, tail=(), also_keep=()):
+    """{token: id} of a small WordPiece vocabulary that tokenizes `texts` as
+    the full MiniLM one does (`full_tokenize`): `specials`, then in MiniLM's
+    order every token the full vocabulary gives the texts, every single
+    character and "##" + character, and `also_keep`; then `tail`."""
+    used = set()
+    for text in texts:
+        used.update(full_tokenize(text))
+    keep = [t for t in minilm_vocab() if t not in specials and (
+        t in used or t in also_keep or len(t) == 1 or (t.startswith("##") and len(t) == 3))]
+    return {t: i for i, t in enumerate(list(specials) + keep + list(tail))}
+
+
+def assert_same_tokens(full, reduced, texts):
+    """The reduced tokenizer splits every text as the full one does."""
+    for text in texts:
+        assert reduced.tokenize(text) == full.tokenize(text), text
+
+
+def tokenizer_cases(tok, texts):
+    """tokenizers' encoding of each text: ids, tokens, byte offsets, and its
+    decoding with and without the special tokens."""
+    cases = []
+    for text in texts:
+        enc = tok.encode(text)
+        cases.append({
+            "text": text, "ids": enc.ids, "tokens": enc.tokens,
+            "offsets": byte_offsets(text, enc.offsets),
+            "decoded": tok.decode(enc.ids, skip_special_tokens=False),
+            "decoded_skip_special": tok.decode(enc.ids, skip_special_tokens=True),
+        })
+    return cases
+
+
+def pair_cases(tok, pairs):
+    """tokenizers' ids and segments of each (text, text_pair, max_length),
+    cut longest-first."""
+    cases = []
+    for text, pair, max_length in pairs:
+        tok.enable_truncation(max_length, strategy="longest_first")
+        enc = tok.encode(text, pair)
+        tok.no_truncation()
+        cases.append({"text": text, "text_pair": pair, "max_length": max_length,
+                      "ids": enc.ids, "type_ids": enc.type_ids})
+    return cases

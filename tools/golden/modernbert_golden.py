@@ -46,16 +46,13 @@ import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-import sentence_transformers
-import tokenizers
 import torch
-import transformers
 from sentence_transformers import SentenceTransformer
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import ModernBertConfig, ModernBertForSequenceClassification, ModernBertModel
 
-from encoder_golden_util import (REPO, byte_offsets, corpus, reinit_, save_model_dir, truncated_ids, write_json,
-                                 write_mean_pooling_modules)
+from encoder_golden_util import (REPO, byte_offsets, corpus, reinit_, save_model_dir, truncated_ids, versions,
+                                 write_json, write_mean_pooling_modules)
 from roberta_golden import OTHER_SCRIPTS
 
 SCRIPT = "tools/golden/modernbert_golden.py"
@@ -141,13 +138,7 @@ def main():
     tok, ids = build_tokenizer()
     vocab_size = tok.get_vocab_size()
     fixture = {
-        "versions": {
-            "script": SCRIPT,
-            "torch": torch.__version__,
-            "transformers": transformers.__version__,
-            "tokenizers": tokenizers.__version__,
-            "sentence_transformers": sentence_transformers.__version__,
-        },
+        "versions": versions(SCRIPT),
         "max_tokens": MAX_TOKENS,
         "tokenizer": [],
         "logits": {},

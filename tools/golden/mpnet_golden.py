@@ -40,8 +40,6 @@ import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-import sentence_transformers
-import tokenizers
 import torch
 import transformers
 from sentence_transformers import SentenceTransformer
@@ -49,8 +47,8 @@ from tokenizers import Tokenizer, processors
 from transformers import MPNetConfig, MPNetForSequenceClassification, MPNetModel, MPNetTokenizer
 from transformers.models.mpnet.modeling_mpnet import MPNetEncoder
 
-from encoder_golden_util import (MINILM_VOCAB, REPO, reinit_, save_model_dir, truncated_ids, write_json,
-                                 write_mean_pooling_modules)
+from encoder_golden_util import (REPO, assert_same_tokens, minilm_vocab, reduced_minilm_vocab, reinit_, save_model_dir,
+                                 truncated_ids, versions, write_json, write_mean_pooling_modules)
 
 SCRIPT = "tools/golden/mpnet_golden.py"
 OUT_PATH = os.path.join(REPO, "tests/golden/encoder/mpnet_golden.json")
@@ -79,23 +77,12 @@ def BIAS_STD(name):
     return 1.0 if name.endswith("relative_attention_bias") else 0.2
 
 
-def minilm_vocab():
-    with open(MINILM_VOCAB, encoding="utf-8") as f:
-        return [line.rstrip("\n") for line in f]
-
-
 def build_tokenizer():
-    full_vocab = minilm_vocab()
-    full = MPNetTokenizer(vocab={t: i for i, t in enumerate(SPECIALS + full_vocab + ["<mask>"])})
-    used = set()
-    for text in TEXTS + [t for pair in PAIRS for t in pair]:
-        used.update(full.tokenize(text))
-    keep = [t for t in full_vocab if t not in SPECIALS and (
-        t in used or t == "[UNK]" or len(t) == 1 or (t.startswith("##") and len(t) == 3))]
-    vocab = {t: i for i, t in enumerate(SPECIALS + keep + ["<mask>"])}
+    full = MPNetTokenizer(vocab={t: i for i, t in enumerate(SPECIALS + minilm_vocab() + ["<mask>"])})
+    vocab = reduced_minilm_vocab(full.tokenize, TEXTS + [t for pair in PAIRS for t in pair], SPECIALS,
+                                 tail=["<mask>"], also_keep=["[UNK]"])
     hf = MPNetTokenizer(vocab=vocab)
-    for text in TEXTS:
-        assert hf.tokenize(text) == full.tokenize(text), text
+    assert_same_tokens(full, hf, TEXTS)
     tok = Tokenizer.from_str(hf.backend_tokenizer.to_str())
     # The checkpoints' own files (transformers' MPNetConverter) give the
     # second text of a pair segment 1, which MPNet never reads; transformers 5
@@ -125,13 +112,7 @@ def main():
     torch.manual_seed(0)
     hf, tok, vocab_size = build_tokenizer()
     fixture = {
-        "versions": {
-            "script": SCRIPT,
-            "torch": torch.__version__,
-            "transformers": transformers.__version__,
-            "tokenizers": tokenizers.__version__,
-            "sentence_transformers": sentence_transformers.__version__,
-        },
+        "versions": versions(SCRIPT),
         "max_tokens": MAX_TOKENS,
     }
     rel = torch.arange(-300, 301)

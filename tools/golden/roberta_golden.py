@@ -56,16 +56,13 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("RAYON_NUM_THREADS", "1")
 
-import sentence_transformers
-import tokenizers
 import torch
-import transformers
 from sentence_transformers import SentenceTransformer
 from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers
 from transformers import RobertaConfig, RobertaForSequenceClassification, RobertaModel, RobertaTokenizer
 
-from encoder_golden_util import (REPO, byte_offsets, corpus, reinit_, save_model_dir, truncated_ids, write_json,
-                                 write_mean_pooling_modules)
+from encoder_golden_util import (REPO, corpus, pair_cases, reinit_, save_model_dir, tokenizer_cases, truncated_ids,
+                                 versions, write_json, write_mean_pooling_modules)
 
 SCRIPT = "tools/golden/roberta_golden.py"
 OUT_PATH = os.path.join(REPO, "tests/golden/encoder/roberta_golden.json")
@@ -175,13 +172,7 @@ def main():
     hf, layouts, vocab_size = build_tokenizers(vocab, merges)
 
     fixture = {
-        "versions": {
-            "script": SCRIPT,
-            "torch": torch.__version__,
-            "transformers": transformers.__version__,
-            "tokenizers": tokenizers.__version__,
-            "sentence_transformers": sentence_transformers.__version__,
-        },
+        "versions": versions(SCRIPT),
         "max_tokens": MAX_TOKENS,
         "tokenizer": {},
         "pairs": {},
@@ -190,24 +181,8 @@ def main():
     for layout, tok in layouts.items():
         described = json.loads(tok.to_str())
         fixture["layouts"][layout] = {k: described[k] for k in ("pre_tokenizer", "post_processor")}
-        cases = []
-        for text in TEXTS:
-            enc = tok.encode(text)
-            cases.append({
-                "text": text, "ids": enc.ids, "tokens": enc.tokens,
-                "offsets": byte_offsets(text, enc.offsets),
-                "decoded": tok.decode(enc.ids, skip_special_tokens=False),
-                "decoded_skip_special": tok.decode(enc.ids, skip_special_tokens=True),
-            })
-        fixture["tokenizer"][layout] = cases
-        pairs = []
-        for text, pair, max_length in PAIRS:
-            tok.enable_truncation(max_length, strategy="longest_first")
-            enc = tok.encode(text, pair)
-            tok.no_truncation()
-            pairs.append({"text": text, "text_pair": pair, "max_length": max_length,
-                          "ids": enc.ids, "type_ids": enc.type_ids})
-        fixture["pairs"][layout] = pairs
+        fixture["tokenizer"][layout] = tokenizer_cases(tok, TEXTS)
+        fixture["pairs"][layout] = pair_cases(tok, PAIRS)
     # transformers' own tokenizer agrees with tokenizers on the roberta layout.
     for case in fixture["tokenizer"]["roberta"]:
         if "<mask>" not in case["text"]:

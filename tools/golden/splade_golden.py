@@ -41,15 +41,14 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import sentence_transformers
-import tokenizers
 import torch
-import transformers
 from sentence_transformers import SparseEncoder
 from sentence_transformers.sparse_encoder.modules import MLMTransformer, SpladePooling
 from tokenizers import Tokenizer
 from transformers import BertConfig, BertForMaskedLM, BertTokenizer, DistilBertConfig, DistilBertForMaskedLM
 
-from encoder_golden_util import MINILM_VOCAB, MODELS_DIR, REPO, reinit_, truncated_ids, write_json
+from encoder_golden_util import (MODELS_DIR, REPO, assert_same_tokens, minilm_vocab, reduced_minilm_vocab, reinit_,
+                                 truncated_ids, versions, write_json)
 
 SCRIPT = "tools/golden/splade_golden.py"
 OUT_PATH = os.path.join(REPO, "tests/golden/encoder/splade_golden.json")
@@ -68,18 +67,10 @@ TEXTS = [
 
 
 def build_tokenizer():
-    with open(MINILM_VOCAB, encoding="utf-8") as f:
-        full_vocab = [line.rstrip("\n") for line in f]
-    full = BertTokenizer(vocab={t: i for i, t in enumerate(full_vocab)})
-    used = set()
-    for text in TEXTS:
-        used.update(full.tokenize(text))
-    keep = [t for t in full_vocab if t not in SPECIALS and (
-        t in used or len(t) == 1 or (t.startswith("##") and len(t) == 3))]
-    vocab = {t: i for i, t in enumerate(SPECIALS + keep)}
+    full = BertTokenizer(vocab={t: i for i, t in enumerate(minilm_vocab())})
+    vocab = reduced_minilm_vocab(full.tokenize, TEXTS, SPECIALS)
     hf = BertTokenizer(vocab=vocab)
-    for text in TEXTS:
-        assert hf.tokenize(text) == full.tokenize(text), text
+    assert_same_tokens(full, hf, TEXTS)
     tok = Tokenizer.from_str(hf.backend_tokenizer.to_str())
     tok.no_truncation()
     tok.no_padding()
@@ -141,13 +132,7 @@ def main():
     torch.manual_seed(0)
     hf_tok, tok, vocab_size = build_tokenizer()
     fixture = {
-        "versions": {
-            "script": SCRIPT,
-            "torch": torch.__version__,
-            "transformers": transformers.__version__,
-            "tokenizers": tokenizers.__version__,
-            "sentence_transformers": sentence_transformers.__version__,
-        },
+        "versions": versions(SCRIPT),
         "max_tokens": MAX_TOKENS,
         "models": {},
     }

@@ -64,19 +64,16 @@ import random
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-import sentence_transformers
 import sentencepiece as spm
-import tokenizers
 import torch
-import transformers
 from sentence_transformers import CrossEncoder, SentenceTransformer
 from sentencepiece import sentencepiece_model_pb2
 from tokenizers import Regex, Tokenizer, normalizers, pre_tokenizers
 from transformers import (XLMRobertaConfig, XLMRobertaForSequenceClassification, XLMRobertaModel,
                           XLMRobertaTokenizer)
 
-from encoder_golden_util import (REPO, byte_offsets, corpus, reinit_, save_model_dir, write_json,
-                                 write_mean_pooling_modules)
+from encoder_golden_util import (REPO, corpus, pair_cases, reinit_, save_model_dir, tokenizer_cases, versions,
+                                 write_json, write_mean_pooling_modules)
 
 SCRIPT = "tools/golden/xlmr_golden.py"
 OUT_PATH = os.path.join(REPO, "tests/golden/encoder/xlmr_golden.json")
@@ -237,37 +234,14 @@ def main():
     hf, layouts, vocab_size = build_tokenizers(proto)
 
     fixture = {
-        "versions": {
-            "script": SCRIPT,
-            "torch": torch.__version__,
-            "transformers": transformers.__version__,
-            "tokenizers": tokenizers.__version__,
-            "sentencepiece": spm.__version__,
-            "sentence_transformers": sentence_transformers.__version__,
-        },
+        "versions": versions(SCRIPT, sentencepiece=spm.__version__),
         "max_tokens": MAX_TOKENS,
         "tokenizer": {},
         "pairs": {},
     }
     for layout, tok in layouts.items():
-        cases = []
-        for text in TEXTS:
-            enc = tok.encode(text)
-            cases.append({
-                "text": text, "ids": enc.ids, "tokens": enc.tokens,
-                "offsets": byte_offsets(text, enc.offsets),
-                "decoded": tok.decode(enc.ids, skip_special_tokens=False),
-                "decoded_skip_special": tok.decode(enc.ids, skip_special_tokens=True),
-            })
-        fixture["tokenizer"][layout] = cases
-        pairs = []
-        for text, pair, max_length in PAIRS:
-            tok.enable_truncation(max_length, strategy="longest_first")
-            enc = tok.encode(text, pair)
-            tok.no_truncation()
-            pairs.append({"text": text, "text_pair": pair, "max_length": max_length,
-                          "ids": enc.ids, "type_ids": enc.type_ids})
-        fixture["pairs"][layout] = pairs
+        fixture["tokenizer"][layout] = tokenizer_cases(tok, TEXTS)
+        fixture["pairs"][layout] = pair_cases(tok, PAIRS)
     # transformers' tokenizer (v5 layout) agrees with tokenizers where no
     # special token is written in the text (see the embeddings below).
     for case in fixture["tokenizer"]["v5"]:
