@@ -750,7 +750,8 @@ __attribute__((target("avx512f,avx2,fma"))) void RunRowsTBlock(const FlashRow* r
       const float* sh = st + 16 * h;
       int j = 0;
       for (; j < open_lo; ++j) {
-        mx[j & 3] = _mm512_mask_max_ps(mx[j & 3], VisibleRows(lim[h], beg[h], start + j), mx[j & 3], _mm512_loadu_ps(sh + j * kRowBlock));
+        const __mmask16 vis = VisibleRows(lim[h], beg[h], start + j);
+        mx[j & 3] = _mm512_mask_max_ps(mx[j & 3], vis, mx[j & 3], _mm512_loadu_ps(sh + j * kRowBlock));
       }
       for (; j + 4 <= open_hi; j += 4) {
 #pragma GCC unroll 4
@@ -760,7 +761,8 @@ __attribute__((target("avx512f,avx2,fma"))) void RunRowsTBlock(const FlashRow* r
         if (j < open_hi) {
           mx[j & 3] = _mm512_max_ps(mx[j & 3], _mm512_loadu_ps(sh + j * kRowBlock));
         } else {
-          mx[j & 3] = _mm512_mask_max_ps(mx[j & 3], VisibleRows(lim[h], beg[h], start + j), mx[j & 3], _mm512_loadu_ps(sh + j * kRowBlock));
+          const __mmask16 vis = VisibleRows(lim[h], beg[h], start + j);
+          mx[j & 3] = _mm512_mask_max_ps(mx[j & 3], vis, mx[j & 3], _mm512_loadu_ps(sh + j * kRowBlock));
         }
       }
       const __m512 tmax = _mm512_max_ps(_mm512_max_ps(mx[0], mx[1]), _mm512_max_ps(mx[2], mx[3]));

@@ -196,12 +196,12 @@ absl::StatusOr<BertConfig> ParseBertConfig(const HfConfig& config) {
   ASSIGN_OR_RETURN(std::string act, config.StringOr(act_field, "gelu"));
   // DistilBERT's positions are always learned-table lookups by index; a
   // sinusoidal_pos_embds model stores its table in the checkpoint like any other.
-  ASSIGN_OR_RETURN(std::string pos_type,
-                   distil ? absl::StatusOr<std::string>("absolute") : config.StringOr("position_embedding_type", "absolute"));
+  ASSIGN_OR_RETURN(std::string pos_type, distil ? absl::StatusOr<std::string>("absolute")
+                                                : config.StringOr("position_embedding_type", "absolute"));
   if (hidden % heads != 0) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": ", distil ? "dim " : "hidden_size ", hidden,
-                                                   " is not a multiple of ", distil ? "n_heads " : "num_attention_heads ",
-                                                   heads));
+                                                   " is not a multiple of ",
+                                                   distil ? "n_heads " : "num_attention_heads ", heads));
   }
   if (act != "gelu") {
     return absl::InvalidArgumentError(absl::StrCat(path, ": ", act_field, " \"", act, "\" is not supported (gelu)"));

@@ -376,8 +376,9 @@ int64_t EncoderModel::ScratchBytes(int batch_size, int seq_len) const {
   // SPLADE: the head's logits chunk, every token's transformed row and each
   // sequence's pooled [V] vector.
   const int64_t tokens = int64_t{batch_size} * seq_len;
+  const int64_t floats = tokens * head->hidden_size() + int64_t{batch_size} * head->vocab_size();
   return bert_->ScratchBytes(batch_size, seq_len) + head->ScratchBytes() +
-         static_cast<int64_t>(sizeof(float)) * (tokens * head->hidden_size() + int64_t{batch_size} * head->vocab_size());
+         static_cast<int64_t>(sizeof(float)) * floats;
 }
 
 }  // namespace attnserve
