@@ -101,6 +101,22 @@ def openai_embeddings(server, texts, model, **fields):
     return np.array([d["embedding"] for d in sorted(body["data"], key=lambda d: d["index"])]), body
 
 
+def encoder_server(model_dir):
+    """A module fixture's body: an attnserve serving `model_dir` as its
+    encoder (2 threads), closed after the module's tests."""
+    s = ServerProcess(f"--encoder-model={model_dir}", "--threads=2")
+    yield s
+    s.close()
+
+
+def loaded_model_info(server):
+    """The one model's entry of GET /v1/model_info."""
+    status, raw = http_get(f"http://127.0.0.1:{server.http_port}/v1/model_info")
+    assert status == 200, raw
+    (info,) = json.loads(raw)["models"]
+    return info
+
+
 def tei_tokens_reference(tokenizer, text, add_special_tokens=True):
     """TEI's /tokenize tokens for `text` from a Hugging Face tokenizers
     encoding: byte offsets, the text's own bytes there, special tokens (the

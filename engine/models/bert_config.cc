@@ -51,6 +51,24 @@ absl::StatusOr<std::vector<std::string>> SequenceClassificationLabels(const HfCo
   return labels;
 }
 
+// The sizes every encoder config has, under BERT's key names or
+// DistilBERT's (dim, n_layers, n_heads, hidden_dim).
+absl::Status ReadSizes(const HfConfig& config, bool distil, BertConfig& c) {
+  ASSIGN_OR_RETURN(int64_t hidden, config.Int(distil ? "dim" : "hidden_size", 1, 1 << 16));
+  ASSIGN_OR_RETURN(int64_t layers, config.Int(distil ? "n_layers" : "num_hidden_layers", 1, 1024));
+  ASSIGN_OR_RETURN(int64_t heads, config.Int(distil ? "n_heads" : "num_attention_heads", 1, 1024));
+  ASSIGN_OR_RETURN(int64_t inter, config.Int(distil ? "hidden_dim" : "intermediate_size", 1, 1 << 18));
+  ASSIGN_OR_RETURN(int64_t vocab, config.Int("vocab_size", 1, 1 << 24));
+  ASSIGN_OR_RETURN(int64_t positions, config.Int("max_position_embeddings", 1, 1 << 20));
+  c.hidden_size = static_cast<int>(hidden);
+  c.num_layers = static_cast<int>(layers);
+  c.num_heads = static_cast<int>(heads);
+  c.intermediate_size = static_cast<int>(inter);
+  c.vocab_size = static_cast<int>(vocab);
+  c.max_positions = static_cast<int>(positions);
+  return absl::OkStatus();
+}
+
 // "gelu" (the erf form: transformers' ACT2FN["gelu"]) is the only
 // activation the encoder runs.
 absl::Status RequireGelu(const HfConfig& config, const std::string& key) {
@@ -95,17 +113,13 @@ absl::StatusOr<BertConfig> ParseModernBertConfig(const HfConfig& config) {
   const std::string& path = config.path();
   BertConfig c;
   c.family = EncoderFamily::kModernBert;
-  ASSIGN_OR_RETURN(int64_t hidden, config.Int("hidden_size", 1, 1 << 16));
-  ASSIGN_OR_RETURN(int64_t layers, config.Int("num_hidden_layers", 1, 1024));
-  ASSIGN_OR_RETURN(int64_t heads, config.Int("num_attention_heads", 1, 1024));
-  ASSIGN_OR_RETURN(int64_t inter, config.Int("intermediate_size", 1, 1 << 18));
-  ASSIGN_OR_RETURN(int64_t vocab, config.Int("vocab_size", 1, 1 << 24));
-  ASSIGN_OR_RETURN(int64_t positions, config.Int("max_position_embeddings", 1, 1 << 20));
+  RETURN_IF_ERROR(ReadSizes(config, /*distil=*/false, c));
+  const int64_t layers = c.num_layers;
   ASSIGN_OR_RETURN(double eps, config.DoubleOr("norm_eps", 1e-5));
   ASSIGN_OR_RETURN(int64_t local_attention, config.IntOr("local_attention", 128, 2, 1 << 20));
-  if (hidden % heads != 0 || (hidden / heads) % 2 != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": hidden_size ", hidden, " / num_attention_heads ", heads,
-                                                   " must be an even head size (rotary positions)"));
+  if (c.hidden_size % c.num_heads != 0 || (c.hidden_size / c.num_heads) % 2 != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": hidden_size ", c.hidden_size, " / num_attention_heads ",
+                                                   c.num_heads, " must be an even head size (rotary positions)"));
   }
   if (!(eps > 0 && eps < 1)) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": norm_eps ", eps, " is outside (0, 1)"));
@@ -144,12 +158,6 @@ absl::StatusOr<BertConfig> ParseModernBertConfig(const HfConfig& config) {
         absl::StrCat(path, ": classifier_pooling \"", pooling, "\" is not supported (cls, mean)"));
   }
   m.classifier_mean = pooling == "mean";
-  c.hidden_size = static_cast<int>(hidden);
-  c.num_layers = static_cast<int>(layers);
-  c.num_heads = static_cast<int>(heads);
-  c.intermediate_size = static_cast<int>(inter);
-  c.vocab_size = static_cast<int>(vocab);
-  c.max_positions = static_cast<int>(positions);
   c.type_vocab_size = 0;
   c.layer_norm_eps = static_cast<float>(eps);
   for (const std::string& architecture : config.architectures()) {
@@ -184,27 +192,20 @@ absl::StatusOr<BertConfig> ParseBertConfig(const HfConfig& config) {
   // DistilBertConfig names the sizes dim / n_layers / n_heads / hidden_dim /
   // activation and fixes every LayerNorm's eps at 1e-12.
   const bool distil = c.family == EncoderFamily::kDistilBert;
-  ASSIGN_OR_RETURN(int64_t hidden, config.Int(distil ? "dim" : "hidden_size", 1, 1 << 16));
-  ASSIGN_OR_RETURN(int64_t layers, config.Int(distil ? "n_layers" : "num_hidden_layers", 1, 1024));
-  ASSIGN_OR_RETURN(int64_t heads, config.Int(distil ? "n_heads" : "num_attention_heads", 1, 1024));
-  ASSIGN_OR_RETURN(int64_t inter, config.Int(distil ? "hidden_dim" : "intermediate_size", 1, 1 << 18));
-  ASSIGN_OR_RETURN(int64_t vocab, config.Int("vocab_size", 1, 1 << 24));
-  ASSIGN_OR_RETURN(int64_t positions, config.Int("max_position_embeddings", 1, 1 << 20));
+  RETURN_IF_ERROR(ReadSizes(config, distil, c));
+  const int64_t vocab = c.vocab_size;
+  const int64_t positions = c.max_positions;
   ASSIGN_OR_RETURN(int64_t types, distil ? absl::StatusOr<int64_t>(0) : config.IntOr("type_vocab_size", 2, 1, 1 << 16));
   ASSIGN_OR_RETURN(double eps, distil ? absl::StatusOr<double>(1e-12) : config.DoubleOr("layer_norm_eps", 1e-12));
-  const char* act_field = distil ? "activation" : "hidden_act";
-  ASSIGN_OR_RETURN(std::string act, config.StringOr(act_field, "gelu"));
+  RETURN_IF_ERROR(RequireGelu(config, distil ? "activation" : "hidden_act"));
   // DistilBERT's positions are always learned-table lookups by index; a
   // sinusoidal_pos_embds model stores its table in the checkpoint like any other.
   ASSIGN_OR_RETURN(std::string pos_type, distil ? absl::StatusOr<std::string>("absolute")
                                                 : config.StringOr("position_embedding_type", "absolute"));
-  if (hidden % heads != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": ", distil ? "dim " : "hidden_size ", hidden,
+  if (c.hidden_size % c.num_heads != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", distil ? "dim " : "hidden_size ", c.hidden_size,
                                                    " is not a multiple of ",
-                                                   distil ? "n_heads " : "num_attention_heads ", heads));
-  }
-  if (act != "gelu") {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": ", act_field, " \"", act, "\" is not supported (gelu)"));
+                                                   distil ? "n_heads " : "num_attention_heads ", c.num_heads));
   }
   if (pos_type != "absolute") {
     return absl::InvalidArgumentError(
@@ -213,12 +214,6 @@ absl::StatusOr<BertConfig> ParseBertConfig(const HfConfig& config) {
   if (!(eps > 0 && eps < 1)) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": layer_norm_eps ", eps, " is outside (0, 1)"));
   }
-  c.hidden_size = static_cast<int>(hidden);
-  c.num_layers = static_cast<int>(layers);
-  c.num_heads = static_cast<int>(heads);
-  c.intermediate_size = static_cast<int>(inter);
-  c.vocab_size = static_cast<int>(vocab);
-  c.max_positions = static_cast<int>(positions);
   c.type_vocab_size = static_cast<int>(types);
   c.layer_norm_eps = static_cast<float>(eps);
   if (c.family == EncoderFamily::kMpnet) {

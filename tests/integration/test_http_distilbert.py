@@ -12,7 +12,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import REPO, ServerProcess, http_get, openai_embeddings, post_json, tei_tokens_reference
+from conftest import REPO, encoder_server, loaded_model_info, openai_embeddings, post_json, tei_tokens_reference
 
 MODELS = REPO / "tests/golden/encoder_models"
 EMBEDDER = MODELS / "distilbert_tiny"
@@ -23,16 +23,12 @@ TEXTS = [c["text"] for c in GOLDEN["embeddings"]]
 
 @pytest.fixture(scope="module")
 def embedder():
-    s = ServerProcess(f"--encoder-model={EMBEDDER}", "--threads=2")
-    yield s
-    s.close()
+    yield from encoder_server(EMBEDDER)
 
 
 @pytest.fixture(scope="module")
 def classifier():
-    s = ServerProcess(f"--encoder-model={CLASSIFIER}", "--threads=2")
-    yield s
-    s.close()
+    yield from encoder_server(CLASSIFIER)
 
 
 def test_embeddings_equal_sentence_transformers(embedder):
@@ -77,8 +73,6 @@ def test_tei_predict_pairs_equal_transformers_logits(classifier):
 
 
 def test_model_info_names_the_architecture_and_limit(embedder):
-    status, raw = http_get(f"http://127.0.0.1:{embedder.http_port}/v1/model_info")
-    assert status == 200, raw
-    (info,) = json.loads(raw)["models"]
+    info = loaded_model_info(embedder)
     assert info["architecture"] == "distilbert", info
     assert info["max_positions"] == info["max_input_tokens"] == GOLDEN["max_tokens"], info

@@ -12,7 +12,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import REPO, ServerProcess, http_get, openai_embeddings, post_json, tei_tokens_reference
+from conftest import REPO, encoder_server, loaded_model_info, openai_embeddings, post_json, tei_tokens_reference
 
 MODELS = REPO / "tests/golden/encoder_models"
 EMBEDDER = MODELS / "modernbert_tiny"
@@ -24,9 +24,7 @@ TEXTS = [c["text"] for c in GOLDEN["embeddings"]]
 
 @pytest.fixture(scope="module")
 def embedder():
-    s = ServerProcess(f"--encoder-model={EMBEDDER}", "--threads=2")
-    yield s
-    s.close()
+    yield from encoder_server(EMBEDDER)
 
 
 def test_embeddings_equal_sentence_transformers(embedder):
@@ -72,9 +70,7 @@ def test_tei_predict_equals_transformers_pipeline(server_factory):
 
 
 def test_model_info_names_the_architecture_and_limit(embedder):
-    status, raw = http_get(f"http://127.0.0.1:{embedder.http_port}/v1/model_info")
-    assert status == 200, raw
-    (info,) = json.loads(raw)["models"]
+    info = loaded_model_info(embedder)
     assert info["architecture"] == "modernbert", info
     assert info["max_input_tokens"] == GOLDEN["max_tokens"], info
     assert info["max_positions"] == 128, info

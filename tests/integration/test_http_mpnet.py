@@ -10,7 +10,8 @@ import json
 import numpy as np
 import pytest
 
-from conftest import REPO, ServerProcess, http_get, openai_embeddings, post_json, tei_tokens_reference
+from conftest import (REPO, ServerProcess, encoder_server, loaded_model_info, openai_embeddings, post_json,
+                      tei_tokens_reference)
 
 MODELS = REPO / "tests/golden/encoder_models"
 EMBEDDER = MODELS / "mpnet_tiny"
@@ -21,9 +22,7 @@ TEXTS = [c["text"] for c in GOLDEN["embeddings"]]
 
 @pytest.fixture(scope="module")
 def embedder():
-    s = ServerProcess(f"--encoder-model={EMBEDDER}", "--threads=2")
-    yield s
-    s.close()
+    yield from encoder_server(EMBEDDER)
 
 
 def test_embeddings_equal_sentence_transformers(embedder):
@@ -59,8 +58,6 @@ def test_tei_predict_equals_transformers_logits():
 
 
 def test_model_info_names_the_architecture_and_limit(embedder):
-    status, raw = http_get(f"http://127.0.0.1:{embedder.http_port}/v1/model_info")
-    assert status == 200, raw
-    (info,) = json.loads(raw)["models"]
+    info = loaded_model_info(embedder)
     assert info["architecture"] == "mpnet", info
     assert info["max_positions"] == info["max_input_tokens"] == GOLDEN["max_tokens"], info

@@ -11,7 +11,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import REPO, ServerProcess, http_get, openai_embeddings, post_json, tei_tokens_reference
+from conftest import REPO, encoder_server, loaded_model_info, openai_embeddings, post_json, tei_tokens_reference
 
 MODELS = REPO / "tests/golden/encoder_models"
 EMBEDDER = MODELS / "roberta_tiny"
@@ -28,16 +28,12 @@ TEXTS = [
 
 @pytest.fixture(scope="module")
 def embedder():
-    s = ServerProcess(f"--encoder-model={EMBEDDER}", "--threads=2")
-    yield s
-    s.close()
+    yield from encoder_server(EMBEDDER)
 
 
 @pytest.fixture(scope="module")
 def classifier():
-    s = ServerProcess(f"--encoder-model={CLASSIFIER}", "--threads=2")
-    yield s
-    s.close()
+    yield from encoder_server(CLASSIFIER)
 
 
 def test_embeddings_equal_sentence_transformers(embedder):
@@ -89,9 +85,7 @@ def test_tei_predict_equals_transformers_pipeline(classifier):
 
 
 def test_model_info_names_the_architecture_and_limit(embedder):
-    status, raw = http_get(f"http://127.0.0.1:{embedder.http_port}/v1/model_info")
-    assert status == 200, raw
-    (info,) = json.loads(raw)["models"]
+    info = loaded_model_info(embedder)
     assert info["architecture"] == "roberta", info
     # 66 position rows less RoBERTa's padding offset.
     assert info["max_positions"] == info["max_input_tokens"] == GOLDEN["max_tokens"], info

@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import REPO, ServerProcess, http_get, openai_embeddings, post_json, tei_tokens_reference
+from conftest import REPO, encoder_server, loaded_model_info, openai_embeddings, post_json, tei_tokens_reference
 
 MODELS = REPO / "tests/golden/encoder_models"
 EMBEDDER = MODELS / "xlmr_tiny"
@@ -35,16 +35,12 @@ DOCUMENTS = [
 
 @pytest.fixture(scope="module")
 def embedder():
-    s = ServerProcess(f"--encoder-model={EMBEDDER}", "--threads=2")
-    yield s
-    s.close()
+    yield from encoder_server(EMBEDDER)
 
 
 @pytest.fixture(scope="module")
 def reranker():
-    s = ServerProcess(f"--encoder-model={RERANKER}", "--threads=2")
-    yield s
-    s.close()
+    yield from encoder_server(RERANKER)
 
 
 def test_embeddings_equal_sentence_transformers(embedder):
@@ -119,9 +115,7 @@ def test_tei_rerank_equals_cross_encoder(reranker):
 
 
 def test_model_info_names_the_architecture_and_limit(embedder):
-    status, raw = http_get(f"http://127.0.0.1:{embedder.http_port}/v1/model_info")
-    assert status == 200, raw
-    (info,) = json.loads(raw)["models"]
+    info = loaded_model_info(embedder)
     assert info["architecture"] == "xlm-roberta", info
     # 66 position rows less RoBERTa's padding offset.
     assert info["max_positions"] == info["max_input_tokens"] == GOLDEN["max_tokens"], info

@@ -411,6 +411,18 @@ TEST(SdpaTest, RejectsBadArguments) {
   EXPECT_FALSE(ScaledDotProductAttention(a).ok());
 }
 
+// Each sequence's first row when `lengths` are packed back to back; *total
+// gets the rows of all.
+std::vector<int64_t> PackedOffsets(const std::vector<int32_t>& lengths, int64_t* total) {
+  std::vector<int64_t> offsets(lengths.size());
+  *total = 0;
+  for (size_t b = 0; b < lengths.size(); ++b) {
+    offsets[b] = *total;
+    *total += lengths[b];
+  }
+  return offsets;
+}
+
 // A per-head additive bias shared by the batch ([Hq, Nmax, Nmax], MPNet's
 // relative position bias) on ragged rows: each sequence sees the top-left
 // [n, n] block of every head's plane, as the reference on that block alone;
@@ -419,12 +431,8 @@ TEST(SdpaTest, RejectsBadArguments) {
 TEST(SdpaTest, RaggedBatchWithASharedPerHeadBias) {
   const std::vector<int32_t> lengths = {9, 40, 1, 23};
   const int B = 4, hq = 4, d = 16, nmax = 40;
-  std::vector<int64_t> offsets(B);
   int64_t total = 0;
-  for (int b = 0; b < B; ++b) {
-    offsets[b] = total;
-    total += lengths[b];
-  }
+  const std::vector<int64_t> offsets = PackedOffsets(lengths, &total);
   std::mt19937 rng(33);
   const std::vector<float> q = RandomVec(total * hq * d, rng, -2, 2);
   const std::vector<float> k = RandomVec(total * hq * d, rng, -2, 2);
@@ -473,12 +481,8 @@ TEST(SdpaTest, RaggedBatchWithASharedPerHeadBias) {
 TEST(SdpaTest, SlidingWindowOnARaggedBatchEqualsTheReference) {
   const std::vector<int32_t> lengths = {100, 1, 9, 70};
   const int B = 4, hq = 4, hkv = 2, nmax = 100, window = 8;
-  std::vector<int64_t> offsets(B);
   int64_t total = 0;
-  for (int b = 0; b < B; ++b) {
-    offsets[b] = total;
-    total += lengths[b];
-  }
+  const std::vector<int64_t> offsets = PackedOffsets(lengths, &total);
   struct Variant {
     int d;
     bool no_avx512, scalar;
@@ -568,12 +572,8 @@ TEST(SdpaTest, SlidingWindowNeedsSelfAttention) {
 TEST(SdpaTest, RaggedBatchEqualsEachSequenceAlone) {
   const std::vector<int32_t> lengths = {37, 1, 130, 64};
   const int B = 4, hq = 4, hkv = 2, d = 32, nmax = 130;
-  std::vector<int64_t> offsets(B);
   int64_t total = 0;
-  for (int b = 0; b < B; ++b) {
-    offsets[b] = total;
-    total += lengths[b];
-  }
+  const std::vector<int64_t> offsets = PackedOffsets(lengths, &total);
   std::mt19937 rng(21);
   const std::vector<float> q = RandomVec(total * hq * d, rng, -2, 2);
   const std::vector<float> k = RandomVec(total * hkv * d, rng, -2, 2);
