@@ -249,11 +249,14 @@ absl::StatusOr<DecoderWeights> LoadDecoderWeightsFromHf(const SafetensorsArchive
   HasFn has = [&](const std::string& name) { return a.Find(name) != nullptr; };
   DecoderWeights w;
   if (c.arch == DecoderArch::kLlama) {
+    // A *ForCausalLM checkpoint keeps the body under "model."; the bare
+    // *Model an embedder saves (Qwen3-Embedding, e5-mistral) has no prefix.
+    const std::string pre = has("model.embed_tokens.weight") || !has("embed_tokens.weight") ? "model." : "";
     Names n;
-    n.embed = "model.embed_tokens.weight";
-    n.final_norm = "model.norm.weight";
+    n.embed = pre + "embed_tokens.weight";
+    n.final_norm = pre + "norm.weight";
     n.lm_head = "lm_head.weight";
-    n.layer = [](int i, const char* what) {
+    n.layer = [pre](int i, const char* what) {
       static const std::map<std::string, std::string> kMap = {
           {"attn_norm", "input_layernorm.weight"}, {"q", "self_attn.q_proj.weight"},
           {"k", "self_attn.k_proj.weight"}, {"v", "self_attn.v_proj.weight"},
@@ -263,7 +266,7 @@ absl::StatusOr<DecoderWeights> LoadDecoderWeightsFromHf(const SafetensorsArchive
           {"o_bias", "self_attn.o_proj.bias"}, {"mlp_norm", "post_attention_layernorm.weight"},
           {"gate", "mlp.gate_proj.weight"}, {"up", "mlp.up_proj.weight"}, {"down", "mlp.down_proj.weight"},
           {"gate_bias", "mlp.gate_proj.bias"}, {"up_bias", "mlp.up_proj.bias"}, {"down_bias", "mlp.down_proj.bias"}};
-      return absl::StrCat("model.layers.", i, ".", kMap.at(what));
+      return absl::StrCat(pre, "layers.", i, ".", kMap.at(what));
     };
     ASSIGN_OR_RETURN(w, LoadLlama(c, n, load, has, md));
   } else {

@@ -199,7 +199,7 @@ int64_t BertEncoder::ScratchBytes(int batch_size, int seq_len) const {
 }
 
 absl::Status BertEncoder::Forward(absl::Span<const int32_t> token_ids, absl::Span<const int32_t> lengths,
-                                  const BertForwardRequest& request, BertForwardResult* result,
+                                  const BertForwardRequest& request, EncoderForwardResult* result,
                                   absl::Span<const int32_t> type_ids) const {
   ASSIGN_OR_RETURN(std::unique_ptr<BertForwardJob> job, Begin(token_ids, lengths, request, type_ids));
   while (!job->done()) RETURN_IF_ERROR(job->RunSlice());
@@ -334,7 +334,7 @@ absl::Status BertForwardJob::RunSlice() {
   return absl::OkStatus();
 }
 
-absl::Status BertForwardJob::Finish(BertForwardResult* result) {
+absl::Status BertForwardJob::Finish(EncoderForwardResult* result) {
   if (!error_.ok()) return error_;
   if (!done()) {
     return absl::FailedPreconditionError(absl::StrCat("BertForwardJob::Finish: ", next_slice_, " of ",
@@ -344,7 +344,7 @@ absl::Status BertForwardJob::Finish(BertForwardResult* result) {
   finished_ = true;
   result_.last_hidden = std::move(x_);
   *result = std::move(result_);
-  result_ = BertForwardResult();
+  result_ = EncoderForwardResult();
   return absl::OkStatus();
 }
 

@@ -37,6 +37,7 @@
 #include "engine/formats/safetensors.h"
 #include "engine/models/bert_config.h"
 #include "engine/models/classifier_head.h"
+#include "engine/models/encoder_forward.h"
 #include "engine/models/mlm_head.h"
 #include "engine/models/rope.h"
 #include "engine/ops/linear.h"
@@ -49,33 +50,20 @@ struct BertForwardRequest {
   bool average_heads = false;          // [B, Nmax, Nmax] instead of [B, H, Nmax, Nmax]
 };
 
-struct BertForwardResult {
-  Tensor last_hidden;                  // [T, D], packed in input order
-  std::vector<Tensor> hidden_states;   // L + 1 x [T, D] when asked
-  // (layer, [B, H, Nmax, Nmax] or [B, Nmax, Nmax]) when asked; rows and
-  // columns past a sequence's length are padding.
-  std::vector<std::pair<int, Tensor>> attentions;
-};
-
 class BertEncoder;
 
 // One forward in flight: the batch's activations and the next slice to run.
 // Made by BertEncoder::Begin; must not outlive that encoder.
 // Thread-compatible: one thread at a time.
-class BertForwardJob {
+class BertForwardJob : public EncoderForwardJob {
  public:
   BertForwardJob(const BertForwardJob&) = delete;
   BertForwardJob& operator=(const BertForwardJob&) = delete;
 
-  int slices_total() const { return 1 + 3 * num_layers_; }
-  int slices_done() const { return next_slice_; }
-  bool done() const { return next_slice_ == slices_total(); }
-  // Runs the next slice. After an error the job is spent: every later call
-  // returns the same error.
-  absl::Status RunSlice();
-  // After done(): moves the result out, once (FAILED_PRECONDITION before, or
-  // again).
-  absl::Status Finish(BertForwardResult* result);
+  int slices_total() const override { return 1 + 3 * num_layers_; }
+  int slices_done() const override { return next_slice_; }
+  absl::Status RunSlice() override;
+  absl::Status Finish(EncoderForwardResult* result) override;
 
  private:
   friend class BertEncoder;
@@ -104,7 +92,7 @@ class BertForwardJob {
   Tensor x_, qkv_, ctx_, tmp_, ff_;  // [T, D], [T, 3D], [T, D], [T, D], [T, I]
   Tensor position_bias_;            // MPNet: [H, Nmax, Nmax]; empty otherwise
   Tensor glu_;                      // ModernBERT: [T, I] (ff_ is then [T, 2I])
-  BertForwardResult result_;
+  EncoderForwardResult result_;
   int next_slice_ = 0;
   bool finished_ = false;
   absl::Status error_;
@@ -124,7 +112,7 @@ class BertEncoder {
   // type_ids: each token's segment (token_type_ids) in [0, type_vocab_size),
   // as many as token_ids, or empty for all 0 (single texts).
   absl::Status Forward(absl::Span<const int32_t> token_ids, absl::Span<const int32_t> lengths,
-                       const BertForwardRequest& request, BertForwardResult* result,
+                       const BertForwardRequest& request, EncoderForwardResult* result,
                        absl::Span<const int32_t> type_ids = {}) const;
   // The same forward, to be run slice by slice (see BertForwardJob). Checks
   // the inputs as Forward does, before any compute.

@@ -63,7 +63,7 @@ absl::StatusOr<std::shared_ptr<const DecoderModel>> DecoderModel::FromLoaded(
 absl::Status DecoderModel::Build(LoadedDecoder loaded, const DecoderLoadOptions& options) {
   config_ = std::move(loaded.config);
   RETURN_IF_ERROR(config_.Validate());
-  if (loaded.tokenizer == nullptr) {
+  if (loaded.tokenizer == nullptr && !options.hidden_states_only) {
     return absl::InvalidArgumentError(absl::StrCat(loaded.source, ": model has no tokenizer"));
   }
   tokenizer_ = std::move(loaded.tokenizer);
@@ -93,21 +93,28 @@ absl::Status DecoderModel::Build(LoadedDecoder loaded, const DecoderLoadOptions&
     blocks_.push_back(std::move(b));
     w.layers[l] = DecoderLayerWeights();  // packed copies live in the Linears now
   }
-  // The LM head only ever sees one row per sequence (the last token): the
-  // packed small-M kernel, also for f32 (oneDNN is slow at M = 2..16).
-  ASSIGN_OR_RETURN(Linear head, Linear::Create(w.LmHead(), nullptr, storage, Activation::kNone,
-                                               Linear::Kernel::kPacked));
-  lm_head_.emplace(std::move(head));
   final_norm_w_ = ToVector(w.final_norm_weight);
   final_norm_b_ = ToVector(w.final_norm_bias);
-  // Tied embeddings: the table is held once, as the LM head's packed
-  // weights, and Embed reads its rows from there.
-  tied_embedding_ = w.lm_head.empty();
-  if (!tied_embedding_) token_embedding_ = std::move(w.token_embedding);
+  if (options.hidden_states_only) {
+    // An embedder: the table is read row by row, and nothing projects back
+    // onto the vocabulary.
+    token_embedding_ = std::move(w.token_embedding);
+    w.lm_head = Tensor();
+  } else {
+    // The LM head only ever sees one row per sequence (the last token): the
+    // packed small-M kernel, also for f32 (oneDNN is slow at M = 2..16).
+    ASSIGN_OR_RETURN(Linear head, Linear::Create(w.LmHead(), nullptr, storage, Activation::kNone,
+                                                 Linear::Kernel::kPacked));
+    lm_head_.emplace(std::move(head));
+    // Tied embeddings: the table is held once, as the LM head's packed
+    // weights, and Embed reads its rows from there.
+    tied_embedding_ = w.lm_head.empty();
+    if (!tied_embedding_) token_embedding_ = std::move(w.token_embedding);
+  }
   w.token_embedding = Tensor();
   position_embedding_ = std::move(w.position_embedding);
   bytes += static_cast<int64_t>(token_embedding_.bytes() + position_embedding_.bytes()) +
-           lm_head_->weight_bytes() +
+           (lm_head_.has_value() ? lm_head_->weight_bytes() : 0) +
            static_cast<int64_t>(sizeof(float) * (final_norm_w_.size() + final_norm_b_.size()));
 
   max_positions_ = config_.positions == PositionKind::kLearned
@@ -162,15 +169,9 @@ void DecoderModel::Embed(const ForwardBatch& batch, float* hidden) const {
   }
 }
 
-absl::Status DecoderModel::Forward(const ForwardBatch& batch, KvCache& kv, DecoderScratch& sc,
-                                   std::vector<float>& logits) const {
+absl::Status DecoderModel::BeginForward(const ForwardBatch& batch, const KvCache& kv, DecoderScratch& sc) const {
   const int64_t T = batch.num_tokens();
-  const int S = batch.num_seqs();
   const int D = config_.hidden_size;
-  if (T == 0) {
-    logits.clear();
-    return absl::OkStatus();
-  }
   for (int64_t t = 0; t < T; ++t) {
     if (batch.tokens[t] < 0 || batch.tokens[t] >= config_.vocab_size) {
       return absl::InvalidArgumentError(absl::StrCat("token id ", batch.tokens[t],
@@ -196,18 +197,56 @@ absl::Status DecoderModel::Forward(const ForwardBatch& batch, KvCache& kv, Decod
   Grow(sc.proj, T * D);
   Grow(sc.mlp_in, T * 2 * config_.intermediate_size);
   Grow(sc.mlp_act, T * config_.intermediate_size);
-
   Embed(batch, sc.hidden.data());
-  const float* angles = nullptr;
   if (rope_.has_value()) {
-    const int rd = rope_->rope_dim();
-    Grow(sc.rope, T * rd);
+    Grow(sc.rope, T * rope_->rope_dim());
     rope_->BatchAngles(batch, sc.rope.data());  // per-sequence base for dynamic NTK
-    angles = sc.rope.data();
   }
-  for (const DecoderBlock& b : blocks_) {
-    RETURN_IF_ERROR(b.Forward(batch, kv, rope_.has_value() ? &*rope_ : nullptr, angles, sc));
+  return absl::OkStatus();
+}
+
+absl::Status DecoderModel::ForwardLayer(int layer, const ForwardBatch& batch, KvCache& kv,
+                                        DecoderScratch& sc) const {
+  if (layer < 0 || layer >= static_cast<int>(blocks_.size())) {
+    return absl::InvalidArgumentError(absl::StrCat("layer ", layer, " is outside [0, ", blocks_.size(), ")"));
   }
+  const Rope* rope = rope_.has_value() ? &*rope_ : nullptr;
+  return blocks_[layer].Forward(batch, kv, rope, rope != nullptr ? sc.rope.data() : nullptr, sc);
+}
+
+void DecoderModel::FinalNorm(float* x, int64_t rows) const {
+  const int D = config_.hidden_size;
+  if (config_.norm == NormKind::kRmsNorm) {
+    RmsNorm(x, final_norm_w_.data(), rows, D, config_.norm_eps, x);
+  } else {
+    LayerNorm(x, final_norm_w_.data(), final_norm_b_.empty() ? nullptr : final_norm_b_.data(), rows, D,
+              config_.norm_eps, x);
+  }
+}
+
+int64_t DecoderModel::ScratchBytes(int64_t tokens) const {
+  const int64_t qkv_row = int64_t{config_.num_heads + 2 * config_.num_kv_heads} * config_.head_dim;
+  const int64_t heads_row = int64_t{config_.num_heads} * config_.head_dim;
+  const int64_t rope_row = rope_.has_value() ? rope_->rope_dim() : 0;
+  const int64_t floats_per_token = 3 * int64_t{config_.hidden_size} + qkv_row + 2 * heads_row +
+                                   3 * int64_t{config_.intermediate_size} + rope_row;
+  return tokens * floats_per_token * static_cast<int64_t>(sizeof(float));
+}
+
+absl::Status DecoderModel::Forward(const ForwardBatch& batch, KvCache& kv, DecoderScratch& sc,
+                                   std::vector<float>& logits) const {
+  if (!lm_head_.has_value()) {
+    return absl::FailedPreconditionError("DecoderModel::Forward: loaded without an LM head (hidden_states_only)");
+  }
+  const int64_t T = batch.num_tokens();
+  const int S = batch.num_seqs();
+  const int D = config_.hidden_size;
+  if (T == 0) {
+    logits.clear();
+    return absl::OkStatus();
+  }
+  RETURN_IF_ERROR(BeginForward(batch, kv, sc));
+  for (int l = 0; l < static_cast<int>(blocks_.size()); ++l) RETURN_IF_ERROR(ForwardLayer(l, batch, kv, sc));
   // Final norm and lm head on each sequence's last token only (or on the
   // tokens asked for).
   const bool listed = !batch.logit_tokens.empty();
@@ -220,13 +259,7 @@ absl::Status DecoderModel::Forward(const ForwardBatch& batch, KvCache& kv, Decod
     }
     std::memcpy(sc.normed.data() + int64_t{r} * D, sc.hidden.data() + t * D, sizeof(float) * D);
   }
-  if (config_.norm == NormKind::kRmsNorm) {
-    RmsNorm(sc.normed.data(), final_norm_w_.data(), R, D, config_.norm_eps, sc.normed.data());
-  } else {
-    LayerNorm(sc.normed.data(), final_norm_w_.data(),
-              final_norm_b_.empty() ? nullptr : final_norm_b_.data(), R, D, config_.norm_eps,
-              sc.normed.data());
-  }
+  FinalNorm(sc.normed.data(), R);
   logits.resize(int64_t{R} * config_.vocab_size);
   return lm_head_->Forward(sc.normed.data(), R, logits.data());
 }

@@ -45,6 +45,11 @@ struct DecoderLoadOptions {
   // the first steps of each size do not stall (a server wants this; tests
   // that load many models need not pay for it).
   bool prepare_kernels = false;
+  // The network of a decoder-only embedding model (EncoderModel reading
+  // Qwen3-Embedding and its kind): no LM head is built (one in the weights
+  // is dropped) and no decoder tokenizer is needed (the embedder brings its
+  // own). Forward is then FAILED_PRECONDITION; the stepwise calls work.
+  bool hidden_states_only = false;
 };
 
 class DecoderModel {
@@ -57,6 +62,7 @@ class DecoderModel {
 
   const ModelDescription& description() const { return description_; }
   const DecoderConfig& config() const { return config_; }
+  // Not with hidden_states_only (which may have none).
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   // The chat template the model came with, as Jinja source ("" if none);
   // engine/tokenizers/chat_template.h says what is done with it.
@@ -72,6 +78,18 @@ class DecoderModel {
   // INVALID_ARGUMENT for token ids or positions out of range.
   absl::Status Forward(const ForwardBatch& batch, KvCache& kv, DecoderScratch& scratch,
                        std::vector<float>& logits) const;
+
+  // The same forward in parts, for a caller that needs every token's final
+  // hidden state or runs a forward in slices (causal_forward.h):
+  // BeginForward checks `batch` as Forward does, sizes `scratch` and writes
+  // the tokens' embeddings to scratch.hidden ([T, D]) and their rotary
+  // angles; ForwardLayer runs block `layer` on them; FinalNorm applies the
+  // final norm to `rows` rows of x in place.
+  absl::Status BeginForward(const ForwardBatch& batch, const KvCache& kv, DecoderScratch& scratch) const;
+  absl::Status ForwardLayer(int layer, const ForwardBatch& batch, KvCache& kv, DecoderScratch& scratch) const;
+  void FinalNorm(float* x, int64_t rows) const;
+  // Bytes of DecoderScratch a step of `tokens` tokens grows to.
+  int64_t ScratchBytes(int64_t tokens) const;
 
  private:
   DecoderModel() = default;

@@ -7,16 +7,38 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "engine/core/status_macros.h"
+#include "engine/formats/decoder_config.h"
+#include "engine/formats/decoder_loader.h"
+#include "engine/formats/decoder_weights.h"
 #include "engine/formats/model_dir.h"
 #include "engine/models/bert_config.h"
+#include "engine/models/causal_forward.h"
 #include "engine/tokenizers/bert_vocab_txt.h"
 #include "engine/tokenizers/wordpiece.h"
 
 namespace attnserve {
 
+namespace {
+
+// config.json model types read as decoder-based embedders.
+bool IsCausalEmbedder(const std::string& model_type) {
+  return model_type == "llama" || model_type == "mistral" || model_type == "qwen2" || model_type == "qwen3";
+}
+
+// A packaged model often lives in ".../<package>/model": the parent names it.
+std::string ModelName(const std::string& dir) {
+  std::filesystem::path p = std::filesystem::path(dir).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();
+  return p.filename() == "model" && p.has_parent_path() ? p.parent_path().filename().string()
+                                                        : p.filename().string();
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<EncoderModel>> EncoderModel::Load(const std::string& dir,
                                                                  const EncoderLoadOptions& options) {
   ASSIGN_OR_RETURN(ModelDir md, OpenModelDir(dir));
+  if (IsCausalEmbedder(md.config.model_type())) return LoadCausal(md, options);
   ASSIGN_OR_RETURN(BertConfig config, ParseBertConfig(md.config));
   const SentenceTransformersConfig& st = md.sentence_transformers;
   config.masked_lm_head = st.splade;
@@ -39,29 +61,20 @@ absl::StatusOr<std::unique_ptr<EncoderModel>> EncoderModel::Load(const std::stri
   ASSIGN_OR_RETURN(m->bert_, BertEncoder::Load(*md.weights, config, options.weight_dtype,
                                                 options.matmul_precision));
   if (options.prepare_kernels) RETURN_IF_ERROR(m->bert_->CreateAllPrimitives());
-
-  if (!st.pooling.empty()) {
-    absl::StatusOr<PoolingMode> mode = PoolingModeFromName(st.pooling);
-    if (!mode.ok()) return absl::InvalidArgumentError(absl::StrCat(dir, ": 1_Pooling: ", mode.status().message()));
-    m->default_pooling_ = *mode;
-  }
+  RETURN_IF_ERROR(m->ReadSentenceTransformers(md, config.max_sequence_length()));
   if (st.splade) {
     m->default_pooling_ = PoolingMode::kSplade;
     m->splade_.sum = st.splade_pooling_strategy == "sum";
     m->splade_.double_log = st.splade_activation == "log1p_relu";
   }
-  m->default_normalize_ = st.normalize;
-  m->prompts_ = st.prompts;
-  m->default_prompt_name_ = st.default_prompt_name;
-  m->pooling_include_prompt_ = st.pooling_include_prompt;
-  m->max_tokens_ = std::min(st.max_seq_length.value_or(config.max_sequence_length()), config.max_sequence_length());
+  m->hidden_size_ = config.hidden_size;
+  m->num_layers_ = config.num_layers;
+  m->num_heads_ = config.num_heads;
+  m->vocab_size_ = config.vocab_size;
+  m->reads_segments_ = config.family == EncoderFamily::kBert;
 
   ModelDescription& d = m->description_;
-  // Packaged models often live in ".../<package>/model": the parent names it.
-  std::filesystem::path p = std::filesystem::path(dir).lexically_normal();
-  if (p.filename().empty()) p = p.parent_path();
-  d.name = p.filename() == "model" && p.has_parent_path() ? p.parent_path().filename().string()
-                                                          : p.filename().string();
+  d.name = ModelName(dir);
   d.architecture = config.family == EncoderFamily::kBert ? "bert" : md.config.model_type();
   d.source = dir;
   d.num_layers = config.num_layers;
@@ -80,6 +93,72 @@ absl::StatusOr<std::unique_ptr<EncoderModel>> EncoderModel::Load(const std::stri
   return m;
 }
 
+absl::Status EncoderModel::ReadSentenceTransformers(const ModelDir& md, int max_positions) {
+  const SentenceTransformersConfig& st = md.sentence_transformers;
+  if (!st.pooling.empty()) {
+    absl::StatusOr<PoolingMode> mode = PoolingModeFromName(st.pooling);
+    if (!mode.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(md.dir, ": 1_Pooling: ", mode.status().message()));
+    }
+    default_pooling_ = *mode;
+  }
+  default_normalize_ = st.normalize;
+  prompts_ = st.prompts;
+  default_prompt_name_ = st.default_prompt_name;
+  pooling_include_prompt_ = st.pooling_include_prompt;
+  max_tokens_ = std::min(st.max_seq_length.value_or(max_positions), max_positions);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<EncoderModel>> EncoderModel::LoadCausal(const ModelDir& md,
+                                                                       const EncoderLoadOptions& options) {
+  if (md.sentence_transformers.splade) {
+    return absl::InvalidArgumentError(absl::StrCat(md.dir, ": a SpladePooling module needs a masked-language-model "
+                                                           "encoder, not the decoder-only model_type \"",
+                                                   md.config.model_type(), "\""));
+  }
+  if (md.tokenizer_json.empty()) {
+    return absl::NotFoundError(absl::StrCat(md.dir, ": no tokenizer.json (the embedder needs its tokenizer)"));
+  }
+  std::unique_ptr<EncoderModel> m(new EncoderModel());
+  ASSIGN_OR_RETURN(m->tokenizer_, LoadEncoderTokenizer(md.tokenizer_json));
+  LoadedDecoder loaded;
+  ASSIGN_OR_RETURN(loaded.config, DecoderConfigFromHf(md.config));
+  if (m->tokenizer_->vocab_size() > loaded.config.vocab_size) {
+    return absl::InvalidArgumentError(absl::StrCat(md.tokenizer_json, ": tokenizer has ", m->tokenizer_->vocab_size(),
+                                                   " tokens but config.json vocab_size is ",
+                                                   loaded.config.vocab_size));
+  }
+  // An embedder reads no LM head (an *Model checkpoint has none; a
+  // *ForCausalLM one's is left unread): the embedding table is all it needs.
+  loaded.config.tie_word_embeddings = true;
+  ASSIGN_OR_RETURN(loaded.weights, LoadDecoderWeightsFromHf(*md.weights, loaded.config, options.weight_dtype));
+  loaded.source = md.dir;
+  loaded.format = "hf";
+  DecoderLoadOptions decoder_options;
+  decoder_options.weight_dtype = options.weight_dtype;
+  decoder_options.matmul_precision = options.matmul_precision;
+  decoder_options.prepare_kernels = options.prepare_kernels;
+  decoder_options.hidden_states_only = true;
+  ASSIGN_OR_RETURN(m->decoder_, DecoderModel::FromLoaded(std::move(loaded), decoder_options));
+  const DecoderConfig& c = m->decoder_->config();
+  RETURN_IF_ERROR(m->ReadSentenceTransformers(md, m->decoder_->max_positions()));
+  m->hidden_size_ = c.hidden_size;
+  m->num_layers_ = c.num_layers;
+  m->num_heads_ = c.num_heads;
+  m->vocab_size_ = c.vocab_size;
+  m->reads_segments_ = false;
+
+  ModelDescription& d = m->description_;
+  d = m->decoder_->description();
+  d.name = ModelName(md.dir);
+  d.architecture = md.config.model_type();
+  d.source = md.dir;
+  d.kv_dtype = DType::kF32;
+  d.kv_bytes_per_token = 0;  // no cache outlives a batch (ScratchBytes counts the batch's)
+  return m;
+}
+
 absl::StatusOr<std::vector<EncodeResult>> EncoderModel::Encode(absl::Span<const EncoderInput> inputs,
                                                                const EncodeOptions& options) const {
   ASSIGN_OR_RETURN(std::unique_ptr<EncodeJob> job, StartEncode(inputs, options));
@@ -90,11 +169,10 @@ absl::StatusOr<std::vector<EncodeResult>> EncoderModel::Encode(absl::Span<const 
 absl::StatusOr<std::unique_ptr<EncodeJob>> EncoderModel::StartEncode(absl::Span<const EncoderInput> inputs,
                                                                      const EncodeOptions& options) const {
   if (inputs.empty()) return absl::InvalidArgumentError("Encode: empty batch (no inputs)");
-  const BertConfig& config = bert_->config();
   if (options.dimensions != 0) {
-    if (options.dimensions < 1 || options.dimensions > config.hidden_size) {
+    if (options.dimensions < 1 || options.dimensions > hidden_size_) {
       return absl::InvalidArgumentError(absl::StrCat("Encode: dimensions ", options.dimensions, " is outside [1, ",
-                                                     config.hidden_size, "] (the model's embedding size)"));
+                                                     hidden_size_, "] (the model's embedding size)"));
     }
     if (options.pooling == PoolingMode::kNone) {
       return absl::InvalidArgumentError("Encode: dimensions shortens pooled embeddings; not with pooling none");
@@ -102,7 +180,7 @@ absl::StatusOr<std::unique_ptr<EncodeJob>> EncoderModel::StartEncode(absl::Span<
   }
   const PoolingMode pooling = options.pooling == PoolingMode::kModelDefault ? default_pooling_ : options.pooling;
   if (pooling == PoolingMode::kSplade) {
-    if (bert_->mlm_head() == nullptr) {
+    if (!sparse()) {
       return absl::InvalidArgumentError(
           "Encode: pooling splade needs a SPLADE model (a masked-language model with a SpladePooling module); "
           "this one has none");
@@ -111,10 +189,14 @@ absl::StatusOr<std::unique_ptr<EncodeJob>> EncoderModel::StartEncode(absl::Span<
       return absl::InvalidArgumentError("Encode: dimensions shortens dense embeddings; not with pooling splade");
     }
   }
+  if (decoder_ != nullptr && !options.attention_layers.empty()) {
+    return absl::InvalidArgumentError(
+        "Encode: attention_layers: a decoder-based embedder does not return attention weights");
+  }
   for (int layer : options.attention_layers) {
-    if (layer < 0 || layer >= config.num_layers) {
+    if (layer < 0 || layer >= num_layers_) {
       return absl::InvalidArgumentError(absl::StrCat("Encode: attention layer ", layer, " is outside [0, ",
-                                                     config.num_layers, ")"));
+                                                     num_layers_, ")"));
     }
   }
   // The prompt before single texts: asked for by name, else the model's default.
@@ -174,9 +256,9 @@ absl::StatusOr<std::unique_ptr<EncodeJob>> EncoderModel::StartEncode(absl::Span<
         return absl::InvalidArgumentError(absl::StrCat("Encode: input ", i, ": no token ids"));
       }
       for (size_t k = 0; k < in.token_ids.size(); ++k) {
-        if (in.token_ids[k] < 0 || in.token_ids[k] >= config.vocab_size) {
+        if (in.token_ids[k] < 0 || in.token_ids[k] >= vocab_size_) {
           return absl::InvalidArgumentError(absl::StrCat("Encode: input ", i, ": token id ", in.token_ids[k],
-                                                         " at position ", k, " is outside [0, ", config.vocab_size,
+                                                         " at position ", k, " is outside [0, ", vocab_size_,
                                                          ")"));
         }
       }
@@ -204,7 +286,7 @@ absl::StatusOr<std::unique_ptr<EncodeJob>> EncoderModel::StartEncode(absl::Span<
   // template's type ids say (MPNet's converted files give the second text
   // type 1, and MPNet has no token-type table at all).
   std::vector<int32_t> packed_types;
-  if (any_pair && config.family == EncoderFamily::kBert) {
+  if (any_pair && reads_segments_) {
     packed_types.reserve(packed.size());
     for (size_t i = 0; i < inputs.size(); ++i) {
       if (type_ids[i].empty()) {
@@ -220,7 +302,11 @@ absl::StatusOr<std::unique_ptr<EncodeJob>> EncoderModel::StartEncode(absl::Span<
   request.attention_layers = options.attention_layers;
   request.average_heads = options.attention_average_heads;
   std::unique_ptr<EncodeJob> job(new EncodeJob());
-  ASSIGN_OR_RETURN(job->forward_, bert_->Begin(packed, lengths, request, packed_types));
+  if (decoder_ != nullptr) {
+    ASSIGN_OR_RETURN(job->forward_, CausalForwardJob::Begin(decoder_, packed, lengths, request.hidden_states));
+  } else {
+    ASSIGN_OR_RETURN(job->forward_, bert_->Begin(packed, lengths, request, packed_types));
+  }
   job->model_ = this;
   job->options_ = options;
   job->results_ = std::move(results);
@@ -288,19 +374,18 @@ absl::StatusOr<std::vector<EncodeResult>> EncodeJob::Finish() {
     return absl::FailedPreconditionError(absl::StrCat("EncodeJob::Finish: ", slices_done(), " of ", slices_total(),
                                                       " slices have run, or the result was already taken"));
   }
-  BertForwardResult forward = std::move(*forward_result_);
+  EncoderForwardResult forward = std::move(*forward_result_);
   forward_result_.reset();
   const EncodeOptions& options = options_;
   const std::vector<int32_t>& lengths = lengths_;
   std::vector<EncodeResult> results = std::move(results_);
-  const BertConfig& config = model_->bert_->config();
   const PoolingMode pooling =
       options.pooling == PoolingMode::kModelDefault ? model_->default_pooling_ : options.pooling;
   const bool normalize = options.normalize.value_or(model_->default_normalize_);
-  const int d = config.hidden_size;
-  const int heads = config.num_heads;
+  const int d = model_->hidden_size_;
+  const int heads = model_->num_heads_;
   const float* hidden = forward.last_hidden.f32();
-  const ClassifierHead* classifier = model_->bert_->classifier();
+  const ClassifierHead* classifier = model_->bert_ != nullptr ? model_->bert_->classifier() : nullptr;
   int64_t start = 0;
   for (size_t i = 0; i < results.size(); ++i) {
     EncodeResult& r = results[i];
@@ -371,6 +456,13 @@ absl::StatusOr<std::string> EncoderModel::Detokenize(absl::Span<const int32_t> i
 }
 
 int64_t EncoderModel::ScratchBytes(int batch_size, int seq_len) const {
+  if (decoder_ != nullptr) {
+    // The batch's own K/V cache, the decoder's step buffers and the result.
+    const int64_t tokens = int64_t{batch_size} * seq_len;
+    const std::vector<int32_t> lengths(static_cast<size_t>(batch_size), seq_len);
+    return CausalForwardJob::KvBytes(*decoder_, lengths) + decoder_->ScratchBytes(tokens) +
+           tokens * hidden_size_ * static_cast<int64_t>(sizeof(float));
+  }
   const MlmHead* head = bert_->mlm_head();
   if (head == nullptr) return bert_->ScratchBytes(batch_size, seq_len);
   // SPLADE: the head's logits chunk, every token's transformed row and each

@@ -1,7 +1,12 @@
-// EncoderModel: a BERT- or XLM-RoBERTa-family sentence encoder loaded from a
-// Hugging Face / sentence-transformers directory: tokenizer (WordPiece or
-// Unigram, engine/tokenizers/encoder_tokenizer.h) + BertEncoder + pooling +
-// optional L2 normalisation. What the Encode RPC serves.
+// EncoderModel: a sentence encoder loaded from a Hugging Face /
+// sentence-transformers directory: tokenizer (WordPiece, Unigram or
+// byte-level BPE, engine/tokenizers/encoder_tokenizer.h) + network + pooling
+// + optional L2 normalisation. What the Encode RPC serves. The network is a
+// BertEncoder (BERT, RoBERTa, XLM-R, MPNet, DistilBERT, ModernBERT) or, for
+// a decoder-only embedding model (config.json model_type llama, mistral,
+// qwen2 or qwen3: Qwen3-Embedding, e5-mistral), the decoder's blocks run
+// causally over each whole input (causal_forward.h), usually pooled at the
+// last token.
 //
 // Immutable after Load; Encode and StartEncode are const and thread-safe.
 // An EncodeJob (one batch in flight, run slice by slice) is thread-compatible
@@ -21,7 +26,10 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "engine/core/tensor.h"
+#include "engine/formats/model_dir.h"
 #include "engine/models/bert.h"
+#include "engine/models/decoder_model.h"
+#include "engine/models/encoder_forward.h"
 #include "engine/models/model_description.h"
 #include "engine/models/pooling.h"
 #include "engine/tokenizers/encoder_tokenizer.h"
@@ -90,7 +98,8 @@ class EncoderModel;
 // needs. RunSlice runs a bounded part of the forward (BertForwardJob: the
 // embeddings or a third of a layer), then, with SPLADE pooling, of the
 // masked-language-model head (one block of its vocabulary for every token,
-// about a third of a layer's work); Finish pools. The results are bit-identical to
+// about a third of a layer's work); Finish pools. A decoder-based embedder's
+// slices are its embeddings and one per layer (CausalForwardJob). The results are bit-identical to
 // EncoderModel::Encode on the same inputs, which is StartEncode + every
 // slice + Finish.
 class EncodeJob {
@@ -114,9 +123,9 @@ class EncodeJob {
   EncodeOptions options_;
   std::vector<EncodeResult> results_;  // token ids and truncation filled at start
   std::vector<int32_t> lengths_;
-  std::unique_ptr<BertForwardJob> forward_;
+  std::unique_ptr<EncoderForwardJob> forward_;
   // Taken from forward_ when its last slice has run.
-  std::optional<BertForwardResult> forward_result_;
+  std::optional<EncoderForwardResult> forward_result_;
   // SPLADE: the head's slices (one per vocabulary block), each sequence's
   // pooled vector so far ([B, V], filled slice by slice), every token's
   // transformed row ([T, D], from the first head slice to the last) and
@@ -159,7 +168,7 @@ class EncoderModel {
   PoolingMode default_pooling() const { return default_pooling_; }
   // A SPLADE model (its directory's SpladePooling module): kSplade is its
   // default pooling and the only one giving its sparse embeddings.
-  bool sparse() const { return bert_->mlm_head() != nullptr; }
+  bool sparse() const { return bert_ != nullptr && bert_->mlm_head() != nullptr; }
   bool default_normalize() const { return default_normalize_; }
   // Named prompts (config_sentence_transformers.json) and the default one's
   // name ("" if none).
@@ -170,10 +179,26 @@ class EncoderModel {
  private:
   friend class EncodeJob;
   EncoderModel() = default;
+  // A decoder-only embedding model's directory (see the file comment).
+  static absl::StatusOr<std::unique_ptr<EncoderModel>> LoadCausal(const ModelDir& md,
+                                                                  const EncoderLoadOptions& options);
+  // The sentence-transformers modules' pooling, Normalize, prompts and
+  // max_seq_length (capped at max_positions).
+  absl::Status ReadSentenceTransformers(const ModelDir& md, int max_positions);
 
   ModelDescription description_;
   std::unique_ptr<EncoderTokenizer> tokenizer_;
+  // Exactly one of the two networks.
   std::unique_ptr<BertEncoder> bert_;
+  std::shared_ptr<const DecoderModel> decoder_;
+  // The network's sizes, whichever it is.
+  int hidden_size_ = 0;
+  int num_layers_ = 0;
+  int num_heads_ = 0;
+  int vocab_size_ = 0;
+  // Whether a pair's second text reaches the model as segment 1 (the BERT
+  // family's token-type table; see StartEncode).
+  bool reads_segments_ = false;
   PoolingMode default_pooling_ = PoolingMode::kMean;
   bool default_normalize_ = false;
   std::map<std::string, std::string> prompts_;

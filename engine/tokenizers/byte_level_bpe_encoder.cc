@@ -40,6 +40,89 @@ bool Unset(const nlohmann::json& model, const char* name) {
   return model[name].is_string() && model[name].get<std::string>().empty();
 }
 
+// The pre_tokenizer: ByteLevel alone (its own GPT-2 regex split unless
+// use_regex is false), or Qwen2's and Llama-3's Sequence of an Isolated
+// Split by one of pretokenizer.h's regexes and a ByteLevel without its own.
+struct PreTokenizerSteps {
+  std::optional<PretokenizerKind> split;  // nullopt: no split at all
+  nlohmann::json byte_level;
+};
+
+absl::StatusOr<PreTokenizerSteps> ReadPreTokenizer(const nlohmann::json& pre, const std::string& path) {
+  PreTokenizerSteps steps;
+  if (TypeOf(pre) == "ByteLevel") {
+    steps.byte_level = pre;
+    if (BoolOr(pre, "use_regex", true)) steps.split = PretokenizerKind::kGpt2;
+    return steps;
+  }
+  const bool sequence = TypeOf(pre) == "Sequence" && pre.contains("pretokenizers") &&
+                        pre["pretokenizers"].is_array() && pre["pretokenizers"].size() == 2;
+  if (!sequence || TypeOf(pre["pretokenizers"][0]) != "Split" || TypeOf(pre["pretokenizers"][1]) != "ByteLevel") {
+    return Bad(path, absl::StrCat("pre_tokenizer \"", TypeOf(pre),
+                                  "\" is not supported by the byte-level BPE encoder (ByteLevel, or a Sequence of "
+                                  "a regex Split and a ByteLevel)"));
+  }
+  const nlohmann::json& split = pre["pretokenizers"][0];
+  const nlohmann::json pattern = split.value("pattern", nlohmann::json());
+  const std::string regex = pattern.is_object() && pattern.contains("Regex") && pattern["Regex"].is_string()
+                                ? pattern["Regex"].get<std::string>()
+                                : std::string();
+  steps.split = PretokenizerFromRegex(regex);
+  if (!steps.split.has_value()) {
+    return Bad(path, absl::StrCat("pre_tokenizer Split regex is not one of the supported (GPT-2, Llama-3, Qwen2): ",
+                                  regex));
+  }
+  if (split.value("behavior", "") != "Isolated" || BoolOr(split, "invert", false)) {
+    return Bad(path, "pre_tokenizer Split must be Isolated and not inverted");
+  }
+  steps.byte_level = pre["pretokenizers"][1];
+  if (BoolOr(steps.byte_level, "use_regex", true)) {
+    return Bad(path, "pre_tokenizer: a ByteLevel after a Split must have use_regex false");
+  }
+  return steps;
+}
+
+// The post_processor: the special tokens' template (RobertaProcessing,
+// BertProcessing, TemplateProcessing) and the ByteLevel step whose
+// trim_offsets decides the offsets (RobertaProcessing's own, or a ByteLevel
+// alone or in a Sequence before a TemplateProcessing, as Llama-3's files
+// have it). A ByteLevel alone adds no special token: the template is then
+// $A alone and $A $B with B in segment 1, as tokenizers merges a pair.
+struct PostProcessorSteps {
+  nlohmann::json special_tokens;
+  nlohmann::json offsets;  // null: no trimming
+};
+
+PostProcessorSteps ReadPostProcessor(const nlohmann::json& post) {
+  PostProcessorSteps steps;
+  const std::string type = TypeOf(post);
+  if (type == "ByteLevel" || post.is_null()) {
+    steps.offsets = post;
+    auto sequence = [](const char* id, int type_id) {
+      nlohmann::json body = nlohmann::json::object();
+      body["id"] = id;
+      body["type_id"] = type_id;
+      nlohmann::json item = nlohmann::json::object();
+      item["Sequence"] = body;
+      return item;
+    };
+    steps.special_tokens = nlohmann::json::object();
+    steps.special_tokens["type"] = "TemplateProcessing";
+    steps.special_tokens["single"] = nlohmann::json::array({sequence("A", 0)});
+    steps.special_tokens["pair"] = nlohmann::json::array({sequence("A", 0), sequence("B", 1)});
+    return steps;
+  }
+  if (type == "Sequence" && post.contains("processors") && post["processors"].is_array() &&
+      post["processors"].size() == 2 && TypeOf(post["processors"][0]) == "ByteLevel") {
+    steps.offsets = post["processors"][0];
+    steps.special_tokens = post["processors"][1];
+    return steps;
+  }
+  steps.special_tokens = post;
+  if (type == "RobertaProcessing") steps.offsets = post;
+  return steps;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ByteLevelBpeEncoder>> ByteLevelBpeEncoder::FromJson(const nlohmann::json& j,
@@ -56,16 +139,13 @@ absl::StatusOr<std::unique_ptr<ByteLevelBpeEncoder>> ByteLevelBpeEncoder::FromJs
   if (BoolOr(model, "byte_fallback", false)) {
     return Bad(path, "model.byte_fallback is not supported by the byte-level BPE");
   }
+  // Qwen2's files NFC-normalize; nothing else is read.
   const nlohmann::json normalizer = j.value("normalizer", nlohmann::json());
-  if (!normalizer.is_null()) {
+  if (!normalizer.is_null() && TypeOf(normalizer) != "NFC") {
     return Bad(path, absl::StrCat("normalizer \"", TypeOf(normalizer),
-                                  "\" is not supported by the byte-level BPE encoder (none expected)"));
+                                  "\" is not supported by the byte-level BPE encoder (none or NFC)"));
   }
-  const nlohmann::json pre = j.value("pre_tokenizer", nlohmann::json());
-  if (TypeOf(pre) != "ByteLevel") {
-    return Bad(path, absl::StrCat("pre_tokenizer \"", TypeOf(pre),
-                                  "\" is not supported by the byte-level BPE encoder (ByteLevel)"));
-  }
+  ASSIGN_OR_RETURN(PreTokenizerSteps pre_steps, ReadPreTokenizer(j.value("pre_tokenizer", nlohmann::json()), path));
   const nlohmann::json decoder = j.value("decoder", nlohmann::json());
   if (TypeOf(decoder) != "ByteLevel") {
     return Bad(path, absl::StrCat("decoder \"", TypeOf(decoder),
@@ -75,8 +155,9 @@ absl::StatusOr<std::unique_ptr<ByteLevelBpeEncoder>> ByteLevelBpeEncoder::FromJs
   std::unique_ptr<ByteLevelBpeEncoder> t(new ByteLevelBpeEncoder());
   t->path_ = path;
   // tokenizers' ByteLevel defaults, for files that leave a field out.
-  t->add_prefix_space_ = BoolOr(pre, "add_prefix_space", true);
-  t->use_regex_ = BoolOr(pre, "use_regex", true);
+  t->nfc_ = !normalizer.is_null();
+  t->add_prefix_space_ = BoolOr(pre_steps.byte_level, "add_prefix_space", true);
+  t->split_ = pre_steps.split;
   t->fuse_unk_ = BoolOr(model, "fuse_unk", false);
   t->ignore_merges_ = BoolOr(model, "ignore_merges", false);
 
@@ -116,11 +197,11 @@ absl::StatusOr<std::unique_ptr<ByteLevelBpeEncoder>> ByteLevelBpeEncoder::FromJs
 
   ASSIGN_OR_RETURN(t->added_, AddedVocabulary::FromJson(j.value("added_tokens", nlohmann::json()), path));
   t->SetEntries(static_cast<int64_t>(vocab.size()), vocab);
-  const nlohmann::json post = j.value("post_processor", nlohmann::json());
-  ASSIGN_OR_RETURN(t->template_, SequenceTemplate::FromPostProcessor(post, t->vocab_size(), path));
-  if (TypeOf(post) == "RobertaProcessing") {
-    t->trim_offsets_ = BoolOr(post, "trim_offsets", true);
-    t->trim_keeps_prefix_space_ = BoolOr(post, "add_prefix_space", true);
+  const PostProcessorSteps post = ReadPostProcessor(j.value("post_processor", nlohmann::json()));
+  ASSIGN_OR_RETURN(t->template_, SequenceTemplate::FromPostProcessor(post.special_tokens, t->vocab_size(), path));
+  if (!post.offsets.is_null()) {
+    t->trim_offsets_ = BoolOr(post.offsets, "trim_offsets", true);
+    t->trim_keeps_prefix_space_ = BoolOr(post.offsets, "add_prefix_space", true);
   }
   return t;
 }
@@ -144,20 +225,47 @@ absl::Status ByteLevelBpeEncoder::EncodeSegment(absl::string_view segment, uint3
 
 absl::Status ByteLevelBpeEncoder::EncodeStretch(absl::string_view segment, uint32_t base, TextEncoding* out) const {
   if (segment.empty()) return absl::OkStatus();
+  // NFC, when the file asks for it and it changes something: the text the
+  // pre-tokenizer sees is the normalized one, each character aligned to the
+  // original it came from.
+  AlignedText aligned;
+  std::string normalized;
+  std::vector<size_t> char_at_byte;
+  if (nfc_) {
+    ASSIGN_OR_RETURN(aligned, AlignText(segment, 0));
+    std::u32string chars;
+    chars.reserve(aligned.size());
+    for (const AlignedChar& a : aligned) chars.push_back(a.c);
+    const std::vector<std::pair<char32_t, int>> nfc = NfcEdits(chars);
+    if (nfc.empty()) {
+      aligned.clear();
+    } else {
+      std::vector<CharEdit> edits;
+      edits.reserve(nfc.size());
+      for (const auto& [c, change] : nfc) edits.push_back(CharEdit{c, change});
+      aligned = ApplyEdits(aligned, edits);
+    }
+  }
+  const bool mapped = !aligned.empty();
+  const absl::string_view source = mapped ? absl::string_view(normalized = ToUtf8(aligned, &char_at_byte)) : segment;
   // ByteLevel's add_prefix_space: a space before a stretch that lacks one,
   // spanning nothing of the text (an empty span at its start).
-  const bool prefixed = add_prefix_space_ && segment.front() != ' ';
-  const std::string work = prefixed ? absl::StrCat(" ", segment) : std::string();
-  const absl::string_view text = prefixed ? absl::string_view(work) : segment;
+  const bool prefixed = add_prefix_space_ && source.front() != ' ';
+  const std::string work = prefixed ? absl::StrCat(" ", source) : std::string();
+  const absl::string_view text = prefixed ? absl::string_view(work) : source;
   // The span (in the segment) of the character byte k of `text` is part of.
   auto char_span = [&](size_t k) -> std::pair<uint32_t, uint32_t> {
     if (prefixed && k == 0) return {0, 0};
     size_t s = prefixed ? k - 1 : k;
-    while (s > 0 && (static_cast<unsigned char>(segment[s]) & 0xC0) == 0x80) --s;
+    while (s > 0 && (static_cast<unsigned char>(source[s]) & 0xC0) == 0x80) --s;
+    if (mapped) {
+      const AlignedChar& a = aligned[char_at_byte[s]];
+      return {a.begin, a.end};
+    }
     return {static_cast<uint32_t>(s), static_cast<uint32_t>(s + static_cast<size_t>(Utf8CharLen(segment, s)))};
   };
   const std::vector<absl::string_view> pieces =
-      use_regex_ ? Pretokenize(text, PretokenizerKind::kGpt2) : std::vector<absl::string_view>{text};
+      split_.has_value() ? Pretokenize(text, *split_) : std::vector<absl::string_view>{text};
   std::vector<std::pair<int32_t, uint32_t>> tokens;  // (id or -1, bytes)
   for (absl::string_view piece : pieces) {
     tokens.clear();

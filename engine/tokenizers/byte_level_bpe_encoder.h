@@ -1,21 +1,32 @@
 // The byte-level BPE tokenizer of RoBERTa-family encoders (roberta-base,
-// all-distilroberta-v1, the twitter-roberta sentiment classifiers, ...) read
+// all-distilroberta-v1, the twitter-roberta sentiment classifiers, ...) and
+// of decoder-based embedders (Qwen3-Embedding's Qwen2 files, Llama-3's) read
 // from their tokenizer.json, producing exactly the `tokenizers` library's ids
 // and offsets:
 //   added tokens   matched in the raw text (AddedVocabulary: <mask> takes the
 //                  space before it with lstrip), then the normalized: true
 //                  ones (older RoBERTa files' <s> </s>) in each stretch
+//   normalizer     none, or NFC (Qwen2's) on each stretch between added
+//                  tokens, offsets aligned as tokenizers aligns them
+//                  (unicode_util.h NfcEdits). tokenizers matches normalized:
+//                  true added tokens in the NFC text, this in the raw text:
+//                  they differ only where NFC rewrites the characters
+//                  around such a token (the files that NFC have none).
 //   pre_tokenizer  ByteLevel: with add_prefix_space a space before every
 //                  stretch between added tokens that lacks one, GPT-2's regex
 //                  split (pretokenizer.h) unless use_regex is false, each byte
-//                  written as its printable stand-in
+//                  written as its printable stand-in; or a Sequence of an
+//                  Isolated Split by the Llama-3 or Qwen2 regex and such a
+//                  ByteLevel without its own regex
 //   model          BPE: merges by rank within each piece, on ids, an
 //                  unknown symbol as unk_token if there is one (fused with
 //                  fuse_unk), ignore_merges taking a whole piece found in the
 //                  vocabulary as it is
 //   post_processor RobertaProcessing (<s> $A </s></s> $B </s>), whose
 //                  trim_offsets drops the spaces at either end of a token
-//                  from its span, or TemplateProcessing / BertProcessing
+//                  from its span, or TemplateProcessing / BertProcessing,
+//                  or a ByteLevel (trim_offsets as RoBERTa's) alone (no
+//                  special tokens) or before a TemplateProcessing
 //   decoder        ByteLevel: the stand-ins back to bytes, invalid UTF-8 as
 //                  U+FFFD
 // A token's byte span covers whole characters of the text: a character split
@@ -28,6 +39,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -38,6 +50,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "engine/tokenizers/encoder_tokenizer.h"
+#include "engine/tokenizers/pretokenizer.h"
 
 namespace attnserve {
 
@@ -79,10 +92,13 @@ class ByteLevelBpeEncoder : public EncoderTokenizer {
   int32_t unk_id_ = -1;
   bool fuse_unk_ = false;
   bool ignore_merges_ = false;
-  bool add_prefix_space_ = false;  // the pre-tokenizer's
-  bool use_regex_ = true;
-  bool trim_offsets_ = false;      // RobertaProcessing's
-  bool trim_keeps_prefix_space_ = false;  // RobertaProcessing's add_prefix_space
+  bool nfc_ = false;               // the normalizer
+  bool add_prefix_space_ = false;  // the pre-tokenizer's ByteLevel's
+  // The regex split before the bytes: ByteLevel's own (GPT-2's, unless its
+  // use_regex is false) or a Split step's; nullopt: none.
+  std::optional<PretokenizerKind> split_;
+  bool trim_offsets_ = false;      // RobertaProcessing's or a ByteLevel post-processor's
+  bool trim_keeps_prefix_space_ = false;  // and its add_prefix_space
   std::string path_;
 };
 

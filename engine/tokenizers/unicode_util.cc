@@ -151,6 +151,49 @@ void AppendNfd(char32_t c, std::u32string* out) {
   }
 }
 
+std::vector<std::pair<char32_t, int>> NfcEdits(const std::u32string& text) {
+  UErrorCode status = U_ZERO_ERROR;
+  const icu::Normalizer2* nfc = icu::Normalizer2::getNFCInstance(status);
+  if (U_FAILURE(status)) return {};
+  // Most text is inert under NFC: nothing to do.
+  bool inert = true;
+  for (char32_t c : text) inert = inert && nfc->isInert(static_cast<UChar32>(c));
+  if (inert) return {};
+  std::vector<std::pair<char32_t, int>> edits;
+  edits.reserve(text.size());
+  bool changed = false;
+  size_t begin = 0;
+  while (begin < text.size()) {
+    // One stretch NFC normalizes on its own: up to the next boundary.
+    size_t end = begin + 1;
+    while (end < text.size() && !nfc->hasBoundaryBefore(static_cast<UChar32>(text[end]))) ++end;
+    icu::UnicodeString source;
+    for (size_t i = begin; i < end; ++i) source.append(static_cast<UChar32>(text[i]));
+    status = U_ZERO_ERROR;
+    const icu::UnicodeString normalized = nfc->normalize(source, status);
+    std::u32string out;
+    if (U_SUCCESS(status)) AppendUnicodeString(normalized, &out);
+    const size_t n = end - begin;
+    if (U_FAILURE(status) || out == text.substr(begin, n)) {
+      for (size_t i = begin; i < end; ++i) edits.emplace_back(text[i], 0);
+    } else {
+      changed = true;
+      for (size_t j = 0; j < out.size(); ++j) {
+        int change = 0;
+        if (j >= n) {
+          change = 1;
+        } else if (j == 0 && out.size() < n) {
+          change = -static_cast<int>(n - out.size());
+        }
+        edits.emplace_back(out[j], change);
+      }
+    }
+    begin = end;
+  }
+  if (!changed) return {};
+  return edits;
+}
+
 void AppendLower(char32_t c, std::u32string* out) {
   UChar src[2];
   int32_t src_len = 0;

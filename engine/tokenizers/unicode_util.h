@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -43,6 +44,16 @@ bool IsCjkIdeograph(char32_t c);
 std::vector<size_t> GraphemeStarts(const std::u32string& text);
 // Appends the canonical (NFD) decomposition of `c` (c itself if none).
 void AppendNfd(char32_t c, std::u32string* out);
+// The NFC form of `text` as tokenizers' NFC normalizer aligns it: for each
+// stretch that NFC rewrites (between ICU's normalization boundaries) whose n
+// characters become k <= n, the first new character stands for the first old
+// one and takes the next n - k with it, the others follow one for one
+// ("e\u0301x" -> "\u00e9x": \u00e9 spans the e, x its own byte); when NFC
+// lengthens a stretch the extra characters are inserted after the last.
+// Returned as (new character, change) pairs in tokenizers' convention
+// (aligned_text.h's CharEdit: 0 replaces one, -n also deletes n, 1
+// inserts); empty when `text` is already NFC.
+std::vector<std::pair<char32_t, int>> NfcEdits(const std::u32string& text);
 // Appends the full, context-free lowercase mapping of `c` (may be several
 // code points, e.g. U+0130 -> "i\u0307").
 void AppendLower(char32_t c, std::u32string* out);

@@ -11,6 +11,7 @@
 
 #include "engine/formats/json_util.h"
 #include "engine/tokenizers/encoder_tokenizer.h"
+#include "engine/tokenizers/pretokenizer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/engine/models/encoder_test_util.h"
@@ -93,9 +94,37 @@ TEST(ByteLevelBpeEncoderTest, MalformedFilesNameTheComponent) {
   nlohmann::json base = RobertaJson();
   ASSERT_FALSE(base.is_null());
   testing_util::ExpectRefusals(base, {
-      {"normalizer", [](nlohmann::json& j) { j["normalizer"] = {{"type", "NFC"}}; }, "normalizer \"NFC\""},
+      {"normalizer", [](nlohmann::json& j) { j["normalizer"] = {{"type", "NFKC"}}; }, "normalizer \"NFKC\""},
       {"pre_tokenizer", [](nlohmann::json& j) { j["pre_tokenizer"] = {{"type", "Whitespace"}}; },
        "pre_tokenizer \"Whitespace\""},
+      {"split regex",
+       [](nlohmann::json& j) {
+         j["pre_tokenizer"] = nlohmann::json::parse(
+             R"({"type": "Sequence", "pretokenizers": [
+                  {"type": "Split", "pattern": {"Regex": "\\w+"}, "behavior": "Isolated", "invert": false},
+                  {"type": "ByteLevel", "add_prefix_space": false, "use_regex": false}]})");
+       },
+       "Split regex is not one of the supported"},
+      {"split behavior",
+       [](nlohmann::json& j) {
+         j["pre_tokenizer"] = {{"type", "Sequence"},
+                               {"pretokenizers",
+                                {{{"type", "Split"},
+                                  {"pattern", {{"Regex", PretokenizerRegex(PretokenizerKind::kQwen2)}}},
+                                  {"behavior", "Removed"}},
+                                 {{"type", "ByteLevel"}, {"use_regex", false}}}}};
+       },
+       "Split must be Isolated"},
+      {"split then regex",
+       [](nlohmann::json& j) {
+         j["pre_tokenizer"] = {{"type", "Sequence"},
+                               {"pretokenizers",
+                                {{{"type", "Split"},
+                                  {"pattern", {{"Regex", PretokenizerRegex(PretokenizerKind::kQwen2)}}},
+                                  {"behavior", "Isolated"}},
+                                 {{"type", "ByteLevel"}, {"use_regex", true}}}}};
+       },
+       "use_regex false"},
       {"decoder", [](nlohmann::json& j) { j["decoder"] = {{"type", "WordPiece"}}; }, "decoder \"WordPiece\""},
       {"dropout", [](nlohmann::json& j) { j["model"]["dropout"] = 0.1; }, "model.dropout"},
       {"subword prefix", [](nlohmann::json& j) { j["model"]["continuing_subword_prefix"] = "##"; },

@@ -1,0 +1,165 @@
+// Decoder-based embedders (Qwen3-Embedding's kind: a Llama-family body run
+// causally over each input, pooled at the last token or by the mean) against
+// transformers and sentence-transformers (tools/golden/causal_embedder_golden.py):
+// Qwen2's and Llama-3's byte-level tokenizers (NFC with decomposed input,
+// their regex splits, the appended <|endoftext|>), embeddings batched and
+// alone up to the 64-token limit, the instruction prompt, and what the
+// Encode path refuses for such a model.
+#include <string>
+#include <vector>
+
+#include "engine/models/encoder_model.h"
+#include "engine/tokenizers/encoder_tokenizer.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/engine/models/encoder_golden_checks.h"
+#include "tests/engine/models/encoder_test_util.h"
+#include "tests/engine/tokenizers/tokenizer_golden_checks.h"
+
+namespace attnserve {
+namespace {
+
+using ::testing::ElementsAreArray;
+using ::testing::HasSubstr;
+
+const nlohmann::json& Golden() { return testing_util::GoldenEncoderJson("causal_embedder_golden.json"); }
+
+std::string ModelDir(const std::string& name) { return testing_util::GoldenEncoderModelDir(name); }
+
+class CausalEmbedderTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CausalEmbedderTest, TokenizerIdsAndOffsetsEqualTokenizers) {
+  ASSERT_FALSE(Golden().is_null());
+  auto tok = LoadEncoderTokenizer(ModelDir(GetParam()) + "/tokenizer.json");
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  ASSERT_GE(Golden()["tokenizer"][GetParam()].size(), 10u);
+  testing_util::ExpectGoldenEncodings(**tok, Golden()["tokenizer"][GetParam()]);
+}
+
+// Every text in one batch (sequences of 2 to 64 tokens packed together),
+// then each alone.
+TEST_P(CausalEmbedderTest, EmbeddingsMatchSentenceTransformers) {
+  ASSERT_FALSE(Golden().is_null());
+  auto model = EncoderModel::Load(ModelDir(GetParam()), {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  ASSERT_GE(Golden()["embeddings"][GetParam()].size(), 10u);
+  testing_util::ExpectGoldenEmbeddings(**model, Golden()["embeddings"][GetParam()], 1e-4);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, CausalEmbedderTest,
+                         ::testing::Values("qwen3_embedding_tiny", "llama_embedder_tiny"));
+
+TEST(CausalEmbedderLoadTest, ReadsTheSentenceTransformersModules) {
+  auto qwen = EncoderModel::Load(ModelDir("qwen3_embedding_tiny"), {});
+  ASSERT_TRUE(qwen.ok()) << qwen.status();
+  const ModelDescription& d = (*qwen)->description();
+  EXPECT_EQ(d.architecture, "qwen3");
+  EXPECT_EQ(d.num_layers, 3);
+  EXPECT_EQ(d.num_heads, 4);
+  EXPECT_EQ(d.num_kv_heads, 2);
+  EXPECT_EQ(d.head_dim, 16);
+  EXPECT_EQ(d.hidden_size, 32);
+  EXPECT_GT(d.weight_bytes, 0);
+  EXPECT_EQ(d.kv_bytes_per_token, 0);
+  EXPECT_EQ((*qwen)->max_tokens(), 64);
+  EXPECT_EQ((*qwen)->default_pooling(), PoolingMode::kLast);
+  EXPECT_TRUE((*qwen)->default_normalize());
+  EXPECT_FALSE((*qwen)->sparse());
+  EXPECT_EQ((*qwen)->prompts().size(), 2u);
+  // The batch's K/V cache is part of its scratch.
+  EXPECT_GT((*qwen)->ScratchBytes(2, 16), 2 * 16 * 2 * 3 * 2 * 16 * 4);
+
+  auto llama = EncoderModel::Load(ModelDir("llama_embedder_tiny"), {});
+  ASSERT_TRUE(llama.ok()) << llama.status();
+  EXPECT_EQ((*llama)->description().architecture, "llama");
+  EXPECT_EQ((*llama)->description().num_kv_heads, 1);
+  EXPECT_EQ((*llama)->default_pooling(), PoolingMode::kMean);
+  EXPECT_FALSE((*llama)->default_normalize());
+}
+
+TEST(CausalEmbedderLoadTest, QueryPromptMatchesSentenceTransformers) {
+  ASSERT_FALSE(Golden().is_null());
+  auto model = EncoderModel::Load(ModelDir("qwen3_embedding_tiny"), {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  const nlohmann::json& cases = Golden()["prompted"];
+  ASSERT_EQ(cases.size(), 2u);
+  EncodeOptions options;
+  options.prompt_name = "query";
+  auto out = (*model)->Encode(testing_util::GoldenInputs(cases), options);
+  ASSERT_TRUE(out.ok()) << out.status();
+  for (size_t i = 0; i < cases.size(); ++i) {
+    EXPECT_THAT((*out)[i].token_ids, ElementsAreArray(cases[i]["ids"].get<std::vector<int32_t>>()));
+    const std::vector<float> want = cases[i]["embedding"].get<std::vector<float>>();
+    ASSERT_EQ((*out)[i].embedding.numel(), static_cast<int64_t>(want.size()));
+    for (size_t k = 0; k < want.size(); ++k) EXPECT_NEAR((*out)[i].embedding.f32()[k], want[k], 1e-4);
+  }
+}
+
+// transformers' hidden_states: the embeddings, each layer's input, and last
+// the normed output (what pooling none returns).
+TEST(CausalEmbedderLoadTest, HiddenStatesEndWithTheNormedOutput) {
+  auto model = EncoderModel::Load(ModelDir("qwen3_embedding_tiny"), {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  EncoderInput in;
+  in.text = "A man is eating food.";
+  EncodeOptions options;
+  options.pooling = PoolingMode::kNone;
+  options.normalize = false;
+  options.return_hidden_states = true;
+  auto out = (*model)->Encode({&in, 1}, options);
+  ASSERT_TRUE(out.ok()) << out.status();
+  const EncodeResult& r = (*out)[0];
+  ASSERT_EQ(r.hidden_states.size(), 4u);
+  ASSERT_EQ(r.hidden_states.back().numel(), r.embedding.numel());
+  for (int64_t k = 0; k < r.embedding.numel(); ++k) {
+    EXPECT_EQ(r.hidden_states.back().f32()[k], r.embedding.f32()[k]);
+  }
+  // The input of layer 1 is not the output: the norm ran only at the end.
+  float diff = 0.0f;
+  for (int64_t k = 0; k < r.embedding.numel(); ++k) {
+    diff = std::max(diff, std::abs(r.hidden_states[2].f32()[k] - r.embedding.f32()[k]));
+  }
+  EXPECT_GT(diff, 1e-3f);
+}
+
+TEST(CausalEmbedderLoadTest, AttentionWeightsAreRefusedNamingTheField) {
+  auto model = EncoderModel::Load(ModelDir("qwen3_embedding_tiny"), {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  EncoderInput in;
+  in.text = "x";
+  EncodeOptions options;
+  options.attention_layers = {0};
+  auto out = (*model)->Encode({&in, 1}, options);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(out.status().message(), HasSubstr("attention_layers"));
+  options.attention_layers.clear();
+  options.pooling = PoolingMode::kSplade;
+  out = (*model)->Encode({&in, 1}, options);
+  ASSERT_FALSE(out.ok());
+  EXPECT_THAT(out.status().message(), HasSubstr("splade"));
+}
+
+// Over-long input: truncated to the limit with <|endoftext|> kept last (the
+// template goes on after truncation), or refused with truncation off.
+TEST(CausalEmbedderLoadTest, TruncationKeepsTheAppendedToken) {
+  auto model = EncoderModel::Load(ModelDir("qwen3_embedding_tiny"), {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  EncoderInput in;
+  for (int i = 0; i < 40; ++i) in.text += "alpha beta gamma ";
+  auto out = (*model)->Encode({&in, 1}, {});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE((*out)[0].truncated);
+  ASSERT_EQ((*out)[0].token_ids.size(), 64u);
+  auto eos = (*model)->Tokenize("<|endoftext|>", false);
+  ASSERT_TRUE(eos.ok() && eos->size() == 1u);
+  EXPECT_EQ((*out)[0].token_ids.back(), (*eos)[0]);
+  EncodeOptions strict;
+  strict.truncate = false;
+  out = (*model)->Encode({&in, 1}, strict);
+  ASSERT_FALSE(out.ok());
+  EXPECT_THAT(out.status().message(), HasSubstr("limit is 64"));
+}
+
+}  // namespace
+}  // namespace attnserve

@@ -1,0 +1,82 @@
+"""Decoder-based embedders served by the real binary (the tiny random-weight
+models of tools/golden/causal_embedder_golden.py: a Qwen3Model with
+Qwen3-Embedding's tokenizer pipeline, last-token pooling, Normalize and
+instruction prompts; a LlamaForCausalLM with Llama-3's tokenizer and mean
+pooling): OpenAI /v1/embeddings and TEI /embed (with prompt_name) against
+sentence-transformers' SentenceTransformer on the same directories, TEI's
+/tokenize against Hugging Face tokenizers on NFD input, /v1/model_info, and
+the requests such a model refuses."""
+import json
+
+import numpy as np
+import pytest
+
+from conftest import REPO, encoder_server, loaded_model_info, openai_embeddings, post_json, tei_tokens_reference
+
+MODELS = REPO / "tests/golden/encoder_models"
+QWEN = MODELS / "qwen3_embedding_tiny"
+LLAMA = MODELS / "llama_embedder_tiny"
+GOLDEN = json.loads((REPO / "tests/golden/encoder/causal_embedder_golden.json").read_text())
+TEXTS = [c["text"] for c in GOLDEN["embeddings"]["qwen3_embedding_tiny"]]
+
+
+@pytest.fixture(scope="module")
+def qwen():
+    yield from encoder_server(QWEN)
+
+
+def test_embeddings_equal_sentence_transformers(qwen):
+    st = pytest.importorskip("sentence_transformers")
+    want = st.SentenceTransformer(str(QWEN), device="cpu").encode(TEXTS, convert_to_numpy=True)
+    got, body = openai_embeddings(qwen, TEXTS, "qwen3_embedding_tiny")
+    np.testing.assert_allclose(got, want, atol=1e-4)
+    assert body["usage"]["prompt_tokens"] == sum(len(c["ids"]) for c in GOLDEN["embeddings"]["qwen3_embedding_tiny"])
+
+
+def test_tei_embed_with_the_query_prompt(qwen):
+    st = pytest.importorskip("sentence_transformers")
+    queries = [c["text"] for c in GOLDEN["prompted"]]
+    model = st.SentenceTransformer(str(QWEN), device="cpu")
+    want = model.encode(queries, prompt_name="query", convert_to_numpy=True)
+    status, body = post_json(qwen, "/embed", {"inputs": queries, "prompt_name": "query"})
+    assert status == 200, body
+    np.testing.assert_allclose(np.array(body), want, atol=1e-4)
+    # Without the prompt the vectors differ: the instruction reached the model.
+    status, plain = post_json(qwen, "/embed", {"inputs": queries})
+    assert status == 200, plain
+    assert np.abs(np.array(plain) - want).max() > 1e-2
+
+
+def test_tei_tokenize_equals_tokenizers_on_decomposed_text(qwen):
+    tokenizers = pytest.importorskip("tokenizers")
+    tok = tokenizers.Tokenizer.from_file(str(QWEN / "tokenizer.json"))
+    texts = [TEXTS[0], "Cafe\u0301 na\u0131\u0308ve 12345", "\u1100\u1161\u11a8 x"]
+    status, body = post_json(qwen, "/tokenize", {"inputs": texts})
+    assert status == 200, body
+    assert body == [tei_tokens_reference(tok, t) for t in texts]
+
+
+def test_model_info_names_the_architecture_and_limit(qwen):
+    info = loaded_model_info(qwen)
+    assert info["architecture"] == "qwen3", info
+    assert info["max_input_tokens"] == GOLDEN["max_tokens"], info
+
+
+def test_refusals_name_the_field(qwen):
+    status, body = post_json(qwen, "/embed_sparse", {"inputs": ["x"]})
+    assert status in (400, 424), body
+    status, body = post_json(qwen, "/v1/encode", {"inputs": [{"text": "x"}], "attention_layers": [0]})
+    assert status == 400, body
+    assert "attention_layers" in json.dumps(body), body
+    # The server is still there and answers.
+    status, body = post_json(qwen, "/embed", {"inputs": "still here"})
+    assert status == 200, body
+
+
+def test_llama_mean_pooling_equals_sentence_transformers(server_factory):
+    st = pytest.importorskip("sentence_transformers")
+    texts = [c["text"] for c in GOLDEN["embeddings"]["llama_embedder_tiny"]]
+    want = st.SentenceTransformer(str(LLAMA), device="cpu").encode(texts, convert_to_numpy=True)
+    s = server_factory(f"--encoder-model={LLAMA}", "--threads=2")
+    got, _ = openai_embeddings(s, texts, "llama_embedder_tiny")
+    np.testing.assert_allclose(got, want, atol=1e-4)

@@ -1,0 +1,218 @@
+#!/usr/bin/env python3
+"""Writes the decoder-based embedder golden fixtures from the reference
+implementation.
+
+Decoder-only embedding models (Qwen3-Embedding, e5-mistral, gte-Qwen's
+causal kind) are a Llama-family body (`model_type` qwen3, qwen2, llama,
+mistral) saved as the bare *Model (no "model." prefix, no LM head) or as a
+*ForCausalLM, read by sentence-transformers' Transformer module (AutoModel),
+each text attending causally to itself, pooled at the last token
+(Qwen3-Embedding: its tokenizer appends <|endoftext|>, so that token's state
+is the embedding) or by the mean, usually normalised, with instruction
+prompts before queries. Qwen2's tokenizer.json NFC-normalizes and splits by
+its own regex (single digits) before the byte-level BPE; Llama-3's splits by
+its regex (digits in threes) and keeps a ByteLevel post-processor before its
+TemplateProcessing.
+
+1. Two byte-level BPEs trained by tokenizers' BpeTrainer on roberta_golden.py's
+   corpus: Qwen2's pipeline (NFC, Split(Qwen2 regex) + ByteLevel without its
+   own regex, TemplateProcessing "$A <|endoftext|>", as Qwen3-Embedding's
+   file appends it) and Llama-3's (no normalizer, Split(Llama-3 regex),
+   Sequence[ByteLevel(trim_offsets false), TemplateProcessing
+   "<|begin_of_text|> $A"]).
+2. Tiny random-weight models (hidden 32, 3 layers, 4 query heads, head_dim 16,
+   rope theta 1e6), every parameter redrawn:
+     tests/golden/encoder_models/qwen3_embedding_tiny/  Qwen3Model (2 KV heads, q/k norms, tied), saved
+                                                        bare; lasttoken pooling + Normalize, max_seq_length
+                                                        64, Qwen3-Embedding's prompts (query, document)
+     tests/golden/encoder_models/llama_embedder_tiny/   LlamaForCausalLM (1 KV head, untied lm_head kept in
+                                                        the file), mean pooling, no Normalize
+3. tests/golden/encoder/causal_embedder_golden.json:
+     versions    exact library versions, this script
+     tokenizer   per model: {text, ids, offsets (bytes)}, decomposed (NFD) texts among them
+     embeddings  per model: {text, ids, embedding}, computed from transformers' last_hidden_state and
+                 asserted equal to SentenceTransformer(dir).encode
+     prompted    qwen3_embedding_tiny with prompt_name "query": {text, ids, embedding}
+
+Deterministic: a second run writes byte-identical files.
+
+Usage (host venv):
+  .cache/venv/bin/python tools/golden/causal_embedder_golden.py
+"""
+import json
+import os
+import unicodedata
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+import torch
+from sentence_transformers import SentenceTransformer
+from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+from transformers import LlamaConfig, LlamaForCausalLM, Qwen3Config, Qwen3Model
+
+from encoder_golden_util import (REPO, byte_offsets, corpus, save_model_dir, truncated_ids, versions, write_json,
+                                 write_mean_pooling_modules)
+from roberta_golden import OTHER_SCRIPTS
+
+SCRIPT = "tools/golden/causal_embedder_golden.py"
+OUT_PATH = os.path.join(REPO, "tests/golden/encoder/causal_embedder_golden.json")
+MAX_TOKENS = 64
+
+# The regexes exactly as Qwen2's and Llama-3's tokenizer.json files have them
+# (engine/tokenizers/pretokenizer.cc recognises them by these strings).
+QWEN2_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
+               r"\s*[\r\n]+|\s+(?!\S)|\s+")
+LLAMA3_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
+                r"\s*[\r\n]+|\s+(?!\S)|\s+")
+
+# Qwen3-Embedding's config_sentence_transformers.json prompts.
+PROMPTS = {"query": "Instruct: Given a web search query, retrieve relevant passages that answer the query\nQuery:",
+           "document": ""}
+
+TEXTS = [
+    "The quick brown fox jumps over the lazy dog.",
+    "A man is eating food.",
+    "How do I reset my password?",
+    "Der schnelle braune Fuchs springt über den faulen Hund.",
+    "I don't think it's what we'll need, you're right: 123 apples and 4567 pears.",
+    "Line one\n\n  line two\tand tabs   ",
+    "x",
+    " ".join(["the committee decided that the annual budget would be reallocated"] * 8),
+]
+# Decomposed (NFD) accents: NFC composes them before the BPE, and the
+# offsets point back into the original characters.
+DECOMPOSED = [
+    unicodedata.normalize("NFD", "Le café était très animé, déjà complet."),
+    "Cafe\u0301 and nai\u0308ve, x\u0308\u0301y, A\u030a\u0323b",
+    "\u1100\u1161\u11a8 \u1112\u1161\u11ab",  # Hangul jamo -> syllables
+]
+QUERIES = ["What is the capital of China?", "Explain gravity"]
+
+
+def build_tokenizer(qwen):
+    specials = (["<|endoftext|>", "<|im_start|>", "<|im_end|>"] if qwen
+                else ["<|begin_of_text|>", "<|end_of_text|>"])
+    tok = Tokenizer(models.BPE())
+    if qwen:
+        tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(QWEN2_REGEX if qwen else LLAMA3_REGEX), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    trainer = trainers.BpeTrainer(vocab_size=1400, min_frequency=2, show_progress=False, special_tokens=specials,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(corpus(29 if qwen else 31, OTHER_SCRIPTS), trainer)
+    tok.decoder = decoders.ByteLevel()
+    ids = {t: tok.token_to_id(t) for t in specials}
+    if qwen:
+        tok.post_processor = processors.TemplateProcessing(
+            single="$A:0 <|endoftext|>:0", pair="$A:0 <|endoftext|>:0 $B:1 <|endoftext|>:1",
+            special_tokens=[("<|endoftext|>", ids["<|endoftext|>"])])
+    else:
+        tok.post_processor = processors.Sequence([
+            processors.ByteLevel(trim_offsets=False),
+            processors.TemplateProcessing(
+                single="<|begin_of_text|>:0 $A:0", pair="<|begin_of_text|>:0 $A:0 <|begin_of_text|>:1 $B:1",
+                special_tokens=[("<|begin_of_text|>", ids["<|begin_of_text|>"])])])
+    tok.no_truncation()
+    tok.no_padding()
+    return tok, ids
+
+
+def reinit_(model, seed):
+    """Every parameter redrawn, in name order: RMSNorm weights 1 + N(0, 0.1),
+    everything else N(0, 0.2)."""
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in sorted(model.named_parameters()):
+            if name.endswith("norm.weight"):
+                p.copy_(1.0 + 0.1 * torch.randn(p.shape, generator=gen))
+            else:
+                p.copy_(0.2 * torch.randn(p.shape, generator=gen))
+
+
+def write_st_modules(d, pooling, normalize, prompts):
+    write_mean_pooling_modules(d, 32, MAX_TOKENS, normalize=normalize)
+    if pooling == "lasttoken":
+        write_json(os.path.join(d, "1_Pooling/config.json"),
+                   {"word_embedding_dimension": 32, "pooling_mode_mean_tokens": False,
+                    "pooling_mode_cls_token": False, "pooling_mode_max_tokens": False,
+                    "pooling_mode_mean_sqrt_len_tokens": False, "pooling_mode_lasttoken": True,
+                    "include_prompt": True})
+    if prompts:
+        write_json(os.path.join(d, "config_sentence_transformers.json"),
+                   {"prompts": prompts, "default_prompt_name": None, "similarity_fn_name": "cosine"})
+
+
+def tokenizer_cases(tok):
+    cases = []
+    for text in TEXTS + DECOMPOSED:
+        enc = tok.encode(text)
+        cases.append({"text": text, "ids": enc.ids, "offsets": byte_offsets(text, enc.offsets)})
+    return cases
+
+
+def embedding_cases(body, tok, st, pooling, normalize, texts, prompt_name=None):
+    """transformers' last_hidden_state pooled, per text alone, checked
+    against SentenceTransformer.encode of the whole list (padded batches)."""
+    prompt = PROMPTS[prompt_name] if prompt_name else ""
+    st_embeddings = st.encode(texts, batch_size=4, convert_to_numpy=True, prompt_name=prompt_name)
+    cases = []
+    for text, st_emb in zip(texts, st_embeddings):
+        ids = truncated_ids(tok, prompt + text, None, MAX_TOKENS)
+        with torch.no_grad():
+            hidden = body(input_ids=torch.tensor([ids]), attention_mask=torch.ones(1, len(ids))).last_hidden_state[0]
+        emb = hidden[-1] if pooling == "lasttoken" else hidden.mean(dim=0)
+        if normalize:
+            emb = torch.nn.functional.normalize(emb, dim=0)
+        assert torch.allclose(emb, torch.tensor(st_emb), atol=1e-4), text
+        cases.append({"text": text, "ids": ids, "embedding": [float(x) for x in emb]})
+    return cases
+
+
+def main():
+    torch.manual_seed(0)
+    fixture = {"versions": versions(SCRIPT), "max_tokens": MAX_TOKENS, "prompts": PROMPTS,
+               "tokenizer": {}, "embeddings": {}}
+
+    qtok, qids = build_tokenizer(qwen=True)
+    qwen = Qwen3Model(Qwen3Config(
+        vocab_size=qtok.get_vocab_size(), hidden_size=32, intermediate_size=64, num_hidden_layers=3,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=256,
+        rope_theta=1000000.0, rms_norm_eps=1e-6, tie_word_embeddings=True, attn_implementation="eager",
+        bos_token_id=qids["<|endoftext|>"], eos_token_id=qids["<|im_end|>"],
+        pad_token_id=qids["<|endoftext|>"])).eval()
+    reinit_(qwen, 20261220)
+    d = save_model_dir("qwen3_embedding_tiny", qwen, qtok, {
+        "eos_token": "<|im_end|>", "pad_token": "<|endoftext|>", "padding_side": "left",
+        "tokenizer_class": "Qwen2Tokenizer", "model_max_length": 131072})
+    write_st_modules(d, "lasttoken", True, PROMPTS)
+    st = SentenceTransformer(d, device="cpu")
+    fixture["tokenizer"]["qwen3_embedding_tiny"] = tokenizer_cases(qtok)
+    fixture["embeddings"]["qwen3_embedding_tiny"] = embedding_cases(qwen, qtok, st, "lasttoken", True,
+                                                                    TEXTS + DECOMPOSED)
+    fixture["prompted"] = embedding_cases(qwen, qtok, st, "lasttoken", True, QUERIES, prompt_name="query")
+    assert max(len(e["ids"]) for e in fixture["embeddings"]["qwen3_embedding_tiny"]) == MAX_TOKENS
+    assert all(e["ids"][-1] == qids["<|endoftext|>"] for e in fixture["embeddings"]["qwen3_embedding_tiny"])
+
+    ltok, lids = build_tokenizer(qwen=False)
+    llama = LlamaForCausalLM(LlamaConfig(
+        vocab_size=ltok.get_vocab_size(), hidden_size=32, intermediate_size=64, num_hidden_layers=3,
+        num_attention_heads=4, num_key_value_heads=1, head_dim=16, max_position_embeddings=256,
+        rope_theta=1000000.0, rms_norm_eps=1e-5, tie_word_embeddings=False, attn_implementation="eager",
+        bos_token_id=lids["<|begin_of_text|>"], eos_token_id=lids["<|end_of_text|>"])).eval()
+    reinit_(llama, 20261221)
+    d = save_model_dir("llama_embedder_tiny", llama, ltok, {
+        "bos_token": "<|begin_of_text|>", "eos_token": "<|end_of_text|>", "pad_token": "<|end_of_text|>",
+        "tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": 131072})
+    write_st_modules(d, "mean", False, None)
+    st = SentenceTransformer(d, device="cpu")
+    fixture["tokenizer"]["llama_embedder_tiny"] = tokenizer_cases(ltok)
+    fixture["embeddings"]["llama_embedder_tiny"] = embedding_cases(llama.model, ltok, st, "mean", False,
+                                                                   TEXTS + DECOMPOSED)
+    write_json(OUT_PATH, fixture)
+    print("wrote", OUT_PATH)
+
+
+if __name__ == "__main__":
+    main()
