@@ -9,6 +9,8 @@ pieces + [SEP], exactly N per sequence, tokenization excluded; each output
 is the mean-pooled, L2-normalised sentence embedding, as attnserve computes.
 
 Usage: peers.py MODEL_DIR CACHE_DIR THREADS MIN_SECONDS SHAPES
+Env: ENCODER_BENCH_ONNX=0 leaves ONNX Runtime out (its export pools by the
+mean: not for a last-token model).
 Prints one JSON line per (engine, shape), like encoder_bench.
 """
 import json
@@ -84,14 +86,16 @@ def main():
 
     st = SentenceTransformer(model_dir, device="cpu").eval()
     os.makedirs(cache_dir, exist_ok=True)
-    # One export per model folder (the MiniLM run and the ModernBERT one share the cache folder's parent).
-    onnx_path = os.path.join(cache_dir, os.path.basename(os.path.normpath(model_dir)) + ".onnx")
-    export_onnx(model_dir, onnx_path)
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = threads
-    so.inter_op_num_threads = 1
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    sess = ort.InferenceSession(onnx_path, so, providers=["CPUExecutionProvider"])
+    sess = None
+    if os.environ.get("ENCODER_BENCH_ONNX", "1") != "0":
+        # One export per model folder (the MiniLM run and the ModernBERT one share the cache folder's parent).
+        onnx_path = os.path.join(cache_dir, os.path.basename(os.path.normpath(model_dir)) + ".onnx")
+        export_onnx(model_dir, onnx_path)
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = threads
+        so.inter_op_num_threads = 1
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        sess = ort.InferenceSession(onnx_path, so, providers=["CPUExecutionProvider"])
     versions = {"torch": torch.__version__, "onnxruntime": ort.__version__,
                 "sentence_transformers": __import__("sentence_transformers").__version__}
     print(json.dumps({"peer_versions": versions, "threads": threads}), flush=True)
@@ -115,12 +119,13 @@ def main():
             return sess.run(None, {"input_ids": ids, "attention_mask": mask})[0]
 
         # The two peers must agree with each other (and so with the golden model).
-        diff = float(np.abs(run_torch().numpy() - run_ort()).max())
+        diff = float(np.abs(run_torch().numpy() - run_ort()).max()) if sess is not None else None
         # How far bf16 autocast moves the embeddings (attnserve's bf16 matmul
         # mode is tested to cosine >= 0.999 against f32).
         bf16_diff = float(np.abs(run_torch().numpy() - run_torch_bf16().numpy()).max())
-        for engine, fn in (("sentence-transformers", run_torch), ("onnxruntime", run_ort),
-                           ("sentence-transformers-bf16", run_torch_bf16)):
+        peers = [("sentence-transformers", run_torch), ("onnxruntime", run_ort),
+                 ("sentence-transformers-bf16", run_torch_bf16)]
+        for engine, fn in [p for p in peers if sess is not None or p[0] != "onnxruntime"]:
             t, runs = measure(fn, min_seconds)
             print(json.dumps({"engine": engine, "batch": batch, "seq_len": seq_len,
                               "sentences_per_s": round(batch / t, 2), "tokens_per_s": round(batch * seq_len / t, 1),

@@ -5,6 +5,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "engine/tokenizers/bpe_merge.h"
+#include "engine/tokenizers/unicode_util.h"
 
 namespace attnserve {
 namespace {
@@ -137,7 +138,10 @@ absl::StatusOr<std::vector<int32_t>> ByteLevelBpe::Encode(std::string_view text_
       ids.push_back(seg.id);
       continue;
     }
-    for (absl::string_view piece : Pretokenize(seg.text, vocab_.pretokenizer)) {
+    std::string normalized;
+    const absl::string_view stretch = vocab_.nfc && ToNfc(seg.text, &normalized) ? absl::string_view(normalized)
+                                                                                : seg.text;
+    for (absl::string_view piece : Pretokenize(stretch, vocab_.pretokenizer)) {
       absl::Status s = EncodePiece(piece, &ids);
       if (!s.ok()) return s;
     }

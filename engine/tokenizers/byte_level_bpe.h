@@ -33,6 +33,9 @@ struct ByteLevelVocab {
   };
   std::vector<Added> added;
   PretokenizerKind pretokenizer = PretokenizerKind::kGpt2;
+  // tokenizer.json's NFC normalizer (Qwen2's files), on the text between
+  // added tokens. (llama.cpp does not normalize GGUF text: nor do we.)
+  bool nfc = false;
   SpecialTokens special;
 };
 

@@ -95,6 +95,21 @@ absl::StatusOr<PretokenizerKind> HfPretokenizer(const nlohmann::json& pt, const 
   return absl::UnimplementedError(absl::StrCat(path, ": pre_tokenizer '", type, "' is not supported"));
 }
 
+// A byte-level file's normalizer: none, or NFC (Qwen2's), alone or as the
+// one step of a Sequence; anything else would change the ids unseen.
+absl::StatusOr<bool> ByteLevelNfc(const nlohmann::json& norm, const std::string& path) {
+  if (norm.is_null()) return false;
+  const std::string type = norm.is_object() ? norm.value("type", "") : "";
+  if (type == "NFC") return true;
+  if (type == "Sequence" && norm.contains("normalizers") && norm["normalizers"].is_array()) {
+    const auto& steps = norm["normalizers"];
+    if (steps.empty()) return false;
+    if (steps.size() == 1 && steps[0].is_object() && steps[0].value("type", "") == "NFC") return true;
+  }
+  return absl::UnimplementedError(absl::StrCat(path, ": normalizer '", type,
+                                               "' is not supported before a byte-level BPE (none or NFC)"));
+}
+
 // Looks for a TemplateProcessing (possibly inside a Sequence) and reports
 // whether its single-sequence template starts / ends with a special token.
 void HfTemplate(const nlohmann::json& pp, std::string* first_special, std::string* last_special) {
@@ -279,6 +294,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> TokenizerFromHfJson(const std::string
   ByteLevelVocab v;
   if (!sentencepiece_style) {
     ASSIGN_OR_RETURN(v.pretokenizer, HfPretokenizer(j.value("pre_tokenizer", nlohmann::json()), path));
+    ASSIGN_OR_RETURN(v.nfc, ByteLevelNfc(j.value("normalizer", nlohmann::json()), path));
   }
   ASSIGN_OR_RETURN(v.pieces, ReadBpeVocab(model, path));
   size_t n = v.pieces.size();

@@ -194,6 +194,18 @@ std::vector<std::pair<char32_t, int>> NfcEdits(const std::u32string& text) {
   return edits;
 }
 
+bool ToNfc(absl::string_view text, std::string* out) {
+  std::vector<char32_t> codepoints;
+  std::vector<uint32_t> starts;
+  if (!DecodeUtf8(text, &codepoints, &starts).ok()) return false;
+  const std::vector<std::pair<char32_t, int>> edits =
+      NfcEdits(std::u32string(codepoints.begin(), codepoints.end()));
+  if (edits.empty()) return false;
+  out->clear();
+  for (const auto& [c, change] : edits) AppendUtf8(c, out);
+  return true;
+}
+
 void AppendLower(char32_t c, std::u32string* out) {
   UChar src[2];
   int32_t src_len = 0;

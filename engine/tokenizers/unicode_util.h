@@ -54,6 +54,9 @@ void AppendNfd(char32_t c, std::u32string* out);
 // (aligned_text.h's CharEdit: 0 replaces one, -n also deletes n, 1
 // inserts); empty when `text` is already NFC.
 std::vector<std::pair<char32_t, int>> NfcEdits(const std::u32string& text);
+// `text` (valid UTF-8) in NFC, when that differs from it: true and *out set;
+// false (out untouched) when it is already NFC or is not valid UTF-8.
+bool ToNfc(absl::string_view text, std::string* out);
 // Appends the full, context-free lowercase mapping of `c` (may be several
 // code points, e.g. U+0130 -> "i\u0307").
 void AppendLower(char32_t c, std::u32string* out);

@@ -11,6 +11,7 @@
 #include "engine/formats/hf_config.h"
 #include "engine/tokenizers/pretokenizer.h"
 #include "engine/tokenizers/tokenizer_factory.h"
+#include "engine/tokenizers/unicode_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -147,6 +148,46 @@ TEST(ByteLevelBpeTest, UnsupportedTokenizerJsonFailsWithReason) {
   EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("\\d+"));
   std::ofstream(path, std::ios::trunc) << "{not json";
   EXPECT_FALSE(TokenizerFromHfJson(path).ok());
+}
+
+// Qwen2's pipeline (NFC, its Split regex, ByteLevel) as a decoder reads it:
+// the ids tokenizers gives (tools/golden/causal_embedder_golden.py, whose
+// template appends <|endoftext|>; the decoder adds no such token), decomposed
+// accents and Hangul jamo among the texts.
+TEST(ByteLevelBpeTest, NfcNormalizerMatchesHf) {
+  const std::string dir = std::string(ATTNSERVE_SOURCE_DIR) + "/tests/golden/encoder_models/qwen3_embedding_tiny/";
+  const nlohmann::json golden =
+      nlohmann::json::parse(ReadFile(std::string(ATTNSERVE_SOURCE_DIR) +
+                                     "/tests/golden/encoder/causal_embedder_golden.json"))["tokenizer"]["qwen3_embedding_tiny"];
+  auto tok = TokenizerFromHfJson(dir + "tokenizer.json");
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  ASSERT_GE(golden.size(), 10u);
+  int changed_by_nfc = 0;
+  for (const auto& c : golden) {
+    const std::string text = c["text"];
+    std::vector<int32_t> want = c["ids"];
+    want.pop_back();  // the template's <|endoftext|>
+    TokenizeOptions plain;
+    plain.add_bos = false;
+    plain.add_eos = false;
+    auto ids = (*tok)->Encode(text, plain);
+    ASSERT_TRUE(ids.ok()) << ids.status();
+    EXPECT_EQ(*ids, want) << text;
+    std::string nfc;
+    changed_by_nfc += ToNfc(text, &nfc);
+  }
+  EXPECT_GE(changed_by_nfc, 3);
+  // Another normalizer would change the ids unseen: refused, naming it.
+  nlohmann::json j = nlohmann::json::parse(ReadFile(dir + "tokenizer.json"));
+  j["normalizer"] = {{"type", "NFKC"}};
+  const std::string path = ::testing::TempDir() + "nfkc_tokenizer.json";
+  {
+    std::ofstream out(path);
+    out << j.dump();
+  }
+  auto refused = TokenizerFromHfJson(path);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(std::string(refused.status().message()), ::testing::HasSubstr("normalizer 'NFKC'"));
 }
 
 }  // namespace
