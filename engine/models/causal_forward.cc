@@ -7,22 +7,6 @@
 #include "engine/core/status_macros.h"
 
 namespace attnserve {
-namespace {
-
-constexpr int kBlockSize = 16;
-
-int64_t BlocksFor(absl::Span<const int32_t> lengths) {
-  int64_t blocks = 0;
-  for (int32_t n : lengths) blocks += (n + kBlockSize - 1) / kBlockSize;
-  return blocks;
-}
-
-}  // namespace
-
-int64_t CausalForwardJob::KvBytes(const DecoderModel& model, absl::Span<const int32_t> lengths) {
-  return BlocksFor(lengths) * kBlockSize * model.config().KvBytesPerToken(DType::kF32);
-}
-
 absl::StatusOr<std::unique_ptr<CausalForwardJob>> CausalForwardJob::Begin(std::shared_ptr<const DecoderModel> model,
                                                                           absl::Span<const int32_t> token_ids,
                                                                           absl::Span<const int32_t> lengths,
@@ -40,22 +24,12 @@ absl::StatusOr<std::unique_ptr<CausalForwardJob>> CausalForwardJob::Begin(std::s
                                                    " tokens"));
   }
   std::unique_ptr<CausalForwardJob> job(new CausalForwardJob());
-  KvCacheOptions kv_options;
-  kv_options.block_size = kBlockSize;
-  kv_options.dtype = DType::kF32;
-  kv_options.prefix_sharing = false;
-  kv_options.kv_cache_bytes = KvBytes(*model, lengths);
-  ASSIGN_OR_RETURN(job->kv_, KvCache::Create(model->kv_shape(), kv_options));
   job->batch_.Clear();
   int64_t start = 0;
   for (size_t i = 0; i < lengths.size(); ++i) {
-    const SeqId seq = static_cast<SeqId>(i);
-    RETURN_IF_ERROR(job->kv_->AddSequence(seq));
-    job->batch_.Add(seq, token_ids.data() + start, lengths[i], 0);
+    job->batch_.Add(static_cast<SeqId>(i), token_ids.data() + start, lengths[i], 0);
     start += lengths[i];
   }
-  std::vector<int> positions(lengths.begin(), lengths.end());
-  RETURN_IF_ERROR(job->kv_->Reserve(job->batch_.seq_ids, positions));
   job->num_layers_ = model->config().num_layers;
   job->keep_hidden_states_ = hidden_states;
   job->model_ = std::move(model);
@@ -77,9 +51,9 @@ absl::Status CausalForwardJob::RunSlice() {
   }
   absl::Status status;
   if (next_slice_ == 0) {
-    status = model_->BeginForward(batch_, *kv_, scratch_);
+    status = model_->BeginForward(batch_, nullptr, scratch_);
   } else {
-    status = model_->ForwardLayer(next_slice_ - 1, batch_, *kv_, scratch_);
+    status = model_->ForwardLayer(next_slice_ - 1, batch_, nullptr, scratch_);
   }
   if (!status.ok()) {
     error_ = status;
@@ -92,7 +66,7 @@ absl::Status CausalForwardJob::RunSlice() {
     model_->FinalNorm(scratch_.hidden.data(), batch_.num_tokens());
     result_.last_hidden = HiddenCopy();
     if (keep_hidden_states_) result_.hidden_states.push_back(HiddenCopy());
-    kv_.reset();  // the cache is spent: give its memory back now
+    scratch_ = DecoderScratch();  // spent: give its memory back now
   }
   return absl::OkStatus();
 }

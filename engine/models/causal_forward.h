@@ -5,10 +5,11 @@
 // transformers' Qwen3Model / LlamaModel `last_hidden_state`, what
 // sentence-transformers pools.
 //
-// The K/V go to a paged cache of the job's own, sized to the batch (its
-// bytes: KvBytes) and freed with it; the decoder's blocks run unchanged, so
-// the numbers are Generate's prefill numbers. Slices: the embeddings, then
-// one per layer (the last also applies the final norm).
+// Each layer's attention runs on its own fused QKV rows
+// (DecoderBlock::ForwardUncached: ragged causal SDPA), so no K/V cache is
+// kept: a layer's Q, K and V of the batch are all the memory attention
+// needs. Slices: the embeddings, then one per layer (the last also applies
+// the final norm).
 #ifndef ATTNSERVE_ENGINE_MODELS_CAUSAL_FORWARD_H_
 #define ATTNSERVE_ENGINE_MODELS_CAUSAL_FORWARD_H_
 
@@ -18,7 +19,6 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "engine/kv/kv_cache.h"
 #include "engine/models/decoder_batch.h"
 #include "engine/models/decoder_block.h"
 #include "engine/models/decoder_model.h"
@@ -36,10 +36,6 @@ class CausalForwardJob : public EncoderForwardJob {
                                                                  absl::Span<const int32_t> token_ids,
                                                                  absl::Span<const int32_t> lengths,
                                                                  bool hidden_states);
-  // Bytes of the job's K/V cache for sequences of these lengths (whole
-  // blocks of 16 positions, f32).
-  static int64_t KvBytes(const DecoderModel& model, absl::Span<const int32_t> lengths);
-
   int slices_total() const override { return 1 + num_layers_; }
   int slices_done() const override { return next_slice_; }
   absl::Status RunSlice() override;
@@ -52,7 +48,6 @@ class CausalForwardJob : public EncoderForwardJob {
   std::shared_ptr<const DecoderModel> model_;
   int num_layers_ = 0;
   ForwardBatch batch_;
-  std::unique_ptr<KvCache> kv_;
   DecoderScratch scratch_;
   bool keep_hidden_states_ = false;
   EncoderForwardResult result_;

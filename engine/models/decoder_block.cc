@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/attention/paged_attention.h"
+#include "engine/attention/sdpa.h"
 #include "engine/core/half.h"
 #include "engine/core/parallel.h"
 #include "engine/core/status_macros.h"
@@ -193,14 +194,13 @@ absl::Status DecoderBlock::Attend(const ForwardBatch& batch, const KvCache& kv,
   return PagedAttention(args);
 }
 
-absl::Status DecoderBlock::Forward(const ForwardBatch& batch, KvCache& kv, const Rope* rope,
-                                   const float* rope_angles, DecoderScratch& sc) const {
-  const int64_t T = batch.num_tokens();
+// Attention-norm, fused QKV, Qwen3's q/k norms and the rotation: sc.qkv
+// holds every token's rotated q, k and v heads.
+absl::Status DecoderBlock::ProjectQkv(int64_t T, const Rope* rope, const float* rope_angles,
+                                      DecoderScratch& sc) const {
   const int d = head_dim_;
   const int64_t row = int64_t{heads_ + 2 * kv_heads_} * d;
-  float* h = sc.hidden.data();
-
-  Norm(h, attn_norm_w_, attn_norm_b_, T, sc.normed.data());
+  Norm(sc.hidden.data(), attn_norm_w_, attn_norm_b_, T, sc.normed.data());
   RETURN_IF_ERROR(qkv_->Forward(sc.normed.data(), T, sc.qkv.data()));
   if (!q_norm_w_.empty() || rope != nullptr) {
     ParallelFor(T, T * row >= (1 << 15), [&](int64_t t) {
@@ -217,8 +217,12 @@ absl::Status DecoderBlock::Forward(const ForwardBatch& batch, KvCache& kv, const
       if (rope != nullptr) rope->Rotate(qk, heads_ + kv_heads_, rope_angles + t * rope->rope_dim());
     });
   }
-  WriteKv(batch, kv, sc.qkv.data());
-  RETURN_IF_ERROR(Attend(batch, kv, sc));
+  return absl::OkStatus();
+}
+
+// The output projection of sc.attn and the MLP, each added to the residual.
+absl::Status DecoderBlock::OutputAndMlp(int64_t T, DecoderScratch& sc) const {
+  float* h = sc.hidden.data();
   RETURN_IF_ERROR(out_->Forward(sc.attn.data(), T, sc.proj.data()));
   for (int64_t i = 0; i < T * hidden_; ++i) h[i] += sc.proj[i];
 
@@ -238,6 +242,46 @@ absl::Status DecoderBlock::Forward(const ForwardBatch& batch, KvCache& kv, const
   RETURN_IF_ERROR(down_->Forward(sc.mlp_act.data(), T, sc.proj.data()));
   for (int64_t i = 0; i < T * hidden_; ++i) h[i] += sc.proj[i];
   return absl::OkStatus();
+}
+
+absl::Status DecoderBlock::Forward(const ForwardBatch& batch, KvCache& kv, const Rope* rope,
+                                   const float* rope_angles, DecoderScratch& sc) const {
+  const int64_t T = batch.num_tokens();
+  RETURN_IF_ERROR(ProjectQkv(T, rope, rope_angles, sc));
+  WriteKv(batch, kv, sc.qkv.data());
+  RETURN_IF_ERROR(Attend(batch, kv, sc));
+  return OutputAndMlp(T, sc);
+}
+
+absl::Status DecoderBlock::ForwardUncached(const ForwardBatch& batch, const Rope* rope, const float* rope_angles,
+                                           DecoderScratch& sc) const {
+  const int64_t T = batch.num_tokens();
+  const int S = batch.num_seqs();
+  RETURN_IF_ERROR(ProjectQkv(T, rope, rope_angles, sc));
+  // Ragged causal self-attention on the packed QKV rows: sequence s is rows
+  // [seq_start[s], seq_start[s + 1]), its queries and keys both from position 0.
+  sc.row_starts.resize(S);
+  sc.seq_lengths.resize(S);
+  int max_len = 0;
+  for (int s = 0; s < S; ++s) {
+    sc.row_starts[s] = batch.seq_start[s];
+    sc.seq_lengths[s] = batch.seq_start[s + 1] - batch.seq_start[s];
+    max_len = std::max(max_len, sc.seq_lengths[s]);
+  }
+  const int d = head_dim_;
+  const int64_t row = int64_t{heads_ + 2 * kv_heads_} * d;
+  const float* qkv = sc.qkv.data();
+  SdpaArgs args;
+  args.row_offsets = sc.row_starts.data();
+  args.shape = {S, heads_, kv_heads_, max_len, max_len, d};
+  args.q = {qkv, DType::kF32, max_len * row, d, row};
+  args.k = {qkv + int64_t{heads_} * d, DType::kF32, max_len * row, d, row};
+  args.v = {qkv + int64_t{heads_ + kv_heads_} * d, DType::kF32, max_len * row, d, row};
+  args.masks.causal = true;
+  args.masks.key_lengths = sc.seq_lengths.data();
+  args.out = AttnView::Interleaved(sc.attn.data(), heads_, max_len, d);
+  RETURN_IF_ERROR(ScaledDotProductAttention(args));
+  return OutputAndMlp(T, sc);
 }
 
 }  // namespace attnserve

@@ -43,6 +43,9 @@ struct DecoderScratch {
   std::vector<float> rope;     // [T, rope_dim] cos/sin per token
   std::vector<float> q;        // [T, Hq d] queries, contiguous for paged attention
   std::vector<PagedKvSequence> kv_seqs;  // [S] block tables for paged attention
+  // ForwardUncached: each sequence's first packed row and its length.
+  std::vector<int64_t> row_starts;
+  std::vector<int32_t> seq_lengths;
 };
 
 class DecoderBlock {
@@ -59,6 +62,13 @@ class DecoderBlock {
   absl::Status Forward(const ForwardBatch& batch, KvCache& kv, const Rope* rope,
                        const float* rope_angles, DecoderScratch& scratch) const;
 
+  // The same block over whole sequences that attend only to themselves,
+  // each from position 0 (an embedder's forward, causal_forward.h):
+  // attention runs on the fused QKV rows by the ragged causal SDPA and no
+  // cache is written. batch.positions must be 0.. within each sequence.
+  absl::Status ForwardUncached(const ForwardBatch& batch, const Rope* rope, const float* rope_angles,
+                               DecoderScratch& scratch) const;
+
   int64_t weight_bytes() const;
   // Creates every oneDNN primitive this block's projections could use
   // (Linear::CreateAllPrimitives).
@@ -68,6 +78,8 @@ class DecoderBlock {
   DecoderBlock() = default;
   void Norm(const float* x, const std::vector<float>& w, const std::vector<float>& b, int64_t rows,
             float* y) const;
+  absl::Status ProjectQkv(int64_t T, const Rope* rope, const float* rope_angles, DecoderScratch& sc) const;
+  absl::Status OutputAndMlp(int64_t T, DecoderScratch& sc) const;
   void WriteKv(const ForwardBatch& batch, KvCache& kv, const float* qkv) const;
   absl::Status Attend(const ForwardBatch& batch, const KvCache& kv, DecoderScratch& scratch) const;
 

@@ -169,7 +169,7 @@ void DecoderModel::Embed(const ForwardBatch& batch, float* hidden) const {
   }
 }
 
-absl::Status DecoderModel::BeginForward(const ForwardBatch& batch, const KvCache& kv, DecoderScratch& sc) const {
+absl::Status DecoderModel::BeginForward(const ForwardBatch& batch, const KvCache* kv, DecoderScratch& sc) const {
   const int64_t T = batch.num_tokens();
   const int D = config_.hidden_size;
   for (int64_t t = 0; t < T; ++t) {
@@ -182,8 +182,14 @@ absl::Status DecoderModel::BeginForward(const ForwardBatch& batch, const KvCache
                                                      " out of range [0, ", max_positions_, ")"));
     }
     const int s = batch.token_seq[t];
-    if (batch.positions[t] >= static_cast<int>(kv.BlockTable(batch.seq_ids[s]).size()) *
-                                  kv.block_size()) {
+    if (kv == nullptr) {
+      if (batch.positions[t] != t - batch.seq_start[s]) {
+        return absl::InvalidArgumentError(absl::StrCat("sequence ", batch.seq_ids[s], ": position ",
+                                                       batch.positions[t], " where ", t - batch.seq_start[s],
+                                                       " was expected (an uncached forward starts at 0)"));
+      }
+    } else if (batch.positions[t] >= static_cast<int>(kv->BlockTable(batch.seq_ids[s]).size()) *
+                                         kv->block_size()) {
       return absl::FailedPreconditionError(absl::StrCat(
           "sequence ", batch.seq_ids[s], ": no KV block reserved for position ", batch.positions[t]));
     }
@@ -205,13 +211,15 @@ absl::Status DecoderModel::BeginForward(const ForwardBatch& batch, const KvCache
   return absl::OkStatus();
 }
 
-absl::Status DecoderModel::ForwardLayer(int layer, const ForwardBatch& batch, KvCache& kv,
+absl::Status DecoderModel::ForwardLayer(int layer, const ForwardBatch& batch, KvCache* kv,
                                         DecoderScratch& sc) const {
   if (layer < 0 || layer >= static_cast<int>(blocks_.size())) {
     return absl::InvalidArgumentError(absl::StrCat("layer ", layer, " is outside [0, ", blocks_.size(), ")"));
   }
   const Rope* rope = rope_.has_value() ? &*rope_ : nullptr;
-  return blocks_[layer].Forward(batch, kv, rope, rope != nullptr ? sc.rope.data() : nullptr, sc);
+  const float* angles = rope != nullptr ? sc.rope.data() : nullptr;
+  if (kv == nullptr) return blocks_[layer].ForwardUncached(batch, rope, angles, sc);
+  return blocks_[layer].Forward(batch, *kv, rope, angles, sc);
 }
 
 void DecoderModel::FinalNorm(float* x, int64_t rows) const {
@@ -245,8 +253,8 @@ absl::Status DecoderModel::Forward(const ForwardBatch& batch, KvCache& kv, Decod
     logits.clear();
     return absl::OkStatus();
   }
-  RETURN_IF_ERROR(BeginForward(batch, kv, sc));
-  for (int l = 0; l < static_cast<int>(blocks_.size()); ++l) RETURN_IF_ERROR(ForwardLayer(l, batch, kv, sc));
+  RETURN_IF_ERROR(BeginForward(batch, &kv, sc));
+  for (int l = 0; l < static_cast<int>(blocks_.size()); ++l) RETURN_IF_ERROR(ForwardLayer(l, batch, &kv, sc));
   // Final norm and lm head on each sequence's last token only (or on the
   // tokens asked for).
   const bool listed = !batch.logit_tokens.empty();

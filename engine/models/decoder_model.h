@@ -84,11 +84,14 @@ class DecoderModel {
   // BeginForward checks `batch` as Forward does, sizes `scratch` and writes
   // the tokens' embeddings to scratch.hidden ([T, D]) and their rotary
   // angles; ForwardLayer runs block `layer` on them; FinalNorm applies the
-  // final norm to `rows` rows of x in place.
-  absl::Status BeginForward(const ForwardBatch& batch, const KvCache& kv, DecoderScratch& scratch) const;
-  absl::Status ForwardLayer(int layer, const ForwardBatch& batch, KvCache& kv, DecoderScratch& scratch) const;
+  // final norm to `rows` rows of x in place. With kv null the forward is
+  // uncached (DecoderBlock::ForwardUncached): every sequence whole, its
+  // positions 0, 1, ... (INVALID_ARGUMENT otherwise), nothing kept.
+  absl::Status BeginForward(const ForwardBatch& batch, const KvCache* kv, DecoderScratch& scratch) const;
+  absl::Status ForwardLayer(int layer, const ForwardBatch& batch, KvCache* kv, DecoderScratch& scratch) const;
   void FinalNorm(float* x, int64_t rows) const;
-  // Bytes of DecoderScratch a step of `tokens` tokens grows to.
+  // Bytes of DecoderScratch a step of `tokens` tokens grows to (without an
+  // attention kernel's own working buffers).
   int64_t ScratchBytes(int64_t tokens) const;
 
  private:

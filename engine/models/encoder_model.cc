@@ -155,7 +155,7 @@ absl::StatusOr<std::unique_ptr<EncoderModel>> EncoderModel::LoadCausal(const Mod
   d.architecture = md.config.model_type();
   d.source = md.dir;
   d.kv_dtype = DType::kF32;
-  d.kv_bytes_per_token = 0;  // no cache outlives a batch (ScratchBytes counts the batch's)
+  d.kv_bytes_per_token = 0;  // attention reads each layer's own QKV rows: no K/V cache
   return m;
 }
 
@@ -457,11 +457,10 @@ absl::StatusOr<std::string> EncoderModel::Detokenize(absl::Span<const int32_t> i
 
 int64_t EncoderModel::ScratchBytes(int batch_size, int seq_len) const {
   if (decoder_ != nullptr) {
-    // The batch's own K/V cache, the decoder's step buffers and the result.
+    // The decoder's step buffers (every layer's attention reads its own
+    // QKV rows: no cache) and the result.
     const int64_t tokens = int64_t{batch_size} * seq_len;
-    const std::vector<int32_t> lengths(static_cast<size_t>(batch_size), seq_len);
-    return CausalForwardJob::KvBytes(*decoder_, lengths) + decoder_->ScratchBytes(tokens) +
-           tokens * hidden_size_ * static_cast<int64_t>(sizeof(float));
+    return decoder_->ScratchBytes(tokens) + tokens * hidden_size_ * static_cast<int64_t>(sizeof(float));
   }
   const MlmHead* head = bert_->mlm_head();
   if (head == nullptr) return bert_->ScratchBytes(batch_size, seq_len);
