@@ -9,6 +9,7 @@
 #include "engine/core/status_macros.h"
 #include "engine/formats/json_util.h"
 #include "engine/tokenizers/byte_level_bpe_encoder.h"
+#include "engine/tokenizers/sentencepiece_bpe_encoder.h"
 #include "engine/tokenizers/unicode_util.h"
 #include "engine/tokenizers/unigram_tokenizer.h"
 #include "engine/tokenizers/wordpiece.h"
@@ -96,6 +97,10 @@ absl::StatusOr<std::unique_ptr<EncoderTokenizer>> EncoderTokenizerFromJson(const
   }
   if (type == "Unigram") {
     ASSIGN_OR_RETURN(std::unique_ptr<UnigramTokenizer> t, UnigramTokenizer::FromJson(j, path));
+    return std::unique_ptr<EncoderTokenizer>(std::move(t));
+  }
+  if (type == "BPE" && SentencePieceBpeEncoder::Matches(j)) {
+    ASSIGN_OR_RETURN(std::unique_ptr<SentencePieceBpeEncoder> t, SentencePieceBpeEncoder::FromJson(j, path));
     return std::unique_ptr<EncoderTokenizer>(std::move(t));
   }
   if (type == "BPE") {

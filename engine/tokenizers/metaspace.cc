@@ -52,6 +52,7 @@ absl::StatusOr<PrependScheme> ReadPrependScheme(const nlohmann::json& metaspace,
 absl::StatusOr<MetaspacePreTokenizer> MetaspacePreTokenizer::FromJson(const nlohmann::json& j,
                                                                       const std::string& path) {
   MetaspacePreTokenizer p;
+  if (j.is_null()) return p;  // none (the Llama-2 layout's normalizer does its work)
   std::vector<const nlohmann::json*> items;
   ASSIGN_OR_RETURN(std::optional<std::string> type, JsonOptionalString(j, "type", path));
   if (type == "Sequence") {

@@ -30,8 +30,9 @@ absl::StatusOr<PrependScheme> ReadPrependScheme(const nlohmann::json& metaspace,
 
 class MetaspacePreTokenizer {
  public:
-  // tokenizer.json's pre_tokenizer: Metaspace, WhitespaceSplit, or a
-  // Sequence of them. INVALID_ARGUMENT naming the file for anything else.
+  // tokenizer.json's pre_tokenizer: Metaspace, WhitespaceSplit, a Sequence
+  // of them, or null (none: Split keeps the text whole). INVALID_ARGUMENT
+  // naming the file for anything else.
   static absl::StatusOr<MetaspacePreTokenizer> FromJson(const nlohmann::json& pre_tokenizer,
                                                         const std::string& path);
 

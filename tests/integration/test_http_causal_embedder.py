@@ -2,7 +2,8 @@
 models of tools/golden/causal_embedder_golden.py: a Qwen3Model with
 Qwen3-Embedding's tokenizer pipeline, last-token pooling, Normalize and
 instruction prompts; a LlamaForCausalLM with Llama-3's tokenizer and mean
-pooling): OpenAI /v1/embeddings and TEI /embed (with prompt_name) against
+pooling; a MistralModel with the Llama-2-layout SentencePiece BPE, e5-mistral's
+kind): OpenAI /v1/embeddings and TEI /embed (with prompt_name) against
 sentence-transformers' SentenceTransformer on the same directories, TEI's
 /tokenize against Hugging Face tokenizers on NFD input, /v1/model_info, and
 the requests such a model refuses."""
@@ -16,6 +17,7 @@ from conftest import REPO, encoder_server, loaded_model_info, openai_embeddings,
 MODELS = REPO / "tests/golden/encoder_models"
 QWEN = MODELS / "qwen3_embedding_tiny"
 LLAMA = MODELS / "llama_embedder_tiny"
+MISTRAL = MODELS / "mistral_embedder_tiny"
 GOLDEN = json.loads((REPO / "tests/golden/encoder/causal_embedder_golden.json").read_text())
 TEXTS = [c["text"] for c in GOLDEN["embeddings"]["qwen3_embedding_tiny"]]
 
@@ -80,3 +82,18 @@ def test_llama_mean_pooling_equals_sentence_transformers(server_factory):
     s = server_factory(f"--encoder-model={LLAMA}", "--threads=2")
     got, _ = openai_embeddings(s, texts, "llama_embedder_tiny")
     np.testing.assert_allclose(got, want, atol=1e-4)
+
+
+def test_mistral_sentencepiece_embedder_equals_sentence_transformers(server_factory):
+    st = pytest.importorskip("sentence_transformers")
+    tokenizers = pytest.importorskip("tokenizers")
+    texts = [c["text"] for c in GOLDEN["embeddings"]["mistral_embedder_tiny"]]
+    want = st.SentenceTransformer(str(MISTRAL), device="cpu").encode(texts, convert_to_numpy=True)
+    s = server_factory(f"--encoder-model={MISTRAL}", "--threads=2")
+    got, _ = openai_embeddings(s, texts, "mistral_embedder_tiny")
+    np.testing.assert_allclose(got, want, atol=1e-4)
+    tok = tokenizers.Tokenizer.from_file(str(MISTRAL / "tokenizer.json"))
+    sample = [texts[0], texts[3], "caf\u00e9 \u2713 ok"]
+    status, body = post_json(s, "/tokenize", {"inputs": sample})
+    assert status == 200, body
+    assert body == [tei_tokens_reference(tok, t) for t in sample]

@@ -27,9 +27,20 @@ TemplateProcessing.
                                                         64, Qwen3-Embedding's prompts (query, document)
      tests/golden/encoder_models/llama_embedder_tiny/   LlamaForCausalLM (1 KV head, untied lm_head kept in
                                                         the file), mean pooling, no Normalize
+     tests/golden/encoder_models/mistral_embedder_tiny/ MistralModel (2 KV heads), e5-mistral's kind: the
+                                                        SentencePiece-style BPE of stories260K's tok512 in the
+                                                        Llama-2 layout (decoder_tokenizer_golden.py's
+                                                        tok512_legacy_tokenizer.json: Prepend + Replace
+                                                        normalizer, byte_fallback) with the <s> $A </s>
+                                                        template a file saved with add_eos_token has
+                                                        (transformers 5 reads only tokenizer.json's
+                                                        post-processor, as TEI does); lasttoken pooling +
+                                                        Normalize
 3. tests/golden/encoder/causal_embedder_golden.json:
      versions    exact library versions, this script
-     tokenizer   per model: {text, ids, offsets (bytes)}, decomposed (NFD) texts among them
+     tokenizer   per model: {text, ids, offsets (bytes)}, decomposed (NFD) texts among them; also
+                 "tok512_metaspace": transformers 5's Metaspace (prepend_scheme first) layout of the same
+                 vocabulary (tokenizers on that file, as written)
      embeddings  per model: {text, ids, embedding}, computed from transformers' last_hidden_state and
                  asserted equal to SentenceTransformer(dir).encode
      prompted    qwen3_embedding_tiny with prompt_name "query": {text, ids, embedding}
@@ -49,7 +60,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 import torch
 from sentence_transformers import SentenceTransformer
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
-from transformers import LlamaConfig, LlamaForCausalLM, Qwen3Config, Qwen3Model
+from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM, MistralConfig, MistralModel, Qwen3Config, Qwen3Model
 
 from encoder_golden_util import (REPO, byte_offsets, corpus, save_model_dir, truncated_ids, versions, write_json,
                                  write_mean_pooling_modules)
@@ -57,6 +68,7 @@ from roberta_golden import OTHER_SCRIPTS
 
 SCRIPT = "tools/golden/causal_embedder_golden.py"
 OUT_PATH = os.path.join(REPO, "tests/golden/encoder/causal_embedder_golden.json")
+TOK512 = os.path.join(REPO, "tests/golden/decoder_tokenizers")
 MAX_TOKENS = 64
 
 # The regexes exactly as Qwen2's and Llama-3's tokenizer.json files have them
@@ -210,6 +222,32 @@ def main():
     fixture["tokenizer"]["llama_embedder_tiny"] = tokenizer_cases(ltok)
     fixture["embeddings"]["llama_embedder_tiny"] = embedding_cases(llama.model, ltok, st, "mean", False,
                                                                    TEXTS + DECOMPOSED)
+
+    stok = Tokenizer.from_file(os.path.join(TOK512, "tok512_legacy_tokenizer.json"))
+    # What transformers' update_post_processor writes for add_eos_token.
+    stok.post_processor = processors.TemplateProcessing(
+        single="<s>:0 $A:0 </s>:0", pair="<s>:0 $A:0 </s>:0 <s>:1 $B:1 </s>:1",
+        special_tokens=[("<s>", 1), ("</s>", 2)])
+    mistral = MistralModel(MistralConfig(
+        vocab_size=stok.get_vocab_size(), hidden_size=32, intermediate_size=64, num_hidden_layers=3,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=256,
+        rope_theta=10000.0, rms_norm_eps=1e-5, sliding_window=None, tie_word_embeddings=False,
+        attn_implementation="eager", bos_token_id=1, eos_token_id=2, pad_token_id=2)).eval()
+    reinit_(mistral, 20261222)
+    d = save_model_dir("mistral_embedder_tiny", mistral, stok, {
+        "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "pad_token": "</s>",
+        "padding_side": "left",
+        "tokenizer_class": "LlamaTokenizerFast", "model_max_length": 131072})
+    write_st_modules(d, "lasttoken", True, None)
+    # The tokenizer as transformers 5 builds it: its post-processor now ends with </s>.
+    mtok = AutoTokenizer.from_pretrained(d).backend_tokenizer
+    assert mtok.encode("x").ids[-1] == 2 and mtok.encode("x").ids[0] == 1
+    st = SentenceTransformer(d, device="cpu")
+    fixture["tokenizer"]["mistral_embedder_tiny"] = tokenizer_cases(mtok)
+    fixture["embeddings"]["mistral_embedder_tiny"] = embedding_cases(mistral, mtok, st, "lasttoken", True,
+                                                                     TEXTS + DECOMPOSED)
+    fixture["tokenizer"]["tok512_metaspace"] = tokenizer_cases(
+        Tokenizer.from_file(os.path.join(TOK512, "tok512_metaspace_tokenizer.json")))
     write_json(OUT_PATH, fixture)
     print("wrote", OUT_PATH)
 

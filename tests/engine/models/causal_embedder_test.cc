@@ -2,12 +2,15 @@
 // causally over each input, pooled at the last token or by the mean) against
 // transformers and sentence-transformers (tools/golden/causal_embedder_golden.py):
 // Qwen2's and Llama-3's byte-level tokenizers (NFC with decomposed input,
-// their regex splits, the appended <|endoftext|>), embeddings batched and
-// alone up to the 64-token limit, the instruction prompt, and what the
-// Encode path refuses for such a model.
+// their regex splits, the appended <|endoftext|>) and the Llama-2 /
+// Mistral SentencePiece-style BPE (legacy Prepend + Replace and transformers
+// 5's Metaspace layouts, byte fallback), embeddings batched and alone up to
+// the 64-token limit, the instruction prompt, and what the Encode path
+// refuses for such a model.
 #include <string>
 #include <vector>
 
+#include "engine/formats/json_util.h"
 #include "engine/models/encoder_model.h"
 #include "engine/tokenizers/encoder_tokenizer.h"
 #include "gmock/gmock.h"
@@ -47,7 +50,52 @@ TEST_P(CausalEmbedderTest, EmbeddingsMatchSentenceTransformers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, CausalEmbedderTest,
-                         ::testing::Values("qwen3_embedding_tiny", "llama_embedder_tiny"));
+                         ::testing::Values("qwen3_embedding_tiny", "llama_embedder_tiny", "mistral_embedder_tiny"));
+
+// The same vocabulary in transformers 5's layout (Metaspace pre-tokenizer,
+// prepend_scheme first, no normalizer).
+TEST(SentencePieceBpeEncoderTest, MetaspaceLayoutIdsAndOffsetsEqualTokenizers) {
+  ASSERT_FALSE(Golden().is_null());
+  auto tok = LoadEncoderTokenizer(std::string(ATTNSERVE_SOURCE_DIR) +
+                                  "/tests/golden/decoder_tokenizers/tok512_metaspace_tokenizer.json");
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  EXPECT_EQ((*tok)->kind(), "sentencepiece_bpe");
+  ASSERT_GE(Golden()["tokenizer"]["tok512_metaspace"].size(), 10u);
+  testing_util::ExpectGoldenEncodings(**tok, Golden()["tokenizer"]["tok512_metaspace"]);
+}
+
+TEST(SentencePieceBpeEncoderTest, MalformedFilesNameTheComponent) {
+  auto base = ReadJsonFile(ModelDir("mistral_embedder_tiny") + "/tokenizer.json");
+  ASSERT_TRUE(base.ok()) << base.status();
+  testing_util::ExpectRefusals(*base, {
+      {"dropout", [](nlohmann::json& j) { j["model"]["dropout"] = 0.1; }, "model.dropout"},
+      {"ignore_merges", [](nlohmann::json& j) { j["model"]["ignore_merges"] = true; }, "model.ignore_merges"},
+      {"decoder", [](nlohmann::json& j) { j["decoder"] = {{"type", "WordPiece"}}; }, "decoder \"WordPiece\""},
+      {"decoder step",
+       [](nlohmann::json& j) { j["decoder"]["decoders"].push_back({{"type", "CTC"}}); },
+       "decoder step \"CTC\""},
+      {"pre_tokenizer", [](nlohmann::json& j) { j["pre_tokenizer"] = {{"type", "Whitespace"}}; }, "Whitespace"},
+      {"merges", [](nlohmann::json& j) { j["model"]["merges"][0] = "zzz qqq"; }, "model.merges[0]"},
+      {"unk", [](nlohmann::json& j) { j["model"]["unk_token"] = "<nothing>"; }, "unk_token \"<nothing>\""},
+  });
+}
+
+// Decoding: "▁" back to spaces, byte-fallback runs back to their
+// characters, the leading space dropped, special tokens skipped.
+TEST(SentencePieceBpeEncoderTest, DecodesItsOwnIds) {
+  auto model = EncoderModel::Load(ModelDir("mistral_embedder_tiny"), {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  for (const std::string text : {"The quick brown fox.", "Der schnelle braune Fuchs springt \xC3\xBC ber.",
+                                 "caf\xC3\xA9 \xE2\x9C\x93 ok"}) {
+    auto ids = (*model)->Tokenize(text, true);
+    ASSERT_TRUE(ids.ok()) << ids.status();
+    EXPECT_EQ(ids->front(), 1);
+    EXPECT_EQ(ids->back(), 2);
+    auto back = (*model)->Detokenize(*ids, /*skip_special_tokens=*/true);
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(*back, text);
+  }
+}
 
 TEST(CausalEmbedderLoadTest, ReadsTheSentenceTransformersModules) {
   auto qwen = EncoderModel::Load(ModelDir("qwen3_embedding_tiny"), {});

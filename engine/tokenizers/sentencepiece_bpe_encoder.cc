@@ -1,0 +1,291 @@
+#include "engine/tokenizers/sentencepiece_bpe_encoder.h"
+
+#include <cstdio>
+#include <functional>
+#include <optional>
+#include <queue>
+#include <tuple>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "engine/core/status_macros.h"
+#include "engine/tokenizers/bpe_model_json.h"
+#include "engine/tokenizers/unicode_util.h"
+
+namespace attnserve {
+namespace {
+
+constexpr char kMetaspace[] = "\xE2\x96\x81";  // "▁"
+constexpr absl::string_view kReplacementChar = "\xEF\xBF\xBD";
+
+absl::Status Bad(const std::string& path, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat(path, ": ", what));
+}
+
+std::string TypeOf(const nlohmann::json& j) {
+  return j.is_object() && j.contains("type") && j["type"].is_string() ? j["type"].get<std::string>() : std::string();
+}
+
+const nlohmann::json& Member(const nlohmann::json& j, const char* name) {
+  static const nlohmann::json kNull;
+  return j.is_object() && j.contains(name) ? j[name] : kNull;
+}
+
+bool IsSpaceToMetaspace(const nlohmann::json& n) {
+  return TypeOf(n) == "Replace" && n.contains("pattern") && n["pattern"].is_object() &&
+         n["pattern"].value("String", "") == " " && n.value("content", "") == kMetaspace;
+}
+
+// The decoder: Sequence[Replace("▁", " "), ByteFallback, Fuse, Strip(" ", 1, 0)]
+// (Strip optional), or Metaspace. Returns whether one leading space goes.
+absl::StatusOr<bool> ReadDecoder(const nlohmann::json& dec, const std::string& path) {
+  if (TypeOf(dec) == "Metaspace") {
+    ASSIGN_OR_RETURN(PrependScheme scheme, ReadPrependScheme(dec, path));
+    return scheme != PrependScheme::kNever;
+  }
+  if (TypeOf(dec) != "Sequence" || !dec.contains("decoders") || !dec["decoders"].is_array()) {
+    return Bad(path, absl::StrCat("decoder \"", TypeOf(dec),
+                                  "\" is not supported by the SentencePiece BPE encoder (a Replace / ByteFallback / "
+                                  "Fuse / Strip Sequence, or Metaspace)"));
+  }
+  bool strip = false;
+  for (const nlohmann::json& d : dec["decoders"]) {
+    const std::string type = TypeOf(d);
+    if (type == "Replace" && d.contains("pattern") && d["pattern"].is_object() &&
+        d["pattern"].value("String", "") == kMetaspace && d.value("content", "") == " ") {
+      continue;
+    }
+    if (type == "ByteFallback" || type == "Fuse") continue;
+    if (type == "Strip" && d.value("content", "") == " " && d.value("start", 0) == 1 && d.value("stop", 0) == 0) {
+      strip = true;
+      continue;
+    }
+    return Bad(path, absl::StrCat("decoder step \"", type, "\" is not supported by the SentencePiece BPE encoder"));
+  }
+  return strip;
+}
+
+}  // namespace
+
+bool SentencePieceBpeEncoder::Matches(const nlohmann::json& j) {
+  const nlohmann::json& model = Member(j, "model");
+  if (model.is_object() && model.contains("byte_fallback") && model["byte_fallback"].is_boolean() &&
+      model["byte_fallback"].get<bool>()) {
+    return true;
+  }
+  if (TypeOf(Member(j, "pre_tokenizer")) == "Metaspace") return true;
+  const nlohmann::json& norm = Member(j, "normalizer");
+  if (IsSpaceToMetaspace(norm) || TypeOf(norm) == "Prepend") return true;
+  if (TypeOf(norm) == "Sequence" && norm.contains("normalizers") && norm["normalizers"].is_array()) {
+    for (const nlohmann::json& n : norm["normalizers"]) {
+      if (IsSpaceToMetaspace(n) || TypeOf(n) == "Prepend") return true;
+    }
+  }
+  return false;
+}
+
+absl::StatusOr<std::unique_ptr<SentencePieceBpeEncoder>> SentencePieceBpeEncoder::FromJson(const nlohmann::json& j,
+                                                                                         const std::string& path) {
+  const nlohmann::json& model = Member(j, "model");
+  if (TypeOf(model) != "BPE") return Bad(path, "model.type must be BPE");
+  if (model.contains("dropout") && !model["dropout"].is_null()) {
+    return Bad(path, "model.dropout is not supported (a served tokenizer must be deterministic)");
+  }
+  for (const char* unused : {"continuing_subword_prefix", "end_of_word_suffix"}) {
+    if (model.contains(unused) && model[unused].is_string() && !model[unused].get<std::string>().empty()) {
+      return Bad(path, absl::StrCat("model.", unused, " is not supported by the SentencePiece BPE encoder"));
+    }
+  }
+  if (model.value("ignore_merges", false)) {
+    return Bad(path, "model.ignore_merges is not supported by the SentencePiece BPE encoder");
+  }
+  std::unique_ptr<SentencePieceBpeEncoder> t(new SentencePieceBpeEncoder());
+  t->path_ = path;
+  ASSIGN_OR_RETURN(t->normalizer_, SpmNormalizer::FromJson(Member(j, "normalizer"), path));
+  ASSIGN_OR_RETURN(t->pre_tokenizer_, MetaspacePreTokenizer::FromJson(Member(j, "pre_tokenizer"), path));
+  ASSIGN_OR_RETURN(t->strip_leading_space_, ReadDecoder(Member(j, "decoder"), path));
+  t->byte_fallback_ = model.value("byte_fallback", false);
+  t->fuse_unk_ = model.value("fuse_unk", false);
+
+  ASSIGN_OR_RETURN(std::vector<std::string> vocab, ReadBpeVocab(model, path));
+  for (size_t id = 0; id < vocab.size(); ++id) {
+    if (!vocab[id].empty()) t->piece_to_id_.emplace(vocab[id], static_cast<int32_t>(id));
+  }
+  t->byte_id_.assign(256, -1);
+  for (int b = 0; b < 256; ++b) {
+    char name[8];
+    std::snprintf(name, sizeof(name), "<0x%02X>", b);
+    auto it = t->piece_to_id_.find(name);
+    if (it != t->piece_to_id_.end()) t->byte_id_[static_cast<size_t>(b)] = it->second;
+  }
+  ASSIGN_OR_RETURN(auto merges, ReadBpeMerges(model, path));
+  for (size_t r = 0; r < merges.size(); ++r) {
+    const auto& [left, right] = merges[r];
+    if (!t->piece_to_id_.contains(left) || !t->piece_to_id_.contains(right) ||
+        !t->piece_to_id_.contains(left + right)) {
+      return Bad(path, absl::StrCat("model.merges[", r, "] \"", left, " ", right,
+                                    "\" names a token that is not in model.vocab"));
+    }
+    // A pair listed twice keeps its last rank, as tokenizers' map of merges does.
+    t->merge_rank_.insert_or_assign(absl::StrCat(left, " ", right), static_cast<int32_t>(r));
+  }
+  if (model.contains("unk_token") && model["unk_token"].is_string()) {
+    auto it = t->piece_to_id_.find(model["unk_token"].get<std::string>());
+    if (it == t->piece_to_id_.end()) {
+      return Bad(path, absl::StrCat("model.unk_token \"", model["unk_token"].get<std::string>(),
+                                    "\" is not in model.vocab"));
+    }
+    t->unk_id_ = it->second;
+  }
+
+  ASSIGN_OR_RETURN(t->added_, AddedVocabulary::FromJson(Member(j, "added_tokens"), path));
+  const SpmNormalizer& normalizer = t->normalizer_;
+  t->added_.NormalizePatterns([&](absl::string_view content) {
+    absl::StatusOr<AlignedText> text = AlignText(content, 0);
+    if (!text.ok()) return std::string();
+    normalizer.Apply(&*text);
+    return ToUtf8(*text);
+  });
+  t->SetEntries(static_cast<int64_t>(vocab.size()), vocab);
+  ASSIGN_OR_RETURN(t->template_, SequenceTemplate::FromPostProcessor(Member(j, "post_processor"), t->vocab_size(), path));
+  return t;
+}
+
+absl::Status SentencePieceBpeEncoder::EncodeSegment(absl::string_view segment, uint32_t base,
+                                                    TextEncoding* out) const {
+  if (segment.empty()) return absl::OkStatus();
+  ASSIGN_OR_RETURN(AlignedText text, AlignText(segment, base));
+  normalizer_.Apply(&text);
+  if (!added_.has_normalized()) {
+    for (const AlignedText& piece : pre_tokenizer_.Split(std::move(text))) Tokenize(piece, out);
+    return absl::OkStatus();
+  }
+  return added_.SplitNormalized(
+      text,
+      [&](AlignedText part) {
+        for (const AlignedText& piece : pre_tokenizer_.Split(std::move(part))) Tokenize(piece, out);
+        return absl::OkStatus();
+      },
+      [&](int32_t id, uint32_t begin, uint32_t end) {
+        out->ids.push_back(id);
+        out->offsets.emplace_back(begin, end);
+      });
+}
+
+void SentencePieceBpeEncoder::Tokenize(const AlignedText& piece, TextEncoding* out) const {
+  const int n = static_cast<int>(piece.size());
+  if (n == 0) return;
+  // One symbol per character: its text and the characters [first, last] it covers.
+  std::vector<std::string> text(n);
+  std::vector<int> last(n);
+  std::vector<int> next(n), prev(n), version(n, 0);
+  std::vector<bool> alive(n, true);
+  for (int i = 0; i < n; ++i) {
+    AppendUtf8(piece[i].c, &text[i]);
+    last[i] = i;
+    prev[i] = i - 1;
+    next[i] = i + 1 < n ? i + 1 : -1;
+  }
+  auto rank_of = [&](int l) -> std::optional<int32_t> {
+    const int r = next[l];
+    if (r < 0) return std::nullopt;
+    auto it = merge_rank_.find(absl::StrCat(text[l], " ", text[r]));
+    if (it == merge_rank_.end()) return std::nullopt;
+    return it->second;
+  };
+  // (rank, left position, left version, right version): lowest rank, then
+  // leftmost, first; stale entries skipped.
+  using Entry = std::tuple<int32_t, int, int, int>;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap;
+  auto push = [&](int l) {
+    if (l < 0) return;
+    if (const std::optional<int32_t> r = rank_of(l)) heap.emplace(*r, l, version[l], version[next[l]]);
+  };
+  for (int i = 0; i + 1 < n; ++i) push(i);
+  while (!heap.empty()) {
+    const auto [rank, l, vl, vr] = heap.top();
+    heap.pop();
+    const int r = next[l];
+    if (!alive[l] || r < 0 || version[l] != vl || version[r] != vr) continue;
+    text[l] += text[r];
+    last[l] = last[r];
+    alive[r] = false;
+    ++version[l];
+    next[l] = next[r];
+    if (next[r] >= 0) prev[next[r]] = l;
+    push(prev[l]);
+    push(l);
+  }
+  bool previous_unknown = false;
+  for (int i = 0; i >= 0 && i < n; i = next[i]) {
+    const uint32_t begin = piece[i].begin;
+    const uint32_t end = piece[last[i]].end;
+    auto it = piece_to_id_.find(text[i]);
+    if (it != piece_to_id_.end()) {
+      out->ids.push_back(it->second);
+      out->offsets.emplace_back(begin, end);
+      previous_unknown = false;
+      continue;
+    }
+    // Only single characters can be unknown (every merge is in the vocabulary).
+    bool all_bytes = byte_fallback_;
+    for (unsigned char b : text[i]) all_bytes = all_bytes && byte_id_[b] >= 0;
+    if (all_bytes) {
+      for (unsigned char b : text[i]) {
+        out->ids.push_back(byte_id_[b]);
+        out->offsets.emplace_back(begin, end);
+      }
+      previous_unknown = false;
+      continue;
+    }
+    if (unk_id_ < 0) continue;  // tokenizers drops a symbol it cannot map
+    if (previous_unknown && fuse_unk_) {
+      out->offsets.back().second = end;
+      continue;
+    }
+    out->ids.push_back(unk_id_);
+    out->offsets.emplace_back(begin, end);
+    previous_unknown = true;
+  }
+}
+
+absl::StatusOr<std::string> SentencePieceBpeEncoder::Decode(absl::Span<const int32_t> ids,
+                                                            bool skip_special_tokens) const {
+  ASSIGN_OR_RETURN(std::vector<std::string> tokens, Entries(ids, skip_special_tokens));
+  std::string out, bytes;
+  int byte_tokens = 0;
+  auto flush_bytes = [&] {
+    // ByteFallback: a run of byte tokens that is not valid UTF-8 becomes one
+    // U+FFFD per token.
+    if (IsValidUtf8(bytes)) {
+      out += bytes;
+    } else {
+      for (int i = 0; i < byte_tokens; ++i) out.append(kReplacementChar.data(), kReplacementChar.size());
+    }
+    bytes.clear();
+    byte_tokens = 0;
+  };
+  for (const std::string& token : tokens) {
+    unsigned value = 0;
+    if (token.size() == 6 && token.compare(0, 3, "<0x") == 0 && token[5] == '>' &&
+        std::sscanf(token.c_str() + 3, "%2X", &value) == 1) {
+      bytes.push_back(static_cast<char>(value));
+      ++byte_tokens;
+      continue;
+    }
+    flush_bytes();
+    for (size_t p = 0; p < token.size();) {
+      if (token.compare(p, 3, kMetaspace) == 0) {
+        out += ' ';
+        p += 3;
+      } else {
+        out += token[p++];
+      }
+    }
+  }
+  flush_bytes();
+  if (strip_leading_space_ && !out.empty() && out[0] == ' ') out.erase(0, 1);
+  return out;
+}
+
+}  // namespace attnserve
