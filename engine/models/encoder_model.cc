@@ -10,10 +10,12 @@
 #include "engine/formats/decoder_config.h"
 #include "engine/formats/decoder_loader.h"
 #include "engine/formats/decoder_weights.h"
+#include "engine/formats/gguf_file.h"
 #include "engine/formats/model_dir.h"
 #include "engine/models/bert_config.h"
 #include "engine/models/causal_forward.h"
 #include "engine/tokenizers/bert_vocab_txt.h"
+#include "engine/tokenizers/gguf_encoder_tokenizer.h"
 #include "engine/tokenizers/wordpiece.h"
 
 namespace attnserve {
@@ -37,6 +39,8 @@ std::string ModelName(const std::string& dir) {
 
 absl::StatusOr<std::unique_ptr<EncoderModel>> EncoderModel::Load(const std::string& dir,
                                                                  const EncoderLoadOptions& options) {
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(dir, ec)) return LoadGguf(dir, options);
   ASSIGN_OR_RETURN(ModelDir md, OpenModelDir(dir));
   if (IsCausalEmbedder(md.config.model_type())) return LoadCausal(md, options);
   ASSIGN_OR_RETURN(BertConfig config, ParseBertConfig(md.config));
@@ -108,6 +112,58 @@ absl::Status EncoderModel::ReadSentenceTransformers(const ModelDir& md, int max_
   pooling_include_prompt_ = st.pooling_include_prompt;
   max_tokens_ = std::min(st.max_seq_length.value_or(max_positions), max_positions);
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<EncoderModel>> EncoderModel::LoadGguf(const std::string& path,
+                                                                     const EncoderLoadOptions& options) {
+  ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> g, GgufFile::Open(path));
+  ASSIGN_OR_RETURN(std::string arch, g->GetString("general.architecture"));
+  std::unique_ptr<EncoderModel> m(new EncoderModel());
+  ASSIGN_OR_RETURN(m->tokenizer_, EncoderTokenizerFromGguf(*g));
+  LoadedDecoder loaded;
+  ASSIGN_OR_RETURN(loaded.config, DecoderConfigFromGguf(*g));
+  // As for a directory: no output (LM head) tensor is read.
+  loaded.config.tie_word_embeddings = true;
+  ASSIGN_OR_RETURN(loaded.weights, LoadDecoderWeightsFromGguf(*g, loaded.config, options.weight_dtype));
+  loaded.source = path;
+  loaded.format = "gguf";
+  DecoderLoadOptions decoder_options;
+  decoder_options.weight_dtype = options.weight_dtype;
+  decoder_options.matmul_precision = options.matmul_precision;
+  decoder_options.prepare_kernels = options.prepare_kernels;
+  decoder_options.hidden_states_only = true;
+  ASSIGN_OR_RETURN(m->decoder_, DecoderModel::FromLoaded(std::move(loaded), decoder_options));
+  // llama.cpp's <arch>.pooling_type: 1 mean, 2 cls, 3 last; a file without
+  // one (or "none") is pooled at its last token, as causal embedders are.
+  const std::string pooling_key = absl::StrCat(arch, ".pooling_type");
+  ASSIGN_OR_RETURN(int64_t pooling, g->GetIntOr(pooling_key, 3));
+  switch (pooling) {
+    case 0:
+    case 3: m->default_pooling_ = PoolingMode::kLast; break;
+    case 1: m->default_pooling_ = PoolingMode::kMean; break;
+    case 2: m->default_pooling_ = PoolingMode::kCls; break;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(path, ": ", pooling_key, " ", pooling,
+                                                     " is not an embedding pooling (1 mean, 2 cls, 3 last; 4 is "
+                                                     "a reranker's)"));
+  }
+  // llama.cpp's server normalises embeddings (L2) unless told otherwise.
+  m->default_normalize_ = true;
+  const DecoderConfig& c = m->decoder_->config();
+  m->max_tokens_ = m->decoder_->max_positions();
+  m->hidden_size_ = c.hidden_size;
+  m->num_layers_ = c.num_layers;
+  m->num_heads_ = c.num_heads;
+  m->vocab_size_ = c.vocab_size;
+  m->reads_segments_ = false;
+  ModelDescription& d = m->description_;
+  d = m->decoder_->description();
+  d.name = std::filesystem::path(path).stem().string();
+  d.architecture = arch;
+  d.source = path;
+  d.kv_dtype = DType::kF32;
+  d.kv_bytes_per_token = 0;
+  return m;
 }
 
 absl::StatusOr<std::unique_ptr<EncoderModel>> EncoderModel::LoadCausal(const ModelDir& md,

@@ -4,9 +4,9 @@
 // + optional L2 normalisation. What the Encode RPC serves. The network is a
 // BertEncoder (BERT, RoBERTa, XLM-R, MPNet, DistilBERT, ModernBERT) or, for
 // a decoder-only embedding model (config.json model_type llama, mistral,
-// qwen2 or qwen3: Qwen3-Embedding, e5-mistral), the decoder's blocks run
-// causally over each whole input (causal_forward.h), usually pooled at the
-// last token.
+// qwen2 or qwen3: Qwen3-Embedding, e5-mistral) or a llama.cpp GGUF file of
+// one, the decoder's blocks run causally over each whole input
+// (causal_forward.h), usually pooled at the last token.
 //
 // Immutable after Load; Encode and StartEncode are const and thread-safe.
 // An EncodeJob (one batch in flight, run slice by slice) is thread-compatible
@@ -140,6 +140,7 @@ class EncodeJob {
 
 class EncoderModel {
  public:
+  // `dir`: a model directory, or a llama.cpp GGUF file of a decoder-based embedder.
   static absl::StatusOr<std::unique_ptr<EncoderModel>> Load(const std::string& dir,
                                                             const EncoderLoadOptions& options);
   const ModelDescription& description() const { return description_; }
@@ -179,6 +180,10 @@ class EncoderModel {
  private:
   friend class EncodeJob;
   EncoderModel() = default;
+  // A llama.cpp GGUF embedding model (one file: weights, tokenizer,
+  // <arch>.pooling_type; embeddings normalised as llama.cpp's server does).
+  static absl::StatusOr<std::unique_ptr<EncoderModel>> LoadGguf(const std::string& path,
+                                                                const EncoderLoadOptions& options);
   // A decoder-only embedding model's directory (see the file comment).
   static absl::StatusOr<std::unique_ptr<EncoderModel>> LoadCausal(const ModelDir& md,
                                                                   const EncoderLoadOptions& options);

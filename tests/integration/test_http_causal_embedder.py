@@ -97,3 +97,16 @@ def test_mistral_sentencepiece_embedder_equals_sentence_transformers(server_fact
     status, body = post_json(s, "/tokenize", {"inputs": sample})
     assert status == 200, body
     assert body == [tei_tokens_reference(tok, t) for t in sample]
+
+
+def test_gguf_embedder_equals_transformers(server_factory):
+    """The same Qwen3 model as a llama.cpp GGUF file: the vectors
+    transformers gives (for texts NFC leaves unchanged: llama.cpp does not
+    normalize), normalised as llama.cpp's server does."""
+    cases = GOLDEN["gguf"]
+    s = server_factory(f"--encoder-model={MODELS / 'qwen3_embedding_tiny.gguf'}", "--threads=2")
+    got, body = openai_embeddings(s, [c["text"] for c in cases], "qwen3_embedding_tiny")
+    np.testing.assert_allclose(got, np.array([c["embedding"] for c in cases]), atol=1e-4)
+    assert body["usage"]["prompt_tokens"] == sum(len(c["ids"]) for c in cases)
+    info = loaded_model_info(s)
+    assert info["architecture"] == "qwen3", info

@@ -36,6 +36,10 @@ TemplateProcessing.
                                                         (transformers 5 reads only tokenizer.json's
                                                         post-processor, as TEI does); lasttoken pooling +
                                                         Normalize
+   and tests/golden/encoder_models/qwen3_embedding_tiny.gguf: the same Qwen3 model and tokenizer as llama.cpp's
+   convert_hf_to_gguf.py writes them (gguf-py; decoder_make_models.py's tokenizer and gguf_llama_writer's
+   tensors, all f32), with qwen3.pooling_type LAST, tokenizer.ggml.add_eos_token (Qwen3-Embedding's GGUF
+   files append <|endoftext|> so) and context_length 64 (the directory's max_seq_length).
 3. tests/golden/encoder/causal_embedder_golden.json:
      versions    exact library versions, this script
      tokenizer   per model: {text, ids, offsets (bytes)}, decomposed (NFD) texts among them; also
@@ -44,6 +48,8 @@ TemplateProcessing.
      embeddings  per model: {text, ids, embedding}, computed from transformers' last_hidden_state and
                  asserted equal to SentenceTransformer(dir).encode
      prompted    qwen3_embedding_tiny with prompt_name "query": {text, ids, embedding}
+     gguf        the embeddings cases of qwen3_embedding_tiny whose text NFC leaves as it is (llama.cpp
+                 does not normalize): the GGUF file must give the same ids and vectors
 
 Deterministic: a second run writes byte-identical files.
 
@@ -57,6 +63,7 @@ import unicodedata
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+import gguf
 import torch
 from sentence_transformers import SentenceTransformer
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
@@ -64,6 +71,8 @@ from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM, MistralCo
 
 from encoder_golden_util import (REPO, byte_offsets, corpus, save_model_dir, truncated_ids, versions, write_json,
                                  write_mean_pooling_modules)
+from decoder_make_models import gguf_tokenizer
+from gguf_llama_writer import add_hparams, add_tensors
 from roberta_golden import OTHER_SCRIPTS
 
 SCRIPT = "tools/golden/causal_embedder_golden.py"
@@ -156,6 +165,29 @@ def write_st_modules(d, pooling, normalize, prompts):
                    {"prompts": prompts, "default_prompt_name": None, "similarity_fn_name": "cosine"})
 
 
+def write_qwen3_gguf(path, model, tok):
+    """llama.cpp's layout of a Qwen3 embedder: Qwen3's GGUF keeps HF's q/k
+    row order; the bare Qwen3Model's names under "model." as the writer
+    expects them; tied embeddings (no output.weight)."""
+    cfg = model.config
+    sd = {"model." + k: v.detach().float().numpy() for k, v in model.state_dict().items()}
+    f32 = gguf.GGMLQuantizationType.F32
+    w = gguf.GGUFWriter(path, "qwen3")
+    add_hparams(w, name="qwen3_embedding_tiny", n_layers=cfg.num_hidden_layers, context=MAX_TOKENS,
+                hidden=cfg.hidden_size, ffn=cfg.intermediate_size, n_head=cfg.num_attention_heads,
+                n_head_kv=cfg.num_key_value_heads, rope_theta=cfg.rope_parameters["rope_theta"],
+                rms_eps=cfg.rms_norm_eps, vocab=cfg.vocab_size, qtype=f32, head_dim=cfg.head_dim)
+    gguf_tokenizer(w, tok, "qwen2", "<|endoftext|>", "<|endoftext|>", False)
+    w.add_add_eos_token(True)
+    w.add_pooling_type(gguf.PoolingType.LAST)
+    add_tensors(w, sd, n_layers=cfg.num_hidden_layers, n_head=cfg.num_attention_heads,
+                n_head_kv=cfg.num_key_value_heads, qtype=f32, permute=False, tied=True)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
 def tokenizer_cases(tok):
     cases = []
     for text in TEXTS + DECOMPOSED:
@@ -206,6 +238,10 @@ def main():
     fixture["prompted"] = embedding_cases(qwen, qtok, st, "lasttoken", True, QUERIES, prompt_name="query")
     assert max(len(e["ids"]) for e in fixture["embeddings"]["qwen3_embedding_tiny"]) == MAX_TOKENS
     assert all(e["ids"][-1] == qids["<|endoftext|>"] for e in fixture["embeddings"]["qwen3_embedding_tiny"])
+    write_qwen3_gguf(os.path.join(REPO, "tests/golden/encoder_models/qwen3_embedding_tiny.gguf"), qwen, qtok)
+    fixture["gguf"] = [e for e in fixture["embeddings"]["qwen3_embedding_tiny"]
+                       if unicodedata.normalize("NFC", e["text"]) == e["text"]]
+    assert len(fixture["gguf"]) == len(TEXTS)
 
     ltok, lids = build_tokenizer(qwen=False)
     llama = LlamaForCausalLM(LlamaConfig(

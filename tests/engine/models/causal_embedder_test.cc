@@ -13,6 +13,7 @@
 #include "engine/formats/json_util.h"
 #include "engine/models/encoder_model.h"
 #include "engine/tokenizers/encoder_tokenizer.h"
+#include "engine/tokenizers/unicode_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/engine/models/encoder_golden_checks.h"
@@ -125,6 +126,31 @@ TEST(CausalEmbedderLoadTest, ReadsTheSentenceTransformersModules) {
   EXPECT_EQ((*llama)->description().num_kv_heads, 1);
   EXPECT_EQ((*llama)->default_pooling(), PoolingMode::kMean);
   EXPECT_FALSE((*llama)->default_normalize());
+}
+
+// The same model as llama.cpp's GGUF (qwen3.pooling_type LAST,
+// add_eos_token): the ids and vectors transformers gives for the texts NFC
+// leaves unchanged (llama.cpp does not normalize), and the offsets.
+TEST(CausalEmbedderLoadTest, GgufFileMatchesTheDirectory) {
+  ASSERT_FALSE(Golden().is_null());
+  auto model = EncoderModel::Load(ModelDir("qwen3_embedding_tiny.gguf"), {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  const ModelDescription& d = (*model)->description();
+  EXPECT_EQ(d.architecture, "qwen3");
+  EXPECT_EQ(d.name, "qwen3_embedding_tiny");
+  EXPECT_EQ(d.num_kv_heads, 2);
+  EXPECT_EQ((*model)->max_tokens(), 64);
+  EXPECT_EQ((*model)->default_pooling(), PoolingMode::kLast);
+  EXPECT_TRUE((*model)->default_normalize());
+  ASSERT_GE(Golden()["gguf"].size(), 8u);
+  testing_util::ExpectGoldenEmbeddings(**model, Golden()["gguf"], 1e-4);
+  nlohmann::json nfc_cases = nlohmann::json::array();
+  for (const nlohmann::json& c : Golden()["tokenizer"]["qwen3_embedding_tiny"]) {
+    std::string unused;
+    if (!ToNfc(c["text"].get<std::string>(), &unused)) nfc_cases.push_back(c);
+  }
+  ASSERT_GE(nfc_cases.size(), 8u);
+  testing_util::ExpectGoldenEncodings((*model)->tokenizer(), nfc_cases);
 }
 
 TEST(CausalEmbedderLoadTest, QueryPromptMatchesSentenceTransformers) {
