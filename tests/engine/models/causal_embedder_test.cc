@@ -204,7 +204,7 @@ TEST(CausalEmbedderLoadTest, AttentionWeightsAreRefusedNamingTheField) {
   EncoderInput in;
   in.text = "x";
   EncodeOptions options;
-  options.attention_layers = {0};
+  options.attention_layers.push_back(0);  // (= {0} trips GCC 14 -Warray-bounds under ASan)
   auto out = (*model)->Encode({&in, 1}, options);
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
