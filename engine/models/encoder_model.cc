@@ -127,12 +127,7 @@ absl::StatusOr<std::unique_ptr<EncoderModel>> EncoderModel::LoadGguf(const std::
   ASSIGN_OR_RETURN(loaded.weights, LoadDecoderWeightsFromGguf(*g, loaded.config, options.weight_dtype));
   loaded.source = path;
   loaded.format = "gguf";
-  DecoderLoadOptions decoder_options;
-  decoder_options.weight_dtype = options.weight_dtype;
-  decoder_options.matmul_precision = options.matmul_precision;
-  decoder_options.prepare_kernels = options.prepare_kernels;
-  decoder_options.hidden_states_only = true;
-  ASSIGN_OR_RETURN(m->decoder_, DecoderModel::FromLoaded(std::move(loaded), decoder_options));
+  RETURN_IF_ERROR(m->AdoptDecoder(std::move(loaded), options, std::filesystem::path(path).stem().string(), arch));
   // llama.cpp's <arch>.pooling_type: 1 mean, 2 cls, 3 last; a file without
   // one (or "none") is pooled at its last token, as causal embedders are.
   const std::string pooling_key = absl::StrCat(arch, ".pooling_type");
@@ -149,20 +144,7 @@ absl::StatusOr<std::unique_ptr<EncoderModel>> EncoderModel::LoadGguf(const std::
   }
   // llama.cpp's server normalises embeddings (L2) unless told otherwise.
   m->default_normalize_ = true;
-  const DecoderConfig& c = m->decoder_->config();
   m->max_tokens_ = m->decoder_->max_positions();
-  m->hidden_size_ = c.hidden_size;
-  m->num_layers_ = c.num_layers;
-  m->num_heads_ = c.num_heads;
-  m->vocab_size_ = c.vocab_size;
-  m->reads_segments_ = false;
-  ModelDescription& d = m->description_;
-  d = m->decoder_->description();
-  d.name = std::filesystem::path(path).stem().string();
-  d.architecture = arch;
-  d.source = path;
-  d.kv_dtype = DType::kF32;
-  d.kv_bytes_per_token = 0;
   return m;
 }
 
@@ -191,28 +173,33 @@ absl::StatusOr<std::unique_ptr<EncoderModel>> EncoderModel::LoadCausal(const Mod
   ASSIGN_OR_RETURN(loaded.weights, LoadDecoderWeightsFromHf(*md.weights, loaded.config, options.weight_dtype));
   loaded.source = md.dir;
   loaded.format = "hf";
+  RETURN_IF_ERROR(m->AdoptDecoder(std::move(loaded), options, ModelName(md.dir), md.config.model_type()));
+  RETURN_IF_ERROR(m->ReadSentenceTransformers(md, m->decoder_->max_positions()));
+  return m;
+}
+
+absl::Status EncoderModel::AdoptDecoder(LoadedDecoder loaded, const EncoderLoadOptions& options,
+                                        const std::string& name, const std::string& architecture) {
+  const std::string source = loaded.source;
   DecoderLoadOptions decoder_options;
   decoder_options.weight_dtype = options.weight_dtype;
   decoder_options.matmul_precision = options.matmul_precision;
   decoder_options.prepare_kernels = options.prepare_kernels;
   decoder_options.hidden_states_only = true;
-  ASSIGN_OR_RETURN(m->decoder_, DecoderModel::FromLoaded(std::move(loaded), decoder_options));
-  const DecoderConfig& c = m->decoder_->config();
-  RETURN_IF_ERROR(m->ReadSentenceTransformers(md, m->decoder_->max_positions()));
-  m->hidden_size_ = c.hidden_size;
-  m->num_layers_ = c.num_layers;
-  m->num_heads_ = c.num_heads;
-  m->vocab_size_ = c.vocab_size;
-  m->reads_segments_ = false;
-
-  ModelDescription& d = m->description_;
-  d = m->decoder_->description();
-  d.name = ModelName(md.dir);
-  d.architecture = md.config.model_type();
-  d.source = md.dir;
-  d.kv_dtype = DType::kF32;
-  d.kv_bytes_per_token = 0;  // attention reads each layer's own QKV rows: no K/V cache
-  return m;
+  ASSIGN_OR_RETURN(decoder_, DecoderModel::FromLoaded(std::move(loaded), decoder_options));
+  const DecoderConfig& c = decoder_->config();
+  hidden_size_ = c.hidden_size;
+  num_layers_ = c.num_layers;
+  num_heads_ = c.num_heads;
+  vocab_size_ = c.vocab_size;
+  reads_segments_ = false;
+  description_ = decoder_->description();
+  description_.name = name;
+  description_.architecture = architecture;
+  description_.source = source;
+  description_.kv_dtype = DType::kF32;
+  description_.kv_bytes_per_token = 0;  // attention reads each layer's own QKV rows: no K/V cache
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<EncodeResult>> EncoderModel::Encode(absl::Span<const EncoderInput> inputs,

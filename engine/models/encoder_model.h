@@ -28,6 +28,7 @@
 #include "engine/core/tensor.h"
 #include "engine/formats/model_dir.h"
 #include "engine/models/bert.h"
+#include "engine/formats/decoder_loader.h"
 #include "engine/models/decoder_model.h"
 #include "engine/models/encoder_forward.h"
 #include "engine/models/model_description.h"
@@ -187,6 +188,10 @@ class EncoderModel {
   // A decoder-only embedding model's directory (see the file comment).
   static absl::StatusOr<std::unique_ptr<EncoderModel>> LoadCausal(const ModelDir& md,
                                                                   const EncoderLoadOptions& options);
+  // Builds decoder_ from a decoder-only model's config and weights (no LM
+  // head) and takes its sizes and description.
+  absl::Status AdoptDecoder(LoadedDecoder loaded, const EncoderLoadOptions& options, const std::string& name,
+                            const std::string& architecture);
   // The sentence-transformers modules' pooling, Normalize, prompts and
   // max_seq_length (capped at max_positions).
   absl::Status ReadSentenceTransformers(const ModelDir& md, int max_positions);
