@@ -8,12 +8,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "engine/tokenizers/bpe_merge.h"
+#include "engine/tokenizers/unicode_util.h"
 
 namespace attnserve {
 namespace {
 
 constexpr absl::string_view kSpace = "\xE2\x96\x81";  // U+2581 "▁"
-constexpr absl::string_view kReplacementChar = "\xEF\xBF\xBD";  // U+FFFD
 
 int ByteTokenValue(absl::string_view piece) {
   // "<0xNN>" (HF ByteFallback accepts exactly this form, hex digits either case).
@@ -33,16 +33,6 @@ std::string MergeKey(absl::string_view a, absl::string_view b) {
   k.push_back('\0');
   k.append(b.data(), b.size());
   return k;
-}
-
-bool IsValidUtf8(absl::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const int len = Utf8CharLen(s, i);
-    if (len == 1 && static_cast<unsigned char>(s[i]) >= 0x80) return false;
-    i += len;
-  }
-  return true;
 }
 
 }  // namespace
@@ -210,13 +200,7 @@ absl::StatusOr<std::string> HfSentencePieceBpe::Decode(absl::Span<const int32_t>
   std::string out, bytes;
   int byte_tokens = 0;
   auto flush_bytes = [&] {
-    // HF ByteFallback: a run of byte tokens that is not valid UTF-8 becomes
-    // one U+FFFD per token.
-    if (IsValidUtf8(bytes)) {
-      out += bytes;
-    } else {
-      for (int i = 0; i < byte_tokens; ++i) out.append(kReplacementChar.data(), kReplacementChar.size());
-    }
+    AppendByteFallbackRun(bytes, byte_tokens, &out);
     bytes.clear();
     byte_tokens = 0;
   };

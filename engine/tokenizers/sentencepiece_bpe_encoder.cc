@@ -16,7 +16,6 @@ namespace attnserve {
 namespace {
 
 constexpr char kMetaspace[] = "\xE2\x96\x81";  // "▁"
-constexpr absl::string_view kReplacementChar = "\xEF\xBF\xBD";
 
 absl::Status Bad(const std::string& path, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat(path, ": ", what));
@@ -139,13 +138,7 @@ absl::StatusOr<std::unique_ptr<SentencePieceBpeEncoder>> SentencePieceBpeEncoder
   }
 
   ASSIGN_OR_RETURN(t->added_, AddedVocabulary::FromJson(Member(j, "added_tokens"), path));
-  const SpmNormalizer& normalizer = t->normalizer_;
-  t->added_.NormalizePatterns([&](absl::string_view content) {
-    absl::StatusOr<AlignedText> text = AlignText(content, 0);
-    if (!text.ok()) return std::string();
-    normalizer.Apply(&*text);
-    return ToUtf8(*text);
-  });
+  t->added_.NormalizePatterns([&](absl::string_view content) { return t->normalizer_.NormalizeString(content); });
   t->SetEntries(static_cast<int64_t>(vocab.size()), vocab);
   ASSIGN_OR_RETURN(t->template_, SequenceTemplate::FromPostProcessor(Member(j, "post_processor"), t->vocab_size(), path));
   return t;
@@ -255,13 +248,7 @@ absl::StatusOr<std::string> SentencePieceBpeEncoder::Decode(absl::Span<const int
   std::string out, bytes;
   int byte_tokens = 0;
   auto flush_bytes = [&] {
-    // ByteFallback: a run of byte tokens that is not valid UTF-8 becomes one
-    // U+FFFD per token.
-    if (IsValidUtf8(bytes)) {
-      out += bytes;
-    } else {
-      for (int i = 0; i < byte_tokens; ++i) out.append(kReplacementChar.data(), kReplacementChar.size());
-    }
+    AppendByteFallbackRun(bytes, byte_tokens, &out);
     bytes.clear();
     byte_tokens = 0;
   };

@@ -107,6 +107,13 @@ absl::Status SpmNormalizer::AddSteps(const nlohmann::json& j, const std::string&
   return absl::OkStatus();
 }
 
+std::string SpmNormalizer::NormalizeString(absl::string_view content) const {
+  absl::StatusOr<AlignedText> text = AlignText(content, 0);
+  if (!text.ok()) return std::string();
+  Apply(&*text);
+  return ToUtf8(*text);
+}
+
 void SpmNormalizer::Apply(AlignedText* text) const {
   for (const Step& step : steps_) {
     switch (step.kind) {

@@ -34,6 +34,9 @@ class SpmNormalizer {
   static absl::StatusOr<SpmNormalizer> FromJson(const nlohmann::json& normalizer, const std::string& path);
 
   void Apply(AlignedText* text) const;
+  // The normalized form of `content` (an added token's, to match it in
+  // normalized text); "" for invalid UTF-8.
+  std::string NormalizeString(absl::string_view content) const;
 
  private:
   struct Step {

@@ -194,6 +194,14 @@ std::vector<std::pair<char32_t, int>> NfcEdits(const std::u32string& text) {
   return edits;
 }
 
+void AppendByteFallbackRun(absl::string_view bytes, int tokens, std::string* out) {
+  if (IsValidUtf8(bytes)) {
+    out->append(bytes.data(), bytes.size());
+    return;
+  }
+  for (int i = 0; i < tokens; ++i) out->append("\xEF\xBF\xBD");  // U+FFFD
+}
+
 bool ToNfc(absl::string_view text, std::string* out) {
   std::vector<char32_t> codepoints;
   std::vector<uint32_t> starts;

@@ -54,6 +54,10 @@ void AppendNfd(char32_t c, std::u32string* out);
 // (aligned_text.h's CharEdit: 0 replaces one, -n also deletes n, 1
 // inserts); empty when `text` is already NFC.
 std::vector<std::pair<char32_t, int>> NfcEdits(const std::u32string& text);
+// Hugging Face's ByteFallback decoder for a run of `tokens` byte tokens
+// (<0xNN>) whose bytes are `bytes`: appended as they are when they are valid
+// UTF-8, else one U+FFFD per token.
+void AppendByteFallbackRun(absl::string_view bytes, int tokens, std::string* out);
 // `text` (valid UTF-8) in NFC, when that differs from it: true and *out set;
 // false (out untouched) when it is already NFC or is not valid UTF-8.
 bool ToNfc(absl::string_view text, std::string* out);

@@ -30,13 +30,7 @@ absl::StatusOr<std::unique_ptr<UnigramTokenizer>> UnigramTokenizer::FromJson(con
   ASSIGN_OR_RETURN(t->decoder_, MetaspaceDecoder::FromJson(Member(j, "decoder"), path));
 
   ASSIGN_OR_RETURN(t->added_, AddedVocabulary::FromJson(Member(j, "added_tokens"), path));
-  const SpmNormalizer& normalizer = t->normalizer_;
-  t->added_.NormalizePatterns([&](absl::string_view content) {
-    absl::StatusOr<AlignedText> text = AlignText(content, 0);
-    if (!text.ok()) return std::string();
-    normalizer.Apply(&*text);
-    return ToUtf8(*text);
-  });
+  t->added_.NormalizePatterns([&](absl::string_view content) { return t->normalizer_.NormalizeString(content); });
   std::vector<std::string> entries;
   entries.reserve(static_cast<size_t>(t->model_.vocab_size()));
   for (int32_t id = 0; id < t->model_.vocab_size(); ++id) entries.push_back(t->model_.piece(id));
