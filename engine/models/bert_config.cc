@@ -13,43 +13,6 @@
 namespace attnserve {
 namespace {
 
-// id2label / num_labels of a BertForSequenceClassification config.
-absl::StatusOr<std::vector<std::string>> SequenceClassificationLabels(const HfConfig& config) {
-  const std::string& path = config.path();
-  const nlohmann::json& root = config.json();
-  auto id2label = root.find("id2label");
-  if (id2label != root.end() && !id2label->is_null()) {
-    if (!id2label->is_object() || id2label->empty() || id2label->size() > 4096) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, ": id2label must be an object of 1 to 4096 labels {\"0\": name, ...}"));
-    }
-    std::vector<std::string> labels(id2label->size());
-    std::vector<bool> seen(labels.size(), false);
-    for (const auto& [key, value] : id2label->items()) {
-      size_t end = 0;
-      int id = -1;
-      try {
-        id = std::stoi(key, &end);
-      } catch (const std::exception&) {
-        end = 0;
-      }
-      if (end != key.size() || id < 0 || id >= static_cast<int>(labels.size()) || seen[id]) {
-        return absl::InvalidArgumentError(absl::StrCat(path, ": id2label key \"", key, "\" is not one of 0..",
-                                                       labels.size() - 1, " (each once)"));
-      }
-      if (!value.is_string()) {
-        return absl::InvalidArgumentError(absl::StrCat(path, ": id2label[\"", key, "\"] must be a string"));
-      }
-      seen[id] = true;
-      labels[id] = value.get<std::string>();
-    }
-    return labels;
-  }
-  ASSIGN_OR_RETURN(int64_t n, config.IntOr("num_labels", 2, 1, 4096));
-  std::vector<std::string> labels;
-  for (int64_t i = 0; i < n; ++i) labels.push_back(absl::StrCat("LABEL_", i));
-  return labels;
-}
 
 // The sizes every encoder config has, under BERT's key names or
 // DistilBERT's (dim, n_layers, n_heads, hidden_dim).
@@ -169,6 +132,43 @@ absl::StatusOr<BertConfig> ParseModernBertConfig(const HfConfig& config) {
 }
 
 }  // namespace
+
+absl::StatusOr<std::vector<std::string>> SequenceClassificationLabels(const HfConfig& config) {
+  const std::string& path = config.path();
+  const nlohmann::json& root = config.json();
+  auto id2label = root.find("id2label");
+  if (id2label != root.end() && !id2label->is_null()) {
+    if (!id2label->is_object() || id2label->empty() || id2label->size() > 4096) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": id2label must be an object of 1 to 4096 labels {\"0\": name, ...}"));
+    }
+    std::vector<std::string> labels(id2label->size());
+    std::vector<bool> seen(labels.size(), false);
+    for (const auto& [key, value] : id2label->items()) {
+      size_t end = 0;
+      int id = -1;
+      try {
+        id = std::stoi(key, &end);
+      } catch (const std::exception&) {
+        end = 0;
+      }
+      if (end != key.size() || id < 0 || id >= static_cast<int>(labels.size()) || seen[id]) {
+        return absl::InvalidArgumentError(absl::StrCat(path, ": id2label key \"", key, "\" is not one of 0..",
+                                                       labels.size() - 1, " (each once)"));
+      }
+      if (!value.is_string()) {
+        return absl::InvalidArgumentError(absl::StrCat(path, ": id2label[\"", key, "\"] must be a string"));
+      }
+      seen[id] = true;
+      labels[id] = value.get<std::string>();
+    }
+    return labels;
+  }
+  ASSIGN_OR_RETURN(int64_t n, config.IntOr("num_labels", 2, 1, 4096));
+  std::vector<std::string> labels;
+  for (int64_t i = 0; i < n; ++i) labels.push_back(absl::StrCat("LABEL_", i));
+  return labels;
+}
 
 absl::StatusOr<BertConfig> ParseBertConfig(const HfConfig& config) {
   const std::string& path = config.path();

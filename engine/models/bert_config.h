@@ -82,6 +82,11 @@ struct BertConfig {
   }
 };
 
+// A *ForSequenceClassification config's labels in id order: id2label, else
+// num_labels (default 2) as LABEL_0, LABEL_1, ... INVALID_ARGUMENT naming the
+// file for a malformed id2label.
+absl::StatusOr<std::vector<std::string>> SequenceClassificationLabels(const HfConfig& config);
+
 // Validates every field (ranges, D % H == 0, hidden_act (DistilBERT:
 // activation) "gelu", position_embedding_type "absolute", id2label keys
 // 0..n-1); errors name config.json and the field as the file spells it.

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "engine/core/status_macros.h"
 #include "engine/formats/decoder_config.h"
@@ -25,6 +26,16 @@ namespace {
 // config.json model types read as decoder-based embedders.
 bool IsCausalEmbedder(const std::string& model_type) {
   return model_type == "llama" || model_type == "mistral" || model_type == "qwen2" || model_type == "qwen3";
+}
+
+// transformers' *ForSequenceClassification over a decoder body (Qwen3,
+// Qwen2, Llama, Mistral: rerankers converted to a score head, reward models,
+// classifiers).
+bool IsDecoderClassifier(const HfConfig& config) {
+  for (const std::string& a : config.architectures()) {
+    if (absl::EndsWith(a, "ForSequenceClassification")) return true;
+  }
+  return false;
 }
 
 // A packaged model often lives in ".../<package>/model": the parent names it.
@@ -175,6 +186,16 @@ absl::StatusOr<std::unique_ptr<EncoderModel>> EncoderModel::LoadCausal(const Mod
   loaded.format = "hf";
   RETURN_IF_ERROR(m->AdoptDecoder(std::move(loaded), options, ModelName(md.dir), md.config.model_type()));
   RETURN_IF_ERROR(m->ReadSentenceTransformers(md, m->decoder_->max_positions()));
+  if (IsDecoderClassifier(md.config)) {
+    ASSIGN_OR_RETURN(std::vector<std::string> labels, SequenceClassificationLabels(md.config));
+    ASSIGN_OR_RETURN(m->score_, md.weights->LoadWithShape(
+                                    "score.weight", {static_cast<int64_t>(labels.size()), m->hidden_size_},
+                                    DType::kF32));
+    const nlohmann::json& pad = md.config.json().contains("pad_token_id") ? md.config.json()["pad_token_id"]
+                                                                           : nlohmann::json();
+    if (pad.is_number_integer()) m->score_pad_id_ = pad.get<int32_t>();
+    m->description_.labels = std::move(labels);
+  }
   return m;
 }
 
@@ -437,6 +458,22 @@ absl::StatusOr<std::vector<EncodeResult>> EncodeJob::Finish() {
     if (classifier != nullptr) {
       r.logits.resize(classifier->num_labels());
       classifier->Logits(rows, n, r.logits.data());
+    } else if (!model_->score_.empty()) {
+      // transformers: the rightmost token that is not the pad token (0
+      // when every token is), or the last when the config has no pad token.
+      int t = n - 1;
+      if (model_->score_pad_id_ >= 0) {
+        while (t > 0 && r.token_ids[t] == model_->score_pad_id_) --t;
+      }
+      const int64_t labels = model_->score_.dim(0);
+      r.logits.assign(labels, 0.0f);
+      for (int64_t l = 0; l < labels; ++l) {
+        const float* w = model_->score_.f32() + l * d;
+        const float* x = rows + int64_t{t} * d;
+        double sum = 0.0;
+        for (int k = 0; k < d; ++k) sum += static_cast<double>(w[k]) * x[k];
+        r.logits[l] = static_cast<float>(sum);
+      }
     }
     if (pooling == PoolingMode::kSplade) {
       const int v = model_->bert_->mlm_head()->vocab_size();

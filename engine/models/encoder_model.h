@@ -201,6 +201,11 @@ class EncoderModel {
   // Exactly one of the two networks.
   std::unique_ptr<BertEncoder> bert_;
   std::shared_ptr<const DecoderModel> decoder_;
+  // A decoder *ForSequenceClassification's score head ([labels, D], no
+  // bias), read at each input's last token that is not pad_token_id (-1:
+  // none, the last token), as transformers picks it.
+  Tensor score_;
+  int32_t score_pad_id_ = -1;
   // The network's sizes, whichever it is.
   int hidden_size_ = 0;
   int num_layers_ = 0;

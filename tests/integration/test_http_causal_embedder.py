@@ -3,7 +3,8 @@ models of tools/golden/causal_embedder_golden.py: a Qwen3Model with
 Qwen3-Embedding's tokenizer pipeline, last-token pooling, Normalize and
 instruction prompts; a LlamaForCausalLM with Llama-3's tokenizer and mean
 pooling; a MistralModel with the Llama-2-layout SentencePiece BPE, e5-mistral's
-kind): OpenAI /v1/embeddings and TEI /embed (with prompt_name) against
+kind; a Qwen3ForSequenceClassification reranker and a
+LlamaForSequenceClassification classifier): OpenAI /v1/embeddings and TEI /embed (with prompt_name) against
 sentence-transformers' SentenceTransformer on the same directories, TEI's
 /tokenize against Hugging Face tokenizers on NFD input, /v1/model_info, and
 the requests such a model refuses."""
@@ -18,6 +19,8 @@ MODELS = REPO / "tests/golden/encoder_models"
 QWEN = MODELS / "qwen3_embedding_tiny"
 LLAMA = MODELS / "llama_embedder_tiny"
 MISTRAL = MODELS / "mistral_embedder_tiny"
+RERANKER = MODELS / "qwen3_reranker_tiny"
+CLASSIFIER = MODELS / "llama_classifier_tiny"
 GOLDEN = json.loads((REPO / "tests/golden/encoder/causal_embedder_golden.json").read_text())
 TEXTS = [c["text"] for c in GOLDEN["embeddings"]["qwen3_embedding_tiny"]]
 
@@ -110,3 +113,31 @@ def test_gguf_embedder_equals_transformers(server_factory):
     assert body["usage"]["prompt_tokens"] == sum(len(c["ids"]) for c in cases)
     info = loaded_model_info(s)
     assert info["architecture"] == "qwen3", info
+
+
+def test_decoder_reranker_equals_cross_encoder(server_factory):
+    st = pytest.importorskip("sentence_transformers")
+    query = "what is the capital of france?"
+    docs = ["Paris is the capital and largest city of France.", "Bananas are a good source of potassium.",
+            " ".join(["alpha beta gamma delta"] * 20)]
+    want = st.CrossEncoder(str(RERANKER), device="cpu").predict([(query, d) for d in docs])
+    s = server_factory(f"--encoder-model={RERANKER}", "--threads=2")
+    status, body = post_json(s, "/rerank", {"query": query, "texts": docs, "truncate": True})
+    assert status == 200, body
+    got = {r["index"]: r["score"] for r in body}
+    assert [got[i] for i in range(len(docs))] == pytest.approx([float(x) for x in want], abs=1e-5)
+    # A cross-encoder's states are not sentence embeddings.
+    status, body = post_json(s, "/embed", {"inputs": "x"})
+    assert status == 400, body
+
+
+def test_decoder_classifier_equals_transformers_pipeline(server_factory):
+    transformers = pytest.importorskip("transformers")
+    pipe = transformers.pipeline("text-classification", model=str(CLASSIFIER), device="cpu", top_k=None)
+    texts = [c["text"] for c in GOLDEN["logits"]["llama_classifier_tiny"] if c["text_pair"] is None]
+    s = server_factory(f"--encoder-model={CLASSIFIER}", "--threads=2")
+    status, body = post_json(s, "/predict", {"inputs": [[t] for t in texts], "truncate": True})
+    assert status == 200, body
+    for text, got, want in zip(texts, body, pipe(texts, truncation=True)):
+        assert [p["label"] for p in got] == [w["label"] for w in want], text
+        assert [p["score"] for p in got] == pytest.approx([w["score"] for w in want], abs=2e-5), text

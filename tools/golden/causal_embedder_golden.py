@@ -36,6 +36,12 @@ TemplateProcessing.
                                                         (transformers 5 reads only tokenizer.json's
                                                         post-processor, as TEI does); lasttoken pooling +
                                                         Normalize
+     tests/golden/encoder_models/qwen3_reranker_tiny/   Qwen3ForSequenceClassification, 1 label (a reranker
+                                                        converted to a score head), Qwen3's tokenizer
+                                                        (<|endoftext|> appended and also its pad token, so
+                                                        the score is read at the token before it)
+     tests/golden/encoder_models/llama_classifier_tiny/ LlamaForSequenceClassification, 3 labels, no pad token
+                                                        (the score at the last token)
    and tests/golden/encoder_models/qwen3_embedding_tiny.gguf: the same Qwen3 model and tokenizer as llama.cpp's
    convert_hf_to_gguf.py writes them (gguf-py; decoder_make_models.py's tokenizer and gguf_llama_writer's
    tensors, all f32), with qwen3.pooling_type LAST, tokenizer.ggml.add_eos_token (Qwen3-Embedding's GGUF
@@ -48,6 +54,7 @@ TemplateProcessing.
      embeddings  per model: {text, ids, embedding}, computed from transformers' last_hidden_state and
                  asserted equal to SentenceTransformer(dir).encode
      prompted    qwen3_embedding_tiny with prompt_name "query": {text, ids, embedding}
+     logits      per classifier: {text, text_pair, ids, logits} from transformers, one input at a time
      gguf        the embeddings cases of qwen3_embedding_tiny whose text NFC leaves as it is (llama.cpp
                  does not normalize): the GGUF file must give the same ids and vectors
 
@@ -67,7 +74,8 @@ import gguf
 import torch
 from sentence_transformers import SentenceTransformer
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
-from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM, MistralConfig, MistralModel, Qwen3Config, Qwen3Model
+from transformers import (AutoTokenizer, LlamaConfig, LlamaForCausalLM, LlamaForSequenceClassification, MistralConfig,
+                          MistralModel, Qwen3Config, Qwen3ForSequenceClassification, Qwen3Model)
 
 from encoder_golden_util import (REPO, byte_offsets, corpus, save_model_dir, truncated_ids, versions, write_json,
                                  write_mean_pooling_modules)
@@ -109,6 +117,10 @@ DECOMPOSED = [
     "\u1100\u1161\u11a8 \u1112\u1161\u11ab",  # Hangul jamo -> syllables
 ]
 QUERIES = ["What is the capital of China?", "Explain gravity"]
+PAIRS = [
+    ("what is the capital of france?", "Paris is the capital and largest city of France."),
+    ("how do i reset my password?", "Bananas are a good source of potassium."),
+]
 
 
 def build_tokenizer(qwen):
@@ -188,6 +200,19 @@ def write_qwen3_gguf(path, model, tok):
     w.close()
 
 
+def classifier_cases(model, tok):
+    """transformers' logits for each text and pair alone. No
+    sentence-transformers config: the limit (as TEI's) is
+    max_position_embeddings, which tokenizer_config.json says too."""
+    cases = []
+    for text, pair in PAIRS + [(t, None) for t in TEXTS]:
+        ids = truncated_ids(tok, text, pair, model.config.max_position_embeddings)
+        with torch.no_grad():
+            out = model(input_ids=torch.tensor([ids]), attention_mask=torch.ones(1, len(ids))).logits[0]
+        cases.append({"text": text, "text_pair": pair, "ids": ids, "logits": [float(x) for x in out]})
+    return cases
+
+
 def tokenizer_cases(tok):
     cases = []
     for text in TEXTS + DECOMPOSED:
@@ -239,6 +264,19 @@ def main():
     assert max(len(e["ids"]) for e in fixture["embeddings"]["qwen3_embedding_tiny"]) == MAX_TOKENS
     assert all(e["ids"][-1] == qids["<|endoftext|>"] for e in fixture["embeddings"]["qwen3_embedding_tiny"])
     write_qwen3_gguf(os.path.join(REPO, "tests/golden/encoder_models/qwen3_embedding_tiny.gguf"), qwen, qtok)
+
+    fixture["logits"] = {}
+    reranker = Qwen3ForSequenceClassification(Qwen3Config(
+        vocab_size=qtok.get_vocab_size(), hidden_size=32, intermediate_size=64, num_hidden_layers=3,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=256,
+        rope_theta=1000000.0, rms_norm_eps=1e-6, tie_word_embeddings=True, attn_implementation="eager",
+        num_labels=1, pad_token_id=qids["<|endoftext|>"], eos_token_id=qids["<|im_end|>"])).eval()
+    reinit_(reranker, 20261223)
+    save_model_dir("qwen3_reranker_tiny", reranker, qtok, {
+        "eos_token": "<|im_end|>", "pad_token": "<|endoftext|>", "tokenizer_class": "Qwen2Tokenizer",
+        "model_max_length": 256})
+    fixture["logits"]["qwen3_reranker_tiny"] = classifier_cases(reranker, qtok)
+    assert all(c["ids"][-1] == qids["<|endoftext|>"] for c in fixture["logits"]["qwen3_reranker_tiny"])
     fixture["gguf"] = [e for e in fixture["embeddings"]["qwen3_embedding_tiny"]
                        if unicodedata.normalize("NFC", e["text"]) == e["text"]]
     assert len(fixture["gguf"]) == len(TEXTS)
@@ -282,6 +320,19 @@ def main():
     fixture["tokenizer"]["mistral_embedder_tiny"] = tokenizer_cases(mtok)
     fixture["embeddings"]["mistral_embedder_tiny"] = embedding_cases(mistral, mtok, st, "lasttoken", True,
                                                                      TEXTS + DECOMPOSED)
+    classifier = LlamaForSequenceClassification(LlamaConfig(
+        vocab_size=ltok.get_vocab_size(), hidden_size=32, intermediate_size=64, num_hidden_layers=3,
+        num_attention_heads=4, num_key_value_heads=1, head_dim=16, max_position_embeddings=256,
+        rope_theta=1000000.0, rms_norm_eps=1e-5, attn_implementation="eager", pad_token_id=None,
+        bos_token_id=lids["<|begin_of_text|>"], eos_token_id=lids["<|end_of_text|>"],
+        id2label={0: "negative", 1: "neutral", 2: "positive"},
+        label2id={"negative": 0, "neutral": 1, "positive": 2})).eval()
+    reinit_(classifier, 20261224)
+    save_model_dir("llama_classifier_tiny", classifier, ltok, {
+        "bos_token": "<|begin_of_text|>", "eos_token": "<|end_of_text|>", "tokenizer_class": "PreTrainedTokenizerFast",
+        "model_max_length": 256})
+    fixture["logits"]["llama_classifier_tiny"] = classifier_cases(classifier, ltok)
+
     fixture["tokenizer"]["tok512_metaspace"] = tokenizer_cases(
         Tokenizer.from_file(os.path.join(TOK512, "tok512_metaspace_tokenizer.json")))
     write_json(OUT_PATH, fixture)

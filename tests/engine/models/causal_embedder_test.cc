@@ -81,6 +81,24 @@ TEST(SentencePieceBpeEncoderTest, MalformedFilesNameTheComponent) {
   });
 }
 
+// Decoder *ForSequenceClassification heads: a Qwen3 reranker whose pad token
+// is the <|endoftext|> its template appends (the score is read one token
+// earlier), and a 3-label Llama classifier without a pad token.
+class CausalClassifierTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CausalClassifierTest, LogitsMatchTransformers) {
+  ASSERT_FALSE(Golden().is_null());
+  auto model = EncoderModel::Load(ModelDir(GetParam()), {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  const nlohmann::json& cases = Golden()["logits"][GetParam()];
+  ASSERT_GE(cases.size(), 8u);
+  EXPECT_EQ((*model)->description().labels.size(), cases[0]["logits"].size());
+  testing_util::ExpectGoldenLogits(**model, cases, 1e-4);
+}
+
+INSTANTIATE_TEST_SUITE_P(Heads, CausalClassifierTest,
+                         ::testing::Values("qwen3_reranker_tiny", "llama_classifier_tiny"));
+
 // Decoding: "▁" back to spaces, byte-fallback runs back to their
 // characters, the leading space dropped, special tokens skipped.
 TEST(SentencePieceBpeEncoderTest, DecodesItsOwnIds) {
