@@ -117,6 +117,31 @@ def loaded_model_info(server):
     return info
 
 
+def assert_rerank_equals_cross_encoder(server, model_dir, query, docs, **fields):
+    """TEI's /rerank against sentence-transformers' CrossEncoder.predict on
+    the same directory, score by score; returns (CrossEncoder's scores, the
+    route's answer) for further checks."""
+    st = pytest.importorskip("sentence_transformers")
+    want = st.CrossEncoder(str(model_dir), device="cpu").predict([(query, d) for d in docs])
+    status, body = post_json(server, "/rerank", {"query": query, "texts": docs, **fields})
+    assert status == 200, body
+    got = {r["index"]: r["score"] for r in body}
+    assert [got[i] for i in range(len(docs))] == pytest.approx([float(x) for x in want], abs=2e-5)
+    return want, body
+
+
+def assert_predict_equals_pipeline(server, model_dir, texts, **fields):
+    """TEI's /predict of each text against transformers' text-classification
+    pipeline (every label, best first) on the same directory."""
+    transformers = pytest.importorskip("transformers")
+    pipe = transformers.pipeline("text-classification", model=str(model_dir), device="cpu", top_k=None)
+    status, body = post_json(server, "/predict", {"inputs": [[t] for t in texts], **fields})
+    assert status == 200, body
+    for text, got, want in zip(texts, body, pipe(texts, truncation=True)):
+        assert [p["label"] for p in got] == [w["label"] for w in want], text
+        assert [p["score"] for p in got] == pytest.approx([w["score"] for w in want], abs=2e-5), text
+
+
 def tei_tokens_reference(tokenizer, text, add_special_tokens=True):
     """TEI's /tokenize tokens for `text` from a Hugging Face tokenizers
     encoding: byte offsets, the text's own bytes there, special tokens (the

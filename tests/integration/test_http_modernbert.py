@@ -12,7 +12,8 @@ import json
 import numpy as np
 import pytest
 
-from conftest import REPO, encoder_server, loaded_model_info, openai_embeddings, post_json, tei_tokens_reference
+from conftest import (REPO, assert_predict_equals_pipeline, assert_rerank_equals_cross_encoder, encoder_server,
+                      loaded_model_info, openai_embeddings, post_json, tei_tokens_reference)
 
 MODELS = REPO / "tests/golden/encoder_models"
 EMBEDDER = MODELS / "modernbert_tiny"
@@ -45,28 +46,17 @@ def test_tei_tokenize_equals_tokenizers(embedder):
 
 
 def test_tei_rerank_equals_cross_encoder(server_factory):
-    st = pytest.importorskip("sentence_transformers")
     query = "what is the capital of france?"
     docs = ["Paris is the capital and largest city of France.", "Bananas are a good source of potassium.",
             " ".join(["alpha beta gamma delta"] * 20)]
-    want = st.CrossEncoder(str(RERANKER), device="cpu").predict([(query, d) for d in docs])
     s = server_factory(f"--encoder-model={RERANKER}", "--threads=2")
-    status, body = post_json(s, "/rerank", {"query": query, "texts": docs, "truncate": True})
-    assert status == 200, body
-    got = {r["index"]: r["score"] for r in body}
-    assert [got[i] for i in range(len(docs))] == pytest.approx([float(x) for x in want], abs=1e-5)
+    assert_rerank_equals_cross_encoder(s, RERANKER, query, docs, truncate=True)
 
 
 def test_tei_predict_equals_transformers_pipeline(server_factory):
-    transformers = pytest.importorskip("transformers")
-    pipe = transformers.pipeline("text-classification", model=str(CLASSIFIER), device="cpu", top_k=None)
     texts = [c["text"] for c in GOLDEN["logits"]["modernbert_classifier_tiny"] if c["text_pair"] is None]
     s = server_factory(f"--encoder-model={CLASSIFIER}", "--threads=2")
-    status, body = post_json(s, "/predict", {"inputs": [[t] for t in texts], "truncate": True})
-    assert status == 200, body
-    for text, got, want in zip(texts, body, pipe(texts, truncation=True)):
-        assert [p["label"] for p in got] == [w["label"] for w in want], text
-        assert [p["score"] for p in got] == pytest.approx([w["score"] for w in want], abs=2e-5), text
+    assert_predict_equals_pipeline(s, CLASSIFIER, texts, truncate=True)
 
 
 def test_model_info_names_the_architecture_and_limit(embedder):

@@ -11,7 +11,8 @@ import json
 import numpy as np
 import pytest
 
-from conftest import REPO, encoder_server, loaded_model_info, openai_embeddings, post_json, tei_tokens_reference
+from conftest import (REPO, assert_predict_equals_pipeline, encoder_server, loaded_model_info, openai_embeddings,
+                      post_json, tei_tokens_reference)
 
 MODELS = REPO / "tests/golden/encoder_models"
 EMBEDDER = MODELS / "roberta_tiny"
@@ -72,16 +73,10 @@ def test_tei_decode_equals_tokenizers(embedder):
 
 
 def test_tei_predict_equals_transformers_pipeline(classifier):
-    transformers = pytest.importorskip("transformers")
-    pipe = transformers.pipeline("text-classification", model=str(CLASSIFIER), device="cpu", top_k=None)
     texts = [c["text"] for c in GOLDEN["logits"]
              if c["text_pair"] is None and c["text"] == c["text"].strip() and len(c["ids"]) < GOLDEN["max_tokens"]]
     assert len(texts) >= 3
-    status, body = post_json(classifier, "/predict", {"inputs": [[t] for t in texts]})
-    assert status == 200, body
-    for text, got, want in zip(texts, body, pipe(texts)):
-        assert [p["label"] for p in got] == [w["label"] for w in want], text
-        assert [p["score"] for p in got] == pytest.approx([w["score"] for w in want], abs=2e-5), text
+    assert_predict_equals_pipeline(classifier, CLASSIFIER, texts)
 
 
 def test_model_info_names_the_architecture_and_limit(embedder):

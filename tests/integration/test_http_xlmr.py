@@ -10,7 +10,8 @@ import json
 import numpy as np
 import pytest
 
-from conftest import REPO, encoder_server, loaded_model_info, openai_embeddings, post_json, tei_tokens_reference
+from conftest import (REPO, assert_rerank_equals_cross_encoder, encoder_server, loaded_model_info, openai_embeddings,
+                      post_json, tei_tokens_reference)
 
 MODELS = REPO / "tests/golden/encoder_models"
 EMBEDDER = MODELS / "xlmr_tiny"
@@ -105,13 +106,8 @@ def test_tei_tokenize_equals_tokenizers(embedder):
 
 
 def test_tei_rerank_equals_cross_encoder(reranker):
-    st = pytest.importorskip("sentence_transformers")
-    want = st.CrossEncoder(str(RERANKER), device="cpu").predict([(QUERY, d) for d in DOCUMENTS])
-    status, body = post_json(reranker, "/rerank", {"query": QUERY, "texts": DOCUMENTS})
-    assert status == 200, body
+    want, body = assert_rerank_equals_cross_encoder(reranker, RERANKER, QUERY, DOCUMENTS)
     assert [r["index"] for r in body] == list(np.argsort(-want, kind="stable"))
-    for r in body:
-        assert r["score"] == pytest.approx(float(want[r["index"]]), abs=2e-5)
 
 
 def test_model_info_names_the_architecture_and_limit(embedder):

@@ -77,8 +77,8 @@ from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_toke
 from transformers import (AutoTokenizer, LlamaConfig, LlamaForCausalLM, LlamaForSequenceClassification, MistralConfig,
                           MistralModel, Qwen3Config, Qwen3ForSequenceClassification, Qwen3Model)
 
-from encoder_golden_util import (REPO, byte_offsets, corpus, save_model_dir, truncated_ids, versions, write_json,
-                                 write_mean_pooling_modules)
+from encoder_golden_util import (REPO, byte_offsets, classifier_cases, corpus, save_model_dir, truncated_ids,
+                                 versions, write_json, write_mean_pooling_modules)
 from decoder_make_models import gguf_tokenizer
 from gguf_llama_writer import add_hparams, add_tensors
 from roberta_golden import OTHER_SCRIPTS
@@ -200,19 +200,6 @@ def write_qwen3_gguf(path, model, tok):
     w.close()
 
 
-def classifier_cases(model, tok):
-    """transformers' logits for each text and pair alone. No
-    sentence-transformers config: the limit (as TEI's) is
-    max_position_embeddings, which tokenizer_config.json says too."""
-    cases = []
-    for text, pair in PAIRS + [(t, None) for t in TEXTS]:
-        ids = truncated_ids(tok, text, pair, model.config.max_position_embeddings)
-        with torch.no_grad():
-            out = model(input_ids=torch.tensor([ids]), attention_mask=torch.ones(1, len(ids))).logits[0]
-        cases.append({"text": text, "text_pair": pair, "ids": ids, "logits": [float(x) for x in out]})
-    return cases
-
-
 def tokenizer_cases(tok):
     cases = []
     for text in TEXTS + DECOMPOSED:
@@ -275,7 +262,7 @@ def main():
     save_model_dir("qwen3_reranker_tiny", reranker, qtok, {
         "eos_token": "<|im_end|>", "pad_token": "<|endoftext|>", "tokenizer_class": "Qwen2Tokenizer",
         "model_max_length": 256})
-    fixture["logits"]["qwen3_reranker_tiny"] = classifier_cases(reranker, qtok)
+    fixture["logits"]["qwen3_reranker_tiny"] = classifier_cases(reranker, qtok, PAIRS, TEXTS)
     assert all(c["ids"][-1] == qids["<|endoftext|>"] for c in fixture["logits"]["qwen3_reranker_tiny"])
     fixture["gguf"] = [e for e in fixture["embeddings"]["qwen3_embedding_tiny"]
                        if unicodedata.normalize("NFC", e["text"]) == e["text"]]
@@ -331,7 +318,7 @@ def main():
     save_model_dir("llama_classifier_tiny", classifier, ltok, {
         "bos_token": "<|begin_of_text|>", "eos_token": "<|end_of_text|>", "tokenizer_class": "PreTrainedTokenizerFast",
         "model_max_length": 256})
-    fixture["logits"]["llama_classifier_tiny"] = classifier_cases(classifier, ltok)
+    fixture["logits"]["llama_classifier_tiny"] = classifier_cases(classifier, ltok, PAIRS, TEXTS)
 
     fixture["tokenizer"]["tok512_metaspace"] = tokenizer_cases(
         Tokenizer.from_file(os.path.join(TOK512, "tok512_metaspace_tokenizer.json")))

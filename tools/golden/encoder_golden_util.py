@@ -108,6 +108,20 @@ def truncated_ids(tok, text, pair, max_length):
     return ids
 
 
+def classifier_cases(model, tok, pairs, texts):
+    """transformers' logits for each pair, then each text, one input at a
+    time. The classifiers have no sentence-transformers config: the limit
+    (as TEI's) is max_position_embeddings."""
+    import torch
+    cases = []
+    for text, pair in list(pairs) + [(t, None) for t in texts]:
+        ids = truncated_ids(tok, text, pair, model.config.max_position_embeddings)
+        with torch.no_grad():
+            out = model(input_ids=torch.tensor([ids]), attention_mask=torch.ones(1, len(ids))).logits[0]
+        cases.append({"text": text, "text_pair": pair, "ids": ids, "logits": [float(x) for x in out]})
+    return cases
+
+
 def versions(script, **extra):
     """The fixture's "versions": this script and the reference libraries'
     exact versions (extra: further name -> version)."""

@@ -51,8 +51,8 @@ from sentence_transformers import SentenceTransformer
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import ModernBertConfig, ModernBertForSequenceClassification, ModernBertModel
 
-from encoder_golden_util import (REPO, byte_offsets, corpus, reinit_, save_model_dir, truncated_ids, versions,
-                                 write_json, write_mean_pooling_modules)
+from encoder_golden_util import (REPO, byte_offsets, classifier_cases, corpus, reinit_, save_model_dir,
+                                 truncated_ids, versions, write_json, write_mean_pooling_modules)
 from roberta_golden import OTHER_SCRIPTS
 
 SCRIPT = "tools/golden/modernbert_golden.py"
@@ -122,17 +122,6 @@ def save_dir(name, model, tok, max_length, legacy=False):
     return d
 
 
-def classifier_cases(model, tok):
-    # No sentence-transformers config: the limit is max_position_embeddings.
-    cases = []
-    for text, pair in PAIRS + [(t, None) for t in TEXTS]:
-        ids = truncated_ids(tok, text, pair, model.config.max_position_embeddings)
-        with torch.no_grad():
-            out = model(input_ids=torch.tensor([ids]), attention_mask=torch.ones(1, len(ids))).logits[0]
-        cases.append({"text": text, "text_pair": pair, "ids": ids, "logits": [float(x) for x in out]})
-    return cases
-
-
 def main():
     torch.manual_seed(0)
     tok, ids = build_tokenizer()
@@ -172,7 +161,7 @@ def main():
     # The classifiers have no sentence-transformers config: their limit (as
     # TEI's) is max_position_embeddings, which their tokenizer_config says too.
     save_dir("modernbert_reranker_tiny", reranker, tok, reranker.config.max_position_embeddings)
-    fixture["logits"]["modernbert_reranker_tiny"] = classifier_cases(reranker, tok)
+    fixture["logits"]["modernbert_reranker_tiny"] = classifier_cases(reranker, tok, PAIRS, TEXTS)
 
     classifier = ModernBertForSequenceClassification(
         model_config(vocab_size, ids, legacy=True, num_labels=3, classifier_pooling="cls",
@@ -180,7 +169,7 @@ def main():
                      label2id={"negative": 0, "neutral": 1, "positive": 2})).eval()
     reinit_(classifier, 20261219)
     save_dir("modernbert_classifier_tiny", classifier, tok, classifier.config.max_position_embeddings, legacy=True)
-    fixture["logits"]["modernbert_classifier_tiny"] = classifier_cases(classifier, tok)
+    fixture["logits"]["modernbert_classifier_tiny"] = classifier_cases(classifier, tok, PAIRS, TEXTS)
     write_json(OUT_PATH, fixture)
     print("wrote", OUT_PATH)
 
