@@ -54,4 +54,16 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ReadBpeMerges(c
   return merges;
 }
 
+absl::StatusOr<int32_t> ReadBpeUnkId(const nlohmann::json& model,
+                                     absl::FunctionRef<std::optional<int32_t>(const std::string&)> find,
+                                     const std::string& path) {
+  if (!model.contains("unk_token") || !model["unk_token"].is_string()) return -1;
+  const std::string unk = model["unk_token"].get<std::string>();
+  const std::optional<int32_t> id = find(unk);
+  if (!id.has_value()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": model.unk_token \"", unk, "\" is not in model.vocab"));
+  }
+  return *id;
+}
+
 }  // namespace attnserve

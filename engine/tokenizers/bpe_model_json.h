@@ -4,12 +4,14 @@
 #ifndef ATTNSERVE_ENGINE_TOKENIZERS_BPE_MODEL_JSON_H_
 #define ATTNSERVE_ENGINE_TOKENIZERS_BPE_MODEL_JSON_H_
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 
 namespace attnserve {
@@ -21,6 +23,13 @@ absl::StatusOr<std::vector<std::string>> ReadBpeVocab(const nlohmann::json& mode
 // model.merges in rank order, each written "a b" or [a, b].
 absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ReadBpeMerges(const nlohmann::json& model,
                                                                                const std::string& path);
+
+// model.unk_token's id as `find` gives it (find: piece -> id, nullopt when
+// absent); -1 when the model names no unk_token. INVALID_ARGUMENT naming
+// the file when the vocabulary lacks it.
+absl::StatusOr<int32_t> ReadBpeUnkId(const nlohmann::json& model,
+                                     absl::FunctionRef<std::optional<int32_t>(const std::string&)> find,
+                                     const std::string& path);
 
 }  // namespace attnserve
 

@@ -71,6 +71,16 @@ inline void ExpectGoldenLogits(const EncoderModel& model, const nlohmann::json& 
   }
 }
 
+// The classifier at `dir`: as many labels as each case has logits, and every
+// case's logits (ExpectGoldenLogits).
+inline void ExpectGoldenClassifier(const std::string& dir, const nlohmann::json& cases, double tolerance) {
+  auto model = EncoderModel::Load(dir, {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  ASSERT_GE(cases.size(), 8u);
+  EXPECT_EQ((*model)->description().labels.size(), cases[0]["logits"].size());
+  ExpectGoldenLogits(**model, cases, tolerance);
+}
+
 }  // namespace attnserve::testing_util
 
 #endif  // ATTNSERVE_TESTS_ENGINE_MODELS_ENCODER_GOLDEN_CHECKS_H_
