@@ -1,14 +1,12 @@
 #include "engine/tokenizers/sentencepiece_bpe_encoder.h"
 
 #include <cstdio>
-#include <functional>
 #include <optional>
-#include <queue>
-#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "engine/core/status_macros.h"
+#include "engine/tokenizers/bpe_merge.h"
 #include "engine/tokenizers/bpe_model_json.h"
 #include "engine/tokenizers/unicode_util.h"
 
@@ -166,54 +164,23 @@ absl::Status SentencePieceBpeEncoder::EncodeSegment(absl::string_view segment, u
 }
 
 void SentencePieceBpeEncoder::Tokenize(const AlignedText& piece, TextEncoding* out) const {
-  const int n = static_cast<int>(piece.size());
-  if (n == 0) return;
-  // One symbol per character: its text and the characters [first, last] it covers.
-  std::vector<std::string> text(n);
-  std::vector<int> last(n);
-  std::vector<int> next(n), prev(n), version(n, 0);
-  std::vector<bool> alive(n, true);
-  for (int i = 0; i < n; ++i) {
-    AppendUtf8(piece[i].c, &text[i]);
-    last[i] = i;
-    prev[i] = i - 1;
-    next[i] = i + 1 < n ? i + 1 : -1;
-  }
-  auto rank_of = [&](int l) -> std::optional<int32_t> {
-    const int r = next[l];
-    if (r < 0) return std::nullopt;
-    auto it = merge_rank_.find(absl::StrCat(text[l], " ", text[r]));
-    if (it == merge_rank_.end()) return std::nullopt;
-    return it->second;
-  };
-  // (rank, left position, left version, right version): lowest rank, then
-  // leftmost, first; stale entries skipped.
-  using Entry = std::tuple<int32_t, int, int, int>;
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap;
-  auto push = [&](int l) {
-    if (l < 0) return;
-    if (const std::optional<int32_t> r = rank_of(l)) heap.emplace(*r, l, version[l], version[next[l]]);
-  };
-  for (int i = 0; i + 1 < n; ++i) push(i);
-  while (!heap.empty()) {
-    const auto [rank, l, vl, vr] = heap.top();
-    heap.pop();
-    const int r = next[l];
-    if (!alive[l] || r < 0 || version[l] != vl || version[r] != vr) continue;
-    text[l] += text[r];
-    last[l] = last[r];
-    alive[r] = false;
-    ++version[l];
-    next[l] = next[r];
-    if (next[r] >= 0) prev[next[r]] = l;
-    push(prev[l]);
-    push(l);
-  }
+  if (piece.empty()) return;
+  std::vector<std::string> chars(piece.size());
+  for (size_t i = 0; i < piece.size(); ++i) AppendUtf8(piece[i].c, &chars[i]);
+  const std::vector<std::string> symbols =
+      BpeMerge(std::move(chars), [&](absl::string_view left, absl::string_view right) -> std::optional<double> {
+        auto it = merge_rank_.find(absl::StrCat(left, " ", right));
+        if (it == merge_rank_.end()) return std::nullopt;
+        return it->second;
+      });
   bool previous_unknown = false;
-  for (int i = 0; i >= 0 && i < n; i = next[i]) {
-    const uint32_t begin = piece[i].begin;
-    const uint32_t end = piece[last[i]].end;
-    auto it = piece_to_id_.find(text[i]);
+  size_t first = 0;  // the symbol's first character in `piece`
+  for (const std::string& symbol : symbols) {
+    const size_t count = SplitUtf8Chars(symbol).size();
+    const uint32_t begin = piece[first].begin;
+    const uint32_t end = piece[first + count - 1].end;
+    first += count;
+    auto it = piece_to_id_.find(symbol);
     if (it != piece_to_id_.end()) {
       out->ids.push_back(it->second);
       out->offsets.emplace_back(begin, end);
@@ -222,9 +189,9 @@ void SentencePieceBpeEncoder::Tokenize(const AlignedText& piece, TextEncoding* o
     }
     // Only single characters can be unknown (every merge is in the vocabulary).
     bool all_bytes = byte_fallback_;
-    for (unsigned char b : text[i]) all_bytes = all_bytes && byte_id_[b] >= 0;
+    for (unsigned char b : symbol) all_bytes = all_bytes && byte_id_[b] >= 0;
     if (all_bytes) {
-      for (unsigned char b : text[i]) {
+      for (unsigned char b : symbol) {
         out->ids.push_back(byte_id_[b]);
         out->offsets.emplace_back(begin, end);
       }
@@ -241,7 +208,6 @@ void SentencePieceBpeEncoder::Tokenize(const AlignedText& piece, TextEncoding* o
     previous_unknown = true;
   }
 }
-
 absl::StatusOr<std::string> SentencePieceBpeEncoder::Decode(absl::Span<const int32_t> ids,
                                                             bool skip_special_tokens) const {
   ASSIGN_OR_RETURN(std::vector<std::string> tokens, Entries(ids, skip_special_tokens));
