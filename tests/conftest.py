@@ -117,6 +117,28 @@ def loaded_model_info(server):
     return info
 
 
+def assert_embeddings_equal_sentence_transformers(server, model_dir, texts, model):
+    """/v1/embeddings (model name `model`) against
+    SentenceTransformer(model_dir).encode within 1e-4; returns
+    (sentence-transformers' vectors, the route's body) for further checks."""
+    import numpy as np
+    st = pytest.importorskip("sentence_transformers")
+    want = st.SentenceTransformer(str(model_dir), device="cpu").encode(texts, convert_to_numpy=True)
+    got, body = openai_embeddings(server, texts, model)
+    np.testing.assert_allclose(got, want, atol=1e-4)
+    return want, body
+
+
+def assert_tei_tokenize_equals_tokenizers(server, model_dir, texts):
+    """TEI's /tokenize against Hugging Face tokenizers on the directory's
+    tokenizer.json (tei_tokens_reference)."""
+    tokenizers = pytest.importorskip("tokenizers")
+    tok = tokenizers.Tokenizer.from_file(str(pathlib.Path(model_dir) / "tokenizer.json"))
+    status, body = post_json(server, "/tokenize", {"inputs": texts})
+    assert status == 200, body
+    assert body == [tei_tokens_reference(tok, t) for t in texts]
+
+
 def assert_rerank_equals_cross_encoder(server, model_dir, query, docs, **fields):
     """TEI's /rerank against sentence-transformers' CrossEncoder.predict on
     the same directory, score by score; returns (CrossEncoder's scores, the

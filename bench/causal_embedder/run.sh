@@ -11,11 +11,5 @@
 # Knobs: ENCODER_BENCH_THREADS, ENCODER_BENCH_MIN_SECONDS, CAUSAL_EMBEDDER_BENCH_SHAPES (BxN list).
 set -euo pipefail
 REPO="$1"; VENV="$2"; BUILD="$3"
-MODEL="$BUILD/bench/causal_embedder/model"
-if [[ ! -f "$MODEL/model.safetensors" ]]; then
-  mkdir -p "$(dirname "$MODEL")"
-  HF_HUB_OFFLINE=1 "$VENV/bin/python" "$REPO/bench/encoder/make_causal_embedder.py" "$REPO" "$MODEL" 2>/dev/null
-fi
-ATTNSERVE_MINILM_DIR="$MODEL" ENCODER_BENCH_OUT="$BUILD/bench/causal_embedder" ENCODER_BENCH_ONNX=0 \
-  ENCODER_BENCH_SHAPES="${CAUSAL_EMBEDDER_BENCH_SHAPES:-1x16,8x128,1x512,8x512}" \
-  "$REPO/bench/encoder/run.sh" "$REPO" "$VENV" "$BUILD"
+ENCODER_BENCH_ONNX=0 "$REPO/bench/encoder/run_generated.sh" "$REPO" "$VENV" "$BUILD" causal_embedder \
+  "$REPO/bench/encoder/make_causal_embedder.py" "${CAUSAL_EMBEDDER_BENCH_SHAPES:-1x16,8x128,1x512,8x512}"

@@ -10,11 +10,5 @@
 # Knobs: ENCODER_BENCH_THREADS, ENCODER_BENCH_MIN_SECONDS, MODERNBERT_BENCH_SHAPES (BxN list).
 set -euo pipefail
 REPO="$1"; VENV="$2"; BUILD="$3"
-MODEL="$BUILD/bench/modernbert/model"
-if [[ ! -f "$MODEL/model.safetensors" ]]; then
-  mkdir -p "$(dirname "$MODEL")"
-  HF_HUB_OFFLINE=1 "$VENV/bin/python" "$REPO/bench/encoder/make_modernbert.py" "$REPO" "$MODEL" 2>/dev/null
-fi
-ATTNSERVE_MINILM_DIR="$MODEL" ENCODER_BENCH_OUT="$BUILD/bench/modernbert" \
-  ENCODER_BENCH_SHAPES="${MODERNBERT_BENCH_SHAPES:-1x16,8x128,1x512,8x512,1x2048}" \
-  "$REPO/bench/encoder/run.sh" "$REPO" "$VENV" "$BUILD"
+"$REPO/bench/encoder/run_generated.sh" "$REPO" "$VENV" "$BUILD" modernbert "$REPO/bench/encoder/make_modernbert.py" \
+  "${MODERNBERT_BENCH_SHAPES:-1x16,8x128,1x512,8x512,1x2048}"

@@ -30,6 +30,19 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ReadBpeMerges(c
 absl::StatusOr<int32_t> ReadBpeUnkId(const nlohmann::json& model,
                                      absl::FunctionRef<std::optional<int32_t>(const std::string&)> find,
                                      const std::string& path);
+// The same through a piece -> id map (std::unordered_map, absl::flat_hash_map).
+template <typename PieceToId>
+absl::StatusOr<int32_t> ReadBpeUnkId(const nlohmann::json& model, const PieceToId& piece_to_id,
+                                     const std::string& path) {
+  auto lookup = [&](const std::string& piece) -> std::optional<int32_t> {
+    auto it = piece_to_id.find(piece);
+    if (it == piece_to_id.end()) return std::nullopt;
+    return it->second;
+  };
+  // A FunctionRef, so that the call takes the overload above, not this one.
+  const absl::FunctionRef<std::optional<int32_t>(const std::string&)> find = lookup;
+  return ReadBpeUnkId(model, find, path);
+}
 
 }  // namespace attnserve
 

@@ -186,14 +186,7 @@ absl::StatusOr<std::unique_ptr<ByteLevelBpeEncoder>> ByteLevelBpeEncoder::FromJs
     // A pair listed twice keeps its last rank, as tokenizers' map of merges does.
     t->merges_.insert_or_assign(key, std::make_pair(static_cast<int32_t>(r), merged->second));
   }
-  ASSIGN_OR_RETURN(t->unk_id_, ReadBpeUnkId(
-                                   model,
-                                   [&](const std::string& piece) -> std::optional<int32_t> {
-                                     auto it = t->piece_to_id_.find(piece);
-                                     if (it == t->piece_to_id_.end()) return std::nullopt;
-                                     return it->second;
-                                   },
-                                   path));
+  ASSIGN_OR_RETURN(t->unk_id_, ReadBpeUnkId(model, t->piece_to_id_, path));
 
   ASSIGN_OR_RETURN(t->added_, AddedVocabulary::FromJson(j.value("added_tokens", nlohmann::json()), path));
   t->SetEntries(static_cast<int64_t>(vocab.size()), vocab);

@@ -126,14 +126,7 @@ absl::StatusOr<std::unique_ptr<SentencePieceBpeEncoder>> SentencePieceBpeEncoder
     // A pair listed twice keeps its last rank, as tokenizers' map of merges does.
     t->merge_rank_.insert_or_assign(absl::StrCat(left, " ", right), static_cast<int32_t>(r));
   }
-  ASSIGN_OR_RETURN(t->unk_id_, ReadBpeUnkId(
-                                   model,
-                                   [&](const std::string& piece) -> std::optional<int32_t> {
-                                     auto it = t->piece_to_id_.find(piece);
-                                     if (it == t->piece_to_id_.end()) return std::nullopt;
-                                     return it->second;
-                                   },
-                                   path));
+  ASSIGN_OR_RETURN(t->unk_id_, ReadBpeUnkId(model, t->piece_to_id_, path));
 
   ASSIGN_OR_RETURN(t->added_, AddedVocabulary::FromJson(Member(j, "added_tokens"), path));
   t->added_.NormalizePatterns([&](absl::string_view content) { return t->normalizer_.NormalizeString(content); });

@@ -13,8 +13,9 @@ import json
 import numpy as np
 import pytest
 
-from conftest import (REPO, assert_predict_equals_pipeline, assert_rerank_equals_cross_encoder, encoder_server,
-                      loaded_model_info, openai_embeddings, post_json, tei_tokens_reference)
+from conftest import (REPO, assert_embeddings_equal_sentence_transformers, assert_predict_equals_pipeline,
+                      assert_rerank_equals_cross_encoder, assert_tei_tokenize_equals_tokenizers, encoder_server,
+                      loaded_model_info, openai_embeddings, post_json)
 
 MODELS = REPO / "tests/golden/encoder_models"
 QWEN = MODELS / "qwen3_embedding_tiny"
@@ -32,10 +33,7 @@ def qwen():
 
 
 def test_embeddings_equal_sentence_transformers(qwen):
-    st = pytest.importorskip("sentence_transformers")
-    want = st.SentenceTransformer(str(QWEN), device="cpu").encode(TEXTS, convert_to_numpy=True)
-    got, body = openai_embeddings(qwen, TEXTS, "qwen3_embedding_tiny")
-    np.testing.assert_allclose(got, want, atol=1e-4)
+    _, body = assert_embeddings_equal_sentence_transformers(qwen, QWEN, TEXTS, "qwen3_embedding_tiny")
     assert body["usage"]["prompt_tokens"] == sum(len(c["ids"]) for c in GOLDEN["embeddings"]["qwen3_embedding_tiny"])
 
 
@@ -54,12 +52,8 @@ def test_tei_embed_with_the_query_prompt(qwen):
 
 
 def test_tei_tokenize_equals_tokenizers_on_decomposed_text(qwen):
-    tokenizers = pytest.importorskip("tokenizers")
-    tok = tokenizers.Tokenizer.from_file(str(QWEN / "tokenizer.json"))
     texts = [TEXTS[0], "Cafe\u0301 na\u0131\u0308ve 12345", "\u1100\u1161\u11a8 x"]
-    status, body = post_json(qwen, "/tokenize", {"inputs": texts})
-    assert status == 200, body
-    assert body == [tei_tokens_reference(tok, t) for t in texts]
+    assert_tei_tokenize_equals_tokenizers(qwen, QWEN, texts)
 
 
 def test_model_info_names_the_architecture_and_limit(qwen):
@@ -80,27 +74,16 @@ def test_refusals_name_the_field(qwen):
 
 
 def test_llama_mean_pooling_equals_sentence_transformers(server_factory):
-    st = pytest.importorskip("sentence_transformers")
     texts = [c["text"] for c in GOLDEN["embeddings"]["llama_embedder_tiny"]]
-    want = st.SentenceTransformer(str(LLAMA), device="cpu").encode(texts, convert_to_numpy=True)
     s = server_factory(f"--encoder-model={LLAMA}", "--threads=2")
-    got, _ = openai_embeddings(s, texts, "llama_embedder_tiny")
-    np.testing.assert_allclose(got, want, atol=1e-4)
+    assert_embeddings_equal_sentence_transformers(s, LLAMA, texts, "llama_embedder_tiny")
 
 
 def test_mistral_sentencepiece_embedder_equals_sentence_transformers(server_factory):
-    st = pytest.importorskip("sentence_transformers")
-    tokenizers = pytest.importorskip("tokenizers")
     texts = [c["text"] for c in GOLDEN["embeddings"]["mistral_embedder_tiny"]]
-    want = st.SentenceTransformer(str(MISTRAL), device="cpu").encode(texts, convert_to_numpy=True)
     s = server_factory(f"--encoder-model={MISTRAL}", "--threads=2")
-    got, _ = openai_embeddings(s, texts, "mistral_embedder_tiny")
-    np.testing.assert_allclose(got, want, atol=1e-4)
-    tok = tokenizers.Tokenizer.from_file(str(MISTRAL / "tokenizer.json"))
-    sample = [texts[0], texts[3], "caf\u00e9 \u2713 ok"]
-    status, body = post_json(s, "/tokenize", {"inputs": sample})
-    assert status == 200, body
-    assert body == [tei_tokens_reference(tok, t) for t in sample]
+    assert_embeddings_equal_sentence_transformers(s, MISTRAL, texts, "mistral_embedder_tiny")
+    assert_tei_tokenize_equals_tokenizers(s, MISTRAL, [texts[0], texts[3], "caf\u00e9 \u2713 ok"])
 
 
 def test_gguf_embedder_equals_transformers(server_factory):

@@ -12,8 +12,8 @@ import json
 import numpy as np
 import pytest
 
-from conftest import (REPO, assert_predict_equals_pipeline, encoder_server, loaded_model_info, openai_embeddings,
-                      post_json, tei_tokens_reference)
+from conftest import (REPO, assert_embeddings_equal_sentence_transformers, assert_predict_equals_pipeline,
+                      assert_tei_tokenize_equals_tokenizers, encoder_server, loaded_model_info, post_json)
 
 MODELS = REPO / "tests/golden/encoder_models"
 EMBEDDER = MODELS / "distilbert_tiny"
@@ -33,22 +33,14 @@ def classifier():
 
 
 def test_embeddings_equal_sentence_transformers(embedder):
-    st = pytest.importorskip("sentence_transformers")
-    want = st.SentenceTransformer(str(EMBEDDER), device="cpu").encode(TEXTS, convert_to_numpy=True)
-    got, body = openai_embeddings(embedder, TEXTS, "distilbert_tiny")
+    want, body = assert_embeddings_equal_sentence_transformers(embedder, EMBEDDER, TEXTS, "distilbert_tiny")
     # No Normalize module: the raw mean, as sentence-transformers returns it.
     assert abs(np.linalg.norm(want[0]) - 1.0) > 0.05
-    np.testing.assert_allclose(got, want, atol=1e-4)
     assert body["usage"]["prompt_tokens"] == sum(len(c["ids"]) for c in GOLDEN["embeddings"])
 
 
 def test_tei_tokenize_equals_tokenizers(embedder):
-    tokenizers = pytest.importorskip("tokenizers")
-    tok = tokenizers.Tokenizer.from_file(str(EMBEDDER / "tokenizer.json"))
-    texts = TEXTS[:7]
-    status, body = post_json(embedder, "/tokenize", {"inputs": texts})
-    assert status == 200, body
-    assert body == [tei_tokens_reference(tok, t) for t in texts]
+    assert_tei_tokenize_equals_tokenizers(embedder, EMBEDDER, TEXTS[:7])
 
 
 def test_tei_predict_equals_transformers_pipeline(classifier):

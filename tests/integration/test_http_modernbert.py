@@ -9,11 +9,11 @@ transformers' text-classification pipeline on the cls-pooled classifier
 (its config in the older key layout), and /v1/model_info."""
 import json
 
-import numpy as np
 import pytest
 
-from conftest import (REPO, assert_predict_equals_pipeline, assert_rerank_equals_cross_encoder, encoder_server,
-                      loaded_model_info, openai_embeddings, post_json, tei_tokens_reference)
+from conftest import (REPO, assert_embeddings_equal_sentence_transformers, assert_predict_equals_pipeline,
+                      assert_rerank_equals_cross_encoder, assert_tei_tokenize_equals_tokenizers, encoder_server,
+                      loaded_model_info)
 
 MODELS = REPO / "tests/golden/encoder_models"
 EMBEDDER = MODELS / "modernbert_tiny"
@@ -29,20 +29,12 @@ def embedder():
 
 
 def test_embeddings_equal_sentence_transformers(embedder):
-    st = pytest.importorskip("sentence_transformers")
-    want = st.SentenceTransformer(str(EMBEDDER), device="cpu").encode(TEXTS, convert_to_numpy=True)
-    got, body = openai_embeddings(embedder, TEXTS, "modernbert_tiny")
-    np.testing.assert_allclose(got, want, atol=1e-4)
+    _, body = assert_embeddings_equal_sentence_transformers(embedder, EMBEDDER, TEXTS, "modernbert_tiny")
     assert body["usage"]["prompt_tokens"] == sum(len(c["ids"]) for c in GOLDEN["embeddings"])
 
 
 def test_tei_tokenize_equals_tokenizers(embedder):
-    tokenizers = pytest.importorskip("tokenizers")
-    tok = tokenizers.Tokenizer.from_file(str(EMBEDDER / "tokenizer.json"))
-    texts = TEXTS[:6]
-    status, body = post_json(embedder, "/tokenize", {"inputs": texts})
-    assert status == 200, body
-    assert body == [tei_tokens_reference(tok, t) for t in texts]
+    assert_tei_tokenize_equals_tokenizers(embedder, EMBEDDER, TEXTS[:6])
 
 
 def test_tei_rerank_equals_cross_encoder(server_factory):

@@ -7,11 +7,10 @@ directory up to the 130-token limit (relative distances past 128), TEI's
 transformers logits, and /v1/model_info."""
 import json
 
-import numpy as np
 import pytest
 
-from conftest import (REPO, ServerProcess, encoder_server, loaded_model_info, openai_embeddings, post_json,
-                      tei_tokens_reference)
+from conftest import (REPO, ServerProcess, assert_embeddings_equal_sentence_transformers,
+                      assert_tei_tokenize_equals_tokenizers, encoder_server, loaded_model_info, post_json)
 
 MODELS = REPO / "tests/golden/encoder_models"
 EMBEDDER = MODELS / "mpnet_tiny"
@@ -26,21 +25,13 @@ def embedder():
 
 
 def test_embeddings_equal_sentence_transformers(embedder):
-    st = pytest.importorskip("sentence_transformers")
-    want = st.SentenceTransformer(str(EMBEDDER), device="cpu").encode(TEXTS, convert_to_numpy=True)
-    got, body = openai_embeddings(embedder, TEXTS, "mpnet_tiny")
-    np.testing.assert_allclose(got, want, atol=1e-4)
+    _, body = assert_embeddings_equal_sentence_transformers(embedder, EMBEDDER, TEXTS, "mpnet_tiny")
     # The long text is at the 130-token limit (TEI's truncate, OpenAI's none: cut).
     assert body["usage"]["prompt_tokens"] == sum(len(c["ids"]) for c in GOLDEN["embeddings"])
 
 
 def test_tei_tokenize_equals_tokenizers(embedder):
-    tokenizers = pytest.importorskip("tokenizers")
-    tok = tokenizers.Tokenizer.from_file(str(EMBEDDER / "tokenizer.json"))
-    texts = TEXTS[:7]
-    status, body = post_json(embedder, "/tokenize", {"inputs": texts})
-    assert status == 200, body
-    assert body == [tei_tokens_reference(tok, t) for t in texts]
+    assert_tei_tokenize_equals_tokenizers(embedder, EMBEDDER, TEXTS[:7])
 
 
 def test_tei_predict_equals_transformers_logits():

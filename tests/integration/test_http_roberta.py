@@ -11,8 +11,8 @@ import json
 import numpy as np
 import pytest
 
-from conftest import (REPO, assert_predict_equals_pipeline, encoder_server, loaded_model_info, openai_embeddings,
-                      post_json, tei_tokens_reference)
+from conftest import (REPO, assert_embeddings_equal_sentence_transformers, assert_predict_equals_pipeline,
+                      assert_tei_tokenize_equals_tokenizers, encoder_server, loaded_model_info, post_json)
 
 MODELS = REPO / "tests/golden/encoder_models"
 EMBEDDER = MODELS / "roberta_tiny"
@@ -38,10 +38,7 @@ def classifier():
 
 
 def test_embeddings_equal_sentence_transformers(embedder):
-    st = pytest.importorskip("sentence_transformers")
-    want = st.SentenceTransformer(str(EMBEDDER), device="cpu").encode(TEXTS, convert_to_numpy=True)
-    got, body = openai_embeddings(embedder, TEXTS, "roberta_tiny")
-    np.testing.assert_allclose(got, want, atol=1e-4)
+    assert_embeddings_equal_sentence_transformers(embedder, EMBEDDER, TEXTS, "roberta_tiny")
 
 
 def test_texts_with_spaces_and_specials_as_tokenizer_json_reads_them(embedder):
@@ -55,12 +52,8 @@ def test_texts_with_spaces_and_specials_as_tokenizer_json_reads_them(embedder):
 
 
 def test_tei_tokenize_equals_tokenizers(embedder):
-    tokenizers = pytest.importorskip("tokenizers")
-    tok = tokenizers.Tokenizer.from_file(str(EMBEDDER / "tokenizer.json"))
-    texts = [c["text"] for c in GOLDEN["tokenizer"]["roberta"] if c["text"]]
-    status, body = post_json(embedder, "/tokenize", {"inputs": texts})
-    assert status == 200, body
-    assert body == [tei_tokens_reference(tok, t) for t in texts]
+    assert_tei_tokenize_equals_tokenizers(embedder, EMBEDDER,
+                                          [c["text"] for c in GOLDEN["tokenizer"]["roberta"] if c["text"]])
 
 
 def test_tei_decode_equals_tokenizers(embedder):

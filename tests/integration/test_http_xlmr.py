@@ -10,8 +10,9 @@ import json
 import numpy as np
 import pytest
 
-from conftest import (REPO, assert_rerank_equals_cross_encoder, encoder_server, loaded_model_info, openai_embeddings,
-                      post_json, tei_tokens_reference)
+from conftest import (REPO, assert_embeddings_equal_sentence_transformers, assert_rerank_equals_cross_encoder,
+                      assert_tei_tokenize_equals_tokenizers, encoder_server, loaded_model_info, openai_embeddings,
+                      post_json)
 
 MODELS = REPO / "tests/golden/encoder_models"
 EMBEDDER = MODELS / "xlmr_tiny"
@@ -45,10 +46,7 @@ def reranker():
 
 
 def test_embeddings_equal_sentence_transformers(embedder):
-    st = pytest.importorskip("sentence_transformers")
-    want = st.SentenceTransformer(str(EMBEDDER), device="cpu").encode(TEXTS, convert_to_numpy=True)
-    got, body = openai_embeddings(embedder, TEXTS, "xlmr_tiny")
-    np.testing.assert_allclose(got, want, atol=1e-4)
+    assert_embeddings_equal_sentence_transformers(embedder, EMBEDDER, TEXTS, "xlmr_tiny")
 
 
 def test_embeddings_keep_spaces_and_special_texts_as_tokenizer_json_reads_them(embedder):
@@ -97,12 +95,8 @@ def test_tei_prompt_name_equals_sentence_transformers(embedder):
 
 
 def test_tei_tokenize_equals_tokenizers(embedder):
-    tokenizers = pytest.importorskip("tokenizers")
-    tok = tokenizers.Tokenizer.from_file(str(EMBEDDER / "tokenizer.json"))
-    texts = [c["text"] for c in GOLDEN["tokenizer"]["legacy"] if c["text"]]
-    status, body = post_json(embedder, "/tokenize", {"inputs": texts})
-    assert status == 200, body
-    assert body == [tei_tokens_reference(tok, t) for t in texts]
+    assert_tei_tokenize_equals_tokenizers(embedder, EMBEDDER,
+                                          [c["text"] for c in GOLDEN["tokenizer"]["legacy"] if c["text"]])
 
 
 def test_tei_rerank_equals_cross_encoder(reranker):
