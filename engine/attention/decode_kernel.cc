@@ -376,12 +376,16 @@ ATTN_AVX2 void DecodeJob(const FlashRow* rows, int num_rows, const KvSource& src
   alignas(32) float o[R * kDecodeMaxHeadDim];
   alignas(32) float s[(kChunk + 8) * 8];
   alignas(32) int32_t lane_limit[8];
+  alignas(32) int32_t lane_begin[8];
   alignas(32) int32_t lane_key[8];
-  int limit[R];
+  int limit[R], begin[R];
   int max_limit = 0;
+  int first = std::numeric_limits<int>::max();  // the earliest key a real row sees
   for (int r = 0; r < R; ++r) {
     limit[r] = r < num_rows ? std::max(rows[r].key_limit, 0) : 0;
+    begin[r] = r < num_rows ? std::max(rows[r].key_begin, 0) : 0;
     max_limit = std::max(max_limit, limit[r]);
+    if (r < num_rows) first = std::min(first, begin[r]);
     for (int c = 0; c < d; ++c)
       qp[r * d + Permuted<kBf16>(c)] = r < num_rows ? rows[r].q[c] * scale : 0.0f;
   }
@@ -404,8 +408,10 @@ ATTN_AVX2 void DecodeJob(const FlashRow* rows, int num_rows, const KvSource& src
   // distance 0: no software prefetch at all (the hardware prefetchers alone).
   const int ahead_keys = distance <= 0 ? std::numeric_limits<int>::max() / 2
                                        : static_cast<int>(std::max<int64_t>(1, distance / kv.row_bytes));
-  if (distance > 0) kv.Prefetch(0, std::min(ahead_keys, max_limit), pf);
-  for (int start = 0; start < max_limit; start += kStepKeys) {
+  // A sliding window's rows start at their first visible key, not at 0.
+  first = std::min(first, max_limit);
+  if (distance > 0) kv.Prefetch(first, std::min(first + ahead_keys, max_limit), pf);
+  for (int start = first; start < max_limit; start += kStepKeys) {
     const int end = std::min(start + kStepKeys, max_limit), count = end - start;
     int num_pieces = 0;
     for (int pos = start; pos < end;) {
@@ -437,13 +443,19 @@ ATTN_AVX2 void DecodeJob(const FlashRow* rows, int num_rows, const KvSource& src
     }
 
     // Online softmax over the chunk, 8 / R keys per vector.
-    for (int l = 0; l < 8; ++l) lane_limit[l] = std::clamp(limit[l % R] - start, 0, count);
+    for (int l = 0; l < 8; ++l) {
+      lane_limit[l] = std::clamp(limit[l % R] - start, 0, count);
+      lane_begin[l] = std::clamp(begin[l % R] - start, 0, count);
+    }
     const __m256i lim = _mm256_load_si256(reinterpret_cast<const __m256i*>(lane_limit));
+    const __m256i beg = _mm256_load_si256(reinterpret_cast<const __m256i*>(lane_begin));
     const int nv = (count + KJ - 1) / KJ;
     __m256i key = key0;
     __m256 vmax = neg_inf;
     for (int v = 0; v < nv; ++v, key = _mm256_add_epi32(key, key_step)) {
-      const __m256 visible = _mm256_castsi256_ps(_mm256_cmpgt_epi32(lim, key));
+      // begin <= key < limit, i.e. limit > key and not begin > key.
+      const __m256 visible = _mm256_castsi256_ps(
+          _mm256_andnot_si256(_mm256_cmpgt_epi32(beg, key), _mm256_cmpgt_epi32(lim, key)));
       const __m256 x = _mm256_blendv_ps(neg_inf, _mm256_load_ps(s + 8 * v), visible);
       _mm256_store_ps(s + 8 * v, x);
       vmax = _mm256_max_ps(vmax, x);

@@ -26,7 +26,7 @@ inline constexpr int kDecodeMaxRows = 8;
 // True when RunDecodeJob can run this job: AVX2+FMA present and not forced
 // off, 1 <= num_rows <= kDecodeMaxRows, head_dim <= 256 and a multiple of 8
 // (f32 K/V) or 16 (bf16), and no row carries an allow / key-allow /
-// additive mask (key_limit only).
+// additive mask (key_limit and key_begin only).
 bool DecodeJobSupported(const FlashRow* rows, int num_rows, int head_dim, DType kv_dtype);
 
 // Turns the decode path off (jobs go to the generic tiled kernel), so tests

@@ -54,14 +54,17 @@ ATTN_AVX2 void Head8Job(const FlashRow* rows, int num_rows, const KvSource& src,
   __m256 q[R];
   __m256 o[R][kAcc];
   float m[R], l[R];
-  int limit[R];
+  int limit[R], begin[R];
   int max_limit = 0;
+  int first = std::numeric_limits<int>::max();  // the earliest key a real row sees
   const __m256 vscale = _mm256_set1_ps(scale);
   for (int r = 0; r < R; ++r) {
     const bool real = r < num_rows;
     q[r] = real ? _mm256_mul_ps(_mm256_loadu_ps(rows[r].q), vscale) : _mm256_setzero_ps();
     limit[r] = real ? std::max(rows[r].key_limit, 0) : 0;
+    begin[r] = real ? std::max(rows[r].key_begin, 0) : 0;
     max_limit = std::max(max_limit, limit[r]);
+    if (real) first = std::min(first, begin[r]);
     m[r] = kNegInf;
     l[r] = 0.0f;
     for (int a = 0; a < kAcc; ++a) o[r][a] = _mm256_setzero_ps();
@@ -70,7 +73,8 @@ ATTN_AVX2 void Head8Job(const FlashRow* rows, int num_rows, const KvSource& src,
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   const __m256 neg_inf = _mm256_set1_ps(kNegInf);
 
-  for (int start = 0; start < max_limit; start += kChunkKeys) {
+  // A sliding window's rows start at their first visible key, not at 0.
+  for (int start = std::min(first, max_limit); start < max_limit; start += kChunkKeys) {
     const int end = std::min(start + kChunkKeys, max_limit), count = end - start;
     const int num_runs = kv.Collect(start, end, runs);
     // Q·K, 8 keys at a time: s[r][key] = q[r] · k[key].
@@ -98,15 +102,18 @@ ATTN_AVX2 void Head8Job(const FlashRow* rows, int num_rows, const KvSource& src,
       }
     }
 
-    // One online-softmax step per row: mask keys at or past the row's
-    // limit, exponentiate against the new running max, rescale o and l.
+    // One online-softmax step per row: mask keys before the row's begin or
+    // at or past its limit, exponentiate against the new running max,
+    // rescale o and l.
     const int nv = (count + 7) / 8;
     for (int r = 0; r < R; ++r) {
       const __m256i visible_keys = _mm256_set1_epi32(std::clamp(limit[r] - start, 0, count));
+      const __m256i hidden_keys = _mm256_set1_epi32(std::clamp(begin[r] - start, 0, count));
       __m256 vmax = neg_inf;
       for (int v = 0; v < nv; ++v) {
         const __m256i key = _mm256_add_epi32(lane, _mm256_set1_epi32(8 * v));
-        const __m256 visible = _mm256_castsi256_ps(_mm256_cmpgt_epi32(visible_keys, key));
+        const __m256 visible = _mm256_castsi256_ps(
+            _mm256_andnot_si256(_mm256_cmpgt_epi32(hidden_keys, key), _mm256_cmpgt_epi32(visible_keys, key)));
         const __m256 x = _mm256_blendv_ps(neg_inf, _mm256_load_ps(&s[r][8 * v]), visible);
         _mm256_store_ps(&s[r][8 * v], x);
         vmax = _mm256_max_ps(vmax, x);

@@ -30,7 +30,7 @@ bool Head8DecodeApplies(int head_dim, DType kv_dtype);
 void DisableHead8Decode(bool disable);
 
 // Requires Head8DecodeApplies() and DecodeJobSupported() (1-8 rows, key
-// limits only).
+// limits and begins only).
 void RunHead8DecodeJob(const FlashRow* rows, int num_rows, const KvSource& src, float scale);
 
 }  // namespace attnserve::attention_internal

@@ -33,6 +33,9 @@ absl::Status Validate(const PagedAttentionArgs& a) {
   if (a.num_seqs < 0 || (a.num_seqs > 0 && (!a.seqs || !a.query_start || !a.q || !a.out))) {
     return absl::InvalidArgumentError("paged attention: seqs, query_start, q and out are required");
   }
+  if (a.window < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("paged attention: window ", a.window, " must be >= 0"));
+  }
   if (a.num_seqs > 0 && a.query_start[0] != 0) {
     return absl::InvalidArgumentError("paged attention: query_start[0] must be 0");
   }
@@ -80,7 +83,8 @@ absl::Status PagedAttention(const PagedAttentionArgs& a) {
   int64_t macs = 0;  // Q·K plus P·V multiply-adds, an upper bound (no causal skip)
   for (int s = 0; s < a.num_seqs; ++s) {
     const int n = a.query_start[s + 1] - a.query_start[s];
-    macs += 2 * int64_t{n} * hq * a.seqs[s].num_tokens * d;
+    const int keys = a.window > 0 ? std::min(a.seqs[s].num_tokens, a.window + n - 1) : a.seqs[s].num_tokens;
+    macs += 2 * int64_t{n} * hq * keys * d;
     for (int h = 0; h < hkv; ++h)
       for (int t0 = 0; t0 < n; t0 += q_tile) jobs.push_back({s, h, t0, std::min(n, t0 + q_tile)});
   }
@@ -107,6 +111,7 @@ absl::Status PagedAttention(const PagedAttentionArgs& a) {
           row.q = a.q + off;
           row.out = a.out + off;
           row.key_limit = seq.num_tokens - n + t + 1;
+          if (a.window > 0) row.key_begin = std::max(0, row.key_limit - a.window);
         }
       }
       KvSource src;

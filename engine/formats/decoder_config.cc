@@ -3,9 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "engine/core/status_macros.h"
 #include "engine/formats/gguf_file.h"
 #include "engine/formats/hf_config.h"
@@ -26,6 +31,20 @@ const char* RopeScalingKindName(RopeScalingKind kind) {
 const char* RopePairingName(RopePairing pairing) {
   return pairing == RopePairing::kHalfSplit ? "half_split" : "adjacent";
 }
+
+namespace {
+
+// ", sliding window 4096 (layers 2-27)" or "" when there is none.
+std::string SlidingWindowDescription(const DecoderConfig& c) {
+  std::vector<int> layers;
+  for (int l = 0; l < c.num_layers; ++l)
+    if (c.LayerWindow(l) > 0) layers.push_back(l);
+  if (layers.empty()) return "";
+  if (static_cast<int>(layers.size()) == c.num_layers) return absl::StrCat(", sliding window ", c.sliding_window);
+  return absl::StrCat(", sliding window ", c.sliding_window, " (layers ", absl::StrJoin(layers, ","), ")");
+}
+
+}  // namespace
 
 absl::Status DecoderConfig::Validate() const {
   auto bad = [&](const std::string& why) {
@@ -70,7 +89,16 @@ absl::Status DecoderConfig::Validate() const {
       return bad(absl::StrCat("dynamic rope_scaling needs rope_dim > 2, got ", rope_dim));
     }
   }
+  if (sliding_window < 0) return bad(absl::StrCat("sliding_window ", sliding_window, " must be >= 0"));
+  if (!sliding_layers.empty() && static_cast<int>(sliding_layers.size()) != num_layers) {
+    return bad(absl::StrCat("sliding_layers has ", sliding_layers.size(), " entries, want num_layers ", num_layers));
+  }
   return absl::OkStatus();
+}
+
+int DecoderConfig::LayerWindow(int layer) const {
+  if (sliding_window <= 0 || layer < 0 || layer >= static_cast<int>(sliding_layers.size())) return 0;
+  return sliding_layers[layer] ? sliding_window : 0;
 }
 
 int64_t DecoderConfig::KvBytesPerToken(DType kv_dtype) const {
@@ -86,7 +114,8 @@ std::string DecoderConfig::DebugString() const {
                                          RopePairingName(rope_pairing), ", scaling ",
                                          RopeScalingKindName(rope_scaling.kind), ")")
                           : std::string(" (learned)"),
-                      qkv_bias ? ", qkv bias" : "", tie_word_embeddings ? ", tied embeddings" : "");
+                      qkv_bias ? ", qkv bias" : "", tie_word_embeddings ? ", tied embeddings" : "",
+                      SlidingWindowDescription(*this));
 }
 
 namespace {
@@ -388,6 +417,58 @@ absl::Status ReadHfRope(const HfConfig& hf, DecoderConfig& c) {
   return absl::OkStatus();
 }
 
+// Sliding-window attention as transformers 5.24 configures it. Mistral: a
+// missing "sliding_window" means MistralConfig's default 4096, null means
+// none, and it applies to every layer. Qwen2 / Qwen3: only with
+// use_sliding_window true; the layers are layer_types' "sliding_attention"
+// entries, or (no layer_types) those at or after max_window_layers.
+absl::Status ReadHfSlidingWindow(const HfConfig& hf, const std::string& type, DecoderConfig& c) {
+  const nlohmann::json& j = hf.json();
+  if (type == "mistral") {
+    const auto it = j.find("sliding_window");
+    if (it != j.end() && it->is_null()) return absl::OkStatus();
+    ASSIGN_OR_RETURN(int64_t window, hf.IntOr("sliding_window", 4096, 1, int64_t{1} << 30));
+    c.sliding_window = static_cast<int>(window);
+    c.sliding_layers.assign(c.num_layers, true);
+    return absl::OkStatus();
+  }
+  if (type != "qwen2" && type != "qwen3") return absl::OkStatus();
+  ASSIGN_OR_RETURN(bool enabled, hf.BoolOr("use_sliding_window", false));
+  std::vector<bool> layers(c.num_layers, false);
+  if (const auto it = j.find("layer_types"); it != j.end() && !it->is_null()) {
+    if (!it->is_array() || static_cast<int>(it->size()) != c.num_layers) {
+      return absl::InvalidArgumentError(absl::StrCat(hf.path(), ": layer_types must be an array of num_hidden_layers (",
+                                                     c.num_layers, ") strings"));
+    }
+    for (int l = 0; l < c.num_layers; ++l) {
+      const nlohmann::json& e = (*it)[l];
+      const std::string kind = e.is_string() ? e.get<std::string>() : e.dump();
+      if (kind != "full_attention" && kind != "sliding_attention") {
+        return absl::InvalidArgumentError(absl::StrCat(hf.path(), ": layer_types[", l, "] = ", kind,
+                                                       " is not supported (full_attention, sliding_attention)"));
+      }
+      layers[l] = kind == "sliding_attention";
+    }
+  } else if (enabled) {
+    ASSIGN_OR_RETURN(int64_t first, hf.IntOr("max_window_layers", 28, 0, int64_t{1} << 20));
+    for (int l = 0; l < c.num_layers; ++l) layers[l] = l >= first;
+  }
+  const bool any = std::find(layers.begin(), layers.end(), true) != layers.end();
+  if (!any) return absl::OkStatus();
+  const auto window_it = j.find("sliding_window");
+  const bool no_window = window_it != j.end() && window_it->is_null();
+  if (!enabled || no_window) {
+    // transformers cannot run this either ("Could not find a sliding_window").
+    return absl::InvalidArgumentError(absl::StrCat(
+        hf.path(), ": layer_types names sliding_attention layers but ",
+        enabled ? "sliding_window is null" : "use_sliding_window is false", ": set both or neither"));
+  }
+  ASSIGN_OR_RETURN(int64_t window, hf.IntOr("sliding_window", 4096, 1, int64_t{1} << 30));
+  c.sliding_window = static_cast<int>(window);
+  c.sliding_layers = std::move(layers);
+  return absl::OkStatus();
+}
+
 absl::Status ReadHfSpecialIds(const HfConfig& hf, DecoderConfig& c) {
   const nlohmann::json& j = hf.json();
   auto id_or = [&](const char* key) -> int {
@@ -480,15 +561,7 @@ absl::StatusOr<DecoderConfig> DecoderConfigFromHf(const HfConfig& hf) {
       c.qkv_bias = c.attn_out_bias = attention_bias;
       ASSIGN_OR_RETURN(c.mlp_bias, hf.BoolOr("mlp_bias", false));
     }
-    if (t == "qwen3") {
-      c.qk_norm = true;
-      // Qwen3's sliding window (off in every released config) is not run.
-      ASSIGN_OR_RETURN(bool sliding, hf.BoolOr("use_sliding_window", false));
-      if (sliding) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(hf.path(), ": use_sliding_window true is not supported (full attention only)"));
-      }
-    }
+    c.qk_norm = t == "qwen3";
     c.hidden_size = static_cast<int>(hidden);
     c.num_layers = static_cast<int>(layers);
     c.num_heads = static_cast<int>(heads);
@@ -501,6 +574,7 @@ absl::StatusOr<DecoderConfig> DecoderConfigFromHf(const HfConfig& hf) {
     c.rope_dim = c.head_dim;
     c.rope_pairing = RopePairing::kHalfSplit;
     RETURN_IF_ERROR(ReadHfRope(hf, c));
+    RETURN_IF_ERROR(ReadHfSlidingWindow(hf, t, c));
   } else {
     return absl::InvalidArgumentError(absl::StrCat(hf.path(), ": model_type '", t,
                                                    "' is not a supported decoder (llama, mistral, qwen2, qwen3, gpt2)"));

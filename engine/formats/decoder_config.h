@@ -120,6 +120,16 @@ struct DecoderConfig {
   bool norm_bias = false;      // LayerNorm has a bias (GPT-2)
   bool tie_word_embeddings = false;  // lm head == token embedding (weights.lm_head empty)
 
+  // Sliding-window attention (Mistral v0.1, Qwen2/Qwen3 with
+  // use_sliding_window): a token at position p of a windowed layer attends
+  // to keys at positions (p - sliding_window, p], itself and the
+  // sliding_window - 1 before it, as transformers' sliding_window_overlay
+  // (kv_idx > q_idx - sliding_window). 0: no window anywhere.
+  int sliding_window = 0;
+  // Which layers use it (num_layers entries; empty: none). Qwen2/Qwen3's
+  // layer_types, or layers >= max_window_layers; every layer for Mistral.
+  std::vector<bool> sliding_layers;
+
   // Special ids from the model config (-1: none). Stop ids for generation are
   // eos_token_ids (all ids that end a sequence; includes eos_token_id).
   int bos_token_id = -1;
@@ -130,6 +140,9 @@ struct DecoderConfig {
   absl::Status Validate() const;
   // 2 * num_layers * num_kv_heads * head_dim * DTypeSize(kv_dtype).
   int64_t KvBytesPerToken(DType kv_dtype) const;
+  // The window of `layer` (keys a token sees, itself included), 0 for full
+  // attention.
+  int LayerWindow(int layer) const;
   std::string DebugString() const;
 };
 

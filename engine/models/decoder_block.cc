@@ -56,6 +56,7 @@ absl::StatusOr<DecoderBlock> DecoderBlock::Create(const DecoderConfig& config,
   DecoderBlock b;
   b.config_ = &config;
   b.layer_ = layer_index;
+  b.window_ = config.LayerWindow(layer_index);
   b.hidden_ = config.hidden_size;
   b.heads_ = config.num_heads;
   b.kv_heads_ = config.num_kv_heads;
@@ -167,7 +168,8 @@ void DecoderBlock::WriteKv(const ForwardBatch& batch, KvCache& kv, const float* 
 }
 
 // Causal attention of every new token over its sequence's cached positions
-// (the K/V of this step already written), reading the blocks in place.
+// (the K/V of this step already written; the last window_ of them in a
+// sliding-window layer), reading the blocks in place.
 absl::Status DecoderBlock::Attend(const ForwardBatch& batch, const KvCache& kv,
                                   DecoderScratch& sc) const {
   const int64_t T = batch.num_tokens();
@@ -191,6 +193,7 @@ absl::Status DecoderBlock::Attend(const ForwardBatch& batch, const KvCache& kv,
   args.seqs = sc.kv_seqs.data();
   args.query_start = batch.seq_start.data();
   args.num_seqs = S;
+  args.window = window_;
   return PagedAttention(args);
 }
 
@@ -278,6 +281,9 @@ absl::Status DecoderBlock::ForwardUncached(const ForwardBatch& batch, const Rope
   args.k = {qkv + int64_t{heads_} * d, DType::kF32, max_len * row, d, row};
   args.v = {qkv + int64_t{heads_ + kv_heads_} * d, DType::kF32, max_len * row, d, row};
   args.masks.causal = true;
+  // SDPA's window is |i - j| <= window; with the causal rule that is keys
+  // (i - window_, i], the sliding layer's window_ keys.
+  if (window_ > 0) args.masks.window = window_ - 1;
   args.masks.key_lengths = sc.seq_lengths.data();
   args.out = AttnView::Interleaved(sc.attn.data(), heads_, max_len, d);
   RETURN_IF_ERROR(ScaledDotProductAttention(args));

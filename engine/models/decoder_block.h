@@ -56,7 +56,8 @@ class DecoderBlock {
 
   // hidden [T, D] is updated in place: h += attn(norm(h)); h += mlp(norm(h)).
   // Writes this layer's K/V of every token of `batch` into `kv` (blocks must
-  // be reserved), then attends over each sequence's cached positions.
+  // be reserved), then attends over each sequence's cached positions (the
+  // last config.LayerWindow(layer) of them in a sliding-window layer).
   // `rope_angles` holds [T, rope_dim] cos/sin from rope->Angles (both null
   // for learned positions).
   absl::Status Forward(const ForwardBatch& batch, KvCache& kv, const Rope* rope,
@@ -85,6 +86,7 @@ class DecoderBlock {
 
   const DecoderConfig* config_ = nullptr;  // owned by the model, outlives blocks
   int layer_ = 0;
+  int window_ = 0;  // sliding window of this layer (config.LayerWindow), 0 for full attention
   int hidden_ = 0, heads_ = 0, kv_heads_ = 0, head_dim_ = 0, inter_ = 0;
   std::vector<float> attn_norm_w_, attn_norm_b_, mlp_norm_w_, mlp_norm_b_;
   std::vector<float> q_norm_w_, k_norm_w_;  // qk_norm (Qwen3) only, [head_dim]

@@ -9,8 +9,12 @@ continuations over gRPC equal transformers' on the same weights.
   Q8_0, IQ4_NL, Q2_K ... Q6_K, IQ4_XS; tools/golden/decoder_make_models.py),
   against the HF model holding the file's values as gguf-py dequantises
   them; the weight bytes the server reports are those of the expanded f32
-  (or bf16) tensors, which is what it holds, not the file's size."""
+  (or bf16) tensors, which is what it holds, not the file's size.
+- mistral_swa_tiny / qwen2_swa_tiny: sliding-window attention (6 keys on
+  every layer; 5 keys on layers 1-2), prompts and continuations far past the
+  window, one at a time and all at once in chunked-prefill steps."""
 import json
+from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 import gguf
@@ -37,7 +41,9 @@ def greedy_ids(pb, stub, prompt, n):
     (MODELS / "qwen3_tiny", "qwen3_tiny", "qwen3"),
     (MODELS / "qwen3_tiny/model.gguf", "qwen3_tiny", "qwen3"),
     (QUANT_MIX, "llama_quant_mix", "llama"),
-], ids=["qwen3_hf", "qwen3_gguf", "llama_quant_mix_gguf"])
+    (MODELS / "mistral_swa_tiny", "mistral_swa_tiny", "mistral"),
+    (MODELS / "qwen2_swa_tiny", "qwen2_swa_tiny", "qwen2"),
+], ids=["qwen3_hf", "qwen3_gguf", "llama_quant_mix_gguf", "mistral_sliding_window", "qwen2_sliding_window"])
 def test_served_greedy_answers_equal_transformers(pb, proto_modules, path, name, architecture):
     _, pb_grpc = proto_modules
     ref = golden(name)
@@ -49,6 +55,26 @@ def test_served_greedy_answers_equal_transformers(pb, proto_modules, path, name,
             assert info.architecture == architecture
             for prompt, want in zip(ref["prompts"], ref["greedy"]):
                 assert greedy_ids(pb, stub, prompt, len(want)) == want, prompt
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize("name", ["mistral_swa_tiny", "qwen2_swa_tiny"])
+def test_sliding_window_streams_batched_and_chunked_equal_transformers(pb, proto_modules, name):
+    """Every prompt at once, with KV blocks of 4 and steps of 8 tokens: the
+    windows start mid-block and mid-chunk, sequences of different lengths
+    share each step's attention call."""
+    _, pb_grpc = proto_modules
+    ref = golden(name)
+    server = ServerProcess(f"--decoder-model={MODELS / name}", "--threads=1", "--kv_block_size=4",
+                           "--max_step_tokens=8")
+    try:
+        with grpc.insecure_channel(server.grpc_target) as channel:
+            stub = pb_grpc.InferenceStub(channel)
+            with ThreadPoolExecutor(len(ref["prompts"])) as pool:
+                got = list(pool.map(lambda p: greedy_ids(pb, stub, p[0], len(p[1])),
+                                    zip(ref["prompts"], ref["greedy"])))
+            assert got == ref["greedy"]
     finally:
         server.close()
 

@@ -12,6 +12,9 @@ writes tests/golden/decoder_logits/<model>.json:
   margin:   the smallest top1 - top2 logit gap met during greedy decoding
             (how robust the token comparison is to float rounding)
 
+Sliding windows (mistral_swa_tiny: 6 keys, qwen2_swa_tiny: 5 keys on layers
+1-2): the same keys; HF's cache keeps only the window in decode.
+
 Rope scaling (llama_yarn_tiny, llama_dynamic_tiny): prompts of 20, 48 and
 100 tokens (beyond the 32 original positions) and, instead of
 all_logits_last_prompt,
@@ -172,7 +175,8 @@ def main():
     torch.manual_seed(SEED)
     OUT.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(SEED)
-    for name in ["llama_tiny", "qwen2_tiny", "gpt2_tiny", "qwen3_tiny"]:
+    # Appended names draw their prompts after the earlier ones, whose fixtures stay as they were.
+    for name in ["llama_tiny", "qwen2_tiny", "gpt2_tiny", "qwen3_tiny", "mistral_swa_tiny", "qwen2_swa_tiny"]:
         path = MODELS / name
         model = transformers.AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32)
         model.eval()

@@ -16,6 +16,13 @@ Makes, with a fixed seed, under tests/golden/decoder_models/<name>/:
                (HF directories only; same tokenizer as llama_tiny.)
   qwen3_tiny   Qwen3ForCausalLM: q/k RMSNorm per head, head_dim 32 (not hidden / heads),
                tied embeddings, Qwen2 regex tokenizer; HF directory and model.gguf.
+  mistral_swa_tiny  MistralForCausalLM, llama_tiny's sizes and tokenizer, sliding_window 6
+               (every layer attends to its token and the 5 before it: prompts of 17 and 40
+               tokens and 64 generated ones run far past it); HF directory only
+               (llama.cpp's llama architecture has no sliding window).
+  qwen2_swa_tiny  Qwen2ForCausalLM, 3 layers, use_sliding_window true, sliding_window 5,
+               max_window_layers 1 (layer 0 full, layers 1-2 windowed, written by
+               transformers as layer_types); Qwen2 tokenizer; HF directory only.
   llama_quant_mix  LlamaForCausalLM, hidden 256, 2 layers, GQA 4/2, llama_tiny's
                tokenizer, written only as model.gguf with each weight in one of the
                block types llama.cpp quantises to (QUANT_MIX: Q4_0 ... Q8_0, IQ4_NL,
@@ -251,6 +258,31 @@ def make_qwen3():
     return {"class": "Qwen3ForCausalLM", "vocab": vocab}
 
 
+def make_sliding_window(name):
+    """mistral_swa_tiny / qwen2_swa_tiny (see the module docstring)."""
+    torch.manual_seed(SEED)
+    if name == "mistral_swa_tiny":
+        tok = train_tokenizer("llama3")
+        cfg = transformers.MistralConfig(**llama3_config(tok).to_dict() | {"sliding_window": 6})
+        model = transformers.MistralForCausalLM(cfg).eval()
+    else:
+        tok = train_tokenizer("qwen2")
+        cfg = transformers.Qwen2Config(
+            vocab_size=tok.get_vocab_size(with_added_tokens=True), hidden_size=64, intermediate_size=96,
+            num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+            rms_norm_eps=1e-6, rope_theta=50000.0, tie_word_embeddings=False, use_sliding_window=True,
+            sliding_window=5, max_window_layers=1,
+            bos_token_id=tok.token_to_id("<|endoftext|>"), eos_token_id=tok.token_to_id("<|endoftext|>"))
+        model = transformers.Qwen2ForCausalLM(cfg).eval()
+    init_random(model)
+    save_hf(model, tok, OUT / name)
+    return {"class": type(model).__name__, "vocab": cfg.vocab_size, "sliding_window": cfg.sliding_window,
+            "layer_types": getattr(cfg, "layer_types", None)}
+
+
+SLIDING_WINDOW = ["mistral_swa_tiny", "qwen2_swa_tiny"]
+
+
 # llama_quant_mix: one tensor in each block type llama.cpp writes weights
 # in, as llama-quantize mixes them (Q4_K_M: Q4_K with Q6_K for the output
 # and some ffn_down / attn_v); hidden 256 because the K-quants and IQ4_XS
@@ -332,12 +364,15 @@ def main():
         made["llama_quant_mix"] = make_quant_mix()
     if want("qwen3_tiny"):
         made["qwen3_tiny"] = make_qwen3()
+    for name in SLIDING_WINDOW:
+        if want(name):
+            made[name] = make_sliding_window(name)
     if only and not only & {"llama_tiny", "qwen2_tiny", "gpt2_tiny"}:
         write_versions(made)
         return
     if only:
-        sys.exit("--only supports the rope-scaled models, llama_quant_mix and qwen3_tiny; remake the others with "
-                 "no --only")
+        sys.exit("--only supports the rope-scaled and sliding-window models, llama_quant_mix and qwen3_tiny; "
+                 "remake the others with no --only")
 
     # --- llama_tiny: GQA 4/2, rope_theta 50000, untied, no bias, Llama-3 regex tokenizer.
     tok = train_tokenizer("llama3")

@@ -89,8 +89,11 @@ PagedFixture MakeFixture(std::mt19937& rng, int hq, int hkv, int d, int block_si
 }
 
 // Reference: for each sequence, dense causal SDPA with Nq = n new tokens and
-// Nk = num_tokens (the same offset rule), Q/out read as [n, Hq, d].
-std::vector<float> Reference(const PagedFixture& f) {
+// Nk = num_tokens (the same offset rule), Q/out read as [n, Hq, d]. With a
+// sliding window (> 0) the causal rule becomes an explicit allow mask: new
+// token t at position p = num_tokens - n + t sees keys p - window < j <= p,
+// transformers' sliding_window_overlay.
+std::vector<float> Reference(const PagedFixture& f, int window = 0) {
   const int d = f.layout.head_dim, hq = f.num_heads, hkv = f.layout.num_kv_heads;
   std::vector<float> out(f.q.size());
   for (size_t s = 0; s < f.seqs.size(); ++s) {
@@ -103,7 +106,17 @@ std::vector<float> Reference(const PagedFixture& f) {
     a.q = ConstAttnView::Interleaved(f.q.data() + off, hq, n, d);
     a.k = ConstAttnView::Contiguous(f.dense_k[s].data(), hkv, L, d);
     a.v = ConstAttnView::Contiguous(f.dense_v[s].data(), hkv, L, d);
-    a.masks.causal = true;
+    std::vector<uint8_t> allow;
+    if (window > 0) {
+      allow.assign(int64_t{n} * L, 0);
+      for (int t = 0; t < n; ++t) {
+        const int p = L - n + t;
+        for (int j = std::max(0, p - window + 1); j <= p; ++j) allow[int64_t{t} * L + j] = 1;
+      }
+      a.masks.allow = {allow.data(), false};
+    } else {
+      a.masks.causal = true;
+    }
     a.out = AttnView::Interleaved(out.data() + off, hq, n, d);
     EXPECT_TRUE(ScaledDotProductAttentionRef(a).ok());
   }
@@ -150,6 +163,42 @@ TEST(PagedAttentionTest, RaggedBatchMatchesDenseReference) {
   }
 }
 
+// Sliding windows (Mistral, Qwen2 with use_sliding_window): every kernel
+// path — heads of 8, the decode kernel (f32 and bf16, 1-8 rows), the tiled
+// path for prefill chunks — skips the keys before the window, including
+// windows of one key, windows that start mid-block and mid-chunk, and
+// windows longer than the sequence.
+TEST(PagedAttentionTest, SlidingWindowMatchesMaskedReference) {
+  std::mt19937 rng(14);
+  struct Cfg {
+    int hq, hkv, d, block;
+  };
+  for (Cfg c : {Cfg{8, 4, 8, 16}, Cfg{8, 2, 8, 5}, Cfg{4, 2, 16, 4}, Cfg{8, 2, 64, 16}, Cfg{8, 8, 32, 16},
+                Cfg{16, 2, 128, 32}}) {
+    for (DType dtype : {DType::kF32, DType::kBF16}) {
+      for (int window : {1, 3, 16, 17, 70, 1000}) {
+        const int num_seqs = 1 + rng() % 4;
+        std::vector<int> lens, news;
+        for (int s = 0; s < num_seqs; ++s) {
+          const int L = 1 + rng() % 400;
+          lens.push_back(L);
+          // Decode (1), a GQA decode pair (2), or a prefill chunk of up to 40.
+          const int kind = rng() % 3;
+          news.push_back(std::min<int>(L, kind == 0 ? 1 : kind == 1 ? 2 : 1 + rng() % 40));
+        }
+        PagedFixture f = MakeFixture(rng, c.hq, c.hkv, c.d, c.block, dtype, lens, news);
+        std::vector<float> out;
+        PagedAttentionArgs args = ArgsFor(f, out);
+        args.window = window;
+        ASSERT_TRUE(PagedAttention(args).ok());
+        EXPECT_TRUE(AllClose(out, Reference(f, window), 2e-5, 1e-4))
+            << "Hq=" << c.hq << " Hkv=" << c.hkv << " d=" << c.d << " block=" << c.block << " "
+            << DTypeName(dtype) << " window=" << window;
+      }
+    }
+  }
+}
+
 TEST(PagedAttentionTest, SequenceWithNoNewTokensIsSkipped) {
   std::mt19937 rng(12);
   PagedFixture f = MakeFixture(rng, 4, 2, 32, 16, DType::kF32, {20, 33, 7}, {1, 0, 3});
@@ -177,6 +226,10 @@ TEST(PagedAttentionTest, RejectsInconsistentBatches) {
   f.query_start[1] = 25;  // 25 new tokens > 20 cached
   st = PagedAttention(a);
   EXPECT_NE(st.message().find("new queries"), std::string::npos) << st;
+  f.query_start[1] = 1;
+  a.window = -1;
+  st = PagedAttention(a);
+  EXPECT_NE(st.message().find("window -1"), std::string::npos) << st;
 }
 
 TEST(KvLayoutTest, OffsetsAndSizes) {

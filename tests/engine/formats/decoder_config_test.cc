@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -236,10 +237,81 @@ TEST(DecoderConfigTest, HfErrorsNameTheProblem) {
   auto gptq = FromJsonText(std::string(kLlamaBase) + R"(, "quantization_config": {"quant_method": "gptq", "bits": 4}})");
   EXPECT_THAT(std::string(gptq.status().message()),
               HasSubstr("test/config.json: quantization_config (quant_method gptq) is not supported"));
-  auto sliding = FromJsonText(R"({"model_type": "qwen3", "hidden_size": 64, "num_hidden_layers": 2,
-    "num_attention_heads": 4, "intermediate_size": 96, "vocab_size": 100, "use_sliding_window": true})");
-  EXPECT_THAT(std::string(sliding.status().message()),
-              HasSubstr("test/config.json: use_sliding_window true is not supported"));
+}
+
+// Sliding windows as transformers 5.24's configs resolve them.
+TEST(DecoderConfigTest, HfSlidingWindows) {
+  auto with = [](const std::string& type, const std::string& extra) {
+    return FromJsonText(R"({"model_type": ")" + type + R"(", "hidden_size": 64, "num_hidden_layers": 4,
+      "num_attention_heads": 4, "intermediate_size": 96, "vocab_size": 100)" + extra + "}");
+  };
+  auto windows = [](const DecoderConfig& c) {
+    std::vector<int> w;
+    for (int l = 0; l < c.num_layers; ++l) w.push_back(c.LayerWindow(l));
+    return w;
+  };
+  using ::testing::ElementsAre;
+  // Mistral: MistralConfig's default 4096 when the key is absent (v0.1's
+  // own value), none when null (v0.2 and later), on every layer.
+  auto mistral = with("mistral", "");
+  ASSERT_TRUE(mistral.ok()) << mistral.status();
+  EXPECT_THAT(windows(*mistral), ElementsAre(4096, 4096, 4096, 4096));
+  auto mistral_null = with("mistral", R"(, "sliding_window": null)");
+  ASSERT_TRUE(mistral_null.ok());
+  EXPECT_THAT(windows(*mistral_null), ElementsAre(0, 0, 0, 0));
+  auto mistral_6 = with("mistral", R"(, "sliding_window": 6)");
+  ASSERT_TRUE(mistral_6.ok());
+  EXPECT_THAT(windows(*mistral_6), ElementsAre(6, 6, 6, 6));
+  EXPECT_THAT(mistral_6->DebugString(), HasSubstr("sliding window 6"));
+  // Qwen2 / Qwen3: off unless use_sliding_window, whatever sliding_window
+  // says (every released Qwen2.5 config carries one); then the layers at or
+  // after max_window_layers, or layer_types' entries.
+  for (const char* type : {"qwen2", "qwen3"}) {
+    SCOPED_TRACE(type);
+    auto off = with(type, R"(, "sliding_window": 32768, "max_window_layers": 1)");
+    ASSERT_TRUE(off.ok()) << off.status();
+    EXPECT_THAT(windows(*off), ElementsAre(0, 0, 0, 0));
+    auto derived = with(type, R"(, "use_sliding_window": true, "sliding_window": 8, "max_window_layers": 2)");
+    ASSERT_TRUE(derived.ok()) << derived.status();
+    EXPECT_THAT(windows(*derived), ElementsAre(0, 0, 8, 8));
+    EXPECT_THAT(derived->DebugString(), HasSubstr("sliding window 8 (layers 2,3)"));
+    auto default_layers = with(type, R"(, "use_sliding_window": true, "sliding_window": 8)");
+    ASSERT_TRUE(default_layers.ok());  // max_window_layers 28 by default: none of 4 layers
+    EXPECT_THAT(windows(*default_layers), ElementsAre(0, 0, 0, 0));
+    auto listed = with(type, R"(, "use_sliding_window": true, "sliding_window": 8, "max_window_layers": 0,
+      "layer_types": ["sliding_attention", "full_attention", "sliding_attention", "full_attention"])");
+    ASSERT_TRUE(listed.ok()) << listed.status();
+    EXPECT_THAT(windows(*listed), ElementsAre(8, 0, 8, 0));
+    // layer_types naming sliding layers with the window off: transformers
+    // cannot build that mask either.
+    auto contradictory = with(type, R"(, "sliding_window": 8,
+      "layer_types": ["sliding_attention", "full_attention", "full_attention", "full_attention"])");
+    EXPECT_THAT(std::string(contradictory.status().message()),
+                HasSubstr("test/config.json: layer_types names sliding_attention layers but use_sliding_window is "
+                          "false"));
+    auto short_list = with(type, R"(, "layer_types": ["full_attention"])");
+    EXPECT_THAT(std::string(short_list.status().message()),
+                HasSubstr("layer_types must be an array of num_hidden_layers (4) strings"));
+    auto unknown = with(type, R"(, "layer_types": ["full_attention", "chunked_attention", "full_attention",
+      "full_attention"])");
+    EXPECT_THAT(std::string(unknown.status().message()),
+                HasSubstr("layer_types[1] = chunked_attention is not supported"));
+  }
+  auto bad = with("mistral", R"(, "sliding_window": 0)");
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("\"sliding_window\" = 0 is outside"));
+  // Llama has no window (transformers' LlamaConfig ignores the key).
+  auto llama = with("llama", R"(, "sliding_window": 8)");
+  ASSERT_TRUE(llama.ok());
+  EXPECT_THAT(windows(*llama), ElementsAre(0, 0, 0, 0));
+}
+
+TEST(DecoderConfigTest, SlidingWindowFixturesAsTransformersWroteThem) {
+  DecoderConfig mistral = FromHfDir(kModels + "mistral_swa_tiny");
+  EXPECT_EQ(mistral.sliding_window, 6);
+  EXPECT_THAT(mistral.sliding_layers, ::testing::ElementsAre(true, true));
+  DecoderConfig qwen2 = FromHfDir(kModels + "qwen2_swa_tiny");
+  EXPECT_EQ(qwen2.sliding_window, 5);
+  EXPECT_THAT(qwen2.sliding_layers, ::testing::ElementsAre(false, true, true));
 }
 
 }  // namespace

@@ -3,7 +3,9 @@
 // untied embeddings, no QKV bias), Qwen2 (QKV bias), GPT-2 (LayerNorm,
 // learned positions, GELU-tanh, Conv1D) and Qwen3 (per-head q/k RMSNorm,
 // head_dim 32 over hidden 64, tied embeddings), each from safetensors and
-// GGUF.
+// GGUF; Mistral with a sliding window of 6 on every layer and Qwen2 with one
+// of 5 on layers 1-2 (safetensors only), whose prompts and greedy runs go
+// far past their windows.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -123,7 +125,8 @@ INSTANTIATE_TEST_SUITE_P(TinyModels, DecoderHfTest,
                          ::testing::Values(Case{"llama_tiny", ""}, Case{"llama_tiny", "model.gguf"},
                                            Case{"qwen2_tiny", ""}, Case{"qwen2_tiny", "model.gguf"},
                                            Case{"gpt2_tiny", ""}, Case{"gpt2_tiny", "model.gguf"},
-                                           Case{"qwen3_tiny", ""}, Case{"qwen3_tiny", "model.gguf"}),
+                                           Case{"qwen3_tiny", ""}, Case{"qwen3_tiny", "model.gguf"},
+                                           Case{"mistral_swa_tiny", ""}, Case{"qwen2_swa_tiny", ""}),
                          CaseName);
 
 TEST(DecoderModelTest, Bf16WeightsStayCloseToF32) {
