@@ -53,7 +53,10 @@ absl::Status Validate(const PagedAttentionArgs& a) {
                        L.block_size, " cannot hold num_tokens = ", seq.num_tokens));
     }
     const int used = (seq.num_tokens + L.block_size - 1) / L.block_size;
-    for (int b = 0; b < used; ++b) {
+    // With a window, blocks wholly before the first new token's window are
+    // never read (and may have been given back: kv_cache.h ReleaseBefore).
+    const int first_key = a.window > 0 ? std::max(0, seq.num_tokens - n + 1 - a.window) : 0;
+    for (int b = first_key / L.block_size; b < used; ++b) {
       int32_t id = seq.block_table[b];
       if (id < 0 || (a.kv.num_pool_blocks > 0 && id >= a.kv.num_pool_blocks)) {
         return absl::InvalidArgumentError(absl::StrCat("paged attention: sequence ", s,

@@ -101,6 +101,12 @@ int DecoderConfig::LayerWindow(int layer) const {
   return sliding_layers[layer] ? sliding_window : 0;
 }
 
+int DecoderConfig::UniformWindow() const {
+  for (int l = 0; l < num_layers; ++l)
+    if (LayerWindow(l) == 0) return 0;
+  return sliding_window;
+}
+
 int64_t DecoderConfig::KvBytesPerToken(DType kv_dtype) const {
   return int64_t{2} * num_layers * num_kv_heads * head_dim * static_cast<int64_t>(DTypeSize(kv_dtype));
 }

@@ -143,6 +143,10 @@ struct DecoderConfig {
   // The window of `layer` (keys a token sees, itself included), 0 for full
   // attention.
   int LayerWindow(int layer) const;
+  // The window when every layer has it (Mistral v0.1), else 0: only then
+  // can a KV block, which holds every layer, be given back once a
+  // sequence's positions have all left the window.
+  int UniformWindow() const;
   std::string DebugString() const;
 };
 

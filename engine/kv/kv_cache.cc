@@ -180,7 +180,12 @@ absl::Status KvCache::Commit(SeqId seq, absl::Span<const int32_t> tokens, bool p
     const uint64_t h = ChainHash(parent, chunk);
     s.hashes.push_back(h);
     const int32_t b = s.blocks[i];
-    if (publish && prefix_sharing_ && block_hash_[b] == 0 && !published_.contains(h)) {
+    // Only a block whose parent is published under this chain can ever be
+    // attached (AttachPrefix checks the parent block by id): not after the
+    // parent was released by a sliding window, nor when another sequence's
+    // copy of the parent was published first.
+    const bool reachable = i == 0 || (s.blocks[i - 1] != kReleasedBlock && block_hash_[s.blocks[i - 1]] == parent);
+    if (publish && prefix_sharing_ && reachable && block_hash_[b] == 0 && !published_.contains(h)) {
       published_[h] = PublishedBlock{b, i == 0 ? -1 : s.blocks[i - 1],
                                      std::vector<int32_t>(chunk.begin(), chunk.end()), s.salt};
       block_hash_[b] = h;
@@ -241,18 +246,33 @@ void KvCache::UncacheBlock(int32_t block) {
   --cached_blocks_;
 }
 
+int KvCache::ReleaseBefore(SeqId seq, int position) {
+  auto it = sequences_.find(seq);
+  if (it == sequences_.end()) return 0;
+  Sequence& s = it->second;
+  const int whole = std::min<int>(std::max(0, position) / layout_.block_size, static_cast<int>(s.blocks.size()));
+  const int before = s.released;
+  for (; s.released < whole; ++s.released) {
+    Unref(s.blocks[s.released]);
+    s.blocks[s.released] = kReleasedBlock;
+  }
+  return s.released - before;
+}
+
 void KvCache::Free(SeqId seq) {
   auto it = sequences_.find(seq);
   if (it == sequences_.end()) return;
   // Release from the end so a chain's children go before their parents.
-  for (auto b = it->second.blocks.rbegin(); b != it->second.blocks.rend(); ++b) Unref(*b);
+  const std::vector<int32_t>& blocks = it->second.blocks;
+  for (auto b = blocks.rbegin(); b != blocks.rend() - it->second.released; ++b) Unref(*b);
   sequences_.erase(it);
 }
 
-void KvCache::UpdatePeak(Sequence& s) const {
-  const int64_t bytes = static_cast<int64_t>(s.blocks.size()) * layout_.block_size * bytes_per_token_;
-  s.peak_bytes = std::max(s.peak_bytes, bytes);
+int64_t KvCache::HeldBytes(const Sequence& s) const {
+  return static_cast<int64_t>(s.blocks.size() - s.released) * layout_.block_size * bytes_per_token_;
 }
+
+void KvCache::UpdatePeak(Sequence& s) const { s.peak_bytes = std::max(s.peak_bytes, HeldBytes(s)); }
 
 bool KvCache::HasSequence(SeqId seq) const { return sequences_.contains(seq); }
 
@@ -273,9 +293,10 @@ KvSequenceStats KvCache::SequenceStats(SeqId seq) const {
   if (it == sequences_.end()) return st;
   const Sequence& s = it->second;
   st.num_tokens = static_cast<int>(s.tokens.size());
-  st.num_blocks = static_cast<int>(s.blocks.size());
+  st.num_blocks = static_cast<int>(s.blocks.size()) - s.released;
+  st.released_blocks = s.released;
   st.shared_blocks = s.shared_blocks;
-  st.bytes = static_cast<int64_t>(s.blocks.size()) * layout_.block_size * bytes_per_token_;
+  st.bytes = HeldBytes(s);
   st.peak_bytes = s.peak_bytes;
   return st;
 }

@@ -15,6 +15,13 @@
 // computing them again. Shared blocks are full and never written again, so
 // no copy-on-write is needed.
 //
+// Sliding windows: a model whose every layer attends only to the last W
+// positions never reads a block again once all its positions are older
+// than the window; ReleaseBefore drops those blocks from the sequence (its
+// table keeps kReleasedBlock in their place, so positions still map to
+// entries), and their memory goes back to the pool mid-sequence, as vLLM's
+// sliding-window manager does.
+//
 // When its last reference goes (Free), a published block stays published as
 // a cached block: free for any allocation, but until one takes it a later
 // prompt with the same prefix still attaches it (vLLM's automatic prefix
@@ -43,6 +50,9 @@
 namespace attnserve {
 
 using SeqId = int64_t;
+
+// A block-table entry whose block ReleaseBefore gave back.
+inline constexpr int32_t kReleasedBlock = -1;
 
 // How big the pool is and how it stores K/V.
 struct KvCacheOptions {
@@ -74,7 +84,8 @@ struct KvStats {
 // (a shared block counts for every sequence using it).
 struct KvSequenceStats {
   int num_tokens = 0;        // positions written
-  int num_blocks = 0;        // blocks in the table
+  int num_blocks = 0;        // blocks held (the table less released entries)
+  int released_blocks = 0;   // table entries given back by ReleaseBefore
   int shared_blocks = 0;     // of which taken from another sequence's prefix
   int64_t bytes = 0;         // num_blocks * block_size * bytes_per_token
   int64_t peak_bytes = 0;    // max of `bytes` over the sequence's life
@@ -113,13 +124,20 @@ class KvCache {
   // (when `publish` is true: prompt tokens only, so sampling does not matter).
   absl::Status Commit(SeqId seq, absl::Span<const int32_t> tokens, bool publish);
 
+  // Drops the sequence's references to the blocks whose positions all lie
+  // before `position` (keys a sliding window no longer reaches); their
+  // table entries become kReleasedBlock. Returns how many it released.
+  // Callers only release what no later attention reads.
+  int ReleaseBefore(SeqId seq, int position);
+
   // Drops the sequence and its references; blocks whose count reaches zero go
   // back to the pool (published ones as cached blocks). No-op for an unknown
   // id (Free is called on every path: finish, cancel, error, preemption).
   void Free(SeqId seq);
 
   bool HasSequence(SeqId seq) const;
-  // Block table (block ids in position order). Empty span for unknown ids.
+  // Block table (block ids in position order; kReleasedBlock for entries
+  // ReleaseBefore gave back). Empty span for unknown ids.
   absl::Span<const int32_t> BlockTable(SeqId seq) const;
   int NumTokens(SeqId seq) const;
   KvSequenceStats SequenceStats(SeqId seq) const;
@@ -142,6 +160,7 @@ class KvCache {
     std::vector<int32_t> tokens;   // token ids written so far (for prefix hashes)
     std::vector<uint64_t> hashes;  // chained hash of each full block
     int shared_blocks = 0;
+    int released = 0;  // blocks[0, released) are kReleasedBlock
     int64_t peak_bytes = 0;
     uint64_t salt = 0;  // the root of its hash chain
   };
@@ -159,6 +178,7 @@ class KvCache {
   int32_t TakeFreeBlock();
   void CacheBlock(int32_t block);    // appends to the eviction order
   void UncacheBlock(int32_t block);  // removes from it
+  int64_t HeldBytes(const Sequence& s) const;  // blocks held (not released) in bytes
   void UpdatePeak(Sequence& s) const;
 
   KvLayout layout_;

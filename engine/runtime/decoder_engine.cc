@@ -257,7 +257,7 @@ absl::StatusOr<std::unique_ptr<DecoderEngine>> DecoderEngine::Create(
 }
 
 DecoderEngine::DecoderEngine(std::shared_ptr<const DecoderModel> model, std::unique_ptr<KvCache> kv)
-    : model_(std::move(model)), kv_(std::move(kv)) {
+    : model_(std::move(model)), kv_(std::move(kv)), kv_window_(model_->config().UniformWindow()) {
   const DecoderConfig& c = model_->config();
   for (int id : c.eos_token_ids) eos_ids_.push_back(id);
   if (c.eos_token_id >= 0) eos_ids_.push_back(c.eos_token_id);
@@ -397,6 +397,9 @@ absl::StatusOr<SeqId> DecoderEngine::AddSequence(std::vector<int32_t> prompt,
     return cached.status();
   }
   s->prompt_fed = s->cached_prompt = *cached;
+  // A shared prefix longer than the window: its first chunk reads keys from
+  // cached - window + 1 on.
+  if (kv_window_ > 0) kv_->ReleaseBefore(id, *cached - kv_window_ + 1);
   s->peak_kv_bytes = kv_->SequenceStats(id).peak_bytes;
   seqs_.emplace(id, std::move(s));
   return id;
@@ -735,6 +738,9 @@ absl::StatusOr<std::vector<StepEvent>> DecoderEngine::Step(absl::Span<const Step
     absl::Span<const int32_t> fed(batch_.tokens.data() + begin, end - begin);
     const bool was_prefill = s.in_prefill();
     RETURN_IF_ERROR(kv_->Commit(s.id, fed, /*publish=*/was_prefill));
+    // Every layer windowed: the next token (at NumTokens) reads keys from
+    // NumTokens - window + 1 on; the blocks wholly before go back to the pool.
+    if (kv_window_ > 0) kv_->ReleaseBefore(s.id, kv_->NumTokens(s.id) - kv_window_ + 1);
     if (was_prefill) {
       if (s.params.prompt_logprobs) ScorePromptChunk(s, begin, end, sample_row[i] - (end - begin - 1));
       s.prompt_fed += end - begin;

@@ -229,6 +229,9 @@ class DecoderEngine {
   bool IsFinished(SeqId seq) const;
   bool InPrefill(SeqId seq) const;
   KvStats kv_stats() const { return kv_->Stats(); }
+  // > 0 when every layer attends to that many positions at most: a
+  // sequence then holds only its window's blocks (DecoderConfig::UniformWindow).
+  int kv_window() const { return kv_window_; }
   KvSequenceStats kv_sequence_stats(SeqId seq) const { return kv_->SequenceStats(seq); }
   int64_t PeakKvBytes(SeqId seq) const;
   // Prompt positions taken from the prefix cache when the sequence was added.
@@ -269,6 +272,7 @@ class DecoderEngine {
 
   std::shared_ptr<const DecoderModel> model_;
   std::unique_ptr<KvCache> kv_;
+  int kv_window_ = 0;  // model_->config().UniformWindow()
   std::vector<int32_t> eos_ids_;
   // Constrained decoding's tables, built for the first request that asks.
   std::shared_ptr<const SortedVocabulary> vocabulary_;

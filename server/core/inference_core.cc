@@ -165,7 +165,11 @@ absl::StatusOr<std::unique_ptr<InferenceCore>> InferenceCore::Create(const Serve
               << absl::Now() - start << ": " << m.decoder->description().architecture << ", "
               << m.decoder->description().num_layers << " layers, " << m.decoder->description().weight_bytes
               << " weight bytes; KV cache " << stats.blocks_total << " blocks of " << kv.block_size << " tokens, "
-              << stats.bytes_capacity << " bytes (" << stats.bytes_per_token << " bytes per token)";
+              << stats.bytes_capacity << " bytes (" << stats.bytes_per_token << " bytes per token)"
+              << (m.generate_backend->kv_window() > 0
+                      ? absl::StrCat("; a ", m.generate_backend->kv_window(),
+                                     "-token sliding window on every layer: a sequence holds only its window's blocks")
+                      : std::string());
     m.chat = ResolveChatSetup(options.models.chat_template, m.decoder->chat_template(), m.decoder->tokenizer());
     if (m.chat.format.has_value()) {
       LOG(INFO) << "chat template: " << ChatFormatName(*m.chat.format) << " (" << m.chat.origin << ")"

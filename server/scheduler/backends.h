@@ -58,6 +58,9 @@ class GenerateBackend {
   virtual KvSequenceStats SequenceKv(SeqId seq) const = 0;
   virtual KvStats kv_stats() const = 0;
   virtual int block_size() const = 0;
+  // > 0 when every layer attends to at most that many positions: a sequence
+  // then holds only its window's blocks, not its whole length.
+  virtual int kv_window() const { return 0; }
   // Memory held for JSON mode (the engine's token table and cached masks).
   virtual int64_t json_mask_bytes() const { return 0; }
 };

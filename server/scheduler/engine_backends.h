@@ -34,6 +34,7 @@ class DecoderBackend final : public GenerateBackend {
   KvSequenceStats SequenceKv(SeqId seq) const override { return engine_->kv_sequence_stats(seq); }
   KvStats kv_stats() const override { return engine_->kv_stats(); }
   int block_size() const override { return block_size_; }
+  int kv_window() const override { return engine_->kv_window(); }
   int64_t json_mask_bytes() const override { return engine_->json_mask_bytes(); }
   void set_block_size(int block_size) { block_size_ = block_size; }
 

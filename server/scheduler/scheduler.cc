@@ -100,6 +100,7 @@ Scheduler::Scheduler(const SchedulerOptions& options, EncodeBackend* encode, Gen
     kv_capacity_bytes_ = kv.bytes_capacity;
     kv_bytes_per_token_ = kv.bytes_per_token;
     kv_block_size_ = generate_->block_size();
+    kv_window_ = generate_->kv_window();
   }
   thread_ = std::thread([this] { Loop(); });
   // Named for profiles and `top -H` (15 characters at most). The engine's
@@ -108,6 +109,16 @@ Scheduler::Scheduler(const SchedulerOptions& options, EncodeBackend* encode, Gen
 }
 
 Scheduler::~Scheduler() { Shutdown(); }
+
+int64_t Scheduler::KvBlocksFor(int64_t positions) const {
+  const int64_t bs = kv_block_size_;
+  const int64_t all = (positions + bs - 1) / bs;
+  if (kv_window_ <= 0) return all;
+  // A step with p positions cached and n new holds blocks floor((p - W + 1) / bs)
+  // to ceil((p + n) / bs) - 1: at most ceil((W - 1 + n) / bs) + 1 of them.
+  const int64_t span = int64_t{kv_window_} - 1 + options_.max_step_tokens;
+  return std::min(all, (span + bs - 1) / bs + 1);
+}
 
 absl::Status Scheduler::SubmitEncode(EncodeTask task) {
   if (encode_ == nullptr) {
@@ -150,13 +161,14 @@ absl::Status Scheduler::SubmitGenerate(GenerateTask task) {
   // whole blocks. One that can never fit is refused now; one that fits later
   // waits in the queue.
   const int64_t tokens = static_cast<int64_t>(task.prompt.size()) + task.params.max_new_tokens;
-  const int64_t blocks = (tokens + kv_block_size_ - 1) / kv_block_size_;
+  const int64_t blocks = KvBlocksFor(tokens);
   const int64_t bytes = blocks * kv_block_size_ * kv_bytes_per_token_;
   if (bytes > kv_capacity_bytes_) {
     metrics_->RecordRejection(RejectReason::kKvBudget);
     return absl::ResourceExhaustedError(absl::StrCat(
         "the request needs up to ", bytes, " bytes of KV cache (prompt ", task.prompt.size(), " + max_new_tokens ",
         task.params.max_new_tokens, " = ", tokens, " tokens, ", blocks, " blocks of ", kv_block_size_,
+        kv_window_ > 0 ? absl::StrCat(" held at once under the ", kv_window_, "-token sliding window") : "",
         ") but the whole cache holds ", kv_capacity_bytes_, " bytes (--kv-cache-bytes); shorten the prompt or "
         "lower max_new_tokens"));
   }
@@ -335,8 +347,7 @@ void Scheduler::SweepCancelled() {
 void Scheduler::AdmitWaiting() {
   if (waiting_.empty()) return;
   const KvStats kv = generate_->kv_stats();
-  const int bs = kv_block_size_;
-  auto blocks_for = [bs](int64_t positions) { return (positions + bs - 1) / bs; };
+  auto blocks_for = [this](int64_t positions) { return KvBlocksFor(positions); };
   // Free = not held, not promised to the rest of a running sequence's prompt
   // (its prefill reserves blocks chunk by chunk, so they are not yet in
   // blocks_used), less one block of headroom per running sequence for its

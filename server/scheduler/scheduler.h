@@ -222,6 +222,11 @@ class Scheduler {
   int64_t kv_capacity_bytes_ = 0;
   int64_t kv_bytes_per_token_ = 0;
   int kv_block_size_ = 1;
+  int kv_window_ = 0;  // GenerateBackend::kv_window
+  // Blocks a sequence of `positions` holds at most at once: all of them, or
+  // with a window on every layer (released as it slides) those a step can
+  // touch, the window's W - 1 keys plus a prefill chunk, + 1 for alignment.
+  int64_t KvBlocksFor(int64_t positions) const;
 
   mutable absl::Mutex mu_;
   absl::CondVar work_cv_ ABSL_GUARDED_BY(mu_);

@@ -79,6 +79,46 @@ def test_sliding_window_streams_batched_and_chunked_equal_transformers(pb, proto
         server.close()
 
 
+def test_a_window_on_every_layer_admits_what_its_window_holds(pb, proto_modules):
+    """mistral_swa_tiny (window 6 on every layer) in a cache of 5 blocks of 4
+    positions: a 40-token prompt + 64 new tokens (26 blocks whole) runs,
+    because a step holds only the blocks its window and chunk touch
+    (at most ceil((6 - 1 + 8) / 4) + 1 = 5); its usage reports its peak. The same
+    cache refuses qwen2_swa_tiny (layer 0 attends to everything) naming the
+    bytes, at once."""
+    _, pb_grpc = proto_modules
+    block_bytes = 4 * 512  # 2 layers x 2 KV heads x 16 dims x 2 (K, V) x 4 bytes, per position
+    flags = ("--threads=1", "--kv_block_size=4", "--max_step_tokens=8", f"--kv_cache_bytes={5 * block_bytes}")
+    ref = golden("mistral_swa_tiny")
+    server = ServerProcess(f"--decoder-model={MODELS / 'mistral_swa_tiny'}", *flags)
+    try:
+        with grpc.insecure_channel(server.grpc_target) as channel:
+            stub = pb_grpc.InferenceStub(channel)
+            prompt, want = ref["prompts"][-1], ref["greedy"][-1]
+            request = pb.GenerateRequest(sampling=pb.SamplingParams(max_new_tokens=len(want), temperature=0.0,
+                                                                    ignore_eos=True))
+            request.token_ids.ids.extend(prompt)
+            messages = list(stub.Generate(request, timeout=120))
+            assert [t for m in messages for t in m.token_ids] == want
+            assert 0 < messages[-1].usage.peak_kv_cache_bytes <= 5 * block_bytes
+    finally:
+        server.close()
+    server = ServerProcess(f"--decoder-model={MODELS / 'qwen2_swa_tiny'}", *flags)
+    try:
+        with grpc.insecure_channel(server.grpc_target) as channel:
+            stub = pb_grpc.InferenceStub(channel)
+            prompt = golden("qwen2_swa_tiny")["prompts"][-1]
+            request = pb.GenerateRequest(sampling=pb.SamplingParams(max_new_tokens=64, temperature=0.0))
+            request.token_ids.ids.extend(prompt)
+            with pytest.raises(grpc.RpcError) as err:
+                list(stub.Generate(request, timeout=60))
+            assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            # qwen2_swa_tiny: 3 layers, so 768 bytes a position; 104 positions = 26 blocks.
+            assert f"needs up to {26 * 4 * 768} bytes of KV cache" in err.value.details()
+    finally:
+        server.close()
+
+
 def expanded_bytes(bytes_per_value):
     reader = gguf.GGUFReader(str(QUANT_MIX))
     return sum(int(np.prod([int(d) for d in t.shape])) for t in reader.tensors) * bytes_per_value

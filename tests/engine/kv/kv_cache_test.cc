@@ -166,6 +166,67 @@ TEST(KvCacheTest, PrefixSharingTakesFullBlocksByReference) {
   EXPECT_EQ(cache->SequenceStats(5).shared_blocks, 2);
 }
 
+// Sliding windows: whole blocks before the position go back to the pool,
+// the table keeps a placeholder so positions still map to entries, and the
+// bytes, peak and Free count only what is held.
+TEST(KvCacheTest, ReleaseBeforeGivesBackWholeBlocksOnly) {
+  auto cache = MakeCache(8);  // blocks of 4
+  const int64_t block_bytes = 4 * cache->bytes_per_token();
+  std::vector<int32_t> prompt(14);
+  std::iota(prompt.begin(), prompt.end(), 300);
+  ASSERT_TRUE(cache->AddSequence(1).ok());
+  ASSERT_TRUE(cache->Reserve({1}, {14}).ok());
+  ASSERT_TRUE(cache->Commit(1, prompt, true).ok());
+  const std::vector<int32_t> before(cache->BlockTable(1).begin(), cache->BlockTable(1).end());
+  ASSERT_EQ(before.size(), 4u);
+  EXPECT_EQ(cache->ReleaseBefore(1, 3), 0);  // position 3 is inside block 0
+  EXPECT_EQ(cache->ReleaseBefore(1, 9), 2);  // blocks 0 and 1 (positions 0-7)
+  EXPECT_EQ(cache->ReleaseBefore(1, 9), 0);  // idempotent
+  EXPECT_THAT(cache->BlockTable(1), ::testing::ElementsAre(kReleasedBlock, kReleasedBlock, before[2], before[3]));
+  KvSequenceStats st = cache->SequenceStats(1);
+  EXPECT_EQ(st.num_blocks, 2);
+  EXPECT_EQ(st.released_blocks, 2);
+  EXPECT_EQ(st.bytes, 2 * block_bytes);
+  EXPECT_EQ(st.peak_bytes, 4 * block_bytes);  // the peak stays what it was
+  EXPECT_EQ(st.num_tokens, 14);
+  // The two published prompt blocks are free but still cached (a later
+  // prompt with this prefix can attach them); nothing is held twice.
+  EXPECT_EQ(cache->Stats().blocks_used, 2);
+  EXPECT_EQ(cache->Stats().blocks_cached, 2);
+  // Growing again needs only the new block; the table keeps its positions.
+  EXPECT_EQ(cache->BlocksNeeded(1, 17), 1);
+  ASSERT_TRUE(cache->Reserve({1}, {17}).ok());
+  EXPECT_EQ(cache->BlockTable(1).size(), 5u);
+  EXPECT_EQ(cache->SequenceStats(1).bytes, 3 * block_bytes);
+  // Past the end of the table: every block goes.
+  EXPECT_EQ(cache->ReleaseBefore(1, 1000), 3);
+  EXPECT_EQ(cache->Stats().blocks_used, 0);
+  cache->Free(1);  // does not give the released blocks back a second time
+  EXPECT_EQ(cache->Stats().blocks_used, 0);
+  EXPECT_EQ(cache->Stats().blocks_total, 8);
+  ASSERT_TRUE(cache->AddSequence(2).ok());
+  ASSERT_TRUE(cache->Reserve({2}, {32}).ok());  // all 8 blocks are there to take
+  EXPECT_EQ(cache->Stats().blocks_used, 8);
+}
+
+// A prompt block whose predecessor a window already released is not
+// published (its chain cannot be matched from position 0 any more); the
+// released blocks themselves still serve a later prompt's prefix.
+TEST(KvCacheTest, ChainsBrokenByAReleaseAreNotPublished) {
+  auto cache = MakeCache(8);
+  std::vector<int32_t> prompt(13);
+  std::iota(prompt.begin(), prompt.end(), 500);
+  ASSERT_TRUE(cache->AddSequence(1).ok());
+  ASSERT_TRUE(cache->Reserve({1}, {13}).ok());
+  ASSERT_TRUE(cache->Commit(1, absl::MakeConstSpan(prompt).subspan(0, 6), true).ok());  // block 0 full
+  cache->ReleaseBefore(1, 5);                                                          // block 0 goes
+  ASSERT_TRUE(cache->Commit(1, absl::MakeConstSpan(prompt).subspan(6), true).ok());     // blocks 1, 2 full
+  cache->Free(1);
+  EXPECT_EQ(cache->Stats().blocks_cached, 1);  // block 0 only
+  ASSERT_TRUE(cache->AddSequence(2).ok());
+  EXPECT_EQ(*cache->AttachPrefix(2, prompt), 4);
+}
+
 // Cached blocks count as free; an allocation takes never-published blocks
 // first, then evicts cached ones, the least recently released first (a
 // chain's last block before its first), unpublishing them.
