@@ -35,7 +35,7 @@ TemplateProcessing.
                                                         template a file saved with add_eos_token has
                                                         (transformers 5 reads only tokenizer.json's
                                                         post-processor, as TEI does); lasttoken pooling +
-                                                        Normalize
+                                                        Normalize; sliding_window 4
      tests/golden/encoder_models/qwen3_reranker_tiny/   Qwen3ForSequenceClassification, 1 label (a reranker
                                                         converted to a score head), Qwen3's tokenizer
                                                         (<|endoftext|> appended and also its pad token, so
@@ -292,7 +292,8 @@ def main():
     mistral = MistralModel(MistralConfig(
         vocab_size=stok.get_vocab_size(), hidden_size=32, intermediate_size=64, num_hidden_layers=3,
         num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=256,
-        rope_theta=10000.0, rms_norm_eps=1e-5, sliding_window=None, tie_word_embeddings=False,
+        # e5-mistral keeps Mistral-v0.1's 4,096-token window; 4 here, so every longer text meets it.
+        rope_theta=10000.0, rms_norm_eps=1e-5, sliding_window=4, tie_word_embeddings=False,
         attn_implementation="eager", bos_token_id=1, eos_token_id=2, pad_token_id=2)).eval()
     reinit_(mistral, 20261222)
     d = save_model_dir("mistral_embedder_tiny", mistral, stok, {
