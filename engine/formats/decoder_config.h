@@ -48,9 +48,11 @@
 
 namespace attnserve {
 
-enum class DecoderArch : uint8_t { kLlama, kGpt2 };  // kLlama covers mistral, qwen2, qwen3
+enum class DecoderArch : uint8_t { kLlama, kGpt2 };  // kLlama covers mistral, qwen2, qwen3, gemma3_text
 enum class NormKind : uint8_t { kRmsNorm, kLayerNorm };
-enum class MlpKind : uint8_t { kSwiGlu, kGeluTanh };  // SwiGLU: down(silu(gate x) * up x)
+// SwiGLU: down(silu(gate x) * up x); GeGLU (Gemma): down(gelu_tanh(gate x) * up x);
+// GeluTanh (GPT-2): down(gelu_tanh(up x)).
+enum class MlpKind : uint8_t { kSwiGlu, kGeluTanh, kGeGlu };
 enum class PositionKind : uint8_t { kRope, kLearned };
 enum class RopePairing : uint8_t { kHalfSplit, kAdjacent };
 enum class RopeScalingKind : uint8_t { kNone, kLinear, kDynamicNtk, kLlama3, kYarn };
@@ -120,6 +122,24 @@ struct DecoderConfig {
   bool norm_bias = false;      // LayerNorm has a bias (GPT-2)
   bool tie_word_embeddings = false;  // lm head == token embedding (weights.lm_head empty)
 
+  // Gemma. RMSNorm scales by (norm_weight_offset + weight): 1 for a Hugging
+  // Face Gemma checkpoint, 0 for GGUF (llama.cpp's converter adds the 1).
+  float norm_weight_offset = 0.0f;
+  // > 0: token embeddings are multiplied by it (Gemma: sqrt(hidden_size),
+  // rounded to f32 as transformers does); the tied LM head is not.
+  float embedding_scale = 0.0f;
+  // Gemma 2/3: a norm on the attention output and one on the MLP output,
+  // each before its residual add (besides the usual pre-norms).
+  bool sandwich_norms = false;
+  // Attention score scale; 0 means 1/sqrt(head_dim). Gemma 3:
+  // query_pre_attn_scalar^-0.5.
+  float attn_scale = 0.0f;
+  // > 0: the sliding-window layers rotate with this base and no scaling
+  // (Gemma 3's local rope), the others with rope_theta and rope_scaling.
+  float local_rope_theta = 0.0f;
+  // > 0: logits = cap * tanh(logits / cap) (Gemma 2/3's final_logit_softcapping).
+  float final_logit_softcap = 0.0f;
+
   // Sliding-window attention (Mistral v0.1, Qwen2/Qwen3 with
   // use_sliding_window): a token at position p of a windowed layer attends
   // to keys at positions (p - sliding_window, p], itself and the
@@ -156,7 +176,7 @@ class HfConfig;
 // From GGUF metadata (general.architecture llama / qwen2 / gpt2 and its
 // keys) plus tensor presence (biases, output.weight, rope_freqs.weight).
 absl::StatusOr<DecoderConfig> DecoderConfigFromGguf(const GgufFile& gguf);
-// From a Hugging Face config.json (model_type llama, mistral, qwen2, qwen3, gpt2).
+// From a Hugging Face config.json (model_type llama, mistral, qwen2, qwen3, gemma3_text, gpt2).
 absl::StatusOr<DecoderConfig> DecoderConfigFromHf(const HfConfig& hf);
 
 // Inverse rotary frequencies, rope_dim/2 of them, frequency index i for pair

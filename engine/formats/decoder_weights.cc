@@ -79,6 +79,10 @@ absl::StatusOr<DecoderWeights> LoadLlama(const DecoderConfig& c, const Names& n,
       ASSIGN_OR_RETURN(l.o_bias, load(L("o_bias"), {h}, DType::kF32));
     }
     ASSIGN_OR_RETURN(l.mlp_norm_weight, load(L("mlp_norm"), {h}, DType::kF32));
+    if (c.sandwich_norms) {
+      ASSIGN_OR_RETURN(l.post_attn_norm_weight, load(L("post_attn_norm"), {h}, DType::kF32));
+      ASSIGN_OR_RETURN(l.post_mlp_norm_weight, load(L("post_mlp_norm"), {h}, DType::kF32));
+    }
     ASSIGN_OR_RETURN(l.gate_weight, load(L("gate"), {f, h}, md));
     ASSIGN_OR_RETURN(l.up_weight, load(L("up"), {f, h}, md));
     ASSIGN_OR_RETURN(l.down_weight, load(L("down"), {h, f}, md));
@@ -113,7 +117,8 @@ int64_t DecoderWeights::TotalBytes() const {
   for (const DecoderLayerWeights& l : layers) {
     for (const Tensor* t : {&l.attn_norm_weight, &l.attn_norm_bias, &l.q_weight, &l.k_weight, &l.v_weight,
                             &l.q_bias, &l.k_bias, &l.v_bias, &l.q_norm_weight, &l.k_norm_weight, &l.o_weight,
-                            &l.o_bias, &l.mlp_norm_weight, &l.mlp_norm_bias, &l.gate_weight, &l.gate_bias,
+                            &l.o_bias, &l.mlp_norm_weight, &l.mlp_norm_bias, &l.post_attn_norm_weight,
+                            &l.post_mlp_norm_weight, &l.gate_weight, &l.gate_bias,
                             &l.up_weight, &l.up_bias, &l.down_weight, &l.down_bias}) {
       add(*t);
     }
@@ -161,6 +166,8 @@ absl::Status ValidateDecoderWeights(const DecoderConfig& c, const DecoderWeights
     RETURN_IF_ERROR(check(p + "o_bias", l.o_bias, c.attn_out_bias, {h}, DType::kF32));
     RETURN_IF_ERROR(check(p + "mlp_norm_weight", l.mlp_norm_weight, true, {h}, DType::kF32));
     RETURN_IF_ERROR(check(p + "mlp_norm_bias", l.mlp_norm_bias, ln, {h}, DType::kF32));
+    RETURN_IF_ERROR(check(p + "post_attn_norm_weight", l.post_attn_norm_weight, c.sandwich_norms, {h}, DType::kF32));
+    RETURN_IF_ERROR(check(p + "post_mlp_norm_weight", l.post_mlp_norm_weight, c.sandwich_norms, {h}, DType::kF32));
     RETURN_IF_ERROR(check(p + "gate_weight", l.gate_weight, !gpt2, {f, h}, md));
     RETURN_IF_ERROR(check(p + "gate_bias", l.gate_bias, !gpt2 && c.mlp_bias, {f}, DType::kF32));
     RETURN_IF_ERROR(check(p + "up_weight", l.up_weight, true, {f, h}, md));
@@ -196,7 +203,8 @@ absl::StatusOr<DecoderWeights> LoadDecoderWeightsFromGguf(const GgufFile& g, con
           {"o", "attn_output.weight"}, {"o_bias", "attn_output.bias"},
           {"mlp_norm", "ffn_norm.weight"}, {"gate", "ffn_gate.weight"}, {"up", "ffn_up.weight"},
           {"down", "ffn_down.weight"}, {"gate_bias", "ffn_gate.bias"}, {"up_bias", "ffn_up.bias"},
-          {"down_bias", "ffn_down.bias"}};
+          {"down_bias", "ffn_down.bias"}, {"post_attn_norm", "post_attention_norm.weight"},
+          {"post_mlp_norm", "post_ffw_norm.weight"}};
       return absl::StrCat("blk.", i, ".", kMap.at(what));
     };
     ASSIGN_OR_RETURN(w, LoadLlama(c, n, load, has, md));
@@ -256,7 +264,15 @@ absl::StatusOr<DecoderWeights> LoadDecoderWeightsFromHf(const SafetensorsArchive
     n.embed = pre + "embed_tokens.weight";
     n.final_norm = pre + "norm.weight";
     n.lm_head = "lm_head.weight";
-    n.layer = [pre](int i, const char* what) {
+    // Gemma 2/3 call their attention-output norm post_attention_layernorm
+    // (Llama's name for the MLP's pre-norm) and the MLP's pre-norm
+    // pre_feedforward_layernorm.
+    const bool sandwich = c.sandwich_norms;
+    n.layer = [pre, sandwich](int i, const char* what) {
+      static const std::map<std::string, std::string> kSandwich = {
+          {"mlp_norm", "pre_feedforward_layernorm.weight"}, {"post_attn_norm", "post_attention_layernorm.weight"},
+          {"post_mlp_norm", "post_feedforward_layernorm.weight"}};
+      if (sandwich && kSandwich.contains(what)) return absl::StrCat(pre, "layers.", i, ".", kSandwich.at(what));
       static const std::map<std::string, std::string> kMap = {
           {"attn_norm", "input_layernorm.weight"}, {"q", "self_attn.q_proj.weight"},
           {"k", "self_attn.k_proj.weight"}, {"v", "self_attn.v_proj.weight"},

@@ -39,6 +39,8 @@ struct DecoderLayerWeights {
   Tensor o_weight;          // [hidden, num_heads * head_dim]
   Tensor o_bias;            // [hidden] f32, if attn_out_bias
   Tensor mlp_norm_weight;   // [hidden] f32
+  Tensor post_attn_norm_weight;  // [hidden] f32, sandwich_norms (Gemma 2/3) only
+  Tensor post_mlp_norm_weight;   // [hidden] f32, sandwich_norms only
   Tensor mlp_norm_bias;     // [hidden] f32, LayerNorm only
   Tensor gate_weight;       // [intermediate, hidden], SwiGLU only
   Tensor gate_bias;         // [intermediate] f32, SwiGLU with mlp_bias

@@ -43,9 +43,12 @@ Tensor StackBias(std::initializer_list<std::pair<const Tensor*, int64_t>> parts)
   return out;
 }
 
-std::vector<float> ToVector(const Tensor& t) {
+std::vector<float> ToVector(const Tensor& t, float offset = 0.0f) {
   if (t.empty()) return {};
-  return std::vector<float>(t.f32(), t.f32() + t.numel());
+  std::vector<float> v(t.f32(), t.f32() + t.numel());
+  if (offset != 0.0f)
+    for (float& x : v) x += offset;  // Gemma's (1 + weight), in f32 as transformers
+  return v;
 }
 
 }  // namespace
@@ -62,12 +65,15 @@ absl::StatusOr<DecoderBlock> DecoderBlock::Create(const DecoderConfig& config,
   b.kv_heads_ = config.num_kv_heads;
   b.head_dim_ = config.head_dim;
   b.inter_ = config.intermediate_size;
-  b.attn_norm_w_ = ToVector(w.attn_norm_weight);
+  const float off = config.norm_weight_offset;
+  b.attn_norm_w_ = ToVector(w.attn_norm_weight, off);
   b.attn_norm_b_ = ToVector(w.attn_norm_bias);
-  b.mlp_norm_w_ = ToVector(w.mlp_norm_weight);
+  b.mlp_norm_w_ = ToVector(w.mlp_norm_weight, off);
   b.mlp_norm_b_ = ToVector(w.mlp_norm_bias);
-  b.q_norm_w_ = ToVector(w.q_norm_weight);
-  b.k_norm_w_ = ToVector(w.k_norm_weight);
+  b.q_norm_w_ = ToVector(w.q_norm_weight, off);
+  b.k_norm_w_ = ToVector(w.k_norm_weight, off);
+  b.post_attn_norm_w_ = ToVector(w.post_attn_norm_weight, off);
+  b.post_mlp_norm_w_ = ToVector(w.post_mlp_norm_weight, off);
   const int64_t q_out = int64_t{b.heads_} * b.head_dim_;
   const int64_t kv_out = int64_t{b.kv_heads_} * b.head_dim_;
 
@@ -90,7 +96,7 @@ absl::StatusOr<DecoderBlock> DecoderBlock::Create(const DecoderConfig& config,
   b.qkv_.emplace(std::move(qkv));
   ASSIGN_OR_RETURN(Linear out, wrap(make(w.o_weight, w.o_bias), "o_proj"));
   b.out_.emplace(std::move(out));
-  if (config.mlp == MlpKind::kSwiGlu) {
+  if (config.mlp == MlpKind::kSwiGlu || config.mlp == MlpKind::kGeGlu) {
     Tensor gate_up = StackRows({&w.gate_weight, &w.up_weight});
     Tensor gate_up_b;
     if (!w.up_bias.empty()) {
@@ -113,7 +119,7 @@ int64_t DecoderBlock::weight_bytes() const {
          down_->weight_bytes() +
          static_cast<int64_t>(sizeof(float)) *
              (attn_norm_w_.size() + attn_norm_b_.size() + mlp_norm_w_.size() + mlp_norm_b_.size() +
-              q_norm_w_.size() + k_norm_w_.size());
+              q_norm_w_.size() + k_norm_w_.size() + post_attn_norm_w_.size() + post_mlp_norm_w_.size());
 }
 
 absl::Status DecoderBlock::CreateAllPrimitives() const {
@@ -193,6 +199,7 @@ absl::Status DecoderBlock::Attend(const ForwardBatch& batch, const KvCache& kv,
   args.seqs = sc.kv_seqs.data();
   args.query_start = batch.seq_start.data();
   args.num_seqs = S;
+  args.scale = config_->attn_scale;
   args.window = window_;
   return PagedAttention(args);
 }
@@ -227,22 +234,30 @@ absl::Status DecoderBlock::ProjectQkv(int64_t T, const Rope* rope, const float* 
 absl::Status DecoderBlock::OutputAndMlp(int64_t T, DecoderScratch& sc) const {
   float* h = sc.hidden.data();
   RETURN_IF_ERROR(out_->Forward(sc.attn.data(), T, sc.proj.data()));
+  // Gemma 2/3 normalise each sub-layer's output before the residual add.
+  if (!post_attn_norm_w_.empty()) Norm(sc.proj.data(), post_attn_norm_w_, {}, T, sc.proj.data());
   for (int64_t i = 0; i < T * hidden_; ++i) h[i] += sc.proj[i];
 
   Norm(h, mlp_norm_w_, mlp_norm_b_, T, sc.normed.data());
-  if (config_->mlp == MlpKind::kSwiGlu) {
+  if (config_->mlp == MlpKind::kSwiGlu || config_->mlp == MlpKind::kGeGlu) {
     RETURN_IF_ERROR(gate_up_->Forward(sc.normed.data(), T, sc.mlp_in.data()));
     const int I = inter_;
+    const bool geglu = config_->mlp == MlpKind::kGeGlu;
     ParallelFor(T, T * I >= (1 << 15), [&](int64_t t) {
       const float* g = sc.mlp_in.data() + t * 2 * I;
       const float* u = g + I;
       float* a = sc.mlp_act.data() + t * I;
-      SiluMul(g, u, I, a);
+      if (geglu) {
+        GeluTanhMul(g, u, I, a);
+      } else {
+        SiluMul(g, u, I, a);
+      }
     });
   } else {
     RETURN_IF_ERROR(gate_up_->Forward(sc.normed.data(), T, sc.mlp_act.data()));
   }
   RETURN_IF_ERROR(down_->Forward(sc.mlp_act.data(), T, sc.proj.data()));
+  if (!post_mlp_norm_w_.empty()) Norm(sc.proj.data(), post_mlp_norm_w_, {}, T, sc.proj.data());
   for (int64_t i = 0; i < T * hidden_; ++i) h[i] += sc.proj[i];
   return absl::OkStatus();
 }
@@ -280,6 +295,7 @@ absl::Status DecoderBlock::ForwardUncached(const ForwardBatch& batch, const Rope
   args.q = {qkv, DType::kF32, max_len * row, d, row};
   args.k = {qkv + int64_t{heads_} * d, DType::kF32, max_len * row, d, row};
   args.v = {qkv + int64_t{heads_ + kv_heads_} * d, DType::kF32, max_len * row, d, row};
+  args.options.scale = config_->attn_scale;
   args.masks.causal = true;
   // SDPA's window is |i - j| <= window; with the causal rule that is keys
   // (i - window_, i], the sliding layer's window_ keys.

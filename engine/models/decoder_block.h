@@ -41,6 +41,7 @@ struct DecoderScratch {
   std::vector<float> mlp_in;   // [T, 2 I]
   std::vector<float> mlp_act;  // [T, I]
   std::vector<float> rope;     // [T, rope_dim] cos/sin per token
+  std::vector<float> local_rope;  // the same for the local rope (Gemma 3's sliding layers)
   std::vector<float> q;        // [T, Hq d] queries, contiguous for paged attention
   std::vector<PagedKvSequence> kv_seqs;  // [S] block tables for paged attention
   // ForwardUncached: each sequence's first packed row and its length.
@@ -89,7 +90,8 @@ class DecoderBlock {
   int window_ = 0;  // sliding window of this layer (config.LayerWindow), 0 for full attention
   int hidden_ = 0, heads_ = 0, kv_heads_ = 0, head_dim_ = 0, inter_ = 0;
   std::vector<float> attn_norm_w_, attn_norm_b_, mlp_norm_w_, mlp_norm_b_;
-  std::vector<float> q_norm_w_, k_norm_w_;  // qk_norm (Qwen3) only, [head_dim]
+  std::vector<float> q_norm_w_, k_norm_w_;  // qk_norm (Qwen3, Gemma 3) only, [head_dim]
+  std::vector<float> post_attn_norm_w_, post_mlp_norm_w_;  // sandwich_norms (Gemma 2/3) only
   std::optional<Linear> qkv_, out_, gate_up_, down_;
 };
 

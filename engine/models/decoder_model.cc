@@ -1,6 +1,7 @@
 #include "engine/models/decoder_model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 
@@ -12,9 +13,12 @@
 namespace attnserve {
 namespace {
 
-std::vector<float> ToVector(const Tensor& t) {
+std::vector<float> ToVector(const Tensor& t, float offset = 0.0f) {
   if (t.empty()) return {};
-  return std::vector<float>(t.f32(), t.f32() + t.numel());
+  std::vector<float> v(t.f32(), t.f32() + t.numel());
+  if (offset != 0.0f)
+    for (float& x : v) x += offset;  // Gemma's (1 + weight)
+  return v;
 }
 
 // Row `r` of a [rows, n] f32 or bf16 matrix, added to (or copied into) out.
@@ -83,6 +87,14 @@ absl::Status DecoderModel::Build(LoadedDecoder loaded, const DecoderLoadOptions&
   if (config_.positions == PositionKind::kRope) {
     ASSIGN_OR_RETURN(Rope rope, Rope::Create(config_));
     rope_.emplace(std::move(rope));
+    if (config_.local_rope_theta > 0) {
+      DecoderConfig local = config_;
+      local.rope_theta = config_.local_rope_theta;
+      local.rope_scaling = RopeScaling();
+      local.rope_freq_factors.clear();
+      ASSIGN_OR_RETURN(Rope local_rope, Rope::Create(local));
+      local_rope_.emplace(std::move(local_rope));
+    }
   }
   int64_t bytes = 0;
   blocks_.reserve(config_.num_layers);
@@ -93,7 +105,7 @@ absl::Status DecoderModel::Build(LoadedDecoder loaded, const DecoderLoadOptions&
     blocks_.push_back(std::move(b));
     w.layers[l] = DecoderLayerWeights();  // packed copies live in the Linears now
   }
-  final_norm_w_ = ToVector(w.final_norm_weight);
+  final_norm_w_ = ToVector(w.final_norm_weight, config_.norm == NormKind::kRmsNorm ? config_.norm_weight_offset : 0.0f);
   final_norm_b_ = ToVector(w.final_norm_bias);
   if (options.hidden_states_only) {
     // An embedder: the table is read row by row, and nothing projects back
@@ -163,6 +175,10 @@ void DecoderModel::Embed(const ForwardBatch& batch, float* hidden) const {
     } else {
       ReadRow(token_embedding_, batch.tokens[t], false, hidden + int64_t{t} * D);
     }
+    if (config_.embedding_scale > 0) {
+      float* row = hidden + int64_t{t} * D;
+      for (int i = 0; i < D; ++i) row[i] *= config_.embedding_scale;
+    }
     if (config_.positions == PositionKind::kLearned) {
       ReadRow(position_embedding_, batch.positions[t], true, hidden + int64_t{t} * D);
     }
@@ -208,6 +224,10 @@ absl::Status DecoderModel::BeginForward(const ForwardBatch& batch, const KvCache
     Grow(sc.rope, T * rope_->rope_dim());
     rope_->BatchAngles(batch, sc.rope.data());  // per-sequence base for dynamic NTK
   }
+  if (local_rope_.has_value()) {
+    Grow(sc.local_rope, T * local_rope_->rope_dim());
+    local_rope_->BatchAngles(batch, sc.local_rope.data());
+  }
   return absl::OkStatus();
 }
 
@@ -216,8 +236,9 @@ absl::Status DecoderModel::ForwardLayer(int layer, const ForwardBatch& batch, Kv
   if (layer < 0 || layer >= static_cast<int>(blocks_.size())) {
     return absl::InvalidArgumentError(absl::StrCat("layer ", layer, " is outside [0, ", blocks_.size(), ")"));
   }
-  const Rope* rope = rope_.has_value() ? &*rope_ : nullptr;
-  const float* angles = rope != nullptr ? sc.rope.data() : nullptr;
+  const bool local = local_rope_.has_value() && config_.LayerWindow(layer) > 0;
+  const Rope* rope = local ? &*local_rope_ : rope_.has_value() ? &*rope_ : nullptr;
+  const float* angles = rope == nullptr ? nullptr : local ? sc.local_rope.data() : sc.rope.data();
   if (kv == nullptr) return blocks_[layer].ForwardUncached(batch, rope, angles, sc);
   return blocks_[layer].Forward(batch, *kv, rope, angles, sc);
 }
@@ -235,7 +256,7 @@ void DecoderModel::FinalNorm(float* x, int64_t rows) const {
 int64_t DecoderModel::ScratchBytes(int64_t tokens) const {
   const int64_t qkv_row = int64_t{config_.num_heads + 2 * config_.num_kv_heads} * config_.head_dim;
   const int64_t heads_row = int64_t{config_.num_heads} * config_.head_dim;
-  const int64_t rope_row = rope_.has_value() ? rope_->rope_dim() : 0;
+  const int64_t rope_row = (rope_.has_value() ? rope_->rope_dim() : 0) + (local_rope_.has_value() ? local_rope_->rope_dim() : 0);
   const int64_t floats_per_token = 3 * int64_t{config_.hidden_size} + qkv_row + 2 * heads_row +
                                    3 * int64_t{config_.intermediate_size} + rope_row;
   return tokens * floats_per_token * static_cast<int64_t>(sizeof(float));
@@ -269,7 +290,11 @@ absl::Status DecoderModel::Forward(const ForwardBatch& batch, KvCache& kv, Decod
   }
   FinalNorm(sc.normed.data(), R);
   logits.resize(int64_t{R} * config_.vocab_size);
-  return lm_head_->Forward(sc.normed.data(), R, logits.data());
+  RETURN_IF_ERROR(lm_head_->Forward(sc.normed.data(), R, logits.data()));
+  if (const float cap = config_.final_logit_softcap; cap > 0) {
+    for (float& x : logits) x = cap * std::tanh(x / cap);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace attnserve

@@ -110,6 +110,8 @@ class DecoderModel {
   std::vector<DecoderBlock> blocks_;
   std::optional<Linear> lm_head_;
   std::optional<Rope> rope_;
+  // Gemma 3: the sliding-window layers' rope (config.local_rope_theta).
+  std::optional<Rope> local_rope_;
   int max_positions_ = 0;
 };
 

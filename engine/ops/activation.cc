@@ -75,12 +75,12 @@ __attribute__((target("avx2,fma"))) void ApplyAvx2(float* x, int64_t n) {
   }
 }
 
-// The whole vectors of SiluMul; returns how many elements it did.
-__attribute__((target("avx2,fma"))) int64_t SiluMulAvx2(const float* gate, const float* up, int64_t n,
-                                                        float* out) {
+// The whole vectors of SiluMul / GeluTanhMul; returns how many elements it did.
+template <Activation kAct>
+ATTNSERVE_AVX2 int64_t ActMulAvx2(const float* gate, const float* up, int64_t n, float* out) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(out + i, _mm256_mul_ps(Silu8(_mm256_loadu_ps(gate + i)), _mm256_loadu_ps(up + i)));
+    _mm256_storeu_ps(out + i, _mm256_mul_ps(Apply8<kAct>(_mm256_loadu_ps(gate + i)), _mm256_loadu_ps(up + i)));
   return i;
 }
 
@@ -117,8 +117,13 @@ void ApplyActivation(Activation act, float* x, int64_t n) {
 }
 
 void SiluMul(const float* gate, const float* up, int64_t n, float* out) {
-  int64_t i = CpuHasAvx2Fma() ? SiluMulAvx2(gate, up, n, out) : 0;
+  int64_t i = CpuHasAvx2Fma() ? ActMulAvx2<Activation::kSilu>(gate, up, n, out) : 0;
   for (; i < n; ++i) out[i] = ActivationScalar(Activation::kSilu, gate[i]) * up[i];
+}
+
+void GeluTanhMul(const float* gate, const float* up, int64_t n, float* out) {
+  int64_t i = CpuHasAvx2Fma() ? ActMulAvx2<Activation::kGeluTanh>(gate, up, n, out) : 0;
+  for (; i < n; ++i) out[i] = ActivationScalar(Activation::kGeluTanh, gate[i]) * up[i];
 }
 
 }  // namespace attnserve

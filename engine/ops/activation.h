@@ -34,6 +34,8 @@ float ActivationScalar(Activation act, float v);
 // out[i] = SiLU(gate[i]) · up[i] for i in [0, n) (SwiGLU); out may alias
 // gate or up. AVX2 when available.
 void SiluMul(const float* gate, const float* up, int64_t n, float* out);
+// out[i] = gelu_tanh(gate[i]) · up[i] (GeGLU, Gemma); same contract.
+void GeluTanhMul(const float* gate, const float* up, int64_t n, float* out);
 
 }  // namespace attnserve
 

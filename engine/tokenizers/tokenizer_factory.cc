@@ -183,11 +183,17 @@ absl::Status ReadSentencePiecePipeline(const nlohmann::json& j, const std::strin
     }
   }
   const nlohmann::json pt = j.value("pre_tokenizer", nlohmann::json());
-  if (!pt.is_null()) {
+  // Gemma's files split at " " (MergedWithPrevious) after a normalizer that
+  // has already replaced every space with "▁": nothing is left to split.
+  const bool split_on_replaced_spaces =
+      v->replace_spaces && pt.is_object() && pt.value("type", "") == "Split" && pt.contains("pattern") &&
+      pt["pattern"].is_object() && pt["pattern"].value("String", "") == " " && !pt.value("invert", false);
+  if (!pt.is_null() && !split_on_replaced_spaces) {
     if (!pt.is_object() || pt.value("type", "") != "Metaspace") {
       return absl::UnimplementedError(absl::StrCat(
           path, ": pre_tokenizer '", pt.is_object() ? pt.value("type", "?") : "?",
-          "' is not supported for SentencePiece-style BPE (none or Metaspace)"));
+          "' is not supported for SentencePiece-style BPE (none, Metaspace, or Split on \" \" after a Replace "
+          "normalizer)"));
     }
     if (pt.value("replacement", "") != kMetaspace) return JsonError(path, "Metaspace replacement must be \"\u2581\"");
     v->metaspace = true;

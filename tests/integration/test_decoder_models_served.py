@@ -12,7 +12,11 @@ continuations over gRPC equal transformers' on the same weights.
   (or bf16) tensors, which is what it holds, not the file's size.
 - mistral_swa_tiny / qwen2_swa_tiny: sliding-window attention (6 keys on
   every layer; 5 keys on layers 1-2), prompts and continuations far past the
-  window, one at a time and all at once in chunked-prefill steps."""
+  window, one at a time and all at once in chunked-prefill steps.
+- gemma3_tiny (Gemma 3's text decoder: sandwich norms scaling by 1 + weight,
+  GeGLU, scaled embeddings, q/k norms, query_pre_attn_scalar, 6-key windows
+  on layers 0-2 with their own rope base, linear-scaled rope on layer 3),
+  likewise; and its Gemma-layout tokenizer through /tokenize."""
 import json
 from concurrent.futures import ThreadPoolExecutor
 
@@ -43,7 +47,9 @@ def greedy_ids(pb, stub, prompt, n):
     (QUANT_MIX, "llama_quant_mix", "llama"),
     (MODELS / "mistral_swa_tiny", "mistral_swa_tiny", "mistral"),
     (MODELS / "qwen2_swa_tiny", "qwen2_swa_tiny", "qwen2"),
-], ids=["qwen3_hf", "qwen3_gguf", "llama_quant_mix_gguf", "mistral_sliding_window", "qwen2_sliding_window"])
+    (MODELS / "gemma3_tiny", "gemma3_tiny", "gemma3_text"),
+], ids=["qwen3_hf", "qwen3_gguf", "llama_quant_mix_gguf", "mistral_sliding_window", "qwen2_sliding_window",
+        "gemma3_text"])
 def test_served_greedy_answers_equal_transformers(pb, proto_modules, path, name, architecture):
     _, pb_grpc = proto_modules
     ref = golden(name)
@@ -59,7 +65,7 @@ def test_served_greedy_answers_equal_transformers(pb, proto_modules, path, name,
         server.close()
 
 
-@pytest.mark.parametrize("name", ["mistral_swa_tiny", "qwen2_swa_tiny"])
+@pytest.mark.parametrize("name", ["mistral_swa_tiny", "qwen2_swa_tiny", "gemma3_tiny"])
 def test_sliding_window_streams_batched_and_chunked_equal_transformers(pb, proto_modules, name):
     """Every prompt at once, with KV blocks of 4 and steps of 8 tokens: the
     windows start mid-block and mid-chunk, sequences of different lengths
@@ -141,5 +147,29 @@ def test_a_quantised_gguf_holds_its_expanded_weights(pb, proto_modules, weight_d
             assert metric(server, 'attnserve_weight_bytes{model="decoder"}') == info.weight_bytes
             # bf16 storage still answers (its numbers are not the reference's).
             assert len(greedy_ids(pb, stub, golden("llama_quant_mix")["prompts"][0], 8)) == 8
+    finally:
+        server.close()
+
+
+def test_gemma3_tokenizer_served_equals_tokenizers(pb, proto_modules):
+    """The Gemma layout (spaces to "▁" with no prefix, byte fallback, <bos>
+    from the template) served by gRPC Tokenize / Detokenize equals HF
+    tokenizers on the same file."""
+    from tokenizers import Tokenizer
+    _, pb_grpc = proto_modules
+    hf = Tokenizer.from_file(str(MODELS / "gemma3_tiny/tokenizer.json"))
+    server = ServerProcess(f"--decoder-model={MODELS / 'gemma3_tiny'}", "--threads=1")
+    try:
+        with grpc.insecure_channel(server.grpc_target) as channel:
+            stub = pb_grpc.InferenceStub(channel)
+            for text in ["Once upon a time,  there was a girl.", " leading and trailing ", "naïve € 😀 日本",
+                         "<start_of_turn>user\nHi<end_of_turn>\n"]:
+                got = stub.Tokenize(pb.TokenizeRequest(model=pb.MODEL_KIND_DECODER, text=text,
+                                                       add_special_tokens=True), timeout=30)
+                want = hf.encode(text).ids
+                assert list(got.token_ids) == want, text
+                back = stub.Detokenize(pb.DetokenizeRequest(model=pb.MODEL_KIND_DECODER, token_ids=want,
+                                                            skip_special_tokens=True), timeout=30)
+                assert back.text == hf.decode(want), text
     finally:
         server.close()

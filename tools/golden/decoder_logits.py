@@ -14,6 +14,10 @@ writes tests/golden/decoder_logits/<model>.json:
 
 Sliding windows (mistral_swa_tiny: 6 keys, qwen2_swa_tiny: 5 keys on layers
 1-2): the same keys; HF's cache keeps only the window in decode.
+gemma3_tiny (Gemma-3 text decoder: 6-key windows on layers 0-2, a full
+layer 3 with linear rope scaling, query_pre_attn_scalar, sandwich norms):
+the same keys; its prompts are drawn after the models above, so theirs
+do not change.
 
 Rope scaling (llama_yarn_tiny, llama_dynamic_tiny): prompts of 20, 48 and
 100 tokens (beyond the 32 original positions) and, instead of
@@ -176,7 +180,8 @@ def main():
     OUT.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(SEED)
     # Appended names draw their prompts after the earlier ones, whose fixtures stay as they were.
-    for name in ["llama_tiny", "qwen2_tiny", "gpt2_tiny", "qwen3_tiny", "mistral_swa_tiny", "qwen2_swa_tiny"]:
+    for name in ["llama_tiny", "qwen2_tiny", "gpt2_tiny", "qwen3_tiny", "mistral_swa_tiny", "qwen2_swa_tiny",
+                 "gemma3_tiny"]:
         path = MODELS / name
         model = transformers.AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32)
         model.eval()

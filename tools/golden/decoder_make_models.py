@@ -28,6 +28,16 @@ Makes, with a fixed seed, under tests/golden/decoder_models/<name>/:
                block types llama.cpp quantises to (QUANT_MIX: Q4_0 ... Q8_0, IQ4_NL,
                Q2_K ... Q6_K, IQ4_XS; K-quants by ggml_quantize.py), plus
                config.json and tokenizer.json for the reference.
+  gemma3_tiny  Gemma3ForCausalLM (Gemma3TextConfig), hidden 64, 4 layers, GQA 4/2,
+               head_dim 32 (not hidden / heads), query_pre_attn_scalar 24 (attention scale
+               24^-0.5, not head_dim^-0.5), layers 0-2 sliding_attention with
+               sliding_window 6 and layer 3 full_attention, rope_parameters per layer
+               type {full_attention: linear factor 2, theta 50000; sliding_attention:
+               default, theta 10000}, q/k RMSNorm, sandwich norms (Gemma RMSNorm scales
+               by 1 + weight), gelu_pytorch_tanh, tied embeddings scaled by sqrt(hidden),
+               no softcapping; SentencePiece-style BPE tokenizer in Gemma's layout
+               (byte fallback <0x00>..<0xFF>, " " -> "\u2581", <bos> prepended);
+               HF directory only.
 Each as an HF directory (config.json, model.safetensors, tokenizer.json) plus
 GGUF v3 files written with gguf.GGUFWriter in llama.cpp's conventions
 (convert_hf_to_gguf.py): model.gguf (F32) for each; for llama_tiny also
@@ -53,7 +63,8 @@ import torch
 import transformers
 import tokenizers
 import gguf
-from tokenizers import Tokenizer, Regex, models, pre_tokenizers, decoders, trainers, processors
+from tokenizers import (AddedToken, Tokenizer, Regex, models, normalizers, pre_tokenizers, decoders, trainers,
+                        processors)
 
 from gguf_llama_writer import add_hparams, add_matrix, add_tensors
 
@@ -107,6 +118,47 @@ def train_tokenizer(kind):
     # A non-special added token, to exercise added_tokens handling.
     tok.add_tokens(["<|custom|>"])
     return tok
+
+
+GEMMA_SPECIALS = ["<pad>", "<eos>", "<bos>", "<unk>", "<start_of_turn>", "<end_of_turn>"]
+
+
+def train_gemma_tokenizer():
+    """A Gemma-layout tokenizer, as transformers 5's GemmaTokenizer builds it
+    (models/gemma/tokenization_gemma.py) and gemma-3's tokenizer.json has it:
+    BPE with byte_fallback and fuse_unk, unk <unk>; normalizer Replace(" ", "\u2581");
+    pre_tokenizer Split(" ", merged_with_previous) (after the normalizer there is
+    no " " left, so the whole text is one BPE word); decoder Replace("\u2581", " "),
+    ByteFallback, Fuse; post_processor TemplateProcessing adding <bos> (what
+    TokenizersBackend.update_post_processor writes for add_bos_token).
+    Ids: <pad> 0, <eos> 1, <bos> 2, <unk> 3, <start_of_turn> 4, <end_of_turn> 5,
+    <0x00>..<0xFF> 6..261, then the characters of CORPUS and the merges (432 in
+    all). A character outside CORPUS falls back to its UTF-8 bytes."""
+    # Train on "\u2581word" pieces (SentencePiece's word boundaries), so no merge
+    # spans two words; the saved pre_tokenizer is Gemma's.
+    tok = Tokenizer(models.BPE(unk_token="<unk>"))
+    tok.normalizer = normalizers.Replace(" ", "\u2581")
+    tok.pre_tokenizer = pre_tokenizers.Split("\u2581", behavior="merged_with_next")
+    trainer = trainers.BpeTrainer(vocab_size=176, min_frequency=1, special_tokens=GEMMA_SPECIALS,
+                                  show_progress=False)
+    tok.train_from_iterator([CORPUS] * 4, trainer=trainer)
+    trained = json.loads(tok.to_str())["model"]
+    n_special = len(GEMMA_SPECIALS)
+    assert [trained["vocab"][t] for t in GEMMA_SPECIALS] == list(range(n_special))
+    vocab = {t: i for t, i in trained["vocab"].items() if i < n_special}
+    vocab.update({f"<0x{b:02X}>": n_special + b for b in range(256)})
+    vocab.update({t: i + 256 for t, i in trained["vocab"].items() if i >= n_special})
+    merges = [tuple(m.split(" ", 1)) if isinstance(m, str) else tuple(m) for m in trained["merges"]]
+    gemma = Tokenizer(models.BPE(vocab=vocab, merges=merges, unk_token="<unk>", fuse_unk=True,
+                                 byte_fallback=True, dropout=None))
+    gemma.normalizer = normalizers.Replace(" ", "\u2581")
+    gemma.pre_tokenizer = pre_tokenizers.Split(" ", behavior="merged_with_previous", invert=False)
+    gemma.decoder = decoders.Sequence([decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse()])
+    gemma.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in GEMMA_SPECIALS])
+    gemma.post_processor = processors.TemplateProcessing(
+        single="<bos>:0 $A:0", pair="<bos>:0 $A:0 <bos>:1 $B:1", special_tokens=[("<bos>", vocab["<bos>"])])
+    assert gemma.get_vocab_size(with_added_tokens=True) == len(vocab)
+    return gemma
 
 
 def gguf_tokenizer(writer, tok, pre, bos_name, eos_name, add_bos):
@@ -282,6 +334,37 @@ def make_sliding_window(name):
 
 SLIDING_WINDOW = ["mistral_swa_tiny", "qwen2_swa_tiny"]
 
+GEMMA3_LAYER_TYPES = ["sliding_attention", "sliding_attention", "sliding_attention", "full_attention"]
+GEMMA3_ROPE = {"full_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 50000.0},
+               "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}
+
+
+def make_gemma3():
+    """gemma3_tiny (see the module docstring): HF directory only."""
+    torch.manual_seed(SEED)
+    tok = train_gemma_tokenizer()
+    vocab = tok.get_vocab_size(with_added_tokens=True)
+    cfg = transformers.Gemma3TextConfig(
+        vocab_size=vocab, hidden_size=64, intermediate_size=96, num_hidden_layers=4,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=32, query_pre_attn_scalar=24,
+        max_position_embeddings=256, rms_norm_eps=1e-6, sliding_window=6,
+        layer_types=list(GEMMA3_LAYER_TYPES), rope_parameters=json.loads(json.dumps(GEMMA3_ROPE)),
+        tie_word_embeddings=True, final_logit_softcapping=None, attn_logit_softcapping=None,
+        hidden_activation="gelu_pytorch_tanh", attention_bias=False,
+        bos_token_id=tok.token_to_id("<bos>"), eos_token_id=tok.token_to_id("<eos>"),
+        pad_token_id=tok.token_to_id("<pad>"))
+    assert cfg.rope_parameters == GEMMA3_ROPE, cfg.rope_parameters
+    assert cfg.layer_types == GEMMA3_LAYER_TYPES, cfg.layer_types
+    model = transformers.Gemma3ForCausalLM(cfg).eval()
+    # Every Gemma norm (input_layernorm, post_attention_layernorm,
+    # pre/post_feedforward_layernorm, q_norm, k_norm, norm) ends in norm.weight.
+    assert all(n.endswith("norm.weight") for n, p in model.named_parameters() if p.dim() == 1)
+    init_random(model)
+    save_hf(model, tok, OUT / "gemma3_tiny")
+    return {"class": "Gemma3ForCausalLM", "vocab": vocab, "head_dim": cfg.head_dim,
+            "query_pre_attn_scalar": cfg.query_pre_attn_scalar, "sliding_window": cfg.sliding_window,
+            "layer_types": cfg.layer_types, "rope_parameters": cfg.rope_parameters}
+
 
 # llama_quant_mix: one tensor in each block type llama.cpp writes weights
 # in, as llama-quantize mixes them (Q4_K_M: Q4_K with Q6_K for the output
@@ -367,11 +450,14 @@ def main():
     for name in SLIDING_WINDOW:
         if want(name):
             made[name] = make_sliding_window(name)
+    if want("gemma3_tiny"):
+        made["gemma3_tiny"] = make_gemma3()
     if only and not only & {"llama_tiny", "qwen2_tiny", "gpt2_tiny"}:
         write_versions(made)
         return
     if only:
-        sys.exit("--only supports the rope-scaled and sliding-window models, llama_quant_mix and qwen3_tiny; "
+        sys.exit("--only supports the rope-scaled and sliding-window models, llama_quant_mix, qwen3_tiny and "
+                 "gemma3_tiny; "
                  "remake the others with no --only")
 
     # --- llama_tiny: GQA 4/2, rope_theta 50000, untied, no bias, Llama-3 regex tokenizer.

@@ -26,6 +26,11 @@ They differ from SentencePiece's own ids where tok512.model asks to remove
 extra whitespace, which HF's conversion does not do; the files are the
 reference, since we read tokenizer.json.
 
+Gemma's layout (gemma3_tiny's tokenizer.json, decoder_make_models.py):
+Replace(" ", "▁") normalizer, Split(" ", MergedWithPrevious) pre-tokenizer,
+BPE with byte_fallback, <bos> template, Replace / ByteFallback / Fuse
+decoder without Strip: ids from HF `tokenizers` on that file.
+
 Writes tests/golden/decoder_tokenizers/<name>.json and versions.json.
 Run on the host: .cache/venv/bin/python tools/golden/decoder_tokenizer_golden.py
 """
@@ -80,6 +85,9 @@ SPECIAL_TEXTS = {
 SP_SPECIAL_TEXTS = ["<s>Hello</s> x", "a <s> b", "<s> spaced", "x <|custom|>y z", "<|custom|>", " Hello",
                     "  two", "unknown \u00ff\u0101 bytes \U0001F600", "</s>"]
 SP_SPECIAL_TEXTS_BY_NAME = {"tok512_metaspace": SP_SPECIAL_TEXTS, "tok512_legacy": SP_SPECIAL_TEXTS}
+# Gemma's chat markers and its BOS inside text.
+GEMMA_SPECIAL_TEXTS = ["<start_of_turn>user\nHi there<end_of_turn>\n<start_of_turn>model\n",
+                       "<bos>Hello <eos> world", " leading space", "trailing space ", "  two leading"]
 
 
 def train_smollm_style():
@@ -194,6 +202,10 @@ def main():
     OUT.mkdir(parents=True, exist_ok=True)
     for name in ("llama_tiny", "qwen2_tiny", "gpt2_tiny"):
         (OUT / f"{name}.json").write_text(json.dumps(hf_golden(name), ensure_ascii=False, indent=1) + "\n")
+    # Gemma's layout (decoder_make_models.py gemma3_tiny): Replace(" ", "▁")
+    # normalizer, Split(" ") pre-tokenizer, BPE with byte_fallback, no prefix space.
+    SP_SPECIAL_TEXTS_BY_NAME["gemma3_tiny"] = GEMMA_SPECIAL_TEXTS
+    (OUT / "gemma3_tiny.json").write_text(json.dumps(hf_golden("gemma3_tiny"), ensure_ascii=False, indent=1) + "\n")
     smol = OUT / "smollm_tokenizer.json"
     train_smollm_style().save(str(smol))
     (OUT / "smollm.json").write_text(json.dumps(hf_golden("smollm", smol), ensure_ascii=False, indent=1) + "\n")

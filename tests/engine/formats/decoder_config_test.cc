@@ -305,6 +305,57 @@ TEST(DecoderConfigTest, HfSlidingWindows) {
   EXPECT_THAT(windows(*llama), ElementsAre(0, 0, 0, 0));
 }
 
+// Gemma 3's text decoder, from transformers 5's file (gemma3_tiny) and from
+// the keys of the files published with transformers 4 (gemma-3-1b-it:
+// rope_theta, rope_local_base_freq, rope_scaling, sliding_window_pattern).
+TEST(DecoderConfigTest, Gemma3TextBothConfigLayouts) {
+  DecoderConfig g = FromHfDir(kModels + "gemma3_tiny");
+  EXPECT_EQ(g.mlp, MlpKind::kGeGlu);
+  EXPECT_TRUE(g.qk_norm);
+  EXPECT_TRUE(g.sandwich_norms);
+  EXPECT_TRUE(g.tie_word_embeddings);
+  EXPECT_EQ(g.norm_weight_offset, 1.0f);
+  EXPECT_EQ(g.embedding_scale, 8.0f);                            // sqrt(64)
+  EXPECT_FLOAT_EQ(g.attn_scale, 1.0f / std::sqrt(24.0f));        // query_pre_attn_scalar 24, head_dim 32
+  EXPECT_EQ(g.head_dim, 32);
+  EXPECT_EQ(g.rope_theta, 50000.0f);                              // full_attention
+  EXPECT_EQ(g.rope_scaling.kind, RopeScalingKind::kLinear);
+  EXPECT_EQ(g.rope_scaling.factor, 2.0f);
+  EXPECT_EQ(g.local_rope_theta, 10000.0f);                        // sliding_attention
+  EXPECT_EQ(g.sliding_window, 6);
+  EXPECT_THAT(g.sliding_layers, ::testing::ElementsAre(true, true, true, false));
+  EXPECT_EQ(g.UniformWindow(), 0);  // the full layer keeps every block
+  EXPECT_EQ(g.bos_token_id, 2);
+  EXPECT_EQ(g.eos_token_id, 1);
+
+  const std::string base = R"({"model_type": "gemma3_text", "hidden_size": 1152, "num_hidden_layers": 8,
+    "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 256, "intermediate_size": 6912,
+    "vocab_size": 262144, "max_position_embeddings": 32768, "query_pre_attn_scalar": 256,
+    "rope_local_base_freq": 10000, "rope_theta": 1000000, "sliding_window": 512,
+    "sliding_window_pattern": 6)";
+  auto legacy = FromJsonText(base + R"(, "rope_scaling": {"rope_type": "linear", "factor": 8.0}})");
+  ASSERT_TRUE(legacy.ok()) << legacy.status();
+  EXPECT_EQ(legacy->rope_theta, 1000000.0f);
+  EXPECT_EQ(legacy->rope_scaling.kind, RopeScalingKind::kLinear);
+  EXPECT_EQ(legacy->rope_scaling.factor, 8.0f);
+  EXPECT_EQ(legacy->local_rope_theta, 10000.0f);
+  EXPECT_FLOAT_EQ(legacy->embedding_scale, std::sqrt(1152.0f));
+  EXPECT_FLOAT_EQ(legacy->attn_scale, 1.0f / 16.0f);
+  // Every sixth layer is full: layers 5 (and 11, ...) of 8.
+  EXPECT_THAT(legacy->sliding_layers, ::testing::ElementsAre(true, true, true, true, true, false, true, true));
+  EXPECT_EQ(legacy->LayerWindow(0), 512);
+  EXPECT_EQ(legacy->LayerWindow(5), 0);
+
+  auto softcap = FromJsonText(base + R"(, "attn_logit_softcapping": 50.0})");
+  EXPECT_THAT(std::string(softcap.status().message()), HasSubstr("attn_logit_softcapping = 50.0 is not supported"));
+  auto bidirectional = FromJsonText(base + R"(, "use_bidirectional_attention": true})");
+  EXPECT_THAT(std::string(bidirectional.status().message()), HasSubstr("use_bidirectional_attention = true"));
+  auto act = FromJsonText(base + R"(, "hidden_activation": "gelu"})");
+  EXPECT_THAT(std::string(act.status().message()), HasSubstr("hidden_activation 'gelu' is not supported"));
+  auto multimodal = FromJsonText(R"({"model_type": "gemma3", "text_config": {}})");
+  EXPECT_THAT(std::string(multimodal.status().message()), HasSubstr("gemma3_text"));
+}
+
 TEST(DecoderConfigTest, SlidingWindowFixturesAsTransformersWroteThem) {
   DecoderConfig mistral = FromHfDir(kModels + "mistral_swa_tiny");
   EXPECT_EQ(mistral.sliding_window, 6);

@@ -126,7 +126,8 @@ INSTANTIATE_TEST_SUITE_P(TinyModels, DecoderHfTest,
                                            Case{"qwen2_tiny", ""}, Case{"qwen2_tiny", "model.gguf"},
                                            Case{"gpt2_tiny", ""}, Case{"gpt2_tiny", "model.gguf"},
                                            Case{"qwen3_tiny", ""}, Case{"qwen3_tiny", "model.gguf"},
-                                           Case{"mistral_swa_tiny", ""}, Case{"qwen2_swa_tiny", ""}),
+                                           Case{"mistral_swa_tiny", ""}, Case{"qwen2_swa_tiny", ""},
+                                           Case{"gemma3_tiny", ""}),
                          CaseName);
 
 TEST(DecoderModelTest, Bf16WeightsStayCloseToF32) {

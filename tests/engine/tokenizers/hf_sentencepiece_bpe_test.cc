@@ -109,6 +109,48 @@ TEST_P(HfSentencePieceGoldenTest, RoundTripWithoutSpecialTokens) {
 
 INSTANTIATE_TEST_SUITE_P(Tok512, HfSentencePieceGoldenTest, ::testing::Values("tok512_metaspace", "tok512_legacy"));
 
+// Gemma's layout (gemma3_tiny's tokenizer.json): spaces replaced by "▁" with
+// no prefix, a Split(" ") pre-tokenizer that finds nothing left to split,
+// byte fallback, <bos> from the template, and a decoder without Strip, so a
+// leading space survives decoding.
+TEST(HfSentencePieceGemmaTest, IdsAndDecodeMatchHfTokenizers) {
+  auto t = TokenizerFromHfJson(std::string(ATTNSERVE_SOURCE_DIR) +
+                               "/tests/golden/decoder_models/gemma3_tiny/tokenizer.json");
+  ASSERT_TRUE(t.ok()) << t.status();
+  const Tokenizer& tok = **t;
+  ASSERT_EQ(tok.kind(), "hf_sentencepiece_bpe");
+  EXPECT_EQ(tok.special().bos, 2);
+  EXPECT_TRUE(tok.special().add_bos_by_default);
+  const nlohmann::json golden = nlohmann::json::parse(ReadFile(kGolden + "gemma3_tiny.json"));
+  ASSERT_GE(golden["cases"].size(), 25u);
+  int leading_spaces = 0;
+  for (const auto& c : golden["cases"]) {
+    const std::string text = c["text"];
+    TokenizeOptions plain;
+    plain.add_bos = false;
+    plain.add_eos = false;
+    auto ids = tok.Encode(text, plain);
+    ASSERT_TRUE(ids.ok()) << ids.status();
+    EXPECT_EQ(*ids, c["ids"].get<std::vector<int32_t>>()) << "text: '" << text << "'";
+    auto with_special = tok.Encode(text);
+    ASSERT_TRUE(with_special.ok());
+    EXPECT_EQ(*with_special, c["ids_with_special"].get<std::vector<int32_t>>()) << "text: '" << text << "'";
+    auto back = tok.Decode(c["ids"].get<std::vector<int32_t>>());
+    ASSERT_TRUE(back.ok());
+    EXPECT_EQ(*back, c["decoded"].get<std::string>()) << "text: '" << text << "'";
+    StreamingDetokenizer detok(tok);
+    std::string streamed;
+    for (int32_t id : *with_special) streamed += detok.Push(id);
+    streamed += detok.Flush();
+    EXPECT_EQ(streamed, c["decoded"].get<std::string>()) << "streamed, text: '" << text << "'";
+    if (!text.empty() && text[0] == ' ') {
+      EXPECT_EQ(back->substr(0, 1), " ") << "text: '" << text << "'";
+      ++leading_spaces;
+    }
+  }
+  EXPECT_GE(leading_spaces, 2);
+}
+
 // HF's Strip decoder removes the text's first space whatever token made it,
 // a byte-fallback <0x20> included: HF tokenizers 0.23 decodes [<0x20>,
 // <0x4E>] as "N". The stream must agree with Decode (found by the tokenizer
