@@ -2,10 +2,12 @@
 // tokenizers area because it builds the tokenizer as well.
 #include "engine/formats/decoder_loader.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -57,6 +59,37 @@ absl::StatusOr<std::string> HfChatTemplate(const std::filesystem::path& dir) {
       absl::StrCat(config.string(), ": chat_template is neither a string nor a list of named templates"));
 }
 
+// generation_config.json's eos_token_id (an id or a list), which
+// transformers' generate() and vLLM stop at: instruct models often list their
+// end-of-turn token there and not in config.json (Llama-3-Instruct's
+// <|eot_id|>, Gemma 3's <end_of_turn>). Added to config.eos_token_ids. No
+// file: nothing; a malformed one fails the load, naming it.
+absl::Status AddGenerationConfigEos(const std::filesystem::path& dir, DecoderConfig& config) {
+  std::error_code ec;
+  const std::filesystem::path file = dir / "generation_config.json";
+  if (!std::filesystem::exists(file, ec)) return absl::OkStatus();
+  std::ifstream in(file, std::ios::binary);
+  const nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(file.string(), ": not a JSON object"));
+  }
+  const auto it = doc.find("eos_token_id");
+  if (it == doc.end() || it->is_null()) return absl::OkStatus();
+  std::vector<nlohmann::json> ids = it->is_array() ? it->get<std::vector<nlohmann::json>>() : std::vector{*it};
+  for (const nlohmann::json& id : ids) {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= config.vocab_size) {
+      return absl::InvalidArgumentError(absl::StrCat(file.string(), ": eos_token_id ", id.dump(),
+                                                     " is not a token id in [0, ", config.vocab_size, ")"));
+    }
+    const int v = id.get<int>();
+    if (std::find(config.eos_token_ids.begin(), config.eos_token_ids.end(), v) == config.eos_token_ids.end()) {
+      config.eos_token_ids.push_back(v);
+    }
+  }
+  if (config.eos_token_id < 0 && !config.eos_token_ids.empty()) config.eos_token_id = config.eos_token_ids[0];
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<LoadedDecoder> LoadDecoder(const std::string& path, DType weight_dtype) {
@@ -67,6 +100,7 @@ absl::StatusOr<LoadedDecoder> LoadDecoder(const std::string& path, DType weight_
     out.format = "hf";
     ASSIGN_OR_RETURN(HfConfig hf, HfConfig::Read(path));
     ASSIGN_OR_RETURN(out.config, DecoderConfigFromHf(hf));
+    RETURN_IF_ERROR(AddGenerationConfigEos(path, out.config));
     out.config.name = std::filesystem::path(path).filename().string();
     if (out.config.name.empty()) out.config.name = std::filesystem::path(path).parent_path().filename().string();
     ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsArchive> archive, SafetensorsArchive::OpenDirectory(path));

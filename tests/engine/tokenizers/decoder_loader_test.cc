@@ -1,5 +1,6 @@
 #include "engine/formats/decoder_loader.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -51,7 +52,9 @@ std::string TinyWith(const std::string& name, const std::vector<std::pair<std::s
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   for (const char* f : {"config.json", "generation_config.json", "model.safetensors", "tokenizer.json"}) {
-    std::filesystem::create_symlink(kModels + "llama_tiny/" + f, dir + "/" + f);
+    // A file `extra` replaces is written fresh, never through a link into the fixtures.
+    const bool replaced = std::any_of(extra.begin(), extra.end(), [&](const auto& e) { return e.first == f; });
+    if (!replaced) std::filesystem::create_symlink(kModels + "llama_tiny/" + f, dir + "/" + f);
   }
   for (const auto& [file, text] : extra) std::ofstream(dir + "/" + file) << text;
   return dir;
@@ -91,6 +94,31 @@ TEST(LoadDecoderTest, ReadsTheChatTemplateWhereTransformersKeepsIt) {
   auto wrong = LoadDecoder(TinyWith("chat_wrong", {{"tokenizer_config.json", R"({"chat_template": 7})"}}), DType::kF32);
   ASSERT_FALSE(wrong.ok());
   EXPECT_THAT(std::string(wrong.status().message()), HasSubstr("chat_template is neither a string"));
+}
+
+// generation_config.json's end ids stop generation as in transformers'
+// generate() and vLLM (an instruct model's end-of-turn id is often only there).
+TEST(LoadDecoderTest, GenerationConfigEosIdsAreStopIds) {
+  auto plain = LoadDecoder(kModels + "llama_tiny", DType::kF32);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  const int eos = plain->config.eos_token_id;
+  ASSERT_GE(eos, 0);
+  auto listed = LoadDecoder(TinyWith("gen_eos_list", {{"generation_config.json",
+                                                       "{\"eos_token_id\": [" + std::to_string(eos) + ", 17, 42]}"}}),
+                            DType::kF32);
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_EQ(listed->config.eos_token_id, eos);
+  EXPECT_THAT(listed->config.eos_token_ids, ::testing::ElementsAre(eos, 17, 42));
+  auto single = LoadDecoder(TinyWith("gen_eos_one", {{"generation_config.json", R"({"eos_token_id": 9})"}}),
+                            DType::kF32);
+  ASSERT_TRUE(single.ok()) << single.status();
+  EXPECT_THAT(single->config.eos_token_ids, ::testing::ElementsAre(eos, 9));
+  auto outside = LoadDecoder(TinyWith("gen_eos_bad", {{"generation_config.json", R"({"eos_token_id": [1, 99999]})"}}),
+                             DType::kF32);
+  EXPECT_THAT(std::string(outside.status().message()),
+              HasSubstr("gen_eos_bad/generation_config.json: eos_token_id 99999 is not a token id"));
+  auto broken = LoadDecoder(TinyWith("gen_broken", {{"generation_config.json", "{"}}), DType::kF32);
+  EXPECT_THAT(std::string(broken.status().message()), HasSubstr("gen_broken/generation_config.json: not a JSON object"));
 }
 
 TEST(LoadDecoderTest, ErrorsNameThePath) {
