@@ -1,7 +1,8 @@
-// decoder_bench MODEL [--dtype f32|bf16] [--matmul-precision f32|bf16] [--steps N] [--batch N] [--reps N] [--no-prefill] [--no-decode] [--prepare-kernels]
+// decoder_bench MODEL [--dtype f32|bf16] [--matmul-precision f32|bf16] [--steps N] [--batch N] [--reps N] [--context N] [--no-prefill] [--no-decode] [--prepare-kernels]
 // Prints JSON lines: the STREAM-like read bandwidth, then decode tokens/s at
-// batch 1, 4, 8, 16 (each sequence: 16-token prompt prefilled, then N decode
-// steps timed, medians over 3 runs) and prefill tokens/s of one 512-token
+// batch 1, 4, 8, 16 (each sequence: a 16-token prompt, or --context N
+// tokens, prefilled, then N decode steps timed, medians over 3 runs) and
+// prefill tokens/s of one 512-token
 // prompt, all through DecoderEngine::Step, the call the server uses.
 // --batch N times only that batch size, --no-decode skips the decode runs
 // and --no-prefill the prefill run (for profiling one phase, or models whose
@@ -89,7 +90,7 @@ int Fail(const char* what, const absl::Status& status) {
 
 int Main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: decoder_bench MODEL [--dtype f32|bf16] [--matmul-precision f32|bf16] [--steps N] [--batch N] [--reps N] [--no-prefill] [--no-decode] [--prepare-kernels] [--general-head8]\n");
+    std::fprintf(stderr, "usage: decoder_bench MODEL [--dtype f32|bf16] [--matmul-precision f32|bf16] [--steps N] [--batch N] [--reps N] [--context N] [--no-prefill] [--no-decode] [--prepare-kernels] [--general-head8]\n");
     return 2;
   }
   std::string path = argv[1];
@@ -101,6 +102,7 @@ int Main(int argc, char** argv) {
   bool prepare = false;
   bool general_head8 = false;
   int reps = 3;
+  int context = 16;  // prompt tokens before the timed decode steps
   for (int i = 2; i < argc; ++i) {
     if (std::strcmp(argv[i], "--no-prefill") == 0) prefill = false;
     if (std::strcmp(argv[i], "--no-decode") == 0) batches.clear();
@@ -114,6 +116,7 @@ int Main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--batch") == 0) batches = {std::atoi(argv[i + 1])};
     if (std::strcmp(argv[i], "--dtype") == 0) dtype = std::strcmp(argv[i + 1], "bf16") == 0 ? DType::kBF16 : DType::kF32;
     if (std::strcmp(argv[i], "--steps") == 0) steps = std::atoi(argv[i + 1]);
+    if (std::strcmp(argv[i], "--context") == 0) context = std::max(1, std::atoi(argv[i + 1]));
     if (std::strcmp(argv[i], "--matmul-precision") == 0) {
       const std::optional<MatmulPrecision> p = ParseMatmulPrecision(argv[i + 1]);
       if (!p.has_value()) {
@@ -155,7 +158,7 @@ int Main(int argc, char** argv) {
               gbps * 1e9 / weight_bytes);
   std::fflush(stdout);
   KvCacheOptions kv;
-  kv.kv_cache_bytes = d.kv_bytes_per_token * 16 * 1024;
+  kv.kv_cache_bytes = d.kv_bytes_per_token * std::max(16 * 1024, 16 * (context + steps + 2));
   kv.prefix_sharing = false;
   auto engine_or = DecoderEngine::Create(*model, kv);
   if (!engine_or.ok()) return Fail("engine", engine_or.status());
@@ -170,11 +173,13 @@ int Main(int argc, char** argv) {
     for (int rep = 0; rep < reps; ++rep) {
       std::vector<StepItem> items;
       for (int b = 0; b < batch; ++b) {
-        auto id = engine.AddSequence(Prompt(16, d.vocab_size, b + 100 * rep), greedy);
+        auto id = engine.AddSequence(Prompt(context, d.vocab_size, b + 100 * rep), greedy);
         if (!id.ok()) return Fail("add sequence", id.status());
         items.push_back({*id, 512});
       }
-      if (auto s = engine.Step(items); !s.ok()) return Fail("prefill", s.status());
+      while (engine.InPrefill(items[0].seq)) {  // chunks of 512 per sequence
+        if (auto s = engine.Step(items); !s.ok()) return Fail("prefill", s.status());
+      }
       const auto t0 = Clock::now();
       for (int s = 0; s < steps; ++s) {
         if (auto s = engine.Step(items); !s.ok()) return Fail("decode step", s.status());
@@ -182,9 +187,9 @@ int Main(int argc, char** argv) {
       rates.push_back(batch * steps / Seconds(t0, Clock::now()));
       for (const StepItem& it : items) engine.Release(it.seq);
     }
-    std::printf("{\"bench\":\"decode\",\"dtype\":\"%s\",\"batch\":%d,\"tok_s\":%.1f,"
+    std::printf("{\"bench\":\"decode\",\"dtype\":\"%s\",\"batch\":%d,\"context\":%d,\"tok_s\":%.1f,"
                 "\"bound_fraction\":%.3f}\n",
-                label.c_str(), batch, Median(rates),
+                label.c_str(), batch, context, Median(rates),
                 batch == 1 ? Median(rates) / (gbps * 1e9 / weight_bytes) : 0.0);
     std::fflush(stdout);
   }

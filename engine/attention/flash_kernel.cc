@@ -847,13 +847,13 @@ void FlashScratch::Reserve(int max_rows, int head_dim) {
 void FlashScratch::Free::operator()(float* p) const { std::free(p); }
 
 void RunFlashJob(const FlashRow* rows, int num_rows, const KvSource& src, int d, float scale,
-                 FlashScratch& scratch) {
+                 FlashScratch& scratch, float softcap) {
   // Few rows (decode): the bandwidth-bound path, K/V read once in place.
-  if (DecodeJobSupported(rows, num_rows, d, src.dtype)) {
+  if (softcap <= 0.0f && DecodeJobSupported(rows, num_rows, d, src.dtype)) {
     RunDecodeJob(rows, num_rows, src, d, scale);
     return;
   }
-  if (RowsTSupported(rows, num_rows, d, src.dtype)) {
+  if (softcap <= 0.0f && RowsTSupported(rows, num_rows, d, src.dtype)) {
     for (int b = 0; b < num_rows; b += kRowBlock) {
       // Dense K/V streams in order (the hardware prefetcher follows it);
       // paged blocks are scattered, so the job's first block asks ahead.
@@ -933,6 +933,9 @@ void RunFlashJob(const FlashRow* rows, int num_rows, const KvSource& src, int d,
         continue;
       }
       const FlashRow& row = rows[r];
+      if (softcap > 0.0f) {
+        for (int j = 0; j < count; ++j) srow[j] = softcap * std::tanh(srow[j] / softcap);
+      }
       const int lim = std::clamp(row.key_limit - start, 0, count);
       const int beg = std::clamp(row.key_begin - start, 0, lim);
       for (int j = 0; j < beg; ++j) srow[j] = kNegInf;

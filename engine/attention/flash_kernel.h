@@ -69,8 +69,11 @@ class FlashScratch {
 
 // Runs one job: every row attends to keys [key_begin, key_limit) of `src` with
 // scores scaled by `scale`. Rows whose keys are all blocked get zeros.
+// softcap > 0 (Gemma 2): each scaled score s becomes softcap * tanh(s /
+// softcap) before the masks; such jobs take the tiled path (the decode and
+// row-block kernels have no tanh).
 void RunFlashJob(const FlashRow* rows, int num_rows, const KvSource& src, int head_dim,
-                 float scale, FlashScratch& scratch);
+                 float scale, FlashScratch& scratch, float softcap = 0.0f);
 
 // Which micro-kernels RunFlashJob's tiled path uses for its Q·K and P·V
 // products ("avx512", "avx2" or "scalar"); for logs/bench.

@@ -36,6 +36,9 @@ absl::Status Validate(const PagedAttentionArgs& a) {
   if (a.window < 0) {
     return absl::InvalidArgumentError(absl::StrCat("paged attention: window ", a.window, " must be >= 0"));
   }
+  if (!(a.softcap >= 0.0f)) {
+    return absl::InvalidArgumentError(absl::StrCat("paged attention: softcap ", a.softcap, " must be >= 0"));
+  }
   if (a.num_seqs > 0 && a.query_start[0] != 0) {
     return absl::InvalidArgumentError("paged attention: query_start[0] must be 0");
   }
@@ -123,7 +126,7 @@ absl::Status PagedAttention(const PagedAttentionArgs& a) {
       src.layer_base = a.kv.layer_base;
       src.block_table = seq.block_table;
       src.kv_head = job.kv_head;
-      RunFlashJob(rows.data(), r, src, d, scale, scratch);
+      RunFlashJob(rows.data(), r, src, d, scale, scratch, a.softcap);
     };
     if (threads == 1) {
       for (int64_t j = 0; j < num_jobs; ++j) run(j);

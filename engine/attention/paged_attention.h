@@ -33,9 +33,12 @@ struct PagedAttentionArgs {
   // positions (p - window, p] (itself and the window - 1 before it), as
   // transformers' sliding-window layers; the kernels skip the older keys.
   int window = 0;
+  // > 0: scores are capped, softcap * tanh(score / softcap), before the
+  // causal rule and the softmax (Gemma 2's attn_logit_softcapping).
+  float softcap = 0.0f;
 };
 
-// InvalidArgument naming the field for: bad layout, Hq % Hkv != 0, n > num_tokens, window < 0,
+// InvalidArgument naming the field for: bad layout, Hq % Hkv != 0, n > num_tokens, window < 0, softcap < 0,
 // too few blocks for num_tokens, block ids outside the pool.
 absl::Status PagedAttention(const PagedAttentionArgs& args);
 

@@ -90,9 +90,11 @@ absl::Status DecoderConfig::Validate() const {
     }
   }
   if (sliding_window < 0) return bad(absl::StrCat("sliding_window ", sliding_window, " must be >= 0"));
-  if (!(attn_scale >= 0) || !(embedding_scale >= 0) || !(final_logit_softcap >= 0) || !(local_rope_theta >= 0)) {
+  if (!(attn_scale >= 0) || !(embedding_scale >= 0) || !(final_logit_softcap >= 0) || !(local_rope_theta >= 0) ||
+      !(attn_logit_softcap >= 0)) {
     return bad(absl::StrCat("attn_scale ", attn_scale, ", embedding_scale ", embedding_scale, ", final_logit_softcap ",
-                            final_logit_softcap, " and local_rope_theta ", local_rope_theta, " must be >= 0"));
+                            final_logit_softcap, ", attn_logit_softcap ", attn_logit_softcap, " and local_rope_theta ",
+                            local_rope_theta, " must be >= 0"));
   }
   if (!sliding_layers.empty() && static_cast<int>(sliding_layers.size()) != num_layers) {
     return bad(absl::StrCat("sliding_layers has ", sliding_layers.size(), " entries, want num_layers ", num_layers));
@@ -480,71 +482,18 @@ absl::Status ReadHfSlidingWindow(const HfConfig& hf, const std::string& type, De
   return absl::OkStatus();
 }
 
-// Gemma 3's text decoder (Gemma3ForCausalLM: gemma-3-270m, gemma-3-1b) as
-// transformers 5.24's Gemma3TextConfig and modeling_gemma3 define it:
-// q/k RMSNorm, four norms a layer (sandwich), all scaling by (1 + weight),
-// GeGLU with gelu_pytorch_tanh, embeddings times sqrt(hidden_size), scores
-// times query_pre_attn_scalar^-0.5, sliding-window layers (layer_types, or
-// every sliding_window_pattern-th layer full) rotating with the local base
-// and the full layers with rope_theta and its scaling. transformers 5 writes
-// rope_parameters {"full_attention": {...}, "sliding_attention": {...}};
-// older files rope_theta, rope_local_base_freq and rope_scaling.
-absl::Status ReadHfGemma3(const HfConfig& hf, DecoderConfig& c) {
-  constexpr int64_t kMax = int64_t{1} << 30;
+// Which layers of a Gemma 2 / 3 file slide: layer_types, else every
+// `period`-th layer full and the others windowed (Gemma 2: 2, so the even
+// layers slide; Gemma 3: sliding_window_pattern, 6).
+absl::StatusOr<std::vector<bool>> GemmaSlidingLayers(const HfConfig& hf, int num_layers, int64_t period) {
   const nlohmann::json& j = hf.json();
-  ASSIGN_OR_RETURN(int64_t hidden, hf.Int("hidden_size", 1, kMax));
-  ASSIGN_OR_RETURN(int64_t layers, hf.Int("num_hidden_layers", 1, kMax));
-  ASSIGN_OR_RETURN(int64_t heads, hf.Int("num_attention_heads", 1, kMax));
-  ASSIGN_OR_RETURN(int64_t kv_heads, hf.IntOr("num_key_value_heads", heads, 1, kMax));
-  ASSIGN_OR_RETURN(int64_t head_dim, hf.IntOr("head_dim", 256, 1, kMax));
-  ASSIGN_OR_RETURN(int64_t inter, hf.Int("intermediate_size", 1, kMax));
-  ASSIGN_OR_RETURN(int64_t vocab, hf.Int("vocab_size", 1, kMax));
-  ASSIGN_OR_RETURN(int64_t positions, hf.IntOr("max_position_embeddings", 131072, 1, kMax));
-  ASSIGN_OR_RETURN(double eps, hf.DoubleOr("rms_norm_eps", 1e-6));
-  ASSIGN_OR_RETURN(std::string act, hf.StringOr("hidden_activation", "gelu_pytorch_tanh"));
-  if (act != "gelu_pytorch_tanh") {
-    return absl::InvalidArgumentError(
-        absl::StrCat(hf.path(), ": hidden_activation '", act, "' is not supported (gelu_pytorch_tanh)"));
-  }
-  for (const char* key : {"attn_logit_softcapping", "use_bidirectional_attention"}) {
-    const auto it = j.find(key);
-    if (it != j.end() && !it->is_null() && !(it->is_boolean() && !it->get<bool>())) {
-      return absl::InvalidArgumentError(absl::StrCat(hf.path(), ": ", key, " = ", it->dump(),
-                                                     " is not supported (Gemma 3's decoders have none)"));
-    }
-  }
-  ASSIGN_OR_RETURN(c.final_logit_softcap, hf.DoubleOr("final_logit_softcapping", 0.0));
-  ASSIGN_OR_RETURN(double pre_attn, hf.DoubleOr("query_pre_attn_scalar", 256.0));
-  if (!(pre_attn > 0)) return absl::InvalidArgumentError(absl::StrCat(hf.path(), ": query_pre_attn_scalar must be > 0"));
-  ASSIGN_OR_RETURN(c.tie_word_embeddings, hf.BoolOr("tie_word_embeddings", true));
-  ASSIGN_OR_RETURN(bool attention_bias, hf.BoolOr("attention_bias", false));
-  c.qkv_bias = c.attn_out_bias = attention_bias;
-  c.hidden_size = static_cast<int>(hidden);
-  c.num_layers = static_cast<int>(layers);
-  c.num_heads = static_cast<int>(heads);
-  c.num_kv_heads = static_cast<int>(kv_heads);
-  c.head_dim = static_cast<int>(head_dim);
-  c.intermediate_size = static_cast<int>(inter);
-  c.vocab_size = static_cast<int>(vocab);
-  c.max_positions = c.trained_max_positions = static_cast<int>(positions);
-  c.norm_eps = static_cast<float>(eps);
-  c.mlp = MlpKind::kGeGlu;
-  c.qk_norm = true;
-  c.sandwich_norms = true;
-  c.norm_weight_offset = 1.0f;
-  c.embedding_scale = static_cast<float>(std::sqrt(static_cast<double>(hidden)));
-  c.attn_scale = static_cast<float>(std::pow(pre_attn, -0.5));
-  c.rope_dim = c.head_dim;
-  c.rope_pairing = RopePairing::kHalfSplit;
-
-  // Which layers slide.
-  std::vector<bool> sliding(c.num_layers, false);
+  std::vector<bool> sliding(num_layers, false);
   if (const auto it = j.find("layer_types"); it != j.end() && !it->is_null()) {
-    if (!it->is_array() || static_cast<int>(it->size()) != c.num_layers) {
+    if (!it->is_array() || static_cast<int>(it->size()) != num_layers) {
       return absl::InvalidArgumentError(absl::StrCat(hf.path(), ": layer_types must be an array of num_hidden_layers (",
-                                                     c.num_layers, ") strings"));
+                                                     num_layers, ") strings"));
     }
-    for (int l = 0; l < c.num_layers; ++l) {
+    for (int l = 0; l < num_layers; ++l) {
       const nlohmann::json& e = (*it)[l];
       const std::string kind = e.is_string() ? e.get<std::string>() : e.dump();
       if (kind != "full_attention" && kind != "sliding_attention") {
@@ -553,19 +502,19 @@ absl::Status ReadHfGemma3(const HfConfig& hf, DecoderConfig& c) {
       }
       sliding[l] = kind == "sliding_attention";
     }
-  } else {
-    ASSIGN_OR_RETURN(int64_t pattern, hf.IntOr("sliding_window_pattern", 6, 1, kMax));
-    for (int l = 0; l < c.num_layers; ++l) sliding[l] = (l + 1) % pattern != 0;
+    return sliding;
   }
-  const auto window_it = j.find("sliding_window");
-  if (window_it == j.end() || !window_it->is_null()) {
-    ASSIGN_OR_RETURN(int64_t window, hf.IntOr("sliding_window", 4096, 1, kMax));
-    c.sliding_window = static_cast<int>(window);
-    c.sliding_layers = std::move(sliding);
-  }
+  for (int l = 0; l < num_layers; ++l) sliding[l] = (l + 1) % period != 0;
+  return sliding;
+}
 
-  // Rope: the full layers' parameters go through the common reader (a copy
-  // of the config whose rope_parameters is the "full_attention" entry).
+// Gemma 3's rope: the full layers' parameters go through the common reader
+// (a copy of the config whose rope_parameters is the "full_attention"
+// entry), the sliding layers' base is local_rope_theta. transformers 5
+// writes rope_parameters {"full_attention": {...}, "sliding_attention":
+// {...}}; older files rope_theta, rope_local_base_freq and rope_scaling.
+absl::Status ReadHfGemma3Rope(const HfConfig& hf, DecoderConfig& c) {
+  const nlohmann::json& j = hf.json();
   nlohmann::json full = j;
   full.erase("rope_parameters");
   full.erase("rope_scaling");
@@ -592,6 +541,98 @@ absl::Status ReadHfGemma3(const HfConfig& hf, DecoderConfig& c) {
   if (!(local_theta > 0)) return absl::InvalidArgumentError(absl::StrCat(hf.path(), ": the local rope_theta must be > 0"));
   c.local_rope_theta = static_cast<float>(local_theta);
   return absl::OkStatus();
+}
+
+// The Gemma decoders as transformers 5.24 defines them (modeling_gemma,
+// modeling_gemma2, modeling_gemma3's Gemma3ForCausalLM). All three: RMSNorm
+// scaling by (1 + weight), GeGLU with gelu_pytorch_tanh, embeddings times
+// sqrt(hidden_size), tied embeddings by default, head_dim 256 by default.
+// Gemma 2 and 3 add a norm on each sub-layer's output (sandwich), scores
+// times query_pre_attn_scalar^-0.5 and sliding-window layers; Gemma 2 caps
+// attention scores and logits with tanh (attn_logit_softcapping 50,
+// final_logit_softcapping 30 by default); Gemma 3 adds q/k norms and a local
+// rope for its sliding layers, and caps nothing by default.
+absl::Status ReadHfGemma(const HfConfig& hf, int generation, DecoderConfig& c) {
+  constexpr int64_t kMax = int64_t{1} << 30;
+  const nlohmann::json& j = hf.json();
+  ASSIGN_OR_RETURN(int64_t hidden, hf.Int("hidden_size", 1, kMax));
+  ASSIGN_OR_RETURN(int64_t layers, hf.Int("num_hidden_layers", 1, kMax));
+  ASSIGN_OR_RETURN(int64_t heads, hf.Int("num_attention_heads", 1, kMax));
+  ASSIGN_OR_RETURN(int64_t kv_heads, hf.IntOr("num_key_value_heads", heads, 1, kMax));
+  ASSIGN_OR_RETURN(int64_t head_dim, hf.IntOr("head_dim", 256, 1, kMax));
+  ASSIGN_OR_RETURN(int64_t inter, hf.Int("intermediate_size", 1, kMax));
+  ASSIGN_OR_RETURN(int64_t vocab, hf.Int("vocab_size", 1, kMax));
+  ASSIGN_OR_RETURN(int64_t positions, hf.IntOr("max_position_embeddings", generation == 3 ? 131072 : 8192, 1, kMax));
+  ASSIGN_OR_RETURN(double eps, hf.DoubleOr("rms_norm_eps", 1e-6));
+  // Gemma 1 names it hidden_act, and transformers reads its released "gelu"
+  // as the tanh approximation; Gemma 2 and 3 name it hidden_activation.
+  const char* act_key = generation == 1 ? "hidden_act" : "hidden_activation";
+  ASSIGN_OR_RETURN(std::string act, hf.StringOr(act_key, "gelu_pytorch_tanh"));
+  if (act != "gelu_pytorch_tanh" && !(generation == 1 && act == "gelu")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(hf.path(), ": ", act_key, " '", act, "' is not supported (gelu_pytorch_tanh)"));
+  }
+  if (const auto it = j.find("use_bidirectional_attention"); it != j.end() && it->is_boolean() && it->get<bool>()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        hf.path(), ": use_bidirectional_attention = true is not supported (an embedding model, not a decoder)"));
+  }
+  if (generation == 3) {
+    // transformers' Gemma 3 reads but never applies it: refuse rather than guess.
+    if (const auto it = j.find("attn_logit_softcapping"); it != j.end() && !it->is_null()) {
+      return absl::InvalidArgumentError(absl::StrCat(hf.path(), ": attn_logit_softcapping = ", it->dump(),
+                                                     " is not supported (Gemma 3's decoders have none)"));
+    }
+  }
+  if (generation == 2) {
+    // Gemma 2's defaults are 50 and 30; null turns a cap off.
+    const auto cap = [&](const char* key, double def) -> absl::StatusOr<float> {
+      const auto it = j.find(key);
+      if (it != j.end() && it->is_null()) return 0.0f;
+      ASSIGN_OR_RETURN(double v, hf.DoubleOr(key, def));
+      return static_cast<float>(v);
+    };
+    ASSIGN_OR_RETURN(c.attn_logit_softcap, cap("attn_logit_softcapping", 50.0));
+    ASSIGN_OR_RETURN(c.final_logit_softcap, cap("final_logit_softcapping", 30.0));
+  } else if (generation == 3) {
+    ASSIGN_OR_RETURN(double final_cap, hf.DoubleOr("final_logit_softcapping", 0.0));
+    c.final_logit_softcap = static_cast<float>(final_cap);
+  }
+  ASSIGN_OR_RETURN(c.tie_word_embeddings, hf.BoolOr("tie_word_embeddings", true));
+  ASSIGN_OR_RETURN(bool attention_bias, hf.BoolOr("attention_bias", false));
+  c.qkv_bias = c.attn_out_bias = attention_bias;
+  c.hidden_size = static_cast<int>(hidden);
+  c.num_layers = static_cast<int>(layers);
+  c.num_heads = static_cast<int>(heads);
+  c.num_kv_heads = static_cast<int>(kv_heads);
+  c.head_dim = static_cast<int>(head_dim);
+  c.intermediate_size = static_cast<int>(inter);
+  c.vocab_size = static_cast<int>(vocab);
+  c.max_positions = c.trained_max_positions = static_cast<int>(positions);
+  c.norm_eps = static_cast<float>(eps);
+  c.mlp = MlpKind::kGeGlu;
+  c.norm_weight_offset = 1.0f;
+  c.embedding_scale = static_cast<float>(std::sqrt(static_cast<double>(hidden)));
+  c.rope_dim = c.head_dim;
+  c.rope_pairing = RopePairing::kHalfSplit;
+  if (generation == 1) return ReadHfRope(hf, c);
+
+  c.qk_norm = generation == 3;
+  c.sandwich_norms = true;
+  ASSIGN_OR_RETURN(double pre_attn, hf.DoubleOr("query_pre_attn_scalar", 256.0));
+  if (!(pre_attn > 0)) return absl::InvalidArgumentError(absl::StrCat(hf.path(), ": query_pre_attn_scalar must be > 0"));
+  c.attn_scale = static_cast<float>(std::pow(pre_attn, -0.5));
+  int64_t period = 2;
+  if (generation == 3) {
+    ASSIGN_OR_RETURN(period, hf.IntOr("sliding_window_pattern", 6, 1, kMax));
+  }
+  ASSIGN_OR_RETURN(std::vector<bool> sliding, GemmaSlidingLayers(hf, c.num_layers, period));
+  const auto window_it = j.find("sliding_window");
+  if (window_it == j.end() || !window_it->is_null()) {
+    ASSIGN_OR_RETURN(int64_t window, hf.IntOr("sliding_window", 4096, 1, kMax));
+    c.sliding_window = static_cast<int>(window);
+    c.sliding_layers = std::move(sliding);
+  }
+  return generation == 3 ? ReadHfGemma3Rope(hf, c) : ReadHfRope(hf, c);
 }
 
 absl::Status ReadHfSpecialIds(const HfConfig& hf, DecoderConfig& c) {
@@ -700,9 +741,9 @@ absl::StatusOr<DecoderConfig> DecoderConfigFromHf(const HfConfig& hf) {
     c.rope_pairing = RopePairing::kHalfSplit;
     RETURN_IF_ERROR(ReadHfRope(hf, c));
     RETURN_IF_ERROR(ReadHfSlidingWindow(hf, t, c));
-  } else if (t == "gemma3_text") {
+  } else if (t == "gemma" || t == "gemma2" || t == "gemma3_text") {
     c.arch = DecoderArch::kLlama;
-    RETURN_IF_ERROR(ReadHfGemma3(hf, c));
+    RETURN_IF_ERROR(ReadHfGemma(hf, t == "gemma" ? 1 : t == "gemma2" ? 2 : 3, c));
   } else if (t == "gemma3") {
     return absl::InvalidArgumentError(absl::StrCat(
         hf.path(), ": model_type 'gemma3' is Gemma 3's image-text model (Gemma3ForConditionalGeneration, 4B and "
@@ -710,7 +751,8 @@ absl::StatusOr<DecoderConfig> DecoderConfigFromHf(const HfConfig& hf) {
                    "supported"));
   } else {
     return absl::InvalidArgumentError(absl::StrCat(
-        hf.path(), ": model_type '", t, "' is not a supported decoder (llama, mistral, qwen2, qwen3, gemma3_text, gpt2)"));
+        hf.path(), ": model_type '", t,
+        "' is not a supported decoder (llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3_text, gpt2)"));
   }
   RETURN_IF_ERROR(ReadHfSpecialIds(hf, c));
   c.name = t;

@@ -48,7 +48,7 @@
 
 namespace attnserve {
 
-enum class DecoderArch : uint8_t { kLlama, kGpt2 };  // kLlama covers mistral, qwen2, qwen3, gemma3_text
+enum class DecoderArch : uint8_t { kLlama, kGpt2 };  // kLlama covers mistral, qwen2, qwen3 and the Gemmas
 enum class NormKind : uint8_t { kRmsNorm, kLayerNorm };
 // SwiGLU: down(silu(gate x) * up x); GeGLU (Gemma): down(gelu_tanh(gate x) * up x);
 // GeluTanh (GPT-2): down(gelu_tanh(up x)).
@@ -139,6 +139,9 @@ struct DecoderConfig {
   float local_rope_theta = 0.0f;
   // > 0: logits = cap * tanh(logits / cap) (Gemma 2/3's final_logit_softcapping).
   float final_logit_softcap = 0.0f;
+  // > 0: each scaled attention score s becomes cap * tanh(s / cap) before the
+  // mask and softmax (Gemma 2's attn_logit_softcapping).
+  float attn_logit_softcap = 0.0f;
 
   // Sliding-window attention (Mistral v0.1, Qwen2/Qwen3 with
   // use_sliding_window): a token at position p of a windowed layer attends
@@ -176,7 +179,7 @@ class HfConfig;
 // From GGUF metadata (general.architecture llama / qwen2 / gpt2 and its
 // keys) plus tensor presence (biases, output.weight, rope_freqs.weight).
 absl::StatusOr<DecoderConfig> DecoderConfigFromGguf(const GgufFile& gguf);
-// From a Hugging Face config.json (model_type llama, mistral, qwen2, qwen3, gemma3_text, gpt2).
+// From a Hugging Face config.json (model_type llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3_text, gpt2).
 absl::StatusOr<DecoderConfig> DecoderConfigFromHf(const HfConfig& hf);
 
 // Inverse rotary frequencies, rope_dim/2 of them, frequency index i for pair

@@ -201,6 +201,7 @@ absl::Status DecoderBlock::Attend(const ForwardBatch& batch, const KvCache& kv,
   args.num_seqs = S;
   args.scale = config_->attn_scale;
   args.window = window_;
+  args.softcap = config_->attn_logit_softcap;
   return PagedAttention(args);
 }
 
@@ -273,6 +274,9 @@ absl::Status DecoderBlock::Forward(const ForwardBatch& batch, KvCache& kv, const
 
 absl::Status DecoderBlock::ForwardUncached(const ForwardBatch& batch, const Rope* rope, const float* rope_angles,
                                            DecoderScratch& sc) const {
+  if (config_->attn_logit_softcap > 0) {
+    return absl::FailedPreconditionError("an uncached forward has no attention score cap (Gemma 2)");
+  }
   const int64_t T = batch.num_tokens();
   const int S = batch.num_seqs();
   RETURN_IF_ERROR(ProjectQkv(T, rope, rope_angles, sc));

@@ -16,7 +16,9 @@ continuations over gRPC equal transformers' on the same weights.
 - gemma3_tiny (Gemma 3's text decoder: sandwich norms scaling by 1 + weight,
   GeGLU, scaled embeddings, q/k norms, query_pre_attn_scalar, 6-key windows
   on layers 0-2 with their own rope base, linear-scaled rope on layer 3),
-  likewise; and its Gemma-layout tokenizer through /tokenize."""
+  likewise; and its Gemma-layout tokenizer through /tokenize.
+- gemma2_tiny (Gemma 2: attention scores and logits capped by tanh, windows
+  on the even layers) and gemma_tiny (Gemma 1), likewise."""
 import json
 from concurrent.futures import ThreadPoolExecutor
 
@@ -48,8 +50,10 @@ def greedy_ids(pb, stub, prompt, n):
     (MODELS / "mistral_swa_tiny", "mistral_swa_tiny", "mistral"),
     (MODELS / "qwen2_swa_tiny", "qwen2_swa_tiny", "qwen2"),
     (MODELS / "gemma3_tiny", "gemma3_tiny", "gemma3_text"),
+    (MODELS / "gemma2_tiny", "gemma2_tiny", "gemma2"),
+    (MODELS / "gemma_tiny", "gemma_tiny", "gemma"),
 ], ids=["qwen3_hf", "qwen3_gguf", "llama_quant_mix_gguf", "mistral_sliding_window", "qwen2_sliding_window",
-        "gemma3_text"])
+        "gemma3_text", "gemma2", "gemma"])
 def test_served_greedy_answers_equal_transformers(pb, proto_modules, path, name, architecture):
     _, pb_grpc = proto_modules
     ref = golden(name)
@@ -65,7 +69,7 @@ def test_served_greedy_answers_equal_transformers(pb, proto_modules, path, name,
         server.close()
 
 
-@pytest.mark.parametrize("name", ["mistral_swa_tiny", "qwen2_swa_tiny", "gemma3_tiny"])
+@pytest.mark.parametrize("name", ["mistral_swa_tiny", "qwen2_swa_tiny", "gemma3_tiny", "gemma2_tiny"])
 def test_sliding_window_streams_batched_and_chunked_equal_transformers(pb, proto_modules, name):
     """Every prompt at once, with KV blocks of 4 and steps of 8 tokens: the
     windows start mid-block and mid-chunk, sequences of different lengths

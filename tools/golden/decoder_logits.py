@@ -17,7 +17,13 @@ Sliding windows (mistral_swa_tiny: 6 keys, qwen2_swa_tiny: 5 keys on layers
 gemma3_tiny (Gemma-3 text decoder: 6-key windows on layers 0-2, a full
 layer 3 with linear rope scaling, query_pre_attn_scalar, sandwich norms):
 the same keys; its prompts are drawn after the models above, so theirs
-do not change.
+do not change. gemma2_tiny (Gemma 2: 6-key windows on layers 0 and 2,
+query_pre_attn_scalar, sandwich norms, attention and final logit softcaps)
+and gemma_tiny (Gemma 1: MQA, pre-norms only, no softcaps) come after it,
+same keys. gemma2_tiny's softcaps are set small on purpose (attention 2,
+final 8, where the checkpoints have 50 and 30) so that the tanh caps move
+its logits (decoder_make_models.py checks it); transformers runs Gemma 2
+with eager attention, which applies the attention softcap (asserted here).
 
 Rope scaling (llama_yarn_tiny, llama_dynamic_tiny): prompts of 20, 48 and
 100 tokens (beyond the 32 original positions) and, instead of
@@ -181,10 +187,12 @@ def main():
     rng = np.random.default_rng(SEED)
     # Appended names draw their prompts after the earlier ones, whose fixtures stay as they were.
     for name in ["llama_tiny", "qwen2_tiny", "gpt2_tiny", "qwen3_tiny", "mistral_swa_tiny", "qwen2_swa_tiny",
-                 "gemma3_tiny"]:
+                 "gemma3_tiny", "gemma2_tiny", "gemma_tiny"]:
         path = MODELS / name
         model = transformers.AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32)
         model.eval()
+        if model.config.model_type == "gemma2":  # SDPA has no softcap: eager applies attn_logit_softcapping
+            assert model.config._attn_implementation == "eager", model.config._attn_implementation
         vocab = model.config.vocab_size
         prompts = [[int(x) for x in rng.integers(2, vocab, size=n)] for n in PROMPT_LENGTHS]
         if only and name not in only:

@@ -38,6 +38,20 @@ Makes, with a fixed seed, under tests/golden/decoder_models/<name>/:
                no softcapping; SentencePiece-style BPE tokenizer in Gemma's layout
                (byte fallback <0x00>..<0xFF>, " " -> "\u2581", <bos> prepended);
                HF directory only.
+  gemma2_tiny  Gemma2ForCausalLM, gemma3_tiny's tokenizer, hidden 64, 4 layers, GQA 4/2,
+               head_dim 32, query_pre_attn_scalar 24, sliding_window 6 on Gemma2Config's
+               default layer_types (sliding on even layers: 0 and 2 sliding_attention,
+               1 and 3 full_attention), rope theta 10000, sandwich norms, no q/k norms,
+               gelu_pytorch_tanh, tied embeddings scaled by sqrt(hidden), and softcaps
+               set small on purpose: attn_logit_softcapping 2 and final_logit_softcapping 8
+               (the checkpoints' 50 and 30 would hardly touch a tiny random model's
+               scores), checked to move the logits; transformers runs Gemma2 with eager
+               attention (no SDPA: it cannot softcap), asserted. HF directory only.
+  gemma_tiny   GemmaForCausalLM (Gemma 1), gemma3_tiny's tokenizer, hidden 64, 2 layers,
+               MQA (4 q heads over 1 kv head), head_dim 32 (attention scale head_dim^-0.5),
+               rope theta 10000, pre-norms only (RMSNorm scaling by 1 + weight),
+               hidden_act gelu_pytorch_tanh (GemmaConfig's field; GemmaMLP reads hidden_act),
+               tied embeddings scaled by sqrt(hidden), no softcapping; HF directory only.
 Each as an HF directory (config.json, model.safetensors, tokenizer.json) plus
 GGUF v3 files written with gguf.GGUFWriter in llama.cpp's conventions
 (convert_hf_to_gguf.py): model.gguf (F32) for each; for llama_tiny also
@@ -51,6 +65,7 @@ Run on the host: .cache/venv/bin/python tools/golden/decoder_make_models.py [--o
 so the others' files do not change.)
 """
 import argparse
+import copy
 import json
 import os
 import pathlib
@@ -366,6 +381,80 @@ def make_gemma3():
             "layer_types": cfg.layer_types, "rope_parameters": cfg.rope_parameters}
 
 
+def softcap_effect(model, cfg, cls, **uncapped):
+    """Largest |logit change| over a fixed 40-token prompt when the config's
+    fields `uncapped` (softcaps) are replaced (None: no cap), same weights."""
+    other_cfg = copy.deepcopy(cfg)
+    for k, v in uncapped.items():
+        setattr(other_cfg, k, v)
+    other = cls(other_cfg).eval()
+    assert all(getattr(other.config, k) is None for k in uncapped)
+    other.load_state_dict(model.state_dict())
+    prompt = torch.randint(2, cfg.vocab_size, (1, 40), generator=torch.Generator().manual_seed(SEED))
+    with torch.no_grad():
+        return float((model(input_ids=prompt).logits - other(input_ids=prompt).logits).abs().max())
+
+
+def gemma_common(tok):
+    """gemma3_tiny's tokenizer ids and the sizes gemma2_tiny / gemma_tiny share with it."""
+    return dict(vocab_size=tok.get_vocab_size(with_added_tokens=True), hidden_size=64, intermediate_size=96,
+                num_attention_heads=4, head_dim=32, max_position_embeddings=256, rms_norm_eps=1e-6,
+                rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=True,
+                attention_bias=False, bos_token_id=tok.token_to_id("<bos>"), eos_token_id=tok.token_to_id("<eos>"),
+                pad_token_id=tok.token_to_id("<pad>"))
+
+
+GEMMA2_SOFTCAPS = {"attn_logit_softcapping": 2.0, "final_logit_softcapping": 8.0}
+
+
+def make_gemma2():
+    """gemma2_tiny (see the module docstring): HF directory only."""
+    torch.manual_seed(SEED)
+    tok = train_gemma_tokenizer()
+    cfg = transformers.Gemma2Config(
+        **gemma_common(tok), num_hidden_layers=4, num_key_value_heads=2, query_pre_attn_scalar=24,
+        sliding_window=6, hidden_activation="gelu_pytorch_tanh", **GEMMA2_SOFTCAPS)
+    print("gemma2_tiny layer_types (Gemma2Config's default):", cfg.layer_types)
+    assert cfg.layer_types == ["sliding_attention", "full_attention"] * 2, cfg.layer_types
+    model = transformers.Gemma2ForCausalLM(cfg).eval()
+    # SDPA cannot softcap, so transformers must have chosen eager attention.
+    assert model.config._attn_implementation == "eager", model.config._attn_implementation
+    assert type(model.model.layers[0].mlp.act_fn).__name__ == "GELUTanh", model.model.layers[0].mlp.act_fn
+    assert all(n.endswith("norm.weight") for n, p in model.named_parameters() if p.dim() == 1)
+    init_random(model)
+    # The small caps must move the logits, or a missing tanh would go unnoticed.
+    effect = {"no_attn_softcap": softcap_effect(model, cfg, transformers.Gemma2ForCausalLM,
+                                                attn_logit_softcapping=None),
+              "no_final_softcap": softcap_effect(model, cfg, transformers.Gemma2ForCausalLM,
+                                                 final_logit_softcapping=None)}
+    print("gemma2_tiny max |logit change| without each softcap (40-token prompt):", effect)
+    assert min(effect.values()) > 0.1, effect
+    save_hf(model, tok, OUT / "gemma2_tiny")
+    return {"class": "Gemma2ForCausalLM", "vocab": cfg.vocab_size, "head_dim": cfg.head_dim,
+            "query_pre_attn_scalar": cfg.query_pre_attn_scalar, "sliding_window": cfg.sliding_window,
+            "layer_types": cfg.layer_types, "rope_parameters": cfg.rope_parameters, **GEMMA2_SOFTCAPS,
+            "attn_implementation": model.config._attn_implementation,
+            "max_abs_logit_change_without_softcap": {k: round(v, 4) for k, v in effect.items()}}
+
+
+def make_gemma1():
+    """gemma_tiny (see the module docstring): HF directory only."""
+    torch.manual_seed(SEED)
+    tok = train_gemma_tokenizer()
+    # GemmaConfig's activation field is hidden_act (GemmaMLP reads it); a
+    # hidden_activation kwarg would only be stored, unused.
+    cfg = transformers.GemmaConfig(**gemma_common(tok), num_hidden_layers=2, num_key_value_heads=1,
+                                   hidden_act="gelu_pytorch_tanh")
+    model = transformers.GemmaForCausalLM(cfg).eval()
+    assert type(model.model.layers[0].mlp.act_fn).__name__ == "GELUTanh", model.model.layers[0].mlp.act_fn
+    assert all(n.endswith("norm.weight") for n, p in model.named_parameters() if p.dim() == 1)
+    init_random(model)
+    save_hf(model, tok, OUT / "gemma_tiny")
+    return {"class": "GemmaForCausalLM", "vocab": cfg.vocab_size, "head_dim": cfg.head_dim,
+            "num_key_value_heads": cfg.num_key_value_heads, "hidden_act": cfg.hidden_act,
+            "rope_parameters": cfg.rope_parameters}
+
+
 # llama_quant_mix: one tensor in each block type llama.cpp writes weights
 # in, as llama-quantize mixes them (Q4_K_M: Q4_K with Q6_K for the output
 # and some ffn_down / attn_v); hidden 256 because the K-quants and IQ4_XS
@@ -452,12 +541,16 @@ def main():
             made[name] = make_sliding_window(name)
     if want("gemma3_tiny"):
         made["gemma3_tiny"] = make_gemma3()
+    if want("gemma2_tiny"):
+        made["gemma2_tiny"] = make_gemma2()
+    if want("gemma_tiny"):
+        made["gemma_tiny"] = make_gemma1()
     if only and not only & {"llama_tiny", "qwen2_tiny", "gpt2_tiny"}:
         write_versions(made)
         return
     if only:
-        sys.exit("--only supports the rope-scaled and sliding-window models, llama_quant_mix, qwen3_tiny and "
-                 "gemma3_tiny; "
+        sys.exit("--only supports the rope-scaled and sliding-window models, llama_quant_mix, qwen3_tiny, "
+                 "gemma3_tiny, gemma2_tiny and gemma_tiny; "
                  "remake the others with no --only")
 
     # --- llama_tiny: GQA 4/2, rope_theta 50000, untied, no bias, Llama-3 regex tokenizer.

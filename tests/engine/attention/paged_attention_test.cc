@@ -1,6 +1,7 @@
 #include "engine/attention/paged_attention.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstring>
 #include <numeric>
@@ -199,6 +200,61 @@ TEST(PagedAttentionTest, SlidingWindowMatchesMaskedReference) {
   }
 }
 
+// Gemma 2's score cap: softcap * tanh(scaled score / softcap) before the
+// causal / window rule and the softmax, against a scalar reference written
+// from that formula (decode rows, GQA pairs and prefill chunks, with and
+// without a window).
+TEST(PagedAttentionTest, SoftcapMatchesScalarReference) {
+  std::mt19937 rng(15);
+  for (int window : {0, 5}) {
+    for (float cap : {0.5f, 3.0f}) {
+      PagedFixture f = MakeFixture(rng, 8, 2, 32, 4, DType::kF32, {30, 1, 57, 9}, {1, 1, 13, 2});
+      std::vector<float> out;
+      PagedAttentionArgs args = ArgsFor(f, out);
+      args.window = window;
+      args.softcap = cap;
+      ASSERT_TRUE(PagedAttention(args).ok());
+      const int d = 32, hq = 8, group = 4;
+      const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+      std::vector<float> want(out.size());
+      for (size_t s = 0; s < f.seqs.size(); ++s) {
+        const int L = f.seqs[s].num_tokens, n = f.query_start[s + 1] - f.query_start[s];
+        for (int t = 0; t < n; ++t) {
+          const int p = L - n + t;
+          const int first = window > 0 ? std::max(0, p - window + 1) : 0;
+          for (int h = 0; h < hq; ++h) {
+            const float* q = &f.q[(int64_t{f.query_start[s] + t} * hq + h) * d];
+            const float* k = &f.dense_k[s][int64_t{h / group} * L * d];
+            const float* v = &f.dense_v[s][int64_t{h / group} * L * d];
+            std::vector<double> w(p + 1, 0.0);
+            double max_w = -1e300, sum = 0.0;
+            for (int j = first; j <= p; ++j) {
+              double dot = 0.0;
+              for (int c = 0; c < d; ++c) dot += double{q[c]} * k[int64_t{j} * d + c];
+              w[j] = cap * std::tanh(dot * scale / cap);
+              max_w = std::max(max_w, w[j]);
+            }
+            for (int j = first; j <= p; ++j) sum += (w[j] = std::exp(w[j] - max_w));
+            float* o = &want[(int64_t{f.query_start[s] + t} * hq + h) * d];
+            for (int c = 0; c < d; ++c) {
+              double acc = 0.0;
+              for (int j = first; j <= p; ++j) acc += w[j] * v[int64_t{j} * d + c];
+              o[c] = static_cast<float>(acc / sum);
+            }
+          }
+        }
+      }
+      EXPECT_TRUE(AllClose(out, want, 2e-5, 1e-4)) << "cap=" << cap << " window=" << window;
+      // And the cap changes the answer (the scores here exceed it).
+      std::vector<float> uncapped;
+      PagedAttentionArgs plain = ArgsFor(f, uncapped);
+      plain.window = window;
+      ASSERT_TRUE(PagedAttention(plain).ok());
+      EXPECT_FALSE(AllClose(uncapped, want, 2e-5, 1e-4)) << "cap=" << cap;
+    }
+  }
+}
+
 TEST(PagedAttentionTest, SequenceWithNoNewTokensIsSkipped) {
   std::mt19937 rng(12);
   PagedFixture f = MakeFixture(rng, 4, 2, 32, 16, DType::kF32, {20, 33, 7}, {1, 0, 3});
@@ -230,6 +286,10 @@ TEST(PagedAttentionTest, RejectsInconsistentBatches) {
   a.window = -1;
   st = PagedAttention(a);
   EXPECT_NE(st.message().find("window -1"), std::string::npos) << st;
+  a.window = 0;
+  a.softcap = -1.0f;
+  st = PagedAttention(a);
+  EXPECT_NE(st.message().find("softcap -1"), std::string::npos) << st;
 }
 
 TEST(KvLayoutTest, OffsetsAndSizes) {

@@ -356,6 +356,50 @@ TEST(DecoderConfigTest, Gemma3TextBothConfigLayouts) {
   EXPECT_THAT(std::string(multimodal.status().message()), HasSubstr("gemma3_text"));
 }
 
+// Gemma 1 and 2 with the keys their published config.json files have
+// (gemma-2b: hidden_act "gelu", read as the tanh form as transformers does;
+// gemma-2-2b: the caps and window left to Gemma2Config's defaults).
+TEST(DecoderConfigTest, Gemma1And2Defaults) {
+  auto g1 = FromJsonText(R"({"model_type": "gemma", "hidden_size": 2048, "num_hidden_layers": 18,
+    "num_attention_heads": 8, "num_key_value_heads": 1, "head_dim": 256, "intermediate_size": 16384,
+    "vocab_size": 256000, "hidden_act": "gelu", "rope_theta": 10000.0})");
+  ASSERT_TRUE(g1.ok()) << g1.status();
+  EXPECT_EQ(g1->mlp, MlpKind::kGeGlu);
+  EXPECT_FALSE(g1->sandwich_norms);
+  EXPECT_FALSE(g1->qk_norm);
+  EXPECT_EQ(g1->attn_scale, 0.0f);  // 1/sqrt(head_dim)
+  EXPECT_EQ(g1->norm_weight_offset, 1.0f);
+  EXPECT_FLOAT_EQ(g1->embedding_scale, std::sqrt(2048.0f));
+  EXPECT_EQ(g1->sliding_window, 0);
+  EXPECT_EQ(g1->attn_logit_softcap, 0.0f);
+  EXPECT_EQ(g1->final_logit_softcap, 0.0f);
+  EXPECT_EQ(g1->max_positions, 8192);
+  EXPECT_TRUE(g1->tie_word_embeddings);
+  auto relu = FromJsonText(R"({"model_type": "gemma", "hidden_size": 64, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "intermediate_size": 96, "vocab_size": 100, "hidden_act": "relu"})");
+  EXPECT_THAT(std::string(relu.status().message()), HasSubstr("hidden_act 'relu' is not supported"));
+
+  auto g2 = FromJsonText(R"({"model_type": "gemma2", "hidden_size": 2304, "num_hidden_layers": 4,
+    "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "intermediate_size": 9216,
+    "vocab_size": 256000, "query_pre_attn_scalar": 256})");
+  ASSERT_TRUE(g2.ok()) << g2.status();
+  EXPECT_TRUE(g2->sandwich_norms);
+  EXPECT_FALSE(g2->qk_norm);
+  EXPECT_EQ(g2->attn_logit_softcap, 50.0f);
+  EXPECT_EQ(g2->final_logit_softcap, 30.0f);
+  EXPECT_EQ(g2->sliding_window, 4096);
+  EXPECT_THAT(g2->sliding_layers, ::testing::ElementsAre(true, false, true, false));  // the even layers
+  EXPECT_EQ(g2->local_rope_theta, 0.0f);  // one rope for every layer
+  EXPECT_EQ(g2->rope_theta, 10000.0f);
+  EXPECT_FLOAT_EQ(g2->attn_scale, 1.0f / 16.0f);
+  auto uncapped = FromJsonText(R"({"model_type": "gemma2", "hidden_size": 64, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "intermediate_size": 96, "vocab_size": 100, "attn_logit_softcapping": null,
+    "final_logit_softcapping": null})");
+  ASSERT_TRUE(uncapped.ok()) << uncapped.status();
+  EXPECT_EQ(uncapped->attn_logit_softcap, 0.0f);
+  EXPECT_EQ(uncapped->final_logit_softcap, 0.0f);
+}
+
 TEST(DecoderConfigTest, SlidingWindowFixturesAsTransformersWroteThem) {
   DecoderConfig mistral = FromHfDir(kModels + "mistral_swa_tiny");
   EXPECT_EQ(mistral.sliding_window, 6);

@@ -5,7 +5,8 @@
 // head_dim 32 over hidden 64, tied embeddings), each from safetensors and
 // GGUF; Mistral with a sliding window of 6 on every layer and Qwen2 with one
 // of 5 on layers 1-2 (safetensors only), whose prompts and greedy runs go
-// far past their windows.
+// far past their windows; Gemma 1, 2 (attention and logit caps) and 3
+// (safetensors only).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -127,7 +128,7 @@ INSTANTIATE_TEST_SUITE_P(TinyModels, DecoderHfTest,
                                            Case{"gpt2_tiny", ""}, Case{"gpt2_tiny", "model.gguf"},
                                            Case{"qwen3_tiny", ""}, Case{"qwen3_tiny", "model.gguf"},
                                            Case{"mistral_swa_tiny", ""}, Case{"qwen2_swa_tiny", ""},
-                                           Case{"gemma3_tiny", ""}),
+                                           Case{"gemma_tiny", ""}, Case{"gemma2_tiny", ""}, Case{"gemma3_tiny", ""}),
                          CaseName);
 
 TEST(DecoderModelTest, Bf16WeightsStayCloseToF32) {
