@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Gemma 3 decoder benchmark: attnserve (decoder_bench) and transformers
 # (torch_peer.py) back to back in the same run on the same weights
-# (gemma-3-270m's architecture, random, bench/gemma3/make_model.py), f32, same
+# (gemma-3-270m's architecture, random, bench/decoder/make_model.py --arch gemma3), f32, same
 # thread count: decode tokens/s at 1 and 4 sequences after a 16-token prompt
 # and after a 2,048-token one (where the 512-token windows of 15 of the 18
 # layers matter), prefill 512; then the ratios (bench/gemma3/summarize.py).
@@ -18,7 +18,7 @@ REPS="${GEMMA3_BENCH_REPS:-3}"
 MODEL="$REPO/.cache/bench/gemma3-270m-random"
 OUT="$BUILD/bench/gemma3"
 mkdir -p "$OUT"
-HF_HUB_OFFLINE=1 "$VENV/bin/python" "$REPO/bench/gemma3/make_model.py" "$MODEL"
+HF_HUB_OFFLINE=1 "$VENV/bin/python" "$REPO/bench/decoder/make_model.py" "$MODEL" --arch gemma3
 ours() {
   "$REPO/dev" exec /usr/bin/env OMP_NUM_THREADS="$THREADS" "$BUILD/bench/decoder/decoder_bench" "$MODEL" \
     --dtype f32 --steps "$STEPS" --reps "$REPS" "$@"

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -430,6 +431,59 @@ absl::Status ReadHfRope(const HfConfig& hf, DecoderConfig& c) {
   return absl::OkStatus();
 }
 
+// The body's sizes, as every Llama-like config.json names them;
+// head_dim defaults to hidden / heads (0) or to `head_dim_default`.
+absl::Status ReadHfBodySizes(const HfConfig& hf, int64_t head_dim_default, int64_t positions_default,
+                             double eps_default, DecoderConfig& c) {
+  constexpr int64_t kMax = int64_t{1} << 30;
+  ASSIGN_OR_RETURN(int64_t hidden, hf.Int("hidden_size", 1, kMax));
+  ASSIGN_OR_RETURN(int64_t layers, hf.Int("num_hidden_layers", 1, kMax));
+  ASSIGN_OR_RETURN(int64_t heads, hf.Int("num_attention_heads", 1, kMax));
+  ASSIGN_OR_RETURN(int64_t kv_heads, hf.IntOr("num_key_value_heads", heads, 1, kMax));
+  ASSIGN_OR_RETURN(int64_t head_dim, hf.IntOr("head_dim", head_dim_default > 0 ? head_dim_default : hidden / heads,
+                                              1, kMax));
+  ASSIGN_OR_RETURN(int64_t inter, hf.Int("intermediate_size", 1, kMax));
+  ASSIGN_OR_RETURN(int64_t vocab, hf.Int("vocab_size", 1, kMax));
+  ASSIGN_OR_RETURN(int64_t positions, hf.IntOr("max_position_embeddings", positions_default, 1, kMax));
+  ASSIGN_OR_RETURN(double eps, hf.DoubleOr("rms_norm_eps", eps_default));
+  c.hidden_size = static_cast<int>(hidden);
+  c.num_layers = static_cast<int>(layers);
+  c.num_heads = static_cast<int>(heads);
+  c.num_kv_heads = static_cast<int>(kv_heads);
+  c.head_dim = static_cast<int>(head_dim);
+  c.intermediate_size = static_cast<int>(inter);
+  c.vocab_size = static_cast<int>(vocab);
+  c.max_positions = c.trained_max_positions = static_cast<int>(positions);
+  c.norm_eps = static_cast<float>(eps);
+  c.rope_dim = c.head_dim;
+  c.rope_pairing = RopePairing::kHalfSplit;
+  return absl::OkStatus();
+}
+
+// layer_types (transformers 5 writes it for every model that has windows):
+// true for "sliding_attention", false for "full_attention"; nullopt when the
+// file has none.
+absl::StatusOr<std::optional<std::vector<bool>>> ReadLayerTypes(const HfConfig& hf, int num_layers) {
+  const nlohmann::json& j = hf.json();
+  const auto it = j.find("layer_types");
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  if (!it->is_array() || static_cast<int>(it->size()) != num_layers) {
+    return absl::InvalidArgumentError(absl::StrCat(hf.path(), ": layer_types must be an array of num_hidden_layers (",
+                                                   num_layers, ") strings"));
+  }
+  std::vector<bool> sliding(num_layers, false);
+  for (int l = 0; l < num_layers; ++l) {
+    const nlohmann::json& e = (*it)[l];
+    const std::string kind = e.is_string() ? e.get<std::string>() : e.dump();
+    if (kind != "full_attention" && kind != "sliding_attention") {
+      return absl::InvalidArgumentError(absl::StrCat(hf.path(), ": layer_types[", l, "] = ", kind,
+                                                     " is not supported (full_attention, sliding_attention)"));
+    }
+    sliding[l] = kind == "sliding_attention";
+  }
+  return sliding;
+}
+
 // Sliding-window attention as transformers 5.24 configures it. Mistral: a
 // missing "sliding_window" means MistralConfig's default 4096, null means
 // none, and it applies to every layer. Qwen2 / Qwen3: only with
@@ -447,21 +501,10 @@ absl::Status ReadHfSlidingWindow(const HfConfig& hf, const std::string& type, De
   }
   if (type != "qwen2" && type != "qwen3") return absl::OkStatus();
   ASSIGN_OR_RETURN(bool enabled, hf.BoolOr("use_sliding_window", false));
+  ASSIGN_OR_RETURN(std::optional<std::vector<bool>> listed, ReadLayerTypes(hf, c.num_layers));
   std::vector<bool> layers(c.num_layers, false);
-  if (const auto it = j.find("layer_types"); it != j.end() && !it->is_null()) {
-    if (!it->is_array() || static_cast<int>(it->size()) != c.num_layers) {
-      return absl::InvalidArgumentError(absl::StrCat(hf.path(), ": layer_types must be an array of num_hidden_layers (",
-                                                     c.num_layers, ") strings"));
-    }
-    for (int l = 0; l < c.num_layers; ++l) {
-      const nlohmann::json& e = (*it)[l];
-      const std::string kind = e.is_string() ? e.get<std::string>() : e.dump();
-      if (kind != "full_attention" && kind != "sliding_attention") {
-        return absl::InvalidArgumentError(absl::StrCat(hf.path(), ": layer_types[", l, "] = ", kind,
-                                                       " is not supported (full_attention, sliding_attention)"));
-      }
-      layers[l] = kind == "sliding_attention";
-    }
+  if (listed.has_value()) {
+    layers = *std::move(listed);
   } else if (enabled) {
     ASSIGN_OR_RETURN(int64_t first, hf.IntOr("max_window_layers", 28, 0, int64_t{1} << 20));
     for (int l = 0; l < c.num_layers; ++l) layers[l] = l >= first;
@@ -486,24 +529,9 @@ absl::Status ReadHfSlidingWindow(const HfConfig& hf, const std::string& type, De
 // `period`-th layer full and the others windowed (Gemma 2: 2, so the even
 // layers slide; Gemma 3: sliding_window_pattern, 6).
 absl::StatusOr<std::vector<bool>> GemmaSlidingLayers(const HfConfig& hf, int num_layers, int64_t period) {
-  const nlohmann::json& j = hf.json();
+  ASSIGN_OR_RETURN(std::optional<std::vector<bool>> listed, ReadLayerTypes(hf, num_layers));
+  if (listed.has_value()) return *std::move(listed);
   std::vector<bool> sliding(num_layers, false);
-  if (const auto it = j.find("layer_types"); it != j.end() && !it->is_null()) {
-    if (!it->is_array() || static_cast<int>(it->size()) != num_layers) {
-      return absl::InvalidArgumentError(absl::StrCat(hf.path(), ": layer_types must be an array of num_hidden_layers (",
-                                                     num_layers, ") strings"));
-    }
-    for (int l = 0; l < num_layers; ++l) {
-      const nlohmann::json& e = (*it)[l];
-      const std::string kind = e.is_string() ? e.get<std::string>() : e.dump();
-      if (kind != "full_attention" && kind != "sliding_attention") {
-        return absl::InvalidArgumentError(absl::StrCat(hf.path(), ": layer_types[", l, "] = ", kind,
-                                                       " is not supported (full_attention, sliding_attention)"));
-      }
-      sliding[l] = kind == "sliding_attention";
-    }
-    return sliding;
-  }
   for (int l = 0; l < num_layers; ++l) sliding[l] = (l + 1) % period != 0;
   return sliding;
 }
@@ -555,15 +583,7 @@ absl::Status ReadHfGemma3Rope(const HfConfig& hf, DecoderConfig& c) {
 absl::Status ReadHfGemma(const HfConfig& hf, int generation, DecoderConfig& c) {
   constexpr int64_t kMax = int64_t{1} << 30;
   const nlohmann::json& j = hf.json();
-  ASSIGN_OR_RETURN(int64_t hidden, hf.Int("hidden_size", 1, kMax));
-  ASSIGN_OR_RETURN(int64_t layers, hf.Int("num_hidden_layers", 1, kMax));
-  ASSIGN_OR_RETURN(int64_t heads, hf.Int("num_attention_heads", 1, kMax));
-  ASSIGN_OR_RETURN(int64_t kv_heads, hf.IntOr("num_key_value_heads", heads, 1, kMax));
-  ASSIGN_OR_RETURN(int64_t head_dim, hf.IntOr("head_dim", 256, 1, kMax));
-  ASSIGN_OR_RETURN(int64_t inter, hf.Int("intermediate_size", 1, kMax));
-  ASSIGN_OR_RETURN(int64_t vocab, hf.Int("vocab_size", 1, kMax));
-  ASSIGN_OR_RETURN(int64_t positions, hf.IntOr("max_position_embeddings", generation == 3 ? 131072 : 8192, 1, kMax));
-  ASSIGN_OR_RETURN(double eps, hf.DoubleOr("rms_norm_eps", 1e-6));
+  RETURN_IF_ERROR(ReadHfBodySizes(hf, 256, generation == 3 ? 131072 : 8192, 1e-6, c));
   // Gemma 1 names it hidden_act, and transformers reads its released "gelu"
   // as the tanh approximation; Gemma 2 and 3 name it hidden_activation.
   const char* act_key = generation == 1 ? "hidden_act" : "hidden_activation";
@@ -600,20 +620,9 @@ absl::Status ReadHfGemma(const HfConfig& hf, int generation, DecoderConfig& c) {
   ASSIGN_OR_RETURN(c.tie_word_embeddings, hf.BoolOr("tie_word_embeddings", true));
   ASSIGN_OR_RETURN(bool attention_bias, hf.BoolOr("attention_bias", false));
   c.qkv_bias = c.attn_out_bias = attention_bias;
-  c.hidden_size = static_cast<int>(hidden);
-  c.num_layers = static_cast<int>(layers);
-  c.num_heads = static_cast<int>(heads);
-  c.num_kv_heads = static_cast<int>(kv_heads);
-  c.head_dim = static_cast<int>(head_dim);
-  c.intermediate_size = static_cast<int>(inter);
-  c.vocab_size = static_cast<int>(vocab);
-  c.max_positions = c.trained_max_positions = static_cast<int>(positions);
-  c.norm_eps = static_cast<float>(eps);
   c.mlp = MlpKind::kGeGlu;
   c.norm_weight_offset = 1.0f;
-  c.embedding_scale = static_cast<float>(std::sqrt(static_cast<double>(hidden)));
-  c.rope_dim = c.head_dim;
-  c.rope_pairing = RopePairing::kHalfSplit;
+  c.embedding_scale = static_cast<float>(std::sqrt(static_cast<double>(c.hidden_size)));
   if (generation == 1) return ReadHfRope(hf, c);
 
   c.qk_norm = generation == 3;
@@ -706,15 +715,7 @@ absl::StatusOr<DecoderConfig> DecoderConfigFromHf(const HfConfig& hf) {
     c.qkv_bias = c.attn_out_bias = c.mlp_bias = true;
   } else if (t == "llama" || t == "mistral" || t == "qwen2" || t == "qwen3") {
     c.arch = DecoderArch::kLlama;
-    ASSIGN_OR_RETURN(int64_t hidden, hf.Int("hidden_size", 1, kMax));
-    ASSIGN_OR_RETURN(int64_t layers, hf.Int("num_hidden_layers", 1, kMax));
-    ASSIGN_OR_RETURN(int64_t heads, hf.Int("num_attention_heads", 1, kMax));
-    ASSIGN_OR_RETURN(int64_t kv_heads, hf.IntOr("num_key_value_heads", heads, 1, kMax));
-    ASSIGN_OR_RETURN(int64_t head_dim, hf.IntOr("head_dim", hidden / heads, 1, kMax));
-    ASSIGN_OR_RETURN(int64_t inter, hf.Int("intermediate_size", 1, kMax));
-    ASSIGN_OR_RETURN(int64_t vocab, hf.Int("vocab_size", 1, kMax));
-    ASSIGN_OR_RETURN(int64_t positions, hf.IntOr("max_position_embeddings", 2048, 1, kMax));
-    ASSIGN_OR_RETURN(double eps, hf.DoubleOr("rms_norm_eps", 1e-6));
+    RETURN_IF_ERROR(ReadHfBodySizes(hf, 0, 2048, 1e-6, c));
     ASSIGN_OR_RETURN(std::string act, hf.StringOr("hidden_act", "silu"));
     if (act != "silu") {
       return absl::InvalidArgumentError(absl::StrCat(hf.path(), ": hidden_act '", act, "' is not supported (silu)"));
@@ -728,17 +729,6 @@ absl::StatusOr<DecoderConfig> DecoderConfigFromHf(const HfConfig& hf) {
       ASSIGN_OR_RETURN(c.mlp_bias, hf.BoolOr("mlp_bias", false));
     }
     c.qk_norm = t == "qwen3";
-    c.hidden_size = static_cast<int>(hidden);
-    c.num_layers = static_cast<int>(layers);
-    c.num_heads = static_cast<int>(heads);
-    c.num_kv_heads = static_cast<int>(kv_heads);
-    c.head_dim = static_cast<int>(head_dim);
-    c.intermediate_size = static_cast<int>(inter);
-    c.vocab_size = static_cast<int>(vocab);
-    c.max_positions = c.trained_max_positions = static_cast<int>(positions);
-    c.norm_eps = static_cast<float>(eps);
-    c.rope_dim = c.head_dim;
-    c.rope_pairing = RopePairing::kHalfSplit;
     RETURN_IF_ERROR(ReadHfRope(hf, c));
     RETURN_IF_ERROR(ReadHfSlidingWindow(hf, t, c));
   } else if (t == "gemma" || t == "gemma2" || t == "gemma3_text") {

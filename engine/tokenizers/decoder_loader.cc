@@ -21,6 +21,16 @@
 namespace attnserve {
 namespace {
 
+// A small JSON file of a model directory, which must hold one object.
+absl::StatusOr<nlohmann::json> ReadJsonObject(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(file.string(), ": not a JSON object"));
+  }
+  return doc;
+}
+
 // A Hugging Face directory's chat template: chat_template.jinja (what
 // transformers saves since 4.47), else tokenizer_config.json's
 // "chat_template", a string or a list of {"name", "template"} (the one
@@ -38,11 +48,7 @@ absl::StatusOr<std::string> HfChatTemplate(const std::filesystem::path& dir) {
   }
   const std::filesystem::path config = dir / "tokenizer_config.json";
   if (!std::filesystem::exists(config, ec)) return std::string();
-  std::ifstream in(config, std::ios::binary);
-  const nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object()) {
-    return absl::InvalidArgumentError(absl::StrCat(config.string(), ": not a JSON object"));
-  }
+  ASSIGN_OR_RETURN(const nlohmann::json doc, ReadJsonObject(config));
   auto it = doc.find("chat_template");
   if (it == doc.end() || it->is_null()) return std::string();
   if (it->is_string()) return it->get<std::string>();
@@ -68,11 +74,7 @@ absl::Status AddGenerationConfigEos(const std::filesystem::path& dir, DecoderCon
   std::error_code ec;
   const std::filesystem::path file = dir / "generation_config.json";
   if (!std::filesystem::exists(file, ec)) return absl::OkStatus();
-  std::ifstream in(file, std::ios::binary);
-  const nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object()) {
-    return absl::InvalidArgumentError(absl::StrCat(file.string(), ": not a JSON object"));
-  }
+  ASSIGN_OR_RETURN(const nlohmann::json doc, ReadJsonObject(file));
   const auto it = doc.find("eos_token_id");
   if (it == doc.end() || it->is_null()) return absl::OkStatus();
   std::vector<nlohmann::json> ids = it->is_array() ? it->get<std::vector<nlohmann::json>>() : std::vector{*it};

@@ -12,6 +12,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/engine/runtime/engine_test_util.h"
 
 namespace attnserve {
 namespace {
@@ -40,13 +41,7 @@ std::unique_ptr<DecoderEngine> MakeEngine(int64_t kv_tokens, int block_size = 16
   return *std::move(e);
 }
 
-GenerationParams Greedy(int n) {
-  GenerationParams p;
-  p.temperature = 0.0f;
-  p.max_new_tokens = n;
-  p.ignore_eos = true;
-  return p;
-}
+using testing_util::Greedy;
 
 struct Result {
   std::vector<int32_t> ids;

@@ -5,7 +5,6 @@
 // output serves it, alone and batched, with transformers' tokens;
 // qwen2_swa_tiny (layer 0 full) keeps every block.
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -15,6 +14,8 @@
 #include "engine/runtime/decoder_engine.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/engine/models/decoder_test_util.h"
+#include "tests/engine/runtime/engine_test_util.h"
 
 namespace attnserve {
 namespace {
@@ -24,8 +25,7 @@ constexpr int kBlock = 4;
 constexpr int kChunk = 7;
 
 nlohmann::json Golden(const std::string& name) {
-  std::ifstream in(ATTNSERVE_SOURCE_DIR "/tests/golden/decoder_logits/" + name + ".json");
-  return nlohmann::json::parse(in);
+  return testing_util::ReadJson(ATTNSERVE_SOURCE_DIR "/tests/golden/decoder_logits/" + name + ".json");
 }
 
 std::unique_ptr<DecoderEngine> MakeEngine(const std::string& name, int pool_blocks) {
@@ -39,13 +39,7 @@ std::unique_ptr<DecoderEngine> MakeEngine(const std::string& name, int pool_bloc
   return *std::move(engine);
 }
 
-GenerationParams Greedy(int n) {
-  GenerationParams p;
-  p.temperature = 0.0f;
-  p.max_new_tokens = n;
-  p.ignore_eos = true;
-  return p;
-}
+using testing_util::Greedy;
 
 // Runs every prompt at once in chunks of kChunk until all finish; records
 // the most blocks any sequence held after a step.
