@@ -592,10 +592,8 @@ absl::Status ReadHfGemma(const HfConfig& hf, int generation, DecoderConfig& c) {
     return absl::InvalidArgumentError(
         absl::StrCat(hf.path(), ": ", act_key, " '", act, "' is not supported (gelu_pytorch_tanh)"));
   }
-  if (const auto it = j.find("use_bidirectional_attention"); it != j.end() && it->is_boolean() && it->get<bool>()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        hf.path(), ": use_bidirectional_attention = true is not supported (an embedding model, not a decoder)"));
-  }
+  // EmbeddingGemma; DecoderModel refuses it for generation.
+  ASSIGN_OR_RETURN(c.bidirectional, hf.BoolOr("use_bidirectional_attention", false));
   if (generation == 3) {
     // transformers' Gemma 3 reads but never applies it: refuse rather than guess.
     if (const auto it = j.find("attn_logit_softcapping"); it != j.end() && !it->is_null()) {

@@ -139,6 +139,10 @@ struct DecoderConfig {
   float local_rope_theta = 0.0f;
   // > 0: logits = cap * tanh(logits / cap) (Gemma 2/3's final_logit_softcapping).
   float final_logit_softcap = 0.0f;
+  // Every token attends to every other (EmbeddingGemma's
+  // use_bidirectional_attention; a sliding layer then sees |i - j| <=
+  // sliding_window / 2). Embedders only: a decoder refuses it.
+  bool bidirectional = false;
   // > 0: each scaled attention score s becomes cap * tanh(s / cap) before the
   // mask and softmax (Gemma 2's attn_logit_softcapping).
   float attn_logit_softcap = 0.0f;

@@ -73,6 +73,30 @@ absl::Status ReadSpladePooling(const std::string& path, SentenceTransformersConf
   return absl::OkStatus();
 }
 
+// A Dense module's config.json (sentence-transformers' Dense.save).
+absl::StatusOr<SentenceTransformersDense> ReadDense(const std::string& module_dir) {
+  const std::string path = (fs::path(module_dir) / "config.json").string();
+  ASSIGN_OR_RETURN(nlohmann::json j, ReadJsonFile(path));
+  if (!j.is_object()) return absl::InvalidArgumentError(absl::StrCat(path, ": not a JSON object"));
+  SentenceTransformersDense d;
+  d.dir = module_dir;
+  ASSIGN_OR_RETURN(int64_t in, JsonRequiredInt(j, "in_features", path, 1, 1 << 20));
+  ASSIGN_OR_RETURN(int64_t out, JsonRequiredInt(j, "out_features", path, 1, 1 << 20));
+  ASSIGN_OR_RETURN(std::optional<bool> bias, JsonOptionalBool(j, "bias", path));
+  ASSIGN_OR_RETURN(std::optional<std::string> act, JsonOptionalString(j, "activation_function", path));
+  d.in_features = static_cast<int>(in);
+  d.out_features = static_cast<int>(out);
+  d.bias = bias.value_or(true);
+  const std::string a = act.value_or("torch.nn.modules.activation.Tanh");  // Dense's default
+  if (a.ends_with(".Tanh")) {
+    d.tanh = true;
+  } else if (!a.ends_with(".Identity")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": activation_function \"", a, "\" is not supported (Identity, Tanh)"));
+  }
+  return d;
+}
+
 absl::StatusOr<SentenceTransformersConfig> ReadSentenceTransformersConfig(const std::string& dir) {
   SentenceTransformersConfig st;
   std::error_code ec;
@@ -85,7 +109,24 @@ absl::StatusOr<SentenceTransformersConfig> ReadSentenceTransformersConfig(const 
       ASSIGN_OR_RETURN(std::optional<std::string> type, JsonOptionalString(m, "type", modules_path));
       ASSIGN_OR_RETURN(std::optional<std::string> sub, JsonOptionalString(m, "path", modules_path));
       if (!type.has_value()) return absl::InvalidArgumentError(absl::StrCat(modules_path, ": module without \"type\""));
-      if (type->ends_with(".Pooling")) {
+      if (type->ends_with(".Transformer") || type->ends_with(".MLMTransformer")) {
+        // The model itself: config.json and the weights beside modules.json.
+      } else if (type->ends_with(".Dense")) {
+        if (!sub.has_value() || sub->empty() || sub->find("..") != std::string::npos) {
+          return absl::InvalidArgumentError(absl::StrCat(modules_path, ": Dense module without a valid \"path\""));
+        }
+        if (st.pooling.empty() || st.normalize) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(modules_path, ": a Dense module is read only between Pooling and Normalize"));
+        }
+        ASSIGN_OR_RETURN(SentenceTransformersDense dense, ReadDense((fs::path(dir) / *sub).string()));
+        const int want_in = st.dense.empty() ? 0 : st.dense.back().out_features;
+        if (want_in > 0 && dense.in_features != want_in) {
+          return absl::InvalidArgumentError(absl::StrCat(dense.dir, "/config.json: in_features ", dense.in_features,
+                                                         " but the module before gives ", want_in));
+        }
+        st.dense.push_back(std::move(dense));
+      } else if (type->ends_with(".Pooling")) {
         if (!sub.has_value() || sub->find("..") != std::string::npos) {
           return absl::InvalidArgumentError(absl::StrCat(modules_path, ": Pooling module without a valid \"path\""));
         }
@@ -99,6 +140,11 @@ absl::StatusOr<SentenceTransformersConfig> ReadSentenceTransformersConfig(const 
               absl::StrCat(modules_path, ": SpladePooling module without a valid \"path\""));
         }
         RETURN_IF_ERROR(ReadSpladePooling((fs::path(dir) / *sub / "config.json").string(), st));
+      } else {
+        // Served without it, the vectors would silently differ from the model's.
+        return absl::InvalidArgumentError(absl::StrCat(
+            modules_path, ": module ", *type,
+            " is not supported (Transformer, Pooling, Dense, Normalize, MLMTransformer, SpladePooling)"));
       }
     }
   }

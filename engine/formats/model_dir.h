@@ -15,8 +15,20 @@
 #include "engine/formats/safetensors.h"
 
 #include <map>
+#include <vector>
 
 namespace attnserve {
+
+// A Dense module after the pooling (LaBSE, distiluse-base-multilingual,
+// EmbeddingGemma): y = activation(W x + b), W [out_features, in_features],
+// from its directory's model.safetensors ("linear.weight", "linear.bias").
+struct SentenceTransformersDense {
+  std::string dir;
+  int in_features = 0;
+  int out_features = 0;
+  bool bias = true;
+  bool tanh = false;  // activation_function Tanh; otherwise Identity
+};
 
 // What sentence-transformers adds on top of the transformer.
 struct SentenceTransformersConfig {
@@ -25,6 +37,7 @@ struct SentenceTransformersConfig {
   // "mean_sqrt_len_tokens", "weightedmean"; empty when there is no Pooling module.
   std::string pooling;
   bool normalize = false;           // a sentence_transformers.models.Normalize module follows
+  std::vector<SentenceTransformersDense> dense;  // Dense modules, in order, between pooling and Normalize
   std::optional<int> max_seq_length;  // sentence_bert_config.json
   // 1_Pooling/config.json include_prompt: false means a prompt's tokens are
   // left out of the pooling (INSTRUCTOR-style models).

@@ -300,10 +300,12 @@ absl::Status DecoderBlock::ForwardUncached(const ForwardBatch& batch, const Rope
   args.k = {qkv + int64_t{heads_} * d, DType::kF32, max_len * row, d, row};
   args.v = {qkv + int64_t{heads_ + kv_heads_} * d, DType::kF32, max_len * row, d, row};
   args.options.scale = config_->attn_scale;
-  args.masks.causal = true;
+  args.masks.causal = !config_->bidirectional;
   // SDPA's window is |i - j| <= window; with the causal rule that is keys
-  // (i - window_, i], the sliding layer's window_ keys.
-  if (window_ > 0) args.masks.window = window_ - 1;
+  // (i - window_, i], the sliding layer's window_ keys. Bidirectional
+  // (transformers' Gemma3TextModel: |i - j| < window_ / 2 + 1): window_ / 2
+  // on each side.
+  if (window_ > 0) args.masks.window = config_->bidirectional ? window_ / 2 : window_ - 1;
   args.masks.key_lengths = sc.seq_lengths.data();
   args.out = AttnView::Interleaved(sc.attn.data(), heads_, max_len, d);
   RETURN_IF_ERROR(ScaledDotProductAttention(args));

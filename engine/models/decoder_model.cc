@@ -70,6 +70,11 @@ absl::Status DecoderModel::Build(LoadedDecoder loaded, const DecoderLoadOptions&
   if (loaded.tokenizer == nullptr && !options.hidden_states_only) {
     return absl::InvalidArgumentError(absl::StrCat(loaded.source, ": model has no tokenizer"));
   }
+  if (config_.bidirectional && !options.hidden_states_only) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        loaded.source, ": use_bidirectional_attention is true: an embedding model (EmbeddingGemma), which cannot "
+                       "generate; serve it with --encoder-model"));
+  }
   tokenizer_ = std::move(loaded.tokenizer);
   chat_template_ = std::move(loaded.chat_template);
   DecoderWeights& w = loaded.weights;

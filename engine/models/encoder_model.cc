@@ -1,6 +1,7 @@
 #include "engine/models/encoder_model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 
@@ -13,6 +14,7 @@
 #include "engine/formats/decoder_weights.h"
 #include "engine/formats/gguf_file.h"
 #include "engine/formats/model_dir.h"
+#include "engine/formats/safetensors.h"
 #include "engine/models/bert_config.h"
 #include "engine/models/causal_forward.h"
 #include "engine/tokenizers/bert_vocab_txt.h"
@@ -25,7 +27,8 @@ namespace {
 
 // config.json model types read as decoder-based embedders.
 bool IsCausalEmbedder(const std::string& model_type) {
-  return model_type == "llama" || model_type == "mistral" || model_type == "qwen2" || model_type == "qwen3";
+  return model_type == "llama" || model_type == "mistral" || model_type == "qwen2" || model_type == "qwen3" ||
+         model_type == "gemma3_text";  // EmbeddingGemma (bidirectional)
 }
 
 // transformers' *ForSequenceClassification over a decoder body (Qwen3,
@@ -76,7 +79,7 @@ absl::StatusOr<std::unique_ptr<EncoderModel>> EncoderModel::Load(const std::stri
   ASSIGN_OR_RETURN(m->bert_, BertEncoder::Load(*md.weights, config, options.weight_dtype,
                                                 options.matmul_precision));
   if (options.prepare_kernels) RETURN_IF_ERROR(m->bert_->CreateAllPrimitives());
-  RETURN_IF_ERROR(m->ReadSentenceTransformers(md, config.max_sequence_length()));
+  RETURN_IF_ERROR(m->ReadSentenceTransformers(md, config.max_sequence_length(), config.hidden_size));
   if (st.splade) {
     m->default_pooling_ = PoolingMode::kSplade;
     m->splade_.sum = st.splade_pooling_strategy == "sum";
@@ -108,8 +111,32 @@ absl::StatusOr<std::unique_ptr<EncoderModel>> EncoderModel::Load(const std::stri
   return m;
 }
 
-absl::Status EncoderModel::ReadSentenceTransformers(const ModelDir& md, int max_positions) {
+absl::Status EncoderModel::ReadSentenceTransformers(const ModelDir& md, int max_positions, int hidden_size) {
   const SentenceTransformersConfig& st = md.sentence_transformers;
+  int width = hidden_size;
+  for (const SentenceTransformersDense& dense : st.dense) {
+    if (dense.in_features != width) {
+      return absl::InvalidArgumentError(absl::StrCat(dense.dir, "/config.json: in_features ", dense.in_features,
+                                                     " but the pooled vector has ", width, " values"));
+    }
+    const std::string file = (std::filesystem::path(dense.dir) / "model.safetensors").string();
+    if (!std::filesystem::exists(file)) {
+      return absl::InvalidArgumentError(absl::StrCat(dense.dir, ": no model.safetensors (a pytorch_model.bin is not "
+                                                     "read: save the model again with safetensors)"));
+    }
+    ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsArchive> archive, SafetensorsArchive::OpenFile(file));
+    DenseLayer layer;
+    ASSIGN_OR_RETURN(layer.weight,
+                     archive->LoadWithShape("linear.weight", {dense.out_features, dense.in_features}, DType::kF32));
+    if (dense.bias) {
+      ASSIGN_OR_RETURN(Tensor bias, archive->LoadWithShape("linear.bias", {dense.out_features}, DType::kF32));
+      layer.bias.assign(bias.f32(), bias.f32() + bias.numel());
+    }
+    layer.tanh = dense.tanh;
+    dense_.push_back(std::move(layer));
+    width = dense.out_features;
+  }
+  if (!st.dense.empty()) description_.embedding_size = width;
   if (!st.pooling.empty()) {
     absl::StatusOr<PoolingMode> mode = PoolingModeFromName(st.pooling);
     if (!mode.ok()) {
@@ -123,6 +150,22 @@ absl::Status EncoderModel::ReadSentenceTransformers(const ModelDir& md, int max_
   pooling_include_prompt_ = st.pooling_include_prompt;
   max_tokens_ = std::min(st.max_seq_length.value_or(max_positions), max_positions);
   return absl::OkStatus();
+}
+
+Tensor EncoderModel::ApplyDense(Tensor pooled) const {
+  for (const DenseLayer& layer : dense_) {
+    const int64_t out = layer.weight.dim(0), in = layer.weight.dim(1);
+    Tensor next = Tensor::Empty({out});
+    const float* x = pooled.f32();
+    for (int64_t o = 0; o < out; ++o) {
+      const float* w = layer.weight.f32() + o * in;
+      double sum = layer.bias.empty() ? 0.0 : layer.bias[o];
+      for (int64_t i = 0; i < in; ++i) sum += static_cast<double>(w[i]) * x[i];
+      next.f32()[o] = layer.tanh ? std::tanh(static_cast<float>(sum)) : static_cast<float>(sum);
+    }
+    pooled = std::move(next);
+  }
+  return pooled;
 }
 
 absl::StatusOr<std::unique_ptr<EncoderModel>> EncoderModel::LoadGguf(const std::string& path,
@@ -185,7 +228,7 @@ absl::StatusOr<std::unique_ptr<EncoderModel>> EncoderModel::LoadCausal(const Mod
   loaded.source = md.dir;
   loaded.format = "hf";
   RETURN_IF_ERROR(m->AdoptDecoder(std::move(loaded), options, ModelName(md.dir), md.config.model_type()));
-  RETURN_IF_ERROR(m->ReadSentenceTransformers(md, m->decoder_->max_positions()));
+  RETURN_IF_ERROR(m->ReadSentenceTransformers(md, m->decoder_->max_positions(), m->hidden_size_));
   if (IsDecoderClassifier(md.config)) {
     ASSIGN_OR_RETURN(std::vector<std::string> labels, SequenceClassificationLabels(md.config));
     ASSIGN_OR_RETURN(m->score_, md.weights->LoadWithShape(
@@ -487,7 +530,8 @@ absl::StatusOr<std::vector<EncodeResult>> EncodeJob::Finish() {
     } else {
       r.embedding = Tensor::Empty({d});
       PoolTokens(pooling, rows, n, d, r.embedding.f32());
-      if (options.dimensions > 0 && options.dimensions < d) {
+      r.embedding = model_->ApplyDense(std::move(r.embedding));
+      if (options.dimensions > 0 && options.dimensions < r.embedding.numel()) {
         // Matryoshka: the leading values, normalised (below) as a whole.
         Tensor shortened = Tensor::Empty({options.dimensions});
         std::memcpy(shortened.f32(), r.embedding.f32(), sizeof(float) * options.dimensions);

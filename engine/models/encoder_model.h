@@ -192,9 +192,13 @@ class EncoderModel {
   // head) and takes its sizes and description.
   absl::Status AdoptDecoder(LoadedDecoder loaded, const EncoderLoadOptions& options, const std::string& name,
                             const std::string& architecture);
-  // The sentence-transformers modules' pooling, Normalize, prompts and
+  // The sentence-transformers modules' pooling, Dense layers (their weights
+  // read here; the first takes hidden_size values), Normalize, prompts and
   // max_seq_length (capped at max_positions).
-  absl::Status ReadSentenceTransformers(const ModelDir& md, int max_positions);
+  absl::Status ReadSentenceTransformers(const ModelDir& md, int max_positions, int hidden_size);
+  // The pooled vector through the Dense modules; returns it (or `pooled`
+  // when there are none).
+  Tensor ApplyDense(Tensor pooled) const;
 
   ModelDescription description_;
   std::unique_ptr<EncoderTokenizer> tokenizer_;
@@ -220,6 +224,14 @@ class EncoderModel {
   std::string default_prompt_name_;
   bool pooling_include_prompt_ = true;
   SpladePoolingConfig splade_;  // with a masked-language-model head
+  // sentence-transformers Dense modules after the pooling, in order:
+  // y = activation(W x + b).
+  struct DenseLayer {
+    Tensor weight;            // [out, in] f32
+    std::vector<float> bias;  // [out] or empty
+    bool tanh = false;
+  };
+  std::vector<DenseLayer> dense_;
   int max_tokens_ = 0;
 };
 

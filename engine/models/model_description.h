@@ -21,6 +21,9 @@ struct ModelDescription {
   int num_kv_heads = 0;
   int head_dim = 0;
   int hidden_size = 0;
+  // An encoder's pooled vector size when sentence-transformers Dense modules
+  // change it (their last out_features); 0: hidden_size.
+  int embedding_size = 0;
   int vocab_size = 0;
   int max_positions = 0;
   DType weight_dtype = DType::kF32;

@@ -99,7 +99,15 @@ absl::StatusOr<std::unique_ptr<SentencePieceBpeEncoder>> SentencePieceBpeEncoder
   std::unique_ptr<SentencePieceBpeEncoder> t(new SentencePieceBpeEncoder());
   t->path_ = path;
   ASSIGN_OR_RETURN(t->normalizer_, SpmNormalizer::FromJson(Member(j, "normalizer"), path));
-  ASSIGN_OR_RETURN(t->pre_tokenizer_, MetaspacePreTokenizer::FromJson(Member(j, "pre_tokenizer"), path));
+  // Gemma's files split at " " (MergedWithPrevious) after a normalizer that
+  // has already replaced every space: nothing is left to split.
+  const nlohmann::json& pre = Member(j, "pre_tokenizer");
+  const bool split_on_replaced_spaces =
+      TypeOf(pre) == "Split" && pre.contains("pattern") && pre["pattern"].is_object() &&
+      pre["pattern"].value("String", "") == " " && !pre.value("invert", false) &&
+      t->normalizer_.NormalizeString(" ").find(' ') == std::string::npos;
+  ASSIGN_OR_RETURN(t->pre_tokenizer_,
+                   MetaspacePreTokenizer::FromJson(split_on_replaced_spaces ? nlohmann::json() : pre, path));
   ASSIGN_OR_RETURN(t->strip_leading_space_, ReadDecoder(Member(j, "decoder"), path));
   t->byte_fallback_ = model.value("byte_fallback", false);
   t->fuse_unk_ = model.value("fuse_unk", false);

@@ -74,9 +74,10 @@ absl::StatusOr<EncodeCall> ToEncodeCall(const v1::EncodeRequest& request, const 
   o.truncate = request.truncation() != v1::TRUNCATION_NONE;
   o.truncation_side = request.truncation() == v1::TRUNCATION_START ? TruncationSide::kStart : TruncationSide::kEnd;
   if (request.has_dimensions()) {
-    if (request.dimensions() < 1 || request.dimensions() > model.hidden_size) {
+    const int size = model.embedding_size > 0 ? model.embedding_size : model.hidden_size;
+    if (request.dimensions() < 1 || request.dimensions() > size) {
       return absl::InvalidArgumentError(absl::StrCat("dimensions: ", request.dimensions(), " is outside [1, ",
-                                                     model.hidden_size, "] (the model's embedding size)"));
+                                                     size, "] (the model's embedding size)"));
     }
     if (request.pooling() == v1::POOLING_NONE) {
       return absl::InvalidArgumentError("dimensions: shortens pooled embeddings; not with pooling NONE");

@@ -4,7 +4,8 @@ Qwen3-Embedding's tokenizer pipeline, last-token pooling, Normalize and
 instruction prompts; a LlamaForCausalLM with Llama-3's tokenizer and mean
 pooling; a MistralModel with the Llama-2-layout SentencePiece BPE, e5-mistral's
 kind; a Qwen3ForSequenceClassification reranker and a
-LlamaForSequenceClassification classifier): OpenAI /v1/embeddings and TEI /embed (with prompt_name) against
+LlamaForSequenceClassification classifier; an EmbeddingGemma-style bidirectional
+Gemma 3 with Dense modules): OpenAI /v1/embeddings and TEI /embed (with prompt_name) against
 sentence-transformers' SentenceTransformer on the same directories, TEI's
 /tokenize against Hugging Face tokenizers on NFD input, /v1/model_info, and
 the requests such a model refuses."""
@@ -13,9 +14,10 @@ import json
 import numpy as np
 import pytest
 
-from conftest import (REPO, assert_embeddings_equal_sentence_transformers, assert_predict_equals_pipeline,
-                      assert_rerank_equals_cross_encoder, assert_tei_tokenize_equals_tokenizers, encoder_server,
-                      loaded_model_info, openai_embeddings, post_json)
+from conftest import (REPO, ServerProcess, assert_embeddings_equal_sentence_transformers,
+                      assert_predict_equals_pipeline, assert_rerank_equals_cross_encoder,
+                      assert_tei_tokenize_equals_tokenizers, encoder_server, loaded_model_info, openai_embeddings,
+                      post_json)
 
 MODELS = REPO / "tests/golden/encoder_models"
 QWEN = MODELS / "qwen3_embedding_tiny"
@@ -84,6 +86,32 @@ def test_mistral_sentencepiece_embedder_equals_sentence_transformers(server_fact
     s = server_factory(f"--encoder-model={MISTRAL}", "--threads=2")
     assert_embeddings_equal_sentence_transformers(s, MISTRAL, texts, "mistral_embedder_tiny")
     assert_tei_tokenize_equals_tokenizers(s, MISTRAL, [texts[0], texts[3], "caf\u00e9 \u2713 ok"])
+
+
+def test_embeddinggemma_equals_sentence_transformers(server_factory):
+    """EmbeddingGemma's kind: a bidirectional Gemma 3 body (windows of |i - j| <= 3
+    on three layers), mean pooling, two Dense modules, Normalize, its query
+    prompt; the vectors, the prompt's and /tokenize against
+    sentence-transformers and tokenizers; dimensions up to the Dense output;
+    and --decoder-model refusing it."""
+    st = pytest.importorskip("sentence_transformers")
+    gemma = MODELS / "embeddinggemma_tiny"
+    texts = [c["text"] for c in GOLDEN["embeddings"]["embeddinggemma_tiny"]]
+    s = server_factory(f"--encoder-model={gemma}", "--threads=2")
+    assert_embeddings_equal_sentence_transformers(s, gemma, texts, "embeddinggemma_tiny")
+    assert_tei_tokenize_equals_tokenizers(s, gemma, [texts[0], texts[3], "caf\u00e9 \u2713  ok"])
+    queries = [c["text"] for c in GOLDEN["prompted_models"]["embeddinggemma_tiny"]]
+    want = st.SentenceTransformer(str(gemma), device="cpu").encode(queries, prompt_name="query",
+                                                                    convert_to_numpy=True)
+    status, body = post_json(s, "/embed", {"inputs": queries, "prompt_name": "query"})
+    assert status == 200, body
+    np.testing.assert_allclose(np.array(body), want, atol=1e-4)
+    status, body = post_json(s, "/v1/embeddings", {"input": ["x"], "model": "embeddinggemma_tiny",
+                                                   "dimensions": 65})
+    assert status == 400 and "dimensions" in json.dumps(body) and "64" in json.dumps(body), body
+    with pytest.raises(Exception) as err:
+        ServerProcess(f"--decoder-model={gemma}", "--threads=1").close()
+    assert "use_bidirectional_attention" in str(err.value), err.value
 
 
 def test_gguf_embedder_equals_transformers(server_factory):

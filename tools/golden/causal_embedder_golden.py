@@ -42,6 +42,25 @@ TemplateProcessing.
                                                         the score is read at the token before it)
      tests/golden/encoder_models/llama_classifier_tiny/ LlamaForSequenceClassification, 3 labels, no pad token
                                                         (the score at the last token)
+     tests/golden/encoder_models/embeddinggemma_tiny/   google/embeddinggemma-300m's kind: Gemma3TextModel
+                                                        (Gemma3TextConfig, use_bidirectional_attention true)
+                                                        saved bare (architectures ["Gemma3TextModel"], no
+                                                        "model." prefix), hidden 64, intermediate 96, 4 layers,
+                                                        4 heads over 2 KV heads, head_dim 32,
+                                                        query_pre_attn_scalar 24, layers 0-2 sliding_attention
+                                                        and 3 full_attention, rope theta 10000 (sliding) and
+                                                        50000 (full), tied; sliding_window 6 in config.json,
+                                                        which transformers turns into (6 // 2) + 1 = 4 and
+                                                        reads as |i - j| < 4 (each token attends to itself and
+                                                        the 3 tokens on either side, 7 in all; embeddinggemma's
+                                                        512 is so |i - j| <= 256), the full layer to every
+                                                        token; decoder_make_models.py's Gemma tokenizer
+                                                        with the <bos> $A <eos> template embeddinggemma's
+                                                        tokenizer has (add_eos_token); sentence-transformers
+                                                        modules as embeddinggemma-300m's: mean Pooling
+                                                        (include_prompt), 2_Dense 64 -> 128 and 3_Dense
+                                                        128 -> 64 (no bias, Identity), Normalize (no
+                                                        folder); max_seq_length 64, its query/document prompts
    and tests/golden/encoder_models/qwen3_embedding_tiny.gguf: the same Qwen3 model and tokenizer as llama.cpp's
    convert_hf_to_gguf.py writes them (gguf-py; decoder_make_models.py's tokenizer and gguf_llama_writer's
    tensors, all f32), with qwen3.pooling_type LAST, tokenizer.ggml.add_eos_token (Qwen3-Embedding's GGUF
@@ -54,6 +73,7 @@ TemplateProcessing.
      embeddings  per model: {text, ids, embedding}, computed from transformers' last_hidden_state and
                  asserted equal to SentenceTransformer(dir).encode
      prompted    qwen3_embedding_tiny with prompt_name "query": {text, ids, embedding}
+     prompted_models  per model (embeddinggemma_tiny) with prompt_name "query": {text, ids, embedding}
      logits      per classifier: {text, text_pair, ids, logits} from transformers, one input at a time
      gguf        the embeddings cases of qwen3_embedding_tiny whose text NFC leaves as it is (llama.cpp
                  does not normalize): the GGUF file must give the same ids and vectors
@@ -74,12 +94,14 @@ import gguf
 import torch
 from sentence_transformers import SentenceTransformer
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
-from transformers import (AutoTokenizer, LlamaConfig, LlamaForCausalLM, LlamaForSequenceClassification, MistralConfig,
-                          MistralModel, Qwen3Config, Qwen3ForSequenceClassification, Qwen3Model)
+from safetensors.torch import save_file
+from transformers import (AutoTokenizer, Gemma3TextConfig, Gemma3TextModel, LlamaConfig, LlamaForCausalLM,
+                          LlamaForSequenceClassification, MistralConfig, MistralModel, Qwen3Config,
+                          Qwen3ForSequenceClassification, Qwen3Model)
 
 from encoder_golden_util import (REPO, byte_offsets, classifier_cases, corpus, save_model_dir, truncated_ids,
                                  versions, write_json, write_mean_pooling_modules)
-from decoder_make_models import gguf_tokenizer
+from decoder_make_models import gguf_tokenizer, train_gemma_tokenizer
 from gguf_llama_writer import add_hparams, add_tensors
 from roberta_golden import OTHER_SCRIPTS
 
@@ -98,6 +120,9 @@ LLAMA3_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,
 # Qwen3-Embedding's config_sentence_transformers.json prompts.
 PROMPTS = {"query": "Instruct: Given a web search query, retrieve relevant passages that answer the query\nQuery:",
            "document": ""}
+
+# embeddinggemma-300m's config_sentence_transformers.json prompts (these two of its list).
+GEMMA_PROMPTS = {"query": "task: search result | query: ", "document": "title: none | text: "}
 
 TEXTS = [
     "The quick brown fox jumps over the lazy dog.",
@@ -164,6 +189,53 @@ def reinit_(model, seed):
                 p.copy_(0.2 * torch.randn(p.shape, generator=gen))
 
 
+def reinit_gemma_(model, seed):
+    """Every parameter redrawn, in name order: Gemma's RMSNorm weights
+    N(0, 0.1) (it scales by 1 + weight), everything else N(0, 0.15)."""
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in sorted(model.named_parameters()):
+            std = 0.1 if name.endswith("norm.weight") else 0.15
+            p.copy_(std * torch.randn(p.shape, generator=gen))
+
+
+def write_embeddinggemma_modules(d, hidden, dense, seed):
+    """embeddinggemma-300m's sentence-transformers modules: Transformer, mean
+    Pooling (include_prompt), one Dense per (in, out) of `dense` (no bias,
+    Identity; config.json with the four keys the model ships, weights
+    linear.weight [out, in] in model.safetensors, drawn N(0, 0.15)),
+    Normalize; max_seq_length MAX_TOKENS and its prompts. Returns the Dense
+    weights."""
+    modules = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+               {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]
+    os.makedirs(os.path.join(d, "1_Pooling"))
+    write_json(os.path.join(d, "1_Pooling/config.json"),
+               {"word_embedding_dimension": hidden, "pooling_mode_cls_token": False, "pooling_mode_mean_tokens": True,
+                "pooling_mode_max_tokens": False, "pooling_mode_mean_sqrt_len_tokens": False,
+                "pooling_mode_weightedmean_tokens": False, "pooling_mode_lasttoken": False, "include_prompt": True})
+    gen = torch.Generator().manual_seed(seed)
+    weights = []
+    for in_features, out_features in dense:
+        idx = len(modules)
+        path = f"{idx}_Dense"
+        os.makedirs(os.path.join(d, path))
+        write_json(os.path.join(d, path, "config.json"),
+                   {"in_features": in_features, "out_features": out_features, "bias": False,
+                    "activation_function": "torch.nn.modules.linear.Identity"})
+        w = 0.15 * torch.randn((out_features, in_features), generator=gen)
+        save_file({"linear.weight": w.contiguous()}, os.path.join(d, path, "model.safetensors"))
+        weights.append(w)
+        modules.append({"idx": idx, "name": str(idx), "path": path, "type": "sentence_transformers.models.Dense"})
+    idx = len(modules)
+    modules.append({"idx": idx, "name": str(idx), "path": f"{idx}_Normalize",
+                    "type": "sentence_transformers.models.Normalize"})
+    write_json(os.path.join(d, "modules.json"), modules)
+    write_json(os.path.join(d, "sentence_bert_config.json"), {"max_seq_length": MAX_TOKENS, "do_lower_case": False})
+    write_json(os.path.join(d, "config_sentence_transformers.json"),
+               {"prompts": GEMMA_PROMPTS, "default_prompt_name": None, "similarity_fn_name": "cosine"})
+    return weights
+
+
 def write_st_modules(d, pooling, normalize, prompts):
     write_mean_pooling_modules(d, 32, MAX_TOKENS, normalize=normalize)
     if pooling == "lasttoken":
@@ -208,10 +280,11 @@ def tokenizer_cases(tok):
     return cases
 
 
-def embedding_cases(body, tok, st, pooling, normalize, texts, prompt_name=None):
-    """transformers' last_hidden_state pooled, per text alone, checked
-    against SentenceTransformer.encode of the whole list (padded batches)."""
-    prompt = PROMPTS[prompt_name] if prompt_name else ""
+def embedding_cases(body, tok, st, pooling, normalize, texts, prompt_name=None, prompts=PROMPTS, dense=()):
+    """transformers' last_hidden_state pooled (then through the `dense`
+    weights, no bias), per text alone, checked against
+    SentenceTransformer.encode of the whole list (padded batches)."""
+    prompt = prompts[prompt_name] if prompt_name else ""
     st_embeddings = st.encode(texts, batch_size=4, convert_to_numpy=True, prompt_name=prompt_name)
     cases = []
     for text, st_emb in zip(texts, st_embeddings):
@@ -219,11 +292,58 @@ def embedding_cases(body, tok, st, pooling, normalize, texts, prompt_name=None):
         with torch.no_grad():
             hidden = body(input_ids=torch.tensor([ids]), attention_mask=torch.ones(1, len(ids))).last_hidden_state[0]
         emb = hidden[-1] if pooling == "lasttoken" else hidden.mean(dim=0)
+        for w in dense:
+            emb = w @ emb
         if normalize:
             emb = torch.nn.functional.normalize(emb, dim=0)
         assert torch.allclose(emb, torch.tensor(st_emb), atol=1e-4), text
         cases.append({"text": text, "ids": ids, "embedding": [float(x) for x in emb]})
     return cases
+
+
+def make_embeddinggemma(fixture):
+    """embeddinggemma_tiny (see the module docstring)."""
+    gtok = train_gemma_tokenizer()
+    # What transformers' update_post_processor writes for add_bos_token and
+    # add_eos_token, as embeddinggemma-300m's tokenizer.json has it.
+    gtok.post_processor = processors.TemplateProcessing(
+        single="<bos>:0 $A:0 <eos>:0", pair="<bos>:0 $A:0 <eos>:0 <bos>:1 $B:1 <eos>:1",
+        special_tokens=[("<bos>", gtok.token_to_id("<bos>")), ("<eos>", gtok.token_to_id("<eos>"))])
+    cfg = Gemma3TextConfig(
+        vocab_size=gtok.get_vocab_size(with_added_tokens=True), hidden_size=64, intermediate_size=96,
+        num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, head_dim=32, query_pre_attn_scalar=24,
+        max_position_embeddings=256, rms_norm_eps=1e-6, sliding_window=6,
+        layer_types=["sliding_attention", "sliding_attention", "sliding_attention", "full_attention"],
+        rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 50000.0},
+                         "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}},
+        tie_word_embeddings=True, use_bidirectional_attention=True, hidden_activation="gelu_pytorch_tanh",
+        attention_bias=False, final_logit_softcapping=None, attn_logit_softcapping=None,
+        attn_implementation="eager", bos_token_id=gtok.token_to_id("<bos>"), eos_token_id=gtok.token_to_id("<eos>"),
+        pad_token_id=gtok.token_to_id("<pad>"))
+    # Bidirectional: __post_init__ halves the window ((6 // 2) + 1, an
+    # exclusive bound |i - j| < 4) and to_dict writes 6 back.
+    assert cfg.sliding_window == 4 and cfg.to_dict()["sliding_window"] == 6, cfg.sliding_window
+    gemma = Gemma3TextModel(cfg).eval()
+    assert all(n.endswith("norm.weight") for n, p in gemma.named_parameters() if p.dim() == 1)
+    reinit_gemma_(gemma, 20261225)
+    d = save_model_dir("embeddinggemma_tiny", gemma, gtok, {
+        "add_bos_token": True, "add_eos_token": True, "bos_token": "<bos>", "eos_token": "<eos>",
+        "pad_token": "<pad>", "unk_token": "<unk>", "mask_token": None, "padding_side": "right",
+        "tokenizer_class": "GemmaTokenizer", "model_max_length": 2048})
+    dense = write_embeddinggemma_modules(d, 64, [(64, 128), (128, 64)], 20261226)
+    with open(os.path.join(d, "config.json"), encoding="utf-8") as f:
+        saved = json.load(f)
+    assert saved["architectures"] == ["Gemma3TextModel"] and saved["sliding_window"] == 6, saved
+    # transformers builds the tokenizer from tokenizer.json as written.
+    assert AutoTokenizer.from_pretrained(d).backend_tokenizer.to_str() == gtok.to_str()
+    st = SentenceTransformer(d, device="cpu")
+    fixture["tokenizer"]["embeddinggemma_tiny"] = tokenizer_cases(gtok)
+    cases = embedding_cases(gemma, gtok, st, "mean", True, TEXTS + DECOMPOSED, dense=dense)
+    assert max(len(e["ids"]) for e in cases) == MAX_TOKENS
+    assert all(e["ids"][0] == cfg.bos_token_id and e["ids"][-1] == cfg.eos_token_id for e in cases)
+    fixture["embeddings"]["embeddinggemma_tiny"] = cases
+    fixture["prompted_models"]["embeddinggemma_tiny"] = embedding_cases(
+        gemma, gtok, st, "mean", True, QUERIES, prompt_name="query", prompts=GEMMA_PROMPTS, dense=dense)
 
 
 def main():
@@ -320,6 +440,9 @@ def main():
         "bos_token": "<|begin_of_text|>", "eos_token": "<|end_of_text|>", "tokenizer_class": "PreTrainedTokenizerFast",
         "model_max_length": 256})
     fixture["logits"]["llama_classifier_tiny"] = classifier_cases(classifier, ltok, PAIRS, TEXTS)
+
+    fixture["prompted_models"] = {}
+    make_embeddinggemma(fixture)
 
     fixture["tokenizer"]["tok512_metaspace"] = tokenizer_cases(
         Tokenizer.from_file(os.path.join(TOK512, "tok512_metaspace_tokenizer.json")))

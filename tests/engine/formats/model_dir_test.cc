@@ -63,5 +63,44 @@ TEST(ModelDirTest, ConfigErrorsNameFileAndField) {
   std::filesystem::remove_all(dir);
 }
 
+// Dense modules (LaBSE, distiluse, EmbeddingGemma) are read in order between
+// Pooling and Normalize; a module this server does not run is refused rather
+// than served without it.
+TEST(ModelDirTest, DenseModulesAndUnknownModules) {
+  auto dir = std::filesystem::temp_directory_path() / absl::StrCat("attnserve_md_dense_", getpid());
+  std::filesystem::create_directories(dir / "1_Pooling");
+  std::filesystem::create_directories(dir / "2_Dense");
+  testing_util::WriteFile((dir / "1_Pooling" / "config.json").string(), R"({"pooling_mode_mean_tokens":true})");
+  testing_util::WriteFile((dir / "2_Dense" / "config.json").string(),
+                          R"({"in_features": 8, "out_features": 4, "bias": true,
+                              "activation_function": "torch.nn.modules.activation.Tanh",
+                              "module_input_name": "sentence_embedding"})");
+  auto modules = [&](const std::string& middle) {
+    testing_util::WriteFile((dir / "modules.json").string(),
+                            R"([{"type":"sentence_transformers.models.Transformer","path":""},
+                                {"type":"sentence_transformers.models.Pooling","path":"1_Pooling"},)" +
+                                middle + R"(
+                                {"type":"sentence_transformers.models.Normalize","path":"3_Normalize"}])");
+  };
+  modules(R"({"type":"sentence_transformers.models.Dense","path":"2_Dense"},)");
+  auto st = ReadSentenceTransformersConfig(dir.string());
+  ASSERT_TRUE(st.ok()) << st.status();
+  ASSERT_EQ(st->dense.size(), 1u);
+  EXPECT_EQ(st->dense[0].in_features, 8);
+  EXPECT_EQ(st->dense[0].out_features, 4);
+  EXPECT_TRUE(st->dense[0].bias);
+  EXPECT_TRUE(st->dense[0].tanh);
+  EXPECT_TRUE(st->normalize);
+
+  testing_util::WriteFile((dir / "2_Dense" / "config.json").string(),
+                          R"({"in_features": 8, "out_features": 4, "activation_function": "torch.nn.modules.activation.ReLU"})");
+  EXPECT_THAT(ReadSentenceTransformersConfig(dir.string()).status().message(),
+              HasSubstr("2_Dense/config.json: activation_function \"torch.nn.modules.activation.ReLU\" is not supported"));
+  modules(R"({"type":"sentence_transformers.models.LayerNorm","path":"2_LayerNorm"},)");
+  EXPECT_THAT(ReadSentenceTransformersConfig(dir.string()).status().message(),
+              HasSubstr("modules.json: module sentence_transformers.models.LayerNorm is not supported"));
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace attnserve

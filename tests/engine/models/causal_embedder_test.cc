@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/formats/json_util.h"
+#include "engine/models/decoder_model.h"
 #include "engine/models/encoder_model.h"
 #include "engine/tokenizers/encoder_tokenizer.h"
 #include "engine/tokenizers/unicode_util.h"
@@ -51,7 +52,8 @@ TEST_P(CausalEmbedderTest, EmbeddingsMatchSentenceTransformers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, CausalEmbedderTest,
-                         ::testing::Values("qwen3_embedding_tiny", "llama_embedder_tiny", "mistral_embedder_tiny"));
+                         ::testing::Values("qwen3_embedding_tiny", "llama_embedder_tiny", "mistral_embedder_tiny",
+                                           "embeddinggemma_tiny"));
 
 // The same vocabulary in transformers 5's layout (Metaspace pre-tokenizer,
 // prepend_scheme first, no normalizer).
@@ -166,11 +168,16 @@ TEST(CausalEmbedderLoadTest, GgufFileMatchesTheDirectory) {
   testing_util::ExpectGoldenEncodings((*model)->tokenizer(), nfc_cases);
 }
 
-TEST(CausalEmbedderLoadTest, QueryPromptMatchesSentenceTransformers) {
+// Qwen3-Embedding's instruction and EmbeddingGemma's "task: search result |
+// query: " (through its Dense modules).
+class CausalEmbedderPromptTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CausalEmbedderPromptTest, QueryPromptMatchesSentenceTransformers) {
   ASSERT_FALSE(Golden().is_null());
-  auto model = EncoderModel::Load(ModelDir("qwen3_embedding_tiny"), {});
+  auto model = EncoderModel::Load(ModelDir(GetParam()), {});
   ASSERT_TRUE(model.ok()) << model.status();
-  const nlohmann::json& cases = Golden()["prompted"];
+  const nlohmann::json& cases =
+      GetParam() == "qwen3_embedding_tiny" ? Golden()["prompted"] : Golden()["prompted_models"][GetParam()];
   ASSERT_EQ(cases.size(), 2u);
   EncodeOptions options;
   options.prompt_name = "query";
@@ -182,6 +189,22 @@ TEST(CausalEmbedderLoadTest, QueryPromptMatchesSentenceTransformers) {
     ASSERT_EQ((*out)[i].embedding.numel(), static_cast<int64_t>(want.size()));
     for (size_t k = 0; k < want.size(); ++k) EXPECT_NEAR((*out)[i].embedding.f32()[k], want[k], 1e-4);
   }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, CausalEmbedderPromptTest,
+                         ::testing::Values("qwen3_embedding_tiny", "embeddinggemma_tiny"));
+
+// EmbeddingGemma: the bidirectional body is an embedder only; --decoder-model
+// refuses it, naming the field and what to do.
+TEST(CausalEmbedderLoadTest, ABidirectionalModelIsNotADecoder) {
+  auto decoder = DecoderModel::Load(ModelDir("embeddinggemma_tiny"), DecoderLoadOptions());
+  ASSERT_FALSE(decoder.ok());
+  EXPECT_THAT(std::string(decoder.status().message()),
+              HasSubstr("use_bidirectional_attention is true: an embedding model (EmbeddingGemma), which cannot "
+                        "generate; serve it with --encoder-model"));
+  auto model = EncoderModel::Load(ModelDir("embeddinggemma_tiny"), {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ((*model)->description().embedding_size, 64);  // 64 -> 128 -> 64 through the two Dense modules
 }
 
 // transformers' hidden_states: the embeddings, each layer's input, and last
