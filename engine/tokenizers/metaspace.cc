@@ -159,4 +159,9 @@ std::string MetaspaceDecoder::Decode(const std::vector<std::string>& tokens) con
   return out;
 }
 
+bool MetaspacePreTokenizer::IsSplitOnSpace(const nlohmann::json& pre) {
+  return pre.is_object() && pre.value("type", "") == "Split" && pre.contains("pattern") && pre["pattern"].is_object() &&
+         pre["pattern"].value("String", "") == " " && !pre.value("invert", false);
+}
+
 }  // namespace attnserve

@@ -36,6 +36,11 @@ class MetaspacePreTokenizer {
   static absl::StatusOr<MetaspacePreTokenizer> FromJson(const nlohmann::json& pre_tokenizer,
                                                         const std::string& path);
 
+  // Gemma's pre_tokenizer: Split on " " (not inverted). After a normalizer
+  // that has replaced every space with "▁" it finds nothing to split, so a
+  // reader may take it as none.
+  static bool IsSplitOnSpace(const nlohmann::json& pre_tokenizer);
+
   // Splits normalized text into the pieces the model tokenizes one by one.
   std::vector<AlignedText> Split(AlignedText text) const;
 

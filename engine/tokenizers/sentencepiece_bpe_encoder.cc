@@ -102,10 +102,8 @@ absl::StatusOr<std::unique_ptr<SentencePieceBpeEncoder>> SentencePieceBpeEncoder
   // Gemma's files split at " " (MergedWithPrevious) after a normalizer that
   // has already replaced every space: nothing is left to split.
   const nlohmann::json& pre = Member(j, "pre_tokenizer");
-  const bool split_on_replaced_spaces =
-      TypeOf(pre) == "Split" && pre.contains("pattern") && pre["pattern"].is_object() &&
-      pre["pattern"].value("String", "") == " " && !pre.value("invert", false) &&
-      t->normalizer_.NormalizeString(" ").find(' ') == std::string::npos;
+  const bool split_on_replaced_spaces = MetaspacePreTokenizer::IsSplitOnSpace(pre) &&
+                                        t->normalizer_.NormalizeString(" ").find(' ') == std::string::npos;
   ASSIGN_OR_RETURN(t->pre_tokenizer_,
                    MetaspacePreTokenizer::FromJson(split_on_replaced_spaces ? nlohmann::json() : pre, path));
   ASSIGN_OR_RETURN(t->strip_leading_space_, ReadDecoder(Member(j, "decoder"), path));

@@ -13,6 +13,7 @@
 #include "engine/tokenizers/bpe_model_json.h"
 #include "engine/tokenizers/byte_level_bpe.h"
 #include "engine/tokenizers/hf_sentencepiece_bpe.h"
+#include "engine/tokenizers/metaspace.h"
 #include "engine/tokenizers/sentencepiece_bpe.h"
 
 namespace attnserve {
@@ -185,9 +186,7 @@ absl::Status ReadSentencePiecePipeline(const nlohmann::json& j, const std::strin
   const nlohmann::json pt = j.value("pre_tokenizer", nlohmann::json());
   // Gemma's files split at " " (MergedWithPrevious) after a normalizer that
   // has already replaced every space with "▁": nothing is left to split.
-  const bool split_on_replaced_spaces =
-      v->replace_spaces && pt.is_object() && pt.value("type", "") == "Split" && pt.contains("pattern") &&
-      pt["pattern"].is_object() && pt["pattern"].value("String", "") == " " && !pt.value("invert", false);
+  const bool split_on_replaced_spaces = v->replace_spaces && MetaspacePreTokenizer::IsSplitOnSpace(pt);
   if (!pt.is_null() && !split_on_replaced_spaces) {
     if (!pt.is_object() || pt.value("type", "") != "Metaspace") {
       return absl::UnimplementedError(absl::StrCat(
