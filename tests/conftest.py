@@ -139,6 +139,14 @@ def assert_tei_tokenize_equals_tokenizers(server, model_dir, texts):
     assert body == [tei_tokens_reference(tok, t) for t in texts]
 
 
+# A reranking query and documents for the cross-encoder tests: one relevant,
+# one not, and one longer than the tiny models' token limit (so `truncate`
+# matters).
+RERANK_QUERY = "what is the capital of france?"
+RERANK_DOCS = ["Paris is the capital and largest city of France.", "Bananas are a good source of potassium.",
+               " ".join(["alpha beta gamma delta"] * 20)]
+
+
 def assert_rerank_equals_cross_encoder(server, model_dir, query, docs, **fields):
     """TEI's /rerank against sentence-transformers' CrossEncoder.predict on
     the same directory, score by score; returns (CrossEncoder's scores, the

@@ -197,13 +197,7 @@ std::string HfSentencePieceBpe::TokenBytes(int32_t id, int32_t prev_id) const {
 }
 
 absl::StatusOr<std::string> HfSentencePieceBpe::Decode(absl::Span<const int32_t> ids) const {
-  std::string out, bytes;
-  int byte_tokens = 0;
-  auto flush_bytes = [&] {
-    AppendByteFallbackRun(bytes, byte_tokens, &out);
-    bytes.clear();
-    byte_tokens = 0;
-  };
+  ByteFallbackText text;
   for (int32_t id : ids) {
     if (id < 0 || id >= vocab_size()) {
       return absl::InvalidArgumentError(
@@ -211,14 +205,12 @@ absl::StatusOr<std::string> HfSentencePieceBpe::Decode(absl::Span<const int32_t>
     }
     if (kind_[id] == 2) continue;  // skip_special_tokens
     if (byte_value_[id] >= 0) {
-      bytes.push_back(static_cast<char>(byte_value_[id]));
-      ++byte_tokens;
-      continue;
+      text.AddByte(static_cast<uint8_t>(byte_value_[id]));
+    } else {
+      text.Text() += PieceText(id);
     }
-    flush_bytes();
-    out += PieceText(id);
   }
-  flush_bytes();
+  std::string out = std::move(text).Finish();
   if (vocab_.strip_leading_space && !out.empty() && out[0] == ' ') out.erase(0, 1);
   return out;
 }

@@ -210,22 +210,15 @@ void SentencePieceBpeEncoder::Tokenize(const AlignedText& piece, TextEncoding* o
 absl::StatusOr<std::string> SentencePieceBpeEncoder::Decode(absl::Span<const int32_t> ids,
                                                             bool skip_special_tokens) const {
   ASSIGN_OR_RETURN(std::vector<std::string> tokens, Entries(ids, skip_special_tokens));
-  std::string out, bytes;
-  int byte_tokens = 0;
-  auto flush_bytes = [&] {
-    AppendByteFallbackRun(bytes, byte_tokens, &out);
-    bytes.clear();
-    byte_tokens = 0;
-  };
+  ByteFallbackText text;
   for (const std::string& token : tokens) {
     unsigned value = 0;
     if (token.size() == 6 && token.compare(0, 3, "<0x") == 0 && token[5] == '>' &&
         std::sscanf(token.c_str() + 3, "%2X", &value) == 1) {
-      bytes.push_back(static_cast<char>(value));
-      ++byte_tokens;
+      text.AddByte(static_cast<uint8_t>(value));
       continue;
     }
-    flush_bytes();
+    std::string& out = text.Text();
     for (size_t p = 0; p < token.size();) {
       if (token.compare(p, 3, kMetaspace) == 0) {
         out += ' ';
@@ -235,7 +228,7 @@ absl::StatusOr<std::string> SentencePieceBpeEncoder::Decode(absl::Span<const int
       }
     }
   }
-  flush_bytes();
+  std::string out = std::move(text).Finish();
   if (strip_leading_space_ && !out.empty() && out[0] == ' ') out.erase(0, 1);
   return out;
 }

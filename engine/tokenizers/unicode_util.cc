@@ -194,12 +194,14 @@ std::vector<std::pair<char32_t, int>> NfcEdits(const std::u32string& text) {
   return edits;
 }
 
-void AppendByteFallbackRun(absl::string_view bytes, int tokens, std::string* out) {
-  if (IsValidUtf8(bytes)) {
-    out->append(bytes.data(), bytes.size());
-    return;
+void ByteFallbackText::Flush() {
+  if (IsValidUtf8(bytes_)) {
+    text_ += bytes_;
+  } else {
+    for (int i = 0; i < byte_tokens_; ++i) text_ += "\xEF\xBF\xBD";  // U+FFFD
   }
-  for (int i = 0; i < tokens; ++i) out->append("\xEF\xBF\xBD");  // U+FFFD
+  bytes_.clear();
+  byte_tokens_ = 0;
 }
 
 bool ToNfc(absl::string_view text, std::string* out) {

@@ -54,10 +54,32 @@ void AppendNfd(char32_t c, std::u32string* out);
 // (aligned_text.h's CharEdit: 0 replaces one, -n also deletes n, 1
 // inserts); empty when `text` is already NFC.
 std::vector<std::pair<char32_t, int>> NfcEdits(const std::u32string& text);
-// Hugging Face's ByteFallback decoder for a run of `tokens` byte tokens
-// (<0xNN>) whose bytes are `bytes`: appended as they are when they are valid
-// UTF-8, else one U+FFFD per token.
-void AppendByteFallbackRun(absl::string_view bytes, int tokens, std::string* out);
+// Decoded text built piece by piece with Hugging Face's ByteFallback rule:
+// a run of byte tokens (<0xNN>) is appended as its bytes when they are valid
+// UTF-8, else as one U+FFFD per token, once a text piece or the end closes
+// the run.
+class ByteFallbackText {
+ public:
+  void AddByte(uint8_t byte) {
+    bytes_.push_back(static_cast<char>(byte));
+    ++byte_tokens_;
+  }
+  // The text so far, the pending run closed: append a text piece to it.
+  std::string& Text() {
+    Flush();
+    return text_;
+  }
+  std::string Finish() && {
+    Flush();
+    return std::move(text_);
+  }
+
+ private:
+  void Flush();
+
+  std::string text_, bytes_;
+  int byte_tokens_ = 0;
+};
 // `text` (valid UTF-8) in NFC, when that differs from it: true and *out set;
 // false (out untouched) when it is already NFC or is not valid UTF-8.
 bool ToNfc(absl::string_view text, std::string* out);

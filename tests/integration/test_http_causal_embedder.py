@@ -14,7 +14,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import (REPO, ServerProcess, assert_embeddings_equal_sentence_transformers,
+from conftest import (REPO, RERANK_DOCS, RERANK_QUERY, ServerProcess, assert_embeddings_equal_sentence_transformers,
                       assert_predict_equals_pipeline, assert_rerank_equals_cross_encoder,
                       assert_tei_tokenize_equals_tokenizers, encoder_server, loaded_model_info, openai_embeddings,
                       post_json)
@@ -128,11 +128,8 @@ def test_gguf_embedder_equals_transformers(server_factory):
 
 
 def test_decoder_reranker_equals_cross_encoder(server_factory):
-    query = "what is the capital of france?"
-    docs = ["Paris is the capital and largest city of France.", "Bananas are a good source of potassium.",
-            " ".join(["alpha beta gamma delta"] * 20)]
     s = server_factory(f"--encoder-model={RERANKER}", "--threads=2")
-    assert_rerank_equals_cross_encoder(s, RERANKER, query, docs, truncate=True)
+    assert_rerank_equals_cross_encoder(s, RERANKER, RERANK_QUERY, RERANK_DOCS, truncate=True)
     # A cross-encoder's states are not sentence embeddings.
     status, body = post_json(s, "/embed", {"inputs": "x"})
     assert status == 400, body

@@ -11,9 +11,9 @@ import json
 
 import pytest
 
-from conftest import (REPO, assert_embeddings_equal_sentence_transformers, assert_predict_equals_pipeline,
-                      assert_rerank_equals_cross_encoder, assert_tei_tokenize_equals_tokenizers, encoder_server,
-                      loaded_model_info)
+from conftest import (REPO, RERANK_DOCS, RERANK_QUERY, assert_embeddings_equal_sentence_transformers,
+                      assert_predict_equals_pipeline, assert_rerank_equals_cross_encoder,
+                      assert_tei_tokenize_equals_tokenizers, encoder_server, loaded_model_info)
 
 MODELS = REPO / "tests/golden/encoder_models"
 EMBEDDER = MODELS / "modernbert_tiny"
@@ -38,11 +38,8 @@ def test_tei_tokenize_equals_tokenizers(embedder):
 
 
 def test_tei_rerank_equals_cross_encoder(server_factory):
-    query = "what is the capital of france?"
-    docs = ["Paris is the capital and largest city of France.", "Bananas are a good source of potassium.",
-            " ".join(["alpha beta gamma delta"] * 20)]
     s = server_factory(f"--encoder-model={RERANKER}", "--threads=2")
-    assert_rerank_equals_cross_encoder(s, RERANKER, query, docs, truncate=True)
+    assert_rerank_equals_cross_encoder(s, RERANKER, RERANK_QUERY, RERANK_DOCS, truncate=True)
 
 
 def test_tei_predict_equals_transformers_pipeline(server_factory):
