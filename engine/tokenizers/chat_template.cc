@@ -28,7 +28,7 @@ struct FormatEntry {
 // Each from the model named beside it; tools/golden/chat_templates.py holds
 // the same texts and renders them with transformers, and the C++ test checks
 // that KnownChatTemplate recognises each golden file's template.
-constexpr std::array<FormatEntry, 10> kFormats = {{
+constexpr std::array<FormatEntry, 11> kFormats = {{
     // teknium/OpenHermes-2.5-Mistral-7B
     {ChatFormat::kChatMl, "chatml",
      R"({% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %})"},
@@ -226,6 +226,56 @@ constexpr std::array<FormatEntry, 10> kFormats = {{
 {%- if add_generation_prompt %}
     {{- '<|im_start|>assistant\n' }}
 {%- endif %})jinja"},
+    // google/gemma-3-1b-it (every Gemma 3 instruct size carries it): Gemma's
+    // turns; a system message's text and a blank line open the first turn
+    {ChatFormat::kGemma3, "gemma3",
+     R"jinja({{ bos_token }}
+{%- if messages[0]['role'] == 'system' -%}
+    {%- if messages[0]['content'] is string -%}
+        {%- set first_user_prefix = messages[0]['content'] + '
+
+' -%}
+    {%- else -%}
+        {%- set first_user_prefix = messages[0]['content'][0]['text'] + '
+
+' -%}
+    {%- endif -%}
+    {%- set loop_messages = messages[1:] -%}
+{%- else -%}
+    {%- set first_user_prefix = "" -%}
+    {%- set loop_messages = messages -%}
+{%- endif -%}
+{%- for message in loop_messages -%}
+    {%- if (message['role'] == 'user') != (loop.index0 % 2 == 0) -%}
+        {{ raise_exception("Conversation roles must alternate user/assistant/user/assistant/...") }}
+    {%- endif -%}
+    {%- if (message['role'] == 'assistant') -%}
+        {%- set role = "model" -%}
+    {%- else -%}
+        {%- set role = message['role'] -%}
+    {%- endif -%}
+    {{ '<start_of_turn>' + role + '
+' + (first_user_prefix if loop.first else "") }}
+    {%- if message['content'] is string -%}
+        {{ message['content'] | trim }}
+    {%- elif message['content'] is iterable -%}
+        {%- for item in message['content'] -%}
+            {%- if item['type'] == 'image' -%}
+                {{ '<start_of_image>' }}
+            {%- elif item['type'] == 'text' -%}
+                {{ item['text'] | trim }}
+            {%- endif -%}
+        {%- endfor -%}
+    {%- else -%}
+        {{ raise_exception("Invalid content type") }}
+    {%- endif -%}
+    {{ '<end_of_turn>
+' }}
+{%- endfor -%}
+{%- if add_generation_prompt -%}
+    {{'<start_of_turn>model
+'}}
+{%- endif -%})jinja"},
 }};
 
 // What Python's str.strip() (and so Jinja's trim) removes: Unicode
@@ -401,6 +451,21 @@ absl::StatusOr<std::string> Render(ChatFormat format, absl::Span<const ChatMessa
       if (gen) out += "<start_of_turn>model\n";
       return out;
     }
+    case ChatFormat::kGemma3: {
+      // The system message is not a turn: its text (untrimmed) and a blank
+      // line open the first turn after it (a user's: turns alternate from there).
+      out += o.bos_token;
+      const bool system = m[0].role == "system";
+      const size_t first = system ? 1 : 0;
+      if (absl::Status s = CheckAlternation(m, first, format); !s.ok()) return s;
+      for (size_t i = first; i < m.size(); ++i) {
+        absl::StrAppend(&out, "<start_of_turn>", m[i].role == "assistant" ? "model" : m[i].role, "\n",
+                        i == first && system ? absl::StrCat(m[0].content, "\n\n") : "", PyStrip(m[i].content),
+                        "<end_of_turn>\n");
+      }
+      if (gen) out += "<start_of_turn>model\n";
+      return out;
+    }
     case ChatFormat::kMistral:
       out += o.bos_token;
       for (size_t i = 0; i < m.size(); ++i) {
@@ -450,7 +515,8 @@ absl::string_view ChatEndOfTurn(ChatFormat format) {
     case ChatFormat::kQwen25: return "<|im_end|>";
     case ChatFormat::kLlama3:
     case ChatFormat::kLlama31: return "<|eot_id|>";
-    case ChatFormat::kGemma: return "<end_of_turn>";
+    case ChatFormat::kGemma:
+    case ChatFormat::kGemma3: return "<end_of_turn>";
     case ChatFormat::kPhi3: return "<|end|>";
     default: return "";
   }
@@ -463,7 +529,8 @@ std::vector<absl::string_view> ChatMarkerTokens(ChatFormat format) {
     case ChatFormat::kQwen25: return {"<|im_start|>", "<|im_end|>"};
     case ChatFormat::kLlama3:
     case ChatFormat::kLlama31: return {"<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"};
-    case ChatFormat::kGemma: return {"<start_of_turn>", "<end_of_turn>"};
+    case ChatFormat::kGemma:
+    case ChatFormat::kGemma3: return {"<start_of_turn>", "<end_of_turn>"};
     case ChatFormat::kPhi3: return {"<|user|>", "<|assistant|>", "<|end|>"};
     default: return {};
   }

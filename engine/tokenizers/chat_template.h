@@ -40,10 +40,11 @@ enum class ChatFormat {
   kQwen2,    // ChatML with a default system message (Qwen2-Instruct)
   kLlama31,  // Llama-3's turns after a dated system block; tools, calls and results (Llama-3.1-Instruct)
   kQwen25,   // ChatML, Qwen's default system message; tools, <tool_call> calls and results (Qwen2.5-Instruct)
+  kGemma3,   // Gemma's turns, a system message folded into the first user turn (gemma-3-it, gemma-3n)
 };
 
 // "chatml", "llama2", "llama3", "zephyr", "gemma", "phi3", "mistral", "qwen2",
-// "llama3.1", "qwen2.5".
+// "llama3.1", "qwen2.5", "gemma3".
 absl::string_view ChatFormatName(ChatFormat format);
 // The format of that name; INVALID_ARGUMENT listing the names otherwise.
 absl::StatusOr<ChatFormat> ChatFormatFromName(absl::string_view name);

@@ -114,6 +114,14 @@ TEMPLATES["qwen2.5"] = {
     "bos": "", "eos": "<|im_end|>",
     "jinja": (pathlib.Path(__file__).resolve().parent / "chat_templates" / "qwen2.5.jinja").read_text(),
 }
+# google/gemma-3-1b-it (every Gemma 3 instruct size, and gemma-3n, carry the
+# same): tokenizer_config.json's "chat_template", JSON-decoded. A system
+# message's text opens the first user turn.
+TEMPLATES["gemma3"] = {
+    "model": "google/gemma-3-1b-it (tokenizer_config.json)",
+    "bos": "<bos>", "eos": "<eos>",
+    "jinja": (pathlib.Path(__file__).resolve().parent / "chat_templates" / "gemma3.jinja").read_text(),
+}
 TOOL_FORMATS = ["llama3.1", "qwen2.5"]
 
 SYSTEM = {"role": "system", "content": "You are a helpful assistant"}
@@ -133,6 +141,10 @@ CONVERSATIONS = {
     # U+001F; a non-ASCII letter stays.
     "whitespace_unicode": [{"role": "user", "content": "\n\t ¿Qué tal, señor Müller?\u00a0\u3000\x1f\n"}],
     "system_and_user": [SYSTEM, {"role": "user", "content": "Tell me a story."}],
+    # Spaces around a system message (Gemma 3 keeps them: it does not trim
+    # the text it folds into the first turn), and a system message alone.
+    "system_spaces": [{"role": "system", "content": "  Be brief.\n"}, {"role": "user", "content": " Hi "}],
+    "system_only": [SYSTEM],
     "two_users": [{"role": "user", "content": "Hello"}, {"role": "user", "content": "Are you there?"}],
     "system_late": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"},
                     {"role": "system", "content": "Be brief."}, {"role": "user", "content": "Why?"}],
