@@ -265,6 +265,63 @@ absl::StatusOr<RopeScalingKind> ParseScalingType(const std::string& type, const 
   return absl::InvalidArgumentError(absl::StrCat(where, ": unknown rope scaling type '", type, "'"));
 }
 
+// The Gemmas as llama.cpp converts and runs them (convert_hf_to_gguf.py's
+// Gemma classes; llama-model.cpp's load_hparams and llm_build_gemma*): the
+// file's norm weights already hold transformers' 1 + weight (offset 0 here);
+// embeddings times sqrt(hidden); GeGLU. Gemma 2 and 3: sandwich norms, and
+// attention scores times 1/sqrt(hidden / heads) for the 27B sizes (46 and 62
+// layers), 1/sqrt(head_dim) otherwise, llama.cpp's stand-in for
+// query_pre_attn_scalar, which the converter does not write. Gemma 2:
+// windows on the even layers (4096 keys unless attention.sliding_window
+// says), attention scores and logits capped (50 and 30 unless the file
+// says). Gemma 3: windows on every layer but each sixth (5, 11, ...), none
+// without attention.sliding_window; those layers rotate with
+// rope.freq_base_swa (10,000: llama.cpp hard-codes it and the converter
+// writes transformers' rope_local_base_freq) and no scaling; q/k norms; a
+// logit cap only where the file has one.
+absl::Status ReadGgufGemma(const GgufFile& g, DecoderConfig& c) {
+  const std::string& a = c.architecture;
+  const std::string p = a + ".";
+  c.mlp = MlpKind::kGeGlu;
+  c.norm_weight_offset = 0.0f;
+  c.embedding_scale = static_cast<float>(std::sqrt(static_cast<double>(c.hidden_size)));
+  // Instruct Gemmas end a turn with <end_of_turn>, which their GGUFs name
+  // nowhere (no eot_token_id): llama.cpp finds it by its text and stops
+  // there (llama-vocab.cpp), as transformers does through
+  // generation_config.json.
+  if (g.Find("tokenizer.ggml.tokens") != nullptr) {
+    ASSIGN_OR_RETURN(const std::vector<std::string>* tokens, g.GetStringArray("tokenizer.ggml.tokens"));
+    const auto it = std::find(tokens->begin(), tokens->end(), "<end_of_turn>");
+    const int id = static_cast<int>(it - tokens->begin());
+    if (it != tokens->end() && id < c.vocab_size &&
+        std::find(c.eos_token_ids.begin(), c.eos_token_ids.end(), id) == c.eos_token_ids.end()) {
+      c.eos_token_ids.push_back(id);
+    }
+  }
+  if (a == "gemma") return absl::OkStatus();
+  c.sandwich_norms = true;
+  const bool size_27b = (a == "gemma2" && c.num_layers == 46) || (a == "gemma3" && c.num_layers == 62);
+  c.attn_scale = static_cast<float>(1.0 / std::sqrt(size_27b ? static_cast<double>(c.hidden_size / c.num_heads)
+                                                             : static_cast<double>(c.head_dim)));
+  const int period = a == "gemma2" ? 2 : 6;
+  std::vector<bool> sliding(c.num_layers);
+  for (int l = 0; l < c.num_layers; ++l) sliding[l] = l % period < period - 1;
+  if (a == "gemma2" || g.Find(p + "attention.sliding_window") != nullptr) {
+    ASSIGN_OR_RETURN(c.sliding_window, GgufIntOr(g, p + "attention.sliding_window", 4096));
+    c.sliding_layers = std::move(sliding);
+  }
+  ASSIGN_OR_RETURN(double final_cap, g.GetFloatOr(p + "final_logit_softcapping", a == "gemma2" ? 30.0 : 0.0));
+  c.final_logit_softcap = static_cast<float>(final_cap);
+  if (a == "gemma2") {
+    ASSIGN_OR_RETURN(double attn_cap, g.GetFloatOr(p + "attn_logit_softcapping", 50.0));
+    c.attn_logit_softcap = static_cast<float>(attn_cap);
+    return absl::OkStatus();
+  }
+  ASSIGN_OR_RETURN(double local_theta, g.GetFloatOr(p + "rope.freq_base_swa", 10000.0));
+  c.local_rope_theta = static_cast<float>(local_theta);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<DecoderConfig> DecoderConfigFromGguf(const GgufFile& g) {
@@ -272,13 +329,15 @@ absl::StatusOr<DecoderConfig> DecoderConfigFromGguf(const GgufFile& g) {
   ASSIGN_OR_RETURN(c.architecture, g.GetString("general.architecture"));
   ASSIGN_OR_RETURN(c.name, g.GetStringOr("general.name", ""));
   const std::string& a = c.architecture;
-  if (a == "llama" || a == "mistral" || a == "qwen2" || a == "qwen3") {
+  const bool gemma = a == "gemma" || a == "gemma2" || a == "gemma3";
+  if (a == "llama" || a == "mistral" || a == "qwen2" || a == "qwen3" || gemma) {
     c.arch = DecoderArch::kLlama;
   } else if (a == "gpt2") {
     c.arch = DecoderArch::kGpt2;
   } else {
-    return absl::InvalidArgumentError(absl::StrCat(g.where(), ": general.architecture '", a,
-                                                   "' is not supported (llama, mistral, qwen2, qwen3, gpt2)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        g.where(), ": general.architecture '", a, "' is not supported (llama, mistral, qwen2, qwen3, gemma, gemma2, "
+                   "gemma3, gpt2)"));
   }
   const std::string p = a + ".";
   ASSIGN_OR_RETURN(c.num_layers, GgufPositiveInt(g, p + "block_count"));
@@ -328,9 +387,10 @@ absl::StatusOr<DecoderConfig> DecoderConfigFromGguf(const GgufFile& g) {
     c.rope_theta = static_cast<float>(theta);
     ASSIGN_OR_RETURN(c.rope_dim, GgufIntOr(g, p + "rope.dimension_count", c.head_dim));
     // See the header: llama.cpp permutes Q/K of `llama` so adjacent pairs apply;
-    // qwen2 and qwen3 are converted unpermuted and run with NEOX (half-split) rope.
-    c.rope_pairing = a == "qwen2" || a == "qwen3" ? RopePairing::kHalfSplit : RopePairing::kAdjacent;
-    c.qk_norm = a == "qwen3";
+    // qwen2, qwen3 and the Gemmas are converted unpermuted and run with NEOX
+    // (half-split) rope.
+    c.rope_pairing = a == "llama" || a == "mistral" ? RopePairing::kAdjacent : RopePairing::kHalfSplit;
+    c.qk_norm = a == "qwen3" || a == "gemma3";
     ASSIGN_OR_RETURN(std::string scaling, g.GetStringOr(p + "rope.scaling.type", ""));
     ASSIGN_OR_RETURN(c.rope_scaling.kind, ParseScalingType(scaling, g.where()));
     ASSIGN_OR_RETURN(double factor, g.GetFloatOr(p + "rope.scaling.factor", 1.0));
@@ -353,6 +413,7 @@ absl::StatusOr<DecoderConfig> DecoderConfigFromGguf(const GgufFile& g) {
     }
     c.qkv_bias = g.FindTensor("blk.0.attn_q.bias") != nullptr;
     c.attn_out_bias = g.FindTensor("blk.0.attn_output.bias") != nullptr;
+    if (gemma) RETURN_IF_ERROR(ReadGgufGemma(g, c));
   }
   if (c.name.empty()) c.name = a;
   RETURN_IF_ERROR(c.Validate());

@@ -131,7 +131,11 @@ std::string SentencePieceBpe::TokenBytes(int32_t id, int32_t prev_id) const {
       break;
   }
   std::string s = absl::StrReplaceAll(p, {{kSpace, " "}});
-  if ((prev_id < 0 || prev_id == vocab_.special.bos) && !s.empty() && s[0] == ' ') s.erase(0, 1);
+  // The dummy prefix's space comes off again; without one (Gemma) a leading
+  // space is the text's own, as llama.cpp keeps it.
+  if (vocab_.add_space_prefix && (prev_id < 0 || prev_id == vocab_.special.bos) && !s.empty() && s[0] == ' ') {
+    s.erase(0, 1);
+  }
   return s;
 }
 

@@ -9,8 +9,9 @@
 //     "<0xNN>", one per byte (or <unk> without them).
 // Control tokens (BOS/EOS...) and user-defined tokens written in the text are
 // recognised as single ids when TokenizeOptions::parse_special is set.
-// Decoding: "▁" -> ' ', "<0xNN>" -> the byte, control tokens -> "", and a
-// piece that starts the text or follows BOS loses its leading space.
+// Decoding: "▁" -> ' ', "<0xNN>" -> the byte, control tokens -> "", and,
+// with add_space_prefix, a piece that starts the text or follows BOS loses
+// its leading space.
 // Immutable after Create; thread-safe.
 #ifndef ATTNSERVE_ENGINE_TOKENIZERS_SENTENCEPIECE_BPE_H_
 #define ATTNSERVE_ENGINE_TOKENIZERS_SENTENCEPIECE_BPE_H_

@@ -18,7 +18,11 @@ continuations over gRPC equal transformers' on the same weights.
   on layers 0-2 with their own rope base, linear-scaled rope on layer 3),
   likewise; and its Gemma-layout tokenizer through /tokenize.
 - gemma2_tiny (Gemma 2: attention scores and logits capped by tanh, windows
-  on the even layers) and gemma_tiny (Gemma 1), likewise."""
+  on the even layers) and gemma_tiny (Gemma 1), likewise.
+- Gemma GGUF files as llama.cpp's converter writes them (gemma_tiny,
+  gemma2_gguf_tiny, gemma3_gguf_tiny: norms stored as 1 + weight, the
+  attention scale and layer pattern implied by the architecture), against
+  transformers on the same weights; gemma3's batched with chunked prefill."""
 import json
 from concurrent.futures import ThreadPoolExecutor
 
@@ -52,8 +56,11 @@ def greedy_ids(pb, stub, prompt, n):
     (MODELS / "gemma3_tiny", "gemma3_tiny", "gemma3_text"),
     (MODELS / "gemma2_tiny", "gemma2_tiny", "gemma2"),
     (MODELS / "gemma_tiny", "gemma_tiny", "gemma"),
+    (MODELS / "gemma_tiny/model.gguf", "gemma_tiny", "gemma"),
+    (MODELS / "gemma2_gguf_tiny/model.gguf", "gemma2_gguf_tiny", "gemma2"),
+    (MODELS / "gemma3_gguf_tiny/model.gguf", "gemma3_gguf_tiny", "gemma3"),
 ], ids=["qwen3_hf", "qwen3_gguf", "llama_quant_mix_gguf", "mistral_sliding_window", "qwen2_sliding_window",
-        "gemma3_text", "gemma2", "gemma"])
+        "gemma3_text", "gemma2", "gemma", "gemma_gguf", "gemma2_gguf", "gemma3_gguf"])
 def test_served_greedy_answers_equal_transformers(pb, proto_modules, path, name, architecture):
     _, pb_grpc = proto_modules
     ref = golden(name)
@@ -69,14 +76,15 @@ def test_served_greedy_answers_equal_transformers(pb, proto_modules, path, name,
         server.close()
 
 
-@pytest.mark.parametrize("name", ["mistral_swa_tiny", "qwen2_swa_tiny", "gemma3_tiny", "gemma2_tiny"])
-def test_sliding_window_streams_batched_and_chunked_equal_transformers(pb, proto_modules, name):
+@pytest.mark.parametrize("name,file", [("mistral_swa_tiny", ""), ("qwen2_swa_tiny", ""), ("gemma3_tiny", ""),
+                                       ("gemma2_tiny", ""), ("gemma3_gguf_tiny", "model.gguf")])
+def test_sliding_window_streams_batched_and_chunked_equal_transformers(pb, proto_modules, name, file):
     """Every prompt at once, with KV blocks of 4 and steps of 8 tokens: the
     windows start mid-block and mid-chunk, sequences of different lengths
     share each step's attention call."""
     _, pb_grpc = proto_modules
     ref = golden(name)
-    server = ServerProcess(f"--decoder-model={MODELS / name}", "--threads=1", "--kv_block_size=4",
+    server = ServerProcess(f"--decoder-model={MODELS / name / file}", "--threads=1", "--kv_block_size=4",
                            "--max_step_tokens=8")
     try:
         with grpc.insecure_channel(server.grpc_target) as channel:

@@ -24,6 +24,9 @@ same keys. gemma2_tiny's softcaps are set small on purpose (attention 2,
 final 8, where the checkpoints have 50 and 30) so that the tanh caps move
 its logits (decoder_make_models.py checks it); transformers runs Gemma 2
 with eager attention, which applies the attention softcap (asserted here).
+gemma2_gguf_tiny and gemma3_gguf_tiny (the Gemmas a GGUF can describe:
+query_pre_attn_scalar = head_dim, llama.cpp's layer patterns) come last;
+their model.gguf files are checked against these same references.
 
 Rope scaling (llama_yarn_tiny, llama_dynamic_tiny): prompts of 20, 48 and
 100 tokens (beyond the 32 original positions) and, instead of
@@ -187,7 +190,7 @@ def main():
     rng = np.random.default_rng(SEED)
     # Appended names draw their prompts after the earlier ones, whose fixtures stay as they were.
     for name in ["llama_tiny", "qwen2_tiny", "gpt2_tiny", "qwen3_tiny", "mistral_swa_tiny", "qwen2_swa_tiny",
-                 "gemma3_tiny", "gemma2_tiny", "gemma_tiny"]:
+                 "gemma3_tiny", "gemma2_tiny", "gemma_tiny", "gemma2_gguf_tiny", "gemma3_gguf_tiny"]:
         path = MODELS / name
         model = transformers.AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32)
         model.eval()

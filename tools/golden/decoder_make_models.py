@@ -51,7 +51,17 @@ Makes, with a fixed seed, under tests/golden/decoder_models/<name>/:
                MQA (4 q heads over 1 kv head), head_dim 32 (attention scale head_dim^-0.5),
                rope theta 10000, pre-norms only (RMSNorm scaling by 1 + weight),
                hidden_act gelu_pytorch_tanh (GemmaConfig's field; GemmaMLP reads hidden_act),
-               tied embeddings scaled by sqrt(hidden), no softcapping; HF directory only.
+               tied embeddings scaled by sqrt(hidden), no softcapping; HF directory and
+               model.gguf (arch gemma, gguf_gemma_writer.py: norms stored as 1 + weight,
+               SentencePiece vocabulary).
+  gemma2_gguf_tiny  gemma2_tiny with query_pre_attn_scalar 32 = head_dim, the scale
+               llama.cpp uses below the 27B size (a GGUF does not carry it); HF
+               directory and model.gguf (arch gemma2).
+  gemma3_gguf_tiny  Gemma3ForCausalLM, gemma3_tiny's sizes with 7 layers in
+               llama.cpp's fixed pattern (layer 5 full_attention, the others sliding,
+               window 6), query_pre_attn_scalar 32 = head_dim, gemma3_tiny's rope
+               (full layers linear factor 2, theta 50000; sliding ones theta 10000);
+               HF directory and model.gguf (arch gemma3).
 Each as an HF directory (config.json, model.safetensors, tokenizer.json) plus
 GGUF v3 files written with gguf.GGUFWriter in llama.cpp's conventions
 (convert_hf_to_gguf.py): model.gguf (F32) for each; for llama_tiny also
@@ -81,6 +91,7 @@ import gguf
 from tokenizers import (AddedToken, Tokenizer, Regex, models, normalizers, pre_tokenizers, decoders, trainers,
                         processors)
 
+from gguf_gemma_writer import llama_cpp_layer_types, write_gemma_gguf
 from gguf_llama_writer import add_hparams, add_matrix, add_tensors
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -450,9 +461,43 @@ def make_gemma1():
     assert all(n.endswith("norm.weight") for n, p in model.named_parameters() if p.dim() == 1)
     init_random(model)
     save_hf(model, tok, OUT / "gemma_tiny")
+    write_gemma_gguf(OUT / "gemma_tiny" / "model.gguf", model, cfg, tok, "gemma")
     return {"class": "GemmaForCausalLM", "vocab": cfg.vocab_size, "head_dim": cfg.head_dim,
             "num_key_value_heads": cfg.num_key_value_heads, "hidden_act": cfg.hidden_act,
             "rope_parameters": cfg.rope_parameters}
+
+
+def make_gemma_gguf(name):
+    """gemma2_gguf_tiny / gemma3_gguf_tiny (see the module docstring): the HF
+    directory and its model.gguf (gguf_gemma_writer.py)."""
+    torch.manual_seed(SEED)
+    tok = train_gemma_tokenizer()
+    if name == "gemma2_gguf_tiny":
+        arch, cls = "gemma2", transformers.Gemma2ForCausalLM
+        cfg = transformers.Gemma2Config(
+            **gemma_common(tok), num_hidden_layers=4, num_key_value_heads=2, query_pre_attn_scalar=32,
+            sliding_window=6, hidden_activation="gelu_pytorch_tanh", **GEMMA2_SOFTCAPS)
+    else:
+        arch, cls = "gemma3", transformers.Gemma3ForCausalLM
+        common = gemma_common(tok)
+        del common["rope_parameters"]
+        cfg = transformers.Gemma3TextConfig(
+            **common, num_hidden_layers=7, num_key_value_heads=2, query_pre_attn_scalar=32, sliding_window=6,
+            layer_types=llama_cpp_layer_types("gemma3", 7), rope_parameters=json.loads(json.dumps(GEMMA3_ROPE)),
+            final_logit_softcapping=None, attn_logit_softcapping=None, hidden_activation="gelu_pytorch_tanh")
+        assert cfg.rope_parameters == GEMMA3_ROPE, cfg.rope_parameters
+    assert cfg.layer_types == llama_cpp_layer_types(arch, cfg.num_hidden_layers), cfg.layer_types
+    model = cls(cfg).eval()
+    assert all(n.endswith("norm.weight") for n, p in model.named_parameters() if p.dim() == 1)
+    init_random(model)
+    d = OUT / name
+    save_hf(model, tok, d)
+    write_gemma_gguf(d / "model.gguf", model, cfg, tok, arch)
+    return {"class": cls.__name__, "vocab": cfg.vocab_size, "head_dim": cfg.head_dim,
+            "query_pre_attn_scalar": cfg.query_pre_attn_scalar, "sliding_window": cfg.sliding_window,
+            "layer_types": cfg.layer_types, "rope_parameters": cfg.rope_parameters,
+            "final_logit_softcapping": cfg.final_logit_softcapping,
+            "attn_logit_softcapping": cfg.attn_logit_softcapping, "gguf": "model.gguf (gguf_gemma_writer.py)"}
 
 
 # llama_quant_mix: one tensor in each block type llama.cpp writes weights
@@ -545,12 +590,15 @@ def main():
         made["gemma2_tiny"] = make_gemma2()
     if want("gemma_tiny"):
         made["gemma_tiny"] = make_gemma1()
+    for name in ("gemma2_gguf_tiny", "gemma3_gguf_tiny"):
+        if want(name):
+            made[name] = make_gemma_gguf(name)
     if only and not only & {"llama_tiny", "qwen2_tiny", "gpt2_tiny"}:
         write_versions(made)
         return
     if only:
         sys.exit("--only supports the rope-scaled and sliding-window models, llama_quant_mix, qwen3_tiny, "
-                 "gemma3_tiny, gemma2_tiny and gemma_tiny; "
+                 "gemma3_tiny, gemma2_tiny, gemma_tiny, gemma2_gguf_tiny and gemma3_gguf_tiny; "
                  "remake the others with no --only")
 
     # --- llama_tiny: GQA 4/2, rope_theta 50000, untied, no bias, Llama-3 regex tokenizer.

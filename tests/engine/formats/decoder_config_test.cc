@@ -109,6 +109,49 @@ TEST(DecoderConfigTest, Qwen3HasQkNormHalfSplitAndItsOwnHeadDimInBothFormats) {
   EXPECT_FALSE(FromGgufFile(kModels + "llama_tiny/model.gguf").qk_norm);
 }
 
+// A Gemma GGUF describes the model as llama.cpp runs it: the file's norms
+// already hold 1 + weight, the attention scale and the sliding layers come
+// from the architecture, Gemma 3's sliding layers rotate with
+// rope.freq_base_swa; otherwise the same model as its HF directory.
+TEST(DecoderConfigTest, GemmaGgufMatchesItsHfDirectory) {
+  for (const char* name : {"gemma_tiny", "gemma2_gguf_tiny", "gemma3_gguf_tiny"}) {
+    SCOPED_TRACE(name);
+    DecoderConfig hf = FromHfDir(kModels + name);
+    DecoderConfig gg = FromGgufFile(kModels + name + "/model.gguf");
+    EXPECT_EQ(hf.norm_weight_offset, 1.0f);
+    EXPECT_EQ(gg.norm_weight_offset, 0.0f);
+    EXPECT_EQ(gg.mlp, MlpKind::kGeGlu);
+    EXPECT_EQ(gg.rope_pairing, RopePairing::kHalfSplit);
+    EXPECT_FLOAT_EQ(gg.embedding_scale, hf.embedding_scale);
+    EXPECT_EQ(gg.embedding_scale, 8.0f);  // sqrt(64)
+    EXPECT_EQ(gg.sandwich_norms, hf.sandwich_norms);
+    EXPECT_EQ(gg.qk_norm, hf.qk_norm);
+    EXPECT_FLOAT_EQ(gg.attn_scale, hf.attn_scale);
+    EXPECT_EQ(gg.sliding_window, hf.sliding_window);
+    EXPECT_EQ(gg.sliding_layers, hf.sliding_layers);
+    EXPECT_EQ(gg.attn_logit_softcap, hf.attn_logit_softcap);
+    EXPECT_EQ(gg.final_logit_softcap, hf.final_logit_softcap);
+    EXPECT_EQ(gg.local_rope_theta, hf.local_rope_theta);
+    EXPECT_EQ(gg.rope_theta, hf.rope_theta);
+    EXPECT_EQ(gg.rope_scaling.kind, hf.rope_scaling.kind);
+    EXPECT_EQ(gg.rope_scaling.factor, hf.rope_scaling.factor);
+    EXPECT_EQ(gg.head_dim, 32);  // key_length, not hidden 64 / 4 heads
+    EXPECT_TRUE(gg.tie_word_embeddings);
+    EXPECT_EQ(gg.bos_token_id, 2);
+    // <end_of_turn> (id 5) found by its text, as llama.cpp does.
+    EXPECT_EQ(gg.eos_token_ids, (std::vector<int>{1, 5}));
+  }
+  DecoderConfig g3 = FromGgufFile(kModels + "gemma3_gguf_tiny/model.gguf");
+  EXPECT_EQ(g3.sliding_layers, (std::vector<bool>{true, true, true, true, true, false, true}));
+  EXPECT_EQ(g3.local_rope_theta, 10000.0f);
+  EXPECT_EQ(g3.rope_theta, 50000.0f);
+  EXPECT_FLOAT_EQ(g3.attn_scale, 1.0f / std::sqrt(32.0f));
+  DecoderConfig g2 = FromGgufFile(kModels + "gemma2_gguf_tiny/model.gguf");
+  EXPECT_EQ(g2.sliding_layers, (std::vector<bool>{true, false, true, false}));
+  EXPECT_EQ(g2.attn_logit_softcap, 2.0f);
+  EXPECT_EQ(g2.final_logit_softcap, 8.0f);
+}
+
 TEST(DecoderConfigTest, Gpt2) {
   DecoderConfig hf = FromHfDir(kModels + "gpt2_tiny");
   DecoderConfig gg = FromGgufFile(kModels + "gpt2_tiny/model.gguf");

@@ -5,8 +5,11 @@
 // head_dim 32 over hidden 64, tied embeddings), each from safetensors and
 // GGUF; Mistral with a sliding window of 6 on every layer and Qwen2 with one
 // of 5 on layers 1-2 (safetensors only), whose prompts and greedy runs go
-// far past their windows; Gemma 1, 2 (attention and logit caps) and 3
-// (safetensors only).
+// far past their windows; Gemma 1, 2 (attention and logit caps) and 3,
+// and the GGUF files of Gemma 1, 2 and 3 written as llama.cpp's converter
+// writes them (norms stored as 1 + weight; gemma2_gguf_tiny and
+// gemma3_gguf_tiny have the attention scale and layer patterns llama.cpp
+// derives from the architecture).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -128,8 +131,37 @@ INSTANTIATE_TEST_SUITE_P(TinyModels, DecoderHfTest,
                                            Case{"gpt2_tiny", ""}, Case{"gpt2_tiny", "model.gguf"},
                                            Case{"qwen3_tiny", ""}, Case{"qwen3_tiny", "model.gguf"},
                                            Case{"mistral_swa_tiny", ""}, Case{"qwen2_swa_tiny", ""},
-                                           Case{"gemma_tiny", ""}, Case{"gemma2_tiny", ""}, Case{"gemma3_tiny", ""}),
+                                           Case{"gemma_tiny", ""}, Case{"gemma_tiny", "model.gguf"},
+                                           Case{"gemma2_tiny", ""}, Case{"gemma3_tiny", ""},
+                                           Case{"gemma2_gguf_tiny", ""}, Case{"gemma2_gguf_tiny", "model.gguf"},
+                                           Case{"gemma3_gguf_tiny", ""}, Case{"gemma3_gguf_tiny", "model.gguf"}),
                          CaseName);
+
+// The Gemma GGUF files against llama.cpp itself (tools/golden/
+// gemma_gguf_llamacpp.py: llama-cpp-python 0.3.36, f32 KV cache): the same
+// file gives the same last-position logits. llama.cpp's CPU GELU reads an f16
+// table, which puts its logits a few 1e-3 from transformers' on these models
+// (the script records up to 0.009); a convention read wrongly (norms without
+// their 1 +, q/k norms, the scale, the layer pattern, the local rope) moves
+// them by 0.5 to 5 (measured with mutated files).
+TEST(DecoderModelTest, GemmaGgufFilesMatchLlamaCpp) {
+  const nlohmann::json ref =
+      ReadJson(ATTNSERVE_SOURCE_DIR "/tests/golden/decoder_logits/gemma_gguf_llamacpp.json");
+  ASSERT_FALSE(ref.is_discarded());
+  const float tol = ref["tolerance_vs_transformers"].get<float>();
+  ASSERT_EQ(ref["models"].size(), 3u);
+  for (const auto& [name, m] : ref["models"].items()) {
+    auto model = DecoderModel::Load(ATTNSERVE_SOURCE_DIR "/tests/golden/decoder_models/" + m["file"].get<std::string>(),
+                                    DecoderLoadOptions());
+    ASSERT_TRUE(model.ok()) << model.status();
+    const auto prompts = m["prompts"].get<std::vector<std::vector<int32_t>>>();
+    const auto want = m["last_logits"].get<std::vector<std::vector<float>>>();
+    ASSERT_EQ(prompts.size(), 4u);
+    for (size_t p = 0; p < prompts.size(); ++p) {
+      EXPECT_LE(MaxAbsDiff(LastLogits(**model, prompts[p]), want[p]), tol) << name << " prompt " << p;
+    }
+  }
+}
 
 TEST(DecoderModelTest, Bf16WeightsStayCloseToF32) {
   const std::string dir = ATTNSERVE_SOURCE_DIR "/tests/golden/decoder_models/llama_tiny";

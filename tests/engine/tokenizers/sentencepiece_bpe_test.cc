@@ -94,6 +94,56 @@ TEST(SentencePieceBpeTest, DecodesRunCReferenceOutputsByteForByte) {
   EXPECT_EQ(checked, 3);
 }
 
+// A Gemma GGUF's vocabulary (gemma3_gguf_tiny/model.gguf: gemma3_tiny's
+// trained tokenizer written as llama.cpp's converter writes Gemma's, pieces
+// with scores falling with their merge rank, add_space_prefix false, byte
+// pieces, control tokens) against HF tokenizers on that tokenizer.json
+// (tools/golden/decoder_tokenizer_golden.py): the same ids, with and
+// without <bos>, and the same text back, a leading space kept.
+TEST(SentencePieceBpeTest, GemmaGgufVocabularyMatchesHfTokenizers) {
+  auto g = GgufFile::Open(std::string(ATTNSERVE_SOURCE_DIR) +
+                          "/tests/golden/decoder_models/gemma3_gguf_tiny/model.gguf");
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto t = TokenizerFromGguf(**g);
+  ASSERT_TRUE(t.ok()) << t.status();
+  const Tokenizer& tok = **t;
+  EXPECT_EQ(tok.special().bos, 2);
+  const nlohmann::json golden = nlohmann::json::parse(
+      ReadFile(std::string(ATTNSERVE_SOURCE_DIR) + "/tests/golden/decoder_tokenizers/gemma3_tiny.json"));
+  ASSERT_GE(golden["cases"].size(), 25u);
+  for (const auto& c : golden["cases"]) {
+    const std::string text = c["text"];
+    EXPECT_EQ(Enc(tok, text, false), c["ids"].get<std::vector<int32_t>>()) << "text: '" << text << "'";
+    EXPECT_EQ(Enc(tok, text, true), c["ids_with_special"].get<std::vector<int32_t>>()) << "text: '" << text << "'";
+    auto back = tok.Decode(c["ids"].get<std::vector<int32_t>>());
+    ASSERT_TRUE(back.ok());
+    EXPECT_EQ(*back, c["decoded"].get<std::string>()) << "text: '" << text << "'";
+  }
+}
+
+// The same vocabulary against llama.cpp's own tokenizer
+// (tools/golden/gemma_gguf_llamacpp.py: llama-cpp-python 0.3.36, special
+// tokens parsed): ids without and with BOS, and its detokenisation.
+TEST(SentencePieceBpeTest, GemmaGgufVocabularyMatchesLlamaCpp) {
+  auto g = GgufFile::Open(std::string(ATTNSERVE_SOURCE_DIR) +
+                          "/tests/golden/decoder_models/gemma3_gguf_tiny/model.gguf");
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto t = TokenizerFromGguf(**g);
+  ASSERT_TRUE(t.ok()) << t.status();
+  const nlohmann::json golden = nlohmann::json::parse(
+      ReadFile(std::string(ATTNSERVE_SOURCE_DIR) + "/tests/golden/decoder_logits/gemma_gguf_llamacpp.json"));
+  const nlohmann::json& cases = golden["tokenizer_gemma3_gguf_tiny"];
+  ASSERT_GE(cases.size(), 25u);
+  for (const auto& c : cases) {
+    const std::string text = c["text"];
+    EXPECT_EQ(Enc(**t, text, false), c["ids"].get<std::vector<int32_t>>()) << "text: '" << text << "'";
+    EXPECT_EQ(Enc(**t, text, true), c["ids_with_bos"].get<std::vector<int32_t>>()) << "text: '" << text << "'";
+    auto back = (*t)->Decode(c["hf_ids"].get<std::vector<int32_t>>());
+    ASSERT_TRUE(back.ok());
+    EXPECT_EQ(*back, c["decoded"].get<std::string>()) << "text: '" << text << "'";
+  }
+}
+
 TEST(SentencePieceBpeTest, ByteFallbackAndSpecials) {
   auto t = StoriesTokenizer();
   // A character outside the 512-piece vocabulary becomes its UTF-8 bytes.
