@@ -159,6 +159,14 @@ absl::StatusOr<std::shared_ptr<const FixedMatmuls::Bucket>> FixedMatmuls::Make(i
     b->impl = pd.impl_info_str();
     return std::shared_ptr<const Bucket>(std::move(b));
   } catch (const dnnl::error& e) {
+    // No kernel for these types on this CPU (bf16 operands on an AVX2-only
+    // CPU: oneDNN 3.7 has bf16 matmuls from AVX-512 on): the packed kernel
+    // serves every row instead (Linear falls back on UNIMPLEMENTED).
+    if (e.status == dnnl_unimplemented) {
+      return absl::UnimplementedError(absl::StrCat("oneDNN has no matmul for M = ", m, " [", n, ", ", k, "] with ",
+                                                   SourceType() == Dt::bf16 ? "bf16" : "f32",
+                                                   " operands on this CPU"));
+    }
     return DnnlErrorToStatus(e, absl::StrCat("FixedMatmuls: creating M = ", m, " [", n, ", ", k, "]"));
   }
 }
