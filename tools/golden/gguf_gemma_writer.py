@@ -35,17 +35,23 @@ def llama_cpp_layer_types(arch, n_layers):
     return ["sliding_attention" if il % period < period - 1 else "full_attention" for il in range(n_layers)]
 
 
-def add_spm_tokenizer(w, tok):
+def add_spm_tokenizer(w, tok, pad_to=None):
+    """`pad_to`: a vocabulary size to reach with <unusedN> pieces (type
+    UNUSED, as Gemma's own), for a model whose embedding table is larger than
+    the tokenizer (the benchmark's, which feeds token ids)."""
     vocab = tok.get_vocab(with_added_tokens=True)
     n = max(vocab.values()) + 1
     pieces = [""] * n
     for piece, i in vocab.items():
         pieces[i] = piece
+    pieces += [f"<unused{i}>" for i in range((pad_to or n) - n)]
     added = tok.get_added_tokens_decoder()
     types, scores = [], []
     for i, piece in enumerate(pieces):
         if piece == "<unk>":
             types.append(gguf.TokenType.UNKNOWN)
+        elif i >= n:
+            types.append(gguf.TokenType.UNUSED)
         elif i in added:
             types.append(gguf.TokenType.CONTROL)
         elif piece.startswith("<0x") and len(piece) == 6:
@@ -66,7 +72,8 @@ def add_spm_tokenizer(w, tok):
     w.add_add_space_prefix(False)
 
 
-def write_gemma_gguf(path, model, cfg, tok, arch):
+def write_gemma_gguf(path, model, cfg, tok, arch, pad_vocab=False):
+    """`pad_vocab`: pad the tokenizer's pieces up to cfg.vocab_size."""
     sd = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
     n_layers = cfg.num_hidden_layers
     if arch != "gemma":
@@ -99,7 +106,7 @@ def write_gemma_gguf(path, model, cfg, tok, arch):
         if cfg.final_logit_softcapping:
             w.add_final_logit_softcapping(cfg.final_logit_softcapping)
         w.add_sliding_window(cfg.sliding_window)
-    add_spm_tokenizer(w, tok)
+    add_spm_tokenizer(w, tok, pad_to=cfg.vocab_size if pad_vocab else None)
     names = gguf.get_tensor_name_map(ARCH[arch], n_layers)
     f32 = gguf.GGMLQuantizationType.F32
     for hf_name, arr in sd.items():
