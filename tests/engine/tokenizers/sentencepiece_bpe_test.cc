@@ -26,12 +26,21 @@ std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
-std::unique_ptr<Tokenizer> StoriesTokenizer() {
-  auto g = GgufFile::Open(kStoriesDir + "stories260K.gguf");
+std::unique_ptr<Tokenizer> GgufTokenizer(const std::string& path) {
+  auto g = GgufFile::Open(path);
   EXPECT_TRUE(g.ok()) << g.status();
   auto t = TokenizerFromGguf(**g);
   EXPECT_TRUE(t.ok()) << t.status();
   return std::move(*t);
+}
+
+std::unique_ptr<Tokenizer> StoriesTokenizer() { return GgufTokenizer(kStoriesDir + "stories260K.gguf"); }
+
+// gemma3_gguf_tiny/model.gguf: gemma3_tiny's trained tokenizer written as
+// llama.cpp's converter writes Gemma's (pieces with scores falling with
+// their merge rank, add_space_prefix false, byte pieces, control tokens).
+std::unique_ptr<Tokenizer> GemmaGgufTokenizer() {
+  return GgufTokenizer(std::string(ATTNSERVE_SOURCE_DIR) + "/tests/golden/decoder_models/gemma3_gguf_tiny/model.gguf");
 }
 
 std::vector<int32_t> Enc(const Tokenizer& t, const std::string& text, bool bos) {
@@ -94,54 +103,39 @@ TEST(SentencePieceBpeTest, DecodesRunCReferenceOutputsByteForByte) {
   EXPECT_EQ(checked, 3);
 }
 
-// A Gemma GGUF's vocabulary (gemma3_gguf_tiny/model.gguf: gemma3_tiny's
-// trained tokenizer written as llama.cpp's converter writes Gemma's, pieces
-// with scores falling with their merge rank, add_space_prefix false, byte
-// pieces, control tokens) against HF tokenizers on that tokenizer.json
-// (tools/golden/decoder_tokenizer_golden.py): the same ids, with and
-// without <bos>, and the same text back, a leading space kept.
-TEST(SentencePieceBpeTest, GemmaGgufVocabularyMatchesHfTokenizers) {
-  auto g = GgufFile::Open(std::string(ATTNSERVE_SOURCE_DIR) +
-                          "/tests/golden/decoder_models/gemma3_gguf_tiny/model.gguf");
-  ASSERT_TRUE(g.ok()) << g.status();
-  auto t = TokenizerFromGguf(**g);
-  ASSERT_TRUE(t.ok()) << t.status();
-  const Tokenizer& tok = **t;
-  EXPECT_EQ(tok.special().bos, 2);
-  const nlohmann::json golden = nlohmann::json::parse(
-      ReadFile(std::string(ATTNSERVE_SOURCE_DIR) + "/tests/golden/decoder_tokenizers/gemma3_tiny.json"));
-  ASSERT_GE(golden["cases"].size(), 25u);
-  for (const auto& c : golden["cases"]) {
+// Each case's text encoded without and with BOS equals `ids_key` /
+// `bos_ids_key`, and `decode_key`'s ids decode to its "decoded" text.
+void ExpectCases(const Tokenizer& tok, const nlohmann::json& cases, const char* ids_key, const char* bos_ids_key,
+                 const char* decode_key) {
+  ASSERT_GE(cases.size(), 25u);
+  for (const auto& c : cases) {
     const std::string text = c["text"];
-    EXPECT_EQ(Enc(tok, text, false), c["ids"].get<std::vector<int32_t>>()) << "text: '" << text << "'";
-    EXPECT_EQ(Enc(tok, text, true), c["ids_with_special"].get<std::vector<int32_t>>()) << "text: '" << text << "'";
-    auto back = tok.Decode(c["ids"].get<std::vector<int32_t>>());
+    EXPECT_EQ(Enc(tok, text, false), c[ids_key].get<std::vector<int32_t>>()) << "text: '" << text << "'";
+    EXPECT_EQ(Enc(tok, text, true), c[bos_ids_key].get<std::vector<int32_t>>()) << "text: '" << text << "'";
+    auto back = tok.Decode(c[decode_key].get<std::vector<int32_t>>());
     ASSERT_TRUE(back.ok());
     EXPECT_EQ(*back, c["decoded"].get<std::string>()) << "text: '" << text << "'";
   }
+}
+
+// A Gemma GGUF's vocabulary against HF tokenizers on the same trained
+// tokenizer.json (tools/golden/decoder_tokenizer_golden.py): the same ids,
+// with and without <bos>, and the same text back, a leading space kept.
+TEST(SentencePieceBpeTest, GemmaGgufVocabularyMatchesHfTokenizers) {
+  std::unique_ptr<Tokenizer> tok = GemmaGgufTokenizer();
+  EXPECT_EQ(tok->special().bos, 2);
+  const nlohmann::json golden = nlohmann::json::parse(
+      ReadFile(std::string(ATTNSERVE_SOURCE_DIR) + "/tests/golden/decoder_tokenizers/gemma3_tiny.json"));
+  ExpectCases(*tok, golden["cases"], "ids", "ids_with_special", "ids");
 }
 
 // The same vocabulary against llama.cpp's own tokenizer
 // (tools/golden/gemma_gguf_llamacpp.py: llama-cpp-python 0.3.36, special
 // tokens parsed): ids without and with BOS, and its detokenisation.
 TEST(SentencePieceBpeTest, GemmaGgufVocabularyMatchesLlamaCpp) {
-  auto g = GgufFile::Open(std::string(ATTNSERVE_SOURCE_DIR) +
-                          "/tests/golden/decoder_models/gemma3_gguf_tiny/model.gguf");
-  ASSERT_TRUE(g.ok()) << g.status();
-  auto t = TokenizerFromGguf(**g);
-  ASSERT_TRUE(t.ok()) << t.status();
   const nlohmann::json golden = nlohmann::json::parse(
       ReadFile(std::string(ATTNSERVE_SOURCE_DIR) + "/tests/golden/decoder_logits/gemma_gguf_llamacpp.json"));
-  const nlohmann::json& cases = golden["tokenizer_gemma3_gguf_tiny"];
-  ASSERT_GE(cases.size(), 25u);
-  for (const auto& c : cases) {
-    const std::string text = c["text"];
-    EXPECT_EQ(Enc(**t, text, false), c["ids"].get<std::vector<int32_t>>()) << "text: '" << text << "'";
-    EXPECT_EQ(Enc(**t, text, true), c["ids_with_bos"].get<std::vector<int32_t>>()) << "text: '" << text << "'";
-    auto back = (*t)->Decode(c["hf_ids"].get<std::vector<int32_t>>());
-    ASSERT_TRUE(back.ok());
-    EXPECT_EQ(*back, c["decoded"].get<std::string>()) << "text: '" << text << "'";
-  }
+  ExpectCases(*GemmaGgufTokenizer(), golden["tokenizer_gemma3_gguf_tiny"], "ids", "ids_with_bos", "hf_ids");
 }
 
 TEST(SentencePieceBpeTest, ByteFallbackAndSpecials) {
