@@ -2,20 +2,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/tokenizers/python_json.h"
-#include "nlohmann/json.hpp"
 
 namespace attnserve {
 namespace {
 
 constexpr char kDefaultSystem[] = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
-
-// Jinja's `tojson` as transformers defines it: json.dumps with
-// ensure_ascii=False and the default ", " / ": " separators.
-absl::StatusOr<std::string> ToJson(const std::string& text, absl::string_view field) {
-  const nlohmann::ordered_json value = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (value.is_discarded()) return absl::InvalidArgumentError(absl::StrCat(field, ": not valid JSON"));
-  return PythonJsonDumps(value);
-}
 
 }  // namespace
 
@@ -28,7 +19,7 @@ absl::StatusOr<std::string> RenderQwen25(absl::Span<const ChatMessage> m, bool g
         "\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with "
         "function signatures within <tools></tools> XML tags:\n<tools>";
     for (size_t t = 0; t < o.tools.size(); ++t) {
-      absl::StatusOr<std::string> tool = ToJson(o.tools[t], absl::StrCat("tools[", t, "]"));
+      absl::StatusOr<std::string> tool = PythonJsonDumpsText(o.tools[t], absl::StrCat("tools[", t, "]"));
       if (!tool.ok()) return tool.status();
       absl::StrAppend(&out, "\n", *tool);
     }
@@ -47,7 +38,7 @@ absl::StatusOr<std::string> RenderQwen25(absl::Span<const ChatMessage> m, bool g
       out += "<|im_start|>assistant";
       if (!msg.content.empty()) absl::StrAppend(&out, "\n", msg.content);
       for (size_t c = 0; c < msg.tool_calls.size(); ++c) {
-        absl::StatusOr<std::string> arguments = ToJson(
+        absl::StatusOr<std::string> arguments = PythonJsonDumpsText(
             msg.tool_calls[c].arguments, absl::StrCat("messages[", i, "].tool_calls[", c, "].function.arguments"));
         if (!arguments.ok()) return arguments.status();
         absl::StrAppend(&out, "\n<tool_call>\n{\"name\": \"", msg.tool_calls[c].name, "\", \"arguments\": ", *arguments,

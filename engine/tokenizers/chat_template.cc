@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/tokenizers/chat_render_qwen25.h"
+#include "engine/tokenizers/chat_render_qwen3.h"
 #include "engine/tokenizers/python_json.h"
 #include "engine/tokenizers/unicode_util.h"
 #include "nlohmann/json.hpp"
@@ -28,7 +29,7 @@ struct FormatEntry {
 // Each from the model named beside it; tools/golden/chat_templates.py holds
 // the same texts and renders them with transformers, and the C++ test checks
 // that KnownChatTemplate recognises each golden file's template.
-constexpr std::array<FormatEntry, 11> kFormats = {{
+constexpr std::array<FormatEntry, 12> kFormats = {{
     // teknium/OpenHermes-2.5-Mistral-7B
     {ChatFormat::kChatMl, "chatml",
      R"({% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %})"},
@@ -276,6 +277,95 @@ constexpr std::array<FormatEntry, 11> kFormats = {{
     {{'<start_of_turn>model
 '}}
 {%- endif -%})jinja"},
+    // Qwen/Qwen3-0.6B (the hybrid-thinking Qwen3 sizes carry it): Qwen2.5's
+    // tools and calls without a default system message; earlier answers'
+    // thinking dropped, enable_thinking=false closing an empty think block
+    {ChatFormat::kQwen3, "qwen3",
+     R"jinja({%- if tools %}
+    {{- '<|im_start|>system\n' }}
+    {%- if messages[0].role == 'system' %}
+        {{- messages[0].content + '\n\n' }}
+    {%- endif %}
+    {{- "# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>" }}
+    {%- for tool in tools %}
+        {{- "\n" }}
+        {{- tool | tojson }}
+    {%- endfor %}
+    {{- "\n</tools>\n\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n" }}
+{%- else %}
+    {%- if messages[0].role == 'system' %}
+        {{- '<|im_start|>system\n' + messages[0].content + '<|im_end|>\n' }}
+    {%- endif %}
+{%- endif %}
+{%- set ns = namespace(multi_step_tool=true, last_query_index=messages|length - 1) %}
+{%- for message in messages[::-1] %}
+    {%- set index = (messages|length - 1) - loop.index0 %}
+    {%- if ns.multi_step_tool and message.role == "user" and not(message.content.startswith('<tool_response>') and message.content.endswith('</tool_response>')) %}
+        {%- set ns.multi_step_tool = false %}
+        {%- set ns.last_query_index = index %}
+    {%- endif %}
+{%- endfor %}
+{%- for message in messages %}
+    {%- if (message.role == "user") or (message.role == "system" and not loop.first) %}
+        {{- '<|im_start|>' + message.role + '\n' + message.content + '<|im_end|>' + '\n' }}
+    {%- elif message.role == "assistant" %}
+        {%- set content = message.content %}
+        {%- set reasoning_content = '' %}
+        {%- if message.reasoning_content is defined and message.reasoning_content is not none %}
+            {%- set reasoning_content = message.reasoning_content %}
+        {%- else %}
+            {%- if '</think>' in message.content %}
+                {%- set content = message.content.split('</think>')[-1].lstrip('\n') %}
+                {%- set reasoning_content = message.content.split('</think>')[0].rstrip('\n').split('<think>')[-1].lstrip('\n') %}
+            {%- endif %}
+        {%- endif %}
+        {%- if loop.index0 > ns.last_query_index %}
+            {%- if loop.last or (not loop.last and reasoning_content) %}
+                {{- '<|im_start|>' + message.role + '\n<think>\n' + reasoning_content.strip('\n') + '\n</think>\n\n' + content.lstrip('\n') }}
+            {%- else %}
+                {{- '<|im_start|>' + message.role + '\n' + content }}
+            {%- endif %}
+        {%- else %}
+            {{- '<|im_start|>' + message.role + '\n' + content }}
+        {%- endif %}
+        {%- if message.tool_calls %}
+            {%- for tool_call in message.tool_calls %}
+                {%- if (loop.first and content) or (not loop.first) %}
+                    {{- '\n' }}
+                {%- endif %}
+                {%- if tool_call.function %}
+                    {%- set tool_call = tool_call.function %}
+                {%- endif %}
+                {{- '<tool_call>\n{"name": "' }}
+                {{- tool_call.name }}
+                {{- '", "arguments": ' }}
+                {%- if tool_call.arguments is string %}
+                    {{- tool_call.arguments }}
+                {%- else %}
+                    {{- tool_call.arguments | tojson }}
+                {%- endif %}
+                {{- '}\n</tool_call>' }}
+            {%- endfor %}
+        {%- endif %}
+        {{- '<|im_end|>\n' }}
+    {%- elif message.role == "tool" %}
+        {%- if loop.first or (messages[loop.index0 - 1].role != "tool") %}
+            {{- '<|im_start|>user' }}
+        {%- endif %}
+        {{- '\n<tool_response>\n' }}
+        {{- message.content }}
+        {{- '\n</tool_response>' }}
+        {%- if loop.last or (messages[loop.index0 + 1].role != "tool") %}
+            {{- '<|im_end|>\n' }}
+        {%- endif %}
+    {%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}
+    {{- '<|im_start|>assistant\n' }}
+    {%- if enable_thinking is defined and enable_thinking is false %}
+        {{- '<think>\n\n</think>\n\n' }}
+    {%- endif %}
+{%- endif %})jinja"},
 }};
 
 // What Python's str.strip() (and so Jinja's trim) removes: Unicode
@@ -397,7 +487,7 @@ absl::StatusOr<std::string> Render(ChatFormat format, absl::Span<const ChatMessa
     if (!o.tools.empty()) {
       return absl::InvalidArgumentError(
           absl::StrCat("tools: the ", ChatFormatName(format),
-                       " chat template does not show tools (llama3.1's and qwen2.5's do)"));
+                       " chat template does not show tools (llama3.1's, qwen2.5's and qwen3's do)"));
     }
     for (size_t i = 0; i < m.size(); ++i) {
       if (!m[i].tool_calls.empty()) return Refusal(i, "the template has no tool calls", format);
@@ -486,6 +576,7 @@ absl::StatusOr<std::string> Render(ChatFormat format, absl::Span<const ChatMessa
       return out;
     case ChatFormat::kLlama31: return RenderLlama31(m, gen, o);
     case ChatFormat::kQwen25: return RenderQwen25(m, gen, o);
+    case ChatFormat::kQwen3: return RenderQwen3(m, gen, o);
     case ChatFormat::kPhi3:
       out += o.bos_token;
       for (const ChatMessage& msg : m) absl::StrAppend(&out, "<|", msg.role, "|>\n", msg.content, "<|end|>\n");
@@ -505,14 +596,15 @@ absl::string_view ChatFormatName(ChatFormat format) {
 }
 
 bool ChatFormatHasTools(ChatFormat format) {
-  return format == ChatFormat::kLlama31 || format == ChatFormat::kQwen25;
+  return format == ChatFormat::kLlama31 || format == ChatFormat::kQwen25 || format == ChatFormat::kQwen3;
 }
 
 absl::string_view ChatEndOfTurn(ChatFormat format) {
   switch (format) {
     case ChatFormat::kChatMl:
     case ChatFormat::kQwen2:
-    case ChatFormat::kQwen25: return "<|im_end|>";
+    case ChatFormat::kQwen25:
+    case ChatFormat::kQwen3: return "<|im_end|>";
     case ChatFormat::kLlama3:
     case ChatFormat::kLlama31: return "<|eot_id|>";
     case ChatFormat::kGemma:
@@ -526,7 +618,8 @@ std::vector<absl::string_view> ChatMarkerTokens(ChatFormat format) {
   switch (format) {
     case ChatFormat::kChatMl:
     case ChatFormat::kQwen2:
-    case ChatFormat::kQwen25: return {"<|im_start|>", "<|im_end|>"};
+    case ChatFormat::kQwen25:
+    case ChatFormat::kQwen3: return {"<|im_start|>", "<|im_end|>"};
     case ChatFormat::kLlama3:
     case ChatFormat::kLlama31: return {"<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"};
     case ChatFormat::kGemma:
@@ -581,7 +674,10 @@ absl::StatusOr<std::string> RenderChat(ChatFormat format, absl::Span<const ChatM
   if (!rendered.ok()) return rendered.status();
   const absl::string_view bare = kTag.substr(0, kTag.size() - 1);
   const size_t at = absl::string_view(*rendered).rfind(bare);
-  if (at == std::string::npos) {
+  // Also as transformers: the message's text, stripped, must be in the
+  // prompt (a template that rewrites it, as qwen3 does a <think> block,
+  // would have the model continue something else).
+  if (at == std::string::npos || rendered->find(PyStrip(messages.back().content)) == std::string::npos) {
     return absl::InvalidArgumentError(absl::StrCat("continue_final_message: the ", ChatFormatName(format),
                                                    " chat template does not show the final message's content"));
   }

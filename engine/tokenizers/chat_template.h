@@ -41,10 +41,11 @@ enum class ChatFormat {
   kLlama31,  // Llama-3's turns after a dated system block; tools, calls and results (Llama-3.1-Instruct)
   kQwen25,   // ChatML, Qwen's default system message; tools, <tool_call> calls and results (Qwen2.5-Instruct)
   kGemma3,   // Gemma's turns, a system message folded into the first user turn (gemma-3-it, gemma-3n)
+  kQwen3,    // ChatML; tools, calls and results as qwen2.5; <think> blocks, enable_thinking (Qwen3 0.6B-32B)
 };
 
 // "chatml", "llama2", "llama3", "zephyr", "gemma", "phi3", "mistral", "qwen2",
-// "llama3.1", "qwen2.5", "gemma3".
+// "llama3.1", "qwen2.5", "gemma3", "qwen3".
 absl::string_view ChatFormatName(ChatFormat format);
 // The format of that name; INVALID_ARGUMENT listing the names otherwise.
 absl::StatusOr<ChatFormat> ChatFormatFromName(absl::string_view name);
@@ -66,7 +67,7 @@ std::vector<absl::string_view> ChatMarkerTokens(ChatFormat format);
 std::optional<ChatFormat> KnownChatTemplate(absl::string_view jinja);
 
 // True where the format's template shows tools and has turns for tool calls
-// and their results (llama3.1, qwen2.5).
+// and their results (llama3.1, qwen2.5, qwen3).
 bool ChatFormatHasTools(ChatFormat format);
 
 // One function call an assistant made.
@@ -79,6 +80,10 @@ struct ChatMessage {
   std::string role;  // "system", "user", "assistant", "tool" (what each format does with others: as its template)
   std::string content;
   std::vector<ChatToolCall> tool_calls = {};  // an assistant's calls (formats with tools only)
+  // An assistant's thinking given apart from its content (vLLM's
+  // "reasoning_content" / "reasoning"); only qwen3's template shows it,
+  // and only in the turns after the last user query.
+  std::optional<std::string> reasoning_content = std::nullopt;
 };
 
 struct ChatRenderOptions {
@@ -95,6 +100,11 @@ struct ChatRenderOptions {
   // {"type": "function", "function": {...}}, as the client sent it); only
   // formats with tools take any.
   std::vector<std::string> tools;
+  // Qwen3's thinking switch (chat_template_kwargs' enable_thinking): false
+  // ends qwen3's generation prompt with an empty <think></think> block, so
+  // the model answers without thinking. No other format reads it (as their
+  // templates do not).
+  bool enable_thinking = true;
 };
 
 // The prompt text. INVALID_ARGUMENT, naming the message, where the template

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <string>
 
+#include "absl/strings/str_cat.h"
+
 namespace attnserve {
 namespace {
 
@@ -86,6 +88,12 @@ std::string PythonJsonDumps(const nlohmann::ordered_json& value, int indent) {
   std::string out;
   Append(value, indent, 0, out);
   return out;
+}
+
+absl::StatusOr<std::string> PythonJsonDumpsText(absl::string_view text, absl::string_view field) {
+  const nlohmann::ordered_json value = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (value.is_discarded()) return absl::InvalidArgumentError(absl::StrCat(field, ": not valid JSON"));
+  return PythonJsonDumps(value);
 }
 
 }  // namespace attnserve

@@ -9,6 +9,8 @@
 
 #include <string>
 
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "nlohmann/json.hpp"
 
 namespace attnserve {
@@ -16,6 +18,11 @@ namespace attnserve {
 // indent < 0: all on one line (json.dumps' default); else json.dumps(...,
 // indent=indent).
 std::string PythonJsonDumps(const nlohmann::ordered_json& value, int indent = -1);
+
+// `text` (a JSON value's text: a tool, a call's arguments) parsed and written
+// as above: the template's `tojson` of the value a server parsed from the
+// client's text. INVALID_ARGUMENT naming `field` where it is not JSON.
+absl::StatusOr<std::string> PythonJsonDumpsText(absl::string_view text, absl::string_view field);
 
 }  // namespace attnserve
 

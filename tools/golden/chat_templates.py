@@ -122,7 +122,20 @@ TEMPLATES["gemma3"] = {
     "bos": "<bos>", "eos": "<eos>",
     "jinja": (pathlib.Path(__file__).resolve().parent / "chat_templates" / "gemma3.jinja").read_text(),
 }
-TOOL_FORMATS = ["llama3.1", "qwen2.5"]
+# Qwen/Qwen3-0.6B (the hybrid-thinking Qwen3 sizes, 0.6B to 32B, carry the
+# same): the copy llama.cpp keeps in models/templates/Qwen-Qwen3-0.6B.jinja
+# (written there by its scripts/get_chat_template.py from the model's
+# tokenizer_config.json), taken from the llama-cpp-python 0.3.36 source
+# distribution's vendor/llama.cpp (the file's sha256
+# 87a2728cb8dc9fe424d624542f6060ec05a1d285ebbec578bb078900e33396b5).
+# Thinking: an answer's <think> block is dropped before the last user query
+# and kept after it; enable_thinking=False closes an empty one in the prompt.
+TEMPLATES["qwen3"] = {
+    "model": "Qwen/Qwen3-0.6B (llama.cpp's copy, models/templates/Qwen-Qwen3-0.6B.jinja)",
+    "bos": "", "eos": "<|im_end|>",
+    "jinja": (pathlib.Path(__file__).resolve().parent / "chat_templates" / "qwen3.jinja").read_text(),
+}
+TOOL_FORMATS = ["llama3.1", "qwen2.5", "qwen3"]
 
 SYSTEM = {"role": "system", "content": "You are a helpful assistant"}
 CONVERSATIONS = {
@@ -210,6 +223,74 @@ NO_TOOLS_CONVERSATIONS = {
     "call_result_no_tools": [{"role": "user", "content": "Weather?"}, CALL, RESULT],
 }
 
+# Qwen3's thinking: answers with <think> blocks in their content or their
+# reasoning given apart (vLLM hands an assistant message's reasoning_content
+# to the template), before and after the last user query, in a tool loop
+# (results as tool turns, or as a user turn of <tool_response> text, which
+# the template does not count as a query). Each rendered with the template's
+# enable_thinking undefined and False (True: as undefined, once).
+QWEN3_CONVERSATIONS = {
+    "think_history": [{"role": "user", "content": "What is 2+2?"},
+                      {"role": "assistant", "content": "<think>\nAdd them.\n</think>\n\n4"},
+                      {"role": "user", "content": "And 3+3?"}],
+    "think_answer_last": [{"role": "user", "content": "And 3+3?"},
+                          {"role": "assistant", "content": "<think>\n\n Short. \n\n</think>\n\n\nSix "}],
+    "plain_answer_last": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "\n\nHello "}],
+    "reasoning_field": [{"role": "user", "content": "And 3+3?"},
+                        {"role": "assistant", "content": "Six", "reasoning_content": "\n 3+3 \n"}],
+    "reasoning_field_history": [{"role": "user", "content": "And 3+3?"},
+                                {"role": "assistant", "content": "Six", "reasoning_content": "Add."},
+                                {"role": "user", "content": "Thanks"}],
+    # reasoning_content given (even empty): the content is not searched.
+    "reasoning_field_empty": [{"role": "user", "content": "Q"},
+                              {"role": "assistant", "content": "<think>x</think>y", "reasoning_content": ""}],
+    "think_unclosed": [{"role": "user", "content": "Q"}, {"role": "assistant", "content": "<think>\nStill thinking"}],
+    "think_twice": [{"role": "user", "content": "Q"},
+                    {"role": "assistant", "content": "<think>a</think>b<think>c</think>\nd"}],
+    "think_nested_open": [{"role": "user", "content": "Q"},
+                          {"role": "assistant", "content": "x<think>y<think>z</think>w"}],
+    "system_think": [SYSTEM, {"role": "user", "content": "Q"},
+                     {"role": "assistant", "content": "<think>\nHmm\n</think>\n\nA"},
+                     {"role": "system", "content": "Be brief."}],
+}
+THINKING_CALL = {"role": "assistant", "content": "", "reasoning_content": "I need the weather tool.",
+                 "tool_calls": CALL["tool_calls"]}
+QWEN3_TOOL_CONVERSATIONS = {
+    "tools_interleaved_thinking": [
+        SYSTEM, {"role": "user", "content": "Weather?"}, THINKING_CALL, RESULT,
+        {"role": "assistant", "content": "<think>\nGot it.\n</think>\n\nIt is 18 °C."}],
+    "tools_result_as_user_text": [
+        {"role": "user", "content": "Weather?"}, THINKING_CALL,
+        {"role": "user", "content": "<tool_response>\nsunny\n</tool_response>"}],
+    "tools_call_without_thinking": [
+        {"role": "user", "content": "Weather?"}, dict(CALL, content=""), RESULT,
+        {"role": "assistant", "content": "Done."}],
+    "tools_thinking_then_new_query": [
+        {"role": "user", "content": "Weather?"}, THINKING_CALL, RESULT,
+        {"role": "assistant", "content": "Sunny."}, {"role": "user", "content": "Thanks"}],
+}
+
+
+def with_empty_content(messages):
+    """A call without text as this server hands it to a template: content ""
+    (its proto's unset string). Qwen3's template concatenates an assistant's
+    content, which transformers given no content key at all refuses."""
+    return [dict(m, content="") if "content" not in m else m for m in messages]
+
+
+def render(tok, fmt, messages, **kwargs):
+    """The case for transformers' rendering of `messages` in `fmt` with
+    apply_chat_template's `kwargs`: its text, or the template's refusal."""
+    t = TEMPLATES[fmt]
+    case = {"format": fmt, "messages": messages, **kwargs}
+    if kwargs.get("tools") is None:
+        case.pop("tools", None)
+    try:
+        case["text"] = tok.apply_chat_template(messages, chat_template=t["jinja"], tokenize=False, **kwargs)
+    except (jinja2.TemplateError, ValueError) as e:
+        case["error"] = str(e).split("\n")[0]
+    return case
+
 
 def tokenizer_for(bos, eos):
     # A one-word vocabulary is enough: only bos_token / eos_token are read.
@@ -263,6 +344,8 @@ def main():
         t = TEMPLATES[fmt]
         tok = tokenizer_for(t["bos"], t["eos"])
         tools = TOOLS if conv_name in TOOL_CONVERSATIONS else None
+        if fmt == "qwen3":
+            messages = with_empty_content(messages)
         for opt in OPTIONS[:2]:
             case = {"format": fmt, "conversation": conv_name, "messages": messages, **opt}
             if tools:
@@ -273,6 +356,13 @@ def main():
             except (jinja2.TemplateError, ValueError) as e:
                 case["error"] = str(e).split("\n")[0]
             cases.append(case)
+    tok = tokenizer_for(TEMPLATES["qwen3"]["bos"], TEMPLATES["qwen3"]["eos"])
+    for conv_name, messages in list(QWEN3_CONVERSATIONS.items()) + list(QWEN3_TOOL_CONVERSATIONS.items()):
+        tools = TOOLS if conv_name in QWEN3_TOOL_CONVERSATIONS else None
+        for opt in OPTIONS[:3]:
+            for thinking in [{}, {"enable_thinking": False}] + ([{"enable_thinking": True}] if opt is OPTIONS[0] else []):
+                case = render(tok, "qwen3", messages, tools=tools, **opt, **thinking)
+                cases.append({"conversation": conv_name, **case})
     doc = {
         "generator": "tools/golden/chat_templates.py",
         "versions": {"python": sys.version.split()[0], "transformers": transformers.__version__,

@@ -26,7 +26,7 @@ json Golden() {
 
 TEST(ChatTemplateTest, RecognisesEachPublishedTemplateAndNothingElse) {
   const json doc = Golden();
-  ASSERT_EQ(doc["templates"].size(), 11u);
+  ASSERT_EQ(doc["templates"].size(), 12u);
   for (const auto& [name, t] : doc["templates"].items()) {
     const std::string jinja = t["jinja"].get<std::string>();
     std::optional<ChatFormat> format = KnownChatTemplate(jinja);
@@ -60,10 +60,12 @@ TEST(ChatTemplateTest, RendersAsTransformersDoes) {
       for (const json& call : m.value("tool_calls", json::array())) {
         message.tool_calls.push_back({call["function"]["name"], call["function"]["arguments"].dump()});
       }
+      if (m.contains("reasoning_content")) message.reasoning_content = m["reasoning_content"].get<std::string>();
       messages.push_back(std::move(message));
     }
     ChatRenderOptions options;
     for (const json& tool : c.value("tools", json::array())) options.tools.push_back(tool.dump());
+    options.enable_thinking = c.value("enable_thinking", true);
     options.add_generation_prompt = c["add_generation_prompt"];
     options.continue_final_message = c["continue_final_message"];
     options.bos_token = doc["templates"][name]["bos_token"];
@@ -71,7 +73,8 @@ TEST(ChatTemplateTest, RendersAsTransformersDoes) {
     absl::StatusOr<std::string> text = RenderChat(*format, messages, options);
     const std::string where = name + " / " + c["conversation"].get<std::string>() + " / add_generation_prompt " +
                               (options.add_generation_prompt ? "true" : "false") + " / continue_final_message " +
-                              (options.continue_final_message ? "true" : "false");
+                              (options.continue_final_message ? "true" : "false") +
+                              (c.contains("enable_thinking") ? " / enable_thinking " + c["enable_thinking"].dump() : "");
     if (c.contains("error")) {
       EXPECT_FALSE(text.ok()) << where << ": transformers refused (" << c["error"] << ") but got\n" << *text;
       if (!text.ok()) {
@@ -158,7 +161,7 @@ TEST(ChatTemplateTest, RefusalsNameTheMessageAndTheTemplate) {
 TEST(ChatTemplateTest, NamesRoundTrip) {
   for (const char* name :
        {"chatml", "llama2", "llama3", "zephyr", "gemma", "phi3", "mistral", "qwen2", "llama3.1", "qwen2.5",
-        "gemma3"}) {
+        "gemma3", "qwen3"}) {
     absl::StatusOr<ChatFormat> f = ChatFormatFromName(name);
     ASSERT_TRUE(f.ok()) << name;
     EXPECT_EQ(ChatFormatName(*f), name);
@@ -167,7 +170,7 @@ TEST(ChatTemplateTest, NamesRoundTrip) {
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(),
             "chat template 'vicuna' is not one of: chatml, llama2, llama3, zephyr, gemma, phi3, mistral, qwen2, "
-            "llama3.1, qwen2.5, gemma3");
+            "llama3.1, qwen2.5, gemma3, qwen3");
 }
 
 }  // namespace
