@@ -65,12 +65,19 @@ absl::StatusOr<std::vector<int32_t>> ChatPromptIds(const v1::ChatPrompt& chat, c
     }
     ChatMessage message{m.role(), m.content(), {}};
     for (const v1::ChatToolCall& call : m.tool_calls()) message.tool_calls.push_back({call.name(), call.arguments()});
+    if (m.has_reasoning_content()) {
+      if (m.role() != "assistant") {
+        return absl::InvalidArgumentError(absl::StrCat("chat.messages[", i, "].reasoning_content: only an assistant's"));
+      }
+      message.reasoning_content = m.reasoning_content();
+    }
     messages.push_back(std::move(message));
   }
   ChatRenderOptions options;
   options.tools.assign(chat.tools().begin(), chat.tools().end());
   options.add_generation_prompt = chat.has_add_generation_prompt() ? chat.add_generation_prompt() : true;
   options.continue_final_message = chat.continue_final_message();
+  options.enable_thinking = chat.has_enable_thinking() ? chat.enable_thinking() : true;
   options.bos_token = setup.bos_token;
   options.eos_token = setup.eos_token;
   absl::StatusOr<std::string> text = RenderChat(*setup.format, messages, options);

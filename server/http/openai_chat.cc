@@ -66,6 +66,27 @@ absl::Status ParseToolCalls(const json& calls, const std::string& field, v1::Cha
   return absl::OkStatus();
 }
 
+// An assistant's thinking given back (vLLM's and transformers' names for
+// it: "reasoning_content", "reasoning"; this server's answers carry both,
+// with one text), for templates that show it (qwen3).
+absl::Status ParseReasoning(const json& m, const std::string& field, v1::ChatMessage* out) {
+  std::optional<std::string> text;
+  for (const char* key : {"reasoning_content", "reasoning"}) {
+    const json* r = Field(m, key);
+    if (r == nullptr || r->is_null()) continue;
+    const std::string f = absl::StrCat(field, ".", key);
+    if (!r->is_string()) return TypeError(f, "a string or null", *r);
+    if (out->role() != "assistant") return absl::InvalidArgumentError(f + ": only an assistant's");
+    if (text.has_value() && *text != r->get<std::string>()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ".reasoning, ", field, ".reasoning_content: two different texts; give one"));
+    }
+    text = r->get<std::string>();
+  }
+  if (text.has_value()) out->set_reasoning_content(*text);
+  return absl::OkStatus();
+}
+
 absl::Status ParseMessages(const json& root, bool tool_turns, v1::ChatPrompt* chat) {
   const json* messages = Field(root, "messages");
   if (messages == nullptr) return absl::InvalidArgumentError("messages: required");
@@ -102,12 +123,32 @@ absl::Status ParseMessages(const json& root, bool tool_turns, v1::ChatPrompt* ch
         out->set_tool_call_id(id->get<std::string>());
       }
     }
+    RETURN_IF_ERROR(ParseReasoning(m, field, out));
     const json* content = Field(m, "content");
     // An assistant's message of calls may have no content (OpenAI sends null).
     if (out->tool_calls_size() > 0 && (content == nullptr || content->is_null())) continue;
     if (content == nullptr) return absl::InvalidArgumentError(field + ".content: required");
     ASSIGN_OR_RETURN(std::string text, MessageContent(*content, field + ".content"));
     out->set_content(std::move(text));
+  }
+  return absl::OkStatus();
+}
+
+// vLLM's chat_template_kwargs, the template's own variables: the one the
+// built-in formats read is Qwen3's enable_thinking (the others' templates
+// do not read it and, as in vLLM, it changes nothing there); any other is
+// refused rather than ignored, since no built-in template would read it.
+absl::Status ParseChatTemplateKwargs(const json& root, v1::ChatPrompt* chat) {
+  const json* kwargs = Field(root, "chat_template_kwargs");
+  if (kwargs == nullptr || kwargs->is_null()) return absl::OkStatus();
+  if (!kwargs->is_object()) return TypeError("chat_template_kwargs", "an object", *kwargs);
+  for (const auto& [key, value] : kwargs->items()) {
+    const std::string field = absl::StrCat("chat_template_kwargs.", SanitizeUtf8(key.substr(0, 64)));
+    if (key != "enable_thinking") {
+      return Unsupported(field, "the built-in chat templates read only enable_thinking (qwen3's)");
+    }
+    ASSIGN_OR_RETURN(const bool enable, BoolField(value, field));
+    chat->set_enable_thinking(enable);
   }
   return absl::OkStatus();
 }
@@ -121,9 +162,6 @@ absl::Status RefuseUnsupported(const json& root) {
   // arguments for one: there is no Jinja here, the server's format applies.
   if (Field(root, "chat_template") != nullptr) {
     return Unsupported("chat_template", "templates are the server's (--chat-template); no Jinja");
-  }
-  if (const json* kwargs = Field(root, "chat_template_kwargs"); kwargs != nullptr && !(kwargs->is_object() && kwargs->empty())) {
-    return Unsupported("chat_template_kwargs", "the built-in chat formats take no arguments");
   }
   if (const json* echo = Field(root, "echo"); echo != nullptr) {
     ASSIGN_OR_RETURN(const bool e, BoolField(*echo, "echo"));
@@ -207,6 +245,7 @@ absl::StatusOr<CompletionCall> ParseChatCompletionRequest(absl::string_view body
                                  [&](bool v) { chat->set_add_generation_prompt(v); }));
   RETURN_IF_ERROR(Optional<bool>(root, "continue_final_message", BoolField,
                                  [&](bool v) { chat->set_continue_final_message(v); }));
+  RETURN_IF_ERROR(ParseChatTemplateKwargs(root, chat));
   // vLLM's default: a continued message gets no new header.
   if (chat->continue_final_message() && !chat->has_add_generation_prompt()) chat->set_add_generation_prompt(false);
   v1::GenerateRequest shared;

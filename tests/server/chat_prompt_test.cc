@@ -96,6 +96,38 @@ TEST_F(ChatPromptTest, RendersWithoutAddingABosOfItsOwn) {
   EXPECT_NE((*ids)[1], 1);
 }
 
+// Qwen3's thinking switch and an answer's thinking given back reach the
+// template from the proto (gRPC's door): the prompt is the template's text
+// tokenized, ending in an empty think block with thinking off.
+TEST_F(ChatPromptTest, Qwen3ThinkingSwitchAndReasoningGivenBack) {
+  absl::StatusOr<LoadedDecoder> qwen =
+      LoadDecoder(std::string(ATTNSERVE_SOURCE_DIR) + "/tests/golden/decoder_models/qwen3_tiny", DType::kF32);
+  ASSERT_TRUE(qwen.ok()) << qwen.status();
+  const Tokenizer& t = *qwen->tokenizer;
+  const ChatSetup setup = ResolveChatSetup("qwen3", "", t);
+  EXPECT_EQ(setup.warning, "");  // <|im_start|> and <|im_end|> are special tokens there
+  v1::ChatPrompt chat = Chat({{"user", "Hi"}, {"assistant", "Hello"}});
+  chat.mutable_messages(1)->set_reasoning_content("\nGreet back.\n");
+  chat.set_enable_thinking(false);
+  absl::StatusOr<std::vector<int32_t>> ids = ChatPromptIds(chat, setup, t);
+  ASSERT_TRUE(ids.ok()) << ids.status();
+  TokenizeOptions plain;
+  plain.add_bos = false;
+  EXPECT_EQ(*ids, *t.Encode("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\nGreet back.\n</think>\n\n"
+                            "Hello<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n",
+                            plain));
+  chat.clear_enable_thinking();  // unset: thinking on, the prompt ends at the header
+  ids = ChatPromptIds(chat, setup, t);
+  ASSERT_TRUE(ids.ok()) << ids.status();
+  EXPECT_EQ(*ids, *t.Encode("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\nGreet back.\n</think>\n\n"
+                            "Hello<|im_end|>\n<|im_start|>assistant\n",
+                            plain));
+  chat.mutable_messages(0)->set_reasoning_content("x");
+  ids = ChatPromptIds(chat, setup, t);
+  ASSERT_FALSE(ids.ok());
+  EXPECT_EQ(ids.status().message(), "chat.messages[0].reasoning_content: only an assistant's");
+}
+
 TEST_F(ChatPromptTest, RefusalsNameTheField) {
   const ChatSetup setup = ResolveChatSetup("llama2", "", tokenizer());
   absl::StatusOr<std::vector<int32_t>> ids = ChatPromptIds(Chat({{"tool", "42"}}), setup, tokenizer());
@@ -109,8 +141,8 @@ TEST_F(ChatPromptTest, RefusalsNameTheField) {
   with_tools.add_tools(R"({"type": "function", "function": {"name": "f"}})");
   ids = ChatPromptIds(with_tools, setup, tokenizer());
   ASSERT_FALSE(ids.ok());
-  EXPECT_EQ(ids.status().message(), "chat.tools: the llama2 chat template does not show tools (llama3.1's and "
-            "qwen2.5's do)");
+  EXPECT_EQ(ids.status().message(), "chat.tools: the llama2 chat template does not show tools (llama3.1's, "
+            "qwen2.5's and qwen3's do)");
   // Where the template has tool turns, a tool's result is taken; calls
   // only from an assistant.
   const ChatSetup llama31 = ResolveChatSetup("llama3.1", "", tokenizer());

@@ -71,6 +71,36 @@ TEST(OpenAiChatTest, DefaultsLeaveTheLimitToTheCoreAndContinueTakesNoHeader) {
   EXPECT_FALSE(call->requests[0].chat().add_generation_prompt());
 }
 
+// Qwen3's thinking switch and an answer's thinking given back, as vLLM
+// takes them: chat_template_kwargs' enable_thinking, an assistant's
+// reasoning_content or reasoning (this server's answers carry both, one text).
+TEST(OpenAiChatTest, ThinkingSwitchAndReasoningGivenBackMapOntoTheChatPrompt) {
+  absl::StatusOr<CompletionCall> call = Parse(json{
+      {"messages",
+       {{{"role", "user"}, {"content", "Hi"}},
+        {{"role", "assistant"}, {"content", "Hello"}, {"reasoning_content", "Greet."}, {"reasoning", "Greet."}},
+        {{"role", "assistant"}, {"content", "More"}, {"reasoning", "\nThink."}},
+        {{"role", "assistant"}, {"content", "Plain"}, {"reasoning", nullptr}, {"reasoning_content", nullptr}}}},
+      {"chat_template_kwargs", {{"enable_thinking", false}}}});
+  ASSERT_TRUE(call.ok()) << call.status();
+  const v1::ChatPrompt& chat = call->requests[0].chat();
+  ASSERT_TRUE(chat.has_enable_thinking());
+  EXPECT_FALSE(chat.enable_thinking());
+  EXPECT_FALSE(chat.messages(0).has_reasoning_content());
+  EXPECT_EQ(chat.messages(1).reasoning_content(), "Greet.");
+  EXPECT_EQ(chat.messages(2).reasoning_content(), "\nThink.");
+  EXPECT_FALSE(chat.messages(3).has_reasoning_content());  // null: none given
+  call = Parse(json{{"messages", {{{"role", "user"}, {"content", "Hi"}}}},
+                    {"chat_template_kwargs", {{"enable_thinking", true}}}});
+  ASSERT_TRUE(call.ok()) << call.status();
+  EXPECT_TRUE(call->requests[0].chat().enable_thinking());
+  for (const json& kwargs : {json::object(), json()}) {
+    call = Parse(json{{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"chat_template_kwargs", kwargs}});
+    ASSERT_TRUE(call.ok()) << call.status();
+    EXPECT_FALSE(call->requests[0].chat().has_enable_thinking()) << kwargs.dump();
+  }
+}
+
 TEST(OpenAiChatTest, BadShapesAndUnsupportedOptionsNameTheField) {
   const json user = {{"role", "user"}, {"content", "Hi"}};
   const json weather = json::parse(R"({"type": "function", "function": {"name": "get_weather",
@@ -146,8 +176,20 @@ TEST(OpenAiChatTest, BadShapesAndUnsupportedOptionsNameTheField) {
       {json{{"messages", {user}}, {"guided_regex", "a+"}, {"response_format", {{"type", "json_object"}}}},
        "guided_regex: a regex and another constraint"},
       {json{{"messages", {user}}, {"chat_template", "{{ messages }}"}}, "chat_template: not supported"},
-      {json{{"messages", {user}}, {"chat_template_kwargs", {{"enable_thinking", false}}}},
-       "chat_template_kwargs: not supported"},
+      {json{{"messages", {user}}, {"chat_template_kwargs", {{"tools_in_user_message", false}}}},
+       "chat_template_kwargs.tools_in_user_message: not supported (the built-in chat templates read only "
+       "enable_thinking"},
+      {json{{"messages", {user}}, {"chat_template_kwargs", {{"enable_thinking", "no"}}}},
+       "chat_template_kwargs.enable_thinking: must be"},
+      {json{{"messages", {user}}, {"chat_template_kwargs", "enable_thinking=false"}},
+       "chat_template_kwargs: must be an object"},
+      {json{{"messages", {{{"role", "user"}, {"content", "Hi"}, {"reasoning_content", "x"}}}}},
+       "messages[0].reasoning_content: only an assistant's"},
+      {json{{"messages", {user, {{"role", "assistant"}, {"content", "A"}, {"reasoning", 3}}}}},
+       "messages[1].reasoning: must be a string or null"},
+      {json{{"messages", {user, {{"role", "assistant"}, {"content", "A"}, {"reasoning", "x"},
+                                 {"reasoning_content", "y"}}}}},
+       "messages[1].reasoning, messages[1].reasoning_content: two different texts; give one"},
   };
   for (const Case& c : cases) {
     absl::StatusOr<CompletionCall> call = Parse(c.body);
