@@ -29,7 +29,7 @@ struct FormatEntry {
 // Each from the model named beside it; tools/golden/chat_templates.py holds
 // the same texts and renders them with transformers, and the C++ test checks
 // that KnownChatTemplate recognises each golden file's template.
-constexpr std::array<FormatEntry, 12> kFormats = {{
+constexpr std::array<FormatEntry, 13> kFormats = {{
     // teknium/OpenHermes-2.5-Mistral-7B
     {ChatFormat::kChatMl, "chatml",
      R"({% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %})"},
@@ -366,6 +366,102 @@ constexpr std::array<FormatEntry, 12> kFormats = {{
         {{- '<think>\n\n</think>\n\n' }}
     {%- endif %}
 {%- endif %})jinja"},
+    // meta-llama/Llama-3.2-3B-Instruct (Llama-3.2-1B-Instruct carries it
+    // too): Llama-3.1's without built-in tools, dated by the clock
+    {ChatFormat::kLlama32, "llama3.2",
+     R"jinja({{- bos_token }}
+{%- if custom_tools is defined %}
+    {%- set tools = custom_tools %}
+{%- endif %}
+{%- if not tools_in_user_message is defined %}
+    {%- set tools_in_user_message = true %}
+{%- endif %}
+{%- if not date_string is defined %}
+    {%- if strftime_now is defined %}
+        {%- set date_string = strftime_now("%d %b %Y") %}
+    {%- else %}
+        {%- set date_string = "26 Jul 2024" %}
+    {%- endif %}
+{%- endif %}
+{%- if not tools is defined %}
+    {%- set tools = none %}
+{%- endif %}
+
+{#- This block extracts the system message, so we can slot it into the right place. #}
+{%- if messages[0]['role'] == 'system' %}
+    {%- set system_message = messages[0]['content']|trim %}
+    {%- set messages = messages[1:] %}
+{%- else %}
+    {%- set system_message = "" %}
+{%- endif %}
+
+{#- System message #}
+{{- "<|start_header_id|>system<|end_header_id|>\n\n" }}
+{%- if tools is not none %}
+    {{- "Environment: ipython\n" }}
+{%- endif %}
+{{- "Cutting Knowledge Date: December 2023\n" }}
+{{- "Today Date: " + date_string + "\n\n" }}
+{%- if tools is not none and not tools_in_user_message %}
+    {{- "You have access to the following functions. To call a function, please respond with JSON for a function call." }}
+    {{- 'Respond in the format {"name": function name, "parameters": dictionary of argument name and its value}.' }}
+    {{- "Do not use variables.\n\n" }}
+    {%- for t in tools %}
+        {{- t | tojson(indent=4) }}
+        {{- "\n\n" }}
+    {%- endfor %}
+{%- endif %}
+{{- system_message }}
+{{- "<|eot_id|>" }}
+
+{#- Custom tools are passed in a user message with some extra guidance #}
+{%- if tools_in_user_message and not tools is none %}
+    {#- Extract the first user message so we can plug it in here #}
+    {%- if messages | length != 0 %}
+        {%- set first_user_message = messages[0]['content']|trim %}
+        {%- set messages = messages[1:] %}
+    {%- else %}
+        {{- raise_exception("Cannot put tools in the first user message when there's no first user message!") }}
+{%- endif %}
+    {{- '<|start_header_id|>user<|end_header_id|>\n\n' -}}
+    {{- "Given the following functions, please respond with a JSON for a function call " }}
+    {{- "with its proper arguments that best answers the given prompt.\n\n" }}
+    {{- 'Respond in the format {"name": function name, "parameters": dictionary of argument name and its value}.' }}
+    {{- "Do not use variables.\n\n" }}
+    {%- for t in tools %}
+        {{- t | tojson(indent=4) }}
+        {{- "\n\n" }}
+    {%- endfor %}
+    {{- first_user_message + "<|eot_id|>"}}
+{%- endif %}
+
+{%- for message in messages %}
+    {%- if not (message.role == 'ipython' or message.role == 'tool' or 'tool_calls' in message) %}
+        {{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n'+ message['content'] | trim + '<|eot_id|>' }}
+    {%- elif 'tool_calls' in message %}
+        {%- if not message.tool_calls|length == 1 %}
+            {{- raise_exception("This model only supports single tool-calls at once!") }}
+        {%- endif %}
+        {%- set tool_call = message.tool_calls[0].function %}
+        {{- '<|start_header_id|>assistant<|end_header_id|>\n\n' -}}
+        {{- '{"name": "' + tool_call.name + '", ' }}
+        {{- '"parameters": ' }}
+        {{- tool_call.arguments | tojson }}
+        {{- "}" }}
+        {{- "<|eot_id|>" }}
+    {%- elif message.role == "tool" or message.role == "ipython" %}
+        {{- "<|start_header_id|>ipython<|end_header_id|>\n\n" }}
+        {%- if message.content is mapping or message.content is iterable %}
+            {{- message.content | tojson }}
+        {%- else %}
+            {{- message.content }}
+        {%- endif %}
+        {{- "<|eot_id|>" }}
+    {%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}
+    {{- '<|start_header_id|>assistant<|end_header_id|>\n\n' }}
+{%- endif %})jinja"},
 }};
 
 // What Python's str.strip() (and so Jinja's trim) removes: Unicode
@@ -423,8 +519,19 @@ absl::Status CheckAlternation(absl::Span<const ChatMessage> m, size_t first, Cha
 // indent of 4, into the first message after the system one; a call is
 // {"name": ..., "parameters": ...}; a tool's result is an "ipython" turn
 // holding its content as a JSON string.
-absl::StatusOr<std::string> RenderLlama31(absl::Span<const ChatMessage> m, bool gen, const ChatRenderOptions& o) {
-  constexpr ChatFormat kFormat = ChatFormat::kLlama31;
+//
+// Llama-3.2's is the same without built-in tools; the two differ in the
+// date of the system block when the caller gives none (date_string):
+// Llama-3.1's is its default, Llama-3.2's the clock's (strftime_now).
+absl::StatusOr<std::string> RenderLlama3x(ChatFormat format, absl::Span<const ChatMessage> m, bool gen,
+                                          const ChatRenderOptions& o) {
+  constexpr absl::string_view kDefaultDate = "26 Jul 2024";
+  std::string date(kDefaultDate);
+  if (o.date_string.has_value()) {
+    date = *o.date_string;
+  } else if (format == ChatFormat::kLlama32 && !o.today.empty()) {
+    date = o.today;
+  }
   std::vector<nlohmann::ordered_json> tools;
   for (size_t t = 0; t < o.tools.size(); ++t) {
     nlohmann::ordered_json tool = nlohmann::ordered_json::parse(o.tools[t], nullptr, /*allow_exceptions=*/false);
@@ -441,12 +548,12 @@ absl::StatusOr<std::string> RenderLlama31(absl::Span<const ChatMessage> m, bool 
   }
   std::string out = o.bos_token;
   absl::StrAppend(&out, "<|start_header_id|>system<|end_header_id|>\n\n", tools.empty() ? "" : "Environment: ipython\n",
-                  "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n", system, "<|eot_id|>");
+                  "Cutting Knowledge Date: December 2023\nToday Date: ", date, "\n\n", system, "<|eot_id|>");
   if (!tools.empty()) {
     // The first message after the system one, whatever its role, carries
     // the tools.
     if (next >= m.size()) {
-      return Refusal(next, "Cannot put tools in the first user message when there's no first user message!", kFormat);
+      return Refusal(next, "Cannot put tools in the first user message when there's no first user message!", format);
     }
     absl::StrAppend(&out, "<|start_header_id|>user<|end_header_id|>\n\n",
                     "Given the following functions, please respond with a JSON for a function call with its proper "
@@ -460,7 +567,7 @@ absl::StatusOr<std::string> RenderLlama31(absl::Span<const ChatMessage> m, bool 
   for (size_t i = next; i < m.size(); ++i) {
     const ChatMessage& msg = m[i];
     if (!msg.tool_calls.empty()) {
-      if (msg.tool_calls.size() != 1) return Refusal(i, "This model only supports single tool-calls at once!", kFormat);
+      if (msg.tool_calls.size() != 1) return Refusal(i, "This model only supports single tool-calls at once!", format);
       const ChatToolCall& call = msg.tool_calls[0];
       nlohmann::ordered_json arguments = nlohmann::ordered_json::parse(call.arguments, nullptr, false);
       if (arguments.is_discarded()) {
@@ -487,7 +594,7 @@ absl::StatusOr<std::string> Render(ChatFormat format, absl::Span<const ChatMessa
     if (!o.tools.empty()) {
       return absl::InvalidArgumentError(
           absl::StrCat("tools: the ", ChatFormatName(format),
-                       " chat template does not show tools (llama3.1's, qwen2.5's and qwen3's do)"));
+                       " chat template does not show tools (llama3.1's, llama3.2's, qwen2.5's and qwen3's do)"));
     }
     for (size_t i = 0; i < m.size(); ++i) {
       if (!m[i].tool_calls.empty()) return Refusal(i, "the template has no tool calls", format);
@@ -574,7 +681,8 @@ absl::StatusOr<std::string> Render(ChatFormat format, absl::Span<const ChatMessa
       for (const ChatMessage& msg : m) absl::StrAppend(&out, "<|im_start|>", msg.role, "\n", msg.content, "<|im_end|>\n");
       if (gen) out += "<|im_start|>assistant\n";
       return out;
-    case ChatFormat::kLlama31: return RenderLlama31(m, gen, o);
+    case ChatFormat::kLlama31:
+    case ChatFormat::kLlama32: return RenderLlama3x(format, m, gen, o);
     case ChatFormat::kQwen25: return RenderQwen25(m, gen, o);
     case ChatFormat::kQwen3: return RenderQwen3(m, gen, o);
     case ChatFormat::kPhi3:
@@ -596,7 +704,8 @@ absl::string_view ChatFormatName(ChatFormat format) {
 }
 
 bool ChatFormatHasTools(ChatFormat format) {
-  return format == ChatFormat::kLlama31 || format == ChatFormat::kQwen25 || format == ChatFormat::kQwen3;
+  return format == ChatFormat::kLlama31 || format == ChatFormat::kLlama32 || format == ChatFormat::kQwen25 ||
+         format == ChatFormat::kQwen3;
 }
 
 absl::string_view ChatEndOfTurn(ChatFormat format) {
@@ -606,7 +715,8 @@ absl::string_view ChatEndOfTurn(ChatFormat format) {
     case ChatFormat::kQwen25:
     case ChatFormat::kQwen3: return "<|im_end|>";
     case ChatFormat::kLlama3:
-    case ChatFormat::kLlama31: return "<|eot_id|>";
+    case ChatFormat::kLlama31:
+    case ChatFormat::kLlama32: return "<|eot_id|>";
     case ChatFormat::kGemma:
     case ChatFormat::kGemma3: return "<end_of_turn>";
     case ChatFormat::kPhi3: return "<|end|>";
@@ -621,7 +731,8 @@ std::vector<absl::string_view> ChatMarkerTokens(ChatFormat format) {
     case ChatFormat::kQwen25:
     case ChatFormat::kQwen3: return {"<|im_start|>", "<|im_end|>"};
     case ChatFormat::kLlama3:
-    case ChatFormat::kLlama31: return {"<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"};
+    case ChatFormat::kLlama31:
+    case ChatFormat::kLlama32: return {"<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"};
     case ChatFormat::kGemma:
     case ChatFormat::kGemma3: return {"<start_of_turn>", "<end_of_turn>"};
     case ChatFormat::kPhi3: return {"<|user|>", "<|assistant|>", "<|end|>"};

@@ -42,10 +42,11 @@ enum class ChatFormat {
   kQwen25,   // ChatML, Qwen's default system message; tools, <tool_call> calls and results (Qwen2.5-Instruct)
   kGemma3,   // Gemma's turns, a system message folded into the first user turn (gemma-3-it, gemma-3n)
   kQwen3,    // ChatML; tools, calls and results as qwen2.5; <think> blocks, enable_thinking (Qwen3 0.6B-32B)
+  kLlama32,  // llama3.1's turns and tools, the system block dated today (Llama-3.2-1B/3B-Instruct)
 };
 
 // "chatml", "llama2", "llama3", "zephyr", "gemma", "phi3", "mistral", "qwen2",
-// "llama3.1", "qwen2.5", "gemma3", "qwen3".
+// "llama3.1", "qwen2.5", "gemma3", "qwen3", "llama3.2".
 absl::string_view ChatFormatName(ChatFormat format);
 // The format of that name; INVALID_ARGUMENT listing the names otherwise.
 absl::StatusOr<ChatFormat> ChatFormatFromName(absl::string_view name);
@@ -67,7 +68,7 @@ std::vector<absl::string_view> ChatMarkerTokens(ChatFormat format);
 std::optional<ChatFormat> KnownChatTemplate(absl::string_view jinja);
 
 // True where the format's template shows tools and has turns for tool calls
-// and their results (llama3.1, qwen2.5, qwen3).
+// and their results (llama3.1, llama3.2, qwen2.5, qwen3).
 bool ChatFormatHasTools(ChatFormat format);
 
 // One function call an assistant made.
@@ -105,6 +106,14 @@ struct ChatRenderOptions {
   // the model answers without thinking. No other format reads it (as their
   // templates do not).
   bool enable_thinking = true;
+  // The date Llama-3.1's and Llama-3.2's system block shows ("07 Dec 2026";
+  // chat_template_kwargs' date_string); unset, Llama-3.1's template shows
+  // its default, "26 Jul 2024", and Llama-3.2's `today`.
+  std::optional<std::string> date_string;
+  // Today's date as "%d %b %Y" (what transformers' strftime_now gives
+  // Llama-3.2's template; the caller's clock: the engine reads none); empty,
+  // Llama-3.2's template falls back to "26 Jul 2024" as without strftime_now.
+  std::string today;
 };
 
 // The prompt text. INVALID_ARGUMENT, naming the message, where the template

@@ -5,6 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 
 namespace attnserve {
 
@@ -78,6 +80,10 @@ absl::StatusOr<std::vector<int32_t>> ChatPromptIds(const v1::ChatPrompt& chat, c
   options.add_generation_prompt = chat.has_add_generation_prompt() ? chat.add_generation_prompt() : true;
   options.continue_final_message = chat.continue_final_message();
   options.enable_thinking = chat.has_enable_thinking() ? chat.enable_thinking() : true;
+  if (chat.has_date_string()) options.date_string = chat.date_string();
+  // What transformers' strftime_now("%d %b %Y") gives Llama-3.2's template:
+  // the server's local date (UTC in a container without TZ).
+  options.today = absl::FormatTime("%d %b %Y", absl::Now(), absl::LocalTimeZone());
   options.bos_token = setup.bos_token;
   options.eos_token = setup.eos_token;
   absl::StatusOr<std::string> text = RenderChat(*setup.format, messages, options);

@@ -134,21 +134,28 @@ absl::Status ParseMessages(const json& root, bool tool_turns, v1::ChatPrompt* ch
   return absl::OkStatus();
 }
 
-// vLLM's chat_template_kwargs, the template's own variables: the one the
-// built-in formats read is Qwen3's enable_thinking (the others' templates
-// do not read it and, as in vLLM, it changes nothing there); any other is
-// refused rather than ignored, since no built-in template would read it.
+// vLLM's chat_template_kwargs, the template's own variables: the ones the
+// built-in formats read are Qwen3's enable_thinking and Llama-3.1/3.2's
+// date_string (the other templates do not read them and, as in vLLM, they
+// change nothing there); any other is refused rather than ignored, since no
+// built-in template would read it.
 absl::Status ParseChatTemplateKwargs(const json& root, v1::ChatPrompt* chat) {
   const json* kwargs = Field(root, "chat_template_kwargs");
   if (kwargs == nullptr || kwargs->is_null()) return absl::OkStatus();
   if (!kwargs->is_object()) return TypeError("chat_template_kwargs", "an object", *kwargs);
   for (const auto& [key, value] : kwargs->items()) {
     const std::string field = absl::StrCat("chat_template_kwargs.", SanitizeUtf8(key.substr(0, 64)));
-    if (key != "enable_thinking") {
-      return Unsupported(field, "the built-in chat templates read only enable_thinking (qwen3's)");
+    if (key == "enable_thinking") {
+      ASSIGN_OR_RETURN(const bool enable, BoolField(value, field));
+      chat->set_enable_thinking(enable);
+    } else if (key == "date_string") {
+      if (!value.is_string()) return TypeError(field, "a string (\"26 Jul 2024\")", value);
+      chat->set_date_string(value.get<std::string>());
+    } else {
+      return Unsupported(field,
+                         "the built-in chat templates read only enable_thinking (qwen3's) and date_string "
+                         "(llama3.1's and llama3.2's)");
     }
-    ASSIGN_OR_RETURN(const bool enable, BoolField(value, field));
-    chat->set_enable_thinking(enable);
   }
   return absl::OkStatus();
 }

@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "engine/formats/decoder_loader.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -128,6 +130,31 @@ TEST_F(ChatPromptTest, Qwen3ThinkingSwitchAndReasoningGivenBack) {
   EXPECT_EQ(ids.status().message(), "chat.messages[0].reasoning_content: only an assistant's");
 }
 
+// Llama-3.2's system block shows today's date by the server's clock, as
+// transformers' strftime_now gives it, unless the request gives one
+// (date_string); Llama-3.1's shows its template's default date.
+TEST_F(ChatPromptTest, Llama32IsDatedTodayUnlessTheRequestGivesADate) {
+  auto system_block = [this](const std::string& format, const v1::ChatPrompt& chat) -> std::string {
+    absl::StatusOr<std::vector<int32_t>> ids = ChatPromptIds(chat, ResolveChatSetup(format, "", tokenizer()), tokenizer());
+    EXPECT_TRUE(ids.ok()) << ids.status();
+    if (!ids.ok()) return "";
+    absl::StatusOr<std::string> text = tokenizer().Decode(*ids);  // stories260K: plain text round-trips
+    EXPECT_TRUE(text.ok()) << text.status();
+    const size_t at = text->find("Today Date: ");
+    return at == std::string::npos ? *text : text->substr(at, text->find('\n', at) - at);
+  };
+  auto today = [] { return absl::FormatTime("%d %b %Y", absl::Now(), absl::LocalTimeZone()); };
+  const std::string before = today();
+  const std::string shown = system_block("llama3.2", Chat({{"user", "Hi"}}));
+  const std::string after = today();  // a render across midnight shows either
+  EXPECT_TRUE(shown == "Today Date: " + before || shown == "Today Date: " + after) << shown;
+  EXPECT_EQ(system_block("llama3.1", Chat({{"user", "Hi"}})), "Today Date: 26 Jul 2024");
+  v1::ChatPrompt dated = Chat({{"user", "Hi"}});
+  dated.set_date_string("01 Feb 2030");
+  EXPECT_EQ(system_block("llama3.2", dated), "Today Date: 01 Feb 2030");
+  EXPECT_EQ(system_block("llama3.1", dated), "Today Date: 01 Feb 2030");
+}
+
 TEST_F(ChatPromptTest, RefusalsNameTheField) {
   const ChatSetup setup = ResolveChatSetup("llama2", "", tokenizer());
   absl::StatusOr<std::vector<int32_t>> ids = ChatPromptIds(Chat({{"tool", "42"}}), setup, tokenizer());
@@ -142,7 +169,7 @@ TEST_F(ChatPromptTest, RefusalsNameTheField) {
   ids = ChatPromptIds(with_tools, setup, tokenizer());
   ASSERT_FALSE(ids.ok());
   EXPECT_EQ(ids.status().message(), "chat.tools: the llama2 chat template does not show tools (llama3.1's, "
-            "qwen2.5's and qwen3's do)");
+            "llama3.2's, qwen2.5's and qwen3's do)");
   // Where the template has tool turns, a tool's result is taken; calls
   // only from an assistant.
   const ChatSetup llama31 = ResolveChatSetup("llama3.1", "", tokenizer());

@@ -81,11 +81,12 @@ TEST(OpenAiChatTest, ThinkingSwitchAndReasoningGivenBackMapOntoTheChatPrompt) {
         {{"role", "assistant"}, {"content", "Hello"}, {"reasoning_content", "Greet."}, {"reasoning", "Greet."}},
         {{"role", "assistant"}, {"content", "More"}, {"reasoning", "\nThink."}},
         {{"role", "assistant"}, {"content", "Plain"}, {"reasoning", nullptr}, {"reasoning_content", nullptr}}}},
-      {"chat_template_kwargs", {{"enable_thinking", false}}}});
+      {"chat_template_kwargs", {{"enable_thinking", false}, {"date_string", "01 Feb 2030"}}}});
   ASSERT_TRUE(call.ok()) << call.status();
   const v1::ChatPrompt& chat = call->requests[0].chat();
   ASSERT_TRUE(chat.has_enable_thinking());
   EXPECT_FALSE(chat.enable_thinking());
+  EXPECT_EQ(chat.date_string(), "01 Feb 2030");
   EXPECT_FALSE(chat.messages(0).has_reasoning_content());
   EXPECT_EQ(chat.messages(1).reasoning_content(), "Greet.");
   EXPECT_EQ(chat.messages(2).reasoning_content(), "\nThink.");
@@ -98,6 +99,7 @@ TEST(OpenAiChatTest, ThinkingSwitchAndReasoningGivenBackMapOntoTheChatPrompt) {
     call = Parse(json{{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"chat_template_kwargs", kwargs}});
     ASSERT_TRUE(call.ok()) << call.status();
     EXPECT_FALSE(call->requests[0].chat().has_enable_thinking()) << kwargs.dump();
+    EXPECT_FALSE(call->requests[0].chat().has_date_string()) << kwargs.dump();
   }
 }
 
@@ -178,7 +180,9 @@ TEST(OpenAiChatTest, BadShapesAndUnsupportedOptionsNameTheField) {
       {json{{"messages", {user}}, {"chat_template", "{{ messages }}"}}, "chat_template: not supported"},
       {json{{"messages", {user}}, {"chat_template_kwargs", {{"tools_in_user_message", false}}}},
        "chat_template_kwargs.tools_in_user_message: not supported (the built-in chat templates read only "
-       "enable_thinking"},
+       "enable_thinking (qwen3's) and date_string (llama3.1's and llama3.2's))"},
+      {json{{"messages", {user}}, {"chat_template_kwargs", {{"date_string", 20300201}}}},
+       "chat_template_kwargs.date_string: must be a string"},
       {json{{"messages", {user}}, {"chat_template_kwargs", {{"enable_thinking", "no"}}}},
        "chat_template_kwargs.enable_thinking: must be"},
       {json{{"messages", {user}}, {"chat_template_kwargs", "enable_thinking=false"}},

@@ -38,6 +38,7 @@ import sys
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+import datetime
 import re
 
 import jinja2
@@ -46,6 +47,7 @@ from sentencepiece import sentencepiece_model_pb2
 import tokenizers
 import transformers
 from transformers import PreTrainedTokenizerFast
+from transformers.utils import chat_template_utils
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TOK512 = ROOT.parent / "shared" / "models" / "stories260K" / "tok512.model"
@@ -95,10 +97,15 @@ TEMPLATES = {
     },
 }
 
-# meta-llama/Llama-3.1-8B-Instruct, as published quotations give it (the
-# text lives in a file of its own: it runs to a hundred lines).
+# meta-llama/Llama-3.1-8B-Instruct (Llama-3.3-70B-Instruct carries the same),
+# as published quotations give it (the text lives in a file of its own: it
+# runs to a hundred lines); byte for byte the copy llama.cpp keeps in
+# models/templates/meta-llama-Llama-3.1-8B-Instruct.jinja, written by its
+# scripts/get_chat_template.py from the model's files (compared in the
+# llama-cpp-python 0.3.36 source distribution's vendor/llama.cpp; sha256
+# e10ca381b1ccc5cf9db52e371f3b6651576caee0a630b452e2816b2d404d4b65).
 TEMPLATES["llama3.1"] = {
-    "model": "meta-llama/Llama-3.1-8B-Instruct (as quoted, not checked against the model's file)",
+    "model": "meta-llama/Llama-3.1-8B-Instruct (as quoted; equal to llama.cpp's copy of the model's)",
     "bos": "<|begin_of_text|>", "eos": "<|eot_id|>",
     "jinja": (pathlib.Path(__file__).resolve().parent / "chat_templates" / "llama3.1.jinja").read_text(),
 }
@@ -135,7 +142,24 @@ TEMPLATES["qwen3"] = {
     "bos": "", "eos": "<|im_end|>",
     "jinja": (pathlib.Path(__file__).resolve().parent / "chat_templates" / "qwen3.jinja").read_text(),
 }
-TOOL_FORMATS = ["llama3.1", "qwen2.5", "qwen3"]
+# meta-llama/Llama-3.2-3B-Instruct (Llama-3.2-1B-Instruct carries the same):
+# llama.cpp's copy, models/templates/meta-llama-Llama-3.2-3B-Instruct.jinja,
+# from the same source distribution (sha256
+# 5816fce10444e03c2e9ee1ef8a4a1ea61ae7e69e438613f3b17b69d0426223a4).
+# Llama-3.1's without built-in tools, its system block dated by
+# strftime_now("%d %b %Y") unless the caller gives date_string. transformers'
+# strftime_now reads the clock; here the clock is fixed (FixedClock) and each
+# case records the date it gave as "today".
+TEMPLATES["llama3.2"] = {
+    "model": "meta-llama/Llama-3.2-3B-Instruct (llama.cpp's copy, models/templates/meta-llama-Llama-3.2-3B-Instruct.jinja)",
+    "bos": "<|begin_of_text|>", "eos": "<|eot_id|>",
+    "jinja": (pathlib.Path(__file__).resolve().parent / "chat_templates" / "llama3.2.jinja").read_text(),
+}
+TOOL_FORMATS = ["llama3.1", "qwen2.5", "qwen3", "llama3.2"]
+# The templates that read date_string (chat_template_kwargs), each rendered
+# with one given on these conversations.
+DATED_FORMATS = ["llama3.1", "llama3.2"]
+DATE_STRING = "01 Feb 2030"
 
 SYSTEM = {"role": "system", "content": "You are a helpful assistant"}
 CONVERSATIONS = {
@@ -271,6 +295,19 @@ QWEN3_TOOL_CONVERSATIONS = {
 }
 
 
+class FixedClock(datetime.datetime):
+    """datetime whose now() is 5 March 2026, 09:30: what transformers'
+    strftime_now gives a template during these renders."""
+
+    @classmethod
+    def now(cls, tz=None):
+        return cls(2026, 3, 5, 9, 30)
+
+
+chat_template_utils.datetime = FixedClock
+TODAY = FixedClock.now().strftime("%d %b %Y")
+
+
 def with_empty_content(messages):
     """A call without text as this server hands it to a template: content ""
     (its proto's unset string). Qwen3's template concatenates an assistant's
@@ -334,6 +371,8 @@ def main():
         for conv_name, messages in CONVERSATIONS.items():
             for opt in OPTIONS:
                 case = {"format": fmt, "conversation": conv_name, "messages": messages, **opt}
+                if fmt == "llama3.2":
+                    case["today"] = TODAY
                 try:
                     case["text"] = tok.apply_chat_template(messages, chat_template=t["jinja"], tokenize=False, **opt)
                 except (jinja2.TemplateError, ValueError) as e:
@@ -350,12 +389,22 @@ def main():
             case = {"format": fmt, "conversation": conv_name, "messages": messages, **opt}
             if tools:
                 case["tools"] = tools
+            if fmt == "llama3.2":
+                case["today"] = TODAY
             try:
                 case["text"] = tok.apply_chat_template(messages, tools=tools, chat_template=t["jinja"], tokenize=False,
                                                        **opt)
             except (jinja2.TemplateError, ValueError) as e:
                 case["error"] = str(e).split("\n")[0]
             cases.append(case)
+    for fmt in DATED_FORMATS:
+        tok = tokenizer_for(TEMPLATES[fmt]["bos"], TEMPLATES[fmt]["eos"])
+        for conv_name in ["system_and_user", "no_system", "tools_call_result"]:
+            tools = TOOLS if conv_name in TOOL_CONVERSATIONS else None
+            messages = (TOOL_CONVERSATIONS if tools else CONVERSATIONS)[conv_name]
+            for opt in OPTIONS[:2]:
+                case = render(tok, fmt, messages, tools=tools, **opt, date_string=DATE_STRING)
+                cases.append({"conversation": conv_name, **case, **({"today": TODAY} if fmt == "llama3.2" else {})})
     tok = tokenizer_for(TEMPLATES["qwen3"]["bos"], TEMPLATES["qwen3"]["eos"])
     for conv_name, messages in list(QWEN3_CONVERSATIONS.items()) + list(QWEN3_TOOL_CONVERSATIONS.items()):
         tools = TOOLS if conv_name in QWEN3_TOOL_CONVERSATIONS else None

@@ -26,7 +26,7 @@ json Golden() {
 
 TEST(ChatTemplateTest, RecognisesEachPublishedTemplateAndNothingElse) {
   const json doc = Golden();
-  ASSERT_EQ(doc["templates"].size(), 12u);
+  ASSERT_EQ(doc["templates"].size(), 13u);
   for (const auto& [name, t] : doc["templates"].items()) {
     const std::string jinja = t["jinja"].get<std::string>();
     std::optional<ChatFormat> format = KnownChatTemplate(jinja);
@@ -66,6 +66,8 @@ TEST(ChatTemplateTest, RendersAsTransformersDoes) {
     ChatRenderOptions options;
     for (const json& tool : c.value("tools", json::array())) options.tools.push_back(tool.dump());
     options.enable_thinking = c.value("enable_thinking", true);
+    if (c.contains("date_string")) options.date_string = c["date_string"].get<std::string>();
+    options.today = c.value("today", "");
     options.add_generation_prompt = c["add_generation_prompt"];
     options.continue_final_message = c["continue_final_message"];
     options.bos_token = doc["templates"][name]["bos_token"];
@@ -74,7 +76,8 @@ TEST(ChatTemplateTest, RendersAsTransformersDoes) {
     const std::string where = name + " / " + c["conversation"].get<std::string>() + " / add_generation_prompt " +
                               (options.add_generation_prompt ? "true" : "false") + " / continue_final_message " +
                               (options.continue_final_message ? "true" : "false") +
-                              (c.contains("enable_thinking") ? " / enable_thinking " + c["enable_thinking"].dump() : "");
+                              (c.contains("enable_thinking") ? " / enable_thinking " + c["enable_thinking"].dump() : "") +
+                              (c.contains("date_string") ? " / date_string " + c["date_string"].dump() : "");
     if (c.contains("error")) {
       EXPECT_FALSE(text.ok()) << where << ": transformers refused (" << c["error"] << ") but got\n" << *text;
       if (!text.ok()) {
@@ -161,7 +164,7 @@ TEST(ChatTemplateTest, RefusalsNameTheMessageAndTheTemplate) {
 TEST(ChatTemplateTest, NamesRoundTrip) {
   for (const char* name :
        {"chatml", "llama2", "llama3", "zephyr", "gemma", "phi3", "mistral", "qwen2", "llama3.1", "qwen2.5",
-        "gemma3", "qwen3"}) {
+        "gemma3", "qwen3", "llama3.2"}) {
     absl::StatusOr<ChatFormat> f = ChatFormatFromName(name);
     ASSERT_TRUE(f.ok()) << name;
     EXPECT_EQ(ChatFormatName(*f), name);
@@ -170,7 +173,7 @@ TEST(ChatTemplateTest, NamesRoundTrip) {
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(),
             "chat template 'vicuna' is not one of: chatml, llama2, llama3, zephyr, gemma, phi3, mistral, qwen2, "
-            "llama3.1, qwen2.5, gemma3, qwen3");
+            "llama3.1, qwen2.5, gemma3, qwen3, llama3.2");
 }
 
 }  // namespace
