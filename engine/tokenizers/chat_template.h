@@ -43,10 +43,11 @@ enum class ChatFormat {
   kGemma3,   // Gemma's turns, a system message folded into the first user turn (gemma-3-it, gemma-3n)
   kQwen3,    // ChatML; tools, calls and results as qwen2.5; <think> blocks, enable_thinking (Qwen3 0.6B-32B)
   kLlama32,  // llama3.1's turns and tools, the system block dated today (Llama-3.2-1B/3B-Instruct)
+  kPhi35,    // <|user|>\n...<|end|>\n without BOS; an empty system message not shown (Phi-3.5-mini-instruct)
 };
 
 // "chatml", "llama2", "llama3", "zephyr", "gemma", "phi3", "mistral", "qwen2",
-// "llama3.1", "qwen2.5", "gemma3", "qwen3", "llama3.2".
+// "llama3.1", "qwen2.5", "gemma3", "qwen3", "llama3.2", "phi3.5".
 absl::string_view ChatFormatName(ChatFormat format);
 // The format of that name; INVALID_ARGUMENT listing the names otherwise.
 absl::StatusOr<ChatFormat> ChatFormatFromName(absl::string_view name);

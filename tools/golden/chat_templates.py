@@ -155,7 +155,31 @@ TEMPLATES["llama3.2"] = {
     "bos": "<|begin_of_text|>", "eos": "<|eot_id|>",
     "jinja": (pathlib.Path(__file__).resolve().parent / "chat_templates" / "llama3.2.jinja").read_text(),
 }
+# microsoft/Phi-3.5-mini-instruct: llama.cpp's copy,
+# models/templates/microsoft-Phi-3.5-mini-instruct.jinja, from the same source
+# distribution (sha256
+# 78d976a442bcde2f0be15aafbb8e3050e1104f86732266f68403251b89982a90).
+# Phi-3's turns without BOS; an empty system message is not shown.
+TEMPLATES["phi3.5"] = {
+    "model": "microsoft/Phi-3.5-mini-instruct (llama.cpp's copy, models/templates/microsoft-Phi-3.5-mini-instruct.jinja)",
+    "bos": "<s>", "eos": "<|endoftext|>",
+    "jinja": (pathlib.Path(__file__).resolve().parent / "chat_templates" / "phi3.5.jinja").read_text(),
+}
 TOOL_FORMATS = ["llama3.1", "qwen2.5", "qwen3", "llama3.2"]
+# Other models' texts of a format's template, typed differently (a newline
+# in a string literal typed rather than escaped): recognised as that format,
+# and rendered here on every conversation so the test shows they render the
+# same. google/gemma-2-2b-it: llama.cpp's copy,
+# models/templates/google-gemma-2-2b-it.jinja (sha256
+# ecd6ae513fe103f0eb62e8ab5bfa8d0fe45c1074fa398b089c93a7e70c15cfd6).
+VARIANTS = {
+    "gemma-2-2b-it": {
+        "format": "gemma",
+        "model": "google/gemma-2-2b-it (llama.cpp's copy, models/templates/google-gemma-2-2b-it.jinja)",
+        "bos": "<bos>", "eos": "<eos>",
+        "jinja": (pathlib.Path(__file__).resolve().parent / "chat_templates" / "gemma-2-2b-it.jinja").read_text(),
+    },
+}
 # The templates that read date_string (chat_template_kwargs), each rendered
 # with one given on these conversations.
 DATED_FORMATS = ["llama3.1", "llama3.2"]
@@ -182,6 +206,8 @@ CONVERSATIONS = {
     # the text it folds into the first turn), and a system message alone.
     "system_spaces": [{"role": "system", "content": "  Be brief.\n"}, {"role": "user", "content": " Hi "}],
     "system_only": [SYSTEM],
+    # An empty system message (Phi-3.5's template leaves it out).
+    "system_empty": [{"role": "system", "content": ""}, {"role": "user", "content": "Hi"}],
     "two_users": [{"role": "user", "content": "Hello"}, {"role": "user", "content": "Are you there?"}],
     "system_late": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"},
                     {"role": "system", "content": "Be brief."}, {"role": "user", "content": "Why?"}],
@@ -397,6 +423,18 @@ def main():
             except (jinja2.TemplateError, ValueError) as e:
                 case["error"] = str(e).split("\n")[0]
             cases.append(case)
+    for variant, t in VARIANTS.items():
+        assert t["jinja"] != TEMPLATES[t["format"]]["jinja"]
+        tok = tokenizer_for(t["bos"], t["eos"])
+        for conv_name, messages in CONVERSATIONS.items():
+            for opt in OPTIONS:
+                case = {"format": t["format"], "template": variant, "conversation": conv_name, "messages": messages,
+                        **opt}
+                try:
+                    case["text"] = tok.apply_chat_template(messages, chat_template=t["jinja"], tokenize=False, **opt)
+                except (jinja2.TemplateError, ValueError) as e:
+                    case["error"] = str(e).split("\n")[0]
+                cases.append(case)
     for fmt in DATED_FORMATS:
         tok = tokenizer_for(TEMPLATES[fmt]["bos"], TEMPLATES[fmt]["eos"])
         for conv_name in ["system_and_user", "no_system", "tools_call_result"]:
@@ -419,6 +457,8 @@ def main():
                      "sentencepiece": sentencepiece.__version__},
         "templates": {fmt: {"model": t["model"], "bos_token": t["bos"], "eos_token": t["eos"], "jinja": t["jinja"]}
                       for fmt, t in TEMPLATES.items()},
+        "variants": {name: {"format": t["format"], "model": t["model"], "bos_token": t["bos"], "eos_token": t["eos"],
+                            "jinja": t["jinja"]} for name, t in VARIANTS.items()},
         "cases": cases,
         "stories260K_llama2_ids": stories_llama2_ids(),
     }

@@ -26,7 +26,7 @@ json Golden() {
 
 TEST(ChatTemplateTest, RecognisesEachPublishedTemplateAndNothingElse) {
   const json doc = Golden();
-  ASSERT_EQ(doc["templates"].size(), 13u);
+  ASSERT_EQ(doc["templates"].size(), 14u);
   for (const auto& [name, t] : doc["templates"].items()) {
     const std::string jinja = t["jinja"].get<std::string>();
     std::optional<ChatFormat> format = KnownChatTemplate(jinja);
@@ -38,6 +38,16 @@ TEST(ChatTemplateTest, RecognisesEachPublishedTemplateAndNothingElse) {
     std::string edited = jinja;
     edited.insert(edited.size() / 2, " ");
     EXPECT_FALSE(KnownChatTemplate(edited).has_value()) << name;
+  }
+  // Other models' copies of a format's template, typed differently: the
+  // same format (RendersAsTransformersDoes renders their cases).
+  ASSERT_GE(doc["variants"].size(), 1u);
+  for (const auto& [name, t] : doc["variants"].items()) {
+    const std::string jinja = t["jinja"].get<std::string>();
+    ASSERT_NE(jinja, doc["templates"][t["format"].get<std::string>()]["jinja"].get<std::string>()) << name;
+    std::optional<ChatFormat> format = KnownChatTemplate(jinja);
+    ASSERT_TRUE(format.has_value()) << name << " (" << t["model"] << ") not recognised";
+    EXPECT_EQ(ChatFormatName(*format), t["format"].get<std::string>()) << name;
   }
   EXPECT_FALSE(KnownChatTemplate("").has_value());
 }
@@ -73,7 +83,8 @@ TEST(ChatTemplateTest, RendersAsTransformersDoes) {
     options.bos_token = doc["templates"][name]["bos_token"];
     options.eos_token = doc["templates"][name]["eos_token"];
     absl::StatusOr<std::string> text = RenderChat(*format, messages, options);
-    const std::string where = name + " / " + c["conversation"].get<std::string>() + " / add_generation_prompt " +
+    const std::string where = name + (c.contains("template") ? " (" + c["template"].get<std::string>() + ")" : "") +
+                              " / " + c["conversation"].get<std::string>() + " / add_generation_prompt " +
                               (options.add_generation_prompt ? "true" : "false") + " / continue_final_message " +
                               (options.continue_final_message ? "true" : "false") +
                               (c.contains("enable_thinking") ? " / enable_thinking " + c["enable_thinking"].dump() : "") +
@@ -164,7 +175,7 @@ TEST(ChatTemplateTest, RefusalsNameTheMessageAndTheTemplate) {
 TEST(ChatTemplateTest, NamesRoundTrip) {
   for (const char* name :
        {"chatml", "llama2", "llama3", "zephyr", "gemma", "phi3", "mistral", "qwen2", "llama3.1", "qwen2.5",
-        "gemma3", "qwen3", "llama3.2"}) {
+        "gemma3", "qwen3", "llama3.2", "phi3.5"}) {
     absl::StatusOr<ChatFormat> f = ChatFormatFromName(name);
     ASSERT_TRUE(f.ok()) << name;
     EXPECT_EQ(ChatFormatName(*f), name);
@@ -173,7 +184,7 @@ TEST(ChatTemplateTest, NamesRoundTrip) {
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(),
             "chat template 'vicuna' is not one of: chatml, llama2, llama3, zephyr, gemma, phi3, mistral, qwen2, "
-            "llama3.1, qwen2.5, gemma3, qwen3, llama3.2");
+            "llama3.1, qwen2.5, gemma3, qwen3, llama3.2, phi3.5");
 }
 
 }  // namespace
