@@ -1,6 +1,7 @@
 #include "engine/formats/decoder_config.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <optional>
 #include <string>
@@ -265,6 +266,50 @@ absl::StatusOr<RopeScalingKind> ParseScalingType(const std::string& type, const 
   return absl::InvalidArgumentError(absl::StrCat(where, ": unknown rope scaling type '", type, "'"));
 }
 
+// llama.cpp's tokens that end generation ("EOG"), by their text
+// (llama-vocab.cpp, llama-cpp-python 0.3.36's llama.cpp): a GGUF names only
+// its EOS (and perhaps EOT / EOM) token, so llama.cpp also stops at any
+// token spelled as a turn or text end of the families it knows. Its two
+// exceptions, for architectures this server refuses (gpt-oss's and
+// Solar-Open's <|end|>, Gemma 4's and PLaMo's </s>), are not mirrored.
+constexpr std::array<absl::string_view, 22> kLlamaCppEndOfGenerationTexts = {
+    "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>", "<end_of_turn>",
+    "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]", "<|end_of_text|>",
+    "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>", "<｜end▁of▁sentence｜>", "[e~[",
+};
+
+// The ids that end a GGUF decoder's generation, as llama.cpp's
+// special_eog_ids: EOS, EOT, EOM, the fill-in-the-middle pad / repo /
+// separator tokens, and every token whose text is one above (Gemma's
+// <end_of_turn>, which its GGUFs name nowhere; Qwen's <|endoftext|> beside
+// <|im_end|>; Llama-3's <|eom_id|>), as transformers stops at
+// generation_config.json's list.
+absl::Status ReadGgufEndOfGeneration(const GgufFile& g, DecoderConfig& c) {
+  auto add = [&c](int64_t id) {
+    if (id >= 0 && id < c.vocab_size &&
+        std::find(c.eos_token_ids.begin(), c.eos_token_ids.end(), id) == c.eos_token_ids.end()) {
+      c.eos_token_ids.push_back(static_cast<int>(id));
+    }
+  };
+  add(c.eos_token_id);
+  for (const char* key : {"tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id",
+                          "tokenizer.ggml.fim_pad_token_id", "tokenizer.ggml.fim_rep_token_id",
+                          "tokenizer.ggml.fim_sep_token_id"}) {
+    ASSIGN_OR_RETURN(int64_t id, g.GetIntOr(key, -1));
+    add(id);
+  }
+  if (g.Find("tokenizer.ggml.tokens") == nullptr) return absl::OkStatus();
+  ASSIGN_OR_RETURN(const std::vector<std::string>* tokens, g.GetStringArray("tokenizer.ggml.tokens"));
+  for (size_t id = 0; id < tokens->size(); ++id) {
+    const std::string& text = (*tokens)[id];
+    if (std::find(kLlamaCppEndOfGenerationTexts.begin(), kLlamaCppEndOfGenerationTexts.end(), text) !=
+        kLlamaCppEndOfGenerationTexts.end()) {
+      add(static_cast<int64_t>(id));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // The Gemmas as llama.cpp converts and runs them (convert_hf_to_gguf.py's
 // Gemma classes; llama-model.cpp's load_hparams and llm_build_gemma*): the
 // file's norm weights already hold transformers' 1 + weight (offset 0 here);
@@ -285,19 +330,6 @@ absl::Status ReadGgufGemma(const GgufFile& g, DecoderConfig& c) {
   c.mlp = MlpKind::kGeGlu;
   c.norm_weight_offset = 0.0f;
   c.embedding_scale = static_cast<float>(std::sqrt(static_cast<double>(c.hidden_size)));
-  // Instruct Gemmas end a turn with <end_of_turn>, which their GGUFs name
-  // nowhere (no eot_token_id): llama.cpp finds it by its text and stops
-  // there (llama-vocab.cpp), as transformers does through
-  // generation_config.json.
-  if (g.Find("tokenizer.ggml.tokens") != nullptr) {
-    ASSIGN_OR_RETURN(const std::vector<std::string>* tokens, g.GetStringArray("tokenizer.ggml.tokens"));
-    const auto it = std::find(tokens->begin(), tokens->end(), "<end_of_turn>");
-    const int id = static_cast<int>(it - tokens->begin());
-    if (it != tokens->end() && id < c.vocab_size &&
-        std::find(c.eos_token_ids.begin(), c.eos_token_ids.end(), id) == c.eos_token_ids.end()) {
-      c.eos_token_ids.push_back(id);
-    }
-  }
   if (a == "gemma") return absl::OkStatus();
   c.sandwich_norms = true;
   const bool size_27b = (a == "gemma2" && c.num_layers == 46) || (a == "gemma3" && c.num_layers == 62);
@@ -368,9 +400,7 @@ absl::StatusOr<DecoderConfig> DecoderConfigFromGguf(const GgufFile& g) {
   ASSIGN_OR_RETURN(int64_t eos, g.GetIntOr("tokenizer.ggml.eos_token_id", -1));
   c.bos_token_id = bos >= 0 && bos < c.vocab_size ? static_cast<int>(bos) : -1;
   c.eos_token_id = eos >= 0 && eos < c.vocab_size ? static_cast<int>(eos) : -1;
-  if (c.eos_token_id >= 0) c.eos_token_ids.push_back(c.eos_token_id);
-  ASSIGN_OR_RETURN(int64_t eot, g.GetIntOr("tokenizer.ggml.eot_token_id", -1));
-  if (eot >= 0 && eot < c.vocab_size && eot != c.eos_token_id) c.eos_token_ids.push_back(static_cast<int>(eot));
+  RETURN_IF_ERROR(ReadGgufEndOfGeneration(g, c));
 
   if (c.arch == DecoderArch::kGpt2) {
     c.norm = NormKind::kLayerNorm;

@@ -1,6 +1,8 @@
 #include "engine/formats/decoder_config.h"
 
+#include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -9,6 +11,7 @@
 #include "engine/formats/gguf_file.h"
 #include "engine/formats/hf_config.h"
 #include "engine/formats/json_util.h"
+#include "nlohmann/json.hpp"
 #include "tests/fuzz/gguf_test_writer.h"
 
 namespace attnserve {
@@ -113,6 +116,31 @@ TEST(DecoderConfigTest, Qwen3HasQkNormHalfSplitAndItsOwnHeadDimInBothFormats) {
 // already hold 1 + weight, the attention scale and the sliding layers come
 // from the architecture, Gemma 3's sliding layers rotate with
 // rope.freq_base_swa; otherwise the same model as its HF directory.
+// The ids a GGUF decoder stops at are llama.cpp's end-of-generation tokens
+// (tools/golden/gguf_eog_llamacpp.py: llama_vocab_is_eog over every id of
+// each fixture): EOS, the file's EOT / EOM / FIM ids, and the tokens spelled
+// as llama.cpp's list of turn and text ends, whatever their type
+// (eog_tiny/model.gguf takes each path; Qwen's <|endoftext|> beside
+// <|im_end|>, Gemma's <end_of_turn>).
+TEST(DecoderConfigTest, GgufEndOfGenerationIdsAreLlamaCpps) {
+  std::ifstream in(kModels + "gguf_eog_llamacpp.json");
+  ASSERT_TRUE(in.good()) << "run tools/golden/gguf_eog_llamacpp.py";
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  ASSERT_GE(doc["files"].size(), 10u);
+  size_t most = 0;
+  for (const nlohmann::json& f : doc["files"]) {
+    const std::string name = f["file"].get<std::string>();
+    SCOPED_TRACE(name);
+    DecoderConfig c = FromGgufFile(name == "stories260K" ? kStories : kModels + name);
+    std::vector<int> ids = c.eos_token_ids;
+    EXPECT_EQ(ids.front(), c.eos_token_id);  // EOS first, as before
+    std::sort(ids.begin(), ids.end());
+    EXPECT_EQ(ids, f["eog_ids"].get<std::vector<int>>());
+    most = std::max(most, ids.size());
+  }
+  EXPECT_GE(most, 18u);  // eog_tiny's: every path taken
+}
+
 TEST(DecoderConfigTest, GemmaGgufMatchesItsHfDirectory) {
   for (const char* name : {"gemma_tiny", "gemma2_gguf_tiny", "gemma3_gguf_tiny"}) {
     SCOPED_TRACE(name);
