@@ -203,16 +203,22 @@ absl::StatusOr<std::string> Render(ChatFormat format, absl::Span<const ChatMessa
       return out;
     }
     case ChatFormat::kGemma3: {
-      // The system message is not a turn: its text (untrimmed) and a blank
-      // line open the first turn after it (a user's: turns alternate from there).
+      // The system message is not a turn: its text (untrimmed; of an array,
+      // the first part) and a blank line open the first turn after it (a
+      // user's: turns alternate from there). An array's parts are each
+      // trimmed and joined with nothing.
       out += o.bos_token;
       const bool system = m[0].role == "system";
       const size_t first = system ? 1 : 0;
       if (absl::Status s = CheckAlternation(m, first, format); !s.ok()) return s;
+      std::string system_text;
+      if (system) system_text = m[0].content_parts.empty() ? m[0].content : m[0].content_parts[0];
       for (size_t i = first; i < m.size(); ++i) {
+        std::string text;
+        if (m[i].content_parts.empty()) text = PyStrip(m[i].content);
+        for (const std::string& part : m[i].content_parts) text += PyStrip(part);
         absl::StrAppend(&out, "<start_of_turn>", m[i].role == "assistant" ? "model" : m[i].role, "\n",
-                        i == first && system ? absl::StrCat(m[0].content, "\n\n") : "", PyStrip(m[i].content),
-                        "<end_of_turn>\n");
+                        i == first && system ? absl::StrCat(system_text, "\n\n") : "", text, "<end_of_turn>\n");
       }
       if (gen) out += "<start_of_turn>model\n";
       return out;
@@ -348,6 +354,10 @@ absl::StatusOr<std::string> RenderChat(ChatFormat format, absl::Span<const ChatM
   static constexpr absl::string_view kTag = "CONTINUE_FINAL_MESSAGE_TAG ";
   std::vector<ChatMessage> tagged(messages.begin(), messages.end());
   absl::StrAppend(&tagged.back().content, kTag);
+  // Of an array, the last part is the text continued (transformers').
+  if (!tagged.back().content_parts.empty()) absl::StrAppend(&tagged.back().content_parts.back(), kTag);
+  const std::string& final_text =
+      messages.back().content_parts.empty() ? messages.back().content : messages.back().content_parts.back();
   absl::StatusOr<std::string> rendered = Render(format, tagged, false, options);
   if (!rendered.ok()) return rendered.status();
   const absl::string_view bare = kTag.substr(0, kTag.size() - 1);
@@ -355,7 +365,7 @@ absl::StatusOr<std::string> RenderChat(ChatFormat format, absl::Span<const ChatM
   // Also as transformers: the message's text, stripped, must be in the
   // prompt (a template that rewrites it, as qwen3 does a <think> block,
   // would have the model continue something else).
-  if (at == std::string::npos || rendered->find(PyStrip(messages.back().content)) == std::string::npos) {
+  if (at == std::string::npos || rendered->find(PyStrip(final_text)) == std::string::npos) {
     return absl::InvalidArgumentError(absl::StrCat("continue_final_message: the ", ChatFormatName(format),
                                                    " chat template does not show the final message's content"));
   }

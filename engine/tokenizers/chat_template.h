@@ -86,6 +86,12 @@ struct ChatMessage {
   // "reasoning_content" / "reasoning"); only qwen3's template shows it,
   // and only in the turns after the last user query.
   std::optional<std::string> reasoning_content = std::nullopt;
+  // The text parts of an OpenAI content array as sent (content holds them
+  // joined with "\n", what templates that take a string are given, as in
+  // vLLM); empty for a string. gemma3's template reads the parts, as vLLM
+  // hands them to it: each trimmed, joined with nothing (a system message:
+  // its first part).
+  std::vector<std::string> content_parts = {};
 };
 
 struct ChatRenderOptions {

@@ -67,6 +67,7 @@ absl::StatusOr<std::vector<int32_t>> ChatPromptIds(const v1::ChatPrompt& chat, c
     }
     ChatMessage message{m.role(), m.content(), {}};
     for (const v1::ChatToolCall& call : m.tool_calls()) message.tool_calls.push_back({call.name(), call.arguments()});
+    message.content_parts.assign(m.content_parts().begin(), m.content_parts().end());
     if (m.has_reasoning_content()) {
       if (m.role() != "assistant") {
         return absl::InvalidArgumentError(absl::StrCat("chat.messages[", i, "].reasoning_content: only an assistant's"));

@@ -130,6 +130,9 @@ absl::Status ParseMessages(const json& root, bool tool_turns, v1::ChatPrompt* ch
     if (content == nullptr) return absl::InvalidArgumentError(field + ".content: required");
     ASSIGN_OR_RETURN(std::string text, MessageContent(*content, field + ".content"));
     out->set_content(std::move(text));
+    if (content->is_array()) {
+      for (const json& part : *content) out->add_content_parts(part["text"].get<std::string>());
+    }
   }
   return absl::OkStatus();
 }

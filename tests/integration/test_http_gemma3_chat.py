@@ -85,6 +85,19 @@ def test_chat_answer_is_the_greedy_continuation_of_the_reference_prompt(server, 
     assert r.choices[0].message.content == native["text"]
 
 
+@pytest.mark.parametrize("conversation", ["parts_user", "parts_system", "parts_mixed"])
+def test_content_arrays_reach_the_template_as_parts(server, model_dir, conversation):
+    # vLLM hands Gemma 3's template the parts (it iterates them): each text
+    # trimmed, joined with nothing; a system message's first part only.
+    messages = CONVERSATIONS[conversation]
+    text, want = reference_ids(model_dir, messages, add_generation_prompt=True)
+    last = messages[-1]["content"]
+    assert "".join(part["text"].strip() for part in last) + "<end_of_turn>" in text
+    status, body = post_json(server, "/tokenize", {"model": "gemma3_tiny", "messages": messages})
+    assert status == 200, body
+    assert body["tokens"] == want
+
+
 def test_continue_final_message_as_transformers(server, model_dir):
     messages = CONVERSATIONS["partial_answer"]
     text, want = reference_ids(model_dir, messages, add_generation_prompt=False, continue_final_message=True)

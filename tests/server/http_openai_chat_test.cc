@@ -46,6 +46,9 @@ TEST(OpenAiChatTest, MessagesAndSamplingMapOntoAChatPrompt) {
   ASSERT_EQ(r.chat().messages_size(), 4);
   EXPECT_EQ(r.chat().messages(0).role(), "system");  // developer is OpenAI's newer name for it
   EXPECT_EQ(r.chat().messages(1).content(), "Hello\nthere");  // text parts joined as vLLM
+  // ... and kept as sent, for templates that read the parts (gemma3)
+  EXPECT_THAT(r.chat().messages(1).content_parts(), ::testing::ElementsAre("Hello", "there"));
+  EXPECT_EQ(r.chat().messages(2).content_parts_size(), 0);  // a string
   EXPECT_FALSE(r.chat().has_add_generation_prompt());          // the core's default: true
   EXPECT_EQ(r.sampling().max_new_tokens(), 7);  // max_completion_tokens wins over max_tokens
   EXPECT_FLOAT_EQ(r.sampling().temperature(), 0.5f);

@@ -303,6 +303,22 @@ QWEN3_CONVERSATIONS = {
                      {"role": "assistant", "content": "<think>\nHmm\n</think>\n\nA"},
                      {"role": "system", "content": "Be brief."}],
 }
+# OpenAI content arrays, for Gemma 3's template, which reads them (vLLM hands
+# it the parts): each text part trimmed and joined with nothing; a system
+# message's first part only. The C++ side is given the parts as sent.
+def parts(*texts):
+    return [{"type": "text", "text": t} for t in texts]
+
+
+GEMMA3_PART_CONVERSATIONS = {
+    "parts_user": [{"role": "user", "content": parts(" Hello ", "there\n", "\tfriend")}],
+    "parts_system": [{"role": "system", "content": parts(" Be brief. ", "Ignored: only the first part shows")},
+                     {"role": "user", "content": parts("Hi", " you ")}],
+    "parts_mixed": [{"role": "user", "content": "A string "}, {"role": "assistant", "content": parts("one ", " two")},
+                    {"role": "user", "content": parts("three")}],
+    "parts_partial_answer": [{"role": "user", "content": "Name a colour."},
+                             {"role": "assistant", "content": parts("The colour", " is ")}],
+}
 THINKING_CALL = {"role": "assistant", "content": "", "reasoning_content": "I need the weather tool.",
                  "tool_calls": CALL["tool_calls"]}
 QWEN3_TOOL_CONVERSATIONS = {
@@ -435,6 +451,10 @@ def main():
                 except (jinja2.TemplateError, ValueError) as e:
                     case["error"] = str(e).split("\n")[0]
                 cases.append(case)
+    tok = tokenizer_for(TEMPLATES["gemma3"]["bos"], TEMPLATES["gemma3"]["eos"])
+    for conv_name, messages in GEMMA3_PART_CONVERSATIONS.items():
+        for opt in OPTIONS[:3]:
+            cases.append({"conversation": conv_name, **render(tok, "gemma3", messages, **opt)})
     for fmt in DATED_FORMATS:
         tok = tokenizer_for(TEMPLATES[fmt]["bos"], TEMPLATES[fmt]["eos"])
         for conv_name in ["system_and_user", "no_system", "tools_call_result"]:

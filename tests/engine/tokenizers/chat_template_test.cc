@@ -66,7 +66,17 @@ TEST(ChatTemplateTest, RendersAsTransformersDoes) {
     ASSERT_TRUE(format.ok()) << format.status();
     std::vector<ChatMessage> messages;
     for (const json& m : c["messages"]) {
-      ChatMessage message{m["role"], m.value("content", ""), {}};
+      ChatMessage message{m["role"], "", {}};
+      if (m.contains("content") && m["content"].is_array()) {
+        // Text parts, as the server gives them: joined with "\n", and as sent.
+        for (const json& part : m["content"]) {
+          if (!message.content_parts.empty()) message.content += "\n";
+          message.content += part["text"].get<std::string>();
+          message.content_parts.push_back(part["text"].get<std::string>());
+        }
+      } else {
+        message.content = m.value("content", "");
+      }
       for (const json& call : m.value("tool_calls", json::array())) {
         message.tool_calls.push_back({call["function"]["name"], call["function"]["arguments"].dump()});
       }
