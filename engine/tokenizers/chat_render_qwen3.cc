@@ -5,7 +5,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "engine/tokenizers/python_json.h"
+#include "engine/tokenizers/chat_render_qwen_tools.h"
 
 namespace attnserve {
 namespace {
@@ -55,18 +55,8 @@ absl::StatusOr<std::string> RenderQwen3(absl::Span<const ChatMessage> m, bool ge
   if (!o.tools.empty()) {
     out += "<|im_start|>system\n";
     if (m[0].role == "system") absl::StrAppend(&out, m[0].content, "\n\n");
-    out +=
-        "# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with "
-        "function signatures within <tools></tools> XML tags:\n<tools>";
-    for (size_t t = 0; t < o.tools.size(); ++t) {
-      absl::StatusOr<std::string> tool = PythonJsonDumpsText(o.tools[t], absl::StrCat("tools[", t, "]"));
-      if (!tool.ok()) return tool.status();
-      absl::StrAppend(&out, "\n", *tool);
-    }
-    out +=
-        "\n</tools>\n\nFor each function call, return a json object with function name and arguments within "
-        "<tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": "
-        "<args-json-object>}\n</tool_call><|im_end|>\n";
+    if (absl::Status s = AppendQwenTools(o.tools, &out); !s.ok()) return s;
+    out += "<|im_end|>\n";
   } else if (m[0].role == "system") {
     absl::StrAppend(&out, "<|im_start|>system\n", m[0].content, "<|im_end|>\n");
   }
@@ -95,18 +85,11 @@ absl::StatusOr<std::string> RenderQwen3(absl::Span<const ChatMessage> m, bool ge
       }
       for (size_t c = 0; c < msg.tool_calls.size(); ++c) {
         if (c > 0 || !text.content.empty()) out += "\n";
-        absl::StatusOr<std::string> arguments = PythonJsonDumpsText(
-            msg.tool_calls[c].arguments, absl::StrCat("messages[", i, "].tool_calls[", c, "].function.arguments"));
-        if (!arguments.ok()) return arguments.status();
-        absl::StrAppend(&out, "<tool_call>\n{\"name\": \"", msg.tool_calls[c].name, "\", \"arguments\": ", *arguments,
-                        "}\n</tool_call>");
+        if (absl::Status s = AppendQwenToolCall(msg.tool_calls[c], static_cast<size_t>(i), c, &out); !s.ok()) return s;
       }
       out += "<|im_end|>\n";
     } else if (msg.role == "tool") {
-      // Results in a row share one user turn.
-      if (i == 0 || m[i - 1].role != "tool") out += "<|im_start|>user";
-      absl::StrAppend(&out, "\n<tool_response>\n", msg.content, "\n</tool_response>");
-      if (i + 1 == n || m[i + 1].role != "tool") out += "<|im_end|>\n";
+      AppendQwenToolResult(m, static_cast<size_t>(i), &out);  // results in a row share one user turn
     }
     // Any other role (a first system message: above) shows nothing.
   }
