@@ -26,6 +26,19 @@ DEV = REPO / "dev"
 _HANDED_OUT_PORTS: set = set()
 
 
+def model_copy_with_tokenizer_config(source: pathlib.Path, name: str, tokenizer_config: dict) -> pathlib.Path:
+    """A copy of a model directory (a tiny fixture) whose tokenizer_config.json
+    is `tokenizer_config` (a chat template, its special tokens), under the
+    checkout: the server runs in the project's Debian root, which sees the
+    checkout but not this machine's /tmp."""
+    import shutil
+    out = REPO / ".cache/test-data" / name
+    shutil.rmtree(out, ignore_errors=True)
+    shutil.copytree(source, out)
+    (out / "tokenizer_config.json").write_text(json.dumps(tokenizer_config))
+    return out
+
+
 def free_port() -> int:
     """A port nothing listens on now, never one this process handed out
     before: the kernel may give the same free port to two binds in a row

@@ -11,11 +11,10 @@ tokenizers library from the same tokenizer.json without special tokens
 added (qwen3_tiny has no <|user|> token: Phi-3.5's markers are plain text
 on both sides, and the start-up log warns of it)."""
 import json
-import shutil
 
 import pytest
 
-from conftest import REPO, ServerProcess, http_get, post_json
+from conftest import REPO, ServerProcess, http_get, model_copy_with_tokenizer_config, post_json
 
 GOLDEN = json.loads((REPO / "tests/golden/chat_templates/renders.json").read_text())
 MODELS = REPO / "tests/golden/decoder_models"
@@ -33,11 +32,8 @@ CONVERSATIONS = {c["conversation"]: c["messages"] for c in GOLDEN["cases"] if c[
 @pytest.fixture(scope="module", params=sorted(CASES))
 def served(request):
     model, jinja, special, fmt = CASES[request.param]
-    # Under the checkout: the server runs in the project's Debian root.
-    out = REPO / f".cache/test-data/{model}_{request.param}_chat"
-    shutil.rmtree(out, ignore_errors=True)
-    shutil.copytree(MODELS / model, out)
-    (out / "tokenizer_config.json").write_text(json.dumps({**special, "chat_template": jinja}))
+    out = model_copy_with_tokenizer_config(MODELS / model, f"{model}_{request.param}_chat",
+                                           {**special, "chat_template": jinja})
     s = ServerProcess(f"--decoder-model={out}", "--threads=1")
     yield s, out, jinja, special, fmt
     s.close()

@@ -11,11 +11,10 @@ tokenized by the tokenizers library from the same tokenizer.json, without
 special tokens added (as apply_chat_template tokenizes). Answers must equal
 the native API's greedy continuation of exactly those ids."""
 import json
-import shutil
 
 import pytest
 
-from conftest import REPO, ServerProcess, http_get, post_json
+from conftest import REPO, ServerProcess, http_get, model_copy_with_tokenizer_config, post_json
 
 GOLDEN = json.loads((REPO / "tests/golden/chat_templates/renders.json").read_text())
 GEMMA3 = GOLDEN["templates"]["gemma3"]["jinja"]
@@ -25,15 +24,9 @@ SOURCE = REPO / "tests/golden/decoder_models/gemma3_tiny"
 
 @pytest.fixture(scope="module")
 def model_dir():
-    # Under the checkout: the server runs in the project's Debian root, which
-    # sees the checkout but not this machine's /tmp.
-    out = REPO / ".cache/test-data/gemma3_tiny_chat"
-    shutil.rmtree(out, ignore_errors=True)
-    shutil.copytree(SOURCE, out)
-    (out / "tokenizer_config.json").write_text(json.dumps(
-        {"bos_token": "<bos>", "eos_token": "<eos>", "pad_token": "<pad>", "unk_token": "<unk>",
-         "chat_template": GEMMA3}))
-    return out
+    return model_copy_with_tokenizer_config(SOURCE, "gemma3_tiny_chat", {
+        "bos_token": "<bos>", "eos_token": "<eos>", "pad_token": "<pad>", "unk_token": "<unk>",
+        "chat_template": GEMMA3})
 
 
 @pytest.fixture(scope="module")

@@ -14,11 +14,10 @@ chat_template_kwargs, and the native API's chat prompt. Answers with
 thinking off must equal the native API's greedy continuation of exactly
 those ids, all of it content under --reasoning-parser=qwen3."""
 import json
-import shutil
 
 import pytest
 
-from conftest import REPO, ServerProcess, http_get, post_json
+from conftest import REPO, ServerProcess, http_get, model_copy_with_tokenizer_config, post_json
 
 GOLDEN = json.loads((REPO / "tests/golden/chat_templates/renders.json").read_text())
 QWEN3 = GOLDEN["templates"]["qwen3"]["jinja"]
@@ -29,14 +28,8 @@ SOURCE = REPO / "tests/golden/decoder_models/qwen3_tiny"
 
 @pytest.fixture(scope="module")
 def model_dir():
-    # Under the checkout: the server runs in the project's Debian root, which
-    # sees the checkout but not this machine's /tmp.
-    out = REPO / ".cache/test-data/qwen3_tiny_chat"
-    shutil.rmtree(out, ignore_errors=True)
-    shutil.copytree(SOURCE, out)
-    (out / "tokenizer_config.json").write_text(json.dumps(
-        {"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>", "chat_template": QWEN3}))
-    return out
+    return model_copy_with_tokenizer_config(SOURCE, "qwen3_tiny_chat", {
+        "eos_token": "<|im_end|>", "pad_token": "<|endoftext|>", "chat_template": QWEN3})
 
 
 @pytest.fixture(scope="module")
