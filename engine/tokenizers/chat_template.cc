@@ -310,6 +310,14 @@ std::vector<absl::string_view> ChatMarkerTokens(ChatFormat format) {
   }
 }
 
+std::string ChatFormatNamesWithTools() {
+  std::vector<absl::string_view> names;
+  for (const ChatTemplateText& e : PublishedChatTemplates()) {
+    if (ChatFormatHasTools(e.format)) names.push_back(e.name);
+  }
+  return absl::StrJoin(names, ", ");
+}
+
 std::string ChatFormatNames() {
   std::vector<absl::string_view> names;
   for (const ChatTemplateText& e : PublishedChatTemplates()) names.push_back(e.name);

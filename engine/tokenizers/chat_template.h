@@ -71,6 +71,8 @@ std::optional<ChatFormat> KnownChatTemplate(absl::string_view jinja);
 // True where the format's template shows tools and has turns for tool calls
 // and their results (llama3.1, llama3.2, qwen2.5, qwen3).
 bool ChatFormatHasTools(ChatFormat format);
+// Those formats' names, comma-separated (for messages).
+std::string ChatFormatNamesWithTools();
 
 // One function call an assistant made.
 struct ChatToolCall {

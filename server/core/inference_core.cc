@@ -187,7 +187,7 @@ absl::StatusOr<std::unique_ptr<InferenceCore>> InferenceCore::Create(const Serve
         !(m.chat.format.has_value() && ChatFormatHasTools(*m.chat.format))) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--tool-call-parser=", options.models.tool_call_parser, ": needs a chat template that shows tools (",
-          "--chat-template=llama3.1 or qwen2.5); the chat template here is ",
+          "--chat-template=", ChatFormatNamesWithTools(), "); the chat template here is ",
           m.chat.format.has_value() ? std::string(ChatFormatName(*m.chat.format)) : std::string("none")));
     }
   }

@@ -128,8 +128,8 @@ def test_a_parser_without_a_template_that_shows_tools_refuses_to_start():
     rc, out = start_failure("--grpc-port=0", "--http-port=0", f"--decoder-model={DECODER}", "--chat-template=llama2",
                             "--tool-call-parser=llama3_json")
     assert rc != 0
-    assert "--tool-call-parser=llama3_json: needs a chat template that shows tools (--chat-template=llama3.1 or " \
-           "qwen2.5); the chat template here is llama2" in out, out[-2000:]
+    assert "--tool-call-parser=llama3_json: needs a chat template that shows tools (--chat-template=llama3.1, " \
+           "qwen2.5, qwen3, llama3.2); the chat template here is llama2" in out, out[-2000:]
     rc, out = start_failure("--grpc-port=0", "--http-port=0", "--tool-call-parser=xml")
     assert rc != 0 and "--tool-call-parser=xml: must be llama3_json, hermes or empty" in out, out[-2000:]
 

@@ -190,6 +190,7 @@ TEST(ChatTemplateTest, NamesRoundTrip) {
     ASSERT_TRUE(f.ok()) << name;
     EXPECT_EQ(ChatFormatName(*f), name);
   }
+  EXPECT_EQ(ChatFormatNamesWithTools(), "llama3.1, qwen2.5, qwen3, llama3.2");
   absl::StatusOr<ChatFormat> bad = ChatFormatFromName("vicuna");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(),
