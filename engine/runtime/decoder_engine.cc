@@ -47,12 +47,19 @@ struct DecoderEngine::Sequence {
   std::string trigger;
   std::string trigger_tail;
   bool watching() const { return !trigger.empty() && !schema_state.has_value(); }
+  // constrain_after until the output has written it (then empty): the text
+  // is free, its last bytes in free_tail; the format holds what follows.
+  std::string free_until;
+  std::string free_tail;
+  bool thinking() const { return !free_until.empty(); }
   // allowed_token_ids as a mask over the vocabulary (empty: no such list).
   std::vector<uint8_t> allowed_ids;
   // bad_words, each as the token ids that spell it.
   std::vector<std::vector<int32_t>> bad_word_ids;
   int32_t constraint_prev = -1;
-  bool constrained() const { return json.has_value() || choice.has_value() || schema_state.has_value(); }
+  bool constrained() const {
+    return !thinking() && (json.has_value() || choice.has_value() || schema_state.has_value());
+  }
   bool constraint_complete() const {
     if (json.has_value()) return json->complete();
     if (schema_state.has_value()) return schema_state->complete();
@@ -183,6 +190,15 @@ absl::Status ValidateGenerationParams(const GenerationParams& p, const ModelDesc
   if (p.lazy_trigger.size() > kMaxLazyTriggerBytes) {
     return absl::InvalidArgumentError(
         absl::StrCat("lazy_trigger: ", p.lazy_trigger.size(), " bytes, at most ", kMaxLazyTriggerBytes));
+  }
+  if (!p.constrain_after.empty() &&
+      (p.output_format == OutputFormat::kText || p.output_format == OutputFormat::kLazyJsonSchema)) {
+    return absl::InvalidArgumentError(
+        "constrain_after: only with a JSON object, JSON schema, choice or regex format");
+  }
+  if (p.constrain_after.size() > kMaxLazyTriggerBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("constrain_after: ", p.constrain_after.size(), " bytes, at most ", kMaxLazyTriggerBytes));
   }
   if (schema || regex) {
     if (p.ignore_eos || p.min_tokens > 0) {
@@ -361,8 +377,9 @@ absl::StatusOr<SeqId> DecoderEngine::AddSequence(std::vector<int32_t> prompt,
       s->choice.emplace(&s->sorted_choices);
     }
     s->constraint_prev = prompt[prompt_end - 1];
+    s->free_until = params.constrain_after;
     // A lazy one may end free; a triggered one is read while free too.
-    for (size_t i = prompt_end; i < prompt.size() && (s->constrained() || s->watching()); ++i) {
+    for (size_t i = prompt_end; i < prompt.size() && (s->constrained() || s->watching() || s->thinking()); ++i) {
       if (!AdvanceConstraint(*s, prompt[i])) {
         return absl::InvalidArgumentError(absl::StrCat("resumed_tokens: token ", prompt[i], " at ", i,
                                                        " does not continue the constrained output"));
@@ -455,7 +472,34 @@ bool DecoderEngine::AdvanceTriggered(Sequence& s, int32_t token) {
   return true;
 }
 
+bool DecoderEngine::AdvanceFree(Sequence& s, int32_t token) {
+  const Tokenizer& tok = model_->tokenizer();
+  std::string bytes;
+  if (tok.IsControl(token)) {
+    // As a lazy trigger: a special token counts where the answer writes it.
+    if (s.params.skip_special_tokens) return true;
+    bytes = tok.IdToPiece(token);
+  } else {
+    bytes = tok.TokenBytes(token, s.constraint_prev);
+    s.constraint_prev = token;
+  }
+  for (char c : bytes) {
+    s.free_tail.push_back(c);
+    if (s.free_tail.size() > s.free_until.size()) s.free_tail.erase(0, 1);
+    if (s.free_tail == s.free_until) {
+      // Held from the next token on, as vLLM's structured outputs start at
+      // the token after the one that ends the thinking (what this token
+      // writes past the bytes is free).
+      s.free_until.clear();
+      s.free_tail.clear();
+      return true;
+    }
+  }
+  return true;
+}
+
 bool DecoderEngine::AdvanceConstraint(Sequence& s, int32_t token) {
+  if (s.thinking()) return AdvanceFree(s, token);  // free text until constrain_after
   if (!s.trigger.empty()) {
     // An end id ends a held value only where it is whole (the mask's rule).
     const bool end_id = std::binary_search(eos_ids_.begin(), eos_ids_.end(), token) ||
@@ -782,7 +826,7 @@ absl::StatusOr<std::vector<StepEvent>> DecoderEngine::Step(absl::Span<const Step
       ev.finish_reason = s.reason;
       continue;
     }
-    if ((s.constrained() || s.watching()) && !AdvanceConstraint(s, tok.id)) {
+    if ((s.constrained() || s.watching() || s.thinking()) && !AdvanceConstraint(s, tok.id)) {
       // Cannot happen while the mask holds; end this sequence, not the batch.
       Finish(s, FlushText(s, ev) ? FinishReason::kStopString : FinishReason::kStop);
       ev.finished = true;

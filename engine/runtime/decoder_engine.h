@@ -150,6 +150,14 @@ struct GenerationParams {
   // kLazyJsonSchema: "" (the value may begin at the first byte), or the
   // text after which each value begins (1..kMaxLazyTriggerBytes bytes).
   std::string lazy_trigger;
+  // kJsonObject, kJsonSchema, kChoice, kRegex: "" (the format holds the
+  // output from its first byte), or up to kMaxLazyTriggerBytes bytes the
+  // output is free text until it writes them ("</think>"): the format then
+  // holds the output from the next token to the end (vLLM's structured
+  // outputs after a reasoning model's thinking, which start at the token
+  // after the one that ends it). An end token before them ends the output
+  // free.
+  std::string constrain_after;
   // kRegex: the regex (at most kMaxRegexBytes).
   std::string regex;
 };
@@ -246,6 +254,9 @@ class DecoderEngine {
   struct SchemaMasks;
   DecoderEngine(std::shared_ptr<const DecoderModel> model, std::unique_ptr<KvCache> kv);
   void Finish(Sequence& s, FinishReason reason);
+  // Before constrain_after is written: reads `token`'s bytes for it (the
+  // format holds from the next token once they are).
+  bool AdvanceFree(Sequence& s, int32_t token);
   // A constrained sequence: feeds `token`'s bytes to its acceptor; false if
   // it refuses them.
   bool AdvanceConstraint(Sequence& s, int32_t token);

@@ -189,6 +189,7 @@ absl::StatusOr<GenerationParams> ToGenerationParams(const v1::GenerateRequest& r
   p.json_schema = s.json_schema();
   p.regex = s.regex();
   p.lazy_trigger = s.lazy_trigger();
+  p.constrain_after = s.constrain_after();
   if (absl::Status st = ValidateGenerationParams(p, model); !st.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("sampling: ", st.message()));
   }

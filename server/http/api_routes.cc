@@ -270,14 +270,19 @@ class Gateway {
   void ChatCompletions(const HttpRequest& request, HttpResponseWriter& w) {
     absl::StatusOr<CompletionCall> call = ParseChatCompletionRequest(request.body, ChatTools());
     if (call.ok() && !call->requests.empty()) {
-      // Not where JSON (response_format, named or required tools) holds the
-      // answer from its first token: it leaves nothing to think in, and
-      // deepseek_r1 would read the whole JSON as unfinished reasoning. A
-      // choice or a regex holds the whole answer too, but may spell the
-      // thinking out ("<think>[^<]*</think>\n\n(yes|no)").
+      call->format.reasoning = ReasoningParserFromName(options_.reasoning_parser).value_or(ReasoningParser::kNone);
+      // Where JSON (response_format, named or required tools) holds the
+      // answer, it holds what follows the thinking, as vLLM's structured
+      // outputs do with a reasoning parser: the model thinks first. Not
+      // where the prompt has already closed the thinking (Qwen3's
+      // enable_thinking false). A choice or a regex holds the whole answer
+      // (and may spell the thinking out: "<think>[^<]*</think>\n\n(yes|no)").
       const v1::ResponseFormat held = call->requests[0].sampling().response_format();
-      if (held != v1::RESPONSE_FORMAT_JSON_OBJECT && held != v1::RESPONSE_FORMAT_JSON_SCHEMA) {
-        call->format.reasoning = ReasoningParserFromName(options_.reasoning_parser).value_or(ReasoningParser::kNone);
+      const v1::ChatPrompt& chat = call->requests[0].chat();
+      const bool thinks = !(chat.has_enable_thinking() && !chat.enable_thinking());
+      if (call->format.reasoning != ReasoningParser::kNone && thinks &&
+          (held == v1::RESPONSE_FORMAT_JSON_OBJECT || held == v1::RESPONSE_FORMAT_JSON_SCHEMA)) {
+        for (v1::GenerateRequest& r : call->requests) r.mutable_sampling()->set_constrain_after("</think>");
       }
     }
     RunCompletion(request, w, std::move(call));

@@ -5,9 +5,11 @@ guided_choice makes it write a reasoning model's answer, which the parser
 must set apart as the message's "reasoning" (and "reasoning_content"),
 whole and streamed. The splitting rules themselves are checked case by case
 in server_http_gateway_test (ReasoningParsersSetTheThinkingApart)."""
+import json
+
 import pytest
 
-from conftest import REPO, ServerProcess
+from conftest import REPO, ServerProcess, post_json
 
 DECODER = REPO.parent / "shared/models/stories260K/stories260K.gguf"
 THOUGHT = "<think>\nThe user wants a story.\n</think>\n\nOnce upon a time."
@@ -70,9 +72,43 @@ def test_an_answer_without_thinking(server, client):
         assert extra(message, "reasoning") == text and message.content is None
 
 
-def test_json_output_is_never_reasoning(server, client):
+def test_json_is_held_after_the_thinking(server, client):
+    # As vLLM's structured outputs with a reasoning parser: the model thinks
+    # first and the format holds what follows "</think>". stories260K never
+    # closes a thought, so its answer stays the free one (thinking that never
+    # ended), not JSON forced from the first token.
     r = client.chat.completions.create(model="stories260K", messages=MESSAGES, max_tokens=20, temperature=0,
                                        response_format={"type": "json_object"})
-    message = r.choices[0].message
-    assert message.content and message.content.lstrip().startswith("{")
-    assert "reasoning" not in (message.model_extra or {})
+    free = client.chat.completions.create(model="stories260K", messages=MESSAGES, max_tokens=20, temperature=0)
+    assert r.choices[0].message.content == free.choices[0].message.content
+    assert extra(r.choices[0].message, "reasoning") == extra(free.choices[0].message, "reasoning")
+    assert r.choices[0].finish_reason == "length"
+    # Where the prompt has closed the thinking (Qwen3's switch off), JSON
+    # holds the answer from its first token, and none of it is thinking.
+    if server.parser == "qwen3":
+        off = client.chat.completions.create(model="stories260K", messages=MESSAGES, max_tokens=20, temperature=0,
+                                             response_format={"type": "json_object"},
+                                             extra_body={"chat_template_kwargs": {"enable_thinking": False}})
+        assert off.choices[0].message.content.lstrip().startswith("{")
+        assert extra(off.choices[0].message, "reasoning") is None
+
+
+def test_native_constrain_after_frees_the_text_until_it(server):
+    # The proto's constrain_after, as the gateway sets it ("</think>"), here
+    # on words stories260K writes: its free story up to them, JSON after.
+    status, plain = post_json(server, "/v1/generate", {"text": "Once upon a time",
+                                                      "sampling": {"max_new_tokens": 40, "temperature": 0}})
+    assert status == 200, plain
+    marker = plain["text"][:12].rstrip()  # ends a token: the next token is held
+    status, held = post_json(server, "/v1/generate", {"text": "Once upon a time", "sampling": {
+        "max_new_tokens": 200, "temperature": 0, "response_format": "RESPONSE_FORMAT_JSON_OBJECT",
+        "constrain_after": marker}})
+    assert status == 200, held
+    assert held["text"].startswith(marker), held["text"]
+    value = held["text"][len(marker):]
+    assert value.lstrip().startswith("{"), held["text"]
+    if held["finish_reason"] == "FINISH_REASON_STOP":
+        json.loads(value)
+    status, body = post_json(server, "/v1/generate", {"text": "Once upon a time", "sampling": {
+        "max_new_tokens": 5, "constrain_after": "x"}})
+    assert status == 400 and "constrain_after: only with" in json.dumps(body), body

@@ -759,6 +759,82 @@ void ExpectAValueHeldAfterEachTrigger(const JsonRun& run, const std::string& tri
 // qwen2_tiny's non-special "<|custom|>", drawn at every free step by a
 // bias. Each time it is written the next value is held, and the text is
 // free after it, so the output is trigger, value, trigger, value, ...
+// constrain_after (a reasoning model's "</think>" with a response format):
+// the output is free, token for token the unconstrained one, until it writes
+// those bytes; the format then holds the rest, to its end (unlike a lazy
+// trigger, nothing is free after the value); a preemption inside either
+// part resumes the same output.
+TEST(ConstrainAfterTest, TheTextIsFreeUntilItThenTheFormatHoldsTheRest) {
+  auto engine = MakeEngine();
+  const Tokenizer& tok = Stories()->tokenizer();
+  const std::vector<int32_t> prompt = Prompt("Once upon a time");
+  GenerationParams text = LazyParams(60, 0.0f);
+  text.output_format = OutputFormat::kText;
+  text.json_schema.clear();
+  const JsonRun plain = Generate(*engine, prompt, text);
+  std::vector<std::string> bytes;
+  for (size_t j = 0; j < plain.ids.size(); ++j) {
+    bytes.push_back(tok.TokenBytes(plain.ids[j], j == 0 ? prompt.back() : plain.ids[j - 1]));
+  }
+  // The first two-token text of 5+ bytes written nowhere before it.
+  size_t end = 0;
+  std::string before, marker;
+  for (size_t k = 2; k + 1 < plain.ids.size() && marker.empty(); ++k) {
+    std::string upto;
+    for (size_t j = 0; j <= k; ++j) upto += bytes[j];
+    const std::string candidate = bytes[k - 1] + bytes[k];
+    if (candidate.size() >= 5 && upto.find(candidate) == upto.size() - candidate.size()) {
+      marker = candidate;
+      before = upto;
+      end = k + 1;
+    }
+  }
+  ASSERT_FALSE(marker.empty()) << plain.text;
+
+  GenerationParams held = LazyParams(200, 0.0f);
+  held.output_format = OutputFormat::kJsonSchema;
+  held.constrain_after = marker;
+  const JsonRun run = Generate(*engine, prompt, held);
+  ASSERT_GT(run.ids.size(), end);
+  EXPECT_EQ(std::vector<int32_t>(run.ids.begin(), run.ids.begin() + end),
+            std::vector<int32_t>(plain.ids.begin(), plain.ids.begin() + end));
+  ASSERT_EQ(run.text.substr(0, before.size()), before);
+  // The rest is JSON schema mode's output for the text so far, to its end.
+  std::vector<int32_t> so_far = prompt;
+  so_far.insert(so_far.end(), plain.ids.begin(), plain.ids.begin() + end);
+  GenerationParams strict = held;
+  strict.constrain_after.clear();
+  const JsonRun value = Generate(*engine, so_far, strict);
+  ASSERT_EQ(value.reason, FinishReason::kStop) << value.text;
+  EXPECT_EQ(std::vector<int32_t>(run.ids.begin() + end, run.ids.end()), value.ids);
+  EXPECT_EQ(run.text.substr(before.size()), value.text);
+  EXPECT_TRUE(SchemaTakes(value.text, /*whole=*/true)) << value.text;
+  EXPECT_EQ(run.reason, FinishReason::kStop);
+
+  // Resumed after a preemption before the marker and inside the value.
+  for (const size_t cut : {end - 1, end + 3}) {
+    std::vector<int32_t> resumed = prompt;
+    resumed.insert(resumed.end(), run.ids.begin(), run.ids.begin() + cut);
+    GenerationParams rp = held;
+    rp.resumed_tokens = static_cast<int>(cut);
+    rp.max_new_tokens = held.max_new_tokens - static_cast<int>(cut);
+    EXPECT_EQ(Generate(*engine, resumed, rp).ids, std::vector<int32_t>(run.ids.begin() + cut, run.ids.end())) << cut;
+  }
+
+  // Only with a format that holds the whole output, and short.
+  GenerationParams bad = text;
+  bad.constrain_after = "x";
+  EXPECT_THAT(std::string(ValidateGenerationParams(bad, Stories()->description()).message()),
+              ::testing::HasSubstr("constrain_after: only with a JSON object, JSON schema, choice or regex format"));
+  bad = LazyParams(10, 0.0f);
+  bad.constrain_after = "x";
+  EXPECT_FALSE(ValidateGenerationParams(bad, Stories()->description()).ok());
+  bad = held;
+  bad.constrain_after = std::string(65, 'x');
+  EXPECT_THAT(std::string(ValidateGenerationParams(bad, Stories()->description()).message()),
+              ::testing::HasSubstr("constrain_after: 65 bytes, at most 64"));
+}
+
 TEST(LazyJsonSchemaTest, AnAddedTokenTriggerHoldsEachValueAfterIt) {
   const std::shared_ptr<const DecoderModel> model = QwenTiny();
   ASSERT_NE(model, nullptr);
