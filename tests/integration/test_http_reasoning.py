@@ -83,14 +83,17 @@ def test_json_is_held_after_the_thinking(server, client):
     assert r.choices[0].message.content == free.choices[0].message.content
     assert extra(r.choices[0].message, "reasoning") == extra(free.choices[0].message, "reasoning")
     assert r.choices[0].finish_reason == "length"
-    # Where the prompt has closed the thinking (Qwen3's switch off), JSON
-    # holds the answer from its first token, and none of it is thinking.
+    # Where Qwen3's template has closed the thinking in the prompt (its
+    # switch off), JSON holds the answer from its first token, and none of
+    # it is thinking; DeepSeek-R1's parser always waits for the thinking.
+    off = client.chat.completions.create(model="stories260K", messages=MESSAGES, max_tokens=20, temperature=0,
+                                         response_format={"type": "json_object"},
+                                         extra_body={"chat_template_kwargs": {"enable_thinking": False}})
     if server.parser == "qwen3":
-        off = client.chat.completions.create(model="stories260K", messages=MESSAGES, max_tokens=20, temperature=0,
-                                             response_format={"type": "json_object"},
-                                             extra_body={"chat_template_kwargs": {"enable_thinking": False}})
         assert off.choices[0].message.content.lstrip().startswith("{")
         assert extra(off.choices[0].message, "reasoning") is None
+    else:
+        assert extra(off.choices[0].message, "reasoning") == extra(free.choices[0].message, "reasoning")
 
 
 def test_native_constrain_after_frees_the_text_until_it(server):
