@@ -593,6 +593,32 @@ TEST(LazyJsonSchemaTest, FreeTextUnlessTheFirstBytesBeginTheValueThenTheSchemasO
 // the value is whole, then free again. The trigger here is two words of
 // the model's own greedy story, so it is written where the unheld output
 // writes it.
+// The first two tokens of `output` whose bytes (5 or more, as the engine
+// reads them) are written nowhere before: a text a trigger or
+// constrain_after can wait for. `end` counts the output tokens up to and
+// including them, `before` is their text; `text` empty when there is none.
+struct FreshText {
+  size_t end = 0;
+  std::string before;
+  std::string text;
+};
+FreshText FirstFreshTwoTokenText(const Tokenizer& tok, const std::vector<int32_t>& prompt,
+                                 const std::vector<int32_t>& output) {
+  std::vector<std::string> bytes;
+  for (size_t j = 0; j < output.size(); ++j) {
+    bytes.push_back(tok.TokenBytes(output[j], j == 0 ? prompt.back() : output[j - 1]));
+  }
+  for (size_t k = 2; k + 1 < output.size(); ++k) {
+    std::string upto;
+    for (size_t j = 0; j <= k; ++j) upto += bytes[j];
+    const std::string candidate = bytes[k - 1] + bytes[k];
+    if (candidate.size() >= 5 && upto.find(candidate) == upto.size() - candidate.size()) {
+      return {k + 1, upto, candidate};
+    }
+  }
+  return {};
+}
+
 TEST(LazyJsonSchemaTest, ATriggerHoldsTheValueAfterItThenFreesTheText) {
   auto engine = MakeEngine();
   const Tokenizer& tok = Stories()->tokenizer();
@@ -601,25 +627,11 @@ TEST(LazyJsonSchemaTest, ATriggerHoldsTheValueAfterItThenFreesTheText) {
   text.output_format = OutputFormat::kText;
   text.json_schema.clear();
   const JsonRun plain = Generate(*engine, prompt, text);
-  // The bytes of each output token as the engine reads them.
-  std::vector<std::string> bytes;
-  for (size_t j = 0; j < plain.ids.size(); ++j) {
-    bytes.push_back(tok.TokenBytes(plain.ids[j], j == 0 ? prompt.back() : plain.ids[j - 1]));
-  }
-  // The first two-token trigger of 5+ bytes written nowhere before it.
-  size_t end = 0;
-  std::string before, trigger;
-  for (size_t k = 2; k + 1 < plain.ids.size() && trigger.empty(); ++k) {
-    std::string upto;
-    for (size_t j = 0; j <= k; ++j) upto += bytes[j];
-    const std::string candidate = bytes[k - 1] + bytes[k];
-    if (candidate.size() >= 5 && upto.find(candidate) == upto.size() - candidate.size()) {
-      trigger = candidate;
-      before = upto;
-      end = k + 1;
-    }
-  }
-  ASSERT_FALSE(trigger.empty()) << plain.text;
+  const FreshText fresh = FirstFreshTwoTokenText(tok, prompt, plain.ids);
+  ASSERT_FALSE(fresh.text.empty()) << plain.text;
+  const size_t end = fresh.end;
+  const std::string& before = fresh.before;
+  const std::string& trigger = fresh.text;
 
   GenerationParams held = LazyParams(200, 0.0f);
   held.lazy_trigger = trigger;
@@ -772,24 +784,11 @@ TEST(ConstrainAfterTest, TheTextIsFreeUntilItThenTheFormatHoldsTheRest) {
   text.output_format = OutputFormat::kText;
   text.json_schema.clear();
   const JsonRun plain = Generate(*engine, prompt, text);
-  std::vector<std::string> bytes;
-  for (size_t j = 0; j < plain.ids.size(); ++j) {
-    bytes.push_back(tok.TokenBytes(plain.ids[j], j == 0 ? prompt.back() : plain.ids[j - 1]));
-  }
-  // The first two-token text of 5+ bytes written nowhere before it.
-  size_t end = 0;
-  std::string before, marker;
-  for (size_t k = 2; k + 1 < plain.ids.size() && marker.empty(); ++k) {
-    std::string upto;
-    for (size_t j = 0; j <= k; ++j) upto += bytes[j];
-    const std::string candidate = bytes[k - 1] + bytes[k];
-    if (candidate.size() >= 5 && upto.find(candidate) == upto.size() - candidate.size()) {
-      marker = candidate;
-      before = upto;
-      end = k + 1;
-    }
-  }
-  ASSERT_FALSE(marker.empty()) << plain.text;
+  const FreshText fresh = FirstFreshTwoTokenText(tok, prompt, plain.ids);
+  ASSERT_FALSE(fresh.text.empty()) << plain.text;
+  const size_t end = fresh.end;
+  const std::string& before = fresh.before;
+  const std::string& marker = fresh.text;
 
   GenerationParams held = LazyParams(200, 0.0f);
   held.output_format = OutputFormat::kJsonSchema;
