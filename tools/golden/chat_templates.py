@@ -53,6 +53,11 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 TOK512 = ROOT.parent / "shared" / "models" / "stories260K" / "tok512.model"
 OUT = ROOT / "tests" / "golden" / "chat_templates" / "renders.json"
 
+def template_file(name):
+    """A template kept in a file of its own (tools/golden/chat_templates/)."""
+    return (pathlib.Path(__file__).resolve().parent / "chat_templates" / name).read_text()
+
+
 TEMPLATES = {
     # teknium/OpenHermes-2.5-Mistral-7B
     "chatml": {
@@ -107,7 +112,7 @@ TEMPLATES = {
 TEMPLATES["llama3.1"] = {
     "model": "meta-llama/Llama-3.1-8B-Instruct (as quoted; equal to llama.cpp's copy of the model's)",
     "bos": "<|begin_of_text|>", "eos": "<|eot_id|>",
-    "jinja": (pathlib.Path(__file__).resolve().parent / "chat_templates" / "llama3.1.jinja").read_text(),
+    "jinja": template_file("llama3.1.jinja"),
 }
 # Qwen/Qwen2.5-7B-Instruct (every Qwen2.5-Instruct size carries the same):
 # the copy llama.cpp keeps in models/templates/Qwen-Qwen2.5-7B-Instruct.jinja,
@@ -119,7 +124,7 @@ TEMPLATES["llama3.1"] = {
 TEMPLATES["qwen2.5"] = {
     "model": "Qwen/Qwen2.5-7B-Instruct (llama.cpp's copy, models/templates/Qwen-Qwen2.5-7B-Instruct.jinja)",
     "bos": "", "eos": "<|im_end|>",
-    "jinja": (pathlib.Path(__file__).resolve().parent / "chat_templates" / "qwen2.5.jinja").read_text(),
+    "jinja": template_file("qwen2.5.jinja"),
 }
 # google/gemma-3-1b-it (every Gemma 3 instruct size, and gemma-3n, carry the
 # same): tokenizer_config.json's "chat_template", JSON-decoded. A system
@@ -127,7 +132,7 @@ TEMPLATES["qwen2.5"] = {
 TEMPLATES["gemma3"] = {
     "model": "google/gemma-3-1b-it (tokenizer_config.json)",
     "bos": "<bos>", "eos": "<eos>",
-    "jinja": (pathlib.Path(__file__).resolve().parent / "chat_templates" / "gemma3.jinja").read_text(),
+    "jinja": template_file("gemma3.jinja"),
 }
 # Qwen/Qwen3-0.6B (the hybrid-thinking Qwen3 sizes, 0.6B to 32B, carry the
 # same): the copy llama.cpp keeps in models/templates/Qwen-Qwen3-0.6B.jinja
@@ -140,7 +145,7 @@ TEMPLATES["gemma3"] = {
 TEMPLATES["qwen3"] = {
     "model": "Qwen/Qwen3-0.6B (llama.cpp's copy, models/templates/Qwen-Qwen3-0.6B.jinja)",
     "bos": "", "eos": "<|im_end|>",
-    "jinja": (pathlib.Path(__file__).resolve().parent / "chat_templates" / "qwen3.jinja").read_text(),
+    "jinja": template_file("qwen3.jinja"),
 }
 # meta-llama/Llama-3.2-3B-Instruct (Llama-3.2-1B-Instruct carries the same):
 # llama.cpp's copy, models/templates/meta-llama-Llama-3.2-3B-Instruct.jinja,
@@ -153,7 +158,7 @@ TEMPLATES["qwen3"] = {
 TEMPLATES["llama3.2"] = {
     "model": "meta-llama/Llama-3.2-3B-Instruct (llama.cpp's copy, models/templates/meta-llama-Llama-3.2-3B-Instruct.jinja)",
     "bos": "<|begin_of_text|>", "eos": "<|eot_id|>",
-    "jinja": (pathlib.Path(__file__).resolve().parent / "chat_templates" / "llama3.2.jinja").read_text(),
+    "jinja": template_file("llama3.2.jinja"),
 }
 # microsoft/Phi-3.5-mini-instruct: llama.cpp's copy,
 # models/templates/microsoft-Phi-3.5-mini-instruct.jinja, from the same source
@@ -163,7 +168,7 @@ TEMPLATES["llama3.2"] = {
 TEMPLATES["phi3.5"] = {
     "model": "microsoft/Phi-3.5-mini-instruct (llama.cpp's copy, models/templates/microsoft-Phi-3.5-mini-instruct.jinja)",
     "bos": "<s>", "eos": "<|endoftext|>",
-    "jinja": (pathlib.Path(__file__).resolve().parent / "chat_templates" / "phi3.5.jinja").read_text(),
+    "jinja": template_file("phi3.5.jinja"),
 }
 TOOL_FORMATS = ["llama3.1", "qwen2.5", "qwen3", "llama3.2"]
 # Other models' texts of a format's template, typed differently (a newline
@@ -177,7 +182,7 @@ VARIANTS = {
         "format": "gemma",
         "model": "google/gemma-2-2b-it (llama.cpp's copy, models/templates/google-gemma-2-2b-it.jinja)",
         "bos": "<bos>", "eos": "<eos>",
-        "jinja": (pathlib.Path(__file__).resolve().parent / "chat_templates" / "gemma-2-2b-it.jinja").read_text(),
+        "jinja": template_file("gemma-2-2b-it.jinja"),
     },
 }
 # The templates that read date_string (chat_template_kwargs), each rendered
