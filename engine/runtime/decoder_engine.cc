@@ -191,10 +191,9 @@ absl::Status ValidateGenerationParams(const GenerationParams& p, const ModelDesc
     return absl::InvalidArgumentError(
         absl::StrCat("lazy_trigger: ", p.lazy_trigger.size(), " bytes, at most ", kMaxLazyTriggerBytes));
   }
-  if (!p.constrain_after.empty() &&
-      (p.output_format == OutputFormat::kText || p.output_format == OutputFormat::kLazyJsonSchema)) {
-    return absl::InvalidArgumentError(
-        "constrain_after: only with a JSON object, JSON schema, choice or regex format");
+  if (!p.constrain_after.empty() && p.output_format == OutputFormat::kText) {
+    return absl::InvalidArgumentError("constrain_after: only with a format (JSON object, JSON schema, lazy JSON "
+                                      "schema, choice or regex)");
   }
   if (p.constrain_after.size() > kMaxLazyTriggerBytes) {
     return absl::InvalidArgumentError(

@@ -150,13 +150,14 @@ struct GenerationParams {
   // kLazyJsonSchema: "" (the value may begin at the first byte), or the
   // text after which each value begins (1..kMaxLazyTriggerBytes bytes).
   std::string lazy_trigger;
-  // kJsonObject, kJsonSchema, kChoice, kRegex: "" (the format holds the
-  // output from its first byte), or up to kMaxLazyTriggerBytes bytes the
-  // output is free text until it writes them ("</think>"): the format then
-  // holds the output from the next token to the end (vLLM's structured
-  // outputs after a reasoning model's thinking, which start at the token
-  // after the one that ends it). An end token before them ends the output
-  // free.
+  // Any format but kText: "" (the format holds the output from its first
+  // byte), or up to kMaxLazyTriggerBytes bytes the output is free text
+  // until it writes them ("</think>"): the format then holds the output
+  // from the next token to the end (vLLM's structured outputs after a
+  // reasoning model's thinking, which start at the token after the one
+  // that ends it). kLazyJsonSchema's value, or its trigger, is looked for
+  // only from there (llama.cpp's lazy tool-call grammars wait for the
+  // thinking too). An end token before them ends the output free.
   std::string constrain_after;
   // kRegex: the regex (at most kMaxRegexBytes).
   std::string regex;

@@ -595,20 +595,21 @@ TEST(LazyJsonSchemaTest, FreeTextUnlessTheFirstBytesBeginTheValueThenTheSchemasO
 // writes it.
 // The first two tokens of `output` whose bytes (5 or more, as the engine
 // reads them) are written nowhere before: a text a trigger or
-// constrain_after can wait for. `end` counts the output tokens up to and
-// including them, `before` is their text; `text` empty when there is none.
+// constrain_after can wait for (the first at or after output token `from`).
+// `end` counts the output tokens up to and including them, `before` is
+// their text; `text` empty when there is none.
 struct FreshText {
   size_t end = 0;
   std::string before;
   std::string text;
 };
 FreshText FirstFreshTwoTokenText(const Tokenizer& tok, const std::vector<int32_t>& prompt,
-                                 const std::vector<int32_t>& output) {
+                                 const std::vector<int32_t>& output, size_t from = 1) {
   std::vector<std::string> bytes;
   for (size_t j = 0; j < output.size(); ++j) {
     bytes.push_back(tok.TokenBytes(output[j], j == 0 ? prompt.back() : output[j - 1]));
   }
-  for (size_t k = 2; k + 1 < output.size(); ++k) {
+  for (size_t k = std::max<size_t>(2, from + 1); k + 1 < output.size(); ++k) {
     std::string upto;
     for (size_t j = 0; j <= k; ++j) upto += bytes[j];
     const std::string candidate = bytes[k - 1] + bytes[k];
@@ -767,10 +768,6 @@ void ExpectAValueHeldAfterEachTrigger(const JsonRun& run, const std::string& tri
   }
 }
 
-// A trigger that is one added token, as Qwen2.5's <tool_call> is: here
-// qwen2_tiny's non-special "<|custom|>", drawn at every free step by a
-// bias. Each time it is written the next value is held, and the text is
-// free after it, so the output is trigger, value, trigger, value, ...
 // constrain_after (a reasoning model's "</think>" with a response format):
 // the output is free, token for token the unconstrained one, until it writes
 // those bytes; the format then holds the rest, to its end (unlike a lazy
@@ -820,20 +817,76 @@ TEST(ConstrainAfterTest, TheTextIsFreeUntilItThenTheFormatHoldsTheRest) {
     EXPECT_EQ(Generate(*engine, resumed, rp).ids, std::vector<int32_t>(run.ids.begin() + cut, run.ids.end())) << cut;
   }
 
-  // Only with a format that holds the whole output, and short.
+  // Only with a format, and short.
   GenerationParams bad = text;
   bad.constrain_after = "x";
   EXPECT_THAT(std::string(ValidateGenerationParams(bad, Stories()->description()).message()),
-              ::testing::HasSubstr("constrain_after: only with a JSON object, JSON schema, choice or regex format"));
-  bad = LazyParams(10, 0.0f);
-  bad.constrain_after = "x";
-  EXPECT_FALSE(ValidateGenerationParams(bad, Stories()->description()).ok());
+              ::testing::HasSubstr("constrain_after: only with a format (JSON object, JSON schema, lazy JSON schema, "
+                                   "choice or regex)"));
   bad = held;
   bad.constrain_after = std::string(65, 'x');
   EXPECT_THAT(std::string(ValidateGenerationParams(bad, Stories()->description()).message()),
               ::testing::HasSubstr("constrain_after: 65 bytes, at most 64"));
 }
 
+// constrain_after with the lazy format (a reasoning model's "</think>" with
+// hermes tool calls): the trigger, or a value at the first bytes, is looked
+// for only after the text; a trigger written before it (in the thinking)
+// holds nothing. The output is the free one up to the text, then what the
+// lazy format writes after that prefix; a preemption in the thinking after
+// the trigger resumes the same output.
+TEST(ConstrainAfterTest, ALazyFormatLooksForItsValueOnlyAfterTheText) {
+  auto engine = MakeEngine();
+  const Tokenizer& tok = Stories()->tokenizer();
+  const std::vector<int32_t> prompt = Prompt("Once upon a time");
+  GenerationParams text = LazyParams(60, 0.0f);
+  text.output_format = OutputFormat::kText;
+  text.json_schema.clear();
+  const JsonRun plain = Generate(*engine, prompt, text);
+  const FreshText trigger = FirstFreshTwoTokenText(tok, prompt, plain.ids);
+  ASSERT_FALSE(trigger.text.empty()) << plain.text;
+  const FreshText marker = FirstFreshTwoTokenText(tok, prompt, plain.ids, trigger.end);
+  ASSERT_FALSE(marker.text.empty()) << plain.text;
+  ASSERT_GT(marker.end, trigger.end + 1);
+  std::vector<int32_t> thought = prompt;
+  thought.insert(thought.end(), plain.ids.begin(), plain.ids.begin() + marker.end);
+
+  for (const std::string& lazy_trigger : {trigger.text, std::string()}) {
+    SCOPED_TRACE(lazy_trigger);
+    GenerationParams lazy = LazyParams(200, 0.0f);
+    lazy.lazy_trigger = lazy_trigger;
+    GenerationParams held = lazy;
+    held.constrain_after = marker.text;
+    const JsonRun run = Generate(*engine, prompt, held);
+    ASSERT_GT(run.ids.size(), marker.end) << run.text;
+    EXPECT_EQ(std::vector<int32_t>(run.ids.begin(), run.ids.begin() + marker.end),
+              std::vector<int32_t>(plain.ids.begin(), plain.ids.begin() + marker.end));
+    GenerationParams after = lazy;
+    after.max_new_tokens = lazy.max_new_tokens - static_cast<int>(marker.end);
+    const JsonRun rest = Generate(*engine, thought, after);
+    EXPECT_EQ(std::vector<int32_t>(run.ids.begin() + marker.end, run.ids.end()), rest.ids);
+    if (!lazy_trigger.empty()) {
+      // Unwaited, the trigger in the thinking holds a call there.
+      const JsonRun unwaited = Generate(*engine, prompt, lazy);
+      ASSERT_GT(unwaited.ids.size(), trigger.end);
+      EXPECT_EQ(unwaited.text.substr(trigger.before.size(), 14), "{\"name\": \"get_") << unwaited.text;
+      EXPECT_NE(std::vector<int32_t>(unwaited.ids.begin(), unwaited.ids.begin() + marker.end),
+                std::vector<int32_t>(run.ids.begin(), run.ids.begin() + marker.end));
+    }
+    const size_t cut = trigger.end + 1;
+    std::vector<int32_t> resumed = prompt;
+    resumed.insert(resumed.end(), run.ids.begin(), run.ids.begin() + cut);
+    GenerationParams rp = held;
+    rp.resumed_tokens = static_cast<int>(cut);
+    rp.max_new_tokens = held.max_new_tokens - static_cast<int>(cut);
+    EXPECT_EQ(Generate(*engine, resumed, rp).ids, std::vector<int32_t>(run.ids.begin() + cut, run.ids.end()));
+  }
+}
+
+// A trigger that is one added token, as Qwen2.5's <tool_call> is: here
+// qwen2_tiny's non-special "<|custom|>", drawn at every free step by a
+// bias. Each time it is written the next value is held, and the text is
+// free after it, so the output is trigger, value, trigger, value, ...
 TEST(LazyJsonSchemaTest, AnAddedTokenTriggerHoldsEachValueAfterIt) {
   const std::shared_ptr<const DecoderModel> model = QwenTiny();
   ASSERT_NE(model, nullptr);
