@@ -50,7 +50,8 @@ ABSL_FLAG(std::string, matmul_precision, "f32",
 ABSL_FLAG(std::string, kv_cache_dtype, "f32", "KV cache storage: f32 or bf16 (bf16 halves KV memory).");
 ABSL_FLAG(std::string, chat_template, "", "Chat template for chat prompts (/v1/chat/completions, Generate's chat): chatml, llama2, llama3, llama3.1, zephyr, gemma, gemma3, phi3, mistral, qwen2, qwen2.5, qwen3, llama3.2 or phi3.5. Empty = the model's own template when it is one of those, exactly; else chat requests are refused.");
 ABSL_FLAG(std::string, tool_call_parser, "", "How /v1/chat/completions reads tool calls out of a free answer, for tool_choice \"auto\" (OpenAI's default once tools are given): llama3_json (vLLM's parser of that name: an answer that is {\"name\": ..., \"parameters\": ...}, several joined by \"; \") or hermes (vLLM's: <tool_call>{\"name\": ..., \"arguments\": ...}</tool_call> blocks after optional text; Qwen2.5, Hermes-2-Pro), with a chat template that shows tools (llama3.1, llama3.2, qwen2.5, qwen3). Empty = \"auto\" is refused; \"required\" and named tool choices work without it.");
-ABSL_FLAG(std::string, reasoning_parser, "", "How /v1/chat/completions sets a reasoning model's thinking apart, as vLLM's parser of that name: deepseek_r1 (DeepSeek-R1 and its distills, QwQ: reasoning up to </think>) or qwen3 (Qwen3: reasoning inside a leading <think>...</think>); the message's \"reasoning\" (and \"reasoning_content\") then holds it and \"content\" the rest. Empty = the answer is all content.");
+ABSL_FLAG(std::string, reasoning_parser, "", "How /v1/chat/completions sets a reasoning model's thinking apart, as vLLM's parser of that name: deepseek_r1 (DeepSeek-R1 and its distills, QwQ: reasoning up to </think>) or qwen3 (Qwen3: reasoning inside a leading <think>...</think>); the message's \"reasoning\" (and \"reasoning_content\") then holds it and \"content\" the rest. Empty = the answer is all content. With a parser, a chat's format (response_format, guided_json / guided_choice / guided_regex, tool calls) holds what follows the thinking (from the token after </think>), as vLLM's structured outputs do with a reasoning parser.");
+ABSL_FLAG(bool, structured_outputs_in_reasoning, false, "With --reasoning-parser: a chat's format holds the whole answer, the thinking too, from its first token (vLLM's structured outputs' enable_in_reasoning). False = the model thinks freely first.");
 ABSL_FLAG(int, decoder_context_length, 0, "Decoder context in tokens; 0 = the model's declared context. Rope models may run longer than declared (stories260K's GGUF declares 128, it was trained with 512), as llama.cpp's -c does.");
 ABSL_FLAG(int, kv_block_size, 16, "Token positions per KV cache block.");
 ABSL_FLAG(int, encode_max_batch_size, 32, "Encode: inputs per batch.");
@@ -120,6 +121,7 @@ attnserve::ServerOptions OptionsFromFlags() {
   o.models.chat_template = absl::GetFlag(FLAGS_chat_template);
   o.models.tool_call_parser = absl::GetFlag(FLAGS_tool_call_parser);
   o.models.reasoning_parser = absl::GetFlag(FLAGS_reasoning_parser);
+  o.models.structured_outputs_in_reasoning = absl::GetFlag(FLAGS_structured_outputs_in_reasoning);
   o.batching.kv_block_size = absl::GetFlag(FLAGS_kv_block_size);
   o.batching.encode_max_batch_size = absl::GetFlag(FLAGS_encode_max_batch_size);
   o.batching.encode_max_batch_tokens = absl::GetFlag(FLAGS_encode_max_batch_tokens);

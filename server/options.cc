@@ -100,6 +100,10 @@ absl::Status ValidateOptions(const ServerOptions& o) {
     return absl::InvalidArgumentError(
         absl::StrCat("--reasoning-parser=", o.models.reasoning_parser, ": must be deepseek_r1, qwen3 or empty"));
   }
+  if (o.models.structured_outputs_in_reasoning && o.models.reasoning_parser.empty()) {
+    return absl::InvalidArgumentError(
+        "--structured-outputs-in-reasoning: only with --reasoning-parser (without one nothing is thinking)");
+  }
   if (absl::Status s = CheckModelPath("encoder-model", o.models.encoder_model); !s.ok()) return s;
   if (absl::Status s = CheckModelPath("decoder-model", o.models.decoder_model); !s.ok()) return s;
   return absl::OkStatus();

@@ -40,6 +40,10 @@ struct ModelOptions {
   // "", "deepseek_r1" or "qwen3": how /v1/chat/completions sets a reasoning
   // model's <think> part apart (server/http/reasoning_splitter.h).
   std::string reasoning_parser;
+  // With a reasoning parser: a chat's format (response_format, guided_*,
+  // tool calls) holds the thinking too, from the first token (vLLM's
+  // structured outputs' enable_in_reasoning); false: what follows it.
+  bool structured_outputs_in_reasoning = false;
 };
 
 struct EngineOptions {

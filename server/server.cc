@@ -120,6 +120,7 @@ std::map<std::string, HttpHandler> Server::HttpRoutes() {
                                .max_inference_calls = HttpMaxInferenceCalls(options_),
                                .tool_call_parser = options_.models.tool_call_parser,
                                .reasoning_parser = options_.models.reasoning_parser,
+                               .structured_outputs_in_reasoning = options_.models.structured_outputs_in_reasoning,
                                .info = InfoLimits(options_)};
   std::map<std::string, HttpHandler> routes = ApiRoutes(core_.get(), metrics_.get(), gateway);
   routes["/healthz"] = [](const HttpRequest&, HttpResponseWriter& w) {

@@ -269,24 +269,9 @@ class Gateway {
   // /v1/chat/completions: the same path, a chat prompt and chat objects.
   void ChatCompletions(const HttpRequest& request, HttpResponseWriter& w) {
     absl::StatusOr<CompletionCall> call = ParseChatCompletionRequest(request.body, ChatTools());
-    if (call.ok() && !call->requests.empty()) {
-      call->format.reasoning = ReasoningParserFromName(options_.reasoning_parser).value_or(ReasoningParser::kNone);
-      // Where JSON (response_format, named or required tools) holds the
-      // answer, it holds what follows the thinking, as vLLM's structured
-      // outputs do with a reasoning parser: the model thinks first. Not
-      // where Qwen3's template has closed the thinking in the prompt
-      // (enable_thinking false); DeepSeek-R1's always opens it, and its
-      // parser would read JSON held from the first token as unfinished
-      // thinking. A choice or a regex holds the whole answer (and may spell
-      // the thinking out: "<think>[^<]*</think>\n\n(yes|no)").
-      const v1::ResponseFormat held = call->requests[0].sampling().response_format();
-      const v1::ChatPrompt& chat = call->requests[0].chat();
-      const bool thinks = call->format.reasoning != ReasoningParser::kQwen3 || !chat.has_enable_thinking() ||
-                          chat.enable_thinking();
-      if (call->format.reasoning != ReasoningParser::kNone && thinks &&
-          (held == v1::RESPONSE_FORMAT_JSON_OBJECT || held == v1::RESPONSE_FORMAT_JSON_SCHEMA)) {
-        for (v1::GenerateRequest& r : call->requests) r.mutable_sampling()->set_constrain_after("</think>");
-      }
+    if (call.ok()) {
+      ApplyReasoningParser(ReasoningParserFromName(options_.reasoning_parser).value_or(ReasoningParser::kNone),
+                           options_.structured_outputs_in_reasoning, &*call);
     }
     RunCompletion(request, w, std::move(call));
   }

@@ -75,6 +75,8 @@ struct GatewayOptions {
   // --reasoning-parser: "" (the answer is all content), "deepseek_r1" or
   // "qwen3" (reasoning_splitter.h); /v1/chat/completions only.
   std::string reasoning_parser;
+  // --structured-outputs-in-reasoning (ApplyReasoningParser's in_reasoning).
+  bool structured_outputs_in_reasoning = false;
   // The limits GET /info reports (TGI's and TEI's Info).
   ServiceInfo info;
 };

@@ -72,8 +72,7 @@ struct CompletionFormat {
   // "token_id:<id>" rather than by its text, which may not be valid UTF-8.
   bool tokens_as_ids = false;
   // Chat: --reasoning-parser, the answer's reasoning apart from its content
-  // (reasoning_splitter.h); kNone where a format holds the answer from its
-  // first token (nothing there is reasoning).
+  // (reasoning_splitter.h; set by ApplyReasoningParser, openai_chat.h).
   ReasoningParser reasoning = ReasoningParser::kNone;
 };
 

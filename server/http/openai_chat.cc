@@ -323,6 +323,15 @@ absl::StatusOr<CompletionCall> ParseChatCompletionRequest(absl::string_view body
   return call;
 }
 
+void ApplyReasoningParser(ReasoningParser parser, bool in_reasoning, CompletionCall* call) {
+  call->format.reasoning = parser;
+  if (parser == ReasoningParser::kNone || in_reasoning || call->requests.empty()) return;
+  const v1::ChatPrompt& chat = call->requests[0].chat();
+  if (parser == ReasoningParser::kQwen3 && chat.has_enable_thinking() && !chat.enable_thinking()) return;
+  if (call->requests[0].sampling().response_format() == v1::RESPONSE_FORMAT_TEXT) return;
+  for (v1::GenerateRequest& r : call->requests) r.mutable_sampling()->set_constrain_after("</think>");
+}
+
 json ChatCompletionResponse(const std::vector<std::vector<v1::GenerateResponse>>& per_choice,
                             const CompletionIdentity& id, const CompletionFormat& format) {
   json choices = json::array();

@@ -40,6 +40,20 @@ namespace attnserve {
 // in the prompt) and whether tool_choice "auto" has a parser.
 absl::StatusOr<CompletionCall> ParseChatCompletionRequest(absl::string_view body, const ToolSupport& tools = {});
 
+// --reasoning-parser on a parsed chat call: the answer's reasoning is set
+// apart (format.reasoning), and where a format holds the answer
+// (response_format, guided_json / guided_choice / guided_regex, named or
+// required tools, tool_choice "auto"'s held calls) it holds what follows
+// the thinking (sampling.constrain_after "</think>"), as vLLM's structured
+// outputs do with a reasoning parser: the model thinks first. Not where
+// Qwen3's template has closed the thinking in the prompt (qwen3 with
+// enable_thinking false), nor with `in_reasoning` (vLLM's
+// enable_in_reasoning: the format holds the thinking too). DeepSeek-R1's
+// template always opens the thinking, and its parser would read a format
+// held from the first token as unfinished thinking, so enable_thinking
+// does not change it.
+void ApplyReasoningParser(ReasoningParser parser, bool in_reasoning, CompletionCall* call);
+
 // {"id": "chatcmpl-..", "object": "chat.completion", "created", "model",
 //  "choices": [{"index", "message": {"role": "assistant", "content"} (or
 //  {"role", "content": null, "tool_calls": [...]} with a tool choice),

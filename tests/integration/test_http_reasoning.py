@@ -1,10 +1,12 @@
 """--reasoning-parser against the real binary: stories260K served with the
 chatml template and vLLM's deepseek_r1 or qwen3 parser, read by the
-official openai client. stories260K writes stories, not thoughts: a
+official openai client. stories260K writes stories, not thoughts: served
+with --structured-outputs-in-reasoning (a format holds the whole answer), a
 guided_choice makes it write a reasoning model's answer, which the parser
 must set apart as the message's "reasoning" (and "reasoning_content"),
-whole and streamed. The splitting rules themselves are checked case by case
-in server_http_gateway_test (ReasoningParsersSetTheThinkingApart)."""
+whole and streamed. Served without it, every format waits for "</think>",
+which stories260K never writes. The splitting rules themselves are checked
+case by case in server_http_gateway_test (ReasoningParsersSetTheThinkingApart)."""
 import json
 
 import pytest
@@ -25,11 +27,26 @@ def server(request):
     s.close()
 
 
+@pytest.fixture(scope="module")
+def forcing(server):
+    """The same parser with --structured-outputs-in-reasoning, and its openai
+    client as .client: a guided_choice holds the whole answer."""
+    openai = pytest.importorskip("openai")
+    s = ServerProcess(f"--decoder-model={DECODER}", "--threads=1", "--decoder-context-length=512",
+                      "--chat-template=chatml", f"--reasoning-parser={server.parser}",
+                      "--structured-outputs-in-reasoning")
+    s.parser = server.parser
+    s.client = openai.OpenAI(base_url=s.url("/v1"), api_key="unused", max_retries=0)
+    yield s
+    s.close()
+
+
 def extra(obj, key):
     return (obj.model_extra or {}).get(key)
 
 
-def test_the_thinking_is_set_apart_whole_and_streamed(server, client):
+def test_the_thinking_is_set_apart_whole_and_streamed(forcing):
+    client = forcing.client
     r = client.chat.completions.create(model="stories260K", messages=MESSAGES, max_tokens=100, temperature=0,
                                        extra_body={"guided_choice": [THOUGHT]})
     message = r.choices[0].message
@@ -56,9 +73,10 @@ def test_the_thinking_is_set_apart_whole_and_streamed(server, client):
     assert order == sorted(order, key=lambda k: k == "c") and "r" in order and "c" in order
 
 
-def test_an_answer_without_thinking(server, client):
+def test_an_answer_without_thinking(forcing):
     # A story, no tags: qwen3 reads thinking as off (all content); deepseek_r1
     # as thinking that never ended (all reasoning), as vLLM's parsers do.
+    client, server = forcing.client, forcing
     r = client.chat.completions.create(model="stories260K", messages=MESSAGES, max_tokens=12, temperature=0)
     message = r.choices[0].message
     plain = client.chat.completions.create(model="stories260K", messages=MESSAGES + [], max_tokens=12,
@@ -96,6 +114,32 @@ def test_json_is_held_after_the_thinking(server, client):
         assert extra(off.choices[0].message, "reasoning") == extra(free.choices[0].message, "reasoning")
 
 
+@pytest.mark.parametrize("held", [{"guided_choice": [THOUGHT]}, {"guided_regex": "(yes|no)"},
+                                  {"guided_json": {"type": "object"}}])
+def test_guided_formats_wait_for_the_thinking_too(server, client, held):
+    # As vLLM's structured outputs: a choice or a regex holds what follows
+    # "</think>" as JSON does, so stories260K's answer (a thought that never
+    # ends) is its free one; with qwen3's switch off, held from the first token.
+    r = client.chat.completions.create(model="stories260K", messages=MESSAGES, max_tokens=20, temperature=0,
+                                       extra_body=held)
+    free = client.chat.completions.create(model="stories260K", messages=MESSAGES, max_tokens=20, temperature=0)
+    assert r.choices[0].message.content == free.choices[0].message.content
+    assert extra(r.choices[0].message, "reasoning") == extra(free.choices[0].message, "reasoning")
+    assert r.choices[0].finish_reason == "length"
+    off = client.chat.completions.create(model="stories260K", messages=MESSAGES, temperature=0,
+                                         max_tokens=20 if server.parser == "deepseek_r1" else 100,
+                                         extra_body={**held, "chat_template_kwargs": {"enable_thinking": False}})
+    if server.parser == "deepseek_r1":
+        assert extra(off.choices[0].message, "reasoning") == extra(free.choices[0].message, "reasoning")
+    elif "guided_choice" in held:
+        assert extra(off.choices[0].message, "reasoning") == "\nThe user wants a story.\n"
+        assert off.choices[0].message.content == "\n\nOnce upon a time."
+    elif "guided_regex" in held:
+        assert off.choices[0].message.content in ("yes", "no") and off.choices[0].finish_reason == "stop"
+    else:
+        assert off.choices[0].message.content.lstrip().startswith("{")
+
+
 def test_native_constrain_after_frees_the_text_until_it(server):
     # The proto's constrain_after, as the gateway sets it ("</think>"), here
     # on words stories260K writes: its free story up to them, JSON after.
@@ -115,3 +159,29 @@ def test_native_constrain_after_frees_the_text_until_it(server):
     status, body = post_json(server, "/v1/generate", {"text": "Once upon a time", "sampling": {
         "max_new_tokens": 5, "constrain_after": "x"}})
     assert status == 400 and "constrain_after: only with" in json.dumps(body), body
+
+
+def test_a_lazy_trigger_waits_for_constrain_after_on_the_native_door(server):
+    # hermes' held calls with a reasoning parser (RESPONSE_FORMAT_LAZY_JSON_SCHEMA
+    # with lazy_trigger and constrain_after "</think>"), here on the story's
+    # own words: the trigger (the end of its first four tokens) written
+    # before constrain_after's text (the end of its first twelve) holds
+    # nothing; without constrain_after it holds a call right after it.
+    def generate(sampling):
+        status, body = post_json(server, "/v1/generate", {"text": "Once upon a time",
+                                                         "sampling": {"temperature": 0, **sampling}})
+        assert status == 200, body
+        return body["text"]
+    head, thought = generate({"max_new_tokens": 4}), generate({"max_new_tokens": 12})
+    trigger, marker = head[-6:], thought[-6:]
+    assert thought.startswith(head) and thought.find(trigger) == len(head) - 6, thought
+    assert thought.find(marker) == len(thought) - 6, thought
+    schema = {"type": "object", "properties": {"name": {"type": "string", "enum": ["now"]},
+                                               "arguments": {"type": "object", "properties": {}}},
+              "required": ["name", "arguments"]}
+    lazy = {"max_new_tokens": 40, "response_format": "RESPONSE_FORMAT_LAZY_JSON_SCHEMA",
+            "json_schema": json.dumps(schema), "lazy_trigger": trigger}
+    unwaited = generate(lazy)
+    assert unwaited.startswith(head + '{"name": "now", "arguments": {}}'), unwaited
+    waited = generate({**lazy, "constrain_after": marker})
+    assert waited.startswith(thought), waited

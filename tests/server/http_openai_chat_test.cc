@@ -106,6 +106,62 @@ TEST(OpenAiChatTest, ThinkingSwitchAndReasoningGivenBackMapOntoTheChatPrompt) {
   }
 }
 
+// --reasoning-parser: every format that holds the answer (guided_* and tool
+// calls included) waits for "</think>", on every choice, as vLLM's
+// structured outputs wait for the thinking; not where qwen3's prompt has
+// closed it, nor with --structured-outputs-in-reasoning; free text and no
+// parser get nothing.
+TEST(OpenAiChatTest, AReasoningParserHoldsEveryFormatAfterTheThinking) {
+  const json user = {{"role", "user"}, {"content", "Hi"}};
+  const json tools = json::array({{{"type", "function"},
+                                   {"function", {{"name", "now"}, {"parameters", {{"type", "object"}}}}}}});
+  const ToolSupport hermes{.template_shows_tools = true, .auto_parser = AutoToolParser::kHermes};
+  const std::vector<json> held = {
+      {{"response_format", {{"type", "json_object"}}}},
+      {{"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", "x"}, {"schema", {{"type", "object"}}}}}}}},
+      {{"guided_json", {{"type", "object"}}}},
+      {{"guided_choice", {"yes", "no"}}},
+      {{"guided_regex", "(yes|no)"}},
+      {{"tools", tools}, {"tool_choice", "required"}},
+      {{"tools", tools}, {"tool_choice", {{"type", "function"}, {"function", {{"name", "now"}}}}}},
+      {{"tools", tools}, {"tool_choice", "auto"}},
+  };
+  auto parse = [&](json body, ReasoningParser parser, bool in_reasoning) {
+    body["messages"] = json::array({user});
+    body["n"] = 2;
+    absl::StatusOr<CompletionCall> call = ParseChatCompletionRequest(body.dump(), hermes);
+    EXPECT_TRUE(call.ok()) << body.dump() << call.status();
+    if (call.ok()) ApplyReasoningParser(parser, in_reasoning, &*call);
+    return call;
+  };
+  for (const json& body : held) {
+    for (const ReasoningParser parser : {ReasoningParser::kDeepSeekR1, ReasoningParser::kQwen3}) {
+      absl::StatusOr<CompletionCall> call = parse(body, parser, false);
+      ASSERT_TRUE(call.ok());
+      EXPECT_EQ(call->format.reasoning, parser);
+      ASSERT_EQ(call->requests.size(), 2u);
+      EXPECT_NE(call->requests[0].sampling().response_format(), v1::RESPONSE_FORMAT_TEXT) << body.dump();
+      for (const v1::GenerateRequest& r : call->requests) {
+        EXPECT_EQ(r.sampling().constrain_after(), "</think>") << body.dump();
+      }
+      EXPECT_EQ(parse(body, parser, true)->requests[1].sampling().constrain_after(), "") << body.dump();
+      json off = body;
+      off["chat_template_kwargs"] = {{"enable_thinking", false}};
+      EXPECT_EQ(parse(off, parser, false)->requests[1].sampling().constrain_after(),
+                parser == ReasoningParser::kQwen3 ? "" : "</think>")
+          << body.dump();
+      off["chat_template_kwargs"] = {{"enable_thinking", true}};
+      EXPECT_EQ(parse(off, parser, false)->requests[1].sampling().constrain_after(), "</think>") << body.dump();
+    }
+    absl::StatusOr<CompletionCall> plain = parse(body, ReasoningParser::kNone, false);
+    EXPECT_EQ(plain->format.reasoning, ReasoningParser::kNone);
+    EXPECT_EQ(plain->requests[0].sampling().constrain_after(), "") << body.dump();
+  }
+  absl::StatusOr<CompletionCall> text = parse(json::object(), ReasoningParser::kQwen3, false);
+  EXPECT_EQ(text->format.reasoning, ReasoningParser::kQwen3);
+  EXPECT_EQ(text->requests[0].sampling().constrain_after(), "");
+}
+
 TEST(OpenAiChatTest, BadShapesAndUnsupportedOptionsNameTheField) {
   const json user = {{"role", "user"}, {"content", "Hi"}};
   const json weather = json::parse(R"({"type": "function", "function": {"name": "get_weather",

@@ -55,6 +55,11 @@ TEST(OptionsTest, BadValuesNameTheFlag) {
     o.models.reasoning_parser = parser;
     EXPECT_TRUE(ValidateOptions(o).ok()) << parser;
   }
+  o.models.structured_outputs_in_reasoning = true;
+  EXPECT_TRUE(ValidateOptions(o).ok());
+  o.models.reasoning_parser.clear();
+  EXPECT_EQ(ValidateOptions(o).message(),
+            "--structured-outputs-in-reasoning: only with --reasoning-parser (without one nothing is thinking)");
   o = ServerOptions{};
   o.network.http_port = o.network.grpc_port;
   EXPECT_THAT(ValidateOptions(o).message(), HasSubstr("must differ"));
