@@ -64,13 +64,22 @@ absl::Status AddMessage(const ojson& message, const std::string& field, ojson* m
   }
   if (!content->is_array()) return TypeError(field + ".content", "a string or an array of content blocks", *content);
   ojson parts = ojson::array(), calls = ojson::array();
+  std::string thinking;  // an assistant's thinking blocks, joined
   for (size_t k = 0; k < content->size(); ++k) {
     const ojson& block = (*content)[k];
     const std::string block_field = absl::StrCat(field, ".content[", k, "]");
     ASSIGN_OR_RETURN(const std::string type,
                      role == "user" ? BlockType(block, block_field, {"text", "tool_result"}, "text and tool_result only")
-                                    : BlockType(block, block_field, {"text", "tool_use"}, "text and tool_use only"));
-    if (type == "text") {
+                                    : BlockType(block, block_field, {"text", "tool_use", "thinking"},
+                                                "text, tool_use and thinking only (no redacted_thinking: this "
+                                                "server writes none)"));
+    if (type == "thinking") {
+      // Thinking given back (as Anthropic asks in tool loops): the turn's
+      // reasoning_content; the signature is not checked (this server's are
+      // empty).
+      ASSIGN_OR_RETURN(std::string text, RequiredString(block, "thinking", block_field));
+      absl::StrAppend(&thinking, thinking.empty() ? "" : "\n\n", text);
+    } else if (type == "text") {
       ASSIGN_OR_RETURN(std::string text, RequiredString(block, "text", block_field));
       parts.push_back(ojson{{"type", "text"}, {"text", std::move(text)}});
     } else if (type == "tool_use") {
@@ -96,10 +105,13 @@ absl::Status AddMessage(const ojson& message, const std::string& field, ojson* m
   if (!calls.empty()) {
     ojson m{{"role", "assistant"}, {"tool_calls", std::move(calls)}};
     if (!parts.empty()) m["content"] = std::move(parts);
+    if (!thinking.empty()) m["reasoning_content"] = std::move(thinking);
     messages->push_back(std::move(m));
     fields->push_back(field);
-  } else if (!parts.empty() || content->empty()) {
-    messages->push_back(ojson{{"role", role}, {"content", std::move(parts)}});
+  } else if (!parts.empty() || content->empty() || !thinking.empty()) {
+    ojson m{{"role", role}, {"content", parts.empty() ? ojson("") : std::move(parts)}};
+    if (!thinking.empty()) m["reasoning_content"] = std::move(thinking);
+    messages->push_back(std::move(m));
     fields->push_back(field);
   }
   return absl::OkStatus();
@@ -140,13 +152,47 @@ absl::Status ChatToolChoice(const ojson& choice, ojson* chat) {
   return absl::OkStatus();
 }
 
-absl::Status RefuseUnsupported(const ojson& root) {
-  if (const ojson* thinking = Field(root, "thinking"); thinking != nullptr) {
-    const ojson* type = Field(*thinking, "type");
-    if (type == nullptr || *type != "disabled") {
-      return Unsupported("thinking", "the model does not think apart; leave it out or send {\"type\": \"disabled\"}");
+// thinking {"type": "enabled", "budget_tokens"} / {"type": "adaptive"} /
+// {"type": "disabled"} as the template's thinking switch (Qwen3's
+// enable_thinking; the other templates have none). Enabled needs a
+// reasoning parser to set the thinking apart; budget_tokens is checked as
+// Anthropic checks it (>= 1024, below max_tokens) but bounds nothing here:
+// the thinking ends where the model ends it, within max_tokens.
+absl::Status ThinkingSwitch(const ojson& root, ReasoningParser reasoning, ojson* chat) {
+  const ojson* thinking = Field(root, "thinking");
+  if (thinking == nullptr || thinking->is_null()) return absl::OkStatus();
+  if (!thinking->is_object()) return TypeError("thinking", "an object", *thinking);
+  ASSIGN_OR_RETURN(const std::string type, RequiredString(*thinking, "type", "thinking"));
+  if (type == "disabled") {
+    (*chat)["chat_template_kwargs"] = ojson{{"enable_thinking", false}};
+    return absl::OkStatus();
+  }
+  if (type != "enabled" && type != "adaptive") {
+    return absl::InvalidArgumentError(absl::StrCat("thinking.type: '", SanitizeUtf8(type),
+                                                   "' is not one of \"enabled\", \"adaptive\", \"disabled\""));
+  }
+  if (reasoning == ReasoningParser::kNone) {
+    return Unsupported("thinking", "the model does not think apart (no --reasoning-parser); leave it out or send "
+                                   "{\"type\": \"disabled\"}");
+  }
+  if (type == "enabled") {
+    const ojson* budget = Field(*thinking, "budget_tokens");
+    if (budget == nullptr) return absl::InvalidArgumentError("thinking.budget_tokens: required");
+    if (!budget->is_number_integer()) return TypeError("thinking.budget_tokens", "an integer", *budget);
+    const ojson* max_tokens = Field(root, "max_tokens");
+    if (budget->get<int64_t>() < 1024) {
+      return absl::InvalidArgumentError(absl::StrCat("thinking.budget_tokens = ", budget->dump(), ": must be >= 1024"));
+    }
+    if (max_tokens != nullptr && max_tokens->is_number_integer() && budget->get<int64_t>() >= max_tokens->get<int64_t>()) {
+      return absl::InvalidArgumentError(absl::StrCat("thinking.budget_tokens = ", budget->dump(),
+                                                     ": must be less than max_tokens (", max_tokens->dump(), ")"));
     }
   }
+  (*chat)["chat_template_kwargs"] = ojson{{"enable_thinking", true}};
+  return absl::OkStatus();
+}
+
+absl::Status RefuseUnsupported(const ojson& root) {
   if (const ojson* servers = Field(root, "mcp_servers"); servers != nullptr && !(servers->is_array() && servers->empty())) {
     return Unsupported("mcp_servers", "no server tools");
   }
@@ -176,11 +222,13 @@ ojson StartUsage(const v1::GenerateResponse& first) {
 
 }  // namespace
 
-absl::StatusOr<AnthropicCall> ParseAnthropicMessagesRequest(absl::string_view body, const ToolSupport& tools) {
+absl::StatusOr<AnthropicCall> ParseAnthropicMessagesRequest(absl::string_view body, const ToolSupport& tools,
+                                                            ReasoningParser reasoning) {
   ASSIGN_OR_RETURN(const ojson root, ParseOrderedJsonObject(body));
   RETURN_IF_ERROR(RefuseUnsupported(root));
   AnthropicCall call;
   ojson chat{{"messages", ojson::array()}};
+  RETURN_IF_ERROR(ThinkingSwitch(root, reasoning, &chat));
   if (const ojson* system = Field(root, "system"); system != nullptr) {
     ASSIGN_OR_RETURN(std::string text, TextOf(*system, "system"));
     chat["messages"].push_back(ojson{{"role", "system"}, {"content", std::move(text)}});
@@ -241,12 +289,13 @@ absl::StatusOr<AnthropicCall> ParseAnthropicMessagesRequest(absl::string_view bo
   return call;
 }
 
-absl::StatusOr<v1::TokenizeRequest> ParseAnthropicCountTokensRequest(absl::string_view body,
-                                                                     const ToolSupport& tools) {
+absl::StatusOr<v1::TokenizeRequest> ParseAnthropicCountTokensRequest(absl::string_view body, const ToolSupport& tools,
+                                                                     ReasoningParser reasoning) {
   ASSIGN_OR_RETURN(ojson root, ParseOrderedJsonObject(body));
-  // Counting writes nothing: a length is not needed, so any will do.
-  if (Field(root, "max_tokens") == nullptr) root["max_tokens"] = 1;
-  ASSIGN_OR_RETURN(const AnthropicCall call, ParseAnthropicMessagesRequest(root.dump(), tools));
+  // Counting writes nothing: a length is not needed, so any will do (past
+  // a thinking budget, which must be below it).
+  if (Field(root, "max_tokens") == nullptr) root["max_tokens"] = int64_t{1} << 30;
+  ASSIGN_OR_RETURN(const AnthropicCall call, ParseAnthropicMessagesRequest(root.dump(), tools, reasoning));
   v1::TokenizeRequest request;
   request.set_model(v1::MODEL_KIND_DECODER);
   *request.mutable_chat() = call.completion.requests[0].chat();
@@ -289,6 +338,12 @@ ojson AnthropicMessage(const AnthropicCall& call, const std::vector<v1::Generate
   const json& choice = chat["choices"][0];
   const json& message = choice["message"];
   ojson content = ojson::array();
+  // The thinking first (--reasoning-parser), as Anthropic gives it; the
+  // signature empty (nothing is signed here).
+  if (message.contains("reasoning") && message["reasoning"].is_string() &&
+      !message["reasoning"].get_ref<const std::string&>().empty()) {
+    content.push_back(ojson{{"type", "thinking"}, {"thinking", message["reasoning"]}, {"signature", ""}});
+  }
   // Text first: hermes writes text before its calls.
   if (message["content"].is_string() && !message["content"].get_ref<const std::string&>().empty()) {
     content.push_back(ojson{{"type", "text"}, {"text", message["content"]}});
@@ -360,6 +415,20 @@ std::string AnthropicStream::Next(const v1::GenerateResponse& chunk) {
                                                0, ChunkUsage::kNone, &chat_);
   const json& delta = delta_chunk["choices"][0]["delta"];
   std::string events;
+  if (const auto thinking = delta.find("reasoning"); thinking != delta.end() && thinking->is_string() &&
+                                                     !thinking->get_ref<const std::string&>().empty()) {
+    if (!block_open_ || !thinking_open_) {
+      events += Close();
+      events += TypedSseEvent(ojson{{"type", "content_block_start"},
+                                    {"index", blocks_++},
+                                    {"content_block", {{"type", "thinking"}, {"thinking", ""}, {"signature", ""}}}});
+      block_open_ = thinking_open_ = true;
+      text_open_ = false;
+    }
+    events += TypedSseEvent(ojson{{"type", "content_block_delta"},
+                                  {"index", blocks_ - 1},
+                                  {"delta", {{"type", "thinking_delta"}, {"thinking", *thinking}}}});
+  }
   if (const auto text = delta.find("content"); text != delta.end() && text->is_string() &&
                                                !text->get_ref<const std::string&>().empty()) {
     if (!block_open_ || !text_open_) {
@@ -368,6 +437,7 @@ std::string AnthropicStream::Next(const v1::GenerateResponse& chunk) {
                           {"index", blocks_++},
                           {"content_block", {{"type", "text"}, {"text", ""}}}});
       block_open_ = text_open_ = true;
+      thinking_open_ = false;
     }
     events += TypedSseEvent(ojson{{"type", "content_block_delta"},
                         {"index", blocks_ - 1},
@@ -387,7 +457,7 @@ std::string AnthropicStream::Next(const v1::GenerateResponse& chunk) {
                               {"name", function.value("name", "")},
                               {"input", ojson::object()}}}});
         block_open_ = true;
-        text_open_ = false;
+        text_open_ = thinking_open_ = false;
       }
       const std::string arguments = function.value("arguments", "");
       if (arguments.empty()) continue;

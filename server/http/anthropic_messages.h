@@ -5,12 +5,15 @@
 // assistant's tool_calls, tool_result blocks tool messages, tools and
 // tool_choice chat's) and parsed by ParseChatCompletionRequest, so
 // templates, limits and tool calls are exactly chat's. The answer is a
-// "message" with text and tool_use content blocks; streamed, the API's
-// events (message_start ... message_stop).
+// "message" with text and tool_use content blocks, after a thinking block
+// with --reasoning-parser; streamed, the API's events (message_start ...
+// message_stop). thinking {"type": "enabled" | "adaptive" | "disabled"} is
+// the template's thinking switch (Qwen3's enable_thinking), and an
+// assistant's thinking blocks given back its turn's reasoning_content.
 //
-// Refused (400 naming the field): image and document blocks, thinking,
-// server tools and MCP servers, and a temperature outside Anthropic's
-// [0, 1].
+// Refused (400 naming the field): image and document blocks, redacted
+// thinking, thinking enabled without a reasoning parser, server tools and
+// MCP servers, and a temperature outside Anthropic's [0, 1].
 #ifndef ATTNSERVE_SERVER_HTTP_ANTHROPIC_MESSAGES_H_
 #define ATTNSERVE_SERVER_HTTP_ANTHROPIC_MESSAGES_H_
 
@@ -34,13 +37,16 @@ struct AnthropicCall {
   std::vector<std::string> message_fields;
 };
 
-absl::StatusOr<AnthropicCall> ParseAnthropicMessagesRequest(absl::string_view body, const ToolSupport& tools);
+// `reasoning` (--reasoning-parser): whether thinking {"type": "enabled"}
+// can be served (with none, it is refused: the model does not think apart).
+absl::StatusOr<AnthropicCall> ParseAnthropicMessagesRequest(absl::string_view body, const ToolSupport& tools,
+                                                            ReasoningParser reasoning = ReasoningParser::kNone);
 
 // /v1/messages/count_tokens: the same body (max_tokens may be left out) as
 // the decoder's tokenize request of the chat prompt a message would get,
 // tools shown included; answered {"input_tokens": n}.
-absl::StatusOr<v1::TokenizeRequest> ParseAnthropicCountTokensRequest(absl::string_view body,
-                                                                     const ToolSupport& tools);
+absl::StatusOr<v1::TokenizeRequest> ParseAnthropicCountTokensRequest(
+    absl::string_view body, const ToolSupport& tools, ReasoningParser reasoning = ReasoningParser::kNone);
 
 // A chat-path failure in the Messages API's terms: messages[k] becomes the
 // message (or system) it came from, max_completion_tokens max_tokens,
@@ -89,7 +95,8 @@ class AnthropicStream {
   ChatChoiceStream chat_;
   int blocks_ = 0;          // content blocks opened so far
   bool block_open_ = false;
-  bool text_open_ = false;  // the open block is text (else a tool_use)
+  bool text_open_ = false;      // the open block is text
+  bool thinking_open_ = false;  // the open block is thinking (neither: a tool_use)
   int calls_ = 0;           // chat tool calls seen
 };
 

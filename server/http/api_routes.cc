@@ -269,10 +269,7 @@ class Gateway {
   // /v1/chat/completions: the same path, a chat prompt and chat objects.
   void ChatCompletions(const HttpRequest& request, HttpResponseWriter& w) {
     absl::StatusOr<CompletionCall> call = ParseChatCompletionRequest(request.body, ChatTools());
-    if (call.ok()) {
-      ApplyReasoningParser(ReasoningParserFromName(options_.reasoning_parser).value_or(ReasoningParser::kNone),
-                           options_.structured_outputs_in_reasoning, &*call);
-    }
+    if (call.ok()) ApplyReasoning(&*call);
     RunCompletion(request, w, std::move(call));
   }
 
@@ -280,8 +277,9 @@ class Gateway {
   // API (anthropic_messages.h): one chat choice under another API's shape.
   void Responses(const HttpRequest& request, HttpResponseWriter& w) {
     const std::string id = RequestId(request, w);
-    const absl::StatusOr<ResponsesCall> call = ParseResponsesRequest(request.body, ChatTools());
+    absl::StatusOr<ResponsesCall> call = ParseResponsesRequest(request.body, ChatTools());
     if (!call.ok()) return Refuse(w, "Generate", call.status(), id);
+    ApplyReasoning(&call->completion);
     const ResponseIdentity identity{absl::StrCat("resp_", id), absl::ToUnixSeconds(absl::Now()),
                                     backend_.decoder_name};
     ServeChatChoice(
@@ -292,8 +290,9 @@ class Gateway {
 
   void AnthropicMessages(const HttpRequest& request, HttpResponseWriter& w) {
     const std::string id = RequestId(request, w);
-    const absl::StatusOr<AnthropicCall> call = ParseAnthropicMessagesRequest(request.body, ChatTools());
+    absl::StatusOr<AnthropicCall> call = ParseAnthropicMessagesRequest(request.body, ChatTools(), Reasoning());
     if (!call.ok()) return Refuse(w, "Generate", call.status(), id, ErrorStyle::kAnthropic);
+    ApplyReasoning(&call->completion);
     const AnthropicIdentity identity{absl::StrCat("msg_", id), backend_.decoder_name};
     ServeChatChoice(
         request, w, ErrorStyle::kAnthropic, id, call->completion, AnthropicStream(*call, identity),
@@ -304,7 +303,7 @@ class Gateway {
   // Anthropic's /v1/messages/count_tokens: the chat prompt's tokens, at once.
   void AnthropicCountTokens(const HttpRequest& request, HttpResponseWriter& w) {
     constexpr ErrorStyle kStyle = ErrorStyle::kAnthropic;
-    const absl::StatusOr<v1::TokenizeRequest> parsed = ParseAnthropicCountTokensRequest(request.body, ChatTools());
+    const absl::StatusOr<v1::TokenizeRequest> parsed = ParseAnthropicCountTokensRequest(request.body, ChatTools(), Reasoning());
     if (!parsed.ok()) return Refuse(w, "Tokenize", parsed.status(), "", kStyle);
     const absl::StatusOr<v1::TokenizeResponse> tokens = backend_.tokenize(*parsed);
     if (!tokens.ok()) return Fail(w, "Tokenize", tokens.status(), kStyle);
@@ -671,6 +670,15 @@ class Gateway {
 
   v1::ModelKind VllmModel() const {
     return backend_.decoder_name.empty() ? v1::MODEL_KIND_ENCODER : v1::MODEL_KIND_DECODER;
+  }
+
+  // --reasoning-parser (checked at start, server/options.cc).
+  ReasoningParser Reasoning() const {
+    return ReasoningParserFromName(options_.reasoning_parser).value_or(ReasoningParser::kNone);
+  }
+  // --reasoning-parser on a chat choice (openai_chat.h's ApplyReasoningParser).
+  void ApplyReasoning(CompletionCall* call) const {
+    ApplyReasoningParser(Reasoning(), options_.structured_outputs_in_reasoning, call);
   }
 
   ToolSupport ChatTools() const {

@@ -1,5 +1,6 @@
 #include "server/http/openai_responses.h"
 
+#include <optional>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -85,8 +86,42 @@ absl::StatusOr<ojson> MessageContent(const ojson& content, const std::string& fi
   return parts;
 }
 
-// input (a string, or message / function_call / function_call_output items)
-// and instructions as chat messages; fields[k] names message k's source.
+// A reasoning item's thinking: its reasoning_text parts, joined (or, with
+// none, its summary_text parts, joined by blank lines). Encrypted content,
+// which this server never writes, is refused.
+absl::StatusOr<std::string> ReasoningItemText(const ojson& item, const std::string& field) {
+  if (const ojson* encrypted = Field(item, "encrypted_content"); encrypted != nullptr && !encrypted->is_null()) {
+    return Unsupported(field + ".encrypted_content", "this server writes none: give the thinking as content");
+  }
+  auto texts = [&](const char* key, const char* type, const char* separator) -> absl::StatusOr<std::string> {
+    const ojson* parts = Field(item, key);
+    if (parts == nullptr || parts->is_null()) return std::string();
+    const std::string where = absl::StrCat(field, ".", key);
+    if (!parts->is_array()) return TypeError(where, "an array", *parts);
+    std::string joined;
+    for (size_t k = 0; k < parts->size(); ++k) {
+      const std::string part = absl::StrCat(where, "[", k, "]");
+      const ojson& p = (*parts)[k];
+      if (!p.is_object()) return TypeError(part, absl::StrCat("a ", type, " part"), p);
+      if (const ojson* t = Field(p, "type"); t == nullptr || *t != type) {
+        return Unsupported(part + ".type", absl::StrCat("only \"", type, "\""));
+      }
+      ASSIGN_OR_RETURN(const std::string text, RequiredString(p, "text", part));
+      absl::StrAppend(&joined, k == 0 ? "" : separator, text);
+    }
+    return joined;
+  };
+  ASSIGN_OR_RETURN(std::string content, texts("content", "reasoning_text", ""));
+  ASSIGN_OR_RETURN(std::string summary, texts("summary", "summary_text", "\n\n"));
+  return content.empty() ? summary : content;
+}
+
+// input (a string, or message / function_call / function_call_output /
+// reasoning items) and instructions as chat messages; fields[k] names
+// message k's source. A reasoning item (a thinking given back, as the
+// Responses API asks of clients that keep the conversation) becomes the
+// reasoning_content of the assistant turn after it (a message or calls),
+// or an assistant turn of its own where none follows.
 absl::Status AddMessages(const ojson& root, ojson* messages, std::vector<std::string>* fields) {
   if (const ojson* instructions = Field(root, "instructions"); instructions != nullptr) {
     if (!instructions->is_string()) return TypeError("instructions", "a string", *instructions);
@@ -103,14 +138,32 @@ absl::Status AddMessages(const ojson& root, ojson* messages, std::vector<std::st
   if (!input->is_array()) return TypeError("input", "a string or an array of input items", *input);
   if (input->empty()) return absl::InvalidArgumentError("input: must not be empty");
   bool after_call = false;  // the item before was a function_call
+  std::optional<std::string> thinking;  // a reasoning item's, for the next assistant turn
+  std::string thinking_field;
+  auto flush_thinking = [&] {
+    if (!thinking.has_value()) return;
+    messages->push_back(ojson{{"role", "assistant"}, {"content", ""}, {"reasoning_content", *thinking}});
+    fields->push_back(thinking_field);
+    thinking.reset();
+  };
   for (size_t j = 0; j < input->size(); ++j) {
     const ojson& item = (*input)[j];
     const std::string field = absl::StrCat("input[", j, "]");
     if (!item.is_object()) return TypeError(field, "an input item object", item);
     const ojson* type = Field(item, "type");
     const std::string t = type == nullptr ? "message" : (type->is_string() ? type->get<std::string>() : "");
-    const bool call_follows_call = after_call && t == "function_call";
+    const bool call_follows_call = after_call && t == "function_call" && !thinking.has_value();
     after_call = t == "function_call";
+    if (t == "reasoning") {
+      flush_thinking();  // two in a row: the first is a turn of its own
+      ASSIGN_OR_RETURN(thinking, ReasoningItemText(item, field));
+      thinking_field = field;
+      continue;
+    }
+    // The thinking goes with the assistant turn this item begins.
+    const bool assistant = t == "function_call" ||
+                           (t == "message" && Field(item, "role") != nullptr && *Field(item, "role") == "assistant");
+    if (!assistant) flush_thinking();
     if (t == "message") {
       ASSIGN_OR_RETURN(const std::string role, RequiredString(item, "role", field));
       const ojson* content = Field(item, "content");
@@ -136,10 +189,16 @@ absl::Status AddMessages(const ojson& root, ojson* messages, std::vector<std::st
       messages->push_back(ojson{{"role", "tool"}, {"tool_call_id", call_id}, {"content", std::move(text)}});
     } else {
       return Unsupported(field + ".type", absl::StrCat("'", SanitizeUtf8(t),
-                                                       "': messages, function_call and function_call_output only"));
+                                                       "': messages, function_call, function_call_output and "
+                                                       "reasoning only"));
+    }
+    if (thinking.has_value()) {
+      messages->back()["reasoning_content"] = *thinking;
+      thinking.reset();
     }
     fields->push_back(field);
   }
+  flush_thinking();
   return absl::OkStatus();
 }
 
@@ -216,13 +275,29 @@ std::string Suffix(const ResponseIdentity& id) {
   return absl::StartsWith(id.id, "resp_") ? id.id.substr(5) : id.id;
 }
 
-ojson Usage(const json& chat_usage) {
+// The answer's tokens up to the one whose text ends its thinking (each
+// chunk is a token's message): a chunk counts while the reader is in the
+// thinking before or after it. 0 without a reasoning parser.
+int64_t ReasoningTokens(ReasoningParser parser, const std::vector<v1::GenerateResponse>& chunks) {
+  if (parser == ReasoningParser::kNone) return 0;
+  ReasoningSplitter splitter(parser);
+  int64_t tokens = 0;
+  for (const v1::GenerateResponse& chunk : chunks) {
+    const bool before = splitter.thinking();
+    std::string reasoning, content;
+    splitter.Feed(chunk.text(), chunk.finish_reason() != v1::FINISH_REASON_UNSPECIFIED, &reasoning, &content);
+    if (before || splitter.thinking() || !reasoning.empty()) tokens += chunk.token_ids_size();
+  }
+  return tokens;
+}
+
+ojson Usage(const json& chat_usage, int64_t reasoning_tokens) {
   const int64_t input = chat_usage.value("prompt_tokens", int64_t{0});
   const int64_t output = chat_usage.value("completion_tokens", int64_t{0});
   return ojson{{"input_tokens", input},
                {"input_tokens_details", {{"cached_tokens", chat_usage["prompt_tokens_details"]["cached_tokens"]}}},
                {"output_tokens", output},
-               {"output_tokens_details", {{"reasoning_tokens", 0}}},
+               {"output_tokens_details", {{"reasoning_tokens", reasoning_tokens}}},
                {"total_tokens", input + output},
                {"peak_kv_cache_bytes", chat_usage.value("peak_kv_cache_bytes", int64_t{0})}};
 }
@@ -240,6 +315,21 @@ ojson OutputText(const std::string& text) {
 
 ojson MessageItem(const std::string& id, const char* status, ojson content) {
   return ojson{{"id", id}, {"type", "message"}, {"status", status}, {"role", "assistant"}, {"content", std::move(content)}};
+}
+
+ojson ReasoningText(const std::string& text) { return ojson{{"type", "reasoning_text"}, {"text", text}}; }
+
+ojson ReasoningItem(const std::string& id, const char* status, ojson content) {
+  return ojson{{"id", id}, {"type", "reasoning"}, {"summary", ojson::array()}, {"content", std::move(content)},
+               {"status", status}};
+}
+
+// The index in `output` of its first item of `type`, or -1.
+int ItemIndex(const ojson& output, const char* type) {
+  for (size_t i = 0; i < output.size(); ++i) {
+    if (output[i]["type"] == type) return static_cast<int>(i);
+  }
+  return -1;
 }
 
 ojson CallItem(const std::string& id, const std::string& call_id, const std::string& name,
@@ -311,11 +401,22 @@ ojson ResponseObject(const ResponsesCall& call, const std::vector<v1::GenerateRe
   const bool cut = choice["finish_reason"] == "length";
   const char* item_status = cut ? "incomplete" : "completed";
   ojson output = ojson::array();
-  // The text, unless the answer is calls alone (hermes writes text before
-  // its calls: a message item, then theirs, as a stream opens them).
+  // A reasoning model's thinking first (--reasoning-parser), as vLLM and
+  // OpenAI give it: a reasoning item whose content is the text.
+  const bool thought = message.contains("reasoning") && message["reasoning"].is_string() &&
+                       !message["reasoning"].get_ref<const std::string&>().empty();
+  if (thought) {
+    output.push_back(ReasoningItem(absl::StrCat("rs_", Suffix(id)), item_status,
+                                   ojson::array({ReasoningText(message["reasoning"].get<std::string>())})));
+  }
+  // The text, unless the answer is calls or thinking alone (hermes writes
+  // text before its calls: a message item, then theirs, as a stream opens
+  // them).
   const bool calls = message.contains("tool_calls");
-  if (!calls || (message["content"].is_string() && !message["content"].get_ref<const std::string&>().empty())) {
-    ojson text = OutputText(message["content"].get<std::string>());
+  const bool has_text =
+      message["content"].is_string() && !message["content"].get_ref<const std::string&>().empty();
+  if (has_text || (!calls && !thought)) {
+    ojson text = OutputText(has_text ? message["content"].get<std::string>() : "");
     if (call.completion.format.logprobs) text["logprobs"] = ojson::parse(choice["logprobs"]["content"].dump());
     output.push_back(MessageItem(absl::StrCat("msg_", Suffix(id)), item_status, ojson::array({std::move(text)})));
   }
@@ -335,7 +436,7 @@ ojson ResponseObject(const ResponsesCall& call, const std::vector<v1::GenerateRe
             {"model", id.model},
             {"output", std::move(output)}};
   for (const auto& [key, value] : call.echo.items()) out[key] = value;
-  out["usage"] = Usage(chat["usage"]);
+  out["usage"] = Usage(chat["usage"], ReasoningTokens(call.completion.format.reasoning, chunks));
   return out;
 }
 
@@ -376,12 +477,35 @@ std::string ResponsesStream::OpenMessage() {
   return events;
 }
 
+std::string ResponsesStream::OpenReasoning() {
+  reasoning_index_ = output_items_++;
+  const std::string item_id = absl::StrCat("rs_", Suffix(id_));
+  std::string events = Event(ojson{{"type", "response.output_item.added"},
+                                   {"output_index", reasoning_index_},
+                                   {"item", ReasoningItem(item_id, "in_progress", ojson::array())}});
+  events += Event(ojson{{"type", "response.content_part.added"},
+                        {"item_id", item_id},
+                        {"output_index", reasoning_index_},
+                        {"content_index", 0},
+                        {"part", ReasoningText("")}});
+  return events;
+}
+
 std::string ResponsesStream::Next(const v1::GenerateResponse& chunk) {
   chunks_.push_back(chunk);
   const json delta_chunk = ChatCompletionChunk(chunk, CompletionIdentity{id_.id, id_.created_at, id_.model},
                                                call_.completion.format, 0, ChunkUsage::kNone, &chat_);
   const json& delta = delta_chunk["choices"][0]["delta"];
   std::string events;
+  if (const auto reasoning = delta.find("reasoning"); reasoning != delta.end() && reasoning->is_string() &&
+                                                      !reasoning->get_ref<const std::string&>().empty()) {
+    if (reasoning_index_ < 0) events += OpenReasoning();
+    events += Event(ojson{{"type", "response.reasoning_text.delta"},
+                          {"item_id", absl::StrCat("rs_", Suffix(id_))},
+                          {"output_index", reasoning_index_},
+                          {"content_index", 0},
+                          {"delta", *reasoning}});
+  }
   if (const auto content = delta.find("content"); content != delta.end() && content->is_string() &&
                                                   !content->get_ref<const std::string&>().empty()) {
     if (message_index_ < 0) events += OpenMessage();
@@ -419,7 +543,23 @@ std::string ResponsesStream::Next(const v1::GenerateResponse& chunk) {
   // The answer ended: close its items, then the whole response.
   const ojson response = ResponseObject(call_, chunks_, id_);
   const ojson& output = response["output"];
-  if (calls_.empty() && message_index_ < 0 && output[0]["type"] == "message") events += OpenMessage();
+  if (reasoning_index_ >= 0) {
+    const std::string item_id = absl::StrCat("rs_", Suffix(id_));
+    const ojson& item = output[static_cast<size_t>(reasoning_index_)];
+    const ojson& part = item["content"][0];
+    events += Event(ojson{{"type", "response.reasoning_text.done"},
+                          {"item_id", item_id},
+                          {"output_index", reasoning_index_},
+                          {"content_index", 0},
+                          {"text", part["text"]}});
+    events += Event(ojson{{"type", "response.content_part.done"},
+                          {"item_id", item_id},
+                          {"output_index", reasoning_index_},
+                          {"content_index", 0},
+                          {"part", part}});
+    events += Event(ojson{{"type", "response.output_item.done"}, {"output_index", reasoning_index_}, {"item", item}});
+  }
+  if (calls_.empty() && message_index_ < 0 && ItemIndex(output, "message") >= 0) events += OpenMessage();
   for (const Call& call : calls_) {
     events += Event(ojson{{"type", "response.function_call_arguments.done"},
                           {"item_id", call.item_id},

@@ -79,6 +79,7 @@ class ResponsesStream {
   std::string Event(nlohmann::ordered_json event);
   nlohmann::ordered_json Shell(const char* status) const;
   std::string OpenMessage();
+  std::string OpenReasoning();
   std::string CloseItems();
 
   const ResponsesCall& call_;
@@ -88,6 +89,7 @@ class ResponsesStream {
   ChatChoiceStream chat_;
   int output_items_ = 0;        // items opened so far
   int message_index_ = -1;      // the message item's output_index, when open
+  int reasoning_index_ = -1;    // the reasoning item's, when open (it comes first)
   std::string text_;            // its text so far
   struct Call {
     int output_index;

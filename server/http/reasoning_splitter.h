@@ -43,6 +43,8 @@ class ReasoningSplitter {
 
   // The answer has reasoning (its "reasoning" is a string, else null).
   bool reasoned() const { return reasoned_; }
+  // Inside the thinking: what comes next is reasoning until "</think>".
+  bool thinking() const { return state_ == State::kReasoning; }
 
  private:
   enum class State { kStart, kReasoning, kContent };

@@ -178,3 +178,42 @@ def test_unknown_template_arguments_are_a_400_naming_them(server):
         "chat_template_kwargs": {"enable_thinking": "false"}})
     assert status == 400, body
     assert body["error"]["message"].startswith("chat_template_kwargs.enable_thinking: must be")
+
+
+def test_a_responses_reasoning_item_is_the_next_answers_thinking(server, model_dir):
+    # The Responses API's way of giving thinking back: a reasoning item
+    # before the assistant's message, which Qwen3's template then shows
+    # (the answer is after the last query): transformers' prompt with that
+    # message's reasoning_content, and the native greedy continuation of it.
+    openai = pytest.importorskip("openai")
+    client = openai.OpenAI(base_url=server.url("/v1"), api_key="unused", max_retries=0)
+    messages = CONVERSATIONS["reasoning_field"]
+    _, ids = reference_ids(model_dir, messages, add_generation_prompt=True)
+    item = {"type": "reasoning", "id": "rs_1", "summary": [],
+            "content": [{"type": "reasoning_text", "text": messages[1]["reasoning_content"]}]}
+    r = client.responses.create(model="qwen3_tiny", max_output_tokens=8, temperature=0,
+                                input=[{"role": "user", "content": messages[0]["content"]}, item,
+                                       {"role": "assistant", "content": messages[1]["content"]}],
+                                extra_body={"ignore_eos": True})
+    status, native = post_json(server, "/v1/generate", {
+        "token_ids": {"ids": ids}, "sampling": {"max_new_tokens": 8, "temperature": 0, "ignore_eos": True}})
+    assert status == 200, native
+    assert not native["text"].startswith("<think>")
+    assert r.usage.input_tokens == len(ids)
+    assert r.output_text == native["text"]
+
+
+@pytest.mark.parametrize("thinking", [{"type": "disabled"}, {"type": "adaptive"}, None])
+def test_anthropics_thinking_switch_is_qwen3s(server, model_dir, thinking):
+    # The Messages API's thinking setting as the template's switch: disabled
+    # is transformers' prompt with enable_thinking false (the empty think
+    # block), adaptive (or none) the prompt with thinking on.
+    messages = CONVERSATIONS["think_history"]
+    kwargs = {"enable_thinking": False} if thinking == {"type": "disabled"} else {}
+    _, want = reference_ids(model_dir, messages, add_generation_prompt=True, **kwargs)
+    body = {"model": "qwen3_tiny", "messages": messages}
+    if thinking is not None:
+        body["thinking"] = thinking
+    status, got = post_json(server, "/v1/messages/count_tokens", body)
+    assert status == 200, got
+    assert got["input_tokens"] == len(want)

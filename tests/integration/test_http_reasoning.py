@@ -185,3 +185,82 @@ def test_a_lazy_trigger_waits_for_constrain_after_on_the_native_door(server):
     assert unwaited.startswith(head + '{"name": "now", "arguments": {}}'), unwaited
     waited = generate({**lazy, "constrain_after": marker})
     assert waited.startswith(thought), waited
+
+
+def test_the_responses_api_gives_the_thinking_as_a_reasoning_item(server, client):
+    # The same prompt as the chat's (one user turn): deepseek_r1 reads
+    # stories260K's story as thinking the limit cut (a reasoning item alone,
+    # every token a reasoning token); qwen3 as content (a message alone).
+    chat = client.chat.completions.create(model="stories260K", messages=MESSAGES, max_tokens=12, temperature=0)
+    thinking, content = extra(chat.choices[0].message, "reasoning"), chat.choices[0].message.content
+    kwargs = dict(model="stories260K", input=MESSAGES[0]["content"], max_output_tokens=12, temperature=0)
+    r = client.responses.create(**kwargs)
+    assert r.status == "incomplete" and len(r.output) == 1
+    if server.parser == "deepseek_r1":
+        item = r.output[0]
+        assert item.type == "reasoning" and item.id.startswith("rs_") and item.summary == []
+        assert [(c.type, c.text) for c in item.content] == [("reasoning_text", thinking)]
+        assert r.output_text == "" and r.usage.output_tokens_details.reasoning_tokens == 12
+    else:
+        assert r.output[0].type == "message" and r.output_text == content
+        assert r.usage.output_tokens_details.reasoning_tokens == 0
+    streamed, deltas = None, ""
+    with client.responses.stream(**kwargs) as stream:
+        for event in stream:
+            if event.type == "response.reasoning_text.delta":
+                deltas += event.delta
+            if event.type == "response.incomplete":  # the SDK's final response wants "completed"
+                streamed = event.response
+    assert deltas == (thinking or "")
+    assert [o.model_dump(exclude={"id"}) for o in streamed.output] == [o.model_dump(exclude={"id"}) for o in r.output]
+    # Given back as input (the client's own reasoning item), the thinking is
+    # the next assistant turn's; the chatml template shows none, so the
+    # answer is the one to the conversation without it.
+    turn = [{"role": "user", "content": "Tell me a story."}]
+    after = [{"role": "assistant", "content": "The end."}, {"role": "user", "content": "Again."}]
+    item = {"type": "reasoning", "id": "rs_1", "summary": [], "content": [{"type": "reasoning_text", "text": "Hm."}]}
+    with_thinking = client.responses.create(model="stories260K", input=turn + [item] + after, max_output_tokens=6,
+                                            temperature=0)
+    without = client.responses.create(model="stories260K", input=turn + after, max_output_tokens=6, temperature=0)
+    assert [o.model_dump(exclude={"id"}) for o in with_thinking.output] == \
+        [o.model_dump(exclude={"id"}) for o in without.output]
+    assert with_thinking.usage.input_tokens == without.usage.input_tokens
+
+
+def test_the_messages_api_gives_the_thinking_as_a_thinking_block(server, client):
+    # The anthropic SDK against the same prompt: deepseek_r1 reads the story
+    # as thinking the limit cut (a thinking block alone, streamed as
+    # thinking_delta), qwen3 as text; thinking blocks given back are taken
+    # (chatml shows no thinking: the same answer as without them).
+    anthropic = pytest.importorskip("anthropic")
+    messages = anthropic.Anthropic(base_url=server.url(""), api_key="none", max_retries=0).messages
+    chat = client.chat.completions.create(model="stories260K", messages=MESSAGES, max_tokens=12, temperature=0)
+    thinking, content = extra(chat.choices[0].message, "reasoning"), chat.choices[0].message.content
+    kwargs = dict(model="stories260K", max_tokens=12, messages=MESSAGES,
+                  extra_body={"temperature": 0})  # the SDK no longer sends it
+    m = messages.create(**kwargs)
+    assert m.stop_reason == "max_tokens"
+    if server.parser == "deepseek_r1":
+        assert [(b.type, b.thinking, b.signature) for b in m.content] == [("thinking", thinking, "")]
+    else:
+        assert [(b.type, b.text) for b in m.content] == [("text", content)]
+    with messages.stream(**kwargs) as stream:
+        deltas = "".join(e.delta.thinking for e in stream
+                         if e.type == "content_block_delta" and e.delta.type == "thinking_delta")
+        final = stream.get_final_message()
+    assert deltas == (thinking or "")
+    assert [b.model_dump() for b in final.content] == [b.model_dump() for b in m.content]
+    # Thinking switched on is served with a parser (chatml has no switch:
+    # the same answer); budget_tokens as Anthropic checks it.
+    on = messages.create(**kwargs, thinking={"type": "adaptive"})
+    assert [b.model_dump() for b in on.content] == [b.model_dump() for b in m.content]
+    with pytest.raises(anthropic.BadRequestError) as e:
+        messages.create(**kwargs, thinking={"type": "enabled", "budget_tokens": 1024})
+    assert "thinking.budget_tokens = 1024: must be less than max_tokens (12)" in e.value.body["error"]["message"]
+    given = [MESSAGES[0], {"role": "assistant", "content": [
+        {"type": "thinking", "thinking": "Hm.", "signature": ""}, {"type": "text", "text": "The end."}]},
+        {"role": "user", "content": "Again."}]
+    plain = [MESSAGES[0], {"role": "assistant", "content": "The end."}, {"role": "user", "content": "Again."}]
+    with_thinking = messages.create(**dict(kwargs, messages=given, max_tokens=6))
+    without = messages.create(**dict(kwargs, messages=plain, max_tokens=6))
+    assert with_thinking.content == without.content and with_thinking.usage == without.usage

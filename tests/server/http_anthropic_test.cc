@@ -115,7 +115,11 @@ TEST(AnthropicRequestTest, RefusalsNameTheMessagesField) {
       {json{{"max_tokens", 5}, {"messages", {{{"role", "user"}, {"content", {{{"type", "image"}}}}}}}},
        "messages[0].content[0].type: not supported"},
       {json{{"max_tokens", 5}, {"messages", user}, {"thinking", {{"type", "enabled"}, {"budget_tokens", 1024}}}},
-       "thinking: not supported"},
+       "thinking: not supported (the model does not think apart (no --reasoning-parser)"},
+      {json{{"max_tokens", 5}, {"messages", user}, {"thinking", {{"type", "sometimes"}}}},
+       "thinking.type: 'sometimes' is not one of"},
+      {json{{"max_tokens", 5}, {"messages", {{{"role", "assistant"}, {"content", {{{"type", "redacted_thinking"}}}}}}}},
+       "messages[0].content[0].type: not supported ('redacted_thinking'"},
       {json{{"max_tokens", 5}, {"messages", user}, {"tools", {{{"type", "web_search_20250305"}, {"name", "w"}}}}},
        "tools[0].type: not supported"},
       {json{{"max_tokens", 5}, {"messages", user}, {"tool_choice", {{"type", "sometimes"}}}},
@@ -259,6 +263,102 @@ TEST(AnthropicStreamTest, HermesTextBeforeACallIsATextBlockThenAToolUseBlock) {
   EXPECT_EQ(events[4]["index"], 1);
   EXPECT_EQ(events[5]["delta"], json::parse(R"({"type": "input_json_delta", "partial_json": "{\"x\": 1}"})"));
   EXPECT_EQ(events[7]["delta"]["stop_reason"], "tool_use");
+}
+
+// --reasoning-parser: thinking {"type": "enabled" | "adaptive"} is served
+// (the template's switch on: Qwen3's enable_thinking), budget_tokens
+// checked as Anthropic checks it; "disabled" turns the switch off; an
+// assistant's thinking blocks given back are its turn's reasoning_content.
+TEST(AnthropicRequestTest, ThinkingIsTheTemplatesSwitchAndGivenBackTheTurnsReasoning) {
+  const json user = {{{"role", "user"}, {"content", "a"}}};
+  auto parse = [&](json thinking, int max_tokens = 2048) {
+    return ParseAnthropicMessagesRequest(
+        json{{"max_tokens", max_tokens}, {"messages", user}, {"thinking", thinking}}.dump(), {},
+        ReasoningParser::kQwen3);
+  };
+  absl::StatusOr<AnthropicCall> call = parse({{"type", "enabled"}, {"budget_tokens", 1024}});
+  ASSERT_TRUE(call.ok()) << call.status();
+  ASSERT_TRUE(call->completion.requests[0].chat().has_enable_thinking());
+  EXPECT_TRUE(call->completion.requests[0].chat().enable_thinking());
+  call = parse({{"type", "adaptive"}});
+  ASSERT_TRUE(call.ok()) << call.status();
+  EXPECT_TRUE(call->completion.requests[0].chat().enable_thinking());
+  for (const ReasoningParser parser : {ReasoningParser::kNone, ReasoningParser::kQwen3}) {
+    call = ParseAnthropicMessagesRequest(
+        json{{"max_tokens", 5}, {"messages", user}, {"thinking", {{"type", "disabled"}}}}.dump(), {}, parser);
+    ASSERT_TRUE(call.ok()) << call.status();
+    ASSERT_TRUE(call->completion.requests[0].chat().has_enable_thinking());
+    EXPECT_FALSE(call->completion.requests[0].chat().enable_thinking());
+  }
+  call = ParseAnthropicMessagesRequest(json{{"max_tokens", 5}, {"messages", user}}.dump(), {}, ReasoningParser::kQwen3);
+  ASSERT_TRUE(call.ok());
+  EXPECT_FALSE(call->completion.requests[0].chat().has_enable_thinking());
+  EXPECT_THAT(std::string(parse({{"type", "enabled"}, {"budget_tokens", 1000}}).status().message()),
+              HasSubstr("thinking.budget_tokens = 1000: must be >= 1024"));
+  EXPECT_THAT(std::string(parse({{"type", "enabled"}, {"budget_tokens", 2048}}).status().message()),
+              HasSubstr("thinking.budget_tokens = 2048: must be less than max_tokens (2048)"));
+  EXPECT_THAT(std::string(parse({{"type", "enabled"}}).status().message()), HasSubstr("thinking.budget_tokens: required"));
+
+  const json thought = {{"type", "thinking"}, {"thinking", "Plan."}, {"signature", "abc"}};
+  const json tools = {{{"name", "f"}, {"input_schema", {{"type", "object"}}}}};
+  call = ParseAnthropicMessagesRequest(
+      json{{"max_tokens", 5},
+           {"tools", tools},
+           {"tool_choice", {{"type", "none"}}},
+           {"messages",
+            {{{"role", "user"}, {"content", "a"}},
+             {{"role", "assistant"}, {"content", {thought, {{"type", "text"}, {"text", "Hi"}}}}},
+             {{"role", "user"}, {"content", "b"}},
+             {{"role", "assistant"},
+              {"content", {thought, {{"type", "tool_use"}, {"id", "t1"}, {"name", "f"}, {"input", json::object()}}}}},
+             {{"role", "user"}, {"content", {{{"type", "tool_result"}, {"tool_use_id", "t1"}, {"content", "1"}}}}},
+             {{"role", "assistant"}, {"content", {thought}}}}}}
+          .dump(),
+      ToolSupport{.template_shows_tools = true}, ReasoningParser::kQwen3);
+  ASSERT_TRUE(call.ok()) << call.status();
+  const v1::ChatPrompt& chat = call->completion.requests[0].chat();
+  ASSERT_EQ(chat.messages_size(), 6) << chat.DebugString();
+  EXPECT_EQ(chat.messages(1).content(), "Hi");
+  EXPECT_EQ(chat.messages(1).reasoning_content(), "Plan.");
+  EXPECT_EQ(chat.messages(3).tool_calls_size(), 1);
+  EXPECT_EQ(chat.messages(3).reasoning_content(), "Plan.");
+  EXPECT_EQ(chat.messages(5).content(), "");  // thinking alone
+  EXPECT_EQ(chat.messages(5).reasoning_content(), "Plan.");
+}
+
+// The thinking as a thinking block before the text (signature empty),
+// whole and streamed (thinking_delta, then the text's own block).
+TEST(AnthropicStreamTest, TheThinkingIsAThinkingBlockBeforeTheText) {
+  absl::StatusOr<AnthropicCall> call =
+      Parse(json{{"max_tokens", 50}, {"stream", true}, {"messages", {{{"role", "user"}, {"content", "a"}}}}});
+  ASSERT_TRUE(call.ok());
+  ApplyReasoningParser(ReasoningParser::kDeepSeekR1, false, &call->completion);
+  const std::vector<v1::GenerateResponse> chunks = {Chunk("Plan"), Chunk(" it.</think>"), Chunk("\n\nDone",
+                                                                                                v1::FINISH_REASON_EOS)};
+  const nlohmann::ordered_json whole = AnthropicMessage(*call, chunks, AnthropicIdentity{"msg_abc", "m"});
+  EXPECT_EQ(json::parse(whole["content"].dump()),
+            json::parse(R"([{"type": "thinking", "thinking": "Plan it.", "signature": ""},
+                            {"type": "text", "text": "\n\nDone"}])"));
+  AnthropicStream stream(*call, AnthropicIdentity{"msg_abc", "m"});
+  std::string sse = stream.Start(chunks[0]);
+  for (const v1::GenerateResponse& chunk : chunks) sse += stream.Next(chunk);
+  const std::vector<json> events = SseEvents(sse);
+  std::vector<std::string> types;
+  for (const json& e : events) types.push_back(e["type"]);
+  EXPECT_THAT(types, ElementsAre("message_start", "content_block_start", "content_block_delta", "content_block_delta",
+                                 "content_block_stop", "content_block_start", "content_block_delta",
+                                 "content_block_stop", "message_delta", "message_stop"));
+  EXPECT_EQ(events[1]["content_block"], json::parse(R"({"type": "thinking", "thinking": "", "signature": ""})"));
+  EXPECT_EQ(events[2]["delta"], json::parse(R"({"type": "thinking_delta", "thinking": "Plan"})"));
+  EXPECT_EQ(events[3]["delta"], json::parse(R"({"type": "thinking_delta", "thinking": " it."})"));
+  EXPECT_EQ(events[5]["index"], 1);
+  EXPECT_EQ(events[6]["delta"], json::parse(R"({"type": "text_delta", "text": "\n\nDone"})"));
+  // All thinking (cut by max_tokens): the thinking block alone.
+  const nlohmann::ordered_json cut =
+      AnthropicMessage(*call, {Chunk("Plan", v1::FINISH_REASON_LENGTH)}, AnthropicIdentity{"msg_abc", "m"});
+  EXPECT_EQ(json::parse(cut["content"].dump()),
+            json::parse(R"([{"type": "thinking", "thinking": "Plan", "signature": ""}])"));
+  EXPECT_EQ(cut["stop_reason"], "max_tokens");
 }
 
 }  // namespace

@@ -270,5 +270,123 @@ TEST(ResponsesStreamTest, HermesTextBeforeCallsIsAMessageItemThenCallItems) {
   EXPECT_EQ(completed["output"], json::parse(output.dump()));
 }
 
+// --reasoning-parser: the thinking is a reasoning item before the message
+// (its text the item's reasoning_text content, as vLLM and OpenAI give it),
+// whole and streamed (response.reasoning_text.delta / .done), the items'
+// output_index their place in "output"; its tokens are the usage's
+// reasoning_tokens. An answer that is all thinking has no message item.
+TEST(ResponsesStreamTest, TheThinkingIsAReasoningItemBeforeTheMessage) {
+  absl::StatusOr<ResponsesCall> call = Parse(json{{"input", "a"}, {"stream", true}});
+  ASSERT_TRUE(call.ok());
+  ApplyReasoningParser(ReasoningParser::kQwen3, false, &call->completion);
+  const ResponseIdentity id{"resp_abc", 1, "m"};
+  const std::vector<v1::GenerateResponse> chunks = {Chunk("<think>"), Chunk("Plan"), Chunk(" it.</th"),
+                                                    Chunk("ink>"), Chunk("\n\nDone"),
+                                                    Chunk(".", v1::FINISH_REASON_EOS)};
+  const nlohmann::ordered_json whole = ResponseObject(*call, chunks, id);
+  const nlohmann::ordered_json& output = whole["output"];
+  ASSERT_EQ(output.size(), 2u) << whole;
+  EXPECT_EQ(output[0], nlohmann::ordered_json::parse(
+                           R"({"id": "rs_abc", "type": "reasoning", "summary": [],
+                               "content": [{"type": "reasoning_text", "text": "Plan it."}], "status": "completed"})"));
+  EXPECT_EQ(output[1]["type"], "message");
+  EXPECT_EQ(output[1]["content"][0]["text"], "\n\nDone.");
+  EXPECT_EQ(whole["usage"]["output_tokens_details"]["reasoning_tokens"], 4);  // <think> ... ink>
+
+  ResponsesStream stream(*call, id);
+  std::string sse = stream.Start(v1::GenerateResponse());
+  for (const v1::GenerateResponse& chunk : chunks) sse += stream.Next(chunk);
+  std::vector<std::string> types;
+  std::string thinking;
+  std::map<int, json> done;
+  json completed;
+  for (const json& e : SseEvents(sse)) {
+    types.push_back(e["type"]);
+    if (e["type"] == "response.reasoning_text.delta") {
+      EXPECT_EQ(e["item_id"], "rs_abc");
+      EXPECT_EQ(e["output_index"], 0);
+      thinking += e["delta"].get<std::string>();
+    }
+    if (e["type"] == "response.output_item.done") done[e["output_index"].get<int>()] = e["item"];
+    if (e["type"] == "response.completed") completed = e["response"];
+  }
+  EXPECT_EQ(thinking, "Plan it.");
+  EXPECT_THAT(types, ElementsAre("response.created", "response.in_progress", "response.output_item.added",
+                                 "response.content_part.added", "response.reasoning_text.delta",
+                                 "response.reasoning_text.delta", "response.output_item.added",
+                                 "response.content_part.added", "response.output_text.delta",
+                                 "response.output_text.delta", "response.reasoning_text.done",
+                                 "response.content_part.done", "response.output_item.done",
+                                 "response.output_text.done", "response.content_part.done",
+                                 "response.output_item.done", "response.completed"));
+  ASSERT_EQ(done.size(), 2u) << sse;
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(done[i], json::parse(output[static_cast<size_t>(i)].dump())) << i;
+  EXPECT_EQ(completed["output"], json::parse(output.dump()));
+
+  // All thinking (the limit cut it): a reasoning item alone, incomplete.
+  const std::vector<v1::GenerateResponse> cut = {Chunk("<think>"), Chunk("Plan", v1::FINISH_REASON_LENGTH)};
+  const nlohmann::ordered_json thought = ResponseObject(*call, cut, id);
+  ASSERT_EQ(thought["output"].size(), 1u) << thought;
+  EXPECT_EQ(thought["output"][0]["type"], "reasoning");
+  EXPECT_EQ(thought["output"][0]["status"], "incomplete");
+  EXPECT_EQ(thought["usage"]["output_tokens_details"]["reasoning_tokens"], 2);
+  ResponsesStream cut_stream(*call, id);
+  sse = cut_stream.Start(v1::GenerateResponse());
+  for (const v1::GenerateResponse& chunk : cut) sse += cut_stream.Next(chunk);
+  const std::vector<json> events = SseEvents(sse);
+  EXPECT_EQ(events.back()["type"], "response.incomplete");
+  EXPECT_EQ(events.back()["response"]["output"], json::parse(thought["output"].dump()));
+  // qwen3 without <think>: thinking off, a message alone, no reasoning tokens.
+  const nlohmann::ordered_json plain = ResponseObject(*call, {Chunk("Hi", v1::FINISH_REASON_EOS)}, id);
+  ASSERT_EQ(plain["output"].size(), 1u);
+  EXPECT_EQ(plain["output"][0]["type"], "message");
+  EXPECT_EQ(plain["usage"]["output_tokens_details"]["reasoning_tokens"], 0);
+}
+
+// A reasoning item sent back (as OpenAI asks clients that keep the
+// conversation to) becomes the next assistant turn's reasoning_content:
+// of its message, or of its calls; alone, a turn of its own. Encrypted
+// content, which this server never writes, is refused naming the field.
+TEST(ResponsesRequestTest, AReasoningItemIsTheNextAssistantTurnsThinking) {
+  const json reasoning = {{"type", "reasoning"}, {"id", "rs_1"}, {"summary", json::array()},
+                          {"content", {{{"type", "reasoning_text"}, {"text", "Plan."}}}}};
+  absl::StatusOr<ResponsesCall> call = Parse(json{
+      {"input",
+       {{{"role", "user"}, {"content", "a"}},
+        reasoning,
+        {{"type", "message"}, {"role", "assistant"}, {"content", {{{"type", "output_text"}, {"text", "Hi"}}}}},
+        {{"role", "user"}, {"content", "b"}},
+        {{"type", "reasoning"}, {"summary", {{{"type", "summary_text"}, {"text", "Call."}}}}},
+        {{"type", "function_call"}, {"call_id", "c1"}, {"name", "f"}, {"arguments", "{}"}},
+        {{"type", "function_call_output"}, {"call_id", "c1"}, {"output", "1"}},
+        reasoning}}},
+      ToolSupport{.template_shows_tools = true});
+  ASSERT_TRUE(call.ok()) << call.status();
+  const v1::ChatPrompt& chat = call->completion.requests[0].chat();
+  ASSERT_EQ(chat.messages_size(), 6) << chat.DebugString();
+  EXPECT_EQ(chat.messages(1).role(), "assistant");
+  EXPECT_EQ(chat.messages(1).content(), "Hi");
+  EXPECT_EQ(chat.messages(1).reasoning_content(), "Plan.");
+  EXPECT_FALSE(chat.messages(2).has_reasoning_content());
+  EXPECT_EQ(chat.messages(3).tool_calls_size(), 1);
+  EXPECT_EQ(chat.messages(3).reasoning_content(), "Call.");
+  EXPECT_EQ(chat.messages(4).role(), "tool");
+  EXPECT_EQ(chat.messages(5).role(), "assistant");  // alone at the end: a turn of its own
+  EXPECT_EQ(chat.messages(5).content(), "");
+  EXPECT_EQ(chat.messages(5).reasoning_content(), "Plan.");
+  EXPECT_EQ(call->message_fields[5], "input[7]");
+
+  json encrypted = reasoning;
+  encrypted["encrypted_content"] = "gAAA";
+  call = Parse(json{{"input", {{{"role", "user"}, {"content", "a"}}, encrypted}}});
+  ASSERT_FALSE(call.ok());
+  EXPECT_THAT(std::string(call.status().message()), HasSubstr("input[1].encrypted_content"));
+  json wrong = reasoning;
+  wrong["content"][0]["type"] = "output_text";
+  call = Parse(json{{"input", {{{"role", "user"}, {"content", "a"}}, wrong}}});
+  ASSERT_FALSE(call.ok());
+  EXPECT_THAT(std::string(call.status().message()), HasSubstr("input[1].content[0].type"));
+}
+
 }  // namespace
 }  // namespace attnserve
