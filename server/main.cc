@@ -40,7 +40,7 @@ ABSL_FLAG(int, http_threads, 0, "HTTP worker threads: one per HTTP request serve
 ABSL_FLAG(int64_t, http_max_body_bytes, 8 << 20, "Largest accepted HTTP request body; larger gets 413.");
 ABSL_FLAG(std::string, api_key, "", "If set, every inference call (HTTP /v1/..., gRPC attnserve.v1.Inference) needs 'Authorization: Bearer <key>'; probes and /metrics stay open. The ATTNSERVE_API_KEY environment variable is used when this flag is empty (it keeps the key out of ps).");
 ABSL_FLAG(bool, log_requests, true, "Log one line per finished Encode/Generate (id, status, timings, token counts; never the text).");
-ABSL_FLAG(std::string, weight_dtype, "f32", "Weight storage: f32 or bf16 (bf16 halves weight memory; compute stays f32).");
+ABSL_FLAG(std::string, weight_dtype, "f32", "Weight storage: f32, bf16 (half the memory) or q8_0 (llama.cpp's Q8_0 blocks, quantised at load as llama.cpp quantises: 1.125 bytes a weight; a Q8_0 GGUF's blocks as written; encoders keep their embedding tables f32). Compute stays f32.");
 ABSL_FLAG(std::string, matmul_precision, "f32",
           "f32, or bf16: the projections' products over 16+ rows (encoder batches, prefill chunks, "
           "decode batches of 16+ sequences) may round activations and weights to bf16 with f32 "

@@ -70,8 +70,9 @@ absl::Status ValidateOptions(const ServerOptions& o) {
   if (b.kv_block_size < 1 || b.kv_block_size > 1024) {
     return absl::InvalidArgumentError("--kv-block-size: must be in [1, 1024]");
   }
-  if (o.models.weight_dtype != "f32" && o.models.weight_dtype != "bf16") {
-    return absl::InvalidArgumentError(absl::StrCat("--weight-dtype=", o.models.weight_dtype, ": must be f32 or bf16"));
+  if (o.models.weight_dtype != "f32" && o.models.weight_dtype != "bf16" && o.models.weight_dtype != "q8_0") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--weight-dtype=", o.models.weight_dtype, ": must be f32, bf16 or q8_0"));
   }
   if (o.models.matmul_precision != "f32" && o.models.matmul_precision != "bf16") {
     return absl::InvalidArgumentError(

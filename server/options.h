@@ -25,7 +25,7 @@ struct NetworkOptions {
 struct ModelOptions {
   std::string encoder_model;       // HF directory; empty = no encoder
   std::string decoder_model;       // HF directory or .gguf; empty = no decoder
-  std::string weight_dtype = "f32";  // "f32" or "bf16" weight storage (compute is f32)
+  std::string weight_dtype = "f32";  // "f32", "bf16" or "q8_0" weight storage (compute is f32)
   std::string kv_cache_dtype = "f32";  // "f32" or "bf16" K/V storage
   // "f32" or "bf16": what the projections' large products may round to
   // (engine/ops/matmul_precision.h); bf16 runs them on AMX where the CPU has it.

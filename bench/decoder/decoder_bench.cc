@@ -1,4 +1,4 @@
-// decoder_bench MODEL [--dtype f32|bf16] [--matmul-precision f32|bf16] [--steps N] [--batch N] [--reps N] [--context N] [--no-prefill] [--no-decode] [--prepare-kernels]
+// decoder_bench MODEL [--dtype f32|bf16|q8_0] [--matmul-precision f32|bf16] [--steps N] [--batch N] [--reps N] [--context N] [--no-prefill] [--no-decode] [--prepare-kernels]
 // Prints JSON lines: the STREAM-like read bandwidth, then decode tokens/s at
 // batch 1, 4, 8, 16 (each sequence: a 16-token prompt, or --context N
 // tokens, prefilled, then N decode steps timed, medians over 3 runs) and
@@ -90,7 +90,7 @@ int Fail(const char* what, const absl::Status& status) {
 
 int Main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: decoder_bench MODEL [--dtype f32|bf16] [--matmul-precision f32|bf16] [--steps N] [--batch N] [--reps N] [--context N] [--no-prefill] [--no-decode] [--prepare-kernels] [--general-head8]\n");
+    std::fprintf(stderr, "usage: decoder_bench MODEL [--dtype f32|bf16|q8_0] [--matmul-precision f32|bf16] [--steps N] [--batch N] [--reps N] [--context N] [--no-prefill] [--no-decode] [--prepare-kernels] [--general-head8]\n");
     return 2;
   }
   std::string path = argv[1];
@@ -114,7 +114,11 @@ int Main(int argc, char** argv) {
   for (int i = 2; i + 1 < argc; ++i) {
     if (std::strcmp(argv[i], "--reps") == 0) reps = std::max(1, std::atoi(argv[i + 1]));
     if (std::strcmp(argv[i], "--batch") == 0) batches = {std::atoi(argv[i + 1])};
-    if (std::strcmp(argv[i], "--dtype") == 0) dtype = std::strcmp(argv[i + 1], "bf16") == 0 ? DType::kBF16 : DType::kF32;
+    if (std::strcmp(argv[i], "--dtype") == 0) {
+      dtype = std::strcmp(argv[i + 1], "bf16") == 0   ? DType::kBF16
+              : std::strcmp(argv[i + 1], "q8_0") == 0 ? DType::kQ8_0
+                                                      : DType::kF32;
+    }
     if (std::strcmp(argv[i], "--steps") == 0) steps = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "--context") == 0) context = std::max(1, std::atoi(argv[i + 1]));
     if (std::strcmp(argv[i], "--matmul-precision") == 0) {

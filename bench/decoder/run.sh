@@ -2,7 +2,7 @@
 # Decoder benchmark, attnserve and llama.cpp back to back in the same run on
 # the same weights (SmolLM-135M-config random Llama made by make_model.py,
 # converted to GGUF by make_gguf.py), same thread count:
-#   attnserve f32 and bf16 weights, and bf16 weights with
+#   attnserve f32, bf16 and q8_0 weights, and bf16 weights with
 #   --matmul-precision=bf16 (decoder_bench: STREAM read GB/s, the bandwidth
 #   bound, decode tok/s at 1/4/8/16 sequences, prefill 512), then llama.cpp
 #   F32, F16, BF16 and Q8_0 (llamacpp_peer.py, llama-cpp-python from
@@ -27,7 +27,7 @@ if [[ "$PEER" == 1 ]]; then
 fi
 {
   echo "{\"bench\":\"machine\",\"cpu\":\"$(lscpu | sed -n 's/^Model name:[[:space:]]*//p')\",\"cores\":$(nproc),\"threads\":$THREADS,\"date\":\"$(date -u +%FT%TZ)\",\"load\":\"$(cut -d' ' -f1-3 /proc/loadavg)\"}"
-  for variant in "f32 f32" "bf16 f32" "bf16 bf16"; do
+  for variant in "f32 f32" "bf16 f32" "bf16 bf16" "q8_0 f32"; do
     read -r dtype precision <<< "$variant"
     "$REPO/dev" exec /usr/bin/env OMP_NUM_THREADS="$THREADS" \
       "$BUILD/bench/decoder/decoder_bench" "$MODEL" --dtype "$dtype" --matmul-precision "$precision" \

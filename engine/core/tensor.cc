@@ -15,6 +15,7 @@ size_t DTypeSize(DType dtype) {
     case DType::kF32: return 4;
     case DType::kBF16: return 2;
     case DType::kF16: return 2;
+    case DType::kQ8_0: return 1;
   }
   return 0;
 }
@@ -24,6 +25,7 @@ const char* DTypeName(DType dtype) {
     case DType::kF32: return "f32";
     case DType::kBF16: return "bf16";
     case DType::kF16: return "f16";
+    case DType::kQ8_0: return "q8_0";
   }
   return "unknown";
 }

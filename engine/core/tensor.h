@@ -14,9 +14,11 @@
 
 namespace attnserve {
 
-enum class DType : uint8_t { kF32, kBF16, kF16 };
+// kQ8_0 is a storage of packed weights only (llama.cpp's Q8_0: blocks of 32
+// int8 with a scale; engine/ops/packed_gemm.h), never a Tensor's dtype.
+enum class DType : uint8_t { kF32, kBF16, kF16, kQ8_0 };
 
-// Bytes per element: 4, 2, 2.
+// Bytes per element: 4, 2, 2 (kQ8_0: 1, its scales apart).
 size_t DTypeSize(DType dtype);
 // "f32", "bf16", "f16".
 const char* DTypeName(DType dtype);

@@ -342,6 +342,7 @@ void ConvertTensorData(const std::byte* src, DType from, void* dst, DType to, in
       case DType::kF32: static_cast<float*>(dst)[i] = f; break;
       case DType::kBF16: static_cast<uint16_t*>(dst)[i] = FloatToBf16(f); break;
       case DType::kF16: static_cast<uint16_t*>(dst)[i] = FloatToF16(f); break;
+      case DType::kQ8_0: break;  // never a Tensor's dtype (callers convert to f32, bf16 or f16)
     }
   }
 }

@@ -106,12 +106,16 @@ absl::StatusOr<Linear> LoadQkv(const SafetensorsArchive& w, const std::string& p
 absl::StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::Load(const SafetensorsArchive& w, const BertConfig& c,
                                                                DType storage,
                                                                MatmulPrecision precision) {
-  if (storage != DType::kF32 && storage != DType::kBF16) {
-    return absl::InvalidArgumentError(absl::StrCat("encoder weight dtype must be f32 or bf16, got ", DTypeName(storage)));
+  if (storage != DType::kF32 && storage != DType::kBF16 && storage != DType::kQ8_0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("encoder weight dtype must be f32, bf16 or q8_0, got ", DTypeName(storage)));
   }
   std::unique_ptr<BertEncoder> m(new BertEncoder());
   m->config_ = c;
   m->storage_ = storage;
+  // The embedding tables in the storage's own dtype; q8_0 quantises the
+  // projections only (the tables stay f32).
+  const DType table = LoadDtypeFor(storage);
   const std::string p = DetectPrefix(w, c.family);
   const int64_t d = c.hidden_size;
   if (c.family == EncoderFamily::kModernBert) {
@@ -121,12 +125,12 @@ absl::StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::Load(const Safetensors
     }
     return m;
   }
-  ASSIGN_OR_RETURN(m->word_, w.LoadWithShape(p + "embeddings.word_embeddings.weight", {c.vocab_size, d}, storage));
+  ASSIGN_OR_RETURN(m->word_, w.LoadWithShape(p + "embeddings.word_embeddings.weight", {c.vocab_size, d}, table));
   ASSIGN_OR_RETURN(m->position_,
-                   w.LoadWithShape(p + "embeddings.position_embeddings.weight", {c.max_positions, d}, storage));
+                   w.LoadWithShape(p + "embeddings.position_embeddings.weight", {c.max_positions, d}, table));
   if (c.type_vocab_size > 0) {
     ASSIGN_OR_RETURN(m->token_type_,
-                     w.LoadWithShape(p + "embeddings.token_type_embeddings.weight", {c.type_vocab_size, d}, storage));
+                     w.LoadWithShape(p + "embeddings.token_type_embeddings.weight", {c.type_vocab_size, d}, table));
   }
   if (c.relative_attention_buckets > 0) {
     // [buckets, H], read per head into the batch's bias planes.

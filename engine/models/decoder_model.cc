@@ -45,11 +45,12 @@ void Grow(std::vector<T>& v, size_t n) {
 
 absl::StatusOr<std::shared_ptr<const DecoderModel>> DecoderModel::Load(
     const std::string& path, const DecoderLoadOptions& options) {
-  if (options.weight_dtype != DType::kF32 && options.weight_dtype != DType::kBF16) {
-    return absl::InvalidArgumentError(absl::StrCat("decoder weight dtype must be f32 or bf16, got ",
+  if (options.weight_dtype != DType::kF32 && options.weight_dtype != DType::kBF16 &&
+      options.weight_dtype != DType::kQ8_0) {
+    return absl::InvalidArgumentError(absl::StrCat("decoder weight dtype must be f32, bf16 or q8_0, got ",
                                                    DTypeName(options.weight_dtype)));
   }
-  ASSIGN_OR_RETURN(LoadedDecoder loaded, LoadDecoder(path, options.weight_dtype));
+  ASSIGN_OR_RETURN(LoadedDecoder loaded, LoadDecoder(path, LoadDtypeFor(options.weight_dtype)));
   return FromLoaded(std::move(loaded), options);
 }
 
@@ -128,9 +129,16 @@ absl::Status DecoderModel::Build(LoadedDecoder loaded, const DecoderLoadOptions&
     tied_embedding_ = w.lm_head.empty();
     if (!tied_embedding_) token_embedding_ = std::move(w.token_embedding);
   }
+  if (storage == DType::kQ8_0 && !token_embedding_.empty()) {
+    // The table in Q8_0 blocks too, as llama.cpp holds a Q8_0 file's, its
+    // rows dequantised as they are looked up.
+    embedding_q8_.emplace(PackedMatrix::Pack(token_embedding_, DType::kQ8_0));
+    token_embedding_ = Tensor();
+  }
   w.token_embedding = Tensor();
   position_embedding_ = std::move(w.position_embedding);
   bytes += static_cast<int64_t>(token_embedding_.bytes() + position_embedding_.bytes()) +
+           (embedding_q8_.has_value() ? embedding_q8_->bytes() : 0) +
            (lm_head_.has_value() ? lm_head_->weight_bytes() : 0) +
            static_cast<int64_t>(sizeof(float) * (final_norm_w_.size() + final_norm_b_.size()));
 
@@ -177,6 +185,8 @@ void DecoderModel::Embed(const ForwardBatch& batch, float* hidden) const {
   for (int t = 0; t < batch.num_tokens(); ++t) {
     if (tied_embedding_) {
       lm_head_->ReadRow(batch.tokens[t], hidden + int64_t{t} * D);
+    } else if (embedding_q8_.has_value()) {
+      embedding_q8_->ReadRow(batch.tokens[t], hidden + int64_t{t} * D);
     } else {
       ReadRow(token_embedding_, batch.tokens[t], false, hidden + int64_t{t} * D);
     }

@@ -29,7 +29,10 @@
 namespace attnserve {
 
 struct DecoderLoadOptions {
-  DType weight_dtype = DType::kF32;  // kF32 or kBF16 storage of matrices
+  // kF32, kBF16 or kQ8_0 storage of matrices (q8_0: quantised at load as
+  // llama.cpp quantises, from the file's values read as f32; a Q8_0 GGUF's
+  // blocks come back as written).
+  DType weight_dtype = DType::kF32;
   // kBf16: the projections' oneDNN products (prefill chunks, batches of 16+
   // rows) may round to bf16 (engine/ops/matmul_precision.h); decode rows,
   // the LM head and attention stay f32.
@@ -103,7 +106,8 @@ class DecoderModel {
   ModelDescription description_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::string chat_template_;
-  Tensor token_embedding_;     // [vocab, D], f32 or bf16; empty when tied
+  Tensor token_embedding_;     // [vocab, D], f32 or bf16; empty when tied or q8_0
+  std::optional<PackedMatrix> embedding_q8_;  // the untied table with q8_0 storage
   bool tied_embedding_ = false;  // rows come from lm_head_ (held once)
   Tensor position_embedding_;  // [max_positions, D] (learned positions only)
   std::vector<float> final_norm_w_, final_norm_b_;

@@ -17,6 +17,7 @@
 #include "engine/formats/safetensors.h"
 #include "engine/models/bert_config.h"
 #include "engine/models/causal_forward.h"
+#include "engine/ops/packed_gemm.h"
 #include "engine/tokenizers/bert_vocab_txt.h"
 #include "engine/tokenizers/gguf_encoder_tokenizer.h"
 #include "engine/tokenizers/wordpiece.h"
@@ -178,7 +179,8 @@ absl::StatusOr<std::unique_ptr<EncoderModel>> EncoderModel::LoadGguf(const std::
   ASSIGN_OR_RETURN(loaded.config, DecoderConfigFromGguf(*g));
   // As for a directory: no output (LM head) tensor is read.
   loaded.config.tie_word_embeddings = true;
-  ASSIGN_OR_RETURN(loaded.weights, LoadDecoderWeightsFromGguf(*g, loaded.config, options.weight_dtype));
+  ASSIGN_OR_RETURN(loaded.weights,
+                   LoadDecoderWeightsFromGguf(*g, loaded.config, LoadDtypeFor(options.weight_dtype)));
   loaded.source = path;
   loaded.format = "gguf";
   RETURN_IF_ERROR(m->AdoptDecoder(std::move(loaded), options, std::filesystem::path(path).stem().string(), arch));
@@ -224,7 +226,8 @@ absl::StatusOr<std::unique_ptr<EncoderModel>> EncoderModel::LoadCausal(const Mod
   // An embedder reads no LM head (an *Model checkpoint has none; a
   // *ForCausalLM one's is left unread): the embedding table is all it needs.
   loaded.config.tie_word_embeddings = true;
-  ASSIGN_OR_RETURN(loaded.weights, LoadDecoderWeightsFromHf(*md.weights, loaded.config, options.weight_dtype));
+  ASSIGN_OR_RETURN(loaded.weights,
+                   LoadDecoderWeightsFromHf(*md.weights, loaded.config, LoadDtypeFor(options.weight_dtype)));
   loaded.source = md.dir;
   loaded.format = "hf";
   RETURN_IF_ERROR(m->AdoptDecoder(std::move(loaded), options, ModelName(md.dir), md.config.model_type()));

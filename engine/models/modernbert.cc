@@ -68,7 +68,8 @@ absl::Status BertEncoder::LoadModernBert(const SafetensorsArchive& w, const std:
   const ModernBertConfig& m = c.modern;
   const int64_t d = c.hidden_size;
   const int64_t inter = c.intermediate_size;
-  ASSIGN_OR_RETURN(word_, w.LoadWithShape(p + "embeddings.tok_embeddings.weight", {c.vocab_size, d}, storage));
+  ASSIGN_OR_RETURN(word_, w.LoadWithShape(p + "embeddings.tok_embeddings.weight", {c.vocab_size, d},
+                                          LoadDtypeFor(storage)));
   RETURN_IF_ERROR(LoadNorm(w, p + "embeddings.norm", d, m.norm_bias, &emb_ln_g_, &emb_ln_b_));
   layers_.reserve(c.num_layers);
   for (int i = 0; i < c.num_layers; ++i) {

@@ -45,9 +45,9 @@ absl::StatusOr<Linear> Linear::Create(const Tensor& weight, const Tensor* bias, 
     return absl::InvalidArgumentError(
         absl::StrCat("Linear weight must be [N, K] with N, K > 0, got ", weight.DebugString()));
   }
-  if (storage != DType::kF32 && storage != DType::kBF16) {
+  if (storage != DType::kF32 && storage != DType::kBF16 && storage != DType::kQ8_0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("Linear storage must be f32 or bf16, got ", DTypeName(storage)));
+        absl::StrCat("Linear storage must be f32, bf16 or q8_0, got ", DTypeName(storage)));
   }
   auto impl = std::make_unique<Impl>();
   impl->n = weight.dim(0);
@@ -64,6 +64,7 @@ absl::StatusOr<Linear> Linear::Create(const Tensor& weight, const Tensor* bias, 
         case DType::kF32: impl->bias[i] = bias->f32()[i]; break;
         case DType::kBF16: impl->bias[i] = Bf16ToFloat(bias->u16()[i]); break;
         case DType::kF16: impl->bias[i] = F16ToFloat(bias->u16()[i]); break;
+        case DType::kQ8_0: return absl::InvalidArgumentError("Linear bias cannot be q8_0");
       }
     }
   }
@@ -71,7 +72,10 @@ absl::StatusOr<Linear> Linear::Create(const Tensor& weight, const Tensor* bias, 
   impl->packed = PackedMatrix::Pack(weight, storage);
   impl->held_bytes = impl->packed.bytes() + static_cast<int64_t>(impl->bias.size() * sizeof(float));
   impl->dnnl_min_rows = DnnlMinRows(storage, precision);
-  if (kernel == Kernel::kAuto && (storage == DType::kF32 || precision == MatmulPrecision::kBf16)) {
+  // q8_0 panels are read by the packed kernel alone (oneDNN has no such
+  // weights on these CPUs).
+  if (kernel == Kernel::kAuto && storage != DType::kQ8_0 &&
+      (storage == DType::kF32 || precision == MatmulPrecision::kBf16)) {
     // The primitives read impl->packed and impl->bias in place; both live in
     // the heap-allocated Impl, so moving the Linear keeps them valid.
     auto fm = FixedMatmuls::Create(impl->packed, impl->bias_or_null(), act, precision);

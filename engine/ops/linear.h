@@ -17,6 +17,8 @@
 //  - bf16 with f32 products: the packed kernel at every M (oneDNN has no
 //    usable f32 × bf16 matmul on AVX2 CPUs: it falls back to a reference
 //    kernel).
+//  - q8_0 (llama.cpp's Q8_0 blocks, packed_gemm.h): the packed kernel at
+//    every M, f32 products of the dequantised weights.
 // MatmulPrecision::kBf16 (engine/ops/matmul_precision.h): rows from 16 on
 // become bf16 products with f32 accumulation on an AMX CPU — f32 weights
 // through oneDNN's fpmath_mode::bf16, bf16 weights through bf16 primitives
@@ -46,7 +48,7 @@ namespace attnserve {
 class Linear {
  public:
   // weight: [N, K], f32, bf16 or f16. bias: [N] (any float dtype) or nullptr.
-  // storage: kF32 or kBF16.
+  // storage: kF32, kBF16 or kQ8_0 (quantised here as llama.cpp quantises).
   // kernel: kAuto as described above; kPacked runs the packed kernel at
   // every M (no oneDNN primitive), for layers only ever fed a few rows (the
   // LM head sees one row per sequence).

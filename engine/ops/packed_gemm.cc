@@ -38,8 +38,46 @@ float SourceAt(const Tensor& w, int64_t i) {
     case DType::kF32: return w.f32()[i];
     case DType::kBF16: return Bf16ToFloat(w.u16()[i]);
     case DType::kF16: return F16ToFloat(w.u16()[i]);
+    case DType::kQ8_0: break;  // never a Tensor's dtype
   }
   return 0.0f;
+}
+
+// Quantises `n` (≤ 32) values into column j of a q8_0 panel block, as
+// ggml's quantize_row_q8_0_ref (the padding steps stay zero).
+void QuantizeQ8Column(const float* v, int n, int j, char* block) {
+  float amax = 0.0f;
+  for (int t = 0; t < n; ++t) amax = std::max(amax, std::fabs(v[t]));
+  const float d = amax / 127.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  const float scale = F16ToFloat(FloatToF16(d));
+  std::memcpy(block + 32 * 32 + 4 * j, &scale, sizeof(float));
+  for (int t = 0; t < n; ++t) block[t * 32 + j] = static_cast<char>(static_cast<int>(std::roundf(v[t] * id)));
+}
+
+// Q8_0: the 32 weights of step t (0..31) of a panel block, column j.
+inline float Q8At(const char* block, int t, int j) {
+  float scale;
+  std::memcpy(&scale, block + 32 * 32 + 4 * j, sizeof(float));
+  return static_cast<float>(static_cast<signed char>(block[t * 32 + j])) * scale;
+}
+
+void TileScalarQ8(const float* x, int64_t ldx, int rows, const void* panel, int64_t k, float* tile,
+                  packed_gemm_internal::NextPanelSlice /*next*/) {
+  constexpr int kWidth = 32;
+  const auto* base = static_cast<const char*>(panel);
+  for (int i = 0; i < rows; ++i) {
+    float acc[kWidth] = {};
+    for (int64_t kk = 0; kk < k; ++kk) {
+      const float xv = x[i * ldx + kk];
+      const char* block = base + (kk / 32) * PackedMatrix::kQ8BlockBytes;
+      for (int j = 0; j < kWidth; ++j) {
+        const float wv = Q8At(block, static_cast<int>(kk % 32), j);
+        acc[j] += xv * wv;
+      }
+    }
+    std::memcpy(tile + i * kWidth, acc, sizeof(acc));
+  }
 }
 
 template <bool kBf16>
@@ -94,6 +132,12 @@ struct PickedKernel {
 
 PickedKernel PickKernel(DType storage) {
   const bool bf16 = storage == DType::kBF16;
+  if (storage == DType::kQ8_0) {
+    if (!force_scalar.load(std::memory_order_relaxed) && CpuHasAvx2Fma()) {
+      return {packed_gemm_internal::TileAvx2Q8, kMaxRowsAvx2, true};
+    }
+    return {TileScalarQ8, kMaxRowsScalar, false};
+  }
   if (!force_scalar.load(std::memory_order_relaxed) && CpuHasAvx2Fma()) {
     if (CpuHasAvx512F() && !avx512_off.load(std::memory_order_relaxed)) {
       return bf16 ? PickedKernel{packed_gemm_internal::TileAvx512Bf16, kMaxRowsAvx512Bf16, true}
@@ -128,14 +172,15 @@ void PackedMatrix::FreeDeleter::operator()(void* p) const { std::free(p); }
 
 PackedMatrix PackedMatrix::Pack(const Tensor& w, DType storage) {
   CHECK(w.rank() == 2) << "PackedMatrix::Pack needs [N, K]";
-  CHECK(storage == DType::kF32 || storage == DType::kBF16) << "storage f32 or bf16";
+  CHECK(storage == DType::kF32 || storage == DType::kBF16 || storage == DType::kQ8_0)
+      << "storage f32, bf16 or q8_0";
   PackedMatrix p;
   p.n_ = w.dim(0);
   p.k_ = w.dim(1);
   p.storage_ = storage;
   const int width = p.panel_width();
   const int64_t elems = p.panels() * p.k_padded() * width;
-  const int64_t raw = elems * static_cast<int64_t>(DTypeSize(storage));
+  const int64_t raw = p.panels() * p.panel_bytes();
   p.bytes_ = (raw + 63) / 64 * 64;
   // Huge pages: decode streams every panel once per step (large_alloc.h).
   void* mem = AllocateLarge(static_cast<size_t>(p.bytes_));
@@ -143,6 +188,23 @@ PackedMatrix PackedMatrix::Pack(const Tensor& w, DType storage) {
   p.data_.reset(mem);
   std::memset(mem, 0, static_cast<size_t>(p.bytes_));
   const int64_t n = p.n_, k = p.k_, kp = p.k_padded(), panels = p.panels();
+  if (storage == DType::kQ8_0) {
+    const int64_t panel_bytes = p.panel_bytes();
+#pragma omp parallel for schedule(static) if (elems >= (1 << 20))
+    for (int64_t pi = 0; pi < panels; ++pi) {
+      float v[32];
+      for (int j = 0; j < width && pi * width + j < n; ++j) {
+        const int64_t col = pi * width + j;
+        for (int64_t k0 = 0; k0 < k; k0 += 32) {
+          const int steps = static_cast<int>(std::min<int64_t>(32, k - k0));
+          for (int t = 0; t < steps; ++t) v[t] = SourceAt(w, col * k + k0 + t);
+          QuantizeQ8Column(v, steps, j,
+                           static_cast<char*>(mem) + pi * panel_bytes + (k0 / 32) * kQ8BlockBytes);
+        }
+      }
+    }
+    return p;
+  }
 #pragma omp parallel for schedule(static) if (elems >= (1 << 20))
   for (int64_t pi = 0; pi < panels; ++pi) {
     for (int j = 0; j < width; ++j) {
@@ -170,6 +232,11 @@ void PackedMatrix::ReadRow(int64_t r, float* out) const {
   if (storage_ == DType::kF32) {
     const float* src = static_cast<const float*>(data_.get()) + pi * k_padded() * width + j;
     for (int64_t kk = 0; kk < k_; ++kk) out[kk] = src[kk * width];
+  } else if (storage_ == DType::kQ8_0) {
+    const char* panel = static_cast<const char*>(data_.get()) + pi * panel_bytes();
+    for (int64_t kk = 0; kk < k_; ++kk) {
+      out[kk] = Q8At(panel + (kk / 32) * kQ8BlockBytes, static_cast<int>(kk % 32), j);
+    }
   } else {
     const uint16_t* panel = static_cast<const uint16_t*>(data_.get()) + pi * k_padded() * width;
     for (int64_t kk = 0; kk < k_; ++kk) out[kk] = Bf16ToFloat(panel[Bf16Index(kk, j)]);
@@ -185,7 +252,7 @@ void PackedGemm(const float* x, int64_t m, int64_t ldx, const PackedMatrix& w, c
   const int64_t k = w.k(), n = w.n(), panels = w.panels();
   const int width = w.panel_width();
   const int max_rows = picked.max_rows;
-  const int64_t panel_bytes = w.k_padded() * width * static_cast<int64_t>(DTypeSize(w.storage()));
+  const int64_t panel_bytes = w.panel_bytes();
   const int64_t panel_lines = panel_bytes / 64;
   const auto* base = static_cast<const std::byte*>(w.data());
   const int64_t chunk = RowChunk(k, max_rows);

@@ -27,6 +27,17 @@
 // Linear's oneDNN primitives read these same panels in place, as the f32
 // ones read BA16a32b.
 //
+// q8_0 (llama.cpp's Q8_0): P = 32, MR ≤ 3, K padded to 32. Each panel is
+// ceil(K/32) blocks of 1152 bytes: 32 k steps × 32 columns of int8 (step
+// major), then the 32 columns' scales as f32 (each an f16 value, as Q8_0
+// stores it). Column j's block b is Q8_0's block of W[j][32b, 32b + 32):
+// quantised as ggml's quantize_row_q8_0_ref does (scale = max|w| / 127
+// rounded to f16, codes round(w · 127 / max|w|)), so a Q8_0 file's blocks
+// come back as they were written. The kernel widens the int8 in registers
+// and multiplies by the scale: the f32 weights llama.cpp's dequantiser
+// gives, bit for bit, at 1.125 bytes a weight (the AVX2 tile on AVX-512
+// CPUs too).
+//
 // Threads: OpenMP over contiguous ranges of panels (each thread streams its
 // own part of the weights). Safe to call concurrently from several threads.
 #ifndef ATTNSERVE_ENGINE_OPS_PACKED_GEMM_H_
@@ -41,14 +52,19 @@
 
 namespace attnserve {
 
+// The dtype to load a matrix in for a storage: itself, but f32 for q8_0
+// (quantised from the file's values when packed).
+inline DType LoadDtypeFor(DType storage) { return storage == DType::kQ8_0 ? DType::kF32 : storage; }
+
 // Output columns per panel (f32 and bf16 alike).
 inline constexpr int PanelWidth(DType /*storage*/) { return 32; }
 
 class PackedMatrix {
  public:
   PackedMatrix() = default;
-  // From W [N, K] in f32, bf16 or f16; `storage` kF32 or kBF16 (f32 → bf16
-  // rounds to nearest even). Caller validates shapes.
+  // From W [N, K] in f32, bf16 or f16; `storage` kF32, kBF16 (f32 → bf16
+  // rounds to nearest even) or kQ8_0 (quantised as above). Caller validates
+  // shapes.
   static PackedMatrix Pack(const Tensor& w, DType storage);
 
   int64_t n() const { return n_; }
@@ -56,11 +72,19 @@ class PackedMatrix {
   int panel_width() const { return PanelWidth(storage_); }
   int64_t panels() const { return (n_ + panel_width() - 1) / panel_width(); }
   // K rounded up to 16 (f32) or 32 (bf16: oneDNN's BA16a32b2a blocks K by
-  // 16 pairs): the rows of one panel (the padding rows are zero).
+  // 16 pairs; q8_0: its blocks): the rows of one panel (the padding rows are
+  // zero).
   int64_t k_padded() const {
-    const int64_t block = storage_ == DType::kBF16 ? 32 : 16;
+    const int64_t block = storage_ == DType::kF32 ? 16 : 32;
     return (k_ + block - 1) / block * block;
   }
+  // Bytes of one panel (q8_0: its blocks, codes and scales).
+  int64_t panel_bytes() const {
+    if (storage_ == DType::kQ8_0) return k_padded() / 32 * kQ8BlockBytes;
+    return k_padded() * panel_width() * static_cast<int64_t>(DTypeSize(storage_));
+  }
+  // A q8_0 panel block: 32 × 32 int8, then 32 f32 scales.
+  static constexpr int64_t kQ8BlockBytes = 32 * 32 + 32 * 4;
   DType storage() const { return storage_; }
   // Bytes held (padding included).
   int64_t bytes() const { return bytes_; }

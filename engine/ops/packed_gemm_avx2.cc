@@ -116,6 +116,69 @@ __attribute__((target("avx2,fma"))) void Tile(const float* x, int64_t ldx, const
   }
 }
 
+// Q8_0 (packed_gemm.h): each block of 32 k steps is 32 × 32 int8 (step-major,
+// the panel's 32 columns a step) then the 32 columns' f32 scales. A step's
+// weights are int8 × scale, exactly the f32 value llama.cpp's dequantiser
+// gives (an int8 times a value with an 11-bit mantissa is exact in f32), and
+// the steps go into the accumulators in the f32 tile's order (with one row,
+// even and odd steps apart), so the products are bit for bit the f32 tile's
+// on the dequantised weights while a weight reads 1.125 bytes, not 4.
+template <int MR>
+__attribute__((target("avx2,fma"))) void TileQ8(const float* x, int64_t ldx, const void* panel, int64_t k,
+                                                float* tile, NextPanelSlice next) {
+  constexpr int kNv = 4;
+  constexpr int kWidth = kNv * 8;
+  constexpr int kSplit = MR == 1 ? 2 : 1;
+  constexpr int64_t kBlockBytes = 32 * 32 + 32 * 4;
+  __m256 acc[kSplit][MR][kNv];
+#pragma GCC unroll 8
+  for (int s = 0; s < kSplit; ++s) {
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) {
+#pragma GCC unroll 4
+      for (int v = 0; v < kNv; ++v) acc[s][i][v] = _mm256_setzero_ps();
+    }
+  }
+  const auto* base = static_cast<const char*>(panel);
+  SliceTrickle trickle(next, (k + 31) / 32);
+  for (int64_t k0 = 0; k0 < k; k0 += 32) {
+    trickle.Step();
+    const char* block = base + (k0 / 32) * kBlockBytes;
+    _mm_prefetch(block + kBlockBytes, _MM_HINT_T0);  // the next block, ~1 KiB ahead
+    _mm_prefetch(block + kBlockBytes + 64 * 8, _MM_HINT_T0);
+    const float* scales = reinterpret_cast<const float*>(block + 32 * 32);
+    __m256 scale[kNv];
+#pragma GCC unroll 4
+    for (int v = 0; v < kNv; ++v) scale[v] = _mm256_load_ps(scales + v * 8);
+    const int steps = static_cast<int>(std::min<int64_t>(32, k - k0));
+    for (int t = 0; t < steps; ++t) {
+      const char* q = block + t * 32;
+      __m256 w[kNv];
+#pragma GCC unroll 4
+      for (int v = 0; v < kNv; ++v) {
+        const __m256i wide = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + v * 8)));
+        w[v] = _mm256_mul_ps(_mm256_cvtepi32_ps(wide), scale[v]);
+      }
+      const int s = kSplit == 2 ? (t & 1) : 0;  // k0 is even: t's parity is the step's
+#pragma GCC unroll 8
+      for (int i = 0; i < MR; ++i) {
+        const __m256 xv = _mm256_broadcast_ss(x + i * ldx + k0 + t);
+#pragma GCC unroll 4
+        for (int v = 0; v < kNv; ++v) acc[s][i][v] = _mm256_fmadd_ps(xv, w[v], acc[s][i][v]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i) {
+#pragma GCC unroll 4
+    for (int v = 0; v < kNv; ++v) {
+      __m256 sum = acc[0][i][v];
+      if constexpr (kSplit == 2) sum = _mm256_add_ps(sum, acc[1][i][v]);
+      _mm256_storeu_ps(tile + i * kWidth + v * 8, sum);
+    }
+  }
+}
+
 template <bool kBf16>
 void Dispatch(const float* x, int64_t ldx, int rows, const void* panel, int64_t k, float* tile,
               NextPanelSlice next) {
@@ -144,6 +207,15 @@ void TileAvx2F32(const float* x, int64_t ldx, int rows, const void* panel, int64
 void TileAvx2Bf16(const float* x, int64_t ldx, int rows, const void* panel, int64_t k, float* tile,
                  NextPanelSlice next) {
   Dispatch<true>(x, ldx, rows, panel, k, tile, next);
+}
+
+void TileAvx2Q8(const float* x, int64_t ldx, int rows, const void* panel, int64_t k, float* tile,
+                NextPanelSlice next) {
+  switch (rows) {
+    case 1: return TileQ8<1>(x, ldx, panel, k, tile, next);
+    case 2: return TileQ8<2>(x, ldx, panel, k, tile, next);
+    default: return TileQ8<3>(x, ldx, panel, k, tile, next);
+  }
 }
 
 }  // namespace attnserve::packed_gemm_internal

@@ -108,6 +108,9 @@ void TileAvx2F32(const float* x, int64_t ldx, int rows, const void* panel, int64
                    NextPanelSlice next);
 void TileAvx2Bf16(const float* x, int64_t ldx, int rows, const void* panel, int64_t k, float* tile,
                    NextPanelSlice next);
+// Q8_0 panels; also the kernel AVX-512 CPUs use for them.
+void TileAvx2Q8(const float* x, int64_t ldx, int rows, const void* panel, int64_t k, float* tile,
+                NextPanelSlice next);
 // Available only when the CPU has AVX-512F (checked by the caller).
 void TileAvx512F32(const float* x, int64_t ldx, int rows, const void* panel, int64_t k, float* tile,
                    NextPanelSlice next);

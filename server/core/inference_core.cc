@@ -38,7 +38,12 @@ class LoadedModels {
 
 namespace {
 
-DType ParseDType(const std::string& name) { return name == "bf16" ? DType::kBF16 : DType::kF32; }
+// --weight-dtype, checked at start (server/options.cc).
+DType ParseDType(const std::string& name) {
+  if (name == "bf16") return DType::kBF16;
+  if (name == "q8_0") return DType::kQ8_0;
+  return DType::kF32;
+}
 
 std::string ShortName(const std::string& path) {
   std::filesystem::path p(path);

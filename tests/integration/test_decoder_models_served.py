@@ -163,6 +163,34 @@ def test_a_quantised_gguf_holds_its_expanded_weights(pb, proto_modules, weight_d
         server.close()
 
 
+@pytest.mark.parametrize("path", [MODELS / "llama_tiny", MODELS / "llama_tiny/model-q8_0.gguf"],
+                         ids=["f32_safetensors", "q8_0_gguf"])
+def test_q8_0_storage_serves_the_q8_0_files_model(pb, proto_modules, path):
+    """--weight-dtype=q8_0: every matrix held in Q8_0 blocks, quantised at
+    load as llama.cpp (and gguf-py, which wrote model-q8_0.gguf) quantises:
+    the f32 safetensors and the Q8_0 file both answer as transformers does
+    on that file's values (gguf-py's dequantisation), in about 1.125 bytes a
+    weight (the reported bytes: the matrices' blocks and the f32 norms)."""
+    _, pb_grpc = proto_modules
+    ref = golden("llama_tiny_q8_0")
+    server = ServerProcess(f"--decoder-model={path}", "--threads=1", "--weight-dtype=q8_0")
+    try:
+        with grpc.insecure_channel(server.grpc_target) as channel:
+            stub = pb_grpc.InferenceStub(channel)
+            (info,) = stub.GetModelInfo(pb.GetModelInfoRequest(model=pb.MODEL_KIND_DECODER), timeout=30).models
+            assert info.weight_dtype == "q8_0"
+            reader = gguf.GGUFReader(str(MODELS / "llama_tiny/model-q8_0.gguf"))
+            matrices = sum(int(np.prod([int(d) for d in t.shape])) for t in reader.tensors if len(t.shape) == 2)
+            vectors = sum(int(np.prod([int(d) for d in t.shape])) for t in reader.tensors if len(t.shape) == 1)
+            held = matrices * 1.125 + vectors * 4
+            assert held <= info.weight_bytes <= held * 1.05, (info.weight_bytes, held)
+            assert metric(server, 'attnserve_weight_bytes{model="decoder"}') == info.weight_bytes
+            for prompt, want in zip(ref["prompts"], ref["greedy"]):
+                assert greedy_ids(pb, stub, prompt, len(want)) == want, prompt
+    finally:
+        server.close()
+
+
 def test_gemma3_tokenizer_served_equals_tokenizers(pb, proto_modules):
     """The Gemma layout (spaces to "▁" with no prefix, byte fallback, <bos>
     from the template) served by gRPC Tokenize / Detokenize equals HF

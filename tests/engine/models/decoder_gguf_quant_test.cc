@@ -126,5 +126,39 @@ TEST_F(GgufQuantMixTest, Greedy64TokensIdenticalToGgufPyDequantisedHf) {
   }
 }
 
+// --weight-dtype=q8_0: matrices held as Q8_0 blocks, quantised at load as
+// llama.cpp quantises. llama_tiny's f32 safetensors so quantised must be
+// the model of its Q8_0 GGUF (written by gguf-py's quantiser): within 1e-4
+// of the HF reference holding that file's dequantised values, and the same
+// greedy continuations; the Q8_0 GGUF itself, its blocks requantised, too.
+// The weights held shrink to about 1.125 bytes a weight.
+class DecoderQ8StorageTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DecoderQ8StorageTest, IsTheQ8_0FilesModelInAQuarterOfTheBytes) {
+  const std::string dir = ATTNSERVE_SOURCE_DIR "/tests/golden/decoder_models/llama_tiny/";
+  DecoderLoadOptions q8;
+  q8.weight_dtype = DType::kQ8_0;
+  auto model = DecoderModel::Load(dir + GetParam(), q8);
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto f32 = DecoderModel::Load(dir + GetParam(), DecoderLoadOptions());
+  ASSERT_TRUE(f32.ok()) << f32.status();
+  EXPECT_EQ((*model)->description().weight_dtype, DType::kQ8_0);
+  EXPECT_LT((*model)->description().weight_bytes, (*f32)->description().weight_bytes * 0.3);
+  const nlohmann::json ref = ReadJson(ATTNSERVE_SOURCE_DIR "/tests/golden/decoder_logits/llama_tiny_q8_0.json");
+  ASSERT_FALSE(ref.is_discarded());
+  const auto prompts = ref["prompts"].get<std::vector<std::vector<int32_t>>>();
+  const auto logits = ref["logits"].get<std::vector<std::vector<float>>>();
+  const auto greedy = ref["greedy"].get<std::vector<std::vector<int32_t>>>();
+  for (size_t p = 0; p < prompts.size(); ++p) {
+    EXPECT_LE(MaxAbsDiff(LastLogits(**model, prompts[p]), logits[p]), kTol) << "prompt " << p;
+    auto got = GreedyOverModel(**model, prompts[p], 64, /*chunk=*/7);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(*got, greedy[p]) << "prompt " << p;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(LlamaTiny, DecoderQ8StorageTest, ::testing::Values("", "model-q8_0.gguf"),
+                         [](const auto& info) { return info.param.empty() ? std::string("Safetensors") : "Q8_0Gguf"; });
+
 }  // namespace
 }  // namespace attnserve

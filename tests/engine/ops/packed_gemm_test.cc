@@ -146,6 +146,38 @@ TEST_P(PackedGemmTest, LargeRowCountsCrossRowChunks) {
   Check(xv, m, k, Effective(w, DType::kBF16), n, nullptr, Activation::kNone, y, n);
 }
 
+// q8_0: the products are exactly those of the f32 kernel on the weights the
+// q8_0 panels hold (ReadRow's dequantised values), bit for bit where the f32
+// kernel is the same tile (the AVX2 and scalar ones; the AVX-512 f32 tile
+// sums in another order), and within f32 rounding of a double reference.
+// Shapes cross partial panels, K not a multiple of the 32-step block, and
+// one and several rows (the one-row tile splits even and odd steps).
+TEST_P(PackedGemmTest, Q8ProductsAreTheF32KernelsOnTheDequantisedWeights) {
+  std::mt19937 rng(14);
+  struct Shape { int64_t n, k; };
+  const bool same_tile = GetParam() != 0 || !CpuHasAvx512F();
+  for (Shape s : {Shape{1, 1}, Shape{17, 33}, Shape{5, 7}, Shape{40, 100}, Shape{63, 129}, Shape{96, 64},
+                  Shape{33, 31}}) {
+    Tensor w = Random({s.n, s.k}, rng);
+    const PackedMatrix q8 = PackedMatrix::Pack(w, DType::kQ8_0);
+    Tensor dequantised = Tensor::Empty({s.n, s.k});
+    for (int64_t r = 0; r < s.n; ++r) q8.ReadRow(r, dequantised.f32() + r * s.k);
+    const PackedMatrix f32 = PackedMatrix::Pack(dequantised, DType::kF32);
+    const std::vector<double> we = Effective(dequantised, DType::kF32);
+    for (int64_t m = 1; m <= 17; ++m) {
+      Tensor x = Random({m, s.k}, rng);
+      std::vector<float> xv(x.f32(), x.f32() + x.numel()), y(m * s.n), want(m * s.n);
+      PackedGemm(xv.data(), m, s.k, q8, nullptr, Activation::kNone, y.data(), s.n);
+      PackedGemm(xv.data(), m, s.k, f32, nullptr, Activation::kNone, want.data(), s.n);
+      Check(xv, m, s.k, we, s.n, nullptr, Activation::kNone, y, s.n);
+      if (same_tile) {
+        ASSERT_EQ(std::memcmp(y.data(), want.data(), sizeof(float) * y.size()), 0)
+            << "m=" << m << " n=" << s.n << " k=" << s.k;
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Kernels, PackedGemmTest, ::testing::Values(0, 1, 2),
                          [](const auto& info) {
                            return info.param == 1 ? "Scalar" : info.param == 2 ? "Avx2" : "Dispatched";
@@ -164,6 +196,42 @@ TEST(PackedMatrixTest, Bf16HoldsHalfTheBytesAndReadsRowsBack) {
     for (int64_t k = 0; k < 96; ++k) ASSERT_EQ(row[k], w.f32()[r * 96 + k]);
     bf16.ReadRow(r, row.data());
     for (int64_t k = 0; k < 96; ++k) ASSERT_EQ(row[k], Bf16ToFloat(FloatToBf16(w.f32()[r * 96 + k])));
+  }
+}
+
+// q8_0 holds 1.125 bytes a weight (32 int8 and one f32 scale per 32 steps
+// of a column, K padded to 32) and gives back each block as Q8_0 stores it:
+// the scale is max|w| / 127 rounded to f16, the codes round(w · 127 /
+// max|w|), the largest ±127; an all-zero block is zeros.
+TEST(PackedMatrixTest, Q8HoldsAnEighthMoreThanAByteAWeightAndReadsBlocksBack) {
+  std::mt19937 rng(15);
+  const int64_t n = 40, k = 100;
+  Tensor w = Random({n, k}, rng);
+  for (int64_t j = 32; j < 64; ++j) w.f32()[3 * k + j] = 0.0f;  // row 3's second block
+  const PackedMatrix q8 = PackedMatrix::Pack(w, DType::kQ8_0);
+  EXPECT_EQ(q8.storage(), DType::kQ8_0);
+  EXPECT_EQ(q8.k_padded(), 128);
+  EXPECT_EQ(q8.bytes(), 2 * 4 * PackedMatrix::kQ8BlockBytes);  // 2 panels × 4 blocks
+  std::vector<float> row(k);
+  for (int64_t r = 0; r < n; ++r) {
+    q8.ReadRow(r, row.data());
+    for (int64_t b = 0; b < k; b += 32) {
+      const int64_t end = std::min(k, b + 32);
+      float amax = 0.0f;
+      for (int64_t j = b; j < end; ++j) amax = std::max(amax, std::fabs(w.f32()[r * k + j]));
+      const float scale = F16ToFloat(FloatToF16(amax / 127.0f));
+      float held_max = 0.0f;
+      for (int64_t j = b; j < end; ++j) {
+        const float code = scale == 0.0f ? 0.0f : row[j] / scale;
+        ASSERT_EQ(code, std::round(code)) << r << ", " << j;  // a whole code times the scale
+        ASSERT_LE(std::fabs(code), 127.0f);
+        // Rounded against the unrounded scale, as ggml's quantiser does.
+        const float exact = amax == 0.0f ? 0.0f : w.f32()[r * k + j] * 127.0f / amax;
+        ASSERT_LE(std::fabs(code - exact), 0.5f + 1e-3f) << r << ", " << j;
+        held_max = std::max(held_max, std::fabs(code));
+      }
+      EXPECT_EQ(held_max, scale == 0.0f ? 0.0f : 127.0f) << r << ", block " << b / 32;
+    }
   }
 }
 
