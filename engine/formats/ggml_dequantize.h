@@ -3,7 +3,9 @@
 // (Q4_K_M, Q5_K_S, Q6_K, Q4_0, IQ4_XS, ...) load: the engine computes in f32
 // (or bf16 storage), so a quantised tensor is expanded once at load, not
 // read block by block in the products. Weight memory is that of the
-// expanded tensor (what attnserve_weight_bytes reports), not the file's.
+// expanded tensor (what attnserve_weight_bytes reports), not the file's;
+// with q8_0 storage the expanded values are quantised again into Q8_0
+// blocks (engine/ops/packed_gemm.h), which gives a Q8_0 file's back.
 //
 // The bit layouts are those of ggml-common.h's block_* structs, checked
 // value for value against gguf-py's numpy dequantisers

@@ -62,6 +62,34 @@ inline float Q8At(const char* block, int t, int j) {
   return static_cast<float>(static_cast<signed char>(block[t * 32 + j])) * scale;
 }
 
+void DequantizeQ8PanelScalar(const void* panel, int64_t k, float* out) {
+  const auto* base = static_cast<const char*>(panel);
+  for (int64_t kk = 0; kk < k; ++kk) {
+    const char* block = base + (kk / 32) * PackedMatrix::kQ8BlockBytes;
+    for (int j = 0; j < 32; ++j) out[kk * 32 + j] = Q8At(block, static_cast<int>(kk % 32), j);
+  }
+}
+
+// A thread's f32 copy of one q8_0 panel (k_padded × 32 floats: 128 KiB at
+// K = 1024), kept between calls: PackedGemm needs it on every call with
+// more than one row block, and allocating it each time would cost more than
+// the copy. Freed when the thread ends.
+float* Q8PanelScratch(int64_t floats) {
+  struct Buffer {
+    float* p = nullptr;
+    int64_t n = 0;
+    ~Buffer() { std::free(p); }
+  };
+  thread_local Buffer buffer;
+  if (buffer.n < floats) {
+    std::free(buffer.p);
+    buffer.p = static_cast<float*>(std::aligned_alloc(64, static_cast<size_t>((floats * 4 + 63) / 64 * 64)));
+    CHECK(buffer.p != nullptr) << "out of memory for a " << floats << "-float q8_0 panel";
+    buffer.n = floats;
+  }
+  return buffer.p;
+}
+
 void TileScalarQ8(const float* x, int64_t ldx, int rows, const void* panel, int64_t k, float* tile,
                   packed_gemm_internal::NextPanelSlice /*next*/) {
   constexpr int kWidth = 32;
@@ -247,6 +275,12 @@ void PackedGemm(const float* x, int64_t m, int64_t ldx, const PackedMatrix& w, c
                 Activation act, float* y, int64_t ldy) {
   if (m <= 0) return;
   const PickedKernel picked = PickKernel(w.storage());
+  // q8_0 with several row blocks a panel: the panel is dequantised once into
+  // an f32 panel that the f32 tile then reads for every block, instead of
+  // each block widening the int8 again (the same f32 weights either way).
+  const bool q8 = w.storage() == DType::kQ8_0;
+  const PickedKernel f32_picked = q8 ? PickKernel(DType::kF32) : picked;
+  const auto dequantize = picked.simd ? packed_gemm_internal::DequantizeQ8PanelAvx2 : DequantizeQ8PanelScalar;
   const TileKernel kernel = picked.tile;
   const bool simd = picked.simd;
   const int64_t k = w.k(), n = w.n(), panels = w.panels();
@@ -281,6 +315,13 @@ void PackedGemm(const float* x, int64_t m, int64_t ldx, const PackedMatrix& w, c
         const void* panel = base + pi * panel_bytes;
         const int cols = static_cast<int>(std::min<int64_t>(width, n - pi * width));
         const bool pull_next = blocks > 1 && pi + 1 < p1;
+        TileKernel panel_kernel = kernel;
+        if (q8 && blocks > 2) {
+          float* f32_panel = Q8PanelScratch(w.k_padded() * width);
+          dequantize(panel, k, f32_panel);
+          panel = f32_panel;
+          panel_kernel = f32_picked.tile;
+        }
         for (int64_t r = r0, b = 0; r < r_end; r += block_rows, ++b) {
           const int rows = static_cast<int>(std::min<int64_t>(block_rows, r_end - r));
           packed_gemm_internal::NextPanelSlice next;
@@ -289,7 +330,7 @@ void PackedGemm(const float* x, int64_t m, int64_t ldx, const PackedMatrix& w, c
             next.start = reinterpret_cast<const char*>(base + (pi + 1) * panel_bytes) + l0 * 64;
             next.lines = l1 - l0;
           }
-          kernel(x + r * ldx, ldx, rows, panel, k, tile, next);
+          panel_kernel(x + r * ldx, ldx, rows, panel, k, tile, next);
           Store(tile, width, rows, cols, pi * width, bias, act, simd, y + r * ldy, ldy);
         }
       }

@@ -36,7 +36,10 @@
 // come back as they were written. The kernel widens the int8 in registers
 // and multiplies by the scale: the f32 weights llama.cpp's dequantiser
 // gives, bit for bit, at 1.125 bytes a weight (the AVX2 tile on AVX-512
-// CPUs too).
+// CPUs too). From three row blocks a panel (7+ rows) each panel is instead
+// widened once into a thread's f32 panel that the f32 tile reads for every
+// block: SmolLM-135M decode at 16 sequences 265 -> 394-451 tokens/s,
+// prefill 351 -> 515 (docs/benchmarks.md, "q8_0 weights").
 //
 // Threads: OpenMP over contiguous ranges of panels (each thread streams its
 // own part of the weights). Safe to call concurrently from several threads.

@@ -144,8 +144,6 @@ __attribute__((target("avx2,fma"))) void TileQ8(const float* x, int64_t ldx, con
   for (int64_t k0 = 0; k0 < k; k0 += 32) {
     trickle.Step();
     const char* block = base + (k0 / 32) * kBlockBytes;
-    _mm_prefetch(block + kBlockBytes, _MM_HINT_T0);  // the next block, ~1 KiB ahead
-    _mm_prefetch(block + kBlockBytes + 64 * 8, _MM_HINT_T0);
     const float* scales = reinterpret_cast<const float*>(block + 32 * 32);
     __m256 scale[kNv];
 #pragma GCC unroll 4
@@ -153,6 +151,9 @@ __attribute__((target("avx2,fma"))) void TileQ8(const float* x, int64_t ldx, con
     const int steps = static_cast<int>(std::min<int64_t>(32, k - k0));
     for (int t = 0; t < steps; ++t) {
       const char* q = block + t * 32;
+      // ~1 KiB ahead, a line every other step: the stream the f32 tile's
+      // prefetch keeps (the scales, at a block's end, come with it).
+      if ((t & 1) == 0) _mm_prefetch(q + 1024, _MM_HINT_T0);
       __m256 w[kNv];
 #pragma GCC unroll 4
       for (int v = 0; v < kNv; ++v) {
@@ -207,6 +208,26 @@ void TileAvx2F32(const float* x, int64_t ldx, int rows, const void* panel, int64
 void TileAvx2Bf16(const float* x, int64_t ldx, int rows, const void* panel, int64_t k, float* tile,
                  NextPanelSlice next) {
   Dispatch<true>(x, ldx, rows, panel, k, tile, next);
+}
+
+__attribute__((target("avx2,fma"))) void DequantizeQ8PanelAvx2(const void* panel, int64_t k, float* out) {
+  constexpr int64_t kBlockBytes = 32 * 32 + 32 * 4;
+  const auto* base = static_cast<const char*>(panel);
+  for (int64_t k0 = 0; k0 < k; k0 += 32) {
+    const char* block = base + (k0 / 32) * kBlockBytes;
+    const float* scales = reinterpret_cast<const float*>(block + 32 * 32);
+    __m256 scale[4];
+    for (int v = 0; v < 4; ++v) scale[v] = _mm256_load_ps(scales + v * 8);
+    const int steps = static_cast<int>(std::min<int64_t>(32, k - k0));
+    for (int t = 0; t < steps; ++t) {
+      const char* q = block + t * 32;
+      float* dst = out + (k0 + t) * 32;
+      for (int v = 0; v < 4; ++v) {
+        const __m256i wide = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + v * 8)));
+        _mm256_store_ps(dst + v * 8, _mm256_mul_ps(_mm256_cvtepi32_ps(wide), scale[v]));
+      }
+    }
+  }
 }
 
 void TileAvx2Q8(const float* x, int64_t ldx, int rows, const void* panel, int64_t k, float* tile,
