@@ -70,11 +70,18 @@ void DequantizeQ8PanelScalar(const void* panel, int64_t k, float* out) {
   }
 }
 
-// A thread's f32 copy of one q8_0 panel (k_padded × 32 floats: 128 KiB at
+void WidenBf16PanelScalar(const void* panel, int64_t k, float* out) {
+  const auto* p = static_cast<const uint16_t*>(panel);
+  for (int64_t kk = 0; kk < k; ++kk) {
+    for (int j = 0; j < 32; ++j) out[kk * 32 + j] = Bf16ToFloat(p[Bf16Index(kk, j)]);
+  }
+}
+
+// A thread's f32 copy of one q8_0 or bf16 panel (k_padded × 32 floats: 128 KiB at
 // K = 1024), kept between calls: PackedGemm needs it on every call with
 // more than one row block, and allocating it each time would cost more than
 // the copy. Freed when the thread ends.
-float* Q8PanelScratch(int64_t floats) {
+float* WidenedPanelScratch(int64_t floats) {
   struct Buffer {
     float* p = nullptr;
     int64_t n = 0;
@@ -84,7 +91,7 @@ float* Q8PanelScratch(int64_t floats) {
   if (buffer.n < floats) {
     std::free(buffer.p);
     buffer.p = static_cast<float*>(std::aligned_alloc(64, static_cast<size_t>((floats * 4 + 63) / 64 * 64)));
-    CHECK(buffer.p != nullptr) << "out of memory for a " << floats << "-float q8_0 panel";
+    CHECK(buffer.p != nullptr) << "out of memory for a " << floats << "-float widened panel";
     buffer.n = floats;
   }
   return buffer.p;
@@ -275,12 +282,16 @@ void PackedGemm(const float* x, int64_t m, int64_t ldx, const PackedMatrix& w, c
                 Activation act, float* y, int64_t ldy) {
   if (m <= 0) return;
   const PickedKernel picked = PickKernel(w.storage());
-  // q8_0 with several row blocks a panel: the panel is dequantised once into
-  // an f32 panel that the f32 tile then reads for every block, instead of
-  // each block widening the int8 again (the same f32 weights either way).
+  // q8_0 or bf16 with three or more row blocks a panel: the panel is
+  // widened once into an f32 panel that the f32 tile then reads for every
+  // block, instead of each block widening it again (the same f32 weights
+  // either way).
   const bool q8 = w.storage() == DType::kQ8_0;
-  const PickedKernel f32_picked = q8 ? PickKernel(DType::kF32) : picked;
-  const auto dequantize = picked.simd ? packed_gemm_internal::DequantizeQ8PanelAvx2 : DequantizeQ8PanelScalar;
+  const bool widens = q8 || w.storage() == DType::kBF16;
+  const PickedKernel f32_picked = widens ? PickKernel(DType::kF32) : picked;
+  void (*const widen)(const void*, int64_t, float*) =
+      q8 ? (picked.simd ? packed_gemm_internal::DequantizeQ8PanelAvx2 : DequantizeQ8PanelScalar)
+         : (picked.simd ? packed_gemm_internal::WidenBf16PanelAvx2 : WidenBf16PanelScalar);
   const TileKernel kernel = picked.tile;
   const bool simd = picked.simd;
   const int64_t k = w.k(), n = w.n(), panels = w.panels();
@@ -316,9 +327,9 @@ void PackedGemm(const float* x, int64_t m, int64_t ldx, const PackedMatrix& w, c
         const int cols = static_cast<int>(std::min<int64_t>(width, n - pi * width));
         const bool pull_next = blocks > 1 && pi + 1 < p1;
         TileKernel panel_kernel = kernel;
-        if (q8 && blocks > 2) {
-          float* f32_panel = Q8PanelScratch(w.k_padded() * width);
-          dequantize(panel, k, f32_panel);
+        if (widens && blocks > 2) {
+          float* f32_panel = WidenedPanelScratch(w.k_padded() * width);
+          widen(panel, k, f32_panel);
           panel = f32_panel;
           panel_kernel = f32_picked.tile;
         }

@@ -36,10 +36,15 @@
 // come back as they were written. The kernel widens the int8 in registers
 // and multiplies by the scale: the f32 weights llama.cpp's dequantiser
 // gives, bit for bit, at 1.125 bytes a weight (the AVX2 tile on AVX-512
-// CPUs too). From three row blocks a panel (7+ rows) each panel is instead
-// widened once into a thread's f32 panel that the f32 tile reads for every
-// block: SmolLM-135M decode at 16 sequences 265 -> 394-451 tokens/s,
-// prefill 351 -> 515 (docs/benchmarks.md, "q8_0 weights").
+// CPUs too).
+//
+// Widened panels: a q8_0 or bf16 panel read by three or more row blocks (7+
+// rows on the AVX2 tiles) is widened once into a thread's f32 panel that
+// the f32 tile then reads for every block, instead of each block widening
+// it again in registers (the same f32 weights either way). SmolLM-135M on
+// the AVX2 machine (docs/benchmarks.md, "q8_0 weights"): q8_0 decode at 16
+// sequences 265 -> 380-451 tokens/s and prefill 351 -> 515-586; bf16 242 ->
+// 381 and 334 -> 562.
 //
 // Threads: OpenMP over contiguous ranges of panels (each thread streams its
 // own part of the weights). Safe to call concurrently from several threads.

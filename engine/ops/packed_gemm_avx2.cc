@@ -230,6 +230,14 @@ __attribute__((target("avx2,fma"))) void DequantizeQ8PanelAvx2(const void* panel
   }
 }
 
+__attribute__((target("avx2,fma"))) void WidenBf16PanelAvx2(const void* panel, int64_t k, float* out) {
+  __m256 w[4];
+  for (int64_t kk = 0; kk < k; ++kk) {
+    LoadBf16Step(panel, kk / 2, static_cast<int>(kk & 1), w);
+    for (int v = 0; v < 4; ++v) _mm256_store_ps(out + kk * 32 + v * 8, w[v]);
+  }
+}
+
 void TileAvx2Q8(const float* x, int64_t ldx, int rows, const void* panel, int64_t k, float* tile,
                 NextPanelSlice next) {
   switch (rows) {

@@ -114,6 +114,8 @@ void TileAvx2Q8(const float* x, int64_t ldx, int rows, const void* panel, int64_
 // A Q8_0 panel's first k steps as an f32 panel (out: k × 32 floats,
 // 32-byte aligned): the weights the Q8_0 tile computes with.
 void DequantizeQ8PanelAvx2(const void* panel, int64_t k, float* out);
+// A bf16 panel's first k steps as an f32 panel, likewise.
+void WidenBf16PanelAvx2(const void* panel, int64_t k, float* out);
 // Available only when the CPU has AVX-512F (checked by the caller).
 void TileAvx512F32(const float* x, int64_t ldx, int rows, const void* panel, int64_t k, float* tile,
                    NextPanelSlice next);
