@@ -42,9 +42,10 @@
 // rows on the AVX2 tiles) is widened once into a thread's f32 panel that
 // the f32 tile then reads for every block, instead of each block widening
 // it again in registers (the same f32 weights either way). SmolLM-135M on
-// the AVX2 machine (docs/benchmarks.md, "q8_0 weights"): q8_0 decode at 16
-// sequences 265 -> 380-451 tokens/s and prefill 351 -> 515-586; bf16 242 ->
-// 381 and 334 -> 562.
+// the AVX2 machine, against llama.cpp in the same runs (docs/benchmarks.md,
+// "q8_0 weights"): q8_0 decode at 16 sequences 0.81x -> 1.13-1.42x its
+// Q8_0, prefill 0.71x -> 1.10-1.37x; bf16 0.79-0.89x -> 1.09x its F16 and
+// 0.62x -> 1.02x.
 //
 // Threads: OpenMP over contiguous ranges of panels (each thread streams its
 // own part of the weights). Safe to call concurrently from several threads.
