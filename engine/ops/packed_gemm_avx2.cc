@@ -24,6 +24,32 @@ ATTNSERVE_AVX2 void LoadBf16Step(const void* panel, int64_t pair_index, int odd,
   }
 }
 
+// A tile's accumulators: zeroed, and stored (the K halves summed).
+template <int kSplit, int MR>
+ATTNSERVE_AVX2 void ZeroAccumulators(__m256 (&acc)[kSplit][MR][4]) {
+#pragma GCC unroll 8
+  for (int s = 0; s < kSplit; ++s) {
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) {
+#pragma GCC unroll 4
+      for (int v = 0; v < 4; ++v) acc[s][i][v] = _mm256_setzero_ps();
+    }
+  }
+}
+
+template <int kSplit, int MR>
+ATTNSERVE_AVX2 void StoreAccumulators(__m256 (&acc)[kSplit][MR][4], float* tile) {
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i) {
+#pragma GCC unroll 4
+    for (int v = 0; v < 4; ++v) {
+      __m256 sum = acc[0][i][v];
+      if constexpr (kSplit == 2) sum = _mm256_add_ps(sum, acc[1][i][v]);
+      _mm256_storeu_ps(tile + i * 32 + v * 8, sum);
+    }
+  }
+}
+
 // The P = 32 weights of step k as 4 f32 vectors.
 template <bool kBf16>
 ATTNSERVE_AVX2 void LoadW(const void* panel, int64_t k, __m256* w) {
@@ -59,14 +85,7 @@ __attribute__((target("avx2,fma"))) void Tile(const float* x, int64_t ldx, const
   // 2-16 KiB ahead; bf16 and several rows are faster with it.
   constexpr bool kSoftwarePrefetch = kBf16 || MR > 1;
   __m256 acc[kSplit][MR][kNv];
-#pragma GCC unroll 8
-  for (int s = 0; s < kSplit; ++s) {
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i) {
-#pragma GCC unroll 4
-      for (int v = 0; v < kNv; ++v) acc[s][i][v] = _mm256_setzero_ps();
-    }
-  }
+  ZeroAccumulators<kSplit, MR>(acc);
   SliceTrickle trickle(next, k / kStep);
   int64_t kk = 0;
   for (; kk + kStep <= k; kk += kStep) {
@@ -105,15 +124,7 @@ __attribute__((target("avx2,fma"))) void Tile(const float* x, int64_t ldx, const
       for (int v = 0; v < kNv; ++v) acc[0][i][v] = _mm256_fmadd_ps(xv, w[v], acc[0][i][v]);
     }
   }
-#pragma GCC unroll 8
-  for (int i = 0; i < MR; ++i) {
-#pragma GCC unroll 4
-    for (int v = 0; v < kNv; ++v) {
-      __m256 sum = acc[0][i][v];
-      if constexpr (kSplit == 2) sum = _mm256_add_ps(sum, acc[1][i][v]);
-      _mm256_storeu_ps(tile + i * kWidth + v * 8, sum);
-    }
-  }
+  StoreAccumulators<kSplit, MR>(acc, tile);
 }
 
 // Q8_0 (packed_gemm.h): each block of 32 k steps is 32 × 32 int8 (step-major,
@@ -127,18 +138,10 @@ template <int MR>
 __attribute__((target("avx2,fma"))) void TileQ8(const float* x, int64_t ldx, const void* panel, int64_t k,
                                                 float* tile, NextPanelSlice next) {
   constexpr int kNv = 4;
-  constexpr int kWidth = kNv * 8;
   constexpr int kSplit = MR == 1 ? 2 : 1;
   constexpr int64_t kBlockBytes = 32 * 32 + 32 * 4;
   __m256 acc[kSplit][MR][kNv];
-#pragma GCC unroll 8
-  for (int s = 0; s < kSplit; ++s) {
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i) {
-#pragma GCC unroll 4
-      for (int v = 0; v < kNv; ++v) acc[s][i][v] = _mm256_setzero_ps();
-    }
-  }
+  ZeroAccumulators<kSplit, MR>(acc);
   const auto* base = static_cast<const char*>(panel);
   SliceTrickle trickle(next, (k + 31) / 32);
   for (int64_t k0 = 0; k0 < k; k0 += 32) {
@@ -169,15 +172,7 @@ __attribute__((target("avx2,fma"))) void TileQ8(const float* x, int64_t ldx, con
       }
     }
   }
-#pragma GCC unroll 8
-  for (int i = 0; i < MR; ++i) {
-#pragma GCC unroll 4
-    for (int v = 0; v < kNv; ++v) {
-      __m256 sum = acc[0][i][v];
-      if constexpr (kSplit == 2) sum = _mm256_add_ps(sum, acc[1][i][v]);
-      _mm256_storeu_ps(tile + i * kWidth + v * 8, sum);
-    }
-  }
+  StoreAccumulators<kSplit, MR>(acc, tile);
 }
 
 template <bool kBf16>

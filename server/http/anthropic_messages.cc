@@ -404,9 +404,21 @@ std::string AnthropicStream::Start(const v1::GenerateResponse& first) {
 }
 
 std::string AnthropicStream::Close() {
-  if (!block_open_) return "";
-  block_open_ = false;
+  if (open_ == Block::kNone) return "";
+  open_ = Block::kNone;
   return TypedSseEvent(ojson{{"type", "content_block_stop"}, {"index", blocks_ - 1}});
+}
+
+std::string AnthropicStream::Open(Block kind, ojson block) {
+  std::string events = Close();
+  events += TypedSseEvent(
+      ojson{{"type", "content_block_start"}, {"index", blocks_++}, {"content_block", std::move(block)}});
+  open_ = kind;
+  return events;
+}
+
+std::string AnthropicStream::Delta(ojson delta) const {
+  return TypedSseEvent(ojson{{"type", "content_block_delta"}, {"index", blocks_ - 1}, {"delta", std::move(delta)}});
 }
 
 std::string AnthropicStream::Next(const v1::GenerateResponse& chunk) {
@@ -417,53 +429,29 @@ std::string AnthropicStream::Next(const v1::GenerateResponse& chunk) {
   std::string events;
   if (const auto thinking = delta.find("reasoning"); thinking != delta.end() && thinking->is_string() &&
                                                      !thinking->get_ref<const std::string&>().empty()) {
-    if (!block_open_ || !thinking_open_) {
-      events += Close();
-      events += TypedSseEvent(ojson{{"type", "content_block_start"},
-                                    {"index", blocks_++},
-                                    {"content_block", {{"type", "thinking"}, {"thinking", ""}, {"signature", ""}}}});
-      block_open_ = thinking_open_ = true;
-      text_open_ = false;
+    if (open_ != Block::kThinking) {
+      events += Open(Block::kThinking, ojson{{"type", "thinking"}, {"thinking", ""}, {"signature", ""}});
     }
-    events += TypedSseEvent(ojson{{"type", "content_block_delta"},
-                                  {"index", blocks_ - 1},
-                                  {"delta", {{"type", "thinking_delta"}, {"thinking", *thinking}}}});
+    events += Delta(ojson{{"type", "thinking_delta"}, {"thinking", *thinking}});
   }
   if (const auto text = delta.find("content"); text != delta.end() && text->is_string() &&
                                                !text->get_ref<const std::string&>().empty()) {
-    if (!block_open_ || !text_open_) {
-      events += Close();
-      events += TypedSseEvent(ojson{{"type", "content_block_start"},
-                          {"index", blocks_++},
-                          {"content_block", {{"type", "text"}, {"text", ""}}}});
-      block_open_ = text_open_ = true;
-      thinking_open_ = false;
-    }
-    events += TypedSseEvent(ojson{{"type", "content_block_delta"},
-                        {"index", blocks_ - 1},
-                        {"delta", {{"type", "text_delta"}, {"text", *text}}}});
+    if (open_ != Block::kText) events += Open(Block::kText, ojson{{"type", "text"}, {"text", ""}});
+    events += Delta(ojson{{"type", "text_delta"}, {"text", *text}});
   }
   if (const auto tool_calls = delta.find("tool_calls"); tool_calls != delta.end()) {
     for (const json& c : *tool_calls) {
       const json function = c.value("function", json::object());
       if (c["index"].get<int>() >= calls_) {  // chat opens a call with its id and name
         ++calls_;
-        events += Close();
-        events += TypedSseEvent(ojson{{"type", "content_block_start"},
-                            {"index", blocks_++},
-                            {"content_block",
-                             {{"type", "tool_use"},
-                              {"id", c.value("id", "")},
-                              {"name", function.value("name", "")},
-                              {"input", ojson::object()}}}});
-        block_open_ = true;
-        text_open_ = thinking_open_ = false;
+        events += Open(Block::kToolUse, ojson{{"type", "tool_use"},
+                                              {"id", c.value("id", "")},
+                                              {"name", function.value("name", "")},
+                                              {"input", ojson::object()}});
       }
       const std::string arguments = function.value("arguments", "");
       if (arguments.empty()) continue;
-      events += TypedSseEvent(ojson{{"type", "content_block_delta"},
-                          {"index", blocks_ - 1},
-                          {"delta", {{"type", "input_json_delta"}, {"partial_json", arguments}}}});
+      events += Delta(ojson{{"type", "input_json_delta"}, {"partial_json", arguments}});
     }
   }
   if (chunk.finish_reason() == v1::FINISH_REASON_UNSPECIFIED) return events;

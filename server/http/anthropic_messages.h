@@ -87,16 +87,20 @@ class AnthropicStream {
   std::string Failed(const absl::Status& status);
 
  private:
+  enum class Block { kNone, kThinking, kText, kToolUse };
+  // Closes the open block, if any.
   std::string Close();
+  // Closes the open block and starts `block` (of `kind`) as the next one.
+  std::string Open(Block kind, nlohmann::ordered_json block);
+  // A content_block_delta of the open block.
+  std::string Delta(nlohmann::ordered_json delta) const;
 
   const AnthropicCall& call_;
   const AnthropicIdentity id_;
   std::vector<v1::GenerateResponse> chunks_;
   ChatChoiceStream chat_;
   int blocks_ = 0;          // content blocks opened so far
-  bool block_open_ = false;
-  bool text_open_ = false;      // the open block is text
-  bool thinking_open_ = false;  // the open block is thinking (neither: a tool_use)
+  Block open_ = Block::kNone;  // the open block's kind
   int calls_ = 0;           // chat tool calls seen
 };
 

@@ -463,32 +463,28 @@ std::string ResponsesStream::Start(const v1::GenerateResponse& /*first*/) {
   return events;
 }
 
-std::string ResponsesStream::OpenMessage() {
-  message_index_ = output_items_++;
-  const std::string item_id = absl::StrCat("msg_", Suffix(id_));
-  std::string events = Event(ojson{{"type", "response.output_item.added"},
-                                   {"output_index", message_index_},
-                                   {"item", MessageItem(item_id, "in_progress", ojson::array())}});
+std::string ResponsesStream::OpenTextItem(int index, ojson item, ojson part) {
+  const ojson item_id = item["id"];
+  std::string events = Event(ojson{{"type", "response.output_item.added"}, {"output_index", index}, {"item", item}});
   events += Event(ojson{{"type", "response.content_part.added"},
                         {"item_id", item_id},
-                        {"output_index", message_index_},
+                        {"output_index", index},
                         {"content_index", 0},
-                        {"part", OutputText("")}});
+                        {"part", std::move(part)}});
   return events;
+}
+
+std::string ResponsesStream::OpenMessage() {
+  message_index_ = output_items_++;
+  return OpenTextItem(message_index_, MessageItem(absl::StrCat("msg_", Suffix(id_)), "in_progress", ojson::array()),
+                      OutputText(""));
 }
 
 std::string ResponsesStream::OpenReasoning() {
   reasoning_index_ = output_items_++;
-  const std::string item_id = absl::StrCat("rs_", Suffix(id_));
-  std::string events = Event(ojson{{"type", "response.output_item.added"},
-                                   {"output_index", reasoning_index_},
-                                   {"item", ReasoningItem(item_id, "in_progress", ojson::array())}});
-  events += Event(ojson{{"type", "response.content_part.added"},
-                        {"item_id", item_id},
-                        {"output_index", reasoning_index_},
-                        {"content_index", 0},
-                        {"part", ReasoningText("")}});
-  return events;
+  return OpenTextItem(reasoning_index_,
+                      ReasoningItem(absl::StrCat("rs_", Suffix(id_)), "in_progress", ojson::array()),
+                      ReasoningText(""));
 }
 
 std::string ResponsesStream::Next(const v1::GenerateResponse& chunk) {

@@ -78,6 +78,9 @@ class ResponsesStream {
  private:
   std::string Event(nlohmann::ordered_json event);
   nlohmann::ordered_json Shell(const char* status) const;
+  // output_item.added for `item` at `index`, then content_part.added for
+  // its first part.
+  std::string OpenTextItem(int index, nlohmann::ordered_json item, nlohmann::ordered_json part);
   std::string OpenMessage();
   std::string OpenReasoning();
   std::string CloseItems();
