@@ -141,7 +141,7 @@ std::string Linear::KernelFor(int64_t m) const {
   if (!UsesDnnl(m)) {
     // (f32 layers with K > FixedMatmuls::kMaxK on an AVX2 CPU land here at
     // every M.)
-    return absl::StrCat("packed_", PackedGemmKernel(), "_", DTypeName(im.storage));
+    return absl::StrCat("packed_", PackedGemmKernel(im.storage), "_", DTypeName(im.storage));
   }
   const int64_t rows = std::min(FixedMatmuls::kMaxRows, m / FixedMatmuls::kRowStep * FixedMatmuls::kRowStep);
   auto name = im.dnnl->ImplName(rows);

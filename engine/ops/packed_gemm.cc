@@ -349,8 +349,9 @@ void PackedGemm(const float* x, int64_t m, int64_t ldx, const PackedMatrix& w, c
   });
 }
 
-const char* PackedGemmKernel() {
+const char* PackedGemmKernel(DType storage) {
   if (force_scalar.load(std::memory_order_relaxed) || !CpuHasAvx2Fma()) return "scalar";
+  if (storage == DType::kQ8_0) return "avx2";
   return CpuHasAvx512F() && !avx512_off.load(std::memory_order_relaxed) ? "avx512" : "avx2";
 }
 

@@ -125,8 +125,9 @@ inline constexpr int64_t kCacheResidentWeightBytes = int64_t{256} << 10;
 inline constexpr int64_t kCacheResidentParallelMinMacs = int64_t{1} << 21;
 bool PackedGemmRunsParallel(int64_t m, const PackedMatrix& w);
 
-// Which kernel PackedGemm uses on this CPU: "avx512", "avx2" or "scalar".
-const char* PackedGemmKernel();
+// Which kernel PackedGemm uses on this CPU for `storage`: "avx512", "avx2"
+// or "scalar" (q8_0 has no AVX-512 tile: "avx2" there).
+const char* PackedGemmKernel(DType storage = DType::kF32);
 // Tests: force the scalar kernel (true) or restore dispatch (false).
 void PackedGemmForceScalarForTesting(bool force);
 // Tests: the AVX2 tiles on an AVX-512 CPU (true) or restore (false).
