@@ -77,10 +77,10 @@ void WidenBf16PanelScalar(const void* panel, int64_t k, float* out) {
   }
 }
 
-// A thread's f32 copy of one q8_0 or bf16 panel (k_padded × 32 floats: 128 KiB at
-// K = 1024), kept between calls: PackedGemm needs it on every call with
-// more than one row block, and allocating it each time would cost more than
-// the copy. Freed when the thread ends.
+// A thread's f32 copy of one q8_0 or bf16 panel (k_padded × 32 floats: 128
+// KiB at K = 1024), kept between calls: PackedGemm needs it on every call
+// with three or more row blocks a panel, and allocating it each time would
+// cost more than the copy. Freed when the thread ends.
 float* WidenedPanelScratch(int64_t floats) {
   struct Buffer {
     float* p = nullptr;
