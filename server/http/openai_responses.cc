@@ -474,6 +474,24 @@ std::string ResponsesStream::OpenTextItem(int index, ojson item, ojson part) {
   return events;
 }
 
+std::string ResponsesStream::CloseTextItem(int index, const ojson& item, const char* done_type, bool logprobs) {
+  const ojson& part = item["content"][0];
+  ojson done{{"type", done_type},
+             {"item_id", item["id"]},
+             {"output_index", index},
+             {"content_index", 0},
+             {"text", part["text"]}};
+  if (logprobs) done["logprobs"] = part["logprobs"];
+  std::string events = Event(std::move(done));
+  events += Event(ojson{{"type", "response.content_part.done"},
+                        {"item_id", item["id"]},
+                        {"output_index", index},
+                        {"content_index", 0},
+                        {"part", part}});
+  events += Event(ojson{{"type", "response.output_item.done"}, {"output_index", index}, {"item", item}});
+  return events;
+}
+
 std::string ResponsesStream::OpenMessage() {
   message_index_ = output_items_++;
   return OpenTextItem(message_index_, MessageItem(absl::StrCat("msg_", Suffix(id_)), "in_progress", ojson::array()),
@@ -540,20 +558,8 @@ std::string ResponsesStream::Next(const v1::GenerateResponse& chunk) {
   const ojson response = ResponseObject(call_, chunks_, id_);
   const ojson& output = response["output"];
   if (reasoning_index_ >= 0) {
-    const std::string item_id = absl::StrCat("rs_", Suffix(id_));
-    const ojson& item = output[static_cast<size_t>(reasoning_index_)];
-    const ojson& part = item["content"][0];
-    events += Event(ojson{{"type", "response.reasoning_text.done"},
-                          {"item_id", item_id},
-                          {"output_index", reasoning_index_},
-                          {"content_index", 0},
-                          {"text", part["text"]}});
-    events += Event(ojson{{"type", "response.content_part.done"},
-                          {"item_id", item_id},
-                          {"output_index", reasoning_index_},
-                          {"content_index", 0},
-                          {"part", part}});
-    events += Event(ojson{{"type", "response.output_item.done"}, {"output_index", reasoning_index_}, {"item", item}});
+    events += CloseTextItem(reasoning_index_, output[static_cast<size_t>(reasoning_index_)],
+                            "response.reasoning_text.done", /*logprobs=*/false);
   }
   if (calls_.empty() && message_index_ < 0 && ItemIndex(output, "message") >= 0) events += OpenMessage();
   for (const Call& call : calls_) {
@@ -569,22 +575,10 @@ std::string ResponsesStream::Next(const v1::GenerateResponse& chunk) {
                                       : ojson()}});
   }
   if (message_index_ >= 0) {
-    const std::string item_id = absl::StrCat("msg_", Suffix(id_));
-    const ojson& item = output[static_cast<size_t>(message_index_)];
-    const ojson& part = item["content"][0];
-    events += Event(ojson{{"type", "response.output_text.done"},
-                          {"item_id", item_id},
-                          {"output_index", message_index_},
-                          {"content_index", 0},
-                          {"text", part["text"]},
-                          {"logprobs", part["logprobs"]}});
-    events += Event(ojson{{"type", "response.content_part.done"},
-                          {"item_id", item_id},
-                          {"output_index", message_index_},
-                          {"content_index", 0},
-                          {"part", part}});
-    events += Event(ojson{{"type", "response.output_item.done"}, {"output_index", message_index_}, {"item", item}});
+    events += CloseTextItem(message_index_, output[static_cast<size_t>(message_index_)], "response.output_text.done",
+                            /*logprobs=*/true);
   }
+
   const bool cut = response["status"] == "incomplete";
   events += Event(ojson{{"type", cut ? "response.incomplete" : "response.completed"}, {"response", response}});
   return events;

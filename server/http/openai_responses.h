@@ -83,6 +83,10 @@ class ResponsesStream {
   std::string OpenTextItem(int index, nlohmann::ordered_json item, nlohmann::ordered_json part);
   std::string OpenMessage();
   std::string OpenReasoning();
+  // `item` (at `index`, as the response object has it) closed: its text's
+  // `done_type` event (with the part's logprobs when asked), then
+  // content_part.done and output_item.done.
+  std::string CloseTextItem(int index, const nlohmann::ordered_json& item, const char* done_type, bool logprobs);
   std::string CloseItems();
 
   const ResponsesCall& call_;

@@ -75,6 +75,19 @@ JsonRun Generate(DecoderEngine& engine, const std::vector<int32_t>& prompt, cons
   return r;
 }
 
+// The run's output after `cut` tokens, generated again by a sequence
+// resumed there (a preemption: its first `cut` output tokens at the end of
+// its prompt).
+std::vector<int32_t> ResumedAt(DecoderEngine& engine, const std::vector<int32_t>& prompt, const JsonRun& run,
+                               const GenerationParams& p, size_t cut) {
+  std::vector<int32_t> resumed = prompt;
+  resumed.insert(resumed.end(), run.ids.begin(), run.ids.begin() + cut);
+  GenerationParams rp = p;
+  rp.resumed_tokens = static_cast<int>(cut);
+  rp.max_new_tokens = p.max_new_tokens - static_cast<int>(cut);
+  return Generate(engine, resumed, rp).ids;
+}
+
 std::vector<int32_t> Prompt(const std::string& text) {
   auto ids = Stories()->tokenizer().Encode(text);
   EXPECT_TRUE(ids.ok());
@@ -665,12 +678,7 @@ TEST(LazyJsonSchemaTest, ATriggerHoldsTheValueAfterItThenFreesTheText) {
   // Resumed after a preemption inside the value (its output so far at the
   // end of the prompt), the rest is the same.
   const size_t cut = end + 3;
-  std::vector<int32_t> resumed = prompt;
-  resumed.insert(resumed.end(), run.ids.begin(), run.ids.begin() + cut);
-  GenerationParams rp = held;
-  rp.resumed_tokens = static_cast<int>(cut);
-  rp.max_new_tokens = held.max_new_tokens - static_cast<int>(cut);
-  EXPECT_EQ(Generate(*engine, resumed, rp).ids, std::vector<int32_t>(run.ids.begin() + cut, run.ids.end()));
+  EXPECT_EQ(ResumedAt(*engine, prompt, run, held, cut), std::vector<int32_t>(run.ids.begin() + cut, run.ids.end()));
 
   // A trigger only with the lazy format, and short.
   GenerationParams bad = text;
@@ -809,12 +817,8 @@ TEST(ConstrainAfterTest, TheTextIsFreeUntilItThenTheFormatHoldsTheRest) {
 
   // Resumed after a preemption before the marker and inside the value.
   for (const size_t cut : {end - 1, end + 3}) {
-    std::vector<int32_t> resumed = prompt;
-    resumed.insert(resumed.end(), run.ids.begin(), run.ids.begin() + cut);
-    GenerationParams rp = held;
-    rp.resumed_tokens = static_cast<int>(cut);
-    rp.max_new_tokens = held.max_new_tokens - static_cast<int>(cut);
-    EXPECT_EQ(Generate(*engine, resumed, rp).ids, std::vector<int32_t>(run.ids.begin() + cut, run.ids.end())) << cut;
+    EXPECT_EQ(ResumedAt(*engine, prompt, run, held, cut), std::vector<int32_t>(run.ids.begin() + cut, run.ids.end()))
+        << cut;
   }
 
   // Only with a format, and short.
@@ -874,12 +878,7 @@ TEST(ConstrainAfterTest, ALazyFormatLooksForItsValueOnlyAfterTheText) {
                 std::vector<int32_t>(run.ids.begin(), run.ids.begin() + marker.end));
     }
     const size_t cut = trigger.end + 1;
-    std::vector<int32_t> resumed = prompt;
-    resumed.insert(resumed.end(), run.ids.begin(), run.ids.begin() + cut);
-    GenerationParams rp = held;
-    rp.resumed_tokens = static_cast<int>(cut);
-    rp.max_new_tokens = held.max_new_tokens - static_cast<int>(cut);
-    EXPECT_EQ(Generate(*engine, resumed, rp).ids, std::vector<int32_t>(run.ids.begin() + cut, run.ids.end()));
+    EXPECT_EQ(ResumedAt(*engine, prompt, run, held, cut), std::vector<int32_t>(run.ids.begin() + cut, run.ids.end()));
   }
 }
 
