@@ -7,6 +7,7 @@
 #include "absl/log/check.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "engine/core/q8_0.h"
 
 namespace attnserve {
 
@@ -18,6 +19,11 @@ size_t DTypeSize(DType dtype) {
     case DType::kQ8_0: return 1;
   }
   return 0;
+}
+
+size_t DTypeBytes(DType dtype, int64_t n) {
+  if (dtype == DType::kQ8_0) return static_cast<size_t>(n / kQ8_0BlockValues) * kQ8_0BlockBytes;
+  return static_cast<size_t>(n) * DTypeSize(dtype);
 }
 
 const char* DTypeName(DType dtype) {
@@ -50,6 +56,8 @@ Tensor Tensor::Empty(std::vector<int64_t> shape, DType dtype) {
   t.numel_ = ShapeNumel(shape);
   t.shape_ = std::move(shape);
   t.dtype_ = dtype;
+  CHECK(dtype != DType::kQ8_0 || (!t.shape_.empty() && t.shape_.back() % kQ8_0BlockValues == 0))
+      << "a q8_0 tensor's last dimension must be a multiple of 32, got " << ShapeString(t.shape_);
   size_t bytes = t.bytes();
   if (bytes > 0) {
     // aligned_alloc needs a size that is a multiple of the alignment.

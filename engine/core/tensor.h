@@ -14,13 +14,17 @@
 
 namespace attnserve {
 
-// kQ8_0 is a storage of packed weights only (llama.cpp's Q8_0: blocks of 32
-// int8 with a scale; engine/ops/packed_gemm.h), never a Tensor's dtype.
+// kQ8_0 is llama.cpp's Q8_0 (engine/core/q8_0.h): a Tensor of it holds a
+// weight matrix's rows as Q8_0 blocks, as a GGUF file does (its last
+// dimension a multiple of 32), on its way to packed panels
+// (engine/ops/packed_gemm.h); nothing computes on it as a Tensor.
 enum class DType : uint8_t { kF32, kBF16, kF16, kQ8_0 };
 
 // Bytes per element: 4, 2, 2 (kQ8_0: 1, its scales apart).
 size_t DTypeSize(DType dtype);
-// "f32", "bf16", "f16".
+// Bytes of n elements (kQ8_0: n / 32 blocks of 34 bytes; n a multiple of 32).
+size_t DTypeBytes(DType dtype, int64_t n);
+// "f32", "bf16", "f16", "q8_0".
 const char* DTypeName(DType dtype);
 
 // Alignment of every Tensor buffer, in bytes.
@@ -34,8 +38,9 @@ class Tensor {
   Tensor(const Tensor&) = delete;
   Tensor& operator=(const Tensor&) = delete;
 
-  // Uninitialised contents. Every dimension must be >= 0 (CHECK: shapes come
-  // from code, not from request data; loaders validate before calling).
+  // Uninitialised contents. Every dimension must be >= 0, and a kQ8_0
+  // tensor's last a multiple of 32 (CHECK: shapes come from code, not from
+  // request data; loaders validate before calling).
   static Tensor Empty(std::vector<int64_t> shape, DType dtype = DType::kF32);
   // Zero-filled.
   static Tensor Zeros(std::vector<int64_t> shape, DType dtype = DType::kF32);
@@ -46,7 +51,7 @@ class Tensor {
   int rank() const { return static_cast<int>(shape_.size()); }
   int64_t numel() const { return numel_; }
   DType dtype() const { return dtype_; }
-  size_t bytes() const { return static_cast<size_t>(numel_) * DTypeSize(dtype_); }
+  size_t bytes() const { return DTypeBytes(dtype_, numel_); }
   // True for a default-constructed tensor (no buffer). A tensor with a zero
   // dimension has a shape but no elements and is also empty().
   bool empty() const { return numel_ == 0; }

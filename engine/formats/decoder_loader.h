@@ -3,9 +3,9 @@
 // (config.json + model.safetensors or model.safetensors.index.json +
 // tokenizer.json, optionally tokenizer_config.json / chat_template.jinja
 // for the chat template) or a llama.cpp GGUF v3 file (*.gguf; tokenizer from its
-// metadata). Matrices are converted to `weight_dtype` (kF32 or kBF16) at
-// load; F16 / BF16 / Q8_0 in the file are dequantised. Every failure names
-// the file and the reason.
+// metadata). Matrices are converted to `weight_dtype` (kF32, kBF16 or kQ8_0:
+// decoder_weights.h) at load, a tensor at a time. Every failure names the
+// file and the reason.
 //
 // LINKING: the implementation builds a tokenizer, so it lives in the
 // tokenizers area library (engine/tokenizers/decoder_loader.cc): link

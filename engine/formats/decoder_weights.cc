@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "engine/core/q8_0.h"
 #include "engine/core/status_macros.h"
 #include "engine/formats/gguf_file.h"
 #include "engine/formats/safetensors.h"
@@ -20,6 +21,19 @@ using Shape = std::vector<int64_t>;
 // Loads tensor NAME, which must have row-major SHAPE, as `dtype`.
 using LoadFn = std::function<absl::StatusOr<Tensor>(const std::string& name, const Shape& shape, DType dtype)>;
 using HasFn = std::function<bool(const std::string& name)>;
+
+}  // namespace
+
+DType MatrixStorage(DType md, const std::vector<int64_t>& shape) {
+  if (md == DType::kQ8_0 && (shape.empty() || shape.back() % kQ8_0BlockValues != 0)) return DType::kF32;
+  return md;
+}
+
+namespace {
+
+// Learned position tables are read row by row (never packed): q8_0 keeps
+// them f32.
+DType TableDtype(DType md) { return md == DType::kQ8_0 ? DType::kF32 : md; }
 
 Tensor ToDType(const Tensor& src, DType dtype) {
   if (src.dtype() == dtype) return src.Copy();
@@ -34,7 +48,7 @@ Tensor Rows(const Tensor& src, int64_t begin, int64_t n, DType dtype) {
   Shape shape = src.rank() == 2 ? Shape{n, cols} : Shape{n};
   Tensor f32 = Tensor::Empty(shape, DType::kF32);
   std::copy(src.f32() + begin * cols, src.f32() + (begin + n) * cols, f32.f32());
-  return ToDType(f32, dtype);
+  return ToDType(f32, MatrixStorage(dtype, shape));
 }
 
 // [r, c] f32 -> [c, r] in dtype (GPT-2 Conv1D weights are stored [in, out]).
@@ -43,7 +57,12 @@ Tensor Transpose(const Tensor& src, DType dtype) {
   Tensor t = Tensor::Empty({c, r}, DType::kF32);
   for (int64_t i = 0; i < r; ++i)
     for (int64_t j = 0; j < c; ++j) t.f32()[j * r + i] = src.f32()[i * c + j];
-  return ToDType(t, dtype);
+  return ToDType(t, MatrixStorage(dtype, t.shape()));
+}
+
+absl::Status CheckMatrixDtype(DType md) {
+  if (md == DType::kF32 || md == DType::kBF16 || md == DType::kQ8_0) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("weight dtype must be f32, bf16 or q8_0, got ", DTypeName(md)));
 }
 
 struct Names {
@@ -131,6 +150,7 @@ absl::Status ValidateDecoderWeights(const DecoderConfig& c, const DecoderWeights
                 f = c.intermediate_size, v = c.vocab_size;
   auto check = [&](const std::string& name, const Tensor& t, bool required, const Shape& shape,
                    DType dtype) -> absl::Status {
+    dtype = MatrixStorage(dtype, shape);
     if (!required) {
       if (!t.empty()) return absl::InvalidArgumentError(absl::StrCat(name, ": present but the config has no use for it"));
       return absl::OkStatus();
@@ -145,7 +165,7 @@ absl::Status ValidateDecoderWeights(const DecoderConfig& c, const DecoderWeights
   const bool ln = c.norm_bias;
   RETURN_IF_ERROR(check("token_embedding", w.token_embedding, true, {v, h}, md));
   RETURN_IF_ERROR(check("position_embedding", w.position_embedding, c.positions == PositionKind::kLearned,
-                        {c.max_positions, h}, md));
+                        {c.max_positions, h}, TableDtype(md)));
   if (static_cast<int>(w.layers.size()) != c.num_layers) {
     return absl::InvalidArgumentError(absl::StrCat("layers: ", w.layers.size(), ", want ", c.num_layers));
   }
@@ -182,11 +202,9 @@ absl::Status ValidateDecoderWeights(const DecoderConfig& c, const DecoderWeights
 }
 
 absl::StatusOr<DecoderWeights> LoadDecoderWeightsFromGguf(const GgufFile& g, const DecoderConfig& c, DType md) {
-  if (md != DType::kF32 && md != DType::kBF16) {
-    return absl::InvalidArgumentError(absl::StrCat("weight dtype must be f32 or bf16, got ", DTypeName(md)));
-  }
+  RETURN_IF_ERROR(CheckMatrixDtype(md));
   LoadFn load = [&](const std::string& name, const Shape& shape, DType dtype) {
-    return g.LoadTensorWithShape(name, shape, dtype);
+    return g.LoadTensorWithShape(name, shape, MatrixStorage(dtype, shape));
   };
   HasFn has = [&](const std::string& name) { return g.FindTensor(name) != nullptr; };
   DecoderWeights w;
@@ -211,7 +229,7 @@ absl::StatusOr<DecoderWeights> LoadDecoderWeightsFromGguf(const GgufFile& g, con
   } else {
     const int64_t h = c.hidden_size, f = c.intermediate_size;
     ASSIGN_OR_RETURN(w.token_embedding, load("token_embd.weight", {c.vocab_size, h}, md));
-    ASSIGN_OR_RETURN(w.position_embedding, load("position_embd.weight", {c.max_positions, h}, md));
+    ASSIGN_OR_RETURN(w.position_embedding, load("position_embd.weight", {c.max_positions, h}, TableDtype(md)));
     for (int i = 0; i < c.num_layers; ++i) {
       DecoderLayerWeights l;
       const std::string p = absl::StrCat("blk.", i, ".");
@@ -248,11 +266,9 @@ absl::StatusOr<DecoderWeights> LoadDecoderWeightsFromGguf(const GgufFile& g, con
 
 absl::StatusOr<DecoderWeights> LoadDecoderWeightsFromHf(const SafetensorsArchive& a, const DecoderConfig& c,
                                                         DType md) {
-  if (md != DType::kF32 && md != DType::kBF16) {
-    return absl::InvalidArgumentError(absl::StrCat("weight dtype must be f32 or bf16, got ", DTypeName(md)));
-  }
+  RETURN_IF_ERROR(CheckMatrixDtype(md));
   LoadFn load = [&](const std::string& name, const Shape& shape, DType dtype) {
-    return a.LoadWithShape(name, shape, dtype);
+    return a.LoadWithShape(name, shape, MatrixStorage(dtype, shape));
   };
   HasFn has = [&](const std::string& name) { return a.Find(name) != nullptr; };
   DecoderWeights w;
@@ -290,7 +306,7 @@ absl::StatusOr<DecoderWeights> LoadDecoderWeightsFromHf(const SafetensorsArchive
     const std::string pre = has("transformer.wte.weight") ? "transformer." : "";
     const int64_t h = c.hidden_size, f = c.intermediate_size;
     ASSIGN_OR_RETURN(w.token_embedding, load(pre + "wte.weight", {c.vocab_size, h}, md));
-    ASSIGN_OR_RETURN(w.position_embedding, load(pre + "wpe.weight", {c.max_positions, h}, md));
+    ASSIGN_OR_RETURN(w.position_embedding, load(pre + "wpe.weight", {c.max_positions, h}, TableDtype(md)));
     for (int i = 0; i < c.num_layers; ++i) {
       DecoderLayerWeights l;
       const std::string p = absl::StrCat(pre, "h.", i, ".");

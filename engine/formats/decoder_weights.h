@@ -7,9 +7,14 @@
 // c_attn is split into q/k/v. GGUF matrices (ne = [in, out]) are already this
 // memory layout.
 // Storage dtype: matrices (embeddings, lm_head, q/k/v/o, gate/up/down) are in
-// the weight dtype asked of the loader (f32 or bf16; F16/BF16 and llama.cpp's
-// block quantisations in the file are converted at load). 1-D tensors (norm
-// weights/biases, linear biases) are always f32.
+// the weight dtype asked of the loader (f32, bf16 or q8_0; F16/BF16 and
+// llama.cpp's block quantisations in the file are converted at load, a
+// tensor at a time). q8_0 holds a matrix as its rows' Q8_0 blocks: a Q8_0
+// file's as they are (never expanded), others quantised as ggml does, so the
+// load's peak is the Q8_0 model plus one tensor, not the f32 model; a
+// matrix whose rows are not a multiple of 32 stays f32 (MatrixStorage), as
+// does a learned position table. 1-D tensors (norm weights/biases, linear
+// biases) are always f32.
 // Optional tensors (biases, gate for GPT-2, position_embedding for rope
 // models, lm_head when tied) are empty Tensors (Tensor::empty()).
 // Q/K rows are as stored in the file: see DecoderConfig::rope_pairing.
@@ -63,6 +68,10 @@ struct DecoderWeights {
   // Bytes of all tensors held.
   int64_t TotalBytes() const;
 };
+
+// The dtype a matrix of `shape` is held in for the loader's weight dtype
+// `md`: md, but f32 for q8_0 when a row is not a multiple of 32 values.
+DType MatrixStorage(DType md, const std::vector<int64_t>& shape);
 
 // Checks every tensor's presence, shape and dtype against the config; the
 // error names the tensor (e.g. "layers.3.k_weight: shape [64, 64], want

@@ -5,6 +5,7 @@
 
 #include "engine/core/half.h"
 #include "engine/core/parallel.h"
+#include "engine/core/q8_0.h"
 
 namespace attnserve {
 namespace {
@@ -76,11 +77,7 @@ void Q5_1(const uint8_t* b, float* y) {
 }
 
 // Q8_0: f16 d, 32 int8; x = d * q.
-void Q8_0(const uint8_t* b, float* y) {
-  const float d = HalfAt(b);
-  const int8_t* q = reinterpret_cast<const int8_t*>(b + 2);
-  for (int k = 0; k < 32; ++k) y[k] = d * static_cast<float>(q[k]);
-}
+void Q8_0(const uint8_t* b, float* y) { DequantizeRowQ8_0(reinterpret_cast<const std::byte*>(b), 32, y); }
 
 // IQ4_NL: f16 d, nibbles as Q4_0 indexing the non-linear grid.
 void Iq4Nl(const uint8_t* b, float* y) {

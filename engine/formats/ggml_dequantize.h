@@ -4,8 +4,9 @@
 // (or bf16 storage), so a quantised tensor is expanded once at load, not
 // read block by block in the products. Weight memory is that of the
 // expanded tensor (what attnserve_weight_bytes reports), not the file's;
-// with q8_0 storage the expanded values are quantised again into Q8_0
-// blocks (engine/ops/packed_gemm.h), which gives a Q8_0 file's back.
+// with q8_0 storage a Q8_0 tensor is not expanded at all (its blocks are
+// kept) and other types are expanded a slice at a time and quantised to
+// Q8_0 (engine/formats/gguf_file.cc).
 //
 // The bit layouts are those of ggml-common.h's block_* structs, checked
 // value for value against gguf-py's numpy dequantisers

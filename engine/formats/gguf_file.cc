@@ -480,6 +480,7 @@ absl::StatusOr<const std::vector<int64_t>*> GgufFile::GetIntArray(absl::string_v
 absl::StatusOr<Tensor> GgufFile::LoadTensor(absl::string_view name, DType storage) const {
   const GgufTensorInfo* info = FindTensor(name);
   if (info == nullptr) return absl::NotFoundError(absl::StrCat(where_, ": tensor '", name, "' is missing"));
+  RETURN_IF_ERROR(CheckQ8_0Shape(info->shape, storage, where_, name));
   Tensor out = Tensor::Empty(info->shape, storage);
   const int64_t n = info->numel();
   switch (info->type) {
@@ -491,6 +492,11 @@ absl::StatusOr<Tensor> GgufFile::LoadTensor(absl::string_view name, DType storag
       return out;
     case GgmlType::kBF16:
       ConvertTensorData(info->data.data(), DType::kBF16, out.raw(), storage, n);
+      return out;
+    case GgmlType::kQ8_0:
+      // Q8_0 kept as Q8_0: the file's blocks as they are, never expanded.
+      if (storage != DType::kQ8_0) break;
+      ConvertTensorData(info->data.data(), DType::kQ8_0, out.raw(), storage, n);
       return out;
     default:
       break;
@@ -510,13 +516,12 @@ absl::StatusOr<Tensor> GgufFile::LoadTensor(absl::string_view name, DType storag
   const GgmlTypeTraits traits = *GgmlTraits(static_cast<uint32_t>(info->type));
   const int64_t slice = (int64_t{1} << 20) / traits.block_size * traits.block_size;  // 4 MiB of f32
   std::vector<float> buffer(static_cast<size_t>(std::min(n, slice)));
-  const size_t out_elem = DTypeSize(storage);
   for (int64_t done = 0; done < n; done += slice) {
     const int64_t count = std::min(slice, n - done);
     DequantizeGgml(info->type, info->data.data() + done / traits.block_size * traits.block_bytes, buffer.data(),
                    count);
     ConvertTensorData(reinterpret_cast<const std::byte*>(buffer.data()), DType::kF32,
-                      static_cast<char*>(out.raw()) + done * out_elem, storage, count);
+                      static_cast<char*>(out.raw()) + DTypeBytes(storage, done), storage, count);
   }
   return out;
 }

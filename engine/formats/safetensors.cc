@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/core/half.h"
+#include "engine/core/q8_0.h"
 #include "engine/core/status_macros.h"
 #include "engine/formats/json_util.h"
 
@@ -303,6 +304,7 @@ absl::StatusOr<Tensor> SafetensorsArchive::Load(const std::string& name, DType s
     return absl::InvalidArgumentError(absl::StrCat(t->file, ": tensor \"", name, "\" has dtype ", t->dtype_name,
                                                    "; only F32, F16 and BF16 weights are supported"));
   }
+  RETURN_IF_ERROR(CheckQ8_0Shape(t->shape, storage, t->file, name));
   Tensor out = Tensor::Empty(t->shape, storage);
   ConvertTensorData(t->data.data(), *t->dtype, out.raw(), storage, t->numel());
   return out;
@@ -321,10 +323,33 @@ std::vector<std::string> SafetensorsArchive::Names() const {
   return names;
 }
 
+absl::Status CheckQ8_0Shape(const std::vector<int64_t>& shape, DType storage, absl::string_view file,
+                            absl::string_view tensor) {
+  if (storage != DType::kQ8_0 || (!shape.empty() && shape.back() % kQ8_0BlockValues == 0)) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(file, ": tensor \"", tensor, "\" has shape ", ShapeString(shape),
+                                                 "; q8_0 needs rows of a multiple of 32 values"));
+}
+
 void ConvertTensorData(const std::byte* src, DType from, void* dst, DType to, int64_t n) {
   if (n <= 0) return;  // an empty tensor's buffers may be null (memcpy's are declared nonnull)
   if (from == to) {
-    std::memcpy(dst, src, static_cast<size_t>(n) * DTypeSize(from));
+    std::memcpy(dst, src, DTypeBytes(from, n));
+    return;
+  }
+  if (from == DType::kQ8_0 || to == DType::kQ8_0) {
+    // A block (32 values) at a time, through f32.
+    float block[kQ8_0BlockValues];
+    for (int64_t i = 0; i < n; i += kQ8_0BlockValues) {
+      if (from == DType::kQ8_0) {
+        DequantizeRowQ8_0(src + i / kQ8_0BlockValues * kQ8_0BlockBytes, kQ8_0BlockValues, block);
+        ConvertTensorData(reinterpret_cast<const std::byte*>(block), DType::kF32,
+                          static_cast<char*>(dst) + DTypeBytes(to, i), to, kQ8_0BlockValues);
+      } else {
+        ConvertTensorData(src + DTypeBytes(from, i), from, block, DType::kF32, kQ8_0BlockValues);
+        QuantizeRowQ8_0(block, kQ8_0BlockValues,
+                        static_cast<std::byte*>(dst) + i / kQ8_0BlockValues * kQ8_0BlockBytes);
+      }
+    }
     return;
   }
   // Via f32, element by element; the data may be unaligned inside the mapping
@@ -342,7 +367,7 @@ void ConvertTensorData(const std::byte* src, DType from, void* dst, DType to, in
       case DType::kF32: static_cast<float*>(dst)[i] = f; break;
       case DType::kBF16: static_cast<uint16_t*>(dst)[i] = FloatToBf16(f); break;
       case DType::kF16: static_cast<uint16_t*>(dst)[i] = FloatToF16(f); break;
-      case DType::kQ8_0: break;  // never a Tensor's dtype (callers convert to f32, bf16 or f16)
+      case DType::kQ8_0: break;  // above
     }
   }
 }

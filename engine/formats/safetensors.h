@@ -21,7 +21,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "engine/core/tensor.h"
 
@@ -100,8 +102,15 @@ class SafetensorsArchive {
 };
 
 // Converts `src` (the bytes of a tensor of dtype `from`) into `dst` of dtype
-// `to` (n elements each).
+// `to` (n elements each; where either is kQ8_0, n a multiple of 32, and a
+// q8_0 `to` is quantised as ggml quantises).
 void ConvertTensorData(const std::byte* src, DType from, void* dst, DType to, int64_t n);
+
+// OK unless `storage` is kQ8_0 and the shape's last dimension is not a
+// multiple of 32 (Q8_0 blocks run along a row); the error names the file and
+// the tensor.
+absl::Status CheckQ8_0Shape(const std::vector<int64_t>& shape, DType storage, absl::string_view file,
+                            absl::string_view tensor);
 
 }  // namespace attnserve
 

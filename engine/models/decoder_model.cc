@@ -50,7 +50,7 @@ absl::StatusOr<std::shared_ptr<const DecoderModel>> DecoderModel::Load(
     return absl::InvalidArgumentError(absl::StrCat("decoder weight dtype must be f32, bf16 or q8_0, got ",
                                                    DTypeName(options.weight_dtype)));
   }
-  ASSIGN_OR_RETURN(LoadedDecoder loaded, LoadDecoder(path, LoadDtypeFor(options.weight_dtype)));
+  ASSIGN_OR_RETURN(LoadedDecoder loaded, LoadDecoder(path, options.weight_dtype));
   return FromLoaded(std::move(loaded), options);
 }
 

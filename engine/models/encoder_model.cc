@@ -17,7 +17,6 @@
 #include "engine/formats/safetensors.h"
 #include "engine/models/bert_config.h"
 #include "engine/models/causal_forward.h"
-#include "engine/ops/packed_gemm.h"
 #include "engine/tokenizers/bert_vocab_txt.h"
 #include "engine/tokenizers/gguf_encoder_tokenizer.h"
 #include "engine/tokenizers/wordpiece.h"
@@ -180,7 +179,7 @@ absl::StatusOr<std::unique_ptr<EncoderModel>> EncoderModel::LoadGguf(const std::
   // As for a directory: no output (LM head) tensor is read.
   loaded.config.tie_word_embeddings = true;
   ASSIGN_OR_RETURN(loaded.weights,
-                   LoadDecoderWeightsFromGguf(*g, loaded.config, LoadDtypeFor(options.weight_dtype)));
+                   LoadDecoderWeightsFromGguf(*g, loaded.config, options.weight_dtype));
   loaded.source = path;
   loaded.format = "gguf";
   RETURN_IF_ERROR(m->AdoptDecoder(std::move(loaded), options, std::filesystem::path(path).stem().string(), arch));
@@ -227,7 +226,7 @@ absl::StatusOr<std::unique_ptr<EncoderModel>> EncoderModel::LoadCausal(const Mod
   // *ForCausalLM one's is left unread): the embedding table is all it needs.
   loaded.config.tie_word_embeddings = true;
   ASSIGN_OR_RETURN(loaded.weights,
-                   LoadDecoderWeightsFromHf(*md.weights, loaded.config, LoadDtypeFor(options.weight_dtype)));
+                   LoadDecoderWeightsFromHf(*md.weights, loaded.config, options.weight_dtype));
   loaded.source = md.dir;
   loaded.format = "hf";
   RETURN_IF_ERROR(m->AdoptDecoder(std::move(loaded), options, ModelName(md.dir), md.config.model_type()));

@@ -12,6 +12,7 @@
 #include "engine/core/cpu_features.h"
 #include "engine/core/half.h"
 #include "engine/core/large_alloc.h"
+#include "engine/core/q8_0.h"
 #include "engine/core/parallel.h"
 #include "engine/ops/activation.h"
 #include "engine/ops/packed_gemm_kernels.h"
@@ -38,21 +39,29 @@ float SourceAt(const Tensor& w, int64_t i) {
     case DType::kF32: return w.f32()[i];
     case DType::kBF16: return Bf16ToFloat(w.u16()[i]);
     case DType::kF16: return F16ToFloat(w.u16()[i]);
-    case DType::kQ8_0: break;  // never a Tensor's dtype
+    case DType::kQ8_0: {  // rows of Q8_0 blocks (engine/core/q8_0.h)
+      const auto* block = static_cast<const std::byte*>(w.raw()) + i / kQ8_0BlockValues * kQ8_0BlockBytes;
+      uint16_t d;
+      std::memcpy(&d, block, sizeof(d));
+      return F16ToFloat(d) * static_cast<float>(static_cast<int8_t>(block[2 + i % kQ8_0BlockValues]));
+    }
   }
   return 0.0f;
+}
+
+// Column j of a q8_0 panel block: a Q8_0 block's f16 scale and 32 codes.
+void PutQ8Column(uint16_t d, const int8_t* codes, int j, char* block) {
+  const float scale = F16ToFloat(d);
+  std::memcpy(block + 32 * 32 + 4 * j, &scale, sizeof(float));
+  for (int t = 0; t < kQ8_0BlockValues; ++t) block[t * 32 + j] = static_cast<char>(codes[t]);
 }
 
 // Quantises `n` (≤ 32) values into column j of a q8_0 panel block, as
 // ggml's quantize_row_q8_0_ref (the padding steps stay zero).
 void QuantizeQ8Column(const float* v, int n, int j, char* block) {
-  float amax = 0.0f;
-  for (int t = 0; t < n; ++t) amax = std::max(amax, std::fabs(v[t]));
-  const float d = amax / 127.0f;
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  const float scale = F16ToFloat(FloatToF16(d));
-  std::memcpy(block + 32 * 32 + 4 * j, &scale, sizeof(float));
-  for (int t = 0; t < n; ++t) block[t * 32 + j] = static_cast<char>(static_cast<int>(std::roundf(v[t] * id)));
+  int8_t codes[kQ8_0BlockValues];
+  const uint16_t d = QuantizeQ8_0Block(v, n, codes);
+  PutQ8Column(d, codes, j, block);
 }
 
 // Q8_0: the 32 weights of step t (0..31) of a panel block, column j.
@@ -231,10 +240,19 @@ PackedMatrix PackedMatrix::Pack(const Tensor& w, DType storage) {
       for (int j = 0; j < width && pi * width + j < n; ++j) {
         const int64_t col = pi * width + j;
         for (int64_t k0 = 0; k0 < k; k0 += 32) {
+          char* block = static_cast<char*>(mem) + pi * panel_bytes + (k0 / 32) * kQ8BlockBytes;
+          if (w.dtype() == DType::kQ8_0) {
+            // Already Q8_0 (a row's blocks, K a multiple of 32): its blocks
+            // as they are.
+            const auto* src = static_cast<const std::byte*>(w.raw()) + (col * k + k0) / 32 * kQ8_0BlockBytes;
+            uint16_t d;
+            std::memcpy(&d, src, sizeof(d));
+            PutQ8Column(d, reinterpret_cast<const int8_t*>(src + 2), j, block);
+            continue;
+          }
           const int steps = static_cast<int>(std::min<int64_t>(32, k - k0));
           for (int t = 0; t < steps; ++t) v[t] = SourceAt(w, col * k + k0 + t);
-          QuantizeQ8Column(v, steps, j,
-                           static_cast<char*>(mem) + pi * panel_bytes + (k0 / 32) * kQ8BlockBytes);
+          QuantizeQ8Column(v, steps, j, block);
         }
       }
     }

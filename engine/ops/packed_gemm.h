@@ -61,8 +61,9 @@
 
 namespace attnserve {
 
-// The dtype to load a matrix in for a storage: itself, but f32 for q8_0
-// (quantised from the file's values when packed).
+// The dtype an encoder loads a matrix in for a storage: itself, but f32 for
+// q8_0 (quantised when packed). Decoders load q8_0 as q8_0
+// (engine/formats/decoder_weights.h).
 inline DType LoadDtypeFor(DType storage) { return storage == DType::kQ8_0 ? DType::kF32 : storage; }
 
 // Output columns per panel (f32 and bf16 alike).
@@ -71,9 +72,9 @@ inline constexpr int PanelWidth(DType /*storage*/) { return 32; }
 class PackedMatrix {
  public:
   PackedMatrix() = default;
-  // From W [N, K] in f32, bf16 or f16; `storage` kF32, kBF16 (f32 → bf16
-  // rounds to nearest even) or kQ8_0 (quantised as above). Caller validates
-  // shapes.
+  // From W [N, K] in f32, bf16, f16 or q8_0 (rows of Q8_0 blocks); `storage`
+  // kF32, kBF16 (f32 → bf16 rounds to nearest even) or kQ8_0 (quantised as
+  // above; a q8_0 W's blocks are taken as they are). Caller validates shapes.
   static PackedMatrix Pack(const Tensor& w, DType storage);
 
   int64_t n() const { return n_; }

@@ -2,8 +2,13 @@
 
 #include <cstring>
 #include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "engine/core/half.h"
+#include "engine/core/q8_0.h"
 #include "engine/formats/decoder_config.h"
 #include "engine/formats/gguf_file.h"
 #include "engine/formats/hf_config.h"
@@ -164,6 +169,107 @@ TEST(DecoderWeightsTest, Bf16StorageRoundsEachWeight) {
   // Q8_0 dequantised to bf16 is accepted too.
   Loaded q = FromGguf(kModels + "llama_tiny/model-q8_0.gguf", DType::kBF16);
   EXPECT_EQ(q.weights.layers[0].q_weight.dtype(), DType::kBF16);
+}
+
+// The matrices a test compares across two loads of one Llama model (Q and K
+// apart: a GGUF's are permuted).
+std::vector<std::pair<const Tensor*, const Tensor*>> UnpermutedMatrices(const DecoderWeights& a,
+                                                                        const DecoderWeights& b) {
+  std::vector<std::pair<const Tensor*, const Tensor*>> out = {{&a.token_embedding, &b.token_embedding},
+                                                              {&a.lm_head, &b.lm_head}};
+  for (size_t i = 0; i < a.layers.size(); ++i) {
+    const DecoderLayerWeights &x = a.layers[i], &y = b.layers[i];
+    for (auto [p, q] : {std::pair{&x.v_weight, &y.v_weight}, {&x.o_weight, &y.o_weight},
+                        {&x.gate_weight, &y.gate_weight}, {&x.up_weight, &y.up_weight},
+                        {&x.down_weight, &y.down_weight}}) {
+      out.emplace_back(p, q);
+    }
+  }
+  return out;
+}
+
+// q8_0 storage: a Q8_0 GGUF's matrices are handed over as the file's own
+// blocks (never expanded), and f32 safetensors quantised at load give the
+// same blocks as gguf-py's quantiser wrote into that file (an independent
+// implementation of ggml's quantize_row_q8_0_ref). Vectors stay f32, and the
+// weights held are the Q8_0 bytes: 34 per 32 weights, not 4 per weight.
+TEST(DecoderWeightsTest, Q8_0StorageKeepsAQ8_0FilesBlocks) {
+  const std::string path = kModels + "llama_tiny/model-q8_0.gguf";
+  Loaded gg = FromGguf(path, DType::kQ8_0);
+  auto file = GgufFile::Open(path);
+  ASSERT_TRUE(file.ok()) << file.status();
+  const GgufTensorInfo* q = (*file)->FindTensor("blk.1.attn_q.weight");
+  ASSERT_NE(q, nullptr);
+  ASSERT_EQ(q->type, GgmlType::kQ8_0);
+  const Tensor& held = gg.weights.layers[1].q_weight;
+  ASSERT_EQ(held.dtype(), DType::kQ8_0);
+  ASSERT_EQ(held.bytes(), q->data.size());
+  EXPECT_EQ(std::memcmp(held.raw(), q->data.data(), held.bytes()), 0);
+  EXPECT_EQ(gg.weights.layers[1].attn_norm_weight.dtype(), DType::kF32);
+
+  Loaded hf = FromHf(kModels + "llama_tiny", DType::kQ8_0);
+  int64_t matrix_weights = 0;
+  for (auto [x, y] : UnpermutedMatrices(hf.weights, gg.weights)) {
+    ASSERT_EQ(x->dtype(), DType::kQ8_0);
+    ExpectSame(*x, *y, "a matrix quantised at load against gguf-py's blocks");
+  }
+  Loaded f32 = FromHf(kModels + "llama_tiny", DType::kF32);
+  for (const DecoderLayerWeights& l : f32.weights.layers) {
+    for (const Tensor* t : {&l.q_weight, &l.k_weight, &l.v_weight, &l.o_weight, &l.gate_weight, &l.up_weight,
+                            &l.down_weight}) {
+      matrix_weights += t->numel();
+    }
+  }
+  matrix_weights += f32.weights.token_embedding.numel() + f32.weights.lm_head.numel();
+  const int64_t vector_bytes = f32.weights.TotalBytes() - 4 * matrix_weights;
+  EXPECT_EQ(hf.weights.TotalBytes(), matrix_weights / 32 * 34 + vector_bytes);
+  EXPECT_EQ(gg.weights.TotalBytes(), hf.weights.TotalBytes());
+}
+
+// Other block types are expanded a tensor at a time and quantised to Q8_0:
+// the blocks of each matrix of llama_quant_mix (every type llama-quantize
+// writes) are those of its f32 values, slice by slice.
+TEST(DecoderWeightsTest, Q8_0StorageQuantisesOtherBlockTypes) {
+  const std::string path = kModels + "llama_quant_mix/model.gguf";
+  Loaded f32 = FromGguf(path, DType::kF32);
+  Loaded q8 = FromGguf(path, DType::kQ8_0);
+  auto expect_blocks_of = [](const Tensor& values, const Tensor& held, const std::string& what) {
+    ASSERT_EQ(held.dtype(), DType::kQ8_0) << what;
+    ASSERT_EQ(held.shape(), values.shape()) << what;
+    std::vector<std::byte> want(held.bytes());
+    QuantizeRowQ8_0(values.f32(), values.numel(), want.data());
+    EXPECT_EQ(std::memcmp(held.raw(), want.data(), want.size()), 0) << what;
+  };
+  expect_blocks_of(f32.weights.token_embedding, q8.weights.token_embedding, "token_embd");
+  for (size_t i = 0; i < f32.weights.layers.size(); ++i) {
+    const DecoderLayerWeights &a = f32.weights.layers[i], &b = q8.weights.layers[i];
+    for (auto [x, y, what] : {std::tuple{&a.q_weight, &b.q_weight, "q"}, {&a.k_weight, &b.k_weight, "k"},
+                              {&a.v_weight, &b.v_weight, "v"}, {&a.o_weight, &b.o_weight, "o"},
+                              {&a.gate_weight, &b.gate_weight, "gate"}, {&a.up_weight, &b.up_weight, "up"},
+                              {&a.down_weight, &b.down_weight, "down"}}) {
+      expect_blocks_of(*x, *y, absl::StrCat("layers.", i, ".", what));
+    }
+  }
+}
+
+// A matrix whose rows are not a multiple of 32 cannot be Q8_0 blocks: it
+// stays f32 (stories260K's down projection reads 172 values a row), and is
+// quantised with zero padding when packed; its other matrices are Q8_0. A
+// tensor asked for as q8_0 with such rows is refused, naming it.
+TEST(DecoderWeightsTest, Q8_0StorageKeepsRowsThatAreNotWholeBlocksF32) {
+  Loaded m = FromGguf(kStories, DType::kQ8_0);
+  EXPECT_EQ(m.weights.layers[0].gate_weight.dtype(), DType::kQ8_0);
+  EXPECT_EQ(m.weights.layers[0].down_weight.dtype(), DType::kF32);
+  EXPECT_EQ(m.weights.layers[0].down_weight.shape(), (std::vector<int64_t>{64, 172}));
+  EXPECT_EQ(MatrixStorage(DType::kQ8_0, {64, 172}), DType::kF32);
+  EXPECT_EQ(MatrixStorage(DType::kQ8_0, {172, 64}), DType::kQ8_0);
+  EXPECT_EQ(MatrixStorage(DType::kBF16, {64, 172}), DType::kBF16);
+  auto g = GgufFile::Open(kStories);
+  ASSERT_TRUE(g.ok());
+  absl::Status s = (*g)->LoadTensor("blk.0.ffn_down.weight", DType::kQ8_0).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("blk.0.ffn_down.weight"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("multiple of 32"));
 }
 
 TEST(DecoderWeightsTest, ShapeMismatchNamesTheTensor) {

@@ -2,11 +2,13 @@
 
 #include <cmath>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "engine/core/half.h"
+#include "engine/core/q8_0.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/fuzz/gguf_test_writer.h"
@@ -150,6 +152,51 @@ TEST(GgufTest, Q8_0Dequantisation) {
   auto t = (*f)->LoadTensor("q", DType::kF32);
   ASSERT_TRUE(t.ok());
   for (int k = 0; k < 32; ++k) EXPECT_EQ(t->f32()[k], 0.5f * static_cast<float>(k * 8 - 128));
+}
+
+// Held as q8_0, a Q8_0 tensor is the file's blocks as written, even a block
+// another quantiser wrote with codes short of ±127 (requantising its values
+// would stretch them to ±127 and change every code).
+TEST(GgufTest, Q8_0StorageKeepsTheFilesBlocks) {
+  std::vector<std::byte> blk(34);
+  const uint16_t d = FloatToF16(0.25f);
+  std::memcpy(blk.data(), &d, 2);
+  for (int k = 0; k < 32; ++k) blk[2 + k] = static_cast<std::byte>(static_cast<int8_t>(3 * k - 50));  // -50..43
+  GgufTestWriter w;
+  w.Tensor("q", {32}, 8, blk);
+  std::vector<std::byte> img = w.Build();
+  auto f = GgufFile::Parse(Span(img), "q8");
+  ASSERT_TRUE(f.ok()) << f.status();
+  auto t = (*f)->LoadTensor("q", DType::kQ8_0);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->dtype(), DType::kQ8_0);
+  ASSERT_EQ(t->bytes(), 34u);
+  EXPECT_EQ(std::memcmp(t->raw(), blk.data(), 34), 0);
+}
+
+// Another block type held as q8_0 is expanded a slice (2^20 values) at a
+// time and each slice quantised in its place: a Q4_0 tensor of more than
+// one slice gives the blocks of its whole f32 expansion.
+TEST(GgufTest, Q8_0StorageQuantisesALargeTensorSliceBySlice) {
+  const int64_t rows = 16386, cols = 64;  // 1,048,704 values: two slices
+  std::vector<std::byte> data(static_cast<size_t>(rows * cols / 32 * 18));
+  std::mt19937 rng(7);
+  for (size_t b = 0; b < data.size(); b += 18) {
+    const uint16_t scale = FloatToF16(0.01f * static_cast<float>(1 + rng() % 50));
+    std::memcpy(data.data() + b, &scale, 2);
+    for (int i = 2; i < 18; ++i) data[b + i] = static_cast<std::byte>(rng() & 0xff);
+  }
+  GgufTestWriter w;
+  w.Tensor("w", {cols, rows}, 2, data);  // Q4_0
+  std::vector<std::byte> img = w.Build();
+  auto f = GgufFile::Parse(Span(img), "q4_0");
+  ASSERT_TRUE(f.ok()) << f.status();
+  auto values = (*f)->LoadTensor("w", DType::kF32);
+  auto held = (*f)->LoadTensor("w", DType::kQ8_0);
+  ASSERT_TRUE(values.ok() && held.ok());
+  std::vector<std::byte> want(held->bytes());
+  QuantizeRowQ8_0(values->f32(), values->numel(), want.data());
+  EXPECT_EQ(std::memcmp(held->raw(), want.data(), want.size()), 0);
 }
 
 TEST(GgufTest, Stories260K) {

@@ -14,6 +14,7 @@
 #include "engine/core/cpu_features.h"
 #include "engine/core/half.h"
 #include "engine/core/large_alloc.h"
+#include "engine/core/q8_0.h"
 #include "engine/core/tensor.h"
 #include "engine/ops/linear.h"
 #include "engine/ops/packed_gemm_kernels.h"
@@ -232,6 +233,33 @@ TEST(PackedMatrixTest, Q8HoldsAnEighthMoreThanAByteAWeightAndReadsBlocksBack) {
       }
       EXPECT_EQ(held_max, scale == 0.0f ? 0.0f : 127.0f) << r << ", block " << b / 32;
     }
+  }
+}
+
+// A q8_0 source (rows of Q8_0 blocks, as a GGUF holds them and the decoder
+// loader hands them over) packs to the very panels its f32 values quantise
+// to, its blocks taken as they are; its rows read back as scale × code.
+TEST(PackedMatrixTest, AcceptsQ8_0SourcesBlockForBlock) {
+  std::mt19937 rng(16);
+  const int64_t n = 40, k = 96;
+  Tensor w = Random({n, k}, rng);
+  for (int64_t j = 32; j < 64; ++j) w.f32()[5 * k + j] = 0.0f;  // an all-zero block
+  Tensor blocks = Tensor::Empty({n, k}, DType::kQ8_0);
+  ASSERT_EQ(blocks.bytes(), static_cast<size_t>(n * k / 32 * 34));
+  QuantizeRowQ8_0(w.f32(), w.numel(), static_cast<std::byte*>(blocks.raw()));
+  const PackedMatrix from_f32 = PackedMatrix::Pack(w, DType::kQ8_0);
+  const PackedMatrix from_q8 = PackedMatrix::Pack(blocks, DType::kQ8_0);
+  ASSERT_EQ(from_f32.bytes(), from_q8.bytes());
+  EXPECT_EQ(std::memcmp(from_f32.data(), from_q8.data(), from_f32.bytes()), 0);
+  // Widened to f32 storage: each value is its block's scale times its code.
+  std::vector<float> want(k), got(k);
+  const PackedMatrix widened = PackedMatrix::Pack(blocks, DType::kF32);
+  for (int64_t r = 0; r < n; ++r) {
+    DequantizeRowQ8_0(static_cast<const std::byte*>(blocks.raw()) + r * (k / 32) * 34, k, want.data());
+    widened.ReadRow(r, got.data());
+    ASSERT_EQ(got, want) << "row " << r;
+    from_q8.ReadRow(r, got.data());
+    ASSERT_EQ(got, want) << "row " << r;
   }
 }
 
