@@ -53,6 +53,16 @@ std::vector<float> ToVector(const Tensor& t, float offset = 0.0f) {
 
 }  // namespace
 
+int64_t DecoderScratch::HeldBytes() const {
+  int64_t floats = 0;
+  for (const std::vector<float>* v : {&hidden, &normed, &qkv, &attn, &proj, &mlp_in, &mlp_act, &rope, &local_rope, &q}) {
+    floats += static_cast<int64_t>(v->capacity());
+  }
+  return floats * static_cast<int64_t>(sizeof(float)) +
+         static_cast<int64_t>(kv_seqs.capacity() * sizeof(PagedKvSequence) +
+                              row_starts.capacity() * sizeof(int64_t) + seq_lengths.capacity() * sizeof(int32_t));
+}
+
 absl::StatusOr<DecoderBlock> DecoderBlock::Create(const DecoderConfig& config,
                                                   const DecoderLayerWeights& w, DType storage,
                                                   MatmulPrecision precision, int layer_index) {

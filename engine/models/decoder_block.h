@@ -47,6 +47,10 @@ struct DecoderScratch {
   // ForwardUncached: each sequence's first packed row and its length.
   std::vector<int64_t> row_starts;
   std::vector<int32_t> seq_lengths;
+
+  // Bytes the buffers hold (their capacities: they grow to the largest
+  // step and are kept).
+  int64_t HeldBytes() const;
 };
 
 class DecoderBlock {

@@ -28,6 +28,7 @@ using packed_gemm_internal::kMaxTileFloats;
 using packed_gemm_internal::TileKernel;
 
 std::atomic<bool> force_scalar{false};
+std::atomic<int64_t> panel_scratch_bytes{0};  // WidenedPanelScratch's buffers, all threads
 std::atomic<bool> avx512_off{false};
 
 // Position of (k step kk, column j) inside a bf16 panel: k steps in pairs,
@@ -93,15 +94,21 @@ void WidenBf16PanelScalar(const void* panel, int64_t k, float* out) {
 float* WidenedPanelScratch(int64_t floats) {
   struct Buffer {
     float* p = nullptr;
-    int64_t n = 0;
-    ~Buffer() { std::free(p); }
+    int64_t n = 0, bytes = 0;
+    ~Buffer() {
+      std::free(p);
+      panel_scratch_bytes -= bytes;
+    }
   };
   thread_local Buffer buffer;
   if (buffer.n < floats) {
     std::free(buffer.p);
-    buffer.p = static_cast<float*>(std::aligned_alloc(64, static_cast<size_t>((floats * 4 + 63) / 64 * 64)));
+    const int64_t bytes = (floats * 4 + 63) / 64 * 64;
+    buffer.p = static_cast<float*>(std::aligned_alloc(64, static_cast<size_t>(bytes)));
     CHECK(buffer.p != nullptr) << "out of memory for a " << floats << "-float widened panel";
+    panel_scratch_bytes += bytes - buffer.bytes;
     buffer.n = floats;
+    buffer.bytes = bytes;
   }
   return buffer.p;
 }
@@ -366,6 +373,8 @@ void PackedGemm(const float* x, int64_t m, int64_t ldx, const PackedMatrix& w, c
     }
   });
 }
+
+int64_t PackedGemmPanelScratchBytes() { return panel_scratch_bytes.load(); }
 
 const char* PackedGemmKernel(DType storage) {
   if (force_scalar.load(std::memory_order_relaxed) || !CpuHasAvx2Fma()) return "scalar";

@@ -126,6 +126,11 @@ inline constexpr int64_t kCacheResidentWeightBytes = int64_t{256} << 10;
 inline constexpr int64_t kCacheResidentParallelMinMacs = int64_t{1} << 21;
 bool PackedGemmRunsParallel(int64_t m, const PackedMatrix& w);
 
+// Bytes of the threads' widened panels (one q8_0 or bf16 panel's f32 copy a
+// thread, k_padded × 128 bytes, kept by the thread once it has widened one),
+// over every thread of the process.
+int64_t PackedGemmPanelScratchBytes();
+
 // Which kernel PackedGemm uses on this CPU for `storage`: "avx512", "avx2"
 // or "scalar" (q8_0 has no AVX-512 tile: "avx2" there).
 const char* PackedGemmKernel(DType storage = DType::kF32);

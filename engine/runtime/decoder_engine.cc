@@ -854,6 +854,11 @@ int64_t DecoderEngine::json_mask_bytes() const {
   return bytes + schema_mask_bytes_ + schema_pattern_bytes_;
 }
 
+int64_t DecoderEngine::scratch_bytes() const {
+  return scratch_.HeldBytes() + static_cast<int64_t>(logits_.capacity() * sizeof(float)) +
+         sample_scratch_.HeldBytes();
+}
+
 void DecoderEngine::Release(SeqId seq) {
   kv_->Free(seq);
   seqs_.erase(seq);

@@ -249,6 +249,10 @@ class DecoderEngine {
   // Constrained decoding's sorted token table and JSON mode's cached masks
   // (0 before the first constrained request).
   int64_t json_mask_bytes() const;
+  // Working buffers held between steps: the forward's activations and the
+  // logits (grown to the largest step so far and kept), the sampler's.
+  // Kernel buffers shared by every model are PackedGemmPanelScratchBytes().
+  int64_t scratch_bytes() const;
 
  private:
   struct Sequence;

@@ -117,6 +117,13 @@ struct SamplingScratch {
   std::vector<double> group_mass;  // top-p: mass per binary exponent of probability
   std::vector<std::pair<double, int32_t>> boundary;  // top-p: the group cut partly
   std::vector<int32_t> counts;  // [vocab], all zero between calls
+
+  // Bytes the buffers hold (their capacities).
+  int64_t HeldBytes() const {
+    return static_cast<int64_t>(logits.capacity() * sizeof(float) + probs.capacity() * sizeof(double) +
+                                top_k.capacity() * sizeof(float) + group_mass.capacity() * sizeof(double) +
+                                boundary.capacity() * sizeof(boundary[0]) + counts.capacity() * sizeof(int32_t));
+  }
 };
 
 // Chooses the next token from `logits` ([vocab]). `history` holds the ids the

@@ -158,8 +158,13 @@ ServerMetrics::ServerMetrics(const BuildLabels& build)
       weights_encoder_(NewGauge(*registry_, "attnserve_weight_bytes", "Bytes of model weights held in memory.",
                                 {{"model", "encoder"}})),
       weights_decoder_(NewGauge(*registry_, "attnserve_weight_bytes", "", {{"model", "decoder"}})),
-      scratch_bytes_(NewGauge(*registry_, "attnserve_engine_scratch_bytes",
-                              "Engine scratch (activation) bytes of the largest step so far.")),
+      scratch_encode_(NewGauge(*registry_, "attnserve_engine_scratch_bytes",
+                               "Engine working buffers, bytes: the largest encode batch's activations so far "
+                               "(encode_batch), the decoder's step buffers (decode_step), the kernels' per-thread "
+                               "widened weight panels (kernel_panels).",
+                               {{"part", "encode_batch"}})),
+      scratch_decode_(NewGauge(*registry_, "attnserve_engine_scratch_bytes", "", {{"part", "decode_step"}})),
+      scratch_panels_(NewGauge(*registry_, "attnserve_engine_scratch_bytes", "", {{"part", "kernel_panels"}})),
       json_mask_bytes_(NewGauge(*registry_, "attnserve_json_mask_bytes",
                                 "Constrained decoding (JSON mode, JSON schemas, choices): the sorted token table and the "
                                 "cached token masks, bytes.")),

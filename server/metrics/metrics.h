@@ -32,6 +32,10 @@ struct BuildLabels {
 enum class WorkKind { kEncode, kGenerate };
 // Where a cancelled request was when it was cancelled.
 enum class RequestPhase { kQueued, kPrefill, kDecode };
+// The engine's working buffers, by what holds them (label `part`): the
+// largest encode batch's activations so far, the decoder's step buffers
+// (kept at the largest step's size), the compute kernels' per-thread buffers.
+enum class ScratchPart { kEncodeBatch, kDecodeStep, kKernelPanels };
 // Why a request was refused before running.
 enum class RejectReason { kQueueFull, kKvBudget, kInvalidArgument, kDraining, kHttpBusy };
 
@@ -109,7 +113,14 @@ class ServerMetrics {
   prometheus::Gauge& kv_used_bytes() { return kv_used_bytes_; }
   prometheus::Gauge& kv_capacity_bytes() { return kv_capacity_bytes_; }
   prometheus::Gauge& weight_bytes(WorkKind kind) { return kind == WorkKind::kEncode ? weights_encoder_ : weights_decoder_; }
-  prometheus::Gauge& scratch_bytes() { return scratch_bytes_; }
+  prometheus::Gauge& scratch_bytes(ScratchPart part) {
+    switch (part) {
+      case ScratchPart::kEncodeBatch: return scratch_encode_;
+      case ScratchPart::kDecodeStep: return scratch_decode_;
+      case ScratchPart::kKernelPanels: break;
+    }
+    return scratch_panels_;
+  }
   prometheus::Gauge& saturation() { return saturation_; }
 
   prometheus::Registry& registry() { return *registry_; }
@@ -129,8 +140,8 @@ class ServerMetrics {
       &reject_http_busy_;
   prometheus::Counter &cancel_queued_, &cancel_prefill_, &cancel_decode_, &cancel_kv_bytes_, &cancel_tokens_;
   prometheus::Gauge &queued_encode_, &queued_generate_, &running_sequences_, &kv_blocks_used_, &kv_blocks_total_;
-  prometheus::Gauge &kv_blocks_cached_, &kv_used_bytes_, &kv_capacity_bytes_, &weights_encoder_, &weights_decoder_, &scratch_bytes_,
-      &json_mask_bytes_;
+  prometheus::Gauge &kv_blocks_cached_, &kv_used_bytes_, &kv_capacity_bytes_, &weights_encoder_, &weights_decoder_;
+  prometheus::Gauge &scratch_encode_, &scratch_decode_, &scratch_panels_, &json_mask_bytes_;
   prometheus::Gauge &saturation_, &resident_bytes_, &virtual_bytes_, &start_time_, &ready_;
   prometheus::Counter &sched_cpu_running_, &sched_cpu_waiting_;
   std::atomic<int> scheduler_tid_{0};

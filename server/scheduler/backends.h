@@ -63,6 +63,8 @@ class GenerateBackend {
   virtual int kv_window() const { return 0; }
   // Memory held for JSON mode (the engine's token table and cached masks).
   virtual int64_t json_mask_bytes() const { return 0; }
+  // Working buffers the engine holds between steps.
+  virtual int64_t scratch_bytes() const { return 0; }
 };
 
 }  // namespace attnserve

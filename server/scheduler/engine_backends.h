@@ -36,6 +36,7 @@ class DecoderBackend final : public GenerateBackend {
   int block_size() const override { return block_size_; }
   int kv_window() const override { return engine_->kv_window(); }
   int64_t json_mask_bytes() const override { return engine_->json_mask_bytes(); }
+  int64_t scratch_bytes() const override { return engine_->scratch_bytes(); }
   void set_block_size(int block_size) { block_size_ = block_size; }
 
  private:

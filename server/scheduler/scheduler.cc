@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "engine/core/build_info.h"
 #include "engine/core/status_macros.h"
+#include "engine/ops/packed_gemm.h"
 #include "server/metrics/process_stats.h"
 #include "server/scheduler/encode_batching.h"
 
@@ -573,8 +574,8 @@ bool Scheduler::StartEncodeBatch(bool generate_running) {
   }
   metrics_->batch_size(WorkKind::kEncode).Observe(static_cast<double>(batch->items.size()));
   metrics_->encode_padding_ratio().Observe(PaddingRatio(batch->lengths));
-  metrics_->scratch_bytes().Set(std::max<double>(
-      metrics_->scratch_bytes().Value(),
+  metrics_->scratch_bytes(ScratchPart::kEncodeBatch).Set(std::max<double>(
+      metrics_->scratch_bytes(ScratchPart::kEncodeBatch).Value(),
       static_cast<double>(encode_->ScratchBytes(static_cast<int>(batch->items.size()), batch->longest))));
 
   const absl::Time engine_start = absl::Now();
@@ -765,6 +766,7 @@ void Scheduler::UpdateGauges() {
   }
   metrics_->queued_requests(WorkKind::kEncode).Set(encode_requests);
   metrics_->queued_requests(WorkKind::kGenerate).Set(generate_requests);
+  metrics_->scratch_bytes(ScratchPart::kKernelPanels).Set(static_cast<double>(PackedGemmPanelScratchBytes()));
   metrics_->running_sequences().Set(static_cast<double>(running_.size()));
   double kv_ratio = 0;
   if (generate_ != nullptr) {
@@ -775,6 +777,7 @@ void Scheduler::UpdateGauges() {
     metrics_->kv_used_bytes().Set(static_cast<double>(kv.bytes_used));
     metrics_->kv_capacity_bytes().Set(static_cast<double>(kv.bytes_capacity));
     metrics_->json_mask_bytes().Set(static_cast<double>(generate_->json_mask_bytes()));
+    metrics_->scratch_bytes(ScratchPart::kDecodeStep).Set(static_cast<double>(generate_->scratch_bytes()));
     if (kv.bytes_capacity > 0) kv_ratio = static_cast<double>(kv.bytes_used) / static_cast<double>(kv.bytes_capacity);
   }
   const double queue_ratio = static_cast<double>(queued_tokens) / std::max(1, options_.max_step_tokens);

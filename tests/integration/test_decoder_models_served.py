@@ -187,6 +187,13 @@ def test_q8_0_storage_serves_the_q8_0_files_model(pb, proto_modules, path):
             assert metric(server, 'attnserve_weight_bytes{model="decoder"}') == info.weight_bytes
             for prompt, want in zip(ref["prompts"], ref["greedy"]):
                 assert greedy_ids(pb, stub, prompt, len(want)) == want, prompt
+            # The working buffers are counted too: the decoder's step buffers
+            # (the 40-token prompt's activations at least: hidden 64, q/k/v 128,
+            # heads 64, MLP 96), and the one thread's f32 copy of a Q8_0 panel,
+            # widened for prompts of 7+ rows: the longest K (96) × 32 columns.
+            activations = 40 * (3 * 64 + 128 + 2 * 64 + 3 * 96) * 4
+            assert metric(server, 'attnserve_engine_scratch_bytes{part="decode_step"}') >= activations
+            assert metric(server, 'attnserve_engine_scratch_bytes{part="kernel_panels"}') == 96 * 32 * 4
     finally:
         server.close()
 

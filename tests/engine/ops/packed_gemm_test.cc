@@ -5,10 +5,13 @@
 // bias and activations.
 #include "engine/ops/packed_gemm.h"
 
+#include <omp.h>
+
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "engine/core/cpu_features.h"
@@ -261,6 +264,26 @@ TEST(PackedMatrixTest, AcceptsQ8_0SourcesBlockForBlock) {
     from_q8.ReadRow(r, got.data());
     ASSERT_EQ(got, want) << "row " << r;
   }
+}
+
+// A thread that widens a q8_0 panel (a product of 7+ rows) keeps one
+// panel's f32 copy, k_padded × 32 floats, counted while the thread lives.
+TEST(PackedMatrixTest, WidenedPanelsAreCountedWhileTheirThreadLives) {
+  std::mt19937 rng(17);
+  const int64_t n = 64, k = 200, m = 12;
+  const PackedMatrix q8 = PackedMatrix::Pack(Random({n, k}, rng), DType::kQ8_0);
+  const Tensor x = Random({m, k}, rng);
+  const int64_t before = PackedGemmPanelScratchBytes();
+  int64_t during = -1;
+  std::thread worker([&] {
+    omp_set_num_threads(1);  // the product on this thread alone
+    std::vector<float> y(m * n);
+    PackedGemm(x.f32(), m, k, q8, nullptr, Activation::kNone, y.data(), n);
+    during = PackedGemmPanelScratchBytes();
+  });
+  worker.join();
+  EXPECT_EQ(during - before, q8.k_padded() * 32 * 4);
+  EXPECT_EQ(PackedGemmPanelScratchBytes(), before);
 }
 
 TEST(PackedMatrixTest, AcceptsBf16AndF16Sources) {

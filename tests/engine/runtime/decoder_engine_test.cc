@@ -133,6 +133,22 @@ TEST(DecoderEngineTest, GreedyGenerationMatchesRunCWithStreamedText) {
   EXPECT_EQ(engine->kv_stats().blocks_used, 0);  // everything back in the pool
 }
 
+// The working buffers are counted as held: none before a step, then at
+// least the activations of the largest step (a 40-token prefill, all of it
+// in one step) and its logits, kept (not shrunk) by later one-token steps.
+TEST(DecoderEngineTest, ScratchBytesAreTheLargestStepsBuffers) {
+  auto engine = MakeEngine(256);
+  EXPECT_EQ(engine->scratch_bytes(), 0);
+  std::vector<int32_t> prompt(40);
+  for (int i = 0; i < 40; ++i) prompt[i] = 100 + i;
+  RunAlone(*engine, prompt, Greedy(5), /*chunk=*/64);
+  const int64_t held = engine->scratch_bytes();
+  EXPECT_GE(held, Stories()->ScratchBytes(40));
+  EXPECT_LT(held, 4 * Stories()->ScratchBytes(40) + 64 * 1024);  // the step's, not a multiple of the context's
+  RunAlone(*engine, {1, 2}, Greedy(3));
+  EXPECT_EQ(engine->scratch_bytes(), held);
+}
+
 TEST(DecoderEngineTest, BatchInvarianceWithPrefillNextToDecodes) {
   const std::vector<std::vector<int32_t>> prompts = {
       {1, 403, 407, 261, 378},           // "Once upon a time"
