@@ -52,6 +52,19 @@ struct DecoderEngine::Sequence {
   std::string free_until;
   std::string free_tail;
   bool thinking() const { return !free_until.empty(); }
+  // thinking_budget: the tokens that spell thinking_end, forced once the
+  // budget is spent; end_tail the output's last bytes, until it has
+  // written thinking_end (then thinking_ended).
+  std::vector<int32_t> forced_end;
+  std::string end_tail;
+  int32_t end_prev = -1;
+  bool thinking_ended = false;
+  // The token the budget forces next, or -1.
+  int32_t ForcedToken() const {
+    if (params.thinking_budget < 0 || thinking_ended) return -1;
+    const int64_t index = int64_t{params.resumed_tokens} + generated - params.thinking_budget;
+    return index >= 0 && index < static_cast<int64_t>(forced_end.size()) ? forced_end[index] : -1;
+  }
   // allowed_token_ids as a mask over the vocabulary (empty: no such list).
   std::vector<uint8_t> allowed_ids;
   // bad_words, each as the token ids that spell it.
@@ -198,6 +211,18 @@ absl::Status ValidateGenerationParams(const GenerationParams& p, const ModelDesc
   if (p.constrain_after.size() > kMaxLazyTriggerBytes) {
     return absl::InvalidArgumentError(
         absl::StrCat("constrain_after: ", p.constrain_after.size(), " bytes, at most ", kMaxLazyTriggerBytes));
+  }
+  if (p.thinking_budget < -1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("thinking_budget: ", p.thinking_budget, ", must be >= 0 (or -1: no budget)"));
+  }
+  if (p.thinking_budget >= 0 &&
+      (p.thinking_end.empty() || p.thinking_end.size() > static_cast<size_t>(kMaxLazyTriggerBytes))) {
+    return absl::InvalidArgumentError(absl::StrCat("thinking_end: ", p.thinking_end.size(), " bytes, must be 1..",
+                                                   kMaxLazyTriggerBytes, " with a thinking_budget"));
+  }
+  if (p.thinking_budget < 0 && !p.thinking_end.empty()) {
+    return absl::InvalidArgumentError("thinking_end: only with a thinking_budget");
   }
   if (schema || regex) {
     if (p.ignore_eos || p.min_tokens > 0) {
@@ -404,6 +429,16 @@ absl::StatusOr<SeqId> DecoderEngine::AddSequence(std::vector<int32_t> prompt,
   s->params = std::move(params);
   s->history = prompt;
   s->prompt = std::move(prompt);
+  if (s->params.thinking_budget >= 0) {
+    TokenizeOptions plain;
+    plain.add_bos = false;
+    ASSIGN_OR_RETURN(s->forced_end, model_->tokenizer().Encode(s->params.thinking_end, plain));
+    if (s->forced_end.empty()) return absl::InvalidArgumentError("thinking_end: spells no tokens");
+    // A resumed sequence's earlier output (the end of its prompt) may have
+    // ended its thinking already.
+    s->end_prev = s->prompt[prompt_end - 1];
+    for (size_t i = prompt_end; i < s->prompt.size() && !s->thinking_ended; ++i) WatchThinkingEnd(*s, s->prompt[i]);
+  }
   RETURN_IF_ERROR(kv_->AddSequence(id, CacheSaltRoot(s->params.cache_salt)));
   // Shared prefix blocks skip computing those positions, whose logits
   // prompt logprobs need.
@@ -471,17 +506,32 @@ bool DecoderEngine::AdvanceTriggered(Sequence& s, int32_t token) {
   return true;
 }
 
-bool DecoderEngine::AdvanceFree(Sequence& s, int32_t token) {
+std::string DecoderEngine::WrittenBytes(const Sequence& s, int32_t token, int32_t* prev) const {
   const Tokenizer& tok = model_->tokenizer();
-  std::string bytes;
   if (tok.IsControl(token)) {
     // As a lazy trigger: a special token counts where the answer writes it.
-    if (s.params.skip_special_tokens) return true;
-    bytes = tok.IdToPiece(token);
-  } else {
-    bytes = tok.TokenBytes(token, s.constraint_prev);
-    s.constraint_prev = token;
+    return s.params.skip_special_tokens ? std::string() : tok.IdToPiece(token);
   }
+  std::string bytes = tok.TokenBytes(token, *prev);
+  *prev = token;
+  return bytes;
+}
+
+void DecoderEngine::WatchThinkingEnd(Sequence& s, int32_t token) {
+  const std::string& end = s.params.thinking_end;
+  for (char c : WrittenBytes(s, token, &s.end_prev)) {
+    s.end_tail.push_back(c);
+    if (s.end_tail.size() > end.size()) s.end_tail.erase(0, 1);
+    if (s.end_tail == end) {
+      s.thinking_ended = true;
+      s.end_tail.clear();
+      return;
+    }
+  }
+}
+
+bool DecoderEngine::AdvanceFree(Sequence& s, int32_t token) {
+  const std::string bytes = WrittenBytes(s, token, &s.constraint_prev);
   for (char c : bytes) {
     s.free_tail.push_back(c);
     if (s.free_tail.size() > s.free_until.size()) s.free_tail.erase(0, 1);
@@ -791,7 +841,15 @@ absl::StatusOr<std::vector<StepEvent>> DecoderEngine::Step(absl::Span<const Step
       if (s.in_prefill()) continue;  // more prompt to go: no token yet
     }
     absl::Span<const float> row(logits_.data() + sample_row[i] * static_cast<size_t>(vocab), vocab);
-    if (s.constrained()) {
+    // A spent thinking budget writes the end of the thinking, a token a
+    // step (drawn from a one-token mask, so the RNG and the logprobs go on
+    // as for any token).
+    const int32_t forced = s.constrained() ? -1 : s.ForcedToken();
+    if (forced >= 0) {
+      constraint_allowed_.assign(vocab, 0);
+      constraint_allowed_[forced] = 1;
+      s.sampling.allowed = constraint_allowed_;
+    } else if (s.constrained()) {
       int count = FillConstraintMask(s);
       if (!s.allowed_ids.empty()) {  // the tokens both allow
         count = 0;
@@ -832,6 +890,7 @@ absl::StatusOr<std::vector<StepEvent>> DecoderEngine::Step(absl::Span<const Step
       ev.finish_reason = s.reason;
       continue;
     }
+    if (s.params.thinking_budget >= 0 && !s.thinking_ended) WatchThinkingEnd(s, tok.id);
     if (s.params.prompt_logprobs && s.generated == 0) {
       ev.prompt_logprobs = std::move(s.prompt_scores);
       s.prompt_scores.clear();

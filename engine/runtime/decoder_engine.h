@@ -161,6 +161,19 @@ struct GenerationParams {
   std::string constrain_after;
   // kRegex: the regex (at most kMaxRegexBytes).
   std::string regex;
+  // A reasoning model's thinking budget (vLLM's thinking_token_budget,
+  // llama.cpp's reasoning budget): -1 none; else, with `thinking_end` (the
+  // text that ends the thinking, 1..kMaxLazyTriggerBytes bytes: "</think>"),
+  // once the output has this many tokens (counted from its first, the
+  // thinking's opening tag included) without having written thinking_end,
+  // the tokens that spell it are written next, one a step, and the output
+  // goes on free. The end is looked for in the text as written (a special
+  // token counts only with skip_special_tokens false), as constrain_after's,
+  // which then holds the answer after it. A format that holds the thinking
+  // too (no constrain_after) is not broken into: nothing is forced while
+  // it holds the output.
+  int thinking_budget = -1;
+  std::string thinking_end;
 };
 
 inline constexpr int kMaxStopStrings = 16;
@@ -262,6 +275,12 @@ class DecoderEngine {
   // Before constrain_after is written: reads `token`'s bytes for it (the
   // format holds from the next token once they are).
   bool AdvanceFree(Sequence& s, int32_t token);
+  // The bytes `token` writes where a text is looked for in the output (a
+  // control token's only with skip_special_tokens false); *prev is the
+  // token before it, which decides a SentencePiece space, and becomes it.
+  std::string WrittenBytes(const Sequence& s, int32_t token, int32_t* prev) const;
+  // thinking_budget: reads `token`'s bytes for thinking_end.
+  void WatchThinkingEnd(Sequence& s, int32_t token);
   // A constrained sequence: feeds `token`'s bytes to its acceptor; false if
   // it refuses them.
   bool AdvanceConstraint(Sequence& s, int32_t token);

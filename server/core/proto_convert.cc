@@ -190,6 +190,12 @@ absl::StatusOr<GenerationParams> ToGenerationParams(const v1::GenerateRequest& r
   p.regex = s.regex();
   p.lazy_trigger = s.lazy_trigger();
   p.constrain_after = s.constrain_after();
+  p.thinking_budget = s.has_thinking_token_budget() ? s.thinking_token_budget() : -1;
+  if (s.has_thinking_token_budget() && s.thinking_token_budget() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sampling.thinking_token_budget = ", s.thinking_token_budget(), ": must be >= 0"));
+  }
+  p.thinking_end = s.thinking_end();
   if (absl::Status st = ValidateGenerationParams(p, model); !st.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("sampling: ", st.message()));
   }

@@ -1,5 +1,6 @@
 #include "server/http/anthropic_messages.h"
 
+#include <limits>
 #include <optional>
 #include <utility>
 
@@ -156,8 +157,9 @@ absl::Status ChatToolChoice(const ojson& choice, ojson* chat) {
 // {"type": "disabled"} as the template's thinking switch (Qwen3's
 // enable_thinking; the other templates have none). Enabled needs a
 // reasoning parser to set the thinking apart; budget_tokens is checked as
-// Anthropic checks it (>= 1024, below max_tokens) but bounds nothing here:
-// the thinking ends where the model ends it, within max_tokens.
+// Anthropic checks it (>= 1024, below max_tokens) and bounds the thinking
+// as vLLM's thinking_token_budget (the end of the thinking is written once
+// it is spent).
 absl::Status ThinkingSwitch(const ojson& root, ReasoningParser reasoning, ojson* chat) {
   const ojson* thinking = Field(root, "thinking");
   if (thinking == nullptr || thinking->is_null()) return absl::OkStatus();
@@ -187,6 +189,10 @@ absl::Status ThinkingSwitch(const ojson& root, ReasoningParser reasoning, ojson*
       return absl::InvalidArgumentError(absl::StrCat("thinking.budget_tokens = ", budget->dump(),
                                                      ": must be less than max_tokens (", max_tokens->dump(), ")"));
     }
+    if (budget->get<int64_t>() > std::numeric_limits<int32_t>::max()) {
+      return absl::InvalidArgumentError(absl::StrCat("thinking.budget_tokens = ", budget->dump(), ": too large"));
+    }
+    (*chat)["thinking_token_budget"] = budget->get<int64_t>();
   }
   (*chat)["chat_template_kwargs"] = ojson{{"enable_thinking", true}};
   return absl::OkStatus();

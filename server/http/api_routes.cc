@@ -269,7 +269,9 @@ class Gateway {
   // /v1/chat/completions: the same path, a chat prompt and chat objects.
   void ChatCompletions(const HttpRequest& request, HttpResponseWriter& w) {
     absl::StatusOr<CompletionCall> call = ParseChatCompletionRequest(request.body, ChatTools());
-    if (call.ok()) ApplyReasoning(&*call);
+    if (call.ok()) {
+      if (absl::Status s = ApplyReasoning(&*call); !s.ok()) call = s;
+    }
     RunCompletion(request, w, std::move(call));
   }
 
@@ -279,7 +281,7 @@ class Gateway {
     const std::string id = RequestId(request, w);
     absl::StatusOr<ResponsesCall> call = ParseResponsesRequest(request.body, ChatTools());
     if (!call.ok()) return Refuse(w, "Generate", call.status(), id);
-    ApplyReasoning(&call->completion);
+    if (absl::Status s = ApplyReasoning(&call->completion); !s.ok()) return Refuse(w, "Generate", s, id);
     const ResponseIdentity identity{absl::StrCat("resp_", id), absl::ToUnixSeconds(absl::Now()),
                                     backend_.decoder_name};
     ServeChatChoice(
@@ -292,7 +294,9 @@ class Gateway {
     const std::string id = RequestId(request, w);
     absl::StatusOr<AnthropicCall> call = ParseAnthropicMessagesRequest(request.body, ChatTools(), Reasoning());
     if (!call.ok()) return Refuse(w, "Generate", call.status(), id, ErrorStyle::kAnthropic);
-    ApplyReasoning(&call->completion);
+    if (absl::Status s = ApplyReasoning(&call->completion); !s.ok()) {
+      return Refuse(w, "Generate", s, id, ErrorStyle::kAnthropic);
+    }
     const AnthropicIdentity identity{absl::StrCat("msg_", id), backend_.decoder_name};
     ServeChatChoice(
         request, w, ErrorStyle::kAnthropic, id, call->completion, AnthropicStream(*call, identity),
@@ -677,8 +681,8 @@ class Gateway {
     return ReasoningParserFromName(options_.reasoning_parser).value_or(ReasoningParser::kNone);
   }
   // --reasoning-parser on a chat choice (openai_chat.h's ApplyReasoningParser).
-  void ApplyReasoning(CompletionCall* call) const {
-    ApplyReasoningParser(Reasoning(), options_.structured_outputs_in_reasoning, call);
+  absl::Status ApplyReasoning(CompletionCall* call) const {
+    return ApplyReasoningParser(Reasoning(), options_.structured_outputs_in_reasoning, call);
   }
 
   ToolSupport ChatTools() const {

@@ -261,6 +261,15 @@ absl::StatusOr<CompletionCall> ParseChatCompletionRequest(absl::string_view body
   v1::GenerateRequest shared;
   RETURN_IF_ERROR(ParseSharedCompletionFields(root, body, 1, &call, &shared));
   v1::SamplingParams* sampling = shared.mutable_sampling();
+  // vLLM's thinking_token_budget: bounds the thinking of a reasoning model
+  // (ApplyReasoningParser gives it the end of the thinking).
+  RETURN_IF_ERROR(Optional<int32_t>(root, "thinking_token_budget", Int32Field, [&](int32_t v) {
+    sampling->set_thinking_token_budget(v);
+  }));
+  if (sampling->has_thinking_token_budget() && sampling->thinking_token_budget() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("thinking_token_budget: ", sampling->thinking_token_budget(), ", must be >= 0"));
+  }
   std::string tool_schema;
   RETURN_IF_ERROR(ParseToolChoice(root, body, tools, &call.format.tools, &tool_schema));
   if (tools.template_shows_tools && Field(root, "tools") != nullptr) {
@@ -323,13 +332,29 @@ absl::StatusOr<CompletionCall> ParseChatCompletionRequest(absl::string_view body
   return call;
 }
 
-void ApplyReasoningParser(ReasoningParser parser, bool in_reasoning, CompletionCall* call) {
+absl::Status ApplyReasoningParser(ReasoningParser parser, bool in_reasoning, CompletionCall* call) {
   call->format.reasoning = parser;
-  if (parser == ReasoningParser::kNone || in_reasoning || call->requests.empty()) return;
+  if (call->requests.empty()) return absl::OkStatus();
+  const bool budget = call->requests[0].sampling().has_thinking_token_budget();
+  if (budget && parser == ReasoningParser::kNone) {
+    return absl::InvalidArgumentError(
+        "thinking_token_budget: only with --reasoning-parser (which says where the thinking ends)");
+  }
+  if (parser == ReasoningParser::kNone) return absl::OkStatus();
   const v1::ChatPrompt& chat = call->requests[0].chat();
-  if (parser == ReasoningParser::kQwen3 && chat.has_enable_thinking() && !chat.enable_thinking()) return;
-  if (call->requests[0].sampling().response_format() == v1::RESPONSE_FORMAT_TEXT) return;
+  if (parser == ReasoningParser::kQwen3 && chat.has_enable_thinking() && !chat.enable_thinking()) {
+    // No thinking to bound (the template closed it), nor to wait for.
+    for (v1::GenerateRequest& r : call->requests) r.mutable_sampling()->clear_thinking_token_budget();
+    return absl::OkStatus();
+  }
+  for (v1::GenerateRequest& r : call->requests) {
+    if (budget) r.mutable_sampling()->set_thinking_end("</think>");
+  }
+  if (in_reasoning || call->requests[0].sampling().response_format() == v1::RESPONSE_FORMAT_TEXT) {
+    return absl::OkStatus();
+  }
   for (v1::GenerateRequest& r : call->requests) r.mutable_sampling()->set_constrain_after("</think>");
+  return absl::OkStatus();
 }
 
 json ChatCompletionResponse(const std::vector<std::vector<v1::GenerateResponse>>& per_choice,

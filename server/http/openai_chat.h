@@ -52,7 +52,11 @@ absl::StatusOr<CompletionCall> ParseChatCompletionRequest(absl::string_view body
 // template always opens the thinking, and its parser would read a format
 // held from the first token as unfinished thinking, so enable_thinking
 // does not change it.
-void ApplyReasoningParser(ReasoningParser parser, bool in_reasoning, CompletionCall* call);
+// A thinking_token_budget gets the end of the thinking to force
+// (sampling.thinking_end "</think>"); without a parser it is refused
+// (INVALID_ARGUMENT naming it), and with Qwen3's thinking switched off it is
+// dropped (nothing to bound).
+absl::Status ApplyReasoningParser(ReasoningParser parser, bool in_reasoning, CompletionCall* call);
 
 // {"id": "chatcmpl-..", "object": "chat.completion", "created", "model",
 //  "choices": [{"index", "message": {"role": "assistant", "content"} (or

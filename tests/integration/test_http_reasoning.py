@@ -114,6 +114,58 @@ def test_json_is_held_after_the_thinking(server, client):
         assert extra(off.choices[0].message, "reasoning") == extra(free.choices[0].message, "reasoning")
 
 
+def test_a_thinking_budget_ends_the_thinking_then_the_answer_follows(server, client):
+    # vLLM's thinking_token_budget: stories260K never closes a thought; with
+    # a budget of 6 tokens it thinks for 6 (its free answer's first 6), the
+    # server writes "</think>" (SentencePiece spells it with a space before),
+    # and the rest of max_tokens is the answer, held to a format that waits
+    # for the thinking. deepseek_r1 reads what precedes "</think>" as the
+    # thinking; qwen3, with no "<think>" written, reads the whole as the
+    # answer (as vLLM's parser of the same rule), "</think>" in it.
+    def split(message):
+        reasoning = extra(message, "reasoning")
+        if server.parser == "qwen3":
+            assert reasoning is None
+            thought, close, answer = message.content.partition("</think>")
+            assert close, message.content
+            return thought, answer
+        assert "</think>" not in message.content
+        return reasoning, message.content
+
+    first = client.chat.completions.create(model="stories260K", messages=MESSAGES, max_tokens=6,
+                                           temperature=0).choices[0].message
+    six = (extra(first, "reasoning") or "") + (first.content or "")
+    r = client.chat.completions.create(model="stories260K", messages=MESSAGES, max_tokens=30, temperature=0,
+                                       extra_body={"thinking_token_budget": 6})
+    thought, answer = split(r.choices[0].message)
+    assert thought.rstrip() == six.rstrip() and answer
+    assert r.usage.completion_tokens == 30 and r.choices[0].finish_reason == "length"
+    held = client.chat.completions.create(model="stories260K", messages=MESSAGES, max_tokens=30, temperature=0,
+                                          extra_body={"thinking_token_budget": 6, "guided_choice": ["yes", "no"]})
+    held_thought, held_answer = split(held.choices[0].message)
+    assert held_thought.rstrip() == six.rstrip() and held_answer in ("yes", "no")
+    assert held.choices[0].finish_reason == "stop"
+    # Streamed, the same thinking and answer.
+    reasoning, content = "", ""
+    for chunk in client.chat.completions.create(model="stories260K", messages=MESSAGES, max_tokens=30,
+                                                temperature=0, stream=True,
+                                                extra_body={"thinking_token_budget": 6}):
+        if chunk.choices:
+            reasoning += extra(chunk.choices[0].delta, "reasoning") or ""
+            content += chunk.choices[0].delta.content or ""
+    message = r.choices[0].message
+    assert (reasoning, content) == (extra(message, "reasoning") or "", message.content)
+    bad = post_json(server, "/v1/chat/completions", {"messages": MESSAGES, "thinking_token_budget": -3})
+    assert bad[0] == 400 and "thinking_token_budget: -3, must be >= 0" in json.dumps(bad[1])
+    # The native door takes the budget and the end text itself.
+    status, native = post_json(server, "/v1/generate", {"text": "Once upon a time", "sampling": {
+        "max_new_tokens": 12, "temperature": 0, "thinking_token_budget": 4, "thinking_end": "</think>"}})
+    assert status == 200 and "</think>" in native["text"], native
+    status, free = post_json(server, "/v1/generate", {"text": "Once upon a time", "sampling": {
+        "max_new_tokens": 4, "temperature": 0}})
+    assert native["text"].startswith(free["text"].rstrip())
+
+
 @pytest.mark.parametrize("held", [{"guided_choice": [THOUGHT]}, {"guided_regex": "(yes|no)"},
                                   {"guided_json": {"type": "object"}}])
 def test_guided_formats_wait_for_the_thinking_too(server, client, held):

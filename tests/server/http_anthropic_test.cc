@@ -267,7 +267,8 @@ TEST(AnthropicStreamTest, HermesTextBeforeACallIsATextBlockThenAToolUseBlock) {
 
 // --reasoning-parser: thinking {"type": "enabled" | "adaptive"} is served
 // (the template's switch on: Qwen3's enable_thinking), budget_tokens
-// checked as Anthropic checks it; "disabled" turns the switch off; an
+// checked as Anthropic checks it and bounding the thinking (the engine's
+// thinking budget, "</think>" its end); "disabled" turns the switch off; an
 // assistant's thinking blocks given back are its turn's reasoning_content.
 TEST(AnthropicRequestTest, ThinkingIsTheTemplatesSwitchAndGivenBackTheTurnsReasoning) {
   const json user = {{{"role", "user"}, {"content", "a"}}};
@@ -276,13 +277,18 @@ TEST(AnthropicRequestTest, ThinkingIsTheTemplatesSwitchAndGivenBackTheTurnsReaso
         json{{"max_tokens", max_tokens}, {"messages", user}, {"thinking", thinking}}.dump(), {},
         ReasoningParser::kQwen3);
   };
-  absl::StatusOr<AnthropicCall> call = parse({{"type", "enabled"}, {"budget_tokens", 1024}});
+  absl::StatusOr<AnthropicCall> call = parse({{"type", "enabled"}, {"budget_tokens", 1536}});
   ASSERT_TRUE(call.ok()) << call.status();
   ASSERT_TRUE(call->completion.requests[0].chat().has_enable_thinking());
   EXPECT_TRUE(call->completion.requests[0].chat().enable_thinking());
+  ASSERT_TRUE(ApplyReasoningParser(ReasoningParser::kQwen3, false, &call->completion).ok());
+  EXPECT_EQ(call->completion.requests[0].sampling().thinking_token_budget(), 1536);
+  EXPECT_EQ(call->completion.requests[0].sampling().thinking_end(), "</think>");
   call = parse({{"type", "adaptive"}});
   ASSERT_TRUE(call.ok()) << call.status();
   EXPECT_TRUE(call->completion.requests[0].chat().enable_thinking());
+  ASSERT_TRUE(ApplyReasoningParser(ReasoningParser::kQwen3, false, &call->completion).ok());
+  EXPECT_FALSE(call->completion.requests[0].sampling().has_thinking_token_budget());  // adaptive: no budget
   for (const ReasoningParser parser : {ReasoningParser::kNone, ReasoningParser::kQwen3}) {
     call = ParseAnthropicMessagesRequest(
         json{{"max_tokens", 5}, {"messages", user}, {"thinking", {{"type", "disabled"}}}}.dump(), {}, parser);
@@ -332,7 +338,7 @@ TEST(AnthropicStreamTest, TheThinkingIsAThinkingBlockBeforeTheText) {
   absl::StatusOr<AnthropicCall> call =
       Parse(json{{"max_tokens", 50}, {"stream", true}, {"messages", {{{"role", "user"}, {"content", "a"}}}}});
   ASSERT_TRUE(call.ok());
-  ApplyReasoningParser(ReasoningParser::kDeepSeekR1, false, &call->completion);
+  ASSERT_TRUE(ApplyReasoningParser(ReasoningParser::kDeepSeekR1, false, &call->completion).ok());
   const std::vector<v1::GenerateResponse> chunks = {Chunk("Plan"), Chunk(" it.</think>"), Chunk("\n\nDone",
                                                                                                 v1::FINISH_REASON_EOS)};
   const nlohmann::ordered_json whole = AnthropicMessage(*call, chunks, AnthropicIdentity{"msg_abc", "m"});

@@ -131,7 +131,9 @@ TEST(OpenAiChatTest, AReasoningParserHoldsEveryFormatAfterTheThinking) {
     body["n"] = 2;
     absl::StatusOr<CompletionCall> call = ParseChatCompletionRequest(body.dump(), hermes);
     EXPECT_TRUE(call.ok()) << body.dump() << call.status();
-    if (call.ok()) ApplyReasoningParser(parser, in_reasoning, &*call);
+    if (call.ok()) {
+      EXPECT_TRUE(ApplyReasoningParser(parser, in_reasoning, &*call).ok());
+    }
     return call;
   };
   for (const json& body : held) {
@@ -160,6 +162,54 @@ TEST(OpenAiChatTest, AReasoningParserHoldsEveryFormatAfterTheThinking) {
   absl::StatusOr<CompletionCall> text = parse(json::object(), ReasoningParser::kQwen3, false);
   EXPECT_EQ(text->format.reasoning, ReasoningParser::kQwen3);
   EXPECT_EQ(text->requests[0].sampling().constrain_after(), "");
+}
+
+// vLLM's thinking_token_budget: with a reasoning parser every choice gets
+// the budget and "</think>" as the end to force (with a format or without);
+// dropped where qwen3's template has closed the thinking; without a parser,
+// or negative, refused naming it.
+TEST(OpenAiChatTest, AThinkingBudgetGetsTheEndOfTheThinking) {
+  const json body = {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"n", 2}, {"thinking_token_budget", 30}};
+  json choice = body;
+  choice["guided_choice"] = {"yes", "no"};
+  for (const ReasoningParser parser : {ReasoningParser::kDeepSeekR1, ReasoningParser::kQwen3}) {
+    for (const bool in_reasoning : {false, true}) {
+      for (const json& b : {body, choice}) {
+        absl::StatusOr<CompletionCall> call = ParseChatCompletionRequest(b.dump());
+        ASSERT_TRUE(call.ok()) << call.status();
+        ASSERT_TRUE(ApplyReasoningParser(parser, in_reasoning, &*call).ok());
+        ASSERT_EQ(call->requests.size(), 2u);
+        for (const v1::GenerateRequest& r : call->requests) {
+          EXPECT_EQ(r.sampling().thinking_token_budget(), 30) << b.dump();
+          EXPECT_EQ(r.sampling().thinking_end(), "</think>") << b.dump();
+        }
+      }
+    }
+  }
+  json off = body;
+  off["chat_template_kwargs"] = {{"enable_thinking", false}};
+  absl::StatusOr<CompletionCall> call = ParseChatCompletionRequest(off.dump());
+  ASSERT_TRUE(call.ok());
+  ASSERT_TRUE(ApplyReasoningParser(ReasoningParser::kQwen3, false, &*call).ok());
+  EXPECT_FALSE(call->requests[1].sampling().has_thinking_token_budget());
+  EXPECT_EQ(call->requests[1].sampling().thinking_end(), "");
+
+  call = ParseChatCompletionRequest(body.dump());
+  ASSERT_TRUE(call.ok());
+  EXPECT_EQ(ApplyReasoningParser(ReasoningParser::kNone, false, &*call).message(),
+            "thinking_token_budget: only with --reasoning-parser (which says where the thinking ends)");
+  // Without a budget nothing is forced.
+  call = ParseChatCompletionRequest(json{{"messages", body["messages"]}}.dump());
+  ASSERT_TRUE(call.ok());
+  ASSERT_TRUE(ApplyReasoningParser(ReasoningParser::kQwen3, false, &*call).ok());
+  EXPECT_FALSE(call->requests[0].sampling().has_thinking_token_budget());
+  EXPECT_EQ(call->requests[0].sampling().thinking_end(), "");
+  json negative = body;
+  negative["thinking_token_budget"] = -1;
+  EXPECT_EQ(ParseChatCompletionRequest(negative.dump()).status().message(), "thinking_token_budget: -1, must be >= 0");
+  negative["thinking_token_budget"] = "many";
+  EXPECT_THAT(std::string(ParseChatCompletionRequest(negative.dump()).status().message()),
+              HasSubstr("thinking_token_budget"));
 }
 
 TEST(OpenAiChatTest, BadShapesAndUnsupportedOptionsNameTheField) {

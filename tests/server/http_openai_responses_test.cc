@@ -278,7 +278,7 @@ TEST(ResponsesStreamTest, HermesTextBeforeCallsIsAMessageItemThenCallItems) {
 TEST(ResponsesStreamTest, TheThinkingIsAReasoningItemBeforeTheMessage) {
   absl::StatusOr<ResponsesCall> call = Parse(json{{"input", "a"}, {"stream", true}});
   ASSERT_TRUE(call.ok());
-  ApplyReasoningParser(ReasoningParser::kQwen3, false, &call->completion);
+  ASSERT_TRUE(ApplyReasoningParser(ReasoningParser::kQwen3, false, &call->completion).ok());
   const ResponseIdentity id{"resp_abc", 1, "m"};
   const std::vector<v1::GenerateResponse> chunks = {Chunk("<think>"), Chunk("Plan"), Chunk(" it.</th"),
                                                     Chunk("ink>"), Chunk("\n\nDone"),

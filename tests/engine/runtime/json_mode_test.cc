@@ -953,5 +953,108 @@ TEST(LazyJsonSchemaTest, RefusedWhereItCannotWork) {
   EXPECT_THAT(std::string(id.status().message()), HasSubstr("json_schema: properties.n: 'multipleOf'"));
 }
 
+// thinking_budget: a sequence that has made `budget` tokens without writing
+// thinking_end writes its tokens next, then goes on free: its output is
+// the free output's first `budget` tokens, thinking_end's tokens, then the
+// greedy continuation of that text. A preemption before, inside or after
+// the forced tokens resumes the same output. A format waiting for the end
+// (constrain_after) holds what follows it. Written before the budget is
+// spent, the end forces nothing.
+TEST(ThinkingBudgetTest, ASpentBudgetWritesTheEndThenTheOutputGoesOnFree) {
+  auto engine = MakeEngine();
+  const Tokenizer& tok = Stories()->tokenizer();
+  const std::vector<int32_t> prompt = Prompt("Once upon a time");
+  GenerationParams text;
+  text.max_new_tokens = 60;
+  text.temperature = 0.0f;
+  const JsonRun plain = Generate(*engine, prompt, text);
+  ASSERT_EQ(plain.ids.size(), 60u);
+  TokenizeOptions plain_options;
+  plain_options.add_bos = false;
+  auto end_ids = tok.Encode("</think>", plain_options);
+  ASSERT_TRUE(end_ids.ok());
+  const size_t budget = 12, forced = end_ids->size();
+  ASSERT_GT(forced, 1u);  // several tokens in this vocabulary: forced one a step
+
+  GenerationParams p = text;
+  p.thinking_budget = static_cast<int>(budget);
+  p.thinking_end = "</think>";
+  const JsonRun run = Generate(*engine, prompt, p);
+  ASSERT_EQ(run.ids.size(), 60u);
+  EXPECT_EQ(std::vector<int32_t>(run.ids.begin(), run.ids.begin() + budget),
+            std::vector<int32_t>(plain.ids.begin(), plain.ids.begin() + budget));
+  EXPECT_EQ(std::vector<int32_t>(run.ids.begin() + budget, run.ids.begin() + budget + forced), *end_ids);
+  GenerationParams first = text;
+  first.max_new_tokens = static_cast<int>(budget);
+  const std::string thought = Generate(*engine, prompt, first).text;
+  // The free text, then the end as the tokenizer spells it (SentencePiece
+  // puts a space before it).
+  ASSERT_EQ(run.text.substr(0, thought.size()), thought);
+  const std::string spelled = run.text.substr(thought.size(), run.text.find("</think>") + 8 - thought.size());
+  EXPECT_TRUE(spelled == "</think>" || spelled == " </think>") << run.text;
+  std::vector<int32_t> so_far = prompt;
+  so_far.insert(so_far.end(), run.ids.begin(), run.ids.begin() + budget + forced);
+  GenerationParams rest = text;
+  rest.max_new_tokens = 60 - static_cast<int>(budget + forced);
+  EXPECT_EQ(Generate(*engine, so_far, rest).ids, std::vector<int32_t>(run.ids.begin() + budget + forced, run.ids.end()));
+  for (const size_t cut : {budget - 1, budget + 1, budget + forced + 2}) {
+    EXPECT_EQ(ResumedAt(*engine, prompt, run, p, cut), std::vector<int32_t>(run.ids.begin() + cut, run.ids.end()))
+        << cut;
+  }
+  // Sampled: the draws go on as without a budget up to it (the forced
+  // tokens are drawn from a one-token mask).
+  GenerationParams sampled = text;
+  sampled.temperature = 1.0f;
+  sampled.seed = 5;
+  GenerationParams sampled_budget = sampled;
+  sampled_budget.thinking_budget = static_cast<int>(budget);
+  sampled_budget.thinking_end = "</think>";
+  const JsonRun free_draws = Generate(*engine, prompt, sampled);
+  const JsonRun budget_draws = Generate(*engine, prompt, sampled_budget);
+  EXPECT_EQ(std::vector<int32_t>(budget_draws.ids.begin(), budget_draws.ids.begin() + budget),
+            std::vector<int32_t>(free_draws.ids.begin(), free_draws.ids.begin() + budget));
+  EXPECT_EQ(std::vector<int32_t>(budget_draws.ids.begin() + budget, budget_draws.ids.begin() + budget + forced),
+            *end_ids);
+
+  // A format waiting for the end holds the answer after the forced end.
+  GenerationParams choice = p;
+  choice.output_format = OutputFormat::kChoice;
+  choice.choices = {"yes", "no"};
+  choice.constrain_after = "</think>";
+  const JsonRun chosen = Generate(*engine, prompt, choice);
+  ASSERT_EQ(chosen.reason, FinishReason::kStop) << chosen.text;
+  const size_t close = chosen.text.find("</think>");
+  ASSERT_EQ(chosen.text.substr(0, close + 8), thought + spelled) << chosen.text;
+  const std::string answer = chosen.text.substr(close + 8);
+  EXPECT_TRUE(answer == "yes" || answer == "no") << answer;
+
+  // The end written before the budget is spent: nothing is forced.
+  const FreshText fresh = FirstFreshTwoTokenText(tok, prompt, plain.ids);
+  ASSERT_FALSE(fresh.text.empty());
+  ASSERT_LT(fresh.end + 3, plain.ids.size());
+  GenerationParams natural = text;
+  natural.thinking_budget = static_cast<int>(fresh.end + 2);
+  natural.thinking_end = fresh.text;
+  const JsonRun natural_run = Generate(*engine, prompt, natural);
+  EXPECT_EQ(natural_run.ids, plain.ids);
+  // Resumed after the end and before the budget: the end is found again in
+  // the resumed output, so nothing is forced at the budget.
+  EXPECT_EQ(ResumedAt(*engine, prompt, natural_run, natural, fresh.end + 1),
+            std::vector<int32_t>(plain.ids.begin() + fresh.end + 1, plain.ids.end()));
+
+  // Refused: a negative budget, a budget without its end, an end alone.
+  GenerationParams bad = text;
+  bad.thinking_budget = -2;
+  EXPECT_THAT(std::string(ValidateGenerationParams(bad, Stories()->description()).message()),
+              HasSubstr("thinking_budget: -2, must be >= 0"));
+  bad.thinking_budget = 5;
+  EXPECT_THAT(std::string(ValidateGenerationParams(bad, Stories()->description()).message()),
+              HasSubstr("thinking_end: 0 bytes, must be 1..64 with a thinking_budget"));
+  bad.thinking_budget = -1;
+  bad.thinking_end = "</think>";
+  EXPECT_THAT(std::string(ValidateGenerationParams(bad, Stories()->description()).message()),
+              HasSubstr("thinking_end: only with a thinking_budget"));
+}
+
 }  // namespace
 }  // namespace attnserve
