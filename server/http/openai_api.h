@@ -74,6 +74,9 @@ struct CompletionFormat {
   // Chat: --reasoning-parser, the answer's reasoning apart from its content
   // (reasoning_splitter.h; set by ApplyReasoningParser, openai_chat.h).
   ReasoningParser reasoning = ReasoningParser::kNone;
+  // The prompt closed the thinking (qwen3 with enable_thinking false): the
+  // answer is all content.
+  bool thinking_off = false;
 };
 
 // OpenAI's bound on top_logprobs for chat (vLLM's on prompt_logprobs).

@@ -343,7 +343,8 @@ absl::Status ApplyReasoningParser(ReasoningParser parser, bool in_reasoning, Com
   if (parser == ReasoningParser::kNone) return absl::OkStatus();
   const v1::ChatPrompt& chat = call->requests[0].chat();
   if (parser == ReasoningParser::kQwen3 && chat.has_enable_thinking() && !chat.enable_thinking()) {
-    // No thinking to bound (the template closed it), nor to wait for.
+    // No thinking to split off, bound, or wait for (the template closed it).
+    call->format.thinking_off = true;
     for (v1::GenerateRequest& r : call->requests) r.mutable_sampling()->clear_thinking_token_budget();
     return absl::OkStatus();
   }
@@ -379,7 +380,7 @@ json ChatCompletionResponse(const std::vector<std::vector<v1::GenerateResponse>>
     }
     AddCompletionUsage(usage, &total);
     // The reasoning apart; what follows it is the answer tools are read from.
-    ReasonedAnswer answer = SplitReasoning(format.reasoning, text);
+    ReasonedAnswer answer = SplitReasoning(format.reasoning, text, format.thinking_off);
     text = std::move(answer.content);
     json message = {{"role", "assistant"}, {"content", SanitizeUtf8(text)}};
     if (answer.reasoning.has_value() && text.empty()) message["content"] = nullptr;  // vLLM: content or None
@@ -548,7 +549,7 @@ json ChatCompletionChunk(const v1::GenerateResponse& chunk, const CompletionIden
   if (format.reasoning == ReasoningParser::kNone) {
     text = chunk.text();
   } else {
-    if (!stream->reasoning.has_value()) stream->reasoning.emplace(format.reasoning);
+    if (!stream->reasoning.has_value()) stream->reasoning.emplace(format.reasoning, format.thinking_off);
     stream->reasoning->Feed(chunk.text(), last, &reasoning, &text);
     if (!reasoning.empty()) {
       delta["reasoning"] = SanitizeUtf8(reasoning);

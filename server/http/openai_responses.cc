@@ -278,9 +278,9 @@ std::string Suffix(const ResponseIdentity& id) {
 // The answer's tokens up to the one whose text ends its thinking (each
 // chunk is a token's message): a chunk counts while the reader is in the
 // thinking before or after it. 0 without a reasoning parser.
-int64_t ReasoningTokens(ReasoningParser parser, const std::vector<v1::GenerateResponse>& chunks) {
-  if (parser == ReasoningParser::kNone) return 0;
-  ReasoningSplitter splitter(parser);
+int64_t ReasoningTokens(const CompletionFormat& format, const std::vector<v1::GenerateResponse>& chunks) {
+  if (format.reasoning == ReasoningParser::kNone) return 0;
+  ReasoningSplitter splitter(format.reasoning, format.thinking_off);
   int64_t tokens = 0;
   for (const v1::GenerateResponse& chunk : chunks) {
     const bool before = splitter.thinking();
@@ -436,7 +436,7 @@ ojson ResponseObject(const ResponsesCall& call, const std::vector<v1::GenerateRe
             {"model", id.model},
             {"output", std::move(output)}};
   for (const auto& [key, value] : call.echo.items()) out[key] = value;
-  out["usage"] = Usage(chat["usage"], ReasoningTokens(call.completion.format.reasoning, chunks));
+  out["usage"] = Usage(chat["usage"], ReasoningTokens(call.completion.format, chunks));
   return out;
 }
 

@@ -37,11 +37,9 @@ void ReasoningSplitter::Feed(absl::string_view text, bool last, std::string* rea
           reasoned_ = true;
         } else if (absl::StartsWith(kStart, held_) && !last) {
           return;  // may still become "<think>"
-        } else if (parser_ == ReasoningParser::kDeepSeekR1) {
-          state_ = State::kReasoning;  // R1 thinks from the start
-          reasoned_ = true;
         } else {
-          state_ = State::kContent;  // qwen3 without "<think>": thinking was off
+          state_ = State::kReasoning;  // the template opened the thinking in the prompt
+          reasoned_ = true;
         }
         break;
       case State::kReasoning: {
@@ -65,8 +63,8 @@ void ReasoningSplitter::Feed(absl::string_view text, bool last, std::string* rea
   }
 }
 
-ReasonedAnswer SplitReasoning(ReasoningParser parser, absl::string_view text) {
-  ReasoningSplitter splitter(parser);
+ReasonedAnswer SplitReasoning(ReasoningParser parser, absl::string_view text, bool thinking_off) {
+  ReasoningSplitter splitter(parser, thinking_off);
   std::string reasoning;
   ReasonedAnswer out;
   splitter.Feed(text, /*last=*/true, &reasoning, &out.content);

@@ -7,8 +7,12 @@
 //     from its start (a "<think>" there is dropped; R1's template writes it
 //     into the prompt) up to "</think>", the rest content; without
 //     "</think>" (cut by the token limit) all of it is reasoning.
-//   qwen3 (Qwen3 in thinking mode): as deepseek_r1 when the answer begins
-//     with "<think>"; an answer that does not is all content (thinking off).
+//   qwen3 (the Qwen3 family): as deepseek_r1 (the Qwen3-2507 thinking
+//     models' and Qwen3.5's templates write "<think>" into the prompt, the
+//     first Qwen3's have the model write it), unless the prompt closed the
+//     thinking (enable_thinking false: `thinking_off`): then all content.
+//     vLLM's current parser (vllm/reasoning/qwen3_reasoning_parser.py);
+//     vLLM before it read an answer without "<think>" as all content.
 //
 // Read as the answer comes, so a stream sends reasoning as it is written
 // ("</think>", and an end that may begin it, held back until known); the
@@ -35,7 +39,8 @@ absl::StatusOr<ReasoningParser> ReasoningParserFromName(absl::string_view name);
 
 class ReasoningSplitter {
  public:
-  explicit ReasoningSplitter(ReasoningParser parser = ReasoningParser::kNone) : parser_(parser) {}
+  explicit ReasoningSplitter(ReasoningParser parser = ReasoningParser::kNone, bool thinking_off = false)
+      : parser_(parser == ReasoningParser::kQwen3 && thinking_off ? ReasoningParser::kNone : parser) {}
 
   // Splits the answer's next bytes into reasoning and content (appended);
   // `last` (the answer is whole) gives out what was held back.
@@ -60,7 +65,7 @@ struct ReasonedAnswer {
   std::optional<std::string> reasoning;
   std::string content;
 };
-ReasonedAnswer SplitReasoning(ReasoningParser parser, absl::string_view text);
+ReasonedAnswer SplitReasoning(ReasoningParser parser, absl::string_view text, bool thinking_off = false);
 
 }  // namespace attnserve
 

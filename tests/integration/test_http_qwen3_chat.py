@@ -198,9 +198,12 @@ def test_a_responses_reasoning_item_is_the_next_answers_thinking(server, model_d
     status, native = post_json(server, "/v1/generate", {
         "token_ids": {"ids": ids}, "sampling": {"max_new_tokens": 8, "temperature": 0, "ignore_eos": True}})
     assert status == 200, native
-    assert not native["text"].startswith("<think>")
+    assert not native["text"].startswith("<think>") and "</think>" not in native["text"]
     assert r.usage.input_tokens == len(ids)
-    assert r.output_text == native["text"]
+    # An answer that never closes its thinking is all thinking (vLLM's qwen3
+    # parser): a reasoning item alone.
+    assert [o.type for o in r.output] == ["reasoning"] and r.output_text == ""
+    assert [c.text for c in r.output[0].content] == [native["text"]]
 
 
 @pytest.mark.parametrize("thinking", [{"type": "disabled"}, {"type": "adaptive"}, None])

@@ -74,20 +74,25 @@ def test_the_thinking_is_set_apart_whole_and_streamed(forcing):
 
 
 def test_an_answer_without_thinking(forcing):
-    # A story, no tags: qwen3 reads thinking as off (all content); deepseek_r1
-    # as thinking that never ended (all reasoning), as vLLM's parsers do.
+    # A story, no tags: thinking that never ended (all reasoning), as vLLM's
+    # parsers read it (its qwen3 parser since the Qwen3 templates that write
+    # "<think>" into the prompt); with qwen3's switch off (the prompt closed
+    # the thinking) all content, whatever the answer writes.
     client, server = forcing.client, forcing
     r = client.chat.completions.create(model="stories260K", messages=MESSAGES, max_tokens=12, temperature=0)
     message = r.choices[0].message
     plain = client.chat.completions.create(model="stories260K", messages=MESSAGES + [], max_tokens=12,
                                            temperature=0, extra_body={"guided_regex": "[^<]*"})
-    text = plain.choices[0].message.content if server.parser == "qwen3" else extra(plain.choices[0].message,
-                                                                                   "reasoning")
+    text = extra(plain.choices[0].message, "reasoning")
     assert text
+    assert extra(message, "reasoning") == text and message.content is None
+    off = client.chat.completions.create(model="stories260K", messages=MESSAGES, max_tokens=100, temperature=0,
+                                         extra_body={"guided_choice": [THOUGHT],
+                                                     "chat_template_kwargs": {"enable_thinking": False}})
     if server.parser == "qwen3":
-        assert message.content == text and extra(message, "reasoning") is None
+        assert off.choices[0].message.content == THOUGHT and extra(off.choices[0].message, "reasoning") is None
     else:
-        assert extra(message, "reasoning") == text and message.content is None
+        assert extra(off.choices[0].message, "reasoning") == "\nThe user wants a story.\n"
 
 
 def test_json_is_held_after_the_thinking(server, client):
@@ -119,18 +124,11 @@ def test_a_thinking_budget_ends_the_thinking_then_the_answer_follows(server, cli
     # a budget of 6 tokens it thinks for 6 (its free answer's first 6), the
     # server writes "</think>" (SentencePiece spells it with a space before),
     # and the rest of max_tokens is the answer, held to a format that waits
-    # for the thinking. deepseek_r1 reads what precedes "</think>" as the
-    # thinking; qwen3, with no "<think>" written, reads the whole as the
-    # answer (as vLLM's parser of the same rule), "</think>" in it.
+    # for the thinking. Both parsers read what precedes "</think>" as the
+    # thinking.
     def split(message):
-        reasoning = extra(message, "reasoning")
-        if server.parser == "qwen3":
-            assert reasoning is None
-            thought, close, answer = message.content.partition("</think>")
-            assert close, message.content
-            return thought, answer
         assert "</think>" not in message.content
-        return reasoning, message.content
+        return extra(message, "reasoning"), message.content
 
     first = client.chat.completions.create(model="stories260K", messages=MESSAGES, max_tokens=6,
                                            temperature=0).choices[0].message
@@ -183,9 +181,9 @@ def test_guided_formats_wait_for_the_thinking_too(server, client, held):
                                          extra_body={**held, "chat_template_kwargs": {"enable_thinking": False}})
     if server.parser == "deepseek_r1":
         assert extra(off.choices[0].message, "reasoning") == extra(free.choices[0].message, "reasoning")
-    elif "guided_choice" in held:
-        assert extra(off.choices[0].message, "reasoning") == "\nThe user wants a story.\n"
-        assert off.choices[0].message.content == "\n\nOnce upon a time."
+    elif "guided_choice" in held:  # the prompt closed the thinking: all of it is the answer
+        assert extra(off.choices[0].message, "reasoning") is None
+        assert off.choices[0].message.content == THOUGHT
     elif "guided_regex" in held:
         assert off.choices[0].message.content in ("yes", "no") and off.choices[0].finish_reason == "stop"
     else:
@@ -240,22 +238,18 @@ def test_a_lazy_trigger_waits_for_constrain_after_on_the_native_door(server):
 
 
 def test_the_responses_api_gives_the_thinking_as_a_reasoning_item(server, client):
-    # The same prompt as the chat's (one user turn): deepseek_r1 reads
+    # The same prompt as the chat's (one user turn): both parsers read
     # stories260K's story as thinking the limit cut (a reasoning item alone,
-    # every token a reasoning token); qwen3 as content (a message alone).
+    # every token a reasoning token).
     chat = client.chat.completions.create(model="stories260K", messages=MESSAGES, max_tokens=12, temperature=0)
-    thinking, content = extra(chat.choices[0].message, "reasoning"), chat.choices[0].message.content
+    thinking = extra(chat.choices[0].message, "reasoning")
     kwargs = dict(model="stories260K", input=MESSAGES[0]["content"], max_output_tokens=12, temperature=0)
     r = client.responses.create(**kwargs)
     assert r.status == "incomplete" and len(r.output) == 1
-    if server.parser == "deepseek_r1":
-        item = r.output[0]
-        assert item.type == "reasoning" and item.id.startswith("rs_") and item.summary == []
-        assert [(c.type, c.text) for c in item.content] == [("reasoning_text", thinking)]
-        assert r.output_text == "" and r.usage.output_tokens_details.reasoning_tokens == 12
-    else:
-        assert r.output[0].type == "message" and r.output_text == content
-        assert r.usage.output_tokens_details.reasoning_tokens == 0
+    item = r.output[0]
+    assert item.type == "reasoning" and item.id.startswith("rs_") and item.summary == []
+    assert [(c.type, c.text) for c in item.content] == [("reasoning_text", thinking)]
+    assert r.output_text == "" and r.usage.output_tokens_details.reasoning_tokens == 12
     streamed, deltas = None, ""
     with client.responses.stream(**kwargs) as stream:
         for event in stream:
@@ -280,22 +274,26 @@ def test_the_responses_api_gives_the_thinking_as_a_reasoning_item(server, client
 
 
 def test_the_messages_api_gives_the_thinking_as_a_thinking_block(server, client):
-    # The anthropic SDK against the same prompt: deepseek_r1 reads the story
+    # The anthropic SDK against the same prompt: both parsers read the story
     # as thinking the limit cut (a thinking block alone, streamed as
-    # thinking_delta), qwen3 as text; thinking blocks given back are taken
-    # (chatml shows no thinking: the same answer as without them).
+    # thinking_delta); with thinking disabled qwen3's is text (the prompt
+    # closed the thinking; chatml shows no switch, so the same story);
+    # thinking blocks given back are taken (chatml shows no thinking: the
+    # same answer as without them).
     anthropic = pytest.importorskip("anthropic")
     messages = anthropic.Anthropic(base_url=server.url(""), api_key="none", max_retries=0).messages
     chat = client.chat.completions.create(model="stories260K", messages=MESSAGES, max_tokens=12, temperature=0)
-    thinking, content = extra(chat.choices[0].message, "reasoning"), chat.choices[0].message.content
+    thinking = extra(chat.choices[0].message, "reasoning")
     kwargs = dict(model="stories260K", max_tokens=12, messages=MESSAGES,
                   extra_body={"temperature": 0})  # the SDK no longer sends it
     m = messages.create(**kwargs)
     assert m.stop_reason == "max_tokens"
-    if server.parser == "deepseek_r1":
-        assert [(b.type, b.thinking, b.signature) for b in m.content] == [("thinking", thinking, "")]
+    assert [(b.type, b.thinking, b.signature) for b in m.content] == [("thinking", thinking, "")]
+    off = messages.create(**kwargs, thinking={"type": "disabled"})
+    if server.parser == "qwen3":
+        assert [(b.type, b.text) for b in off.content] == [("text", thinking)]
     else:
-        assert [(b.type, b.text) for b in m.content] == [("text", content)]
+        assert [b.model_dump() for b in off.content] == [b.model_dump() for b in m.content]
     with messages.stream(**kwargs) as stream:
         deltas = "".join(e.delta.thinking for e in stream
                          if e.type == "content_block_delta" and e.delta.type == "thinking_delta")

@@ -900,8 +900,10 @@ TEST(OpenAiChatTest, HeldHermesCallsStreamTheirArgumentsAsWritten) {
 }
 
 // --reasoning-parser: the thinking apart, as vLLM's deepseek_r1 and qwen3
-// parsers set it; streamed in pieces of every size the reasoning and
-// content deltas join to the unstreamed message, reasoning first.
+// parsers set it (vllm/reasoning/qwen3_reasoning_parser.py: the thinking is
+// open from the answer's start, "<think>" written or not, unless the prompt
+// closed it); streamed in pieces of every size the reasoning and content
+// deltas join to the unstreamed message, reasoning first.
 TEST(OpenAiChatTest, ReasoningParsersSetTheThinkingApart) {
   const CompletionIdentity id{"chatcmpl-9", 5, "m"};
   struct Case {
@@ -909,6 +911,7 @@ TEST(OpenAiChatTest, ReasoningParsersSetTheThinkingApart) {
     std::string text;
     json reasoning;  // null: none
     json content;
+    bool thinking_off = false;  // the prompt closed the thinking (qwen3's enable_thinking false)
   };
   const ReasoningParser r1 = ReasoningParser::kDeepSeekR1, qwen3 = ReasoningParser::kQwen3;
   const std::vector<Case> cases = {
@@ -920,13 +923,18 @@ TEST(OpenAiChatTest, ReasoningParsersSetTheThinkingApart) {
       {r1, "x </thin y", "x </thin y", nullptr},     // a held "</thin" given back at the end
       {qwen3, "<think>x</think>y", "x", "y"},
       {qwen3, "<think>x", "x", nullptr},
-      {qwen3, "Hello <think>x</think> y", nullptr, "Hello <think>x</think> y"},  // thinking off
-      {qwen3, "<thin", nullptr, "<thin"},
-      {qwen3, "", nullptr, ""},
+      {qwen3, "x</think>y", "x", "y"},               // Qwen3-2507 / 3.5: the template wrote <think>
+      {qwen3, "Hello", "Hello", nullptr},            // cut while thinking: all reasoning
+      {qwen3, "<thin", "<thin", nullptr},
+      {qwen3, "", "", nullptr},
+      {qwen3, "<think>x</think>y", nullptr, "<think>x</think>y", true},  // thinking off: all content
+      {qwen3, "Hello", nullptr, "Hello", true},
+      {r1, "abc</think>Hi", "abc", "Hi", true},      // R1's template always opens the thinking
   };
   for (const Case& c : cases) {
     CompletionFormat format{.chat = true};
     format.reasoning = c.parser;
+    format.thinking_off = c.thinking_off;
     const json message =
         ChatCompletionResponse({Chunks({c.text}, v1::FINISH_REASON_EOS)}, id, format)["choices"][0]["message"];
     EXPECT_EQ(message["reasoning"], c.reasoning) << c.text;

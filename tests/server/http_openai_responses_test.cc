@@ -336,10 +336,17 @@ TEST(ResponsesStreamTest, TheThinkingIsAReasoningItemBeforeTheMessage) {
   const std::vector<json> events = SseEvents(sse);
   EXPECT_EQ(events.back()["type"], "response.incomplete");
   EXPECT_EQ(events.back()["response"]["output"], json::parse(thought["output"].dump()));
-  // qwen3 without <think>: thinking off, a message alone, no reasoning tokens.
-  const nlohmann::ordered_json plain = ResponseObject(*call, {Chunk("Hi", v1::FINISH_REASON_EOS)}, id);
+  // qwen3 with the thinking switched off (the prompt closed it): a message
+  // alone, no reasoning tokens, whatever the answer writes.
+  absl::StatusOr<ResponsesCall> off = Parse(json{{"input", "a"}});
+  ASSERT_TRUE(off.ok()) << off.status();
+  off->completion.requests[0].mutable_chat()->set_enable_thinking(false);
+  ASSERT_TRUE(ApplyReasoningParser(ReasoningParser::kQwen3, false, &off->completion).ok());
+  const nlohmann::ordered_json plain =
+      ResponseObject(*off, {Chunk("Hi"), Chunk("</think>", v1::FINISH_REASON_EOS)}, id);
   ASSERT_EQ(plain["output"].size(), 1u);
   EXPECT_EQ(plain["output"][0]["type"], "message");
+  EXPECT_EQ(plain["output"][0]["content"][0]["text"], "Hi</think>");
   EXPECT_EQ(plain["usage"]["output_tokens_details"]["reasoning_tokens"], 0);
 }
 
