@@ -10,6 +10,7 @@
 #include "engine/attention/sdpa.h"
 #include "engine/core/half.h"
 #include "engine/core/status_macros.h"
+#include "engine/formats/decoder_weights.h"
 #include "engine/models/bert_kernels.h"
 
 namespace attnserve {
@@ -113,9 +114,12 @@ absl::StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::Load(const Safetensors
   std::unique_ptr<BertEncoder> m(new BertEncoder());
   m->config_ = c;
   m->storage_ = storage;
-  // The embedding tables in the storage's own dtype; q8_0 quantises the
-  // projections only (the tables stay f32).
+  // The embedding tables in the storage's own dtype; with q8_0 the word
+  // table is Q8_0 rows too (as llama.cpp holds a Q8_0 BERT GGUF's
+  // token_embd; most of a small encoder's weights), read a row at a time;
+  // the position and type tables (small) stay f32.
   const DType table = LoadDtypeFor(storage);
+  const DType word_table = MatrixStorage(storage, {c.vocab_size, c.hidden_size});
   const std::string p = DetectPrefix(w, c.family);
   const int64_t d = c.hidden_size;
   if (c.family == EncoderFamily::kModernBert) {
@@ -125,7 +129,8 @@ absl::StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::Load(const Safetensors
     }
     return m;
   }
-  ASSIGN_OR_RETURN(m->word_, w.LoadWithShape(p + "embeddings.word_embeddings.weight", {c.vocab_size, d}, table));
+  ASSIGN_OR_RETURN(m->word_,
+                   w.LoadWithShape(p + "embeddings.word_embeddings.weight", {c.vocab_size, d}, word_table));
   ASSIGN_OR_RETURN(m->position_,
                    w.LoadWithShape(p + "embeddings.position_embeddings.weight", {c.max_positions, d}, table));
   if (c.type_vocab_size > 0) {

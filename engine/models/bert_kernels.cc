@@ -6,6 +6,7 @@
 
 #include "engine/core/cpu_features.h"
 #include "engine/core/half.h"
+#include "engine/core/q8_0.h"
 
 namespace attnserve::bert_internal {
 namespace {
@@ -89,6 +90,16 @@ void AddLayerNorm(float* x, const float* residual, const float* gamma, const flo
 
 void AddRow(const Tensor& table, int64_t row, float* out, bool first) {
   const int64_t d = table.dim(-1);
+  if (table.dtype() == DType::kQ8_0) {
+    // One row's Q8_0 blocks, dequantised (d is a multiple of 32).
+    float values[kQ8_0BlockValues];
+    const auto* src = static_cast<const std::byte*>(table.raw()) + DTypeBytes(DType::kQ8_0, row * d);
+    for (int64_t i = 0; i < d; i += kQ8_0BlockValues) {
+      DequantizeRowQ8_0(src + DTypeBytes(DType::kQ8_0, i), kQ8_0BlockValues, values);
+      for (int j = 0; j < kQ8_0BlockValues; ++j) out[i + j] = first ? values[j] : out[i + j] + values[j];
+    }
+    return;
+  }
   if (table.dtype() == DType::kF32) {
     const float* src = table.f32() + row * d;
     if (first) {

@@ -14,7 +14,7 @@ namespace attnserve::bert_internal {
 void AddLayerNorm(float* x, const float* residual, const float* gamma, const float* beta, int64_t rows, int d,
                   float eps);
 
-// Converts one row of a f32 / bf16 table into f32 and adds it to `out`
+// Converts one row of a f32 / bf16 / f16 / q8_0 table into f32 and adds it to `out`
 // (first == true: assigns instead).
 void AddRow(const Tensor& table, int64_t row, float* out, bool first);
 

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/core/status_macros.h"
+#include "engine/formats/decoder_weights.h"
 #include "engine/models/bert.h"
 #include "engine/models/bert_kernels.h"
 #include "engine/ops/activation.h"
@@ -69,7 +70,7 @@ absl::Status BertEncoder::LoadModernBert(const SafetensorsArchive& w, const std:
   const int64_t d = c.hidden_size;
   const int64_t inter = c.intermediate_size;
   ASSIGN_OR_RETURN(word_, w.LoadWithShape(p + "embeddings.tok_embeddings.weight", {c.vocab_size, d},
-                                          LoadDtypeFor(storage)));
+                                          MatrixStorage(storage, {c.vocab_size, d})));
   RETURN_IF_ERROR(LoadNorm(w, p + "embeddings.norm", d, m.norm_bias, &emb_ln_g_, &emb_ln_b_));
   layers_.reserve(c.num_layers);
   for (int i = 0; i < c.num_layers; ++i) {
