@@ -124,6 +124,15 @@ SamplingParams SamplingParamsOf(const GenerationParams& p) {
 
 namespace {
 
+// Appends c to `tail`, the output's last bytes (at most text.size() kept);
+// whether they are now `text`. How a text is looked for in the output as it
+// is written, a byte at a time.
+bool EndsWithAfter(std::string& tail, char c, const std::string& text) {
+  tail.push_back(c);
+  if (tail.size() > text.size()) tail.erase(0, 1);
+  return tail == text;
+}
+
 // The root of a salted sequence's block hash chain (0: unsalted).
 uint64_t CacheSaltRoot(const std::string& salt) {
   if (salt.empty()) return 0;
@@ -486,9 +495,7 @@ bool DecoderEngine::AdvanceTriggered(Sequence& s, int32_t token) {
   }
   for (char c : bytes) {
     if (!s.schema_state.has_value()) {
-      s.trigger_tail.push_back(c);
-      if (s.trigger_tail.size() > s.trigger.size()) s.trigger_tail.erase(0, 1);
-      if (s.trigger_tail == s.trigger) {
+      if (EndsWithAfter(s.trigger_tail, c, s.trigger)) {
         s.schema_state.emplace(s.schema->schema.get());
         s.trigger_tail.clear();
       }
@@ -520,9 +527,7 @@ std::string DecoderEngine::WrittenBytes(const Sequence& s, int32_t token, int32_
 void DecoderEngine::WatchThinkingEnd(Sequence& s, int32_t token) {
   const std::string& end = s.params.thinking_end;
   for (char c : WrittenBytes(s, token, &s.end_prev)) {
-    s.end_tail.push_back(c);
-    if (s.end_tail.size() > end.size()) s.end_tail.erase(0, 1);
-    if (s.end_tail == end) {
+    if (EndsWithAfter(s.end_tail, c, end)) {
       s.thinking_ended = true;
       s.end_tail.clear();
       return;
@@ -533,9 +538,7 @@ void DecoderEngine::WatchThinkingEnd(Sequence& s, int32_t token) {
 bool DecoderEngine::AdvanceFree(Sequence& s, int32_t token) {
   const std::string bytes = WrittenBytes(s, token, &s.constraint_prev);
   for (char c : bytes) {
-    s.free_tail.push_back(c);
-    if (s.free_tail.size() > s.free_until.size()) s.free_tail.erase(0, 1);
-    if (s.free_tail == s.free_until) {
+    if (EndsWithAfter(s.free_tail, c, s.free_until)) {
       // Held from the next token on, as vLLM's structured outputs start at
       // the token after the one that ends the thinking (what this token
       // writes past the bytes is free).
