@@ -11,7 +11,8 @@
 // llama.cpp's block quantisations in the file are converted at load, a
 // tensor at a time). q8_0 holds a matrix as its rows' Q8_0 blocks: a Q8_0
 // file's as they are (never expanded), others quantised as ggml does, so the
-// load's peak is the Q8_0 model plus one tensor, not the f32 model; a
+// load's peak is the mapped file and the Q8_0 model (repacked a layer at a
+// time by DecoderModel), not the f32 model; a
 // matrix whose rows are not a multiple of 32 stays f32 (MatrixStorage), as
 // does a learned position table. 1-D tensors (norm weights/biases, linear
 // biases) are always f32.
