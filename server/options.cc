@@ -105,6 +105,14 @@ absl::Status ValidateOptions(const ServerOptions& o) {
     return absl::InvalidArgumentError(
         "--structured-outputs-in-reasoning: only with --reasoning-parser (without one nothing is thinking)");
   }
+  if (o.models.thinking_token_budget < -1) {
+    return absl::InvalidArgumentError(absl::StrCat("--thinking-token-budget=", o.models.thinking_token_budget,
+                                                   ": must be >= 0, or -1 (none)"));
+  }
+  if (o.models.thinking_token_budget >= 0 && o.models.reasoning_parser.empty()) {
+    return absl::InvalidArgumentError(
+        "--thinking-token-budget: only with --reasoning-parser (which says where the thinking ends)");
+  }
   if (absl::Status s = CheckModelPath("encoder-model", o.models.encoder_model); !s.ok()) return s;
   if (absl::Status s = CheckModelPath("decoder-model", o.models.decoder_model); !s.ok()) return s;
   return absl::OkStatus();

@@ -44,6 +44,9 @@ struct ModelOptions {
   // tool calls) holds the thinking too, from the first token (vLLM's
   // structured outputs' enable_in_reasoning); false: what follows it.
   bool structured_outputs_in_reasoning = false;
+  // With a reasoning parser: the thinking_token_budget of chat requests that
+  // send none (-1: none).
+  int thinking_token_budget = -1;
 };
 
 struct EngineOptions {

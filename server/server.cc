@@ -121,6 +121,7 @@ std::map<std::string, HttpHandler> Server::HttpRoutes() {
                                .tool_call_parser = options_.models.tool_call_parser,
                                .reasoning_parser = options_.models.reasoning_parser,
                                .structured_outputs_in_reasoning = options_.models.structured_outputs_in_reasoning,
+                               .thinking_token_budget = options_.models.thinking_token_budget,
                                .info = InfoLimits(options_)};
   std::map<std::string, HttpHandler> routes = ApiRoutes(core_.get(), metrics_.get(), gateway);
   routes["/healthz"] = [](const HttpRequest&, HttpResponseWriter& w) {

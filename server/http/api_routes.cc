@@ -682,7 +682,8 @@ class Gateway {
   }
   // --reasoning-parser on a chat choice (openai_chat.h's ApplyReasoningParser).
   absl::Status ApplyReasoning(CompletionCall* call) const {
-    return ApplyReasoningParser(Reasoning(), options_.structured_outputs_in_reasoning, call);
+    return ApplyReasoningParser(Reasoning(), options_.structured_outputs_in_reasoning, call,
+                                options_.thinking_token_budget);
   }
 
   ToolSupport ChatTools() const {

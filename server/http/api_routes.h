@@ -77,6 +77,8 @@ struct GatewayOptions {
   std::string reasoning_parser;
   // --structured-outputs-in-reasoning (ApplyReasoningParser's in_reasoning).
   bool structured_outputs_in_reasoning = false;
+  // --thinking-token-budget (ApplyReasoningParser's default_budget).
+  int thinking_token_budget = -1;
   // The limits GET /info reports (TGI's and TEI's Info).
   ServiceInfo info;
 };

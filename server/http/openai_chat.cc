@@ -332,9 +332,14 @@ absl::StatusOr<CompletionCall> ParseChatCompletionRequest(absl::string_view body
   return call;
 }
 
-absl::Status ApplyReasoningParser(ReasoningParser parser, bool in_reasoning, CompletionCall* call) {
+absl::Status ApplyReasoningParser(ReasoningParser parser, bool in_reasoning, CompletionCall* call,
+                                  int default_budget) {
   call->format.reasoning = parser;
   if (call->requests.empty()) return absl::OkStatus();
+  if (!call->requests[0].sampling().has_thinking_token_budget() && default_budget >= 0 &&
+      parser != ReasoningParser::kNone) {
+    for (v1::GenerateRequest& r : call->requests) r.mutable_sampling()->set_thinking_token_budget(default_budget);
+  }
   const bool budget = call->requests[0].sampling().has_thinking_token_budget();
   if (budget && parser == ReasoningParser::kNone) {
     return absl::InvalidArgumentError(

@@ -55,8 +55,10 @@ absl::StatusOr<CompletionCall> ParseChatCompletionRequest(absl::string_view body
 // A thinking_token_budget gets the end of the thinking to force
 // (sampling.thinking_end "</think>"); without a parser it is refused
 // (INVALID_ARGUMENT naming it), and with Qwen3's thinking switched off it is
-// dropped (nothing to bound).
-absl::Status ApplyReasoningParser(ReasoningParser parser, bool in_reasoning, CompletionCall* call);
+// dropped (nothing to bound). `default_budget` (>= 0; --thinking-token-budget)
+// is the budget of a call that sets none.
+absl::Status ApplyReasoningParser(ReasoningParser parser, bool in_reasoning, CompletionCall* call,
+                                  int default_budget = -1);
 
 // {"id": "chatcmpl-..", "object": "chat.completion", "created", "model",
 //  "choices": [{"index", "message": {"role": "assistant", "content"} (or

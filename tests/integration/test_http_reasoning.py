@@ -164,6 +164,24 @@ def test_a_thinking_budget_ends_the_thinking_then_the_answer_follows(server, cli
     assert native["text"].startswith(free["text"].rstrip())
 
 
+def test_the_servers_thinking_budget_is_the_default(server, client):
+    # --thinking-token-budget: the budget of requests that send none (a
+    # request's own overrides it); the same answers as with it sent.
+    s = ServerProcess(f"--decoder-model={DECODER}", "--threads=1", "--decoder-context-length=512",
+                      "--chat-template=chatml", f"--reasoning-parser={server.parser}", "--thinking-token-budget=6")
+    try:
+        for sent, default in (({}, {"thinking_token_budget": 6}), ({"thinking_token_budget": 9},) * 2):
+            body = {"messages": MESSAGES, "max_tokens": 20, "temperature": 0}
+            status, got = post_json(s, "/v1/chat/completions", {**body, **sent})
+            assert status == 200, got
+            want = client.chat.completions.create(model="stories260K", extra_body=default, **body)
+            assert got["choices"][0]["message"]["reasoning"] == extra(want.choices[0].message, "reasoning")
+            assert got["choices"][0]["message"]["content"] == want.choices[0].message.content
+            assert want.choices[0].message.content  # the forced end came, and an answer after it
+    finally:
+        s.close()
+
+
 @pytest.mark.parametrize("held", [{"guided_choice": [THOUGHT]}, {"guided_regex": "(yes|no)"},
                                   {"guided_json": {"type": "object"}}])
 def test_guided_formats_wait_for_the_thinking_too(server, client, held):

@@ -198,12 +198,26 @@ TEST(OpenAiChatTest, AThinkingBudgetGetsTheEndOfTheThinking) {
   ASSERT_TRUE(call.ok());
   EXPECT_EQ(ApplyReasoningParser(ReasoningParser::kNone, false, &*call).message(),
             "thinking_token_budget: only with --reasoning-parser (which says where the thinking ends)");
-  // Without a budget nothing is forced.
+  // Without a budget nothing is forced, unless the server sets a default
+  // (--thinking-token-budget), which a request's own budget overrides.
   call = ParseChatCompletionRequest(json{{"messages", body["messages"]}}.dump());
   ASSERT_TRUE(call.ok());
   ASSERT_TRUE(ApplyReasoningParser(ReasoningParser::kQwen3, false, &*call).ok());
   EXPECT_FALSE(call->requests[0].sampling().has_thinking_token_budget());
   EXPECT_EQ(call->requests[0].sampling().thinking_end(), "");
+  call = ParseChatCompletionRequest(json{{"messages", body["messages"]}}.dump());
+  ASSERT_TRUE(call.ok());
+  ASSERT_TRUE(ApplyReasoningParser(ReasoningParser::kQwen3, false, &*call, 512).ok());
+  EXPECT_EQ(call->requests[0].sampling().thinking_token_budget(), 512);
+  EXPECT_EQ(call->requests[0].sampling().thinking_end(), "</think>");
+  call = ParseChatCompletionRequest(body.dump());
+  ASSERT_TRUE(call.ok());
+  ASSERT_TRUE(ApplyReasoningParser(ReasoningParser::kQwen3, false, &*call, 512).ok());
+  EXPECT_EQ(call->requests[1].sampling().thinking_token_budget(), 30);
+  call = ParseChatCompletionRequest(off.dump());  // no thinking: no default either
+  ASSERT_TRUE(call.ok());
+  ASSERT_TRUE(ApplyReasoningParser(ReasoningParser::kQwen3, false, &*call, 512).ok());
+  EXPECT_FALSE(call->requests[0].sampling().has_thinking_token_budget());
   json negative = body;
   negative["thinking_token_budget"] = -1;
   EXPECT_EQ(ParseChatCompletionRequest(negative.dump()).status().message(), "thinking_token_budget: -1, must be >= 0");

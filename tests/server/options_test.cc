@@ -61,6 +61,14 @@ TEST(OptionsTest, BadValuesNameTheFlag) {
   EXPECT_EQ(ValidateOptions(o).message(),
             "--structured-outputs-in-reasoning: only with --reasoning-parser (without one nothing is thinking)");
   o = ServerOptions{};
+  o.models.thinking_token_budget = 100;
+  EXPECT_EQ(ValidateOptions(o).message(),
+            "--thinking-token-budget: only with --reasoning-parser (which says where the thinking ends)");
+  o.models.reasoning_parser = "qwen3";
+  EXPECT_TRUE(ValidateOptions(o).ok());
+  o.models.thinking_token_budget = -2;
+  EXPECT_EQ(ValidateOptions(o).message(), "--thinking-token-budget=-2: must be >= 0, or -1 (none)");
+  o = ServerOptions{};
   o.network.http_port = o.network.grpc_port;
   EXPECT_THAT(ValidateOptions(o).message(), HasSubstr("must differ"));
 }
