@@ -52,7 +52,7 @@ struct DecoderEngine::Sequence {
   std::string free_until;
   std::string free_tail;
   bool thinking() const { return !free_until.empty(); }
-  // thinking_budget: the tokens that spell thinking_end, forced once the
+  // thinking_token_budget: the tokens that spell thinking_end, forced once the
   // budget is spent; end_tail the output's last bytes, until it has
   // written thinking_end (then thinking_ended).
   std::vector<int32_t> forced_end;
@@ -61,8 +61,8 @@ struct DecoderEngine::Sequence {
   bool thinking_ended = false;
   // The token the budget forces next, or -1.
   int32_t ForcedToken() const {
-    if (params.thinking_budget < 0 || thinking_ended) return -1;
-    const int64_t index = int64_t{params.resumed_tokens} + generated - params.thinking_budget;
+    if (params.thinking_token_budget < 0 || thinking_ended) return -1;
+    const int64_t index = int64_t{params.resumed_tokens} + generated - params.thinking_token_budget;
     return index >= 0 && index < static_cast<int64_t>(forced_end.size()) ? forced_end[index] : -1;
   }
   // allowed_token_ids as a mask over the vocabulary (empty: no such list).
@@ -221,17 +221,17 @@ absl::Status ValidateGenerationParams(const GenerationParams& p, const ModelDesc
     return absl::InvalidArgumentError(
         absl::StrCat("constrain_after: ", p.constrain_after.size(), " bytes, at most ", kMaxLazyTriggerBytes));
   }
-  if (p.thinking_budget < -1) {
+  if (p.thinking_token_budget < -1) {
     return absl::InvalidArgumentError(
-        absl::StrCat("thinking_budget: ", p.thinking_budget, ", must be >= 0 (or -1: no budget)"));
+        absl::StrCat("thinking_token_budget: ", p.thinking_token_budget, ", must be >= 0 (or -1: no budget)"));
   }
-  if (p.thinking_budget >= 0 &&
+  if (p.thinking_token_budget >= 0 &&
       (p.thinking_end.empty() || p.thinking_end.size() > static_cast<size_t>(kMaxLazyTriggerBytes))) {
     return absl::InvalidArgumentError(absl::StrCat("thinking_end: ", p.thinking_end.size(), " bytes, must be 1..",
-                                                   kMaxLazyTriggerBytes, " with a thinking_budget"));
+                                                   kMaxLazyTriggerBytes, " with a thinking_token_budget"));
   }
-  if (p.thinking_budget < 0 && !p.thinking_end.empty()) {
-    return absl::InvalidArgumentError("thinking_end: only with a thinking_budget");
+  if (p.thinking_token_budget < 0 && !p.thinking_end.empty()) {
+    return absl::InvalidArgumentError("thinking_end: only with a thinking_token_budget");
   }
   if (schema || regex) {
     if (p.ignore_eos || p.min_tokens > 0) {
@@ -438,7 +438,7 @@ absl::StatusOr<SeqId> DecoderEngine::AddSequence(std::vector<int32_t> prompt,
   s->params = std::move(params);
   s->history = prompt;
   s->prompt = std::move(prompt);
-  if (s->params.thinking_budget >= 0) {
+  if (s->params.thinking_token_budget >= 0) {
     TokenizeOptions plain;
     plain.add_bos = false;
     ASSIGN_OR_RETURN(s->forced_end, model_->tokenizer().Encode(s->params.thinking_end, plain));
@@ -893,7 +893,7 @@ absl::StatusOr<std::vector<StepEvent>> DecoderEngine::Step(absl::Span<const Step
       ev.finish_reason = s.reason;
       continue;
     }
-    if (s.params.thinking_budget >= 0 && !s.thinking_ended) WatchThinkingEnd(s, tok.id);
+    if (s.params.thinking_token_budget >= 0 && !s.thinking_ended) WatchThinkingEnd(s, tok.id);
     if (s.params.prompt_logprobs && s.generated == 0) {
       ev.prompt_logprobs = std::move(s.prompt_scores);
       s.prompt_scores.clear();

@@ -172,7 +172,7 @@ struct GenerationParams {
   // which then holds the answer after it. A format that holds the thinking
   // too (no constrain_after) is not broken into: nothing is forced while
   // it holds the output.
-  int thinking_budget = -1;
+  int thinking_token_budget = -1;
   std::string thinking_end;
 };
 
@@ -279,7 +279,7 @@ class DecoderEngine {
   // control token's only with skip_special_tokens false); *prev is the
   // token before it, which decides a SentencePiece space, and becomes it.
   std::string WrittenBytes(const Sequence& s, int32_t token, int32_t* prev) const;
-  // thinking_budget: reads `token`'s bytes for thinking_end.
+  // thinking_token_budget: reads `token`'s bytes for thinking_end.
   void WatchThinkingEnd(Sequence& s, int32_t token);
   // A constrained sequence: feeds `token`'s bytes to its acceptor; false if
   // it refuses them.

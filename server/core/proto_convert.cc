@@ -190,7 +190,7 @@ absl::StatusOr<GenerationParams> ToGenerationParams(const v1::GenerateRequest& r
   p.regex = s.regex();
   p.lazy_trigger = s.lazy_trigger();
   p.constrain_after = s.constrain_after();
-  p.thinking_budget = s.has_thinking_token_budget() ? s.thinking_token_budget() : -1;
+  p.thinking_token_budget = s.has_thinking_token_budget() ? s.thinking_token_budget() : -1;
   if (s.has_thinking_token_budget() && s.thinking_token_budget() < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("sampling.thinking_token_budget = ", s.thinking_token_budget(), ": must be >= 0"));

@@ -953,7 +953,7 @@ TEST(LazyJsonSchemaTest, RefusedWhereItCannotWork) {
   EXPECT_THAT(std::string(id.status().message()), HasSubstr("json_schema: properties.n: 'multipleOf'"));
 }
 
-// thinking_budget: a sequence that has made `budget` tokens without writing
+// thinking_token_budget: a sequence that has made `budget` tokens without writing
 // thinking_end writes its tokens next, then goes on free: its output is
 // the free output's first `budget` tokens, thinking_end's tokens, then the
 // greedy continuation of that text. A preemption before, inside or after
@@ -977,7 +977,7 @@ TEST(ThinkingBudgetTest, ASpentBudgetWritesTheEndThenTheOutputGoesOnFree) {
   ASSERT_GT(forced, 1u);  // several tokens in this vocabulary: forced one a step
 
   GenerationParams p = text;
-  p.thinking_budget = static_cast<int>(budget);
+  p.thinking_token_budget = static_cast<int>(budget);
   p.thinking_end = "</think>";
   const JsonRun run = Generate(*engine, prompt, p);
   ASSERT_EQ(run.ids.size(), 60u);
@@ -1007,7 +1007,7 @@ TEST(ThinkingBudgetTest, ASpentBudgetWritesTheEndThenTheOutputGoesOnFree) {
   sampled.temperature = 1.0f;
   sampled.seed = 5;
   GenerationParams sampled_budget = sampled;
-  sampled_budget.thinking_budget = static_cast<int>(budget);
+  sampled_budget.thinking_token_budget = static_cast<int>(budget);
   sampled_budget.thinking_end = "</think>";
   const JsonRun free_draws = Generate(*engine, prompt, sampled);
   const JsonRun budget_draws = Generate(*engine, prompt, sampled_budget);
@@ -1033,7 +1033,7 @@ TEST(ThinkingBudgetTest, ASpentBudgetWritesTheEndThenTheOutputGoesOnFree) {
   ASSERT_FALSE(fresh.text.empty());
   ASSERT_LT(fresh.end + 3, plain.ids.size());
   GenerationParams natural = text;
-  natural.thinking_budget = static_cast<int>(fresh.end + 2);
+  natural.thinking_token_budget = static_cast<int>(fresh.end + 2);
   natural.thinking_end = fresh.text;
   const JsonRun natural_run = Generate(*engine, prompt, natural);
   EXPECT_EQ(natural_run.ids, plain.ids);
@@ -1044,16 +1044,16 @@ TEST(ThinkingBudgetTest, ASpentBudgetWritesTheEndThenTheOutputGoesOnFree) {
 
   // Refused: a negative budget, a budget without its end, an end alone.
   GenerationParams bad = text;
-  bad.thinking_budget = -2;
+  bad.thinking_token_budget = -2;
   EXPECT_THAT(std::string(ValidateGenerationParams(bad, Stories()->description()).message()),
-              HasSubstr("thinking_budget: -2, must be >= 0"));
-  bad.thinking_budget = 5;
+              HasSubstr("thinking_token_budget: -2, must be >= 0"));
+  bad.thinking_token_budget = 5;
   EXPECT_THAT(std::string(ValidateGenerationParams(bad, Stories()->description()).message()),
-              HasSubstr("thinking_end: 0 bytes, must be 1..64 with a thinking_budget"));
-  bad.thinking_budget = -1;
+              HasSubstr("thinking_end: 0 bytes, must be 1..64 with a thinking_token_budget"));
+  bad.thinking_token_budget = -1;
   bad.thinking_end = "</think>";
   EXPECT_THAT(std::string(ValidateGenerationParams(bad, Stories()->description()).message()),
-              HasSubstr("thinking_end: only with a thinking_budget"));
+              HasSubstr("thinking_end: only with a thinking_token_budget"));
 }
 
 }  // namespace
