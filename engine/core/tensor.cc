@@ -26,6 +26,10 @@ size_t DTypeBytes(DType dtype, int64_t n) {
   return static_cast<size_t>(n) * DTypeSize(dtype);
 }
 
+bool IsQ8_0RowShape(const std::vector<int64_t>& shape) {
+  return !shape.empty() && shape.back() % kQ8_0BlockValues == 0;
+}
+
 const char* DTypeName(DType dtype) {
   switch (dtype) {
     case DType::kF32: return "f32";
@@ -56,7 +60,7 @@ Tensor Tensor::Empty(std::vector<int64_t> shape, DType dtype) {
   t.numel_ = ShapeNumel(shape);
   t.shape_ = std::move(shape);
   t.dtype_ = dtype;
-  CHECK(dtype != DType::kQ8_0 || (!t.shape_.empty() && t.shape_.back() % kQ8_0BlockValues == 0))
+  CHECK(dtype != DType::kQ8_0 || IsQ8_0RowShape(t.shape_))
       << "a q8_0 tensor's last dimension must be a multiple of 32, got " << ShapeString(t.shape_);
   size_t bytes = t.bytes();
   if (bytes > 0) {

@@ -24,6 +24,9 @@ enum class DType : uint8_t { kF32, kBF16, kF16, kQ8_0 };
 size_t DTypeSize(DType dtype);
 // Bytes of n elements (kQ8_0: n / 32 blocks of 34 bytes; n a multiple of 32).
 size_t DTypeBytes(DType dtype, int64_t n);
+// Whether a tensor of `shape` can be held as kQ8_0: its rows (last
+// dimension) are whole blocks of 32.
+bool IsQ8_0RowShape(const std::vector<int64_t>& shape);
 // "f32", "bf16", "f16", "q8_0".
 const char* DTypeName(DType dtype);
 

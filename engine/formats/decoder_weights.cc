@@ -8,7 +8,6 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "engine/core/q8_0.h"
 #include "engine/core/status_macros.h"
 #include "engine/formats/gguf_file.h"
 #include "engine/formats/safetensors.h"
@@ -25,7 +24,7 @@ using HasFn = std::function<bool(const std::string& name)>;
 }  // namespace
 
 DType MatrixStorage(DType md, const std::vector<int64_t>& shape) {
-  if (md == DType::kQ8_0 && (shape.empty() || shape.back() % kQ8_0BlockValues != 0)) return DType::kF32;
+  if (md == DType::kQ8_0 && !IsQ8_0RowShape(shape)) return DType::kF32;
   return md;
 }
 

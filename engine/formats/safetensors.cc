@@ -325,7 +325,7 @@ std::vector<std::string> SafetensorsArchive::Names() const {
 
 absl::Status CheckQ8_0Shape(const std::vector<int64_t>& shape, DType storage, absl::string_view file,
                             absl::string_view tensor) {
-  if (storage != DType::kQ8_0 || (!shape.empty() && shape.back() % kQ8_0BlockValues == 0)) return absl::OkStatus();
+  if (storage != DType::kQ8_0 || IsQ8_0RowShape(shape)) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(file, ": tensor \"", tensor, "\" has shape ", ShapeString(shape),
                                                  "; q8_0 needs rows of a multiple of 32 values"));
 }
