@@ -219,6 +219,20 @@ absl::StatusOr<std::unique_ptr<SafetensorsArchive>> SafetensorsArchive::OpenFile
   return archive;
 }
 
+absl::StatusOr<std::unique_ptr<SafetensorsArchive>> SafetensorsArchive::FromTensors(
+    std::string source, std::vector<SafetensorsTensor> tensors, std::shared_ptr<const void> owner) {
+  std::unique_ptr<SafetensorsArchive> archive(new SafetensorsArchive());
+  archive->source_ = std::move(source);
+  archive->owner_ = std::move(owner);
+  for (SafetensorsTensor& t : tensors) {
+    std::string name = t.name;
+    if (!archive->tensors_.emplace(name, std::move(t)).second) {
+      return absl::InvalidArgumentError(absl::StrCat(archive->source_, ": tensor \"", name, "\" given twice"));
+    }
+  }
+  return archive;
+}
+
 absl::Status SafetensorsArchive::AddFile(const std::string& path) {
   ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> file, MappedFile::Open(path));
   ASSIGN_OR_RETURN(std::vector<SafetensorsTensor> tensors, ParseSafetensors(file->bytes(), path));

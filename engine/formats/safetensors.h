@@ -51,7 +51,7 @@ class MappedFile {
 struct SafetensorsTensor {
   std::string name;
   std::string dtype_name;          // as written in the header: "F32", "BF16", "I64", ...
-  std::optional<DType> dtype;      // set for F32 / F16 / BF16, the dtypes the engine computes with
+  std::optional<DType> dtype;      // set for F32 / F16 / BF16 (and a GGUF file's Q8_0), the dtypes the engine reads
   std::vector<int64_t> shape;
   absl::Span<const std::byte> data;  // inside the mapping
   std::string file;                // the file it lives in (for error messages)
@@ -73,6 +73,15 @@ class SafetensorsArchive {
   // model.safetensors.index.json (every tensor listed there must be present in
   // the shard the index names).
   static absl::StatusOr<std::unique_ptr<SafetensorsArchive>> OpenDirectory(const std::string& dir);
+
+  // An index over tensors that live in memory the archive does not map
+  // itself (a GGUF file's, under Hugging Face names, so that a loader written
+  // for safetensors reads them): `owner` keeps that memory alive as long as
+  // the archive. `source` names it in errors; INVALID_ARGUMENT for a name
+  // given twice.
+  static absl::StatusOr<std::unique_ptr<SafetensorsArchive>> FromTensors(std::string source,
+                                                                         std::vector<SafetensorsTensor> tensors,
+                                                                         std::shared_ptr<const void> owner);
 
   // nullptr when absent.
   const SafetensorsTensor* Find(const std::string& name) const;
@@ -98,6 +107,7 @@ class SafetensorsArchive {
 
   std::string source_;
   std::vector<std::unique_ptr<MappedFile>> files_;
+  std::shared_ptr<const void> owner_;  // FromTensors' memory
   std::map<std::string, SafetensorsTensor> tensors_;
 };
 

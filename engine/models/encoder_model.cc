@@ -16,6 +16,7 @@
 #include "engine/formats/model_dir.h"
 #include "engine/formats/safetensors.h"
 #include "engine/models/bert_config.h"
+#include "engine/models/bert_gguf.h"
 #include "engine/models/causal_forward.h"
 #include "engine/tokenizers/bert_vocab_txt.h"
 #include "engine/tokenizers/gguf_encoder_tokenizer.h"
@@ -39,6 +40,13 @@ bool IsDecoderClassifier(const HfConfig& config) {
     if (absl::EndsWith(a, "ForSequenceClassification")) return true;
   }
   return false;
+}
+
+// llama.cpp's encoder architectures other than "bert": their layers differ
+// from BERT's (rotary positions, SwiGLU, fused QKV, ALiBi) and none is read.
+bool IsUnreadBertGguf(const std::string& arch) {
+  return arch == "nomic-bert" || arch == "nomic-bert-moe" || arch == "jina-bert-v2" || arch == "jina-bert-v3" ||
+         arch == "modern-bert" || arch == "neo-bert" || arch == "eurobert";
 }
 
 // A packaged model often lives in ".../<package>/model": the parent names it.
@@ -76,25 +84,32 @@ absl::StatusOr<std::unique_ptr<EncoderModel>> EncoderModel::Load(const std::stri
                                                    ": tokenizer has ", m->tokenizer_->vocab_size(),
                                                    " tokens but config.json vocab_size is ", config.vocab_size));
   }
-  ASSIGN_OR_RETURN(m->bert_, BertEncoder::Load(*md.weights, config, options.weight_dtype,
-                                                options.matmul_precision));
-  if (options.prepare_kernels) RETURN_IF_ERROR(m->bert_->CreateAllPrimitives());
+  RETURN_IF_ERROR(m->AdoptBert(*md.weights, config, options,
+                               config.family == EncoderFamily::kBert ? "bert" : md.config.model_type()));
   RETURN_IF_ERROR(m->ReadSentenceTransformers(md, config.max_sequence_length(), config.hidden_size));
   if (st.splade) {
     m->default_pooling_ = PoolingMode::kSplade;
     m->splade_.sum = st.splade_pooling_strategy == "sum";
     m->splade_.double_log = st.splade_activation == "log1p_relu";
   }
-  m->hidden_size_ = config.hidden_size;
-  m->num_layers_ = config.num_layers;
-  m->num_heads_ = config.num_heads;
-  m->vocab_size_ = config.vocab_size;
-  m->reads_segments_ = config.family == EncoderFamily::kBert;
+  m->description_.name = ModelName(dir);
+  m->description_.source = dir;
+  return m;
+}
 
-  ModelDescription& d = m->description_;
-  d.name = ModelName(dir);
-  d.architecture = config.family == EncoderFamily::kBert ? "bert" : md.config.model_type();
-  d.source = dir;
+absl::Status EncoderModel::AdoptBert(const SafetensorsArchive& weights, const BertConfig& config,
+                                     const EncoderLoadOptions& options, const std::string& architecture) {
+  ASSIGN_OR_RETURN(bert_, BertEncoder::Load(weights, config, options.weight_dtype, options.matmul_precision));
+  if (options.prepare_kernels) RETURN_IF_ERROR(bert_->CreateAllPrimitives());
+  hidden_size_ = config.hidden_size;
+  num_layers_ = config.num_layers;
+  num_heads_ = config.num_heads;
+  vocab_size_ = config.vocab_size;
+  reads_segments_ = config.family == EncoderFamily::kBert;
+  max_tokens_ = config.max_sequence_length();
+
+  ModelDescription& d = description_;
+  d.architecture = architecture;
   d.num_layers = config.num_layers;
   d.num_heads = config.num_heads;
   d.num_kv_heads = config.num_heads;
@@ -105,10 +120,10 @@ absl::StatusOr<std::unique_ptr<EncoderModel>> EncoderModel::Load(const std::stri
   d.weight_dtype = options.weight_dtype;
   d.matmul_precision = options.matmul_precision;
   d.kv_dtype = DType::kF32;
-  d.weight_bytes = m->bert_->weight_bytes();
+  d.weight_bytes = bert_->weight_bytes();
   d.kv_bytes_per_token = 0;
   d.labels = config.labels;
-  return m;
+  return absl::OkStatus();
 }
 
 absl::Status EncoderModel::ReadSentenceTransformers(const ModelDir& md, int max_positions, int hidden_size) {
@@ -170,25 +185,50 @@ Tensor EncoderModel::ApplyDense(Tensor pooled) const {
 
 absl::StatusOr<std::unique_ptr<EncoderModel>> EncoderModel::LoadGguf(const std::string& path,
                                                                      const EncoderLoadOptions& options) {
-  ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> g, GgufFile::Open(path));
+  ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> opened, GgufFile::Open(path));
+  std::shared_ptr<const GgufFile> g = std::move(opened);
   ASSIGN_OR_RETURN(std::string arch, g->GetString("general.architecture"));
+  if (IsUnreadBertGguf(arch)) {
+    return absl::UnimplementedError(absl::StrCat(path, ": general.architecture '", arch,
+                                                 "' is not read (of llama.cpp's encoder architectures, bert is: "
+                                                 "BERT, all-MiniLM, bge, e5, mxbai-embed, snowflake-arctic-embed)"));
+  }
   std::unique_ptr<EncoderModel> m(new EncoderModel());
   ASSIGN_OR_RETURN(m->tokenizer_, EncoderTokenizerFromGguf(*g));
-  LoadedDecoder loaded;
-  ASSIGN_OR_RETURN(loaded.config, DecoderConfigFromGguf(*g));
-  // As for a directory: no output (LM head) tensor is read.
-  loaded.config.tie_word_embeddings = true;
-  ASSIGN_OR_RETURN(loaded.weights,
-                   LoadDecoderWeightsFromGguf(*g, loaded.config, options.weight_dtype));
-  loaded.source = path;
-  loaded.format = "gguf";
-  RETURN_IF_ERROR(m->AdoptDecoder(std::move(loaded), options, std::filesystem::path(path).stem().string(), arch));
-  // llama.cpp's <arch>.pooling_type: 1 mean, 2 cls, 3 last; a file without
-  // one (or "none") is pooled at its last token, as causal embedders are.
+  int64_t pooling_fallback = 3;
+  if (arch == "bert") {
+    ASSIGN_OR_RETURN(BertGguf bert, ReadBertGguf(g));
+    if (m->tokenizer_->vocab_size() > bert.config.vocab_size) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": the tokenizer has ", m->tokenizer_->vocab_size(),
+                                                     " tokens but token_embd.weight ", bert.config.vocab_size,
+                                                     " rows"));
+    }
+    RETURN_IF_ERROR(m->AdoptBert(*bert.weights, bert.config, options, arch));
+    m->description_.name = std::filesystem::path(path).stem().string();
+    m->description_.source = path;
+    // A file without a pooling type was converted from a model without
+    // sentence-transformers modules, which sentence-transformers pools by
+    // the mean.
+    pooling_fallback = 1;
+  } else {
+    LoadedDecoder loaded;
+    ASSIGN_OR_RETURN(loaded.config, DecoderConfigFromGguf(*g));
+    // As for a directory: no output (LM head) tensor is read.
+    loaded.config.tie_word_embeddings = true;
+    ASSIGN_OR_RETURN(loaded.weights, LoadDecoderWeightsFromGguf(*g, loaded.config, options.weight_dtype));
+    loaded.source = path;
+    loaded.format = "gguf";
+    RETURN_IF_ERROR(
+        m->AdoptDecoder(std::move(loaded), options, std::filesystem::path(path).stem().string(), arch));
+    m->max_tokens_ = m->decoder_->max_positions();
+  }
+  // llama.cpp's <arch>.pooling_type: 1 mean, 2 cls, 3 last; a decoder's
+  // file without one (or "none") is pooled at its last token, as causal
+  // embedders are.
   const std::string pooling_key = absl::StrCat(arch, ".pooling_type");
-  ASSIGN_OR_RETURN(int64_t pooling, g->GetIntOr(pooling_key, 3));
+  ASSIGN_OR_RETURN(int64_t pooling, g->GetIntOr(pooling_key, pooling_fallback));
+  if (pooling == 0) pooling = pooling_fallback;
   switch (pooling) {
-    case 0:
     case 3: m->default_pooling_ = PoolingMode::kLast; break;
     case 1: m->default_pooling_ = PoolingMode::kMean; break;
     case 2: m->default_pooling_ = PoolingMode::kCls; break;
@@ -199,7 +239,6 @@ absl::StatusOr<std::unique_ptr<EncoderModel>> EncoderModel::LoadGguf(const std::
   }
   // llama.cpp's server normalises embeddings (L2) unless told otherwise.
   m->default_normalize_ = true;
-  m->max_tokens_ = m->decoder_->max_positions();
   return m;
 }
 

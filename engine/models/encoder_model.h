@@ -182,9 +182,14 @@ class EncoderModel {
   friend class EncodeJob;
   EncoderModel() = default;
   // A llama.cpp GGUF embedding model (one file: weights, tokenizer,
-  // <arch>.pooling_type; embeddings normalised as llama.cpp's server does).
+  // <arch>.pooling_type; embeddings normalised as llama.cpp's server does):
+  // a BERT ("bert", bert_gguf.h) or a decoder architecture.
   static absl::StatusOr<std::unique_ptr<EncoderModel>> LoadGguf(const std::string& path,
                                                                 const EncoderLoadOptions& options);
+  // Builds bert_ from a BERT-family config and its weights and takes its
+  // sizes and description (the caller fills in name and source).
+  absl::Status AdoptBert(const SafetensorsArchive& weights, const BertConfig& config, const EncoderLoadOptions& options,
+                         const std::string& architecture);
   // A decoder-only embedding model's directory (see the file comment).
   static absl::StatusOr<std::unique_ptr<EncoderModel>> LoadCausal(const ModelDir& md,
                                                                   const EncoderLoadOptions& options);

@@ -38,14 +38,14 @@ absl::StatusOr<nlohmann::json> BertTokenizerJsonFromVocab(const std::string& voc
     if (!it->is_boolean()) return absl::InvalidArgumentError(absl::StrCat(config_name, ": ", key, " must be a bool"));
     return *it;
   };
-  ASSIGN_OR_RETURN(nlohmann::json lowercase, flag("do_lower_case", true));
-  ASSIGN_OR_RETURN(nlohmann::json chinese, flag("tokenize_chinese_chars", true));
-  nlohmann::json strip_accents = nullptr;  // null: follow lowercase
+  BertTokenizerSpec spec;
+  ASSIGN_OR_RETURN(spec.lowercase, flag("do_lower_case", true));
+  ASSIGN_OR_RETURN(spec.tokenize_chinese_chars, flag("tokenize_chinese_chars", true));
   if (auto it = config.find("strip_accents"); it != config.end() && !it->is_null()) {
     if (!it->is_boolean()) {
       return absl::InvalidArgumentError(absl::StrCat(config_name, ": strip_accents must be a bool or null"));
     }
-    strip_accents = *it;
+    spec.strip_accents = *it;
   }
   // A special token as tokenizer_config.json names it: a string, or an
   // AddedToken object {"content": ...}; it must be in the vocabulary.
@@ -66,14 +66,21 @@ absl::StatusOr<nlohmann::json> BertTokenizerJsonFromVocab(const std::string& voc
     }
     return std::make_pair(token, v->get<int64_t>());
   };
-  ASSIGN_OR_RETURN(auto unk, special("unk_token", "[UNK]"));
-  ASSIGN_OR_RETURN(auto sep, special("sep_token", "[SEP]"));
-  ASSIGN_OR_RETURN(auto pad, special("pad_token", "[PAD]"));
-  ASSIGN_OR_RETURN(auto cls, special("cls_token", "[CLS]"));
-  ASSIGN_OR_RETURN(auto mask, special("mask_token", "[MASK]"));
+  ASSIGN_OR_RETURN(spec.unk, special("unk_token", "[UNK]"));
+  ASSIGN_OR_RETURN(spec.sep, special("sep_token", "[SEP]"));
+  ASSIGN_OR_RETURN(spec.pad, special("pad_token", "[PAD]"));
+  ASSIGN_OR_RETURN(spec.cls, special("cls_token", "[CLS]"));
+  ASSIGN_OR_RETURN(spec.mask, special("mask_token", "[MASK]"));
 
+  return BertTokenizerJson(std::move(vocab), spec);
+}
+
+nlohmann::json BertTokenizerJson(nlohmann::json vocab, const BertTokenizerSpec& spec) {
   nlohmann::json added = nlohmann::json::array();
-  for (const auto& [token, token_id] : {pad, unk, cls, sep, mask}) {
+  std::vector<std::pair<std::string, int64_t>> specials_in_text = {spec.pad, spec.unk, spec.cls, spec.sep, spec.mask};
+  specials_in_text.insert(specials_in_text.end(), spec.extra_special.begin(), spec.extra_special.end());
+  for (const auto& [token, token_id] : specials_in_text) {
+    if (token_id < 0) continue;
     added.push_back({{"id", token_id}, {"content", token}, {"single_word", false}, {"lstrip", false},
                      {"rstrip", false}, {"normalized", false}, {"special", true}});
   }
@@ -84,7 +91,7 @@ absl::StatusOr<nlohmann::json> BertTokenizerJsonFromVocab(const std::string& voc
     return nlohmann::json{{"Sequence", {{"id", which}, {"type_id", type_id}}}};
   };
   nlohmann::json specials = nlohmann::json::object();
-  for (const auto& t : {cls, sep}) {
+  for (const auto& t : {spec.cls, spec.sep}) {
     specials[t.first] = {{"id", t.first}, {"ids", {t.second}}, {"tokens", {t.first}}};
   }
   return nlohmann::json{
@@ -92,19 +99,19 @@ absl::StatusOr<nlohmann::json> BertTokenizerJsonFromVocab(const std::string& voc
       {"normalizer",
        {{"type", "BertNormalizer"},
         {"clean_text", true},
-        {"handle_chinese_chars", chinese},
-        {"strip_accents", strip_accents},
-        {"lowercase", lowercase}}},
+        {"handle_chinese_chars", spec.tokenize_chinese_chars},
+        {"strip_accents", spec.strip_accents},
+        {"lowercase", spec.lowercase}}},
       {"pre_tokenizer", {{"type", "BertPreTokenizer"}}},
       {"post_processor",
        {{"type", "TemplateProcessing"},
-        {"single", {piece(cls, 0), sequence("A", 0), piece(sep, 0)}},
-        {"pair", {piece(cls, 0), sequence("A", 0), piece(sep, 0), sequence("B", 1), piece(sep, 1)}},
+        {"single", {piece(spec.cls, 0), sequence("A", 0), piece(spec.sep, 0)}},
+        {"pair", {piece(spec.cls, 0), sequence("A", 0), piece(spec.sep, 0), sequence("B", 1), piece(spec.sep, 1)}},
         {"special_tokens", std::move(specials)}}},
       {"decoder", {{"type", "WordPiece"}, {"prefix", "##"}, {"cleanup", true}}},
       {"model",
        {{"type", "WordPiece"},
-        {"unk_token", unk.first},
+        {"unk_token", spec.unk.first},
         {"continuing_subword_prefix", "##"},
         {"max_input_chars_per_word", 100},
         {"vocab", std::move(vocab)}}}};

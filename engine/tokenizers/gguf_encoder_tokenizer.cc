@@ -8,8 +8,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/core/status_macros.h"
+#include "absl/strings/match.h"
+#include "engine/tokenizers/bert_vocab_txt.h"
 #include "engine/tokenizers/byte_level_bpe_encoder.h"
 #include "engine/tokenizers/pretokenizer.h"
+#include "engine/tokenizers/wordpiece.h"
 
 namespace attnserve {
 namespace {
@@ -25,25 +28,108 @@ absl::StatusOr<std::string> TokenOf(const GgufFile& g, const std::vector<std::st
   return tokens[static_cast<size_t>(id)];
 }
 
+// tokenizer.ggml.token_type, one per token (all normal, 1, when absent).
+absl::StatusOr<std::vector<int64_t>> TokenTypes(const GgufFile& g, size_t count) {
+  std::vector<int64_t> types(count, 1);
+  if (g.Find("tokenizer.ggml.token_type") != nullptr) {
+    ASSIGN_OR_RETURN(const std::vector<int64_t>* t, g.GetIntArray("tokenizer.ggml.token_type"));
+    if (t->size() != count) {
+      return absl::InvalidArgumentError(absl::StrCat(g.where(), ": tokenizer.ggml.token_type has ", t->size(),
+                                                     " entries for ", count, " tokens"));
+    }
+    types = *t;
+  }
+  return types;
+}
+
+constexpr int64_t kControlToken = 3;
+constexpr int64_t kUserDefinedToken = 4;
+
+// The WordPiece vocabulary of tokenizer.ggml.model "bert", which llama.cpp's
+// converter writes in its "phantom space" spelling (a word-initial token
+// with a leading U+2581, a continuation without its "##", control tokens as
+// they are), spelled back as Hugging Face's tokenizer.json holds it, and
+// tokenized as that tokenizer does (BertNormalizer, BertPreTokenizer,
+// [CLS] ... [SEP]): the model's own tokenization. llama.cpp's own WordPiece
+// splitter differs from it on some scripts (it does not strip a combining
+// mark the way BertNormalizer does) and on words over 100 characters (no
+// [UNK]); plain text tokenizes the same. The file does not record
+// do_lower_case: a vocabulary without an upper-case ASCII letter in a normal
+// token is an uncased one (lower case, accents stripped), as BERT's uncased
+// vocabularies are; any other is read cased.
+absl::StatusOr<std::unique_ptr<EncoderTokenizer>> WordPieceFromGguf(const GgufFile& g,
+                                                                    const std::vector<std::string>& tokens) {
+  ASSIGN_OR_RETURN(std::vector<int64_t> types, TokenTypes(g, tokens.size()));
+  static constexpr absl::string_view kPhantom = "\xE2\x96\x81";
+  std::vector<std::string> spelled(tokens.size());
+  nlohmann::json vocab = nlohmann::json::object();
+  bool cased = false;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const std::string& t = tokens[i];
+    if (types[i] == kControlToken) {
+      spelled[i] = t;
+    } else if (absl::StartsWith(t, kPhantom)) {
+      spelled[i] = t.substr(kPhantom.size());
+    } else {
+      spelled[i] = "##" + t;
+    }
+    if (types[i] == 1) {
+      for (char c : spelled[i]) cased = cased || (c >= 'A' && c <= 'Z');
+    }
+    vocab[spelled[i]] = i;
+  }
+  // A special token by the first of `keys` the file sets; id -1 when none
+  // (INVALID_ARGUMENT when `required`).
+  auto special = [&](std::initializer_list<const char*> keys,
+                     bool required) -> absl::StatusOr<std::pair<std::string, int64_t>> {
+    for (const char* key : keys) {
+      const std::string name = absl::StrCat("tokenizer.ggml.", key);
+      ASSIGN_OR_RETURN(int64_t id, g.GetIntOr(name, -1));
+      if (id < 0) continue;
+      if (id >= static_cast<int64_t>(tokens.size())) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(g.where(), ": ", name, " ", id, " is not below the vocabulary's ", tokens.size(), " tokens"));
+      }
+      return std::make_pair(spelled[static_cast<size_t>(id)], id);
+    }
+    if (required) {
+      return absl::InvalidArgumentError(absl::StrCat(g.where(), ": tokenizer.ggml.", *keys.begin(),
+                                                     " is not set (a WordPiece vocabulary needs it)"));
+    }
+    return std::make_pair(std::string(), int64_t{-1});
+  };
+  BertTokenizerSpec spec;
+  spec.lowercase = !cased;
+  ASSIGN_OR_RETURN(spec.unk, special({"unknown_token_id"}, true));
+  ASSIGN_OR_RETURN(spec.cls, special({"cls_token_id", "bos_token_id"}, true));
+  ASSIGN_OR_RETURN(spec.sep, special({"seperator_token_id", "eos_token_id"}, true));
+  ASSIGN_OR_RETURN(spec.pad, special({"padding_token_id"}, false));
+  ASSIGN_OR_RETURN(spec.mask, special({"mask_token_id"}, false));
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const int64_t id = static_cast<int64_t>(i);
+    if ((types[i] == kControlToken || types[i] == kUserDefinedToken) && id != spec.unk.second &&
+        id != spec.cls.second && id != spec.sep.second && id != spec.pad.second && id != spec.mask.second) {
+      spec.extra_special.emplace_back(spelled[i], id);
+    }
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<WordPieceTokenizer> t,
+                   WordPieceTokenizer::FromJson(BertTokenizerJson(std::move(vocab), spec), g.where()));
+  return std::unique_ptr<EncoderTokenizer>(std::move(t));
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<EncoderTokenizer>> EncoderTokenizerFromGguf(const GgufFile& g) {
   ASSIGN_OR_RETURN(std::string model, g.GetString("tokenizer.ggml.model"));
+  ASSIGN_OR_RETURN(const std::vector<std::string>* tokens, g.GetStringArray("tokenizer.ggml.tokens"));
+  if (model == "bert") return WordPieceFromGguf(g, *tokens);
   if (model != "gpt2") {
     return absl::UnimplementedError(absl::StrCat(g.where(), ": tokenizer.ggml.model '", model,
-                                                 "' is not supported for embeddings (gpt2: byte-level BPE)"));
+                                                 "' is not supported for embeddings (gpt2: byte-level BPE; bert: "
+                                                 "WordPiece)"));
   }
-  ASSIGN_OR_RETURN(const std::vector<std::string>* tokens, g.GetStringArray("tokenizer.ggml.tokens"));
   ASSIGN_OR_RETURN(const std::vector<std::string>* merges, g.GetStringArray("tokenizer.ggml.merges"));
-  std::vector<int64_t> types(tokens->size(), 1);
-  if (g.Find("tokenizer.ggml.token_type") != nullptr) {
-    ASSIGN_OR_RETURN(const std::vector<int64_t>* t, g.GetIntArray("tokenizer.ggml.token_type"));
-    if (t->size() != tokens->size()) {
-      return absl::InvalidArgumentError(absl::StrCat(g.where(), ": tokenizer.ggml.token_type has ", t->size(),
-                                                     " entries for ", tokens->size(), " tokens"));
-    }
-    types = *t;
-  }
+  ASSIGN_OR_RETURN(std::vector<int64_t> types, TokenTypes(g, tokens->size()));
   ASSIGN_OR_RETURN(std::string pre, g.GetStringOr("tokenizer.ggml.pre", "default"));
   const std::optional<PretokenizerKind> kind = PretokenizerFromGgufPre(pre);
   if (!kind.has_value() || *kind == PretokenizerKind::kSmolLM) {
@@ -56,8 +142,8 @@ absl::StatusOr<std::unique_ptr<EncoderTokenizer>> EncoderTokenizerFromGguf(const
   nlohmann::json added = nlohmann::json::array();
   for (size_t i = 0; i < tokens->size(); ++i) {
     // Control (3) and user-defined (4) tokens are matched whole in the text.
-    if (types[i] == 3 || types[i] == 4) {
-      added.push_back({{"id", i}, {"content", (*tokens)[i]}, {"special", types[i] == 3}, {"normalized", false},
+    if (types[i] == kControlToken || types[i] == kUserDefinedToken) {
+      added.push_back({{"id", i}, {"content", (*tokens)[i]}, {"special", types[i] == kControlToken}, {"normalized", false},
                        {"lstrip", false}, {"rstrip", false}, {"single_word", false}});
     }
     vocab[(*tokens)[i]] = i;

@@ -6,7 +6,10 @@
 // byte offsets like any encoder tokenizer. Control and user-defined tokens
 // are added tokens matched in the text; tokenizer.ggml.add_bos_token /
 // add_eos_token put bos / eos around every input, as llama.cpp's tokenizer
-// does with add_special.
+// does with add_special. Or the file's WordPiece vocabulary
+// (tokenizer.ggml.model "bert": llama.cpp's BERT conversions, ollama's
+// all-minilm and mxbai-embed-large) read as the tokenizer.json it was
+// converted from (gguf_encoder_tokenizer.cc says how).
 #ifndef ATTNSERVE_ENGINE_TOKENIZERS_GGUF_ENCODER_TOKENIZER_H_
 #define ATTNSERVE_ENGINE_TOKENIZERS_GGUF_ENCODER_TOKENIZER_H_
 
@@ -18,8 +21,10 @@
 
 namespace attnserve {
 
-// UNIMPLEMENTED naming the file and the key for a SentencePiece ("llama")
-// vocabulary or a pre-tokenizer other than gpt-2, llama-bpe and qwen2.
+// UNIMPLEMENTED naming the file and the key for a SentencePiece ("llama",
+// "t5") vocabulary or a byte-level BPE pre-tokenizer other than gpt-2,
+// llama-bpe and qwen2; INVALID_ARGUMENT naming the key for a WordPiece
+// vocabulary without its unknown, cls or separator token.
 absl::StatusOr<std::unique_ptr<EncoderTokenizer>> EncoderTokenizerFromGguf(const GgufFile& gguf);
 
 }  // namespace attnserve

