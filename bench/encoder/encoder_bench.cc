@@ -1,4 +1,4 @@
-// encoder_bench MODEL_DIR [--dtype f32|bf16] [--matmul-precision f32|bf16] [--min-seconds S] [--shapes 1x16,8x128,...]
+// encoder_bench MODEL_DIR_OR_GGUF [--dtype f32|bf16|q8_0] [--matmul-precision f32|bf16] [--min-seconds S] [--shapes 1x16,8x128,...]
 // Prints one JSON line per measurement:
 //   {"engine":"attnserve","batch":B,"seq_len":N,"sentences_per_s":..,"tokens_per_s":..,"latency_ms":..}
 // Inputs are token ids ([CLS] + random word pieces + [SEP], exactly N per
@@ -65,7 +65,7 @@ double GemmGflops(double min_seconds) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s MODEL_DIR [--dtype f32|bf16] [--matmul-precision f32|bf16] [--min-seconds S] [--shapes BxN,...]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s MODEL_DIR_OR_GGUF [--dtype f32|bf16|q8_0] [--matmul-precision f32|bf16] [--min-seconds S] [--shapes BxN,...]\n", argv[0]);
     return 2;
   }
   std::string dir = argv[1];
@@ -81,7 +81,9 @@ int main(int argc, char** argv) {
     if (flag == "--shapes") shapes = argv[i + 1];
   }
   attnserve::EncoderLoadOptions options;
-  options.weight_dtype = dtype == "bf16" ? attnserve::DType::kBF16 : attnserve::DType::kF32;
+  options.weight_dtype = dtype == "bf16"   ? attnserve::DType::kBF16
+                         : dtype == "q8_0" ? attnserve::DType::kQ8_0
+                                           : attnserve::DType::kF32;
   const std::optional<attnserve::MatmulPrecision> parsed = attnserve::ParseMatmulPrecision(precision);
   if (!parsed.has_value()) {
     std::fprintf(stderr, "--matmul-precision %s: must be f32 or bf16\n", precision.c_str());
