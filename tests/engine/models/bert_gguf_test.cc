@@ -194,11 +194,22 @@ TEST(BertGgufTest, RefusalsNameTheKeyOrTensor) {
               HasSubstr("'nomic-bert' is not read"));
 }
 
-TEST(BertGgufTest, AFileWithoutPoolingTypeIsMeanPooled) {
-  auto none = EncoderModel::Load(
-      RewrittenGguf("no_pooling", [](const std::string& k) { return k != "bert.pooling_type"; }, All, Nothing), {});
+TEST(BertGgufTest, PoolingComesFromTheFile) {
+  ASSERT_FALSE(Golden().is_null());
+  auto without_pooling = [](const std::string& k) { return k != "bert.pooling_type"; };
+  auto none = EncoderModel::Load(RewrittenGguf("no_pooling", without_pooling, All, Nothing), {});
   ASSERT_TRUE(none.ok()) << none.status();
   EXPECT_EQ((*none)->default_pooling(), PoolingMode::kMean);
+  // bert.pooling_type 2 (a bge file's): transformers' [CLS] state, normalised.
+  auto cls = EncoderModel::Load(
+      RewrittenGguf("cls_pooling", without_pooling, All,
+                    [](testing::GgufTestWriter& w) { w.KvU32("bert.pooling_type", 2); }),
+      {});
+  ASSERT_TRUE(cls.ok()) << cls.status();
+  EXPECT_EQ((*cls)->default_pooling(), PoolingMode::kCls);
+  nlohmann::json cases = Golden()["tiny"];
+  for (nlohmann::json& c : cases) c["embedding"] = c["cls_embedding"];
+  testing_util::ExpectGoldenEmbeddings(**cls, cases, 1e-4);
 }
 
 }  // namespace
