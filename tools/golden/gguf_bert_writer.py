@@ -88,21 +88,33 @@ def tensor_type(name, arr, qtype):
     return qtype
 
 
+def hparam(cfg, *keys):
+    """TextModel.find_hparam: the first of `keys` the config has."""
+    for k in keys:
+        if k in cfg:
+            return cfg[k]
+    raise KeyError(keys)
+
+
 def write_bert_gguf(model_dir, out, ftype="f16", name=None):
+    """BertModel, or DistilBertModel (the converter's DistilBertModel: the
+    same architecture, DistilBERT's config keys, no token-type table, every
+    LayerNorm's eps 1e-12)."""
     qtype, file_type = QTYPES[ftype]
     with open(os.path.join(model_dir, "config.json"), encoding="utf-8") as f:
         cfg = json.load(f)
-    if cfg.get("model_type") != "bert":
-        raise ValueError(f"{model_dir}: model_type {cfg.get('model_type')!r} is not bert")
-    n_layers = cfg["num_hidden_layers"]
+    if cfg.get("model_type") not in ("bert", "distilbert"):
+        raise ValueError(f"{model_dir}: model_type {cfg.get('model_type')!r} is not bert or distilbert")
+    distil = cfg["model_type"] == "distilbert"
+    n_layers = hparam(cfg, "num_hidden_layers", "n_layers")
     w = gguf.GGUFWriter(out, "bert")
     w.add_name(name or os.path.basename(os.path.normpath(model_dir)))
     w.add_context_length(cfg["max_position_embeddings"])
-    w.add_embedding_length(cfg["hidden_size"])
-    w.add_feed_forward_length(cfg["intermediate_size"])
+    w.add_embedding_length(hparam(cfg, "hidden_size", "dim"))
+    w.add_feed_forward_length(hparam(cfg, "intermediate_size", "hidden_dim"))
     w.add_block_count(n_layers)
-    w.add_head_count(cfg["num_attention_heads"])
-    w.add_layer_norm_eps(cfg.get("layer_norm_eps", 1e-12))
+    w.add_head_count(hparam(cfg, "num_attention_heads", "n_heads"))
+    w.add_layer_norm_eps(1e-12 if distil else cfg.get("layer_norm_eps", 1e-12))
     w.add_file_type(file_type)
     w.add_causal_attention(False)
     pooling = pooling_type(model_dir)
@@ -119,9 +131,11 @@ def write_bert_gguf(model_dir, out, ftype="f16", name=None):
 
     names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.BERT, n_layers)
     for hf_name, arr in sorted(load_file(os.path.join(model_dir, "model.safetensors")).items()):
-        short = hf_name[len("bert."):] if hf_name.startswith("bert.") else hf_name
+        short = hf_name
+        for prefix in ("bert.", "distilbert."):
+            short = short[len(prefix):] if short.startswith(prefix) else short
         if short in ("embeddings.position_ids", "pooler.dense.weight", "pooler.dense.bias") or \
-                short.startswith("cls.") or short.startswith("classifier"):
+                short.startswith(("cls.", "classifier", "vocab_", "pre_classifier")):
             continue
         new_name = names.get_name(short, try_suffixes=(".weight", ".bias"))
         if new_name is None:

@@ -1,6 +1,6 @@
-// A llama.cpp BERT GGUF file (tools/golden/bert_gguf_golden.py: a tiny
-// BertModel written by gguf_bert_writer.py in convert_hf_to_gguf.py's
-// conventions) against sentence-transformers on the directory it was
+// llama.cpp BERT GGUF files (tools/golden/bert_gguf_golden.py: a tiny
+// BertModel and a tiny DistilBertModel written by gguf_bert_writer.py in
+// convert_hf_to_gguf.py's conventions) against sentence-transformers on the directory it was
 // converted from and against llama.cpp reading the file: the phantom-space
 // vocabulary spelled back to WordPiece (ids equal Hugging Face's), the
 // tensors read under their Hugging Face names, mean pooling and L2
@@ -30,29 +30,30 @@ using ::testing::HasSubstr;
 const nlohmann::json& Golden() { return testing_util::GoldenEncoderJson("bert_gguf_golden.json"); }
 std::string TinyGguf() { return testing_util::GoldenEncoderModelDir("bert_gguf_tiny.gguf"); }
 
-TEST(BertGgufTest, EmbeddingsEqualSentenceTransformersOnTheSourceModel) {
+// A golden file and its cases: the BertModel, and the DistilBertModel
+// (no token-type table, DistilBERT's layer names mapped by gguf-py).
+struct GoldenFile {
+  const char* cases;
+  const char* file;
+};
+class BertGgufFileTest : public ::testing::TestWithParam<GoldenFile> {};
+
+TEST_P(BertGgufFileTest, EmbeddingsEqualSentenceTransformersOnTheSourceModel) {
   ASSERT_FALSE(Golden().is_null());
-  auto model = EncoderModel::Load(TinyGguf(), {});
+  auto model = EncoderModel::Load(testing_util::GoldenEncoderModelDir(GetParam().file), {});
   ASSERT_TRUE(model.ok()) << model.status();
-  ASSERT_GE(Golden()["tiny"].size(), 9u);
+  ASSERT_GE(Golden()[GetParam().cases].size(), 9u);
   // Ids equal Hugging Face's (the file's vocabulary spelled back), vectors
   // sentence-transformers' (mean pooling, normalised), batched and alone.
-  testing_util::ExpectGoldenEmbeddings(**model, Golden()["tiny"], 1e-4);
-  const ModelDescription& d = (*model)->description();
-  EXPECT_EQ(d.architecture, "bert");
-  EXPECT_EQ(d.name, "bert_gguf_tiny");
-  EXPECT_EQ(d.num_layers, 2);
-  EXPECT_EQ(d.hidden_size, 32);
-  EXPECT_EQ(d.max_positions, 64);
-  EXPECT_EQ((*model)->max_tokens(), 64);
+  testing_util::ExpectGoldenEmbeddings(**model, Golden()[GetParam().cases], 1e-4);
 }
 
-TEST(BertGgufTest, EmbeddingsEqualLlamaCppReadingTheFile) {
+TEST_P(BertGgufFileTest, EmbeddingsEqualLlamaCppReadingTheFile) {
   ASSERT_FALSE(Golden().is_null());
-  auto model = EncoderModel::Load(TinyGguf(), {});
+  auto model = EncoderModel::Load(testing_util::GoldenEncoderModelDir(GetParam().file), {});
   ASSERT_TRUE(model.ok()) << model.status();
   int compared = 0;
-  for (const nlohmann::json& c : Golden()["tiny"]) {
+  for (const nlohmann::json& c : Golden()[GetParam().cases]) {
     if (c["llama_cpp_embedding"].is_null()) continue;  // llama.cpp's embed() reads "[CLS]" in the text as text
     EncoderInput in;
     in.text = c["text"].get<std::string>();
@@ -66,6 +67,26 @@ TEST(BertGgufTest, EmbeddingsEqualLlamaCppReadingTheFile) {
     ++compared;
   }
   EXPECT_GE(compared, 8);
+}
+
+INSTANTIATE_TEST_SUITE_P(Files, BertGgufFileTest,
+                         ::testing::Values(GoldenFile{"tiny", "bert_gguf_tiny.gguf"},
+                                           GoldenFile{"distil", "distilbert_gguf_tiny.gguf"}),
+                         [](const ::testing::TestParamInfo<GoldenFile>& info) {
+                           return std::string(info.param.cases);
+                         });
+
+TEST(BertGgufTest, DescribesTheFile) {
+  auto model = EncoderModel::Load(TinyGguf(), {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  const ModelDescription& d = (*model)->description();
+  EXPECT_EQ(d.architecture, "bert");
+  EXPECT_EQ(d.name, "bert_gguf_tiny");
+  EXPECT_EQ(d.num_layers, 2);
+  EXPECT_EQ(d.hidden_size, 32);
+  EXPECT_EQ(d.max_positions, 64);
+  EXPECT_EQ((*model)->max_tokens(), 64);
+  EXPECT_TRUE((*model)->default_normalize());
 }
 
 TEST(BertGgufTest, Q8_0StorageStaysCloseAndIsSmaller) {
