@@ -1,5 +1,6 @@
 #include "engine/tokenizers/gguf_encoder_tokenizer.h"
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -8,10 +9,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/core/status_macros.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "engine/tokenizers/bert_vocab_txt.h"
 #include "engine/tokenizers/byte_level_bpe_encoder.h"
 #include "engine/tokenizers/pretokenizer.h"
+#include "engine/tokenizers/unigram_tokenizer.h"
 #include "engine/tokenizers/wordpiece.h"
 
 namespace attnserve {
@@ -117,16 +120,107 @@ absl::StatusOr<std::unique_ptr<EncoderTokenizer>> WordPieceFromGguf(const GgufFi
   return std::unique_ptr<EncoderTokenizer>(std::move(t));
 }
 
+// The post-processor llama.cpp's add_special gives: bos before and eos
+// after the text when the file asks (a pair: A's tokens, then B's the same
+// way; pairs are a reranker's, which the GGUF loaders refuse).
+absl::StatusOr<nlohmann::json> SpecialTemplate(const GgufFile& g, const std::vector<std::string>& tokens) {
+  ASSIGN_OR_RETURN(bool add_bos, g.GetBoolOr("tokenizer.ggml.add_bos_token", false));
+  ASSIGN_OR_RETURN(bool add_eos, g.GetBoolOr("tokenizer.ggml.add_eos_token", false));
+  ASSIGN_OR_RETURN(std::string bos, TokenOf(g, tokens, "bos"));
+  ASSIGN_OR_RETURN(std::string eos, TokenOf(g, tokens, "eos"));
+  nlohmann::json specials = nlohmann::json::object();
+  nlohmann::json single = nlohmann::json::array(), pair = nlohmann::json::array();
+  for (int type_id : {0, 1}) {
+    nlohmann::json& list = type_id == 0 ? single : pair;
+    if (add_bos && !bos.empty()) list.push_back(SpecialItem(bos, type_id));
+    list.push_back({{"Sequence", {{"id", type_id == 0 ? "A" : "B"}, {"type_id", type_id}}}});
+    if (add_eos && !eos.empty()) list.push_back(SpecialItem(eos, type_id));
+  }
+  for (const std::string& t : {bos, eos}) {
+    if (t.empty()) continue;
+    const auto it = std::find(tokens.begin(), tokens.end(), t);
+    specials[t] = {{"id", t}, {"ids", {it - tokens.begin()}}, {"tokens", {t}}};
+  }
+  nlohmann::json both = single;
+  for (const nlohmann::json& item : pair) both.push_back(item);
+  return nlohmann::json{{"type", "TemplateProcessing"}, {"single", single}, {"pair", both},
+                        {"special_tokens", specials}};
+}
+
+// Control and user-defined tokens as added tokens matched whole in the text.
+nlohmann::json AddedTokens(const std::vector<std::string>& tokens, const std::vector<int64_t>& types) {
+  nlohmann::json added = nlohmann::json::array();
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (types[i] == kControlToken || types[i] == kUserDefinedToken) {
+      added.push_back({{"id", i}, {"content", tokens[i]}, {"special", types[i] == kControlToken},
+                       {"normalized", false}, {"lstrip", false}, {"rstrip", false}, {"single_word", false}});
+    }
+  }
+  return added;
+}
+
+// A SentencePiece Unigram vocabulary (tokenizer.ggml.model "t5": what
+// llama.cpp's converter writes for XLM-RoBERTa models, bge-m3 and
+// multilingual-e5 among them) read as transformers' XLMRobertaTokenizer
+// builds it: the pieces and their scores, the normalizer's precompiled
+// charsmap, Metaspace with the prefix add_space_prefix asks for, and, where
+// remove_extra_whitespaces is set (SentencePiece's own switch: leading,
+// trailing and repeated whitespace dropped), a whitespace split before it.
+// So "  a  b  " reads as "▁a▁b", as SentencePiece, transformers (the
+// tokenizer sentence-transformers runs) and llama.cpp read it; a model
+// directory's tokenizer.json (Replace " {2,}" -> " ", kept by Hugging Face
+// tokenizers and TEI) keeps a final "▁" there.
+absl::StatusOr<std::unique_ptr<EncoderTokenizer>> UnigramFromGguf(const GgufFile& g,
+                                                                  const std::vector<std::string>& tokens) {
+  ASSIGN_OR_RETURN(std::vector<int64_t> types, TokenTypes(g, tokens.size()));
+  ASSIGN_OR_RETURN(const std::vector<double>* scores, g.GetFloatArray("tokenizer.ggml.scores"));
+  if (scores->size() != tokens.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(g.where(), ": tokenizer.ggml.scores has ", scores->size(),
+                                                   " entries for ", tokens.size(), " tokens"));
+  }
+  ASSIGN_OR_RETURN(int64_t unk, g.GetInt("tokenizer.ggml.unknown_token_id"));
+  if (unk < 0 || unk >= static_cast<int64_t>(tokens.size())) {
+    return absl::InvalidArgumentError(absl::StrCat(g.where(), ": tokenizer.ggml.unknown_token_id ", unk,
+                                                   " is not below the vocabulary's ", tokens.size(), " tokens"));
+  }
+  nlohmann::json vocab = nlohmann::json::array();
+  for (size_t i = 0; i < tokens.size(); ++i) vocab.push_back({tokens[i], (*scores)[i]});
+  nlohmann::json normalizers = nlohmann::json::array();  // empty: none
+  if (g.Find("tokenizer.ggml.precompiled_charsmap") != nullptr) {
+    ASSIGN_OR_RETURN(const std::vector<int64_t>* charsmap, g.GetIntArray("tokenizer.ggml.precompiled_charsmap"));
+    std::string bytes;
+    bytes.reserve(charsmap->size());
+    for (int64_t b : *charsmap) bytes.push_back(static_cast<char>(static_cast<uint8_t>(b)));
+    normalizers.push_back({{"type", "Precompiled"}, {"precompiled_charsmap", absl::Base64Escape(bytes)}});
+  }
+  ASSIGN_OR_RETURN(bool extra_ws, g.GetBoolOr("tokenizer.ggml.remove_extra_whitespaces", true));
+  ASSIGN_OR_RETURN(bool prefix, g.GetBoolOr("tokenizer.ggml.add_space_prefix", true));
+  const nlohmann::json metaspace = {{"type", "Metaspace"}, {"replacement", "\xE2\x96\x81"},
+                                    {"prepend_scheme", prefix ? "always" : "never"}, {"split", true}};
+  nlohmann::json j = nlohmann::json::object();
+  j["model"] = {{"type", "Unigram"}, {"unk_id", unk}, {"vocab", std::move(vocab)}, {"byte_fallback", false}};
+  j["added_tokens"] = AddedTokens(tokens, types);
+  j["normalizer"] = {{"type", "Sequence"}, {"normalizers", std::move(normalizers)}};
+  j["pre_tokenizer"] = extra_ws ? nlohmann::json{{"type", "Sequence"},
+                                                 {"pretokenizers", {{{"type", "WhitespaceSplit"}}, metaspace}}}
+                                : metaspace;
+  j["decoder"] = metaspace;
+  ASSIGN_OR_RETURN(j["post_processor"], SpecialTemplate(g, tokens));
+  ASSIGN_OR_RETURN(std::unique_ptr<UnigramTokenizer> t, UnigramTokenizer::FromJson(j, g.where()));
+  return std::unique_ptr<EncoderTokenizer>(std::move(t));
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<EncoderTokenizer>> EncoderTokenizerFromGguf(const GgufFile& g) {
   ASSIGN_OR_RETURN(std::string model, g.GetString("tokenizer.ggml.model"));
   ASSIGN_OR_RETURN(const std::vector<std::string>* tokens, g.GetStringArray("tokenizer.ggml.tokens"));
   if (model == "bert") return WordPieceFromGguf(g, *tokens);
+  if (model == "t5") return UnigramFromGguf(g, *tokens);
   if (model != "gpt2") {
     return absl::UnimplementedError(absl::StrCat(g.where(), ": tokenizer.ggml.model '", model,
                                                  "' is not supported for embeddings (gpt2: byte-level BPE; bert: "
-                                                 "WordPiece)"));
+                                                 "WordPiece; t5: SentencePiece Unigram)"));
   }
   ASSIGN_OR_RETURN(const std::vector<std::string>* merges, g.GetStringArray("tokenizer.ggml.merges"));
   ASSIGN_OR_RETURN(std::vector<int64_t> types, TokenTypes(g, tokens->size()));
@@ -139,18 +233,10 @@ absl::StatusOr<std::unique_ptr<EncoderTokenizer>> EncoderTokenizerFromGguf(const
 
   nlohmann::json j = nlohmann::json::object();
   nlohmann::json vocab = nlohmann::json::object();
-  nlohmann::json added = nlohmann::json::array();
-  for (size_t i = 0; i < tokens->size(); ++i) {
-    // Control (3) and user-defined (4) tokens are matched whole in the text.
-    if (types[i] == kControlToken || types[i] == kUserDefinedToken) {
-      added.push_back({{"id", i}, {"content", (*tokens)[i]}, {"special", types[i] == kControlToken}, {"normalized", false},
-                       {"lstrip", false}, {"rstrip", false}, {"single_word", false}});
-    }
-    vocab[(*tokens)[i]] = i;
-  }
+  for (size_t i = 0; i < tokens->size(); ++i) vocab[(*tokens)[i]] = i;
   j["model"] = {{"type", "BPE"}, {"vocab", vocab}, {"merges", *merges}, {"fuse_unk", false},
                 {"byte_fallback", false}, {"ignore_merges", false}};
-  j["added_tokens"] = added;
+  j["added_tokens"] = AddedTokens(*tokens, types);
   j["normalizer"] = nullptr;
   if (*kind == PretokenizerKind::kGpt2) {
     j["pre_tokenizer"] = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}};
@@ -163,26 +249,7 @@ absl::StatusOr<std::unique_ptr<EncoderTokenizer>> EncoderTokenizerFromGguf(const
           {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}}}};
   }
   j["decoder"] = {{"type", "ByteLevel"}};
-  // llama.cpp's add_special: bos before and eos after the text when the file asks.
-  ASSIGN_OR_RETURN(bool add_bos, g.GetBoolOr("tokenizer.ggml.add_bos_token", false));
-  ASSIGN_OR_RETURN(bool add_eos, g.GetBoolOr("tokenizer.ggml.add_eos_token", false));
-  ASSIGN_OR_RETURN(std::string bos, TokenOf(g, *tokens, "bos"));
-  ASSIGN_OR_RETURN(std::string eos, TokenOf(g, *tokens, "eos"));
-  nlohmann::json specials = nlohmann::json::object();
-  nlohmann::json single = nlohmann::json::array(), pair = nlohmann::json::array();
-  for (int type_id : {0, 1}) {
-    nlohmann::json& list = type_id == 0 ? single : pair;
-    if (add_bos && !bos.empty()) list.push_back(SpecialItem(bos, type_id));
-    list.push_back({{"Sequence", {{"id", type_id == 0 ? "A" : "B"}, {"type_id", type_id}}}});
-    if (add_eos && !eos.empty()) list.push_back(SpecialItem(eos, type_id));
-  }
-  for (const std::string& t : {bos, eos}) {
-    if (!t.empty()) specials[t] = {{"id", t}, {"ids", {vocab[t]}}, {"tokens", {t}}};
-  }
-  nlohmann::json both = single;
-  for (const nlohmann::json& item : pair) both.push_back(item);
-  j["post_processor"] = {{"type", "TemplateProcessing"}, {"single", single}, {"pair", both},
-                         {"special_tokens", specials}};
+  ASSIGN_OR_RETURN(j["post_processor"], SpecialTemplate(g, *tokens));
   ASSIGN_OR_RETURN(std::unique_ptr<ByteLevelBpeEncoder> t, ByteLevelBpeEncoder::FromJson(j, g.where()));
   return std::unique_ptr<EncoderTokenizer>(std::move(t));
 }

