@@ -1,7 +1,9 @@
 // A llama.cpp BERT GGUF file (general.architecture "bert": what
-// convert_hf_to_gguf.py writes for BertModel, and ollama's all-minilm,
-// mxbai-embed-large, snowflake-arctic-embed, bge files) read as the Hugging
-// Face BERT it was converted from: the hyper-parameters from the file's
+// convert_hf_to_gguf.py writes for BertModel, DistilBertModel and
+// XLMRobertaModel, and ollama's all-minilm, mxbai-embed-large,
+// snowflake-arctic-embed, bge-m3 files) read as the Hugging Face BERT it
+// was converted from (an XLM-RoBERTa file's position table already cut past
+// the padding id by the converter, so its positions count from 0 as BERT's): the hyper-parameters from the file's
 // bert.* keys, its tensors under Hugging Face's names (token_embd ->
 // embeddings.word_embeddings, blk.N.attn_q -> encoder.layer.N.attention.
 // self.query, ...) so that BertEncoder::Load reads them as it reads a

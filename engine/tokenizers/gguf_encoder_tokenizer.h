@@ -9,7 +9,9 @@
 // does with add_special. Or the file's WordPiece vocabulary
 // (tokenizer.ggml.model "bert": llama.cpp's BERT conversions, ollama's
 // all-minilm and mxbai-embed-large) read as the tokenizer.json it was
-// converted from (gguf_encoder_tokenizer.cc says how).
+// converted from, or its SentencePiece Unigram one ("t5": XLM-RoBERTa
+// conversions, bge-m3, multilingual-e5) read as transformers builds it
+// (gguf_encoder_tokenizer.cc says how).
 #ifndef ATTNSERVE_ENGINE_TOKENIZERS_GGUF_ENCODER_TOKENIZER_H_
 #define ATTNSERVE_ENGINE_TOKENIZERS_GGUF_ENCODER_TOKENIZER_H_
 
@@ -21,8 +23,8 @@
 
 namespace attnserve {
 
-// UNIMPLEMENTED naming the file and the key for a SentencePiece ("llama",
-// "t5") vocabulary or a byte-level BPE pre-tokenizer other than gpt-2,
+// UNIMPLEMENTED naming the file and the key for a SentencePiece BPE
+// ("llama") vocabulary or a byte-level BPE pre-tokenizer other than gpt-2,
 // llama-bpe and qwen2; INVALID_ARGUMENT naming the key for a WordPiece
 // vocabulary without its unknown, cls or separator token.
 absl::StatusOr<std::unique_ptr<EncoderTokenizer>> EncoderTokenizerFromGguf(const GgufFile& gguf);
