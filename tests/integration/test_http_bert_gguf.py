@@ -6,7 +6,8 @@ the directory it came from (minilm_golden.json) and against llama.cpp
 reading the same f16 file (bert_gguf_golden.json), TEI's /tokenize against
 Hugging Face tokenizers (ids and offsets: the file's phantom-space
 vocabulary spelled back), the file held as Q8_0, and what /v1/model_info
-and /metrics say of it."""
+and /metrics say of it; and the tiny BERT, DistilBERT and XLM-RoBERTa
+golden files served."""
 import json
 import sys
 
@@ -97,3 +98,16 @@ def test_q8_0_file_held_as_q8_0(server_factory):
     assert cosines(got, [c["embedding"] for c in CASES]).min() > 0.999
     # The word table's Q8_0 blocks as the file holds them, the projections in Q8_0 panels.
     assert metric(s, 'attnserve_weight_bytes{model="encoder"}') < 30e6
+
+
+@pytest.mark.parametrize("cases,name", [("tiny", "bert_gguf_tiny"), ("distil", "distilbert_gguf_tiny"),
+                                        ("xlmr", "xlmr_gguf_tiny")])
+def test_tiny_files_equal_sentence_transformers(server_factory, cases, name):
+    """The golden files of tools/golden/bert_gguf_golden.py served: a
+    BertModel, a DistilBertModel and an XLMRobertaModel (Unigram
+    vocabulary) as llama.cpp's converter writes them."""
+    golden = json.loads((REPO / "tests/golden/encoder/bert_gguf_golden.json").read_text())[cases]
+    s = server_factory(f"--encoder-model={REPO / 'tests/golden/encoder_models' / (name + '.gguf')}", "--threads=2")
+    got, body = openai_embeddings(s, [c["text"] for c in golden], name)
+    np.testing.assert_allclose(got, np.array([c["embedding"] for c in golden]), atol=1e-4)
+    assert body["usage"]["prompt_tokens"] == sum(len(c["ids"]) for c in golden)
