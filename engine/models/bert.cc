@@ -162,7 +162,9 @@ absl::StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::Load(const Safetensors
   }
   if (!c.labels.empty()) {
     ASSIGN_OR_RETURN(m->classifier_,
-                     ClassifierHead::Load(w, p, c, ClassifierKindOf(c.family)));
+                     ClassifierHead::Load(w, p, c,
+                                          c.roberta_classifier_head ? ClassifierHead::Kind::kRoberta
+                                                                    : ClassifierKindOf(c.family)));
   }
   if (c.masked_lm_head) {
     ASSIGN_OR_RETURN(m->mlm_head_, MlmHead::Load(w, p, c, precision));

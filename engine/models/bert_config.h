@@ -68,6 +68,11 @@ struct BertConfig {
   // "LABEL_<i>", else Hugging Face's default of two). Empty: a plain
   // encoder.
   std::vector<std::string> labels;
+  // The classification head is RobertaClassificationHead (dense, tanh,
+  // out_proj on the first token) whatever the family: a GGUF file's
+  // cls / cls.output, which llama.cpp runs that way for every BERT-family
+  // classifier.
+  bool roberta_classifier_head = false;
   // Load the masked-language-model head (BertForMaskedLM /
   // DistilBertForMaskedLM) for SPLADE pooling; set by the model directory's
   // sentence-transformers SpladePooling module, not by config.json.

@@ -1,5 +1,6 @@
 #include "engine/models/bert_gguf.h"
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -90,6 +91,47 @@ absl::StatusOr<SafetensorsTensor> View(const GgufFile& g, const GgufTensorInfo& 
   return v;
 }
 
+// A sequence classifier's head (a reranker's: bge-reranker-v2-m3's file):
+// cls [D, D] and cls.output [labels, D] with biases, run as
+// RobertaClassificationHead as llama.cpp runs them; the labels from
+// bert.classifier.output_labels (a one-score reranker's file may have none:
+// one label per cls.output row, LABEL_i). A cls.output without cls (a
+// BertForSequenceClassification file: the converter drops BERT's pooler,
+// which the model's scores go through) is refused.
+absl::Status ReadClassifier(const GgufFile& g,
+                            const std::function<absl::Status(const std::string&, const std::string&, bool)>& add,
+                            BertConfig& c) {
+  const GgufTensorInfo* out = g.FindTensor("cls.output.weight");
+  if (out == nullptr) return absl::OkStatus();
+  if (g.FindTensor("cls.weight") == nullptr) {
+    return absl::UnimplementedError(absl::StrCat(
+        g.where(), ": tensor 'cls.output.weight' without 'cls.weight': a BERT classifier converted without its "
+                   "pooler (llama.cpp's converter drops it), whose scores cannot be the model's"));
+  }
+  if (out->shape.size() != 2 || out->shape[1] != c.hidden_size || out->shape[0] < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(g.where(), ": tensor 'cls.output.weight' has shape ",
+                                                   ShapeString(out->shape), "; bert.embedding_length is ",
+                                                   c.hidden_size));
+  }
+  for (const char* suffix : {".weight", ".bias"}) {
+    RETURN_IF_ERROR(add(absl::StrCat("cls", suffix), absl::StrCat("classifier.dense", suffix), true));
+    RETURN_IF_ERROR(add(absl::StrCat("cls.output", suffix), absl::StrCat("classifier.out_proj", suffix), true));
+  }
+  if (g.Find("bert.classifier.output_labels") != nullptr) {
+    ASSIGN_OR_RETURN(const std::vector<std::string>* labels, g.GetStringArray("bert.classifier.output_labels"));
+    c.labels = *labels;
+  } else {
+    for (int64_t i = 0; i < out->shape[0]; ++i) c.labels.push_back(absl::StrCat("LABEL_", i));
+  }
+  if (static_cast<int64_t>(c.labels.size()) != out->shape[0]) {
+    return absl::InvalidArgumentError(absl::StrCat(g.where(), ": bert.classifier.output_labels names ",
+                                                   c.labels.size(), " labels but cls.output.weight has ",
+                                                   out->shape[0], " rows"));
+  }
+  c.roberta_classifier_head = true;
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<BertGguf> ReadBertGguf(std::shared_ptr<const GgufFile> gguf) {
@@ -125,7 +167,8 @@ absl::StatusOr<BertGguf> ReadBertGguf(std::shared_ptr<const GgufFile> gguf) {
   auto owner = std::make_shared<GgufTensorOwner>();
   owner->gguf = gguf;
   std::vector<SafetensorsTensor> views;
-  auto add = [&](const std::string& gguf_name, const std::string& hf_name, bool required) -> absl::Status {
+  std::function<absl::Status(const std::string&, const std::string&, bool)> add =
+      [&](const std::string& gguf_name, const std::string& hf_name, bool required) -> absl::Status {
     const GgufTensorInfo* t = g.FindTensor(gguf_name);
     if (t == nullptr) {
       if (!required) return absl::OkStatus();
@@ -144,6 +187,7 @@ absl::StatusOr<BertGguf> ReadBertGguf(std::shared_ptr<const GgufFile> gguf) {
       }
     }
   }
+  RETURN_IF_ERROR(ReadClassifier(g, add, c));
   ASSIGN_OR_RETURN(c.vocab_size, TableRows(g, *g.FindTensor("token_embd.weight"), c.hidden_size));
   ASSIGN_OR_RETURN(c.max_positions, TableRows(g, *g.FindTensor("position_embd.weight"), c.hidden_size));
   if (const GgufTensorInfo* types = g.FindTensor("token_types.weight")) {

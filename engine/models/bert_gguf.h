@@ -7,7 +7,10 @@
 // bert.* keys, its tensors under Hugging Face's names (token_embd ->
 // embeddings.word_embeddings, blk.N.attn_q -> encoder.layer.N.attention.
 // self.query, ...) so that BertEncoder::Load reads them as it reads a
-// safetensors checkpoint. F32 / F16 / BF16 / Q8_0 tensors are read from the
+// safetensors checkpoint. A file with a classification head (cls and
+// cls.output: an XLM-RoBERTa reranker's, bge-reranker-v2-m3) is a
+// cross-encoder whose head runs as RobertaClassificationHead, as llama.cpp
+// runs it. F32 / F16 / BF16 / Q8_0 tensors are read from the
 // mapping where they lie; other block types are dequantised to f32 at load.
 #ifndef ATTNSERVE_ENGINE_MODELS_BERT_GGUF_H_
 #define ATTNSERVE_ENGINE_MODELS_BERT_GGUF_H_
@@ -29,7 +32,8 @@ struct BertGguf {
 
 // INVALID_ARGUMENT naming the file and the key or tensor for a missing or
 // inconsistent hyper-parameter, a causal file, a tensor of the wrong shape;
-// UNIMPLEMENTED for a fused attn_qkv (jina-style) layer.
+// UNIMPLEMENTED for a fused attn_qkv (jina-style) layer or a classifier
+// without its pooler.
 absl::StatusOr<BertGguf> ReadBertGguf(std::shared_ptr<const GgufFile> gguf);
 
 }  // namespace attnserve

@@ -225,6 +225,12 @@ absl::StatusOr<std::unique_ptr<EncoderModel>> EncoderModel::LoadGguf(const std::
   // llama.cpp's <arch>.pooling_type: 1 mean, 2 cls, 3 last; a decoder's
   // file without one (or "none") is pooled at its last token, as causal
   // embedders are.
+  if (!m->description_.labels.empty()) {
+    // A cross-encoder / classifier (a reranker's file): scored by its head,
+    // whatever pooling the file names (a reranker's is 4, rank).
+    m->default_normalize_ = false;
+    return m;
+  }
   const std::string pooling_key = absl::StrCat(arch, ".pooling_type");
   ASSIGN_OR_RETURN(int64_t pooling, g->GetIntOr(pooling_key, pooling_fallback));
   if (pooling == 0) pooling = pooling_fallback;

@@ -20,8 +20,8 @@
 namespace attnserve {
 namespace {
 
-nlohmann::json SpecialItem(const std::string& token, int type_id) {
-  return {{"SpecialToken", {{"id", token}, {"type_id", type_id}}}};
+nlohmann::json SpecialItem(const std::string& token) {
+  return {{"SpecialToken", {{"id", token}, {"type_id", 0}}}};
 }
 
 // tokenizer.ggml.<key>_token_id as a token string, or "" when absent or out of range.
@@ -121,29 +121,33 @@ absl::StatusOr<std::unique_ptr<EncoderTokenizer>> WordPieceFromGguf(const GgufFi
 }
 
 // The post-processor llama.cpp's add_special gives: bos before and eos
-// after the text when the file asks (a pair: A's tokens, then B's the same
-// way; pairs are a reranker's, which the GGUF loaders refuse).
+// after the text when the file asks; a pair (a reranker's query and
+// document) as llama.cpp's server formats one: [bos] A [eos] [sep] B [eos]
+// (XLM-R: <s> A </s></s> B </s>, transformers' own pair template), every
+// token of type 0 (llama.cpp adds token-type row 0 to every token; XLM-R
+// has no other row).
 absl::StatusOr<nlohmann::json> SpecialTemplate(const GgufFile& g, const std::vector<std::string>& tokens) {
   ASSIGN_OR_RETURN(bool add_bos, g.GetBoolOr("tokenizer.ggml.add_bos_token", false));
   ASSIGN_OR_RETURN(bool add_eos, g.GetBoolOr("tokenizer.ggml.add_eos_token", false));
+  ASSIGN_OR_RETURN(bool add_sep, g.GetBoolOr("tokenizer.ggml.add_sep_token", false));
   ASSIGN_OR_RETURN(std::string bos, TokenOf(g, tokens, "bos"));
   ASSIGN_OR_RETURN(std::string eos, TokenOf(g, tokens, "eos"));
+  ASSIGN_OR_RETURN(std::string sep, TokenOf(g, tokens, "seperator"));
+  nlohmann::json single = nlohmann::json::array();
+  if (add_bos && !bos.empty()) single.push_back(SpecialItem(bos));
+  single.push_back({{"Sequence", {{"id", "A"}, {"type_id", 0}}}});
+  if (add_eos && !eos.empty()) single.push_back(SpecialItem(eos));
+  nlohmann::json pair = single;
+  if (add_sep && !sep.empty()) pair.push_back(SpecialItem(sep));
+  pair.push_back({{"Sequence", {{"id", "B"}, {"type_id", 0}}}});
+  if (add_eos && !eos.empty()) pair.push_back(SpecialItem(eos));
   nlohmann::json specials = nlohmann::json::object();
-  nlohmann::json single = nlohmann::json::array(), pair = nlohmann::json::array();
-  for (int type_id : {0, 1}) {
-    nlohmann::json& list = type_id == 0 ? single : pair;
-    if (add_bos && !bos.empty()) list.push_back(SpecialItem(bos, type_id));
-    list.push_back({{"Sequence", {{"id", type_id == 0 ? "A" : "B"}, {"type_id", type_id}}}});
-    if (add_eos && !eos.empty()) list.push_back(SpecialItem(eos, type_id));
-  }
-  for (const std::string& t : {bos, eos}) {
+  for (const std::string& t : {bos, eos, sep}) {
     if (t.empty()) continue;
     const auto it = std::find(tokens.begin(), tokens.end(), t);
     specials[t] = {{"id", t}, {"ids", {it - tokens.begin()}}, {"tokens", {t}}};
   }
-  nlohmann::json both = single;
-  for (const nlohmann::json& item : pair) both.push_back(item);
-  return nlohmann::json{{"type", "TemplateProcessing"}, {"single", single}, {"pair", both},
+  return nlohmann::json{{"type", "TemplateProcessing"}, {"single", single}, {"pair", pair},
                         {"special_tokens", specials}};
 }
 

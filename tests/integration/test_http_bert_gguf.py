@@ -7,7 +7,7 @@ reading the same f16 file (bert_gguf_golden.json), TEI's /tokenize against
 Hugging Face tokenizers (ids and offsets: the file's phantom-space
 vocabulary spelled back), the file held as Q8_0, and what /v1/model_info
 and /metrics say of it; and the tiny BERT, DistilBERT and XLM-RoBERTa
-golden files served."""
+golden files served, and an XLM-RoBERTa reranker's file behind /rerank."""
 import json
 import sys
 
@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 import tokenizers
 
-from conftest import REPO, ServerProcess, loaded_model_info, metric, openai_embeddings, post_json, tei_tokens_reference
+from conftest import (REPO, RERANK_DOCS, RERANK_QUERY, ServerProcess, assert_rerank_equals_cross_encoder,
+                      loaded_model_info, metric, openai_embeddings, post_json, tei_tokens_reference)
 
 sys.path.insert(0, str(REPO / "tools/golden"))
 from gguf_bert_writer import write_bert_gguf  # noqa: E402
@@ -111,3 +112,15 @@ def test_tiny_files_equal_sentence_transformers(server_factory, cases, name):
     got, body = openai_embeddings(s, [c["text"] for c in golden], name)
     np.testing.assert_allclose(got, np.array([c["embedding"] for c in golden]), atol=1e-4)
     assert body["usage"]["prompt_tokens"] == sum(len(c["ids"]) for c in golden)
+
+
+def test_reranker_file_equals_cross_encoder(server_factory):
+    """An XLM-RoBERTa reranker (bge-reranker-v2-m3's kind) as llama.cpp's
+    converter writes it: TEI's /rerank against sentence-transformers'
+    CrossEncoder on the directory it came from; embeddings refused."""
+    s = server_factory(f"--encoder-model={REPO / 'tests/golden/encoder_models/xlmr_reranker_gguf_tiny.gguf'}",
+                       "--threads=2")
+    assert_rerank_equals_cross_encoder(s, REPO / "tests/golden/encoder_models/xlmr_reranker_tiny", RERANK_QUERY,
+                                       RERANK_DOCS, truncate=True)
+    status, body = post_json(s, "/embed", {"inputs": "x"})
+    assert status == 400, body

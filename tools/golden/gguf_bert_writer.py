@@ -9,6 +9,12 @@ names gguf-py's TensorNameMap gives them; the pooler, position ids and heads
 dropped; biases, norms, the position and token-type tables kept f32 (as the
 converter keeps them), the other matrices in the file type asked for.
 
+A sequence classifier (a reranker: XLMRobertaForSequenceClassification,
+bge-reranker's kind) keeps its head as the converter does: classifier.dense
+-> cls, classifier.out_proj -> cls.output, its labels in
+bert.classifier.output_labels; BERT's pooler is dropped, as the converter
+drops it.
+
 Used by tools/golden/bert_gguf_golden.py (the tiny golden file) and by
 tests/integration/test_http_bert_gguf.py (all-MiniLM-L6-v2, converted at test
 time: the real model, never fetched from a hub). Ollama's all-minilm,
@@ -91,13 +97,20 @@ def add_unigram_vocabulary(w, model_dir, vocab_size):
     norm = tj["normalizer"]
     parts = norm["normalizers"] if norm["type"] == "Sequence" else [norm]
     charsmap = b"".join(base64.b64decode(p["precompiled_charsmap"]) for p in parts if p["type"] == "Precompiled")
-    extra_ws = any(p["type"] == "Replace" and p["pattern"].get("Regex") == " {2,}" for p in parts)
+    pre = tj["pre_tokenizer"]
+    pre_parts = pre["pretokenizers"] if pre["type"] == "Sequence" else [pre]
+    # SentencePiece's remove_extra_whitespaces, as tokenizer.json spells it:
+    # Replace(" {2,}") (transformers 4's converter) or a WhitespaceSplit
+    # before the Metaspace (transformers 5's).
+    extra_ws = any(p["type"] == "Replace" and p["pattern"].get("Regex") == " {2,}" for p in parts) or \
+        any(p["type"] == "WhitespaceSplit" for p in pre_parts)
+    metaspace = next(p for p in pre_parts if p["type"] == "Metaspace")
     w.add_tokenizer_model("t5")
     w.add_tokenizer_pre("default")
     w.add_token_list(tokens)
     w.add_token_scores(scores)
     w.add_token_types(types)
-    w.add_add_space_prefix(tj["pre_tokenizer"].get("prepend_scheme", "always") != "never")
+    w.add_add_space_prefix(metaspace.get("prepend_scheme", "always") != "never")
     w.add_remove_extra_whitespaces(extra_ws)
     if charsmap:
         w.add_precompiled_charsmap(charsmap)
@@ -165,6 +178,14 @@ def write_bert_gguf(model_dir, out, ftype="f16", name=None):
     pooling = pooling_type(model_dir)
     if pooling is not None:
         w.add_pooling_type(pooling)
+    # BertModel.__init__: a sequence classifier's labels, unless they are
+    # AutoConfig's two dummies.
+    labels = cfg.get("id2label") if any(a.endswith("ForSequenceClassification")
+                                        for a in cfg.get("architectures", [])) else None
+    if labels and len(labels) == 2 and labels.get("0") == "LABEL_0":
+        labels = None
+    if labels:
+        w.add_classifier_output_labels([v for _, v in sorted(labels.items(), key=lambda kv: int(kv[0]))])
 
     w.add_token_type_count(cfg.get("type_vocab_size", 1))
     if position_offset:
@@ -184,8 +205,14 @@ def write_bert_gguf(model_dir, out, ftype="f16", name=None):
         for prefix in ("bert.", "distilbert.", "roberta."):
             short = short[len(prefix):] if short.startswith(prefix) else short
         if short in ("embeddings.position_ids", "pooler.dense.weight", "pooler.dense.bias") or \
-                short.startswith(("cls.", "classifier", "vocab_", "pre_classifier")):
+                short.startswith(("cls.", "vocab_", "pre_classifier")):
             continue
+        if short.startswith("classifier"):
+            if not labels:
+                continue
+            # BertModel.modify_tensors: BERT's single classifier layer is the out projection.
+            short = {"classifier.weight": "classifier.out_proj.weight",
+                     "classifier.bias": "classifier.out_proj.bias"}.get(short, short)
         new_name = names.get_name(short, try_suffixes=(".weight", ".bias"))
         if new_name is None:
             raise ValueError(f"{model_dir}: tensor {hf_name} has no GGUF name")

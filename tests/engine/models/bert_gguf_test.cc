@@ -117,8 +117,9 @@ TEST(BertGgufTest, Q8_0StorageStaysCloseAndIsSmaller) {
 // entries, `extra` adds more; saved under the test's temporary directory.
 std::string RewrittenGguf(const std::string& name, const std::function<bool(const std::string&)>& keep_key,
                           const std::function<bool(const std::string&)>& keep_tensor,
-                          const std::function<void(testing::GgufTestWriter&)>& extra) {
-  auto src = GgufFile::Open(TinyGguf());
+                          const std::function<void(testing::GgufTestWriter&)>& extra,
+                          const std::string& source = TinyGguf()) {
+  auto src = GgufFile::Open(source);
   EXPECT_TRUE(src.ok()) << src.status();
   testing::GgufTestWriter w;
   for (const auto& [key, v] : (*src)->metadata()) {
@@ -236,6 +237,50 @@ TEST(BertGgufTest, PoolingComesFromTheFile) {
   nlohmann::json cases = Golden()["tiny"];
   for (nlohmann::json& c : cases) c["embedding"] = c["cls_embedding"];
   testing_util::ExpectGoldenEmbeddings(**cls, cases, 1e-4);
+}
+
+TEST(BertGgufTest, ARerankerFileScoresAsTransformersAndLlamaCpp) {
+  ASSERT_FALSE(Golden().is_null());
+  auto model = EncoderModel::Load(testing_util::GoldenEncoderModelDir("xlmr_reranker_gguf_tiny.gguf"), {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_THAT((*model)->description().labels, ElementsAreArray({"LABEL_0"}));
+  EXPECT_FALSE((*model)->default_normalize());
+  const nlohmann::json& cases = Golden()["reranker"];
+  ASSERT_GE(cases.size(), 5u);
+  // Pairs as transformers encodes them (<s> q </s></s> d </s>), logits through
+  // RobertaClassificationHead.
+  testing_util::ExpectGoldenLogits(**model, cases, 1e-4);
+  int compared = 0;
+  for (const nlohmann::json& c : cases) {
+    if (c["llama_cpp_score"].is_null()) continue;
+    EncoderInput in;
+    in.text = c["text"].get<std::string>();
+    in.text_pair = c["text_pair"].get<std::string>();
+    auto out = (*model)->Encode({&in, 1}, {});
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_THAT((*out)[0].token_ids, ElementsAreArray(c["llama_cpp_ids"].get<std::vector<int32_t>>()));
+    ASSERT_EQ((*out)[0].logits.size(), 1u);
+    EXPECT_NEAR((*out)[0].logits[0], c["llama_cpp_score"].get<double>(), 5e-3);  // llama.cpp: tanh GELU
+    ++compared;
+  }
+  EXPECT_GE(compared, 4);
+}
+
+TEST(BertGgufTest, AClassifierWithoutItsPoolerIsRefused) {
+  const std::string reranker = testing_util::GoldenEncoderModelDir("xlmr_reranker_gguf_tiny.gguf");
+  auto m = EncoderModel::Load(
+      RewrittenGguf("no_pooler", All, [](const std::string& t) { return t != "cls.weight" && t != "cls.bias"; },
+                    Nothing, reranker),
+      {});
+  ASSERT_FALSE(m.ok());
+  EXPECT_THAT(m.status().message(), HasSubstr("'cls.output.weight' without 'cls.weight'"));
+  auto labels = EncoderModel::Load(
+      RewrittenGguf("three_labels", [](const std::string& k) { return k != "bert.classifier.output_labels"; }, All,
+                    [](testing::GgufTestWriter& w) { w.KvStrArray("bert.classifier.output_labels", {"a", "b", "c"}); },
+                    reranker),
+      {});
+  ASSERT_FALSE(labels.ok());
+  EXPECT_THAT(labels.status().message(), HasSubstr("names 3 labels but cls.output.weight has 1 rows"));
 }
 
 }  // namespace
