@@ -1,6 +1,5 @@
 #include "engine/models/bert_gguf.h"
 
-#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,13 +38,6 @@ constexpr ModelTensor kModelTensors[] = {
     {"token_embd_norm.bias", "embeddings.LayerNorm.bias", true},
 };
 
-// What the archive's views need alive: the file, and the f32 expansions of
-// its block-quantised (other than Q8_0) tensors.
-struct GgufTensorOwner {
-  std::shared_ptr<const GgufFile> gguf;
-  std::vector<Tensor> expanded;
-};
-
 absl::StatusOr<int> PositiveKey(const GgufFile& g, const std::string& key) {
   ASSIGN_OR_RETURN(int64_t v, g.GetInt(key));
   if (v < 1 || v > (int64_t{1} << 24)) {
@@ -64,32 +56,63 @@ absl::StatusOr<int> TableRows(const GgufFile& g, const GgufTensorInfo& t, int wi
   return static_cast<int>(t.shape[0]);
 }
 
-// One GGUF tensor as a view under `hf_name`.
-absl::StatusOr<SafetensorsTensor> View(const GgufFile& g, const GgufTensorInfo& t, const std::string& hf_name,
-                                       GgufTensorOwner& owner) {
-  SafetensorsTensor v;
-  v.name = hf_name;
-  v.shape = t.shape;
-  v.file = g.where();
-  v.dtype_name = GgmlTypeName(t.type);
-  switch (t.type) {
-    case GgmlType::kF32: v.dtype = DType::kF32; break;
-    case GgmlType::kF16: v.dtype = DType::kF16; break;
-    case GgmlType::kBF16: v.dtype = DType::kBF16; break;
-    case GgmlType::kQ8_0: v.dtype = DType::kQ8_0; break;
-    default: break;
+// The file's tensors gathered as views under Hugging Face names, into the
+// archive BertEncoder::Load reads. F32 / F16 / BF16 / Q8_0 tensors are
+// viewed where they lie in the mapping; other block types are dequantised
+// to f32 here and kept with the file by the archive.
+class HfViews {
+ public:
+  explicit HfViews(std::shared_ptr<const GgufFile> gguf) : owner_(std::make_shared<Owner>()) {
+    owner_->gguf = std::move(gguf);
   }
-  if (v.dtype.has_value()) {
-    v.data = t.data;
-    return v;
+
+  // INVALID_ARGUMENT naming the tensor when a `required` one is missing.
+  absl::Status Add(const std::string& gguf_name, const std::string& hf_name, bool required) {
+    const GgufFile& g = *owner_->gguf;
+    const GgufTensorInfo* t = g.FindTensor(gguf_name);
+    if (t == nullptr) {
+      if (!required) return absl::OkStatus();
+      return absl::InvalidArgumentError(absl::StrCat(g.where(), ": tensor '", gguf_name, "' is missing"));
+    }
+    SafetensorsTensor v;
+    v.name = hf_name;
+    v.shape = t->shape;
+    v.file = g.where();
+    v.dtype_name = GgmlTypeName(t->type);
+    switch (t->type) {
+      case GgmlType::kF32: v.dtype = DType::kF32; break;
+      case GgmlType::kF16: v.dtype = DType::kF16; break;
+      case GgmlType::kBF16: v.dtype = DType::kBF16; break;
+      case GgmlType::kQ8_0: v.dtype = DType::kQ8_0; break;
+      default: break;
+    }
+    if (v.dtype.has_value()) {
+      v.data = t->data;
+    } else {
+      // LoadTensor names the type when it cannot be dequantised.
+      ASSIGN_OR_RETURN(Tensor f32, g.LoadTensor(t->name, DType::kF32));
+      v.dtype = DType::kF32;
+      v.data = absl::Span<const std::byte>(static_cast<const std::byte*>(f32.raw()), f32.bytes());
+      owner_->expanded.push_back(std::move(f32));
+    }
+    views_.push_back(std::move(v));
+    return absl::OkStatus();
   }
-  // LoadTensor names the type when it cannot be dequantised.
-  ASSIGN_OR_RETURN(Tensor f32, g.LoadTensor(t.name, DType::kF32));
-  v.dtype = DType::kF32;
-  v.data = absl::Span<const std::byte>(static_cast<const std::byte*>(f32.raw()), f32.bytes());
-  owner.expanded.push_back(std::move(f32));
-  return v;
-}
+
+  absl::StatusOr<std::unique_ptr<SafetensorsArchive>> Finish() && {
+    const std::string where = owner_->gguf->where();
+    return SafetensorsArchive::FromTensors(where, std::move(views_), std::move(owner_));
+  }
+
+ private:
+  // What the views need alive: the file and the expansions.
+  struct Owner {
+    std::shared_ptr<const GgufFile> gguf;
+    std::vector<Tensor> expanded;
+  };
+  std::shared_ptr<Owner> owner_;
+  std::vector<SafetensorsTensor> views_;
+};
 
 // A sequence classifier's head (a reranker's: bge-reranker-v2-m3's file):
 // cls [D, D] and cls.output [labels, D] with biases, run as
@@ -98,9 +121,7 @@ absl::StatusOr<SafetensorsTensor> View(const GgufFile& g, const GgufTensorInfo& 
 // one label per cls.output row, LABEL_i). A cls.output without cls (a
 // BertForSequenceClassification file: the converter drops BERT's pooler,
 // which the model's scores go through) is refused.
-absl::Status ReadClassifier(const GgufFile& g,
-                            const std::function<absl::Status(const std::string&, const std::string&, bool)>& add,
-                            BertConfig& c) {
+absl::Status ReadClassifier(const GgufFile& g, HfViews& views, BertConfig& c) {
   const GgufTensorInfo* out = g.FindTensor("cls.output.weight");
   if (out == nullptr) return absl::OkStatus();
   if (g.FindTensor("cls.weight") == nullptr) {
@@ -114,8 +135,9 @@ absl::Status ReadClassifier(const GgufFile& g,
                                                    c.hidden_size));
   }
   for (const char* suffix : {".weight", ".bias"}) {
-    RETURN_IF_ERROR(add(absl::StrCat("cls", suffix), absl::StrCat("classifier.dense", suffix), true));
-    RETURN_IF_ERROR(add(absl::StrCat("cls.output", suffix), absl::StrCat("classifier.out_proj", suffix), true));
+    RETURN_IF_ERROR(views.Add(absl::StrCat("cls", suffix), absl::StrCat("classifier.dense", suffix), true));
+    RETURN_IF_ERROR(
+        views.Add(absl::StrCat("cls.output", suffix), absl::StrCat("classifier.out_proj", suffix), true));
   }
   if (g.Find("bert.classifier.output_labels") != nullptr) {
     ASSIGN_OR_RETURN(const std::vector<std::string>* labels, g.GetStringArray("bert.classifier.output_labels"));
@@ -164,30 +186,17 @@ absl::StatusOr<BertGguf> ReadBertGguf(std::shared_ptr<const GgufFile> gguf) {
                    "BERT loader reads attn_q, attn_k and attn_v"));
   }
 
-  auto owner = std::make_shared<GgufTensorOwner>();
-  owner->gguf = gguf;
-  std::vector<SafetensorsTensor> views;
-  std::function<absl::Status(const std::string&, const std::string&, bool)> add =
-      [&](const std::string& gguf_name, const std::string& hf_name, bool required) -> absl::Status {
-    const GgufTensorInfo* t = g.FindTensor(gguf_name);
-    if (t == nullptr) {
-      if (!required) return absl::OkStatus();
-      return absl::InvalidArgumentError(absl::StrCat(g.where(), ": tensor '", gguf_name, "' is missing"));
-    }
-    ASSIGN_OR_RETURN(SafetensorsTensor v, View(g, *t, hf_name, *owner));
-    views.push_back(std::move(v));
-    return absl::OkStatus();
-  };
-  for (const ModelTensor& t : kModelTensors) RETURN_IF_ERROR(add(t.gguf, t.hf, t.required));
+  HfViews views(gguf);
+  for (const ModelTensor& t : kModelTensors) RETURN_IF_ERROR(views.Add(t.gguf, t.hf, t.required));
   for (int i = 0; i < c.num_layers; ++i) {
     for (const auto& [gguf_name, hf_name] : kLayerTensors) {
       for (const char* suffix : {".weight", ".bias"}) {
-        RETURN_IF_ERROR(add(absl::StrCat("blk.", i, ".", gguf_name, suffix),
-                            absl::StrCat("encoder.layer.", i, ".", hf_name, suffix), true));
+        RETURN_IF_ERROR(views.Add(absl::StrCat("blk.", i, ".", gguf_name, suffix),
+                                  absl::StrCat("encoder.layer.", i, ".", hf_name, suffix), true));
       }
     }
   }
-  RETURN_IF_ERROR(ReadClassifier(g, add, c));
+  RETURN_IF_ERROR(ReadClassifier(g, views, c));
   ASSIGN_OR_RETURN(c.vocab_size, TableRows(g, *g.FindTensor("token_embd.weight"), c.hidden_size));
   ASSIGN_OR_RETURN(c.max_positions, TableRows(g, *g.FindTensor("position_embd.weight"), c.hidden_size));
   if (const GgufTensorInfo* types = g.FindTensor("token_types.weight")) {
@@ -195,7 +204,7 @@ absl::StatusOr<BertGguf> ReadBertGguf(std::shared_ptr<const GgufFile> gguf) {
   } else {
     c.type_vocab_size = 0;
   }
-  ASSIGN_OR_RETURN(out.weights, SafetensorsArchive::FromTensors(g.where(), std::move(views), std::move(owner)));
+  ASSIGN_OR_RETURN(out.weights, std::move(views).Finish());
   return out;
 }
 
