@@ -12,6 +12,7 @@
 #include "engine/core/status_macros.h"
 #include "engine/formats/decoder_weights.h"
 #include "engine/models/bert_kernels.h"
+#include "engine/ops/activation.h"
 
 namespace attnserve {
 namespace {
@@ -30,12 +31,28 @@ std::string DetectPrefix(const SafetensorsArchive& w, EncoderFamily family) {
   return "";
 }
 
+// `bias` false: the projection has none (Nomic BERT's).
 absl::StatusOr<Linear> LoadLinear(const SafetensorsArchive& w, const std::string& name, int64_t out, int64_t in,
-                                  DType storage, MatmulPrecision precision,
-                                  Activation act = Activation::kNone) {
+                                  DType storage, MatmulPrecision precision, Activation act = Activation::kNone,
+                                  bool bias = true) {
   ASSIGN_OR_RETURN(Tensor weight, w.LoadWithShape(name + ".weight", {out, in}, DType::kF32));
-  ASSIGN_OR_RETURN(Tensor bias, w.LoadWithShape(name + ".bias", {out}, DType::kF32));
-  return Linear::Create(weight, &bias, storage, act, Linear::Kernel::kAuto, precision);
+  Tensor b;
+  if (bias) {
+    ASSIGN_OR_RETURN(b, w.LoadWithShape(name + ".bias", {out}, DType::kF32));
+  }
+  return Linear::Create(weight, bias ? &b : nullptr, storage, act, Linear::Kernel::kAuto, precision);
+}
+
+// SwiGLU's up and gate projections as one [2I, D] GEMM: up's rows, then
+// gate's (no biases).
+absl::StatusOr<Linear> LoadUpGate(const SafetensorsArchive& w, const std::string& up, const std::string& gate,
+                                  int64_t inter, int64_t d, DType storage, MatmulPrecision precision) {
+  Tensor weight = Tensor::Empty({2 * inter, d});
+  ASSIGN_OR_RETURN(Tensor u, w.LoadWithShape(up + ".weight", {inter, d}, DType::kF32));
+  ASSIGN_OR_RETURN(Tensor g, w.LoadWithShape(gate + ".weight", {inter, d}, DType::kF32));
+  std::memcpy(weight.f32(), u.f32(), u.bytes());
+  std::memcpy(weight.f32() + inter * d, g.f32(), g.bytes());
+  return Linear::Create(weight, nullptr, storage, Activation::kNone, Linear::Kernel::kAuto, precision);
 }
 
 // Where a layer's tensors are, under `<prefix><layers><i>.`: BERT's
@@ -87,19 +104,22 @@ ClassifierHead::Kind ClassifierKindOf(EncoderFamily family) {
 
 // Q, K and V projections concatenated into one [3D, D] GEMM.
 absl::StatusOr<Linear> LoadQkv(const SafetensorsArchive& w, const std::string& prefix, const LayerNames& names,
-                               int64_t d, DType storage, MatmulPrecision precision) {
+                               int64_t d, DType storage, MatmulPrecision precision, bool has_bias) {
   Tensor weight = Tensor::Empty({3 * d, d});
   Tensor bias = Tensor::Empty({3 * d});
   int part = 0;
   for (const char* name : {names.q, names.k, names.v}) {
     const std::string base = absl::StrCat(prefix, name);
     ASSIGN_OR_RETURN(Tensor pw, w.LoadWithShape(base + ".weight", {d, d}, DType::kF32));
-    ASSIGN_OR_RETURN(Tensor pb, w.LoadWithShape(base + ".bias", {d}, DType::kF32));
     std::memcpy(weight.f32() + part * d * d, pw.f32(), pw.bytes());
-    std::memcpy(bias.f32() + part * d, pb.f32(), pb.bytes());
+    if (has_bias) {
+      ASSIGN_OR_RETURN(Tensor pb, w.LoadWithShape(base + ".bias", {d}, DType::kF32));
+      std::memcpy(bias.f32() + part * d, pb.f32(), pb.bytes());
+    }
     ++part;
   }
-  return Linear::Create(weight, &bias, storage, Activation::kNone, Linear::Kernel::kAuto, precision);
+  return Linear::Create(weight, has_bias ? &bias : nullptr, storage, Activation::kNone, Linear::Kernel::kAuto,
+                        precision);
 }
 
 }  // namespace
@@ -131,8 +151,12 @@ absl::StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::Load(const Safetensors
   }
   ASSIGN_OR_RETURN(m->word_,
                    w.LoadWithShape(p + "embeddings.word_embeddings.weight", {c.vocab_size, d}, word_table));
-  ASSIGN_OR_RETURN(m->position_,
-                   w.LoadWithShape(p + "embeddings.position_embeddings.weight", {c.max_positions, d}, table));
+  if (c.rotary_theta > 0) {
+    RETURN_IF_ERROR(m->LoadRotary());
+  } else {
+    ASSIGN_OR_RETURN(m->position_,
+                     w.LoadWithShape(p + "embeddings.position_embeddings.weight", {c.max_positions, d}, table));
+  }
   if (c.type_vocab_size > 0) {
     ASSIGN_OR_RETURN(m->token_type_,
                      w.LoadWithShape(p + "embeddings.token_type_embeddings.weight", {c.type_vocab_size, d}, table));
@@ -148,11 +172,15 @@ absl::StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::Load(const Safetensors
   m->layers_.reserve(c.num_layers);
   for (int i = 0; i < c.num_layers; ++i) {
     const std::string lp = absl::StrCat(p, names.layers, i, ".");
-    ASSIGN_OR_RETURN(Linear qkv, LoadQkv(w, lp, names, d, storage, precision));
-    ASSIGN_OR_RETURN(Linear out, LoadLinear(w, lp + names.out, d, d, storage, precision));
-    ASSIGN_OR_RETURN(Linear ff1, LoadLinear(w, lp + names.ff1, c.intermediate_size, d, storage, precision,
-                                            Activation::kGeluErf));
-    ASSIGN_OR_RETURN(Linear ff2, LoadLinear(w, lp + names.ff2, d, c.intermediate_size, storage, precision));
+    const bool bias = c.projection_bias;
+    ASSIGN_OR_RETURN(Linear qkv, LoadQkv(w, lp, names, d, storage, precision, bias));
+    ASSIGN_OR_RETURN(Linear out, LoadLinear(w, lp + names.out, d, d, storage, precision, Activation::kNone, bias));
+    ASSIGN_OR_RETURN(Linear ff1, c.swiglu ? LoadUpGate(w, lp + names.ff1, lp + "intermediate.gate",
+                                                       c.intermediate_size, d, storage, precision)
+                                          : LoadLinear(w, lp + names.ff1, c.intermediate_size, d, storage, precision,
+                                                       Activation::kGeluErf, bias));
+    ASSIGN_OR_RETURN(Linear ff2, LoadLinear(w, lp + names.ff2, d, c.intermediate_size, storage, precision,
+                                            Activation::kNone, bias));
     ASSIGN_OR_RETURN(Tensor ln1_g, w.LoadWithShape(absl::StrCat(lp, names.norm1, ".weight"), {d}, DType::kF32));
     ASSIGN_OR_RETURN(Tensor ln1_b, w.LoadWithShape(absl::StrCat(lp, names.norm1, ".bias"), {d}, DType::kF32));
     ASSIGN_OR_RETURN(Tensor ln2_g, w.LoadWithShape(absl::StrCat(lp, names.norm2, ".weight"), {d}, DType::kF32));
@@ -276,7 +304,7 @@ absl::StatusOr<std::unique_ptr<BertForwardJob>> BertEncoder::Begin(absl::Span<co
   job->qkv_ = Tensor::Empty({total, 3 * d});
   job->ctx_ = Tensor::Empty({total, d});
   job->tmp_ = Tensor::Empty({total, d});
-  if (config_.family == EncoderFamily::kModernBert) {
+  if (config_.family == EncoderFamily::kModernBert || config_.swiglu) {
     job->ff_ = Tensor::Empty({total, 2 * int64_t{config_.intermediate_size}});
     job->glu_ = Tensor::Empty({total, config_.intermediate_size});
   } else {
@@ -377,7 +405,8 @@ void BertForwardJob::Embed() {
         position = token_ids_[t] == pad ? pad : pad + ++counted;
       }
       bert_internal::AddRow(model_->word_, token_ids_[t], row, /*first=*/true);
-      bert_internal::AddRow(model_->position_, position, row, false);
+      // A rotary BERT has no position table: its layers rotate Q and K.
+      if (!model_->position_.empty()) bert_internal::AddRow(model_->position_, position, row, false);
       if (!model_->token_type_.empty()) {
         bert_internal::AddRow(model_->token_type_, type_ids_.empty() ? 0 : type_ids_[t], row, false);
       }
@@ -428,6 +457,20 @@ absl::Status BertForwardJob::AttentionBlock(int li) {
   const BertEncoder::Layer& layer = model_->layers_[li];
   float* xp = x_.f32();
   RETURN_IF_ERROR(layer.qkv.Forward(xp, total_, qkv_.f32()));
+  if (model_->rope_.has_value()) {
+    // Rotary BERT: queries and keys rotated by their position in their sequence.
+    const int d = config.hidden_size;
+    const Rope& rope = *model_->rope_;
+#pragma omp parallel for schedule(static)
+    for (int b = 0; b < batch_; ++b) {
+      for (int pos = 0; pos < lengths_[b]; ++pos) {
+        float* row = qkv_.f32() + (starts_[b] + pos) * 3 * int64_t{d};
+        const float* cos_sin = model_->rope_global_.f32() + int64_t{pos} * config.head_dim();
+        rope.Rotate(row, config.num_heads, cos_sin);      // queries
+        rope.Rotate(row + d, config.num_heads, cos_sin);  // keys
+      }
+    }
+  }
   AttentionMasks masks;
   if (!position_bias_.empty()) {
     // MPNet: the same [H, n, n] bias for every sequence (its top-left block).
@@ -440,16 +483,27 @@ absl::Status BertForwardJob::AttentionBlock(int li) {
   return absl::OkStatus();
 }
 
-// ff = GELU_erf(W1 x).
+// ff = GELU_erf(W1 x); SwiGLU: glu = up x * silu(gate x).
 absl::Status BertForwardJob::FeedForwardUp(int li) {
-  return model_->layers_[li].ff1.Forward(x_.f32(), total_, ff_.f32());
+  RETURN_IF_ERROR(model_->layers_[li].ff1.Forward(x_.f32(), total_, ff_.f32()));
+  if (!model_->config_.swiglu) return absl::OkStatus();
+  const int inter = model_->config_.intermediate_size;
+#pragma omp parallel for schedule(static)
+  for (int64_t t = 0; t < total_; ++t) {
+    const float* up = ff_.f32() + t * 2 * inter;
+    float* gate = ff_.f32() + t * 2 * inter + inter;
+    float* out = glu_.f32() + t * inter;
+    ApplyActivation(Activation::kSilu, gate, inter);
+    for (int k = 0; k < inter; ++k) out[k] = up[k] * gate[k];
+  }
+  return absl::OkStatus();
 }
 
 // x = LayerNorm(x + W2 ff).
 absl::Status BertForwardJob::FeedForwardDown(int li) {
   const BertConfig& config = model_->config_;
   const BertEncoder::Layer& layer = model_->layers_[li];
-  RETURN_IF_ERROR(layer.ff2.Forward(ff_.f32(), total_, tmp_.f32()));
+  RETURN_IF_ERROR(layer.ff2.Forward(config.swiglu ? glu_.f32() : ff_.f32(), total_, tmp_.f32()));
   bert_internal::AddLayerNorm(x_.f32(), tmp_.f32(), layer.ln2_g.f32(), layer.ln2_b.f32(), total_,
                               config.hidden_size, config.layer_norm_eps);
   if (request_.hidden_states) result_.hidden_states.push_back(x_.Copy());

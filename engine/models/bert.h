@@ -91,7 +91,7 @@ class BertForwardJob : public EncoderForwardJob {
   std::vector<int64_t> starts_;     // [B] first packed row of each sequence (attention's row offsets)
   Tensor x_, qkv_, ctx_, tmp_, ff_;  // [T, D], [T, 3D], [T, D], [T, D], [T, I]
   Tensor position_bias_;            // MPNet: [H, Nmax, Nmax]; empty otherwise
-  Tensor glu_;                      // ModernBERT: [T, I] (ff_ is then [T, 2I])
+  Tensor glu_;                      // ModernBERT and SwiGLU: [T, I] (ff_ is then [T, 2I])
   EncoderForwardResult result_;
   int next_slice_ = 0;
   bool finished_ = false;
@@ -152,6 +152,8 @@ class BertEncoder {
   // relative_attention_bias[bucket(j - i)] ([H, n, n]).
   Tensor RelativePositionBias(int n) const;
   // ModernBERT's tensors (modernbert.cc), under prefix p.
+  // The rotary angle tables of a rotary BERT (rotary_theta > 0).
+  absl::Status LoadRotary();
   absl::Status LoadModernBert(const SafetensorsArchive& w, const std::string& p, DType storage,
                               MatmulPrecision precision);
 

@@ -68,6 +68,15 @@ struct BertConfig {
   // "LABEL_<i>", else Hugging Face's default of two). Empty: a plain
   // encoder.
   std::vector<std::string> labels;
+  // Nomic BERT (nomic-embed-text; llama.cpp's "nomic-bert"): BERT's
+  // post-norm layers with rotary positions of this base (the GPT-NeoX
+  // half-split pairing over the whole head) in place of a position table,
+  // a SwiGLU feed-forward (down(silu(gate x) * up x): "intermediate.dense"
+  // is up, "intermediate.gate" gate) and no projection biases. 0: BERT's
+  // learned positions.
+  float rotary_theta = 0;
+  bool swiglu = false;
+  bool projection_bias = true;  // false: query/key/value, output and feed-forward projections have none
   // The classification head is RobertaClassificationHead (dense, tanh,
   // out_proj on the first token) whatever the family: a GGUF file's
   // cls / cls.output, which llama.cpp runs that way for every BERT-family

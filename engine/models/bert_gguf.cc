@@ -67,16 +67,24 @@ class HfViews {
   }
 
   // INVALID_ARGUMENT naming the tensor when a `required` one is missing.
-  absl::Status Add(const std::string& gguf_name, const std::string& hf_name, bool required) {
+  // `part` of `parts` (> 1): that share of the tensor's rows (a fused
+  // query/key/value projection's third), as a [rows / parts, ...] tensor.
+  absl::Status Add(const std::string& gguf_name, const std::string& hf_name, bool required, int part = 0,
+                   int parts = 1) {
     const GgufFile& g = *owner_->gguf;
     const GgufTensorInfo* t = g.FindTensor(gguf_name);
     if (t == nullptr) {
       if (!required) return absl::OkStatus();
       return absl::InvalidArgumentError(absl::StrCat(g.where(), ": tensor '", gguf_name, "' is missing"));
     }
+    if (t->shape.empty() || t->shape[0] % parts != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(g.where(), ": tensor '", gguf_name, "' has shape ",
+                                                     ShapeString(t->shape), "; its rows do not split in ", parts));
+    }
     SafetensorsTensor v;
     v.name = hf_name;
     v.shape = t->shape;
+    v.shape[0] /= parts;
     v.file = g.where();
     v.dtype_name = GgmlTypeName(t->type);
     switch (t->type) {
@@ -95,6 +103,8 @@ class HfViews {
       v.data = absl::Span<const std::byte>(static_cast<const std::byte*>(f32.raw()), f32.bytes());
       owner_->expanded.push_back(std::move(f32));
     }
+    // Rows are contiguous in every type here (a Q8_0 row is whole blocks).
+    v.data = v.data.subspan(v.data.size() / parts * part, v.data.size() / parts);
     views_.push_back(std::move(v));
     return absl::OkStatus();
   }
@@ -158,47 +168,88 @@ absl::Status ReadClassifier(const GgufFile& g, HfViews& views, BertConfig& c) {
 
 absl::StatusOr<BertGguf> ReadBertGguf(std::shared_ptr<const GgufFile> gguf) {
   const GgufFile& g = *gguf;
+  ASSIGN_OR_RETURN(const std::string arch, g.GetString("general.architecture"));
+  if (arch != "bert" && arch != "nomic-bert") {
+    return absl::InvalidArgumentError(
+        absl::StrCat(g.where(), ": general.architecture '", arch, "' is not bert or nomic-bert"));
+  }
+  const bool nomic = arch == "nomic-bert";
+  const std::string k = arch + ".";
   BertGguf out;
   BertConfig& c = out.config;
   c.family = EncoderFamily::kBert;
-  ASSIGN_OR_RETURN(c.hidden_size, PositiveKey(g, "bert.embedding_length"));
-  ASSIGN_OR_RETURN(c.num_layers, PositiveKey(g, "bert.block_count"));
-  ASSIGN_OR_RETURN(c.num_heads, PositiveKey(g, "bert.attention.head_count"));
-  ASSIGN_OR_RETURN(c.intermediate_size, PositiveKey(g, "bert.feed_forward_length"));
-  ASSIGN_OR_RETURN(double eps, g.GetFloatOr("bert.attention.layer_norm_epsilon", 1e-12));
-  ASSIGN_OR_RETURN(bool causal, g.GetBoolOr("bert.attention.causal", false));
+  ASSIGN_OR_RETURN(c.hidden_size, PositiveKey(g, k + "embedding_length"));
+  ASSIGN_OR_RETURN(c.num_layers, PositiveKey(g, k + "block_count"));
+  ASSIGN_OR_RETURN(c.num_heads, PositiveKey(g, k + "attention.head_count"));
+  ASSIGN_OR_RETURN(c.intermediate_size, PositiveKey(g, k + "feed_forward_length"));
+  ASSIGN_OR_RETURN(double eps, g.GetFloatOr(k + "attention.layer_norm_epsilon", 1e-12));
+  ASSIGN_OR_RETURN(bool causal, g.GetBoolOr(k + "attention.causal", false));
   if (c.hidden_size % c.num_heads != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(g.where(), ": bert.embedding_length ", c.hidden_size,
-                                                   " is not a multiple of bert.attention.head_count ", c.num_heads));
+    return absl::InvalidArgumentError(absl::StrCat(g.where(), ": ", k, "embedding_length ", c.hidden_size,
+                                                   " is not a multiple of ", k, "attention.head_count ",
+                                                   c.num_heads));
   }
   if (!(eps > 0 && eps < 1)) {
     return absl::InvalidArgumentError(
-        absl::StrCat(g.where(), ": bert.attention.layer_norm_epsilon ", eps, " is outside (0, 1)"));
+        absl::StrCat(g.where(), ": ", k, "attention.layer_norm_epsilon ", eps, " is outside (0, 1)"));
   }
   if (causal) {
     return absl::InvalidArgumentError(
-        absl::StrCat(g.where(), ": bert.attention.causal is true; a BERT encoder attends both ways"));
+        absl::StrCat(g.where(), ": ", k, "attention.causal is true; a BERT encoder attends both ways"));
   }
   c.layer_norm_eps = static_cast<float>(eps);
-  if (g.FindTensor("blk.0.attn_qkv.weight") != nullptr) {
+  if (nomic) {
+    // nomic-embed-text: rotary positions up to the trained context, SwiGLU,
+    // a fused query/key/value projection, no projection biases.
+    ASSIGN_OR_RETURN(c.max_positions, PositiveKey(g, k + "context_length"));
+    ASSIGN_OR_RETURN(double theta, g.GetFloatOr(k + "rope.freq_base", 10000));
+    if (!(theta > 1)) {
+      return absl::InvalidArgumentError(absl::StrCat(g.where(), ": ", k, "rope.freq_base ", theta, " is not > 1"));
+    }
+    c.rotary_theta = static_cast<float>(theta);
+    c.swiglu = true;
+    c.projection_bias = false;
+    for (const char* bias : {"blk.0.attn_qkv.bias", "blk.0.attn_output.bias", "blk.0.ffn_up.bias"}) {
+      if (g.FindTensor(bias) != nullptr) {
+        return absl::UnimplementedError(absl::StrCat(
+            g.where(), ": tensor '", bias, "': a nomic-bert file with projection biases (nomic-embed-text has none) "
+                       "is not read"));
+      }
+    }
+  } else if (g.FindTensor("blk.0.attn_qkv.weight") != nullptr) {
     return absl::UnimplementedError(absl::StrCat(
-        g.where(), ": tensor 'blk.0.attn_qkv.weight' (a fused query/key/value projection) is not read; this "
-                   "BERT loader reads attn_q, attn_k and attn_v"));
+        g.where(), ": tensor 'blk.0.attn_qkv.weight' (a fused query/key/value projection) is not read in a bert "
+                   "file; this loader reads attn_q, attn_k and attn_v"));
   }
 
   HfViews views(gguf);
-  for (const ModelTensor& t : kModelTensors) RETURN_IF_ERROR(views.Add(t.gguf, t.hf, t.required));
+  for (const ModelTensor& t : kModelTensors) {
+    if (nomic && std::string(t.gguf) == "position_embd.weight") continue;  // rotary
+    RETURN_IF_ERROR(views.Add(t.gguf, t.hf, t.required));
+  }
   for (int i = 0; i < c.num_layers; ++i) {
+    const std::string blk = absl::StrCat("blk.", i, ".");
+    const std::string hf = absl::StrCat("encoder.layer.", i, ".");
     for (const auto& [gguf_name, hf_name] : kLayerTensors) {
+      const std::string name(gguf_name);
+      const bool projection = name != "attn_output_norm" && name != "layer_output_norm";
+      if (nomic && (name == "attn_q" || name == "attn_k" || name == "attn_v")) {
+        const int part = name == "attn_q" ? 0 : name == "attn_k" ? 1 : 2;
+        RETURN_IF_ERROR(views.Add(blk + "attn_qkv.weight", hf + hf_name + ".weight", true, part, 3));
+        continue;
+      }
       for (const char* suffix : {".weight", ".bias"}) {
-        RETURN_IF_ERROR(views.Add(absl::StrCat("blk.", i, ".", gguf_name, suffix),
-                                  absl::StrCat("encoder.layer.", i, ".", hf_name, suffix), true));
+        if (projection && !c.projection_bias && std::string(suffix) == ".bias") continue;
+        RETURN_IF_ERROR(views.Add(blk + name + suffix, hf + hf_name + suffix, true));
       }
     }
+    if (c.swiglu) RETURN_IF_ERROR(views.Add(blk + "ffn_gate.weight", hf + "intermediate.gate.weight", true));
   }
   RETURN_IF_ERROR(ReadClassifier(g, views, c));
   ASSIGN_OR_RETURN(c.vocab_size, TableRows(g, *g.FindTensor("token_embd.weight"), c.hidden_size));
-  ASSIGN_OR_RETURN(c.max_positions, TableRows(g, *g.FindTensor("position_embd.weight"), c.hidden_size));
+  if (!nomic) {
+    ASSIGN_OR_RETURN(c.max_positions, TableRows(g, *g.FindTensor("position_embd.weight"), c.hidden_size));
+  }
   if (const GgufTensorInfo* types = g.FindTensor("token_types.weight")) {
     ASSIGN_OR_RETURN(c.type_vocab_size, TableRows(g, *types, c.hidden_size));
   } else {

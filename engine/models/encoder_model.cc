@@ -42,11 +42,12 @@ bool IsDecoderClassifier(const HfConfig& config) {
   return false;
 }
 
-// llama.cpp's encoder architectures other than "bert": their layers differ
-// from BERT's (rotary positions, SwiGLU, fused QKV, ALiBi) and none is read.
+// llama.cpp's encoder architectures other than "bert" and "nomic-bert":
+// their layers differ from BERT's (mixtures of experts, ALiBi, pre-norm
+// layers) and none is read.
 bool IsUnreadBertGguf(const std::string& arch) {
-  return arch == "nomic-bert" || arch == "nomic-bert-moe" || arch == "jina-bert-v2" || arch == "jina-bert-v3" ||
-         arch == "modern-bert" || arch == "neo-bert" || arch == "eurobert";
+  return arch == "nomic-bert-moe" || arch == "jina-bert-v2" || arch == "jina-bert-v3" || arch == "modern-bert" ||
+         arch == "neo-bert" || arch == "eurobert";
 }
 
 // A packaged model often lives in ".../<package>/model": the parent names it.
@@ -191,12 +192,13 @@ absl::StatusOr<std::unique_ptr<EncoderModel>> EncoderModel::LoadGguf(const std::
   if (IsUnreadBertGguf(arch)) {
     return absl::UnimplementedError(absl::StrCat(path, ": general.architecture '", arch,
                                                  "' is not read (of llama.cpp's encoder architectures, bert is: "
-                                                 "BERT, all-MiniLM, bge, e5, mxbai-embed, snowflake-arctic-embed)"));
+                                                 "BERT, all-MiniLM, bge, e5, mxbai-embed, snowflake-arctic-embed; "
+                                                 "and nomic-bert: nomic-embed-text)"));
   }
   std::unique_ptr<EncoderModel> m(new EncoderModel());
   ASSIGN_OR_RETURN(m->tokenizer_, EncoderTokenizerFromGguf(*g));
   int64_t pooling_fallback = 3;
-  if (arch == "bert") {
+  if (arch == "bert" || arch == "nomic-bert") {
     ASSIGN_OR_RETURN(BertGguf bert, ReadBertGguf(g));
     if (m->tokenizer_->vocab_size() > bert.config.vocab_size) {
       return absl::InvalidArgumentError(absl::StrCat(path, ": the tokenizer has ", m->tokenizer_->vocab_size(),

@@ -1,6 +1,7 @@
 // ModernBERT's layers inside BertEncoder / BertForwardJob (see
 // ModernBertConfig in bert_config.h): loading its tensors and the four
-// kinds of forward slice, pre-norm where BERT's are post-norm.
+// kinds of forward slice, pre-norm where BERT's are post-norm; and the
+// rotary tables a rotary BERT (Nomic) shares with them.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -92,6 +93,13 @@ absl::Status BertEncoder::LoadModernBert(const SafetensorsArchive& w, const std:
   rope_global_ = AngleTable(global, c.max_positions);
   rope_local_ = AngleTable(local, c.max_positions);
   rope_.emplace(std::move(global));
+  return absl::OkStatus();
+}
+
+absl::Status BertEncoder::LoadRotary() {
+  ASSIGN_OR_RETURN(Rope rope, ModernRope(config_, config_.rotary_theta));
+  rope_global_ = AngleTable(rope, config_.max_positions);
+  rope_.emplace(std::move(rope));
   return absl::OkStatus();
 }
 

@@ -33,6 +33,14 @@ Writes
       xlmr_reranker_tiny (XLMRobertaForSequenceClassification, one label)
       written f32 the same way (classifier.dense -> cls, out_proj ->
       cls.output);
+  tests/golden/encoder_models/nomic_bert_gguf_tiny.gguf
+      a tiny nomic-bert (nomic-embed-text's layout: rotary positions, base
+      1000, SwiGLU, fused Wqkv, no projection biases; random weights from a
+      seed; bert_nli_tiny's vocabulary) written directly with gguf-py: no
+      Hugging Face class of it runs offline (NomicBertModel is remote code);
+      nomic      per text: ids, a numpy transcription's embedding (mean,
+                 normalised), and llama.cpp's on the file, the two asserted
+                 equal within 1e-4 where llama.cpp's ids agree;
       reranker   per (query, document): transformers' ids and logits, and
                  llama.cpp's ids and rank score (where its ids equal
                  transformers');
@@ -67,6 +75,7 @@ XLMR = os.path.join(REPO, "tests/golden/encoder_models/xlmr_tiny")
 XLMR_GGUF = os.path.join(REPO, "tests/golden/encoder_models/xlmr_gguf_tiny.gguf")
 RERANKER = os.path.join(REPO, "tests/golden/encoder_models/xlmr_reranker_tiny")
 RERANKER_GGUF = os.path.join(REPO, "tests/golden/encoder_models/xlmr_reranker_gguf_tiny.gguf")
+NOMIC_GGUF = os.path.join(REPO, "tests/golden/encoder_models/nomic_bert_gguf_tiny.gguf")
 QUERY = "What is the capital of France?"
 DOCUMENTS = ["Paris is the capital of France.", "Berlin is in Germany.", "a", "The capital city of France is Paris, "
              "on the Seine.", "    spaces   everywhere   "]
@@ -124,6 +133,123 @@ def normalised_cases(model_dir, read):
         lc_ids, lc_emb = read(text)
         emb = emb / np.linalg.norm(emb)
         cases.append({"text": text, "ids": ids, "llama_cpp_ids": lc_ids, "embedding": [float(x) for x in emb],
+                      "llama_cpp_embedding": [float(x) for x in lc_emb] if lc_ids == ids else None})
+    return cases
+
+
+NOMIC = {"hidden": 32, "heads": 4, "ffn": 48, "layers": 2, "context": 128, "theta": 1000.0, "types": 2}
+
+
+def nomic_weights(n_vocab, seed=7):
+    """Random weights of a tiny nomic-bert (nomic-embed-text's layout: fused
+    Wqkv, SwiGLU, no projection biases, no position table)."""
+    rng = np.random.default_rng(seed)
+    d, f = NOMIC["hidden"], NOMIC["ffn"]
+    w = {"token_embd.weight": 0.5 * rng.standard_normal((n_vocab, d)),
+         "token_types.weight": 0.2 * rng.standard_normal((NOMIC["types"], d)),
+         "token_embd_norm.weight": 1 + 0.1 * rng.standard_normal(d), "token_embd_norm.bias": 0.1 * rng.standard_normal(d)}
+    for i in range(NOMIC["layers"]):
+        b = f"blk.{i}."
+        w[b + "attn_qkv.weight"] = 0.3 * rng.standard_normal((3 * d, d))
+        w[b + "attn_output.weight"] = 0.2 * rng.standard_normal((d, d))
+        w[b + "attn_output_norm.weight"] = 1 + 0.1 * rng.standard_normal(d)
+        w[b + "attn_output_norm.bias"] = 0.1 * rng.standard_normal(d)
+        w[b + "ffn_up.weight"] = 0.2 * rng.standard_normal((f, d))
+        w[b + "ffn_gate.weight"] = 0.2 * rng.standard_normal((f, d))
+        w[b + "ffn_down.weight"] = 0.2 * rng.standard_normal((d, f))
+        w[b + "layer_output_norm.weight"] = 1 + 0.1 * rng.standard_normal(d)
+        w[b + "layer_output_norm.bias"] = 0.1 * rng.standard_normal(d)
+    return {k: v.astype(np.float32) for k, v in w.items()}
+
+
+def write_nomic_gguf(path, w, tokens, types):
+    import gguf
+    g = gguf.GGUFWriter(path, "nomic-bert")
+    g.add_name("nomic_bert_gguf_tiny")
+    g.add_context_length(NOMIC["context"])
+    g.add_embedding_length(NOMIC["hidden"])
+    g.add_feed_forward_length(NOMIC["ffn"])
+    g.add_block_count(NOMIC["layers"])
+    g.add_head_count(NOMIC["heads"])
+    g.add_layer_norm_eps(1e-12)
+    g.add_causal_attention(False)
+    g.add_pooling_type(gguf.PoolingType.MEAN)
+    g.add_rope_freq_base(NOMIC["theta"])
+    g.add_file_type(gguf.LlamaFileType.ALL_F32)
+    g.add_token_type_count(NOMIC["types"])
+    g.add_tokenizer_model("bert")
+    g.add_tokenizer_pre("default")
+    g.add_token_list(tokens)
+    g.add_token_types(types)
+    gguf.SpecialVocab(NLI, n_vocab=len(tokens)).add_to_gguf(g)
+    for name, arr in w.items():
+        g.add_tensor(name, arr)
+    g.write_header_to_file()
+    g.write_kv_data_to_file()
+    g.write_tensors_to_file()
+    g.close()
+
+
+def nomic_reference(w, ids):
+    """The nomic-bert forward in numpy, as Nomic's NomicBertModel and
+    llama.cpp's graph compute it: word + type-0 embedding, LayerNorm; per
+    layer rotary (GPT-NeoX half-split) Q and K, attention, out projection,
+    residual + LayerNorm, down(up x * silu(gate x)), residual + LayerNorm;
+    mean pooling, L2 normalisation."""
+    d, h = NOMIC["hidden"], NOMIC["heads"]
+    hd = d // h
+
+    def ln(x, g, b):
+        m = x.mean(-1, keepdims=True)
+        v = ((x - m) ** 2).mean(-1, keepdims=True)
+        return (x - m) / np.sqrt(v + 1e-12) * g + b
+
+    def rope(x):  # [n, h, hd]
+        n = x.shape[0]
+        inv = NOMIC["theta"] ** (-np.arange(0, hd, 2, dtype=np.float64) / hd)
+        ang = np.arange(n)[:, None] * inv[None, :]
+        cos, sin = np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]
+        x1, x2 = x[..., :hd // 2], x[..., hd // 2:]
+        return np.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1)
+
+    w = {k: v.astype(np.float64) for k, v in w.items()}
+    x = w["token_embd.weight"][ids] + w["token_types.weight"][0]
+    x = ln(x, w["token_embd_norm.weight"], w["token_embd_norm.bias"])
+    n = len(ids)
+    for i in range(NOMIC["layers"]):
+        b = f"blk.{i}."
+        qkv = x @ w[b + "attn_qkv.weight"].T
+        q, k, v = (qkv[:, j * d:(j + 1) * d].reshape(n, h, hd) for j in range(3))
+        q, k = rope(q), rope(k)
+        s = np.einsum("qhd,khd->hqk", q, k) / np.sqrt(hd)
+        p = np.exp(s - s.max(-1, keepdims=True))
+        p /= p.sum(-1, keepdims=True)
+        o = np.einsum("hqk,khd->qhd", p, v).reshape(n, d) @ w[b + "attn_output.weight"].T
+        x = ln(x + o, w[b + "attn_output_norm.weight"], w[b + "attn_output_norm.bias"])
+        up, gate = x @ w[b + "ffn_up.weight"].T, x @ w[b + "ffn_gate.weight"].T
+        ff = (up * gate / (1 + np.exp(-gate))) @ w[b + "ffn_down.weight"].T
+        x = ln(x + ff, w[b + "layer_output_norm.weight"], w[b + "layer_output_norm.bias"])
+    e = x.mean(0)
+    return e / np.linalg.norm(e)
+
+
+def nomic_cases(read):
+    from tokenizers import Tokenizer
+    from gguf_bert_writer import vocabulary
+    tokens, types = vocabulary(NLI)
+    w = nomic_weights(len(tokens))
+    write_nomic_gguf(NOMIC_GGUF, w, tokens, types)
+    read = read(NOMIC_GGUF)
+    tok = Tokenizer.from_file(os.path.join(NLI, "tokenizer.json"))
+    cases = []
+    for text in TEXTS:
+        ids = tok.encode(text).ids
+        ref = nomic_reference(w, ids)
+        lc_ids, lc_emb = read(text)
+        if lc_ids == ids:
+            # The numpy transcription and llama.cpp agree: each checks the other.
+            assert np.abs(ref - np.array(lc_emb)).max() < 1e-4, text
+        cases.append({"text": text, "ids": ids, "embedding": [float(x) for x in ref], "llama_cpp_ids": lc_ids,
                       "llama_cpp_embedding": [float(x) for x in lc_emb] if lc_ids == ids else None})
     return cases
 
@@ -235,6 +361,7 @@ def main():
         fixture["xlmr"] = normalised_cases(XLMR, read)
         write_bert_gguf(RERANKER, RERANKER_GGUF, "f32", name="xlmr_reranker_gguf_tiny")
         fixture["reranker"] = reranker_cases()
+        fixture["nomic"] = nomic_cases(lambda path: llama_cpp_reader(path)[0])
         minilm = os.path.join(tmp, "minilm-f16.gguf")
         write_bert_gguf(MINILM, minilm, "f16", name="all-MiniLM-L6-v2")
         read, _ = llama_cpp_reader(minilm)
