@@ -7,10 +7,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "absl/strings/str_cat.h"
-#include "engine/core/status_macros.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "engine/core/status_macros.h"
 #include "engine/tokenizers/bert_vocab_txt.h"
 #include "engine/tokenizers/byte_level_bpe_encoder.h"
 #include "engine/tokenizers/pretokenizer.h"
@@ -19,6 +19,11 @@
 
 namespace attnserve {
 namespace {
+
+// llama.cpp's token types.
+constexpr int64_t kNormalToken = 1;
+constexpr int64_t kControlToken = 3;
+constexpr int64_t kUserDefinedToken = 4;
 
 nlohmann::json SpecialItem(const std::string& token) {
   return {{"SpecialToken", {{"id", token}, {"type_id", 0}}}};
@@ -33,7 +38,7 @@ absl::StatusOr<std::string> TokenOf(const GgufFile& g, const std::vector<std::st
 
 // tokenizer.ggml.token_type, one per token (all normal, 1, when absent).
 absl::StatusOr<std::vector<int64_t>> TokenTypes(const GgufFile& g, size_t count) {
-  std::vector<int64_t> types(count, 1);
+  std::vector<int64_t> types(count, kNormalToken);
   if (g.Find("tokenizer.ggml.token_type") != nullptr) {
     ASSIGN_OR_RETURN(const std::vector<int64_t>* t, g.GetIntArray("tokenizer.ggml.token_type"));
     if (t->size() != count) {
@@ -44,9 +49,6 @@ absl::StatusOr<std::vector<int64_t>> TokenTypes(const GgufFile& g, size_t count)
   }
   return types;
 }
-
-constexpr int64_t kControlToken = 3;
-constexpr int64_t kUserDefinedToken = 4;
 
 // The WordPiece vocabulary of tokenizer.ggml.model "bert", which llama.cpp's
 // converter writes in its "phantom space" spelling (a word-initial token
@@ -76,7 +78,7 @@ absl::StatusOr<std::unique_ptr<EncoderTokenizer>> WordPieceFromGguf(const GgufFi
     } else {
       spelled[i] = "##" + t;
     }
-    if (types[i] == 1) {
+    if (types[i] == kNormalToken) {
       for (char c : spelled[i]) cased = cased || (c >= 'A' && c <= 'Z');
     }
     vocab[spelled[i]] = i;
