@@ -85,7 +85,8 @@ class HfViews {
     v.name = hf_name;
     v.shape = t->shape;
     v.shape[0] /= parts;
-    v.file = g.where();
+    // Errors name the Hugging Face tensor; the file's own name goes with the file.
+    v.file = absl::StrCat(g.where(), " (", gguf_name, ")");
     v.dtype_name = GgmlTypeName(t->type);
     switch (t->type) {
       case GgmlType::kF32: v.dtype = DType::kF32; break;

@@ -210,6 +210,12 @@ TEST(BertGgufTest, RefusalsNameTheKeyOrTensor) {
                 return t != "blk.1.ffn_down.bias";
               }, Nothing)),
               HasSubstr("'blk.1.ffn_down.bias' is missing"));
+  EXPECT_THAT(refused(RewrittenGguf("bad_shape", without_key(""), [](const std::string& t) {
+                return t != "blk.1.ffn_down.weight";
+              }, [](testing::GgufTestWriter& w) {
+                w.TensorF32("blk.1.ffn_down.weight", {63, 32}, std::vector<float>(63 * 32));
+              })),
+              HasSubstr("(blk.1.ffn_down.weight): tensor \"encoder.layer.1.output.dense.weight\" has shape [32, 63]"));
   EXPECT_THAT(refused(RewrittenGguf("no_heads", without_key("bert.attention.head_count"), All, Nothing)),
               HasSubstr("bert.attention.head_count"));
   EXPECT_THAT(refused(RewrittenGguf("no_unk", without_key("tokenizer.ggml.unknown_token_id"), All, Nothing)),
