@@ -457,20 +457,7 @@ absl::Status BertForwardJob::AttentionBlock(int li) {
   const BertEncoder::Layer& layer = model_->layers_[li];
   float* xp = x_.f32();
   RETURN_IF_ERROR(layer.qkv.Forward(xp, total_, qkv_.f32()));
-  if (model_->rope_.has_value()) {
-    // Rotary BERT: queries and keys rotated by their position in their sequence.
-    const int d = config.hidden_size;
-    const Rope& rope = *model_->rope_;
-#pragma omp parallel for schedule(static)
-    for (int b = 0; b < batch_; ++b) {
-      for (int pos = 0; pos < lengths_[b]; ++pos) {
-        float* row = qkv_.f32() + (starts_[b] + pos) * 3 * int64_t{d};
-        const float* cos_sin = model_->rope_global_.f32() + int64_t{pos} * config.head_dim();
-        rope.Rotate(row, config.num_heads, cos_sin);      // queries
-        rope.Rotate(row + d, config.num_heads, cos_sin);  // keys
-      }
-    }
-  }
+  if (model_->rope_.has_value()) RotateQueriesAndKeys(model_->rope_global_);  // Nomic BERT
   AttentionMasks masks;
   if (!position_bias_.empty()) {
     // MPNet: the same [H, n, n] bias for every sequence (its top-left block).

@@ -70,6 +70,10 @@ class BertForwardJob : public EncoderForwardJob {
   BertForwardJob() = default;
   void Embed();
   absl::Status SelfAttention(int li, AttentionMasks masks);
+  // Rotary models (ModernBERT, Nomic BERT): every row's query and key heads
+  // in qkv_ rotated by the row's position in its sequence, `angles` one
+  // [positions, head_dim] table of cos and sin.
+  void RotateQueriesAndKeys(const Tensor& angles);
   absl::Status AttentionBlock(int li);
   absl::Status FeedForwardUp(int li);
   absl::Status FeedForwardDown(int li);

@@ -103,6 +103,21 @@ absl::Status BertEncoder::LoadRotary() {
   return absl::OkStatus();
 }
 
+void BertForwardJob::RotateQueriesAndKeys(const Tensor& angles) {
+  const BertConfig& config = model_->config_;
+  const int d = config.hidden_size;
+  const Rope& rope = *model_->rope_;
+#pragma omp parallel for schedule(static)
+  for (int b = 0; b < batch_; ++b) {
+    for (int pos = 0; pos < lengths_[b]; ++pos) {
+      float* row = qkv_.f32() + (starts_[b] + pos) * 3 * int64_t{d};
+      const float* cos_sin = angles.f32() + int64_t{pos} * config.head_dim();
+      rope.Rotate(row, config.num_heads, cos_sin);      // queries
+      rope.Rotate(row + d, config.num_heads, cos_sin);  // keys
+    }
+  }
+}
+
 // x = LayerNorm(token embedding), no positions or segments.
 void BertForwardJob::ModernEmbed() {
   const BertConfig& config = model_->config_;
@@ -123,8 +138,6 @@ absl::Status BertForwardJob::ModernAttentionBlock(int li) {
   const BertEncoder::Layer& layer = model_->layers_[li];
   const bool global = config.modern.global_layers[li];
   const int d = config.hidden_size;
-  const int heads = config.num_heads;
-  const int head_dim = config.head_dim();
   const float* src = x_.f32();
   if (!layer.ln1_g.empty()) {
     std::memcpy(tmp_.f32(), x_.f32(), sizeof(float) * total_ * d);
@@ -133,18 +146,7 @@ absl::Status BertForwardJob::ModernAttentionBlock(int li) {
     src = tmp_.f32();
   }
   RETURN_IF_ERROR(layer.qkv.Forward(src, total_, qkv_.f32()));
-  // Queries and keys rotated by their position in their sequence.
-  const Tensor& angles = global ? model_->rope_global_ : model_->rope_local_;
-  const Rope& rope = *model_->rope_;
-#pragma omp parallel for schedule(static)
-  for (int b = 0; b < batch_; ++b) {
-    for (int pos = 0; pos < lengths_[b]; ++pos) {
-      float* row = qkv_.f32() + (starts_[b] + pos) * 3 * int64_t{d};
-      const float* cos_sin = angles.f32() + int64_t{pos} * head_dim;
-      rope.Rotate(row, heads, cos_sin);      // queries
-      rope.Rotate(row + d, heads, cos_sin);  // keys
-    }
-  }
+  RotateQueriesAndKeys(global ? model_->rope_global_ : model_->rope_local_);
   AttentionMasks masks;
   // Local layers: the kernels visit only the keys within the window.
   if (!global) masks.window = config.modern.window;
