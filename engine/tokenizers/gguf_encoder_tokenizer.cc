@@ -234,7 +234,8 @@ absl::StatusOr<std::unique_ptr<EncoderTokenizer>> EncoderTokenizerFromGguf(const
   const std::optional<PretokenizerKind> kind = PretokenizerFromGgufPre(pre);
   if (!kind.has_value() || *kind == PretokenizerKind::kSmolLM) {
     return absl::UnimplementedError(absl::StrCat(g.where(), ": tokenizer.ggml.pre '", pre,
-                                                 "' is not supported for embeddings (gpt-2, llama-bpe, qwen2)"));
+                                                 "' is not supported for embeddings (gpt-2, roberta-bpe, llama-bpe, "
+                                                 "qwen2)"));
   }
 
   nlohmann::json j = nlohmann::json::object();

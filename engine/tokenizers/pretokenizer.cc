@@ -159,7 +159,8 @@ std::optional<PretokenizerKind> PretokenizerFromRegex(absl::string_view regex) {
 }
 
 std::optional<PretokenizerKind> PretokenizerFromGgufPre(absl::string_view pre) {
-  if (pre == "gpt-2" || pre == "gpt2" || pre == "default") return PretokenizerKind::kGpt2;
+  // roberta-bpe: llama.cpp's name for RoBERTa's byte-level BPE (its GPT-2 regex).
+  if (pre == "gpt-2" || pre == "gpt2" || pre == "default" || pre == "roberta-bpe") return PretokenizerKind::kGpt2;
   if (pre == "llama-bpe" || pre == "llama3" || pre == "llama-v3" || pre == "smaug-bpe") {
     return PretokenizerKind::kLlama3;
   }

@@ -102,11 +102,13 @@ def test_q8_0_file_held_as_q8_0(server_factory):
 
 
 @pytest.mark.parametrize("cases,name", [("tiny", "bert_gguf_tiny"), ("distil", "distilbert_gguf_tiny"),
-                                        ("xlmr", "xlmr_gguf_tiny"), ("nomic", "nomic_bert_gguf_tiny")])
+                                        ("roberta", "roberta_gguf_tiny"), ("xlmr", "xlmr_gguf_tiny"),
+                                        ("nomic", "nomic_bert_gguf_tiny")])
 def test_tiny_files_equal_their_reference(server_factory, cases, name):
     """The golden files of tools/golden/bert_gguf_golden.py served: a
-    BertModel, a DistilBertModel and an XLMRobertaModel (Unigram
-    vocabulary) as llama.cpp's converter writes them, against
+    BertModel, a DistilBertModel, a RobertaModel (byte-level BPE) and an
+    XLMRobertaModel (Unigram vocabulary) as llama.cpp's converter writes
+    them, against
     sentence-transformers on their directories; a nomic-bert
     (nomic-embed-text's layers) against the script's numpy transcription,
     which it checked against llama.cpp."""

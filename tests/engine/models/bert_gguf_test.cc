@@ -34,6 +34,7 @@ std::string TinyGguf() { return testing_util::GoldenEncoderModelDir("bert_gguf_t
 
 // A golden file and its cases: the BertModel, the DistilBertModel (no
 // token-type table, DistilBERT's layer names mapped by gguf-py), the
+// RobertaModel (a byte-level BPE vocabulary, pre "roberta-bpe"), the
 // XLMRobertaModel (a SentencePiece Unigram vocabulary, "t5"; the position
 // table cut past the padding id by the converter) and a nomic-bert
 // (nomic-embed-text's layers: rotary positions, SwiGLU, a fused Wqkv).
@@ -84,6 +85,7 @@ TEST_P(BertGgufFileTest, EmbeddingsEqualLlamaCppReadingTheFile) {
 INSTANTIATE_TEST_SUITE_P(Files, BertGgufFileTest,
                          ::testing::Values(GoldenFile{"tiny", "bert_gguf_tiny.gguf"},
                                            GoldenFile{"distil", "distilbert_gguf_tiny.gguf"},
+                                           GoldenFile{"roberta", "roberta_gguf_tiny.gguf"},
                                            GoldenFile{"xlmr", "xlmr_gguf_tiny.gguf"},
                                            GoldenFile{"nomic", "nomic_bert_gguf_tiny.gguf"}),
                          [](const ::testing::TestParamInfo<GoldenFile>& info) {
