@@ -46,26 +46,29 @@ def phantom(token, control):
     return "\u2581" + token
 
 
-def vocabulary(model_dir):
-    """Tokens in id order and their types, as TextModel.get_vocab_base gives
-    them: added special tokens CONTROL, other added tokens USER_DEFINED, the
-    rest NORMAL."""
+def tokens_by_id(model_dir, model_type):
+    """tokenizer.json's tokens in id order and their types, as
+    TextModel.get_vocab_base gives them: added special tokens CONTROL, other
+    added tokens USER_DEFINED, ids nothing names "[PAD<i>]" UNUSED, the
+    rest NORMAL. `model_type`: the tokenizer model the file must hold."""
     with open(os.path.join(model_dir, "tokenizer.json"), encoding="utf-8") as f:
         tj = json.load(f)
-    if tj["model"]["type"] != "WordPiece":
-        raise ValueError(f"{model_dir}: not a WordPiece tokenizer")
+    if tj["model"]["type"] != model_type:
+        raise ValueError(f"{model_dir}: not a {model_type} tokenizer")
     by_id = {i: t for t, i in tj["model"]["vocab"].items()}
     kinds = {}
     for added in tj.get("added_tokens", []):
         by_id[added["id"]] = added["content"]
         kinds[added["id"]] = gguf.TokenType.CONTROL if added["special"] else gguf.TokenType.USER_DEFINED
-    tokens, types = [], []
-    for i in range(max(by_id) + 1):
-        tok = by_id.get(i, f"[PAD{i}]")
-        kind = kinds.get(i, gguf.TokenType.NORMAL if i in by_id else gguf.TokenType.UNUSED)
-        tokens.append(phantom(tok, kind == gguf.TokenType.CONTROL))
-        types.append(kind)
+    tokens = [by_id.get(i, f"[PAD{i}]") for i in range(max(by_id) + 1)]
+    types = [kinds.get(i, gguf.TokenType.NORMAL if i in by_id else gguf.TokenType.UNUSED) for i in range(len(tokens))]
     return tokens, types
+
+
+def vocabulary(model_dir):
+    """A WordPiece vocabulary in the converter's phantom spelling, and its types."""
+    tokens, types = tokens_by_id(model_dir, "WordPiece")
+    return [phantom(t, k == gguf.TokenType.CONTROL) for t, k in zip(tokens, types)], types
 
 
 def add_unigram_vocabulary(w, model_dir, vocab_size):
@@ -123,17 +126,7 @@ def add_byte_level_vocabulary(w, model_dir):
     "roberta-bpe": the name its pre-tokenizer table gives
     stsb-roberta-base's tokenizer; tokens by id, special added tokens
     CONTROL; the merges through SpecialVocab)."""
-    with open(os.path.join(model_dir, "tokenizer.json"), encoding="utf-8") as f:
-        tj = json.load(f)
-    if tj["model"]["type"] != "BPE":
-        raise ValueError(f"{model_dir}: not a BPE tokenizer")
-    by_id = {i: t for t, i in tj["model"]["vocab"].items()}
-    kinds = {}
-    for added in tj.get("added_tokens", []):
-        by_id[added["id"]] = added["content"]
-        kinds[added["id"]] = gguf.TokenType.CONTROL if added["special"] else gguf.TokenType.USER_DEFINED
-    tokens = [by_id.get(i, f"[PAD{i}]") for i in range(max(by_id) + 1)]
-    types = [kinds.get(i, gguf.TokenType.NORMAL if i in by_id else gguf.TokenType.UNUSED) for i in range(len(tokens))]
+    tokens, types = tokens_by_id(model_dir, "BPE")
     w.add_tokenizer_model("gpt2")
     w.add_tokenizer_pre("roberta-bpe")
     w.add_token_list(tokens)
