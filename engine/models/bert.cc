@@ -43,17 +43,6 @@ absl::StatusOr<Linear> LoadLinear(const SafetensorsArchive& w, const std::string
   return Linear::Create(weight, bias ? &b : nullptr, storage, act, Linear::Kernel::kAuto, precision);
 }
 
-// SwiGLU's up and gate projections as one [2I, D] GEMM: up's rows, then
-// gate's (no biases).
-absl::StatusOr<Linear> LoadUpGate(const SafetensorsArchive& w, const std::string& up, const std::string& gate,
-                                  int64_t inter, int64_t d, DType storage, MatmulPrecision precision) {
-  Tensor weight = Tensor::Empty({2 * inter, d});
-  ASSIGN_OR_RETURN(Tensor u, w.LoadWithShape(up + ".weight", {inter, d}, DType::kF32));
-  ASSIGN_OR_RETURN(Tensor g, w.LoadWithShape(gate + ".weight", {inter, d}, DType::kF32));
-  std::memcpy(weight.f32(), u.f32(), u.bytes());
-  std::memcpy(weight.f32() + inter * d, g.f32(), g.bytes());
-  return Linear::Create(weight, nullptr, storage, Activation::kNone, Linear::Kernel::kAuto, precision);
-}
 
 // Where a layer's tensors are, under `<prefix><layers><i>.`: BERT's
 // encoder.layer.i.attention.self.query / attention.output.dense /
@@ -102,21 +91,22 @@ ClassifierHead::Kind ClassifierKindOf(EncoderFamily family) {
   return ClassifierHead::Kind::kBertPooler;
 }
 
-// Q, K and V projections concatenated into one [3D, D] GEMM.
-absl::StatusOr<Linear> LoadQkv(const SafetensorsArchive& w, const std::string& prefix, const LayerNames& names,
-                               int64_t d, DType storage, MatmulPrecision precision, bool has_bias) {
-  Tensor weight = Tensor::Empty({3 * d, d});
-  Tensor bias = Tensor::Empty({3 * d});
-  int part = 0;
-  for (const char* name : {names.q, names.k, names.v}) {
-    const std::string base = absl::StrCat(prefix, name);
-    ASSIGN_OR_RETURN(Tensor pw, w.LoadWithShape(base + ".weight", {d, d}, DType::kF32));
-    std::memcpy(weight.f32() + part * d * d, pw.f32(), pw.bytes());
+// Projections of `rows` outputs each (the named tensors, [rows, d], and
+// with `has_bias` their [rows] biases) stacked into one GEMM, in order:
+// BERT's Q, K and V; SwiGLU's up then gate.
+absl::StatusOr<Linear> LoadStacked(const SafetensorsArchive& w, const std::vector<std::string>& names, int64_t rows,
+                                   int64_t d, DType storage, MatmulPrecision precision, bool has_bias) {
+  const int64_t n = static_cast<int64_t>(names.size());
+  Tensor weight = Tensor::Empty({n * rows, d});
+  Tensor bias = Tensor::Empty({n * rows});
+  for (int64_t part = 0; part < n; ++part) {
+    const std::string& base = names[static_cast<size_t>(part)];
+    ASSIGN_OR_RETURN(Tensor pw, w.LoadWithShape(base + ".weight", {rows, d}, DType::kF32));
+    std::memcpy(weight.f32() + part * rows * d, pw.f32(), pw.bytes());
     if (has_bias) {
-      ASSIGN_OR_RETURN(Tensor pb, w.LoadWithShape(base + ".bias", {d}, DType::kF32));
-      std::memcpy(bias.f32() + part * d, pb.f32(), pb.bytes());
+      ASSIGN_OR_RETURN(Tensor pb, w.LoadWithShape(base + ".bias", {rows}, DType::kF32));
+      std::memcpy(bias.f32() + part * rows, pb.f32(), pb.bytes());
     }
-    ++part;
   }
   return Linear::Create(weight, has_bias ? &bias : nullptr, storage, Activation::kNone, Linear::Kernel::kAuto,
                         precision);
@@ -173,10 +163,11 @@ absl::StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::Load(const Safetensors
   for (int i = 0; i < c.num_layers; ++i) {
     const std::string lp = absl::StrCat(p, names.layers, i, ".");
     const bool bias = c.projection_bias;
-    ASSIGN_OR_RETURN(Linear qkv, LoadQkv(w, lp, names, d, storage, precision, bias));
+    ASSIGN_OR_RETURN(Linear qkv, LoadStacked(w, {lp + names.q, lp + names.k, lp + names.v}, d, d, storage,
+                                             precision, bias));
     ASSIGN_OR_RETURN(Linear out, LoadLinear(w, lp + names.out, d, d, storage, precision, Activation::kNone, bias));
-    ASSIGN_OR_RETURN(Linear ff1, c.swiglu ? LoadUpGate(w, lp + names.ff1, lp + "intermediate.gate",
-                                                       c.intermediate_size, d, storage, precision)
+    ASSIGN_OR_RETURN(Linear ff1, c.swiglu ? LoadStacked(w, {lp + names.ff1, lp + "intermediate.gate"},
+                                                        c.intermediate_size, d, storage, precision, false)
                                           : LoadLinear(w, lp + names.ff1, c.intermediate_size, d, storage, precision,
                                                        Activation::kGeluErf, bias));
     ASSIGN_OR_RETURN(Linear ff2, LoadLinear(w, lp + names.ff2, d, c.intermediate_size, storage, precision,

@@ -1,5 +1,6 @@
 #include "engine/models/bert_gguf.h"
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -98,11 +99,15 @@ class HfViews {
     if (v.dtype.has_value()) {
       v.data = t->data;
     } else {
-      // LoadTensor names the type when it cannot be dequantised.
-      ASSIGN_OR_RETURN(Tensor f32, g.LoadTensor(t->name, DType::kF32));
+      // Expanded once, whichever parts of it are asked for. LoadTensor
+      // names the type when it cannot be dequantised.
+      auto it = owner_->expanded.find(gguf_name);
+      if (it == owner_->expanded.end()) {
+        ASSIGN_OR_RETURN(Tensor f32, g.LoadTensor(t->name, DType::kF32));
+        it = owner_->expanded.emplace(gguf_name, std::move(f32)).first;
+      }
       v.dtype = DType::kF32;
-      v.data = absl::Span<const std::byte>(static_cast<const std::byte*>(f32.raw()), f32.bytes());
-      owner_->expanded.push_back(std::move(f32));
+      v.data = absl::Span<const std::byte>(static_cast<const std::byte*>(it->second.raw()), it->second.bytes());
     }
     // Rows are contiguous in every type here (a Q8_0 row is whole blocks).
     v.data = v.data.subspan(v.data.size() / parts * part, v.data.size() / parts);
@@ -119,7 +124,7 @@ class HfViews {
   // What the views need alive: the file and the expansions.
   struct Owner {
     std::shared_ptr<const GgufFile> gguf;
-    std::vector<Tensor> expanded;
+    std::map<std::string, Tensor> expanded;  // by GGUF tensor name
   };
   std::shared_ptr<Owner> owner_;
   std::vector<SafetensorsTensor> views_;
