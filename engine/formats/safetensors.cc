@@ -140,6 +140,17 @@ int64_t SafetensorsTensor::numel() const {
   return n;
 }
 
+absl::StatusOr<SafetensorsTensor> RowBlock(SafetensorsTensor t, int part, int parts) {
+  if (t.shape.empty() || parts < 1 || t.shape[0] % parts != 0 || part < 0 || part >= parts) {
+    return absl::InvalidArgumentError(absl::StrCat(t.file, ": tensor \"", t.name, "\" has shape ",
+                                                   ShapeString(t.shape), "; its rows do not split in ", parts));
+  }
+  t.shape[0] /= parts;
+  const size_t block = t.data.size() / static_cast<size_t>(parts);
+  t.data = t.data.subspan(block * static_cast<size_t>(part), block);
+  return t;
+}
+
 absl::StatusOr<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {

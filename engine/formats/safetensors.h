@@ -58,6 +58,13 @@ struct SafetensorsTensor {
   int64_t numel() const;
 };
 
+// Row block `part` of `parts` equal ones of `t` (a fused projection's
+// query, key or value rows) as a [rows / parts, ...] view of the same
+// memory. Rows are contiguous in every dtype a view holds (a Q8_0 row is
+// whole blocks). INVALID_ARGUMENT naming the tensor and its file when the
+// rows do not split so.
+absl::StatusOr<SafetensorsTensor> RowBlock(SafetensorsTensor t, int part, int parts);
+
 // Parses and validates a whole safetensors image (header + data) already in
 // memory. `where` names it in errors. The returned spans point into `image`.
 // Exposed for the fuzz target and for tests.

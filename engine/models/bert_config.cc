@@ -9,28 +9,12 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "engine/core/status_macros.h"
+#include "engine/models/nomic_bert.h"
 
 namespace attnserve {
 namespace {
 
 
-// The sizes every encoder config has, under BERT's key names or
-// DistilBERT's (dim, n_layers, n_heads, hidden_dim).
-absl::Status ReadSizes(const HfConfig& config, bool distil, BertConfig& c) {
-  ASSIGN_OR_RETURN(int64_t hidden, config.Int(distil ? "dim" : "hidden_size", 1, 1 << 16));
-  ASSIGN_OR_RETURN(int64_t layers, config.Int(distil ? "n_layers" : "num_hidden_layers", 1, 1024));
-  ASSIGN_OR_RETURN(int64_t heads, config.Int(distil ? "n_heads" : "num_attention_heads", 1, 1024));
-  ASSIGN_OR_RETURN(int64_t inter, config.Int(distil ? "hidden_dim" : "intermediate_size", 1, 1 << 18));
-  ASSIGN_OR_RETURN(int64_t vocab, config.Int("vocab_size", 1, 1 << 24));
-  ASSIGN_OR_RETURN(int64_t positions, config.Int("max_position_embeddings", 1, 1 << 20));
-  c.hidden_size = static_cast<int>(hidden);
-  c.num_layers = static_cast<int>(layers);
-  c.num_heads = static_cast<int>(heads);
-  c.intermediate_size = static_cast<int>(inter);
-  c.vocab_size = static_cast<int>(vocab);
-  c.max_positions = static_cast<int>(positions);
-  return absl::OkStatus();
-}
 
 // "gelu" (the erf form: transformers' ACT2FN["gelu"]) is the only
 // activation the encoder runs.
@@ -76,7 +60,7 @@ absl::StatusOr<BertConfig> ParseModernBertConfig(const HfConfig& config) {
   const std::string& path = config.path();
   BertConfig c;
   c.family = EncoderFamily::kModernBert;
-  RETURN_IF_ERROR(ReadSizes(config, /*distil=*/false, c));
+  RETURN_IF_ERROR(ReadBertSizes(config, /*distil=*/false, c));
   const int64_t layers = c.num_layers;
   ASSIGN_OR_RETURN(double eps, config.DoubleOr("norm_eps", 1e-5));
   ASSIGN_OR_RETURN(int64_t local_attention, config.IntOr("local_attention", 128, 2, 1 << 20));
@@ -133,6 +117,22 @@ absl::StatusOr<BertConfig> ParseModernBertConfig(const HfConfig& config) {
 
 }  // namespace
 
+absl::Status ReadBertSizes(const HfConfig& config, bool distil, BertConfig& c) {
+  ASSIGN_OR_RETURN(int64_t hidden, config.Int(distil ? "dim" : "hidden_size", 1, 1 << 16));
+  ASSIGN_OR_RETURN(int64_t layers, config.Int(distil ? "n_layers" : "num_hidden_layers", 1, 1024));
+  ASSIGN_OR_RETURN(int64_t heads, config.Int(distil ? "n_heads" : "num_attention_heads", 1, 1024));
+  ASSIGN_OR_RETURN(int64_t inter, config.Int(distil ? "hidden_dim" : "intermediate_size", 1, 1 << 18));
+  ASSIGN_OR_RETURN(int64_t vocab, config.Int("vocab_size", 1, 1 << 24));
+  ASSIGN_OR_RETURN(int64_t positions, config.Int("max_position_embeddings", 1, 1 << 20));
+  c.hidden_size = static_cast<int>(hidden);
+  c.num_layers = static_cast<int>(layers);
+  c.num_heads = static_cast<int>(heads);
+  c.intermediate_size = static_cast<int>(inter);
+  c.vocab_size = static_cast<int>(vocab);
+  c.max_positions = static_cast<int>(positions);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<std::string>> SequenceClassificationLabels(const HfConfig& config) {
   const std::string& path = config.path();
   const nlohmann::json& root = config.json();
@@ -184,15 +184,17 @@ absl::StatusOr<BertConfig> ParseBertConfig(const HfConfig& config) {
     c.family = EncoderFamily::kDistilBert;
   } else if (type == "modernbert") {
     return ParseModernBertConfig(config);
+  } else if (type == "nomic_bert") {
+    return ParseNomicBertConfig(config);
   } else {
     return absl::InvalidArgumentError(absl::StrCat(path, ": model_type \"", type,
                                                    "\" is not supported by the encoder (bert, xlm-roberta, roberta, "
-                                                   "camembert, mpnet, distilbert, modernbert)"));
+                                                   "camembert, mpnet, distilbert, modernbert, nomic_bert)"));
   }
   // DistilBertConfig names the sizes dim / n_layers / n_heads / hidden_dim /
   // activation and fixes every LayerNorm's eps at 1e-12.
   const bool distil = c.family == EncoderFamily::kDistilBert;
-  RETURN_IF_ERROR(ReadSizes(config, distil, c));
+  RETURN_IF_ERROR(ReadBertSizes(config, distil, c));
   const int64_t vocab = c.vocab_size;
   const int64_t positions = c.max_positions;
   ASSIGN_OR_RETURN(int64_t types, distil ? absl::StatusOr<int64_t>(0) : config.IntOr("type_vocab_size", 2, 1, 1 << 16));

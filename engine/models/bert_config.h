@@ -11,7 +11,7 @@
 // (transformer.layer.N.attention.q_lin, sa_layer_norm, ffn.lin1, ...) and
 // config keys (dim, n_layers, n_heads, hidden_dim, activation), no
 // token-type embeddings, and a pre_classifier + ReLU classification head;
-// and ModernBERT (ModernBertConfig below).
+// and ModernBERT (ModernBertConfig below); and Nomic BERT (nomic_bert.h).
 #ifndef ATTNSERVE_ENGINE_MODELS_BERT_CONFIG_H_
 #define ATTNSERVE_ENGINE_MODELS_BERT_CONFIG_H_
 
@@ -100,6 +100,12 @@ struct BertConfig {
 // num_labels (default 2) as LABEL_0, LABEL_1, ... INVALID_ARGUMENT naming the
 // file for a malformed id2label.
 absl::StatusOr<std::vector<std::string>> SequenceClassificationLabels(const HfConfig& config);
+
+// The sizes every encoder config has (hidden_size, num_hidden_layers,
+// num_attention_heads, intermediate_size, vocab_size,
+// max_position_embeddings), or with `distil` DistilBERT's names (dim,
+// n_layers, n_heads, hidden_dim); errors name the file and the key.
+absl::Status ReadBertSizes(const HfConfig& config, bool distil, BertConfig& c);
 
 // Validates every field (ranges, D % H == 0, hidden_act (DistilBERT:
 // activation) "gelu", position_embedding_type "absolute", id2label keys

@@ -78,14 +78,9 @@ class HfViews {
       if (!required) return absl::OkStatus();
       return absl::InvalidArgumentError(absl::StrCat(g.where(), ": tensor '", gguf_name, "' is missing"));
     }
-    if (t->shape.empty() || t->shape[0] % parts != 0) {
-      return absl::InvalidArgumentError(absl::StrCat(g.where(), ": tensor '", gguf_name, "' has shape ",
-                                                     ShapeString(t->shape), "; its rows do not split in ", parts));
-    }
     SafetensorsTensor v;
     v.name = hf_name;
     v.shape = t->shape;
-    v.shape[0] /= parts;
     // Errors name the Hugging Face tensor; the file's own name goes with the file.
     v.file = absl::StrCat(g.where(), " (", gguf_name, ")");
     v.dtype_name = GgmlTypeName(t->type);
@@ -109,9 +104,8 @@ class HfViews {
       v.dtype = DType::kF32;
       v.data = absl::Span<const std::byte>(static_cast<const std::byte*>(it->second.raw()), it->second.bytes());
     }
-    // Rows are contiguous in every type here (a Q8_0 row is whole blocks).
-    v.data = v.data.subspan(v.data.size() / parts * part, v.data.size() / parts);
-    views_.push_back(std::move(v));
+    ASSIGN_OR_RETURN(SafetensorsTensor block, RowBlock(std::move(v), part, parts));
+    views_.push_back(std::move(block));
     return absl::OkStatus();
   }
 

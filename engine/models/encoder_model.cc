@@ -17,6 +17,7 @@
 #include "engine/formats/safetensors.h"
 #include "engine/models/bert_config.h"
 #include "engine/models/bert_gguf.h"
+#include "engine/models/nomic_bert.h"
 #include "engine/models/causal_forward.h"
 #include "engine/tokenizers/bert_vocab_txt.h"
 #include "engine/tokenizers/gguf_encoder_tokenizer.h"
@@ -85,8 +86,13 @@ absl::StatusOr<std::unique_ptr<EncoderModel>> EncoderModel::Load(const std::stri
                                                    ": tokenizer has ", m->tokenizer_->vocab_size(),
                                                    " tokens but config.json vocab_size is ", config.vocab_size));
   }
-  RETURN_IF_ERROR(m->AdoptBert(*md.weights, config, options,
-                               config.family == EncoderFamily::kBert ? "bert" : md.config.model_type()));
+  // A Nomic BERT checkpoint's tensors are read under BERT's names.
+  std::unique_ptr<SafetensorsArchive> nomic_weights;
+  if (md.config.model_type() == "nomic_bert") {
+    ASSIGN_OR_RETURN(nomic_weights, NomicBertWeightsAsBert(*md.weights, config));
+  }
+  RETURN_IF_ERROR(m->AdoptBert(nomic_weights ? *nomic_weights : *md.weights, config, options,
+                               md.config.model_type()));
   RETURN_IF_ERROR(m->ReadSentenceTransformers(md, config.max_sequence_length(), config.hidden_size));
   if (st.splade) {
     m->default_pooling_ = PoolingMode::kSplade;

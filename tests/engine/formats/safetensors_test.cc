@@ -3,6 +3,7 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "engine/core/half.h"
@@ -153,6 +154,28 @@ TEST_F(SafetensorsTest, DirectoryWithoutWeights) {
   auto archive = SafetensorsArchive::OpenDirectory(dir_.string());
   EXPECT_EQ(archive.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(archive.status().message(), HasSubstr("model.safetensors"));
+}
+
+// A fused projection's row blocks are views of the same memory; rows that
+// do not split evenly are refused naming the tensor and its file.
+TEST(RowBlockTest, ViewsOneBlockOfRows) {
+  std::vector<float> rows(6 * 2);
+  for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<float>(i);
+  SafetensorsTensor t;
+  t.name = "attn.Wqkv.weight";
+  t.file = "dir/model.safetensors";
+  t.dtype = DType::kF32;
+  t.shape = {6, 2};
+  t.data = absl::Span<const std::byte>(reinterpret_cast<const std::byte*>(rows.data()), rows.size() * sizeof(float));
+  auto key = RowBlock(t, 1, 3);
+  ASSERT_TRUE(key.ok()) << key.status();
+  EXPECT_EQ(key->shape, (std::vector<int64_t>{2, 2}));
+  ASSERT_EQ(key->data.size(), 4 * sizeof(float));
+  EXPECT_EQ(reinterpret_cast<const float*>(key->data.data())[0], 4.0f);  // row 2's first value
+  auto uneven = RowBlock(t, 0, 4);
+  ASSERT_FALSE(uneven.ok());
+  EXPECT_THAT(uneven.status().message(), HasSubstr("dir/model.safetensors: tensor \"attn.Wqkv.weight\" has shape"));
+  EXPECT_THAT(uneven.status().message(), HasSubstr("do not split in 4"));
 }
 
 }  // namespace
