@@ -166,7 +166,7 @@ absl::StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::Load(const Safetensors
     ASSIGN_OR_RETURN(Linear qkv, LoadStacked(w, {lp + names.q, lp + names.k, lp + names.v}, d, d, storage,
                                              precision, bias));
     ASSIGN_OR_RETURN(Linear out, LoadLinear(w, lp + names.out, d, d, storage, precision, Activation::kNone, bias));
-    ASSIGN_OR_RETURN(Linear ff1, c.swiglu ? LoadStacked(w, {lp + names.ff1, lp + "intermediate.gate"},
+    ASSIGN_OR_RETURN(Linear ff1, c.gated_mlp() ? LoadStacked(w, {lp + names.ff1, lp + "intermediate.gate"},
                                                         c.intermediate_size, d, storage, precision, false)
                                           : LoadLinear(w, lp + names.ff1, c.intermediate_size, d, storage, precision,
                                                        Activation::kGeluErf, bias));
@@ -220,9 +220,9 @@ int64_t BertEncoder::ScratchBytes(int batch_size, int seq_len) const {
   // place); MPNet's bias planes [H, N, N].
   int64_t floats = t * (d + 3 * d + d + d + config_.intermediate_size);
   if (config_.relative_attention_buckets > 0) floats += int64_t{config_.num_heads} * seq_len * seq_len;
-  if (config_.family == EncoderFamily::kModernBert) {
-    // Wi's [T, 2I] and the GeGLU's [T, I] (the local layers' window is a
-    // key range per query row, no mask).
+  if (config_.family == EncoderFamily::kModernBert || config_.gated_mlp()) {
+    // Wi's (up and gate's) [T, 2I] and the gated [T, I] (ModernBERT's
+    // local layers' window is a key range per query row, no mask).
     floats += t * 2 * int64_t{config_.intermediate_size};
   }
   return floats * static_cast<int64_t>(sizeof(float));
@@ -295,7 +295,7 @@ absl::StatusOr<std::unique_ptr<BertForwardJob>> BertEncoder::Begin(absl::Span<co
   job->qkv_ = Tensor::Empty({total, 3 * d});
   job->ctx_ = Tensor::Empty({total, d});
   job->tmp_ = Tensor::Empty({total, d});
-  if (config_.family == EncoderFamily::kModernBert || config_.swiglu) {
+  if (config_.family == EncoderFamily::kModernBert || config_.gated_mlp()) {
     job->ff_ = Tensor::Empty({total, 2 * int64_t{config_.intermediate_size}});
     job->glu_ = Tensor::Empty({total, config_.intermediate_size});
   } else {
@@ -461,17 +461,18 @@ absl::Status BertForwardJob::AttentionBlock(int li) {
   return absl::OkStatus();
 }
 
-// ff = GELU_erf(W1 x); SwiGLU: glu = up x * silu(gate x).
+// ff = GELU_erf(W1 x); gated: glu = up x * act(gate x) (SwiGLU, GeGLU).
 absl::Status BertForwardJob::FeedForwardUp(int li) {
   RETURN_IF_ERROR(model_->layers_[li].ff1.Forward(x_.f32(), total_, ff_.f32()));
-  if (!model_->config_.swiglu) return absl::OkStatus();
+  const Activation act = model_->config_.gate_activation;
+  if (act == Activation::kNone) return absl::OkStatus();
   const int inter = model_->config_.intermediate_size;
 #pragma omp parallel for schedule(static)
   for (int64_t t = 0; t < total_; ++t) {
     const float* up = ff_.f32() + t * 2 * inter;
     float* gate = ff_.f32() + t * 2 * inter + inter;
     float* out = glu_.f32() + t * inter;
-    ApplyActivation(Activation::kSilu, gate, inter);
+    ApplyActivation(act, gate, inter);
     for (int k = 0; k < inter; ++k) out[k] = up[k] * gate[k];
   }
   return absl::OkStatus();
@@ -481,7 +482,7 @@ absl::Status BertForwardJob::FeedForwardUp(int li) {
 absl::Status BertForwardJob::FeedForwardDown(int li) {
   const BertConfig& config = model_->config_;
   const BertEncoder::Layer& layer = model_->layers_[li];
-  RETURN_IF_ERROR(layer.ff2.Forward(config.swiglu ? glu_.f32() : ff_.f32(), total_, tmp_.f32()));
+  RETURN_IF_ERROR(layer.ff2.Forward(config.gated_mlp() ? glu_.f32() : ff_.f32(), total_, tmp_.f32()));
   bert_internal::AddLayerNorm(x_.f32(), tmp_.f32(), layer.ln2_g.f32(), layer.ln2_b.f32(), total_,
                               config.hidden_size, config.layer_norm_eps);
   if (request_.hidden_states) result_.hidden_states.push_back(x_.Copy());

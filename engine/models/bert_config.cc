@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "engine/core/status_macros.h"
+#include "engine/models/gte.h"
 #include "engine/models/nomic_bert.h"
 
 namespace attnserve {
@@ -186,10 +187,12 @@ absl::StatusOr<BertConfig> ParseBertConfig(const HfConfig& config) {
     return ParseModernBertConfig(config);
   } else if (type == "nomic_bert") {
     return ParseNomicBertConfig(config);
+  } else if (IsGteModelType(type)) {
+    return ParseGteConfig(config);
   } else {
     return absl::InvalidArgumentError(absl::StrCat(path, ": model_type \"", type,
                                                    "\" is not supported by the encoder (bert, xlm-roberta, roberta, "
-                                                   "camembert, mpnet, distilbert, modernbert, nomic_bert)"));
+                                                   "camembert, mpnet, distilbert, modernbert, nomic_bert, new, gte)"));
   }
   // DistilBertConfig names the sizes dim / n_layers / n_heads / hidden_dim /
   // activation and fixes every LayerNorm's eps at 1e-12.

@@ -20,6 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/formats/hf_config.h"
+#include "engine/ops/activation.h"
 
 namespace attnserve {
 
@@ -68,14 +69,20 @@ struct BertConfig {
   // "LABEL_<i>", else Hugging Face's default of two). Empty: a plain
   // encoder.
   std::vector<std::string> labels;
-  // Nomic BERT (nomic-embed-text; llama.cpp's "nomic-bert"): BERT's
-  // post-norm layers with rotary positions of this base (the GPT-NeoX
-  // half-split pairing over the whole head) in place of a position table,
-  // a SwiGLU feed-forward (down(silu(gate x) * up x): "intermediate.dense"
-  // is up, "intermediate.gate" gate) and no projection biases. 0: BERT's
-  // learned positions.
+  // Rotary encoders on BERT's post-norm layers (Nomic BERT, llama.cpp's
+  // "nomic-bert", GTE): rotary positions of this base (the GPT-NeoX
+  // half-split pairing over the whole head) in place of a position table.
+  // 0: BERT's learned positions.
   float rotary_theta = 0;
-  bool swiglu = false;
+  // The inverse frequencies divided by this (GTE's fixed NTK scaling:
+  // factor^(2 / head_dim) over a base already multiplied by factor); 1: none.
+  float rotary_scale = 1;
+  // A gated feed-forward, down(act(gate x) * up x): "intermediate.dense" is
+  // up, "intermediate.gate" gate, the two one [2I, D] GEMM without biases;
+  // kSilu is SwiGLU (Nomic BERT), kGeluErf GeGLU (GTE). kNone: BERT's
+  // GELU feed-forward.
+  Activation gate_activation = Activation::kNone;
+  bool gated_mlp() const { return gate_activation != Activation::kNone; }
   bool projection_bias = true;  // false: query/key/value, output and feed-forward projections have none
   // The classification head is RobertaClassificationHead (dense, tanh,
   // out_proj on the first token) whatever the family: a GGUF file's

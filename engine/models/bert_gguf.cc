@@ -207,7 +207,7 @@ absl::StatusOr<BertGguf> ReadBertGguf(std::shared_ptr<const GgufFile> gguf) {
       return absl::InvalidArgumentError(absl::StrCat(g.where(), ": ", k, "rope.freq_base ", theta, " is not > 1"));
     }
     c.rotary_theta = static_cast<float>(theta);
-    c.swiglu = true;
+    c.gate_activation = Activation::kSilu;  // SwiGLU
     c.projection_bias = false;
     for (const char* bias : {"blk.0.attn_qkv.bias", "blk.0.attn_output.bias", "blk.0.ffn_up.bias"}) {
       if (g.FindTensor(bias) != nullptr) {
@@ -243,7 +243,7 @@ absl::StatusOr<BertGguf> ReadBertGguf(std::shared_ptr<const GgufFile> gguf) {
         RETURN_IF_ERROR(views.Add(blk + name + suffix, hf + hf_name + suffix, true));
       }
     }
-    if (c.swiglu) RETURN_IF_ERROR(views.Add(blk + "ffn_gate.weight", hf + "intermediate.gate.weight", true));
+    if (c.gated_mlp()) RETURN_IF_ERROR(views.Add(blk + "ffn_gate.weight", hf + "intermediate.gate.weight", true));
   }
   RETURN_IF_ERROR(ReadClassifier(g, views, c));
   ASSIGN_OR_RETURN(c.vocab_size, TableRows(g, *g.FindTensor("token_embd.weight"), c.hidden_size));

@@ -17,6 +17,7 @@
 #include "engine/formats/safetensors.h"
 #include "engine/models/bert_config.h"
 #include "engine/models/bert_gguf.h"
+#include "engine/models/gte.h"
 #include "engine/models/nomic_bert.h"
 #include "engine/models/causal_forward.h"
 #include "engine/tokenizers/bert_vocab_txt.h"
@@ -86,13 +87,14 @@ absl::StatusOr<std::unique_ptr<EncoderModel>> EncoderModel::Load(const std::stri
                                                    ": tokenizer has ", m->tokenizer_->vocab_size(),
                                                    " tokens but config.json vocab_size is ", config.vocab_size));
   }
-  // A Nomic BERT checkpoint's tensors are read under BERT's names.
-  std::unique_ptr<SafetensorsArchive> nomic_weights;
+  // Nomic BERT's and GTE's checkpoints are read under BERT's names.
+  std::unique_ptr<SafetensorsArchive> renamed;
   if (md.config.model_type() == "nomic_bert") {
-    ASSIGN_OR_RETURN(nomic_weights, NomicBertWeightsAsBert(*md.weights, config));
+    ASSIGN_OR_RETURN(renamed, NomicBertWeightsAsBert(*md.weights, config));
+  } else if (IsGteModelType(md.config.model_type())) {
+    ASSIGN_OR_RETURN(renamed, GteWeightsAsBert(*md.weights, config));
   }
-  RETURN_IF_ERROR(m->AdoptBert(nomic_weights ? *nomic_weights : *md.weights, config, options,
-                               md.config.model_type()));
+  RETURN_IF_ERROR(m->AdoptBert(renamed ? *renamed : *md.weights, config, options, md.config.model_type()));
   RETURN_IF_ERROR(m->ReadSentenceTransformers(md, config.max_sequence_length(), config.hidden_size));
   if (st.splade) {
     m->default_pooling_ = PoolingMode::kSplade;

@@ -39,9 +39,15 @@ absl::StatusOr<Linear> LoadProjection(const SafetensorsArchive& w, const std::st
 }
 
 // Rotary angles of every position for one theta: [positions, head_dim]
-// (cos of each frequency, then sin), as transformers' default rope computes them.
-absl::StatusOr<Rope> ModernRope(const BertConfig& c, float theta) {
+// (cos of each frequency, then sin), as transformers' default rope computes
+// them; with `scale` != 1 the inverse frequencies divided by it (a linear
+// rope scaling: GTE's fixed NTK).
+absl::StatusOr<Rope> ModernRope(const BertConfig& c, float theta, float scale = 1.0f) {
   DecoderConfig d;
+  if (scale != 1.0f) {
+    d.rope_scaling.kind = RopeScalingKind::kLinear;
+    d.rope_scaling.factor = scale;
+  }
   d.positions = PositionKind::kRope;
   d.head_dim = c.head_dim();
   d.rope_dim = c.head_dim();
@@ -97,7 +103,7 @@ absl::Status BertEncoder::LoadModernBert(const SafetensorsArchive& w, const std:
 }
 
 absl::Status BertEncoder::LoadRotary() {
-  ASSIGN_OR_RETURN(Rope rope, ModernRope(config_, config_.rotary_theta));
+  ASSIGN_OR_RETURN(Rope rope, ModernRope(config_, config_.rotary_theta, config_.rotary_scale));
   rope_global_ = AngleTable(rope, config_.max_positions);
   rope_.emplace(std::move(rope));
   return absl::OkStatus();

@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "engine/core/status_macros.h"
+#include "engine/formats/renamed_tensors.h"
 
 namespace attnserve {
 namespace {
@@ -50,8 +51,8 @@ absl::Status ReadHubLayout(const HfConfig& config, BertConfig& c) {
         absl::StrCat(path, ": activation_function \"", act, "\" is not supported (swiglu)"));
   }
   if (moe_every != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": moe_every_n_layers ", moe_every,
-                                                   " (a mixture of experts: nomic-embed-text-v2-moe) is not supported"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": moe_every_n_layers ", moe_every, " (a mixture of experts: nomic-embed-text-v2-moe) is not supported"));
   }
   if (config.json().contains("rotary_scaling_factor") && !config.json()["rotary_scaling_factor"].is_null()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -127,7 +128,7 @@ absl::StatusOr<BertConfig> ParseNomicBertConfig(const HfConfig& config) {
   }
   BertConfig c;
   c.family = EncoderFamily::kBert;
-  c.swiglu = true;
+  c.gate_activation = Activation::kSilu;  // SwiGLU
   c.projection_bias = false;
   if (config.json().contains("n_embd")) {
     RETURN_IF_ERROR(ReadHubLayout(config, c));
@@ -154,54 +155,38 @@ absl::StatusOr<std::unique_ptr<SafetensorsArchive>> NomicBertWeightsAsBert(const
                                                                            const BertConfig& config) {
   // A task model's checkpoint (NomicBertForPreTraining) nests the encoder
   // under a prefix; its embedding norm says which.
-  std::string prefix;
-  for (const std::string& name : weights.Names()) {
-    if (absl::EndsWith(name, "emb_ln.weight")) {
-      prefix = name.substr(0, name.size() - std::string("emb_ln.weight").size());
-      break;
-    }
-  }
+  const std::string prefix = PrefixBefore(weights, "emb_ln.weight");
+  RenamedTensors views(weights);
   const int64_t d = config.hidden_size;
   const int64_t inner = config.intermediate_size;
-  std::vector<SafetensorsTensor> views;
-  // The checkpoint's tensor `name` (checked to be `shape`) seen as `bert_name`.
-  auto add = [&](const std::string& name, const std::vector<int64_t>& shape, const std::string& bert_name,
-                 int part = 0, int parts = 1) -> absl::Status {
-    ASSIGN_OR_RETURN(const SafetensorsTensor* t, weights.GetWithShape(prefix + name, shape));
-    SafetensorsTensor v = *t;
-    v.file = absl::StrCat(t->file, " (", t->name, ")");
-    v.name = bert_name;
-    ASSIGN_OR_RETURN(SafetensorsTensor block, RowBlock(std::move(v), part, parts));
-    views.push_back(std::move(block));
-    return absl::OkStatus();
-  };
-  RETURN_IF_ERROR(add("embeddings.word_embeddings.weight", {config.vocab_size, d},
-                      "embeddings.word_embeddings.weight"));
+  RETURN_IF_ERROR(views.Add(prefix + "embeddings.word_embeddings.weight", {config.vocab_size, d},
+                            "embeddings.word_embeddings.weight"));
   if (config.type_vocab_size > 0) {
-    RETURN_IF_ERROR(add("embeddings.token_type_embeddings.weight", {config.type_vocab_size, d},
-                        "embeddings.token_type_embeddings.weight"));
+    RETURN_IF_ERROR(views.Add(prefix + "embeddings.token_type_embeddings.weight", {config.type_vocab_size, d},
+                              "embeddings.token_type_embeddings.weight"));
   }
   for (const char* p : {"weight", "bias"}) {
-    RETURN_IF_ERROR(add(absl::StrCat("emb_ln.", p), {d}, absl::StrCat("embeddings.LayerNorm.", p)));
+    RETURN_IF_ERROR(views.Add(absl::StrCat(prefix, "emb_ln.", p), {d}, absl::StrCat("embeddings.LayerNorm.", p)));
   }
   static constexpr const char* kQkv[] = {"query", "key", "value"};
   for (int i = 0; i < config.num_layers; ++i) {
-    const std::string from = absl::StrCat("encoder.layers.", i, ".");
+    const std::string from = absl::StrCat(prefix, "encoder.layers.", i, ".");
     const std::string to = absl::StrCat("encoder.layer.", i, ".");
     for (int part = 0; part < 3; ++part) {
-      RETURN_IF_ERROR(add(from + "attn.Wqkv.weight", {3 * d, d},
-                          absl::StrCat(to, "attention.self.", kQkv[part], ".weight"), part, 3));
+      RETURN_IF_ERROR(views.Add(from + "attn.Wqkv.weight", {3 * d, d},
+                                absl::StrCat(to, "attention.self.", kQkv[part], ".weight"), part, 3));
     }
-    RETURN_IF_ERROR(add(from + "attn.out_proj.weight", {d, d}, to + "attention.output.dense.weight"));
-    RETURN_IF_ERROR(add(from + "mlp.fc11.weight", {inner, d}, to + "intermediate.dense.weight"));  // up
-    RETURN_IF_ERROR(add(from + "mlp.fc12.weight", {inner, d}, to + "intermediate.gate.weight"));   // gate
-    RETURN_IF_ERROR(add(from + "mlp.fc2.weight", {d, inner}, to + "output.dense.weight"));
+    RETURN_IF_ERROR(views.Add(from + "attn.out_proj.weight", {d, d}, to + "attention.output.dense.weight"));
+    RETURN_IF_ERROR(views.Add(from + "mlp.fc11.weight", {inner, d}, to + "intermediate.dense.weight"));  // up
+    RETURN_IF_ERROR(views.Add(from + "mlp.fc12.weight", {inner, d}, to + "intermediate.gate.weight"));   // gate
+    RETURN_IF_ERROR(views.Add(from + "mlp.fc2.weight", {d, inner}, to + "output.dense.weight"));
     for (const char* p : {"weight", "bias"}) {
-      RETURN_IF_ERROR(add(absl::StrCat(from, "norm1.", p), {d}, absl::StrCat(to, "attention.output.LayerNorm.", p)));
-      RETURN_IF_ERROR(add(absl::StrCat(from, "norm2.", p), {d}, absl::StrCat(to, "output.LayerNorm.", p)));
+      RETURN_IF_ERROR(
+          views.Add(absl::StrCat(from, "norm1.", p), {d}, absl::StrCat(to, "attention.output.LayerNorm.", p)));
+      RETURN_IF_ERROR(views.Add(absl::StrCat(from, "norm2.", p), {d}, absl::StrCat(to, "output.LayerNorm.", p)));
     }
   }
-  return SafetensorsArchive::FromTensors(weights.source(), std::move(views), nullptr);
+  return std::move(views).Finish();
 }
 
 }  // namespace attnserve

@@ -1,7 +1,7 @@
 // Nomic BERT from a Hugging Face directory (`model_type` "nomic_bert":
 // nomic-embed-text-v1 / v1.5 and their fine-tunes, CodeRankEmbed): BERT's
 // post-norm layers with rotary positions, a SwiGLU feed-forward and no
-// projection biases (BertConfig's rotary_theta / swiglu / projection_bias),
+// projection biases (BertConfig's rotary_theta / gate_activation / projection_bias),
 // read from either config layout and the one tensor layout such a
 // checkpoint has.
 #ifndef ATTNSERVE_ENGINE_MODELS_NOMIC_BERT_H_

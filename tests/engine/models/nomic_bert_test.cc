@@ -72,7 +72,7 @@ void ExpectNomicConfig(const BertConfig& c) {
   EXPECT_EQ(c.type_vocab_size, 2);
   EXPECT_FLOAT_EQ(c.rotary_theta, 1000.0f);
   EXPECT_FLOAT_EQ(c.layer_norm_eps, 1e-12f);
-  EXPECT_TRUE(c.swiglu);
+  EXPECT_EQ(c.gate_activation, Activation::kSilu);
   EXPECT_FALSE(c.projection_bias);
 }
 
