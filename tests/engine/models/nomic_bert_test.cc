@@ -144,6 +144,9 @@ TEST(NomicBertEncoderTest, LoadsAsNomicBert) {
   const int64_t per_layer = 3 * d * d + d * d + 3 * 48 * d + 4 * d;
   const int64_t tables = (vocab + 2) * d + 2 * d;
   EXPECT_GE((*model)->description().weight_bytes, (tables + 2 * per_layer) * 4);
+  // A token's activations: x, q/k/v, context, the output's sum, up and gate
+  // (2I) and the gated product (I).
+  EXPECT_EQ((*model)->ScratchBytes(2, 16), 2 * 16 * (6 * d + 3 * 48) * 4);
 }
 
 // Every text in one batch (rotary angles per position in sequences of
