@@ -46,7 +46,10 @@ absl::Status ScaledDotProductAttentionRef(const SdpaArgs& a) {
           double sc = 0;
           for (int c = 0; c < s.head_dim; ++c) sc += Load(a.q, b, h, i, c) * Load(a.k, b, hk, j, c);
           sc *= scale;
-          if (mk.additive.data) {
+          if (mk.additive.data && mk.additive.by_distance) {
+            const int64_t row = nq + nk - 1;
+            sc += mk.additive.data[(mk.additive.per_head ? h * row : 0) + (j - i + nq - 1)];
+          } else if (mk.additive.data) {
             int64_t off = i * nk + j;
             if (mk.additive.per_batch) {
               off += mk.additive.per_head ? (int64_t{b} * s.num_heads + h) * nq * nk : b * nq * nk;

@@ -76,16 +76,27 @@ struct KeyAllowMask {
 };
 
 // Float mask added to the scaled scores: [Nq, Nk], [B, Nq, Nk] (per_batch),
-// [Hq, Nq, Nk] (per_head: one bias per head for every sequence, as MPNet's
-// relative position bias) or [B, Hq, Nq, Nk] (both). -inf blocks.
+// [Hq, Nq, Nk] (per_head: one bias per head for every sequence) or
+// [B, Hq, Nq, Nk] (both). -inf blocks.
+//
+// `by_distance`: a bias that depends only on j - i (ALiBi's, MPNet's
+// relative position buckets) held as one row of Nq + Nk - 1 values per head
+// ([Hq, Nq + Nk - 1] with per_head, else [Nq + Nk - 1]; never per_batch):
+// key j of query row i reads entry j - i + Nq - 1, so a row is a window of
+// the table starting at Nq - 1 - i. O(H · N) memory where a plane is N².
 struct AdditiveMask {
   const float* data = nullptr;
   bool per_batch = false;
   bool per_head = false;
+  bool by_distance = false;
 };
 
 // Where query row i of batch b, head h starts in an additive mask's data.
 inline int64_t AdditiveMaskOffset(const AdditiveMask& m, const SdpaShape& s, int b, int h, int i) {
+  if (m.by_distance) {
+    const int64_t row = int64_t{s.q_len} + s.kv_len - 1;
+    return (m.per_head ? int64_t{h} * row : 0) + (s.q_len - 1 - i);
+  }
   const int64_t plane = int64_t{s.q_len} * s.kv_len;
   int64_t off = int64_t{i} * s.kv_len;
   if (m.per_batch) off += (m.per_head ? int64_t{b} * s.num_heads + h : b) * plane;

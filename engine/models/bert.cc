@@ -143,7 +143,7 @@ absl::StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::Load(const Safetensors
                    w.LoadWithShape(p + "embeddings.word_embeddings.weight", {c.vocab_size, d}, word_table));
   if (c.rotary_theta > 0) {
     RETURN_IF_ERROR(m->LoadRotary());
-  } else {
+  } else if (!c.alibi) {  // ALiBi: positions only in the attention bias
     ASSIGN_OR_RETURN(m->position_,
                      w.LoadWithShape(p + "embeddings.position_embeddings.weight", {c.max_positions, d}, table));
   }
@@ -217,9 +217,9 @@ int64_t BertEncoder::ScratchBytes(int batch_size, int seq_len) const {
   const int64_t t = int64_t{batch_size} * seq_len;
   const int64_t d = config_.hidden_size;
   // x, qkv, ctx, tmp, ff, all packed (attention reads and writes them in
-  // place); MPNet's bias planes [H, N, N].
+  // place); MPNet's and ALiBi's biases by distance [H, 2N - 1].
   int64_t floats = t * (d + 3 * d + d + d + config_.intermediate_size);
-  if (config_.relative_attention_buckets > 0) floats += int64_t{config_.num_heads} * seq_len * seq_len;
+  if (config_.relative_attention_buckets > 0 || config_.alibi) floats += int64_t{config_.num_heads} * (2 * seq_len - 1);
   if (config_.family == EncoderFamily::kModernBert || config_.gated_mlp()) {
     // Wi's (up and gate's) [T, 2I] and the gated [T, I] (ModernBERT's
     // local layers' window is a key range per query row, no mask).
@@ -301,7 +301,7 @@ absl::StatusOr<std::unique_ptr<BertForwardJob>> BertEncoder::Begin(absl::Span<co
   } else {
     job->ff_ = Tensor::Empty({total, config_.intermediate_size});
   }
-  if (config_.relative_attention_buckets > 0) job->position_bias_ = RelativePositionBias(max_len);
+  if (config_.relative_attention_buckets > 0 || config_.alibi) job->position_bias_ = DistanceBias(max_len);
   return job;
 }
 
@@ -318,18 +318,27 @@ int MpnetRelativePositionBucket(int relative_position) {
   return base + std::min(kExact + static_cast<int>(scaled), kHalf - 1);
 }
 
-Tensor BertEncoder::RelativePositionBias(int n) const {
+Tensor BertEncoder::DistanceBias(int n) const {
   const int heads = config_.num_heads;
-  Tensor bias = Tensor::Empty({heads, n, n});
-  std::vector<int> bucket(2 * static_cast<size_t>(n) - 1);  // by j - i + n - 1
-  for (int r = -(n - 1); r <= n - 1; ++r) bucket[static_cast<size_t>(r + n - 1)] = MpnetRelativePositionBucket(r);
-  const float* table = relative_bias_.f32();  // [buckets, H]
+  const int64_t row = 2 * int64_t{n} - 1;
+  Tensor bias = Tensor::Empty({heads, row});
   float* out = bias.f32();
-  for (int h = 0; h < heads; ++h) {
-    for (int i = 0; i < n; ++i) {
-      float* row = out + (int64_t{h} * n + i) * n;
-      for (int j = 0; j < n; ++j) row[j] = table[bucket[static_cast<size_t>(j - i + n - 1)] * heads + h];
+  if (config_.alibi) {
+    // Press et al.'s slopes as JinaBERT and llama.cpp (max bias 8) compute
+    // them: for the largest power of two p <= H, 2^(-8 (h + 1) / p) for
+    // h < p, then the odd powers of 2^(-4 / p) for the rest.
+    const int p = 1 << static_cast<int>(std::floor(std::log2(heads)));
+    const double m0 = std::pow(2.0, -8.0 / p), m1 = std::pow(2.0, -4.0 / p);
+    for (int h = 0; h < heads; ++h) {
+      const double slope = h < p ? std::pow(m0, h + 1) : std::pow(m1, 2 * (h - p) + 1);
+      for (int64_t r = 0; r < row; ++r) out[h * row + r] = static_cast<float>(-slope * std::abs(r - (n - 1)));
     }
+    return bias;
+  }
+  const float* table = relative_bias_.f32();  // [buckets, H]
+  for (int64_t r = 0; r < row; ++r) {
+    const int bucket = MpnetRelativePositionBucket(static_cast<int>(r - (n - 1)));
+    for (int h = 0; h < heads; ++h) out[h * row + r] = table[bucket * heads + h];
   }
   return bias;
 }
@@ -451,8 +460,8 @@ absl::Status BertForwardJob::AttentionBlock(int li) {
   if (model_->rope_.has_value()) RotateQueriesAndKeys(model_->rope_global_);  // Nomic BERT
   AttentionMasks masks;
   if (!position_bias_.empty()) {
-    // MPNet: the same [H, n, n] bias for every sequence (its top-left block).
-    masks.additive = {position_bias_.f32(), /*per_batch=*/false, /*per_head=*/true};
+    // MPNet, ALiBi: the same bias by distance for every sequence.
+    masks.additive = {position_bias_.f32(), /*per_batch=*/false, /*per_head=*/true, /*by_distance=*/true};
   }
   RETURN_IF_ERROR(SelfAttention(li, masks));
   RETURN_IF_ERROR(layer.out.Forward(ctx_.f32(), total_, tmp_.f32()));

@@ -94,7 +94,7 @@ class BertForwardJob : public EncoderForwardJob {
   std::vector<int32_t> lengths_;    // [B]; also the attention key lengths
   std::vector<int64_t> starts_;     // [B] first packed row of each sequence (attention's row offsets)
   Tensor x_, qkv_, ctx_, tmp_, ff_;  // [T, D], [T, 3D], [T, D], [T, D], [T, I]
-  Tensor position_bias_;            // MPNet: [H, Nmax, Nmax]; empty otherwise
+  Tensor position_bias_;            // MPNet, ALiBi: [H, 2 Nmax - 1] by distance; empty otherwise
   Tensor glu_;                      // ModernBERT and SwiGLU: [T, I] (ff_ is then [T, 2I])
   EncoderForwardResult result_;
   int next_slice_ = 0;
@@ -152,9 +152,10 @@ class BertEncoder {
   };
   friend class BertForwardJob;
   BertEncoder() = default;
-  // MPNet: each head's bias for query i and key j of an n-token sequence,
-  // relative_attention_bias[bucket(j - i)] ([H, n, n]).
-  Tensor RelativePositionBias(int n) const;
+  // Each head's attention bias by distance for sequences of up to n tokens,
+  // [H, 2n - 1] (entry j - i + n - 1; AdditiveMask::by_distance): MPNet's
+  // relative_attention_bias[bucket(j - i)], or ALiBi's -slope_h · |j - i|.
+  Tensor DistanceBias(int n) const;
   // ModernBERT's tensors (modernbert.cc), under prefix p.
   // The rotary angle tables of a rotary BERT (rotary_theta > 0).
   absl::Status LoadRotary();

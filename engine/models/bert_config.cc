@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/core/status_macros.h"
 #include "engine/models/gte.h"
+#include "engine/models/jina_bert.h"
 #include "engine/models/nomic_bert.h"
 
 namespace attnserve {
@@ -212,9 +213,11 @@ absl::StatusOr<BertConfig> ParseBertConfig(const HfConfig& config) {
                                                    " is not a multiple of ",
                                                    distil ? "n_heads " : "num_attention_heads ", c.num_heads));
   }
-  if (pos_type != "absolute") {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": position_embedding_type \"", pos_type, "\" is not supported (absolute)"));
+  if (pos_type == "alibi" && c.family == EncoderFamily::kBert) {
+    RETURN_IF_ERROR(ReadJinaBertConfig(config, c));  // jina-embeddings-v2
+  } else if (pos_type != "absolute") {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": position_embedding_type \"", pos_type,
+                                                   "\" is not supported (absolute; alibi for a BERT: JinaBERT)"));
   }
   if (!(eps > 0 && eps < 1)) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": layer_norm_eps ", eps, " is outside (0, 1)"));

@@ -77,6 +77,9 @@ struct BertConfig {
   // The inverse frequencies divided by this (GTE's fixed NTK scaling:
   // factor^(2 / head_dim) over a base already multiplied by factor); 1: none.
   float rotary_scale = 1;
+  // JinaBERT (jina-embeddings-v2; jina_bert.h): ALiBi attention biases,
+  // -slope_h · |i - j| with Press et al.'s slopes, in place of positions.
+  bool alibi = false;
   // A gated feed-forward, down(act(gate x) * up x): "intermediate.dense" is
   // up, "intermediate.gate" gate, the two one [2I, D] GEMM without biases;
   // kSilu is SwiGLU (Nomic BERT), kGeluErf GeGLU (GTE). kNone: BERT's

@@ -169,11 +169,12 @@ absl::Status ReadClassifier(const GgufFile& g, HfViews& views, BertConfig& c) {
 absl::StatusOr<BertGguf> ReadBertGguf(std::shared_ptr<const GgufFile> gguf) {
   const GgufFile& g = *gguf;
   ASSIGN_OR_RETURN(const std::string arch, g.GetString("general.architecture"));
-  if (arch != "bert" && arch != "nomic-bert") {
+  if (arch != "bert" && arch != "nomic-bert" && arch != "jina-bert-v2") {
     return absl::InvalidArgumentError(
-        absl::StrCat(g.where(), ": general.architecture '", arch, "' is not bert or nomic-bert"));
+        absl::StrCat(g.where(), ": general.architecture '", arch, "' is not bert, nomic-bert or jina-bert-v2"));
   }
   const bool nomic = arch == "nomic-bert";
+  const bool jina = arch == "jina-bert-v2";
   const std::string k = arch + ".";
   BertGguf out;
   BertConfig& c = out.config;
@@ -216,6 +217,25 @@ absl::StatusOr<BertGguf> ReadBertGguf(std::shared_ptr<const GgufFile> gguf) {
                        "is not read"));
       }
     }
+  } else if (jina) {
+    // jina-embeddings-v2: ALiBi (no position table) and GeGLU, the
+    // converter's ffn_gate being gated_layers' first half, ffn_up its
+    // second. The model's GELU is the erf form (llama.cpp runs tanh's).
+    ASSIGN_OR_RETURN(c.max_positions, PositiveKey(g, k + "context_length"));
+    c.alibi = true;
+    c.gate_activation = Activation::kGeluErf;
+    for (const char* name : {"blk.0.attn_q_norm.weight", "blk.0.attn_norm_2.weight"}) {
+      if (g.FindTensor(name) != nullptr) {
+        return absl::UnimplementedError(absl::StrCat(
+            g.where(), ": tensor '", name, "': jina-bert-v2's query/key-normed layers (jina-embeddings-v2-base-code) "
+                       "are not read"));
+      }
+    }
+    if (g.FindTensor("blk.0.ffn_gate.weight") == nullptr) {
+      return absl::UnimplementedError(absl::StrCat(
+          g.where(), ": no tensor 'blk.0.ffn_gate.weight': a jina-bert-v2 file with a fused up/gate ffn_up is not "
+                     "read"));
+    }
   } else if (g.FindTensor("blk.0.attn_qkv.weight") != nullptr) {
     return absl::UnimplementedError(absl::StrCat(
         g.where(), ": tensor 'blk.0.attn_qkv.weight' (a fused query/key/value projection) is not read in a bert "
@@ -224,7 +244,7 @@ absl::StatusOr<BertGguf> ReadBertGguf(std::shared_ptr<const GgufFile> gguf) {
 
   HfViews views(gguf);
   for (const ModelTensor& t : kModelTensors) {
-    if (nomic && std::string(t.gguf) == "position_embd.weight") continue;  // rotary
+    if ((nomic || jina) && std::string(t.gguf) == "position_embd.weight") continue;  // rotary, ALiBi
     RETURN_IF_ERROR(views.Add(t.gguf, t.hf, t.required));
   }
   for (int i = 0; i < c.num_layers; ++i) {
@@ -240,6 +260,8 @@ absl::StatusOr<BertGguf> ReadBertGguf(std::shared_ptr<const GgufFile> gguf) {
       }
       for (const char* suffix : {".weight", ".bias"}) {
         if (projection && !c.projection_bias && std::string(suffix) == ".bias") continue;
+        // A gated feed-forward's up (and gate) have no bias.
+        if (name == "ffn_up" && c.gated_mlp() && std::string(suffix) == ".bias") continue;
         RETURN_IF_ERROR(views.Add(blk + name + suffix, hf + hf_name + suffix, true));
       }
     }
@@ -247,7 +269,7 @@ absl::StatusOr<BertGguf> ReadBertGguf(std::shared_ptr<const GgufFile> gguf) {
   }
   RETURN_IF_ERROR(ReadClassifier(g, views, c));
   ASSIGN_OR_RETURN(c.vocab_size, TableRows(g, *g.FindTensor("token_embd.weight"), c.hidden_size));
-  if (!nomic) {
+  if (!nomic && !jina) {
     ASSIGN_OR_RETURN(c.max_positions, TableRows(g, *g.FindTensor("position_embd.weight"), c.hidden_size));
   }
   if (const GgufTensorInfo* types = g.FindTensor("token_types.weight")) {

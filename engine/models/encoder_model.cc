@@ -18,6 +18,7 @@
 #include "engine/models/bert_config.h"
 #include "engine/models/bert_gguf.h"
 #include "engine/models/gte.h"
+#include "engine/models/jina_bert.h"
 #include "engine/models/nomic_bert.h"
 #include "engine/models/causal_forward.h"
 #include "engine/tokenizers/bert_vocab_txt.h"
@@ -44,11 +45,12 @@ bool IsDecoderClassifier(const HfConfig& config) {
   return false;
 }
 
-// llama.cpp's encoder architectures other than "bert" and "nomic-bert":
+// llama.cpp's encoder architectures other than "bert", "nomic-bert" and
+// "jina-bert-v2":
 // their layers differ from BERT's (mixtures of experts, ALiBi, pre-norm
 // layers) and none is read.
 bool IsUnreadBertGguf(const std::string& arch) {
-  return arch == "nomic-bert-moe" || arch == "jina-bert-v2" || arch == "jina-bert-v3" || arch == "modern-bert" ||
+  return arch == "nomic-bert-moe" || arch == "jina-bert-v3" || arch == "modern-bert" ||
          arch == "neo-bert" || arch == "eurobert";
 }
 
@@ -87,12 +89,14 @@ absl::StatusOr<std::unique_ptr<EncoderModel>> EncoderModel::Load(const std::stri
                                                    ": tokenizer has ", m->tokenizer_->vocab_size(),
                                                    " tokens but config.json vocab_size is ", config.vocab_size));
   }
-  // Nomic BERT's and GTE's checkpoints are read under BERT's names.
+  // Nomic BERT's, GTE's and JinaBERT's checkpoints are read under BERT's names.
   std::unique_ptr<SafetensorsArchive> renamed;
   if (md.config.model_type() == "nomic_bert") {
     ASSIGN_OR_RETURN(renamed, NomicBertWeightsAsBert(*md.weights, config));
   } else if (IsGteModelType(md.config.model_type())) {
     ASSIGN_OR_RETURN(renamed, GteWeightsAsBert(*md.weights, config));
+  } else if (config.alibi) {
+    ASSIGN_OR_RETURN(renamed, JinaBertWeightsAsBert(*md.weights, config));
   }
   RETURN_IF_ERROR(m->AdoptBert(renamed ? *renamed : *md.weights, config, options, md.config.model_type()));
   RETURN_IF_ERROR(m->ReadSentenceTransformers(md, config.max_sequence_length(), config.hidden_size));
@@ -201,12 +205,13 @@ absl::StatusOr<std::unique_ptr<EncoderModel>> EncoderModel::LoadGguf(const std::
     return absl::UnimplementedError(absl::StrCat(path, ": general.architecture '", arch,
                                                  "' is not read (of llama.cpp's encoder architectures, bert is: "
                                                  "BERT, all-MiniLM, bge, e5, mxbai-embed, snowflake-arctic-embed; "
-                                                 "and nomic-bert: nomic-embed-text)"));
+                                                 "nomic-bert: nomic-embed-text; jina-bert-v2: "
+                                                 "jina-embeddings-v2)"));
   }
   std::unique_ptr<EncoderModel> m(new EncoderModel());
   ASSIGN_OR_RETURN(m->tokenizer_, EncoderTokenizerFromGguf(*g));
   int64_t pooling_fallback = 3;
-  if (arch == "bert" || arch == "nomic-bert") {
+  if (arch == "bert" || arch == "nomic-bert" || arch == "jina-bert-v2") {
     ASSIGN_OR_RETURN(BertGguf bert, ReadBertGguf(g));
     if (m->tokenizer_->vocab_size() > bert.config.vocab_size) {
       return absl::InvalidArgumentError(absl::StrCat(path, ": the tokenizer has ", m->tokenizer_->vocab_size(),

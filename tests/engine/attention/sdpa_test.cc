@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -469,6 +470,74 @@ TEST(SdpaTest, RaggedBatchWithASharedPerHeadBias) {
     ASSERT_TRUE(ScaledDotProductAttentionRef(r).ok());
     const std::vector<float> got(out.begin() + offsets[b] * hq * d, out.begin() + (offsets[b] + n) * hq * d);
     EXPECT_TRUE(AllClose(got, ref_out, 2e-5, 1e-4)) << "sequence " << b;
+  }
+}
+
+// A bias held by distance (ALiBi's -slope · |j - i|, here random per head
+// and distance, some -inf), one [H, 2·Nmax - 1] table for a ragged batch,
+// against the reference given the same bias as full [H, n, n] planes, on
+// the row-block, AVX2 and scalar paths; and the reference reading the table
+// itself agrees.
+TEST(SdpaTest, DistanceBiasOnARaggedBatchEqualsFullPlanes) {
+  const std::vector<int32_t> lengths = {37, 1, 64, 12};
+  const int B = 4, hq = 4, hkv = 2, nmax = 64;
+  int64_t total = 0;
+  const std::vector<int64_t> offsets = PackedOffsets(lengths, &total);
+  for (const auto& [d, no_avx512, scalar] : {std::tuple{16, false, false}, std::tuple{8, false, false},
+                                             std::tuple{16, true, false}, std::tuple{16, true, true}}) {
+    const std::string label = absl::StrCat("d ", d, no_avx512 ? ", no AVX-512" : "", scalar ? ", scalar" : "");
+    std::mt19937 rng(71 + d);
+    const std::vector<float> q = RandomVec(total * hq * d, rng, -2, 2);
+    const std::vector<float> k = RandomVec(total * hkv * d, rng, -2, 2);
+    const std::vector<float> v = RandomVec(total * hkv * d, rng);
+    std::vector<float> table = RandomVec(int64_t{hq} * (2 * nmax - 1), rng, -3, 3);
+    for (auto& x : table)
+      if (rng() % 16 == 0) x = -INFINITY;
+    table[nmax - 1] = 0.0f;  // head 0 always sees the diagonal
+    std::vector<float> out(total * hq * d, -99.f);
+    SdpaArgs a;
+    a.shape = {B, hq, hkv, nmax, nmax, d};
+    a.q = ConstAttnView::Interleaved(q.data(), hq, nmax, d);
+    a.k = ConstAttnView::Interleaved(k.data(), hkv, nmax, d);
+    a.v = ConstAttnView::Interleaved(v.data(), hkv, nmax, d);
+    a.out = AttnView::Interleaved(out.data(), hq, nmax, d);
+    a.masks.key_lengths = lengths.data();
+    a.masks.additive = {table.data(), /*per_batch=*/false, /*per_head=*/true, /*by_distance=*/true};
+    a.row_offsets = offsets.data();
+    attention_internal::DisableAvx512FlashKernel(no_avx512);
+    attention_internal::ForceScalarFlashKernel(scalar);
+    const absl::Status st = ScaledDotProductAttention(a);
+    attention_internal::DisableAvx512FlashKernel(false);
+    attention_internal::ForceScalarFlashKernel(false);
+    ASSERT_TRUE(st.ok()) << st;
+    for (int b = 0; b < B; ++b) {
+      const int n = lengths[b];
+      std::vector<float> planes(int64_t{hq} * n * n);
+      for (int h = 0; h < hq; ++h)
+        for (int i = 0; i < n; ++i)
+          for (int j = 0; j < n; ++j)
+            planes[(int64_t{h} * n + i) * n + j] = table[int64_t{h} * (2 * nmax - 1) + (j - i + nmax - 1)];
+      SdpaArgs r;
+      r.shape = {1, hq, hkv, n, n, d};
+      r.q = ConstAttnView::Interleaved(q.data() + offsets[b] * hq * d, hq, n, d);
+      r.k = ConstAttnView::Interleaved(k.data() + offsets[b] * hkv * d, hkv, n, d);
+      r.v = ConstAttnView::Interleaved(v.data() + offsets[b] * hkv * d, hkv, n, d);
+      std::vector<float> ref_out(int64_t{n} * hq * d), ref_table_out(int64_t{n} * hq * d);
+      r.out = AttnView::Interleaved(ref_out.data(), hq, n, d);
+      r.masks.additive = {planes.data(), /*per_batch=*/false, /*per_head=*/true};
+      ASSERT_TRUE(ScaledDotProductAttentionRef(r).ok());
+      // The reference on this sequence's own table (its rows of Nq + Nk - 1).
+      std::vector<float> own(int64_t{hq} * (2 * n - 1));
+      for (int h = 0; h < hq; ++h)
+        for (int r2 = 0; r2 < 2 * n - 1; ++r2)
+          own[int64_t{h} * (2 * n - 1) + r2] = table[int64_t{h} * (2 * nmax - 1) + (r2 - (n - 1) + nmax - 1)];
+      r.out = AttnView::Interleaved(ref_table_out.data(), hq, n, d);
+      r.masks.additive = {own.data(), /*per_batch=*/false, /*per_head=*/true, /*by_distance=*/true};
+      ASSERT_TRUE(ScaledDotProductAttentionRef(r).ok());
+      EXPECT_TRUE(AllClose(ref_table_out, ref_out, 1e-6, 1e-6)) << label << ", sequence " << b;
+      const std::vector<float> got(out.begin() + offsets[b] * hq * d, out.begin() + (offsets[b] + n) * hq * d);
+      EXPECT_TRUE(AllClose(got, ref_out, 2e-5, 1e-4)) << label << ", sequence " << b;
+    }
   }
 }
 

@@ -234,8 +234,8 @@ TEST(BertGgufTest, RefusalsNameTheKeyOrTensor) {
                                     })),
               HasSubstr("attn_qkv"));
   EXPECT_THAT(refused(RewrittenGguf("jina", without_key("general.architecture"), All,
-                                    [](testing::GgufTestWriter& w) { w.KvStr("general.architecture", "jina-bert-v2"); })),
-              HasSubstr("'jina-bert-v2' is not read"));
+                                    [](testing::GgufTestWriter& w) { w.KvStr("general.architecture", "jina-bert-v3"); })),
+              HasSubstr("'jina-bert-v3' is not read"));
 }
 
 TEST(BertGgufTest, PoolingComesFromTheFile) {
