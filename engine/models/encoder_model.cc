@@ -118,7 +118,9 @@ absl::Status EncoderModel::AdoptBert(const SafetensorsArchive& weights, const Be
   num_layers_ = config.num_layers;
   num_heads_ = config.num_heads;
   vocab_size_ = config.vocab_size;
-  reads_segments_ = config.family == EncoderFamily::kBert;
+  // A BERT-family model without a token-type table (gte-base-en-v1.5's)
+  // ignores the tokenizer's segments, as its Hugging Face code does.
+  reads_segments_ = config.family == EncoderFamily::kBert && config.type_vocab_size > 0;
   max_tokens_ = config.max_sequence_length();
 
   ModelDescription& d = description_;

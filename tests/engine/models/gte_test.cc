@@ -134,6 +134,28 @@ TEST(GteEncoderTest, TransformersLayoutMatchesSentenceTransformers) {
   fs::remove_all(dir);
 }
 
+// gte-base-en-v1.5 has no token-type table, and its code never reads the
+// tokenizer's segments: a pair's second text (segment 1 from BERT's
+// template) is read as the same ids without segments.
+TEST(GteEncoderTest, WithoutATokenTypeTableSegmentsAreIgnored) {
+  auto model = EncoderModel::Load(ModelDir("gte_tiny"), {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  EncoderInput pair;
+  pair.text = "how do i reset my password?";
+  pair.text_pair = "the quick brown fox";
+  auto with_pair = (*model)->Encode({&pair, 1}, {});
+  ASSERT_TRUE(with_pair.ok()) << with_pair.status();
+  EncoderInput ids;
+  ids.is_text = false;
+  ids.token_ids = (*with_pair)[0].token_ids;
+  auto as_ids = (*model)->Encode({&ids, 1}, {});
+  ASSERT_TRUE(as_ids.ok()) << as_ids.status();
+  const Tensor& a = (*with_pair)[0].embedding;
+  const Tensor& b = (*as_ids)[0].embedding;
+  ASSERT_EQ(a.numel(), b.numel());
+  for (int64_t k = 0; k < a.numel(); ++k) EXPECT_EQ(a.f32()[k], b.f32()[k]);
+}
+
 // Tensors under "new.", BERT's pooler and classifier, XLM-R's tokenizer.
 TEST(GteEncoderTest, RerankerLogitsMatchTransformers) {
   ASSERT_FALSE(Golden().is_null());
