@@ -26,17 +26,28 @@ DEV = REPO / "dev"
 _HANDED_OUT_PORTS: set = set()
 
 
-def model_copy_with_tokenizer_config(source: pathlib.Path, name: str, tokenizer_config: dict) -> pathlib.Path:
-    """A copy of a model directory (a tiny fixture) whose tokenizer_config.json
-    is `tokenizer_config` (a chat template, its special tokens), under the
-    checkout: the server runs in the project's Debian root, which sees the
-    checkout but not this machine's /tmp."""
+def model_copy_with_file(source: pathlib.Path, name: str, file: str, content: dict) -> pathlib.Path:
+    """A copy of a model directory whose `file` (a JSON file) is `content`,
+    under the checkout: the server runs in the project's Debian root, which
+    sees the checkout but not this machine's /tmp."""
     import shutil
     out = REPO / ".cache/test-data" / name
     shutil.rmtree(out, ignore_errors=True)
     shutil.copytree(source, out)
-    (out / "tokenizer_config.json").write_text(json.dumps(tokenizer_config))
+    (out / file).write_text(json.dumps(content))
     return out
+
+
+def model_copy_with_tokenizer_config(source: pathlib.Path, name: str, tokenizer_config: dict) -> pathlib.Path:
+    """The copy with another tokenizer_config.json (a chat template, its
+    special tokens)."""
+    return model_copy_with_file(source, name, "tokenizer_config.json", tokenizer_config)
+
+
+def model_copy_with_config(source: pathlib.Path, name: str, config: dict) -> pathlib.Path:
+    """The copy with another config.json (the same weights under another
+    config layout, or a variant to be refused)."""
+    return model_copy_with_file(source, name, "config.json", config)
 
 
 def free_port() -> int:

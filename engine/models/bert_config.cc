@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "engine/core/status_macros.h"
 #include "engine/models/gte.h"
@@ -132,6 +133,36 @@ absl::Status ReadBertSizes(const HfConfig& config, bool distil, BertConfig& c) {
   c.intermediate_size = static_cast<int>(inter);
   c.vocab_size = static_cast<int>(vocab);
   c.max_positions = static_cast<int>(positions);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<double> DefaultRopeTheta(const HfConfig& config, double default_theta) {
+  const std::string& path = config.path();
+  ASSIGN_OR_RETURN(double theta, config.DoubleOr("rope_theta", default_theta));
+  const nlohmann::json& root = config.json();
+  auto params = root.find("rope_parameters");
+  if (params == root.end() || params->is_null()) return theta;
+  const std::string type = params->is_object() && params->contains("rope_type") && (*params)["rope_type"].is_string()
+                               ? (*params)["rope_type"].get<std::string>()
+                               : "default";
+  if (type != "default") {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": rope_parameters.rope_type \"", type, "\" is not supported (default)"));
+  }
+  if (!params->is_object() || !params->contains("rope_theta") || !(*params)["rope_theta"].is_number()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": rope_parameters.rope_theta must be a number"));
+  }
+  return (*params)["rope_theta"].get<double>();
+}
+
+absl::Status RefuseClassificationHeads(const HfConfig& config, const std::string& what) {
+  for (const std::string& architecture : config.architectures()) {
+    if (absl::EndsWith(architecture, "ForSequenceClassification") ||
+        absl::EndsWith(architecture, "ForTokenClassification")) {
+      return absl::InvalidArgumentError(absl::StrCat(config.path(), ": architecture ", architecture,
+                                                     " is not supported (", what, ")"));
+    }
+  }
   return absl::OkStatus();
 }
 

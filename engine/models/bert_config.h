@@ -117,6 +117,16 @@ absl::StatusOr<std::vector<std::string>> SequenceClassificationLabels(const HfCo
 // n_layers, n_heads, hidden_dim); errors name the file and the key.
 absl::Status ReadBertSizes(const HfConfig& config, bool distil, BertConfig& c);
 
+// transformers 5's single rope: rope_parameters.rope_theta (rope_type
+// "default" only), else a top-level rope_theta, else `default_theta`;
+// errors name the file and the key. (ModernBERT's are per layer type.)
+absl::StatusOr<double> DefaultRopeTheta(const HfConfig& config, double default_theta);
+
+// INVALID_ARGUMENT naming the architecture when config.json's is a
+// sequence or token classifier, whose heads an embedding-only family
+// (`what`) does not read.
+absl::Status RefuseClassificationHeads(const HfConfig& config, const std::string& what);
+
 // Validates every field (ranges, D % H == 0, hidden_act (DistilBERT:
 // activation) "gelu", position_embedding_type "absolute", id2label keys
 // 0..n-1); errors name config.json and the field as the file spells it.

@@ -60,29 +60,6 @@ absl::Status ReadRemoteRotary(const HfConfig& config, BertConfig& c) {
   return absl::OkStatus();
 }
 
-// transformers 5's: rope_parameters (rope_type "default"), else a top-level
-// rope_theta, else GteConfig's default 160000.
-absl::Status ReadTransformersRotary(const HfConfig& config, BertConfig& c) {
-  const std::string& path = config.path();
-  ASSIGN_OR_RETURN(double theta, config.DoubleOr("rope_theta", 160000.0));
-  const nlohmann::json& root = config.json();
-  if (auto params = root.find("rope_parameters"); params != root.end() && !params->is_null()) {
-    const std::string type = params->is_object() && params->contains("rope_type") && (*params)["rope_type"].is_string()
-                                 ? (*params)["rope_type"].get<std::string>()
-                                 : "default";
-    if (type != "default") {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, ": rope_parameters.rope_type \"", type, "\" is not supported (default)"));
-    }
-    if (!params->is_object() || !params->contains("rope_theta") || !(*params)["rope_theta"].is_number()) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ": rope_parameters.rope_theta must be a number"));
-    }
-    theta = (*params)["rope_theta"].get<double>();
-  }
-  c.rotary_theta = static_cast<float>(theta);
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 bool IsGteModelType(const std::string& model_type) { return model_type == "new" || model_type == "gte"; }
@@ -114,7 +91,8 @@ absl::StatusOr<BertConfig> ParseGteConfig(const HfConfig& config) {
     RETURN_IF_ERROR(RequireFalse(config, "logn_attention_clip1", "log-n attention scaling"));
     RETURN_IF_ERROR(ReadRemoteRotary(config, c));
   } else {
-    RETURN_IF_ERROR(ReadTransformersRotary(config, c));
+    ASSIGN_OR_RETURN(double theta, DefaultRopeTheta(config, 160000.0));  // GteConfig's default
+    c.rotary_theta = static_cast<float>(theta);
   }
   if (!(c.rotary_theta > 0)) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": rope_theta ", c.rotary_theta, " must be positive"));

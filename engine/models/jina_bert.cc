@@ -3,7 +3,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "engine/core/status_macros.h"
 #include "engine/formats/renamed_tensors.h"
@@ -17,13 +16,7 @@ absl::Status ReadJinaBertConfig(const HfConfig& config, BertConfig& c) {
     return absl::InvalidArgumentError(absl::StrCat(
         path, ": feed_forward_type \"", ff, "\" is not supported with ALiBi positions (geglu: jina-embeddings-v2)"));
   }
-  for (const std::string& architecture : config.architectures()) {
-    if (absl::EndsWith(architecture, "ForSequenceClassification") ||
-        absl::EndsWith(architecture, "ForTokenClassification")) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ": architecture ", architecture,
-                                                     " is not supported (JinaBERT embedding models are)"));
-    }
-  }
+  RETURN_IF_ERROR(RefuseClassificationHeads(config, "JinaBERT embedding models are"));
   c.alibi = true;
   c.gate_activation = Activation::kGeluErf;  // nn.GELU() on the first half
   return absl::OkStatus();

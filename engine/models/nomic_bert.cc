@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "engine/core/status_macros.h"
 #include "engine/formats/renamed_tensors.h"
@@ -94,21 +93,7 @@ absl::Status ReadTransformersLayout(const HfConfig& config, BertConfig& c) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": head_dim ", head_dim, " is not hidden_size ",
                                                    c.hidden_size, " / num_attention_heads ", c.num_heads));
   }
-  ASSIGN_OR_RETURN(double theta, config.DoubleOr("rope_theta", 1000.0));
-  const nlohmann::json& root = config.json();
-  if (auto params = root.find("rope_parameters"); params != root.end() && !params->is_null()) {
-    const std::string type = params->is_object() && params->contains("rope_type") && (*params)["rope_type"].is_string()
-                                 ? (*params)["rope_type"].get<std::string>()
-                                 : "default";
-    if (type != "default") {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, ": rope_parameters.rope_type \"", type, "\" is not supported (default)"));
-    }
-    if (!params->is_object() || !params->contains("rope_theta") || !(*params)["rope_theta"].is_number()) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ": rope_parameters.rope_theta must be a number"));
-    }
-    theta = (*params)["rope_theta"].get<double>();
-  }
+  ASSIGN_OR_RETURN(double theta, DefaultRopeTheta(config, 1000.0));  // NomicBertConfig's default
   c.layer_norm_eps = static_cast<float>(eps);
   c.rotary_theta = static_cast<float>(theta);
   return absl::OkStatus();
@@ -118,14 +103,8 @@ absl::Status ReadTransformersLayout(const HfConfig& config, BertConfig& c) {
 
 absl::StatusOr<BertConfig> ParseNomicBertConfig(const HfConfig& config) {
   const std::string& path = config.path();
-  for (const std::string& architecture : config.architectures()) {
-    if (absl::EndsWith(architecture, "ForSequenceClassification") ||
-        absl::EndsWith(architecture, "ForTokenClassification")) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          path, ": architecture ", architecture,
-          " is not supported (a Nomic BERT embedding model, NomicBertModel, is; its classification heads are not)"));
-    }
-  }
+  RETURN_IF_ERROR(RefuseClassificationHeads(
+      config, "a Nomic BERT embedding model, NomicBertModel, is; its classification heads are not"));
   BertConfig c;
   c.family = EncoderFamily::kBert;
   c.gate_activation = Activation::kSilu;  // SwiGLU

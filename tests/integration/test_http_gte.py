@@ -9,13 +9,12 @@ transformers 5's layout against SentenceTransformer itself, and a variant
 the encoder does not run refused at start naming the key."""
 import json
 import math
-import shutil
 
 import numpy as np
 import pytest
 
 from conftest import (REPO, assert_embeddings_equal_sentence_transformers, encoder_server, loaded_model_info,
-                      openai_embeddings, post_json)
+                      model_copy_with_config, openai_embeddings, post_json)
 from test_server_lifecycle import start_failure
 
 MODELS = REPO / "tests/golden/encoder_models"
@@ -23,17 +22,6 @@ EMBEDDER = MODELS / "gte_tiny"
 RERANKER = MODELS / "gte_reranker_tiny"
 GOLDEN = json.loads((REPO / "tests/golden/encoder/gte_golden.json").read_text())
 TEXTS = [c["text"] for c in GOLDEN["embeddings"]]
-
-
-def copy_with_config(name, config):
-    """The tiny embedder under .cache/test-data (the server runs in the
-    project's Debian root, which sees the checkout) with config.json
-    replaced."""
-    out = REPO / ".cache/test-data" / name
-    shutil.rmtree(out, ignore_errors=True)
-    shutil.copytree(EMBEDDER, out)
-    (out / "config.json").write_text(json.dumps(config))
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +44,7 @@ def test_model_info_names_the_architecture_and_limit(embedder):
 
 
 def test_transformers_layout_equals_sentence_transformers(server_factory):
-    d = copy_with_config("gte_transformers_layout", GOLDEN["transformers_config"])
+    d = model_copy_with_config(EMBEDDER, "gte_transformers_layout", GOLDEN["transformers_config"])
     s = server_factory(f"--encoder-model={d}", "--threads=2")
     assert_embeddings_equal_sentence_transformers(s, d, TEXTS, "gte_transformers_layout")
 
@@ -78,7 +66,7 @@ def test_tei_rerank_scores_are_the_classifiers_logits(server_factory):
 def test_absolute_positions_are_refused_at_start():
     config = json.loads((EMBEDDER / "config.json").read_text())
     config["position_embedding_type"] = "absolute"
-    d = copy_with_config("gte_absolute", config)
+    d = model_copy_with_config(EMBEDDER, "gte_absolute", config)
     rc, out = start_failure("--grpc-port=0", "--http-port=0", f"--encoder-model={d}")
     assert rc != 0
     assert f"{d}/config.json" in out and "position_embedding_type \"absolute\"" in out, out

@@ -6,12 +6,11 @@ tools/golden/jina_bert_golden.py's reference (a numpy transcription of
 Jina's forward, checked by the script against llama.cpp); and a variant the
 encoder does not run refused at start naming the key."""
 import json
-import shutil
 
 import numpy as np
 import pytest
 
-from conftest import REPO, encoder_server, loaded_model_info, openai_embeddings
+from conftest import REPO, encoder_server, loaded_model_info, model_copy_with_config, openai_embeddings
 from test_server_lifecycle import start_failure
 
 MODELS = REPO / "tests/golden/encoder_models"
@@ -47,12 +46,9 @@ def test_gguf_file_gives_the_same_embeddings(server_factory):
 
 
 def test_reglu_is_refused_at_start():
-    out_dir = REPO / ".cache/test-data/jina_bert_reglu"
-    shutil.rmtree(out_dir, ignore_errors=True)
-    shutil.copytree(MODEL, out_dir)
     config = json.loads((MODEL / "config.json").read_text())
     config["feed_forward_type"] = "reglu"
-    (out_dir / "config.json").write_text(json.dumps(config))
+    out_dir = model_copy_with_config(MODEL, "jina_bert_reglu", config)
     rc, out = start_failure("--grpc-port=0", "--http-port=0", f"--encoder-model={out_dir}")
     assert rc != 0
     assert f"{out_dir}/config.json" in out and "feed_forward_type \"reglu\"" in out, out

@@ -7,28 +7,17 @@ with the model's own prompts (search_query: ...), the same weights under
 transformers 5's config layout against SentenceTransformer itself, and a
 variant the encoder does not run refused at start naming the key."""
 import json
-import shutil
 
 import numpy as np
 import pytest
 
 from conftest import (REPO, assert_embeddings_equal_sentence_transformers, encoder_server, loaded_model_info,
-                      openai_embeddings, post_json)
+                      model_copy_with_config, openai_embeddings, post_json)
 from test_server_lifecycle import start_failure
 
 MODEL = REPO / "tests/golden/encoder_models/nomic_bert_tiny"
 GOLDEN = json.loads((REPO / "tests/golden/encoder/nomic_bert_golden.json").read_text())
 TEXTS = [c["text"] for c in GOLDEN["embeddings"]]
-
-
-def copy_with_config(name, config):
-    """The tiny model under .cache/test-data (the server runs in the project's
-    Debian root, which sees the checkout) with config.json replaced."""
-    out = REPO / ".cache/test-data" / name
-    shutil.rmtree(out, ignore_errors=True)
-    shutil.copytree(MODEL, out)
-    (out / "config.json").write_text(json.dumps(config))
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +50,7 @@ def test_model_info_names_the_architecture_and_limit(embedder):
 
 
 def test_transformers_layout_equals_sentence_transformers(server_factory):
-    d = copy_with_config("nomic_bert_transformers_layout", GOLDEN["transformers_config"])
+    d = model_copy_with_config(MODEL, "nomic_bert_transformers_layout", GOLDEN["transformers_config"])
     s = server_factory(f"--encoder-model={d}", "--threads=2")
     assert_embeddings_equal_sentence_transformers(s, d, TEXTS, "nomic_bert_transformers_layout")
 
@@ -69,7 +58,7 @@ def test_transformers_layout_equals_sentence_transformers(server_factory):
 def test_dynamic_ntk_scaling_is_refused_at_start():
     config = json.loads((MODEL / "config.json").read_text())
     config["rotary_scaling_factor"] = 2.0
-    d = copy_with_config("nomic_bert_ntk", config)
+    d = model_copy_with_config(MODEL, "nomic_bert_ntk", config)
     rc, out = start_failure("--grpc-port=0", "--http-port=0", f"--encoder-model={d}")
     assert rc != 0
     assert f"{d}/config.json" in out and "rotary_scaling_factor 2" in out, out
