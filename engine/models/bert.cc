@@ -167,9 +167,9 @@ absl::StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::Load(const Safetensors
                                              precision, bias));
     ASSIGN_OR_RETURN(Linear out, LoadLinear(w, lp + names.out, d, d, storage, precision, Activation::kNone, bias));
     ASSIGN_OR_RETURN(Linear ff1, c.gated_mlp() ? LoadStacked(w, {lp + names.ff1, lp + "intermediate.gate"},
-                                                        c.intermediate_size, d, storage, precision, false)
-                                          : LoadLinear(w, lp + names.ff1, c.intermediate_size, d, storage, precision,
-                                                       Activation::kGeluErf, bias));
+                                                             c.intermediate_size, d, storage, precision, false)
+                                               : LoadLinear(w, lp + names.ff1, c.intermediate_size, d, storage,
+                                                            precision, Activation::kGeluErf, bias));
     ASSIGN_OR_RETURN(Linear ff2, LoadLinear(w, lp + names.ff2, d, c.intermediate_size, storage, precision,
                                             Activation::kNone, bias));
     ASSIGN_OR_RETURN(Tensor ln1_g, w.LoadWithShape(absl::StrCat(lp, names.norm1, ".weight"), {d}, DType::kF32));
@@ -219,7 +219,9 @@ int64_t BertEncoder::ScratchBytes(int batch_size, int seq_len) const {
   // x, qkv, ctx, tmp, ff, all packed (attention reads and writes them in
   // place); MPNet's and ALiBi's biases by distance [H, 2N - 1].
   int64_t floats = t * (d + 3 * d + d + d + config_.intermediate_size);
-  if (config_.relative_attention_buckets > 0 || config_.alibi) floats += int64_t{config_.num_heads} * (2 * seq_len - 1);
+  if (config_.relative_attention_buckets > 0 || config_.alibi) {
+    floats += int64_t{config_.num_heads} * (2 * seq_len - 1);
+  }
   if (config_.family == EncoderFamily::kModernBert || config_.gated_mlp()) {
     // Wi's (up and gate's) [T, 2I] and the gated [T, I] (ModernBERT's
     // local layers' window is a key range per query row, no mask).

@@ -17,10 +17,10 @@
 #include "engine/formats/safetensors.h"
 #include "engine/models/bert_config.h"
 #include "engine/models/bert_gguf.h"
+#include "engine/models/causal_forward.h"
 #include "engine/models/gte.h"
 #include "engine/models/jina_bert.h"
 #include "engine/models/nomic_bert.h"
-#include "engine/models/causal_forward.h"
 #include "engine/tokenizers/bert_vocab_txt.h"
 #include "engine/tokenizers/gguf_encoder_tokenizer.h"
 #include "engine/tokenizers/wordpiece.h"
@@ -46,9 +46,8 @@ bool IsDecoderClassifier(const HfConfig& config) {
 }
 
 // llama.cpp's encoder architectures other than "bert", "nomic-bert" and
-// "jina-bert-v2":
-// their layers differ from BERT's (mixtures of experts, ALiBi, pre-norm
-// layers) and none is read.
+// "jina-bert-v2": their layers differ from BERT's (mixtures of experts,
+// LoRA adapters, pre-norm layers) and none is read.
 bool IsUnreadBertGguf(const std::string& arch) {
   return arch == "nomic-bert-moe" || arch == "jina-bert-v3" || arch == "modern-bert" ||
          arch == "neo-bert" || arch == "eurobert";
