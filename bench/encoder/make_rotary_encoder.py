@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""Writes a random-weight rotary BERT-family encoder for the encoder
+benchmark, at its published base widths (no trained one is available
+offline; the cost of a forward does not depend on the weights' values),
+with transformers' own initialisation (seed 0), sentence-transformers
+modules, and the golden fixture's tokenizer (the benchmark feeds token ids):
+
+  nomic_bert  nomic-embed-text-v1.5's: hidden 768, 12 layers, 12 heads,
+              SwiGLU 3072, rotary base 1000, 8,192 positions, vocabulary
+              30,528; mean pooling + Normalize
+  gte         gte-base-en-v1.5's: hidden 768, 12 layers, 12 heads, GeGLU
+              3072, biased attention, rotary base 500,000, 8,192 positions,
+              vocabulary 30,528, no token-type table; CLS pooling +
+              Normalize (the NTK scaling of the hub's config only changes
+              the angle table, which transformers' layout has no key for)
+
+Both are saved in transformers 5's layout (NomicBertModel / GteModel), which
+sentence-transformers and ONNX Runtime (the benchmark's peers) run natively.
+
+Usage: python bench/encoder/make_rotary_encoder.py KIND REPO OUT_DIR
+"""
+import json
+import os
+import shutil
+import sys
+
+
+def main():
+    kind, repo, out = sys.argv[1], sys.argv[2], sys.argv[3]
+    import torch
+    from transformers import GteConfig, GteModel, NomicBertConfig, NomicBertModel
+
+    torch.manual_seed(0)
+    widths = dict(vocab_size=30528, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                  intermediate_size=3072, max_position_embeddings=8192, attn_implementation="sdpa")
+    if kind == "nomic_bert":
+        model = NomicBertModel(NomicBertConfig(rope_parameters={"rope_type": "default", "rope_theta": 1000.0},
+                                               **widths))
+        fixture, pooling = "nomic_bert_tiny", "pooling_mode_mean_tokens"
+    elif kind == "gte":
+        model = GteModel(GteConfig(type_vocab_size=0, pad_token_id=0,
+                                   rope_parameters={"rope_type": "default", "rope_theta": 500000.0}, **widths))
+        fixture, pooling = "gte_tiny", "pooling_mode_cls_token"
+    else:
+        raise SystemExit(f"unknown kind {kind} (nomic_bert, gte)")
+    model = model.eval()
+    shutil.rmtree(out, ignore_errors=True)
+    model.save_pretrained(out, safe_serialization=True)
+    tiny = os.path.join(repo, "tests/golden/encoder_models", fixture)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(os.path.join(tiny, name), os.path.join(out, name))
+    os.makedirs(os.path.join(out, "1_Pooling"))
+    with open(os.path.join(out, "1_Pooling/config.json"), "w") as f:
+        json.dump({"word_embedding_dimension": 768, pooling: True}, f)
+    with open(os.path.join(out, "sentence_bert_config.json"), "w") as f:
+        json.dump({"max_seq_length": 8192, "do_lower_case": False}, f)
+    with open(os.path.join(out, "modules.json"), "w") as f:
+        json.dump([{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+                   {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+                   {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}],
+                  f)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Nomic BERT encoder benchmark, called by ./dev bench: bench/nomic_bert/run.sh REPO VENV BUILD_DIR
+#
+# bench/encoder/run.sh on a random-weight Nomic BERT with
+# nomic-embed-text-v1.5's widths (bench/encoder/make_rotary_encoder.py):
+# attnserve's engine (rotary positions, SwiGLU) against
+# sentence-transformers (PyTorch, transformers 5's NomicBertModel; also
+# under bf16 autocast) and ONNX Runtime on the same token ids, same thread
+# count, same run.
+#
+# Knobs: ENCODER_BENCH_THREADS, ENCODER_BENCH_MIN_SECONDS, NOMIC_BERT_BENCH_SHAPES (BxN list).
+set -euo pipefail
+REPO="$1"; VENV="$2"; BUILD="$3"
+"$REPO/bench/encoder/run_generated.sh" "$REPO" "$VENV" "$BUILD" nomic_bert \
+  "$REPO/bench/encoder/make_rotary_encoder.py nomic_bert" "${NOMIC_BERT_BENCH_SHAPES:-1x16,8x128,1x512,8x512}"
