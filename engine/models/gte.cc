@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/core/status_macros.h"
 #include "engine/formats/renamed_tensors.h"
+#include "engine/models/bert_views.h"
 
 namespace attnserve {
 namespace {
@@ -117,12 +118,7 @@ absl::StatusOr<std::unique_ptr<SafetensorsArchive>> GteWeightsAsBert(const Safet
   RenamedTensors views(weights);
   const int64_t d = config.hidden_size;
   const int64_t inner = config.intermediate_size;
-  RETURN_IF_ERROR(views.Add(prefix + "embeddings.word_embeddings.weight", {config.vocab_size, d},
-                            "embeddings.word_embeddings.weight"));
-  if (config.type_vocab_size > 0) {
-    RETURN_IF_ERROR(views.Add(prefix + "embeddings.token_type_embeddings.weight", {config.type_vocab_size, d},
-                              "embeddings.token_type_embeddings.weight"));
-  }
+  RETURN_IF_ERROR(AddBertEmbeddingTables(views, prefix, config));
   static constexpr const char* kQkv[] = {"query", "key", "value"};
   static constexpr const char* kUnpacked[] = {"q_proj", "k_proj", "v_proj"};
   for (const char* p : {"weight", "bias"}) {

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/core/status_macros.h"
 #include "engine/formats/renamed_tensors.h"
+#include "engine/models/bert_views.h"
 
 namespace attnserve {
 
@@ -32,10 +33,7 @@ absl::StatusOr<std::unique_ptr<SafetensorsArchive>> JinaBertWeightsAsBert(const 
   auto same = [&](const std::string& name, const std::vector<int64_t>& shape) {
     return views.Add(prefix + name, shape, name);
   };
-  RETURN_IF_ERROR(same("embeddings.word_embeddings.weight", {config.vocab_size, d}));
-  if (config.type_vocab_size > 0) {
-    RETURN_IF_ERROR(same("embeddings.token_type_embeddings.weight", {config.type_vocab_size, d}));
-  }
+  RETURN_IF_ERROR(AddBertEmbeddingTables(views, prefix, config));
   RETURN_IF_ERROR(same("embeddings.LayerNorm.weight", {d}));
   RETURN_IF_ERROR(same("embeddings.LayerNorm.bias", {d}));
   for (int i = 0; i < config.num_layers; ++i) {

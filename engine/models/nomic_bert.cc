@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/core/status_macros.h"
 #include "engine/formats/renamed_tensors.h"
+#include "engine/models/bert_views.h"
 
 namespace attnserve {
 namespace {
@@ -138,12 +139,7 @@ absl::StatusOr<std::unique_ptr<SafetensorsArchive>> NomicBertWeightsAsBert(const
   RenamedTensors views(weights);
   const int64_t d = config.hidden_size;
   const int64_t inner = config.intermediate_size;
-  RETURN_IF_ERROR(views.Add(prefix + "embeddings.word_embeddings.weight", {config.vocab_size, d},
-                            "embeddings.word_embeddings.weight"));
-  if (config.type_vocab_size > 0) {
-    RETURN_IF_ERROR(views.Add(prefix + "embeddings.token_type_embeddings.weight", {config.type_vocab_size, d},
-                              "embeddings.token_type_embeddings.weight"));
-  }
+  RETURN_IF_ERROR(AddBertEmbeddingTables(views, prefix, config));
   for (const char* p : {"weight", "bias"}) {
     RETURN_IF_ERROR(views.Add(absl::StrCat(prefix, "emb_ln.", p), {d}, absl::StrCat("embeddings.LayerNorm.", p)));
   }
