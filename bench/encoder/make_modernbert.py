@@ -10,7 +10,6 @@ offline; the cost of a forward does not depend on the weights' values.
 
 Usage: python bench/encoder/make_modernbert.py REPO OUT_DIR
 """
-import json
 import os
 import shutil
 import sys
@@ -31,16 +30,10 @@ def main():
     tiny = os.path.join(repo, "tests/golden/encoder_models/modernbert_tiny")
     for name in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copy(os.path.join(tiny, name), os.path.join(out, name))
-    os.makedirs(os.path.join(out, "1_Pooling"))
-    with open(os.path.join(out, "1_Pooling/config.json"), "w") as f:
-        json.dump({"word_embedding_dimension": 768, "pooling_mode_mean_tokens": True}, f)
-    with open(os.path.join(out, "sentence_bert_config.json"), "w") as f:
-        json.dump({"max_seq_length": 8192, "do_lower_case": False}, f)
-    with open(os.path.join(out, "modules.json"), "w") as f:
-        json.dump([{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-                   {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
-                   {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}],
-                  f)
+    # sentence-transformers' modules as the golden scripts write them.
+    sys.path.insert(0, os.path.join(repo, "tools/golden"))
+    from encoder_golden_util import write_mean_pooling_modules
+    write_mean_pooling_modules(out, 768, 8192, normalize=True)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,6 @@ sentence-transformers and ONNX Runtime (the benchmark's peers) run natively.
 
 Usage: python bench/encoder/make_rotary_encoder.py KIND REPO OUT_DIR
 """
-import json
 import os
 import shutil
 import sys
@@ -36,11 +35,11 @@ def main():
     if kind == "nomic_bert":
         model = NomicBertModel(NomicBertConfig(rope_parameters={"rope_type": "default", "rope_theta": 1000.0},
                                                **widths))
-        fixture, pooling = "nomic_bert_tiny", "pooling_mode_mean_tokens"
+        fixture, pooling = "nomic_bert_tiny", "mean"
     elif kind == "gte":
         model = GteModel(GteConfig(type_vocab_size=0, pad_token_id=0,
                                    rope_parameters={"rope_type": "default", "rope_theta": 500000.0}, **widths))
-        fixture, pooling = "gte_tiny", "pooling_mode_cls_token"
+        fixture, pooling = "gte_tiny", "cls"
     else:
         raise SystemExit(f"unknown kind {kind} (nomic_bert, gte)")
     model = model.eval()
@@ -49,16 +48,10 @@ def main():
     tiny = os.path.join(repo, "tests/golden/encoder_models", fixture)
     for name in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copy(os.path.join(tiny, name), os.path.join(out, name))
-    os.makedirs(os.path.join(out, "1_Pooling"))
-    with open(os.path.join(out, "1_Pooling/config.json"), "w") as f:
-        json.dump({"word_embedding_dimension": 768, pooling: True}, f)
-    with open(os.path.join(out, "sentence_bert_config.json"), "w") as f:
-        json.dump({"max_seq_length": 8192, "do_lower_case": False}, f)
-    with open(os.path.join(out, "modules.json"), "w") as f:
-        json.dump([{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-                   {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
-                   {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}],
-                  f)
+    # sentence-transformers' modules as the golden scripts write them.
+    sys.path.insert(0, os.path.join(repo, "tools/golden"))
+    from encoder_golden_util import write_pooling_modules
+    write_pooling_modules(out, 768, 8192, normalize=True, mode=pooling)
 
 
 if __name__ == "__main__":

@@ -72,20 +72,35 @@ def write_json(path, obj):
         f.write("\n")
 
 
-def write_mean_pooling_modules(d, hidden, max_seq_length, normalize):
-    """Writes sentence-transformers' modules.json, 1_Pooling (mean) and
-    sentence_bert_config.json; with `normalize` a Normalize module, which has
-    no files (all-MiniLM-L6-v2 ships no 2_Normalize folder either)."""
+def write_pooling_modules(d, hidden, max_seq_length, normalize, mode="mean"):
+    """Writes sentence-transformers' modules.json, 1_Pooling (`mode` "mean"
+    or "cls") and sentence_bert_config.json; with `normalize` a Normalize
+    module, which has no files (all-MiniLM-L6-v2 ships no 2_Normalize folder
+    either)."""
     modules = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
                {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]
     if normalize:
         modules.append({"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"})
     os.makedirs(os.path.join(d, "1_Pooling"))
     write_json(os.path.join(d, "1_Pooling/config.json"),
-               {"word_embedding_dimension": hidden, "pooling_mode_mean_tokens": True, "pooling_mode_cls_token": False,
-                "pooling_mode_max_tokens": False, "pooling_mode_mean_sqrt_len_tokens": False})
+               {"word_embedding_dimension": hidden, "pooling_mode_mean_tokens": mode == "mean",
+                "pooling_mode_cls_token": mode == "cls", "pooling_mode_max_tokens": False,
+                "pooling_mode_mean_sqrt_len_tokens": False})
     write_json(os.path.join(d, "sentence_bert_config.json"), {"max_seq_length": max_seq_length, "do_lower_case": False})
     write_json(os.path.join(d, "modules.json"), modules)
+
+
+def write_mean_pooling_modules(d, hidden, max_seq_length, normalize):
+    """write_pooling_modules with mean pooling."""
+    write_pooling_modules(d, hidden, max_seq_length, normalize, "mean")
+
+
+def bert_uncased_tokenizer_config(max_length):
+    """tokenizer_config.json of a BERT uncased WordPiece (bert-base-uncased's
+    special tokens, lower-casing)."""
+    return {"cls_token": "[CLS]", "sep_token": "[SEP]", "unk_token": "[UNK]", "pad_token": "[PAD]",
+            "mask_token": "[MASK]", "do_lower_case": True, "tokenizer_class": "BertTokenizer",
+            "model_max_length": max_length}
 
 
 def save_model_dir(name, model, tok, tokenizer_config):

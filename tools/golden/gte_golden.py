@@ -62,8 +62,9 @@ from sentence_transformers import SentenceTransformer
 from tokenizers import Tokenizer
 from transformers import BertTokenizer, GteConfig, GteForSequenceClassification, GteModel
 
-from encoder_golden_util import (MODELS_DIR, REPO, assert_same_tokens, classifier_cases, minilm_vocab,
-                                 reduced_minilm_vocab, reinit_, truncated_ids, versions, write_json)
+from encoder_golden_util import (MODELS_DIR, REPO, assert_same_tokens, bert_uncased_tokenizer_config, classifier_cases,
+                                 minilm_vocab, reduced_minilm_vocab, reinit_, save_model_dir, truncated_ids, versions,
+                                 write_json, write_pooling_modules)
 
 SCRIPT = "tools/golden/gte_golden.py"
 OUT_PATH = os.path.join(REPO, "tests/golden/encoder/gte_golden.json")
@@ -128,20 +129,6 @@ def ntk_inv_freq(head_dim, theta, factor):
     return inv / factor ** (2 / head_dim)
 
 
-def write_cls_modules(d):
-    """sentence-transformers' modules: CLS pooling and Normalize."""
-    modules = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-               {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
-               {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}]
-    os.makedirs(os.path.join(d, "1_Pooling"))
-    write_json(os.path.join(d, "1_Pooling/config.json"),
-               {"word_embedding_dimension": SIZES["hidden_size"], "pooling_mode_mean_tokens": False,
-                "pooling_mode_cls_token": True, "pooling_mode_max_tokens": False,
-                "pooling_mode_mean_sqrt_len_tokens": False})
-    write_json(os.path.join(d, "sentence_bert_config.json"), {"max_seq_length": MAX_TOKENS, "do_lower_case": False})
-    write_json(os.path.join(d, "modules.json"), modules)
-
-
 def embedder(fixture):
     tok, n_tokens = build_wordpiece()
     config = GteConfig(vocab_size=n_tokens, type_vocab_size=0, pad_token_id=0,
@@ -149,25 +136,17 @@ def embedder(fixture):
                        attn_implementation="eager", **SIZES)
     model = GteModel(config).eval()
     reinit_(model, 20261208)
-    with tempfile.TemporaryDirectory() as tmp:
-        d = os.path.join(tmp, "gte_tiny")
-        model.save_pretrained(d, safe_serialization=True)
-        tok.save(os.path.join(d, "tokenizer.json"))
-        write_json(os.path.join(d, "tokenizer_config.json"), {
-            "cls_token": "[CLS]", "sep_token": "[SEP]", "unk_token": "[UNK]", "pad_token": "[PAD]",
-            "mask_token": "[MASK]", "do_lower_case": True, "tokenizer_class": "BertTokenizer",
-            "model_max_length": MAX_TOKENS})
-        write_cls_modules(d)
-        with open(os.path.join(d, "config.json"), encoding="utf-8") as f:
-            fixture["transformers_config"] = json.load(f)
-        # transformers' own layout (no NTK scaling) through SentenceTransformer.
-        st = SentenceTransformer(d, device="cpu")
-        st_embeddings = st.encode(TEXTS, batch_size=4)
-        fixture["transformers_embeddings"] = [
-            {"text": t, "ids": truncated_ids(tok, t, None, MAX_TOKENS), "embedding": [float(x) for x in e]}
-            for t, e in zip(TEXTS, st_embeddings)]
-        shutil.rmtree(EMBEDDER_DIR, ignore_errors=True)
-        shutil.copytree(d, EMBEDDER_DIR)
+    d = save_model_dir("gte_tiny", model, tok, bert_uncased_tokenizer_config(MAX_TOKENS))
+    write_pooling_modules(d, SIZES["hidden_size"], MAX_TOKENS, normalize=True, mode="cls")
+    with open(os.path.join(d, "config.json"), encoding="utf-8") as f:
+        fixture["transformers_config"] = json.load(f)
+    # transformers' own layout (no NTK scaling) through SentenceTransformer;
+    # config.json is put in the hub's layout afterwards.
+    st = SentenceTransformer(d, device="cpu")
+    st_embeddings = st.encode(TEXTS, batch_size=4)
+    fixture["transformers_embeddings"] = [
+        {"text": t, "ids": truncated_ids(tok, t, None, MAX_TOKENS), "embedding": [float(x) for x in e]}
+        for t, e in zip(TEXTS, st_embeddings)]
     write_json(os.path.join(EMBEDDER_DIR, "config.json"), remote_config(
         "NewModel", n_tokens, 0, THETA, {"type": "ntk", "factor": NTK_FACTOR}, 0))
 

@@ -43,8 +43,6 @@ Usage (host venv):
 """
 import json
 import os
-import shutil
-import tempfile
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -56,8 +54,9 @@ from tokenizers import Tokenizer
 from transformers import BertTokenizer, NomicBertConfig, NomicBertModel
 
 from bert_gguf_golden import NOMIC, nomic_reference
-from encoder_golden_util import (MODELS_DIR, REPO, assert_same_tokens, minilm_vocab, reduced_minilm_vocab, reinit_,
-                                 truncated_ids, versions, write_json, write_mean_pooling_modules)
+from encoder_golden_util import (MODELS_DIR, REPO, assert_same_tokens, bert_uncased_tokenizer_config, minilm_vocab,
+                                 reduced_minilm_vocab, reinit_, save_model_dir, truncated_ids, versions, write_json,
+                                 write_mean_pooling_modules)
 
 SCRIPT = "tools/golden/nomic_bert_golden.py"
 OUT_PATH = os.path.join(REPO, "tests/golden/encoder/nomic_bert_golden.json")
@@ -149,33 +148,26 @@ def main():
     model = NomicBertModel(config).eval()
     reinit_(model, 20261207)
 
-    with tempfile.TemporaryDirectory() as tmp:
-        d = os.path.join(tmp, "nomic_bert_tiny")
-        model.save_pretrained(d, safe_serialization=True)
-        tok.save(os.path.join(d, "tokenizer.json"))
-        write_json(os.path.join(d, "tokenizer_config.json"), {
-            "cls_token": "[CLS]", "sep_token": "[SEP]", "unk_token": "[UNK]", "pad_token": "[PAD]",
-            "mask_token": "[MASK]", "do_lower_case": True, "tokenizer_class": "BertTokenizer",
-            "model_max_length": MAX_TOKENS})
-        write_mean_pooling_modules(d, NOMIC["hidden"], MAX_TOKENS, normalize=True)
-        write_json(os.path.join(d, "config_sentence_transformers.json"),
-                   {"prompts": PROMPTS, "default_prompt_name": None, "similarity_fn_name": "cosine"})
-        with open(os.path.join(d, "config.json"), encoding="utf-8") as f:
-            transformers_config = json.load(f)
-        st = SentenceTransformer(d, device="cpu")
-        texts = TEXTS + [PROMPTS[name] + text for name, text in PROMPTED]
-        st_embeddings = list(st.encode(TEXTS + [PROMPTS[n] + t for n, t in PROMPTED], batch_size=4))
-        prompted = []
-        for i, (name, text) in enumerate(PROMPTED):
-            by_name = st.encode([text], prompt_name=name)[0]
-            assert np.allclose(by_name, st_embeddings[len(TEXTS) + i], atol=1e-6), name
-            prompted.append({"prompt_name": name, "text": text, "index": len(TEXTS) + i})
-        # What transformers reads back from the saved files is the model.
-        reloaded = NomicBertModel.from_pretrained(d, attn_implementation="eager").eval()
-        for (k, v), (k2, v2) in zip(model.state_dict().items(), reloaded.state_dict().items()):
-            assert k == k2 and torch.equal(v, v2), k
-        shutil.rmtree(MODEL_DIR, ignore_errors=True)
-        shutil.copytree(d, MODEL_DIR)
+    d = save_model_dir("nomic_bert_tiny", model, tok, bert_uncased_tokenizer_config(MAX_TOKENS))
+    write_mean_pooling_modules(d, NOMIC["hidden"], MAX_TOKENS, normalize=True)
+    write_json(os.path.join(d, "config_sentence_transformers.json"),
+               {"prompts": PROMPTS, "default_prompt_name": None, "similarity_fn_name": "cosine"})
+    # sentence-transformers reads transformers' layout, written by
+    # save_pretrained; config.json is put in the hub's layout afterwards.
+    with open(os.path.join(d, "config.json"), encoding="utf-8") as f:
+        transformers_config = json.load(f)
+    st = SentenceTransformer(d, device="cpu")
+    texts = TEXTS + [PROMPTS[name] + text for name, text in PROMPTED]
+    st_embeddings = list(st.encode(texts, batch_size=4))
+    prompted = []
+    for i, (name, text) in enumerate(PROMPTED):
+        by_name = st.encode([text], prompt_name=name)[0]
+        assert np.allclose(by_name, st_embeddings[len(TEXTS) + i], atol=1e-6), name
+        prompted.append({"prompt_name": name, "text": text, "index": len(TEXTS) + i})
+    # What transformers reads back from the saved files is the model.
+    reloaded = NomicBertModel.from_pretrained(d, attn_implementation="eager").eval()
+    for (k, v), (k2, v2) in zip(model.state_dict().items(), reloaded.state_dict().items()):
+        assert k == k2 and torch.equal(v, v2), k
     write_json(os.path.join(MODEL_DIR, "config.json"), hub_config(vocab_size))
 
     gguf_weights = as_gguf_names(model)
