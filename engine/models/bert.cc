@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <tuple>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -25,7 +26,7 @@ namespace {
 std::string DetectPrefix(const SafetensorsArchive& w, EncoderFamily family) {
   const char* table = family == EncoderFamily::kModernBert ? "embeddings.tok_embeddings.weight"
                                                            : "embeddings.word_embeddings.weight";
-  for (const char* p : {"", "bert.", "roberta.", "mpnet.", "distilbert.", "model."}) {
+  for (const char* p : {"", "bert.", "roberta.", "mpnet.", "distilbert.", "deberta.", "model."}) {
     if (w.Find(absl::StrCat(p, table)) != nullptr) return p;
   }
   return "";
@@ -67,6 +68,11 @@ LayerNames LayerNamesOf(EncoderFamily family) {
     return {"encoder.layer.", "attention.attn.q", "attention.attn.k", "attention.attn.v", "attention.attn.o",
             "attention.LayerNorm", "intermediate.dense", "output.dense", "output.LayerNorm"};
   }
+  if (family == EncoderFamily::kDebertaV2) {
+    return {"encoder.layer.", "attention.self.query_proj", "attention.self.key_proj", "attention.self.value_proj",
+            "attention.output.dense", "attention.output.LayerNorm", "intermediate.dense", "output.dense",
+            "output.LayerNorm"};
+  }
   if (family == EncoderFamily::kDistilBert) {
     return {"transformer.layer.", "attention.q_lin", "attention.k_lin", "attention.v_lin", "attention.out_lin",
             "sa_layer_norm", "ffn.lin1", "ffn.lin2", "output_layer_norm"};
@@ -84,6 +90,8 @@ ClassifierHead::Kind ClassifierKindOf(EncoderFamily family) {
       return ClassifierHead::Kind::kDistilBert;
     case EncoderFamily::kModernBert:
       return ClassifierHead::Kind::kModernBert;
+    case EncoderFamily::kDebertaV2:
+      return ClassifierHead::Kind::kDeberta;
     case EncoderFamily::kRoberta:
     case EncoderFamily::kMpnet:
       return ClassifierHead::Kind::kRoberta;
@@ -143,7 +151,7 @@ absl::StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::Load(const Safetensors
                    w.LoadWithShape(p + "embeddings.word_embeddings.weight", {c.vocab_size, d}, word_table));
   if (c.rotary_theta > 0) {
     RETURN_IF_ERROR(m->LoadRotary());
-  } else if (!c.alibi) {  // ALiBi: positions only in the attention bias
+  } else if (c.learned_positions()) {  // ALiBi, DeBERTa-v3: positions only in the attention bias
     ASSIGN_OR_RETURN(m->position_,
                      w.LoadWithShape(p + "embeddings.position_embeddings.weight", {c.max_positions, d}, table));
   }
@@ -179,6 +187,7 @@ absl::StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::Load(const Safetensors
     m->layers_.push_back(Layer{std::move(qkv), std::move(out), std::move(ff1), std::move(ff2), std::move(ln1_g),
                                std::move(ln1_b), std::move(ln2_g), std::move(ln2_b)});
   }
+  if (c.deberta.disentangled()) RETURN_IF_ERROR(m->LoadDisentangled(w, p, storage, precision));
   if (!c.labels.empty()) {
     ASSIGN_OR_RETURN(m->classifier_,
                      ClassifierHead::Load(w, p, c,
@@ -199,6 +208,7 @@ int64_t BertEncoder::weight_bytes() const {
     bytes += l.qkv.weight_bytes() + l.out.weight_bytes() + l.ff1.weight_bytes() + l.ff2.weight_bytes();
     bytes += static_cast<int64_t>(l.ln1_g.bytes() + l.ln1_b.bytes() + l.ln2_g.bytes() + l.ln2_b.bytes());
   }
+  for (const DisentangledAttentionBias& bias : disentangled_) bytes += bias.bytes();
   if (classifier_.has_value()) bytes += classifier_->weight_bytes();
   if (mlm_head_.has_value()) bytes += mlm_head_->weight_bytes();
   return bytes;
@@ -221,6 +231,11 @@ int64_t BertEncoder::ScratchBytes(int batch_size, int seq_len) const {
   int64_t floats = t * (d + 3 * d + d + d + config_.intermediate_size);
   if (config_.relative_attention_buckets > 0 || config_.alibi) {
     floats += int64_t{config_.num_heads} * (2 * seq_len - 1);
+  }
+  if (config_.deberta.disentangled()) {
+    // The bias planes [B, H, N, N] and the two [T, 2 span] products.
+    floats += int64_t{batch_size} * config_.num_heads * seq_len * seq_len;
+    floats += 2 * t * 2 * int64_t{config_.deberta.span()};
   }
   if (config_.family == EncoderFamily::kModernBert || config_.gated_mlp()) {
     // Wi's (up and gate's) [T, 2I] and the gated [T, I] (ModernBERT's
@@ -304,7 +319,54 @@ absl::StatusOr<std::unique_ptr<BertForwardJob>> BertEncoder::Begin(absl::Span<co
     job->ff_ = Tensor::Empty({total, config_.intermediate_size});
   }
   if (config_.relative_attention_buckets > 0 || config_.alibi) job->position_bias_ = DistanceBias(max_len);
+  if (config_.deberta.disentangled()) {
+    job->disentangled_planes_ = Tensor::Empty({batch, config_.num_heads, max_len, max_len});
+    job->disentangled_scratch_ = Tensor::Empty({disentangled_[0].ScratchFloats(total)});
+    job->position_index_ = DebertaPositionIndex(config_.deberta, max_len);
+  }
   return job;
+}
+
+absl::Status BertEncoder::LoadDisentangled(const SafetensorsArchive& w, const std::string& p, DType storage,
+                                           MatmulPrecision precision) {
+  const BertConfig& c = config_;
+  const DebertaConfig& dc = c.deberta;
+  const int64_t d = c.hidden_size;
+  const int64_t rows = 2 * int64_t{dc.span()};
+  ASSIGN_OR_RETURN(Tensor table, w.LoadWithShape(p + "encoder.rel_embeddings.weight", {rows, d}, DType::kF32));
+  if (dc.norm_rel_embeddings) {
+    ASSIGN_OR_RETURN(Tensor g, w.LoadWithShape(p + "encoder.LayerNorm.weight", {d}, DType::kF32));
+    ASSIGN_OR_RETURN(Tensor b, w.LoadWithShape(p + "encoder.LayerNorm.bias", {d}, DType::kF32));
+    bert_internal::AddLayerNorm(table.f32(), nullptr, g.f32(), b.f32(), rows, d, c.layer_norm_eps);
+  }
+  // The table through each layer's projections, once: with share_att_key
+  // the layer's own query and key (the fused QKV GEMM, biases included),
+  // else its pos_query_proj / pos_key_proj.
+  disentangled_.reserve(c.num_layers);
+  const LayerNames names = LayerNamesOf(c.family);
+  for (int i = 0; i < c.num_layers; ++i) {
+    if (dc.share_att_key) {
+      Tensor projected = Tensor::Empty({rows, 3 * d});
+      RETURN_IF_ERROR(layers_[i].qkv.Forward(table.f32(), rows, projected.f32()));
+      disentangled_.push_back(DisentangledAttentionBias::Create(dc.p2c ? projected.f32() : nullptr,
+                                                                dc.c2p ? projected.f32() + d : nullptr, 3 * d, rows,
+                                                                c.num_heads, c.head_dim()));
+      continue;
+    }
+    const std::string lp = absl::StrCat(p, names.layers, i, ".attention.self.");
+    Tensor pos_query, pos_key;
+    for (const auto& [on, name, out] : {std::tuple{dc.p2c, "pos_query_proj", &pos_query},
+                                        std::tuple{dc.c2p, "pos_key_proj", &pos_key}}) {
+      if (!on) continue;
+      ASSIGN_OR_RETURN(Linear proj, LoadLinear(w, lp + name, d, d, storage, precision));
+      *out = Tensor::Empty({rows, d});
+      RETURN_IF_ERROR(proj.Forward(table.f32(), rows, out->f32()));
+    }
+    disentangled_.push_back(DisentangledAttentionBias::Create(pos_query.empty() ? nullptr : pos_query.f32(),
+                                                              pos_key.empty() ? nullptr : pos_key.f32(), d, rows,
+                                                              c.num_heads, c.head_dim()));
+  }
+  return absl::OkStatus();
 }
 
 int MpnetRelativePositionBucket(int relative_position) {
@@ -440,6 +502,7 @@ absl::Status BertForwardJob::SelfAttention(int li, AttentionMasks masks) {
   args.v = {qkv_src + 2 * d, DType::kF32, n * row3, head_dim, row3};
   args.masks = masks;
   args.masks.key_lengths = lengths_.data();
+  if (config.family == EncoderFamily::kDebertaV2) args.options.scale = config.deberta_scale();
   args.out = AttnView::Interleaved(ctx_.f32(), heads, n, head_dim);
   Tensor weights;
   if (std::find(request_.attention_layers.begin(), request_.attention_layers.end(), li) !=
@@ -464,6 +527,12 @@ absl::Status BertForwardJob::AttentionBlock(int li) {
   if (!position_bias_.empty()) {
     // MPNet, ALiBi: the same bias by distance for every sequence.
     masks.additive = {position_bias_.f32(), /*per_batch=*/false, /*per_head=*/true, /*by_distance=*/true};
+  } else if (!disentangled_planes_.empty()) {
+    // DeBERTa: a plane per sequence and head from this layer's Q and K.
+    const DisentangledBatch batch{qkv_.f32(), total_, batch_, max_len_, starts_.data(), lengths_.data()};
+    model_->disentangled_[li].Fill(batch, position_index_, config.deberta_scale(), disentangled_planes_.f32(),
+                                   disentangled_scratch_.f32());
+    masks.additive = {disentangled_planes_.f32(), /*per_batch=*/true, /*per_head=*/true, /*by_distance=*/false};
   }
   RETURN_IF_ERROR(SelfAttention(li, masks));
   RETURN_IF_ERROR(layer.out.Forward(ctx_.f32(), total_, tmp_.f32()));

@@ -1,9 +1,10 @@
 // BertEncoder: the BERT encoder forward (post-LN), f32 compute, f32 or bf16
-// weight storage; also RoBERTa's and MPNet's (bert_config.h).
+// weight storage; also RoBERTa's, MPNet's and DeBERTa-v2's (bert_config.h).
 //
 //   x = LayerNorm(word[id] + position[pos] + token_type[segment])
 //   per layer: x = LayerNorm(x + O(Attention(Q, K, V, key padding mask
-//                                            [+ MPNet's relative position bias])))
+//                                            [+ MPNet's relative position bias,
+//                                             DeBERTa's disentangled bias])))
 //              x = LayerNorm(x + W2 GELU_erf(W1 x))
 //
 // A batch is B sequences of different lengths, packed: every GEMM runs on the
@@ -37,6 +38,7 @@
 #include "engine/formats/safetensors.h"
 #include "engine/models/bert_config.h"
 #include "engine/models/classifier_head.h"
+#include "engine/models/deberta_attention.h"
 #include "engine/models/encoder_forward.h"
 #include "engine/models/mlm_head.h"
 #include "engine/models/rope.h"
@@ -96,6 +98,10 @@ class BertForwardJob : public EncoderForwardJob {
   Tensor x_, qkv_, ctx_, tmp_, ff_;  // [T, D], [T, 3D], [T, D], [T, D], [T, I]
   Tensor position_bias_;            // MPNet, ALiBi: [H, 2 Nmax - 1] by distance; empty otherwise
   Tensor glu_;                      // ModernBERT and SwiGLU: [T, I] (ff_ is then [T, 2I])
+  // DeBERTa's disentangled attention: each layer's bias planes [B, H, Nmax,
+  // Nmax], the GEMMs' scratch and the relative positions' table rows.
+  Tensor disentangled_planes_, disentangled_scratch_;
+  std::vector<int32_t> position_index_;
   EncoderForwardResult result_;
   int next_slice_ = 0;
   bool finished_ = false;
@@ -161,6 +167,10 @@ class BertEncoder {
   absl::Status LoadRotary();
   absl::Status LoadModernBert(const SafetensorsArchive& w, const std::string& p, DType storage,
                               MatmulPrecision precision);
+  // DeBERTa's relative position table through every layer's projections
+  // (disentangled_), after the layers are loaded.
+  absl::Status LoadDisentangled(const SafetensorsArchive& w, const std::string& p, DType storage,
+                                MatmulPrecision precision);
 
   BertConfig config_;
   DType storage_ = DType::kF32;
@@ -173,6 +183,7 @@ class BertEncoder {
   Tensor rope_global_, rope_local_;
   std::optional<Rope> rope_;
   std::vector<Layer> layers_;
+  std::vector<DisentangledAttentionBias> disentangled_;  // DeBERTa: per layer; empty otherwise
   std::optional<ClassifierHead> classifier_;
   std::optional<MlmHead> mlm_head_;
 };

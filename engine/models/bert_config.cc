@@ -10,22 +10,20 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "engine/core/status_macros.h"
+#include "engine/models/deberta.h"
 #include "engine/models/gte.h"
 #include "engine/models/jina_bert.h"
 #include "engine/models/nomic_bert.h"
 
 namespace attnserve {
-namespace {
 
-
-
-// "gelu" (the erf form: transformers' ACT2FN["gelu"]) is the only
-// activation the encoder runs.
 absl::Status RequireGelu(const HfConfig& config, const std::string& key) {
   ASSIGN_OR_RETURN(std::string act, config.StringOr(key, "gelu"));
   if (act == "gelu") return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(config.path(), ": ", key, " \"", act, "\" is not supported (gelu)"));
 }
+
+namespace {
 
 // A rope_parameters entry's theta (rope_type "default" only), else the
 // older key's value.
@@ -221,10 +219,13 @@ absl::StatusOr<BertConfig> ParseBertConfig(const HfConfig& config) {
     return ParseNomicBertConfig(config);
   } else if (IsGteModelType(type)) {
     return ParseGteConfig(config);
+  } else if (IsDebertaV2ModelType(type)) {
+    return ParseDebertaV2Config(config);
   } else {
     return absl::InvalidArgumentError(absl::StrCat(path, ": model_type \"", type,
                                                    "\" is not supported by the encoder (bert, xlm-roberta, roberta, "
-                                                   "camembert, mpnet, distilbert, modernbert, nomic_bert, new, gte)"));
+                                                   "camembert, mpnet, distilbert, modernbert, nomic_bert, new, gte, "
+                                                   "deberta-v2)"));
   }
   // DistilBertConfig names the sizes dim / n_layers / n_heads / hidden_dim /
   // activation and fixes every LayerNorm's eps at 1e-12.

@@ -11,10 +11,12 @@
 // (transformer.layer.N.attention.q_lin, sa_layer_norm, ffn.lin1, ...) and
 // config keys (dim, n_layers, n_heads, hidden_dim, activation), no
 // token-type embeddings, and a pre_classifier + ReLU classification head;
-// and ModernBERT (ModernBertConfig below); and Nomic BERT (nomic_bert.h).
+// and ModernBERT (ModernBertConfig below); and Nomic BERT (nomic_bert.h);
+// and DeBERTa-v2 (DebertaConfig below, deberta.h).
 #ifndef ATTNSERVE_ENGINE_MODELS_BERT_CONFIG_H_
 #define ATTNSERVE_ENGINE_MODELS_BERT_CONFIG_H_
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -24,7 +26,7 @@
 
 namespace attnserve {
 
-enum class EncoderFamily { kBert, kRoberta, kMpnet, kDistilBert, kModernBert };
+enum class EncoderFamily { kBert, kRoberta, kMpnet, kDistilBert, kModernBert, kDebertaV2 };
 
 // ModernBERT's differences from BERT ("modernbert": ModernBERT-base,
 // gte-modernbert, modernbert-embed): pre-norm layers (the first without its
@@ -42,6 +44,27 @@ struct ModernBertConfig {
   bool norm_bias = false;           // every LayerNorm
   bool classifier_bias = false;     // the head's dense layer
   bool classifier_mean = false;     // classifier_pooling "mean" (else "cls")
+};
+
+// DeBERTa-v2's differences from BERT (deberta.h): disentangled attention
+// over a table of 2 · span relative position embeddings, and the position
+// table only with position_biased_input.
+struct DebertaConfig {
+  bool relative_attention = false;
+  bool c2p = false;  // pos_att_type "c2p": query · key-projected positions
+  bool p2c = false;  // pos_att_type "p2c": key · query-projected positions
+  // > 0: relative positions in log buckets (make_log_bucket_position) of
+  // this size; else exact, clamped to ±max_relative_positions.
+  int position_buckets = 0;
+  int max_relative_positions = 0;
+  bool share_att_key = false;         // positions through key_proj / query_proj (else pos_*_proj)
+  bool norm_rel_embeddings = false;   // norm_rel_ebd "layer_norm": encoder.LayerNorm over the table
+  bool position_biased_input = true;  // a learned position table added to the embeddings
+  // Relative distances one side: the table has 2 · span rows.
+  int span() const { return position_buckets > 0 ? position_buckets : max_relative_positions; }
+  // The scores' scale is 1 / sqrt(head_dim · scale_factor()).
+  int scale_factor() const { return 1 + (c2p ? 1 : 0) + (p2c ? 1 : 0); }
+  bool disentangled() const { return relative_attention && (c2p || p2c); }
 };
 
 struct BertConfig {
@@ -97,9 +120,21 @@ struct BertConfig {
   // sentence-transformers SpladePooling module, not by config.json.
   bool masked_lm_head = false;
   ModernBertConfig modern;  // family kModernBert only
+  DebertaConfig deberta;    // family kDebertaV2 only
   int head_dim() const { return hidden_size / num_heads; }
+  // DeBERTa's attention scale, 1 / sqrt(head_dim · (1 + the position
+  // terms)), whether or not the model has relative attention
+  // (DisentangledSelfAttention's scale_factor).
+  float deberta_scale() const {
+    return 1.0f / std::sqrt(static_cast<float>(head_dim() * deberta.scale_factor()));
+  }
   // Positions counted after the padding id (RoBERTa and MPNet).
   bool roberta_positions() const { return family == EncoderFamily::kRoberta || family == EncoderFamily::kMpnet; }
+  // Whether the embeddings add a learned position table (not rotary, ALiBi
+  // or DeBERTa's relative-only positions).
+  bool learned_positions() const {
+    return rotary_theta == 0 && !alibi && (family != EncoderFamily::kDebertaV2 || deberta.position_biased_input);
+  }
   // The longest sequence the position table allows.
   int max_sequence_length() const {
     return roberta_positions() ? max_positions - pad_token_id - 1 : max_positions;
@@ -116,6 +151,11 @@ absl::StatusOr<std::vector<std::string>> SequenceClassificationLabels(const HfCo
 // max_position_embeddings), or with `distil` DistilBERT's names (dim,
 // n_layers, n_heads, hidden_dim); errors name the file and the key.
 absl::Status ReadBertSizes(const HfConfig& config, bool distil, BertConfig& c);
+
+// OK when config.json's `key` is "gelu" or missing (the erf form:
+// transformers' ACT2FN["gelu"], the only activation the encoder runs);
+// else INVALID_ARGUMENT naming the file and the key.
+absl::Status RequireGelu(const HfConfig& config, const std::string& key);
 
 // transformers 5's single rope: rope_parameters.rope_theta (rope_type
 // "default" only), else a top-level rope_theta, else `default_theta`;

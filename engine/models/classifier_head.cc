@@ -17,6 +17,7 @@ absl::StatusOr<ClassifierHead> ClassifierHead::Load(const SafetensorsArchive& w,
   head.num_labels_ = static_cast<int>(config.labels.size());
   head.relu_ = kind == Kind::kDistilBert;
   head.modern_ = kind == Kind::kModernBert;
+  head.gelu_ = kind == Kind::kDeberta;
   const int64_t d = config.hidden_size;
   const int64_t labels = head.num_labels_;
   std::string dense = prefix + "pooler.dense";
@@ -28,6 +29,8 @@ absl::StatusOr<ClassifierHead> ClassifierHead::Load(const SafetensorsArchive& w,
     dense = "pre_classifier";
   } else if (kind == Kind::kModernBert) {
     dense = "head.dense";
+  } else if (kind == Kind::kDeberta) {
+    dense = "pooler.dense";
   }
   ASSIGN_OR_RETURN(head.pooler_w_, w.LoadWithShape(dense + ".weight", {d, d}, DType::kF32));
   if (head.modern_ && !config.modern.classifier_bias) {
@@ -68,7 +71,9 @@ void ClassifierHead::Logits(const float* rows, int n, float* out) const {
     for (int j = 0; j < d; ++j) acc += pw[int64_t{i} * d + j] * first[j];
     pooled[i] = acc;
   }
-  if (modern_) {
+  if (gelu_) {
+    ApplyActivationScalar(Activation::kGeluErf, pooled.data(), d);
+  } else if (modern_) {
     ApplyActivationScalar(Activation::kGeluErf, pooled.data(), d);
     bert_internal::AddLayerNorm(pooled.data(), nullptr, norm_g_.f32(), norm_b_.f32(), 1, d, eps_);
   } else {

@@ -1,7 +1,7 @@
 // The sequence-classification head of Hugging Face's
 // BertForSequenceClassification, RobertaClassificationHead (XLM-R, RoBERTa,
 // CamemBERT, MPNet), DistilBertForSequenceClassification and
-// ModernBertForSequenceClassification, what a cross-encoder (reranker) or a
+// ModernBertForSequenceClassification and DebertaV2ForSequenceClassification, what a cross-encoder (reranker) or a
 // text classifier answers with:
 //
 //   logits = out(act(dense(hidden[first token])))
@@ -10,7 +10,8 @@
 // BERT: dense [D, D] + bias "bert.pooler.dense", out [labels, D] + bias
 // "classifier", act tanh; RoBERTa: "classifier.dense" and
 // "classifier.out_proj", tanh; DistilBERT: "pre_classifier" and
-// "classifier", ReLU.
+// "classifier", ReLU; DeBERTa-v2's ContextPooler: "pooler.dense" (outside
+// the "deberta." prefix) and "classifier", GELU (erf).
 // Dropout is inactive at inference. The head is a few
 // thousand multiply-adds per sequence beside the forward's millions, so it
 // runs as plain f32 loops on the [CLS] row, with f32 weights whatever the
@@ -32,12 +33,12 @@ namespace attnserve {
 
 class ClassifierHead {
  public:
-  enum class Kind { kBertPooler, kRoberta, kDistilBert, kModernBert };
+  enum class Kind { kBertPooler, kRoberta, kDistilBert, kModernBert, kDeberta };
 
   // BERT: reads `<prefix>pooler.dense.{weight,bias}` and
   // `classifier.{weight,bias}`; RoBERTa: `classifier.dense.*` and
   // `classifier.out_proj.*`; DistilBERT: `pre_classifier.*` and
-  // `classifier.*`; ModernBERT: `head.dense.*` (bias if classifier_bias),
+  // `classifier.*`; DeBERTa: `pooler.dense.*` and `classifier.*`; ModernBERT: `head.dense.*` (bias if classifier_bias),
   // `head.norm.*` (bias if norm_bias) and `classifier.*`. The labels are
   // config.labels. Errors name the file, the tensor and both shapes.
   static absl::StatusOr<ClassifierHead> Load(const SafetensorsArchive& weights, const std::string& prefix,
@@ -54,6 +55,7 @@ class ClassifierHead {
   int hidden_ = 0;
   int num_labels_ = 0;
   bool relu_ = false;  // DistilBERT's ReLU where the others have tanh
+  bool gelu_ = false;  // DeBERTa's ContextPooler: GELU (erf)
   // ModernBERT: gelu, then LayerNorm (norm_g_, norm_b_, eps_), over the
   // [CLS] row or the mean of the rows.
   bool modern_ = false;

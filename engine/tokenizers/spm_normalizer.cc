@@ -96,12 +96,15 @@ absl::Status SpmNormalizer::AddSteps(const nlohmann::json& j, const std::string&
     ASSIGN_OR_RETURN(std::optional<bool> right, JsonOptionalBool(j, "strip_right", path));
     step.strip_left = left.value_or(false);
     step.strip_right = right.value_or(false);
+  } else if (t == "NFC") {
+    step.kind = Step::Kind::kNfc;
   } else if (t == "Prepend") {
     step.kind = Step::Kind::kPrepend;
     ASSIGN_OR_RETURN(std::optional<std::string> prepend, JsonOptionalString(j, "prepend", path));
     ASSIGN_OR_RETURN(step.content, Utf32(prepend.value_or(""), path, "Prepend"));
   } else {
-    return Bad(path, absl::StrCat("type \"", t, "\" is not supported (Precompiled, Replace, Strip, Prepend, Sequence)"));
+    return Bad(path, absl::StrCat("type \"", t,
+                                  "\" is not supported (Precompiled, Replace, Strip, Prepend, NFC, Sequence)"));
   }
   steps->push_back(std::move(step));
   return absl::OkStatus();
@@ -137,6 +140,9 @@ void SpmNormalizer::Apply(AlignedText* text) const {
       }
       case Step::Kind::kPrepend:
         PrependAligned(step.content, text);
+        break;
+      case Step::Kind::kNfc:
+        Nfc(text);
         break;
     }
   }
@@ -178,6 +184,20 @@ void SpmNormalizer::Precompiled(const PrecompiledCharsmap& charsmap, AlignedText
     }
   }
   if (modified) *text = ApplyEdits(*text, edits);
+}
+
+// Each character of the NFC form aligned to the originals it came from
+// (unicode_util.h NfcEdits, tokenizers' convention).
+void SpmNormalizer::Nfc(AlignedText* text) {
+  std::u32string chars;
+  chars.reserve(text->size());
+  for (const AlignedChar& a : *text) chars.push_back(a.c);
+  const std::vector<std::pair<char32_t, int>> nfc = NfcEdits(chars);
+  if (nfc.empty()) return;
+  std::vector<CharEdit> edits;
+  edits.reserve(nfc.size());
+  for (const auto& [c, change] : nfc) edits.push_back(CharEdit{c, change});
+  *text = ApplyEdits(*text, edits);
 }
 
 void SpmNormalizer::Replace(const Step& step, AlignedText* text) {

@@ -1,7 +1,7 @@
 // The normalizer chain of a SentencePiece-derived tokenizer.json (XLM-R,
-// T5, mBART...): Precompiled (sentencepiece's charsmap), Replace (a string
-// or a regular expression such as " {2,}"), Strip, Prepend, or a Sequence of
-// them. Applied with tokenizers' alignment rules (engine/tokenizers/
+// T5, mBART, DeBERTa-v3...): Precompiled (sentencepiece's charsmap), Replace
+// (a string or a regular expression such as " {2,}"), Strip, Prepend, NFC
+// (transformers 5's DebertaV2Tokenizer writes it), or a Sequence of them. Applied with tokenizers' alignment rules (engine/tokenizers/
 // aligned_text.h), including Precompiled's grapheme-wise rewriting: a
 // grapheme cluster under 6 bytes whose prefix has a rule is replaced whole by
 // the shortest such rule's output, else each character by its own rule.
@@ -40,7 +40,7 @@ class SpmNormalizer {
 
  private:
   struct Step {
-    enum class Kind { kPrecompiled, kReplace, kStrip, kPrepend } kind;
+    enum class Kind { kPrecompiled, kReplace, kStrip, kPrepend, kNfc } kind;
     std::shared_ptr<const PrecompiledCharsmap> charsmap;  // kPrecompiled
     std::string literal;                                  // kReplace with a string pattern
     std::shared_ptr<const re2::RE2> regex;                // kReplace with a regex pattern
@@ -50,6 +50,7 @@ class SpmNormalizer {
   static absl::Status AddSteps(const nlohmann::json& j, const std::string& path, std::vector<Step>* steps);
   static void Precompiled(const PrecompiledCharsmap& charsmap, AlignedText* text);
   static void Replace(const Step& step, AlignedText* text);
+  static void Nfc(AlignedText* text);
 
   std::vector<Step> steps_;
 };
