@@ -175,6 +175,7 @@ absl::StatusOr<BertGguf> ReadBertGguf(std::shared_ptr<const GgufFile> gguf) {
   }
   const bool nomic = arch == "nomic-bert";
   const bool jina = arch == "jina-bert-v2";
+  bool jina_fused_up = false;
   const std::string k = arch + ".";
   BertGguf out;
   BertConfig& c = out.config;
@@ -231,11 +232,10 @@ absl::StatusOr<BertGguf> ReadBertGguf(std::shared_ptr<const GgufFile> gguf) {
                        "are not read"));
       }
     }
-    if (g.FindTensor("blk.0.ffn_gate.weight") == nullptr) {
-      return absl::UnimplementedError(absl::StrCat(
-          g.where(), ": no tensor 'blk.0.ffn_gate.weight': a jina-bert-v2 file with a fused up/gate ffn_up is not "
-                     "read"));
-    }
+    // Older conversions split gated_layers into ffn_gate and ffn_up; the
+    // current converter writes it whole as ffn_up [2I] (llama.cpp's GEGLU:
+    // gelu of the first half times the second).
+    jina_fused_up = g.FindTensor("blk.0.ffn_gate.weight") == nullptr;
   } else if (g.FindTensor("blk.0.attn_qkv.weight") != nullptr) {
     return absl::UnimplementedError(absl::StrCat(
         g.where(), ": tensor 'blk.0.attn_qkv.weight' (a fused query/key/value projection) is not read in a bert "
@@ -258,6 +258,11 @@ absl::StatusOr<BertGguf> ReadBertGguf(std::shared_ptr<const GgufFile> gguf) {
         RETURN_IF_ERROR(views.Add(blk + "attn_qkv.weight", hf + hf_name + ".weight", true, part, 3));
         continue;
       }
+      if (jina_fused_up && name == "ffn_up") {
+        RETURN_IF_ERROR(views.Add(blk + "ffn_up.weight", hf + "intermediate.gate.weight", true, 0, 2));
+        RETURN_IF_ERROR(views.Add(blk + "ffn_up.weight", hf + hf_name + ".weight", true, 1, 2));
+        continue;
+      }
       for (const char* suffix : {".weight", ".bias"}) {
         if (projection && !c.projection_bias && std::string(suffix) == ".bias") continue;
         // A gated feed-forward's up (and gate) have no bias.
@@ -265,7 +270,9 @@ absl::StatusOr<BertGguf> ReadBertGguf(std::shared_ptr<const GgufFile> gguf) {
         RETURN_IF_ERROR(views.Add(blk + name + suffix, hf + hf_name + suffix, true));
       }
     }
-    if (c.gated_mlp()) RETURN_IF_ERROR(views.Add(blk + "ffn_gate.weight", hf + "intermediate.gate.weight", true));
+    if (c.gated_mlp() && !jina_fused_up) {
+      RETURN_IF_ERROR(views.Add(blk + "ffn_gate.weight", hf + "intermediate.gate.weight", true));
+    }
   }
   RETURN_IF_ERROR(ReadClassifier(g, views, c));
   ASSIGN_OR_RETURN(c.vocab_size, TableRows(g, *g.FindTensor("token_embd.weight"), c.hidden_size));

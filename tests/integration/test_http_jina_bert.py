@@ -16,6 +16,7 @@ from test_server_lifecycle import start_failure
 MODELS = REPO / "tests/golden/encoder_models"
 MODEL = MODELS / "jina_bert_tiny"
 GGUF = MODELS / "jina_bert_tiny.gguf"
+FUSED_GGUF = MODELS / "jina_bert_fused_tiny.gguf"
 GOLDEN = json.loads((REPO / "tests/golden/encoder/jina_bert_golden.json").read_text())
 TEXTS = [c["text"] for c in GOLDEN["embeddings"]]
 WANT = np.array([c["embedding"] for c in GOLDEN["embeddings"]])
@@ -38,8 +39,9 @@ def test_model_info_names_the_limit(embedder):
     assert info["max_positions"] == 256, info
 
 
-def test_gguf_file_gives_the_same_embeddings(server_factory):
-    s = server_factory(f"--encoder-model={GGUF}", "--threads=2")
+@pytest.mark.parametrize("gguf", [GGUF, FUSED_GGUF], ids=["split_ffn", "fused_ffn_up"])
+def test_gguf_file_gives_the_same_embeddings(server_factory, gguf):
+    s = server_factory(f"--encoder-model={gguf}", "--threads=2")
     got, _ = openai_embeddings(s, TEXTS, "jina_bert_tiny")
     np.testing.assert_allclose(got, WANT, atol=1e-4)
     assert loaded_model_info(s)["architecture"] == "jina-bert-v2"

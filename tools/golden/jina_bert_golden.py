@@ -23,12 +23,19 @@ two independent readings checked against each other:
    64, type_vocab_size 2, 256 positions), config.json with the key set of
    jina-embeddings-v2-base-en's, bert_nli_tiny's WordPiece tokenizer,
    sentence-transformers mean pooling + Normalize (max_seq_length 256).
-2. tests/golden/encoder_models/jina_bert_tiny.gguf: the llama.cpp file.
+2. tests/golden/encoder_models/jina_bert_tiny.gguf: the llama.cpp file, gated_layers split
+   into ffn_gate and ffn_up as older conversions have it; jina_bert_fused_tiny.gguf: the same
+   weights as the current converter writes them (gated_layers whole as ffn_up), which
+   llama.cpp is asserted to read as the split file.
 3. tests/golden/encoder/jina_bert_golden.json: versions, max_tokens,
    embeddings {text, ids, embedding, llama_cpp_embedding (null where
    llama.cpp tokenizes otherwise)}.
 
-Deterministic: a second run writes byte-identical files.
+Deterministic: a second run on the same machine writes byte-identical files.
+Across CPUs the weights, the model folder and the GGUF files are the same;
+the JSON's float64 reference and llama.cpp's vectors (built for the host's
+CPU) move in their last digits (2e-15 between an AVX2 and an AVX-512 host),
+far inside the tests' tolerances.
 
 Usage (host venv):
   .cache/venv/bin/python tools/golden/jina_bert_golden.py
@@ -52,6 +59,7 @@ SCRIPT = "tools/golden/jina_bert_golden.py"
 OUT_PATH = os.path.join(REPO, "tests/golden/encoder/jina_bert_golden.json")
 MODEL_DIR = os.path.join(MODELS_DIR, "jina_bert_tiny")
 GGUF_PATH = os.path.join(MODELS_DIR, "jina_bert_tiny.gguf")
+FUSED_GGUF_PATH = os.path.join(MODELS_DIR, "jina_bert_fused_tiny.gguf")
 D, HEADS, LAYERS, FFN, POSITIONS, TYPES, EPS = 48, 6, 2, 64, 256, 2, 1e-12
 
 TEXTS = [
@@ -149,8 +157,11 @@ def hub_config(vocab):
     }
 
 
-def write_gguf(path, w, model_dir):
-    """The weights as llama.cpp's converter writes a JinaBertModel."""
+def write_gguf(path, w, model_dir, fused=False):
+    """The weights as llama.cpp's converter writes a JinaBertModel: gated_layers
+    split into ffn_gate (first half) and ffn_up (older conversions), or with
+    `fused` whole as ffn_up [2I] (the current converter; llama.cpp's GEGLU
+    gates the first half)."""
     import gguf
     from gguf_bert_writer import vocabulary
     tokens, types = vocabulary(model_dir)
@@ -184,6 +195,9 @@ def write_gguf(path, w, model_dir):
             continue
         i = int(name.split(".")[2])
         rest = ".".join(name.split(".")[3:])
+        if rest == "mlp.gated_layers.weight" and fused:
+            g.add_tensor(f"blk.{i}.ffn_up.weight", arr)
+            continue
         if rest == "mlp.gated_layers.weight":
             g.add_tensor(f"blk.{i}.ffn_gate.weight", np.ascontiguousarray(arr[:FFN]))
             g.add_tensor(f"blk.{i}.ffn_up.weight", np.ascontiguousarray(arr[FFN:]))
@@ -209,7 +223,9 @@ def main():
     write_json(os.path.join(MODEL_DIR, "config.json"), hub_config(vocab))
     write_mean_pooling_modules(MODEL_DIR, D, POSITIONS, normalize=True)
     write_gguf(GGUF_PATH, w, MODEL_DIR)
+    write_gguf(FUSED_GGUF_PATH, w, MODEL_DIR, fused=True)
     read, llama_cpp_version = llama_cpp_reader(GGUF_PATH)
+    read_fused, _ = llama_cpp_reader(FUSED_GGUF_PATH)
     embeddings = []
     compared = 0
     for text in TEXTS:
@@ -217,6 +233,9 @@ def main():
         assert len(ids) <= POSITIONS, (text, len(ids))  # sentence-transformers would cut it
         ref = reference(w, ids)
         lc_ids, lc_emb = read(text)
+        # llama.cpp reads the fused file as the split one.
+        fused_ids, fused_emb = read_fused(text)
+        assert fused_ids == lc_ids and np.abs(np.array(fused_emb) - np.array(lc_emb)).max() < 1e-5, text
         if lc_ids == ids:
             assert np.abs(ref - np.array(lc_emb)).max() < 1e-3, text
             compared += 1
@@ -229,7 +248,7 @@ def main():
                           "max_tokens": POSITIONS, "embeddings": embeddings})
     worst = max(np.abs(np.array(e["embedding"]) - np.array(e["llama_cpp_embedding"])).max()
                 for e in embeddings if e["llama_cpp_embedding"] is not None)
-    print("wrote", OUT_PATH, MODEL_DIR, GGUF_PATH, "compared with llama.cpp:", compared, "worst", worst)
+    print("wrote", OUT_PATH, MODEL_DIR, GGUF_PATH, FUSED_GGUF_PATH, "compared with llama.cpp:", compared, "worst", worst)
 
 
 if __name__ == "__main__":

@@ -117,17 +117,23 @@ TEST(JinaBertEncoderTest, EmbeddingsAgreeWithLlamaCpp) {
   EXPECT_GE(compared, 5);
 }
 
-// llama.cpp's jina-bert-v2 file of the same weights (tools/golden's writer
-// does as the converter does: gated_layers split into ffn_gate and ffn_up):
-// the reference's vectors, from the file's own WordPiece vocabulary.
-TEST(JinaBertEncoderTest, LlamaCppFileGivesTheSameEmbeddings) {
+// llama.cpp's jina-bert-v2 files of the same weights (tools/golden's writer
+// does as the converters do: gated_layers split into ffn_gate and ffn_up in
+// older conversions, whole as a [2I] ffn_up in the current one): the
+// reference's vectors, from the file's own WordPiece vocabulary.
+class JinaBertGgufTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(JinaBertGgufTest, LlamaCppFileGivesTheSameEmbeddings) {
   ASSERT_FALSE(Golden().is_null());
-  auto model = EncoderModel::Load(testing_util::GoldenEncoderModelDir("jina_bert_tiny.gguf"), {});
+  auto model = EncoderModel::Load(testing_util::GoldenEncoderModelDir(GetParam()), {});
   ASSERT_TRUE(model.ok()) << model.status();
   EXPECT_EQ((*model)->description().architecture, "jina-bert-v2");
   EXPECT_EQ((*model)->max_tokens(), 256);
   EXPECT_EQ(testing_util::ExpectGoldenEmbeddings(**model, Golden()["embeddings"], 2e-5), 0);
 }
+
+INSTANTIATE_TEST_SUITE_P(Layouts, JinaBertGgufTest,
+                         ::testing::Values("jina_bert_tiny.gguf", "jina_bert_fused_tiny.gguf"));
 
 TEST(JinaBertWeightsTest, ErrorsNameTheCheckpointsTensor) {
   auto config = Parse(TinyConfig());
