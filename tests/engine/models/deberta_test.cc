@@ -9,7 +9,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <utility>
@@ -36,19 +35,8 @@ const nlohmann::json& Golden() { return testing_util::GoldenEncoderJson("deberta
 
 std::string ModelDir(const std::string& name) { return testing_util::GoldenEncoderModelDir(name); }
 
-nlohmann::json ConfigOf(const std::string& name) {
-  std::ifstream in(ModelDir(name) + "/config.json");
-  return nlohmann::json::parse(in);
-}
-
-absl::StatusOr<BertConfig> Parse(const nlohmann::json& json) {
-  auto parsed = HfConfig::FromJson(json, "dir/config.json");
-  if (!parsed.ok()) return parsed.status();
-  return ParseBertConfig(*parsed);
-}
-
 TEST(DebertaConfigTest, V3Layout) {
-  auto c = Parse(ConfigOf("deberta_v3_tiny"));
+  auto c = testing_util::ParseBertConfigJson(testing_util::GoldenEncoderConfig("deberta_v3_tiny"));
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->family, EncoderFamily::kDebertaV2);
   const DebertaConfig& d = c->deberta;
@@ -69,7 +57,7 @@ TEST(DebertaConfigTest, V3Layout) {
 }
 
 TEST(DebertaConfigTest, V2BranchesAndTheReranker) {
-  auto c = Parse(ConfigOf("deberta_v2_tiny"));
+  auto c = testing_util::ParseBertConfigJson(testing_util::GoldenEncoderConfig("deberta_v2_tiny"));
   ASSERT_TRUE(c.ok()) << c.status();
   const DebertaConfig& d = c->deberta;
   EXPECT_TRUE(d.c2p && d.p2c);  // "c2p|p2c"
@@ -79,14 +67,14 @@ TEST(DebertaConfigTest, V2BranchesAndTheReranker) {
   EXPECT_FALSE(d.norm_rel_embeddings);
   EXPECT_TRUE(c->learned_positions());
   EXPECT_EQ(c->type_vocab_size, 2);
-  auto reranker = Parse(ConfigOf("deberta_v3_reranker_tiny"));
+  auto reranker = testing_util::ParseBertConfigJson(testing_util::GoldenEncoderConfig("deberta_v3_reranker_tiny"));
   ASSERT_TRUE(reranker.ok()) << reranker.status();
   EXPECT_EQ(reranker->labels, std::vector<std::string>{"LABEL_0"});
   // Without pos_att_type the scale is head_dim's alone.
-  nlohmann::json plain = ConfigOf("deberta_v2_tiny");
+  nlohmann::json plain = testing_util::GoldenEncoderConfig("deberta_v2_tiny");
   plain["relative_attention"] = false;
   plain.erase("pos_att_type");
-  auto absolute = Parse(plain);
+  auto absolute = testing_util::ParseBertConfigJson(plain);
   ASSERT_TRUE(absolute.ok()) << absolute.status();
   EXPECT_FALSE(absolute->deberta.disentangled());
   EXPECT_FLOAT_EQ(absolute->deberta_scale(), 1.0f / std::sqrt(8.0f));
@@ -110,9 +98,9 @@ TEST(DebertaConfigTest, VariantsItDoesNotRunAreRefusedNamingTheKey) {
        "pooler_hidden_size 16 is not supported"},
   };
   for (const auto& [patch, want] : cases) {
-    nlohmann::json json = ConfigOf("deberta_v3_tiny");
+    nlohmann::json json = testing_util::GoldenEncoderConfig("deberta_v3_tiny");
     json.update(patch);
-    auto c = Parse(json);
+    auto c = testing_util::ParseBertConfigJson(json);
     ASSERT_FALSE(c.ok()) << want;
     EXPECT_THAT(c.status().message(), HasSubstr("dir/config.json: " + want));
   }

@@ -31,14 +31,8 @@ nlohmann::json TinyConfig() {
                         {"max_position_embeddings", 64}};
 }
 
-absl::StatusOr<BertConfig> Parse(const nlohmann::json& json) {
-  auto parsed = HfConfig::FromJson(json, "dir/config.json");
-  if (!parsed.ok()) return parsed.status();
-  return ParseBertConfig(*parsed);
-}
-
 TEST(DistilBertEncoderTest, ReadsDistilBertsConfigKeys) {
-  auto c = Parse(TinyConfig());
+  auto c = testing_util::ParseBertConfigJson(TinyConfig());
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->family, EncoderFamily::kDistilBert);
   EXPECT_EQ(c->hidden_size, 32);
@@ -83,7 +77,7 @@ TEST(DistilBertClassifierTest, LogitsMatchTransformers) {
 TEST(DistilBertEncoderTest, OtherActivationsAreRefusedNamingTheField) {
   nlohmann::json json = TinyConfig();
   json["activation"] = "relu";
-  auto c = Parse(json);
+  auto c = testing_util::ParseBertConfigJson(json);
   ASSERT_FALSE(c.ok());
   EXPECT_THAT(c.status().message(), HasSubstr("dir/config.json: activation \"relu\" is not supported"));
 }
@@ -91,7 +85,7 @@ TEST(DistilBertEncoderTest, OtherActivationsAreRefusedNamingTheField) {
 TEST(DistilBertEncoderTest, HeadsNotDividingDimAreRefusedNamingBothKeys) {
   nlohmann::json json = TinyConfig();
   json["n_heads"] = 5;
-  auto c = Parse(json);
+  auto c = testing_util::ParseBertConfigJson(json);
   ASSERT_FALSE(c.ok());
   EXPECT_THAT(c.status().message(), HasSubstr("dir/config.json: dim 32 is not a multiple of n_heads 5"));
 }
@@ -99,7 +93,7 @@ TEST(DistilBertEncoderTest, HeadsNotDividingDimAreRefusedNamingBothKeys) {
 TEST(DistilBertEncoderTest, MissingSizeIsRefusedNamingDistilBertsKey) {
   nlohmann::json json = TinyConfig();
   json.erase("hidden_dim");
-  auto c = Parse(json);
+  auto c = testing_util::ParseBertConfigJson(json);
   ASSERT_FALSE(c.ok());
   EXPECT_THAT(c.status().message(), HasSubstr("hidden_dim"));
 }

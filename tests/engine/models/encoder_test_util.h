@@ -12,7 +12,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "absl/status/statusor.h"
+#include "engine/formats/hf_config.h"
 #include "engine/formats/json_util.h"
+#include "engine/models/bert_config.h"
 
 namespace attnserve::testing_util {
 
@@ -38,6 +41,20 @@ inline const nlohmann::json& GoldenEncoderJson(const std::string& file) {
     it = cache->emplace(file, j.ok() ? std::move(*j) : nlohmann::json()).first;
   }
   return it->second;
+}
+
+// config.json of a golden model directory; null when it cannot be read.
+inline nlohmann::json GoldenEncoderConfig(const std::string& name) {
+  auto j = ReadJsonFile(GoldenEncoderModelDir(name) + "/config.json");
+  return j.ok() ? std::move(*j) : nlohmann::json();
+}
+
+// ParseBertConfig on `json` as if read from "dir/config.json", the path the
+// tests' expected errors name.
+inline absl::StatusOr<BertConfig> ParseBertConfigJson(const nlohmann::json& json) {
+  auto parsed = HfConfig::FromJson(json, "dir/config.json");
+  if (!parsed.ok()) return parsed.status();
+  return ParseBertConfig(*parsed);
 }
 
 inline std::string EncoderGoldenPath() { return ATTNSERVE_SOURCE_DIR "/tests/golden/encoder/minilm_golden.json"; }

@@ -33,19 +33,8 @@ const nlohmann::json& Golden() { return testing_util::GoldenEncoderJson("gte_gol
 
 std::string ModelDir(const std::string& name) { return testing_util::GoldenEncoderModelDir(name); }
 
-nlohmann::json ConfigOf(const std::string& name) {
-  std::ifstream in(ModelDir(name) + "/config.json");
-  return nlohmann::json::parse(in);
-}
-
-absl::StatusOr<BertConfig> Parse(const nlohmann::json& json) {
-  auto parsed = HfConfig::FromJson(json, "dir/config.json");
-  if (!parsed.ok()) return parsed.status();
-  return ParseBertConfig(*parsed);
-}
-
 TEST(GteConfigTest, RemoteLayoutWithNtkScaling) {
-  auto c = Parse(ConfigOf("gte_tiny"));
+  auto c = testing_util::ParseBertConfigJson(testing_util::GoldenEncoderConfig("gte_tiny"));
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->family, EncoderFamily::kBert);
   EXPECT_EQ(c->type_vocab_size, 0);
@@ -60,12 +49,12 @@ TEST(GteConfigTest, RemoteLayoutWithNtkScaling) {
 
 TEST(GteConfigTest, TransformersLayoutAndTheReranker) {
   ASSERT_FALSE(Golden().is_null());
-  auto native = Parse(Golden()["transformers_config"]);
+  auto native = testing_util::ParseBertConfigJson(Golden()["transformers_config"]);
   ASSERT_TRUE(native.ok()) << native.status();
   EXPECT_FLOAT_EQ(native->rotary_theta, 10000.0f);
   EXPECT_FLOAT_EQ(native->rotary_scale, 1.0f);
   EXPECT_EQ(native->type_vocab_size, 0);
-  auto reranker = Parse(ConfigOf("gte_reranker_tiny"));
+  auto reranker = testing_util::ParseBertConfigJson(testing_util::GoldenEncoderConfig("gte_reranker_tiny"));
   ASSERT_TRUE(reranker.ok()) << reranker.status();
   EXPECT_EQ(reranker->labels, std::vector<std::string>{"LABEL_0"});
   EXPECT_EQ(reranker->type_vocab_size, 1);
@@ -84,15 +73,15 @@ TEST(GteConfigTest, VariantsItDoesNotRunAreRefusedNamingTheKey) {
       {{{"architectures", {"NewForTokenClassification"}}}, "architecture NewForTokenClassification"},
   };
   for (const auto& [patch, want] : remote_cases) {
-    nlohmann::json json = ConfigOf("gte_tiny");
+    nlohmann::json json = testing_util::GoldenEncoderConfig("gte_tiny");
     json.update(patch);
-    auto c = Parse(json);
+    auto c = testing_util::ParseBertConfigJson(json);
     ASSERT_FALSE(c.ok()) << want;
     EXPECT_THAT(c.status().message(), HasSubstr("dir/config.json: " + want));
   }
   nlohmann::json yarn = Golden()["transformers_config"];
   yarn["rope_parameters"] = {{"rope_type", "yarn"}, {"rope_theta", 1000.0}, {"factor", 2.0}};
-  auto c = Parse(yarn);
+  auto c = testing_util::ParseBertConfigJson(yarn);
   ASSERT_FALSE(c.ok());
   EXPECT_THAT(c.status().message(), HasSubstr("rope_parameters.rope_type \"yarn\" is not supported"));
 }
@@ -163,7 +152,7 @@ TEST(GteEncoderTest, RerankerLogitsMatchTransformers) {
 }
 
 TEST(GteWeightsTest, ErrorsNameTheCheckpointsTensor) {
-  auto config = Parse(ConfigOf("gte_reranker_tiny"));
+  auto config = testing_util::ParseBertConfigJson(testing_util::GoldenEncoderConfig("gte_reranker_tiny"));
   ASSERT_TRUE(config.ok()) << config.status();
   auto archive = SafetensorsArchive::OpenDirectory(ModelDir("gte_reranker_tiny"));
   ASSERT_TRUE(archive.ok()) << archive.status();

@@ -33,14 +33,8 @@ nlohmann::json TinyConfig() {
   return config.ok() ? config->json() : nlohmann::json();
 }
 
-absl::StatusOr<BertConfig> Parse(const nlohmann::json& json) {
-  auto parsed = HfConfig::FromJson(json, "dir/config.json");
-  if (!parsed.ok()) return parsed.status();
-  return ParseBertConfig(*parsed);
-}
-
 TEST(JinaBertConfigTest, AlibiAndGeGlu) {
-  auto c = Parse(TinyConfig());
+  auto c = testing_util::ParseBertConfigJson(TinyConfig());
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->family, EncoderFamily::kBert);
   EXPECT_TRUE(c->alibi);
@@ -62,7 +56,7 @@ TEST(JinaBertConfigTest, WhatItDoesNotRunIsRefusedNamingTheKey) {
   for (const auto& [patch, want] : cases) {
     nlohmann::json json = TinyConfig();
     json.update(patch);
-    auto c = Parse(json);
+    auto c = testing_util::ParseBertConfigJson(json);
     ASSERT_FALSE(c.ok()) << want;
     EXPECT_THAT(c.status().message(), HasSubstr("dir/config.json: " + want));
   }
@@ -136,7 +130,7 @@ INSTANTIATE_TEST_SUITE_P(Layouts, JinaBertGgufTest,
                          ::testing::Values("jina_bert_tiny.gguf", "jina_bert_fused_tiny.gguf"));
 
 TEST(JinaBertWeightsTest, ErrorsNameTheCheckpointsTensor) {
-  auto config = Parse(TinyConfig());
+  auto config = testing_util::ParseBertConfigJson(TinyConfig());
   ASSERT_TRUE(config.ok()) << config.status();
   auto archive = SafetensorsArchive::OpenDirectory(TinyDir());
   ASSERT_TRUE(archive.ok()) << archive.status();

@@ -34,18 +34,12 @@ nlohmann::json TinyConfig() {
                         {"max_position_embeddings", 128}};
 }
 
-absl::StatusOr<BertConfig> Parse(const nlohmann::json& json) {
-  auto parsed = HfConfig::FromJson(json, "dir/config.json");
-  if (!parsed.ok()) return parsed.status();
-  return ParseBertConfig(*parsed);
-}
-
 TEST(ModernBertConfigTest, OlderKeysGiveTheLayerPatternAndThetas) {
   nlohmann::json json = TinyConfig();
   json["global_attn_every_n_layers"] = 2;
   json["global_rope_theta"] = 80000.0;
   json["local_attention"] = 32;
-  auto c = Parse(json);
+  auto c = testing_util::ParseBertConfigJson(json);
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->family, EncoderFamily::kModernBert);
   EXPECT_THAT(c->modern.global_layers, ElementsAre(true, false, true, false));
@@ -63,7 +57,7 @@ TEST(ModernBertConfigTest, TransformersFivesKeysWin) {
   json["rope_parameters"] = {{"full_attention", {{"rope_theta", 1000.0}, {"rope_type", "default"}}},
                              {"sliding_attention", {{"rope_theta", 500.0}}}};
   json["global_rope_theta"] = 80000.0;
-  auto c = Parse(json);
+  auto c = testing_util::ParseBertConfigJson(json);
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_THAT(c->modern.global_layers, ElementsAre(false, true, true, false));
   EXPECT_FLOAT_EQ(c->modern.global_rope_theta, 1000.0f);
@@ -81,7 +75,7 @@ TEST(ModernBertConfigTest, UnsupportedSettingsAreRefusedNamingTheKey) {
   for (const auto& [patch, want] : cases) {
     nlohmann::json json = TinyConfig();
     json.update(patch);
-    auto c = Parse(json);
+    auto c = testing_util::ParseBertConfigJson(json);
     ASSERT_FALSE(c.ok()) << want;
     EXPECT_THAT(c.status().message(), HasSubstr("dir/config.json: " + want));
   }

@@ -37,12 +37,6 @@ nlohmann::json HubConfig() {
   return nlohmann::json::parse(in);
 }
 
-absl::StatusOr<BertConfig> Parse(const nlohmann::json& json) {
-  auto parsed = HfConfig::FromJson(json, "dir/config.json");
-  if (!parsed.ok()) return parsed.status();
-  return ParseBertConfig(*parsed);
-}
-
 // The tiny model's files with config.json replaced by `config`.
 class DirWithConfig {
  public:
@@ -78,10 +72,10 @@ void ExpectNomicConfig(const BertConfig& c) {
 
 TEST(NomicBertConfigTest, BothLayoutsReadAlike) {
   ASSERT_FALSE(Golden().is_null());
-  auto hub = Parse(HubConfig());
+  auto hub = testing_util::ParseBertConfigJson(HubConfig());
   ASSERT_TRUE(hub.ok()) << hub.status();
   ExpectNomicConfig(*hub);
-  auto native = Parse(Golden()["transformers_config"]);
+  auto native = testing_util::ParseBertConfigJson(Golden()["transformers_config"]);
   ASSERT_TRUE(native.ok()) << native.status();
   ExpectNomicConfig(*native);
   EXPECT_EQ(hub->vocab_size, native->vocab_size);
@@ -103,7 +97,7 @@ TEST(NomicBertConfigTest, VariantsItDoesNotRunAreRefusedNamingTheKey) {
   for (const auto& [patch, want] : hub_cases) {
     nlohmann::json json = HubConfig();
     json.update(patch);
-    auto c = Parse(json);
+    auto c = testing_util::ParseBertConfigJson(json);
     ASSERT_FALSE(c.ok()) << want;
     EXPECT_THAT(c.status().message(), HasSubstr("dir/config.json: " + want));
   }
@@ -111,7 +105,7 @@ TEST(NomicBertConfigTest, VariantsItDoesNotRunAreRefusedNamingTheKey) {
   // the keys is not nomic-embed-text's layout.
   nlohmann::json without_bias_keys = HubConfig();
   without_bias_keys.erase("mlp_fc1_bias");
-  auto c = Parse(without_bias_keys);
+  auto c = testing_util::ParseBertConfigJson(without_bias_keys);
   ASSERT_FALSE(c.ok());
   EXPECT_THAT(c.status().message(), HasSubstr("mlp_fc1_bias true (feed-forward biases) is not supported"));
 
@@ -124,7 +118,7 @@ TEST(NomicBertConfigTest, VariantsItDoesNotRunAreRefusedNamingTheKey) {
   for (const auto& [patch, want] : native_cases) {
     nlohmann::json json = Golden()["transformers_config"];
     json.update(patch);
-    auto parsed = Parse(json);
+    auto parsed = testing_util::ParseBertConfigJson(json);
     ASSERT_FALSE(parsed.ok()) << want;
     EXPECT_THAT(parsed.status().message(), HasSubstr("dir/config.json: " + want));
   }
@@ -177,7 +171,7 @@ TEST(NomicBertEncoderTest, PromptsAreReadFromSentenceTransformersConfig) {
 }
 
 TEST(NomicBertWeightsTest, ErrorsNameTheCheckpointsTensor) {
-  auto config = Parse(HubConfig());
+  auto config = testing_util::ParseBertConfigJson(HubConfig());
   ASSERT_TRUE(config.ok()) << config.status();
   auto archive = SafetensorsArchive::OpenDirectory(TinyDir());
   ASSERT_TRUE(archive.ok()) << archive.status();
