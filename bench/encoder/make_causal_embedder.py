@@ -16,6 +16,8 @@ import os
 import shutil
 import sys
 
+from bench_model_dir import save_with_fixture_tokenizer
+
 
 def main():
     repo, out = sys.argv[1], sys.argv[2]
@@ -28,11 +30,7 @@ def main():
                          rope_theta=1000000.0, rms_norm_eps=1e-6, tie_word_embeddings=True,
                          attn_implementation="sdpa")
     model = Qwen3Model(config).eval()
-    shutil.rmtree(out, ignore_errors=True)
-    model.save_pretrained(out, safe_serialization=True)
-    tiny = os.path.join(repo, "tests/golden/encoder_models/qwen3_embedding_tiny")
-    for name in ("tokenizer.json", "tokenizer_config.json"):
-        shutil.copy(os.path.join(tiny, name), os.path.join(out, name))
+    tiny = save_with_fixture_tokenizer(model, repo, out, "qwen3_embedding_tiny")
     shutil.copytree(os.path.join(tiny, "1_Pooling"), os.path.join(out, "1_Pooling"))
     with open(os.path.join(out, "1_Pooling/config.json")) as f:
         pooling = json.load(f)

@@ -10,9 +10,9 @@ the golden fixture's tokenizer (the benchmark feeds token ids).
 
 Usage: python bench/encoder/make_deberta.py REPO OUT_DIR
 """
-import os
-import shutil
 import sys
+
+from bench_model_dir import save_with_fixture_tokenizer, write_pooling
 
 
 def main():
@@ -27,14 +27,8 @@ def main():
         pos_att_type=["p2c", "c2p"], share_att_key=True, norm_rel_ebd="layer_norm", position_biased_input=False,
         type_vocab_size=0, pad_token_id=0, layer_norm_eps=1e-7, attn_implementation="eager")
     model = DebertaV2Model(config).eval()
-    shutil.rmtree(out, ignore_errors=True)
-    model.save_pretrained(out, safe_serialization=True)
-    tiny = os.path.join(repo, "tests/golden/encoder_models/deberta_v3_tiny")
-    for name in ("tokenizer.json", "tokenizer_config.json"):
-        shutil.copy(os.path.join(tiny, name), os.path.join(out, name))
-    sys.path.insert(0, os.path.join(repo, "tools/golden"))
-    from encoder_golden_util import write_pooling_modules
-    write_pooling_modules(out, 768, 512, normalize=True, mode="mean")
+    save_with_fixture_tokenizer(model, repo, out, "deberta_v3_tiny")
+    write_pooling(repo, out, 768, 512, "mean")
 
 
 if __name__ == "__main__":

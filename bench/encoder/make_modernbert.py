@@ -10,9 +10,9 @@ offline; the cost of a forward does not depend on the weights' values.
 
 Usage: python bench/encoder/make_modernbert.py REPO OUT_DIR
 """
-import os
-import shutil
 import sys
+
+from bench_model_dir import save_with_fixture_tokenizer, write_pooling
 
 
 def main():
@@ -25,15 +25,8 @@ def main():
                               num_attention_heads=12, max_position_embeddings=8192, local_attention=128,
                               pad_token_id=50283, attn_implementation="sdpa")
     model = ModernBertModel(config).eval()
-    shutil.rmtree(out, ignore_errors=True)
-    model.save_pretrained(out, safe_serialization=True)
-    tiny = os.path.join(repo, "tests/golden/encoder_models/modernbert_tiny")
-    for name in ("tokenizer.json", "tokenizer_config.json"):
-        shutil.copy(os.path.join(tiny, name), os.path.join(out, name))
-    # sentence-transformers' modules as the golden scripts write them.
-    sys.path.insert(0, os.path.join(repo, "tools/golden"))
-    from encoder_golden_util import write_mean_pooling_modules
-    write_mean_pooling_modules(out, 768, 8192, normalize=True)
+    save_with_fixture_tokenizer(model, repo, out, "modernbert_tiny")
+    write_pooling(repo, out, 768, 8192, "mean")
 
 
 if __name__ == "__main__":

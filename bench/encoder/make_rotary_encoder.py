@@ -19,9 +19,9 @@ sentence-transformers and ONNX Runtime (the benchmark's peers) run natively.
 
 Usage: python bench/encoder/make_rotary_encoder.py KIND REPO OUT_DIR
 """
-import os
-import shutil
 import sys
+
+from bench_model_dir import save_with_fixture_tokenizer, write_pooling
 
 
 def main():
@@ -43,16 +43,8 @@ def main():
     else:
         raise SystemExit(f"unknown kind {kind} (nomic_bert, gte)")
     model = model.eval()
-    shutil.rmtree(out, ignore_errors=True)
-    model.save_pretrained(out, safe_serialization=True)
-    tiny = os.path.join(repo, "tests/golden/encoder_models", fixture)
-    for name in ("tokenizer.json", "tokenizer_config.json"):
-        shutil.copy(os.path.join(tiny, name), os.path.join(out, name))
-    # sentence-transformers' modules as the golden scripts write them.
-    sys.path.insert(0, os.path.join(repo, "tools/golden"))
-    from encoder_golden_util import write_pooling_modules
-    write_pooling_modules(out, 768, 8192, normalize=True, mode=pooling)
-
+    save_with_fixture_tokenizer(model, repo, out, fixture)
+    write_pooling(repo, out, 768, 8192, pooling)
 
 if __name__ == "__main__":
     main()
