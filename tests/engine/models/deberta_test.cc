@@ -196,6 +196,26 @@ TEST(DebertaEncoderTest, V2BranchesMatchSentenceTransformers) {
   EXPECT_EQ(testing_util::ExpectGoldenEmbeddings(**model, Golden()["v2_embeddings"], 2e-5), 1);
 }
 
+// bf16 and q8_0 weight storage: the projections round, the position
+// tables (projected at load from the stored weights) stay f32; the vectors
+// stay within a cosine of 0.999 of transformers'.
+TEST(DebertaEncoderTest, ReducedPrecisionWeightsStayClose) {
+  ASSERT_FALSE(Golden().is_null());
+  for (DType storage : {DType::kBF16, DType::kQ8_0}) {
+    auto model = EncoderModel::Load(ModelDir("deberta_v3_tiny"), {.weight_dtype = storage});
+    ASSERT_TRUE(model.ok()) << model.status();
+    const std::vector<EncoderInput> inputs = testing_util::GoldenInputs(Golden()["v3_embeddings"]);
+    auto batch = (*model)->Encode(inputs, {});
+    ASSERT_TRUE(batch.ok()) << batch.status();
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const std::vector<float> want = Golden()["v3_embeddings"][i]["embedding"].get<std::vector<float>>();
+      EXPECT_GT(testing_util::Cosine((*batch)[i].embedding.f32(), want.data(), static_cast<int64_t>(want.size())),
+                0.999)
+          << DTypeName(storage) << ": " << inputs[i].text;
+    }
+  }
+}
+
 // Tensors under "deberta.", ContextPooler's GELU and the classifier.
 TEST(DebertaEncoderTest, RerankerLogitsMatchTransformers) {
   ASSERT_FALSE(Golden().is_null());
