@@ -26,7 +26,7 @@ namespace {
 std::string DetectPrefix(const SafetensorsArchive& w, EncoderFamily family) {
   const char* table = family == EncoderFamily::kModernBert ? "embeddings.tok_embeddings.weight"
                                                            : "embeddings.word_embeddings.weight";
-  for (const char* p : {"", "bert.", "roberta.", "mpnet.", "distilbert.", "deberta.", "model."}) {
+  for (const char* p : {"", "bert.", "roberta.", "mpnet.", "distilbert.", "deberta.", "electra.", "model."}) {
     if (w.Find(absl::StrCat(p, table)) != nullptr) return p;
   }
   return "";
@@ -92,6 +92,8 @@ ClassifierHead::Kind ClassifierKindOf(EncoderFamily family) {
       return ClassifierHead::Kind::kModernBert;
     case EncoderFamily::kDebertaV2:
       return ClassifierHead::Kind::kDeberta;
+    case EncoderFamily::kElectra:
+      return ClassifierHead::Kind::kElectra;
     case EncoderFamily::kRoberta:
     case EncoderFamily::kMpnet:
       return ClassifierHead::Kind::kRoberta;
@@ -137,7 +139,7 @@ absl::StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::Load(const Safetensors
   // token_embd; most of a small encoder's weights), read a row at a time;
   // the position and type tables (small) stay f32.
   const DType table = LoadDtypeFor(storage);
-  const DType word_table = MatrixStorage(storage, {c.vocab_size, c.hidden_size});
+  const DType word_table = MatrixStorage(storage, {c.vocab_size, c.embedding_width()});
   const std::string p = DetectPrefix(w, c.family);
   const int64_t d = c.hidden_size;
   if (c.family == EncoderFamily::kModernBert) {
@@ -147,17 +149,19 @@ absl::StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::Load(const Safetensors
     }
     return m;
   }
+  // The tables' width: the hidden size, or ELECTRA's embedding_size.
+  const int64_t e = c.embedding_width();
   ASSIGN_OR_RETURN(m->word_,
-                   w.LoadWithShape(p + "embeddings.word_embeddings.weight", {c.vocab_size, d}, word_table));
+                   w.LoadWithShape(p + "embeddings.word_embeddings.weight", {c.vocab_size, e}, word_table));
   if (c.rotary_theta > 0) {
     RETURN_IF_ERROR(m->LoadRotary());
   } else if (c.learned_positions()) {  // ALiBi, DeBERTa-v3: positions only in the attention bias
     ASSIGN_OR_RETURN(m->position_,
-                     w.LoadWithShape(p + "embeddings.position_embeddings.weight", {c.max_positions, d}, table));
+                     w.LoadWithShape(p + "embeddings.position_embeddings.weight", {c.max_positions, e}, table));
   }
   if (c.type_vocab_size > 0) {
     ASSIGN_OR_RETURN(m->token_type_,
-                     w.LoadWithShape(p + "embeddings.token_type_embeddings.weight", {c.type_vocab_size, d}, table));
+                     w.LoadWithShape(p + "embeddings.token_type_embeddings.weight", {c.type_vocab_size, e}, table));
   }
   if (c.relative_attention_buckets > 0) {
     // [buckets, H], read per head into the batch's bias planes.
@@ -165,8 +169,11 @@ absl::StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::Load(const Safetensors
                                                         {c.relative_attention_buckets, c.num_heads}, DType::kF32));
   }
   const LayerNames names = LayerNamesOf(c.family);
-  ASSIGN_OR_RETURN(m->emb_ln_g_, w.LoadWithShape(p + "embeddings.LayerNorm.weight", {d}, DType::kF32));
-  ASSIGN_OR_RETURN(m->emb_ln_b_, w.LoadWithShape(p + "embeddings.LayerNorm.bias", {d}, DType::kF32));
+  ASSIGN_OR_RETURN(m->emb_ln_g_, w.LoadWithShape(p + "embeddings.LayerNorm.weight", {e}, DType::kF32));
+  ASSIGN_OR_RETURN(m->emb_ln_b_, w.LoadWithShape(p + "embeddings.LayerNorm.bias", {e}, DType::kF32));
+  if (e != d) {
+    ASSIGN_OR_RETURN(m->embeddings_project_, LoadLinear(w, p + "embeddings_project", d, e, storage, precision));
+  }
   m->layers_.reserve(c.num_layers);
   for (int i = 0; i < c.num_layers; ++i) {
     const std::string lp = absl::StrCat(p, names.layers, i, ".");
@@ -209,6 +216,7 @@ int64_t BertEncoder::weight_bytes() const {
     bytes += static_cast<int64_t>(l.ln1_g.bytes() + l.ln1_b.bytes() + l.ln2_g.bytes() + l.ln2_b.bytes());
   }
   for (const DisentangledAttentionBias& bias : disentangled_) bytes += bias.bytes();
+  if (embeddings_project_.has_value()) bytes += embeddings_project_->weight_bytes();
   if (classifier_.has_value()) bytes += classifier_->weight_bytes();
   if (mlm_head_.has_value()) bytes += mlm_head_->weight_bytes();
   return bytes;
@@ -220,6 +228,7 @@ absl::Status BertEncoder::CreateAllPrimitives() const {
       RETURN_IF_ERROR(linear->CreateAllPrimitives());
     }
   }
+  if (embeddings_project_.has_value()) RETURN_IF_ERROR(embeddings_project_->CreateAllPrimitives());
   return absl::OkStatus();
 }
 
@@ -229,6 +238,7 @@ int64_t BertEncoder::ScratchBytes(int batch_size, int seq_len) const {
   // x, qkv, ctx, tmp, ff, all packed (attention reads and writes them in
   // place); MPNet's and ALiBi's biases by distance [H, 2N - 1].
   int64_t floats = t * (d + 3 * d + d + d + config_.intermediate_size);
+  if (config_.embedding_width() != d) floats += t * config_.embedding_width();  // ELECTRA's tables' rows
   if (config_.relative_attention_buckets > 0 || config_.alibi) {
     floats += int64_t{config_.num_heads} * (2 * seq_len - 1);
   }
@@ -309,6 +319,7 @@ absl::StatusOr<std::unique_ptr<BertForwardJob>> BertEncoder::Begin(absl::Span<co
   for (int b = 0, s = 0; b < batch; s += lengths[b], ++b) job->starts_[b] = s;
   const int64_t d = config_.hidden_size;
   job->x_ = Tensor::Empty({total, d});
+  if (config_.embedding_width() != d) job->embedded_ = Tensor::Empty({total, config_.embedding_width()});
   job->qkv_ = Tensor::Empty({total, 3 * d});
   job->ctx_ = Tensor::Empty({total, d});
   job->tmp_ = Tensor::Empty({total, d});
@@ -423,7 +434,7 @@ absl::Status BertForwardJob::RunSlice() {
       }
     }
   } else if (slice == 0) {
-    Embed();
+    error_ = Embed();
   } else {
     const int li = (slice - 1) / 3;
     switch ((slice - 1) % 3) {
@@ -452,11 +463,11 @@ absl::Status BertForwardJob::Finish(EncoderForwardResult* result) {
 }
 
 // Embeddings: word + position + token type (segment 0 unless the batch
-// carries pairs).
-void BertForwardJob::Embed() {
+// carries pairs), normed; ELECTRA's narrower tables then projected to D.
+absl::Status BertForwardJob::Embed() {
   const BertConfig& config = model_->config_;
-  const int d = config.hidden_size;
-  float* xp = x_.f32();
+  const int d = config.embedding_width();
+  float* xp = embedded_.empty() ? x_.f32() : embedded_.f32();
 #pragma omp parallel for schedule(static)
   for (int b = 0; b < batch_; ++b) {
     int counted = 0;  // RoBERTa: the sequence's non-pad tokens so far
@@ -478,7 +489,9 @@ void BertForwardJob::Embed() {
   }
   bert_internal::AddLayerNorm(xp, nullptr, model_->emb_ln_g_.f32(), model_->emb_ln_b_.f32(), total_, d,
                               config.layer_norm_eps);
+  if (!embedded_.empty()) RETURN_IF_ERROR(model_->embeddings_project_->Forward(xp, total_, x_.f32()));
   if (request_.hidden_states) result_.hidden_states.push_back(x_.Copy());
+  return absl::OkStatus();
 }
 
 // Ragged self-attention straight on the packed rows: sequence b is rows

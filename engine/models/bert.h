@@ -70,7 +70,7 @@ class BertForwardJob : public EncoderForwardJob {
  private:
   friend class BertEncoder;
   BertForwardJob() = default;
-  void Embed();
+  absl::Status Embed();
   absl::Status SelfAttention(int li, AttentionMasks masks);
   // Rotary models (ModernBERT, Nomic BERT): every row's query and key heads
   // in qkv_ rotated by the row's position in its sequence, `angles` one
@@ -96,6 +96,7 @@ class BertForwardJob : public EncoderForwardJob {
   std::vector<int32_t> lengths_;    // [B]; also the attention key lengths
   std::vector<int64_t> starts_;     // [B] first packed row of each sequence (attention's row offsets)
   Tensor x_, qkv_, ctx_, tmp_, ff_;  // [T, D], [T, 3D], [T, D], [T, D], [T, I]
+  Tensor embedded_;                 // ELECTRA with embedding_size != D: [T, E] before the projection
   Tensor position_bias_;            // MPNet, ALiBi: [H, 2 Nmax - 1] by distance; empty otherwise
   Tensor glu_;                      // ModernBERT and SwiGLU: [T, I] (ff_ is then [T, 2I])
   // DeBERTa's disentangled attention: each layer's bias planes [B, H, Nmax,
@@ -176,7 +177,8 @@ class BertEncoder {
   DType storage_ = DType::kF32;
   Tensor word_, position_, token_type_;   // storage dtype; token_type_ empty without a table (MPNet)
   Tensor relative_bias_;                  // MPNet: [buckets, H] f32; empty otherwise
-  Tensor emb_ln_g_, emb_ln_b_;
+  Tensor emb_ln_g_, emb_ln_b_;            // [E]
+  std::optional<Linear> embeddings_project_;  // ELECTRA: [D, E] when E != D
   // ModernBERT: the final norm, rotary angles of every position for the
   // global and local thetas ([P, head_dim]) and the rotation.
   Tensor final_ln_g_, final_ln_b_;

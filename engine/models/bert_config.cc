@@ -213,6 +213,8 @@ absl::StatusOr<BertConfig> ParseBertConfig(const HfConfig& config) {
     c.family = EncoderFamily::kMpnet;
   } else if (type == "distilbert") {
     c.family = EncoderFamily::kDistilBert;
+  } else if (type == "electra") {
+    c.family = EncoderFamily::kElectra;
   } else if (type == "modernbert") {
     return ParseModernBertConfig(config);
   } else if (type == "nomic_bert") {
@@ -224,8 +226,8 @@ absl::StatusOr<BertConfig> ParseBertConfig(const HfConfig& config) {
   } else {
     return absl::InvalidArgumentError(absl::StrCat(path, ": model_type \"", type,
                                                    "\" is not supported by the encoder (bert, xlm-roberta, roberta, "
-                                                   "camembert, mpnet, distilbert, modernbert, nomic_bert, new, gte, "
-                                                   "deberta-v2)"));
+                                                   "camembert, mpnet, distilbert, electra, modernbert, nomic_bert, new, "
+                                                   "gte, deberta-v2)"));
   }
   // DistilBertConfig names the sizes dim / n_layers / n_heads / hidden_dim /
   // activation and fixes every LayerNorm's eps at 1e-12.
@@ -256,6 +258,11 @@ absl::StatusOr<BertConfig> ParseBertConfig(const HfConfig& config) {
   }
   c.type_vocab_size = static_cast<int>(types);
   c.layer_norm_eps = static_cast<float>(eps);
+  if (c.family == EncoderFamily::kElectra) {
+    // ElectraConfig's default is 128 (electra-small's); base and large set it.
+    ASSIGN_OR_RETURN(int64_t embedding, config.IntOr("embedding_size", 128, 1, 1 << 16));
+    c.embedding_size = static_cast<int>(embedding);
+  }
   if (c.family == EncoderFamily::kMpnet) {
     c.type_vocab_size = 0;  // MPNetEmbeddings has no token-type table
     ASSIGN_OR_RETURN(int64_t buckets, config.IntOr("relative_attention_num_buckets", 32, 1, 1 << 16));
@@ -281,7 +288,8 @@ absl::StatusOr<BertConfig> ParseBertConfig(const HfConfig& config) {
                                                  "RobertaForSequenceClassification",
                                                  "CamembertForSequenceClassification",
                                                  "MPNetForSequenceClassification",
-                                                 "DistilBertForSequenceClassification"};
+                                                 "DistilBertForSequenceClassification",
+                                                 "ElectraForSequenceClassification"};
   for (const std::string& architecture : config.architectures()) {
     if (std::find(std::begin(kClassifiers), std::end(kClassifiers), architecture) != std::end(kClassifiers)) {
       ASSIGN_OR_RETURN(c.labels, SequenceClassificationLabels(config));

@@ -12,7 +12,11 @@
 // config keys (dim, n_layers, n_heads, hidden_dim, activation), no
 // token-type embeddings, and a pre_classifier + ReLU classification head;
 // and ModernBERT (ModernBertConfig below); and Nomic BERT (nomic_bert.h);
-// and DeBERTa-v2 (DebertaConfig below, deberta.h).
+// and DeBERTa-v2 (DebertaConfig below, deberta.h); and ELECTRA ("electra":
+// the ms-marco-electra cross-encoders), BERT's layers under "electra." with
+// embedding tables of their own width projected to the hidden size
+// (embeddings_project) and ElectraClassificationHead (dense, GELU,
+// out_proj on the first token).
 #ifndef ATTNSERVE_ENGINE_MODELS_BERT_CONFIG_H_
 #define ATTNSERVE_ENGINE_MODELS_BERT_CONFIG_H_
 
@@ -26,7 +30,7 @@
 
 namespace attnserve {
 
-enum class EncoderFamily { kBert, kRoberta, kMpnet, kDistilBert, kModernBert, kDebertaV2 };
+enum class EncoderFamily { kBert, kRoberta, kMpnet, kDistilBert, kModernBert, kDebertaV2, kElectra };
 
 // ModernBERT's differences from BERT ("modernbert": ModernBERT-base,
 // gte-modernbert, modernbert-embed): pre-norm layers (the first without its
@@ -80,6 +84,10 @@ struct BertConfig {
   // so a sequence holds at most max_positions - pad - 1 tokens. -1 for BERT
   // (position = index).
   int pad_token_id = -1;
+  // ELECTRA: the embedding tables' (and their LayerNorm's) width, projected
+  // to hidden_size by "embeddings_project" when it differs; 0: hidden_size.
+  int embedding_size = 0;
+  int embedding_width() const { return embedding_size > 0 ? embedding_size : hidden_size; }
   int type_vocab_size = 0;   // 0: no token-type embeddings (MPNet, DistilBERT); every token is segment 0
   // MPNet: relative_attention_num_buckets (32, the count transformers'
   // bucket function assumes); 0 for the others.

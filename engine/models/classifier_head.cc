@@ -17,12 +17,12 @@ absl::StatusOr<ClassifierHead> ClassifierHead::Load(const SafetensorsArchive& w,
   head.num_labels_ = static_cast<int>(config.labels.size());
   head.relu_ = kind == Kind::kDistilBert;
   head.modern_ = kind == Kind::kModernBert;
-  head.gelu_ = kind == Kind::kDeberta;
+  head.gelu_ = kind == Kind::kDeberta || kind == Kind::kElectra;
   const int64_t d = config.hidden_size;
   const int64_t labels = head.num_labels_;
   std::string dense = prefix + "pooler.dense";
   std::string out = "classifier";
-  if (kind == Kind::kRoberta) {
+  if (kind == Kind::kRoberta || kind == Kind::kElectra) {
     dense = "classifier.dense";
     out = "classifier.out_proj";
   } else if (kind == Kind::kDistilBert) {

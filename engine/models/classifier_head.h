@@ -1,7 +1,8 @@
 // The sequence-classification head of Hugging Face's
 // BertForSequenceClassification, RobertaClassificationHead (XLM-R, RoBERTa,
 // CamemBERT, MPNet), DistilBertForSequenceClassification and
-// ModernBertForSequenceClassification and DebertaV2ForSequenceClassification, what a cross-encoder (reranker) or a
+// ModernBertForSequenceClassification, DebertaV2ForSequenceClassification and
+// ElectraForSequenceClassification, what a cross-encoder (reranker) or a
 // text classifier answers with:
 //
 //   logits = out(act(dense(hidden[first token])))
@@ -11,7 +12,8 @@
 // "classifier", act tanh; RoBERTa: "classifier.dense" and
 // "classifier.out_proj", tanh; DistilBERT: "pre_classifier" and
 // "classifier", ReLU; DeBERTa-v2's ContextPooler: "pooler.dense" (outside
-// the "deberta." prefix) and "classifier", GELU (erf).
+// the "deberta." prefix) and "classifier", GELU (erf);
+// ElectraClassificationHead: RoBERTa's names, GELU (erf).
 // Dropout is inactive at inference. The head is a few
 // thousand multiply-adds per sequence beside the forward's millions, so it
 // runs as plain f32 loops on the [CLS] row, with f32 weights whatever the
@@ -33,7 +35,7 @@ namespace attnserve {
 
 class ClassifierHead {
  public:
-  enum class Kind { kBertPooler, kRoberta, kDistilBert, kModernBert, kDeberta };
+  enum class Kind { kBertPooler, kRoberta, kDistilBert, kModernBert, kDeberta, kElectra };
 
   // BERT: reads `<prefix>pooler.dense.{weight,bias}` and
   // `classifier.{weight,bias}`; RoBERTa: `classifier.dense.*` and
@@ -55,7 +57,7 @@ class ClassifierHead {
   int hidden_ = 0;
   int num_labels_ = 0;
   bool relu_ = false;  // DistilBERT's ReLU where the others have tanh
-  bool gelu_ = false;  // DeBERTa's ContextPooler: GELU (erf)
+  bool gelu_ = false;  // DeBERTa's ContextPooler, ELECTRA's head: GELU (erf)
   // ModernBERT: gelu, then LayerNorm (norm_g_, norm_b_, eps_), over the
   // [CLS] row or the mean of the rows.
   bool modern_ = false;

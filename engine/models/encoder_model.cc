@@ -119,7 +119,8 @@ absl::Status EncoderModel::AdoptBert(const SafetensorsArchive& weights, const Be
   vocab_size_ = config.vocab_size;
   // A BERT-family model without a token-type table (gte-base-en-v1.5's)
   // ignores the tokenizer's segments, as its Hugging Face code does.
-  reads_segments_ = (config.family == EncoderFamily::kBert || config.family == EncoderFamily::kDebertaV2) &&
+  reads_segments_ = (config.family == EncoderFamily::kBert || config.family == EncoderFamily::kDebertaV2 ||
+                     config.family == EncoderFamily::kElectra) &&
                     config.type_vocab_size > 0;
   max_tokens_ = config.max_sequence_length();
 

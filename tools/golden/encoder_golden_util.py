@@ -123,16 +123,24 @@ def truncated_ids(tok, text, pair, max_length):
     return ids
 
 
-def classifier_cases(model, tok, pairs, texts):
+def classifier_cases(model, tok, pairs, texts, with_segments=False):
     """transformers' logits for each pair, then each text, one input at a
     time. The classifiers have no sentence-transformers config: the limit
-    (as TEI's) is max_position_embeddings."""
+    (as TEI's) is max_position_embeddings. `with_segments`: the tokenizer's
+    token_type_ids go in too (a pair's second text is segment 1, as
+    CrossEncoder passes them), for models with a token-type table."""
     import torch
     cases = []
     for text, pair in list(pairs) + [(t, None) for t in texts]:
-        ids = truncated_ids(tok, text, pair, model.config.max_position_embeddings)
+        limit = model.config.max_position_embeddings
+        ids = truncated_ids(tok, text, pair, limit)
+        extra = {}
+        if with_segments:
+            tok.enable_truncation(limit, strategy="longest_first")
+            extra["token_type_ids"] = torch.tensor([tok.encode(text, pair).type_ids])
+            tok.no_truncation()
         with torch.no_grad():
-            out = model(input_ids=torch.tensor([ids]), attention_mask=torch.ones(1, len(ids))).logits[0]
+            out = model(input_ids=torch.tensor([ids]), attention_mask=torch.ones(1, len(ids)), **extra).logits[0]
         cases.append({"text": text, "text_pair": pair, "ids": ids, "logits": [float(x) for x in out]})
     return cases
 
@@ -166,6 +174,22 @@ def reduced_minilm_vocab(full_tokenize, texts, specials, tail=(), also_keep=()):
     keep = [t for t in minilm_vocab() if t not in specials and (
         t in used or t in also_keep or len(t) == 1 or (t.startswith("##") and len(t) == 3))]
     return {t: i for i, t in enumerate(list(specials) + keep + list(tail))}
+
+
+def reduced_bert_tokenizer(texts, specials):
+    """A small uncased WordPiece (tokenizers' Tokenizer, no truncation or
+    padding) that splits `texts` as all-MiniLM-L6-v2's full vocabulary does
+    (reduced_minilm_vocab); returns (tokenizer, vocabulary size)."""
+    from tokenizers import Tokenizer
+    from transformers import BertTokenizer
+    full = BertTokenizer(vocab={t: i for i, t in enumerate(minilm_vocab())})
+    vocab = reduced_minilm_vocab(full.tokenize, texts, specials)
+    hf = BertTokenizer(vocab=vocab)
+    assert_same_tokens(full, hf, texts)
+    tok = Tokenizer.from_str(hf.backend_tokenizer.to_str())
+    tok.no_truncation()
+    tok.no_padding()
+    return tok, len(vocab)
 
 
 def assert_same_tokens(full, reduced, texts):

@@ -60,11 +60,11 @@ import torch
 from safetensors.torch import load_file, save_file
 from sentence_transformers import SentenceTransformer
 from tokenizers import Tokenizer
-from transformers import BertTokenizer, GteConfig, GteForSequenceClassification, GteModel
+from transformers import GteConfig, GteForSequenceClassification, GteModel
 
-from encoder_golden_util import (MODELS_DIR, REPO, assert_same_tokens, bert_uncased_tokenizer_config, classifier_cases,
-                                 minilm_vocab, reduced_minilm_vocab, reinit_, save_model_dir, truncated_ids, versions,
-                                 write_json, write_pooling_modules)
+from encoder_golden_util import (MODELS_DIR, REPO, bert_uncased_tokenizer_config, classifier_cases,
+                                 reduced_bert_tokenizer, reinit_, save_model_dir, truncated_ids, versions, write_json,
+                                 write_pooling_modules)
 
 SCRIPT = "tools/golden/gte_golden.py"
 OUT_PATH = os.path.join(REPO, "tests/golden/encoder/gte_golden.json")
@@ -90,17 +90,6 @@ PAIRS = [
     ("how do i reset my password?", "Bananas are a good source of potassium."),
 ]
 RERANK_TEXTS = TEXTS
-
-
-def build_wordpiece():
-    full = BertTokenizer(vocab={t: i for i, t in enumerate(minilm_vocab())})
-    vocab = reduced_minilm_vocab(full.tokenize, TEXTS, SPECIALS)
-    hf = BertTokenizer(vocab=vocab)
-    assert_same_tokens(full, hf, TEXTS)
-    tok = Tokenizer.from_str(hf.backend_tokenizer.to_str())
-    tok.no_truncation()
-    tok.no_padding()
-    return tok, len(vocab)
 
 
 def remote_config(architecture, vocab_size, type_vocab_size, theta, rope_scaling, pad_token_id, **extra):
@@ -130,7 +119,7 @@ def ntk_inv_freq(head_dim, theta, factor):
 
 
 def embedder(fixture):
-    tok, n_tokens = build_wordpiece()
+    tok, n_tokens = reduced_bert_tokenizer(TEXTS, SPECIALS)
     config = GteConfig(vocab_size=n_tokens, type_vocab_size=0, pad_token_id=0,
                        rope_parameters={"rope_type": "default", "rope_theta": THETA},
                        attn_implementation="eager", **SIZES)
