@@ -153,6 +153,23 @@ def assert_embeddings_equal_sentence_transformers(server, model_dir, texts, mode
     return want, body
 
 
+def assert_rerank_equals_classifier_goldens(server, model_dir, logits_cases, extra_docs):
+    """A reranker's golden cases ({text, text_pair, logits}, a script's
+    classifier_cases): the first pair's query over every pair's document and
+    `extra_docs` through TEI's /rerank (truncating) against CrossEncoder on
+    the same directory, ranked as CrossEncoder ranks them; then the first
+    pair's raw score against its golden logit."""
+    import numpy as np
+    pairs = [c for c in logits_cases if c["text_pair"] is not None]
+    query = pairs[0]["text"]
+    documents = [c["text_pair"] for c in pairs] + list(extra_docs)
+    want, body = assert_rerank_equals_cross_encoder(server, model_dir, query, documents, truncate=True)
+    assert [r["index"] for r in body] == list(np.argsort(-want, kind="stable"))
+    status, raw = post_json(server, "/rerank", {"query": query, "texts": documents[:1], "raw_scores": True})
+    assert status == 200, raw
+    assert raw[0]["score"] == pytest.approx(pairs[0]["logits"][0], abs=1e-4)
+
+
 def assert_tei_tokenize_equals_tokenizers(server, model_dir, texts):
     """TEI's /tokenize against Hugging Face tokenizers on the directory's
     tokenizer.json (tei_tokens_reference)."""

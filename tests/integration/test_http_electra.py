@@ -10,8 +10,8 @@ import json
 import numpy as np
 import pytest
 
-from conftest import (REPO, assert_embeddings_equal_sentence_transformers, assert_rerank_equals_cross_encoder,
-                      encoder_server, loaded_model_info, model_copy_with_config, post_json)
+from conftest import (REPO, assert_embeddings_equal_sentence_transformers, assert_rerank_equals_classifier_goldens,
+                      encoder_server, loaded_model_info, model_copy_with_config)
 from test_server_lifecycle import start_failure
 
 MODELS = REPO / "tests/golden/encoder_models"
@@ -34,14 +34,7 @@ def test_embeddings_equal_sentence_transformers(server_factory):
 
 
 def test_rerank_equals_cross_encoder(reranker):
-    pairs = [c for c in GOLDEN["logits"] if c["text_pair"] is not None]
-    query = pairs[0]["text"]
-    documents = [c["text_pair"] for c in pairs] + TEXTS[:3]
-    want, body = assert_rerank_equals_cross_encoder(reranker, RERANKER, query, documents, truncate=True)
-    assert [r["index"] for r in body] == list(np.argsort(-want, kind="stable"))
-    status, raw = post_json(reranker, "/rerank", {"query": query, "texts": documents[:1], "raw_scores": True})
-    assert status == 200, raw
-    assert raw[0]["score"] == pytest.approx(pairs[0]["logits"][0], abs=1e-4)
+    assert_rerank_equals_classifier_goldens(reranker, RERANKER, GOLDEN["logits"], TEXTS[:3])
 
 
 def test_relative_positions_are_refused_at_start():

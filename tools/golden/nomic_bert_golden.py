@@ -50,13 +50,11 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 import numpy as np
 import torch
 from sentence_transformers import SentenceTransformer
-from tokenizers import Tokenizer
-from transformers import BertTokenizer, NomicBertConfig, NomicBertModel
+from transformers import NomicBertConfig, NomicBertModel
 
 from bert_gguf_golden import NOMIC, nomic_reference
-from encoder_golden_util import (MODELS_DIR, REPO, assert_same_tokens, bert_uncased_tokenizer_config, minilm_vocab,
-                                 reduced_minilm_vocab, reinit_, save_model_dir, truncated_ids, versions, write_json,
-                                 write_mean_pooling_modules)
+from encoder_golden_util import (MODELS_DIR, REPO, bert_uncased_tokenizer_config, reduced_bert_tokenizer, reinit_,
+                                 save_model_dir, truncated_ids, versions, write_json, write_mean_pooling_modules)
 
 SCRIPT = "tools/golden/nomic_bert_golden.py"
 OUT_PATH = os.path.join(REPO, "tests/golden/encoder/nomic_bert_golden.json")
@@ -75,18 +73,6 @@ TEXTS = [
     " ".join(["the committee decided that the annual budget would be reallocated"] * 6),
 ]
 PROMPTED = [("query", "What is TSNE?"), ("document", "TSNE is a dimensionality reduction algorithm.")]
-
-
-def build_tokenizer():
-    full = BertTokenizer(vocab={t: i for i, t in enumerate(minilm_vocab())})
-    texts = TEXTS + [PROMPTS[name] + text for name, text in PROMPTED]
-    vocab = reduced_minilm_vocab(full.tokenize, texts, SPECIALS)
-    hf = BertTokenizer(vocab=vocab)
-    assert_same_tokens(full, hf, texts)
-    tok = Tokenizer.from_str(hf.backend_tokenizer.to_str())
-    tok.no_truncation()
-    tok.no_padding()
-    return tok, len(vocab)
 
 
 def hub_config(vocab_size):
@@ -137,7 +123,7 @@ def as_gguf_names(model):
 
 def main():
     torch.manual_seed(0)
-    tok, n_tokens = build_tokenizer()
+    tok, n_tokens = reduced_bert_tokenizer(TEXTS + [PROMPTS[name] + text for name, text in PROMPTED], SPECIALS)
     vocab_size = n_tokens + 6
     config = NomicBertConfig(vocab_size=vocab_size, hidden_size=NOMIC["hidden"], num_hidden_layers=NOMIC["layers"],
                              num_attention_heads=NOMIC["heads"], intermediate_size=NOMIC["ffn"],
