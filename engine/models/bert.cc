@@ -243,9 +243,9 @@ int64_t BertEncoder::ScratchBytes(int batch_size, int seq_len) const {
     floats += int64_t{config_.num_heads} * (2 * seq_len - 1);
   }
   if (config_.deberta.disentangled()) {
-    // The bias planes [B, H, N, N] and the two [T, 2 span] products.
-    floats += int64_t{batch_size} * config_.num_heads * seq_len * seq_len;
-    floats += 2 * t * 2 * int64_t{config_.deberta.span()};
+    // One sequence's bias planes [H, N, N] and its two [N, 2 span] products.
+    floats += int64_t{config_.num_heads} * seq_len * seq_len;
+    floats += 2 * int64_t{seq_len} * 2 * config_.deberta.span();
   }
   if (config_.family == EncoderFamily::kModernBert || config_.gated_mlp()) {
     // Wi's (up and gate's) [T, 2I] and the gated [T, I] (ModernBERT's
@@ -331,8 +331,11 @@ absl::StatusOr<std::unique_ptr<BertForwardJob>> BertEncoder::Begin(absl::Span<co
   }
   if (config_.relative_attention_buckets > 0 || config_.alibi) job->position_bias_ = DistanceBias(max_len);
   if (config_.deberta.disentangled()) {
-    job->disentangled_planes_ = Tensor::Empty({batch, config_.num_heads, max_len, max_len});
-    job->disentangled_scratch_ = Tensor::Empty({disentangled_[0].ScratchFloats(total)});
+    // One sequence at a time (DisentangledAttention), unless the request
+    // keeps attention weights: then the whole batch's products.
+    job->disentangled_planes_ = Tensor::Empty({config_.num_heads, max_len, max_len});
+    const bool whole = !request.attention_layers.empty();
+    job->disentangled_scratch_ = Tensor::Empty({disentangled_[0].ScratchFloats(whole ? total : max_len)});
     job->position_index_ = DebertaPositionIndex(config_.deberta, max_len);
   }
   return job;
@@ -499,27 +502,29 @@ absl::Status BertForwardJob::Embed() {
 // strides go unused). `masks` brings a layer's additive bias or window; the
 // key lengths are added here. Keeps the weights when the request asks for
 // layer li.
-absl::Status BertForwardJob::SelfAttention(int li, AttentionMasks masks) {
+absl::Status BertForwardJob::SelfAttention(int li, AttentionMasks masks, int first, int sequences) {
   const BertConfig& config = model_->config_;
   const int d = config.hidden_size;
   const int heads = config.num_heads;
   const int head_dim = config.head_dim();
   const float* qkv_src = qkv_.f32();
-  const int n = max_len_;
+  const bool whole = sequences < 0;
+  const int count = whole ? batch_ : sequences;
+  const int n = whole ? max_len_ : *std::max_element(lengths_.begin() + first, lengths_.begin() + first + count);
   SdpaArgs args;
-  args.row_offsets = starts_.data();
-  args.shape = {batch_, heads, heads, n, n, head_dim};
+  args.row_offsets = starts_.data() + first;
+  args.shape = {count, heads, heads, n, n, head_dim};
   const int64_t row3 = 3 * int64_t{d};
   args.q = {qkv_src, DType::kF32, n * row3, head_dim, row3};
   args.k = {qkv_src + d, DType::kF32, n * row3, head_dim, row3};
   args.v = {qkv_src + 2 * d, DType::kF32, n * row3, head_dim, row3};
   args.masks = masks;
-  args.masks.key_lengths = lengths_.data();
+  args.masks.key_lengths = lengths_.data() + first;
   if (config.family == EncoderFamily::kDebertaV2) args.options.scale = config.deberta_scale();
   args.out = AttnView::Interleaved(ctx_.f32(), heads, n, head_dim);
   Tensor weights;
-  if (std::find(request_.attention_layers.begin(), request_.attention_layers.end(), li) !=
-      request_.attention_layers.end()) {
+  if (whole && std::find(request_.attention_layers.begin(), request_.attention_layers.end(), li) !=
+                   request_.attention_layers.end()) {
     weights = request_.average_heads ? Tensor::Empty({batch_, n, n}) : Tensor::Empty({batch_, heads, n, n});
     args.options.weights = request_.average_heads ? AttentionWeightsMode::kAveraged : AttentionWeightsMode::kPerHead;
     args.weights = weights.f32();
@@ -536,21 +541,49 @@ absl::Status BertForwardJob::AttentionBlock(int li) {
   float* xp = x_.f32();
   RETURN_IF_ERROR(layer.qkv.Forward(xp, total_, qkv_.f32()));
   if (model_->rope_.has_value()) RotateQueriesAndKeys(model_->rope_global_);  // Nomic BERT
-  AttentionMasks masks;
-  if (!position_bias_.empty()) {
-    // MPNet, ALiBi: the same bias by distance for every sequence.
-    masks.additive = {position_bias_.f32(), /*per_batch=*/false, /*per_head=*/true, /*by_distance=*/true};
-  } else if (!disentangled_planes_.empty()) {
-    // DeBERTa: a plane per sequence and head from this layer's Q and K.
-    const DisentangledBatch batch{qkv_.f32(), total_, batch_, max_len_, starts_.data(), lengths_.data()};
-    model_->disentangled_[li].Fill(batch, position_index_, config.deberta_scale(), disentangled_planes_.f32(),
-                                   disentangled_scratch_.f32());
-    masks.additive = {disentangled_planes_.f32(), /*per_batch=*/true, /*per_head=*/true, /*by_distance=*/false};
+  if (config.deberta.disentangled()) {
+    RETURN_IF_ERROR(DisentangledAttention(li));
+  } else {
+    AttentionMasks masks;
+    if (!position_bias_.empty()) {
+      // MPNet, ALiBi: the same bias by distance for every sequence.
+      masks.additive = {position_bias_.f32(), /*per_batch=*/false, /*per_head=*/true, /*by_distance=*/true};
+    }
+    RETURN_IF_ERROR(SelfAttention(li, masks));
   }
-  RETURN_IF_ERROR(SelfAttention(li, masks));
   RETURN_IF_ERROR(layer.out.Forward(ctx_.f32(), total_, tmp_.f32()));
   bert_internal::AddLayerNorm(xp, tmp_.f32(), layer.ln1_g.f32(), layer.ln1_b.f32(), total_, config.hidden_size,
                               config.layer_norm_eps);
+  return absl::OkStatus();
+}
+
+// DeBERTa: the bias planes come from this layer's Q and K, so each
+// sequence's [H, n, n] planes are written and its attention run in turn,
+// one buffer of H · Nmax² serving the batch (the whole batch's planes would
+// be B times that: 400 MB for 32 sequences of 512 tokens at 12 heads).
+// Only a request for this layer's attention weights runs the batch at once.
+absl::Status BertForwardJob::DisentangledAttention(int li) {
+  const BertConfig& config = model_->config_;
+  const DisentangledAttentionBias& bias = model_->disentangled_[li];
+  AttentionMasks masks;
+  if (std::find(request_.attention_layers.begin(), request_.attention_layers.end(), li) !=
+      request_.attention_layers.end()) {
+    Tensor planes = Tensor::Empty({batch_, config.num_heads, max_len_, max_len_});
+    const DisentangledBatch all{qkv_.f32(), total_, batch_, max_len_, starts_.data(), lengths_.data()};
+    bias.Fill(all, position_index_.data(), config.deberta_scale(), planes.f32(), disentangled_scratch_.f32());
+    masks.additive = {planes.f32(), /*per_batch=*/true, /*per_head=*/true, /*by_distance=*/false};
+    return SelfAttention(li, masks);
+  }
+  static constexpr int64_t kFirstRow = 0;
+  masks.additive = {disentangled_planes_.f32(), /*per_batch=*/true, /*per_head=*/true, /*by_distance=*/false};
+  for (int b = 0; b < batch_; ++b) {
+    const int n = lengths_[b];
+    const DisentangledBatch one{qkv_.f32() + starts_[b] * 3 * int64_t{config.hidden_size}, n, 1, n, &kFirstRow,
+                                &lengths_[b]};
+    bias.Fill(one, position_index_.data() + (max_len_ - n), config.deberta_scale(), disentangled_planes_.f32(),
+              disentangled_scratch_.f32());
+    RETURN_IF_ERROR(SelfAttention(li, masks, b, 1));
+  }
   return absl::OkStatus();
 }
 

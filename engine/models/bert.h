@@ -71,7 +71,11 @@ class BertForwardJob : public EncoderForwardJob {
   friend class BertEncoder;
   BertForwardJob() = default;
   absl::Status Embed();
-  absl::Status SelfAttention(int li, AttentionMasks masks);
+  // The attention of `sequences` sequences from `first` (-1: the whole
+  // batch, the only case that keeps attention weights).
+  absl::Status SelfAttention(int li, AttentionMasks masks, int first = 0, int sequences = -1);
+  // DeBERTa's attention with its disentangled bias (see the .cc).
+  absl::Status DisentangledAttention(int li);
   // Rotary models (ModernBERT, Nomic BERT): every row's query and key heads
   // in qkv_ rotated by the row's position in its sequence, `angles` one
   // [positions, head_dim] table of cos and sin.
@@ -99,7 +103,7 @@ class BertForwardJob : public EncoderForwardJob {
   Tensor embedded_;                 // ELECTRA with embedding_size != D: [T, E] before the projection
   Tensor position_bias_;            // MPNet, ALiBi: [H, 2 Nmax - 1] by distance; empty otherwise
   Tensor glu_;                      // ModernBERT and SwiGLU: [T, I] (ff_ is then [T, 2I])
-  // DeBERTa's disentangled attention: each layer's bias planes [B, H, Nmax,
+  // DeBERTa's disentangled attention: one sequence's bias planes [H, Nmax,
   // Nmax], the GEMMs' scratch and the relative positions' table rows.
   Tensor disentangled_planes_, disentangled_scratch_;
   std::vector<int32_t> position_index_;

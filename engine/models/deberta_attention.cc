@@ -59,8 +59,8 @@ int64_t DisentangledAttentionBias::bytes() const {
   return bytes;
 }
 
-void DisentangledAttentionBias::Fill(const DisentangledBatch& in, const std::vector<int32_t>& index, float scale,
-                                     float* planes, float* scratch) const {
+void DisentangledAttentionBias::Fill(const DisentangledBatch& in, const int32_t* index, float scale, float* planes,
+                                     float* scratch) const {
   const int64_t w = rows_;
   const int64_t d = int64_t{heads_} * head_dim_;
   const int64_t row3 = 3 * d;
@@ -84,7 +84,7 @@ void DisentangledAttentionBias::Fill(const DisentangledBatch& in, const std::vec
       const int len = in.lengths[b];
       const int i = static_cast<int>(t - start);
       float* out = planes + ((int64_t{b} * heads_ + h) * n + i) * n;
-      const int32_t* idx = index.data() + i + n - 1;  // idx[-j]: relative position i - j
+      const int32_t* idx = index + i + n - 1;  // idx[-j]: relative position i - j
       const float* c2p_row = content_to_position + t * w;
       for (int j = 0; j < len; ++j) {
         const int32_t r = idx[-j];

@@ -51,11 +51,11 @@ class DisentangledAttentionBias {
                                           int64_t rows, int heads, int head_dim);
 
   // Writes planes [batch, heads, n, n] (keys past a sequence's length 0;
-  // rows past it untouched), `index` from DebertaPositionIndex(n), `scale`
-  // the attention's 1 / sqrt(head_dim · scale_factor). scratch: at least
-  // ScratchFloats(total) floats.
-  void Fill(const DisentangledBatch& batch, const std::vector<int32_t>& index, float scale, float* planes,
-            float* scratch) const;
+  // rows past it untouched), `index` DebertaPositionIndex(n)'s 2n - 1
+  // entries (for a shorter n, a longer table's entries from its offset
+  // N - n), `scale` the attention's 1 / sqrt(head_dim · scale_factor).
+  // scratch: at least ScratchFloats(total) floats.
+  void Fill(const DisentangledBatch& batch, const int32_t* index, float scale, float* planes, float* scratch) const;
   int64_t ScratchFloats(int64_t total) const { return 2 * total * rows_; }
   int64_t bytes() const;
 

@@ -174,9 +174,11 @@ TEST(DebertaEncoderTest, LoadsWithoutAPositionTable) {
   const int64_t unpadded = (vocab * d + 2 * d + 2 * per_layer + positions_packed) * 4;
   EXPECT_GE((*model)->description().weight_bytes, unpadded);  // packed panels may pad
   EXPECT_LT((*model)->description().weight_bytes, unpadded + 128 * d * 4);
-  // A token's activations (x, q/k/v, context, sum, feed-forward), each
-  // sequence's [H, N, N] bias planes and the two [T, 64] position products.
-  EXPECT_EQ((*model)->ScratchBytes(2, 16), (2 * 16 * (6 * d + inner) + 2 * 4 * 16 * 16 + 2 * 32 * 64) * 4);
+  // A token's activations (x, q/k/v, context, sum, feed-forward), and one
+  // sequence's [H, N, N] bias planes and two [N, 64] position products (the
+  // sequences' attention runs one at a time): not B times those.
+  EXPECT_EQ((*model)->ScratchBytes(2, 16), (2 * 16 * (6 * d + inner) + 4 * 16 * 16 + 2 * 16 * 64) * 4);
+  EXPECT_EQ((*model)->ScratchBytes(4, 16) - (*model)->ScratchBytes(2, 16), 2 * 16 * (6 * d + inner) * 4);
 }
 
 // Every text in one batch (the planes of sequences of several lengths),
@@ -194,6 +196,37 @@ TEST(DebertaEncoderTest, V2BranchesMatchSentenceTransformers) {
   auto model = EncoderModel::Load(ModelDir("deberta_v2_tiny"), {});
   ASSERT_TRUE(model.ok()) << model.status();
   EXPECT_EQ(testing_util::ExpectGoldenEmbeddings(**model, Golden()["v2_embeddings"], 2e-5), 1);
+}
+
+// A request for a layer's attention weights runs that layer's batch at once
+// (all planes together); the others run sequence by sequence. The same
+// vectors either way, and weights that are distributions over the keys.
+TEST(DebertaEncoderTest, WholeBatchAndPerSequenceAttentionAgree) {
+  ASSERT_FALSE(Golden().is_null());
+  auto model = EncoderModel::Load(ModelDir("deberta_v3_tiny"), {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  const std::vector<EncoderInput> inputs = testing_util::GoldenInputs(Golden()["v3_embeddings"]);
+  auto plain = (*model)->Encode(inputs, {});
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EncodeOptions with_weights;
+  with_weights.attention_layers = {0, 1};
+  auto weighed = (*model)->Encode(inputs, with_weights);
+  ASSERT_TRUE(weighed.ok()) << weighed.status();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& a = (*plain)[i].embedding;
+    const Tensor& b = (*weighed)[i].embedding;
+    ASSERT_EQ(a.numel(), b.numel());
+    for (int64_t k = 0; k < a.numel(); ++k) EXPECT_NEAR(a.f32()[k], b.f32()[k], 1e-6) << inputs[i].text;
+    ASSERT_EQ((*weighed)[i].attentions.size(), 2u);
+    const Tensor& w = (*weighed)[i].attentions[1].second;  // [H, n, n]
+    const int64_t n = static_cast<int64_t>((*weighed)[i].token_ids.size());
+    ASSERT_EQ(w.numel(), 4 * n * n);
+    for (int64_t row = 0; row < 4 * n; ++row) {
+      double sum = 0;
+      for (int64_t k = 0; k < n; ++k) sum += w.f32()[row * n + k];
+      EXPECT_NEAR(sum, 1.0, 1e-5) << inputs[i].text;
+    }
+  }
 }
 
 // bf16 and q8_0 weight storage: the projections round, the position
