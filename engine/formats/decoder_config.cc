@@ -26,6 +26,7 @@ const char* RopeScalingKindName(RopeScalingKind kind) {
     case RopeScalingKind::kDynamicNtk: return "dynamic";
     case RopeScalingKind::kLlama3: return "llama3";
     case RopeScalingKind::kYarn: return "yarn";
+    case RopeScalingKind::kLongRope: return "longrope";
   }
   return "unknown";
 }
@@ -87,6 +88,22 @@ absl::Status DecoderConfig::Validate() const {
                               "), beta_slow > 0 (", rope_scaling.beta_slow, ") and attention_factor > 0 (",
                               rope_scaling.attn_factor, ")"));
     }
+    if (rope_scaling.kind == RopeScalingKind::kLongRope) {
+      const size_t want = static_cast<size_t>(rope_dim / 2);
+      if (rope_scaling.short_factor.size() != want || rope_scaling.long_factor.size() != want ||
+          rope_scaling.original_max_positions <= 0 || !(rope_scaling.attn_factor > 0)) {
+        return bad(absl::StrCat("longrope rope_scaling needs short_factor and long_factor of rope_dim / 2 = ", want,
+                                " entries (got ", rope_scaling.short_factor.size(), " and ",
+                                rope_scaling.long_factor.size(), "), original_max_position_embeddings > 0 (",
+                                rope_scaling.original_max_positions, ") and attention_factor > 0 (",
+                                rope_scaling.attn_factor, ")"));
+      }
+      for (const std::vector<float>* list : {&rope_scaling.short_factor, &rope_scaling.long_factor}) {
+        for (float f : *list) {
+          if (!(f > 0) || !std::isfinite(f)) return bad(absl::StrCat("longrope factor ", f, " must be > 0"));
+        }
+      }
+    }
     if (rope_scaling.kind == RopeScalingKind::kDynamicNtk && rope_dim <= 2) {
       return bad(absl::StrCat("dynamic rope_scaling needs rope_dim > 2, got ", rope_dim));
     }
@@ -126,7 +143,11 @@ std::string DecoderConfig::DebugString() const {
                       positions == PositionKind::kRope
                           ? absl::StrCat(" (rope theta ", rope_theta, ", dim ", rope_dim, ", ",
                                          RopePairingName(rope_pairing), ", scaling ",
-                                         RopeScalingKindName(rope_scaling.kind), ")")
+                                         RopeScalingKindName(rope_scaling.kind),
+                                         rope_scaling.kind == RopeScalingKind::kLongRope
+                                             ? (rope_scaling.use_long ? " (long factors)" : " (short factors)")
+                                             : "",
+                                         ")")
                           : std::string(" (learned)"),
                       qkv_bias ? ", qkv bias" : "", tie_word_embeddings ? ", tied embeddings" : "",
                       SlidingWindowDescription(*this),
@@ -214,6 +235,16 @@ absl::StatusOr<std::vector<float>> RopeInvFreq(const DecoderConfig& c) {
     case RopeScalingKind::kYarn:
       inv = YarnInvFreq(c);
       break;
+    case RopeScalingKind::kLongRope: {
+      // transformers' _compute_longrope_parameters, in float32:
+      // 1 / (ext * base^(2i / dim)).
+      const std::vector<float>& ext = s.use_long ? s.long_factor : s.short_factor;
+      for (size_t i = 0; i < inv.size() && i < ext.size(); ++i) {
+        const float expo = static_cast<float>(2 * i) / static_cast<float>(c.rope_dim);
+        inv[i] = 1.0f / (ext[i] * std::pow(c.rope_theta, expo));
+      }
+      break;
+    }
   }
   ApplyFreqFactors(c, inv);
   return inv;
@@ -235,7 +266,8 @@ std::vector<float> RopeInvFreqForLength(const DecoderConfig& c, int seq_len) {
 }
 
 float RopeAttentionScaling(const DecoderConfig& c) {
-  return c.positions == PositionKind::kRope && c.rope_scaling.kind == RopeScalingKind::kYarn
+  const RopeScalingKind k = c.rope_scaling.kind;
+  return c.positions == PositionKind::kRope && (k == RopeScalingKind::kYarn || k == RopeScalingKind::kLongRope)
              ? c.rope_scaling.attn_factor
              : 1.0f;
 }
@@ -263,6 +295,7 @@ absl::StatusOr<RopeScalingKind> ParseScalingType(const std::string& type, const 
   if (type == "dynamic") return RopeScalingKind::kDynamicNtk;
   if (type == "llama3") return RopeScalingKind::kLlama3;
   if (type == "yarn") return RopeScalingKind::kYarn;
+  if (type == "longrope") return RopeScalingKind::kLongRope;
   return absl::InvalidArgumentError(absl::StrCat(where, ": unknown rope scaling type '", type, "'"));
 }
 
@@ -354,6 +387,42 @@ absl::Status ReadGgufGemma(const GgufFile& g, DecoderConfig& c) {
   return absl::OkStatus();
 }
 
+// Phi-3's longrope as llama.cpp's converter writes it (Phi3MiniModel):
+// rope_factors_short / rope_factors_long.weight, rope.scaling.attn_factor
+// and rope.scaling.original_context_length; no rope.scaling.type. A file
+// without the factor tensors (Phi-3-mini-4k) has plain rope.
+// attention.sliding_window is read by nobody: llama.cpp runs phi3 without
+// windows ("Phi SWA is currently disabled"), and so do we, to give its
+// outputs.
+absl::Status ReadGgufPhi3LongRope(const GgufFile& g, DecoderConfig& c) {
+  const std::string p = c.architecture + ".";
+  const bool has_short = g.FindTensor("rope_factors_short.weight") != nullptr;
+  const bool has_long = g.FindTensor("rope_factors_long.weight") != nullptr;
+  if (!has_short && !has_long) {
+    if (c.rope_scaling.kind == RopeScalingKind::kLongRope) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          g.where(), ": rope.scaling.type longrope without rope_factors_short.weight / rope_factors_long.weight"));
+    }
+    return absl::OkStatus();
+  }
+  if (!has_short || !has_long) {
+    return absl::InvalidArgumentError(absl::StrCat(g.where(), ": tensor '",
+                                                   has_short ? "rope_factors_long.weight" : "rope_factors_short.weight",
+                                                   "' is missing (longrope needs both factor lists)"));
+  }
+  RopeScaling& s = c.rope_scaling;
+  s.kind = RopeScalingKind::kLongRope;
+  for (auto [name, list] : {std::pair{"rope_factors_short.weight", &s.short_factor},
+                            std::pair{"rope_factors_long.weight", &s.long_factor}}) {
+    ASSIGN_OR_RETURN(Tensor t, g.LoadTensorWithShape(name, {c.rope_dim / 2}, DType::kF32));
+    list->assign(t.f32(), t.f32() + t.numel());
+  }
+  ASSIGN_OR_RETURN(double attn, g.GetFloatOr(p + "rope.scaling.attn_factor", 1.0));
+  s.attn_factor = static_cast<float>(attn);
+  s.factor = static_cast<float>(c.max_positions) / static_cast<float>(s.original_max_positions);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<DecoderConfig> DecoderConfigFromGguf(const GgufFile& g) {
@@ -362,14 +431,14 @@ absl::StatusOr<DecoderConfig> DecoderConfigFromGguf(const GgufFile& g) {
   ASSIGN_OR_RETURN(c.name, g.GetStringOr("general.name", ""));
   const std::string& a = c.architecture;
   const bool gemma = a == "gemma" || a == "gemma2" || a == "gemma3";
-  if (a == "llama" || a == "mistral" || a == "qwen2" || a == "qwen3" || gemma) {
+  if (a == "llama" || a == "mistral" || a == "qwen2" || a == "qwen3" || a == "phi3" || gemma) {
     c.arch = DecoderArch::kLlama;
   } else if (a == "gpt2") {
     c.arch = DecoderArch::kGpt2;
   } else {
     return absl::InvalidArgumentError(absl::StrCat(
-        g.where(), ": general.architecture '", a, "' is not supported (llama, mistral, qwen2, qwen3, gemma, gemma2, "
-                   "gemma3, gpt2)"));
+        g.where(), ": general.architecture '", a, "' is not supported (llama, mistral, qwen2, qwen3, phi3, gemma, "
+                   "gemma2, gemma3, gpt2)"));
   }
   const std::string p = a + ".";
   ASSIGN_OR_RETURN(c.num_layers, GgufPositiveInt(g, p + "block_count"));
@@ -444,6 +513,7 @@ absl::StatusOr<DecoderConfig> DecoderConfigFromGguf(const GgufFile& g) {
     c.qkv_bias = g.FindTensor("blk.0.attn_q.bias") != nullptr;
     c.attn_out_bias = g.FindTensor("blk.0.attn_output.bias") != nullptr;
     if (gemma) RETURN_IF_ERROR(ReadGgufGemma(g, c));
+    if (a == "phi3") RETURN_IF_ERROR(ReadGgufPhi3LongRope(g, c));
   }
   if (c.name.empty()) c.name = a;
   RETURN_IF_ERROR(c.Validate());
@@ -613,6 +683,103 @@ absl::Status ReadHfSlidingWindow(const HfConfig& hf, const std::string& type, De
   ASSIGN_OR_RETURN(int64_t window, hf.IntOr("sliding_window", 4096, 1, int64_t{1} << 30));
   c.sliding_window = static_cast<int>(window);
   c.sliding_layers = std::move(layers);
+  return absl::OkStatus();
+}
+
+// Phi-3 / Phi-3.5 as transformers 5.24 defines them (modular_phi3.py,
+// configuration_phi3.py): Llama's layers with q, k, v fused into qkv_proj
+// ([q; k; v] rows) and gate, up into gate_up_proj ([gate; up]), no biases,
+// silu, rms_norm_eps 1e-5 and 4096 positions by default, untied embeddings
+// by default, partial_rotary_factor (rope parameters or top level), a window
+// on every layer when sliding_window is set (Phi-3-mini-4k: 2047), and
+// longrope ("su" and "yarn" are read as longrope, as Phi3Config does).
+absl::Status ReadHfPhi3(const HfConfig& hf, DecoderConfig& c) {
+  const nlohmann::json& j = hf.json();
+  RETURN_IF_ERROR(ReadHfBodySizes(hf, 0, 4096, 1e-5, c));
+  ASSIGN_OR_RETURN(std::string act, hf.StringOr("hidden_act", "silu"));
+  if (act != "silu") {
+    return absl::InvalidArgumentError(absl::StrCat(hf.path(), ": hidden_act '", act, "' is not supported (silu)"));
+  }
+  ASSIGN_OR_RETURN(c.tie_word_embeddings, hf.BoolOr("tie_word_embeddings", false));
+  // transformers >= 5 writes rope_parameters; older files rope_scaling.
+  const nlohmann::json* params = nullptr;
+  std::string where = "rope_parameters";
+  if (j.contains("rope_parameters") && j["rope_parameters"].is_object()) {
+    params = &j["rope_parameters"];
+  } else if (j.contains("rope_scaling") && j["rope_scaling"].is_object()) {
+    params = &j["rope_scaling"];
+    where = "rope_scaling";
+  }
+  const nlohmann::json empty = nlohmann::json::object();
+  const nlohmann::json& rp = params != nullptr ? *params : empty;
+  auto number = [&](const char* key, double def) -> absl::StatusOr<double> {
+    if (rp.contains(key) && !rp[key].is_null()) {
+      if (!rp[key].is_number()) {
+        return absl::InvalidArgumentError(absl::StrCat(hf.path(), ": ", where, ".", key, " must be a number"));
+      }
+      return rp[key].get<double>();
+    }
+    return hf.DoubleOr(key, def);
+  };
+  ASSIGN_OR_RETURN(double theta, number("rope_theta", 10000.0));
+  ASSIGN_OR_RETURN(double partial, number("partial_rotary_factor", 1.0));
+  if (!(theta > 0)) return absl::InvalidArgumentError(absl::StrCat(hf.path(), ": rope_theta must be > 0"));
+  if (!(partial > 0 && partial <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(hf.path(), ": partial_rotary_factor ", partial, " must be in (0, 1]"));
+  }
+  c.rope_theta = static_cast<float>(theta);
+  c.rope_dim = static_cast<int>(c.head_dim * partial);  // transformers: int(head_dim * factor)
+  std::string type;
+  for (const char* key : {"rope_type", "type"}) {
+    if (rp.contains(key) && rp[key].is_string()) {
+      type = rp[key].get<std::string>();
+      break;
+    }
+  }
+  if (type == "su" || type == "yarn" || type == "longrope") {
+    RopeScaling& s = c.rope_scaling;
+    s.kind = RopeScalingKind::kLongRope;
+    for (auto [key, list] : {std::pair{"short_factor", &s.short_factor}, std::pair{"long_factor", &s.long_factor}}) {
+      const auto it = rp.find(key);
+      if (it == rp.end() || !it->is_array() || static_cast<int>(it->size()) != c.rope_dim / 2) {
+        return absl::InvalidArgumentError(absl::StrCat(hf.path(), ": ", where, ".", key,
+                                                       " must be a list of rope_dim / 2 = ", c.rope_dim / 2,
+                                                       " numbers for longrope"));
+      }
+      for (const auto& e : *it) {
+        if (!e.is_number()) {
+          return absl::InvalidArgumentError(absl::StrCat(hf.path(), ": ", where, ".", key, " holds ", e.dump()));
+        }
+        list->push_back(e.get<float>());
+      }
+    }
+    ASSIGN_OR_RETURN(double orig, number("original_max_position_embeddings", 4096.0));
+    // HF standardize_rope_params: a top-level original_max_position_embeddings wins.
+    ASSIGN_OR_RETURN(orig, hf.DoubleOr("original_max_position_embeddings", orig));
+    if (!(orig >= 1)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(hf.path(), ": original_max_position_embeddings must be >= 1 for longrope"));
+    }
+    s.original_max_positions = static_cast<int>(orig);
+    double factor = static_cast<double>(c.max_positions) / orig;
+    if (rp.contains("factor") && rp["factor"].is_number()) factor = rp["factor"].get<double>();
+    s.factor = static_cast<float>(factor);
+    double attention = factor <= 1.0 ? 1.0 : std::sqrt(1.0 + std::log(factor) / std::log(orig));
+    if (rp.contains("attention_factor") && rp["attention_factor"].is_number()) {
+      attention = rp["attention_factor"].get<double>();
+    }
+    s.attn_factor = static_cast<float>(attention);
+  } else if (!type.empty() && type != "default") {
+    return absl::InvalidArgumentError(absl::StrCat(hf.path(), ": ", where, " type '", type,
+                                                   "' is not supported for phi3 (default, longrope, su)"));
+  }
+  const auto window = j.find("sliding_window");
+  if (window != j.end() && !window->is_null()) {
+    ASSIGN_OR_RETURN(int64_t w, hf.Int("sliding_window", 1, int64_t{1} << 30));
+    c.sliding_window = static_cast<int>(w);
+    c.sliding_layers.assign(c.num_layers, true);
+  }
   return absl::OkStatus();
 }
 
@@ -820,6 +987,9 @@ absl::StatusOr<DecoderConfig> DecoderConfigFromHf(const HfConfig& hf) {
     c.qk_norm = t == "qwen3";
     RETURN_IF_ERROR(ReadHfRope(hf, c));
     RETURN_IF_ERROR(ReadHfSlidingWindow(hf, t, c));
+  } else if (t == "phi3") {
+    c.arch = DecoderArch::kLlama;
+    RETURN_IF_ERROR(ReadHfPhi3(hf, c));
   } else if (t == "gemma" || t == "gemma2" || t == "gemma3_text") {
     c.arch = DecoderArch::kLlama;
     RETURN_IF_ERROR(ReadHfGemma(hf, t == "gemma" ? 1 : t == "gemma2" ? 2 : 3, c));
@@ -831,7 +1001,7 @@ absl::StatusOr<DecoderConfig> DecoderConfigFromHf(const HfConfig& hf) {
   } else {
     return absl::InvalidArgumentError(absl::StrCat(
         hf.path(), ": model_type '", t,
-        "' is not a supported decoder (llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3_text, gpt2)"));
+        "' is not a supported decoder (llama, mistral, qwen2, qwen3, phi3, gemma, gemma2, gemma3_text, gpt2)"));
   }
   RETURN_IF_ERROR(ReadHfSpecialIds(hf, c));
   c.name = t;

@@ -34,6 +34,15 @@
 //     original_max_position_embeddings): RopeInvFreqForLength. How lengths
 //     map to forwards (whole prompt vs incremental decode) is described in
 //     engine/models/rope.h.
+//   kLongRope (Phi-3 / Phi-3.5's "longrope", "su"): inv_freq[i] =
+//     1 / (ext[i] * theta^(2i / rope_dim)) with ext the short or the long
+//     factor list, and cos / sin times attention_factor (default
+//     sqrt(1 + ln(factor) / ln(original_max_position_embeddings))).
+//     transformers picks the list by the sequence's length (long past
+//     original_max_position_embeddings, recomputing the cache when a
+//     sequence crosses it); we pick it once for the served context, as
+//     llama.cpp does (long when the context exceeds the original one):
+//     `use_long`, set by DecoderModel from the context it serves.
 // The runtime should use these functions rather than recomputing.
 #ifndef ATTNSERVE_ENGINE_FORMATS_DECODER_CONFIG_H_
 #define ATTNSERVE_ENGINE_FORMATS_DECODER_CONFIG_H_
@@ -48,14 +57,14 @@
 
 namespace attnserve {
 
-enum class DecoderArch : uint8_t { kLlama, kGpt2 };  // kLlama covers mistral, qwen2, qwen3 and the Gemmas
+enum class DecoderArch : uint8_t { kLlama, kGpt2 };  // kLlama covers mistral, qwen2, qwen3, phi3 and the Gemmas
 enum class NormKind : uint8_t { kRmsNorm, kLayerNorm };
 // SwiGLU: down(silu(gate x) * up x); GeGLU (Gemma): down(gelu_tanh(gate x) * up x);
 // GeluTanh (GPT-2): down(gelu_tanh(up x)).
 enum class MlpKind : uint8_t { kSwiGlu, kGeluTanh, kGeGlu };
 enum class PositionKind : uint8_t { kRope, kLearned };
 enum class RopePairing : uint8_t { kHalfSplit, kAdjacent };
-enum class RopeScalingKind : uint8_t { kNone, kLinear, kDynamicNtk, kLlama3, kYarn };
+enum class RopeScalingKind : uint8_t { kNone, kLinear, kDynamicNtk, kLlama3, kYarn, kLongRope };
 
 const char* RopeScalingKindName(RopeScalingKind kind);
 const char* RopePairingName(RopePairing pairing);
@@ -74,8 +83,14 @@ struct RopeScaling {
   bool truncate = true;  // floor/ceil the correction range (HF `truncate`)
   // The factor cos/sin are multiplied by: for yarn HF's attention_factor,
   // resolved at parse time (explicit attention_factor, else the mscale /
-  // mscale_all_dim ratio, else 0.1 ln(factor) + 1); 1 for the other kinds.
+  // mscale_all_dim ratio, else 0.1 ln(factor) + 1); for longrope its
+  // attention_factor (GGUF rope.scaling.attn_factor); 1 for the other kinds.
   float attn_factor = 1.0f;
+  // longrope: the per-frequency divisors, rope_dim / 2 each, and which one
+  // the frequencies use.
+  std::vector<float> short_factor;
+  std::vector<float> long_factor;
+  bool use_long = false;
 };
 
 struct DecoderConfig {
@@ -180,15 +195,17 @@ struct DecoderConfig {
 class GgufFile;
 class HfConfig;
 
-// From GGUF metadata (general.architecture llama / qwen2 / gpt2 and its
-// keys) plus tensor presence (biases, output.weight, rope_freqs.weight).
+// From GGUF metadata (general.architecture llama / qwen2 / phi3 / gpt2 and
+// its keys) plus tensor presence (biases, output.weight, rope_freqs.weight,
+// phi3's rope_factors_long / rope_factors_short.weight).
 absl::StatusOr<DecoderConfig> DecoderConfigFromGguf(const GgufFile& gguf);
-// From a Hugging Face config.json (model_type llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3_text, gpt2).
+// From a Hugging Face config.json (model_type llama, mistral, qwen2, qwen3, phi3, gemma, gemma2, gemma3_text,
+// gpt2).
 absl::StatusOr<DecoderConfig> DecoderConfigFromHf(const HfConfig& hf);
 
 // Inverse rotary frequencies, rope_dim/2 of them, frequency index i for pair
 // i (pairing per rope_pairing), with rope_scaling applied (none, linear,
-// llama3, yarn, rope_freq_factors). For dynamic NTK: the frequencies for
+// llama3, yarn, longrope's chosen factors, rope_freq_factors). For dynamic NTK: the frequencies for
 // sequences up to max_positions (the unscaled ones, as HF at init).
 absl::StatusOr<std::vector<float>> RopeInvFreq(const DecoderConfig& config);
 

@@ -67,6 +67,10 @@ absl::Status CheckMatrixDtype(DType md) {
 struct Names {
   std::string embed, pos_embed, final_norm, final_norm_bias, lm_head;
   std::function<std::string(int layer, const char* what)> layer;
+  // Phi-3: q, k, v as one matrix ("qkv": [q; k; v] rows) and gate, up as
+  // one ("gate_up": [gate; up] rows), split here into the separate weights.
+  bool fused_qkv = false;
+  bool fused_gate_up = false;
 };
 
 // Llama-family assembly, shared by both formats.
@@ -80,9 +84,16 @@ absl::StatusOr<DecoderWeights> LoadLlama(const DecoderConfig& c, const Names& n,
     DecoderLayerWeights l;
     auto L = [&](const char* what) { return n.layer(i, what); };
     ASSIGN_OR_RETURN(l.attn_norm_weight, load(L("attn_norm"), {h}, DType::kF32));
-    ASSIGN_OR_RETURN(l.q_weight, load(L("q"), {q, h}, md));
-    ASSIGN_OR_RETURN(l.k_weight, load(L("k"), {kv, h}, md));
-    ASSIGN_OR_RETURN(l.v_weight, load(L("v"), {kv, h}, md));
+    if (n.fused_qkv) {
+      ASSIGN_OR_RETURN(Tensor qkv, load(L("qkv"), {q + 2 * kv, h}, DType::kF32));
+      l.q_weight = Rows(qkv, 0, q, md);
+      l.k_weight = Rows(qkv, q, kv, md);
+      l.v_weight = Rows(qkv, q + kv, kv, md);
+    } else {
+      ASSIGN_OR_RETURN(l.q_weight, load(L("q"), {q, h}, md));
+      ASSIGN_OR_RETURN(l.k_weight, load(L("k"), {kv, h}, md));
+      ASSIGN_OR_RETURN(l.v_weight, load(L("v"), {kv, h}, md));
+    }
     if (c.qkv_bias) {
       ASSIGN_OR_RETURN(l.q_bias, load(L("q_bias"), {q}, DType::kF32));
       ASSIGN_OR_RETURN(l.k_bias, load(L("k_bias"), {kv}, DType::kF32));
@@ -101,8 +112,14 @@ absl::StatusOr<DecoderWeights> LoadLlama(const DecoderConfig& c, const Names& n,
       ASSIGN_OR_RETURN(l.post_attn_norm_weight, load(L("post_attn_norm"), {h}, DType::kF32));
       ASSIGN_OR_RETURN(l.post_mlp_norm_weight, load(L("post_mlp_norm"), {h}, DType::kF32));
     }
-    ASSIGN_OR_RETURN(l.gate_weight, load(L("gate"), {f, h}, md));
-    ASSIGN_OR_RETURN(l.up_weight, load(L("up"), {f, h}, md));
+    if (n.fused_gate_up) {
+      ASSIGN_OR_RETURN(Tensor gate_up, load(L("gate_up"), {2 * f, h}, DType::kF32));
+      l.gate_weight = Rows(gate_up, 0, f, md);
+      l.up_weight = Rows(gate_up, f, f, md);
+    } else {
+      ASSIGN_OR_RETURN(l.gate_weight, load(L("gate"), {f, h}, md));
+      ASSIGN_OR_RETURN(l.up_weight, load(L("up"), {f, h}, md));
+    }
     ASSIGN_OR_RETURN(l.down_weight, load(L("down"), {h, f}, md));
     if (c.mlp_bias) {
       ASSIGN_OR_RETURN(l.gate_bias, load(L("gate_bias"), {f}, DType::kF32));
@@ -221,9 +238,13 @@ absl::StatusOr<DecoderWeights> LoadDecoderWeightsFromGguf(const GgufFile& g, con
           {"mlp_norm", "ffn_norm.weight"}, {"gate", "ffn_gate.weight"}, {"up", "ffn_up.weight"},
           {"down", "ffn_down.weight"}, {"gate_bias", "ffn_gate.bias"}, {"up_bias", "ffn_up.bias"},
           {"down_bias", "ffn_down.bias"}, {"post_attn_norm", "post_attention_norm.weight"},
-          {"post_mlp_norm", "post_ffw_norm.weight"}};
+          {"post_mlp_norm", "post_ffw_norm.weight"}, {"qkv", "attn_qkv.weight"}, {"gate_up", "ffn_up.weight"}};
       return absl::StrCat("blk.", i, ".", kMap.at(what));
     };
+    // llama.cpp's phi3: attn_qkv (or attn_q / attn_k / attn_v) and always
+    // one [2 * ffn, hidden] ffn_up, gate first (its swiglu of the halves).
+    n.fused_qkv = has("blk.0.attn_qkv.weight");
+    n.fused_gate_up = c.architecture == "phi3";
     ASSIGN_OR_RETURN(w, LoadLlama(c, n, load, has, md));
   } else {
     const int64_t h = c.hidden_size, f = c.intermediate_size;
@@ -296,9 +317,13 @@ absl::StatusOr<DecoderWeights> LoadDecoderWeightsFromHf(const SafetensorsArchive
           {"k_norm", "self_attn.k_norm.weight"}, {"o", "self_attn.o_proj.weight"},
           {"o_bias", "self_attn.o_proj.bias"}, {"mlp_norm", "post_attention_layernorm.weight"},
           {"gate", "mlp.gate_proj.weight"}, {"up", "mlp.up_proj.weight"}, {"down", "mlp.down_proj.weight"},
-          {"gate_bias", "mlp.gate_proj.bias"}, {"up_bias", "mlp.up_proj.bias"}, {"down_bias", "mlp.down_proj.bias"}};
+          {"gate_bias", "mlp.gate_proj.bias"}, {"up_bias", "mlp.up_proj.bias"}, {"down_bias", "mlp.down_proj.bias"},
+          {"qkv", "self_attn.qkv_proj.weight"}, {"gate_up", "mlp.gate_up_proj.weight"}};
       return absl::StrCat(pre, "layers.", i, ".", kMap.at(what));
     };
+    // Phi-3's fused projections.
+    n.fused_qkv = has(n.layer(0, "qkv"));
+    n.fused_gate_up = has(n.layer(0, "gate_up"));
     ASSIGN_OR_RETURN(w, LoadLlama(c, n, load, has, md));
   } else {
     // GPT-2: Conv1D weights are [in, out] and are transposed here.

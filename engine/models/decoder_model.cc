@@ -90,6 +90,16 @@ absl::Status DecoderModel::Build(LoadedDecoder loaded, const DecoderLoadOptions&
                                                    config_.num_kv_heads));
   }
   const DType storage = options.weight_dtype;
+  RopeScaling& scaling = config_.rope_scaling;
+  const bool longrope = config_.positions == PositionKind::kRope && scaling.kind == RopeScalingKind::kLongRope;
+  if (longrope) {
+    // One factor list for every sequence, chosen by the context served, as
+    // llama.cpp chooses (engine/formats/decoder_config.h); with no context
+    // asked for, the original one, where the short list gives transformers'
+    // outputs exactly.
+    const int served = options.context_length > 0 ? options.context_length : scaling.original_max_positions;
+    scaling.use_long = served > scaling.original_max_positions;
+  }
   if (config_.positions == PositionKind::kRope) {
     ASSIGN_OR_RETURN(Rope rope, Rope::Create(config_));
     rope_.emplace(std::move(rope));
@@ -151,7 +161,11 @@ absl::Status DecoderModel::Build(LoadedDecoder loaded, const DecoderLoadOptions&
         "context_length ", options.context_length, " is not in [0, ", max_positions_,
         "] (learned position table)"));
   }
-  if (options.context_length > 0) max_positions_ = options.context_length;
+  if (options.context_length > 0) {
+    max_positions_ = options.context_length;
+  } else if (longrope) {
+    max_positions_ = scaling.original_max_positions;
+  }
 
   ModelDescription& d = description_;
   d.name = config_.name.empty() ? std::filesystem::path(loaded.source).filename().string()

@@ -41,7 +41,9 @@ struct DecoderLoadOptions {
   // Positions a sequence may use. 0: the model's own (the larger of the
   // declared and the trained context). Rotary models may be given more, as
   // llama.cpp's n_ctx allows (stories260K's GGUF declares 128 but was trained
-  // with 512); learned-position models cannot exceed their table.
+  // with 512); learned-position models cannot exceed their table. A
+  // longrope model (Phi-3.5) gets its original_max_position_embeddings and
+  // the short factors; a context above that switches it to the long ones.
   int context_length = 0;
   // Build every kernel a forward could need at load (oneDNN primitives for
   // every row-count bucket of every projection) instead of on first use, so

@@ -45,6 +45,15 @@ from llama.cpp's order), on llama_tiny's prompts. Same keys as above.
 llama_quant_mix (a weight in each of llama.cpp's block types): the same,
 the HF model made from its config.json alone, on prompts of its own.
 
+phi3_tiny (Phi-3: fused projections, a 6-key window on every layer) comes
+after those, same keys. phi3_longrope_tiny (longrope, 256 original of 1024
+positions; partial rotary): the same keys on prompts that stay within the
+256 original positions, where transformers rotates with the short factors,
+and under "long" the same for prompts of 260 and 300 tokens, where every
+forward (whole prompt or cached decode step) has passed 256 and uses the
+long ones: prompts, logits, greedy, greedy_min_margin, and
+rows_last_prompt {position: logits} at LONG_ROWS of one whole-prompt
+forward of the last prompt.
 Usage: .cache/venv/bin/python tools/golden/decoder_logits.py [--only NAME,...]
 """
 import argparse
@@ -181,6 +190,30 @@ def reference(name, make_model, prompts, extra_decode):
     print(name, "min margins", [f"{m:.2e}" for m in margins])
 
 
+LONGROPE = "phi3_longrope_tiny"
+LONG_PROMPT_LENGTHS = [260, 300]
+LONG_ROWS = [0, 99, 199, 255, 256, 299]
+
+
+def add_long_reference(model, rng):
+    """phi3_longrope_tiny's "long" entry (see the module docstring)."""
+    path = OUT / f"{LONGROPE}.json"
+    doc = json.loads(path.read_text())
+    prompts = [[int(x) for x in rng.integers(2, model.config.vocab_size, size=n)] for n in LONG_PROMPT_LENGTHS]
+    long = {"prompts": prompts, "logits": [], "greedy": [], "greedy_min_margin": []}
+    with torch.no_grad():
+        for p in prompts:
+            long["logits"].append([float(x) for x in model(input_ids=torch.tensor([p])).logits[0, -1]])
+            g, m = greedy(model, p)
+            long["greedy"].append(g)
+            long["greedy_min_margin"].append(m)
+        rows = model(input_ids=torch.tensor([prompts[-1]])).logits[0]
+    long["rows_last_prompt"] = {str(r): [float(x) for x in rows[r]] for r in LONG_ROWS}
+    doc["long"] = long
+    path.write_text(json.dumps(doc))
+    print(LONGROPE, "long min margins", [f"{m:.2e}" for m in long["greedy_min_margin"]])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", default="", help="comma-separated fixture names (default: all)")
@@ -190,7 +223,8 @@ def main():
     rng = np.random.default_rng(SEED)
     # Appended names draw their prompts after the earlier ones, whose fixtures stay as they were.
     for name in ["llama_tiny", "qwen2_tiny", "gpt2_tiny", "qwen3_tiny", "mistral_swa_tiny", "qwen2_swa_tiny",
-                 "gemma3_tiny", "gemma2_tiny", "gemma_tiny", "gemma2_gguf_tiny", "gemma3_gguf_tiny"]:
+                 "gemma3_tiny", "gemma2_tiny", "gemma_tiny", "gemma2_gguf_tiny", "gemma3_gguf_tiny", "phi3_tiny",
+                 LONGROPE]:
         path = MODELS / name
         model = transformers.AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32)
         model.eval()
@@ -201,6 +235,8 @@ def main():
         if only and name not in only:
             continue
         reference(name, lambda: model, prompts, extra_decode=False)
+        if name == LONGROPE:
+            add_long_reference(model, rng)
     for name in ROPE_SCALED:
         if only and name not in only:
             continue

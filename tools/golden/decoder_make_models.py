@@ -62,6 +62,16 @@ Makes, with a fixed seed, under tests/golden/decoder_models/<name>/:
                window 6), query_pre_attn_scalar 32 = head_dim, gemma3_tiny's rope
                (full layers linear factor 2, theta 50000; sliding ones theta 10000);
                HF directory and model.gguf (arch gemma3).
+  phi3_tiny    Phi3ForCausalLM (qkv_proj and gate_up_proj fused), llama_tiny's sizes and
+               tokenizer, GQA 4/2, untied, sliding_window 6 on every layer (transformers'
+               Phi3 applies it; the prompts and continuations run far past it); HF
+               directory only (llama.cpp runs phi3 without windows).
+  phi3_longrope_tiny  Phi3ForCausalLM with Phi-3.5's longrope and Phi-4-mini's partial
+               rotary: partial_rotary_factor 0.75 (12 of 16 head dims rotate), 6 short and
+               6 long factors, original_max_position_embeddings 256, max 1024 (attention
+               factor sqrt(1 + ln 4 / ln 256)), tied embeddings, no window; HF directory
+               and model.gguf (arch phi3, gguf_phi3_writer.py: attn_qkv, fused ffn_up,
+               rope_factors_short / rope_factors_long, rope.scaling.attn_factor).
 Each as an HF directory (config.json, model.safetensors, tokenizer.json) plus
 GGUF v3 files written with gguf.GGUFWriter in llama.cpp's conventions
 (convert_hf_to_gguf.py): model.gguf (F32) for each; for llama_tiny also
@@ -93,6 +103,7 @@ from tokenizers import (AddedToken, Tokenizer, Regex, models, normalizers, pre_t
 
 from gguf_gemma_writer import llama_cpp_layer_types, write_gemma_gguf
 from gguf_llama_writer import add_hparams, add_matrix, add_tensors
+from gguf_phi3_writer import write_phi3_gguf
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 OUT = ROOT / "tests" / "golden" / "decoder_models"
@@ -500,6 +511,46 @@ def make_gemma_gguf(name):
             "attn_logit_softcapping": cfg.attn_logit_softcapping, "gguf": "model.gguf (gguf_gemma_writer.py)"}
 
 
+# Factors of the shape Phi-3.5-mini's have (rising from ~1 for the fast
+# frequencies), 6 of each for 12 rotated dims.
+PHI3_SHORT_FACTOR = [1.0, 1.05, 1.2, 1.6, 2.3, 3.1]
+PHI3_LONG_FACTOR = [1.1, 1.6, 3.0, 6.5, 14.0, 27.0]
+
+
+def make_phi3(name):
+    """phi3_tiny / phi3_longrope_tiny (see the module docstring)."""
+    torch.manual_seed(SEED)
+    tok = train_tokenizer("llama3")
+    kw = dict(vocab_size=tok.get_vocab_size(with_added_tokens=True), hidden_size=64, intermediate_size=96,
+              num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, rms_norm_eps=1e-5,
+              bos_token_id=tok.token_to_id("<|begin_of_text|>"), eos_token_id=tok.token_to_id("<|end_of_text|>"),
+              pad_token_id=tok.token_to_id("<|end_of_text|>"))
+    if name == "phi3_tiny":
+        cfg = transformers.Phi3Config(**kw, max_position_embeddings=256, original_max_position_embeddings=256,
+                                      rope_parameters={"rope_type": "default", "rope_theta": 50000.0},
+                                      tie_word_embeddings=False, sliding_window=6)
+    else:
+        cfg = transformers.Phi3Config(
+            **kw, max_position_embeddings=1024, original_max_position_embeddings=256, tie_word_embeddings=True,
+            sliding_window=None,
+            rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0, "partial_rotary_factor": 0.75,
+                             "short_factor": PHI3_SHORT_FACTOR, "long_factor": PHI3_LONG_FACTOR})
+    model = transformers.Phi3ForCausalLM(cfg).eval()
+    init_random(model)
+    d = OUT / name
+    save_hf(model, tok, d)
+    saved = json.loads((d / "config.json").read_text())
+    if name == "phi3_longrope_tiny":
+        write_phi3_gguf(d / "model.gguf", model, cfg,
+                        lambda w: gguf_tokenizer(w, tok, "llama-bpe", "<|begin_of_text|>", "<|end_of_text|>", True))
+    return {"class": "Phi3ForCausalLM", "vocab": cfg.vocab_size, "sliding_window": cfg.sliding_window,
+            "rope_parameters": saved.get("rope_parameters"),
+            "original_max_position_embeddings": cfg.original_max_position_embeddings,
+            "max_position_embeddings": cfg.max_position_embeddings,
+            "tie_word_embeddings": cfg.tie_word_embeddings}
+
+
+
 # llama_quant_mix: one tensor in each block type llama.cpp writes weights
 # in, as llama-quantize mixes them (Q4_K_M: Q4_K with Q6_K for the output
 # and some ffn_down / attn_v); hidden 256 because the K-quants and IQ4_XS
@@ -593,12 +644,16 @@ def main():
     for name in ("gemma2_gguf_tiny", "gemma3_gguf_tiny"):
         if want(name):
             made[name] = make_gemma_gguf(name)
+    for name in ("phi3_tiny", "phi3_longrope_tiny"):
+        if want(name):
+            made[name] = make_phi3(name)
     if only and not only & {"llama_tiny", "qwen2_tiny", "gpt2_tiny"}:
         write_versions(made)
         return
     if only:
         sys.exit("--only supports the rope-scaled and sliding-window models, llama_quant_mix, qwen3_tiny, "
-                 "gemma3_tiny, gemma2_tiny, gemma_tiny, gemma2_gguf_tiny and gemma3_gguf_tiny; "
+                 "gemma3_tiny, gemma2_tiny, gemma_tiny, gemma2_gguf_tiny, gemma3_gguf_tiny, phi3_tiny and "
+                 "phi3_longrope_tiny; "
                  "remake the others with no --only")
 
     # --- llama_tiny: GQA 4/2, rope_theta 50000, untied, no bias, Llama-3 regex tokenizer.

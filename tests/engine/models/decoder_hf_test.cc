@@ -9,7 +9,10 @@
 // and the GGUF files of Gemma 1, 2 and 3 written as llama.cpp's converter
 // writes them (norms stored as 1 + weight; gemma2_gguf_tiny and
 // gemma3_gguf_tiny have the attention scale and layer patterns llama.cpp
-// derives from the architecture).
+// derives from the architecture); Phi-3 (fused qkv_proj / gate_up_proj, a
+// window on every layer) and a longrope Phi-3 from its directory and its
+// GGUF at the default context (its 256 original positions: short factors;
+// the long ones in phi3_test.cc).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -134,7 +137,9 @@ INSTANTIATE_TEST_SUITE_P(TinyModels, DecoderHfTest,
                                            Case{"gemma_tiny", ""}, Case{"gemma_tiny", "model.gguf"},
                                            Case{"gemma2_tiny", ""}, Case{"gemma3_tiny", ""},
                                            Case{"gemma2_gguf_tiny", ""}, Case{"gemma2_gguf_tiny", "model.gguf"},
-                                           Case{"gemma3_gguf_tiny", ""}, Case{"gemma3_gguf_tiny", "model.gguf"}),
+                                           Case{"gemma3_gguf_tiny", ""}, Case{"gemma3_gguf_tiny", "model.gguf"},
+                                           Case{"phi3_tiny", ""}, Case{"phi3_longrope_tiny", ""},
+                                           Case{"phi3_longrope_tiny", "model.gguf"}),
                          CaseName);
 
 // The Gemma GGUF files against llama.cpp itself (tools/golden/

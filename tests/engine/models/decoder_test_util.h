@@ -34,7 +34,7 @@ inline int32_t Argmax(const float* v, int n) {
 // Runs `prompt` through `model` as one prefill; returns the last logits.
 inline std::vector<float> LastLogits(const DecoderModel& model, const std::vector<int32_t>& prompt) {
   KvCacheOptions opt;
-  opt.kv_cache_bytes = model.description().kv_bytes_per_token * 256;
+  opt.kv_cache_bytes = model.description().kv_bytes_per_token * std::max<int64_t>(256, prompt.size() + 64);  // whole blocks
   auto kv = *KvCache::Create(model.kv_shape(), opt);
   EXPECT_TRUE(kv->AddSequence(1).ok());
   EXPECT_TRUE(kv->Reserve({1}, {static_cast<int>(prompt.size())}).ok());
