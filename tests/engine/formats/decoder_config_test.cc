@@ -484,5 +484,91 @@ TEST(DecoderConfigTest, SlidingWindowFixturesAsTransformersWroteThem) {
   EXPECT_THAT(qwen2.sliding_layers, ::testing::ElementsAre(false, true, true));
 }
 
+// Phi-3: the longrope fixture's directory and GGUF file (llama.cpp's
+// converter's keys and factor tensors) describe the same model.
+TEST(DecoderConfigTest, Phi3HfAndGgufAgree) {
+  const DecoderConfig hf = FromHfDir(kModels + "phi3_longrope_tiny");
+  const DecoderConfig gguf = FromGgufFile(kModels + "phi3_longrope_tiny/model.gguf");
+  for (const DecoderConfig* c : {&hf, &gguf}) {
+    EXPECT_EQ(c->architecture, "phi3");
+    EXPECT_EQ(c->rope_dim, 12);  // 16 * partial_rotary_factor 0.75
+    EXPECT_EQ(c->rope_pairing, RopePairing::kHalfSplit);
+    EXPECT_EQ(c->rope_scaling.kind, RopeScalingKind::kLongRope);
+    EXPECT_EQ(c->rope_scaling.original_max_positions, 256);
+    EXPECT_EQ(c->max_positions, 1024);
+    EXPECT_FLOAT_EQ(c->rope_scaling.attn_factor, std::sqrt(1.0f + std::log(4.0f) / std::log(256.0f)));
+    EXPECT_THAT(c->rope_scaling.short_factor, ::testing::ElementsAre(1.0f, 1.05f, 1.2f, 1.6f, 2.3f, 3.1f));
+    EXPECT_THAT(c->rope_scaling.long_factor, ::testing::ElementsAre(1.1f, 1.6f, 3.0f, 6.5f, 14.0f, 27.0f));
+    EXPECT_TRUE(c->tie_word_embeddings);
+    EXPECT_EQ(c->sliding_window, 0);
+    EXPECT_FALSE(c->qkv_bias);
+  }
+  DecoderConfig c = hf;
+  for (bool use_long : {false, true}) {
+    c.rope_scaling.use_long = use_long;
+    auto inv = RopeInvFreq(c);
+    ASSERT_TRUE(inv.ok()) << inv.status();
+    ASSERT_EQ(inv->size(), 6u);
+    const std::vector<float>& ext = use_long ? c.rope_scaling.long_factor : c.rope_scaling.short_factor;
+    for (int i = 0; i < 6; ++i) {
+      EXPECT_FLOAT_EQ((*inv)[i], 1.0f / (ext[i] * std::pow(10000.0f, 2.0f * i / 12.0f))) << i;
+    }
+  }
+  const DecoderConfig windowed = FromHfDir(kModels + "phi3_tiny");
+  EXPECT_EQ(windowed.sliding_window, 6);
+  EXPECT_THAT(windowed.sliding_layers, ::testing::ElementsAre(true, true));
+  EXPECT_EQ(windowed.rope_scaling.kind, RopeScalingKind::kNone);
+  EXPECT_EQ(windowed.rope_dim, 16);
+}
+
+constexpr char kPhi3Base[] = R"({"model_type": "phi3", "hidden_size": 64, "num_hidden_layers": 2,
+  "num_attention_heads": 4, "intermediate_size": 96, "vocab_size": 100, "max_position_embeddings": 131072,
+  "original_max_position_embeddings": 4096, "partial_rotary_factor": 0.5)";
+
+// Phi-3's older config.json layouts (rope_scaling with "su" or "longrope",
+// the top-level partial_rotary_factor of Phi-4-mini) and its refusals.
+TEST(DecoderConfigTest, Phi3LegacyLayoutsAndErrors) {
+  auto su = FromJsonText(std::string(kPhi3Base) + R"(, "rope_scaling": {"type": "su",
+    "short_factor": [1, 1, 1, 1], "long_factor": [2, 3, 4, 5]}})");
+  ASSERT_TRUE(su.ok()) << su.status();
+  EXPECT_EQ(su->rope_scaling.kind, RopeScalingKind::kLongRope);
+  EXPECT_EQ(su->rope_dim, 8);
+  EXPECT_EQ(su->rope_scaling.original_max_positions, 4096);
+  EXPECT_FLOAT_EQ(su->rope_scaling.attn_factor, std::sqrt(1.0f + std::log(32.0f) / std::log(4096.0f)));
+  EXPECT_EQ(su->sliding_window, 0);  // Phi3Config's default: none
+  auto explicit_factor = FromJsonText(std::string(kPhi3Base) + R"(, "rope_scaling": {"rope_type": "longrope",
+    "short_factor": [1, 1, 1, 1], "long_factor": [2, 3, 4, 5], "attention_factor": 1.5}})");
+  ASSERT_TRUE(explicit_factor.ok()) << explicit_factor.status();
+  EXPECT_FLOAT_EQ(explicit_factor->rope_scaling.attn_factor, 1.5f);
+  auto short_list = FromJsonText(std::string(kPhi3Base) + R"(, "rope_scaling": {"type": "longrope",
+    "short_factor": [1, 1, 1], "long_factor": [2, 3, 4, 5]}})");
+  EXPECT_THAT(std::string(short_list.status().message()),
+              HasSubstr("test/config.json: rope_scaling.short_factor must be a list of rope_dim / 2 = 4 numbers"));
+  auto dynamic = FromJsonText(std::string(kPhi3Base) + R"(, "rope_scaling": {"type": "dynamic", "factor": 2}})");
+  EXPECT_THAT(std::string(dynamic.status().message()), HasSubstr("rope_scaling type 'dynamic' is not supported"));
+  auto partial = FromJsonText(R"({"model_type": "phi3", "hidden_size": 64, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "intermediate_size": 96, "vocab_size": 100, "partial_rotary_factor": 1.5})");
+  EXPECT_THAT(std::string(partial.status().message()), HasSubstr("partial_rotary_factor 1.5 must be in (0, 1]"));
+}
+
+TEST(DecoderConfigTest, Phi3GgufNeedsBothFactorLists) {
+  testing::GgufTestWriter w;
+  w.KvStr("general.architecture", "phi3");
+  w.KvU32("phi3.block_count", 1);
+  w.KvU32("phi3.embedding_length", 8);
+  w.KvU32("phi3.feed_forward_length", 8);
+  w.KvU32("phi3.attention.head_count", 2);
+  w.KvU32("phi3.context_length", 1024);
+  w.KvU32("phi3.rope.scaling.original_context_length", 256);
+  w.TensorF32("token_embd.weight", {8, 10}, std::vector<float>(80, 0.0f));
+  w.TensorF32("rope_factors_long.weight", {2}, {2.0f, 4.0f});
+  const std::vector<std::byte> image = w.Build();
+  auto g = GgufFile::Parse(image, "phi3.gguf");
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto c = DecoderConfigFromGguf(**g);
+  EXPECT_THAT(std::string(c.status().message()),
+              HasSubstr("phi3.gguf: tensor 'rope_factors_short.weight' is missing (longrope needs both"));
+}
+
 }  // namespace
 }  // namespace attnserve
