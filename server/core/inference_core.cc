@@ -38,6 +38,20 @@ class LoadedModels {
 
 namespace {
 
+// Which longrope factor list the served context picked, and how to get the
+// other (engine/formats/decoder_config.h); "" for other models.
+std::string LongRopeNote(const DecoderConfig& config) {
+  const RopeScaling& s = config.rope_scaling;
+  if (config.positions != PositionKind::kRope || s.kind != RopeScalingKind::kLongRope) return "";
+  return s.use_long
+             ? absl::StrCat(" (longrope: the long factors for every sequence, the context exceeding the original ",
+                            s.original_max_positions, ")")
+             : absl::StrCat(" (longrope: the short factors, within the original ", s.original_max_positions,
+                            " positions; a --decoder-context-length above it switches every sequence to the long "
+                            "ones)");
+}
+
+
 // --weight-dtype, checked at start (server/options.cc).
 DType ParseDType(const std::string& name) {
   if (name == "bf16") return DType::kBF16;
@@ -170,7 +184,8 @@ absl::StatusOr<std::unique_ptr<InferenceCore>> InferenceCore::Create(const Serve
               << absl::Now() - start << ": " << m.decoder->description().architecture << ", "
               << m.decoder->description().num_layers << " layers, " << m.decoder->description().weight_bytes
               << " weight bytes; KV cache " << stats.blocks_total << " blocks of " << kv.block_size << " tokens, "
-              << stats.bytes_capacity << " bytes (" << stats.bytes_per_token << " bytes per token)"
+              << stats.bytes_capacity << " bytes (" << stats.bytes_per_token << " bytes per token); context "
+              << m.decoder->description().max_positions << " tokens" << LongRopeNote(m.decoder->config())
               << (m.generate_backend->kv_window() > 0
                       ? absl::StrCat("; a ", m.generate_backend->kv_window(),
                                      "-token sliding window on every layer: a sequence holds only its window's blocks")

@@ -22,7 +22,12 @@ continuations over gRPC equal transformers' on the same weights.
 - Gemma GGUF files as llama.cpp's converter writes them (gemma_tiny,
   gemma2_gguf_tiny, gemma3_gguf_tiny: norms stored as 1 + weight, the
   attention scale and layer pattern implied by the architecture), against
-  transformers on the same weights; gemma3's batched with chunked prefill."""
+  transformers on the same weights; gemma3's batched with chunked prefill.
+- phi3_tiny (Phi-3: fused qkv_proj / gate_up_proj, a 6-key window on every
+  layer) and phi3_longrope_tiny (longrope over 256 original positions,
+  partial rotary) from its directory and its GGUF: at the default context
+  (the original 256 positions, the short factors) and with
+  --decoder-context-length=1024 (the long factors, prompts past 256)."""
 import json
 from concurrent.futures import ThreadPoolExecutor
 
@@ -59,8 +64,12 @@ def greedy_ids(pb, stub, prompt, n):
     (MODELS / "gemma_tiny/model.gguf", "gemma_tiny", "gemma"),
     (MODELS / "gemma2_gguf_tiny/model.gguf", "gemma2_gguf_tiny", "gemma2"),
     (MODELS / "gemma3_gguf_tiny/model.gguf", "gemma3_gguf_tiny", "gemma3"),
+    (MODELS / "phi3_tiny", "phi3_tiny", "phi3"),
+    (MODELS / "phi3_longrope_tiny", "phi3_longrope_tiny", "phi3"),
+    (MODELS / "phi3_longrope_tiny/model.gguf", "phi3_longrope_tiny", "phi3"),
 ], ids=["qwen3_hf", "qwen3_gguf", "llama_quant_mix_gguf", "mistral_sliding_window", "qwen2_sliding_window",
-        "gemma3_text", "gemma2", "gemma", "gemma_gguf", "gemma2_gguf", "gemma3_gguf"])
+        "gemma3_text", "gemma2", "gemma", "gemma_gguf", "gemma2_gguf", "gemma3_gguf", "phi3", "phi3_longrope",
+        "phi3_longrope_gguf"])
 def test_served_greedy_answers_equal_transformers(pb, proto_modules, path, name, architecture):
     _, pb_grpc = proto_modules
     ref = golden(name)
@@ -77,7 +86,7 @@ def test_served_greedy_answers_equal_transformers(pb, proto_modules, path, name,
 
 
 @pytest.mark.parametrize("name,file", [("mistral_swa_tiny", ""), ("qwen2_swa_tiny", ""), ("gemma3_tiny", ""),
-                                       ("gemma2_tiny", ""), ("gemma3_gguf_tiny", "model.gguf")])
+                                       ("gemma2_tiny", ""), ("gemma3_gguf_tiny", "model.gguf"), ("phi3_tiny", "")])
 def test_sliding_window_streams_batched_and_chunked_equal_transformers(pb, proto_modules, name, file):
     """Every prompt at once, with KV blocks of 4 and steps of 8 tokens: the
     windows start mid-block and mid-chunk, sequences of different lengths
@@ -93,6 +102,43 @@ def test_sliding_window_streams_batched_and_chunked_equal_transformers(pb, proto
                 got = list(pool.map(lambda p: greedy_ids(pb, stub, p[0], len(p[1])),
                                     zip(ref["prompts"], ref["greedy"])))
             assert got == ref["greedy"]
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize("file", ["", "model.gguf"], ids=["hf", "gguf"])
+def test_longrope_context_picks_the_factors_transformers_uses(pb, proto_modules, file):
+    """The default context is the original one (256): a 300-token prompt is
+    refused naming it, and the log says which factors run and how to get
+    the others. With --decoder-context-length=1024 the prompts of 260 and
+    300 tokens, all at once in 8-token chunks, continue as transformers
+    continues them with the long factors."""
+    _, pb_grpc = proto_modules
+    long = golden("phi3_longrope_tiny")["long"]
+    path = MODELS / "phi3_longrope_tiny" / file
+    server = ServerProcess(f"--decoder-model={path}", "--threads=1")
+    try:
+        with grpc.insecure_channel(server.grpc_target) as channel:
+            stub = pb_grpc.InferenceStub(channel)
+            (info,) = stub.GetModelInfo(pb.GetModelInfoRequest(model=pb.MODEL_KIND_DECODER), timeout=30).models
+            assert info.max_positions == 256
+            with pytest.raises(grpc.RpcError) as refused:
+                greedy_ids(pb, stub, long["prompts"][1], 1)
+            assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            assert "300 tokens; the model's context is 256 tokens" in refused.value.details()
+        assert "context 256 tokens (longrope: the short factors, within the original 256 positions" in server.output()
+    finally:
+        server.close()
+    server = ServerProcess(f"--decoder-model={path}", "--threads=1", "--decoder-context-length=1024",
+                           "--max_step_tokens=8")
+    try:
+        assert "context 1024 tokens (longrope: the long factors for every sequence" in server.output()
+        with grpc.insecure_channel(server.grpc_target) as channel:
+            stub = pb_grpc.InferenceStub(channel)
+            with ThreadPoolExecutor(len(long["prompts"])) as pool:
+                got = list(pool.map(lambda p: greedy_ids(pb, stub, p[0], len(p[1])),
+                                    zip(long["prompts"], long["greedy"])))
+            assert got == long["greedy"]
     finally:
         server.close()
 
