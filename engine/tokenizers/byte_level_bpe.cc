@@ -72,6 +72,10 @@ absl::StatusOr<std::unique_ptr<ByteLevelBpe>> ByteLevelBpe::Create(ByteLevelVoca
                                                      " outside the vocabulary of ", n));
     }
     t->kind_[a.id] = a.special ? 2 : 1;
+    if (a.strip != 0) {
+      t->strip_.resize(t->vocab_.pieces.size(), 0);
+      t->strip_[a.id] = a.strip;
+    }
     t->all_added_.push_back({a.content, a.id});
     if (!a.special) t->nonspecial_added_.push_back({a.content, a.id});
   }
@@ -133,7 +137,9 @@ absl::StatusOr<std::vector<int32_t>> ByteLevelBpe::Encode(std::string_view text_
   if (options.add_bos.value_or(vocab_.special.add_bos_by_default) && vocab_.special.bos >= 0) {
     ids.push_back(vocab_.special.bos);
   }
-  for (const TextSegment& seg : SplitOnAddedTokens(text, options.parse_special ? all_added_ : nonspecial_added_)) {
+  std::vector<TextSegment> segments = SplitOnAddedTokens(text, options.parse_special ? all_added_ : nonspecial_added_);
+  if (!strip_.empty()) StripBesideAddedTokens(segments, strip_);
+  for (const TextSegment& seg : segments) {
     if (seg.id >= 0) {
       ids.push_back(seg.id);
       continue;

@@ -30,6 +30,7 @@ struct ByteLevelVocab {
     std::string content;
     int32_t id;
     bool special;  // special: decodes to "", matched only with parse_special
+    uint8_t strip;  // kAddedTokenLstrip | kAddedTokenRstrip (pretokenizer.h)
   };
   std::vector<Added> added;
   PretokenizerKind pretokenizer = PretokenizerKind::kGpt2;
@@ -64,6 +65,7 @@ class ByteLevelBpe : public Tokenizer {
   std::vector<std::string> decoded_;                      // id -> bytes
   std::vector<uint8_t> kind_;                             // 0 normal, 1 added, 2 special
   std::vector<AddedToken> all_added_, nonspecial_added_;
+  std::vector<uint8_t> strip_;  // id -> lstrip / rstrip flags; empty when no token has one
   std::string where_;
 };
 

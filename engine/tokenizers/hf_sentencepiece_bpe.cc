@@ -76,6 +76,10 @@ absl::StatusOr<std::unique_ptr<HfSentencePieceBpe>> HfSentencePieceBpe::Create(H
     // Normalized added tokens are matched (and decoded) in normalized form.
     AddedToken tok{a.normalized ? t->Normalize(a.content) : a.content, a.id};
     (a.normalized ? t->norm_all_ : t->raw_all_).push_back(tok);
+    if (a.strip != 0 && !a.normalized) {
+      t->strip_.resize(n, 0);
+      t->strip_[a.id] = a.strip;
+    }
     if (!a.special) (a.normalized ? t->norm_plain_ : t->raw_plain_).push_back(tok);
   }
   return t;
@@ -155,7 +159,9 @@ absl::StatusOr<std::vector<int32_t>> HfSentencePieceBpe::Encode(std::string_view
   }
   const auto& raw_tokens = options.parse_special ? raw_all_ : raw_plain_;
   const auto& norm_tokens = options.parse_special ? norm_all_ : norm_plain_;
-  for (const TextSegment& seg : SplitOnAddedTokens(text, raw_tokens)) {
+  std::vector<TextSegment> segments = SplitOnAddedTokens(text, raw_tokens);
+  if (!strip_.empty()) StripBesideAddedTokens(segments, strip_);
+  for (const TextSegment& seg : segments) {
     if (seg.id >= 0) {
       ids.push_back(seg.id);
       continue;

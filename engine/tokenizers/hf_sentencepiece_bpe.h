@@ -48,6 +48,7 @@ struct HfSentencePieceVocab {
     int32_t id;
     bool special;     // skipped when decoding; matched only with parse_special
     bool normalized;  // matched in the normalized text (step 3), else raw (step 1)
+    uint8_t strip;    // kAddedTokenLstrip | kAddedTokenRstrip (pretokenizer.h), raw tokens only
   };
   std::vector<Added> added;
   // Normalizer (step 2).
@@ -100,6 +101,7 @@ class HfSentencePieceBpe : public Tokenizer {
   // Added tokens matched in the raw text (all / non-special only) and in
   // normalized text (all / non-special only), the latter by normalized content.
   std::vector<AddedToken> raw_all_, raw_plain_, norm_all_, norm_plain_;
+  std::vector<uint8_t> strip_;  // id -> lstrip / rstrip flags of raw tokens; empty when none has one
 };
 
 }  // namespace attnserve

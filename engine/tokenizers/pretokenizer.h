@@ -50,6 +50,17 @@ struct AddedToken {
 };
 std::vector<TextSegment> SplitOnAddedTokens(absl::string_view text, const std::vector<AddedToken>& tokens);
 
+// lstrip / rstrip added tokens (tokenizer.json's flags; Phi-3's <|user|>,
+// <|end|>, ... are rstrip): a token's segment takes the whitespace beside it
+// from the plain segment next to it, which is then not encoded (a plain
+// segment left empty is dropped), as HF tokenizers' AddedVocabulary widens
+// its match. `segments` are SplitOnAddedTokens' (consecutive views of one
+// text); `flags[id]` has bit 0 for lstrip and bit 1 for rstrip (ids past
+// its end have neither).
+inline constexpr uint8_t kAddedTokenLstrip = 1;
+inline constexpr uint8_t kAddedTokenRstrip = 2;
+void StripBesideAddedTokens(std::vector<TextSegment>& segments, const std::vector<uint8_t>& flags);
+
 }  // namespace attnserve
 
 #endif  // ATTNSERVE_ENGINE_TOKENIZERS_PRETOKENIZER_H_

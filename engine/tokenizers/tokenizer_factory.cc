@@ -269,7 +269,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> TokenizerFromGguf(const GgufFile& g) 
     }
     for (size_t i = 0; i < n; ++i) {
       if (types[i] == 3 || types[i] == 4) {
-        v.added.push_back({(*tokens)[i], static_cast<int32_t>(i), types[i] == 3});
+        v.added.push_back({(*tokens)[i], static_cast<int32_t>(i), types[i] == 3, 0});
       }
     }
     ASSIGN_OR_RETURN(std::string pre, g.GetStringOr("tokenizer.ggml.pre", "default"));
@@ -318,10 +318,12 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> TokenizerFromHfJson(const std::string
   for (const auto& a : added) {
     const int32_t id = a["id"].get<int32_t>();
     v.pieces[id] = a["content"].get<std::string>();
-    v.added.push_back({v.pieces[id], id, a.value("special", false)});
-    if (a.value("lstrip", false) || a.value("rstrip", false) || a.value("single_word", false)) {
-      return absl::UnimplementedError(absl::StrCat(path, ": added token '", v.pieces[id],
-                                                   "' uses lstrip/rstrip/single_word, which is not supported"));
+    const uint8_t strip = (a.value("lstrip", false) ? kAddedTokenLstrip : 0) |
+                          (a.value("rstrip", false) ? kAddedTokenRstrip : 0);
+    v.added.push_back({v.pieces[id], id, a.value("special", false), strip});
+    if (a.value("single_word", false)) {
+      return absl::UnimplementedError(
+          absl::StrCat(path, ": added token '", v.pieces[id], "' uses single_word, which is not supported"));
     }
   }
   ASSIGN_OR_RETURN(v.merges, ReadBpeMerges(model, path));
@@ -344,8 +346,10 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> TokenizerFromHfJson(const std::string
     sp.pieces = std::move(v.pieces);
     sp.merges = std::move(v.merges);
     for (const auto& a : added) {
+      const uint8_t strip = (a.value("lstrip", false) ? kAddedTokenLstrip : 0) |
+                            (a.value("rstrip", false) ? kAddedTokenRstrip : 0);
       sp.added.push_back({a["content"].get<std::string>(), a["id"].get<int32_t>(), a.value("special", false),
-                          a.value("normalized", !a.value("special", false))});
+                          a.value("normalized", !a.value("special", false)), strip});
     }
     sp.byte_fallback = model.value("byte_fallback", false);
     sp.fuse_unk = model.value("fuse_unk", false);

@@ -20,7 +20,12 @@ files have and one non-special added token, and written in two forms:
       pre-tokenizer (prepend_scheme "first", split false), no normalizer;
   tok512_legacy_tokenizer.json     as Llama-2 / TinyLlama publish it:
       normalizer Prepend("▁") + Replace(" ", "▁"), no pre-tokenizer.
-Both decode with Replace / ByteFallback / Fuse / Strip. Golden ids come from
+  tok512_phi3_tokenizer.json       the legacy form with Phi-3's added tokens as
+      Phi-3-mini's tokenizer.json has them: <|endoftext|> special, and
+      <|assistant|>, <|system|>, <|end|>, <|user|> special with rstrip (a
+      token takes the whitespace after it: "<|user|>\nHi" has no "\n"
+      token), plus a test-only <|lpad|> with lstrip.
+All decode with Replace / ByteFallback / Fuse / Strip. Golden ids come from
 HF `tokenizers` on these files (tok512_metaspace.json, tok512_legacy.json).
 They differ from SentencePiece's own ids where tok512.model asks to remove
 extra whitespace, which HF's conversion does not do; the files are the
@@ -30,6 +35,10 @@ Gemma's layout (gemma3_tiny's tokenizer.json, decoder_make_models.py):
 Replace(" ", "▁") normalizer, Split(" ", MergedWithPrevious) pre-tokenizer,
 BPE with byte_fallback, <bos> template, Replace / ByteFallback / Fuse
 decoder without Strip: ids from HF `tokenizers` on that file.
+
+Byte-level BPE with lstrip / rstrip added tokens: llama_strip_tokenizer.json,
+llama_tiny's tokenizer.json with special <|eot_id|> (rstrip) and
+<|start_header_id|> (lstrip) added; ids from HF `tokenizers` on it.
 
 Writes tests/golden/decoder_tokenizers/<name>.json and versions.json.
 Run on the host: .cache/venv/bin/python tools/golden/decoder_tokenizer_golden.py
@@ -84,10 +93,32 @@ SPECIAL_TEXTS = {
 # Added / special tokens and leading spaces, where the two "▁" styles differ.
 SP_SPECIAL_TEXTS = ["<s>Hello</s> x", "a <s> b", "<s> spaced", "x <|custom|>y z", "<|custom|>", " Hello",
                     "  two", "unknown \u00ff\u0101 bytes \U0001F600", "</s>"]
-SP_SPECIAL_TEXTS_BY_NAME = {"tok512_metaspace": SP_SPECIAL_TEXTS, "tok512_legacy": SP_SPECIAL_TEXTS}
+# Phi-3's chat layout: rstrip tokens followed by newlines, spaces, a tab,
+# an ideographic space (Unicode whitespace), and an lstrip token.
+PHI3_SPECIAL_TEXTS = ["<|user|>\nHello there<|end|>\n<|assistant|>\n",
+                      "<|system|>  You are  kind<|end|>\n\n<|user|>\tHi<|end|>\n<|assistant|>",
+                      "text<|end|>   ", "<|user|>", "<|user|>\u3000wide space", "x <|lpad|> y", "a \n<|lpad|>\nb",
+                      "<|endoftext|> after", "<|end|><|end|>\n<|user|>\n\n"]
+PHI3_ADDED = [("<|endoftext|>", False, False), ("<|assistant|>", False, True), ("<|system|>", False, True),
+              ("<|end|>", False, True), ("<|user|>", False, True), ("<|lpad|>", True, False)]
+SP_SPECIAL_TEXTS_BY_NAME = {"tok512_metaspace": SP_SPECIAL_TEXTS, "tok512_legacy": SP_SPECIAL_TEXTS,
+                            "tok512_phi3": SP_SPECIAL_TEXTS + PHI3_SPECIAL_TEXTS}
 # Gemma's chat markers and its BOS inside text.
 GEMMA_SPECIAL_TEXTS = ["<start_of_turn>user\nHi there<end_of_turn>\n<start_of_turn>model\n",
                        "<bos>Hello <eos> world", " leading space", "trailing space ", "  two leading"]
+
+
+STRIP_TEXTS = ["Hi<|eot_id|>\n\nnext", "a <|start_header_id|>user", "x  \t<|start_header_id|>\n<|eot_id|> \ty",
+               "<|eot_id|>", "<|eot_id|>   ", "   <|start_header_id|>"]
+
+
+def llama_strip_tokenizer():
+    """llama_tiny's byte-level tokenizer with an rstrip and an lstrip special token."""
+    from tokenizers import AddedToken
+    tok = Tokenizer.from_file(str(MODELS / "llama_tiny" / "tokenizer.json"))
+    tok.add_special_tokens([AddedToken("<|eot_id|>", special=True, normalized=False, rstrip=True),
+                            AddedToken("<|start_header_id|>", special=True, normalized=False, lstrip=True)])
+    return tok
 
 
 def train_smollm_style():
@@ -122,7 +153,10 @@ def sentencepiece_style_tokenizers():
     tok.normalizer = normalizers.Sequence([normalizers.Prepend("\u2581"), normalizers.Replace(" ", "\u2581")])
     legacy = json.loads(tok.to_str())
     legacy["pre_tokenizer"] = None
-    return {"tok512_metaspace": metaspace, "tok512_legacy": legacy}
+    phi3 = Tokenizer.from_str(json.dumps(legacy))
+    phi3.add_special_tokens([AddedToken(t, special=True, normalized=False, lstrip=lstrip, rstrip=rstrip)
+                             for t, lstrip, rstrip in PHI3_ADDED])
+    return {"tok512_metaspace": metaspace, "tok512_legacy": legacy, "tok512_phi3": json.loads(phi3.to_str())}
 
 
 def hf_golden(name, path=None):
@@ -209,6 +243,10 @@ def main():
     smol = OUT / "smollm_tokenizer.json"
     train_smollm_style().save(str(smol))
     (OUT / "smollm.json").write_text(json.dumps(hf_golden("smollm", smol), ensure_ascii=False, indent=1) + "\n")
+    strip = OUT / "llama_strip_tokenizer.json"
+    llama_strip_tokenizer().save(str(strip))
+    SPECIAL_TEXTS["llama_strip"] = STRIP_TEXTS
+    (OUT / "llama_strip.json").write_text(json.dumps(hf_golden("llama_strip", strip), ensure_ascii=False, indent=1) + "\n")
     (OUT / "stories260K.json").write_text(json.dumps(stories_golden(), ensure_ascii=False, indent=1) + "\n")
     for name, doc in sentencepiece_style_tokenizers().items():
         path = OUT / f"{name}_tokenizer.json"

@@ -90,6 +90,24 @@ TEST(ByteLevelBpeTest, SmolLmStyleDigitsSplitMatchesHf) {
   }
 }
 
+// lstrip / rstrip special tokens (tools/golden/decoder_tokenizer_golden.py:
+// llama_tiny's tokenizer with <|eot_id|> rstrip and <|start_header_id|>
+// lstrip): the whitespace beside them is theirs, as HF tokenizers has it.
+TEST(ByteLevelBpeTest, StripFlagsOfAddedTokensMatchHf) {
+  nlohmann::json golden = nlohmann::json::parse(ReadFile(kGolden + "llama_strip.json"));
+  auto tok = TokenizerFromHfJson(kGolden + "llama_strip_tokenizer.json");
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  int with_markers = 0;
+  for (const auto& c : golden["cases"]) {
+    const std::string text = c["text"];
+    auto ids = (*tok)->Encode(text, TokenizeOptions{false, false, true});
+    ASSERT_TRUE(ids.ok());
+    EXPECT_EQ(*ids, c["ids"].get<std::vector<int32_t>>()) << "'" << text << "'";
+    with_markers += text.find("<|eot_id|>") != std::string::npos || text.find("<|start_header") != std::string::npos;
+  }
+  EXPECT_EQ(with_markers, 6);
+}
+
 TEST(PretokenizerTest, RegexAlternativesByHand) {
   auto split = [](const std::string& s, PretokenizerKind k) {
     std::vector<std::string> out;
