@@ -207,7 +207,11 @@ std::vector<absl::string_view> Pretokenize(absl::string_view text, PretokenizerK
 namespace {
 
 // Byte length of the whitespace character starting at s[i] (0 if none).
-size_t WhitespaceAt(absl::string_view s, size_t i) {
+size_t WhitespaceAt(absl::string_view s, size_t i, bool ascii) {
+  if (ascii) {
+    const char c = s[i];
+    return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r' ? 1 : 0;
+  }
   size_t k = i + 1;
   while (k < s.size() && (static_cast<uint8_t>(s[k]) & 0xC0) == 0x80) ++k;
   std::vector<char32_t> cps;
@@ -217,12 +221,12 @@ size_t WhitespaceAt(absl::string_view s, size_t i) {
 }
 
 // Start of the whitespace run that ends `s` (s.size() when there is none).
-size_t TrailingWhitespaceStart(absl::string_view s) {
+size_t TrailingWhitespaceStart(absl::string_view s, bool ascii) {
   size_t end = s.size();
   while (end > 0) {
     size_t k = end - 1;
     while (k > 0 && (static_cast<uint8_t>(s[k]) & 0xC0) == 0x80) --k;
-    if (WhitespaceAt(s, k) != end - k) break;
+    if (WhitespaceAt(s, k, ascii) != end - k) break;
     end = k;
   }
   return end;
@@ -230,21 +234,22 @@ size_t TrailingWhitespaceStart(absl::string_view s) {
 
 }  // namespace
 
-void StripBesideAddedTokens(std::vector<TextSegment>& segments, const std::vector<uint8_t>& flags) {
+void StripBesideAddedTokens(std::vector<TextSegment>& segments, const std::vector<uint8_t>& flags,
+                            bool ascii_whitespace) {
   auto flag = [&](int id) -> uint8_t { return id >= 0 && id < static_cast<int>(flags.size()) ? flags[id] : 0; };
   for (size_t i = 0; i < segments.size(); ++i) {
     TextSegment& token = segments[i];
     if (token.id < 0) continue;
     if ((flag(token.id) & kAddedTokenLstrip) && i > 0 && segments[i - 1].id < 0) {
       absl::string_view& before = segments[i - 1].text;
-      const size_t keep = TrailingWhitespaceStart(before);
+      const size_t keep = TrailingWhitespaceStart(before, ascii_whitespace);
       token.text = absl::string_view(before.data() + keep, token.text.size() + (before.size() - keep));
       before = before.substr(0, keep);
     }
     if ((flag(token.id) & kAddedTokenRstrip) && i + 1 < segments.size() && segments[i + 1].id < 0) {
       absl::string_view& after = segments[i + 1].text;
       size_t skip = 0;
-      for (size_t n; skip < after.size() && (n = WhitespaceAt(after, skip)) > 0;) skip += n;
+      for (size_t n; skip < after.size() && (n = WhitespaceAt(after, skip, ascii_whitespace)) > 0;) skip += n;
       token.text = absl::string_view(token.text.data(), token.text.size() + skip);
       after = after.substr(skip);
     }

@@ -56,10 +56,13 @@ std::vector<TextSegment> SplitOnAddedTokens(absl::string_view text, const std::v
 // segment left empty is dropped), as HF tokenizers' AddedVocabulary widens
 // its match. `segments` are SplitOnAddedTokens' (consecutive views of one
 // text); `flags[id]` has bit 0 for lstrip and bit 1 for rstrip (ids past
-// its end have neither).
+// its end have neither). Whitespace is Unicode's White_Space (HF's
+// char::is_whitespace), or with `ascii_whitespace` C's isspace characters
+// only (llama.cpp's test on the bytes).
 inline constexpr uint8_t kAddedTokenLstrip = 1;
 inline constexpr uint8_t kAddedTokenRstrip = 2;
-void StripBesideAddedTokens(std::vector<TextSegment>& segments, const std::vector<uint8_t>& flags);
+void StripBesideAddedTokens(std::vector<TextSegment>& segments, const std::vector<uint8_t>& flags,
+                            bool ascii_whitespace = false);
 
 }  // namespace attnserve
 

@@ -98,6 +98,9 @@ absl::StatusOr<std::vector<int32_t>> SentencePieceBpe::Encode(std::string_view t
   }
   std::vector<TextSegment> segments =
       options.parse_special ? SplitOnAddedTokens(text, specials_) : std::vector<TextSegment>{{text, -1}};
+  if (options.parse_special && !vocab_.strip.empty()) {
+    StripBesideAddedTokens(segments, vocab_.strip, /*ascii_whitespace=*/true);
+  }
   // As llama.cpp (llama_vocab::impl::tokenize, SPM) and sentencepiece
   // itself, which sees each piece between special tokens as a text of its
   // own: the dummy prefix goes on a text fragment at the start or after a

@@ -36,6 +36,10 @@ struct SentencePieceVocab {
   std::vector<SpTokenType> types;
   SpecialTokens special;
   bool add_space_prefix = true;
+  // id -> lstrip / rstrip flags (pretokenizer.h; llama.cpp's token
+  // attributes: Phi-3's RSTRIP), applied with ASCII whitespace as
+  // llama.cpp does; empty: none.
+  std::vector<uint8_t> strip;
 };
 
 class SentencePieceBpe : public Tokenizer {

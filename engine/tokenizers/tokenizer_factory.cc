@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "engine/core/status_macros.h"
 #include "engine/formats/json_util.h"
@@ -232,6 +234,26 @@ absl::Status ReadSentencePiecePipeline(const nlohmann::json& j, const std::strin
   return absl::OkStatus();
 }
 
+// llama.cpp's Phi-3 token attributes (llama-vocab.cpp, keyed on the name):
+// in a file whose general.name holds "phi-3" or "phi3" (lowercased), every
+// control and user-defined token and </s> takes the whitespace after it
+// (RSTRIP), except <unk>, <s> and <|endoftext|>, as Phi-3's tokenizer.json
+// marks <|user|>, <|end|>, ... rstrip.
+absl::Status SetLlamaCppPhi3Attributes(const GgufFile& g, SentencePieceVocab& v) {
+  ASSIGN_OR_RETURN(std::string name, g.GetStringOr("general.name", ""));
+  name = absl::AsciiStrToLower(name);
+  if (!absl::StrContains(name, "phi-3") && !absl::StrContains(name, "phi3")) return absl::OkStatus();
+  v.strip.assign(v.pieces.size(), 0);
+  for (size_t i = 0; i < v.pieces.size(); ++i) {
+    const std::string& p = v.pieces[i];
+    const bool special = v.types[i] == SpTokenType::kControl || v.types[i] == SpTokenType::kUserDefined;
+    if ((special || p == "</s>") && p != "<unk>" && p != "<s>" && p != "<|endoftext|>") {
+      v.strip[i] = kAddedTokenRstrip;
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Tokenizer>> TokenizerFromGguf(const GgufFile& g) {
@@ -253,6 +275,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> TokenizerFromGguf(const GgufFile& g) 
     for (int64_t t : types) v.types.push_back(static_cast<SpTokenType>(t == 0 ? 1 : t));
     RETURN_IF_ERROR(ReadGgufSpecials(g, n, /*add_bos_default=*/true, &v.special));
     ASSIGN_OR_RETURN(v.add_space_prefix, g.GetBoolOr("tokenizer.ggml.add_space_prefix", true));
+    RETURN_IF_ERROR(SetLlamaCppPhi3Attributes(g, v));
     ASSIGN_OR_RETURN(auto t, SentencePieceBpe::Create(std::move(v), g.where()));
     return std::unique_ptr<Tokenizer>(std::move(t));
   }

@@ -138,6 +138,24 @@ TEST(SentencePieceBpeTest, GemmaGgufVocabularyMatchesLlamaCpp) {
   ExpectCases(*GemmaGgufTokenizer(), golden["tokenizer_gemma3_gguf_tiny"], "ids", "ids_with_bos", "hf_ids");
 }
 
+// Phi-3's chat markers in a SentencePiece GGUF against llama.cpp
+// (tools/golden/phi3_gguf_vocab_llamacpp.py): with "phi3" in general.name
+// they take the ASCII whitespace after them (llama.cpp's RSTRIP), under
+// another name they do not; both as llama.cpp tokenizes them.
+TEST(SentencePieceBpeTest, Phi3GgufMarkersMatchLlamaCpp) {
+  const std::string dir = std::string(ATTNSERVE_SOURCE_DIR) + "/tests/golden/decoder_tokenizers/";
+  const nlohmann::json golden = nlohmann::json::parse(ReadFile(dir + "phi3_vocab_llamacpp.json"));
+  ASSERT_EQ(golden["files"].size(), 2u);
+  for (const auto& [file, cases] : golden["files"].items()) {
+    std::unique_ptr<Tokenizer> tok = GgufTokenizer(dir + file);
+    ASSERT_EQ(cases.size(), 10u);
+    for (const auto& c : cases) {
+      EXPECT_EQ(Enc(*tok, c["text"], false), c["ids"].get<std::vector<int32_t>>())
+          << file << ": '" << c["text"].get<std::string>() << "'";
+    }
+  }
+}
+
 TEST(SentencePieceBpeTest, ByteFallbackAndSpecials) {
   auto t = StoriesTokenizer();
   // A character outside the 512-piece vocabulary becomes its UTF-8 bytes.
