@@ -17,6 +17,7 @@ struct Char {
   size_t end;
   char32_t cp;  // 0xFFFFFFFF for an invalid byte
   Cls cls;
+  int8_t category;  // ICU's u_charType (UCharCategory), -1 for an invalid byte
 };
 
 Cls Classify(char32_t cp) {
@@ -46,7 +47,8 @@ std::vector<Char> Decode(absl::string_view s) {
       cp = c0 & (0xFF >> (n + 1));
       for (int k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
     }
-    out.push_back({i, i + n, cp, Classify(cp)});
+    const int8_t category = cp == 0xFFFFFFFFu ? int8_t{-1} : static_cast<int8_t>(u_charType(static_cast<UChar32>(cp)));
+    out.push_back({i, i + n, cp, Classify(cp), category});
     i += n;
   }
   return out;
@@ -127,6 +129,79 @@ size_t MatchLlama3(const std::vector<Char>& c, size_t i, size_t max_digits) {
   return Whitespace(c, i);
 }
 
+// GPT-4o's letter classes: "upper" [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}] and
+// "lower" [\p{Ll}\p{Lm}\p{Lo}\p{M}] (modifier and other letters and marks
+// are both).
+bool IsMark(int8_t k) { return k == U_NON_SPACING_MARK || k == U_ENCLOSING_MARK || k == U_COMBINING_SPACING_MARK; }
+bool UpperClass(const Char& ch) {
+  const int8_t k = ch.category;
+  return k == U_UPPERCASE_LETTER || k == U_TITLECASE_LETTER || k == U_MODIFIER_LETTER || k == U_OTHER_LETTER ||
+         IsMark(k);
+}
+bool LowerClass(const Char& ch) {
+  const int8_t k = ch.category;
+  return k == U_LOWERCASE_LETTER || k == U_MODIFIER_LETTER || k == U_OTHER_LETTER || IsMark(k);
+}
+
+template <typename Pred>
+size_t RunWhile(const std::vector<Char>& c, size_t i, Pred pred) {
+  while (i < c.size() && pred(c[i])) ++i;
+  return i;
+}
+
+// GPT-4o's first two alternatives at `start` (after the optional prefix):
+// U*L+ (upper = true: U+L*), then an optional contraction; 0 when they do
+// not match. U* gives back characters one at a time, as a backtracking
+// engine does, until L+ can start.
+size_t O200kWord(const std::vector<Char>& c, size_t start, bool upper_first) {
+  if (start >= c.size()) return 0;
+  const size_t u_end = RunWhile(c, start, UpperClass);
+  size_t l_end = 0;
+  if (upper_first) {
+    if (u_end == start) return 0;
+    l_end = RunWhile(c, u_end, LowerClass);
+  } else {
+    for (size_t p = u_end + 1; p-- > start;) {
+      if (p < c.size() && LowerClass(c[p])) {
+        l_end = RunWhile(c, p, LowerClass);
+        break;
+      }
+    }
+    if (l_end == 0) return 0;
+  }
+  return l_end + (l_end < c.size() ? Contraction(c, l_end, true) : 0);
+}
+
+// Match end at i for GPT-4o's regex (o200k_base):
+//   [^\r\n\p{L}\p{N}]?U*L+C? | [^\r\n\p{L}\p{N}]?U+L*C? | \p{N}{1,3}
+//   | ?[^\s\p{L}\p{N}]+[\r\n/]* | \s*[\r\n]+ | \s+(?!\S) | \s+
+// alternatives in order, each first with its optional prefix.
+size_t MatchO200k(const std::vector<Char>& c, size_t i) {
+  const bool prefix = !IsNewline(c[i].cp) && c[i].cls != Cls::kLetter && c[i].cls != Cls::kNumber;
+  for (bool upper_first : {false, true}) {
+    if (prefix) {
+      if (size_t end = O200kWord(c, i + 1, upper_first)) return end;
+    }
+    if (size_t end = O200kWord(c, i, upper_first)) return end;
+  }
+  if (c[i].cls == Cls::kNumber) {
+    size_t j = i;
+    while (j < c.size() && j - i < 3 && c[j].cls == Cls::kNumber) ++j;
+    return j;
+  }
+  const size_t k = (c[i].cp == ' ' && i + 1 < c.size()) ? i + 1 : i;
+  if (c[k].cls == Cls::kOther) {
+    size_t j = RunOf(c, k, Cls::kOther);
+    while (j < c.size() && (IsNewline(c[j].cp) || c[j].cp == '/')) ++j;
+    return j;
+  }
+  const size_t run_end = RunOf(c, i, Cls::kSpace);
+  for (size_t j = run_end; j > i; --j) {
+    if (IsNewline(c[j - 1].cp)) return j;
+  }
+  return Whitespace(c, i);
+}
+
 }  // namespace
 
 const char* PretokenizerKindName(PretokenizerKind kind) {
@@ -135,6 +210,7 @@ const char* PretokenizerKindName(PretokenizerKind kind) {
     case PretokenizerKind::kLlama3: return "llama3";
     case PretokenizerKind::kQwen2: return "qwen2";
     case PretokenizerKind::kSmolLM: return "smollm";
+    case PretokenizerKind::kO200k: return "o200k";
   }
   return "unknown";
 }
@@ -145,7 +221,12 @@ const std::string& PretokenizerRegex(PretokenizerKind kind) {
       R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
   static const std::string kQwen2 =
       R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+  static const std::string kO200k =
+      R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?)"
+      R"(|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?)"
+      R"(|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
   switch (kind) {
+    case PretokenizerKind::kO200k: return kO200k;
     case PretokenizerKind::kGpt2: return kGpt2;
     case PretokenizerKind::kLlama3: return kLlama3;
     case PretokenizerKind::kQwen2: return kQwen2;
@@ -155,7 +236,8 @@ const std::string& PretokenizerRegex(PretokenizerKind kind) {
 }
 
 std::optional<PretokenizerKind> PretokenizerFromRegex(absl::string_view regex) {
-  for (PretokenizerKind k : {PretokenizerKind::kGpt2, PretokenizerKind::kLlama3, PretokenizerKind::kQwen2}) {
+  for (PretokenizerKind k : {PretokenizerKind::kGpt2, PretokenizerKind::kLlama3, PretokenizerKind::kQwen2,
+                             PretokenizerKind::kO200k}) {
     if (regex == PretokenizerRegex(k)) return k;
   }
   return std::nullopt;
@@ -169,6 +251,10 @@ std::optional<PretokenizerKind> PretokenizerFromGgufPre(absl::string_view pre) {
   }
   if (pre == "qwen2") return PretokenizerKind::kQwen2;
   if (pre == "smollm") return PretokenizerKind::kSmolLM;
+  // llama.cpp's name for GPT-4o's regex (Phi-4-mini's files); llama.cpp
+  // approximates its Unicode case classes with ASCII ones, we run the regex
+  // as tokenizer.json states it.
+  if (pre == "gpt-4o") return PretokenizerKind::kO200k;
   return std::nullopt;
 }
 
@@ -195,8 +281,9 @@ std::vector<absl::string_view> Pretokenize(absl::string_view text, PretokenizerK
     return out;
   }
   for (size_t i = 0; i < c.size();) {
-    size_t j = kind == PretokenizerKind::kGpt2 ? MatchGpt2(c, i)
-                                                : MatchLlama3(c, i, kind == PretokenizerKind::kLlama3 ? 3 : 1);
+    size_t j = kind == PretokenizerKind::kGpt2    ? MatchGpt2(c, i)
+               : kind == PretokenizerKind::kO200k ? MatchO200k(c, i)
+                                                  : MatchLlama3(c, i, kind == PretokenizerKind::kLlama3 ? 3 : 1);
     if (j <= i) j = i + 1;  // cannot happen (alternatives cover all); guards progress
     out.push_back(text.substr(c[i].begin, c[j - 1].end - c[i].begin));
     i = j;

@@ -23,7 +23,8 @@
 
 namespace attnserve {
 
-enum class PretokenizerKind { kGpt2, kLlama3, kQwen2, kSmolLM };
+// kO200k: GPT-4o's regex (tiktoken o200k_base; Phi-4-mini, GGUF pre "gpt-4o").
+enum class PretokenizerKind { kGpt2, kLlama3, kQwen2, kSmolLM, kO200k };
 
 const char* PretokenizerKindName(PretokenizerKind kind);
 // The HF regex string of each kind (as in tokenizer.json files).

@@ -108,6 +108,27 @@ TEST(ByteLevelBpeTest, StripFlagsOfAddedTokensMatchHf) {
   EXPECT_EQ(with_markers, 6);
 }
 
+// GPT-4o's regex (o200k_base: Phi-4-mini) against HF tokenizers' regex
+// engine (tools/golden/o200k_pretokenizer_golden.py): 31 hand-written texts
+// and 1,500 random ones over every character class the regex tells apart
+// (upper / lower / modifier / other / title-case letters, marks, numbers,
+// contractions, "/", newlines, Unicode spaces), cut into the same pieces.
+TEST(PretokenizerTest, O200kSplitsAsHfTokenizers) {
+  nlohmann::json golden = nlohmann::json::parse(ReadFile(kGolden + "o200k_splits.json"));
+  EXPECT_EQ(PretokenizerFromRegex(golden["regex"].get<std::string>()), PretokenizerKind::kO200k);
+  EXPECT_EQ(PretokenizerFromGgufPre("gpt-4o"), PretokenizerKind::kO200k);
+  ASSERT_GE(golden["cases"].size(), 1500u);
+  int wrong = 0;
+  for (const auto& c : golden["cases"]) {
+    const std::string text = c["text"];
+    std::vector<std::string> got;
+    for (absl::string_view piece : Pretokenize(text, PretokenizerKind::kO200k)) got.emplace_back(piece);
+    const auto want = c["pieces"].get<std::vector<std::string>>();
+    if (got != want && ++wrong <= 5) ADD_FAILURE() << "'" << text << "': " << ::testing::PrintToString(got);
+  }
+  EXPECT_EQ(wrong, 0);
+}
+
 TEST(PretokenizerTest, RegexAlternativesByHand) {
   auto split = [](const std::string& s, PretokenizerKind k) {
     std::vector<std::string> out;
