@@ -40,6 +40,10 @@ Byte-level BPE with lstrip / rstrip added tokens: llama_strip_tokenizer.json,
 llama_tiny's tokenizer.json with special <|eot_id|> (rstrip) and
 <|start_header_id|> (lstrip) added; ids from HF `tokenizers` on it.
 
+GPT-4o's layout (Phi-4-mini's tokenizer.json): Split(o200k regex,
+Isolated) then ByteLevel without its own regex: o200k_tokenizer.json,
+trained like the model tokenizers; ids from HF `tokenizers` on it.
+
 Writes tests/golden/decoder_tokenizers/<name>.json and versions.json.
 Run on the host: .cache/venv/bin/python tools/golden/decoder_tokenizer_golden.py
 """
@@ -118,6 +122,23 @@ def llama_strip_tokenizer():
     tok = Tokenizer.from_file(str(MODELS / "llama_tiny" / "tokenizer.json"))
     tok.add_special_tokens([AddedToken("<|eot_id|>", special=True, normalized=False, rstrip=True),
                             AddedToken("<|start_header_id|>", special=True, normalized=False, lstrip=True)])
+    return tok
+
+
+def train_o200k_style():
+    """A byte-level BPE with GPT-4o's pre-tokenizer, as Phi-4-mini's tokenizer.json has it."""
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+    from decoder_make_models import CORPUS
+    from o200k_pretokenizer_golden import O200K
+    from tokenizers import Regex, models, pre_tokenizers, decoders, trainers
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(O200K), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=320, min_frequency=1, special_tokens=["<|endoftext|>", "<|user|>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train_from_iterator([CORPUS] * 4, trainer=trainer)
     return tok
 
 
@@ -243,6 +264,11 @@ def main():
     smol = OUT / "smollm_tokenizer.json"
     train_smollm_style().save(str(smol))
     (OUT / "smollm.json").write_text(json.dumps(hf_golden("smollm", smol), ensure_ascii=False, indent=1) + "\n")
+    o200k = OUT / "o200k_tokenizer.json"
+    train_o200k_style().save(str(o200k))
+    SPECIAL_TEXTS["o200k"] = ["<|user|>HelloWorld<|endoftext|>", "parseHTTPResponse DON'T e\u0301TAT ǅa 日A",
+                              "path/to/x.\n/usr 12345"]
+    (OUT / "o200k.json").write_text(json.dumps(hf_golden("o200k", o200k), ensure_ascii=False, indent=1) + "\n")
     strip = OUT / "llama_strip_tokenizer.json"
     llama_strip_tokenizer().save(str(strip))
     SPECIAL_TEXTS["llama_strip"] = STRIP_TEXTS

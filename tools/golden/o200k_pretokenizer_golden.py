@@ -36,6 +36,7 @@ HAND = [
     "line one\nline two\r\n\r\nthree\n", "  \n  mixed \t whitespace \n\n ", "tabs\tand\u3000ideographic\u00a0nbsp",
     "emoji 😀🎉👍🏽 and ❤️ hearts", "def main():\n    return x + y  # code", "!!! ... ?!? (parens) [x] {y} \"q\"",
     " leading", "trailing ", "   ", "", "a", "A", "'", "''s", "x'S'T", "ǅa", "Ǆǅǆ",
+    "end.\n/usr/bin", "x!\r\n/\n/y", "a) /\n/ b", "#\n\n//c",
 ]
 POOL = (list("abcxyzABCXYZ0123  \n\r\t'/.,-!?") + ["'s", "'LL", "'re", "é", "É", "\u0301", "\u0308", "ʰ", "ǅ",
         "日", "本", "ا", "Ⅻ", "½", "٣", "\u3000", "\u00a0", "😀", "ß", "ẞ", "ı", "Σ", "ς"])

@@ -90,6 +90,23 @@ TEST(ByteLevelBpeTest, SmolLmStyleDigitsSplitMatchesHf) {
   }
 }
 
+// A byte-level BPE with GPT-4o's pre-tokenizer, Phi-4-mini's layout
+// (tools/golden/decoder_tokenizer_golden.py o200k_tokenizer.json): the
+// tokenizer.json's Split regex is recognised and ids equal HF's.
+TEST(ByteLevelBpeTest, O200kLayoutMatchesHf) {
+  nlohmann::json golden = nlohmann::json::parse(ReadFile(kGolden + "o200k.json"));
+  auto tok = TokenizerFromHfJson(kGolden + "o200k_tokenizer.json");
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  ASSERT_GE(golden["cases"].size(), 20u);
+  for (const auto& c : golden["cases"]) {
+    const std::string text = c["text"];
+    auto ids = (*tok)->Encode(text, TokenizeOptions{false, false, true});
+    ASSERT_TRUE(ids.ok());
+    EXPECT_EQ(*ids, c["ids"].get<std::vector<int32_t>>()) << "'" << text << "'";
+    EXPECT_EQ(*(*tok)->Decode(*ids), c["decoded"].get<std::string>());
+  }
+}
+
 // lstrip / rstrip special tokens (tools/golden/decoder_tokenizer_golden.py:
 // llama_tiny's tokenizer with <|eot_id|> rstrip and <|start_header_id|>
 // lstrip): the whitespace beside them is theirs, as HF tokenizers has it.
@@ -109,7 +126,7 @@ TEST(ByteLevelBpeTest, StripFlagsOfAddedTokensMatchHf) {
 }
 
 // GPT-4o's regex (o200k_base: Phi-4-mini) against HF tokenizers' regex
-// engine (tools/golden/o200k_pretokenizer_golden.py): 31 hand-written texts
+// engine (tools/golden/o200k_pretokenizer_golden.py): 35 hand-written texts
 // and 1,500 random ones over every character class the regex tells apart
 // (upper / lower / modifier / other / title-case letters, marks, numbers,
 // contractions, "/", newlines, Unicode spaces), cut into the same pieces.
