@@ -258,6 +258,21 @@ absl::StatusOr<std::string> Render(ChatFormat format, absl::Span<const ChatMessa
       }
       out += gen ? "<|assistant|>\n" : o.eos_token;
       return out;
+    case ChatFormat::kPhi4Mini:
+      for (const ChatMessage& msg : m) absl::StrAppend(&out, "<|", msg.role, "|>", msg.content, "<|end|>");
+      out += gen ? "<|assistant|>" : o.eos_token;
+      return out;
+    case ChatFormat::kPhi4:
+      for (const ChatMessage& msg : m) {
+        if (msg.role == "system") {
+          absl::StrAppend(&out, "<|im_start|>system<|im_sep|>", msg.content, "<|im_end|>");
+        } else if (msg.role == "user") {
+          absl::StrAppend(&out, "<|im_start|>user<|im_sep|>", msg.content, "<|im_end|><|im_start|>assistant<|im_sep|>");
+        } else if (msg.role == "assistant") {
+          absl::StrAppend(&out, msg.content, "<|im_end|>");
+        }
+      }
+      return out;  // no generation prompt: a user turn's end opens the answer
   }
   return absl::InternalError("unknown chat format");
 }
@@ -281,14 +296,16 @@ absl::string_view ChatEndOfTurn(ChatFormat format) {
     case ChatFormat::kChatMl:
     case ChatFormat::kQwen2:
     case ChatFormat::kQwen25:
-    case ChatFormat::kQwen3: return "<|im_end|>";
+    case ChatFormat::kQwen3:
+    case ChatFormat::kPhi4: return "<|im_end|>";
     case ChatFormat::kLlama3:
     case ChatFormat::kLlama31:
     case ChatFormat::kLlama32: return "<|eot_id|>";
     case ChatFormat::kGemma:
     case ChatFormat::kGemma3: return "<end_of_turn>";
     case ChatFormat::kPhi3:
-    case ChatFormat::kPhi35: return "<|end|>";
+    case ChatFormat::kPhi35:
+    case ChatFormat::kPhi4Mini: return "<|end|>";
     default: return "";
   }
 }
@@ -305,7 +322,9 @@ std::vector<absl::string_view> ChatMarkerTokens(ChatFormat format) {
     case ChatFormat::kGemma:
     case ChatFormat::kGemma3: return {"<start_of_turn>", "<end_of_turn>"};
     case ChatFormat::kPhi3:
-    case ChatFormat::kPhi35: return {"<|user|>", "<|assistant|>", "<|end|>"};
+    case ChatFormat::kPhi35:
+    case ChatFormat::kPhi4Mini: return {"<|user|>", "<|assistant|>", "<|end|>"};
+    case ChatFormat::kPhi4: return {"<|im_start|>", "<|im_sep|>", "<|im_end|>"};
     default: return {};
   }
 }

@@ -44,10 +44,12 @@ enum class ChatFormat {
   kQwen3,    // ChatML; tools, calls and results as qwen2.5; <think> blocks, enable_thinking (Qwen3 0.6B-32B)
   kLlama32,  // llama3.1's turns and tools, the system block dated today (Llama-3.2-1B/3B-Instruct)
   kPhi35,    // <|user|>\n...<|end|>\n without BOS; an empty system message not shown (Phi-3.5-mini-instruct)
+  kPhi4Mini,  // <|user|>...<|end|> without newlines (Phi-4-mini-instruct)
+  kPhi4,      // <|im_start|>user<|im_sep|>...<|im_end|>, the answer opened after each user turn (phi-4)
 };
 
 // "chatml", "llama2", "llama3", "zephyr", "gemma", "phi3", "mistral", "qwen2",
-// "llama3.1", "qwen2.5", "gemma3", "qwen3", "llama3.2", "phi3.5".
+// "llama3.1", "qwen2.5", "gemma3", "qwen3", "llama3.2", "phi3.5", "phi4-mini", "phi4".
 absl::string_view ChatFormatName(ChatFormat format);
 // The format of that name; INVALID_ARGUMENT listing the names otherwise.
 absl::StatusOr<ChatFormat> ChatFormatFromName(absl::string_view name);

@@ -10,7 +10,7 @@ namespace {
 // Each from the model named beside it; tools/golden/chat_templates.py holds
 // the same texts and renders them with transformers, and the C++ test checks
 // that KnownChatTemplate recognises each golden file's template.
-constexpr std::array<ChatTemplateText, 14> kPublished = {{
+constexpr std::array<ChatTemplateText, 16> kPublished = {{
     // teknium/OpenHermes-2.5-Mistral-7B
     {ChatFormat::kChatMl, "chatml",
      R"({% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %})"},
@@ -454,6 +454,17 @@ constexpr std::array<ChatTemplateText, 14> kPublished = {{
 ' + message['content'] + '<|end|>
 '}}{% endif %}{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>
 ' }}{% else %}{{ eos_token }}{% endif %})jinja"},
+    // microsoft/Phi-4-mini-instruct, as published quotations of its
+    // tokenizer_config.json give it (guidance's template cache, 2025-06-16;
+    // the same text in several others): turns with no newlines, the tools
+    // branch never taken (tools are refused upstream)
+    {ChatFormat::kPhi4Mini, "phi4-mini",
+     R"jinja({% for message in messages %}{% if message['role'] == 'system' and 'tools' in message and message['tools'] is not none %}{{ '<|' + message['role'] + '|>' + message['content'] + '<|tool|>' + message['tools'] + '<|/tool|>' + '<|end|>' }}{% else %}{{ '<|' + message['role'] + '|>' + message['content'] + '<|end|>' }}{% endif %}{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>' }}{% else %}{{ eos_token }}{% endif %})jinja"},
+    // microsoft/phi-4 (14B): llama.cpp's copy, its tests/test-chat-template.cpp
+    // case "phi-4" (llama-cpp-python 0.3.36's vendor/llama.cpp); the user
+    // turn's end opens the answer, there is no generation prompt
+    {ChatFormat::kPhi4, "phi4",
+     R"jinja({% for message in messages %}{% if (message['role'] == 'system') %}{{'<|im_start|>system<|im_sep|>' + message['content'] + '<|im_end|>'}}{% elif (message['role'] == 'user') %}{{'<|im_start|>user<|im_sep|>' + message['content'] + '<|im_end|><|im_start|>assistant<|im_sep|>'}}{% elif (message['role'] == 'assistant') %}{{message['content'] + '<|im_end|>'}}{% endif %}{% endfor %})jinja"},
 }};
 
 // Other models' texts of a format's template: written differently (a string

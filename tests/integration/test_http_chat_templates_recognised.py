@@ -5,7 +5,7 @@ Each case gives a copy of a tiny decoder (tools/golden/decoder_make_models.py)
 a tokenizer_config.json holding a published template as that model family
 ships it (tools/golden/chat_templates/: Gemma 2's copy of Gemma's template,
 typed differently from gemma-7b-it's; Phi-3.5-mini's, which differs from
-Phi-3's). The server must name the format by itself, and a chat's prompt ids
+Phi-3's; Phi-4-mini's and phi-4's on the Phi-3 fixtures). The server must name the format by itself, and a chat's prompt ids
 must be transformers' apply_chat_template on that text, tokenized by the
 tokenizers library from the same tokenizer.json without special tokens
 added (qwen3_tiny has no <|user|> token: Phi-3.5's markers are plain text
@@ -25,6 +25,10 @@ CASES = {
                       "gemma"),
     "phi3.5": ("qwen3_tiny", GOLDEN["templates"]["phi3.5"]["jinja"],
                {"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"}, "phi3.5"),
+    # Phi-4-mini's and phi-4's own templates on the Phi-3 fixtures (model_type phi3, as those models are)
+    "phi4-mini": ("phi3_longrope_tiny", GOLDEN["templates"]["phi4-mini"]["jinja"], {"eos_token": "<|end_of_text|>"},
+                  "phi4-mini"),
+    "phi4": ("phi3_tiny", GOLDEN["templates"]["phi4"]["jinja"], {"eos_token": "<|end_of_text|>"}, "phi4"),
 }
 CONVERSATIONS = {c["conversation"]: c["messages"] for c in GOLDEN["cases"] if c["format"] == "chatml"}
 

@@ -170,6 +170,21 @@ TEMPLATES["phi3.5"] = {
     "bos": "<s>", "eos": "<|endoftext|>",
     "jinja": template_file("phi3.5.jinja"),
 }
+# microsoft/Phi-4-mini-instruct, as published quotations of its
+# tokenizer_config.json give it (guidance's template cache, 2025-06-16,
+# and others, all the same text).
+TEMPLATES["phi4-mini"] = {
+    "model": "microsoft/Phi-4-mini-instruct (published quotations of its tokenizer_config.json)",
+    "bos": "<|endoftext|>", "eos": "<|endoftext|>",
+    "jinja": "{% for message in messages %}{% if message['role'] == 'system' and 'tools' in message and message['tools'] is not none %}{{ '<|' + message['role'] + '|>' + message['content'] + '<|tool|>' + message['tools'] + '<|/tool|>' + '<|end|>' }}{% else %}{{ '<|' + message['role'] + '|>' + message['content'] + '<|end|>' }}{% endif %}{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>' }}{% else %}{{ eos_token }}{% endif %}",
+}
+# microsoft/phi-4: llama.cpp's copy, the "phi-4" case of
+# tests/test-chat-template.cpp in llama-cpp-python 0.3.36's vendor/llama.cpp.
+TEMPLATES["phi4"] = {
+    "model": "microsoft/phi-4 (llama.cpp's tests/test-chat-template.cpp)",
+    "bos": "<|endoftext|>", "eos": "<|im_end|>",
+    "jinja": "{% for message in messages %}{% if (message['role'] == 'system') %}{{'<|im_start|>system<|im_sep|>' + message['content'] + '<|im_end|>'}}{% elif (message['role'] == 'user') %}{{'<|im_start|>user<|im_sep|>' + message['content'] + '<|im_end|><|im_start|>assistant<|im_sep|>'}}{% elif (message['role'] == 'assistant') %}{{message['content'] + '<|im_end|>'}}{% endif %}{% endfor %}",
+}
 TOOL_FORMATS = ["llama3.1", "qwen2.5", "qwen3", "llama3.2"]
 # Other models' texts of a format's template, typed differently (a newline
 # in a string literal typed rather than escaped): recognised as that format,
