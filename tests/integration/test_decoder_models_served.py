@@ -52,6 +52,14 @@ def greedy_ids(pb, stub, prompt, n):
     return [t for msg in stub.Generate(request, timeout=120) for t in msg.token_ids]
 
 
+def greedy_all_at_once(pb, pb_grpc, server, prompts, greedy):
+    """Every prompt's greedy continuation (as long as its reference's), all streams at once."""
+    with grpc.insecure_channel(server.grpc_target) as channel:
+        stub = pb_grpc.InferenceStub(channel)
+        with ThreadPoolExecutor(len(prompts)) as pool:
+            return list(pool.map(lambda p: greedy_ids(pb, stub, p[0], len(p[1])), zip(prompts, greedy)))
+
+
 @pytest.mark.parametrize("path,name,architecture", [
     (MODELS / "qwen3_tiny", "qwen3_tiny", "qwen3"),
     (MODELS / "qwen3_tiny/model.gguf", "qwen3_tiny", "qwen3"),
@@ -96,12 +104,7 @@ def test_sliding_window_streams_batched_and_chunked_equal_transformers(pb, proto
     server = ServerProcess(f"--decoder-model={MODELS / name / file}", "--threads=1", "--kv_block_size=4",
                            "--max_step_tokens=8")
     try:
-        with grpc.insecure_channel(server.grpc_target) as channel:
-            stub = pb_grpc.InferenceStub(channel)
-            with ThreadPoolExecutor(len(ref["prompts"])) as pool:
-                got = list(pool.map(lambda p: greedy_ids(pb, stub, p[0], len(p[1])),
-                                    zip(ref["prompts"], ref["greedy"])))
-            assert got == ref["greedy"]
+        assert greedy_all_at_once(pb, pb_grpc, server, ref["prompts"], ref["greedy"]) == ref["greedy"]
     finally:
         server.close()
 
@@ -133,12 +136,7 @@ def test_longrope_context_picks_the_factors_transformers_uses(pb, proto_modules,
                            "--max_step_tokens=8")
     try:
         assert "context 1024 tokens (longrope: the long factors for every sequence" in server.output()
-        with grpc.insecure_channel(server.grpc_target) as channel:
-            stub = pb_grpc.InferenceStub(channel)
-            with ThreadPoolExecutor(len(long["prompts"])) as pool:
-                got = list(pool.map(lambda p: greedy_ids(pb, stub, p[0], len(p[1])),
-                                    zip(long["prompts"], long["greedy"])))
-            assert got == long["greedy"]
+        assert greedy_all_at_once(pb, pb_grpc, server, long["prompts"], long["greedy"]) == long["greedy"]
     finally:
         server.close()
 

@@ -125,38 +125,36 @@ def llama_strip_tokenizer():
     return tok
 
 
-def train_o200k_style():
-    """A byte-level BPE with GPT-4o's pre-tokenizer, as Phi-4-mini's tokenizer.json has it."""
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-    from decoder_make_models import CORPUS
-    from o200k_pretokenizer_golden import O200K
-    from tokenizers import Regex, models, pre_tokenizers, decoders, trainers
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(O200K), behavior="isolated", invert=False),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=320, min_frequency=1, special_tokens=["<|endoftext|>", "<|user|>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
-    tok.train_from_iterator([CORPUS] * 4, trainer=trainer)
-    return tok
-
-
-def train_smollm_style():
-    """A SmolLM-style byte-level BPE (Digits(individual) + ByteLevel regex),
-    trained like the model tokenizers in decoder_make_models.py."""
+def train_byte_level(pre_tokenizer, specials):
+    """A byte-level BPE after `pre_tokenizer`, trained like the model
+    tokenizers in decoder_make_models.py."""
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
     from decoder_make_models import CORPUS
     from tokenizers import models, pre_tokenizers, decoders, trainers
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Digits(individual_digits=True),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)])
+    tok.pre_tokenizer = pre_tokenizer
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=320, min_frequency=1, special_tokens=["<|endoftext|>", "<|im_start|>"],
+    trainer = trainers.BpeTrainer(vocab_size=320, min_frequency=1, special_tokens=specials,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
     tok.train_from_iterator([CORPUS] * 4, trainer=trainer)
     return tok
+
+
+def train_o200k_style():
+    """A byte-level BPE with GPT-4o's pre-tokenizer, as Phi-4-mini's tokenizer.json has it."""
+    from o200k_pretokenizer_golden import O200K
+    from tokenizers import Regex, pre_tokenizers
+    return train_byte_level(pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(O200K), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)]), ["<|endoftext|>", "<|user|>"])
+
+
+def train_smollm_style():
+    """A SmolLM-style byte-level BPE (Digits(individual) + ByteLevel regex)."""
+    from tokenizers import pre_tokenizers
+    return train_byte_level(pre_tokenizers.Sequence([
+        pre_tokenizers.Digits(individual_digits=True),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)]), ["<|endoftext|>", "<|im_start|>"])
 
 
 def sentencepiece_style_tokenizers():

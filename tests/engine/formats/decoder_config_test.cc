@@ -262,21 +262,28 @@ TEST(DecoderConfigTest, HfRopeScalingKinds) {
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("weird"));
 }
 
+// A one-layer decoder GGUF's required keys (hidden 8, two heads of 4) and
+// its embedding table, for the rope keys a test adds.
+testing::GgufTestWriter MinimalDecoderGguf(const std::string& arch, uint32_t context) {
+  testing::GgufTestWriter w;
+  w.KvStr("general.architecture", arch);
+  w.KvU32(arch + ".block_count", 1);
+  w.KvU32(arch + ".embedding_length", 8);
+  w.KvU32(arch + ".feed_forward_length", 8);
+  w.KvU32(arch + ".attention.head_count", 2);
+  w.KvU32(arch + ".context_length", context);
+  w.TensorF32("token_embd.weight", {8, 10}, std::vector<float>(80, 0.0f));
+  return w;
+}
+
 TEST(DecoderConfigTest, GgufYarnKeys) {
   // llama.cpp's keys for yarn; the attention factor follows HF's default
   // 0.1 ln(factor) + 1 (llama.cpp's mscale), the betas come from the file.
-  testing::GgufTestWriter w;
-  w.KvStr("general.architecture", "llama");
-  w.KvU32("llama.block_count", 1);
-  w.KvU32("llama.embedding_length", 8);
-  w.KvU32("llama.feed_forward_length", 8);
-  w.KvU32("llama.attention.head_count", 2);
-  w.KvU32("llama.context_length", 256);
+  testing::GgufTestWriter w = MinimalDecoderGguf("llama", 256);
   w.KvStr("llama.rope.scaling.type", "yarn");
   w.KvF32("llama.rope.scaling.factor", 4.0f);
   w.KvU32("llama.rope.scaling.original_context_length", 64);
   w.KvF32("llama.rope.scaling.yarn_beta_fast", 16.0f);
-  w.TensorF32("token_embd.weight", {8, 10}, std::vector<float>(80, 0.0f));
   const std::vector<std::byte> image = w.Build();
   auto g = GgufFile::Parse(image, "yarn.gguf");
   ASSERT_TRUE(g.ok()) << g.status();
@@ -552,15 +559,8 @@ TEST(DecoderConfigTest, Phi3LegacyLayoutsAndErrors) {
 }
 
 TEST(DecoderConfigTest, Phi3GgufNeedsBothFactorLists) {
-  testing::GgufTestWriter w;
-  w.KvStr("general.architecture", "phi3");
-  w.KvU32("phi3.block_count", 1);
-  w.KvU32("phi3.embedding_length", 8);
-  w.KvU32("phi3.feed_forward_length", 8);
-  w.KvU32("phi3.attention.head_count", 2);
-  w.KvU32("phi3.context_length", 1024);
+  testing::GgufTestWriter w = MinimalDecoderGguf("phi3", 1024);
   w.KvU32("phi3.rope.scaling.original_context_length", 256);
-  w.TensorF32("token_embd.weight", {8, 10}, std::vector<float>(80, 0.0f));
   w.TensorF32("rope_factors_long.weight", {2}, {2.0f, 4.0f});
   const std::vector<std::byte> image = w.Build();
   auto g = GgufFile::Parse(image, "phi3.gguf");
