@@ -96,26 +96,10 @@ TEST_P(DecoderHfTest, TokenByTokenLogitsEqualFullPrompt) {
   // each step's logits are HF's logits at that position.
   const auto prompt = ref_["prompts"].back().get<std::vector<int32_t>>();
   const auto want = ref_["all_logits_last_prompt"].get<std::vector<std::vector<float>>>();
-  KvCacheOptions opt;
-  opt.block_size = 4;  // many blocks, to cross block boundaries often
-  opt.kv_cache_bytes = model_->description().kv_bytes_per_token * 128;
-  auto kv = *KvCache::Create(model_->kv_shape(), opt);
-  ASSERT_TRUE(kv->AddSequence(1).ok());
-  DecoderScratch scratch;
-  std::vector<float> logits;
-  ForwardBatch batch;
-  for (size_t t = 0; t < prompt.size(); ++t) {
-    batch.Clear();
-    batch.Add(1, &prompt[t], 1, static_cast<int>(t));
-    ASSERT_TRUE(kv->Reserve({1}, {static_cast<int>(t) + 1}).ok());
-    ASSERT_TRUE(model_->Forward(batch, *kv, scratch, logits).ok());
-    ASSERT_TRUE(kv->Commit(1, absl::MakeConstSpan(&prompt[t], 1), true).ok());
-    float worst = 0.0f;
-    for (size_t i = 0; i < logits.size(); ++i) {
-      worst = std::max(worst, std::abs(logits[i] - want[t][i]));
-    }
-    ASSERT_LE(worst, kTol) << "position " << t;
-  }
+  // Blocks of 4: many blocks, to cross block boundaries often.
+  auto rows = testing_util::TokenByTokenLogits(*model_, prompt, /*block_size=*/4);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  for (size_t t = 0; t < prompt.size(); ++t) ASSERT_LE(MaxAbsDiff((*rows)[t], want[t]), kTol) << "position " << t;
 }
 
 TEST_P(DecoderHfTest, Greedy64TokensIdentical) {

@@ -55,6 +55,29 @@ inline float MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b
   return worst;
 }
 
+// Feeds `prompt` one token at a time through a paged cache of `block_size`
+// blocks; returns the logits after each token (row t: position t).
+inline absl::StatusOr<std::vector<std::vector<float>>> TokenByTokenLogits(const DecoderModel& model,
+                                                                          const std::vector<int32_t>& prompt,
+                                                                          int block_size) {
+  KvCacheOptions opt;
+  opt.block_size = block_size;
+  opt.kv_cache_bytes = model.description().kv_bytes_per_token * (static_cast<int64_t>(prompt.size()) + block_size);
+  ASSIGN_OR_RETURN(std::unique_ptr<KvCache> kv, KvCache::Create(model.kv_shape(), opt));
+  RETURN_IF_ERROR(kv->AddSequence(1));
+  DecoderScratch scratch;
+  ForwardBatch batch;
+  std::vector<std::vector<float>> rows(prompt.size());
+  for (size_t t = 0; t < prompt.size(); ++t) {
+    batch.Clear();
+    batch.Add(1, &prompt[t], 1, static_cast<int>(t));
+    RETURN_IF_ERROR(kv->Reserve({1}, {static_cast<int>(t) + 1}));
+    RETURN_IF_ERROR(model.Forward(batch, *kv, scratch, rows[t]));
+    RETURN_IF_ERROR(kv->Commit(1, absl::MakeConstSpan(&prompt[t], 1), true));
+  }
+  return rows;
+}
+
 // Feeds `prompt` in chunks of `chunk` tokens, then decodes `n` greedy tokens
 // one at a time. Returns the new tokens.
 inline absl::StatusOr<std::vector<int32_t>> GreedyOverModel(const DecoderModel& model,
