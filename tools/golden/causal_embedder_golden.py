@@ -99,8 +99,8 @@ from transformers import (AutoTokenizer, Gemma3TextConfig, Gemma3TextModel, Llam
                           LlamaForSequenceClassification, MistralConfig, MistralModel, Qwen3Config,
                           Qwen3ForSequenceClassification, Qwen3Model)
 
-from encoder_golden_util import (REPO, byte_offsets, classifier_cases, corpus, save_model_dir, truncated_ids,
-                                 versions, write_json, write_mean_pooling_modules)
+from encoder_golden_util import (QUERY_PASSAGE_PAIRS, REPO, byte_offsets, classifier_cases, corpus, save_model_dir,
+                                 truncated_ids, versions, write_json, write_mean_pooling_modules)
 from decoder_make_models import gguf_tokenizer, train_gemma_tokenizer
 from gguf_llama_writer import add_hparams, add_tensors
 from roberta_golden import OTHER_SCRIPTS
@@ -142,10 +142,7 @@ DECOMPOSED = [
     "\u1100\u1161\u11a8 \u1112\u1161\u11ab",  # Hangul jamo -> syllables
 ]
 QUERIES = ["What is the capital of China?", "Explain gravity"]
-PAIRS = [
-    ("what is the capital of france?", "Paris is the capital and largest city of France."),
-    ("how do i reset my password?", "Bananas are a good source of potassium."),
-]
+PAIRS = QUERY_PASSAGE_PAIRS
 
 
 def build_tokenizer(qwen):

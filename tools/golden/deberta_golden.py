@@ -66,8 +66,9 @@ from tokenizers import Regex, Tokenizer, normalizers, pre_tokenizers
 from transformers import DebertaV2Config, DebertaV2ForSequenceClassification, DebertaV2Model, DebertaV2Tokenizer
 from transformers.models.deberta_v2.modeling_deberta_v2 import make_log_bucket_position
 
-from encoder_golden_util import (REPO, classifier_cases, corpus, pair_cases, reinit_, save_model_dir,
-                                 tokenizer_cases, truncated_ids, versions, write_json, write_pooling_modules)
+from encoder_golden_util import (QUERY_PASSAGE_PAIRS, REPO, classifier_cases, corpus, pair_cases, reinit_,
+                                 save_model_dir, tokenizer_cases, truncated_ids, versions, write_json,
+                                 write_pooling_modules)
 
 SCRIPT = "tools/golden/deberta_golden.py"
 OUT_PATH = os.path.join(REPO, "tests/golden/encoder/deberta_golden.json")
@@ -106,8 +107,7 @@ PAIR_CASES = [
     (" ".join(["gamma"] * 9), " ".join(["delta"] * 9), 17),
 ]
 PAIRS = [
-    ("what is the capital of france?", "Paris is the capital and largest city of France."),
-    ("how do i reset my password?", "Bananas are a good source of potassium."),
+    *QUERY_PASSAGE_PAIRS,
     ("a long query " * 20, "and a long passage " * 30),
 ]
 

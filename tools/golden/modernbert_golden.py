@@ -51,8 +51,8 @@ from sentence_transformers import SentenceTransformer
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import ModernBertConfig, ModernBertForSequenceClassification, ModernBertModel
 
-from encoder_golden_util import (REPO, byte_offsets, classifier_cases, corpus, reinit_, save_model_dir,
-                                 truncated_ids, versions, write_json, write_mean_pooling_modules)
+from encoder_golden_util import (QUERY_PASSAGE_PAIRS, REPO, byte_offsets, classifier_cases, corpus, reinit_,
+                                 save_model_dir, truncated_ids, versions, write_json, write_mean_pooling_modules)
 from roberta_golden import OTHER_SCRIPTS
 
 SCRIPT = "tools/golden/modernbert_golden.py"
@@ -70,10 +70,7 @@ TEXTS = [
     " ".join(["the committee decided that the annual budget would be reallocated"] * 3),
     " ".join(["alpha beta gamma delta"] * 40),
 ]
-PAIRS = [
-    ("what is the capital of france?", "Paris is the capital and largest city of France."),
-    ("how do i reset my password?", "Bananas are a good source of potassium."),
-]
+PAIRS = QUERY_PASSAGE_PAIRS
 
 
 def build_tokenizer():

@@ -47,8 +47,9 @@ from tokenizers import Tokenizer, processors
 from transformers import MPNetConfig, MPNetForSequenceClassification, MPNetModel, MPNetTokenizer
 from transformers.models.mpnet.modeling_mpnet import MPNetEncoder
 
-from encoder_golden_util import (REPO, assert_same_tokens, minilm_vocab, reduced_minilm_vocab, reinit_, save_model_dir,
-                                 truncated_ids, versions, write_json, write_mean_pooling_modules)
+from encoder_golden_util import (QUERY_PASSAGE_PAIRS, REPO, assert_same_tokens, minilm_vocab, reduced_minilm_vocab,
+                                 reinit_, save_model_dir, truncated_ids, versions, write_json,
+                                 write_mean_pooling_modules)
 
 SCRIPT = "tools/golden/mpnet_golden.py"
 OUT_PATH = os.path.join(REPO, "tests/golden/encoder/mpnet_golden.json")
@@ -66,10 +67,7 @@ TEXTS = [
     " ".join(["the committee decided that the annual budget would be reallocated"] * 12),
     " ".join(["alpha beta gamma delta"] * 20),
 ]
-PAIRS = [
-    ("what is the capital of france?", "Paris is the capital and largest city of France."),
-    ("how do i reset my password?", "Bananas are a good source of potassium."),
-]
+PAIRS = QUERY_PASSAGE_PAIRS
 
 
 def BIAS_STD(name):

@@ -53,8 +53,9 @@ from sentence_transformers import SentenceTransformer
 from transformers import NomicBertConfig, NomicBertModel
 
 from bert_gguf_golden import NOMIC, nomic_reference
-from encoder_golden_util import (MODELS_DIR, REPO, bert_uncased_tokenizer_config, reduced_bert_tokenizer, reinit_,
-                                 save_model_dir, truncated_ids, versions, write_json, write_mean_pooling_modules)
+from encoder_golden_util import (MODELS_DIR, REPO, SENTENCES, bert_uncased_tokenizer_config, reduced_bert_tokenizer,
+                                 reinit_, save_model_dir, truncated_ids, versions, write_json,
+                                 write_mean_pooling_modules)
 
 SCRIPT = "tools/golden/nomic_bert_golden.py"
 OUT_PATH = os.path.join(REPO, "tests/golden/encoder/nomic_bert_golden.json")
@@ -64,14 +65,7 @@ SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 PROMPTS = {"query": "search_query: ", "document": "search_document: ", "clustering": "clustering: ",
            "classification": "classification: "}
 
-TEXTS = [
-    "The quick brown fox jumps over the lazy dog.",
-    "A man is eating food.",
-    "How do I reset my password?",
-    "Café au lait, crème brûlée, and naïve façades.",
-    "x",
-    " ".join(["the committee decided that the annual budget would be reallocated"] * 6),
-]
+TEXTS = SENTENCES
 PROMPTED = [("query", "What is TSNE?"), ("document", "TSNE is a dimensionality reduction algorithm.")]
 
 
