@@ -9,22 +9,6 @@
 #include "engine/tokenizers/unicode_util.h"
 
 namespace attnserve {
-namespace {
-
-// The byte length of the character starting at `pos`.
-size_t CharLengthAt(absl::string_view text, size_t pos) {
-  size_t k = pos + 1;
-  while (k < text.size() && (static_cast<uint8_t>(text[k]) & 0xC0) == 0x80) ++k;
-  return k - pos;
-}
-
-bool IsWhitespaceChar(absl::string_view utf8) {
-  std::vector<char32_t> cps;
-  std::vector<uint32_t> offsets;
-  return DecodeUtf8(utf8, &cps, &offsets).ok() && cps.size() == 1 && IsUnicodeWhitespace(cps[0]);
-}
-
-}  // namespace
 
 absl::StatusOr<AddedVocabulary> AddedVocabulary::FromJson(const nlohmann::json& added, const std::string& path) {
   AddedVocabulary v;
@@ -56,6 +40,11 @@ absl::StatusOr<AddedVocabulary> AddedVocabulary::FromJson(const nlohmann::json& 
     v.max_id_ = std::max<int64_t>(v.max_id_, *id);
     v.tokens_.push_back(std::move(t));
   }
+  for (const AddedVocabularyEntry& t : v.tokens_) {
+    if (!t.lstrip && !t.rstrip) continue;
+    v.strip_.resize(static_cast<size_t>(v.max_id_) + 1, 0);
+    v.strip_[t.id] = (t.lstrip ? kAddedTokenLstrip : 0) | (t.rstrip ? kAddedTokenRstrip : 0);
+  }
   for (size_t i = 0; i < v.tokens_.size(); ++i) {
     if (v.tokens_[i].normalized) continue;
     v.raw_.push_back({v.tokens_[i].content, v.tokens_[i].id});
@@ -69,39 +58,16 @@ absl::StatusOr<AddedVocabulary> AddedVocabulary::FromJson(const nlohmann::json& 
 std::vector<AddedVocabulary::Piece> AddedVocabulary::Match(absl::string_view text,
                                                           const std::vector<AddedToken>& patterns,
                                                           const std::vector<size_t>& entry_of) const {
+  std::vector<TextSegment> segments = SplitOnAddedTokens(text, patterns);
+  if (!strip_.empty()) StripBesideAddedTokens(segments, strip_);
   std::vector<Piece> pieces;
-  for (const TextSegment& s : SplitOnAddedTokens(text, patterns)) {
+  for (const TextSegment& s : segments) {
     const size_t begin = static_cast<size_t>(s.text.data() - text.data());
     const AddedVocabularyEntry* token = nullptr;
-    if (s.id >= 0) {
-      // SplitOnAddedTokens matched this content; find its entry.
-      for (size_t k = 0; k < patterns.size(); ++k) {
-        if (patterns[k].id == s.id && patterns[k].content == s.text) token = &tokens_[entry_of[k]];
-      }
+    for (size_t k = 0; s.id >= 0 && k < patterns.size(); ++k) {
+      if (patterns[k].id == s.id) token = &tokens_[entry_of[k]];  // ids are unique in added_tokens
     }
     pieces.push_back({begin, begin + s.text.size(), token});
-  }
-  // lstrip / rstrip: the whitespace of the neighbouring stretch joins the
-  // token (never another token's bytes).
-  for (size_t p = 0; p < pieces.size(); ++p) {
-    if (pieces[p].token == nullptr) continue;
-    if (pieces[p].token->lstrip && p > 0 && pieces[p - 1].token == nullptr) {
-      Piece& before = pieces[p - 1];
-      while (before.end > before.begin) {
-        size_t k = before.end - 1;
-        while (k > before.begin && (static_cast<uint8_t>(text[k]) & 0xC0) == 0x80) --k;
-        if (!IsWhitespaceChar(text.substr(k, before.end - k))) break;
-        before.end = k;
-      }
-      pieces[p].begin = before.end;
-    }
-    if (pieces[p].token->rstrip && p + 1 < pieces.size() && pieces[p + 1].token == nullptr) {
-      Piece& after = pieces[p + 1];
-      while (after.begin < after.end && IsWhitespaceChar(text.substr(after.begin, CharLengthAt(text, after.begin)))) {
-        after.begin += CharLengthAt(text, after.begin);
-      }
-      pieces[p].end = after.begin;
-    }
   }
   return pieces;
 }

@@ -82,6 +82,7 @@ class AddedVocabulary {
   std::vector<size_t> raw_entry_;     // raw_[i]'s entry in tokens_
   std::vector<AddedToken> normalized_;  // normalized patterns (content after the normalizer, id)
   std::vector<size_t> normalized_entry_;
+  std::vector<uint8_t> strip_;  // id -> lstrip / rstrip flags (pretokenizer.h); empty when none has one
   int64_t max_id_ = -1;
 };
 
