@@ -108,6 +108,13 @@ absl::Status DecoderConfig::Validate() const {
       return bad(absl::StrCat("dynamic rope_scaling needs rope_dim > 2, got ", rope_dim));
     }
   }
+  if (num_experts < 0 || (num_experts > 0 && (experts_per_token < 1 || experts_per_token > num_experts))) {
+    return bad(absl::StrCat("experts_per_token ", experts_per_token, " must be in [1, num_experts ", num_experts,
+                            "] (num_experts ", num_experts, " must be >= 0)"));
+  }
+  if (num_experts > 0 && (mlp != MlpKind::kSwiGlu || arch != DecoderArch::kLlama)) {
+    return bad("a mixture of experts needs SwiGLU experts in a Llama-family body");
+  }
   if (sliding_window < 0) return bad(absl::StrCat("sliding_window ", sliding_window, " must be >= 0"));
   if (!(attn_scale >= 0) || !(embedding_scale >= 0) || !(final_logit_softcap >= 0) || !(local_rope_theta >= 0) ||
       !(attn_logit_softcap >= 0)) {
@@ -150,6 +157,9 @@ std::string DecoderConfig::DebugString() const {
                                          ")")
                           : std::string(" (learned)"),
                       qkv_bias ? ", qkv bias" : "", tie_word_embeddings ? ", tied embeddings" : "",
+                      num_experts > 0 ? absl::StrCat(", ", experts_per_token, " of ", num_experts, " experts",
+                                                     norm_topk_prob ? " (weights renormalised)" : "")
+                                      : "",
                       SlidingWindowDescription(*this),
                       local_rope_theta > 0 ? absl::StrCat(" (their rope theta ", local_rope_theta, ")") : "");
 }
@@ -423,6 +433,37 @@ absl::Status ReadGgufPhi3LongRope(const GgufFile& g, DecoderConfig& c) {
   return absl::OkStatus();
 }
 
+// A mixture of experts as llama.cpp describes one: *.expert_count experts
+// (Mixtral is architecture "llama" with experts; qwen3moe always has them),
+// *.expert_used_count per token, each of *.expert_feed_forward_length
+// (qwen3moe; llama.cpp falls back to feed_forward_length / expert_used_count)
+// or feed_forward_length (llama). llama.cpp renormalises the chosen experts'
+// weights for both (build_moe_ffn's norm_w), as Mixtral and every published
+// Qwen3-MoE (norm_topk_prob true) do.
+absl::Status ReadGgufExperts(const GgufFile& g, DecoderConfig& c) {
+  const std::string p = c.architecture + ".";
+  ASSIGN_OR_RETURN(c.num_experts, GgufIntOr(g, p + "expert_count", 0));
+  if (c.num_experts <= 0) {
+    c.num_experts = 0;
+    if (c.architecture == "qwen3moe") {
+      return absl::InvalidArgumentError(absl::StrCat(g.where(), ": qwen3moe needs ", p, "expert_count > 0"));
+    }
+    return absl::OkStatus();
+  }
+  if (c.architecture != "llama" && c.architecture != "qwen3moe") {
+    return absl::InvalidArgumentError(absl::StrCat(g.where(), ": ", p,
+                                                   "expert_count: experts are supported for llama (Mixtral) and "
+                                                   "qwen3moe, not ", c.architecture));
+  }
+  ASSIGN_OR_RETURN(c.experts_per_token, GgufPositiveInt(g, p + "expert_used_count"));
+  if (c.architecture == "qwen3moe") {
+    ASSIGN_OR_RETURN(c.intermediate_size, GgufIntOr(g, p + "expert_feed_forward_length",
+                                                    c.intermediate_size / c.experts_per_token));
+  }
+  c.norm_topk_prob = true;
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<DecoderConfig> DecoderConfigFromGguf(const GgufFile& g) {
@@ -431,19 +472,20 @@ absl::StatusOr<DecoderConfig> DecoderConfigFromGguf(const GgufFile& g) {
   ASSIGN_OR_RETURN(c.name, g.GetStringOr("general.name", ""));
   const std::string& a = c.architecture;
   const bool gemma = a == "gemma" || a == "gemma2" || a == "gemma3";
-  if (a == "llama" || a == "mistral" || a == "qwen2" || a == "qwen3" || a == "phi3" || gemma) {
+  if (a == "llama" || a == "mistral" || a == "qwen2" || a == "qwen3" || a == "qwen3moe" || a == "phi3" || gemma) {
     c.arch = DecoderArch::kLlama;
   } else if (a == "gpt2") {
     c.arch = DecoderArch::kGpt2;
   } else {
     return absl::InvalidArgumentError(absl::StrCat(
-        g.where(), ": general.architecture '", a, "' is not supported (llama, mistral, qwen2, qwen3, phi3, gemma, "
-                   "gemma2, gemma3, gpt2)"));
+        g.where(), ": general.architecture '", a, "' is not supported (llama, mistral, qwen2, qwen3, qwen3moe, phi3, "
+                   "gemma, gemma2, gemma3, gpt2)"));
   }
   const std::string p = a + ".";
   ASSIGN_OR_RETURN(c.num_layers, GgufPositiveInt(g, p + "block_count"));
   ASSIGN_OR_RETURN(c.hidden_size, GgufPositiveInt(g, p + "embedding_length"));
   ASSIGN_OR_RETURN(c.intermediate_size, GgufPositiveInt(g, p + "feed_forward_length"));
+  RETURN_IF_ERROR(ReadGgufExperts(g, c));
   ASSIGN_OR_RETURN(c.num_heads, GgufPositiveInt(g, p + "attention.head_count"));
   ASSIGN_OR_RETURN(c.num_kv_heads, GgufIntOr(g, p + "attention.head_count_kv", c.num_heads));
   ASSIGN_OR_RETURN(c.max_positions, GgufPositiveInt(g, p + "context_length"));
@@ -489,7 +531,7 @@ absl::StatusOr<DecoderConfig> DecoderConfigFromGguf(const GgufFile& g) {
     // qwen2, qwen3 and the Gemmas are converted unpermuted and run with NEOX
     // (half-split) rope.
     c.rope_pairing = a == "llama" || a == "mistral" ? RopePairing::kAdjacent : RopePairing::kHalfSplit;
-    c.qk_norm = a == "qwen3" || a == "gemma3";
+    c.qk_norm = a == "qwen3" || a == "qwen3moe" || a == "gemma3";
     ASSIGN_OR_RETURN(std::string scaling, g.GetStringOr(p + "rope.scaling.type", ""));
     ASSIGN_OR_RETURN(c.rope_scaling.kind, ParseScalingType(scaling, g.where()));
     ASSIGN_OR_RETURN(double factor, g.GetFloatOr(p + "rope.scaling.factor", 1.0));
@@ -531,7 +573,8 @@ absl::Status ReadHfRope(const HfConfig& hf, DecoderConfig& c) {
   const nlohmann::json* params = nullptr;
   if (j.contains("rope_parameters") && j["rope_parameters"].is_object()) params = &j["rope_parameters"];
   else if (j.contains("rope_scaling") && j["rope_scaling"].is_object()) params = &j["rope_scaling"];
-  ASSIGN_OR_RETURN(double theta, hf.DoubleOr("rope_theta", 10000.0));
+  // MixtralConfig's default_theta is 1e6; every other family's 10000.
+  ASSIGN_OR_RETURN(double theta, hf.DoubleOr("rope_theta", c.architecture == "mixtral" ? 1e6 : 10000.0));
   c.rope_theta = static_cast<float>(theta);
   if (params == nullptr) return absl::OkStatus();
   auto num = [&](const char* key, double def) -> absl::StatusOr<double> {
@@ -683,6 +726,61 @@ absl::Status ReadHfSlidingWindow(const HfConfig& hf, const std::string& type, De
   ASSIGN_OR_RETURN(int64_t window, hf.IntOr("sliding_window", 4096, 1, int64_t{1} << 30));
   c.sliding_window = static_cast<int>(window);
   c.sliding_layers = std::move(layers);
+  return absl::OkStatus();
+}
+
+// Mixtral and Qwen3-MoE as transformers 5.24 defines them: Llama's
+// attention (Qwen3-MoE with Qwen3's per-head q/k norms and its
+// attention_bias), every layer's MLP a mixture of SwiGLU experts
+// (num_experts, or num_local_experts as transformers 5 writes it;
+// num_experts_per_tok; Qwen3-MoE's experts are moe_intermediate_size wide,
+// Mixtral's intermediate_size). Mixtral always renormalises the chosen
+// experts' weights, Qwen3-MoE when norm_topk_prob (default false). A window
+// applies to every layer: Mixtral's sliding_window (default none),
+// Qwen3-MoE's when use_sliding_window. Qwen3-MoE's dense layers
+// (mlp_only_layers, decoder_sparse_step > 1) are refused: no published
+// checkpoint has them.
+absl::Status ReadHfMixtureOfExperts(const HfConfig& hf, DecoderConfig& c) {
+  const std::string& t = c.architecture;
+  const nlohmann::json& j = hf.json();
+  constexpr int64_t kMax = int64_t{1} << 30;
+  const bool qwen = t == "qwen3_moe";
+  RETURN_IF_ERROR(ReadHfBodySizes(hf, 0, qwen ? 32768 : 131072, qwen ? 1e-6 : 1e-5, c));
+  ASSIGN_OR_RETURN(std::string act, hf.StringOr("hidden_act", "silu"));
+  if (act != "silu") {
+    return absl::InvalidArgumentError(absl::StrCat(hf.path(), ": hidden_act '", act, "' is not supported (silu)"));
+  }
+  ASSIGN_OR_RETURN(c.tie_word_embeddings, hf.BoolOr("tie_word_embeddings", false));
+  const char* experts_key = j.contains("num_experts") ? "num_experts" : "num_local_experts";
+  ASSIGN_OR_RETURN(int64_t experts, hf.IntOr(experts_key, qwen ? 128 : 8, 1, kMax));
+  ASSIGN_OR_RETURN(int64_t per_token, hf.IntOr("num_experts_per_tok", qwen ? 8 : 2, 1, experts));
+  c.num_experts = static_cast<int>(experts);
+  c.experts_per_token = static_cast<int>(per_token);
+  if (qwen) {
+    ASSIGN_OR_RETURN(int64_t expert_size, hf.IntOr("moe_intermediate_size", 768, 1, kMax));
+    c.intermediate_size = static_cast<int>(expert_size);
+    ASSIGN_OR_RETURN(c.norm_topk_prob, hf.BoolOr("norm_topk_prob", false));
+    ASSIGN_OR_RETURN(int64_t step, hf.IntOr("decoder_sparse_step", 1, 1, kMax));
+    const auto dense = j.find("mlp_only_layers");
+    if (step != 1 || (dense != j.end() && !dense->is_null() && !(dense->is_array() && dense->empty()))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          hf.path(), ": mlp_only_layers / decoder_sparse_step ", step,
+          " make some layers dense: only models whose every layer is a mixture of experts are supported"));
+    }
+    ASSIGN_OR_RETURN(bool attention_bias, hf.BoolOr("attention_bias", false));
+    c.qkv_bias = c.attn_out_bias = attention_bias;
+    c.qk_norm = true;
+  } else {
+    c.norm_topk_prob = true;
+  }
+  RETURN_IF_ERROR(ReadHfRope(hf, c));
+  ASSIGN_OR_RETURN(bool windowed, hf.BoolOr("use_sliding_window", !qwen));
+  const auto window = j.find("sliding_window");
+  if (windowed && window != j.end() && !window->is_null()) {
+    ASSIGN_OR_RETURN(int64_t w, hf.Int("sliding_window", 1, kMax));
+    c.sliding_window = static_cast<int>(w);
+    c.sliding_layers.assign(c.num_layers, true);
+  }
   return absl::OkStatus();
 }
 
@@ -987,6 +1085,9 @@ absl::StatusOr<DecoderConfig> DecoderConfigFromHf(const HfConfig& hf) {
     c.qk_norm = t == "qwen3";
     RETURN_IF_ERROR(ReadHfRope(hf, c));
     RETURN_IF_ERROR(ReadHfSlidingWindow(hf, t, c));
+  } else if (t == "mixtral" || t == "qwen3_moe") {
+    c.arch = DecoderArch::kLlama;
+    RETURN_IF_ERROR(ReadHfMixtureOfExperts(hf, c));
   } else if (t == "phi3") {
     c.arch = DecoderArch::kLlama;
     RETURN_IF_ERROR(ReadHfPhi3(hf, c));
@@ -1001,7 +1102,8 @@ absl::StatusOr<DecoderConfig> DecoderConfigFromHf(const HfConfig& hf) {
   } else {
     return absl::InvalidArgumentError(absl::StrCat(
         hf.path(), ": model_type '", t,
-        "' is not a supported decoder (llama, mistral, qwen2, qwen3, phi3, gemma, gemma2, gemma3_text, gpt2)"));
+        "' is not a supported decoder (llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, phi3, gemma, gemma2, "
+        "gemma3_text, gpt2)"));
   }
   RETURN_IF_ERROR(ReadHfSpecialIds(hf, c));
   c.name = t;

@@ -57,7 +57,9 @@
 
 namespace attnserve {
 
-enum class DecoderArch : uint8_t { kLlama, kGpt2 };  // kLlama covers mistral, qwen2, qwen3, phi3 and the Gemmas
+// kLlama covers mistral, qwen2, qwen3, phi3, the Gemmas and the mixtures of
+// experts (mixtral, qwen3_moe).
+enum class DecoderArch : uint8_t { kLlama, kGpt2 };
 enum class NormKind : uint8_t { kRmsNorm, kLayerNorm };
 // SwiGLU: down(silu(gate x) * up x); GeGLU (Gemma): down(gelu_tanh(gate x) * up x);
 // GeluTanh (GPT-2): down(gelu_tanh(up x)).
@@ -137,6 +139,16 @@ struct DecoderConfig {
   bool norm_bias = false;      // LayerNorm has a bias (GPT-2)
   bool tie_word_embeddings = false;  // lm head == token embedding (weights.lm_head empty)
 
+  // Mixture of experts (Mixtral, Qwen3-MoE): every layer's MLP is
+  // num_experts SwiGLU experts, each of intermediate_size, and a router
+  // ([num_experts, hidden]); a token runs the experts_per_token experts with
+  // the highest softmax(router logits), their outputs summed with those
+  // probabilities as weights, divided by their sum when norm_topk_prob
+  // (always for Mixtral; Qwen3-MoE's norm_topk_prob). 0: a dense MLP.
+  int num_experts = 0;
+  int experts_per_token = 0;
+  bool norm_topk_prob = true;
+
   // Gemma. RMSNorm scales by (norm_weight_offset + weight): 1 for a Hugging
   // Face Gemma checkpoint, 0 for GGUF (llama.cpp's converter adds the 1).
   float norm_weight_offset = 0.0f;
@@ -195,12 +207,12 @@ struct DecoderConfig {
 class GgufFile;
 class HfConfig;
 
-// From GGUF metadata (general.architecture llama / qwen2 / phi3 / gpt2 and
-// its keys) plus tensor presence (biases, output.weight, rope_freqs.weight,
+// From GGUF metadata (general.architecture llama / qwen2 / qwen3moe / phi3 /
+// gpt2 ... and its keys; *.expert_count for a mixture of experts) plus tensor presence (biases, output.weight, rope_freqs.weight,
 // phi3's rope_factors_long / rope_factors_short.weight).
 absl::StatusOr<DecoderConfig> DecoderConfigFromGguf(const GgufFile& gguf);
-// From a Hugging Face config.json (model_type llama, mistral, qwen2, qwen3, phi3, gemma, gemma2, gemma3_text,
-// gpt2).
+// From a Hugging Face config.json (model_type llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, phi3, gemma,
+// gemma2, gemma3_text, gpt2).
 absl::StatusOr<DecoderConfig> DecoderConfigFromHf(const HfConfig& hf);
 
 // Inverse rotary frequencies, rope_dim/2 of them, frequency index i for pair

@@ -71,6 +71,9 @@ struct Names {
   // one ("gate_up": [gate; up] rows), split here into the separate weights.
   bool fused_qkv = false;
   bool fused_gate_up = false;
+  // A mixture's experts: "gate", "up" or "down" of expert `e` in `layer`,
+  // [rows, cols], as `dtype` (each format knows where it keeps them).
+  std::function<absl::StatusOr<Tensor>(int layer, int e, const char* what, const Shape& shape, DType dtype)> expert;
 };
 
 // Llama-family assembly, shared by both formats.
@@ -112,7 +115,16 @@ absl::StatusOr<DecoderWeights> LoadLlama(const DecoderConfig& c, const Names& n,
       ASSIGN_OR_RETURN(l.post_attn_norm_weight, load(L("post_attn_norm"), {h}, DType::kF32));
       ASSIGN_OR_RETURN(l.post_mlp_norm_weight, load(L("post_mlp_norm"), {h}, DType::kF32));
     }
-    if (n.fused_gate_up) {
+    if (c.num_experts > 0) {
+      ASSIGN_OR_RETURN(l.router_weight, load(L("router"), {c.num_experts, h}, DType::kF32));
+      l.experts.resize(c.num_experts);
+      for (int e = 0; e < c.num_experts; ++e) {
+        DecoderExpertWeights& x = l.experts[e];
+        ASSIGN_OR_RETURN(x.gate_weight, n.expert(i, e, "gate", {f, h}, md));
+        ASSIGN_OR_RETURN(x.up_weight, n.expert(i, e, "up", {f, h}, md));
+        ASSIGN_OR_RETURN(x.down_weight, n.expert(i, e, "down", {h, f}, md));
+      }
+    } else if (n.fused_gate_up) {
       ASSIGN_OR_RETURN(Tensor gate_up, load(L("gate_up"), {2 * f, h}, DType::kF32));
       l.gate_weight = Rows(gate_up, 0, f, md);
       l.up_weight = Rows(gate_up, f, f, md);
@@ -120,7 +132,9 @@ absl::StatusOr<DecoderWeights> LoadLlama(const DecoderConfig& c, const Names& n,
       ASSIGN_OR_RETURN(l.gate_weight, load(L("gate"), {f, h}, md));
       ASSIGN_OR_RETURN(l.up_weight, load(L("up"), {f, h}, md));
     }
-    ASSIGN_OR_RETURN(l.down_weight, load(L("down"), {h, f}, md));
+    if (c.num_experts == 0) {
+      ASSIGN_OR_RETURN(l.down_weight, load(L("down"), {h, f}, md));
+    }
     if (c.mlp_bias) {
       ASSIGN_OR_RETURN(l.gate_bias, load(L("gate_bias"), {f}, DType::kF32));
       ASSIGN_OR_RETURN(l.up_bias, load(L("up_bias"), {f}, DType::kF32));
@@ -154,8 +168,13 @@ int64_t DecoderWeights::TotalBytes() const {
                             &l.q_bias, &l.k_bias, &l.v_bias, &l.q_norm_weight, &l.k_norm_weight, &l.o_weight,
                             &l.o_bias, &l.mlp_norm_weight, &l.mlp_norm_bias, &l.post_attn_norm_weight,
                             &l.post_mlp_norm_weight, &l.gate_weight, &l.gate_bias,
-                            &l.up_weight, &l.up_bias, &l.down_weight, &l.down_bias}) {
+                            &l.up_weight, &l.up_bias, &l.down_weight, &l.down_bias, &l.router_weight}) {
       add(*t);
+    }
+    for (const DecoderExpertWeights& x : l.experts) {
+      add(x.gate_weight);
+      add(x.up_weight);
+      add(x.down_weight);
     }
   }
   return total;
@@ -204,11 +223,23 @@ absl::Status ValidateDecoderWeights(const DecoderConfig& c, const DecoderWeights
     RETURN_IF_ERROR(check(p + "mlp_norm_bias", l.mlp_norm_bias, ln, {h}, DType::kF32));
     RETURN_IF_ERROR(check(p + "post_attn_norm_weight", l.post_attn_norm_weight, c.sandwich_norms, {h}, DType::kF32));
     RETURN_IF_ERROR(check(p + "post_mlp_norm_weight", l.post_mlp_norm_weight, c.sandwich_norms, {h}, DType::kF32));
-    RETURN_IF_ERROR(check(p + "gate_weight", l.gate_weight, !gpt2, {f, h}, md));
+    const bool moe = c.num_experts > 0;
+    RETURN_IF_ERROR(check(p + "gate_weight", l.gate_weight, !gpt2 && !moe, {f, h}, md));
     RETURN_IF_ERROR(check(p + "gate_bias", l.gate_bias, !gpt2 && c.mlp_bias, {f}, DType::kF32));
-    RETURN_IF_ERROR(check(p + "up_weight", l.up_weight, true, {f, h}, md));
+    RETURN_IF_ERROR(check(p + "up_weight", l.up_weight, !moe, {f, h}, md));
     RETURN_IF_ERROR(check(p + "up_bias", l.up_bias, c.mlp_bias, {f}, DType::kF32));
-    RETURN_IF_ERROR(check(p + "down_weight", l.down_weight, true, {h, f}, md));
+    RETURN_IF_ERROR(check(p + "down_weight", l.down_weight, !moe, {h, f}, md));
+    RETURN_IF_ERROR(check(p + "router_weight", l.router_weight, moe, {c.num_experts, h}, DType::kF32));
+    if (static_cast<int>(l.experts.size()) != c.num_experts) {
+      return absl::InvalidArgumentError(absl::StrCat(p, "experts: ", l.experts.size(), ", want ", c.num_experts));
+    }
+    for (int e = 0; e < c.num_experts; ++e) {
+      const DecoderExpertWeights& x = l.experts[e];
+      const std::string q = absl::StrCat(p, "experts.", e, ".");
+      RETURN_IF_ERROR(check(q + "gate_weight", x.gate_weight, true, {f, h}, md));
+      RETURN_IF_ERROR(check(q + "up_weight", x.up_weight, true, {f, h}, md));
+      RETURN_IF_ERROR(check(q + "down_weight", x.down_weight, true, {h, f}, md));
+    }
     RETURN_IF_ERROR(check(p + "down_bias", l.down_bias, c.mlp_bias, {h}, DType::kF32));
   }
   RETURN_IF_ERROR(check("final_norm_weight", w.final_norm_weight, true, {h}, DType::kF32));
@@ -238,8 +269,15 @@ absl::StatusOr<DecoderWeights> LoadDecoderWeightsFromGguf(const GgufFile& g, con
           {"mlp_norm", "ffn_norm.weight"}, {"gate", "ffn_gate.weight"}, {"up", "ffn_up.weight"},
           {"down", "ffn_down.weight"}, {"gate_bias", "ffn_gate.bias"}, {"up_bias", "ffn_up.bias"},
           {"down_bias", "ffn_down.bias"}, {"post_attn_norm", "post_attention_norm.weight"},
-          {"post_mlp_norm", "post_ffw_norm.weight"}, {"qkv", "attn_qkv.weight"}, {"gate_up", "ffn_up.weight"}};
+          {"post_mlp_norm", "post_ffw_norm.weight"}, {"qkv", "attn_qkv.weight"}, {"gate_up", "ffn_up.weight"},
+          {"router", "ffn_gate_inp.weight"}};
       return absl::StrCat("blk.", i, ".", kMap.at(what));
+    };
+    // The experts stacked: ffn_gate_exps / ffn_up_exps [experts, ffn,
+    // hidden], ffn_down_exps [experts, hidden, ffn].
+    n.expert = [&](int i, int e, const char* what, const Shape& shape, DType dtype) {
+      return g.LoadTensorSlab(absl::StrCat("blk.", i, ".ffn_", what, "_exps.weight"),
+                              {c.num_experts, shape[0], shape[1]}, e, MatrixStorage(dtype, shape));
     };
     // llama.cpp's phi3: attn_qkv (or attn_q / attn_k / attn_v) and always
     // one [2 * ffn, hidden] ffn_up, gate first (its swiglu of the halves).
@@ -304,7 +342,8 @@ absl::StatusOr<DecoderWeights> LoadDecoderWeightsFromHf(const SafetensorsArchive
     // (Llama's name for the MLP's pre-norm) and the MLP's pre-norm
     // pre_feedforward_layernorm.
     const bool sandwich = c.sandwich_norms;
-    n.layer = [pre, sandwich](int i, const char* what) {
+    const bool mixtral = c.architecture == "mixtral";
+    n.layer = [pre, sandwich, mixtral](int i, const char* what) {
       static const std::map<std::string, std::string> kSandwich = {
           {"mlp_norm", "pre_feedforward_layernorm.weight"}, {"post_attn_norm", "post_attention_layernorm.weight"},
           {"post_mlp_norm", "post_feedforward_layernorm.weight"}};
@@ -319,7 +358,19 @@ absl::StatusOr<DecoderWeights> LoadDecoderWeightsFromHf(const SafetensorsArchive
           {"gate", "mlp.gate_proj.weight"}, {"up", "mlp.up_proj.weight"}, {"down", "mlp.down_proj.weight"},
           {"gate_bias", "mlp.gate_proj.bias"}, {"up_bias", "mlp.up_proj.bias"}, {"down_bias", "mlp.down_proj.bias"},
           {"qkv", "self_attn.qkv_proj.weight"}, {"gate_up", "mlp.gate_up_proj.weight"}};
+      if (std::string(what) == "router") {
+        return absl::StrCat(pre, "layers.", i, ".", mixtral ? "block_sparse_moe.gate.weight" : "mlp.gate.weight");
+      }
       return absl::StrCat(pre, "layers.", i, ".", kMap.at(what));
+    };
+    // Mixtral's experts are w1 (gate), w3 (up), w2 (down); Qwen3-MoE's are
+    // named as Llama's MLP.
+    n.expert = [&, pre, mixtral](int i, int e, const char* what, const Shape& shape, DType dtype) {
+      static const std::map<std::string, std::string> kMixtral = {{"gate", "w1"}, {"up", "w3"}, {"down", "w2"}};
+      const std::string name =
+          mixtral ? absl::StrCat(pre, "layers.", i, ".block_sparse_moe.experts.", e, ".", kMixtral.at(what), ".weight")
+                  : absl::StrCat(pre, "layers.", i, ".mlp.experts.", e, ".", what, "_proj.weight");
+      return load(name, shape, dtype);
     };
     // Phi-3's fused projections.
     n.fused_qkv = has(n.layer(0, "qkv"));

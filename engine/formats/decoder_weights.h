@@ -31,6 +31,13 @@
 
 namespace attnserve {
 
+// One expert of a mixture (SwiGLU): down(silu(gate x) * up x).
+struct DecoderExpertWeights {
+  Tensor gate_weight;  // [intermediate, hidden]
+  Tensor up_weight;    // [intermediate, hidden]
+  Tensor down_weight;  // [hidden, intermediate]
+};
+
 struct DecoderLayerWeights {
   Tensor attn_norm_weight;  // [hidden] f32
   Tensor attn_norm_bias;    // [hidden] f32, LayerNorm only
@@ -54,6 +61,11 @@ struct DecoderLayerWeights {
   Tensor up_bias;           // [intermediate] f32, if mlp_bias
   Tensor down_weight;       // [hidden, intermediate] (GPT-2: mlp.c_proj)
   Tensor down_bias;         // [hidden] f32, if mlp_bias
+  // A mixture of experts (config.num_experts > 0) instead of gate/up/down:
+  // the router is always f32 (its top-k choice is what a rounding would
+  // change), the experts in the weight dtype.
+  Tensor router_weight;  // [num_experts, hidden] f32
+  std::vector<DecoderExpertWeights> experts;
 };
 
 struct DecoderWeights {
@@ -84,11 +96,15 @@ class GgufFile;
 class SafetensorsArchive;
 
 // Reads every tensor the config calls for from a GGUF file (llama.cpp tensor
-// names: token_embd, blk.N.attn_q, ..., output) and validates it.
+// names: token_embd, blk.N.attn_q, ..., output; a mixture's ffn_gate_inp
+// and stacked ffn_{gate,up,down}_exps, read an expert at a time) and
+// validates it.
 absl::StatusOr<DecoderWeights> LoadDecoderWeightsFromGguf(const GgufFile& gguf, const DecoderConfig& config,
                                                           DType matrix_dtype);
 // Same from Hugging Face safetensors (model.embed_tokens..., or GPT-2's
-// transformer.wte..., with or without the "transformer." prefix).
+// transformer.wte..., with or without the "transformer." prefix; Mixtral's
+// block_sparse_moe.experts.E.w1/w3/w2, Qwen3-MoE's
+// mlp.experts.E.gate_proj/up_proj/down_proj).
 absl::StatusOr<DecoderWeights> LoadDecoderWeightsFromHf(const SafetensorsArchive& archive,
                                                         const DecoderConfig& config, DType matrix_dtype);
 

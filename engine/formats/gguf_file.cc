@@ -480,46 +480,71 @@ absl::StatusOr<const std::vector<int64_t>*> GgufFile::GetIntArray(absl::string_v
 absl::StatusOr<Tensor> GgufFile::LoadTensor(absl::string_view name, DType storage) const {
   const GgufTensorInfo* info = FindTensor(name);
   if (info == nullptr) return absl::NotFoundError(absl::StrCat(where_, ": tensor '", name, "' is missing"));
-  RETURN_IF_ERROR(CheckQ8_0Shape(info->shape, storage, where_, name));
-  Tensor out = Tensor::Empty(info->shape, storage);
-  const int64_t n = info->numel();
-  switch (info->type) {
+  return LoadElements(*info, info->shape, 0, storage);
+}
+
+absl::StatusOr<Tensor> GgufFile::LoadTensorSlab(absl::string_view name, const std::vector<int64_t>& shape,
+                                                int64_t index, DType storage) const {
+  const GgufTensorInfo* info = FindTensor(name);
+  if (info == nullptr) return absl::NotFoundError(absl::StrCat(where_, ": tensor '", name, "' is missing"));
+  if (info->shape != shape || shape.size() < 2) {
+    return absl::InvalidArgumentError(absl::StrCat(where_, ": tensor '", name, "' has shape ",
+                                                   ShapeString(info->shape), ", expected ", ShapeString(shape)));
+  }
+  if (index < 0 || index >= shape[0]) {
+    return absl::OutOfRangeError(absl::StrCat(where_, ": tensor '", name, "': slab ", index, " of ", shape[0]));
+  }
+  const std::vector<int64_t> slab(shape.begin() + 1, shape.end());
+  const int64_t per_slab = info->numel() / shape[0];
+  return LoadElements(*info, slab, index * per_slab, storage);
+}
+
+// Elements [first, first + numel(shape)) of `info` as a tensor of `shape`;
+// `first` is a multiple of the type's block (a slab of whole rows).
+absl::StatusOr<Tensor> GgufFile::LoadElements(const GgufTensorInfo& info, const std::vector<int64_t>& shape,
+                                              int64_t first, DType storage) const {
+  const std::string& name = info.name;
+  RETURN_IF_ERROR(CheckQ8_0Shape(shape, storage, where_, name));
+  Tensor out = Tensor::Empty(shape, storage);
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  const GgmlTypeTraits traits = *GgmlTraits(static_cast<uint32_t>(info.type));
+  const std::byte* data = info.data.data() + first / traits.block_size * traits.block_bytes;
+  switch (info.type) {
     case GgmlType::kF32:
-      ConvertTensorData(info->data.data(), DType::kF32, out.raw(), storage, n);
+      ConvertTensorData(data, DType::kF32, out.raw(), storage, n);
       return out;
     case GgmlType::kF16:
-      ConvertTensorData(info->data.data(), DType::kF16, out.raw(), storage, n);
+      ConvertTensorData(data, DType::kF16, out.raw(), storage, n);
       return out;
     case GgmlType::kBF16:
-      ConvertTensorData(info->data.data(), DType::kBF16, out.raw(), storage, n);
+      ConvertTensorData(data, DType::kBF16, out.raw(), storage, n);
       return out;
     case GgmlType::kQ8_0:
       // Q8_0 kept as Q8_0: the file's blocks as they are, never expanded.
       if (storage != DType::kQ8_0) break;
-      ConvertTensorData(info->data.data(), DType::kQ8_0, out.raw(), storage, n);
+      ConvertTensorData(data, DType::kQ8_0, out.raw(), storage, n);
       return out;
     default:
       break;
   }
-  if (!CanDequantizeGgml(info->type)) {
+  if (!CanDequantizeGgml(info.type)) {
     return absl::UnimplementedError(absl::StrCat(
-        where_, ": tensor '", name, "' has ggml type ", GgmlTypeName(info->type),
+        where_, ": tensor '", name, "' has ggml type ", GgmlTypeName(info.type),
         "; F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS can be "
         "loaded"));
   }
   if (storage == DType::kF32) {
-    DequantizeGgml(info->type, info->data.data(), out.f32(), n);
+    DequantizeGgml(info.type, data, out.f32(), n);
     return out;
   }
   // Other storage: through an f32 buffer a slice at a time, so a large
   // tensor does not need an f32 copy of itself on the way.
-  const GgmlTypeTraits traits = *GgmlTraits(static_cast<uint32_t>(info->type));
   const int64_t slice = (int64_t{1} << 20) / traits.block_size * traits.block_size;  // 4 MiB of f32
   std::vector<float> buffer(static_cast<size_t>(std::min(n, slice)));
   for (int64_t done = 0; done < n; done += slice) {
     const int64_t count = std::min(slice, n - done);
-    DequantizeGgml(info->type, info->data.data() + done / traits.block_size * traits.block_bytes, buffer.data(),
-                   count);
+    DequantizeGgml(info.type, data + done / traits.block_size * traits.block_bytes, buffer.data(), count);
     ConvertTensorData(reinterpret_cast<const std::byte*>(buffer.data()), DType::kF32,
                       static_cast<char*>(out.raw()) + DTypeBytes(storage, done), storage, count);
   }

@@ -128,8 +128,17 @@ class GgufFile {
   // the tensor and both shapes).
   absl::StatusOr<Tensor> LoadTensorWithShape(absl::string_view name, const std::vector<int64_t>& shape,
                                              DType storage) const;
+  // Slab `index` of tensor NAME along its first (slowest) dimension, which
+  // must have row-major `shape` (rank >= 2): a tensor of shape[1:], as
+  // LoadTensor converts it. llama.cpp stacks a mixture's experts so
+  // (ffn_gate_exps [experts, ffn, hidden]); one expert is read without the
+  // others.
+  absl::StatusOr<Tensor> LoadTensorSlab(absl::string_view name, const std::vector<int64_t>& shape, int64_t index,
+                                        DType storage) const;
 
  private:
+  absl::StatusOr<Tensor> LoadElements(const GgufTensorInfo& info, const std::vector<int64_t>& shape, int64_t first,
+                                      DType storage) const;
   GgufFile() = default;
   absl::Status ParseImage();
 

@@ -55,12 +55,16 @@ std::vector<float> ToVector(const Tensor& t, float offset = 0.0f) {
 
 int64_t DecoderScratch::HeldBytes() const {
   int64_t floats = 0;
-  for (const std::vector<float>* v : {&hidden, &normed, &qkv, &attn, &proj, &mlp_in, &mlp_act, &rope, &local_rope, &q}) {
+  for (const std::vector<float>* v : {&hidden, &normed, &qkv, &attn, &proj, &mlp_in, &mlp_act, &rope, &local_rope, &q,
+                                      &router_logits, &expert_weight, &expert_in, &expert_out}) {
     floats += static_cast<int64_t>(v->capacity());
   }
-  return floats * static_cast<int64_t>(sizeof(float)) +
-         static_cast<int64_t>(kv_seqs.capacity() * sizeof(PagedKvSequence) +
-                              row_starts.capacity() * sizeof(int64_t) + seq_lengths.capacity() * sizeof(int32_t));
+  int64_t ints = 0;
+  for (const std::vector<int32_t>* v : {&seq_lengths, &expert_choice, &expert_start, &expert_rows}) {
+    ints += static_cast<int64_t>(v->capacity());
+  }
+  return floats * static_cast<int64_t>(sizeof(float)) + ints * static_cast<int64_t>(sizeof(int32_t)) +
+         static_cast<int64_t>(kv_seqs.capacity() * sizeof(PagedKvSequence) + row_starts.capacity() * sizeof(int64_t));
 }
 
 absl::StatusOr<DecoderBlock> DecoderBlock::Create(const DecoderConfig& config,
@@ -106,6 +110,22 @@ absl::StatusOr<DecoderBlock> DecoderBlock::Create(const DecoderConfig& config,
   b.qkv_.emplace(std::move(qkv));
   ASSIGN_OR_RETURN(Linear out, wrap(make(w.o_weight, w.o_bias), "o_proj"));
   b.out_.emplace(std::move(out));
+  if (config.num_experts > 0) {
+    // The router in f32 whatever the weights' dtype: its top-k choice is
+    // what a rounding would change.
+    ASSIGN_OR_RETURN(Linear router, wrap(Linear::Create(w.router_weight, nullptr), "router"));
+    b.router_.emplace(std::move(router));
+    for (size_t e = 0; e < w.experts.size(); ++e) {
+      const DecoderExpertWeights& x = w.experts[e];
+      const std::string name = absl::StrCat("expert ", e);
+      ASSIGN_OR_RETURN(Linear gu, wrap(make(StackRows({&x.gate_weight, &x.up_weight}), Tensor()),
+                                       (name + " gate_up").c_str()));
+      b.expert_gate_up_.push_back(std::move(gu));
+      ASSIGN_OR_RETURN(Linear down, wrap(make(x.down_weight, Tensor()), (name + " down").c_str()));
+      b.expert_down_.push_back(std::move(down));
+    }
+    return b;
+  }
   if (config.mlp == MlpKind::kSwiGlu || config.mlp == MlpKind::kGeGlu) {
     Tensor gate_up = StackRows({&w.gate_weight, &w.up_weight});
     Tensor gate_up_b;
@@ -125,16 +145,25 @@ absl::StatusOr<DecoderBlock> DecoderBlock::Create(const DecoderConfig& config,
 }
 
 int64_t DecoderBlock::weight_bytes() const {
-  return qkv_->weight_bytes() + out_->weight_bytes() + gate_up_->weight_bytes() +
-         down_->weight_bytes() +
+  int64_t mlp = 0;
+  for (const std::optional<Linear>* l : {&gate_up_, &down_, &router_}) {
+    if (l->has_value()) mlp += (*l)->weight_bytes();
+  }
+  for (const std::vector<Linear>* v : {&expert_gate_up_, &expert_down_}) {
+    for (const Linear& l : *v) mlp += l.weight_bytes();
+  }
+  return qkv_->weight_bytes() + out_->weight_bytes() + mlp +
          static_cast<int64_t>(sizeof(float)) *
              (attn_norm_w_.size() + attn_norm_b_.size() + mlp_norm_w_.size() + mlp_norm_b_.size() +
               q_norm_w_.size() + k_norm_w_.size() + post_attn_norm_w_.size() + post_mlp_norm_w_.size());
 }
 
 absl::Status DecoderBlock::CreateAllPrimitives() const {
-  for (const std::optional<Linear>* l : {&qkv_, &out_, &gate_up_, &down_}) {
-    RETURN_IF_ERROR((*l)->CreateAllPrimitives());
+  for (const std::optional<Linear>* l : {&qkv_, &out_, &gate_up_, &down_, &router_}) {
+    if (l->has_value()) RETURN_IF_ERROR((*l)->CreateAllPrimitives());
+  }
+  for (const std::vector<Linear>* v : {&expert_gate_up_, &expert_down_}) {
+    for (const Linear& l : *v) RETURN_IF_ERROR(l.CreateAllPrimitives());
   }
   return absl::OkStatus();
 }
@@ -250,6 +279,11 @@ absl::Status DecoderBlock::OutputAndMlp(int64_t T, DecoderScratch& sc) const {
   for (int64_t i = 0; i < T * hidden_; ++i) h[i] += sc.proj[i];
 
   Norm(h, mlp_norm_w_, mlp_norm_b_, T, sc.normed.data());
+  if (router_.has_value()) {
+    RETURN_IF_ERROR(MixtureOfExperts(T, sc));
+    for (int64_t i = 0; i < T * hidden_; ++i) h[i] += sc.proj[i];
+    return absl::OkStatus();
+  }
   if (config_->mlp == MlpKind::kSwiGlu || config_->mlp == MlpKind::kGeGlu) {
     RETURN_IF_ERROR(gate_up_->Forward(sc.normed.data(), T, sc.mlp_in.data()));
     const int I = inter_;
@@ -270,6 +304,80 @@ absl::Status DecoderBlock::OutputAndMlp(int64_t T, DecoderScratch& sc) const {
   RETURN_IF_ERROR(down_->Forward(sc.mlp_act.data(), T, sc.proj.data()));
   if (!post_mlp_norm_w_.empty()) Norm(sc.proj.data(), post_mlp_norm_w_, {}, T, sc.proj.data());
   for (int64_t i = 0; i < T * hidden_; ++i) h[i] += sc.proj[i];
+  return absl::OkStatus();
+}
+
+// transformers' Qwen3MoeTopKRouter / MixtralTopKRouter and
+// Qwen3MoeExperts: softmax of the router logits in f32, the top k
+// probabilities (ties to the lower expert index), divided by their sum when
+// norm_topk_prob; each expert runs once on the rows of the tokens that
+// chose it and its outputs are added, weighted, to those tokens' rows.
+absl::Status DecoderBlock::MixtureOfExperts(int64_t T, DecoderScratch& sc) const {
+  const int E = config_->num_experts;
+  const int k = config_->experts_per_token;
+  const int I = inter_;
+  const int64_t D = hidden_;
+  RETURN_IF_ERROR(router_->Forward(sc.normed.data(), T, sc.router_logits.data()));
+  sc.expert_start.assign(E + 1, 0);
+  for (int64_t t = 0; t < T; ++t) {
+    float* z = sc.router_logits.data() + t * E;
+    const float top = *std::max_element(z, z + E);
+    float sum = 0.0f;
+    for (int e = 0; e < E; ++e) {
+      z[e] = std::exp(z[e] - top);
+      sum += z[e];
+    }
+    for (int e = 0; e < E; ++e) z[e] /= sum;
+    int32_t* choice = sc.expert_choice.data() + t * k;
+    float* weight = sc.expert_weight.data() + t * k;
+    float chosen = 0.0f;
+    for (int j = 0; j < k; ++j) {
+      int best = -1;
+      for (int e = 0; e < E; ++e) {
+        if (std::find(choice, choice + j, e) != choice + j) continue;
+        if (best < 0 || z[e] > z[best]) best = e;
+      }
+      choice[j] = best;
+      weight[j] = z[best];
+      chosen += z[best];
+      ++sc.expert_start[best + 1];
+    }
+    if (config_->norm_topk_prob) {
+      for (int j = 0; j < k; ++j) weight[j] /= chosen;
+    }
+  }
+  // Group the (token, choice) pairs by expert: expert e's are
+  // expert_rows[expert_start[e] .. expert_start[e + 1]), as t * k + j.
+  // (Counting sort: expert_start[e] serves as e's cursor, which leaves it at
+  // e + 1's start; shifting back restores the starts.)
+  for (int e = 0; e < E; ++e) sc.expert_start[e + 1] += sc.expert_start[e];
+  std::vector<int32_t>& fill = sc.expert_rows;
+  for (int64_t i = 0; i < T * k; ++i) fill[sc.expert_start[sc.expert_choice[i]]++] = static_cast<int32_t>(i);
+  for (int e = E; e > 0; --e) sc.expert_start[e] = sc.expert_start[e - 1];
+  sc.expert_start[0] = 0;
+  std::fill(sc.proj.begin(), sc.proj.begin() + T * D, 0.0f);
+  for (int e = 0; e < E; ++e) {
+    const int begin = sc.expert_start[e];
+    const int n = sc.expert_start[e + 1] - begin;
+    if (n == 0) continue;
+    for (int r = 0; r < n; ++r) {
+      const int64_t t = fill[begin + r] / k;
+      std::memcpy(sc.expert_in.data() + r * D, sc.normed.data() + t * D, sizeof(float) * D);
+    }
+    RETURN_IF_ERROR(expert_gate_up_[e].Forward(sc.expert_in.data(), n, sc.mlp_in.data()));
+    ParallelFor(n, int64_t{n} * I >= (1 << 15), [&](int64_t r) {
+      const float* g = sc.mlp_in.data() + r * 2 * I;
+      SiluMul(g, g + I, I, sc.mlp_act.data() + r * I);
+    });
+    RETURN_IF_ERROR(expert_down_[e].Forward(sc.mlp_act.data(), n, sc.expert_out.data()));
+    for (int r = 0; r < n; ++r) {
+      const int32_t pair = fill[begin + r];
+      const float w = sc.expert_weight[pair];
+      float* dst = sc.proj.data() + int64_t{pair / k} * D;
+      const float* src = sc.expert_out.data() + r * D;
+      for (int64_t i = 0; i < D; ++i) dst[i] += w * src[i];
+    }
+  }
   return absl::OkStatus();
 }
 

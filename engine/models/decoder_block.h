@@ -7,7 +7,10 @@
 //   attention GQA (Hkv divides Hq; MHA when equal), optional QKV bias
 //             (Qwen2, GPT-2), optional output bias, optional RMSNorm of
 //             each q and k head before rope (Qwen3); K/V go to the paged cache
-//   mlp       SwiGLU down(silu(gate x) * up x) | GELU-tanh down(gelu(up x))
+//   mlp       SwiGLU down(silu(gate x) * up x) | GELU-tanh down(gelu(up x)) |
+//             a mixture of SwiGLU experts (Mixtral, Qwen3-MoE): a router
+//             picks each token's top experts_per_token, whose outputs are
+//             summed with the router's (renormalised) probabilities
 //
 // Projections are oneDNN matmuls (engine/ops/linear.h), Q/K/V fused into one
 // and gate/up fused into one so a step runs 4 GEMMs per block.
@@ -47,6 +50,17 @@ struct DecoderScratch {
   // ForwardUncached: each sequence's first packed row and its length.
   std::vector<int64_t> row_starts;
   std::vector<int32_t> seq_lengths;
+  // A mixture of experts: router logits [T, E]; each token's chosen experts
+  // and their weights [T, k]; the (token, choice) pairs grouped by expert
+  // (expert_start [E + 1] into expert_rows [T k]); one expert's tokens
+  // gathered [n, D] and its output [n, D].
+  std::vector<float> router_logits;
+  std::vector<int32_t> expert_choice;
+  std::vector<float> expert_weight;
+  std::vector<int32_t> expert_start;
+  std::vector<int32_t> expert_rows;
+  std::vector<float> expert_in;
+  std::vector<float> expert_out;
 
   // Bytes the buffers hold (their capacities: they grow to the largest
   // step and are kept).
@@ -86,6 +100,8 @@ class DecoderBlock {
             float* y) const;
   absl::Status ProjectQkv(int64_t T, const Rope* rope, const float* rope_angles, DecoderScratch& sc) const;
   absl::Status OutputAndMlp(int64_t T, DecoderScratch& sc) const;
+  // sc.proj = the mixture's output for sc.normed's T rows.
+  absl::Status MixtureOfExperts(int64_t T, DecoderScratch& sc) const;
   void WriteKv(const ForwardBatch& batch, KvCache& kv, const float* qkv) const;
   absl::Status Attend(const ForwardBatch& batch, const KvCache& kv, DecoderScratch& scratch) const;
 
@@ -96,7 +112,10 @@ class DecoderBlock {
   std::vector<float> attn_norm_w_, attn_norm_b_, mlp_norm_w_, mlp_norm_b_;
   std::vector<float> q_norm_w_, k_norm_w_;  // qk_norm (Qwen3, Gemma 3) only, [head_dim]
   std::vector<float> post_attn_norm_w_, post_mlp_norm_w_;  // sandwich_norms (Gemma 2/3) only
-  std::optional<Linear> qkv_, out_, gate_up_, down_;
+  std::optional<Linear> qkv_, out_, gate_up_, down_;  // gate_up_ / down_ empty in a mixture
+  // A mixture of experts: the f32 router and each expert's gate_up / down.
+  std::optional<Linear> router_;
+  std::vector<Linear> expert_gate_up_, expert_down_;
 };
 
 }  // namespace attnserve

@@ -248,6 +248,15 @@ absl::Status DecoderModel::BeginForward(const ForwardBatch& batch, const KvCache
   Grow(sc.proj, T * D);
   Grow(sc.mlp_in, T * 2 * config_.intermediate_size);
   Grow(sc.mlp_act, T * config_.intermediate_size);
+  if (const int E = config_.num_experts; E > 0) {
+    const int64_t pairs = T * config_.experts_per_token;
+    Grow(sc.router_logits, T * E);
+    Grow(sc.expert_choice, pairs);
+    Grow(sc.expert_weight, pairs);
+    Grow(sc.expert_rows, pairs);
+    Grow(sc.expert_in, T * D);
+    Grow(sc.expert_out, T * D);
+  }
   Embed(batch, sc.hidden.data());
   if (rope_.has_value()) {
     Grow(sc.rope, T * rope_->rope_dim());
@@ -286,8 +295,13 @@ int64_t DecoderModel::ScratchBytes(int64_t tokens) const {
   const int64_t qkv_row = int64_t{config_.num_heads + 2 * config_.num_kv_heads} * config_.head_dim;
   const int64_t heads_row = int64_t{config_.num_heads} * config_.head_dim;
   const int64_t rope_row = (rope_.has_value() ? rope_->rope_dim() : 0) + (local_rope_.has_value() ? local_rope_->rope_dim() : 0);
+  // A mixture adds router logits, k choices and weights, k grouped rows
+  // (4-byte ints counted as floats) and an expert's input and output rows.
+  const int64_t moe_row = config_.num_experts > 0 ? int64_t{config_.num_experts} + 3 * config_.experts_per_token +
+                                                        2 * int64_t{config_.hidden_size}
+                                                  : 0;
   const int64_t floats_per_token = 3 * int64_t{config_.hidden_size} + qkv_row + 2 * heads_row +
-                                   3 * int64_t{config_.intermediate_size} + rope_row;
+                                   3 * int64_t{config_.intermediate_size} + rope_row + moe_row;
   return tokens * floats_per_token * static_cast<int64_t>(sizeof(float));
 }
 

@@ -54,6 +54,12 @@ forward (whole prompt or cached decode step) has passed 256 and uses the
 long ones: prompts, logits, greedy, greedy_min_margin, and
 rows_last_prompt {position: logits} at LONG_ROWS of one whole-prompt
 forward of the last prompt.
+Mixtures of experts (qwen3_moe_tiny, qwen3_moe_unnorm_tiny, mixtral_tiny):
+the usual keys on prompts from their own generators, plus
+  router_min_gap: the smallest gap between the k-th and (k+1)-th router
+      logit of any layer at any position of the prompts followed by
+      their greedy continuations (how far the reference's choice of experts
+      is from a tie that float rounding could flip).
 Usage: .cache/venv/bin/python tools/golden/decoder_logits.py [--only NAME,...]
 """
 import argparse
@@ -214,6 +220,28 @@ def add_long_reference(model, rng):
     print(LONGROPE, "long min margins", [f"{m:.2e}" for m in long["greedy_min_margin"]])
 
 
+MOE = ["qwen3_moe_tiny", "qwen3_moe_unnorm_tiny", "mixtral_tiny"]
+
+
+def router_min_gap(model, sequences):
+    """router_min_gap (see the module docstring), from hooks on every router."""
+    k = model.config.num_experts_per_tok
+    gaps = []
+
+    def hook(_module, _inputs, output):
+        top = torch.topk(output[0].float(), k + 1, dim=-1).values
+        gaps.append(float((top[:, k - 1] - top[:, k]).min()))
+
+    # transformers 5 names Mixtral's block_sparse_moe "mlp" too.
+    handles = [layer.mlp.gate.register_forward_hook(hook) for layer in model.model.layers]
+    with torch.no_grad():
+        for seq in sequences:
+            model(input_ids=torch.tensor([seq]))
+    for h in handles:
+        h.remove()
+    return min(gaps)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", default="", help="comma-separated fixture names (default: all)")
@@ -244,6 +272,18 @@ def main():
         vocab = load(name).config.vocab_size
         prompts = [[int(x) for x in rng.integers(2, vocab, size=n)] for n in ROPE_PROMPT_LENGTHS]
         reference(name, lambda: load(name), prompts, extra_decode=True)
+    for i, name in enumerate(MOE):
+        if only and name not in only:
+            continue
+        rng = np.random.default_rng([SEED, 300 + i])
+        model = load(name)
+        prompts = [[int(x) for x in rng.integers(2, model.config.vocab_size, size=n)] for n in PROMPT_LENGTHS]
+        reference(name, lambda: model, prompts, extra_decode=False)
+        path = OUT / f"{name}.json"
+        doc = json.loads(path.read_text())
+        doc["router_min_gap"] = router_min_gap(model, [p + g for p, g in zip(prompts, doc["greedy"])])
+        path.write_text(json.dumps(doc))
+        print(name, "router min gap", f"{doc['router_min_gap']:.2e}")
     # After the loop above: the quantised references reuse llama_tiny.json's prompts.
     for name, fname in GGUF_QUANT.items():
         if only and name not in only:

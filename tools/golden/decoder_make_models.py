@@ -72,6 +72,18 @@ Makes, with a fixed seed, under tests/golden/decoder_models/<name>/:
                factor sqrt(1 + ln 4 / ln 256)), tied embeddings, no window; HF directory
                and model.gguf (arch phi3, gguf_phi3_writer.py: attn_qkv, fused ffn_up,
                rope_factors_short / rope_factors_long, rope.scaling.attn_factor).
+  qwen3_moe_tiny  Qwen3MoeForCausalLM: qwen3_tiny's attention (q/k norms, head_dim 32),
+               every layer's MLP 8 experts of 32 (routers drawn 4x wider than the other
+               weights, away from ties), the top 3 per token with
+               norm_topk_prob true (Qwen3-30B-A3B's setting), untied; HF directory and
+               model.gguf (arch qwen3moe: ffn_gate_inp, stacked ffn_*_exps,
+               expert_feed_forward_length).
+  qwen3_moe_unnorm_tiny  the same with norm_topk_prob false (Qwen3MoeConfig's default:
+               the chosen experts' probabilities are not renormalised); HF directory only
+               (llama.cpp always renormalises qwen3moe).
+  mixtral_tiny  MixtralForCausalLM, llama_tiny's sizes and tokenizer, 4 experts of 96,
+               the top 2 per token (always renormalised), rope_theta 1e6; HF directory and
+               model.gguf (arch llama with llama.expert_count, Q/K permuted).
 Each as an HF directory (config.json, model.safetensors, tokenizer.json) plus
 GGUF v3 files written with gguf.GGUFWriter in llama.cpp's conventions
 (convert_hf_to_gguf.py): model.gguf (F32) for each; for llama_tiny also
@@ -98,6 +110,7 @@ import torch
 import transformers
 import tokenizers
 import gguf
+import safetensors.numpy
 from tokenizers import (AddedToken, Tokenizer, Regex, models, normalizers, pre_tokenizers, decoders, trainers,
                         processors)
 
@@ -223,14 +236,26 @@ def gguf_tokenizer(writer, tok, pre, bos_name, eos_name, add_bos):
     writer.add_add_bos_token(add_bos)
 
 
-def write_llama_gguf(path, model, cfg, tok, arch, qtype, file_type=None):
-    sd = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
+def write_llama_gguf(path, model, cfg, tok, arch, qtype, file_type=None, experts=None):
+    """`experts`: (count, used per token, expert ffn) for a mixture, whose
+    tensors are read from the saved model.safetensors beside `path`
+    (transformers 5 holds the experts fused in memory and writes them one
+    by one, as the published checkpoints have them)."""
+    if experts is None:
+        sd = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
+    else:
+        sd = safetensors.numpy.load_file(str(path.parent / "model.safetensors"))
     w = gguf.GGUFWriter(str(path), arch)
     theta = (cfg.rope_parameters["rope_theta"] if getattr(cfg, "rope_parameters", None) else cfg.rope_theta)
     add_hparams(w, name=path.parent.name, n_layers=cfg.num_hidden_layers, context=cfg.max_position_embeddings,
                 hidden=cfg.hidden_size, ffn=cfg.intermediate_size, n_head=cfg.num_attention_heads,
                 n_head_kv=cfg.num_key_value_heads, rope_theta=theta, rms_eps=cfg.rms_norm_eps,
                 vocab=cfg.vocab_size, qtype=qtype, file_type=file_type, head_dim=getattr(cfg, "head_dim", None))
+    if experts is not None:
+        w.add_expert_count(experts[0])
+        w.add_expert_used_count(experts[1])
+        if arch == "qwen3moe":
+            w.add_expert_feed_forward_length(experts[2])
     if arch == "llama":
         gguf_tokenizer(w, tok, "llama-bpe", "<|begin_of_text|>", "<|end_of_text|>", True)
     else:
@@ -551,6 +576,48 @@ def make_phi3(name):
 
 
 
+def make_moe(name):
+    """qwen3_moe_tiny / qwen3_moe_unnorm_tiny / mixtral_tiny (see the module docstring)."""
+    torch.manual_seed(SEED)
+    if name == "mixtral_tiny":
+        tok = train_tokenizer("llama3")
+        vocab = tok.get_vocab_size(with_added_tokens=True)
+        cfg = transformers.MixtralConfig(
+            vocab_size=vocab, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+            num_key_value_heads=2, max_position_embeddings=256, rms_norm_eps=1e-5, tie_word_embeddings=False,
+            num_local_experts=4, num_experts_per_tok=2, sliding_window=None,
+            rope_parameters={"rope_type": "default", "rope_theta": 1e6},
+            bos_token_id=tok.token_to_id("<|begin_of_text|>"), eos_token_id=tok.token_to_id("<|end_of_text|>"))
+        model = transformers.MixtralForCausalLM(cfg).eval()
+    else:
+        tok = train_tokenizer("qwen2")
+        vocab = tok.get_vocab_size(with_added_tokens=True)
+        cfg = transformers.Qwen3MoeConfig(
+            vocab_size=vocab, hidden_size=64, intermediate_size=96, moe_intermediate_size=32, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, head_dim=32, max_position_embeddings=256,
+            rms_norm_eps=1e-6, rope_parameters={"rope_type": "default", "rope_theta": 50000.0},
+            tie_word_embeddings=False, attention_bias=False, num_experts=8, num_experts_per_tok=3,
+            norm_topk_prob=name == "qwen3_moe_tiny", decoder_sparse_step=1, mlp_only_layers=[],
+            bos_token_id=tok.token_to_id("<|endoftext|>"), eos_token_id=tok.token_to_id("<|im_end|>"))
+        model = transformers.Qwen3MoeForCausalLM(cfg).eval()
+    init_random(model)
+    # Routers 4x init_random's scale: the router logits spread wider, so the
+    # reference's choice of experts sits further from ties that float
+    # rounding could flip (decoder_logits.py records the smallest gap).
+    with torch.no_grad():
+        for layer in model.model.layers:
+            layer.mlp.gate.weight.mul_(4.0)
+    d = OUT / name
+    save_hf(model, tok, d)
+    if name != "qwen3_moe_unnorm_tiny":
+        arch = "llama" if name == "mixtral_tiny" else "qwen3moe"
+        write_llama_gguf(d / "model.gguf", model, cfg, tok, arch, gguf.GGMLQuantizationType.F32,
+                         experts=(cfg.num_local_experts, cfg.num_experts_per_tok,
+                                  getattr(cfg, "moe_intermediate_size", cfg.intermediate_size)))
+    return {"class": type(model).__name__, "vocab": vocab, "experts": cfg.num_local_experts,
+            "experts_per_token": cfg.num_experts_per_tok, "norm_topk_prob": getattr(cfg, "norm_topk_prob", True)}
+
+
 # llama_quant_mix: one tensor in each block type llama.cpp writes weights
 # in, as llama-quantize mixes them (Q4_K_M: Q4_K with Q6_K for the output
 # and some ffn_down / attn_v); hidden 256 because the K-quants and IQ4_XS
@@ -647,13 +714,16 @@ def main():
     for name in ("phi3_tiny", "phi3_longrope_tiny"):
         if want(name):
             made[name] = make_phi3(name)
+    for name in ("qwen3_moe_tiny", "qwen3_moe_unnorm_tiny", "mixtral_tiny"):
+        if want(name):
+            made[name] = make_moe(name)
     if only and not only & {"llama_tiny", "qwen2_tiny", "gpt2_tiny"}:
         write_versions(made)
         return
     if only:
         sys.exit("--only supports the rope-scaled and sliding-window models, llama_quant_mix, qwen3_tiny, "
-                 "gemma3_tiny, gemma2_tiny, gemma_tiny, gemma2_gguf_tiny, gemma3_gguf_tiny, phi3_tiny and "
-                 "phi3_longrope_tiny; "
+                 "gemma3_tiny, gemma2_tiny, gemma_tiny, gemma2_gguf_tiny, gemma3_gguf_tiny, phi3_tiny, "
+                 "phi3_longrope_tiny, qwen3_moe_tiny, qwen3_moe_unnorm_tiny and mixtral_tiny; "
                  "remake the others with no --only")
 
     # --- llama_tiny: GQA 4/2, rope_theta 50000, untied, no bias, Llama-3 regex tokenizer.

@@ -65,6 +65,21 @@ def add_hparams(writer, *, name, n_layers, context, hidden, ffn, n_head, n_head_
     writer.add_file_type(FILE_TYPE[qtype] if file_type is None else file_type)
 
 
+def expert_tensors(sd, p):
+    """A mixture layer's router and its experts stacked as llama.cpp's
+    converter stacks them (ffn_gate_exps / ffn_up_exps [experts, ffn, hidden],
+    ffn_down_exps [experts, hidden, ffn]): Mixtral's block_sparse_moe (w1 gate,
+    w3 up, w2 down) or Qwen3-MoE's mlp.experts; None for a dense layer."""
+    for router, fmt, names in ((p + "block_sparse_moe.gate.weight", p + "block_sparse_moe.experts.{}.{}.weight",
+                                ("w1", "w3", "w2")),
+                               (p + "mlp.gate.weight", p + "mlp.experts.{}.{}.weight",
+                                ("gate_proj", "up_proj", "down_proj"))):
+        if router in sd:
+            n = sd[router].shape[0]
+            return (sd[router],) + tuple(np.stack([sd[fmt.format(e, w)] for e in range(n)]) for w in names)
+    return None
+
+
 def add_tensors(writer, sd, *, n_layers, n_head, n_head_kv, qtype, permute, tied):
     """The tensors of an HF Llama/Qwen2 state dict (numpy f32 arrays);
     `permute` for the "llama" architecture (Qwen2's GGUF keeps HF's order)."""
@@ -88,9 +103,17 @@ def add_tensors(writer, sd, *, n_layers, n_head, n_head_kv, qtype, permute, tied
                 add_matrix(writer, f"blk.{i}.attn_{b}_norm.weight", sd[key], qtype)
         add_matrix(writer, f"blk.{i}.attn_output.weight", sd[p + "self_attn.o_proj.weight"], qtype)
         add_matrix(writer, f"blk.{i}.ffn_norm.weight", sd[p + "post_attention_layernorm.weight"], qtype)
-        add_matrix(writer, f"blk.{i}.ffn_gate.weight", sd[p + "mlp.gate_proj.weight"], qtype)
-        add_matrix(writer, f"blk.{i}.ffn_up.weight", sd[p + "mlp.up_proj.weight"], qtype)
-        add_matrix(writer, f"blk.{i}.ffn_down.weight", sd[p + "mlp.down_proj.weight"], qtype)
+        experts = expert_tensors(sd, p)
+        if experts is None:
+            add_matrix(writer, f"blk.{i}.ffn_gate.weight", sd[p + "mlp.gate_proj.weight"], qtype)
+            add_matrix(writer, f"blk.{i}.ffn_up.weight", sd[p + "mlp.up_proj.weight"], qtype)
+            add_matrix(writer, f"blk.{i}.ffn_down.weight", sd[p + "mlp.down_proj.weight"], qtype)
+        else:
+            router, gate, up, down = experts
+            writer.add_tensor(f"blk.{i}.ffn_gate_inp.weight", np.ascontiguousarray(router, dtype=np.float32))
+            add_matrix(writer, f"blk.{i}.ffn_gate_exps.weight", gate, qtype)
+            add_matrix(writer, f"blk.{i}.ffn_up_exps.weight", up, qtype)
+            add_matrix(writer, f"blk.{i}.ffn_down_exps.weight", down, qtype)
     add_matrix(writer, "output_norm.weight", sd["model.norm.weight"], qtype)
     if not tied:
         add_matrix(writer, "output.weight", sd["lm_head.weight"], qtype)

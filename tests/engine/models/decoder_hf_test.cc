@@ -12,7 +12,9 @@
 // derives from the architecture); Phi-3 (fused qkv_proj / gate_up_proj, a
 // window on every layer) and a longrope Phi-3 from its directory and its
 // GGUF at the default context (its 256 original positions: short factors;
-// the long ones in phi3_test.cc).
+// the long ones in phi3_test.cc); mixtures of experts: Qwen3-MoE (8 experts,
+// the top 3, renormalised or not) and Mixtral (4, the top 2), from their
+// directories and their GGUF files (stacked experts).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -123,7 +125,10 @@ INSTANTIATE_TEST_SUITE_P(TinyModels, DecoderHfTest,
                                            Case{"gemma2_gguf_tiny", ""}, Case{"gemma2_gguf_tiny", "model.gguf"},
                                            Case{"gemma3_gguf_tiny", ""}, Case{"gemma3_gguf_tiny", "model.gguf"},
                                            Case{"phi3_tiny", ""}, Case{"phi3_longrope_tiny", ""},
-                                           Case{"phi3_longrope_tiny", "model.gguf"}),
+                                           Case{"phi3_longrope_tiny", "model.gguf"},
+                                           Case{"qwen3_moe_tiny", ""}, Case{"qwen3_moe_tiny", "model.gguf"},
+                                           Case{"qwen3_moe_unnorm_tiny", ""}, Case{"mixtral_tiny", ""},
+                                           Case{"mixtral_tiny", "model.gguf"}),
                          CaseName);
 
 // The Gemma GGUF files against llama.cpp itself (tools/golden/
