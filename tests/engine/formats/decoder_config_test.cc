@@ -570,5 +570,88 @@ TEST(DecoderConfigTest, Phi3GgufNeedsBothFactorLists) {
               HasSubstr("phi3.gguf: tensor 'rope_factors_short.weight' is missing (longrope needs both"));
 }
 
+// The mixtures of experts from their directories and GGUF files read the
+// same: counts, expert width (Qwen3-MoE's moe_intermediate_size, which its
+// GGUF writes as expert_feed_forward_length), renormalisation, and the
+// Qwen3 / Llama attention each family keeps.
+TEST(DecoderConfigTest, MixtureOfExpertsHfAndGgufAgree) {
+  const DecoderConfig qwen_hf = FromHfDir(kModels + "qwen3_moe_tiny");
+  const DecoderConfig qwen_gguf = FromGgufFile(kModels + "qwen3_moe_tiny/model.gguf");
+  for (const DecoderConfig* c : {&qwen_hf, &qwen_gguf}) {
+    EXPECT_EQ(c->num_experts, 8);
+    EXPECT_EQ(c->experts_per_token, 3);
+    EXPECT_EQ(c->intermediate_size, 32);
+    EXPECT_TRUE(c->norm_topk_prob);
+    EXPECT_TRUE(c->qk_norm);
+    EXPECT_EQ(c->head_dim, 32);
+    EXPECT_EQ(c->rope_pairing, RopePairing::kHalfSplit);
+    EXPECT_EQ(c->sliding_window, 0);
+  }
+  EXPECT_FALSE(FromHfDir(kModels + "qwen3_moe_unnorm_tiny").norm_topk_prob);
+  const DecoderConfig mixtral_hf = FromHfDir(kModels + "mixtral_tiny");
+  const DecoderConfig mixtral_gguf = FromGgufFile(kModels + "mixtral_tiny/model.gguf");
+  for (const DecoderConfig* c : {&mixtral_hf, &mixtral_gguf}) {
+    EXPECT_EQ(c->num_experts, 4);
+    EXPECT_EQ(c->experts_per_token, 2);
+    EXPECT_EQ(c->intermediate_size, 96);
+    EXPECT_TRUE(c->norm_topk_prob);
+    EXPECT_FALSE(c->qk_norm);
+    EXPECT_FLOAT_EQ(c->rope_theta, 1e6f);
+  }
+  EXPECT_EQ(mixtral_gguf.rope_pairing, RopePairing::kAdjacent);  // llama.cpp's permuted Q/K
+  EXPECT_EQ(FromHfDir(kModels + "llama_tiny").num_experts, 0);
+}
+
+constexpr char kQwen3MoeBase[] = R"({"model_type": "qwen3_moe", "hidden_size": 64, "num_hidden_layers": 2,
+  "num_attention_heads": 4, "intermediate_size": 96, "vocab_size": 100, "moe_intermediate_size": 16)";
+
+// Defaults as transformers 5.24's configs have them, the older
+// "num_experts" and transformers 5's "num_local_experts", windows, and the
+// refusals naming their field.
+TEST(DecoderConfigTest, MixtureOfExpertsDefaultsAndErrors) {
+  auto qwen = FromJsonText(std::string(kQwen3MoeBase) + "}");
+  ASSERT_TRUE(qwen.ok()) << qwen.status();
+  EXPECT_EQ(qwen->num_experts, 128);
+  EXPECT_EQ(qwen->experts_per_token, 8);
+  EXPECT_FALSE(qwen->norm_topk_prob);
+  EXPECT_EQ(qwen->max_positions, 32768);
+  auto local = FromJsonText(std::string(kQwen3MoeBase) + R"(, "num_local_experts": 6, "num_experts_per_tok": 2,
+    "use_sliding_window": true, "sliding_window": 64})");
+  ASSERT_TRUE(local.ok()) << local.status();
+  EXPECT_EQ(local->num_experts, 6);
+  EXPECT_EQ(local->sliding_window, 64);
+  EXPECT_THAT(local->sliding_layers, ::testing::ElementsAre(true, true));
+  auto mixtral = FromJsonText(R"({"model_type": "mixtral", "hidden_size": 64, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "intermediate_size": 96, "vocab_size": 100, "sliding_window": 32})");
+  ASSERT_TRUE(mixtral.ok()) << mixtral.status();
+  EXPECT_EQ(mixtral->num_experts, 8);
+  EXPECT_EQ(mixtral->experts_per_token, 2);
+  EXPECT_EQ(mixtral->sliding_window, 32);
+  EXPECT_FLOAT_EQ(mixtral->rope_theta, 1e6f);
+  auto dense = FromJsonText(std::string(kQwen3MoeBase) + R"(, "mlp_only_layers": [1]})");
+  EXPECT_THAT(std::string(dense.status().message()), HasSubstr("mlp_only_layers / decoder_sparse_step"));
+  auto step = FromJsonText(std::string(kQwen3MoeBase) + R"(, "decoder_sparse_step": 2})");
+  EXPECT_THAT(std::string(step.status().message()), HasSubstr("decoder_sparse_step 2"));
+  auto too_many = FromJsonText(std::string(kQwen3MoeBase) + R"(, "num_experts": 4, "num_experts_per_tok": 5})");
+  EXPECT_THAT(std::string(too_many.status().message()), HasSubstr("num_experts_per_tok"));
+}
+
+TEST(DecoderConfigTest, MixtureOfExpertsGgufKeys) {
+  testing::GgufTestWriter w = MinimalDecoderGguf("qwen3moe", 256);
+  w.KvU32("qwen3moe.expert_count", 4);
+  const std::vector<std::byte> image = w.Build();
+  auto g = GgufFile::Parse(image, "moe.gguf");
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto c = DecoderConfigFromGguf(**g);
+  EXPECT_THAT(std::string(c.status().message()), HasSubstr("qwen3moe.expert_used_count"));
+  testing::GgufTestWriter gemma = MinimalDecoderGguf("gemma", 256);
+  gemma.KvU32("gemma.expert_count", 4);
+  const std::vector<std::byte> gemma_image = gemma.Build();
+  auto gg = GgufFile::Parse(gemma_image, "gemma.gguf");
+  ASSERT_TRUE(gg.ok()) << gg.status();
+  EXPECT_THAT(std::string(DecoderConfigFromGguf(**gg).status().message()),
+              HasSubstr("gemma.expert_count: experts are supported for llama (Mixtral) and qwen3moe"));
+}
+
 }  // namespace
 }  // namespace attnserve

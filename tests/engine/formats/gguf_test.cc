@@ -199,6 +199,56 @@ TEST(GgufTest, Q8_0StorageQuantisesALargeTensorSliceBySlice) {
   EXPECT_EQ(std::memcmp(held->raw(), want.data(), want.size()), 0);
 }
 
+// A mixture's stacked experts ([experts, rows, cols]) read one expert at a
+// time: each slab is the same values as that part of the whole tensor, for
+// a block type (Q4_0: the slab starts a whole number of blocks in), for a
+// Q8_0 slab held as its file blocks, and for f32; a wrong index or shape is
+// refused naming the tensor.
+TEST(GgufTest, SlabsOfAStackedTensor) {
+  const int64_t experts = 3, rows = 2, cols = 64;
+  std::vector<std::byte> q4(static_cast<size_t>(experts * rows * cols / 32 * 18));
+  std::vector<std::byte> q8(static_cast<size_t>(experts * rows * cols / 32 * 34));
+  std::mt19937 rng(11);
+  for (std::vector<std::byte>* data : {&q4, &q8}) {
+    const size_t block = data == &q4 ? 18 : 34;
+    for (size_t b = 0; b < data->size(); b += block) {
+      const uint16_t scale = FloatToF16(0.01f * static_cast<float>(1 + rng() % 50));
+      std::memcpy(data->data() + b, &scale, 2);
+      for (size_t i = 2; i < block; ++i) (*data)[b + i] = static_cast<std::byte>(rng() & 0xff);
+    }
+  }
+  std::vector<float> f32(static_cast<size_t>(experts * rows * cols));
+  for (size_t i = 0; i < f32.size(); ++i) f32[i] = static_cast<float>(i);
+  GgufTestWriter w;
+  w.Tensor("q4", {cols, rows, experts}, 2, q4);
+  w.Tensor("q8", {cols, rows, experts}, 8, q8);
+  w.TensorF32("f32", {cols, rows, experts}, f32);
+  std::vector<std::byte> img = w.Build();
+  auto f = GgufFile::Parse(Span(img), "experts");
+  ASSERT_TRUE(f.ok()) << f.status();
+  const std::vector<int64_t> shape = {experts, rows, cols};
+  for (const char* name : {"q4", "q8", "f32"}) {
+    auto whole = (*f)->LoadTensor(name, DType::kF32);
+    ASSERT_TRUE(whole.ok()) << whole.status();
+    for (int64_t e = 0; e < experts; ++e) {
+      auto slab = (*f)->LoadTensorSlab(name, shape, e, DType::kF32);
+      ASSERT_TRUE(slab.ok()) << slab.status();
+      EXPECT_EQ(slab->shape(), (std::vector<int64_t>{rows, cols}));
+      EXPECT_EQ(std::memcmp(slab->f32(), whole->f32() + e * rows * cols, sizeof(float) * rows * cols), 0)
+          << name << " expert " << e;
+    }
+  }
+  auto held = (*f)->LoadTensorSlab("q8", shape, 2, DType::kQ8_0);
+  ASSERT_TRUE(held.ok()) << held.status();
+  const size_t slab_bytes = static_cast<size_t>(rows * cols / 32 * 34);
+  ASSERT_EQ(held->bytes(), slab_bytes);
+  EXPECT_EQ(std::memcmp(held->raw(), q8.data() + 2 * slab_bytes, slab_bytes), 0);
+  EXPECT_THAT(std::string((*f)->LoadTensorSlab("q4", shape, 3, DType::kF32).status().message()),
+              HasSubstr("tensor 'q4': slab 3 of 3"));
+  EXPECT_THAT(std::string((*f)->LoadTensorSlab("q4", {experts, cols, rows}, 0, DType::kF32).status().message()),
+              HasSubstr("tensor 'q4' has shape [3, 2, 64], expected [3, 64, 2]"));
+}
+
 TEST(GgufTest, Stories260K) {
   auto f = GgufFile::Open(kStories);
   ASSERT_TRUE(f.ok()) << f.status();
