@@ -27,7 +27,13 @@ continuations over gRPC equal transformers' on the same weights.
   layer) and phi3_longrope_tiny (longrope over 256 original positions,
   partial rotary) from its directory and its GGUF: at the default context
   (the original 256 positions, the short factors) and with
-  --decoder-context-length=1024 (the long factors, prompts past 256)."""
+  --decoder-context-length=1024 (the long factors, prompts past 256).
+- Mixtures of experts: qwen3_moe_tiny (8 experts, the top 3 renormalised)
+  from its directory and its GGUF (arch qwen3moe), qwen3_moe_unnorm_tiny
+  (not renormalised), mixtral_tiny (4 experts, the top 2) from its directory
+  and its GGUF (arch llama with experts); all at once in chunked-prefill
+  steps (many tokens of several sequences routed in one step), and held in
+  Q8_0 with the router kept f32."""
 import json
 from concurrent.futures import ThreadPoolExecutor
 
@@ -75,9 +81,14 @@ def greedy_all_at_once(pb, pb_grpc, server, prompts, greedy):
     (MODELS / "phi3_tiny", "phi3_tiny", "phi3"),
     (MODELS / "phi3_longrope_tiny", "phi3_longrope_tiny", "phi3"),
     (MODELS / "phi3_longrope_tiny/model.gguf", "phi3_longrope_tiny", "phi3"),
+    (MODELS / "qwen3_moe_tiny", "qwen3_moe_tiny", "qwen3_moe"),
+    (MODELS / "qwen3_moe_tiny/model.gguf", "qwen3_moe_tiny", "qwen3moe"),
+    (MODELS / "qwen3_moe_unnorm_tiny", "qwen3_moe_unnorm_tiny", "qwen3_moe"),
+    (MODELS / "mixtral_tiny", "mixtral_tiny", "mixtral"),
+    (MODELS / "mixtral_tiny/model.gguf", "mixtral_tiny", "llama"),
 ], ids=["qwen3_hf", "qwen3_gguf", "llama_quant_mix_gguf", "mistral_sliding_window", "qwen2_sliding_window",
         "gemma3_text", "gemma2", "gemma", "gemma_gguf", "gemma2_gguf", "gemma3_gguf", "phi3", "phi3_longrope",
-        "phi3_longrope_gguf"])
+        "phi3_longrope_gguf", "qwen3_moe", "qwen3_moe_gguf", "qwen3_moe_unnormalised", "mixtral", "mixtral_gguf"])
 def test_served_greedy_answers_equal_transformers(pb, proto_modules, path, name, architecture):
     _, pb_grpc = proto_modules
     ref = golden(name)
@@ -137,6 +148,53 @@ def test_longrope_context_picks_the_factors_transformers_uses(pb, proto_modules,
     try:
         assert "context 1024 tokens (longrope: the long factors for every sequence" in server.output()
         assert greedy_all_at_once(pb, pb_grpc, server, long["prompts"], long["greedy"]) == long["greedy"]
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize("name,file", [("qwen3_moe_tiny", "model.gguf"), ("mixtral_tiny", "")])
+def test_mixture_streams_batched_and_chunked_equal_transformers(pb, proto_modules, name, file):
+    """Every prompt at once in 8-token steps: a step routes tokens of several
+    sequences, prompt chunks and decode tokens together, each expert running
+    on the rows that chose it; the answers are transformers' one-at-a-time ones."""
+    _, pb_grpc = proto_modules
+    ref = golden(name)
+    server = ServerProcess(f"--decoder-model={MODELS / name / file}", "--threads=1", "--kv_block_size=4",
+                           "--max_step_tokens=8")
+    try:
+        assert greedy_all_at_once(pb, pb_grpc, server, ref["prompts"], ref["greedy"]) == ref["greedy"]
+    finally:
+        server.close()
+
+
+def test_a_mixture_in_q8_0_keeps_its_router_f32(pb, proto_modules):
+    """--weight-dtype=q8_0 on mixtral_tiny's GGUF: every matrix, the experts'
+    included, in Q8_0 blocks (1.125 bytes a weight), the routers ([4, 64]
+    each) and norms f32; the weight bytes reported are exactly those, each
+    matrix's rows padded to the packed kernels' 32-row panels (a router's 4
+    rows take a whole panel), and it answers."""
+    _, pb_grpc = proto_modules
+    path = MODELS / "mixtral_tiny/model.gguf"
+    server = ServerProcess(f"--decoder-model={path}", "--threads=1", "--weight-dtype=q8_0")
+    try:
+        with grpc.insecure_channel(server.grpc_target) as channel:
+            stub = pb_grpc.InferenceStub(channel)
+            (info,) = stub.GetModelInfo(pb.GetModelInfoRequest(model=pb.MODEL_KIND_DECODER), timeout=30).models
+            assert info.weight_dtype == "q8_0"
+            reader = gguf.GGUFReader(str(path))
+            held = 0
+            for t in reader.tensors:
+                dims = [int(d) for d in t.shape]  # ggml order: fastest first
+                if len(dims) == 1:  # norms
+                    held += dims[0] * 4
+                elif len(dims) == 3:  # the stacked experts: 96- and 64-row matrices, whole panels
+                    held += int(np.prod(dims)) * 1.125
+                else:
+                    cols, rows = dims
+                    held += -(-rows // 32) * 32 * cols * (4 if "ffn_gate_inp" in t.name else 1.125)
+            assert info.weight_bytes == held, (info.weight_bytes, held)
+            assert metric(server, 'attnserve_weight_bytes{model="decoder"}') == info.weight_bytes
+            assert len(greedy_ids(pb, stub, golden("mixtral_tiny")["prompts"][2], 8)) == 8
     finally:
         server.close()
 
