@@ -3,7 +3,11 @@
 directory) to GGUF v3 for the llama.cpp peer, with the `gguf` package, in
 llama.cpp's conventions (tools/golden/gguf_llama_writer.py, shared with
 the golden models): Q/K rows permuted to the adjacent-pair
-rope order, norms f32, tied embeddings (no output.weight).
+rope order, norms f32, tied embeddings (no output.weight). A Qwen3-MoE
+(make_model.py --arch qwen3moe) is written as llama.cpp's qwen3moe: Q/K
+unpermuted, its q/k norms, the router as ffn_gate_inp and the experts
+stacked (ffn_gate_exps ...), expert_count, expert_used_count and
+expert_feed_forward_length.
 
 The tokenizer is the tiny test tokenizer copied by make_model.py (320
 pieces), padded with unused tokens to the model's 49152 so that the
@@ -62,14 +66,19 @@ def write(model_dir, kind):
     sd = load_file(str(model_dir / "model.safetensors"))
     nh, nkv = cfg["num_attention_heads"], cfg["num_key_value_heads"]
     theta = (cfg.get("rope_parameters") or {}).get("rope_theta", cfg.get("rope_theta", 10000.0))
+    moe = cfg["model_type"] == "qwen3_moe"
     tmp = out.with_suffix(".tmp")
-    w = gguf.GGUFWriter(str(tmp), "llama")
-    add_hparams(w, name="smollm135m-random", n_layers=cfg["num_hidden_layers"],
+    w = gguf.GGUFWriter(str(tmp), "qwen3moe" if moe else "llama")
+    add_hparams(w, name="qwen3moe-random" if moe else "smollm135m-random", n_layers=cfg["num_hidden_layers"],
                 context=cfg["max_position_embeddings"], hidden=cfg["hidden_size"], ffn=cfg["intermediate_size"],
                 n_head=nh, n_head_kv=nkv, rope_theta=theta, rms_eps=cfg["rms_norm_eps"], vocab=cfg["vocab_size"],
-                qtype=qtype)
+                qtype=qtype, head_dim=cfg.get("head_dim"))
+    if moe:
+        w.add_expert_count(cfg.get("num_experts", cfg.get("num_local_experts")))
+        w.add_expert_used_count(cfg["num_experts_per_tok"])
+        w.add_expert_feed_forward_length(cfg["moe_intermediate_size"])
     add_tokenizer(w, model_dir, cfg["vocab_size"])
-    add_tensors(w, sd, n_layers=cfg["num_hidden_layers"], n_head=nh, n_head_kv=nkv, qtype=qtype, permute=True,
+    add_tensors(w, sd, n_layers=cfg["num_hidden_layers"], n_head=nh, n_head_kv=nkv, qtype=qtype, permute=not moe,
                 tied=cfg.get("tie_word_embeddings", True))
     w.write_header_to_file()
     w.write_kv_data_to_file()

@@ -14,10 +14,16 @@ only has to load):
                     on 5 layers of every 6 with rope base 10000, the others
                     full with rope_theta 1e6, query_pre_attn_scalar 256);
                     bench/gemma3/run.sh.
+  qwen3moe          a Qwen3-MoE scaled down from Qwen3-30B-A3B's shape
+                    (Qwen3MoeForCausalLM: hidden 512, 8 layers, 8 query heads
+                    over 4 KV heads of 64, q/k norms, every layer 32 experts
+                    of 256 with the top 4 per token renormalised, vocab
+                    32000, untied, rope_theta 1e6; 141 M parameters of which
+                    a token runs 40 M); bench/moe/run.sh.
 
-Usage: make_model.py OUT_DIR [--arch smollm|gemma3]   (skips the work when
-OUT_DIR/model.safetensors exists). Never committed: ~540 MB / ~1.1 GB; the
-run scripts write them under .cache/.
+Usage: make_model.py OUT_DIR [--arch smollm|gemma3|qwen3moe]   (skips the
+work when OUT_DIR/model.safetensors exists). Never committed: ~540 MB /
+~1.1 GB / ~565 MB; the run scripts write them under .cache/.
 """
 import argparse
 import os
@@ -57,17 +63,28 @@ def gemma3():
     return transformers.Gemma3ForCausalLM(config), TOKENIZERS / "gemma3_tiny/tokenizer.json"
 
 
+def qwen3moe():
+    torch.manual_seed(30)
+    config = transformers.Qwen3MoeConfig(
+        vocab_size=32000, hidden_size=512, intermediate_size=1536, moe_intermediate_size=256, num_hidden_layers=8,
+        num_attention_heads=8, num_key_value_heads=4, head_dim=64, max_position_embeddings=4096,
+        rms_norm_eps=1e-6, rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+        num_experts=32, num_experts_per_tok=4, norm_topk_prob=True, decoder_sparse_step=1, mlp_only_layers=[],
+        tie_word_embeddings=False, bos_token_id=0, eos_token_id=1, initializer_range=0.02)
+    return transformers.Qwen3MoeForCausalLM(config), TOKENIZERS / "llama_tiny/tokenizer.json"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
-    ap.add_argument("--arch", choices=["smollm", "gemma3"], default="smollm")
+    ap.add_argument("--arch", choices=["smollm", "gemma3", "qwen3moe"], default="smollm")
     a = ap.parse_args()
     out = pathlib.Path(a.out)
     if (out / "model.safetensors").exists():
         print(f"bench model already at {out}")
         return
     out.mkdir(parents=True, exist_ok=True)
-    model, tokenizer = {"smollm": smollm, "gemma3": gemma3}[a.arch]()
+    model, tokenizer = {"smollm": smollm, "gemma3": gemma3, "qwen3moe": qwen3moe}[a.arch]()
     model = model.to(torch.float32).eval()
     model.save_pretrained(str(out), safe_serialization=True)
     shutil.copy(tokenizer, out / "tokenizer.json")
