@@ -117,10 +117,12 @@ absl::Status DecoderConfig::Validate() const {
   }
   if (sliding_window < 0) return bad(absl::StrCat("sliding_window ", sliding_window, " must be >= 0"));
   if (!(attn_scale >= 0) || !(embedding_scale >= 0) || !(final_logit_softcap >= 0) || !(local_rope_theta >= 0) ||
-      !(attn_logit_softcap >= 0)) {
+      !(attn_logit_softcap >= 0) || !(residual_scale >= 0) || !(logit_scale >= 0) || !std::isfinite(attn_scale) ||
+      !std::isfinite(embedding_scale) || !std::isfinite(residual_scale) || !std::isfinite(logit_scale)) {
     return bad(absl::StrCat("attn_scale ", attn_scale, ", embedding_scale ", embedding_scale, ", final_logit_softcap ",
-                            final_logit_softcap, ", attn_logit_softcap ", attn_logit_softcap, " and local_rope_theta ",
-                            local_rope_theta, " must be >= 0"));
+                            final_logit_softcap, ", attn_logit_softcap ", attn_logit_softcap, ", local_rope_theta ",
+                            local_rope_theta, ", residual_scale ", residual_scale, " and logit_scale ", logit_scale,
+                            " must be finite and >= 0"));
   }
   if (!sliding_layers.empty() && static_cast<int>(sliding_layers.size()) != num_layers) {
     return bad(absl::StrCat("sliding_layers has ", sliding_layers.size(), " entries, want num_layers ", num_layers));
@@ -157,6 +159,8 @@ std::string DecoderConfig::DebugString() const {
                                          ")")
                           : std::string(" (learned)"),
                       qkv_bias ? ", qkv bias" : "", tie_word_embeddings ? ", tied embeddings" : "",
+                      residual_scale > 0 ? absl::StrCat(", residuals x ", residual_scale) : "",
+                      logit_scale > 0 ? absl::StrCat(", logits / ", logit_scale) : "",
                       num_experts > 0 ? absl::StrCat(", ", experts_per_token, " of ", num_experts, " experts",
                                                      norm_topk_prob ? " (weights renormalised)" : "")
                                       : "",
@@ -433,6 +437,26 @@ absl::Status ReadGgufPhi3LongRope(const GgufFile& g, DecoderConfig& c) {
   return absl::OkStatus();
 }
 
+// Granite's scales as llama.cpp's converter writes them: logit_scale
+// (required by llama.cpp), residual_scale, embedding_scale and
+// attention.scale (0 or absent: llama.cpp's defaults, no scaling and
+// 1/sqrt(head_dim)).
+absl::Status ReadGgufGraniteScales(const GgufFile& g, DecoderConfig& c) {
+  const std::string p = c.architecture + ".";
+  ASSIGN_OR_RETURN(double logit, g.GetFloatOr(p + "logit_scale", 0.0));
+  if (!(logit > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(g.where(), ": ", p, "logit_scale must be > 0 (got ", logit, ")"));
+  }
+  ASSIGN_OR_RETURN(double residual, g.GetFloatOr(p + "residual_scale", 0.0));
+  ASSIGN_OR_RETURN(double embedding, g.GetFloatOr(p + "embedding_scale", 0.0));
+  ASSIGN_OR_RETURN(double attention, g.GetFloatOr(p + "attention.scale", 0.0));
+  c.logit_scale = static_cast<float>(logit);
+  c.residual_scale = static_cast<float>(residual);
+  c.embedding_scale = static_cast<float>(embedding);
+  c.attn_scale = static_cast<float>(attention);
+  return absl::OkStatus();
+}
+
 // A mixture of experts as llama.cpp describes one: *.expert_count experts
 // (Mixtral is architecture "llama" with experts; qwen3moe always has them),
 // *.expert_used_count per token, each of *.expert_feed_forward_length
@@ -443,17 +467,24 @@ absl::Status ReadGgufPhi3LongRope(const GgufFile& g, DecoderConfig& c) {
 absl::Status ReadGgufExperts(const GgufFile& g, DecoderConfig& c) {
   const std::string p = c.architecture + ".";
   ASSIGN_OR_RETURN(c.num_experts, GgufIntOr(g, p + "expert_count", 0));
+  const bool always = c.architecture == "qwen3moe" || c.architecture == "granitemoe";
   if (c.num_experts <= 0) {
     c.num_experts = 0;
-    if (c.architecture == "qwen3moe") {
-      return absl::InvalidArgumentError(absl::StrCat(g.where(), ": qwen3moe needs ", p, "expert_count > 0"));
+    if (always) {
+      return absl::InvalidArgumentError(absl::StrCat(g.where(), ": ", c.architecture, " needs ", p,
+                                                     "expert_count > 0"));
     }
     return absl::OkStatus();
   }
-  if (c.architecture != "llama" && c.architecture != "qwen3moe") {
+  if (c.architecture != "llama" && !always) {
     return absl::InvalidArgumentError(absl::StrCat(g.where(), ": ", p,
-                                                   "expert_count: experts are supported for llama (Mixtral) and "
-                                                   "qwen3moe, not ", c.architecture));
+                                                   "expert_count: experts are supported for llama (Mixtral), "
+                                                   "qwen3moe and granitemoe, not ", c.architecture));
+  }
+  ASSIGN_OR_RETURN(int shared, GgufIntOr(g, p + "expert_shared_feed_forward_length", 0));
+  if (shared > 0) {
+    return absl::InvalidArgumentError(absl::StrCat(g.where(), ": ", p, "expert_shared_feed_forward_length ", shared,
+                                                   ": a shared expert (Granite MoE Shared) is not supported"));
   }
   ASSIGN_OR_RETURN(c.experts_per_token, GgufPositiveInt(g, p + "expert_used_count"));
   if (c.architecture == "qwen3moe") {
@@ -472,14 +503,16 @@ absl::StatusOr<DecoderConfig> DecoderConfigFromGguf(const GgufFile& g) {
   ASSIGN_OR_RETURN(c.name, g.GetStringOr("general.name", ""));
   const std::string& a = c.architecture;
   const bool gemma = a == "gemma" || a == "gemma2" || a == "gemma3";
-  if (a == "llama" || a == "mistral" || a == "qwen2" || a == "qwen3" || a == "qwen3moe" || a == "phi3" || gemma) {
+  const bool granite = a == "granite" || a == "granitemoe";
+  if (a == "llama" || a == "mistral" || a == "qwen2" || a == "qwen3" || a == "qwen3moe" || a == "phi3" || gemma ||
+      granite) {
     c.arch = DecoderArch::kLlama;
   } else if (a == "gpt2") {
     c.arch = DecoderArch::kGpt2;
   } else {
     return absl::InvalidArgumentError(absl::StrCat(
         g.where(), ": general.architecture '", a, "' is not supported (llama, mistral, qwen2, qwen3, qwen3moe, phi3, "
-                   "gemma, gemma2, gemma3, gpt2)"));
+                   "granite, granitemoe, gemma, gemma2, gemma3, gpt2)"));
   }
   const std::string p = a + ".";
   ASSIGN_OR_RETURN(c.num_layers, GgufPositiveInt(g, p + "block_count"));
@@ -530,7 +563,7 @@ absl::StatusOr<DecoderConfig> DecoderConfigFromGguf(const GgufFile& g) {
     // See the header: llama.cpp permutes Q/K of `llama` so adjacent pairs apply;
     // qwen2, qwen3 and the Gemmas are converted unpermuted and run with NEOX
     // (half-split) rope.
-    c.rope_pairing = a == "llama" || a == "mistral" ? RopePairing::kAdjacent : RopePairing::kHalfSplit;
+    c.rope_pairing = a == "llama" || a == "mistral" || granite ? RopePairing::kAdjacent : RopePairing::kHalfSplit;
     c.qk_norm = a == "qwen3" || a == "qwen3moe" || a == "gemma3";
     ASSIGN_OR_RETURN(std::string scaling, g.GetStringOr(p + "rope.scaling.type", ""));
     ASSIGN_OR_RETURN(c.rope_scaling.kind, ParseScalingType(scaling, g.where()));
@@ -556,6 +589,7 @@ absl::StatusOr<DecoderConfig> DecoderConfigFromGguf(const GgufFile& g) {
     c.attn_out_bias = g.FindTensor("blk.0.attn_output.bias") != nullptr;
     if (gemma) RETURN_IF_ERROR(ReadGgufGemma(g, c));
     if (a == "phi3") RETURN_IF_ERROR(ReadGgufPhi3LongRope(g, c));
+    if (granite) RETURN_IF_ERROR(ReadGgufGraniteScales(g, c));
   }
   if (c.name.empty()) c.name = a;
   RETURN_IF_ERROR(c.Validate());
@@ -782,6 +816,53 @@ absl::Status ReadHfMixtureOfExperts(const HfConfig& hf, DecoderConfig& c) {
     c.sliding_layers.assign(c.num_layers, true);
   }
   return absl::OkStatus();
+}
+
+// Granite 3 (granite) and Granite MoE (granitemoe) as transformers 5.24
+// defines them: Llama's layers (attention_bias, mlp_bias) with four
+// multipliers: the embeddings times embedding_multiplier (the tied LM head
+// not), attention scores times attention_multiplier (instead of
+// 1/sqrt(head_dim)), each sub-layer's output times residual_multiplier
+// before its residual add, the logits divided by logits_scaling. Granite
+// MoE: every layer's MLP num_local_experts experts of intermediate_size,
+// num_experts_per_tok per token, the softmax over the chosen ones' logits
+// (the renormalised top-k).
+absl::Status ReadHfGranite(const HfConfig& hf, DecoderConfig& c) {
+  constexpr int64_t kMax = int64_t{1} << 30;
+  RETURN_IF_ERROR(ReadHfBodySizes(hf, 0, 2048, 1e-6, c));
+  ASSIGN_OR_RETURN(std::string act, hf.StringOr("hidden_act", "silu"));
+  if (act != "silu") {
+    return absl::InvalidArgumentError(absl::StrCat(hf.path(), ": hidden_act '", act, "' is not supported (silu)"));
+  }
+  ASSIGN_OR_RETURN(c.tie_word_embeddings, hf.BoolOr("tie_word_embeddings", false));
+  ASSIGN_OR_RETURN(bool attention_bias, hf.BoolOr("attention_bias", false));
+  c.qkv_bias = c.attn_out_bias = attention_bias;
+  ASSIGN_OR_RETURN(c.mlp_bias, hf.BoolOr("mlp_bias", false));
+  struct Multiplier {
+    const char* key;
+    float* field;
+  };
+  for (auto [key, field] : {Multiplier{"embedding_multiplier", &c.embedding_scale},
+                            Multiplier{"attention_multiplier", &c.attn_scale},
+                            Multiplier{"residual_multiplier", &c.residual_scale},
+                            Multiplier{"logits_scaling", &c.logit_scale}}) {
+    ASSIGN_OR_RETURN(double v, hf.DoubleOr(key, 1.0));
+    if (!(v > 0) || !std::isfinite(v)) {
+      return absl::InvalidArgumentError(absl::StrCat(hf.path(), ": ", key, " must be a positive number (got ", v, ")"));
+    }
+    *field = static_cast<float>(v);
+  }
+  if (c.architecture == "granitemoe") {
+    if (c.mlp_bias) {
+      return absl::InvalidArgumentError(absl::StrCat(hf.path(), ": mlp_bias with experts is not supported"));
+    }
+    ASSIGN_OR_RETURN(int64_t experts, hf.IntOr("num_local_experts", 8, 1, kMax));
+    ASSIGN_OR_RETURN(int64_t per_token, hf.IntOr("num_experts_per_tok", 2, 1, experts));
+    c.num_experts = static_cast<int>(experts);
+    c.experts_per_token = static_cast<int>(per_token);
+    c.norm_topk_prob = true;
+  }
+  return ReadHfRope(hf, c);
 }
 
 // Phi-3 / Phi-3.5 as transformers 5.24 defines them (modular_phi3.py,
@@ -1088,6 +1169,9 @@ absl::StatusOr<DecoderConfig> DecoderConfigFromHf(const HfConfig& hf) {
   } else if (t == "mixtral" || t == "qwen3_moe") {
     c.arch = DecoderArch::kLlama;
     RETURN_IF_ERROR(ReadHfMixtureOfExperts(hf, c));
+  } else if (t == "granite" || t == "granitemoe") {
+    c.arch = DecoderArch::kLlama;
+    RETURN_IF_ERROR(ReadHfGranite(hf, c));
   } else if (t == "phi3") {
     c.arch = DecoderArch::kLlama;
     RETURN_IF_ERROR(ReadHfPhi3(hf, c));
@@ -1102,8 +1186,8 @@ absl::StatusOr<DecoderConfig> DecoderConfigFromHf(const HfConfig& hf) {
   } else {
     return absl::InvalidArgumentError(absl::StrCat(
         hf.path(), ": model_type '", t,
-        "' is not a supported decoder (llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, phi3, gemma, gemma2, "
-        "gemma3_text, gpt2)"));
+        "' is not a supported decoder (llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, phi3, granite, granitemoe, "
+        "gemma, gemma2, gemma3_text, gpt2)"));
   }
   RETURN_IF_ERROR(ReadHfSpecialIds(hf, c));
   c.name = t;

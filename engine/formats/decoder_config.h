@@ -57,8 +57,8 @@
 
 namespace attnserve {
 
-// kLlama covers mistral, qwen2, qwen3, phi3, the Gemmas and the mixtures of
-// experts (mixtral, qwen3_moe).
+// kLlama covers mistral, qwen2, qwen3, phi3, the Gemmas, granite and the
+// mixtures of experts (mixtral, qwen3_moe, granitemoe).
 enum class DecoderArch : uint8_t { kLlama, kGpt2 };
 enum class NormKind : uint8_t { kRmsNorm, kLayerNorm };
 // SwiGLU: down(silu(gate x) * up x); GeGLU (Gemma): down(gelu_tanh(gate x) * up x);
@@ -139,7 +139,15 @@ struct DecoderConfig {
   bool norm_bias = false;      // LayerNorm has a bias (GPT-2)
   bool tie_word_embeddings = false;  // lm head == token embedding (weights.lm_head empty)
 
-  // Mixture of experts (Mixtral, Qwen3-MoE): every layer's MLP is
+  // Granite: > 0, each sub-layer's output (attention, MLP) is multiplied by
+  // residual_scale before its residual add (residual_multiplier), and the
+  // logits are divided by logit_scale (logits_scaling). Granite's
+  // embedding_multiplier and attention_multiplier are embedding_scale and
+  // attn_scale below.
+  float residual_scale = 0.0f;
+  float logit_scale = 0.0f;
+
+  // Mixture of experts (Mixtral, Qwen3-MoE, Granite MoE): every layer's MLP is
   // num_experts SwiGLU experts, each of intermediate_size, and a router
   // ([num_experts, hidden]); a token runs the experts_per_token experts with
   // the highest softmax(router logits), their outputs summed with those
@@ -208,11 +216,11 @@ class GgufFile;
 class HfConfig;
 
 // From GGUF metadata (general.architecture llama / qwen2 / qwen3moe / phi3 /
-// gpt2 ... and its keys; *.expert_count for a mixture of experts) plus tensor presence (biases, output.weight, rope_freqs.weight,
+// granite / granitemoe / gpt2 ... and its keys; *.expert_count for a mixture of experts) plus tensor presence (biases, output.weight, rope_freqs.weight,
 // phi3's rope_factors_long / rope_factors_short.weight).
 absl::StatusOr<DecoderConfig> DecoderConfigFromGguf(const GgufFile& gguf);
-// From a Hugging Face config.json (model_type llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, phi3, gemma,
-// gemma2, gemma3_text, gpt2).
+// From a Hugging Face config.json (model_type llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, phi3, granite,
+// granitemoe, gemma, gemma2, gemma3_text, gpt2).
 absl::StatusOr<DecoderConfig> DecoderConfigFromHf(const HfConfig& hf);
 
 // Inverse rotary frequencies, rope_dim/2 of them, frequency index i for pair

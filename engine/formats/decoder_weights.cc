@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -41,10 +42,11 @@ Tensor ToDType(const Tensor& src, DType dtype) {
   return out;
 }
 
-// Rows [begin, begin + n) of a 2-D (or 1-D) f32 tensor, converted to dtype.
+// Rows [begin, begin + n) of an f32 tensor read as [rows, last dim] (1-D:
+// elements), converted to dtype.
 Tensor Rows(const Tensor& src, int64_t begin, int64_t n, DType dtype) {
-  const int64_t cols = src.rank() == 2 ? src.dim(1) : 1;
-  Shape shape = src.rank() == 2 ? Shape{n, cols} : Shape{n};
+  const int64_t cols = src.rank() >= 2 ? src.dim(src.rank() - 1) : 1;
+  Shape shape = src.rank() >= 2 ? Shape{n, cols} : Shape{n};
   Tensor f32 = Tensor::Empty(shape, DType::kF32);
   std::copy(src.f32() + begin * cols, src.f32() + (begin + n) * cols, f32.f32());
   return ToDType(f32, MatrixStorage(dtype, shape));
@@ -343,7 +345,8 @@ absl::StatusOr<DecoderWeights> LoadDecoderWeightsFromHf(const SafetensorsArchive
     // pre_feedforward_layernorm.
     const bool sandwich = c.sandwich_norms;
     const bool mixtral = c.architecture == "mixtral";
-    n.layer = [pre, sandwich, mixtral](int i, const char* what) {
+    const bool granite_moe = c.architecture == "granitemoe";
+    n.layer = [pre, sandwich, mixtral, granite_moe](int i, const char* what) {
       static const std::map<std::string, std::string> kSandwich = {
           {"mlp_norm", "pre_feedforward_layernorm.weight"}, {"post_attn_norm", "post_attention_layernorm.weight"},
           {"post_mlp_norm", "post_feedforward_layernorm.weight"}};
@@ -359,13 +362,40 @@ absl::StatusOr<DecoderWeights> LoadDecoderWeightsFromHf(const SafetensorsArchive
           {"gate_bias", "mlp.gate_proj.bias"}, {"up_bias", "mlp.up_proj.bias"}, {"down_bias", "mlp.down_proj.bias"},
           {"qkv", "self_attn.qkv_proj.weight"}, {"gate_up", "mlp.gate_up_proj.weight"}};
       if (std::string(what) == "router") {
-        return absl::StrCat(pre, "layers.", i, ".", mixtral ? "block_sparse_moe.gate.weight" : "mlp.gate.weight");
+        return absl::StrCat(pre, "layers.", i, ".",
+                            granite_moe ? "block_sparse_moe.router.layer.weight"
+                            : mixtral   ? "block_sparse_moe.gate.weight"
+                                        : "mlp.gate.weight");
       }
       return absl::StrCat(pre, "layers.", i, ".", kMap.at(what));
     };
+    // Granite MoE's experts are stacked in two tensors, input_linear
+    // [experts, 2 ffn, hidden] (each expert's gate rows, then its up rows)
+    // and output_linear [experts, hidden, ffn]; each is read once per layer
+    // (f32) and the experts' rows cut from it.
+    auto stacked = std::make_shared<std::pair<int, std::map<std::string, Tensor>>>(-1, std::map<std::string, Tensor>());
+    auto granite_expert = [&, pre, stacked](int i, int e, const char* what, const Shape& shape,
+                                            DType dtype) -> absl::StatusOr<Tensor> {
+      if (stacked->first != i) {
+        stacked->first = i;
+        stacked->second.clear();
+      }
+      const bool down = std::string(what) == "down";
+      const std::string name = absl::StrCat(pre, "layers.", i, ".block_sparse_moe.",
+                                            down ? "output_linear" : "input_linear", ".weight");
+      const int64_t rows = down ? shape[0] : 2 * shape[0];
+      if (!stacked->second.contains(name)) {
+        ASSIGN_OR_RETURN(Tensor t, load(name, {c.num_experts, rows, shape[1]}, DType::kF32));
+        stacked->second.emplace(name, std::move(t));
+      }
+      const int64_t first = e * rows + (std::string(what) == "up" ? shape[0] : 0);
+      return Rows(stacked->second.at(name), first, shape[0], MatrixStorage(dtype, shape));
+    };
     // Mixtral's experts are w1 (gate), w3 (up), w2 (down); Qwen3-MoE's are
     // named as Llama's MLP.
-    n.expert = [&, pre, mixtral](int i, int e, const char* what, const Shape& shape, DType dtype) {
+    n.expert = [&, pre, mixtral, granite_moe, granite_expert](int i, int e, const char* what, const Shape& shape,
+                                                              DType dtype) -> absl::StatusOr<Tensor> {
+      if (granite_moe) return granite_expert(i, e, what, shape, dtype);
       static const std::map<std::string, std::string> kMixtral = {{"gate", "w1"}, {"up", "w3"}, {"down", "w2"}};
       const std::string name =
           mixtral ? absl::StrCat(pre, "layers.", i, ".block_sparse_moe.experts.", e, ".", kMixtral.at(what), ".weight")

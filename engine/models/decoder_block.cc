@@ -273,15 +273,18 @@ absl::Status DecoderBlock::ProjectQkv(int64_t T, const Rope* rope, const float* 
 // The output projection of sc.attn and the MLP, each added to the residual.
 absl::Status DecoderBlock::OutputAndMlp(int64_t T, DecoderScratch& sc) const {
   float* h = sc.hidden.data();
+  // Granite scales each sub-layer's output before its residual add (1
+  // elsewhere: an exact no-op).
+  const float r = config_->residual_scale > 0 ? config_->residual_scale : 1.0f;
   RETURN_IF_ERROR(out_->Forward(sc.attn.data(), T, sc.proj.data()));
   // Gemma 2/3 normalise each sub-layer's output before the residual add.
   if (!post_attn_norm_w_.empty()) Norm(sc.proj.data(), post_attn_norm_w_, {}, T, sc.proj.data());
-  for (int64_t i = 0; i < T * hidden_; ++i) h[i] += sc.proj[i];
+  for (int64_t i = 0; i < T * hidden_; ++i) h[i] += r * sc.proj[i];
 
   Norm(h, mlp_norm_w_, mlp_norm_b_, T, sc.normed.data());
   if (router_.has_value()) {
     RETURN_IF_ERROR(MixtureOfExperts(T, sc));
-    for (int64_t i = 0; i < T * hidden_; ++i) h[i] += sc.proj[i];
+    for (int64_t i = 0; i < T * hidden_; ++i) h[i] += r * sc.proj[i];
     return absl::OkStatus();
   }
   if (config_->mlp == MlpKind::kSwiGlu || config_->mlp == MlpKind::kGeGlu) {
@@ -303,7 +306,7 @@ absl::Status DecoderBlock::OutputAndMlp(int64_t T, DecoderScratch& sc) const {
   }
   RETURN_IF_ERROR(down_->Forward(sc.mlp_act.data(), T, sc.proj.data()));
   if (!post_mlp_norm_w_.empty()) Norm(sc.proj.data(), post_mlp_norm_w_, {}, T, sc.proj.data());
-  for (int64_t i = 0; i < T * hidden_; ++i) h[i] += sc.proj[i];
+  for (int64_t i = 0; i < T * hidden_; ++i) h[i] += r * sc.proj[i];
   return absl::OkStatus();
 }
 

@@ -334,6 +334,9 @@ absl::Status DecoderModel::Forward(const ForwardBatch& batch, KvCache& kv, Decod
   FinalNorm(sc.normed.data(), R);
   logits.resize(int64_t{R} * config_.vocab_size);
   RETURN_IF_ERROR(lm_head_->Forward(sc.normed.data(), R, logits.data()));
+  if (const float scale = config_.logit_scale; scale > 0) {
+    for (float& x : logits) x /= scale;  // Granite's logits_scaling
+  }
   if (const float cap = config_.final_logit_softcap; cap > 0) {
     for (float& x : logits) x = cap * std::tanh(x / cap);
   }

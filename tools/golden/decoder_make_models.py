@@ -84,6 +84,16 @@ Makes, with a fixed seed, under tests/golden/decoder_models/<name>/:
   mixtral_tiny  MixtralForCausalLM, llama_tiny's sizes and tokenizer, 4 experts of 96,
                the top 2 per token (always renormalised), rope_theta 1e6; HF directory and
                model.gguf (arch llama with llama.expert_count, Q/K permuted).
+  granite_tiny  GraniteForCausalLM (Granite 3), llama_tiny's sizes and tokenizer, tied
+               embeddings, the four multipliers set away from 1 (embedding 4, attention 0.2
+               instead of 16^-0.5, residual 0.5, logits divided by 2.5); HF directory and
+               model.gguf (arch granite: embedding_scale, attention.scale, residual_scale,
+               logit_scale; Q/K permuted as llama.cpp's GraniteModel, a LlamaModel, does).
+  granitemoe_tiny  GraniteMoeForCausalLM, the same multipliers, 6 experts of 32, the top 2
+               (softmax over the chosen logits), routers 4x wider, untied; the experts
+               saved stacked (block_sparse_moe.input_linear [experts, 2 ffn, hidden],
+               output_linear) as IBM's checkpoints have them; HF directory and model.gguf
+               (arch granitemoe: input_linear split into ffn_gate_exps / ffn_up_exps).
 Each as an HF directory (config.json, model.safetensors, tokenizer.json) plus
 GGUF v3 files written with gguf.GGUFWriter in llama.cpp's conventions
 (convert_hf_to_gguf.py): model.gguf (F32) for each; for llama_tiny also
@@ -256,12 +266,18 @@ def write_llama_gguf(path, model, cfg, tok, arch, qtype, file_type=None, experts
         w.add_expert_used_count(experts[1])
         if arch == "qwen3moe":
             w.add_expert_feed_forward_length(experts[2])
-    if arch == "llama":
+    if arch in ("granite", "granitemoe"):
+        # convert_hf_to_gguf.py's GraniteModel: the four multipliers as scales.
+        w.add_embedding_scale(cfg.embedding_multiplier)
+        w.add_residual_scale(cfg.residual_multiplier)
+        w.add_attention_scale(cfg.attention_multiplier)
+        w.add_logit_scale(cfg.logits_scaling)
+    if arch in ("llama", "granite", "granitemoe"):
         gguf_tokenizer(w, tok, "llama-bpe", "<|begin_of_text|>", "<|end_of_text|>", True)
     else:
         gguf_tokenizer(w, tok, "qwen2", "<|endoftext|>", "<|endoftext|>", False)
     add_tensors(w, sd, n_layers=cfg.num_hidden_layers, n_head=cfg.num_attention_heads,
-                n_head_kv=cfg.num_key_value_heads, qtype=qtype, permute=(arch == "llama"),
+                n_head_kv=cfg.num_key_value_heads, qtype=qtype, permute=(arch in ("llama", "granite", "granitemoe")),
                 tied=cfg.tie_word_embeddings)
     w.write_header_to_file()
     w.write_kv_data_to_file()
@@ -618,6 +634,40 @@ def make_moe(name):
             "experts_per_token": cfg.num_experts_per_tok, "norm_topk_prob": getattr(cfg, "norm_topk_prob", True)}
 
 
+def make_granite(name):
+    """granite_tiny / granitemoe_tiny (see the module docstring)."""
+    torch.manual_seed(SEED)
+    tok = train_tokenizer("llama3")
+    vocab = tok.get_vocab_size(with_added_tokens=True)
+    kw = dict(vocab_size=vocab, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+              num_key_value_heads=2, max_position_embeddings=256, rms_norm_eps=1e-6,
+              rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, attention_bias=False,
+              embedding_multiplier=4.0, attention_multiplier=0.2, residual_multiplier=0.5, logits_scaling=2.5,
+              bos_token_id=tok.token_to_id("<|begin_of_text|>"), eos_token_id=tok.token_to_id("<|end_of_text|>"))
+    if name == "granite_tiny":
+        cfg = transformers.GraniteConfig(**kw, tie_word_embeddings=True)
+        model = transformers.GraniteForCausalLM(cfg).eval()
+    else:
+        kw["intermediate_size"] = 32
+        cfg = transformers.GraniteMoeConfig(**kw, tie_word_embeddings=False, num_local_experts=6,
+                                            num_experts_per_tok=2)
+        model = transformers.GraniteMoeForCausalLM(cfg).eval()
+    init_random(model)
+    if name == "granitemoe_tiny":
+        with torch.no_grad():  # routers wider, as make_moe's
+            for layer in model.model.layers:
+                layer.block_sparse_moe.router.weight.mul_(4.0)
+    d = OUT / name
+    save_hf(model, tok, d)
+    moe = name == "granitemoe_tiny"
+    write_llama_gguf(d / "model.gguf", model, cfg, tok, "granitemoe" if moe else "granite",
+                     gguf.GGMLQuantizationType.F32,
+                     experts=(cfg.num_local_experts, cfg.num_experts_per_tok, cfg.intermediate_size) if moe else None)
+    return {"class": type(model).__name__, "vocab": vocab, "multipliers": {
+        k: getattr(cfg, k) for k in ("embedding_multiplier", "attention_multiplier", "residual_multiplier",
+                                     "logits_scaling")}}
+
+
 # llama_quant_mix: one tensor in each block type llama.cpp writes weights
 # in, as llama-quantize mixes them (Q4_K_M: Q4_K with Q6_K for the output
 # and some ffn_down / attn_v); hidden 256 because the K-quants and IQ4_XS
@@ -717,13 +767,17 @@ def main():
     for name in ("qwen3_moe_tiny", "qwen3_moe_unnorm_tiny", "mixtral_tiny"):
         if want(name):
             made[name] = make_moe(name)
+    for name in ("granite_tiny", "granitemoe_tiny"):
+        if want(name):
+            made[name] = make_granite(name)
     if only and not only & {"llama_tiny", "qwen2_tiny", "gpt2_tiny"}:
         write_versions(made)
         return
     if only:
         sys.exit("--only supports the rope-scaled and sliding-window models, llama_quant_mix, qwen3_tiny, "
                  "gemma3_tiny, gemma2_tiny, gemma_tiny, gemma2_gguf_tiny, gemma3_gguf_tiny, phi3_tiny, "
-                 "phi3_longrope_tiny, qwen3_moe_tiny, qwen3_moe_unnorm_tiny and mixtral_tiny; "
+                 "phi3_longrope_tiny, qwen3_moe_tiny, qwen3_moe_unnorm_tiny, mixtral_tiny, granite_tiny and "
+                 "granitemoe_tiny; "
                  "remake the others with no --only")
 
     # --- llama_tiny: GQA 4/2, rope_theta 50000, untied, no bias, Llama-3 regex tokenizer.

@@ -69,7 +69,14 @@ def expert_tensors(sd, p):
     """A mixture layer's router and its experts stacked as llama.cpp's
     converter stacks them (ffn_gate_exps / ffn_up_exps [experts, ffn, hidden],
     ffn_down_exps [experts, hidden, ffn]): Mixtral's block_sparse_moe (w1 gate,
-    w3 up, w2 down) or Qwen3-MoE's mlp.experts; None for a dense layer."""
+    w3 up, w2 down), Qwen3-MoE's mlp.experts or Granite MoE's
+    block_sparse_moe.input_linear ([experts, 2 ffn, hidden]: each expert's
+    gate rows, then its up rows) and output_linear; None for a dense layer."""
+    router = p + "block_sparse_moe.router.layer.weight"
+    if router in sd:
+        fused, down = sd[p + "block_sparse_moe.input_linear.weight"], sd[p + "block_sparse_moe.output_linear.weight"]
+        ffn = fused.shape[1] // 2
+        return sd[router], fused[:, :ffn, :], fused[:, ffn:, :], down
     for router, fmt, names in ((p + "block_sparse_moe.gate.weight", p + "block_sparse_moe.experts.{}.{}.weight",
                                 ("w1", "w3", "w2")),
                                (p + "mlp.gate.weight", p + "mlp.experts.{}.{}.weight",
