@@ -652,6 +652,58 @@ TEST(DecoderConfigTest, MixtureOfExpertsGgufKeys) {
   EXPECT_THAT(std::string(DecoderConfigFromGguf(**gg).status().message()),
               HasSubstr("gemma.expert_count: experts are supported for llama (Mixtral) and qwen3moe"));
 }
+// Granite's multipliers from config.json and the GGUF scales llama.cpp's
+// converter writes read the same (Q/K pairs adjacent in the GGUF, which
+// the converter permutes as Llama's); Granite MoE's experts.
+TEST(DecoderConfigTest, GraniteHfAndGgufAgree) {
+  for (const char* name : {"granite_tiny", "granitemoe_tiny"}) {
+    const DecoderConfig hf = FromHfDir(kModels + name);
+    const DecoderConfig gguf = FromGgufFile(kModels + name + "/model.gguf");
+    for (const DecoderConfig* c : {&hf, &gguf}) {
+      EXPECT_FLOAT_EQ(c->embedding_scale, 4.0f) << name;
+      EXPECT_FLOAT_EQ(c->attn_scale, 0.2f) << name;
+      EXPECT_FLOAT_EQ(c->residual_scale, 0.5f) << name;
+      EXPECT_FLOAT_EQ(c->logit_scale, 2.5f) << name;
+      EXPECT_EQ(c->num_experts, std::string(name) == "granitemoe_tiny" ? 6 : 0) << name;
+    }
+    EXPECT_EQ(gguf.rope_pairing, RopePairing::kAdjacent);
+    EXPECT_EQ(hf.rope_pairing, RopePairing::kHalfSplit);
+  }
+  const DecoderConfig moe = FromHfDir(kModels + "granitemoe_tiny");
+  EXPECT_EQ(moe.experts_per_token, 2);
+  EXPECT_EQ(moe.intermediate_size, 32);
+  EXPECT_TRUE(moe.norm_topk_prob);
+}
+
+TEST(DecoderConfigTest, GraniteDefaultsAndErrors) {
+  auto plain = FromJsonText(R"({"model_type": "granite", "hidden_size": 64, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "intermediate_size": 96, "vocab_size": 100})");
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  // GraniteConfig's multipliers default to 1: Llama's arithmetic.
+  EXPECT_FLOAT_EQ(plain->embedding_scale, 1.0f);
+  EXPECT_FLOAT_EQ(plain->attn_scale, 1.0f);
+  EXPECT_FLOAT_EQ(plain->residual_scale, 1.0f);
+  EXPECT_FLOAT_EQ(plain->logit_scale, 1.0f);
+  auto zero = FromJsonText(R"({"model_type": "granite", "hidden_size": 64, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "intermediate_size": 96, "vocab_size": 100, "logits_scaling": 0})");
+  EXPECT_THAT(std::string(zero.status().message()), HasSubstr("logits_scaling must be a positive number (got 0)"));
+  testing::GgufTestWriter w = MinimalDecoderGguf("granite", 256);
+  const std::vector<std::byte> image = w.Build();
+  auto g = GgufFile::Parse(image, "granite.gguf");
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_THAT(std::string(DecoderConfigFromGguf(**g).status().message()),
+              HasSubstr("granite.gguf: granite.logit_scale must be > 0 (got 0)"));
+  testing::GgufTestWriter shared = MinimalDecoderGguf("granitemoe", 256);
+  shared.KvF32("granitemoe.logit_scale", 1.0f);
+  shared.KvU32("granitemoe.expert_count", 4);
+  shared.KvU32("granitemoe.expert_used_count", 2);
+  shared.KvU32("granitemoe.expert_shared_feed_forward_length", 16);
+  const std::vector<std::byte> shared_image = shared.Build();
+  auto gs = GgufFile::Parse(shared_image, "shared.gguf");
+  ASSERT_TRUE(gs.ok()) << gs.status();
+  EXPECT_THAT(std::string(DecoderConfigFromGguf(**gs).status().message()),
+              HasSubstr("granitemoe.expert_shared_feed_forward_length 16: a shared expert"));
+}
 
 }  // namespace
 }  // namespace attnserve
