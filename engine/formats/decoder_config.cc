@@ -112,6 +112,10 @@ absl::Status DecoderConfig::Validate() const {
     return bad(absl::StrCat("experts_per_token ", experts_per_token, " must be in [1, num_experts ", num_experts,
                             "] (num_experts ", num_experts, " must be >= 0)"));
   }
+  if (shared_expert_size < 0 || (shared_expert_size > 0 && num_experts == 0)) {
+    return bad(absl::StrCat("shared_expert_size ", shared_expert_size, " needs experts (num_experts ", num_experts,
+                            ") and must be >= 0"));
+  }
   if (num_experts > 0 && (mlp != MlpKind::kSwiGlu || arch != DecoderArch::kLlama)) {
     return bad("a mixture of experts needs SwiGLU experts in a Llama-family body");
   }
@@ -162,7 +166,10 @@ std::string DecoderConfig::DebugString() const {
                       residual_scale > 0 ? absl::StrCat(", residuals x ", residual_scale) : "",
                       logit_scale > 0 ? absl::StrCat(", logits / ", logit_scale) : "",
                       num_experts > 0 ? absl::StrCat(", ", experts_per_token, " of ", num_experts, " experts",
-                                                     norm_topk_prob ? " (weights renormalised)" : "")
+                                                     norm_topk_prob ? " (weights renormalised)" : "",
+                                                     shared_expert_size > 0
+                                                         ? absl::StrCat(", a gated shared expert of ", shared_expert_size)
+                                                         : "")
                                       : "",
                       SlidingWindowDescription(*this),
                       local_rope_theta > 0 ? absl::StrCat(" (their rope theta ", local_rope_theta, ")") : "");
@@ -461,13 +468,16 @@ absl::Status ReadGgufGraniteScales(const GgufFile& g, DecoderConfig& c) {
 // (Mixtral is architecture "llama" with experts; qwen3moe always has them),
 // *.expert_used_count per token, each of *.expert_feed_forward_length
 // (qwen3moe; llama.cpp falls back to feed_forward_length / expert_used_count)
-// or feed_forward_length (llama). llama.cpp renormalises the chosen experts'
-// weights for both (build_moe_ffn's norm_w), as Mixtral and every published
-// Qwen3-MoE (norm_topk_prob true) do.
+// or feed_forward_length (llama, granitemoe). llama.cpp renormalises the
+// chosen experts' weights (build_moe_ffn's norm_w) for all but qwen2moe, as
+// Mixtral, Granite MoE and every published Qwen3-MoE (norm_topk_prob true)
+// do; qwen2moe's shared expert is expert_shared_feed_forward_length wide
+// (llama.cpp: feed_forward_length without it).
 absl::Status ReadGgufExperts(const GgufFile& g, DecoderConfig& c) {
   const std::string p = c.architecture + ".";
   ASSIGN_OR_RETURN(c.num_experts, GgufIntOr(g, p + "expert_count", 0));
-  const bool always = c.architecture == "qwen3moe" || c.architecture == "granitemoe";
+  const bool qwen2moe = c.architecture == "qwen2moe";
+  const bool always = c.architecture == "qwen3moe" || c.architecture == "granitemoe" || qwen2moe;
   if (c.num_experts <= 0) {
     c.num_experts = 0;
     if (always) {
@@ -481,17 +491,21 @@ absl::Status ReadGgufExperts(const GgufFile& g, DecoderConfig& c) {
                                                    "expert_count: experts are supported for llama (Mixtral), "
                                                    "qwen3moe and granitemoe, not ", c.architecture));
   }
-  ASSIGN_OR_RETURN(int shared, GgufIntOr(g, p + "expert_shared_feed_forward_length", 0));
-  if (shared > 0) {
+  ASSIGN_OR_RETURN(int shared, GgufIntOr(g, p + "expert_shared_feed_forward_length", qwen2moe ? c.intermediate_size : 0));
+  if (qwen2moe) {
+    c.shared_expert_size = shared;
+  } else if (shared > 0) {
     return absl::InvalidArgumentError(absl::StrCat(g.where(), ": ", p, "expert_shared_feed_forward_length ", shared,
                                                    ": a shared expert (Granite MoE Shared) is not supported"));
   }
   ASSIGN_OR_RETURN(c.experts_per_token, GgufPositiveInt(g, p + "expert_used_count"));
-  if (c.architecture == "qwen3moe") {
+  if (c.architecture == "qwen3moe" || qwen2moe) {
     ASSIGN_OR_RETURN(c.intermediate_size, GgufIntOr(g, p + "expert_feed_forward_length",
                                                     c.intermediate_size / c.experts_per_token));
   }
-  c.norm_topk_prob = true;
+  // llama.cpp's qwen2moe graph does not renormalise (Qwen1.5-MoE's and
+  // Qwen2-57B-A14B's norm_topk_prob false); its other mixtures do.
+  c.norm_topk_prob = !qwen2moe;
   return absl::OkStatus();
 }
 
@@ -504,15 +518,15 @@ absl::StatusOr<DecoderConfig> DecoderConfigFromGguf(const GgufFile& g) {
   const std::string& a = c.architecture;
   const bool gemma = a == "gemma" || a == "gemma2" || a == "gemma3";
   const bool granite = a == "granite" || a == "granitemoe";
-  if (a == "llama" || a == "mistral" || a == "qwen2" || a == "qwen3" || a == "qwen3moe" || a == "phi3" || gemma ||
-      granite) {
+  if (a == "llama" || a == "mistral" || a == "qwen2" || a == "qwen2moe" || a == "qwen3" || a == "qwen3moe" ||
+      a == "phi3" || gemma || granite) {
     c.arch = DecoderArch::kLlama;
   } else if (a == "gpt2") {
     c.arch = DecoderArch::kGpt2;
   } else {
     return absl::InvalidArgumentError(absl::StrCat(
-        g.where(), ": general.architecture '", a, "' is not supported (llama, mistral, qwen2, qwen3, qwen3moe, phi3, "
-                   "granite, granitemoe, gemma, gemma2, gemma3, gpt2)"));
+        g.where(), ": general.architecture '", a, "' is not supported (llama, mistral, qwen2, qwen2moe, qwen3, qwen3moe, "
+                   "phi3, granite, granitemoe, gemma, gemma2, gemma3, gpt2)"));
   }
   const std::string p = a + ".";
   ASSIGN_OR_RETURN(c.num_layers, GgufPositiveInt(g, p + "block_count"));
@@ -763,22 +777,36 @@ absl::Status ReadHfSlidingWindow(const HfConfig& hf, const std::string& type, De
   return absl::OkStatus();
 }
 
-// Mixtral and Qwen3-MoE as transformers 5.24 defines them: Llama's
-// attention (Qwen3-MoE with Qwen3's per-head q/k norms and its
-// attention_bias), every layer's MLP a mixture of SwiGLU experts
+// Qwen2-MoE's windows: the layers layer_types names (transformers 5
+// writes it), as Qwen2's; use_sliding_window without layer_types is
+// refused (Qwen2MoeConfig's own pattern of windowed layers is not read).
+absl::Status ReadHfQwen2MoeWindows(const HfConfig& hf, DecoderConfig& c) {
+  ASSIGN_OR_RETURN(bool enabled, hf.BoolOr("use_sliding_window", false));
+  if (enabled && !hf.json().contains("layer_types")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(hf.path(), ": use_sliding_window without layer_types is not supported"));
+  }
+  return ReadHfSlidingWindow(hf, "qwen2", c);
+}
+
+// Mixtral, Qwen2-MoE and Qwen3-MoE as transformers 5.24 defines them:
+// Llama's attention (Qwen2-MoE with Qwen2's q/k/v biases; Qwen3-MoE with
+// Qwen3's per-head q/k norms and its attention_bias), every layer's MLP a mixture of SwiGLU experts
 // (num_experts, or num_local_experts as transformers 5 writes it;
 // num_experts_per_tok; Qwen3-MoE's experts are moe_intermediate_size wide,
-// Mixtral's intermediate_size). Mixtral always renormalises the chosen
-// experts' weights, Qwen3-MoE when norm_topk_prob (default false). A window
+// Mixtral's intermediate_size; Qwen2-MoE's shared expert
+// shared_expert_intermediate_size). Mixtral always renormalises the chosen
+// experts' weights, the Qwens when norm_topk_prob (default false). A window
 // applies to every layer: Mixtral's sliding_window (default none),
-// Qwen3-MoE's when use_sliding_window. Qwen3-MoE's dense layers
-// (mlp_only_layers, decoder_sparse_step > 1) are refused: no published
-// checkpoint has them.
+// Qwen3-MoE's when use_sliding_window (Qwen2-MoE's: its layer_types). The
+// Qwens' dense layers (mlp_only_layers, decoder_sparse_step > 1) are
+// refused: no published checkpoint has them.
 absl::Status ReadHfMixtureOfExperts(const HfConfig& hf, DecoderConfig& c) {
   const std::string& t = c.architecture;
   const nlohmann::json& j = hf.json();
   constexpr int64_t kMax = int64_t{1} << 30;
-  const bool qwen = t == "qwen3_moe";
+  const bool qwen2 = t == "qwen2_moe";
+  const bool qwen = t == "qwen3_moe" || qwen2;
   RETURN_IF_ERROR(ReadHfBodySizes(hf, 0, qwen ? 32768 : 131072, qwen ? 1e-6 : 1e-5, c));
   ASSIGN_OR_RETURN(std::string act, hf.StringOr("hidden_act", "silu"));
   if (act != "silu") {
@@ -786,12 +814,12 @@ absl::Status ReadHfMixtureOfExperts(const HfConfig& hf, DecoderConfig& c) {
   }
   ASSIGN_OR_RETURN(c.tie_word_embeddings, hf.BoolOr("tie_word_embeddings", false));
   const char* experts_key = j.contains("num_experts") ? "num_experts" : "num_local_experts";
-  ASSIGN_OR_RETURN(int64_t experts, hf.IntOr(experts_key, qwen ? 128 : 8, 1, kMax));
-  ASSIGN_OR_RETURN(int64_t per_token, hf.IntOr("num_experts_per_tok", qwen ? 8 : 2, 1, experts));
+  ASSIGN_OR_RETURN(int64_t experts, hf.IntOr(experts_key, qwen2 ? 60 : qwen ? 128 : 8, 1, kMax));
+  ASSIGN_OR_RETURN(int64_t per_token, hf.IntOr("num_experts_per_tok", qwen2 ? 4 : qwen ? 8 : 2, 1, experts));
   c.num_experts = static_cast<int>(experts);
   c.experts_per_token = static_cast<int>(per_token);
   if (qwen) {
-    ASSIGN_OR_RETURN(int64_t expert_size, hf.IntOr("moe_intermediate_size", 768, 1, kMax));
+    ASSIGN_OR_RETURN(int64_t expert_size, hf.IntOr("moe_intermediate_size", qwen2 ? 1408 : 768, 1, kMax));
     c.intermediate_size = static_cast<int>(expert_size);
     ASSIGN_OR_RETURN(c.norm_topk_prob, hf.BoolOr("norm_topk_prob", false));
     ASSIGN_OR_RETURN(int64_t step, hf.IntOr("decoder_sparse_step", 1, 1, kMax));
@@ -801,13 +829,22 @@ absl::Status ReadHfMixtureOfExperts(const HfConfig& hf, DecoderConfig& c) {
           hf.path(), ": mlp_only_layers / decoder_sparse_step ", step,
           " make some layers dense: only models whose every layer is a mixture of experts are supported"));
     }
-    ASSIGN_OR_RETURN(bool attention_bias, hf.BoolOr("attention_bias", false));
-    c.qkv_bias = c.attn_out_bias = attention_bias;
-    c.qk_norm = true;
+    if (qwen2) {
+      // Qwen2-MoE: Qwen2's attention (q/k/v biased, o not), a shared
+      // expert gated by a sigmoid.
+      ASSIGN_OR_RETURN(c.qkv_bias, hf.BoolOr("qkv_bias", true));
+      ASSIGN_OR_RETURN(int64_t shared, hf.IntOr("shared_expert_intermediate_size", 5632, 1, kMax));
+      c.shared_expert_size = static_cast<int>(shared);
+    } else {
+      ASSIGN_OR_RETURN(bool attention_bias, hf.BoolOr("attention_bias", false));
+      c.qkv_bias = c.attn_out_bias = attention_bias;
+      c.qk_norm = true;
+    }
   } else {
     c.norm_topk_prob = true;
   }
   RETURN_IF_ERROR(ReadHfRope(hf, c));
+  if (qwen2) return ReadHfQwen2MoeWindows(hf, c);
   ASSIGN_OR_RETURN(bool windowed, hf.BoolOr("use_sliding_window", !qwen));
   const auto window = j.find("sliding_window");
   if (windowed && window != j.end() && !window->is_null()) {
@@ -1166,7 +1203,7 @@ absl::StatusOr<DecoderConfig> DecoderConfigFromHf(const HfConfig& hf) {
     c.qk_norm = t == "qwen3";
     RETURN_IF_ERROR(ReadHfRope(hf, c));
     RETURN_IF_ERROR(ReadHfSlidingWindow(hf, t, c));
-  } else if (t == "mixtral" || t == "qwen3_moe") {
+  } else if (t == "mixtral" || t == "qwen3_moe" || t == "qwen2_moe") {
     c.arch = DecoderArch::kLlama;
     RETURN_IF_ERROR(ReadHfMixtureOfExperts(hf, c));
   } else if (t == "granite" || t == "granitemoe") {
@@ -1186,8 +1223,8 @@ absl::StatusOr<DecoderConfig> DecoderConfigFromHf(const HfConfig& hf) {
   } else {
     return absl::InvalidArgumentError(absl::StrCat(
         hf.path(), ": model_type '", t,
-        "' is not a supported decoder (llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, phi3, granite, granitemoe, "
-        "gemma, gemma2, gemma3_text, gpt2)"));
+        "' is not a supported decoder (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, phi3, granite, "
+        "granitemoe, gemma, gemma2, gemma3_text, gpt2)"));
   }
   RETURN_IF_ERROR(ReadHfSpecialIds(hf, c));
   c.name = t;

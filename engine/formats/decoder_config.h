@@ -58,7 +58,7 @@
 namespace attnserve {
 
 // kLlama covers mistral, qwen2, qwen3, phi3, the Gemmas, granite and the
-// mixtures of experts (mixtral, qwen3_moe, granitemoe).
+// mixtures of experts (mixtral, qwen2_moe, qwen3_moe, granitemoe).
 enum class DecoderArch : uint8_t { kLlama, kGpt2 };
 enum class NormKind : uint8_t { kRmsNorm, kLayerNorm };
 // SwiGLU: down(silu(gate x) * up x); GeGLU (Gemma): down(gelu_tanh(gate x) * up x);
@@ -156,6 +156,9 @@ struct DecoderConfig {
   int num_experts = 0;
   int experts_per_token = 0;
   bool norm_topk_prob = true;
+  // > 0: a shared expert of this width runs for every token besides the
+  // routed ones, its output times sigmoid(shared gate . x) (Qwen2-MoE).
+  int shared_expert_size = 0;
 
   // Gemma. RMSNorm scales by (norm_weight_offset + weight): 1 for a Hugging
   // Face Gemma checkpoint, 0 for GGUF (llama.cpp's converter adds the 1).
@@ -215,11 +218,12 @@ struct DecoderConfig {
 class GgufFile;
 class HfConfig;
 
-// From GGUF metadata (general.architecture llama / qwen2 / qwen3moe / phi3 /
+// From GGUF metadata (general.architecture llama / qwen2 / qwen2moe / qwen3moe / phi3 /
 // granite / granitemoe / gpt2 ... and its keys; *.expert_count for a mixture of experts) plus tensor presence (biases, output.weight, rope_freqs.weight,
 // phi3's rope_factors_long / rope_factors_short.weight).
 absl::StatusOr<DecoderConfig> DecoderConfigFromGguf(const GgufFile& gguf);
-// From a Hugging Face config.json (model_type llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, phi3, granite,
+// From a Hugging Face config.json (model_type llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, phi3,
+// granite,
 // granitemoe, gemma, gemma2, gemma3_text, gpt2).
 absl::StatusOr<DecoderConfig> DecoderConfigFromHf(const HfConfig& hf);
 

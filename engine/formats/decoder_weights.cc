@@ -76,6 +76,9 @@ struct Names {
   // A mixture's experts: "gate", "up" or "down" of expert `e` in `layer`,
   // [rows, cols], as `dtype` (each format knows where it keeps them).
   std::function<absl::StatusOr<Tensor>(int layer, int e, const char* what, const Shape& shape, DType dtype)> expert;
+  // Qwen2-MoE's shared-expert gate of `layer` (hidden values, f32; HF keeps
+  // it [1, hidden], llama.cpp [hidden]).
+  std::function<absl::StatusOr<Tensor>(int layer)> shared_gate;
 };
 
 // Llama-family assembly, shared by both formats.
@@ -125,6 +128,12 @@ absl::StatusOr<DecoderWeights> LoadLlama(const DecoderConfig& c, const Names& n,
         ASSIGN_OR_RETURN(x.gate_weight, n.expert(i, e, "gate", {f, h}, md));
         ASSIGN_OR_RETURN(x.up_weight, n.expert(i, e, "up", {f, h}, md));
         ASSIGN_OR_RETURN(x.down_weight, n.expert(i, e, "down", {h, f}, md));
+      }
+      if (const int64_t s = c.shared_expert_size; s > 0) {
+        ASSIGN_OR_RETURN(l.shared_expert.gate_weight, load(L("shared_gate_proj"), {s, h}, md));
+        ASSIGN_OR_RETURN(l.shared_expert.up_weight, load(L("shared_up_proj"), {s, h}, md));
+        ASSIGN_OR_RETURN(l.shared_expert.down_weight, load(L("shared_down_proj"), {h, s}, md));
+        ASSIGN_OR_RETURN(l.shared_gate_weight, n.shared_gate(i));
       }
     } else if (n.fused_gate_up) {
       ASSIGN_OR_RETURN(Tensor gate_up, load(L("gate_up"), {2 * f, h}, DType::kF32));
@@ -178,6 +187,10 @@ int64_t DecoderWeights::TotalBytes() const {
       add(x.up_weight);
       add(x.down_weight);
     }
+    add(l.shared_expert.gate_weight);
+    add(l.shared_expert.up_weight);
+    add(l.shared_expert.down_weight);
+    add(l.shared_gate_weight);
   }
   return total;
 }
@@ -235,6 +248,12 @@ absl::Status ValidateDecoderWeights(const DecoderConfig& c, const DecoderWeights
     if (static_cast<int>(l.experts.size()) != c.num_experts) {
       return absl::InvalidArgumentError(absl::StrCat(p, "experts: ", l.experts.size(), ", want ", c.num_experts));
     }
+    const int64_t sh = c.shared_expert_size;
+    const bool shared = sh > 0;
+    RETURN_IF_ERROR(check(p + "shared_expert.gate_weight", l.shared_expert.gate_weight, shared, {sh, h}, md));
+    RETURN_IF_ERROR(check(p + "shared_expert.up_weight", l.shared_expert.up_weight, shared, {sh, h}, md));
+    RETURN_IF_ERROR(check(p + "shared_expert.down_weight", l.shared_expert.down_weight, shared, {h, sh}, md));
+    RETURN_IF_ERROR(check(p + "shared_gate_weight", l.shared_gate_weight, shared, {h}, DType::kF32));
     for (int e = 0; e < c.num_experts; ++e) {
       const DecoderExpertWeights& x = l.experts[e];
       const std::string q = absl::StrCat(p, "experts.", e, ".");
@@ -272,8 +291,13 @@ absl::StatusOr<DecoderWeights> LoadDecoderWeightsFromGguf(const GgufFile& g, con
           {"down", "ffn_down.weight"}, {"gate_bias", "ffn_gate.bias"}, {"up_bias", "ffn_up.bias"},
           {"down_bias", "ffn_down.bias"}, {"post_attn_norm", "post_attention_norm.weight"},
           {"post_mlp_norm", "post_ffw_norm.weight"}, {"qkv", "attn_qkv.weight"}, {"gate_up", "ffn_up.weight"},
-          {"router", "ffn_gate_inp.weight"}};
+          {"router", "ffn_gate_inp.weight"}, {"shared_gate_proj", "ffn_gate_shexp.weight"},
+          {"shared_up_proj", "ffn_up_shexp.weight"}, {"shared_down_proj", "ffn_down_shexp.weight"}};
       return absl::StrCat("blk.", i, ".", kMap.at(what));
+    };
+    n.shared_gate = [&](int i) {
+      return g.LoadTensorWithShape(absl::StrCat("blk.", i, ".ffn_gate_inp_shexp.weight"), {c.hidden_size},
+                                   DType::kF32);
     };
     // The experts stacked: ffn_gate_exps / ffn_up_exps [experts, ffn,
     // hidden], ffn_down_exps [experts, hidden, ffn].
@@ -360,7 +384,10 @@ absl::StatusOr<DecoderWeights> LoadDecoderWeightsFromHf(const SafetensorsArchive
           {"o_bias", "self_attn.o_proj.bias"}, {"mlp_norm", "post_attention_layernorm.weight"},
           {"gate", "mlp.gate_proj.weight"}, {"up", "mlp.up_proj.weight"}, {"down", "mlp.down_proj.weight"},
           {"gate_bias", "mlp.gate_proj.bias"}, {"up_bias", "mlp.up_proj.bias"}, {"down_bias", "mlp.down_proj.bias"},
-          {"qkv", "self_attn.qkv_proj.weight"}, {"gate_up", "mlp.gate_up_proj.weight"}};
+          {"qkv", "self_attn.qkv_proj.weight"}, {"gate_up", "mlp.gate_up_proj.weight"},
+          {"shared_gate_proj", "mlp.shared_expert.gate_proj.weight"},
+          {"shared_up_proj", "mlp.shared_expert.up_proj.weight"},
+          {"shared_down_proj", "mlp.shared_expert.down_proj.weight"}};
       if (std::string(what) == "router") {
         return absl::StrCat(pre, "layers.", i, ".",
                             granite_moe ? "block_sparse_moe.router.layer.weight"
@@ -390,6 +417,12 @@ absl::StatusOr<DecoderWeights> LoadDecoderWeightsFromHf(const SafetensorsArchive
       }
       const int64_t first = e * rows + (std::string(what) == "up" ? shape[0] : 0);
       return Rows(stacked->second.at(name), first, shape[0], MatrixStorage(dtype, shape));
+    };
+    n.shared_gate = [&, pre](int i) -> absl::StatusOr<Tensor> {
+      ASSIGN_OR_RETURN(Tensor t, load(absl::StrCat(pre, "layers.", i, ".mlp.shared_expert_gate.weight"),
+                                      {1, c.hidden_size}, DType::kF32));
+      t.Reshape({c.hidden_size});
+      return t;
     };
     // Mixtral's experts are w1 (gate), w3 (up), w2 (down); Qwen3-MoE's are
     // named as Llama's MLP.

@@ -66,6 +66,10 @@ struct DecoderLayerWeights {
   // change), the experts in the weight dtype.
   Tensor router_weight;  // [num_experts, hidden] f32
   std::vector<DecoderExpertWeights> experts;
+  // Qwen2-MoE's shared expert ([shared_expert_size, hidden] ...) and its
+  // sigmoid gate (hidden values, f32).
+  DecoderExpertWeights shared_expert;
+  Tensor shared_gate_weight;
 };
 
 struct DecoderWeights {

@@ -124,6 +124,15 @@ absl::StatusOr<DecoderBlock> DecoderBlock::Create(const DecoderConfig& config,
       ASSIGN_OR_RETURN(Linear down, wrap(make(x.down_weight, Tensor()), (name + " down").c_str()));
       b.expert_down_.push_back(std::move(down));
     }
+    if (config.shared_expert_size > 0) {
+      const DecoderExpertWeights& x = w.shared_expert;
+      ASSIGN_OR_RETURN(Linear gu, wrap(make(StackRows({&x.gate_weight, &x.up_weight}), Tensor()),
+                                       "shared expert gate_up"));
+      b.shared_gate_up_.emplace(std::move(gu));
+      ASSIGN_OR_RETURN(Linear down, wrap(make(x.down_weight, Tensor()), "shared expert down"));
+      b.shared_down_.emplace(std::move(down));
+      b.shared_gate_w_ = ToVector(w.shared_gate_weight);
+    }
     return b;
   }
   if (config.mlp == MlpKind::kSwiGlu || config.mlp == MlpKind::kGeGlu) {
@@ -146,9 +155,10 @@ absl::StatusOr<DecoderBlock> DecoderBlock::Create(const DecoderConfig& config,
 
 int64_t DecoderBlock::weight_bytes() const {
   int64_t mlp = 0;
-  for (const std::optional<Linear>* l : {&gate_up_, &down_, &router_}) {
+  for (const std::optional<Linear>* l : {&gate_up_, &down_, &router_, &shared_gate_up_, &shared_down_}) {
     if (l->has_value()) mlp += (*l)->weight_bytes();
   }
+  mlp += static_cast<int64_t>(sizeof(float) * shared_gate_w_.size());
   for (const std::vector<Linear>* v : {&expert_gate_up_, &expert_down_}) {
     for (const Linear& l : *v) mlp += l.weight_bytes();
   }
@@ -159,7 +169,7 @@ int64_t DecoderBlock::weight_bytes() const {
 }
 
 absl::Status DecoderBlock::CreateAllPrimitives() const {
-  for (const std::optional<Linear>* l : {&qkv_, &out_, &gate_up_, &down_, &router_}) {
+  for (const std::optional<Linear>* l : {&qkv_, &out_, &gate_up_, &down_, &router_, &shared_gate_up_, &shared_down_}) {
     if (l->has_value()) RETURN_IF_ERROR((*l)->CreateAllPrimitives());
   }
   for (const std::vector<Linear>* v : {&expert_gate_up_, &expert_down_}) {
@@ -379,6 +389,25 @@ absl::Status DecoderBlock::MixtureOfExperts(int64_t T, DecoderScratch& sc) const
       float* dst = sc.proj.data() + int64_t{pair / k} * D;
       const float* src = sc.expert_out.data() + r * D;
       for (int64_t i = 0; i < D; ++i) dst[i] += w * src[i];
+    }
+  }
+  if (shared_gate_up_.has_value()) {
+    // Qwen2MoeSparseMoeBlock: + sigmoid(shared_expert_gate(x)) * shared_expert(x), every token.
+    const int S = config_->shared_expert_size;
+    RETURN_IF_ERROR(shared_gate_up_->Forward(sc.normed.data(), T, sc.mlp_in.data()));
+    ParallelFor(T, T * S >= (1 << 15), [&](int64_t t) {
+      const float* g = sc.mlp_in.data() + t * 2 * S;
+      SiluMul(g, g + S, S, sc.mlp_act.data() + t * S);
+    });
+    RETURN_IF_ERROR(shared_down_->Forward(sc.mlp_act.data(), T, sc.expert_out.data()));
+    for (int64_t t = 0; t < T; ++t) {
+      const float* x = sc.normed.data() + t * D;
+      float logit = 0.0f;
+      for (int64_t i = 0; i < D; ++i) logit += shared_gate_w_[i] * x[i];
+      const float gate = 1.0f / (1.0f + std::exp(-logit));
+      float* dst = sc.proj.data() + t * D;
+      const float* src = sc.expert_out.data() + t * D;
+      for (int64_t i = 0; i < D; ++i) dst[i] += gate * src[i];
     }
   }
   return absl::OkStatus();

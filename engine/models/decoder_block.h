@@ -10,7 +10,8 @@
 //   mlp       SwiGLU down(silu(gate x) * up x) | GELU-tanh down(gelu(up x)) |
 //             a mixture of SwiGLU experts (Mixtral, Qwen3-MoE): a router
 //             picks each token's top experts_per_token, whose outputs are
-//             summed with the router's (renormalised) probabilities
+//             summed with the router's (renormalised) probabilities, plus
+//             Qwen2-MoE's shared expert gated by a sigmoid
 //
 // Projections are oneDNN matmuls (engine/ops/linear.h), Q/K/V fused into one
 // and gate/up fused into one so a step runs 4 GEMMs per block.
@@ -116,6 +117,9 @@ class DecoderBlock {
   // A mixture of experts: the f32 router and each expert's gate_up / down.
   std::optional<Linear> router_;
   std::vector<Linear> expert_gate_up_, expert_down_;
+  // Qwen2-MoE's shared expert and its sigmoid gate ([hidden]).
+  std::optional<Linear> shared_gate_up_, shared_down_;
+  std::vector<float> shared_gate_w_;
 };
 
 }  // namespace attnserve

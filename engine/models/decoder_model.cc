@@ -246,8 +246,10 @@ absl::Status DecoderModel::BeginForward(const ForwardBatch& batch, const KvCache
   Grow(sc.attn, T * config_.num_heads * config_.head_dim);
   Grow(sc.q, T * config_.num_heads * config_.head_dim);
   Grow(sc.proj, T * D);
-  Grow(sc.mlp_in, T * 2 * config_.intermediate_size);
-  Grow(sc.mlp_act, T * config_.intermediate_size);
+  // The MLP's width: a mixture's shared expert may be wider than its experts.
+  const int64_t mlp_width = std::max(config_.intermediate_size, config_.shared_expert_size);
+  Grow(sc.mlp_in, T * 2 * mlp_width);
+  Grow(sc.mlp_act, T * mlp_width);
   if (const int E = config_.num_experts; E > 0) {
     const int64_t pairs = T * config_.experts_per_token;
     Grow(sc.router_logits, T * E);
@@ -300,8 +302,9 @@ int64_t DecoderModel::ScratchBytes(int64_t tokens) const {
   const int64_t moe_row = config_.num_experts > 0 ? int64_t{config_.num_experts} + 3 * config_.experts_per_token +
                                                         2 * int64_t{config_.hidden_size}
                                                   : 0;
-  const int64_t floats_per_token = 3 * int64_t{config_.hidden_size} + qkv_row + 2 * heads_row +
-                                   3 * int64_t{config_.intermediate_size} + rope_row + moe_row;
+  const int64_t mlp_width = std::max(config_.intermediate_size, config_.shared_expert_size);
+  const int64_t floats_per_token = 3 * int64_t{config_.hidden_size} + qkv_row + 2 * heads_row + 3 * mlp_width +
+                                   rope_row + moe_row;
   return tokens * floats_per_token * static_cast<int64_t>(sizeof(float));
 }
 

@@ -54,7 +54,7 @@ forward (whole prompt or cached decode step) has passed 256 and uses the
 long ones: prompts, logits, greedy, greedy_min_margin, and
 rows_last_prompt {position: logits} at LONG_ROWS of one whole-prompt
 forward of the last prompt.
-Mixtures of experts (qwen3_moe_tiny, qwen3_moe_unnorm_tiny, mixtral_tiny,
+Mixtures of experts (qwen3_moe_tiny, qwen3_moe_unnorm_tiny, mixtral_tiny, qwen2_moe_tiny,
 granitemoe_tiny) and granite_tiny: the usual keys on prompts from their own
 generators, plus, for the mixtures,
   router_min_gap: the smallest gap between the k-th and (k+1)-th router
@@ -223,7 +223,7 @@ def add_long_reference(model, rng):
 
 # granite_tiny is no mixture; it takes its prompts from the same kind of
 # generator (and has no router_min_gap).
-MOE = ["qwen3_moe_tiny", "qwen3_moe_unnorm_tiny", "mixtral_tiny", "granitemoe_tiny", "granite_tiny"]
+MOE = ["qwen3_moe_tiny", "qwen3_moe_unnorm_tiny", "mixtral_tiny", "granitemoe_tiny", "granite_tiny", "qwen2_moe_tiny"]
 
 
 def router_min_gap(model, sequences):

@@ -84,6 +84,11 @@ Makes, with a fixed seed, under tests/golden/decoder_models/<name>/:
   mixtral_tiny  MixtralForCausalLM, llama_tiny's sizes and tokenizer, 4 experts of 96,
                the top 2 per token (always renormalised), rope_theta 1e6; HF directory and
                model.gguf (arch llama with llama.expert_count, Q/K permuted).
+  qwen2_moe_tiny  Qwen2MoeForCausalLM: Qwen2's attention (q/k/v biases), 8 experts of 32,
+               the top 2 not renormalised (norm_topk_prob false, as Qwen1.5-MoE-A2.7B), a
+               shared expert of 48 gated by sigmoid(shared_expert_gate . x), routers 4x
+               wider; HF directory and model.gguf (arch qwen2moe: ffn_*_shexp,
+               ffn_gate_inp_shexp, expert_shared_feed_forward_length).
   granite_tiny  GraniteForCausalLM (Granite 3), llama_tiny's sizes and tokenizer, tied
                embeddings, the four multipliers set away from 1 (embedding 4, attention 0.2
                instead of 16^-0.5, residual 0.5, logits divided by 2.5); HF directory and
@@ -247,7 +252,7 @@ def gguf_tokenizer(writer, tok, pre, bos_name, eos_name, add_bos):
 
 
 def write_llama_gguf(path, model, cfg, tok, arch, qtype, file_type=None, experts=None):
-    """`experts`: (count, used per token, expert ffn) for a mixture, whose
+    """`experts`: (count, used per token, expert ffn[, shared expert ffn]) for a mixture, whose
     tensors are read from the saved model.safetensors beside `path`
     (transformers 5 holds the experts fused in memory and writes them one
     by one, as the published checkpoints have them)."""
@@ -264,8 +269,10 @@ def write_llama_gguf(path, model, cfg, tok, arch, qtype, file_type=None, experts
     if experts is not None:
         w.add_expert_count(experts[0])
         w.add_expert_used_count(experts[1])
-        if arch == "qwen3moe":
+        if arch in ("qwen3moe", "qwen2moe"):
             w.add_expert_feed_forward_length(experts[2])
+        if len(experts) > 3:
+            w.add_expert_shared_feed_forward_length(experts[3])
     if arch in ("granite", "granitemoe"):
         # convert_hf_to_gguf.py's GraniteModel: the four multipliers as scales.
         w.add_embedding_scale(cfg.embedding_multiplier)
@@ -605,6 +612,18 @@ def make_moe(name):
             rope_parameters={"rope_type": "default", "rope_theta": 1e6},
             bos_token_id=tok.token_to_id("<|begin_of_text|>"), eos_token_id=tok.token_to_id("<|end_of_text|>"))
         model = transformers.MixtralForCausalLM(cfg).eval()
+    elif name == "qwen2_moe_tiny":
+        tok = train_tokenizer("qwen2")
+        vocab = tok.get_vocab_size(with_added_tokens=True)
+        cfg = transformers.Qwen2MoeConfig(
+            vocab_size=vocab, hidden_size=64, intermediate_size=96, moe_intermediate_size=32,
+            shared_expert_intermediate_size=48, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+            max_position_embeddings=256, rms_norm_eps=1e-6,
+            rope_parameters={"rope_type": "default", "rope_theta": 50000.0}, tie_word_embeddings=False,
+            num_experts=8, num_experts_per_tok=2, norm_topk_prob=False, decoder_sparse_step=1, mlp_only_layers=[],
+            use_sliding_window=False,
+            bos_token_id=tok.token_to_id("<|endoftext|>"), eos_token_id=tok.token_to_id("<|endoftext|>"))
+        model = transformers.Qwen2MoeForCausalLM(cfg).eval()
     else:
         tok = train_tokenizer("qwen2")
         vocab = tok.get_vocab_size(with_added_tokens=True)
@@ -626,11 +645,13 @@ def make_moe(name):
     d = OUT / name
     save_hf(model, tok, d)
     if name != "qwen3_moe_unnorm_tiny":
-        arch = "llama" if name == "mixtral_tiny" else "qwen3moe"
-        write_llama_gguf(d / "model.gguf", model, cfg, tok, arch, gguf.GGMLQuantizationType.F32,
-                         experts=(cfg.num_local_experts, cfg.num_experts_per_tok,
-                                  getattr(cfg, "moe_intermediate_size", cfg.intermediate_size)))
-    return {"class": type(model).__name__, "vocab": vocab, "experts": cfg.num_local_experts,
+        arch = {"mixtral_tiny": "llama", "qwen2_moe_tiny": "qwen2moe"}.get(name, "qwen3moe")
+        experts = (cfg.num_experts, cfg.num_experts_per_tok,
+                   getattr(cfg, "moe_intermediate_size", cfg.intermediate_size))
+        if name == "qwen2_moe_tiny":
+            experts += (cfg.shared_expert_intermediate_size,)
+        write_llama_gguf(d / "model.gguf", model, cfg, tok, arch, gguf.GGMLQuantizationType.F32, experts=experts)
+    return {"class": type(model).__name__, "vocab": vocab, "experts": cfg.num_experts,
             "experts_per_token": cfg.num_experts_per_tok, "norm_topk_prob": getattr(cfg, "norm_topk_prob", True)}
 
 
@@ -764,7 +785,7 @@ def main():
     for name in ("phi3_tiny", "phi3_longrope_tiny"):
         if want(name):
             made[name] = make_phi3(name)
-    for name in ("qwen3_moe_tiny", "qwen3_moe_unnorm_tiny", "mixtral_tiny"):
+    for name in ("qwen3_moe_tiny", "qwen3_moe_unnorm_tiny", "mixtral_tiny", "qwen2_moe_tiny"):
         if want(name):
             made[name] = make_moe(name)
     for name in ("granite_tiny", "granitemoe_tiny"):
@@ -776,8 +797,8 @@ def main():
     if only:
         sys.exit("--only supports the rope-scaled and sliding-window models, llama_quant_mix, qwen3_tiny, "
                  "gemma3_tiny, gemma2_tiny, gemma_tiny, gemma2_gguf_tiny, gemma3_gguf_tiny, phi3_tiny, "
-                 "phi3_longrope_tiny, qwen3_moe_tiny, qwen3_moe_unnorm_tiny, mixtral_tiny, granite_tiny and "
-                 "granitemoe_tiny; "
+                 "phi3_longrope_tiny, qwen3_moe_tiny, qwen3_moe_unnorm_tiny, mixtral_tiny, qwen2_moe_tiny, "
+                 "granite_tiny and granitemoe_tiny; "
                  "remake the others with no --only")
 
     # --- llama_tiny: GQA 4/2, rope_theta 50000, untied, no bias, Llama-3 regex tokenizer.

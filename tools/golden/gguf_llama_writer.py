@@ -121,6 +121,13 @@ def add_tensors(writer, sd, *, n_layers, n_head, n_head_kv, qtype, permute, tied
             add_matrix(writer, f"blk.{i}.ffn_gate_exps.weight", gate, qtype)
             add_matrix(writer, f"blk.{i}.ffn_up_exps.weight", up, qtype)
             add_matrix(writer, f"blk.{i}.ffn_down_exps.weight", down, qtype)
+            shared = p + "mlp.shared_expert."
+            if shared + "gate_proj.weight" in sd:  # Qwen2-MoE's shared expert and its gate ([1, hidden] -> [hidden])
+                for w, nm in (("gate", "ffn_gate_shexp"), ("up", "ffn_up_shexp"), ("down", "ffn_down_shexp")):
+                    add_matrix(writer, f"blk.{i}.{nm}.weight", sd[shared + f"{w}_proj.weight"], qtype)
+                writer.add_tensor(f"blk.{i}.ffn_gate_inp_shexp.weight",
+                                  np.ascontiguousarray(sd[p + "mlp.shared_expert_gate.weight"].reshape(-1),
+                                                       dtype=np.float32))
     add_matrix(writer, "output_norm.weight", sd["model.norm.weight"], qtype)
     if not tied:
         add_matrix(writer, "output.weight", sd["lm_head.weight"], qtype)

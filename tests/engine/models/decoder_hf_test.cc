@@ -13,7 +13,8 @@
 // window on every layer) and a longrope Phi-3 from its directory and its
 // GGUF at the default context (its 256 original positions: short factors;
 // the long ones in phi3_test.cc); mixtures of experts: Qwen3-MoE (8 experts,
-// the top 3, renormalised or not) and Mixtral (4, the top 2), from their
+// the top 3, renormalised or not), Qwen2-MoE (8, the top 2 not renormalised,
+// a sigmoid-gated shared expert) and Mixtral (4, the top 2), from their
 // directories and their GGUF files (stacked experts); Granite 3 and Granite
 // MoE (embedding, attention, residual and logit multipliers; Granite MoE's
 // experts stacked in its checkpoint too), each from its directory and GGUF.
@@ -132,7 +133,8 @@ INSTANTIATE_TEST_SUITE_P(TinyModels, DecoderHfTest,
                                            Case{"qwen3_moe_unnorm_tiny", ""}, Case{"mixtral_tiny", ""},
                                            Case{"mixtral_tiny", "model.gguf"}, Case{"granite_tiny", ""},
                                            Case{"granite_tiny", "model.gguf"}, Case{"granitemoe_tiny", ""},
-                                           Case{"granitemoe_tiny", "model.gguf"}),
+                                           Case{"granitemoe_tiny", "model.gguf"}, Case{"qwen2_moe_tiny", ""},
+                                           Case{"qwen2_moe_tiny", "model.gguf"}),
                          CaseName);
 
 // The Gemma GGUF files against llama.cpp itself (tools/golden/
