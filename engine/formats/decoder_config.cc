@@ -166,11 +166,9 @@ std::string DecoderConfig::DebugString() const {
                       residual_scale > 0 ? absl::StrCat(", residuals x ", residual_scale) : "",
                       logit_scale > 0 ? absl::StrCat(", logits / ", logit_scale) : "",
                       num_experts > 0 ? absl::StrCat(", ", experts_per_token, " of ", num_experts, " experts",
-                                                     norm_topk_prob ? " (weights renormalised)" : "",
-                                                     shared_expert_size > 0
-                                                         ? absl::StrCat(", a gated shared expert of ", shared_expert_size)
-                                                         : "")
+                                                     norm_topk_prob ? " (weights renormalised)" : "")
                                       : "",
+                      shared_expert_size > 0 ? absl::StrCat(", a gated shared expert of ", shared_expert_size) : "",
                       SlidingWindowDescription(*this),
                       local_rope_theta > 0 ? absl::StrCat(" (their rope theta ", local_rope_theta, ")") : "");
 }
@@ -489,9 +487,10 @@ absl::Status ReadGgufExperts(const GgufFile& g, DecoderConfig& c) {
   if (c.architecture != "llama" && !always) {
     return absl::InvalidArgumentError(absl::StrCat(g.where(), ": ", p,
                                                    "expert_count: experts are supported for llama (Mixtral), "
-                                                   "qwen3moe and granitemoe, not ", c.architecture));
+                                                   "qwen2moe, qwen3moe and granitemoe, not ", c.architecture));
   }
-  ASSIGN_OR_RETURN(int shared, GgufIntOr(g, p + "expert_shared_feed_forward_length", qwen2moe ? c.intermediate_size : 0));
+  ASSIGN_OR_RETURN(int shared,
+                   GgufIntOr(g, p + "expert_shared_feed_forward_length", qwen2moe ? c.intermediate_size : 0));
   if (qwen2moe) {
     c.shared_expert_size = shared;
   } else if (shared > 0) {
@@ -525,8 +524,9 @@ absl::StatusOr<DecoderConfig> DecoderConfigFromGguf(const GgufFile& g) {
     c.arch = DecoderArch::kGpt2;
   } else {
     return absl::InvalidArgumentError(absl::StrCat(
-        g.where(), ": general.architecture '", a, "' is not supported (llama, mistral, qwen2, qwen2moe, qwen3, qwen3moe, "
-                   "phi3, granite, granitemoe, gemma, gemma2, gemma3, gpt2)"));
+        g.where(), ": general.architecture '", a,
+        "' is not supported (llama, mistral, qwen2, qwen2moe, qwen3, qwen3moe, phi3, granite, granitemoe, gemma, "
+        "gemma2, gemma3, gpt2)"));
   }
   const std::string p = a + ".";
   ASSIGN_OR_RETURN(c.num_layers, GgufPositiveInt(g, p + "block_count"));

@@ -30,7 +30,9 @@ continuations over gRPC equal transformers' on the same weights.
   --decoder-context-length=1024 (the long factors, prompts past 256).
 - Mixtures of experts: qwen3_moe_tiny (8 experts, the top 3 renormalised)
   from its directory and its GGUF (arch qwen3moe), qwen3_moe_unnorm_tiny
-  (not renormalised), mixtral_tiny (4 experts, the top 2) from its directory
+  (not renormalised), qwen2_moe_tiny (the top 2 of 8 not renormalised, a
+  gated shared expert) from its directory and its GGUF (arch qwen2moe),
+  mixtral_tiny (4 experts, the top 2) from its directory
   and its GGUF (arch llama with experts); all at once in chunked-prefill
   steps (many tokens of several sequences routed in one step), and held in
   Q8_0 with the router kept f32.
@@ -89,6 +91,8 @@ def greedy_all_at_once(pb, pb_grpc, server, prompts, greedy):
     (MODELS / "qwen3_moe_unnorm_tiny", "qwen3_moe_unnorm_tiny", "qwen3_moe"),
     (MODELS / "mixtral_tiny", "mixtral_tiny", "mixtral"),
     (MODELS / "mixtral_tiny/model.gguf", "mixtral_tiny", "llama"),
+    (MODELS / "qwen2_moe_tiny", "qwen2_moe_tiny", "qwen2_moe"),
+    (MODELS / "qwen2_moe_tiny/model.gguf", "qwen2_moe_tiny", "qwen2moe"),
     (MODELS / "granite_tiny", "granite_tiny", "granite"),
     (MODELS / "granite_tiny/model.gguf", "granite_tiny", "granite"),
     (MODELS / "granitemoe_tiny", "granitemoe_tiny", "granitemoe"),
@@ -96,7 +100,7 @@ def greedy_all_at_once(pb, pb_grpc, server, prompts, greedy):
 ], ids=["qwen3_hf", "qwen3_gguf", "llama_quant_mix_gguf", "mistral_sliding_window", "qwen2_sliding_window",
         "gemma3_text", "gemma2", "gemma", "gemma_gguf", "gemma2_gguf", "gemma3_gguf", "phi3", "phi3_longrope",
         "phi3_longrope_gguf", "qwen3_moe", "qwen3_moe_gguf", "qwen3_moe_unnormalised", "mixtral", "mixtral_gguf",
-        "granite", "granite_gguf", "granitemoe", "granitemoe_gguf"])
+        "qwen2_moe", "qwen2_moe_gguf", "granite", "granite_gguf", "granitemoe", "granitemoe_gguf"])
 def test_served_greedy_answers_equal_transformers(pb, proto_modules, path, name, architecture):
     _, pb_grpc = proto_modules
     ref = golden(name)
@@ -160,7 +164,8 @@ def test_longrope_context_picks_the_factors_transformers_uses(pb, proto_modules,
         server.close()
 
 
-@pytest.mark.parametrize("name,file", [("qwen3_moe_tiny", "model.gguf"), ("mixtral_tiny", ""), ("granitemoe_tiny", "")])
+@pytest.mark.parametrize("name,file", [("qwen3_moe_tiny", "model.gguf"), ("mixtral_tiny", ""), ("granitemoe_tiny", ""),
+                                       ("qwen2_moe_tiny", "")])
 def test_mixture_streams_batched_and_chunked_equal_transformers(pb, proto_modules, name, file):
     """Every prompt at once in 8-token steps: a step routes tokens of several
     sequences, prompt chunks and decode tokens together, each expert running

@@ -600,6 +600,18 @@ TEST(DecoderConfigTest, MixtureOfExpertsHfAndGgufAgree) {
   }
   EXPECT_EQ(mixtral_gguf.rope_pairing, RopePairing::kAdjacent);  // llama.cpp's permuted Q/K
   EXPECT_EQ(FromHfDir(kModels + "llama_tiny").num_experts, 0);
+  const DecoderConfig qwen2_hf = FromHfDir(kModels + "qwen2_moe_tiny");
+  const DecoderConfig qwen2_gguf = FromGgufFile(kModels + "qwen2_moe_tiny/model.gguf");
+  for (const DecoderConfig* c : {&qwen2_hf, &qwen2_gguf}) {
+    EXPECT_EQ(c->num_experts, 8);
+    EXPECT_EQ(c->experts_per_token, 2);
+    EXPECT_EQ(c->intermediate_size, 32);
+    EXPECT_EQ(c->shared_expert_size, 48);
+    EXPECT_FALSE(c->norm_topk_prob);  // llama.cpp's qwen2moe does not renormalise either
+    EXPECT_TRUE(c->qkv_bias);
+    EXPECT_FALSE(c->attn_out_bias);
+    EXPECT_FALSE(c->qk_norm);
+  }
 }
 
 constexpr char kQwen3MoeBase[] = R"({"model_type": "qwen3_moe", "hidden_size": 64, "num_hidden_layers": 2,
@@ -634,6 +646,20 @@ TEST(DecoderConfigTest, MixtureOfExpertsDefaultsAndErrors) {
   EXPECT_THAT(std::string(step.status().message()), HasSubstr("decoder_sparse_step 2"));
   auto too_many = FromJsonText(std::string(kQwen3MoeBase) + R"(, "num_experts": 4, "num_experts_per_tok": 5})");
   EXPECT_THAT(std::string(too_many.status().message()), HasSubstr("num_experts_per_tok"));
+  auto qwen2 = FromJsonText(R"({"model_type": "qwen2_moe", "hidden_size": 64, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "intermediate_size": 96, "vocab_size": 100})");
+  ASSERT_TRUE(qwen2.ok()) << qwen2.status();
+  // Qwen2MoeConfig's defaults (Qwen1.5-MoE-A2.7B's shape).
+  EXPECT_EQ(qwen2->num_experts, 60);
+  EXPECT_EQ(qwen2->experts_per_token, 4);
+  EXPECT_EQ(qwen2->intermediate_size, 1408);
+  EXPECT_EQ(qwen2->shared_expert_size, 5632);
+  EXPECT_FALSE(qwen2->norm_topk_prob);
+  EXPECT_TRUE(qwen2->qkv_bias);
+  auto qwen2_windows = FromJsonText(R"({"model_type": "qwen2_moe", "hidden_size": 64, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "intermediate_size": 96, "vocab_size": 100, "use_sliding_window": true})");
+  EXPECT_THAT(std::string(qwen2_windows.status().message()),
+              HasSubstr("use_sliding_window without layer_types is not supported"));
 }
 
 TEST(DecoderConfigTest, MixtureOfExpertsGgufKeys) {
@@ -650,7 +676,8 @@ TEST(DecoderConfigTest, MixtureOfExpertsGgufKeys) {
   auto gg = GgufFile::Parse(gemma_image, "gemma.gguf");
   ASSERT_TRUE(gg.ok()) << gg.status();
   EXPECT_THAT(std::string(DecoderConfigFromGguf(**gg).status().message()),
-              HasSubstr("gemma.expert_count: experts are supported for llama (Mixtral) and qwen3moe"));
+              HasSubstr("gemma.expert_count: experts are supported for llama (Mixtral), qwen2moe, qwen3moe and "
+                        "granitemoe, not gemma"));
 }
 // Granite's multipliers from config.json and the GGUF scales llama.cpp's
 // converter writes read the same (Q/K pairs adjacent in the GGUF, which
