@@ -112,6 +112,9 @@ absl::Status DecoderConfig::Validate() const {
     return bad(absl::StrCat("experts_per_token ", experts_per_token, " must be in [1, num_experts ", num_experts,
                             "] (num_experts ", num_experts, " must be >= 0)"));
   }
+  if (qk_norm && qk_norm_whole) return bad("qk_norm (per head) and qk_norm_whole (whole projection) exclude each other");
+  if (!pre_norms && !sandwich_norms) return bad("a model without pre-norms needs its post-norms (sandwich_norms)");
+  if (!(clip_qkv >= 0) || !std::isfinite(clip_qkv)) return bad(absl::StrCat("clip_qkv ", clip_qkv, " must be >= 0"));
   if (shared_expert_size < 0 || (shared_expert_size > 0 && num_experts == 0)) {
     return bad(absl::StrCat("shared_expert_size ", shared_expert_size, " needs experts (num_experts ", num_experts,
                             ") and must be >= 0"));
@@ -467,7 +470,8 @@ absl::Status ReadGgufGraniteScales(const GgufFile& g, DecoderConfig& c) {
 // *.expert_used_count per token, each of *.expert_feed_forward_length
 // (qwen3moe; llama.cpp falls back to feed_forward_length / expert_used_count)
 // or feed_forward_length (llama, granitemoe). llama.cpp renormalises the
-// chosen experts' weights (build_moe_ffn's norm_w) for all but qwen2moe, as
+// chosen experts' weights (build_moe_ffn's norm_w) for all but qwen2moe and
+// olmoe (OLMoE's norm_topk_prob false), as
 // Mixtral, Granite MoE and every published Qwen3-MoE (norm_topk_prob true)
 // do; qwen2moe's shared expert is expert_shared_feed_forward_length wide
 // (llama.cpp: feed_forward_length without it).
@@ -475,7 +479,8 @@ absl::Status ReadGgufExperts(const GgufFile& g, DecoderConfig& c) {
   const std::string p = c.architecture + ".";
   ASSIGN_OR_RETURN(c.num_experts, GgufIntOr(g, p + "expert_count", 0));
   const bool qwen2moe = c.architecture == "qwen2moe";
-  const bool always = c.architecture == "qwen3moe" || c.architecture == "granitemoe" || qwen2moe;
+  const bool always = c.architecture == "qwen3moe" || c.architecture == "granitemoe" || c.architecture == "olmoe" ||
+                      qwen2moe;
   if (c.num_experts <= 0) {
     c.num_experts = 0;
     if (always) {
@@ -487,7 +492,7 @@ absl::Status ReadGgufExperts(const GgufFile& g, DecoderConfig& c) {
   if (c.architecture != "llama" && !always) {
     return absl::InvalidArgumentError(absl::StrCat(g.where(), ": ", p,
                                                    "expert_count: experts are supported for llama (Mixtral), "
-                                                   "qwen2moe, qwen3moe and granitemoe, not ", c.architecture));
+                                                   "qwen2moe, qwen3moe, granitemoe and olmoe, not ", c.architecture));
   }
   ASSIGN_OR_RETURN(int shared,
                    GgufIntOr(g, p + "expert_shared_feed_forward_length", qwen2moe ? c.intermediate_size : 0));
@@ -504,7 +509,7 @@ absl::Status ReadGgufExperts(const GgufFile& g, DecoderConfig& c) {
   }
   // llama.cpp's qwen2moe graph does not renormalise (Qwen1.5-MoE's and
   // Qwen2-57B-A14B's norm_topk_prob false); its other mixtures do.
-  c.norm_topk_prob = !qwen2moe;
+  c.norm_topk_prob = !qwen2moe && c.architecture != "olmoe";
   return absl::OkStatus();
 }
 
@@ -517,16 +522,17 @@ absl::StatusOr<DecoderConfig> DecoderConfigFromGguf(const GgufFile& g) {
   const std::string& a = c.architecture;
   const bool gemma = a == "gemma" || a == "gemma2" || a == "gemma3";
   const bool granite = a == "granite" || a == "granitemoe";
+  const bool olmo = a == "olmo2" || a == "olmoe";
   if (a == "llama" || a == "mistral" || a == "qwen2" || a == "qwen2moe" || a == "qwen3" || a == "qwen3moe" ||
-      a == "phi3" || gemma || granite) {
+      a == "phi3" || gemma || granite || olmo) {
     c.arch = DecoderArch::kLlama;
   } else if (a == "gpt2") {
     c.arch = DecoderArch::kGpt2;
   } else {
     return absl::InvalidArgumentError(absl::StrCat(
         g.where(), ": general.architecture '", a,
-        "' is not supported (llama, mistral, qwen2, qwen2moe, qwen3, qwen3moe, phi3, granite, granitemoe, gemma, "
-        "gemma2, gemma3, gpt2)"));
+        "' is not supported (llama, mistral, qwen2, qwen2moe, qwen3, qwen3moe, phi3, granite, granitemoe, olmo2, "
+        "olmoe, gemma, gemma2, gemma3, gpt2)"));
   }
   const std::string p = a + ".";
   ASSIGN_OR_RETURN(c.num_layers, GgufPositiveInt(g, p + "block_count"));
@@ -604,6 +610,19 @@ absl::StatusOr<DecoderConfig> DecoderConfigFromGguf(const GgufFile& g) {
     if (gemma) RETURN_IF_ERROR(ReadGgufGemma(g, c));
     if (a == "phi3") RETURN_IF_ERROR(ReadGgufPhi3LongRope(g, c));
     if (granite) RETURN_IF_ERROR(ReadGgufGraniteScales(g, c));
+    if (olmo) {
+      // llama.cpp's olmo2 / olmoe: q/k norms over the whole projections;
+      // OLMo 2 has only the norms after attention and the MLP.
+      c.qk_norm_whole = true;
+      if (a == "olmo2") {
+        c.pre_norms = false;
+        c.sandwich_norms = true;
+        if (g.Find(p + "attention.sliding_window") != nullptr) {
+          return absl::InvalidArgumentError(absl::StrCat(g.where(), ": ", p,
+                                                         "attention.sliding_window (OLMo 3's windows) is not supported"));
+        }
+      }
+    }
   }
   if (c.name.empty()) c.name = a;
   RETURN_IF_ERROR(c.Validate());
@@ -853,6 +872,50 @@ absl::Status ReadHfMixtureOfExperts(const HfConfig& hf, DecoderConfig& c) {
     c.sliding_layers.assign(c.num_layers, true);
   }
   return absl::OkStatus();
+}
+
+// OLMo 2 (olmo2) and OLMoE (olmoe) as transformers 5.24 defines them:
+// Llama's layers with q and k RMS-normalised over their whole projections
+// before rope (OLMoE's q_norm is hidden_size wide, so its heads must fill
+// it). OLMo 2 has no norm before attention and the MLP, a norm after each
+// (post_attention_layernorm, post_feedforward_layernorm) before its
+// residual add. OLMoE: pre-norms, num_experts experts of intermediate_size,
+// num_experts_per_tok per token, renormalised when norm_topk_prob (default
+// false), q, k and v clamped to clip_qkv when set.
+absl::Status ReadHfOlmo(const HfConfig& hf, DecoderConfig& c) {
+  constexpr int64_t kMax = int64_t{1} << 30;
+  const bool moe = c.architecture == "olmoe";
+  RETURN_IF_ERROR(ReadHfBodySizes(hf, 0, moe ? 4096 : 2048, 1e-5, c));
+  ASSIGN_OR_RETURN(std::string act, hf.StringOr("hidden_act", "silu"));
+  if (act != "silu") {
+    return absl::InvalidArgumentError(absl::StrCat(hf.path(), ": hidden_act '", act, "' is not supported (silu)"));
+  }
+  ASSIGN_OR_RETURN(c.tie_word_embeddings, hf.BoolOr("tie_word_embeddings", false));
+  ASSIGN_OR_RETURN(bool attention_bias, hf.BoolOr("attention_bias", false));
+  c.qkv_bias = c.attn_out_bias = attention_bias;
+  c.qk_norm_whole = true;
+  if (moe) {
+    if (int64_t{c.num_heads} * c.head_dim != c.hidden_size) {
+      return absl::InvalidArgumentError(absl::StrCat(hf.path(), ": OLMoE's q_norm is hidden_size (", c.hidden_size,
+                                                     ") wide: num_attention_heads x head_dim must equal it"));
+    }
+    ASSIGN_OR_RETURN(int64_t experts, hf.IntOr("num_experts", 64, 1, kMax));
+    ASSIGN_OR_RETURN(int64_t per_token, hf.IntOr("num_experts_per_tok", 8, 1, experts));
+    c.num_experts = static_cast<int>(experts);
+    c.experts_per_token = static_cast<int>(per_token);
+    ASSIGN_OR_RETURN(c.norm_topk_prob, hf.BoolOr("norm_topk_prob", false));
+    if (hf.json().contains("clip_qkv") && !hf.json()["clip_qkv"].is_null()) {
+      ASSIGN_OR_RETURN(double clip, hf.DoubleOr("clip_qkv", 0.0));
+      if (!(clip > 0)) {
+        return absl::InvalidArgumentError(absl::StrCat(hf.path(), ": clip_qkv must be > 0 or null (got ", clip, ")"));
+      }
+      c.clip_qkv = static_cast<float>(clip);
+    }
+  } else {
+    c.pre_norms = false;
+    c.sandwich_norms = true;
+  }
+  return ReadHfRope(hf, c);
 }
 
 // Granite 3 (granite) and Granite MoE (granitemoe) as transformers 5.24
@@ -1206,6 +1269,9 @@ absl::StatusOr<DecoderConfig> DecoderConfigFromHf(const HfConfig& hf) {
   } else if (t == "mixtral" || t == "qwen3_moe" || t == "qwen2_moe") {
     c.arch = DecoderArch::kLlama;
     RETURN_IF_ERROR(ReadHfMixtureOfExperts(hf, c));
+  } else if (t == "olmo2" || t == "olmoe") {
+    c.arch = DecoderArch::kLlama;
+    RETURN_IF_ERROR(ReadHfOlmo(hf, c));
   } else if (t == "granite" || t == "granitemoe") {
     c.arch = DecoderArch::kLlama;
     RETURN_IF_ERROR(ReadHfGranite(hf, c));
@@ -1223,8 +1289,8 @@ absl::StatusOr<DecoderConfig> DecoderConfigFromHf(const HfConfig& hf) {
   } else {
     return absl::InvalidArgumentError(absl::StrCat(
         hf.path(), ": model_type '", t,
-        "' is not a supported decoder (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, phi3, granite, "
-        "granitemoe, gemma, gemma2, gemma3_text, gpt2)"));
+        "' is not a supported decoder (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, phi3, olmo2, "
+        "olmoe, granite, granitemoe, gemma, gemma2, gemma3_text, gpt2)"));
   }
   RETURN_IF_ERROR(ReadHfSpecialIds(hf, c));
   c.name = t;

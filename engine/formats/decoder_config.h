@@ -57,8 +57,8 @@
 
 namespace attnserve {
 
-// kLlama covers mistral, qwen2, qwen3, phi3, the Gemmas, granite and the
-// mixtures of experts (mixtral, qwen2_moe, qwen3_moe, granitemoe).
+// kLlama covers mistral, qwen2, qwen3, phi3, the Gemmas, granite, olmo2 and
+// the mixtures of experts (mixtral, qwen2_moe, qwen3_moe, granitemoe, olmoe).
 enum class DecoderArch : uint8_t { kLlama, kGpt2 };
 enum class NormKind : uint8_t { kRmsNorm, kLayerNorm };
 // SwiGLU: down(silu(gate x) * up x); GeGLU (Gemma): down(gelu_tanh(gate x) * up x);
@@ -134,6 +134,16 @@ struct DecoderConfig {
   // Qwen3: each q and k head is RMS-normalised over head_dim (weights
   // q_norm / k_norm, eps norm_eps) after the projection, before rope.
   bool qk_norm = false;
+  // OLMo 2 / OLMoE: q and k each RMS-normalised over the whole projection
+  // (q_norm [num_heads * head_dim], k_norm [num_kv_heads * head_dim]), eps
+  // norm_eps, before rope.
+  bool qk_norm_whole = false;
+  // > 0: q, k and v clamped to [-clip_qkv, clip_qkv] after the projection and
+  // its norms (OLMoE's clip_qkv).
+  float clip_qkv = 0.0f;
+  // false: no norm before attention and the MLP, only the sandwich_norms
+  // after them (OLMo 2).
+  bool pre_norms = true;
   bool attn_out_bias = false;  // GPT-2 (and Llama attention_bias=true)
   bool mlp_bias = false;       // GPT-2
   bool norm_bias = false;      // LayerNorm has a bias (GPT-2)
@@ -219,11 +229,11 @@ class GgufFile;
 class HfConfig;
 
 // From GGUF metadata (general.architecture llama / qwen2 / qwen2moe / qwen3moe / phi3 /
-// granite / granitemoe / gpt2 ... and its keys; *.expert_count for a mixture of experts) plus tensor presence (biases, output.weight, rope_freqs.weight,
+// granite / granitemoe / olmo2 / olmoe / gpt2 ... and its keys; *.expert_count for a mixture of experts) plus tensor presence (biases, output.weight, rope_freqs.weight,
 // phi3's rope_factors_long / rope_factors_short.weight).
 absl::StatusOr<DecoderConfig> DecoderConfigFromGguf(const GgufFile& gguf);
 // From a Hugging Face config.json (model_type llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, phi3,
-// granite,
+// olmo2, olmoe, granite,
 // granitemoe, gemma, gemma2, gemma3_text, gpt2).
 absl::StatusOr<DecoderConfig> DecoderConfigFromHf(const HfConfig& hf);
 

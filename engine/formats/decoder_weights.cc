@@ -91,7 +91,9 @@ absl::StatusOr<DecoderWeights> LoadLlama(const DecoderConfig& c, const Names& n,
   for (int i = 0; i < c.num_layers; ++i) {
     DecoderLayerWeights l;
     auto L = [&](const char* what) { return n.layer(i, what); };
-    ASSIGN_OR_RETURN(l.attn_norm_weight, load(L("attn_norm"), {h}, DType::kF32));
+    if (c.pre_norms) {
+      ASSIGN_OR_RETURN(l.attn_norm_weight, load(L("attn_norm"), {h}, DType::kF32));
+    }
     if (n.fused_qkv) {
       ASSIGN_OR_RETURN(Tensor qkv, load(L("qkv"), {q + 2 * kv, h}, DType::kF32));
       l.q_weight = Rows(qkv, 0, q, md);
@@ -107,15 +109,17 @@ absl::StatusOr<DecoderWeights> LoadLlama(const DecoderConfig& c, const Names& n,
       ASSIGN_OR_RETURN(l.k_bias, load(L("k_bias"), {kv}, DType::kF32));
       ASSIGN_OR_RETURN(l.v_bias, load(L("v_bias"), {kv}, DType::kF32));
     }
-    if (c.qk_norm) {
-      ASSIGN_OR_RETURN(l.q_norm_weight, load(L("q_norm"), {c.head_dim}, DType::kF32));
-      ASSIGN_OR_RETURN(l.k_norm_weight, load(L("k_norm"), {c.head_dim}, DType::kF32));
+    if (c.qk_norm || c.qk_norm_whole) {
+      ASSIGN_OR_RETURN(l.q_norm_weight, load(L("q_norm"), {c.qk_norm ? c.head_dim : q}, DType::kF32));
+      ASSIGN_OR_RETURN(l.k_norm_weight, load(L("k_norm"), {c.qk_norm ? c.head_dim : kv}, DType::kF32));
     }
     ASSIGN_OR_RETURN(l.o_weight, load(L("o"), {h, q}, md));
     if (c.attn_out_bias) {
       ASSIGN_OR_RETURN(l.o_bias, load(L("o_bias"), {h}, DType::kF32));
     }
-    ASSIGN_OR_RETURN(l.mlp_norm_weight, load(L("mlp_norm"), {h}, DType::kF32));
+    if (c.pre_norms) {
+      ASSIGN_OR_RETURN(l.mlp_norm_weight, load(L("mlp_norm"), {h}, DType::kF32));
+    }
     if (c.sandwich_norms) {
       ASSIGN_OR_RETURN(l.post_attn_norm_weight, load(L("post_attn_norm"), {h}, DType::kF32));
       ASSIGN_OR_RETURN(l.post_mlp_norm_weight, load(L("post_mlp_norm"), {h}, DType::kF32));
@@ -222,7 +226,7 @@ absl::Status ValidateDecoderWeights(const DecoderConfig& c, const DecoderWeights
   for (int i = 0; i < c.num_layers; ++i) {
     const DecoderLayerWeights& l = w.layers[i];
     const std::string p = absl::StrCat("layers.", i, ".");
-    RETURN_IF_ERROR(check(p + "attn_norm_weight", l.attn_norm_weight, true, {h}, DType::kF32));
+    RETURN_IF_ERROR(check(p + "attn_norm_weight", l.attn_norm_weight, c.pre_norms, {h}, DType::kF32));
     RETURN_IF_ERROR(check(p + "attn_norm_bias", l.attn_norm_bias, ln, {h}, DType::kF32));
     RETURN_IF_ERROR(check(p + "q_weight", l.q_weight, true, {q, h}, md));
     RETURN_IF_ERROR(check(p + "k_weight", l.k_weight, true, {kv, h}, md));
@@ -230,11 +234,12 @@ absl::Status ValidateDecoderWeights(const DecoderConfig& c, const DecoderWeights
     RETURN_IF_ERROR(check(p + "q_bias", l.q_bias, c.qkv_bias, {q}, DType::kF32));
     RETURN_IF_ERROR(check(p + "k_bias", l.k_bias, c.qkv_bias, {kv}, DType::kF32));
     RETURN_IF_ERROR(check(p + "v_bias", l.v_bias, c.qkv_bias, {kv}, DType::kF32));
-    RETURN_IF_ERROR(check(p + "q_norm_weight", l.q_norm_weight, c.qk_norm, {c.head_dim}, DType::kF32));
-    RETURN_IF_ERROR(check(p + "k_norm_weight", l.k_norm_weight, c.qk_norm, {c.head_dim}, DType::kF32));
+    const bool qk_norms = c.qk_norm || c.qk_norm_whole;
+    RETURN_IF_ERROR(check(p + "q_norm_weight", l.q_norm_weight, qk_norms, {c.qk_norm ? c.head_dim : q}, DType::kF32));
+    RETURN_IF_ERROR(check(p + "k_norm_weight", l.k_norm_weight, qk_norms, {c.qk_norm ? c.head_dim : kv}, DType::kF32));
     RETURN_IF_ERROR(check(p + "o_weight", l.o_weight, true, {h, q}, md));
     RETURN_IF_ERROR(check(p + "o_bias", l.o_bias, c.attn_out_bias, {h}, DType::kF32));
-    RETURN_IF_ERROR(check(p + "mlp_norm_weight", l.mlp_norm_weight, true, {h}, DType::kF32));
+    RETURN_IF_ERROR(check(p + "mlp_norm_weight", l.mlp_norm_weight, c.pre_norms, {h}, DType::kF32));
     RETURN_IF_ERROR(check(p + "mlp_norm_bias", l.mlp_norm_bias, ln, {h}, DType::kF32));
     RETURN_IF_ERROR(check(p + "post_attn_norm_weight", l.post_attn_norm_weight, c.sandwich_norms, {h}, DType::kF32));
     RETURN_IF_ERROR(check(p + "post_mlp_norm_weight", l.post_mlp_norm_weight, c.sandwich_norms, {h}, DType::kF32));

@@ -187,6 +187,16 @@ void DecoderBlock::Norm(const float* x, const std::vector<float>& w, const std::
   }
 }
 
+// The norm before a sub-layer, or a copy where the model has none (OLMo 2).
+void DecoderBlock::PreNorm(const float* x, const std::vector<float>& w, const std::vector<float>& b, int64_t rows,
+                           float* y) const {
+  if (config_->pre_norms) {
+    Norm(x, w, b, rows, y);
+  } else {
+    std::memcpy(y, x, sizeof(float) * rows * hidden_);
+  }
+}
+
 void DecoderBlock::WriteKv(const ForwardBatch& batch, KvCache& kv, const float* qkv) const {
   const KvLayout& layout = kv.layout();
   const int bs = layout.block_size;
@@ -260,18 +270,27 @@ absl::Status DecoderBlock::ProjectQkv(int64_t T, const Rope* rope, const float* 
                                       DecoderScratch& sc) const {
   const int d = head_dim_;
   const int64_t row = int64_t{heads_ + 2 * kv_heads_} * d;
-  Norm(sc.hidden.data(), attn_norm_w_, attn_norm_b_, T, sc.normed.data());
+  PreNorm(sc.hidden.data(), attn_norm_w_, attn_norm_b_, T, sc.normed.data());
   RETURN_IF_ERROR(qkv_->Forward(sc.normed.data(), T, sc.qkv.data()));
-  if (!q_norm_w_.empty() || rope != nullptr) {
+  const float clip = config_->clip_qkv;
+  if (!q_norm_w_.empty() || rope != nullptr || clip > 0) {
     ParallelFor(T, T * row >= (1 << 15), [&](int64_t t) {
       float* qk = sc.qkv.data() + t * row;
-      if (!q_norm_w_.empty()) {
+      if (config_->qk_norm_whole) {
+        // OLMo 2 / OLMoE: all q heads as one vector, all k heads as another.
+        RmsNorm(qk, q_norm_w_.data(), 1, int64_t{heads_} * d, config_->norm_eps, qk);
+        RmsNorm(qk + int64_t{heads_} * d, k_norm_w_.data(), 1, int64_t{kv_heads_} * d, config_->norm_eps,
+                qk + int64_t{heads_} * d);
+      } else if (!q_norm_w_.empty()) {
         // Qwen3: each head over its own head_dim values, q heads then k
         // heads (one row at a time: this already runs per token).
         for (int hd = 0; hd < heads_ + kv_heads_; ++hd) {
           const std::vector<float>& w = hd < heads_ ? q_norm_w_ : k_norm_w_;
           RmsNorm(qk + int64_t{hd} * d, w.data(), 1, d, config_->norm_eps, qk + int64_t{hd} * d);
         }
+      }
+      if (clip > 0) {
+        for (int64_t i = 0; i < row; ++i) qk[i] = std::clamp(qk[i], -clip, clip);
       }
       // q and k heads are contiguous in the qkv row and rotate alike.
       if (rope != nullptr) rope->Rotate(qk, heads_ + kv_heads_, rope_angles + t * rope->rope_dim());
@@ -291,7 +310,7 @@ absl::Status DecoderBlock::OutputAndMlp(int64_t T, DecoderScratch& sc) const {
   if (!post_attn_norm_w_.empty()) Norm(sc.proj.data(), post_attn_norm_w_, {}, T, sc.proj.data());
   for (int64_t i = 0; i < T * hidden_; ++i) h[i] += r * sc.proj[i];
 
-  Norm(h, mlp_norm_w_, mlp_norm_b_, T, sc.normed.data());
+  PreNorm(h, mlp_norm_w_, mlp_norm_b_, T, sc.normed.data());
   if (router_.has_value()) {
     RETURN_IF_ERROR(MixtureOfExperts(T, sc));
     for (int64_t i = 0; i < T * hidden_; ++i) h[i] += r * sc.proj[i];

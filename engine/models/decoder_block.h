@@ -6,7 +6,8 @@
 //             none here (GPT-2 adds learned positions to the embeddings)
 //   attention GQA (Hkv divides Hq; MHA when equal), optional QKV bias
 //             (Qwen2, GPT-2), optional output bias, optional RMSNorm of
-//             each q and k head before rope (Qwen3); K/V go to the paged cache
+//             each q and k head (Qwen3) or of the whole q and k (OLMo 2,
+//             OLMoE) before rope; K/V go to the paged cache
 //   mlp       SwiGLU down(silu(gate x) * up x) | GELU-tanh down(gelu(up x)) |
 //             a mixture of SwiGLU experts (Mixtral, Qwen3-MoE): a router
 //             picks each token's top experts_per_token, whose outputs are
@@ -99,6 +100,8 @@ class DecoderBlock {
   DecoderBlock() = default;
   void Norm(const float* x, const std::vector<float>& w, const std::vector<float>& b, int64_t rows,
             float* y) const;
+  void PreNorm(const float* x, const std::vector<float>& w, const std::vector<float>& b, int64_t rows,
+               float* y) const;
   absl::Status ProjectQkv(int64_t T, const Rope* rope, const float* rope_angles, DecoderScratch& sc) const;
   absl::Status OutputAndMlp(int64_t T, DecoderScratch& sc) const;
   // sc.proj = the mixture's output for sc.normed's T rows.

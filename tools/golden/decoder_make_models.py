@@ -99,6 +99,16 @@ Makes, with a fixed seed, under tests/golden/decoder_models/<name>/:
                saved stacked (block_sparse_moe.input_linear [experts, 2 ffn, hidden],
                output_linear) as IBM's checkpoints have them; HF directory and model.gguf
                (arch granitemoe: input_linear split into ffn_gate_exps / ffn_up_exps).
+  olmo2_tiny   Olmo2ForCausalLM, llama_tiny's sizes and tokenizer, GQA 4/2: q and k
+               RMS-normalised over their whole projections, no pre-norms, a norm after
+               attention and after the MLP; HF directory and model.gguf (arch olmo2:
+               post_attention_norm, post_ffw_norm, attn_q_norm [64], attn_k_norm [32]).
+  olmoe_tiny   OlmoeForCausalLM, MHA 4 heads (llama.cpp's olmoe sizes attn_k_norm as
+               the hidden size), whole-projection q/k norms, pre-norms, 8 experts of 32,
+               the top 2 not renormalised, routers 4x wider; HF directory and model.gguf
+               (arch olmoe).
+  olmoe_clip_tiny  the same with clip_qkv 1.0 (q, k and v clamped, set small so that it
+               bites); HF directory only (llama.cpp does not clamp olmoe).
 Each as an HF directory (config.json, model.safetensors, tokenizer.json) plus
 GGUF v3 files written with gguf.GGUFWriter in llama.cpp's conventions
 (convert_hf_to_gguf.py): model.gguf (F32) for each; for llama_tiny also
@@ -279,7 +289,7 @@ def write_llama_gguf(path, model, cfg, tok, arch, qtype, file_type=None, experts
         w.add_residual_scale(cfg.residual_multiplier)
         w.add_attention_scale(cfg.attention_multiplier)
         w.add_logit_scale(cfg.logits_scaling)
-    if arch in ("llama", "granite", "granitemoe"):
+    if arch in ("llama", "granite", "granitemoe", "olmo2", "olmoe"):
         gguf_tokenizer(w, tok, "llama-bpe", "<|begin_of_text|>", "<|end_of_text|>", True)
     else:
         gguf_tokenizer(w, tok, "qwen2", "<|endoftext|>", "<|endoftext|>", False)
@@ -655,6 +665,47 @@ def make_moe(name):
             "experts_per_token": cfg.num_experts_per_tok, "norm_topk_prob": getattr(cfg, "norm_topk_prob", True)}
 
 
+def make_olmo(name):
+    """olmo2_tiny / olmoe_tiny / olmoe_clip_tiny (see the module docstring)."""
+    torch.manual_seed(SEED)
+    tok = train_tokenizer("llama3")
+    vocab = tok.get_vocab_size(with_added_tokens=True)
+    kw = dict(vocab_size=vocab, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+              max_position_embeddings=256, rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False,
+              rope_parameters={"rope_type": "default", "rope_theta": 500000.0},
+              bos_token_id=tok.token_to_id("<|begin_of_text|>"), eos_token_id=tok.token_to_id("<|end_of_text|>"))
+    if name == "olmo2_tiny":
+        cfg = transformers.Olmo2Config(**kw, intermediate_size=96, num_key_value_heads=2)
+        model = transformers.Olmo2ForCausalLM(cfg).eval()
+    else:
+        cfg = transformers.OlmoeConfig(**kw, intermediate_size=32, num_key_value_heads=4, num_experts=8,
+                                       num_experts_per_tok=2, norm_topk_prob=False,
+                                       clip_qkv=1.0 if name == "olmoe_clip_tiny" else None)
+        model = transformers.OlmoeForCausalLM(cfg).eval()
+    init_random(model)
+    if name != "olmo2_tiny":
+        with torch.no_grad():  # routers wider, as make_moe's
+            for layer in model.model.layers:
+                layer.mlp.gate.weight.mul_(4.0)
+    if name == "olmoe_clip_tiny":
+        # The clamp must bite: the same weights without it answer otherwise.
+        ids = torch.tensor([list(range(2, 42))])
+        with torch.no_grad():
+            clipped = model(input_ids=ids).logits
+            model.config.clip_qkv = None
+            plain = model(input_ids=ids).logits
+            model.config.clip_qkv = cfg.clip_qkv = 1.0
+        assert float((clipped - plain).abs().max()) > 0.1, float((clipped - plain).abs().max())
+    d = OUT / name
+    save_hf(model, tok, d)
+    if name == "olmo2_tiny":
+        write_llama_gguf(d / "model.gguf", model, cfg, tok, "olmo2", gguf.GGMLQuantizationType.F32)
+    elif name == "olmoe_tiny":
+        write_llama_gguf(d / "model.gguf", model, cfg, tok, "olmoe", gguf.GGMLQuantizationType.F32,
+                         experts=(cfg.num_experts, cfg.num_experts_per_tok, cfg.intermediate_size))
+    return {"class": type(model).__name__, "vocab": vocab, "clip_qkv": getattr(cfg, "clip_qkv", None)}
+
+
 def make_granite(name):
     """granite_tiny / granitemoe_tiny (see the module docstring)."""
     torch.manual_seed(SEED)
@@ -791,6 +842,9 @@ def main():
     for name in ("granite_tiny", "granitemoe_tiny"):
         if want(name):
             made[name] = make_granite(name)
+    for name in ("olmo2_tiny", "olmoe_tiny", "olmoe_clip_tiny"):
+        if want(name):
+            made[name] = make_olmo(name)
     if only and not only & {"llama_tiny", "qwen2_tiny", "gpt2_tiny"}:
         write_versions(made)
         return
@@ -798,7 +852,7 @@ def main():
         sys.exit("--only supports the rope-scaled and sliding-window models, llama_quant_mix, qwen3_tiny, "
                  "gemma3_tiny, gemma2_tiny, gemma_tiny, gemma2_gguf_tiny, gemma3_gguf_tiny, phi3_tiny, "
                  "phi3_longrope_tiny, qwen3_moe_tiny, qwen3_moe_unnorm_tiny, mixtral_tiny, qwen2_moe_tiny, "
-                 "granite_tiny and granitemoe_tiny; "
+                 "granite_tiny, granitemoe_tiny, olmo2_tiny, olmoe_tiny and olmoe_clip_tiny; "
                  "remake the others with no --only")
 
     # --- llama_tiny: GQA 4/2, rope_theta 50000, untied, no bias, Llama-3 regex tokenizer.

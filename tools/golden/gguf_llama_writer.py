@@ -96,7 +96,12 @@ def add_tensors(writer, sd, *, n_layers, n_head, n_head_kv, qtype, permute, tied
         q, k = sd[p + "self_attn.q_proj.weight"], sd[p + "self_attn.k_proj.weight"]
         if permute:
             q, k = permute_qk(q, n_head), permute_qk(k, n_head_kv)
-        add_matrix(writer, f"blk.{i}.attn_norm.weight", sd[p + "input_layernorm.weight"], qtype)
+        # OLMo 2 has no pre-norms: its post_attention_layernorm and
+        # post_feedforward_layernorm follow the sub-layers (llama.cpp's
+        # post_attention_norm / post_ffw_norm).
+        post_norms_only = p + "input_layernorm.weight" not in sd
+        if not post_norms_only:
+            add_matrix(writer, f"blk.{i}.attn_norm.weight", sd[p + "input_layernorm.weight"], qtype)
         add_matrix(writer, f"blk.{i}.attn_q.weight", q, qtype)
         add_matrix(writer, f"blk.{i}.attn_k.weight", k, qtype)
         add_matrix(writer, f"blk.{i}.attn_v.weight", sd[p + "self_attn.v_proj.weight"], qtype)
@@ -104,12 +109,16 @@ def add_tensors(writer, sd, *, n_layers, n_head, n_head_kv, qtype, permute, tied
             key = p + f"self_attn.{b}_proj.bias"
             if key in sd:
                 add_matrix(writer, f"blk.{i}.{nm}.bias", sd[key], qtype)
-        for b in ("q", "k"):  # Qwen3's per-head norms
+        for b in ("q", "k"):  # Qwen3's per-head norms, OLMo's whole-projection ones
             key = p + f"self_attn.{b}_norm.weight"
             if key in sd:
                 add_matrix(writer, f"blk.{i}.attn_{b}_norm.weight", sd[key], qtype)
         add_matrix(writer, f"blk.{i}.attn_output.weight", sd[p + "self_attn.o_proj.weight"], qtype)
-        add_matrix(writer, f"blk.{i}.ffn_norm.weight", sd[p + "post_attention_layernorm.weight"], qtype)
+        if post_norms_only:
+            add_matrix(writer, f"blk.{i}.post_attention_norm.weight", sd[p + "post_attention_layernorm.weight"], qtype)
+            add_matrix(writer, f"blk.{i}.post_ffw_norm.weight", sd[p + "post_feedforward_layernorm.weight"], qtype)
+        else:
+            add_matrix(writer, f"blk.{i}.ffn_norm.weight", sd[p + "post_attention_layernorm.weight"], qtype)
         experts = expert_tensors(sd, p)
         if experts is None:
             add_matrix(writer, f"blk.{i}.ffn_gate.weight", sd[p + "mlp.gate_proj.weight"], qtype)

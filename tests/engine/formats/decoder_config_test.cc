@@ -676,8 +676,8 @@ TEST(DecoderConfigTest, MixtureOfExpertsGgufKeys) {
   auto gg = GgufFile::Parse(gemma_image, "gemma.gguf");
   ASSERT_TRUE(gg.ok()) << gg.status();
   EXPECT_THAT(std::string(DecoderConfigFromGguf(**gg).status().message()),
-              HasSubstr("gemma.expert_count: experts are supported for llama (Mixtral), qwen2moe, qwen3moe and "
-                        "granitemoe, not gemma"));
+              HasSubstr("gemma.expert_count: experts are supported for llama (Mixtral), qwen2moe, qwen3moe, "
+                        "granitemoe and olmoe, not gemma"));
 }
 // Granite's multipliers from config.json and the GGUF scales llama.cpp's
 // converter writes read the same (Q/K pairs adjacent in the GGUF, which

@@ -17,7 +17,10 @@
 // a sigmoid-gated shared expert) and Mixtral (4, the top 2), from their
 // directories and their GGUF files (stacked experts); Granite 3 and Granite
 // MoE (embedding, attention, residual and logit multipliers; Granite MoE's
-// experts stacked in its checkpoint too), each from its directory and GGUF.
+// experts stacked in its checkpoint too), each from its directory and GGUF;
+// OLMo 2 (whole-projection q/k norms, only post-norms) and OLMoE (the same
+// q/k norms, 8 experts, the top 2 not renormalised; clip_qkv from the
+// directory only), from their directories and GGUF files.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -134,7 +137,9 @@ INSTANTIATE_TEST_SUITE_P(TinyModels, DecoderHfTest,
                                            Case{"mixtral_tiny", "model.gguf"}, Case{"granite_tiny", ""},
                                            Case{"granite_tiny", "model.gguf"}, Case{"granitemoe_tiny", ""},
                                            Case{"granitemoe_tiny", "model.gguf"}, Case{"qwen2_moe_tiny", ""},
-                                           Case{"qwen2_moe_tiny", "model.gguf"}),
+                                           Case{"qwen2_moe_tiny", "model.gguf"}, Case{"olmo2_tiny", ""},
+                                           Case{"olmo2_tiny", "model.gguf"}, Case{"olmoe_tiny", ""},
+                                           Case{"olmoe_tiny", "model.gguf"}, Case{"olmoe_clip_tiny", ""}),
                          CaseName);
 
 // The Gemma GGUF files against llama.cpp itself (tools/golden/
