@@ -36,6 +36,10 @@ continuations over gRPC equal transformers' on the same weights.
   and its GGUF (arch llama with experts); all at once in chunked-prefill
   steps (many tokens of several sequences routed in one step), and held in
   Q8_0 with the router kept f32.
+- olmo2_tiny (OLMo 2: whole-projection q/k norms, only post-norms) and
+  olmoe_tiny (OLMoE: the same q/k norms, 8 experts, the top 2 not
+  renormalised) from their directories and GGUF files, olmoe_clip_tiny
+  (clip_qkv) from its directory.
 - granite_tiny (Granite 3: embedding, attention, residual and logit
   multipliers) and granitemoe_tiny (Granite MoE: the same, 6 experts stacked
   in its checkpoint, the top 2) from their directories and GGUF files."""
@@ -93,6 +97,11 @@ def greedy_all_at_once(pb, pb_grpc, server, prompts, greedy):
     (MODELS / "mixtral_tiny/model.gguf", "mixtral_tiny", "llama"),
     (MODELS / "qwen2_moe_tiny", "qwen2_moe_tiny", "qwen2_moe"),
     (MODELS / "qwen2_moe_tiny/model.gguf", "qwen2_moe_tiny", "qwen2moe"),
+    (MODELS / "olmo2_tiny", "olmo2_tiny", "olmo2"),
+    (MODELS / "olmo2_tiny/model.gguf", "olmo2_tiny", "olmo2"),
+    (MODELS / "olmoe_tiny", "olmoe_tiny", "olmoe"),
+    (MODELS / "olmoe_tiny/model.gguf", "olmoe_tiny", "olmoe"),
+    (MODELS / "olmoe_clip_tiny", "olmoe_clip_tiny", "olmoe"),
     (MODELS / "granite_tiny", "granite_tiny", "granite"),
     (MODELS / "granite_tiny/model.gguf", "granite_tiny", "granite"),
     (MODELS / "granitemoe_tiny", "granitemoe_tiny", "granitemoe"),
@@ -100,7 +109,8 @@ def greedy_all_at_once(pb, pb_grpc, server, prompts, greedy):
 ], ids=["qwen3_hf", "qwen3_gguf", "llama_quant_mix_gguf", "mistral_sliding_window", "qwen2_sliding_window",
         "gemma3_text", "gemma2", "gemma", "gemma_gguf", "gemma2_gguf", "gemma3_gguf", "phi3", "phi3_longrope",
         "phi3_longrope_gguf", "qwen3_moe", "qwen3_moe_gguf", "qwen3_moe_unnormalised", "mixtral", "mixtral_gguf",
-        "qwen2_moe", "qwen2_moe_gguf", "granite", "granite_gguf", "granitemoe", "granitemoe_gguf"])
+        "qwen2_moe", "qwen2_moe_gguf", "olmo2", "olmo2_gguf", "olmoe", "olmoe_gguf", "olmoe_clip_qkv", "granite",
+        "granite_gguf", "granitemoe", "granitemoe_gguf"])
 def test_served_greedy_answers_equal_transformers(pb, proto_modules, path, name, architecture):
     _, pb_grpc = proto_modules
     ref = golden(name)
@@ -165,7 +175,7 @@ def test_longrope_context_picks_the_factors_transformers_uses(pb, proto_modules,
 
 
 @pytest.mark.parametrize("name,file", [("qwen3_moe_tiny", "model.gguf"), ("mixtral_tiny", ""), ("granitemoe_tiny", ""),
-                                       ("qwen2_moe_tiny", "")])
+                                       ("qwen2_moe_tiny", ""), ("olmoe_tiny", "model.gguf")])
 def test_mixture_streams_batched_and_chunked_equal_transformers(pb, proto_modules, name, file):
     """Every prompt at once in 8-token steps: a step routes tokens of several
     sequences, prompt chunks and decode tokens together, each expert running

@@ -702,6 +702,37 @@ TEST(DecoderConfigTest, GraniteHfAndGgufAgree) {
   EXPECT_TRUE(moe.norm_topk_prob);
 }
 
+// OLMo 2 and OLMoE from their directories and GGUF files: whole-projection
+// q/k norms, OLMo 2's post-norms only, OLMoE's experts; the refusals.
+TEST(DecoderConfigTest, OlmoHfAndGgufAgree) {
+  for (const char* name : {"olmo2_tiny", "olmoe_tiny"}) {
+    const bool moe = std::string(name) == "olmoe_tiny";
+    const DecoderConfig hf = FromHfDir(kModels + name);
+    const DecoderConfig gguf = FromGgufFile(kModels + name + "/model.gguf");
+    for (const DecoderConfig* c : {&hf, &gguf}) {
+      EXPECT_TRUE(c->qk_norm_whole) << name;
+      EXPECT_FALSE(c->qk_norm) << name;
+      EXPECT_EQ(c->pre_norms, moe) << name;
+      EXPECT_EQ(c->sandwich_norms, !moe) << name;
+      EXPECT_EQ(c->num_experts, moe ? 8 : 0) << name;
+      EXPECT_FALSE(c->norm_topk_prob && moe) << name;
+      EXPECT_EQ(c->rope_pairing, RopePairing::kHalfSplit) << name;
+      EXPECT_FLOAT_EQ(c->clip_qkv, 0.0f) << name;
+    }
+  }
+  EXPECT_FLOAT_EQ(FromHfDir(kModels + "olmoe_clip_tiny").clip_qkv, 1.0f);
+  auto gqa = FromJsonText(R"({"model_type": "olmoe", "hidden_size": 64, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "head_dim": 8, "intermediate_size": 32, "vocab_size": 100})");
+  EXPECT_THAT(std::string(gqa.status().message()), HasSubstr("num_attention_heads x head_dim must equal it"));
+  testing::GgufTestWriter w = MinimalDecoderGguf("olmo2", 256);
+  w.KvU32("olmo2.attention.sliding_window", 16);
+  const std::vector<std::byte> image = w.Build();
+  auto g = GgufFile::Parse(image, "olmo3.gguf");
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_THAT(std::string(DecoderConfigFromGguf(**g).status().message()),
+              HasSubstr("olmo3.gguf: olmo2.attention.sliding_window (OLMo 3's windows) is not supported"));
+}
+
 TEST(DecoderConfigTest, GraniteDefaultsAndErrors) {
   auto plain = FromJsonText(R"({"model_type": "granite", "hidden_size": 64, "num_hidden_layers": 2,
     "num_attention_heads": 4, "intermediate_size": 96, "vocab_size": 100})");
