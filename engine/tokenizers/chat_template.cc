@@ -147,8 +147,8 @@ absl::StatusOr<std::string> Render(ChatFormat format, absl::Span<const ChatMessa
   if (!ChatFormatHasTools(format)) {
     if (!o.tools.empty()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("tools: the ", ChatFormatName(format),
-                       " chat template does not show tools (llama3.1's, llama3.2's, qwen2.5's and qwen3's do)"));
+          absl::StrCat("tools: tools are rendered with the llama3.1, llama3.2, qwen2.5 and qwen3 chat templates "
+                       "only, not with ", ChatFormatName(format), "'s"));
     }
     for (size_t i = 0; i < m.size(); ++i) {
       if (!m[i].tool_calls.empty()) return Refusal(i, "the template has no tool calls", format);
@@ -273,6 +273,18 @@ absl::StatusOr<std::string> Render(ChatFormat format, absl::Span<const ChatMessa
         }
       }
       return out;  // no generation prompt: a user turn's end opens the answer
+    case ChatFormat::kGranite3:
+      // Roles other than these are not shown (tools are refused above).
+      for (const ChatMessage& msg : m) {
+        if (msg.role == "system" || msg.role == "user" || msg.role == "assistant" || msg.role == "tool_response") {
+          absl::StrAppend(&out, "<|start_of_role|>", msg.role, "<|end_of_role|>", msg.content, "<|end_of_text|>\n");
+        } else if (msg.role == "assistant_tool_call") {
+          absl::StrAppend(&out, "<|start_of_role|>assistant<|end_of_role|><|tool_call|>", msg.content,
+                          "<|end_of_text|>\n");
+        }
+      }
+      if (gen) out += "<|start_of_role|>assistant<|end_of_role|>";  // inside the loop, at loop.last
+      return out;
   }
   return absl::InternalError("unknown chat format");
 }
@@ -306,6 +318,7 @@ absl::string_view ChatEndOfTurn(ChatFormat format) {
     case ChatFormat::kPhi3:
     case ChatFormat::kPhi35:
     case ChatFormat::kPhi4Mini: return "<|end|>";
+    case ChatFormat::kGranite3: return "<|end_of_text|>";
     default: return "";
   }
 }
@@ -325,6 +338,7 @@ std::vector<absl::string_view> ChatMarkerTokens(ChatFormat format) {
     case ChatFormat::kPhi35:
     case ChatFormat::kPhi4Mini: return {"<|user|>", "<|assistant|>", "<|end|>"};
     case ChatFormat::kPhi4: return {"<|im_start|>", "<|im_sep|>", "<|im_end|>"};
+    case ChatFormat::kGranite3: return {"<|start_of_role|>", "<|end_of_role|>", "<|end_of_text|>"};
     default: return {};
   }
 }

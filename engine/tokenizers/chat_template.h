@@ -46,10 +46,11 @@ enum class ChatFormat {
   kPhi35,    // <|user|>\n...<|end|>\n without BOS; an empty system message not shown (Phi-3.5-mini-instruct)
   kPhi4Mini,  // <|user|>...<|end|> without newlines (Phi-4-mini-instruct)
   kPhi4,      // <|im_start|>user<|im_sep|>...<|im_end|>, the answer opened after each user turn (phi-4)
+  kGranite3,  // <|start_of_role|>user<|end_of_role|>...<|end_of_text|>\n (granite-3.0-instruct)
 };
 
 // "chatml", "llama2", "llama3", "zephyr", "gemma", "phi3", "mistral", "qwen2",
-// "llama3.1", "qwen2.5", "gemma3", "qwen3", "llama3.2", "phi3.5", "phi4-mini", "phi4".
+// "llama3.1", "qwen2.5", "gemma3", "qwen3", "llama3.2", "phi3.5", "phi4-mini", "phi4", "granite3".
 absl::string_view ChatFormatName(ChatFormat format);
 // The format of that name; INVALID_ARGUMENT listing the names otherwise.
 absl::StatusOr<ChatFormat> ChatFormatFromName(absl::string_view name);

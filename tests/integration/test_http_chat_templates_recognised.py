@@ -5,7 +5,8 @@ Each case gives a copy of a tiny decoder (tools/golden/decoder_make_models.py)
 a tokenizer_config.json holding a published template as that model family
 ships it (tools/golden/chat_templates/: Gemma 2's copy of Gemma's template,
 typed differently from gemma-7b-it's; Phi-3.5-mini's, which differs from
-Phi-3's; Phi-4-mini's and phi-4's on the Phi-3 fixtures). The server must name the format by itself, and a chat's prompt ids
+Phi-3's; Phi-4-mini's and phi-4's on the Phi-3 fixtures; granite-3.0's on the
+Granite 3 fixture). The server must name the format by itself, and a chat's prompt ids
 must be transformers' apply_chat_template on that text, tokenized by the
 tokenizers library from the same tokenizer.json without special tokens
 added (qwen3_tiny has no <|user|> token: Phi-3.5's markers are plain text
@@ -29,6 +30,9 @@ CASES = {
     "phi4-mini": ("phi3_longrope_tiny", GOLDEN["templates"]["phi4-mini"]["jinja"], {"eos_token": "<|end_of_text|>"},
                   "phi4-mini"),
     "phi4": ("phi3_tiny", GOLDEN["templates"]["phi4"]["jinja"], {"eos_token": "<|end_of_text|>"}, "phi4"),
+    # granite-3.0-instruct's template on the Granite 3 fixture (its role markers plain text there)
+    "granite3": ("granite_tiny", GOLDEN["templates"]["granite3"]["jinja"], {"eos_token": "<|end_of_text|>"},
+                 "granite3"),
 }
 CONVERSATIONS = {c["conversation"]: c["messages"] for c in GOLDEN["cases"] if c["format"] == "chatml"}
 

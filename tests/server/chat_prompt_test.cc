@@ -168,8 +168,8 @@ TEST_F(ChatPromptTest, RefusalsNameTheField) {
   with_tools.add_tools(R"({"type": "function", "function": {"name": "f"}})");
   ids = ChatPromptIds(with_tools, setup, tokenizer());
   ASSERT_FALSE(ids.ok());
-  EXPECT_EQ(ids.status().message(), "chat.tools: the llama2 chat template does not show tools (llama3.1's, "
-            "llama3.2's, qwen2.5's and qwen3's do)");
+  EXPECT_EQ(ids.status().message(), "chat.tools: tools are rendered with the llama3.1, llama3.2, qwen2.5 and qwen3 "
+            "chat templates only, not with llama2's");
   // Where the template has tool turns, a tool's result is taken; calls
   // only from an assistant.
   const ChatSetup llama31 = ResolveChatSetup("llama3.1", "", tokenizer());

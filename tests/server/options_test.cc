@@ -38,7 +38,7 @@ TEST(OptionsTest, BadValuesNameTheFlag) {
   o.models.chat_template = "vicuna";
   EXPECT_EQ(ValidateOptions(o).message(),
             "--chat-template=vicuna: must be one of chatml, llama2, llama3, zephyr, gemma, phi3, mistral, qwen2, "
-            "llama3.1, qwen2.5, gemma3, qwen3, llama3.2, phi3.5, phi4-mini, phi4");
+            "llama3.1, qwen2.5, gemma3, qwen3, llama3.2, phi3.5, phi4-mini, phi4, granite3");
   o.models.chat_template = "zephyr";
   EXPECT_TRUE(ValidateOptions(o).ok());
   o = ServerOptions{};

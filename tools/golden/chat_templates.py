@@ -185,6 +185,14 @@ TEMPLATES["phi4"] = {
     "bos": "<|endoftext|>", "eos": "<|im_end|>",
     "jinja": "{% for message in messages %}{% if (message['role'] == 'system') %}{{'<|im_start|>system<|im_sep|>' + message['content'] + '<|im_end|>'}}{% elif (message['role'] == 'user') %}{{'<|im_start|>user<|im_sep|>' + message['content'] + '<|im_end|><|im_start|>assistant<|im_sep|>'}}{% elif (message['role'] == 'assistant') %}{{message['content'] + '<|im_end|>'}}{% endif %}{% endfor %}",
 }
+# ibm-granite/granite-3.0-8b-instruct: llama.cpp's copy, the case of that
+# name in tests/test-chat-template.cpp (llama-cpp-python 0.3.36's
+# vendor/llama.cpp), its C string decoded into chat_templates/granite3.jinja.
+TEMPLATES["granite3"] = {
+    "model": "ibm-granite/granite-3.0-8b-instruct (llama.cpp's tests/test-chat-template.cpp)",
+    "bos": "<|end_of_text|>", "eos": "<|end_of_text|>",
+    "jinja": template_file("granite3.jinja"),
+}
 TOOL_FORMATS = ["llama3.1", "qwen2.5", "qwen3", "llama3.2"]
 # Other models' texts of a format's template, typed differently (a newline
 # in a string literal typed rather than escaped): recognised as that format,

@@ -26,7 +26,7 @@ json Golden() {
 
 TEST(ChatTemplateTest, RecognisesEachPublishedTemplateAndNothingElse) {
   const json doc = Golden();
-  ASSERT_EQ(doc["templates"].size(), 16u);
+  ASSERT_EQ(doc["templates"].size(), 17u);
   for (const auto& [name, t] : doc["templates"].items()) {
     const std::string jinja = t["jinja"].get<std::string>();
     std::optional<ChatFormat> format = KnownChatTemplate(jinja);
@@ -185,7 +185,7 @@ TEST(ChatTemplateTest, RefusalsNameTheMessageAndTheTemplate) {
 TEST(ChatTemplateTest, NamesRoundTrip) {
   for (const char* name :
        {"chatml", "llama2", "llama3", "zephyr", "gemma", "phi3", "mistral", "qwen2", "llama3.1", "qwen2.5",
-        "gemma3", "qwen3", "llama3.2", "phi3.5", "phi4-mini", "phi4"}) {
+        "gemma3", "qwen3", "llama3.2", "phi3.5", "phi4-mini", "phi4", "granite3"}) {
     absl::StatusOr<ChatFormat> f = ChatFormatFromName(name);
     ASSERT_TRUE(f.ok()) << name;
     EXPECT_EQ(ChatFormatName(*f), name);
@@ -195,7 +195,7 @@ TEST(ChatTemplateTest, NamesRoundTrip) {
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(),
             "chat template 'vicuna' is not one of: chatml, llama2, llama3, zephyr, gemma, phi3, mistral, qwen2, "
-            "llama3.1, qwen2.5, gemma3, qwen3, llama3.2, phi3.5, phi4-mini, phi4");
+            "llama3.1, qwen2.5, gemma3, qwen3, llama3.2, phi3.5, phi4-mini, phi4, granite3");
 }
 
 }  // namespace
