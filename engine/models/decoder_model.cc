@@ -184,6 +184,8 @@ absl::Status DecoderModel::Build(LoadedDecoder loaded, const DecoderLoadOptions&
   d.kv_dtype = options.kv_dtype;
   d.weight_bytes = bytes;
   d.kv_bytes_per_token = config_.KvBytesPerToken(options.kv_dtype);
+  d.num_experts = config_.num_experts;
+  d.experts_per_token = config_.experts_per_token;
   if (options.prepare_kernels) {
     for (const DecoderBlock& b : blocks_) RETURN_IF_ERROR(b.CreateAllPrimitives());
   }

@@ -31,6 +31,10 @@ struct ModelDescription {
   DType kv_dtype = DType::kF32;      // decoders only
   int64_t weight_bytes = 0;          // bytes of weights held in memory
   int64_t kv_bytes_per_token = 0;    // 2 * layers * kv_heads * head_dim * dtype bytes; 0 for encoders
+  // A mixture of experts' experts per layer and those a token runs; 0 for a
+  // dense model.
+  int num_experts = 0;
+  int experts_per_token = 0;
   // An encoder with a sequence-classification head (a cross-encoder /
   // reranker, or a classifier): its labels in id order. Empty otherwise.
   std::vector<std::string> labels;

@@ -370,6 +370,8 @@ v1::ModelInfo ToModelInfo(const ModelDescription& d, v1::ModelKind kind) {
   info.set_compute_dtype("f32");
   info.set_weight_bytes(d.weight_bytes);
   info.set_kv_bytes_per_token(d.kv_bytes_per_token);
+  info.set_num_experts(d.num_experts);
+  info.set_experts_per_token(d.experts_per_token);
   info.set_source(d.source);
   info.set_matmul_precision(MatmulPrecisionName(d.matmul_precision));
   for (const std::string& label : d.labels) info.add_labels(label);

@@ -51,7 +51,7 @@ import gguf
 import numpy as np
 import pytest
 
-from conftest import REPO, ServerProcess, metric
+from conftest import REPO, ServerProcess, http_get, metric
 
 MODELS = REPO / "tests/golden/decoder_models"
 QUANT_MIX = MODELS / "llama_quant_mix/model.gguf"
@@ -120,6 +120,10 @@ def test_served_greedy_answers_equal_transformers(pb, proto_modules, path, name,
             stub = pb_grpc.InferenceStub(channel)
             (info,) = stub.GetModelInfo(pb.GetModelInfoRequest(model=pb.MODEL_KIND_DECODER), timeout=30).models
             assert info.architecture == architecture
+            # A mixture reports its experts (transformers 5 writes num_local_experts for some families).
+            cfg = json.loads(((path if path.is_dir() else path.parent) / "config.json").read_text())
+            experts = cfg.get("num_experts", cfg.get("num_local_experts", 0))
+            assert (info.num_experts, info.experts_per_token) == (experts, cfg["num_experts_per_tok"] if experts else 0)
             for prompt, want in zip(ref["prompts"], ref["greedy"]):
                 assert greedy_ids(pb, stub, prompt, len(want)) == want, prompt
     finally:
@@ -218,6 +222,10 @@ def test_a_mixture_in_q8_0_keeps_its_router_f32(pb, proto_modules):
             assert info.weight_bytes == held, (info.weight_bytes, held)
             assert metric(server, 'attnserve_weight_bytes{model="decoder"}') == info.weight_bytes
             assert len(greedy_ids(pb, stub, golden("mixtral_tiny")["prompts"][2], 8)) == 8
+        status, body = http_get(server.url("/v1/model_info"))
+        assert status == 200
+        model = json.loads(body)["models"][0]
+        assert (model["num_experts"], model["experts_per_token"]) == (4, 2)
     finally:
         server.close()
 
