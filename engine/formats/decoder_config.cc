@@ -731,6 +731,25 @@ absl::Status ReadHfBodySizes(const HfConfig& hf, int64_t head_dim_default, int64
   return absl::OkStatus();
 }
 
+// ReadHfBodySizes for a Llama-like SwiGLU body: hidden_act must be silu,
+// embeddings untied unless tie_word_embeddings.
+absl::Status ReadHfSiluBody(const HfConfig& hf, int64_t positions_default, double eps_default, DecoderConfig& c) {
+  RETURN_IF_ERROR(ReadHfBodySizes(hf, 0, positions_default, eps_default, c));
+  ASSIGN_OR_RETURN(std::string act, hf.StringOr("hidden_act", "silu"));
+  if (act != "silu") {
+    return absl::InvalidArgumentError(absl::StrCat(hf.path(), ": hidden_act '", act, "' is not supported (silu)"));
+  }
+  ASSIGN_OR_RETURN(c.tie_word_embeddings, hf.BoolOr("tie_word_embeddings", false));
+  return absl::OkStatus();
+}
+
+// LlamaConfig's attention_bias: biases on q, k, v and o alike.
+absl::Status ReadHfAttentionBias(const HfConfig& hf, DecoderConfig& c) {
+  ASSIGN_OR_RETURN(bool attention_bias, hf.BoolOr("attention_bias", false));
+  c.qkv_bias = c.attn_out_bias = attention_bias;
+  return absl::OkStatus();
+}
+
 // layer_types (transformers 5 writes it for every model that has windows):
 // true for "sliding_attention", false for "full_attention"; nullopt when the
 // file has none.
@@ -826,12 +845,7 @@ absl::Status ReadHfMixtureOfExperts(const HfConfig& hf, DecoderConfig& c) {
   constexpr int64_t kMax = int64_t{1} << 30;
   const bool qwen2 = t == "qwen2_moe";
   const bool qwen = t == "qwen3_moe" || qwen2;
-  RETURN_IF_ERROR(ReadHfBodySizes(hf, 0, qwen ? 32768 : 131072, qwen ? 1e-6 : 1e-5, c));
-  ASSIGN_OR_RETURN(std::string act, hf.StringOr("hidden_act", "silu"));
-  if (act != "silu") {
-    return absl::InvalidArgumentError(absl::StrCat(hf.path(), ": hidden_act '", act, "' is not supported (silu)"));
-  }
-  ASSIGN_OR_RETURN(c.tie_word_embeddings, hf.BoolOr("tie_word_embeddings", false));
+  RETURN_IF_ERROR(ReadHfSiluBody(hf, qwen ? 32768 : 131072, qwen ? 1e-6 : 1e-5, c));
   const char* experts_key = j.contains("num_experts") ? "num_experts" : "num_local_experts";
   ASSIGN_OR_RETURN(int64_t experts, hf.IntOr(experts_key, qwen2 ? 60 : qwen ? 128 : 8, 1, kMax));
   ASSIGN_OR_RETURN(int64_t per_token, hf.IntOr("num_experts_per_tok", qwen2 ? 4 : qwen ? 8 : 2, 1, experts));
@@ -855,8 +869,7 @@ absl::Status ReadHfMixtureOfExperts(const HfConfig& hf, DecoderConfig& c) {
       ASSIGN_OR_RETURN(int64_t shared, hf.IntOr("shared_expert_intermediate_size", 5632, 1, kMax));
       c.shared_expert_size = static_cast<int>(shared);
     } else {
-      ASSIGN_OR_RETURN(bool attention_bias, hf.BoolOr("attention_bias", false));
-      c.qkv_bias = c.attn_out_bias = attention_bias;
+      RETURN_IF_ERROR(ReadHfAttentionBias(hf, c));
       c.qk_norm = true;
     }
   } else {
@@ -885,14 +898,8 @@ absl::Status ReadHfMixtureOfExperts(const HfConfig& hf, DecoderConfig& c) {
 absl::Status ReadHfOlmo(const HfConfig& hf, DecoderConfig& c) {
   constexpr int64_t kMax = int64_t{1} << 30;
   const bool moe = c.architecture == "olmoe";
-  RETURN_IF_ERROR(ReadHfBodySizes(hf, 0, moe ? 4096 : 2048, 1e-5, c));
-  ASSIGN_OR_RETURN(std::string act, hf.StringOr("hidden_act", "silu"));
-  if (act != "silu") {
-    return absl::InvalidArgumentError(absl::StrCat(hf.path(), ": hidden_act '", act, "' is not supported (silu)"));
-  }
-  ASSIGN_OR_RETURN(c.tie_word_embeddings, hf.BoolOr("tie_word_embeddings", false));
-  ASSIGN_OR_RETURN(bool attention_bias, hf.BoolOr("attention_bias", false));
-  c.qkv_bias = c.attn_out_bias = attention_bias;
+  RETURN_IF_ERROR(ReadHfSiluBody(hf, moe ? 4096 : 2048, 1e-5, c));
+  RETURN_IF_ERROR(ReadHfAttentionBias(hf, c));
   c.qk_norm_whole = true;
   if (moe) {
     if (int64_t{c.num_heads} * c.head_dim != c.hidden_size) {
@@ -929,14 +936,8 @@ absl::Status ReadHfOlmo(const HfConfig& hf, DecoderConfig& c) {
 // (the renormalised top-k).
 absl::Status ReadHfGranite(const HfConfig& hf, DecoderConfig& c) {
   constexpr int64_t kMax = int64_t{1} << 30;
-  RETURN_IF_ERROR(ReadHfBodySizes(hf, 0, 2048, 1e-6, c));
-  ASSIGN_OR_RETURN(std::string act, hf.StringOr("hidden_act", "silu"));
-  if (act != "silu") {
-    return absl::InvalidArgumentError(absl::StrCat(hf.path(), ": hidden_act '", act, "' is not supported (silu)"));
-  }
-  ASSIGN_OR_RETURN(c.tie_word_embeddings, hf.BoolOr("tie_word_embeddings", false));
-  ASSIGN_OR_RETURN(bool attention_bias, hf.BoolOr("attention_bias", false));
-  c.qkv_bias = c.attn_out_bias = attention_bias;
+  RETURN_IF_ERROR(ReadHfSiluBody(hf, 2048, 1e-6, c));
+  RETURN_IF_ERROR(ReadHfAttentionBias(hf, c));
   ASSIGN_OR_RETURN(c.mlp_bias, hf.BoolOr("mlp_bias", false));
   struct Multiplier {
     const char* key;
@@ -974,12 +975,7 @@ absl::Status ReadHfGranite(const HfConfig& hf, DecoderConfig& c) {
 // longrope ("su" and "yarn" are read as longrope, as Phi3Config does).
 absl::Status ReadHfPhi3(const HfConfig& hf, DecoderConfig& c) {
   const nlohmann::json& j = hf.json();
-  RETURN_IF_ERROR(ReadHfBodySizes(hf, 0, 4096, 1e-5, c));
-  ASSIGN_OR_RETURN(std::string act, hf.StringOr("hidden_act", "silu"));
-  if (act != "silu") {
-    return absl::InvalidArgumentError(absl::StrCat(hf.path(), ": hidden_act '", act, "' is not supported (silu)"));
-  }
-  ASSIGN_OR_RETURN(c.tie_word_embeddings, hf.BoolOr("tie_word_embeddings", false));
+  RETURN_IF_ERROR(ReadHfSiluBody(hf, 4096, 1e-5, c));
   // transformers >= 5 writes rope_parameters; older files rope_scaling.
   const nlohmann::json* params = nullptr;
   std::string where = "rope_parameters";
@@ -1153,8 +1149,7 @@ absl::Status ReadHfGemma(const HfConfig& hf, int generation, DecoderConfig& c) {
     c.final_logit_softcap = static_cast<float>(final_cap);
   }
   ASSIGN_OR_RETURN(c.tie_word_embeddings, hf.BoolOr("tie_word_embeddings", true));
-  ASSIGN_OR_RETURN(bool attention_bias, hf.BoolOr("attention_bias", false));
-  c.qkv_bias = c.attn_out_bias = attention_bias;
+  RETURN_IF_ERROR(ReadHfAttentionBias(hf, c));
   c.mlp = MlpKind::kGeGlu;
   c.norm_weight_offset = 1.0f;
   c.embedding_scale = static_cast<float>(std::sqrt(static_cast<double>(c.hidden_size)));
@@ -1250,17 +1245,11 @@ absl::StatusOr<DecoderConfig> DecoderConfigFromHf(const HfConfig& hf) {
     c.qkv_bias = c.attn_out_bias = c.mlp_bias = true;
   } else if (t == "llama" || t == "mistral" || t == "qwen2" || t == "qwen3") {
     c.arch = DecoderArch::kLlama;
-    RETURN_IF_ERROR(ReadHfBodySizes(hf, 0, 2048, 1e-6, c));
-    ASSIGN_OR_RETURN(std::string act, hf.StringOr("hidden_act", "silu"));
-    if (act != "silu") {
-      return absl::InvalidArgumentError(absl::StrCat(hf.path(), ": hidden_act '", act, "' is not supported (silu)"));
-    }
-    ASSIGN_OR_RETURN(c.tie_word_embeddings, hf.BoolOr("tie_word_embeddings", false));
+    RETURN_IF_ERROR(ReadHfSiluBody(hf, 2048, 1e-6, c));
     if (t == "qwen2") {
       c.qkv_bias = true;  // Qwen2Attention: bias on q/k/v, none on o
     } else {
-      ASSIGN_OR_RETURN(bool attention_bias, hf.BoolOr("attention_bias", false));
-      c.qkv_bias = c.attn_out_bias = attention_bias;
+      RETURN_IF_ERROR(ReadHfAttentionBias(hf, c));
       ASSIGN_OR_RETURN(c.mlp_bias, hf.BoolOr("mlp_bias", false));
     }
     c.qk_norm = t == "qwen3";

@@ -131,11 +131,16 @@ def test_served_greedy_answers_equal_transformers(pb, proto_modules, path, name,
 
 
 @pytest.mark.parametrize("name,file", [("mistral_swa_tiny", ""), ("qwen2_swa_tiny", ""), ("gemma3_tiny", ""),
-                                       ("gemma2_tiny", ""), ("gemma3_gguf_tiny", "model.gguf"), ("phi3_tiny", "")])
-def test_sliding_window_streams_batched_and_chunked_equal_transformers(pb, proto_modules, name, file):
+                                       ("gemma2_tiny", ""), ("gemma3_gguf_tiny", "model.gguf"), ("phi3_tiny", ""),
+                                       ("qwen3_moe_tiny", "model.gguf"), ("mixtral_tiny", ""), ("granitemoe_tiny", ""),
+                                       ("qwen2_moe_tiny", ""), ("olmoe_tiny", "model.gguf")])
+def test_streams_batched_and_chunked_equal_transformers(pb, proto_modules, name, file):
     """Every prompt at once, with KV blocks of 4 and steps of 8 tokens: the
     windows start mid-block and mid-chunk, sequences of different lengths
-    share each step's attention call."""
+    share each step's attention call; a mixture routes tokens of several
+    sequences (prompt chunks and decode tokens) in one step, each expert
+    running on the rows that chose it. The answers are transformers' one at
+    a time."""
     _, pb_grpc = proto_modules
     ref = golden(name)
     server = ServerProcess(f"--decoder-model={MODELS / name / file}", "--threads=1", "--kv_block_size=4",
@@ -174,22 +179,6 @@ def test_longrope_context_picks_the_factors_transformers_uses(pb, proto_modules,
     try:
         assert "context 1024 tokens (longrope: the long factors for every sequence" in server.output()
         assert greedy_all_at_once(pb, pb_grpc, server, long["prompts"], long["greedy"]) == long["greedy"]
-    finally:
-        server.close()
-
-
-@pytest.mark.parametrize("name,file", [("qwen3_moe_tiny", "model.gguf"), ("mixtral_tiny", ""), ("granitemoe_tiny", ""),
-                                       ("qwen2_moe_tiny", ""), ("olmoe_tiny", "model.gguf")])
-def test_mixture_streams_batched_and_chunked_equal_transformers(pb, proto_modules, name, file):
-    """Every prompt at once in 8-token steps: a step routes tokens of several
-    sequences, prompt chunks and decode tokens together, each expert running
-    on the rows that chose it; the answers are transformers' one-at-a-time ones."""
-    _, pb_grpc = proto_modules
-    ref = golden(name)
-    server = ServerProcess(f"--decoder-model={MODELS / name / file}", "--threads=1", "--kv_block_size=4",
-                           "--max_step_tokens=8")
-    try:
-        assert greedy_all_at_once(pb, pb_grpc, server, ref["prompts"], ref["greedy"]) == ref["greedy"]
     finally:
         server.close()
 
