@@ -466,15 +466,16 @@ absl::Status ReadGgufGraniteScales(const GgufFile& g, DecoderConfig& c) {
 }
 
 // A mixture of experts as llama.cpp describes one: *.expert_count experts
-// (Mixtral is architecture "llama" with experts; qwen3moe always has them),
-// *.expert_used_count per token, each of *.expert_feed_forward_length
-// (qwen3moe; llama.cpp falls back to feed_forward_length / expert_used_count)
-// or feed_forward_length (llama, granitemoe). llama.cpp renormalises the
-// chosen experts' weights (build_moe_ffn's norm_w) for all but qwen2moe and
-// olmoe (OLMoE's norm_topk_prob false), as
-// Mixtral, Granite MoE and every published Qwen3-MoE (norm_topk_prob true)
-// do; qwen2moe's shared expert is expert_shared_feed_forward_length wide
-// (llama.cpp: feed_forward_length without it).
+// (Mixtral is architecture "llama" with experts; qwen2moe, qwen3moe,
+// granitemoe and olmoe always have them), *.expert_used_count per token, each
+// of *.expert_feed_forward_length (qwen2moe, qwen3moe; llama.cpp falls back
+// to feed_forward_length / expert_used_count) or feed_forward_length (llama,
+// granitemoe, olmoe). llama.cpp renormalises the chosen experts' weights
+// (build_moe_ffn's norm_w) for llama, qwen3moe and granitemoe, as Mixtral,
+// Granite MoE and every published Qwen3-MoE do, and not for qwen2moe and
+// olmoe (their models' norm_topk_prob is false). qwen2moe's shared expert is
+// expert_shared_feed_forward_length wide (llama.cpp: feed_forward_length
+// without it); another architecture's shared expert is refused.
 absl::Status ReadGgufExperts(const GgufFile& g, DecoderConfig& c) {
   const std::string p = c.architecture + ".";
   ASSIGN_OR_RETURN(c.num_experts, GgufIntOr(g, p + "expert_count", 0));
