@@ -182,8 +182,12 @@ absl::StatusOr<std::unique_ptr<InferenceCore>> InferenceCore::Create(const Serve
     kv_bytes = stats.bytes_capacity;
     LOG(INFO) << "decoder " << m.decoder_name << " loaded from " << options.models.decoder_model << " in "
               << absl::Now() - start << ": " << m.decoder->description().architecture << ", "
-              << m.decoder->description().num_layers << " layers, " << m.decoder->description().weight_bytes
-              << " weight bytes; KV cache " << stats.blocks_total << " blocks of " << kv.block_size << " tokens, "
+              << m.decoder->description().num_layers << " layers, "
+              << (m.decoder->description().num_experts > 0
+                      ? absl::StrCat(m.decoder->description().experts_per_token, " of ",
+                                     m.decoder->description().num_experts, " experts a token (all held), ")
+                      : "")
+              << m.decoder->description().weight_bytes << " weight bytes; KV cache " << stats.blocks_total << " blocks of " << kv.block_size << " tokens, "
               << stats.bytes_capacity << " bytes (" << stats.bytes_per_token << " bytes per token); context "
               << m.decoder->description().max_positions << " tokens" << LongRopeNote(m.decoder->config())
               << (m.generate_backend->kv_window() > 0

@@ -215,6 +215,7 @@ def test_a_mixture_in_q8_0_keeps_its_router_f32(pb, proto_modules):
         assert status == 200
         model = json.loads(body)["models"][0]
         assert (model["num_experts"], model["experts_per_token"]) == (4, 2)
+        assert "llama, 2 layers, 2 of 4 experts a token (all held), " in server.output()
     finally:
         server.close()
 
