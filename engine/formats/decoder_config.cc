@@ -112,6 +112,9 @@ absl::Status DecoderConfig::Validate() const {
     return bad(absl::StrCat("experts_per_token ", experts_per_token, " must be in [1, num_experts ", num_experts,
                             "] (num_experts ", num_experts, " must be >= 0)"));
   }
+  if (!rope_layers.empty() && static_cast<int>(rope_layers.size()) != num_layers) {
+    return bad(absl::StrCat("rope_layers has ", rope_layers.size(), " entries, want num_layers ", num_layers));
+  }
   if (qk_norm && qk_norm_whole) return bad("qk_norm (per head) and qk_norm_whole (whole projection) exclude each other");
   if (!pre_norms && !sandwich_norms) return bad("a model without pre-norms needs its post-norms (sandwich_norms)");
   if (!(clip_qkv >= 0) || !std::isfinite(clip_qkv)) return bad(absl::StrCat("clip_qkv ", clip_qkv, " must be >= 0"));
@@ -525,15 +528,15 @@ absl::StatusOr<DecoderConfig> DecoderConfigFromGguf(const GgufFile& g) {
   const bool granite = a == "granite" || a == "granitemoe";
   const bool olmo = a == "olmo2" || a == "olmoe";
   if (a == "llama" || a == "mistral" || a == "qwen2" || a == "qwen2moe" || a == "qwen3" || a == "qwen3moe" ||
-      a == "phi3" || gemma || granite || olmo) {
+      a == "phi3" || a == "smollm3" || gemma || granite || olmo) {
     c.arch = DecoderArch::kLlama;
   } else if (a == "gpt2") {
     c.arch = DecoderArch::kGpt2;
   } else {
     return absl::InvalidArgumentError(absl::StrCat(
         g.where(), ": general.architecture '", a,
-        "' is not supported (llama, mistral, qwen2, qwen2moe, qwen3, qwen3moe, phi3, granite, granitemoe, olmo2, "
-        "olmoe, gemma, gemma2, gemma3, gpt2)"));
+        "' is not supported (llama, mistral, qwen2, qwen2moe, qwen3, qwen3moe, phi3, smollm3, granite, granitemoe, "
+        "olmo2, olmoe, gemma, gemma2, gemma3, gpt2)"));
   }
   const std::string p = a + ".";
   ASSIGN_OR_RETURN(c.num_layers, GgufPositiveInt(g, p + "block_count"));
@@ -584,7 +587,8 @@ absl::StatusOr<DecoderConfig> DecoderConfigFromGguf(const GgufFile& g) {
     // See the header: llama.cpp permutes Q/K of `llama` so adjacent pairs apply;
     // qwen2, qwen3 and the Gemmas are converted unpermuted and run with NEOX
     // (half-split) rope.
-    c.rope_pairing = a == "llama" || a == "mistral" || granite ? RopePairing::kAdjacent : RopePairing::kHalfSplit;
+    c.rope_pairing =
+        a == "llama" || a == "mistral" || a == "smollm3" || granite ? RopePairing::kAdjacent : RopePairing::kHalfSplit;
     c.qk_norm = a == "qwen3" || a == "qwen3moe" || a == "gemma3";
     ASSIGN_OR_RETURN(std::string scaling, g.GetStringOr(p + "rope.scaling.type", ""));
     ASSIGN_OR_RETURN(c.rope_scaling.kind, ParseScalingType(scaling, g.where()));
@@ -611,6 +615,11 @@ absl::StatusOr<DecoderConfig> DecoderConfigFromGguf(const GgufFile& g) {
     if (gemma) RETURN_IF_ERROR(ReadGgufGemma(g, c));
     if (a == "phi3") RETURN_IF_ERROR(ReadGgufPhi3LongRope(g, c));
     if (granite) RETURN_IF_ERROR(ReadGgufGraniteScales(g, c));
+    if (a == "smollm3") {
+      // llama.cpp's smollm3: every 4th layer without rope (its fixed
+      // n_no_rope_layer_step, SmolLM3Config's default interval).
+      for (int l = 0; l < c.num_layers; ++l) c.rope_layers.push_back((l + 1) % 4 != 0);
+    }
     if (olmo) {
       // llama.cpp's olmo2 / olmoe: q/k norms over the whole projections;
       // OLMo 2 has only the norms after attention and the MLP.
@@ -816,10 +825,11 @@ absl::Status ReadHfSlidingWindow(const HfConfig& hf, const std::string& type, De
   return absl::OkStatus();
 }
 
-// Qwen2-MoE's windows: the layers layer_types names (transformers 5
-// writes it), as Qwen2's; use_sliding_window without layer_types is
-// refused (Qwen2MoeConfig's own pattern of windowed layers is not read).
-absl::Status ReadHfQwen2MoeWindows(const HfConfig& hf, DecoderConfig& c) {
+// Qwen2-MoE's and SmolLM3's windows: the layers layer_types names
+// (transformers writes it), as Qwen2's; use_sliding_window without
+// layer_types is refused (those configs' own patterns of windowed layers,
+// which differ from Qwen2's max_window_layers, are not read).
+absl::Status ReadHfListedWindows(const HfConfig& hf, DecoderConfig& c) {
   ASSIGN_OR_RETURN(bool enabled, hf.BoolOr("use_sliding_window", false));
   if (enabled && !hf.json().contains("layer_types")) {
     return absl::InvalidArgumentError(
@@ -877,7 +887,7 @@ absl::Status ReadHfMixtureOfExperts(const HfConfig& hf, DecoderConfig& c) {
     c.norm_topk_prob = true;
   }
   RETURN_IF_ERROR(ReadHfRope(hf, c));
-  if (qwen2) return ReadHfQwen2MoeWindows(hf, c);
+  if (qwen2) return ReadHfListedWindows(hf, c);
   ASSIGN_OR_RETURN(bool windowed, hf.BoolOr("use_sliding_window", !qwen));
   const auto window = j.find("sliding_window");
   if (windowed && window != j.end() && !window->is_null()) {
@@ -886,6 +896,38 @@ absl::Status ReadHfMixtureOfExperts(const HfConfig& hf, DecoderConfig& c) {
     c.sliding_layers.assign(c.num_layers, true);
   }
   return absl::OkStatus();
+}
+
+// SmolLM3 (smollm3) as transformers 5.24 defines it: Llama's layers,
+// embeddings tied by default, and layers without rope: no_rope_layers (1:
+// rotate, 0: not, one per layer) or, without it, every
+// no_rope_layer_interval-th layer (default 4) left unrotated. With
+// use_sliding_window, the layers layer_types names attend over
+// sliding_window keys.
+absl::Status ReadHfSmolLM3(const HfConfig& hf, DecoderConfig& c) {
+  const nlohmann::json& j = hf.json();
+  RETURN_IF_ERROR(ReadHfSiluBody(hf, 32768, 1e-6, c));
+  ASSIGN_OR_RETURN(c.tie_word_embeddings, hf.BoolOr("tie_word_embeddings", true));
+  RETURN_IF_ERROR(ReadHfAttentionBias(hf, c));
+  ASSIGN_OR_RETURN(c.mlp_bias, hf.BoolOr("mlp_bias", false));
+  const auto listed = j.find("no_rope_layers");
+  if (listed != j.end() && !listed->is_null()) {
+    if (!listed->is_array() || static_cast<int>(listed->size()) != c.num_layers) {
+      return absl::InvalidArgumentError(absl::StrCat(hf.path(), ": no_rope_layers must be a list of num_hidden_layers (",
+                                                     c.num_layers, ") 0 / 1 entries"));
+    }
+    for (const nlohmann::json& e : *listed) {
+      if (!e.is_number_integer() || (e.get<int64_t>() != 0 && e.get<int64_t>() != 1)) {
+        return absl::InvalidArgumentError(absl::StrCat(hf.path(), ": no_rope_layers entries must be 0 or 1"));
+      }
+      c.rope_layers.push_back(e.get<int64_t>() == 1);
+    }
+  } else {
+    ASSIGN_OR_RETURN(int64_t interval, hf.IntOr("no_rope_layer_interval", 4, 1, int64_t{1} << 20));
+    for (int l = 0; l < c.num_layers; ++l) c.rope_layers.push_back((l + 1) % interval != 0);
+  }
+  RETURN_IF_ERROR(ReadHfRope(hf, c));
+  return ReadHfListedWindows(hf, c);
 }
 
 // OLMo 2 (olmo2) and OLMoE (olmoe) as transformers 5.24 defines them:
@@ -1259,6 +1301,9 @@ absl::StatusOr<DecoderConfig> DecoderConfigFromHf(const HfConfig& hf) {
   } else if (t == "mixtral" || t == "qwen3_moe" || t == "qwen2_moe") {
     c.arch = DecoderArch::kLlama;
     RETURN_IF_ERROR(ReadHfMixtureOfExperts(hf, c));
+  } else if (t == "smollm3") {
+    c.arch = DecoderArch::kLlama;
+    RETURN_IF_ERROR(ReadHfSmolLM3(hf, c));
   } else if (t == "olmo2" || t == "olmoe") {
     c.arch = DecoderArch::kLlama;
     RETURN_IF_ERROR(ReadHfOlmo(hf, c));
@@ -1279,8 +1324,8 @@ absl::StatusOr<DecoderConfig> DecoderConfigFromHf(const HfConfig& hf) {
   } else {
     return absl::InvalidArgumentError(absl::StrCat(
         hf.path(), ": model_type '", t,
-        "' is not a supported decoder (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, phi3, olmo2, "
-        "olmoe, granite, granitemoe, gemma, gemma2, gemma3_text, gpt2)"));
+        "' is not a supported decoder (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, phi3, smollm3, "
+        "olmo2, olmoe, granite, granitemoe, gemma, gemma2, gemma3_text, gpt2)"));
   }
   RETURN_IF_ERROR(ReadHfSpecialIds(hf, c));
   c.name = t;

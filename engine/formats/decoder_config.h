@@ -57,7 +57,7 @@
 
 namespace attnserve {
 
-// kLlama covers mistral, qwen2, qwen3, phi3, the Gemmas, granite, olmo2 and
+// kLlama covers mistral, qwen2, qwen3, phi3, smollm3, the Gemmas, granite, olmo2 and
 // the mixtures of experts (mixtral, qwen2_moe, qwen3_moe, granitemoe, olmoe).
 enum class DecoderArch : uint8_t { kLlama, kGpt2 };
 enum class NormKind : uint8_t { kRmsNorm, kLayerNorm };
@@ -126,6 +126,9 @@ struct DecoderConfig {
   int rope_dim = 0;  // rotated dims per head (== head_dim unless partial rotary)
   RopePairing rope_pairing = RopePairing::kHalfSplit;
   RopeScaling rope_scaling;
+  // Which layers rotate q and k (num_layers entries); empty: every layer.
+  // SmolLM3's no_rope_layers (a NoPE layer every 4th by default).
+  std::vector<bool> rope_layers;
   // Per-frequency divisors (GGUF `rope_freqs.weight`, how llama.cpp stores
   // llama3 scaling): inv_freq[i] /= rope_freq_factors[i]. Empty: none.
   std::vector<float> rope_freq_factors;
@@ -229,11 +232,11 @@ class GgufFile;
 class HfConfig;
 
 // From GGUF metadata (general.architecture llama / qwen2 / qwen2moe / qwen3moe / phi3 /
-// granite / granitemoe / olmo2 / olmoe / gpt2 ... and its keys; *.expert_count for a mixture of experts) plus tensor presence (biases, output.weight, rope_freqs.weight,
+// granite / granitemoe / olmo2 / olmoe / smollm3 / gpt2 ... and its keys; *.expert_count for a mixture of experts) plus tensor presence (biases, output.weight, rope_freqs.weight,
 // phi3's rope_factors_long / rope_factors_short.weight).
 absl::StatusOr<DecoderConfig> DecoderConfigFromGguf(const GgufFile& gguf);
 // From a Hugging Face config.json (model_type llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, phi3,
-// olmo2, olmoe, granite,
+// olmo2, olmoe, smollm3, granite,
 // granitemoe, gemma, gemma2, gemma3_text, gpt2).
 absl::StatusOr<DecoderConfig> DecoderConfigFromHf(const HfConfig& hf);
 

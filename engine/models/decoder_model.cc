@@ -279,7 +279,9 @@ absl::Status DecoderModel::ForwardLayer(int layer, const ForwardBatch& batch, Kv
     return absl::InvalidArgumentError(absl::StrCat("layer ", layer, " is outside [0, ", blocks_.size(), ")"));
   }
   const bool local = local_rope_.has_value() && config_.LayerWindow(layer) > 0;
-  const Rope* rope = local ? &*local_rope_ : rope_.has_value() ? &*rope_ : nullptr;
+  // SmolLM3's NoPE layers rotate nothing.
+  const bool rotates = config_.rope_layers.empty() || config_.rope_layers[layer];
+  const Rope* rope = !rotates ? nullptr : local ? &*local_rope_ : rope_.has_value() ? &*rope_ : nullptr;
   const float* angles = rope == nullptr ? nullptr : local ? sc.local_rope.data() : sc.rope.data();
   if (kv == nullptr) return blocks_[layer].ForwardUncached(batch, rope, angles, sc);
   return blocks_[layer].Forward(batch, *kv, rope, angles, sc);

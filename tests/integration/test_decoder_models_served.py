@@ -40,6 +40,8 @@ continuations over gRPC equal transformers' on the same weights.
   olmoe_tiny (OLMoE: the same q/k norms, 8 experts, the top 2 not
   renormalised) from their directories and GGUF files, olmoe_clip_tiny
   (clip_qkv) from its directory.
+- smollm3_tiny (SmolLM3: layer 3 of 4 without rope) from its directory and
+  its GGUF.
 - granite_tiny (Granite 3: embedding, attention, residual and logit
   multipliers) and granitemoe_tiny (Granite MoE: the same, 6 experts stacked
   in its checkpoint, the top 2) from their directories and GGUF files."""
@@ -102,6 +104,8 @@ def greedy_all_at_once(pb, pb_grpc, server, prompts, greedy):
     (MODELS / "olmoe_tiny", "olmoe_tiny", "olmoe"),
     (MODELS / "olmoe_tiny/model.gguf", "olmoe_tiny", "olmoe"),
     (MODELS / "olmoe_clip_tiny", "olmoe_clip_tiny", "olmoe"),
+    (MODELS / "smollm3_tiny", "smollm3_tiny", "smollm3"),
+    (MODELS / "smollm3_tiny/model.gguf", "smollm3_tiny", "smollm3"),
     (MODELS / "granite_tiny", "granite_tiny", "granite"),
     (MODELS / "granite_tiny/model.gguf", "granite_tiny", "granite"),
     (MODELS / "granitemoe_tiny", "granitemoe_tiny", "granitemoe"),
@@ -109,8 +113,8 @@ def greedy_all_at_once(pb, pb_grpc, server, prompts, greedy):
 ], ids=["qwen3_hf", "qwen3_gguf", "llama_quant_mix_gguf", "mistral_sliding_window", "qwen2_sliding_window",
         "gemma3_text", "gemma2", "gemma", "gemma_gguf", "gemma2_gguf", "gemma3_gguf", "phi3", "phi3_longrope",
         "phi3_longrope_gguf", "qwen3_moe", "qwen3_moe_gguf", "qwen3_moe_unnormalised", "mixtral", "mixtral_gguf",
-        "qwen2_moe", "qwen2_moe_gguf", "olmo2", "olmo2_gguf", "olmoe", "olmoe_gguf", "olmoe_clip_qkv", "granite",
-        "granite_gguf", "granitemoe", "granitemoe_gguf"])
+        "qwen2_moe", "qwen2_moe_gguf", "olmo2", "olmo2_gguf", "olmoe", "olmoe_gguf", "olmoe_clip_qkv", "smollm3",
+        "smollm3_gguf", "granite", "granite_gguf", "granitemoe", "granitemoe_gguf"])
 def test_served_greedy_answers_equal_transformers(pb, proto_modules, path, name, architecture):
     _, pb_grpc = proto_modules
     ref = golden(name)

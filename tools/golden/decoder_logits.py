@@ -55,7 +55,7 @@ long ones: prompts, logits, greedy, greedy_min_margin, and
 rows_last_prompt {position: logits} at LONG_ROWS of one whole-prompt
 forward of the last prompt.
 Mixtures of experts (qwen3_moe_tiny, qwen3_moe_unnorm_tiny, mixtral_tiny, qwen2_moe_tiny,
-granitemoe_tiny, olmoe_tiny, olmoe_clip_tiny), granite_tiny and olmo2_tiny: the
+granitemoe_tiny, olmoe_tiny, olmoe_clip_tiny), granite_tiny, olmo2_tiny and smollm3_tiny: the
 usual keys on prompts from their own generators, plus, for the mixtures,
   router_min_gap: the smallest gap between the k-th and (k+1)-th router
       logit of any layer at any position of the prompts followed by
@@ -221,10 +221,10 @@ def add_long_reference(model, rng):
     print(LONGROPE, "long min margins", [f"{m:.2e}" for m in long["greedy_min_margin"]])
 
 
-# granite_tiny and olmo2_tiny are no mixtures; they take their prompts from
+# granite_tiny, olmo2_tiny and smollm3_tiny are no mixtures; they take their prompts from
 # the same kind of generator (and have no router_min_gap).
 MOE = ["qwen3_moe_tiny", "qwen3_moe_unnorm_tiny", "mixtral_tiny", "granitemoe_tiny", "granite_tiny", "qwen2_moe_tiny",
-       "olmo2_tiny", "olmoe_tiny", "olmoe_clip_tiny"]
+       "olmo2_tiny", "olmoe_tiny", "olmoe_clip_tiny", "smollm3_tiny"]
 
 
 def router_min_gap(model, sequences):
@@ -287,7 +287,7 @@ def main():
         prompts = [[int(x) for x in rng.integers(2, model.config.vocab_size, size=n)] for n in PROMPT_LENGTHS]
         reference(name, lambda: model, prompts, extra_decode=False)
         path = OUT / f"{name}.json"
-        if not hasattr(model.config, "num_experts_per_tok"):  # granite_tiny, olmo2_tiny: no router
+        if not hasattr(model.config, "num_experts_per_tok"):  # granite_tiny, olmo2_tiny, smollm3_tiny: no router
             continue
         doc = json.loads(path.read_text())
         doc["router_min_gap"] = router_min_gap(model, [p + g for p, g in zip(prompts, doc["greedy"])])

@@ -109,6 +109,10 @@ Makes, with a fixed seed, under tests/golden/decoder_models/<name>/:
                (arch olmoe).
   olmoe_clip_tiny  the same with clip_qkv 1.0 (q, k and v clamped, set small so that it
                bites); HF directory only (llama.cpp does not clamp olmoe).
+  smollm3_tiny  SmolLM3ForCausalLM, llama_tiny's sizes and tokenizer with 4 layers, tied
+               embeddings: layer 3 without rope (no_rope_layers [1, 1, 1, 0], SmolLM3Config's
+               default interval 4); HF directory and model.gguf (arch smollm3, Q/K permuted
+               as llama.cpp's SmolLM3Model, a LlamaModel, does).
 Each as an HF directory (config.json, model.safetensors, tokenizer.json) plus
 GGUF v3 files written with gguf.GGUFWriter in llama.cpp's conventions
 (convert_hf_to_gguf.py): model.gguf (F32) for each; for llama_tiny also
@@ -289,12 +293,13 @@ def write_llama_gguf(path, model, cfg, tok, arch, qtype, file_type=None, experts
         w.add_residual_scale(cfg.residual_multiplier)
         w.add_attention_scale(cfg.attention_multiplier)
         w.add_logit_scale(cfg.logits_scaling)
-    if arch in ("llama", "granite", "granitemoe", "olmo2", "olmoe"):
+    if arch in ("llama", "granite", "granitemoe", "olmo2", "olmoe", "smollm3"):
         gguf_tokenizer(w, tok, "llama-bpe", "<|begin_of_text|>", "<|end_of_text|>", True)
     else:
         gguf_tokenizer(w, tok, "qwen2", "<|endoftext|>", "<|endoftext|>", False)
     add_tensors(w, sd, n_layers=cfg.num_hidden_layers, n_head=cfg.num_attention_heads,
-                n_head_kv=cfg.num_key_value_heads, qtype=qtype, permute=(arch in ("llama", "granite", "granitemoe")),
+                n_head_kv=cfg.num_key_value_heads, qtype=qtype,
+                permute=(arch in ("llama", "granite", "granitemoe", "smollm3")),
                 tied=cfg.tie_word_embeddings)
     w.write_header_to_file()
     w.write_kv_data_to_file()
@@ -665,6 +670,26 @@ def make_moe(name):
             "experts_per_token": cfg.num_experts_per_tok, "norm_topk_prob": getattr(cfg, "norm_topk_prob", True)}
 
 
+def make_smollm3():
+    """smollm3_tiny (see the module docstring)."""
+    torch.manual_seed(SEED)
+    tok = train_tokenizer("llama3")
+    vocab = tok.get_vocab_size(with_added_tokens=True)
+    cfg = transformers.SmolLM3Config(
+        vocab_size=vocab, hidden_size=64, intermediate_size=96, num_hidden_layers=4, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=256, rms_norm_eps=1e-6, tie_word_embeddings=True,
+        rope_parameters={"rope_type": "default", "rope_theta": 50000.0}, use_sliding_window=False,
+        pad_token_id=tok.token_to_id("<|end_of_text|>"),
+        bos_token_id=tok.token_to_id("<|begin_of_text|>"), eos_token_id=tok.token_to_id("<|end_of_text|>"))
+    assert cfg.no_rope_layers == [1, 1, 1, 0], cfg.no_rope_layers
+    model = transformers.SmolLM3ForCausalLM(cfg).eval()
+    init_random(model)
+    d = OUT / "smollm3_tiny"
+    save_hf(model, tok, d)
+    write_llama_gguf(d / "model.gguf", model, cfg, tok, "smollm3", gguf.GGMLQuantizationType.F32)
+    return {"class": "SmolLM3ForCausalLM", "vocab": vocab, "no_rope_layers": cfg.no_rope_layers}
+
+
 def make_olmo(name):
     """olmo2_tiny / olmoe_tiny / olmoe_clip_tiny (see the module docstring)."""
     torch.manual_seed(SEED)
@@ -845,6 +870,8 @@ def main():
     for name in ("olmo2_tiny", "olmoe_tiny", "olmoe_clip_tiny"):
         if want(name):
             made[name] = make_olmo(name)
+    if want("smollm3_tiny"):
+        made["smollm3_tiny"] = make_smollm3()
     if only and not only & {"llama_tiny", "qwen2_tiny", "gpt2_tiny"}:
         write_versions(made)
         return
@@ -852,7 +879,7 @@ def main():
         sys.exit("--only supports the rope-scaled and sliding-window models, llama_quant_mix, qwen3_tiny, "
                  "gemma3_tiny, gemma2_tiny, gemma_tiny, gemma2_gguf_tiny, gemma3_gguf_tiny, phi3_tiny, "
                  "phi3_longrope_tiny, qwen3_moe_tiny, qwen3_moe_unnorm_tiny, mixtral_tiny, qwen2_moe_tiny, "
-                 "granite_tiny, granitemoe_tiny, olmo2_tiny, olmoe_tiny and olmoe_clip_tiny; "
+                 "granite_tiny, granitemoe_tiny, olmo2_tiny, olmoe_tiny, olmoe_clip_tiny and smollm3_tiny; "
                  "remake the others with no --only")
 
     # --- llama_tiny: GQA 4/2, rope_theta 50000, untied, no bias, Llama-3 regex tokenizer.

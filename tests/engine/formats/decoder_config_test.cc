@@ -733,6 +733,28 @@ TEST(DecoderConfigTest, OlmoHfAndGgufAgree) {
               HasSubstr("olmo3.gguf: olmo2.attention.sliding_window (OLMo 3's windows) is not supported"));
 }
 
+// SmolLM3's NoPE layers: no_rope_layers from config.json, llama.cpp's fixed
+// every-4th rule from its GGUF, the interval when the list is absent.
+TEST(DecoderConfigTest, SmolLM3RopeLayers) {
+  const DecoderConfig hf = FromHfDir(kModels + "smollm3_tiny");
+  const DecoderConfig gguf = FromGgufFile(kModels + "smollm3_tiny/model.gguf");
+  for (const DecoderConfig* c : {&hf, &gguf}) {
+    EXPECT_THAT(c->rope_layers, ::testing::ElementsAre(true, true, true, false));
+    EXPECT_TRUE(c->tie_word_embeddings);
+  }
+  EXPECT_EQ(gguf.rope_pairing, RopePairing::kAdjacent);
+  constexpr char kBase[] = R"({"model_type": "smollm3", "hidden_size": 64, "num_hidden_layers": 6,
+    "num_attention_heads": 4, "intermediate_size": 96, "vocab_size": 100)";
+  auto every_third = FromJsonText(std::string(kBase) + R"(, "no_rope_layer_interval": 3})");
+  ASSERT_TRUE(every_third.ok()) << every_third.status();
+  EXPECT_THAT(every_third->rope_layers, ::testing::ElementsAre(true, true, false, true, true, false));
+  auto short_list = FromJsonText(std::string(kBase) + R"(, "no_rope_layers": [1, 0]})");
+  EXPECT_THAT(std::string(short_list.status().message()),
+              HasSubstr("no_rope_layers must be a list of num_hidden_layers (6) 0 / 1 entries"));
+  auto windows = FromJsonText(std::string(kBase) + R"(, "use_sliding_window": true, "sliding_window": 8})");
+  EXPECT_THAT(std::string(windows.status().message()), HasSubstr("use_sliding_window without layer_types"));
+}
+
 TEST(DecoderConfigTest, GraniteDefaultsAndErrors) {
   auto plain = FromJsonText(R"({"model_type": "granite", "hidden_size": 64, "num_hidden_layers": 2,
     "num_attention_heads": 4, "intermediate_size": 96, "vocab_size": 100})");

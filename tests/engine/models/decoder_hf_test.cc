@@ -20,7 +20,8 @@
 // experts stacked in its checkpoint too), each from its directory and GGUF;
 // OLMo 2 (whole-projection q/k norms, only post-norms) and OLMoE (the same
 // q/k norms, 8 experts, the top 2 not renormalised; clip_qkv from the
-// directory only), from their directories and GGUF files.
+// directory only), from their directories and GGUF files; SmolLM3 (a layer
+// without rope), from its directory and GGUF.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -139,7 +140,8 @@ INSTANTIATE_TEST_SUITE_P(TinyModels, DecoderHfTest,
                                            Case{"granitemoe_tiny", "model.gguf"}, Case{"qwen2_moe_tiny", ""},
                                            Case{"qwen2_moe_tiny", "model.gguf"}, Case{"olmo2_tiny", ""},
                                            Case{"olmo2_tiny", "model.gguf"}, Case{"olmoe_tiny", ""},
-                                           Case{"olmoe_tiny", "model.gguf"}, Case{"olmoe_clip_tiny", ""}),
+                                           Case{"olmoe_tiny", "model.gguf"}, Case{"olmoe_clip_tiny", ""},
+                                           Case{"smollm3_tiny", ""}, Case{"smollm3_tiny", "model.gguf"}),
                          CaseName);
 
 // The Gemma GGUF files against llama.cpp itself (tools/golden/
