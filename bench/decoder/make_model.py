@@ -18,8 +18,9 @@ only has to load):
                     (Qwen3MoeForCausalLM: hidden 512, 8 layers, 8 query heads
                     over 4 KV heads of 64, q/k norms, every layer 32 experts
                     of 256 with the top 4 per token renormalised, vocab
-                    32000, untied, rope_theta 1e6; 141 M parameters of which
-                    a token runs 40 M); bench/moe/run.sh.
+                    32000, untied, rope_theta 1e6; 140 M parameters, of
+                    which a token reads about 35 M, the LM head included);
+                    bench/moe/run.sh.
 
 Usage: make_model.py OUT_DIR [--arch smollm|gemma3|qwen3moe]   (skips the
 work when OUT_DIR/model.safetensors exists). Never committed: ~540 MB /
