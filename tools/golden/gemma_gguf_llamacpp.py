@@ -41,7 +41,10 @@ LLAMACPP_VS_TRANSFORMERS = 0.02
 GGML_TYPE_F32 = 0
 
 
-def model_logits(name, path):
+def model_logits(name, path, tolerance=LLAMACPP_VS_TRANSFORMERS):
+    """llama.cpp's last-position logits of decoder_logits.py's prompts for
+    `name` on MODELS / path, each asserted within `tolerance` of
+    transformers' (also used by gguf_llamacpp_logits.py)."""
     ref = json.loads((LOGITS / f"{name}.json").read_text())
     llm = llama_cpp.Llama(model_path=str(MODELS / path), n_ctx=256, logits_all=True, verbose=False, n_threads=2,
                           flash_attn=False, type_k=GGML_TYPE_F32, type_v=GGML_TYPE_F32, seed=0)
@@ -51,7 +54,7 @@ def model_logits(name, path):
         llm.eval(prompt)
         got = np.asarray(llm.scores[len(prompt) - 1], dtype=np.float32)
         diff = float(np.abs(got - np.asarray(want, dtype=np.float32)).max())
-        assert diff < LLAMACPP_VS_TRANSFORMERS, (name, len(prompt), diff)
+        assert diff < tolerance, (name, len(prompt), diff)
         out["last_logits"].append([float(x) for x in got])
         out["max_abs_diff_vs_transformers"].append(round(diff, 6))
     print(name, "max |llama.cpp - transformers| per prompt:", out["max_abs_diff_vs_transformers"])
